@@ -1,0 +1,71 @@
+//go:build ignore
+
+package main
+
+import (
+	"log"
+
+	"entgo.io/contrib/entgql"
+	"entgo.io/ent/entc"
+	"entgo.io/ent/entc/gen"
+	"github.com/vektah/gqlparser/v2/ast"
+)
+
+func main() {
+	ex, err := entgql.NewExtension(
+		entgql.WithSchemaGenerator(),
+		entgql.WithWhereInputs(true),
+		entgql.WithRelaySpec(true),
+		entgql.WithConfigPath("../gqlgen.yml"),
+		entgql.WithSchemaPath("../graph/schema/ent.graphqls"),
+		entgql.WithSchemaHook(dropRelayNodes),
+	)
+	if err != nil {
+		log.Fatalf("creating entgql extension: %v", err)
+	}
+	err = entc.Generate("./schema", &gen.Config{
+		Features: []gen.Feature{
+			gen.FeaturePrivacy,
+			gen.FeatureEntQL,
+			gen.FeatureIntercept,
+			gen.FeatureExecQuery,
+			gen.FeatureUpsert,
+			gen.FeatureLock,
+		},
+	}, entc.Extensions(ex))
+	if err != nil {
+		log.Fatalf("running ent codegen: %v", err)
+	}
+}
+
+// dropRelayNodes removes Relay's `nodes(ids:)` lookup: in levers9, `nodes` is
+// the connection of compute nodes, a word the product cannot give up.
+func dropRelayNodes(_ *gen.Graph, s *ast.Schema) error {
+	q := s.Types["Query"]
+	var kept ast.FieldList
+	for _, f := range q.Fields {
+		if f.Name == "nodes" && f.Arguments.ForName("ids") != nil {
+			continue
+		}
+		kept = append(kept, f)
+	}
+	q.Fields = kept
+	// JSON object fields are output types; their mutation inputs need the
+	// matching input types declared in graph/schema.
+	inputs := map[string]string{"GPURate": "GPURateInput"}
+	for _, def := range s.Types {
+		if def.Kind != ast.InputObject {
+			continue
+		}
+		for _, f := range def.Fields {
+			t := f.Type
+			for t.Elem != nil {
+				t = t.Elem
+			}
+			if in, ok := inputs[t.NamedType]; ok {
+				t.NamedType = in
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+package schema
+
+import (
+	"entgo.io/contrib/entgql"
+	"entgo.io/ent"
+	"entgo.io/ent/schema"
+	"entgo.io/ent/schema/edge"
+	"entgo.io/ent/schema/field"
+	"entgo.io/ent/schema/index"
+	"github.com/levers9/levers9/ent/privacy"
+	"github.com/levers9/levers9/ent/schema/rule"
+
+	"github.com/levers9/levers9/internal/billing"
+	"github.com/levers9/levers9/internal/jobspec"
+)
+
+// Job is what a user submits: services scheduled together on one node.
+type Job struct{ ent.Schema }
+
+// jobStatuses are shared by jobs and their services.
+var jobStatuses = []string{
+	"Pending", "PENDING", "Running", "RUNNING", "Complete", "COMPLETE",
+	"Error", "ERROR", "Cancelled", "CANCELLED",
+}
+
+// Mixin of the Job.
+func (Job) Mixin() []ent.Mixin {
+	return []ent.Mixin{IDMixin{Prefix: "job"}, TimeMixin{}, TenantMixin{}, EnvironmentMixin{}}
+}
+
+// Fields of the Job.
+func (Job) Fields() []ent.Field {
+	return []ent.Field{
+		field.String("name").Default("").
+			Annotations(entgql.OrderField("NAME")),
+		field.JSON("spec", jobspec.Job{}).Immutable().
+			Comment("the specification as submitted").
+			Annotations(entgql.Skip(entgql.SkipAll)),
+		field.Enum("status").NamedValues(jobStatuses...).Default("PENDING").
+			Annotations(entgql.OrderField("STATUS")),
+		field.String("status_reason").Default(""),
+		field.Time("started_at").Optional().Nillable(),
+		field.Time("finished_at").Optional().Nillable(),
+		field.String("queue_id").Immutable(),
+		field.String("project_id").Optional().Immutable(),
+		field.String("owner_id").Immutable(),
+		field.Bool("interactive").Default(false).Immutable(),
+		field.Int("priority").Default(0).
+			Annotations(entgql.OrderField("PRIORITY")),
+		field.Int("timeout_seconds").Default(0).Immutable(),
+		field.Int("retries").Default(0).Immutable(),
+		field.Int("gpus").Default(0).Immutable().
+			Comment("GPUs over all services"),
+		field.Int64("estimate_per_minute").GoType(billing.Tokens(0)).Default(0).
+			Comment("tokens per minute, priced at submission").
+			Annotations(entgql.Type("Tokens"), entgql.Skip(entgql.SkipWhereInput)),
+		field.Int64("estimate_start_fee").GoType(billing.Tokens(0)).Default(0).
+			Annotations(entgql.Type("Tokens"), entgql.Skip(entgql.SkipWhereInput)),
+	}
+}
+
+// Edges of the Job.
+func (Job) Edges() []ent.Edge {
+	return []ent.Edge{
+		edge.To("queue", Queue.Type).Field("queue_id").Unique().Required().Immutable(),
+		edge.To("project", Project.Type).Field("project_id").Unique().Immutable(),
+		edge.From("owner", User.Type).Ref("jobs").Field("owner_id").Unique().Required().Immutable(),
+		edge.To("services", Service.Type),
+	}
+}
+
+// Indexes of the Job.
+func (Job) Indexes() []ent.Index {
+	return []ent.Index{
+		index.Fields("tenant_id", "environment_id", "status"),
+		// The scheduler takes pending jobs of a queue by priority, then age.
+		index.Fields("queue_id", "status", "priority"),
+	}
+}
+
+// Annotations of the Job.
+func (Job) Annotations() []schema.Annotation {
+	return []schema.Annotation{
+		entgql.RelayConnection(),
+		entgql.QueryField("jobs"),
+	}
+}
+
+// Policy of the Job: everyone in the environment sees its jobs; members
+// change only their own.
+func (Job) Policy() ent.Policy {
+	return privacy.Policy{Mutation: privacy.MutationPolicy{rule.FilterSelfUnlessAdmin("owner_id")}}
+}

@@ -1,0 +1,73 @@
+package schema
+
+import (
+	"entgo.io/contrib/entgql"
+	"entgo.io/ent"
+	"entgo.io/ent/schema"
+	"entgo.io/ent/schema/edge"
+	"entgo.io/ent/schema/field"
+	"entgo.io/ent/schema/index"
+
+	"github.com/levers9/levers9/internal/billing"
+)
+
+// Queue is what jobs are submitted to: which nodes run them, what one job
+// may ask for, who may use it and what it costs.
+type Queue struct{ ent.Schema }
+
+// Mixin of the Queue.
+func (Queue) Mixin() []ent.Mixin {
+	return []ent.Mixin{IDMixin{Prefix: "que"}, TimeMixin{}, TenantMixin{}}
+}
+
+// Fields of the Queue.
+func (Queue) Fields() []ent.Field {
+	tokens := func(name, comment string) ent.Field {
+		return field.Int64(name).GoType(billing.Tokens(0)).Default(0).Comment(comment).
+			Annotations(entgql.Type("Tokens"), entgql.Skip(entgql.SkipWhereInput))
+	}
+	return []ent.Field{
+		field.String("name").NotEmpty().Match(namePattern).
+			Annotations(entgql.OrderField("NAME")),
+		field.String("description").Default("").MaxLen(1000),
+		field.Enum("mode").NamedValues("Interactive", "INTERACTIVE", "Batch", "BATCH", "Both", "BOTH").Default("BOTH"),
+		field.Int("max_gpus_per_job").Default(8).NonNegative(),
+		field.Float("max_cpu_per_job").Default(64).Min(0),
+		field.Int64("max_memory_mib_per_job").Default(256 * 1024).NonNegative(),
+		field.JSON("gpu_prices", []billing.GPURate{}).Optional().
+			Comment("tokens per GPU-minute, per GPU type").
+			Annotations(entgql.Type("[GPURate!]")),
+		tokens("cpu_price", "tokens per CPU-minute"),
+		tokens("memory_price", "tokens per GiB-minute of memory"),
+		tokens("start_fee", "tokens charged once when a job starts"),
+		field.Float("multiplier").Default(1).Positive(),
+	}
+}
+
+// Edges of the Queue.
+func (Queue) Edges() []ent.Edge {
+	return []ent.Edge{
+		edge.To("nodes", Node.Type),
+		edge.To("storages", Storage.Type),
+		edge.To("groups", Group.Type),
+		edge.From("jobs", Job.Type).Ref("queue").
+			Annotations(entgql.RelayConnection(), entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)),
+	}
+}
+
+// Indexes of the Queue.
+func (Queue) Indexes() []ent.Index {
+	return []ent.Index{index.Fields("tenant_id", "name").Unique()}
+}
+
+// Annotations of the Queue.
+func (Queue) Annotations() []schema.Annotation {
+	return []schema.Annotation{
+		entgql.RelayConnection(),
+		entgql.QueryField("queues"),
+		entgql.Mutations(entgql.MutationCreate(), entgql.MutationUpdate()),
+	}
+}
+
+// Policy of the Queue.
+func (Queue) Policy() ent.Policy { return adminWrites() }

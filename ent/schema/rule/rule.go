@@ -1,0 +1,211 @@
+// Package rule holds the privacy rules of the data model. Tenant isolation,
+// environment isolation and the admin-only rules live here and nowhere else:
+// resolvers and handlers never add their own tenant filters.
+package rule
+
+import (
+	"context"
+	"fmt"
+
+	"entgo.io/ent/entql"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/privacy"
+	"github.com/levers9/levers9/internal/viewer"
+)
+
+// AllowIfSystem lets internal work through.
+func AllowIfSystem() privacy.QueryMutationRule {
+	return privacy.ContextQueryMutationRule(func(ctx context.Context) error {
+		if v := viewer.FromContext(ctx); v != nil && v.System {
+			return privacy.Allow
+		}
+		return privacy.Skip
+	})
+}
+
+// DenyIfNoViewer refuses anything done without a viewer: a missing viewer is
+// a bug, never a licence.
+func DenyIfNoViewer() privacy.QueryMutationRule {
+	return privacy.ContextQueryMutationRule(func(ctx context.Context) error {
+		if viewer.FromContext(ctx) == nil {
+			return privacy.Denyf("no viewer in context")
+		}
+		return privacy.Skip
+	})
+}
+
+// AllowIfSuperadmin lets superadmins through, inside a tenant or not.
+func AllowIfSuperadmin() privacy.QueryMutationRule {
+	return privacy.ContextQueryMutationRule(func(ctx context.Context) error {
+		if v := viewer.FromContext(ctx); v != nil && v.Superadmin {
+			return privacy.Allow
+		}
+		return privacy.Skip
+	})
+}
+
+// DenyAll ends a policy.
+func DenyAll() privacy.QueryMutationRule { return privacy.AlwaysDenyRule() }
+
+// AdminOnly refuses viewers who are not tenant admins.
+func AdminOnly() privacy.QueryMutationRule {
+	return privacy.ContextQueryMutationRule(func(ctx context.Context) error {
+		if v := viewer.FromContext(ctx); v == nil || !v.Admin {
+			return privacy.Denyf("only tenant admins may do this")
+		}
+		return privacy.Skip
+	})
+}
+
+// FilterTenant restricts queries, updates and deletes to the viewer's tenant,
+// and stamps (or checks) the tenant of created rows.
+func FilterTenant() privacy.QueryMutationRule {
+	return scoped("tenant_id", func(v *viewer.Viewer) (string, error) {
+		if !v.InTenant() {
+			return "", privacy.Denyf("not inside a tenant")
+		}
+		return v.TenantID, nil
+	})
+}
+
+// FilterEnvironment does for environments what FilterTenant does for tenants.
+func FilterEnvironment() privacy.QueryMutationRule {
+	return scoped("environment_id", func(v *viewer.Viewer) (string, error) {
+		if v.EnvironmentID == "" {
+			return "", privacy.Denyf("no environment selected")
+		}
+		return v.EnvironmentID, nil
+	})
+}
+
+// FilterSelf restricts rows to those whose column belongs to the viewer.
+func FilterSelf(column string) privacy.QueryMutationRule {
+	return scoped(column, func(v *viewer.Viewer) (string, error) {
+		if v.UserID == "" {
+			return "", privacy.Denyf("no user")
+		}
+		return v.UserID, nil
+	})
+}
+
+// FilterSelfUnlessAdmin is FilterSelf for members; admins see the tenant.
+func FilterSelfUnlessAdmin(column string) privacy.QueryMutationRule {
+	self := FilterSelf(column)
+	return ruleFuncs{
+		query: func(ctx context.Context, q ent.Query) error {
+			if viewer.FromContext(ctx).Admin {
+				return privacy.Skip
+			}
+			return self.EvalQuery(ctx, q)
+		},
+		mutation: func(ctx context.Context, m ent.Mutation) error {
+			if viewer.FromContext(ctx).Admin {
+				return privacy.Skip
+			}
+			return self.EvalMutation(ctx, m)
+		},
+	}
+}
+
+type ruleFuncs struct {
+	query    func(context.Context, ent.Query) error
+	mutation func(context.Context, ent.Mutation) error
+}
+
+func (r ruleFuncs) EvalQuery(ctx context.Context, q ent.Query) error { return r.query(ctx, q) }
+func (r ruleFuncs) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	return r.mutation(ctx, m)
+}
+
+// scoped filters reads and writes by column = want(viewer). On create, the
+// column is filled in when unset and must match when set.
+func scoped(column string, want func(*viewer.Viewer) (string, error)) privacy.QueryMutationRule {
+	filter := privacy.FilterFunc(func(ctx context.Context, f privacy.Filter) error {
+		id, err := want(viewer.FromContext(ctx))
+		if err != nil {
+			return err
+		}
+		f.Where(entql.FieldEQ(column, id))
+		return privacy.Skip
+	})
+	return ruleFuncs{
+		query: filter.EvalQuery,
+		mutation: func(ctx context.Context, m ent.Mutation) error {
+			if !m.Op().Is(ent.OpCreate) {
+				return filter.EvalMutation(ctx, m)
+			}
+			id, err := want(viewer.FromContext(ctx))
+			if err != nil {
+				return err
+			}
+			got, ok := m.Field(column)
+			if !ok || got == "" {
+				if err := m.SetField(column, id); err != nil {
+					return privacy.Denyf("setting %s: %v", column, err)
+				}
+				return privacy.Skip
+			}
+			if got != id {
+				return privacy.Denyf("%s %v is not the viewer's", column, got)
+			}
+			return privacy.Skip
+		},
+	}
+}
+
+// EdgesInScope refuses a mutation that links to an object the viewer cannot
+// see (another tenant's group, queue or user), whatever the relation.
+func EdgesInScope() privacy.MutationRule {
+	type clienter interface{ Client() *ent.Client }
+	return privacy.MutationRuleFunc(func(ctx context.Context, m ent.Mutation) error {
+		c, ok := m.(clienter)
+		if !ok {
+			return privacy.Denyf("mutation %T has no client", m)
+		}
+		for _, e := range m.AddedEdges() {
+			for _, id := range m.AddedIDs(e) {
+				sid, _ := id.(string)
+				if _, err := c.Client().Noder(ctx, sid, ent.WithNodeType(ent.NodeType)); err != nil {
+					return privacy.Denyf("%s %q: %v", e, sid, fmt.Errorf("not found"))
+				}
+			}
+		}
+		return privacy.Skip
+	})
+}
+
+// FilterOwnTenant restricts the tenants table to the viewer's tenant.
+func FilterOwnTenant() privacy.QueryMutationRule {
+	return scopedNoCreate("id", func(v *viewer.Viewer) (string, error) {
+		if !v.InTenant() {
+			return "", privacy.Denyf("not inside a tenant")
+		}
+		return v.TenantID, nil
+	})
+}
+
+// FilterTenantOrSelf shows users of the viewer's tenant, and the viewer.
+func FilterTenantOrSelf() privacy.QueryRule {
+	return privacy.FilterFunc(func(ctx context.Context, f privacy.Filter) error {
+		v := viewer.FromContext(ctx)
+		self := entql.FieldEQ("id", v.UserID)
+		if v.InTenant() {
+			f.Where(entql.Or(entql.FieldEQ("tenant_id", v.TenantID), self))
+		} else {
+			f.Where(self)
+		}
+		return privacy.Skip
+	})
+}
+
+func scopedNoCreate(column string, want func(*viewer.Viewer) (string, error)) privacy.QueryMutationRule {
+	return privacy.FilterFunc(func(ctx context.Context, f privacy.Filter) error {
+		id, err := want(viewer.FromContext(ctx))
+		if err != nil {
+			return err
+		}
+		f.Where(entql.FieldEQ(column, id))
+		return privacy.Skip
+	})
+}

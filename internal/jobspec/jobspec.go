@@ -1,0 +1,61 @@
+// Package jobspec defines what a user submits (a job of services, mounts and
+// resources) and checks it on its own, before any queue is consulted. The
+// same types are the GraphQL input and the JSON stored on the job.
+package jobspec
+
+// Job is a job specification.
+type Job struct {
+	Name           string    `json:"name"`
+	Queue          string    `json:"queue"`             // queue ID or name
+	Project        string    `json:"project,omitempty"` // project ID or name
+	Interactive    bool      `json:"interactive,omitempty"`
+	Priority       int       `json:"priority,omitempty"`
+	TimeoutSeconds int       `json:"timeoutSeconds,omitempty"`
+	Retries        int       `json:"retries,omitempty"`
+	Services       []Service `json:"services"`
+	Mounts         []Mount   `json:"mounts,omitempty"`
+}
+
+// Service is one container of a job.
+type Service struct {
+	Name      string   `json:"name"`
+	Image     string   `json:"image,omitempty"`
+	Command   []string `json:"command,omitempty"`
+	Args      []string `json:"args,omitempty"`
+	Env       []EnvVar `json:"env,omitempty"`
+	CPU       float64  `json:"cpu"`
+	MemoryMiB int64    `json:"memoryMiB"`
+	GPUs      int      `json:"gpus,omitempty"`
+	// GPUTypes is the GPU type, or a preference list: the first type with
+	// enough free GPUs wins.
+	GPUTypes []string `json:"gpuTypes,omitempty"`
+	Ports    []Port   `json:"ports,omitempty"`
+}
+
+// EnvVar is one environment variable of a service.
+type EnvVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Port is a port a service listens on; 0 lets the agent pick a free one.
+type Port struct {
+	Name string `json:"name"`
+	Port int    `json:"port,omitempty"`
+}
+
+// Mount puts a bucket at a path inside the job.
+type Mount struct {
+	Bucket   string `json:"bucket"` // bucket ID or name
+	Path     string `json:"path"`
+	ReadOnly bool   `json:"readOnly,omitempty"`
+}
+
+// TotalGPUs is the number of GPUs all services ask for.
+func (j Job) TotalGPUs() int {
+	n := 0
+	for _, s := range j.Services {
+		n += s.GPUs
+	}
+	return n
+}
