@@ -4,6 +4,7 @@ package main
 
 import (
 	"log"
+	"strings"
 
 	"entgo.io/contrib/entgql"
 	"entgo.io/ent/entc"
@@ -62,8 +63,10 @@ func dropRelayNodes(_ *gen.Graph, s *ast.Schema) error {
 			for t.Elem != nil {
 				t = t.Elem
 			}
-			if in, ok := inputs[t.NamedType]; ok {
-				t.NamedType = in
+			// entgql writes list types as one name ("[GPURate!]").
+			name := strings.Trim(t.NamedType, "[]!")
+			if in, ok := inputs[name]; ok {
+				t.NamedType = strings.Replace(t.NamedType, name, in, 1)
 			}
 		}
 	}

@@ -16,6 +16,8 @@ type Viewer struct {
 	// System marks internal work (start-up, workers, credential checks) that
 	// is not done on behalf of one user and bypasses tenant isolation.
 	System bool
+	// TokenID is the API token or session the request came with.
+	TokenID string
 }
 
 type ctxKey struct{}

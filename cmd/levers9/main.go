@@ -1,0 +1,71 @@
+// Command levers9 is the whole of levers9 in one binary: the server, and
+// (as they arrive) the agent and the CLI.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `levers9: a self-hosted, multi-tenant GPU compute platform
+
+Usage:
+  levers9 server [flags]   run the control plane (GraphQL at /graphql)
+  levers9 version          print the version
+
+Run "levers9 server -h" for the server's flags.
+`
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+// Exit codes scripts can rely on.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	var err error
+	switch args[0] {
+	case "server":
+		var cfg serverConfig
+		fs := cfg.flags(stderr)
+		if err := fs.Parse(args[1:]); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return exitOK
+			}
+			return exitUsage
+		}
+		err = runServer(ctx, cfg, stdout)
+	case "version":
+		fmt.Fprintln(stdout, "levers9", version)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "levers9: unknown command %q\n\n%s", args[0], usage)
+		return exitUsage
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "levers9:", err)
+		return exitError
+	}
+	return exitOK
+}

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"entgo.io/ent/dialect"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+
+	"github.com/levers9/levers9/graph"
+	"github.com/levers9/levers9/internal/auth"
+	"github.com/levers9/levers9/internal/buckets"
+	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/jobs"
+	"github.com/levers9/levers9/internal/nodes"
+	"github.com/levers9/levers9/internal/tenancy"
+	"github.com/levers9/levers9/workers"
+)
+
+type serverConfig struct {
+	Addr        string
+	DataDir     string
+	DatabaseURL string
+	PublicURL   string
+	LogLevel    string
+	Seed        tenancy.Seed
+}
+
+// env returns the environment variable name, or def when unset.
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func (c *serverConfig) flags(out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("levers9 server", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&c.Addr, "addr", env("LEVERS9_ADDR", "127.0.0.1:8080"), "address to listen on (LEVERS9_ADDR)")
+	fs.StringVar(&c.DataDir, "data-dir", env("LEVERS9_DATA_DIR", "levers9-data"), "directory for the SQLite database and local buckets (LEVERS9_DATA_DIR)")
+	fs.StringVar(&c.DatabaseURL, "database-url", env("LEVERS9_DATABASE_URL", ""), "postgres://… to use PostgreSQL; default SQLite in the data directory (LEVERS9_DATABASE_URL)")
+	fs.StringVar(&c.PublicURL, "public-url", env("LEVERS9_PUBLIC_URL", ""), "URL clients and agents reach the server at; default http://ADDR (LEVERS9_PUBLIC_URL)")
+	fs.StringVar(&c.LogLevel, "log-level", env("LEVERS9_LOG_LEVEL", "info"), "debug, info, warn or error (LEVERS9_LOG_LEVEL)")
+	c.Seed = tenancy.Seed{
+		TenantName:         os.Getenv("LEVERS9_TENANT_NAME"),
+		TenantSlug:         os.Getenv("LEVERS9_TENANT_SLUG"),
+		AdminEmail:         os.Getenv("LEVERS9_ADMIN_EMAIL"),
+		AdminPassword:      os.Getenv("LEVERS9_ADMIN_PASSWORD"),
+		AdminToken:         os.Getenv("LEVERS9_ADMIN_TOKEN"),
+		SuperadminEmail:    os.Getenv("LEVERS9_SUPERADMIN_EMAIL"),
+		SuperadminPassword: os.Getenv("LEVERS9_SUPERADMIN_PASSWORD"),
+	}
+	return fs
+}
+
+func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	dataDir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return fmt.Errorf("creating data directory: %w", err)
+	}
+	dbURL := cfg.DatabaseURL
+	if dbURL == "" {
+		dbURL = "sqlite:" + filepath.Join(dataDir, "levers9.db")
+	}
+	db, err := database.Open(ctx, dbURL, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
+	}
+	publicURL := cfg.PublicURL
+	if publicURL == "" {
+		publicURL = "http://" + ln.Addr().String()
+	}
+
+	authn := auth.NewService(db.Ent, log, nil)
+	ten := &tenancy.Service{DB: db, Log: log, LocalStorageRoot: filepath.Join(dataDir, "buckets")}
+	var seeded *tenancy.Seeded
+	err = db.Exclusive(ctx, func() error {
+		if err := db.Migrate(ctx); err != nil {
+			return err
+		}
+		seeded, err = ten.Bootstrap(ctx, cfg.Seed, authn)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+
+	inserter, worker, err := riverClients(db, log)
+	if err != nil {
+		return err
+	}
+	if err := worker.Start(ctx); err != nil {
+		return fmt.Errorf("starting River: %w", err)
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = worker.Stop(stopCtx)
+	}()
+
+	resolver := &graph.Resolver{
+		DB: db, Ent: db.Ent, Log: log, Auth: authn, Tenancy: ten,
+		JobService: &jobs.Service{
+			DB: db, Log: log, Now: time.Now,
+			Schedule: workers.InsertScheduleJob(inserter),
+		},
+		StorageService: buckets.Storages{LocalRoot: ten.LocalStorageRoot},
+		NodeService:    &nodes.Service{Ent: db.Ent, Now: time.Now, PublicURL: publicURL},
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/graphql", graph.Authenticate(authn, log, graph.NewHandler(resolver)))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := db.SQL.PingContext(r.Context()); err != nil {
+			http.Error(w, "database unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+
+	printWelcome(stdout, publicURL, db.Dialect, seeded)
+	log.Info("levers9 server listening", "url", publicURL, "database", db.Dialect)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving HTTP: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutting down HTTP: %w", err)
+	}
+	return nil
+}
+
+// riverWorker is the part of a River client the server starts and stops;
+// its transaction type differs between drivers.
+type riverWorker interface {
+	Start(context.Context) error
+	Stop(context.Context) error
+}
+
+// riverClients returns a client that inserts jobs inside the *sql.Tx shared
+// with ent, and a client that works them. On SQLite one client does both; on
+// PostgreSQL the worker uses pgx for LISTEN/NOTIFY.
+func riverClients(db *database.DB, log *slog.Logger) (*river.Client[*sql.Tx], riverWorker, error) {
+	cfg := &river.Config{
+		Logger:  log.With("component", "river"),
+		Queues:  workers.Queues(),
+		Workers: workers.Register(workers.Deps{Ent: db.Ent, Log: log}),
+	}
+	if db.Dialect == dialect.SQLite {
+		// SQLite has no notifications: poll often (one local file, cheap).
+		cfg.FetchPollInterval = 50 * time.Millisecond
+		cfg.FetchCooldown = 10 * time.Millisecond
+		c, err := river.NewClient(riversqlite.New(db.SQL), cfg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("creating River client: %w", err)
+		}
+		return c, c, nil
+	}
+	ins, err := river.NewClient(riverdatabasesql.New(db.SQL), &river.Config{Logger: cfg.Logger})
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating River inserter: %w", err)
+	}
+	w, err := river.NewClient[pgx.Tx](riverpgxv5.New(db.Pool), cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating River worker: %w", err)
+	}
+	return ins, w, nil
+}
+
+func printWelcome(w io.Writer, url, dialectName string, s *tenancy.Seeded) {
+	fmt.Fprintf(w, "levers9 server on %s (database: %s)\n", url, dialectName)
+	if s == nil {
+		return
+	}
+	q := `{"query":"{ viewer { user { email } tenant { name } } }"}`
+	fmt.Fprintf(w, `
+First start: created tenant %q. These secrets are shown once:
+
+  admin:       %s  password: %s
+  superadmin:  %s  password: %s
+  API token:   %s
+
+Try it:
+  curl -s %s/graphql -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '%s'
+
+`, s.Tenant.Name, s.AdminEmail, s.AdminPassword, s.SuperadminEmail, s.SuperadminPassword,
+		s.AdminToken, url, s.AdminToken, q)
+}

@@ -1,0 +1,27 @@
+// Package graph is the GraphQL front door: thin resolvers over the domain
+// packages. Rules live in the domain and in ent privacy, never here.
+package graph
+
+import (
+	"log/slog"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/internal/auth"
+	"github.com/levers9/levers9/internal/buckets"
+	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/jobs"
+	"github.com/levers9/levers9/internal/nodes"
+	"github.com/levers9/levers9/internal/tenancy"
+)
+
+// Resolver holds the domain services resolvers call.
+type Resolver struct {
+	DB             *database.DB
+	Ent            *ent.Client
+	Log            *slog.Logger
+	Auth           *auth.Service
+	Tenancy        *tenancy.Service
+	JobService     *jobs.Service
+	StorageService buckets.Storages
+	NodeService    *nodes.Service
+}

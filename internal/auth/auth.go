@@ -1,0 +1,189 @@
+package auth
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/apitoken"
+	"github.com/levers9/levers9/ent/environment"
+	"github.com/levers9/levers9/ent/user"
+	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/viewer"
+)
+
+// SessionTTL is how long a sign-in session token lives.
+const SessionTTL = 12 * time.Hour
+
+// Service checks credentials and issues tokens.
+type Service struct {
+	Ent     *ent.Client
+	Log     *slog.Logger
+	Now     func() time.Time
+	Limiter *Limiter
+	// dummyHash makes a sign-in with an unknown email cost what a wrong
+	// password costs, so timing does not tell which emails exist.
+	dummyHash string
+}
+
+// NewService returns a Service; now may be nil for the wall clock.
+func NewService(client *ent.Client, log *slog.Logger, now func() time.Time) *Service {
+	if now == nil {
+		now = time.Now
+	}
+	h, _ := HashPassword("levers9-dummy-password")
+	return &Service{Ent: client, Log: log, Now: now, Limiter: NewLimiter(now), dummyHash: h}
+}
+
+var errBadCredentials = fault.New(fault.Unauthenticated, "invalid email or password")
+
+// SignIn checks an email and password and returns a session token secret.
+// An unknown email and a wrong password get the same answer.
+func (s *Service) SignIn(ctx context.Context, email, password, clientAddr string) (string, *ent.APIToken, error) {
+	email = NormalizeEmail(email)
+	if !s.Limiter.Allow("email:"+email) || !s.Limiter.Allow("addr:"+clientAddr) {
+		return "", nil, fault.New(fault.RateLimited, "too many sign-in attempts; wait a minute and try again")
+	}
+	sys := viewer.SystemContext(ctx)
+	u, err := s.Ent.User.Query().Where(user.Email(email)).Only(sys)
+	if ent.IsNotFound(err) {
+		_, _ = VerifyPassword(s.dummyHash, password)
+		return "", nil, errBadCredentials
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("looking up user: %w", err)
+	}
+	if ok, _ := VerifyPassword(u.PasswordHash, password); !ok {
+		return "", nil, errBadCredentials
+	}
+	envID := ""
+	if u.TenantID != "" {
+		env, err := s.Ent.Environment.Query().
+			Where(environment.TenantID(u.TenantID), environment.Name("main")).Only(sys)
+		if err != nil {
+			return "", nil, fmt.Errorf("finding the main environment of tenant %s: %w", u.TenantID, err)
+		}
+		envID = env.ID
+	}
+	expires := s.Now().Add(SessionTTL)
+	return s.issue(sys, u, apitoken.KindSession, "sign-in", u.TenantID, envID, &expires)
+}
+
+// CreateAPIToken issues a token for the viewer in its tenant and environment.
+// The secret is returned once and never stored.
+func (s *Service) CreateAPIToken(ctx context.Context, name string, expiresAt *time.Time) (string, *ent.APIToken, error) {
+	v := viewer.FromContext(ctx)
+	if v == nil || v.UserID == "" {
+		return "", nil, fault.New(fault.Unauthenticated, "sign in first")
+	}
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > 200 {
+		return "", nil, fault.Invalid("name", "a token needs a name of at most 200 characters")
+	}
+	if expiresAt != nil && !expiresAt.After(s.Now()) {
+		return "", nil, fault.Invalid("expiresAt", "must be in the future")
+	}
+	u, err := s.Ent.User.Get(ctx, v.UserID)
+	if err != nil {
+		return "", nil, fmt.Errorf("loading user %s: %w", v.UserID, err)
+	}
+	return s.issue(ctx, u, apitoken.KindAPI, name, v.TenantID, v.EnvironmentID, expiresAt)
+}
+
+// IssueToken issues an API token for u without a viewer: for start-up and
+// scripted set-ups only. A preset secret (from the environment) is used when
+// given; otherwise a fresh one is made.
+func (s *Service) IssueToken(ctx context.Context, u *ent.User, name, envID, preset string) (string, error) {
+	if preset != "" && !wellFormed(preset) {
+		return "", fmt.Errorf("preset token must look like lv9_ followed by 52 base32 characters")
+	}
+	secret, _, err := s.issueSecret(viewer.SystemContext(ctx), u, apitoken.KindAPI, name, u.TenantID, envID, nil, preset)
+	return secret, err
+}
+
+func (s *Service) issue(ctx context.Context, u *ent.User, kind apitoken.Kind, name, tenantID, envID string, expires *time.Time) (string, *ent.APIToken, error) {
+	return s.issueSecret(ctx, u, kind, name, tenantID, envID, expires, "")
+}
+
+func (s *Service) issueSecret(ctx context.Context, u *ent.User, kind apitoken.Kind, name, tenantID, envID string, expires *time.Time, secret string) (string, *ent.APIToken, error) {
+	var hash string
+	if secret == "" {
+		secret, hash = NewSecret()
+	} else {
+		hash = HashSecret(secret)
+	}
+	t, err := s.Ent.APIToken.Create().
+		SetName(name).
+		SetKind(kind).
+		SetTokenHash(hash).
+		SetHint(Hint(secret)).
+		SetUserID(u.ID).
+		SetTenantID(tenantID).
+		SetEnvironmentID(envID).
+		SetNillableExpiresAt(expires).
+		Save(ctx)
+	if err != nil {
+		return "", nil, fmt.Errorf("storing token: %w", err)
+	}
+	return secret, t, nil
+}
+
+// RevokeAPIToken revokes one of the viewer's tokens.
+func (s *Service) RevokeAPIToken(ctx context.Context, id string) (*ent.APIToken, error) {
+	t, err := s.Ent.APIToken.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if t.RevokedAt != nil {
+		return t, nil
+	}
+	return t.Update().SetRevokedAt(s.Now()).Save(ctx)
+}
+
+// Authenticate turns a bearer secret into the viewer it acts as.
+func (s *Service) Authenticate(ctx context.Context, secret string) (*viewer.Viewer, error) {
+	unauth := fault.New(fault.Unauthenticated, "invalid, expired or revoked token")
+	if !wellFormed(secret) {
+		return nil, unauth
+	}
+	sys := viewer.SystemContext(ctx)
+	t, err := s.Ent.APIToken.Query().
+		Where(apitoken.TokenHash(HashSecret(secret))).
+		WithUser().
+		Only(sys)
+	if ent.IsNotFound(err) {
+		return nil, unauth
+	}
+	if err != nil {
+		return nil, fmt.Errorf("looking up token: %w", err)
+	}
+	now := s.Now()
+	if t.RevokedAt != nil || (t.ExpiresAt != nil && !t.ExpiresAt.After(now)) {
+		return nil, unauth
+	}
+	u := t.Edges.User
+	// A member's token only ever acts in the member's own tenant.
+	if !u.Superadmin && t.TenantID != u.TenantID {
+		return nil, unauth
+	}
+	if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) > time.Minute {
+		// Coarse on purpose: a write per request would cost more than the request.
+		if err := s.Ent.APIToken.UpdateOneID(t.ID).SetLastUsedAt(now).Exec(sys); err != nil {
+			s.Log.Warn("recording token use", "token", t.ID, "err", err)
+		}
+	}
+	return &viewer.Viewer{
+		UserID:        u.ID,
+		TenantID:      t.TenantID,
+		EnvironmentID: t.EnvironmentID,
+		Admin:         u.Role == user.RoleAdmin || (u.Superadmin && t.TenantID != ""),
+		Superadmin:    u.Superadmin,
+		TokenID:       t.ID,
+	}, nil
+}
+
+// NormalizeEmail lower-cases and trims an email address.
+func NormalizeEmail(email string) string { return strings.ToLower(strings.TrimSpace(email)) }

@@ -1,0 +1,129 @@
+// Package database opens the one database levers9 keeps everything in:
+// SQLite (the embedded default) or PostgreSQL, shared by ent and River, and
+// runs the migrations of both.
+package database
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"entgo.io/ent/dialect"
+	entsql "entgo.io/ent/dialect/sql"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/levers9/levers9/ent"
+	_ "github.com/levers9/levers9/ent/runtime" // registers privacy policies and defaults
+)
+
+// DB is an open database.
+type DB struct {
+	// Dialect is dialect.SQLite or dialect.Postgres.
+	Dialect string
+	// SQL is the database/sql handle ent and River's inserts share.
+	SQL *sql.DB
+	// Pool is the pgx pool on PostgreSQL (River works jobs and listens for
+	// notifications through it); nil on SQLite.
+	Pool *pgxpool.Pool
+	// Ent is the ent client on SQL.
+	Ent *ent.Client
+	log *slog.Logger
+}
+
+// Open opens url: "postgres://…" or "postgresql://…" for PostgreSQL,
+// "sqlite:PATH" (or a plain file path) for SQLite.
+func Open(ctx context.Context, rawURL string, log *slog.Logger) (*DB, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
+		return openPostgres(ctx, rawURL, log)
+	default:
+		return openSQLite(ctx, strings.TrimPrefix(rawURL, "sqlite:"), log)
+	}
+}
+
+func openPostgres(ctx context.Context, rawURL string, log *slog.Logger) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("parsing database URL: %w", err)
+	}
+	if cfg.MaxConns < 20 {
+		cfg.MaxConns = 20
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to postgres: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connecting to postgres at %s: %w", redact(rawURL), err)
+	}
+	sqlDB := stdlib.OpenDBFromPool(pool)
+	return &DB{
+		Dialect: dialect.Postgres,
+		SQL:     sqlDB,
+		Pool:    pool,
+		Ent:     ent.NewClient(ent.Driver(entsql.OpenDB(dialect.Postgres, sqlDB))),
+		log:     log,
+	}, nil
+}
+
+func openSQLite(ctx context.Context, path string, log *slog.Logger) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("empty SQLite path")
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("creating database directory: %w", err)
+		}
+	}
+	// One connection: SQLite allows one writer, and River's SQLite driver asks
+	// for it. WAL keeps readers of other processes (backups, sqlite3) working.
+	// Immediate transactions take the write lock up front, so a transaction
+	// never fails half-way on a lock it could not upgrade.
+	dsn := "file:" + path + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)" +
+		"&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	sqlDB, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("opening sqlite %s: %w", path, err)
+	}
+	sqlDB.SetMaxOpenConns(1)
+	if err := sqlDB.PingContext(ctx); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("opening sqlite %s: %w", path, err)
+	}
+	return &DB{
+		Dialect: dialect.SQLite,
+		SQL:     sqlDB,
+		Ent:     ent.NewClient(ent.Driver(entsql.OpenDB(dialect.SQLite, sqlDB))),
+		log:     log,
+	}, nil
+}
+
+// Close closes the database.
+func (db *DB) Close() error {
+	err := db.Ent.Close()
+	if db.Pool != nil {
+		db.Pool.Close()
+	}
+	return err
+}
+
+// redact hides the password of a database URL for messages.
+func redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}

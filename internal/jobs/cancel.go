@@ -1,0 +1,45 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/service"
+	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/viewer"
+)
+
+// Cancel cancels a job that has not ended. Members cancel their own jobs,
+// tenant admins any job of the tenant.
+func (s *Service) Cancel(ctx context.Context, id string) (*ent.Job, error) {
+	v := viewer.FromContext(ctx)
+	var j *ent.Job
+	err := s.DB.InTx(ctx, func(tx *database.Tx) error {
+		var err error
+		if j, err = tx.Ent.Job.Get(ctx, id); err != nil {
+			return err
+		}
+		if j.OwnerID != v.UserID && !v.Admin {
+			return fault.New(fault.Forbidden, "only the job's owner or a tenant admin may cancel it")
+		}
+		if statusTerminal(j.Status) {
+			return fault.Invalid("id", "job %s has already ended (%s)", j.ID, j.Status)
+		}
+		now := s.Now()
+		reason := "cancelled by " + v.UserID
+		if j, err = j.Update().SetStatus("CANCELLED").SetStatusReason(reason).SetFinishedAt(now).Save(ctx); err != nil {
+			return fmt.Errorf("cancelling job %s: %w", id, err)
+		}
+		err = tx.Ent.Service.Update().
+			Where(service.JobID(j.ID), service.StatusIn(service.StatusPending, service.StatusRunning)).
+			SetStatus(service.StatusCancelled).SetStatusReason(reason).SetFinishedAt(now).
+			Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("cancelling services of job %s: %w", id, err)
+		}
+		return nil
+	})
+	return j, err
+}

@@ -1,0 +1,305 @@
+// Package jobs submits, prices and cancels jobs. Every rule a submission
+// must pass lives here, whichever front door it came through.
+package jobs
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/bucket"
+	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/project"
+	"github.com/levers9/levers9/ent/queue"
+	"github.com/levers9/levers9/internal/access"
+	"github.com/levers9/levers9/internal/billing"
+	"github.com/levers9/levers9/internal/buckets"
+	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/jobspec"
+	"github.com/levers9/levers9/internal/ledger"
+	"github.com/levers9/levers9/internal/viewer"
+)
+
+// Service submits and cancels jobs.
+type Service struct {
+	DB  *database.DB
+	Log *slog.Logger
+	Now func() time.Time
+	// Schedule enqueues placement of a job in the submitting transaction,
+	// so a job is never stored without its scheduling work, nor the reverse.
+	Schedule func(ctx context.Context, tx *sql.Tx, jobID string) error
+}
+
+// checked is a spec that passed every rule, with what was looked up.
+type checked struct {
+	spec     jobspec.Job
+	queue    *ent.Queue
+	project  *ent.Project
+	estimate billing.Estimate
+}
+
+// Submit validates spec against its queue and stores the job and its
+// services as PENDING, with its scheduling work, in one transaction.
+func (s *Service) Submit(ctx context.Context, spec jobspec.Job) (*ent.Job, error) {
+	v := viewer.FromContext(ctx)
+	if !v.InTenant() || v.UserID == "" {
+		return nil, fault.New(fault.Forbidden, "submit jobs from inside a tenant")
+	}
+	var created *ent.Job
+	err := s.DB.InTx(ctx, func(tx *database.Tx) error {
+		c, err := check(ctx, tx.Ent, spec, 1)
+		if err != nil {
+			return err
+		}
+		if err := affordable(ctx, tx.Ent, v, c); err != nil {
+			return err
+		}
+		created, err = insert(ctx, tx.Ent, v, c)
+		if err != nil {
+			return err
+		}
+		if s.Schedule != nil {
+			if err := s.Schedule(ctx, tx.SQL, created.ID); err != nil {
+				return fmt.Errorf("enqueueing scheduling of job %s: %w", created.ID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.Log.Debug("job submitted", "job", created.ID, "queue", created.QueueID)
+	return created, nil
+}
+
+// Estimate prices spec for minutes of running, with the function the meter
+// charges with, after the same checks as Submit.
+func (s *Service) Estimate(ctx context.Context, spec jobspec.Job, minutes int) (billing.Estimate, error) {
+	if minutes < 0 || minutes > 366*24*60 {
+		return billing.Estimate{}, fault.Invalid("minutes", "must be between 0 and %d", 366*24*60)
+	}
+	if v := viewer.FromContext(ctx); !v.InTenant() {
+		return billing.Estimate{}, fault.New(fault.Forbidden, "estimate jobs from inside a tenant")
+	}
+	c, err := check(ctx, s.DB.Ent, spec, minutes)
+	if err != nil {
+		return billing.Estimate{}, err
+	}
+	return c.estimate, nil
+}
+
+// check applies every rule of a submission that needs no writes.
+func check(ctx context.Context, client *ent.Client, spec jobspec.Job, minutes int) (*checked, error) {
+	if err := jobspec.Validate(spec); err != nil {
+		return nil, err
+	}
+	c := &checked{spec: spec}
+	q, err := client.Queue.Query().
+		Where(queue.Or(queue.ID(spec.Queue), queue.Name(spec.Queue))).
+		Only(ctx)
+	if ent.IsNotFound(err) {
+		return nil, &fault.Error{Code: fault.NotFound, Field: "queue", Message: fmt.Sprintf("queue %q not found", spec.Queue)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("looking up queue %q: %w", spec.Queue, err)
+	}
+	c.queue = q
+	if ok, err := access.CanUseQueue(ctx, client, q.ID); err != nil || !ok {
+		if err != nil {
+			return nil, err
+		}
+		return nil, &fault.Error{Code: fault.Forbidden, Field: "queue", Message: fmt.Sprintf("none of your groups may use queue %s", q.Name)}
+	}
+	if err := withinLimits(spec, q); err != nil {
+		return nil, err
+	}
+	if err := checkMounts(ctx, client, spec, q); err != nil {
+		return nil, err
+	}
+	if c.project, err = checkProject(ctx, client, spec); err != nil {
+		return nil, err
+	}
+	rates := Rates(q)
+	c.estimate, err = billing.EstimateCost(rates, Usage(spec, rates), minutes)
+	if err != nil {
+		return nil, fault.Invalid("services", "%v", err)
+	}
+	return c, nil
+}
+
+func withinLimits(spec jobspec.Job, q *ent.Queue) error {
+	switch {
+	case spec.Interactive && q.Mode == queue.ModeBatch:
+		return fault.Invalid("interactive", "queue %s takes batch jobs only", q.Name)
+	case !spec.Interactive && q.Mode == queue.ModeInteractive:
+		return fault.Invalid("interactive", "queue %s takes interactive jobs only", q.Name)
+	}
+	var (
+		gpus int
+		cpu  float64
+		mem  int64
+	)
+	for i, svc := range spec.Services {
+		gpus += svc.GPUs
+		cpu += svc.CPU
+		mem += svc.MemoryMiB
+		for _, t := range svc.GPUTypes {
+			if _, ok := Rates(q).GPURateFor(t); !ok {
+				return fault.Invalid(fmt.Sprintf("services[%d].gpuTypes", i), "queue %s offers no GPU of type %q", q.Name, t)
+			}
+		}
+	}
+	switch {
+	case gpus > q.MaxGpusPerJob:
+		return fault.Invalid("services", "the job asks for %d GPUs; queue %s allows %d per job", gpus, q.Name, q.MaxGpusPerJob)
+	case cpu > q.MaxCPUPerJob:
+		return fault.Invalid("services", "the job asks for %g CPUs; queue %s allows %g per job", cpu, q.Name, q.MaxCPUPerJob)
+	case mem > q.MaxMemoryMibPerJob:
+		return fault.Invalid("services", "the job asks for %d MiB of memory; queue %s allows %d MiB per job", mem, q.Name, q.MaxMemoryMibPerJob)
+	}
+	return nil
+}
+
+func checkMounts(ctx context.Context, client *ent.Client, spec jobspec.Job, q *ent.Queue) error {
+	for i, m := range spec.Mounts {
+		field := fmt.Sprintf("mounts[%d].bucket", i)
+		b, err := client.Bucket.Query().
+			Where(bucket.Or(bucket.ID(m.Bucket), bucket.Name(m.Bucket))).
+			WithStorage().
+			Only(ctx)
+		if ent.IsNotFound(err) {
+			return &fault.Error{Code: fault.NotFound, Field: field, Message: fmt.Sprintf("bucket %q not found", m.Bucket)}
+		}
+		if err != nil {
+			return fmt.Errorf("looking up bucket %q: %w", m.Bucket, err)
+		}
+		if ok, err := access.CanReadBucket(ctx, client, b.ID); err != nil || !ok {
+			if err != nil {
+				return err
+			}
+			return &fault.Error{Code: fault.Forbidden, Field: field, Message: fmt.Sprintf("none of your groups may read bucket %s", b.Name)}
+		}
+		if !m.ReadOnly {
+			if ok, err := access.CanWriteBucket(ctx, client, b.ID); err != nil || !ok {
+				if err != nil {
+					return err
+				}
+				return &fault.Error{Code: fault.Forbidden, Field: field, Message: fmt.Sprintf("none of your groups may write bucket %s; mount it read-only", b.Name)}
+			}
+		}
+		ok, err := buckets.Reachable(ctx, client, q, b.Edges.Storage)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fault.Invalid(field, "bucket %s is on storage %s, which queue %s cannot reach", b.Name, b.Edges.Storage.Name, q.Name)
+		}
+	}
+	return nil
+}
+
+func checkProject(ctx context.Context, client *ent.Client, spec jobspec.Job) (*ent.Project, error) {
+	if strings.TrimSpace(spec.Project) == "" {
+		t, err := client.Tenant.Get(ctx, viewer.FromContext(ctx).TenantID)
+		if err != nil {
+			return nil, fmt.Errorf("loading tenant: %w", err)
+		}
+		if t.RequireProject {
+			return nil, fault.Invalid("project", "this tenant requires every job to name a project")
+		}
+		return nil, nil
+	}
+	p, err := client.Project.Query().
+		Where(project.Or(project.ID(spec.Project), project.Name(spec.Project))).
+		Only(ctx)
+	if ent.IsNotFound(err) {
+		return nil, &fault.Error{Code: fault.NotFound, Field: "project", Message: fmt.Sprintf("project %q not found", spec.Project)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("looking up project %q: %w", spec.Project, err)
+	}
+	if ok, err := access.IsProjectMember(ctx, client, p.ID); err != nil || !ok {
+		if err != nil {
+			return nil, err
+		}
+		return nil, &fault.Error{Code: fault.Forbidden, Field: "project", Message: fmt.Sprintf("you are not a member of project %s", p.Name)}
+	}
+	return p, nil
+}
+
+// affordable refuses a job whose payer cannot cover its start fee and its
+// first minute.
+func affordable(ctx context.Context, client *ent.Client, v *viewer.Viewer, c *checked) error {
+	need := c.estimate.StartFee + c.estimate.PerMinute
+	if need <= 0 {
+		return nil
+	}
+	payer := ledger.Payer{UserID: v.UserID}
+	if c.project != nil {
+		payer = ledger.Payer{ProjectID: c.project.ID}
+	}
+	bal, err := ledger.Balance(ctx, client, payer)
+	if err != nil {
+		return err
+	}
+	if bal < need {
+		return &fault.Error{
+			Code:    fault.InsufficientTokens,
+			Message: fmt.Sprintf("%s has %s tokens; starting this job needs %s (start fee %s + first minute %s)", payer, bal, need, c.estimate.StartFee, c.estimate.PerMinute),
+			Details: map[string]any{"balance": bal.String(), "required": need.String()},
+		}
+	}
+	return nil
+}
+
+func insert(ctx context.Context, client *ent.Client, v *viewer.Viewer, c *checked) (*ent.Job, error) {
+	create := client.Job.Create().
+		SetName(c.spec.Name).
+		SetSpec(c.spec).
+		SetQueueID(c.queue.ID).
+		SetOwnerID(v.UserID).
+		SetInteractive(c.spec.Interactive).
+		SetPriority(c.spec.Priority).
+		SetTimeoutSeconds(c.spec.TimeoutSeconds).
+		SetRetries(c.spec.Retries).
+		SetGpus(c.spec.TotalGPUs()).
+		SetEstimatePerMinute(c.estimate.PerMinute).
+		SetEstimateStartFee(c.estimate.StartFee).
+		SetStatusReason("waiting to be scheduled")
+	if c.project != nil {
+		create.SetProjectID(c.project.ID)
+	}
+	j, err := create.Save(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("storing job: %w", err)
+	}
+	builders := make([]*ent.ServiceCreate, len(c.spec.Services))
+	for i, svc := range c.spec.Services {
+		builders[i] = client.Service.Create().
+			SetJobID(j.ID).
+			SetName(svc.Name).
+			SetImage(svc.Image).
+			SetCommand(svc.Command).
+			SetArgs(svc.Args).
+			SetEnv(svc.Env).
+			SetCPU(svc.CPU).
+			SetMemoryMib(svc.MemoryMiB).
+			SetGpus(svc.GPUs).
+			SetGpuTypes(svc.GPUTypes).
+			SetPorts(svc.Ports)
+	}
+	if _, err := client.Service.CreateBulk(builders...).Save(ctx); err != nil {
+		return nil, fmt.Errorf("storing services of job %s: %w", j.ID, err)
+	}
+	return j, nil
+}
+
+// statusTerminal reports whether a job has ended.
+func statusTerminal(s job.Status) bool {
+	return s == job.StatusComplete || s == job.StatusError || s == job.StatusCancelled
+}

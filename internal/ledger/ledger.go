@@ -1,0 +1,97 @@
+// Package ledger reads and writes the token ledger. Balances are derived
+// from the immutable charge rows: grants are negative charges, so a payer's
+// balance is minus the sum of its charges.
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/charge"
+	"github.com/levers9/levers9/internal/billing"
+	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/ids"
+	"github.com/levers9/levers9/internal/viewer"
+)
+
+// Payer is who a charge is paid by: a project, or a user.
+type Payer struct {
+	ProjectID string
+	UserID    string
+}
+
+func (p Payer) String() string {
+	if p.ProjectID != "" {
+		return "project " + p.ProjectID
+	}
+	return "user " + p.UserID
+}
+
+func (p Payer) predicate() func(*ent.ChargeQuery) *ent.ChargeQuery {
+	return func(q *ent.ChargeQuery) *ent.ChargeQuery {
+		if p.ProjectID != "" {
+			return q.Where(charge.PayerKindEQ(charge.PayerKindProject), charge.ProjectID(p.ProjectID))
+		}
+		return q.Where(charge.PayerKindEQ(charge.PayerKindUser), charge.UserID(p.UserID))
+	}
+}
+
+// Balance is the payer's balance in the viewer's tenant. Callers check that
+// the viewer may know it.
+func Balance(ctx context.Context, c *ent.Client, p Payer) (billing.Tokens, error) {
+	v := viewer.FromContext(ctx)
+	if !v.InTenant() {
+		return 0, fault.New(fault.Forbidden, "not inside a tenant")
+	}
+	var rows []struct {
+		Sum *int64 `json:"sum"`
+	}
+	q := p.predicate()(c.Charge.Query().Where(charge.TenantID(v.TenantID)))
+	err := q.Aggregate(ent.As(ent.Sum(charge.FieldTokens), "sum")).Scan(viewer.SystemContext(ctx), &rows)
+	if err != nil {
+		return 0, fmt.Errorf("summing charges of %s: %w", p, err)
+	}
+	if len(rows) == 0 || rows[0].Sum == nil {
+		return 0, nil
+	}
+	return -billing.Tokens(*rows[0].Sum), nil
+}
+
+// Grant adds tokens to a payer's balance. Tenant admins only.
+func Grant(ctx context.Context, c *ent.Client, p Payer, amount billing.Tokens, reason string) (*ent.Charge, error) {
+	v := viewer.FromContext(ctx)
+	if !v.InTenant() || !v.Admin {
+		return nil, fault.New(fault.Forbidden, "only tenant admins grant tokens")
+	}
+	if (p.ProjectID == "") == (p.UserID == "") {
+		return nil, fault.Invalid("projectID", "grant to exactly one project or one user")
+	}
+	if amount == 0 || amount > billing.MaxTokens || amount < -billing.MaxTokens {
+		return nil, fault.Invalid("tokens", "must be non-zero and at most %s in size", billing.MaxTokens)
+	}
+	reason = strings.TrimSpace(reason)
+	if reason == "" || len(reason) > 500 {
+		return nil, fault.Invalid("reason", "a grant needs a reason of at most 500 characters")
+	}
+	// The payer must be visible to the admin: this is the tenant check.
+	create := c.Charge.Create().SetTenantID(v.TenantID).SetKind(charge.KindGrant).
+		SetTokens(-amount).SetReason(reason).SetIdempotencyKey(ids.New("grant"))
+	if p.ProjectID != "" {
+		if _, err := c.Project.Get(ctx, p.ProjectID); err != nil {
+			return nil, err
+		}
+		create.SetPayerKind(charge.PayerKindProject).SetProjectID(p.ProjectID)
+	} else {
+		if _, err := c.User.Get(ctx, p.UserID); err != nil {
+			return nil, err
+		}
+		create.SetPayerKind(charge.PayerKindUser).SetUserID(p.UserID)
+	}
+	ch, err := create.Save(viewer.SystemContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("writing grant to %s: %w", p, err)
+	}
+	return ch, nil
+}

@@ -1,0 +1,74 @@
+// Package nodes manages the machines of a tenant: invites to join, and
+// (with the agent) their liveness and inventory.
+package nodes
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/internal/auth"
+	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/viewer"
+)
+
+// Invite lifetimes.
+const (
+	DefaultInviteTTL = 24 * time.Hour
+	MaxInviteTTL     = 30 * 24 * time.Hour
+)
+
+// Service manages nodes and invites.
+type Service struct {
+	Ent *ent.Client
+	Now func() time.Time
+	// PublicURL is the address agents dial, for the join command.
+	PublicURL string
+}
+
+// CreateInvite makes a single-use invite and returns its code, which is
+// not stored and cannot be shown again. Tenant admins only (ent policy).
+func (s *Service) CreateInvite(ctx context.Context, nodeName string, ttl time.Duration) (string, *ent.NodeInvite, error) {
+	v := viewer.FromContext(ctx)
+	if !v.InTenant() || !v.Admin {
+		return "", nil, fault.New(fault.Forbidden, "only tenant admins invite nodes")
+	}
+	if ttl == 0 {
+		ttl = DefaultInviteTTL
+	}
+	if ttl < time.Minute || ttl > MaxInviteTTL {
+		return "", nil, fault.Invalid("expiresInSeconds", "must be between 60 and %d", int(MaxInviteTTL.Seconds()))
+	}
+	code, hash := auth.NewSecret()
+	inv, err := s.Ent.NodeInvite.Create().
+		SetCodeHash(hash).
+		SetNodeName(nodeName).
+		SetCreatedByID(v.UserID).
+		SetExpiresAt(s.Now().Add(ttl)).
+		Save(ctx)
+	if err != nil {
+		return "", nil, fmt.Errorf("storing invite: %w", err)
+	}
+	return code, inv, nil
+}
+
+// JoinCommand is what an operator runs on the machine to join it.
+func (s *Service) JoinCommand(code string) string {
+	return fmt.Sprintf("levers9 agent join --server %s --invite %s", s.PublicURL, code)
+}
+
+// RevokeInvite makes an unused invite unusable.
+func (s *Service) RevokeInvite(ctx context.Context, id string) (*ent.NodeInvite, error) {
+	inv, err := s.Ent.NodeInvite.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if inv.UsedAt != nil {
+		return nil, fault.Invalid("id", "invite %s was used already; remove the node instead", id)
+	}
+	if inv.RevokedAt != nil {
+		return inv, nil
+	}
+	return inv.Update().SetRevokedAt(s.Now()).Save(ctx)
+}
