@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,13 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"entgo.io/ent/dialect"
-	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/riverdriver/riversqlite"
 
 	"github.com/levers9/levers9/graph"
 	"github.com/levers9/levers9/internal/auth"
@@ -114,24 +106,24 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		return err
 	}
 
-	inserter, worker, err := riverClients(db, log)
+	rc, err := workers.NewClients(db, workers.Deps{Ent: db.Ent, Log: log})
 	if err != nil {
 		return err
 	}
-	if err := worker.Start(ctx); err != nil {
+	if err := rc.Runner.Start(ctx); err != nil {
 		return fmt.Errorf("starting River: %w", err)
 	}
 	defer func() {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		_ = worker.Stop(stopCtx)
+		_ = rc.Runner.Stop(stopCtx)
 	}()
 
 	resolver := &graph.Resolver{
 		DB: db, Ent: db.Ent, Log: log, Auth: authn, Tenancy: ten,
 		JobService: &jobs.Service{
 			DB: db, Log: log, Now: time.Now,
-			Schedule: workers.InsertScheduleJob(inserter),
+			Schedule: workers.InsertScheduleJob(rc.Inserter),
 		},
 		StorageService: buckets.Storages{LocalRoot: ten.LocalStorageRoot},
 		NodeService:    &nodes.Service{Ent: db.Ent, Now: time.Now, PublicURL: publicURL},
@@ -169,43 +161,6 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		return fmt.Errorf("shutting down HTTP: %w", err)
 	}
 	return nil
-}
-
-// riverWorker is the part of a River client the server starts and stops;
-// its transaction type differs between drivers.
-type riverWorker interface {
-	Start(context.Context) error
-	Stop(context.Context) error
-}
-
-// riverClients returns a client that inserts jobs inside the *sql.Tx shared
-// with ent, and a client that works them. On SQLite one client does both; on
-// PostgreSQL the worker uses pgx for LISTEN/NOTIFY.
-func riverClients(db *database.DB, log *slog.Logger) (*river.Client[*sql.Tx], riverWorker, error) {
-	cfg := &river.Config{
-		Logger:  log.With("component", "river"),
-		Queues:  workers.Queues(),
-		Workers: workers.Register(workers.Deps{Ent: db.Ent, Log: log}),
-	}
-	if db.Dialect == dialect.SQLite {
-		// SQLite has no notifications: poll often (one local file, cheap).
-		cfg.FetchPollInterval = 50 * time.Millisecond
-		cfg.FetchCooldown = 10 * time.Millisecond
-		c, err := river.NewClient(riversqlite.New(db.SQL), cfg)
-		if err != nil {
-			return nil, nil, fmt.Errorf("creating River client: %w", err)
-		}
-		return c, c, nil
-	}
-	ins, err := river.NewClient(riverdatabasesql.New(db.SQL), &river.Config{Logger: cfg.Logger})
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating River inserter: %w", err)
-	}
-	w, err := river.NewClient[pgx.Tx](riverpgxv5.New(db.Pool), cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating River worker: %w", err)
-	}
-	return ins, w, nil
 }
 
 func printWelcome(w io.Writer, url, dialectName string, s *tenancy.Seeded) {

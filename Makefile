@@ -1,0 +1,54 @@
+# levers9 — see README.md. `make run` starts the server on the embedded
+# default; `make test` runs every test on SQLite and PostgreSQL.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+GO ?= go
+export GOFLAGS := -buildvcs=false
+WITHPG := $(GO) run ./internal/dbtest/withpg --
+
+.PHONY: all build run generate check test bench fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o bin/levers9 ./cmd/levers9
+
+## run: the server on the embedded default (SQLite and buckets in ./levers9-data)
+run:
+	$(GO) run ./cmd/levers9 server
+
+## generate: regenerate ent and gqlgen code (committed)
+generate:
+	cd ent && $(GO) run -mod=mod ./entc.go
+	$(GO) run github.com/99designs/gqlgen generate
+
+## check: fail when generated code is stale, code is unformatted or vet complains
+check: generate
+	@if [ -n "$$(git status --porcelain -- ent graph gqlgen.yml)" ]; then \
+		echo "generated code is stale: run make generate and commit"; \
+		git status --porcelain -- ent graph gqlgen.yml; exit 1; fi
+	@if [ -n "$$(gofmt -l $$(git ls-files '*.go'))" ]; then \
+		echo "unformatted:"; gofmt -l $$(git ls-files '*.go'); exit 1; fi
+	$(GO) vet ./...
+
+## test: the drift check, then every test; database tests on SQLite and on a
+## private PostgreSQL started from the installed server binaries
+test: check
+	@rm -f test.log
+	@status=0; $(WITHPG) $(GO) test -count=1 -timeout 25m -v ./... > test.log 2>&1 || status=$$?; \
+	grep -E '^(ok|FAIL|panic:|---)|^\s+--- FAIL|_test\.go:[0-9]+:' test.log | grep -v -e '--- PASS' -e '--- SKIP' || true; \
+	echo "database tests passed: $$(grep -c -E -- '--- PASS: .*/sqlite \(' test.log) on SQLite, $$(grep -c -E -- '--- PASS: .*/postgres \(' test.log) on PostgreSQL (full log: test.log)"; \
+	exit $$status
+
+## bench: benchmarks; they print their numbers
+bench:
+	$(WITHPG) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./e2e/ | grep -v -E '^(goos|goarch|pkg|cpu):'
+
+## fuzz: a short run of every fuzz target
+fuzz:
+	$(GO) test ./internal/jobspec -run '^$$' -fuzz FuzzValidate -fuzztime 30s
+	$(GO) test ./internal/billing -run '^$$' -fuzz FuzzTokensRoundTrip -fuzztime 30s
+	$(GO) test ./internal/ids -run '^$$' -fuzz FuzzPrefix -fuzztime 30s
+
+clean:
+	rm -rf bin test.log
