@@ -36,3 +36,30 @@ func TestViewerAndTenant(t *testing.T) {
 		}
 	})
 }
+
+// Appends to list fields keep what is there (entgql's Mutate alone drops them).
+func TestUpdateAppendsToLists(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		e := newEnv(t, url)
+		a := e.newTenant("appends")
+		r := e.gql(a.adminToken, `mutation { createQueue(input: {name: "gpu", gpuPrices: [{type: "A10", perMinute: 1}]}) { id } }`, nil)
+		r.ok(t)
+		var q struct{ CreateQueue struct{ ID string } }
+		r.decode(t, &q)
+		r = e.gql(a.adminToken, `mutation($id: ID!) { updateQueue(id: $id, input: {appendGpuPrices: [{type: "H100", perMinute: 2.5}]}) { gpuPrices { type perMinute } } }`, vars{"id": q.CreateQueue.ID})
+		r.ok(t)
+		if got := string(r.Data); got != `{"updateQueue":{"gpuPrices":[{"type":"A10","perMinute":1},{"type":"H100","perMinute":2.5}]}}` {
+			t.Fatalf("after append: %s", got)
+		}
+		r = e.gql(a.adminToken, `mutation($id: ID!) { updateQueue(id: $id, input: {appendGpuPrices: [{type: "A10", perMinute: 3}]}) { id } }`, vars{"id": q.CreateQueue.ID})
+		if r.code() != "BAD_USER_INPUT" {
+			t.Fatalf("appending a GPU type priced already: %+v", r)
+		}
+		r = e.gql(a.adminToken, `mutation { updateTenant(input: {appendEmailDomains: ["Lab.Appends.TEST"]}) { emailDomains } }`, nil)
+		r.ok(t)
+		if got := string(r.Data); got != `{"updateTenant":{"emailDomains":["appends.test","lab.appends.test"]}}` {
+			t.Fatalf("after append: %s", got)
+		}
+	})
+}

@@ -1,9 +1,11 @@
 package graph
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -193,7 +195,21 @@ func Authenticate(a Authenticator, log *slog.Logger, h http.Handler) http.Handle
 			writeError(w, http.StatusRequestEntityTooLarge, fault.BadUserInput, "request body larger than 1 MiB")
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		// Read the body here, not in gqlgen: a chunked body has no
+		// Content-Length and must get the same 413 as one that announces it.
+		if r.Body != nil && r.Body != http.NoBody {
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+			if err != nil {
+				var tooLarge *http.MaxBytesError
+				if errors.As(err, &tooLarge) {
+					writeError(w, http.StatusRequestEntityTooLarge, fault.BadUserInput, "request body larger than 1 MiB")
+					return
+				}
+				writeError(w, http.StatusBadRequest, fault.BadUserInput, "could not read the request body")
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
 		ctx := r.Context()
 		host, _, err := net.SplitHostPort(r.RemoteAddr)
 		if err != nil {

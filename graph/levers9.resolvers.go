@@ -65,11 +65,7 @@ func (r *mutationResolver) CreateTenant(ctx context.Context, input model.CreateT
 
 // UpdateTenant is the resolver for the updateTenant field.
 func (r *mutationResolver) UpdateTenant(ctx context.Context, input ent.UpdateTenantInput) (*ent.Tenant, error) {
-	v := viewer.FromContext(ctx)
-	if !v.InTenant() {
-		return nil, fault.New(fault.Forbidden, "not inside a tenant")
-	}
-	return r.Ent.Tenant.UpdateOneID(v.TenantID).SetInput(input).Save(ctx)
+	return r.Tenancy.UpdateTenant(ctx, input)
 }
 
 // EnterTenant is the resolver for the enterTenant field.

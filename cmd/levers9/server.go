@@ -20,6 +20,7 @@ import (
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/tenancy"
+	"github.com/levers9/levers9/ui"
 	"github.com/levers9/levers9/workers"
 )
 
@@ -130,6 +131,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", graph.Authenticate(authn, log, graph.NewHandler(resolver)))
+	ui.Routes(mux, version)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := db.SQL.PingContext(r.Context()); err != nil {
 			http.Error(w, "database unavailable", http.StatusServiceUnavailable)

@@ -46,11 +46,11 @@ func (AuditEvent) Annotations() []schema.Annotation {
 }
 
 // Policy of the AuditEvent: written by internal work only, never changed;
-// superadmins read all, tenant admins their tenant's.
+// tenant admins (and superadmins inside the tenant) read the tenant's.
 func (AuditEvent) Policy() ent.Policy {
 	return privacy.Policy{
 		Query: privacy.QueryPolicy{
-			rule.AllowIfSystem(), rule.DenyIfNoViewer(), rule.AllowIfSuperadmin(), rule.AdminOnly(), rule.FilterTenant(),
+			rule.AllowIfSystem(), rule.DenyIfNoViewer(), rule.AdminOnly(), rule.FilterTenant(),
 		},
 		Mutation: privacy.MutationPolicy{
 			privacy.DenyMutationOperationRule(ent.OpUpdate | ent.OpUpdateOne | ent.OpDelete | ent.OpDeleteOne),

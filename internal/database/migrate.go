@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sync"
 
 	"entgo.io/ent/dialect"
 	"github.com/riverqueue/river/riverdriver"
@@ -34,10 +35,18 @@ func (db *DB) Exclusive(ctx context.Context, fn func() error) error {
 	return fn()
 }
 
+// schemaMu serialises ent migrations within the process: ent rewrites the
+// package-level table descriptions of ent/migrate while it migrates, so two
+// databases migrated at once (tests, Exclusive being per database) race.
+var schemaMu sync.Mutex
+
 // Migrate brings the ent schema and River's tables up to date. Run it inside
 // Exclusive when several replicas may start at once.
 func (db *DB) Migrate(ctx context.Context) error {
-	if err := db.Ent.Schema.Create(ctx); err != nil {
+	schemaMu.Lock()
+	err := db.Ent.Schema.Create(ctx)
+	schemaMu.Unlock()
+	if err != nil {
 		return fmt.Errorf("migrating the levers9 schema: %w", err)
 	}
 	var driver riverdriver.Driver[*sql.Tx]

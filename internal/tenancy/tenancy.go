@@ -87,7 +87,7 @@ func (s *Service) CreateTenant(ctx context.Context, in NewTenant) (*ent.Tenant, 
 	)
 	sys := viewer.SystemContext(ctx)
 	err = s.DB.InTx(ctx, func(tx *database.Tx) error {
-		if err := domainsFree(sys, tx.Ent, in.EmailDomains); err != nil {
+		if err := domainsFree(sys, tx.Ent, in.EmailDomains, ""); err != nil {
 			return err
 		}
 		if n, err := tx.Ent.Tenant.Query().Where(tenant.Slug(in.Slug)).Count(sys); err != nil || n > 0 {
@@ -145,10 +145,50 @@ func validateTenant(in NewTenant) error {
 	return nil
 }
 
-// domainsFree checks that no tenant already owns one of domains: the domain
-// of an email decides the tenant a user signs in to.
-func domainsFree(ctx context.Context, c *ent.Client, domains []string) error {
-	all, err := c.Tenant.Query().Select(tenant.FieldEmailDomains).All(ctx)
+// UpdateTenant changes the settings of the viewer's tenant. Its email
+// domains must stay its own: a domain another tenant owns cannot be claimed.
+func (s *Service) UpdateTenant(ctx context.Context, in ent.UpdateTenantInput) (*ent.Tenant, error) {
+	v := viewer.FromContext(ctx)
+	if !v.InTenant() {
+		return nil, fault.New(fault.Forbidden, "not inside a tenant")
+	}
+	for _, ds := range [][]string{in.EmailDomains, in.AppendEmailDomains} {
+		for i, d := range ds {
+			ds[i] = strings.ToLower(strings.TrimSpace(d))
+			if !domainRe.MatchString(ds[i]) {
+				return nil, fault.Invalid("emailDomains", "%q is not a domain name", d)
+			}
+		}
+	}
+	var t *ent.Tenant
+	err := s.DB.InTx(ctx, func(tx *database.Tx) error {
+		claimed := append(slices.Clone(in.EmailDomains), in.AppendEmailDomains...)
+		if err := domainsFree(viewer.SystemContext(ctx), tx.Ent, claimed, v.TenantID); err != nil {
+			return err
+		}
+		if len(in.AppendEmailDomains) > 0 {
+			// Apply the append here: entgql's generated Mutate drops it.
+			cur, err := tx.Ent.Tenant.Get(ctx, v.TenantID)
+			if err != nil {
+				return err
+			}
+			if in.EmailDomains == nil && !in.ClearEmailDomains {
+				in.EmailDomains = cur.EmailDomains
+			}
+			in.EmailDomains = append(slices.Clone(in.EmailDomains), in.AppendEmailDomains...)
+			in.AppendEmailDomains, in.ClearEmailDomains = nil, false
+		}
+		var err error
+		t, err = tx.Ent.Tenant.UpdateOneID(v.TenantID).SetInput(in).Save(ctx)
+		return err
+	})
+	return t, err
+}
+
+// domainsFree checks that no tenant other than except owns one of domains:
+// the domain of an email decides the tenant a user signs in to.
+func domainsFree(ctx context.Context, c *ent.Client, domains []string, except string) error {
+	all, err := c.Tenant.Query().Where(tenant.IDNEQ(except)).Select(tenant.FieldEmailDomains).All(ctx)
 	if err != nil {
 		return fmt.Errorf("listing tenant domains: %w", err)
 	}

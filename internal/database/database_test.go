@@ -1,0 +1,103 @@
+package database_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/viewer"
+)
+
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+
+func open(t *testing.T, url string) *database.DB {
+	t.Helper()
+	db, err := database.Open(context.Background(), url, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// Replicas starting together on one PostgreSQL take turns at migrating.
+func TestConcurrentMigrations(t *testing.T) {
+	t.Parallel()
+	url := dbtest.PostgresURL(t)
+	ctx := context.Background()
+	const replicas = 4
+	var wg sync.WaitGroup
+	errs := make(chan error, replicas)
+	for range replicas {
+		db := open(t, url)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- db.Exclusive(ctx, func() error { return db.Migrate(ctx) })
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent migration: %v", err)
+		}
+	}
+}
+
+func TestMigrateTwiceAndTx(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		db := open(t, url)
+		for range 2 {
+			if err := db.Exclusive(ctx, func() error { return db.Migrate(ctx) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sys := viewer.SystemContext(ctx)
+		boom := errors.New("boom")
+		err := db.InTx(ctx, func(tx *database.Tx) error {
+			if _, err := tx.Ent.Tenant.Create().SetName("T").SetSlug("t").Save(sys); err != nil {
+				return err
+			}
+			return boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatalf("InTx = %v, want boom", err)
+		}
+		if n := db.Ent.Tenant.Query().CountX(sys); n != 0 {
+			t.Fatalf("rolled back transaction left %d tenants", n)
+		}
+		var u *ent.User
+		err = db.InTx(ctx, func(tx *database.Tx) error {
+			tn, err := tx.Ent.Tenant.Create().SetName("T").SetSlug("t").Save(sys)
+			if err != nil {
+				return err
+			}
+			g, err := tx.Ent.Group.Create().SetTenantID(tn.ID).SetName("g").Save(sys)
+			if err != nil {
+				return err
+			}
+			u, err = tx.Ent.User.Create().SetTenantID(tn.ID).SetEmail("u@t.test").Save(sys)
+			if err != nil {
+				return err
+			}
+			_, err = tx.Ent.Membership.Create().SetTenantID(tn.ID).SetUser(u).SetGroup(g).Save(sys)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Entities loaded in a finished transaction still load their edges.
+		if n, err := u.QueryMemberships().Count(sys); err != nil || n != 1 {
+			t.Fatalf("memberships of a user made in a committed transaction: %d, %v", n, err)
+		}
+	})
+}
