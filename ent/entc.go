@@ -14,6 +14,16 @@ import (
 
 func main() {
 	ex, err := entgql.NewExtension(
+		// Templates first: WithWhereInputs adds to the list they set.
+		entgql.WithTemplates(
+			entgql.CollectionTemplate,
+			entgql.EnumTemplate,
+			entgql.NodeTemplate,
+			override("template/gql_pagination.tmpl"),
+			entgql.TransactionTemplate,
+			entgql.EdgeTemplate,
+			override("template/gql_mutation_input.tmpl"),
+		),
 		entgql.WithSchemaGenerator(),
 		entgql.WithWhereInputs(true),
 		entgql.WithRelaySpec(true),
@@ -37,6 +47,12 @@ func main() {
 	if err != nil {
 		log.Fatalf("running ent codegen: %v", err)
 	}
+}
+
+// override parses one of our copies of an entgql template (see the
+// "levers9:" comments in them for what differs from upstream).
+func override(path string) *gen.Template {
+	return gen.MustParse(gen.NewTemplate(path).Funcs(entgql.TemplateFuncs).ParseFiles(path))
 }
 
 // dropRelayNodes removes Relay's `nodes(ids:)` lookup: in levers9, `nodes` is

@@ -462,7 +462,7 @@ func (i *UpdateQueueInput) Mutate(m *QueueMutation) {
 		m.SetGpuPrices(v)
 	}
 	if i.AppendGpuPrices != nil {
-		m.AppendGpuPrices(i.GpuPrices)
+		m.AppendGpuPrices(i.AppendGpuPrices)
 	}
 	if v := i.CPUPrice; v != nil {
 		m.SetCPUPrice(*v)
@@ -665,7 +665,7 @@ func (i *UpdateTenantInput) Mutate(m *TenantMutation) {
 		m.SetEmailDomains(v)
 	}
 	if i.AppendEmailDomains != nil {
-		m.AppendEmailDomains(i.EmailDomains)
+		m.AppendEmailDomains(i.AppendEmailDomains)
 	}
 	if v := i.RequireProject; v != nil {
 		m.SetRequireProject(*v)

@@ -285,7 +285,7 @@ func (_m *APITokenQuery) Paginate(
 	}
 	conn := &APITokenConnection{Edges: []*APITokenEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if hasCollectedField(ctx, totalCountField) || (ignoredEdges && hasCollectedField(ctx, pageInfoField)) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -617,7 +617,7 @@ func (_m *AuditEventQuery) Paginate(
 	}
 	conn := &AuditEventConnection{Edges: []*AuditEventEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if hasCollectedField(ctx, totalCountField) || (ignoredEdges && hasCollectedField(ctx, pageInfoField)) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -931,7 +931,7 @@ func (_m *BucketQuery) Paginate(
 	}
 	conn := &BucketConnection{Edges: []*BucketEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if hasCollectedField(ctx, totalCountField) || (ignoredEdges && hasCollectedField(ctx, pageInfoField)) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -1263,7 +1263,7 @@ func (_m *ChargeQuery) Paginate(
 	}
 	conn := &ChargeConnection{Edges: []*ChargeEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if hasCollectedField(ctx, totalCountField) || (ignoredEdges && hasCollectedField(ctx, pageInfoField)) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -1577,7 +1577,7 @@ func (_m *EnvironmentQuery) Paginate(
 	}
 	conn := &EnvironmentConnection{Edges: []*EnvironmentEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if hasCollectedField(ctx, totalCountField) || (ignoredEdges && hasCollectedField(ctx, pageInfoField)) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -1909,7 +1909,7 @@ func (_m *GroupQuery) Paginate(
 	}
 	conn := &GroupConnection{Edges: []*GroupEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if hasCollectedField(ctx, totalCountField) || (ignoredEdges && hasCollectedField(ctx, pageInfoField)) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -2241,7 +2241,7 @@ func (_m *JobQuery) Paginate(
 	}
 	conn := &JobConnection{Edges: []*JobEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if hasCollectedField(ctx, totalCountField) || (ignoredEdges && hasCollectedField(ctx, pageInfoField)) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -2609,7 +2609,7 @@ func (_m *MembershipQuery) Paginate(
 	}
 	conn := &MembershipConnection{Edges: []*MembershipEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if hasCollectedField(ctx, totalCountField) || (ignoredEdges && hasCollectedField(ctx, pageInfoField)) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -2926,7 +2926,7 @@ func (_m *NodeQuery) Paginate(
 	}
 	conn := &ComputeNodeConnection{Edges: []*ComputeNodeEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if hasCollectedField(ctx, totalCountField) || (ignoredEdges && hasCollectedField(ctx, pageInfoField)) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -3276,7 +3276,7 @@ func (_m *NodeInviteQuery) Paginate(
 	}
 	conn := &NodeInviteConnection{Edges: []*NodeInviteEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if hasCollectedField(ctx, totalCountField) || (ignoredEdges && hasCollectedField(ctx, pageInfoField)) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -3590,7 +3590,7 @@ func (_m *ProjectQuery) Paginate(
 	}
 	conn := &ProjectConnection{Edges: []*ProjectEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if hasCollectedField(ctx, totalCountField) || (ignoredEdges && hasCollectedField(ctx, pageInfoField)) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -3922,7 +3922,7 @@ func (_m *QueueQuery) Paginate(
 	}
 	conn := &QueueConnection{Edges: []*QueueEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if hasCollectedField(ctx, totalCountField) || (ignoredEdges && hasCollectedField(ctx, pageInfoField)) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -4254,7 +4254,7 @@ func (_m *ServiceQuery) Paginate(
 	}
 	conn := &ServiceConnection{Edges: []*ServiceEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if hasCollectedField(ctx, totalCountField) || (ignoredEdges && hasCollectedField(ctx, pageInfoField)) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -4586,7 +4586,7 @@ func (_m *StorageQuery) Paginate(
 	}
 	conn := &StorageConnection{Edges: []*StorageEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if hasCollectedField(ctx, totalCountField) || (ignoredEdges && hasCollectedField(ctx, pageInfoField)) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -4918,7 +4918,7 @@ func (_m *TenantQuery) Paginate(
 	}
 	conn := &TenantConnection{Edges: []*TenantEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if hasCollectedField(ctx, totalCountField) || (ignoredEdges && hasCollectedField(ctx, pageInfoField)) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -5250,7 +5250,7 @@ func (_m *UserQuery) Paginate(
 	}
 	conn := &UserConnection{Edges: []*UserEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if hasCollectedField(ctx, totalCountField) || (ignoredEdges && hasCollectedField(ctx, pageInfoField)) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()

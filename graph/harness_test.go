@@ -99,11 +99,11 @@ func (e *env) newTenant(slug string) *tenant {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	at, err := e.auth.IssueToken(ctx, admin, "test", envID, "")
+	at, err := auth.IssueToken(ctx, e.db.Ent, admin, "test", envID, "")
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	mt, err := e.auth.IssueToken(ctx, member, "test", envID, "")
+	mt, err := auth.IssueToken(ctx, e.db.Ent, member, "test", envID, "")
 	if err != nil {
 		e.t.Fatal(err)
 	}

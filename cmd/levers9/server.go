@@ -1,6 +1,7 @@
 package main
 
 import (
+	"entgo.io/ent/dialect"
 	"context"
 	"errors"
 	"flag"
@@ -100,7 +101,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		if err := db.Migrate(ctx); err != nil {
 			return err
 		}
-		seeded, err = ten.Bootstrap(ctx, cfg.Seed, authn)
+		seeded, err = ten.Bootstrap(ctx, cfg.Seed)
 		return err
 	})
 	if err != nil {
@@ -166,6 +167,9 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 }
 
 func printWelcome(w io.Writer, url, dialectName string, s *tenancy.Seeded) {
+	if dialectName == dialect.SQLite {
+		dialectName = "sqlite" // ent calls it sqlite3, after the Go driver of old
+	}
 	fmt.Fprintf(w, "levers9 server on %s (database: %s)\n", url, dialectName)
 	if s == nil {
 		return

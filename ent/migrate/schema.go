@@ -283,6 +283,11 @@ var (
 				Columns: []*schema.Column{JobsColumns[3], JobsColumns[4], JobsColumns[7]},
 			},
 			{
+				Name:    "job_tenant_id_environment_id_id",
+				Unique:  false,
+				Columns: []*schema.Column{JobsColumns[3], JobsColumns[4], JobsColumns[0]},
+			},
+			{
 				Name:    "job_queue_id_status_priority",
 				Unique:  false,
 				Columns: []*schema.Column{JobsColumns[18], JobsColumns[7], JobsColumns[12]},

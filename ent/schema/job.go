@@ -73,6 +73,8 @@ func (Job) Edges() []ent.Edge {
 func (Job) Indexes() []ent.Index {
 	return []ent.Index{
 		index.Fields("tenant_id", "environment_id", "status"),
+		// Job lists page by ID inside the viewer's tenant and environment.
+		index.Fields("tenant_id", "environment_id", "id"),
 		// The scheduler takes pending jobs of a queue by priority, then age.
 		index.Fields("queue_id", "status", "priority"),
 	}

@@ -69,7 +69,7 @@ func (s *Service) SignIn(ctx context.Context, email, password, clientAddr string
 		envID = env.ID
 	}
 	expires := s.Now().Add(SessionTTL)
-	return s.issue(sys, u, apitoken.KindSession, "sign-in", u.TenantID, envID, &expires)
+	return issue(sys, s.Ent, u, apitoken.KindSession, "sign-in", u.TenantID, envID, &expires, "")
 }
 
 // CreateAPIToken issues a token for the viewer in its tenant and environment.
@@ -90,32 +90,38 @@ func (s *Service) CreateAPIToken(ctx context.Context, name string, expiresAt *ti
 	if err != nil {
 		return "", nil, fmt.Errorf("loading user %s: %w", v.UserID, err)
 	}
-	return s.issue(ctx, u, apitoken.KindAPI, name, v.TenantID, v.EnvironmentID, expiresAt)
+	return issue(ctx, s.Ent, u, apitoken.KindAPI, name, v.TenantID, v.EnvironmentID, expiresAt, "")
 }
 
-// IssueToken issues an API token for u without a viewer: for start-up and
-// scripted set-ups only. A preset secret (from the environment) is used when
-// given; otherwise a fresh one is made.
-func (s *Service) IssueToken(ctx context.Context, u *ent.User, name, envID, preset string) (string, error) {
-	if preset != "" && !wellFormed(preset) {
-		return "", fmt.Errorf("preset token must look like lv9_ followed by 52 base32 characters")
+// CheckPresetToken reports whether preset can be used as a token secret.
+func CheckPresetToken(preset string) error {
+	if !wellFormed(preset) {
+		return fmt.Errorf("a preset token must look like lv9_ followed by 52 lower-case base32 characters")
 	}
-	secret, _, err := s.issueSecret(viewer.SystemContext(ctx), u, apitoken.KindAPI, name, u.TenantID, envID, nil, preset)
+	return nil
+}
+
+// IssueToken issues an API token for u through client c (which may be in a
+// transaction), without a viewer: for start-up and scripted set-ups only. A
+// preset secret is used when given; otherwise a fresh one is made.
+func IssueToken(ctx context.Context, c *ent.Client, u *ent.User, name, envID, preset string) (string, error) {
+	if preset != "" {
+		if err := CheckPresetToken(preset); err != nil {
+			return "", err
+		}
+	}
+	secret, _, err := issue(viewer.SystemContext(ctx), c, u, apitoken.KindAPI, name, u.TenantID, envID, nil, preset)
 	return secret, err
 }
 
-func (s *Service) issue(ctx context.Context, u *ent.User, kind apitoken.Kind, name, tenantID, envID string, expires *time.Time) (string, *ent.APIToken, error) {
-	return s.issueSecret(ctx, u, kind, name, tenantID, envID, expires, "")
-}
-
-func (s *Service) issueSecret(ctx context.Context, u *ent.User, kind apitoken.Kind, name, tenantID, envID string, expires *time.Time, secret string) (string, *ent.APIToken, error) {
+func issue(ctx context.Context, c *ent.Client, u *ent.User, kind apitoken.Kind, name, tenantID, envID string, expires *time.Time, secret string) (string, *ent.APIToken, error) {
 	var hash string
 	if secret == "" {
 		secret, hash = NewSecret()
 	} else {
 		hash = HashSecret(secret)
 	}
-	t, err := s.Ent.APIToken.Create().
+	t, err := c.APIToken.Create().
 		SetName(name).
 		SetKind(kind).
 		SetTokenHash(hash).

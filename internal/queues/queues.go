@@ -37,11 +37,7 @@ func Update(ctx context.Context, c *ent.Client, id string, in ent.UpdateQueueInp
 	case in.GpuPrices != nil:
 		r.GPU = in.GpuPrices
 	}
-	if len(in.AppendGpuPrices) > 0 {
-		// Apply the append here: entgql's generated Mutate drops it.
-		r.GPU = append(r.GPU, in.AppendGpuPrices...)
-		in.GpuPrices, in.AppendGpuPrices, in.ClearGpuPrices = r.GPU, nil, false
-	}
+	r.GPU = append(r.GPU, in.AppendGpuPrices...)
 	setRates(&r, in.CPUPrice, in.MemoryPrice, in.StartFee, in.Multiplier)
 	if err := validate(r); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/internal/auth"
+	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/viewer"
 )
 
@@ -32,16 +33,10 @@ type Seeded struct {
 }
 
 // Bootstrap creates the first tenant, its admin with an API token and a
-// superadmin, unless a tenant exists already (then it returns nil).
-func (s *Service) Bootstrap(ctx context.Context, seed Seed, tokens *auth.Service) (*Seeded, error) {
-	sys := viewer.SystemContext(ctx)
-	n, err := s.DB.Ent.Tenant.Query().Count(sys)
-	if err != nil {
-		return nil, fmt.Errorf("checking for tenants: %w", err)
-	}
-	if n > 0 {
-		return nil, nil
-	}
+// superadmin, unless a tenant exists already (then it returns nil). It
+// creates all of it or nothing, so a failed first start can simply be
+// repeated and never leaves an admin whose password was not shown.
+func (s *Service) Bootstrap(ctx context.Context, seed Seed) (*Seeded, error) {
 	def := func(v *string, d string) {
 		if *v == "" {
 			*v = d
@@ -53,34 +48,48 @@ func (s *Service) Bootstrap(ctx context.Context, seed Seed, tokens *auth.Service
 	def(&seed.AdminPassword, generatedPassword())
 	def(&seed.SuperadminEmail, "superadmin@levers9.local")
 	def(&seed.SuperadminPassword, generatedPassword())
-
-	t, admin, err := s.CreateTenant(sys, NewTenant{
-		Name: seed.TenantName, Slug: seed.TenantSlug, BudgetPolicy: "STOP",
-		AdminEmail: seed.AdminEmail, AdminName: "Admin", AdminPassword: seed.AdminPassword,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("creating the first tenant: %w", err)
+	if seed.AdminToken != "" {
+		if err := auth.CheckPresetToken(seed.AdminToken); err != nil {
+			return nil, fmt.Errorf("LEVERS9_ADMIN_TOKEN: %w", err)
+		}
 	}
-	env, err := MainEnvironmentID(ctx, s.DB.Ent, t.ID)
-	if err != nil {
-		return nil, err
-	}
-	token, err := tokens.IssueToken(ctx, admin, "bootstrap", env, seed.AdminToken)
-	if err != nil {
-		return nil, fmt.Errorf("issuing the admin token: %w", err)
-	}
-	hash, err := auth.HashPassword(seed.SuperadminPassword)
+	superHash, err := auth.HashPassword(seed.SuperadminPassword)
 	if err != nil {
 		return nil, fmt.Errorf("superadmin password: %w", err)
 	}
-	if _, err := s.DB.Ent.User.Create().SetEmail(auth.NormalizeEmail(seed.SuperadminEmail)).
-		SetName("Superadmin").SetPasswordHash(hash).SetSuperadmin(true).Save(sys); err != nil {
-		return nil, fmt.Errorf("creating the superadmin: %w", err)
-	}
-	return &Seeded{
-		Tenant: t, AdminEmail: admin.Email, AdminPassword: seed.AdminPassword, AdminToken: token,
-		SuperadminEmail: seed.SuperadminEmail, SuperadminPassword: seed.SuperadminPassword,
-	}, nil
+	sys := viewer.SystemContext(ctx)
+	var out *Seeded
+	err = s.DB.InTx(ctx, func(tx *database.Tx) error {
+		n, err := tx.Ent.Tenant.Query().Count(sys)
+		if err != nil || n > 0 {
+			return err
+		}
+		t, admin, err := s.createTenant(sys, tx.Ent, NewTenant{
+			Name: seed.TenantName, Slug: seed.TenantSlug, BudgetPolicy: "STOP",
+			AdminEmail: seed.AdminEmail, AdminName: "Admin", AdminPassword: seed.AdminPassword,
+		})
+		if err != nil {
+			return fmt.Errorf("creating the first tenant: %w", err)
+		}
+		env, err := MainEnvironmentID(ctx, tx.Ent, t.ID)
+		if err != nil {
+			return err
+		}
+		token, err := auth.IssueToken(ctx, tx.Ent, admin, "bootstrap", env, seed.AdminToken)
+		if err != nil {
+			return fmt.Errorf("issuing the admin token: %w", err)
+		}
+		if _, err := tx.Ent.User.Create().SetEmail(auth.NormalizeEmail(seed.SuperadminEmail)).
+			SetName("Superadmin").SetPasswordHash(superHash).SetSuperadmin(true).Save(sys); err != nil {
+			return fmt.Errorf("creating the superadmin: %w", err)
+		}
+		out = &Seeded{
+			Tenant: t, AdminEmail: admin.Email, AdminPassword: seed.AdminPassword, AdminToken: token,
+			SuperadminEmail: seed.SuperadminEmail, SuperadminPassword: seed.SuperadminPassword,
+		}
+		return nil
+	})
+	return out, err
 }
 
 func generatedPassword() string {

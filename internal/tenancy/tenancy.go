@@ -65,6 +65,25 @@ func (s *Service) CreateTenant(ctx context.Context, in NewTenant) (*ent.Tenant, 
 	if v := viewer.FromContext(ctx); v == nil || !(v.Superadmin || v.System) {
 		return nil, nil, fault.New(fault.Forbidden, "only superadmins create tenants")
 	}
+	var (
+		t     *ent.Tenant
+		admin *ent.User
+	)
+	err := s.DB.InTx(ctx, func(tx *database.Tx) error {
+		var err error
+		t, admin, err = s.createTenant(ctx, tx.Ent, in)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	s.Log.Info("created tenant", "tenant", t.ID, "slug", t.Slug, "admin", admin.Email)
+	return t, admin, nil
+}
+
+// createTenant checks in and creates the tenant through c, which is inside a
+// transaction.
+func (s *Service) createTenant(ctx context.Context, c *ent.Client, in NewTenant) (*ent.Tenant, *ent.User, error) {
 	in.AdminEmail = auth.NormalizeEmail(in.AdminEmail)
 	for i, d := range in.EmailDomains {
 		in.EmailDomains[i] = strings.ToLower(strings.TrimSpace(d))
@@ -81,44 +100,36 @@ func (s *Service) CreateTenant(ctx context.Context, in NewTenant) (*ent.Tenant, 
 	if err != nil {
 		return nil, nil, fault.Invalid("adminPassword", "%v", err)
 	}
-	var (
-		t     *ent.Tenant
-		admin *ent.User
-	)
 	sys := viewer.SystemContext(ctx)
-	err = s.DB.InTx(ctx, func(tx *database.Tx) error {
-		if err := domainsFree(sys, tx.Ent, in.EmailDomains, ""); err != nil {
-			return err
-		}
-		if n, err := tx.Ent.Tenant.Query().Where(tenant.Slug(in.Slug)).Count(sys); err != nil || n > 0 {
-			if err != nil {
-				return fmt.Errorf("checking slug: %w", err)
-			}
-			return fault.Invalid("slug", "a tenant with slug %q already exists", in.Slug)
-		}
-		if n, err := tx.Ent.User.Query().Where(user.Email(in.AdminEmail)).Count(sys); err != nil || n > 0 {
-			if err != nil {
-				return fmt.Errorf("checking email: %w", err)
-			}
-			return fault.Invalid("adminEmail", "a user with email %s already exists", in.AdminEmail)
-		}
-		t, err = tx.Ent.Tenant.Create().
-			SetName(in.Name).SetSlug(in.Slug).SetEmailDomains(in.EmailDomains).
-			SetRequireProject(in.RequireProject).SetBudgetPolicy(in.BudgetPolicy).
-			Save(sys)
+	if err := domainsFree(sys, c, in.EmailDomains, ""); err != nil {
+		return nil, nil, err
+	}
+	if n, err := c.Tenant.Query().Where(tenant.Slug(in.Slug)).Count(sys); err != nil || n > 0 {
 		if err != nil {
-			return fmt.Errorf("creating tenant: %w", err)
+			return nil, nil, fmt.Errorf("checking slug: %w", err)
 		}
-		if err := s.furnish(sys, tx.Ent, t); err != nil {
-			return err
+		return nil, nil, fault.Invalid("slug", "a tenant with slug %q already exists", in.Slug)
+	}
+	if n, err := c.User.Query().Where(user.Email(in.AdminEmail)).Count(sys); err != nil || n > 0 {
+		if err != nil {
+			return nil, nil, fmt.Errorf("checking email: %w", err)
 		}
-		admin, err = createUser(sys, tx.Ent, t.ID, in.AdminEmail, in.AdminName, hash, user.RoleAdmin)
-		return err
-	})
+		return nil, nil, fault.Invalid("adminEmail", "a user with email %s already exists", in.AdminEmail)
+	}
+	t, err := c.Tenant.Create().
+		SetName(in.Name).SetSlug(in.Slug).SetEmailDomains(in.EmailDomains).
+		SetRequireProject(in.RequireProject).SetBudgetPolicy(in.BudgetPolicy).
+		Save(sys)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating tenant: %w", err)
+	}
+	if err := s.furnish(sys, c, t); err != nil {
+		return nil, nil, err
+	}
+	admin, err := createUser(sys, c, t.ID, in.AdminEmail, in.AdminName, hash, user.RoleAdmin)
 	if err != nil {
 		return nil, nil, err
 	}
-	s.Log.Info("created tenant", "tenant", t.ID, "slug", t.Slug, "admin", admin.Email)
 	return t, admin, nil
 }
 
@@ -165,18 +176,6 @@ func (s *Service) UpdateTenant(ctx context.Context, in ent.UpdateTenantInput) (*
 		claimed := append(slices.Clone(in.EmailDomains), in.AppendEmailDomains...)
 		if err := domainsFree(viewer.SystemContext(ctx), tx.Ent, claimed, v.TenantID); err != nil {
 			return err
-		}
-		if len(in.AppendEmailDomains) > 0 {
-			// Apply the append here: entgql's generated Mutate drops it.
-			cur, err := tx.Ent.Tenant.Get(ctx, v.TenantID)
-			if err != nil {
-				return err
-			}
-			if in.EmailDomains == nil && !in.ClearEmailDomains {
-				in.EmailDomains = cur.EmailDomains
-			}
-			in.EmailDomains = append(slices.Clone(in.EmailDomains), in.AppendEmailDomains...)
-			in.AppendEmailDomains, in.ClearEmailDomains = nil, false
 		}
 		var err error
 		t, err = tx.Ent.Tenant.UpdateOneID(v.TenantID).SetInput(in).Save(ctx)
