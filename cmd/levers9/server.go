@@ -1,8 +1,8 @@
 package main
 
 import (
-	"entgo.io/ent/dialect"
 	"context"
+	"entgo.io/ent/dialect"
 	"errors"
 	"flag"
 	"fmt"
