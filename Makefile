@@ -45,13 +45,15 @@ test: check
 
 ## bench: benchmarks; they print their numbers
 bench:
-	$(WITHPG) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./graph/ | grep -v -E '^(goos|goarch|pkg|cpu):'
+	$(WITHPG) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./graph/ ./internal/metering/ ./internal/scheduling/ | grep -v -E '^(goos|goarch|pkg|cpu):'
 
 ## fuzz: a short run of every fuzz target
 fuzz:
 	$(GO) test ./internal/jobspec -run '^$$' -fuzz FuzzValidate -fuzztime 30s
 	$(GO) test ./internal/billing -run '^$$' -fuzz FuzzTokensRoundTrip -fuzztime 30s
 	$(GO) test ./internal/ids -run '^$$' -fuzz FuzzPrefix -fuzztime 30s
+	$(GO) test ./internal/wire -run '^$$' -fuzz FuzzDecode -fuzztime 30s
+	$(GO) test ./internal/scheduling -run '^$$' -fuzz FuzzPlace -fuzztime 30s
 
 clean:
 	rm -rf bin test.log

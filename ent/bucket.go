@@ -10,6 +10,7 @@ import (
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
 	"github.com/levers9/levers9/ent/bucket"
+	"github.com/levers9/levers9/ent/project"
 	"github.com/levers9/levers9/ent/storage"
 )
 
@@ -28,8 +29,14 @@ type Bucket struct {
 	Name string `json:"name,omitempty"`
 	// StorageID holds the value of the "storage_id" field.
 	StorageID string `json:"storage_id,omitempty"`
-	// SizeBytes holds the value of the "size_bytes" field.
+	// bytes stored, as the storage layer last reported
 	SizeBytes int64 `json:"size_bytes,omitempty"`
+	// the project paying for storage; else the owner pays
+	ProjectID string `json:"project_id,omitempty"`
+	// the user who created the bucket
+	OwnerID string `json:"owner_id,omitempty"`
+	// storage is charged for every hour before this one (hours since the Unix epoch)
+	MeteredHour int64 `json:"metered_hour,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the BucketQuery when eager-loading is set.
 	Edges        BucketEdges `json:"edges"`
@@ -44,11 +51,13 @@ type BucketEdges struct {
 	ReadGroups []*Group `json:"read_groups,omitempty"`
 	// WriteGroups holds the value of the write_groups edge.
 	WriteGroups []*Group `json:"write_groups,omitempty"`
+	// Project holds the value of the project edge.
+	Project *Project `json:"project,omitempty"`
 	// loadedTypes holds the information for reporting if a
 	// type was loaded (or requested) in eager-loading or not.
-	loadedTypes [3]bool
+	loadedTypes [4]bool
 	// totalCount holds the count of the edges above.
-	totalCount [3]map[string]int
+	totalCount [4]map[string]int
 
 	namedReadGroups  map[string][]*Group
 	namedWriteGroups map[string][]*Group
@@ -83,14 +92,25 @@ func (e BucketEdges) WriteGroupsOrErr() ([]*Group, error) {
 	return nil, &NotLoadedError{edge: "write_groups"}
 }
 
+// ProjectOrErr returns the Project value or an error if the edge
+// was not loaded in eager-loading, or loaded but was not found.
+func (e BucketEdges) ProjectOrErr() (*Project, error) {
+	if e.Project != nil {
+		return e.Project, nil
+	} else if e.loadedTypes[3] {
+		return nil, &NotFoundError{label: project.Label}
+	}
+	return nil, &NotLoadedError{edge: "project"}
+}
+
 // scanValues returns the types for scanning values from sql.Rows.
 func (*Bucket) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case bucket.FieldSizeBytes:
+		case bucket.FieldSizeBytes, bucket.FieldMeteredHour:
 			values[i] = new(sql.NullInt64)
-		case bucket.FieldID, bucket.FieldTenantID, bucket.FieldName, bucket.FieldStorageID:
+		case bucket.FieldID, bucket.FieldTenantID, bucket.FieldName, bucket.FieldStorageID, bucket.FieldProjectID, bucket.FieldOwnerID:
 			values[i] = new(sql.NullString)
 		case bucket.FieldCreatedAt, bucket.FieldUpdatedAt:
 			values[i] = new(sql.NullTime)
@@ -151,6 +171,24 @@ func (_m *Bucket) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.SizeBytes = value.Int64
 			}
+		case bucket.FieldProjectID:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field project_id", values[i])
+			} else if value.Valid {
+				_m.ProjectID = value.String
+			}
+		case bucket.FieldOwnerID:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field owner_id", values[i])
+			} else if value.Valid {
+				_m.OwnerID = value.String
+			}
+		case bucket.FieldMeteredHour:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field metered_hour", values[i])
+			} else if value.Valid {
+				_m.MeteredHour = value.Int64
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -177,6 +215,11 @@ func (_m *Bucket) QueryReadGroups() *GroupQuery {
 // QueryWriteGroups queries the "write_groups" edge of the Bucket entity.
 func (_m *Bucket) QueryWriteGroups() *GroupQuery {
 	return NewBucketClient(_m.config).QueryWriteGroups(_m)
+}
+
+// QueryProject queries the "project" edge of the Bucket entity.
+func (_m *Bucket) QueryProject() *ProjectQuery {
+	return NewBucketClient(_m.config).QueryProject(_m)
 }
 
 // Update returns a builder for updating this Bucket.
@@ -219,6 +262,15 @@ func (_m *Bucket) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("size_bytes=")
 	builder.WriteString(fmt.Sprintf("%v", _m.SizeBytes))
+	builder.WriteString(", ")
+	builder.WriteString("project_id=")
+	builder.WriteString(_m.ProjectID)
+	builder.WriteString(", ")
+	builder.WriteString("owner_id=")
+	builder.WriteString(_m.OwnerID)
+	builder.WriteString(", ")
+	builder.WriteString("metered_hour=")
+	builder.WriteString(fmt.Sprintf("%v", _m.MeteredHour))
 	builder.WriteByte(')')
 	return builder.String()
 }

@@ -14,6 +14,7 @@ import (
 	"entgo.io/ent/schema/field"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/group"
+	"github.com/levers9/levers9/ent/project"
 	"github.com/levers9/levers9/ent/storage"
 )
 
@@ -85,6 +86,40 @@ func (_c *BucketCreate) SetNillableSizeBytes(v *int64) *BucketCreate {
 	return _c
 }
 
+// SetProjectID sets the "project_id" field.
+func (_c *BucketCreate) SetProjectID(v string) *BucketCreate {
+	_c.mutation.SetProjectID(v)
+	return _c
+}
+
+// SetNillableProjectID sets the "project_id" field if the given value is not nil.
+func (_c *BucketCreate) SetNillableProjectID(v *string) *BucketCreate {
+	if v != nil {
+		_c.SetProjectID(*v)
+	}
+	return _c
+}
+
+// SetOwnerID sets the "owner_id" field.
+func (_c *BucketCreate) SetOwnerID(v string) *BucketCreate {
+	_c.mutation.SetOwnerID(v)
+	return _c
+}
+
+// SetMeteredHour sets the "metered_hour" field.
+func (_c *BucketCreate) SetMeteredHour(v int64) *BucketCreate {
+	_c.mutation.SetMeteredHour(v)
+	return _c
+}
+
+// SetNillableMeteredHour sets the "metered_hour" field if the given value is not nil.
+func (_c *BucketCreate) SetNillableMeteredHour(v *int64) *BucketCreate {
+	if v != nil {
+		_c.SetMeteredHour(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *BucketCreate) SetID(v string) *BucketCreate {
 	_c.mutation.SetID(v)
@@ -132,6 +167,11 @@ func (_c *BucketCreate) AddWriteGroups(v ...*Group) *BucketCreate {
 		ids[i] = v[i].ID
 	}
 	return _c.AddWriteGroupIDs(ids...)
+}
+
+// SetProject sets the "project" edge to the Project entity.
+func (_c *BucketCreate) SetProject(v *Project) *BucketCreate {
+	return _c.SetProjectID(v.ID)
 }
 
 // Mutation returns the BucketMutation object of the builder.
@@ -189,6 +229,10 @@ func (_c *BucketCreate) defaults() error {
 		v := bucket.DefaultSizeBytes
 		_c.mutation.SetSizeBytes(v)
 	}
+	if _, ok := _c.mutation.MeteredHour(); !ok {
+		v := bucket.DefaultMeteredHour
+		_c.mutation.SetMeteredHour(v)
+	}
 	if _, ok := _c.mutation.ID(); !ok {
 		if bucket.DefaultID == nil {
 			return fmt.Errorf("ent: uninitialized bucket.DefaultID (forgotten import ent/runtime?)")
@@ -228,6 +272,12 @@ func (_c *BucketCreate) check() error {
 	}
 	if _, ok := _c.mutation.SizeBytes(); !ok {
 		return &ValidationError{Name: "size_bytes", err: errors.New(`ent: missing required field "Bucket.size_bytes"`)}
+	}
+	if _, ok := _c.mutation.OwnerID(); !ok {
+		return &ValidationError{Name: "owner_id", err: errors.New(`ent: missing required field "Bucket.owner_id"`)}
+	}
+	if _, ok := _c.mutation.MeteredHour(); !ok {
+		return &ValidationError{Name: "metered_hour", err: errors.New(`ent: missing required field "Bucket.metered_hour"`)}
 	}
 	if v, ok := _c.mutation.ID(); ok {
 		if err := bucket.IDValidator(v); err != nil {
@@ -293,6 +343,14 @@ func (_c *BucketCreate) createSpec() (*Bucket, *sqlgraph.CreateSpec) {
 		_spec.SetField(bucket.FieldSizeBytes, field.TypeInt64, value)
 		_node.SizeBytes = value
 	}
+	if value, ok := _c.mutation.OwnerID(); ok {
+		_spec.SetField(bucket.FieldOwnerID, field.TypeString, value)
+		_node.OwnerID = value
+	}
+	if value, ok := _c.mutation.MeteredHour(); ok {
+		_spec.SetField(bucket.FieldMeteredHour, field.TypeInt64, value)
+		_node.MeteredHour = value
+	}
 	if nodes := _c.mutation.StorageIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.M2O,
@@ -340,6 +398,23 @@ func (_c *BucketCreate) createSpec() (*Bucket, *sqlgraph.CreateSpec) {
 		for _, k := range nodes {
 			edge.Target.Nodes = append(edge.Target.Nodes, k)
 		}
+		_spec.Edges = append(_spec.Edges, edge)
+	}
+	if nodes := _c.mutation.ProjectIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: false,
+			Table:   bucket.ProjectTable,
+			Columns: []string{bucket.ProjectColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(project.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_node.ProjectID = nodes[0]
 		_spec.Edges = append(_spec.Edges, edge)
 	}
 	return _node, _spec
@@ -424,6 +499,42 @@ func (u *BucketUpsert) AddSizeBytes(v int64) *BucketUpsert {
 	return u
 }
 
+// SetProjectID sets the "project_id" field.
+func (u *BucketUpsert) SetProjectID(v string) *BucketUpsert {
+	u.Set(bucket.FieldProjectID, v)
+	return u
+}
+
+// UpdateProjectID sets the "project_id" field to the value that was provided on create.
+func (u *BucketUpsert) UpdateProjectID() *BucketUpsert {
+	u.SetExcluded(bucket.FieldProjectID)
+	return u
+}
+
+// ClearProjectID clears the value of the "project_id" field.
+func (u *BucketUpsert) ClearProjectID() *BucketUpsert {
+	u.SetNull(bucket.FieldProjectID)
+	return u
+}
+
+// SetMeteredHour sets the "metered_hour" field.
+func (u *BucketUpsert) SetMeteredHour(v int64) *BucketUpsert {
+	u.Set(bucket.FieldMeteredHour, v)
+	return u
+}
+
+// UpdateMeteredHour sets the "metered_hour" field to the value that was provided on create.
+func (u *BucketUpsert) UpdateMeteredHour() *BucketUpsert {
+	u.SetExcluded(bucket.FieldMeteredHour)
+	return u
+}
+
+// AddMeteredHour adds v to the "metered_hour" field.
+func (u *BucketUpsert) AddMeteredHour(v int64) *BucketUpsert {
+	u.Add(bucket.FieldMeteredHour, v)
+	return u
+}
+
 // UpdateNewValues updates the mutable fields using the new values that were set on create except the ID field.
 // Using this option is equivalent to using:
 //
@@ -452,6 +563,9 @@ func (u *BucketUpsertOne) UpdateNewValues() *BucketUpsertOne {
 		}
 		if _, exists := u.create.mutation.StorageID(); exists {
 			s.SetIgnore(bucket.FieldStorageID)
+		}
+		if _, exists := u.create.mutation.OwnerID(); exists {
+			s.SetIgnore(bucket.FieldOwnerID)
 		}
 	}))
 	return u
@@ -516,6 +630,48 @@ func (u *BucketUpsertOne) AddSizeBytes(v int64) *BucketUpsertOne {
 func (u *BucketUpsertOne) UpdateSizeBytes() *BucketUpsertOne {
 	return u.Update(func(s *BucketUpsert) {
 		s.UpdateSizeBytes()
+	})
+}
+
+// SetProjectID sets the "project_id" field.
+func (u *BucketUpsertOne) SetProjectID(v string) *BucketUpsertOne {
+	return u.Update(func(s *BucketUpsert) {
+		s.SetProjectID(v)
+	})
+}
+
+// UpdateProjectID sets the "project_id" field to the value that was provided on create.
+func (u *BucketUpsertOne) UpdateProjectID() *BucketUpsertOne {
+	return u.Update(func(s *BucketUpsert) {
+		s.UpdateProjectID()
+	})
+}
+
+// ClearProjectID clears the value of the "project_id" field.
+func (u *BucketUpsertOne) ClearProjectID() *BucketUpsertOne {
+	return u.Update(func(s *BucketUpsert) {
+		s.ClearProjectID()
+	})
+}
+
+// SetMeteredHour sets the "metered_hour" field.
+func (u *BucketUpsertOne) SetMeteredHour(v int64) *BucketUpsertOne {
+	return u.Update(func(s *BucketUpsert) {
+		s.SetMeteredHour(v)
+	})
+}
+
+// AddMeteredHour adds v to the "metered_hour" field.
+func (u *BucketUpsertOne) AddMeteredHour(v int64) *BucketUpsertOne {
+	return u.Update(func(s *BucketUpsert) {
+		s.AddMeteredHour(v)
+	})
+}
+
+// UpdateMeteredHour sets the "metered_hour" field to the value that was provided on create.
+func (u *BucketUpsertOne) UpdateMeteredHour() *BucketUpsertOne {
+	return u.Update(func(s *BucketUpsert) {
+		s.UpdateMeteredHour()
 	})
 }
 
@@ -714,6 +870,9 @@ func (u *BucketUpsertBulk) UpdateNewValues() *BucketUpsertBulk {
 			if _, exists := b.mutation.StorageID(); exists {
 				s.SetIgnore(bucket.FieldStorageID)
 			}
+			if _, exists := b.mutation.OwnerID(); exists {
+				s.SetIgnore(bucket.FieldOwnerID)
+			}
 		}
 	}))
 	return u
@@ -778,6 +937,48 @@ func (u *BucketUpsertBulk) AddSizeBytes(v int64) *BucketUpsertBulk {
 func (u *BucketUpsertBulk) UpdateSizeBytes() *BucketUpsertBulk {
 	return u.Update(func(s *BucketUpsert) {
 		s.UpdateSizeBytes()
+	})
+}
+
+// SetProjectID sets the "project_id" field.
+func (u *BucketUpsertBulk) SetProjectID(v string) *BucketUpsertBulk {
+	return u.Update(func(s *BucketUpsert) {
+		s.SetProjectID(v)
+	})
+}
+
+// UpdateProjectID sets the "project_id" field to the value that was provided on create.
+func (u *BucketUpsertBulk) UpdateProjectID() *BucketUpsertBulk {
+	return u.Update(func(s *BucketUpsert) {
+		s.UpdateProjectID()
+	})
+}
+
+// ClearProjectID clears the value of the "project_id" field.
+func (u *BucketUpsertBulk) ClearProjectID() *BucketUpsertBulk {
+	return u.Update(func(s *BucketUpsert) {
+		s.ClearProjectID()
+	})
+}
+
+// SetMeteredHour sets the "metered_hour" field.
+func (u *BucketUpsertBulk) SetMeteredHour(v int64) *BucketUpsertBulk {
+	return u.Update(func(s *BucketUpsert) {
+		s.SetMeteredHour(v)
+	})
+}
+
+// AddMeteredHour adds v to the "metered_hour" field.
+func (u *BucketUpsertBulk) AddMeteredHour(v int64) *BucketUpsertBulk {
+	return u.Update(func(s *BucketUpsert) {
+		s.AddMeteredHour(v)
+	})
+}
+
+// UpdateMeteredHour sets the "metered_hour" field to the value that was provided on create.
+func (u *BucketUpsertBulk) UpdateMeteredHour() *BucketUpsertBulk {
+	return u.Update(func(s *BucketUpsert) {
+		s.UpdateMeteredHour()
 	})
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/group"
 	"github.com/levers9/levers9/ent/predicate"
+	"github.com/levers9/levers9/ent/project"
 	"github.com/levers9/levers9/ent/storage"
 )
 
@@ -30,6 +31,7 @@ type BucketQuery struct {
 	withStorage          *StorageQuery
 	withReadGroups       *GroupQuery
 	withWriteGroups      *GroupQuery
+	withProject          *ProjectQuery
 	loadTotal            []func(context.Context, []*Bucket) error
 	modifiers            []func(*sql.Selector)
 	withNamedReadGroups  map[string]*GroupQuery
@@ -129,6 +131,28 @@ func (_q *BucketQuery) QueryWriteGroups() *GroupQuery {
 			sqlgraph.From(bucket.Table, bucket.FieldID, selector),
 			sqlgraph.To(group.Table, group.FieldID),
 			sqlgraph.Edge(sqlgraph.M2M, false, bucket.WriteGroupsTable, bucket.WriteGroupsPrimaryKey...),
+		)
+		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
+		return fromU, nil
+	}
+	return query
+}
+
+// QueryProject chains the current query on the "project" edge.
+func (_q *BucketQuery) QueryProject() *ProjectQuery {
+	query := (&ProjectClient{config: _q.config}).Query()
+	query.path = func(ctx context.Context) (fromU *sql.Selector, err error) {
+		if err := _q.prepareQuery(ctx); err != nil {
+			return nil, err
+		}
+		selector := _q.sqlQuery(ctx)
+		if err := selector.Err(); err != nil {
+			return nil, err
+		}
+		step := sqlgraph.NewStep(
+			sqlgraph.From(bucket.Table, bucket.FieldID, selector),
+			sqlgraph.To(project.Table, project.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, false, bucket.ProjectTable, bucket.ProjectColumn),
 		)
 		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
 		return fromU, nil
@@ -331,6 +355,7 @@ func (_q *BucketQuery) Clone() *BucketQuery {
 		withStorage:     _q.withStorage.Clone(),
 		withReadGroups:  _q.withReadGroups.Clone(),
 		withWriteGroups: _q.withWriteGroups.Clone(),
+		withProject:     _q.withProject.Clone(),
 		// clone intermediate query.
 		sql:  _q.sql.Clone(),
 		path: _q.path,
@@ -367,6 +392,17 @@ func (_q *BucketQuery) WithWriteGroups(opts ...func(*GroupQuery)) *BucketQuery {
 		opt(query)
 	}
 	_q.withWriteGroups = query
+	return _q
+}
+
+// WithProject tells the query-builder to eager-load the nodes that are connected to
+// the "project" edge. The optional arguments are used to configure the query builder of the edge.
+func (_q *BucketQuery) WithProject(opts ...func(*ProjectQuery)) *BucketQuery {
+	query := (&ProjectClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	_q.withProject = query
 	return _q
 }
 
@@ -454,10 +490,11 @@ func (_q *BucketQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*Bucke
 	var (
 		nodes       = []*Bucket{}
 		_spec       = _q.querySpec()
-		loadedTypes = [3]bool{
+		loadedTypes = [4]bool{
 			_q.withStorage != nil,
 			_q.withReadGroups != nil,
 			_q.withWriteGroups != nil,
+			_q.withProject != nil,
 		}
 	)
 	_spec.ScanValues = func(columns []string) ([]any, error) {
@@ -498,6 +535,12 @@ func (_q *BucketQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*Bucke
 		if err := _q.loadWriteGroups(ctx, query, nodes,
 			func(n *Bucket) { n.Edges.WriteGroups = []*Group{} },
 			func(n *Bucket, e *Group) { n.Edges.WriteGroups = append(n.Edges.WriteGroups, e) }); err != nil {
+			return nil, err
+		}
+	}
+	if query := _q.withProject; query != nil {
+		if err := _q.loadProject(ctx, query, nodes, nil,
+			func(n *Bucket, e *Project) { n.Edges.Project = e }); err != nil {
 			return nil, err
 		}
 	}
@@ -674,6 +717,35 @@ func (_q *BucketQuery) loadWriteGroups(ctx context.Context, query *GroupQuery, n
 	}
 	return nil
 }
+func (_q *BucketQuery) loadProject(ctx context.Context, query *ProjectQuery, nodes []*Bucket, init func(*Bucket), assign func(*Bucket, *Project)) error {
+	ids := make([]string, 0, len(nodes))
+	nodeids := make(map[string][]*Bucket)
+	for i := range nodes {
+		fk := nodes[i].ProjectID
+		if _, ok := nodeids[fk]; !ok {
+			ids = append(ids, fk)
+		}
+		nodeids[fk] = append(nodeids[fk], nodes[i])
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	query.Where(project.IDIn(ids...))
+	neighbors, err := query.All(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range neighbors {
+		nodes, ok := nodeids[n.ID]
+		if !ok {
+			return fmt.Errorf(`unexpected foreign-key "project_id" returned %v`, n.ID)
+		}
+		for i := range nodes {
+			assign(nodes[i], n)
+		}
+	}
+	return nil
+}
 
 func (_q *BucketQuery) sqlCount(ctx context.Context) (int, error) {
 	_spec := _q.querySpec()
@@ -705,6 +777,9 @@ func (_q *BucketQuery) querySpec() *sqlgraph.QuerySpec {
 		}
 		if _q.withStorage != nil {
 			_spec.Node.AddColumnOnce(bucket.FieldStorageID)
+		}
+		if _q.withProject != nil {
+			_spec.Node.AddColumnOnce(bucket.FieldProjectID)
 		}
 	}
 	if ps := _q.predicates; len(ps) > 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/group"
 	"github.com/levers9/levers9/ent/predicate"
+	"github.com/levers9/levers9/ent/project"
 )
 
 // BucketUpdate is the builder for updating Bucket entities.
@@ -56,6 +57,47 @@ func (_u *BucketUpdate) AddSizeBytes(v int64) *BucketUpdate {
 	return _u
 }
 
+// SetProjectID sets the "project_id" field.
+func (_u *BucketUpdate) SetProjectID(v string) *BucketUpdate {
+	_u.mutation.SetProjectID(v)
+	return _u
+}
+
+// SetNillableProjectID sets the "project_id" field if the given value is not nil.
+func (_u *BucketUpdate) SetNillableProjectID(v *string) *BucketUpdate {
+	if v != nil {
+		_u.SetProjectID(*v)
+	}
+	return _u
+}
+
+// ClearProjectID clears the value of the "project_id" field.
+func (_u *BucketUpdate) ClearProjectID() *BucketUpdate {
+	_u.mutation.ClearProjectID()
+	return _u
+}
+
+// SetMeteredHour sets the "metered_hour" field.
+func (_u *BucketUpdate) SetMeteredHour(v int64) *BucketUpdate {
+	_u.mutation.ResetMeteredHour()
+	_u.mutation.SetMeteredHour(v)
+	return _u
+}
+
+// SetNillableMeteredHour sets the "metered_hour" field if the given value is not nil.
+func (_u *BucketUpdate) SetNillableMeteredHour(v *int64) *BucketUpdate {
+	if v != nil {
+		_u.SetMeteredHour(*v)
+	}
+	return _u
+}
+
+// AddMeteredHour adds value to the "metered_hour" field.
+func (_u *BucketUpdate) AddMeteredHour(v int64) *BucketUpdate {
+	_u.mutation.AddMeteredHour(v)
+	return _u
+}
+
 // AddReadGroupIDs adds the "read_groups" edge to the Group entity by IDs.
 func (_u *BucketUpdate) AddReadGroupIDs(ids ...string) *BucketUpdate {
 	_u.mutation.AddReadGroupIDs(ids...)
@@ -84,6 +126,11 @@ func (_u *BucketUpdate) AddWriteGroups(v ...*Group) *BucketUpdate {
 		ids[i] = v[i].ID
 	}
 	return _u.AddWriteGroupIDs(ids...)
+}
+
+// SetProject sets the "project" edge to the Project entity.
+func (_u *BucketUpdate) SetProject(v *Project) *BucketUpdate {
+	return _u.SetProjectID(v.ID)
 }
 
 // Mutation returns the BucketMutation object of the builder.
@@ -131,6 +178,12 @@ func (_u *BucketUpdate) RemoveWriteGroups(v ...*Group) *BucketUpdate {
 		ids[i] = v[i].ID
 	}
 	return _u.RemoveWriteGroupIDs(ids...)
+}
+
+// ClearProject clears the "project" edge to the Project entity.
+func (_u *BucketUpdate) ClearProject() *BucketUpdate {
+	_u.mutation.ClearProject()
+	return _u
 }
 
 // Save executes the query and returns the number of nodes affected by the update operation.
@@ -203,6 +256,12 @@ func (_u *BucketUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if value, ok := _u.mutation.AddedSizeBytes(); ok {
 		_spec.AddField(bucket.FieldSizeBytes, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.MeteredHour(); ok {
+		_spec.SetField(bucket.FieldMeteredHour, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedMeteredHour(); ok {
+		_spec.AddField(bucket.FieldMeteredHour, field.TypeInt64, value)
 	}
 	if _u.mutation.ReadGroupsCleared() {
 		edge := &sqlgraph.EdgeSpec{
@@ -294,6 +353,35 @@ func (_u *BucketUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 		}
 		_spec.Edges.Add = append(_spec.Edges.Add, edge)
 	}
+	if _u.mutation.ProjectCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: false,
+			Table:   bucket.ProjectTable,
+			Columns: []string{bucket.ProjectColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(project.FieldID, field.TypeString),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.ProjectIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: false,
+			Table:   bucket.ProjectTable,
+			Columns: []string{bucket.ProjectColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(project.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
 			err = &NotFoundError{bucket.Label}
@@ -341,6 +429,47 @@ func (_u *BucketUpdateOne) AddSizeBytes(v int64) *BucketUpdateOne {
 	return _u
 }
 
+// SetProjectID sets the "project_id" field.
+func (_u *BucketUpdateOne) SetProjectID(v string) *BucketUpdateOne {
+	_u.mutation.SetProjectID(v)
+	return _u
+}
+
+// SetNillableProjectID sets the "project_id" field if the given value is not nil.
+func (_u *BucketUpdateOne) SetNillableProjectID(v *string) *BucketUpdateOne {
+	if v != nil {
+		_u.SetProjectID(*v)
+	}
+	return _u
+}
+
+// ClearProjectID clears the value of the "project_id" field.
+func (_u *BucketUpdateOne) ClearProjectID() *BucketUpdateOne {
+	_u.mutation.ClearProjectID()
+	return _u
+}
+
+// SetMeteredHour sets the "metered_hour" field.
+func (_u *BucketUpdateOne) SetMeteredHour(v int64) *BucketUpdateOne {
+	_u.mutation.ResetMeteredHour()
+	_u.mutation.SetMeteredHour(v)
+	return _u
+}
+
+// SetNillableMeteredHour sets the "metered_hour" field if the given value is not nil.
+func (_u *BucketUpdateOne) SetNillableMeteredHour(v *int64) *BucketUpdateOne {
+	if v != nil {
+		_u.SetMeteredHour(*v)
+	}
+	return _u
+}
+
+// AddMeteredHour adds value to the "metered_hour" field.
+func (_u *BucketUpdateOne) AddMeteredHour(v int64) *BucketUpdateOne {
+	_u.mutation.AddMeteredHour(v)
+	return _u
+}
+
 // AddReadGroupIDs adds the "read_groups" edge to the Group entity by IDs.
 func (_u *BucketUpdateOne) AddReadGroupIDs(ids ...string) *BucketUpdateOne {
 	_u.mutation.AddReadGroupIDs(ids...)
@@ -369,6 +498,11 @@ func (_u *BucketUpdateOne) AddWriteGroups(v ...*Group) *BucketUpdateOne {
 		ids[i] = v[i].ID
 	}
 	return _u.AddWriteGroupIDs(ids...)
+}
+
+// SetProject sets the "project" edge to the Project entity.
+func (_u *BucketUpdateOne) SetProject(v *Project) *BucketUpdateOne {
+	return _u.SetProjectID(v.ID)
 }
 
 // Mutation returns the BucketMutation object of the builder.
@@ -416,6 +550,12 @@ func (_u *BucketUpdateOne) RemoveWriteGroups(v ...*Group) *BucketUpdateOne {
 		ids[i] = v[i].ID
 	}
 	return _u.RemoveWriteGroupIDs(ids...)
+}
+
+// ClearProject clears the "project" edge to the Project entity.
+func (_u *BucketUpdateOne) ClearProject() *BucketUpdateOne {
+	_u.mutation.ClearProject()
+	return _u
 }
 
 // Where appends a list predicates to the BucketUpdate builder.
@@ -519,6 +659,12 @@ func (_u *BucketUpdateOne) sqlSave(ctx context.Context) (_node *Bucket, err erro
 	if value, ok := _u.mutation.AddedSizeBytes(); ok {
 		_spec.AddField(bucket.FieldSizeBytes, field.TypeInt64, value)
 	}
+	if value, ok := _u.mutation.MeteredHour(); ok {
+		_spec.SetField(bucket.FieldMeteredHour, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedMeteredHour(); ok {
+		_spec.AddField(bucket.FieldMeteredHour, field.TypeInt64, value)
+	}
 	if _u.mutation.ReadGroupsCleared() {
 		edge := &sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.M2M,
@@ -602,6 +748,35 @@ func (_u *BucketUpdateOne) sqlSave(ctx context.Context) (_node *Bucket, err erro
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(group.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
+	if _u.mutation.ProjectCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: false,
+			Table:   bucket.ProjectTable,
+			Columns: []string{bucket.ProjectColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(project.FieldID, field.TypeString),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.ProjectIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: false,
+			Table:   bucket.ProjectTable,
+			Columns: []string{bucket.ProjectColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(project.FieldID, field.TypeString),
 			},
 		}
 		for _, k := range nodes {

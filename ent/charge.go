@@ -36,6 +36,8 @@ type Charge struct {
 	ProjectID string `json:"project_id,omitempty"`
 	// JobID holds the value of the "job_id" field.
 	JobID string `json:"job_id,omitempty"`
+	// BucketID holds the value of the "bucket_id" field.
+	BucketID string `json:"bucket_id,omitempty"`
 	// Kind holds the value of the "kind" field.
 	Kind charge.Kind `json:"kind,omitempty"`
 	// positive spends tokens; grants are negative charges
@@ -113,7 +115,7 @@ func (*Charge) scanValues(columns []string) ([]any, error) {
 			values[i] = new([]byte)
 		case charge.FieldTokens:
 			values[i] = new(sql.NullInt64)
-		case charge.FieldID, charge.FieldTenantID, charge.FieldPayerKind, charge.FieldUserID, charge.FieldProjectID, charge.FieldJobID, charge.FieldKind, charge.FieldReason, charge.FieldIdempotencyKey:
+		case charge.FieldID, charge.FieldTenantID, charge.FieldPayerKind, charge.FieldUserID, charge.FieldProjectID, charge.FieldJobID, charge.FieldBucketID, charge.FieldKind, charge.FieldReason, charge.FieldIdempotencyKey:
 			values[i] = new(sql.NullString)
 		case charge.FieldCreatedAt, charge.FieldUpdatedAt, charge.FieldPeriodStart, charge.FieldPeriodEnd:
 			values[i] = new(sql.NullTime)
@@ -179,6 +181,12 @@ func (_m *Charge) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field job_id", values[i])
 			} else if value.Valid {
 				_m.JobID = value.String
+			}
+		case charge.FieldBucketID:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field bucket_id", values[i])
+			} else if value.Valid {
+				_m.BucketID = value.String
 			}
 		case charge.FieldKind:
 			if value, ok := values[i].(*sql.NullString); !ok {
@@ -297,6 +305,9 @@ func (_m *Charge) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("job_id=")
 	builder.WriteString(_m.JobID)
+	builder.WriteString(", ")
+	builder.WriteString("bucket_id=")
+	builder.WriteString(_m.BucketID)
 	builder.WriteString(", ")
 	builder.WriteString("kind=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Kind))

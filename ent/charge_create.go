@@ -109,6 +109,20 @@ func (_c *ChargeCreate) SetNillableJobID(v *string) *ChargeCreate {
 	return _c
 }
 
+// SetBucketID sets the "bucket_id" field.
+func (_c *ChargeCreate) SetBucketID(v string) *ChargeCreate {
+	_c.mutation.SetBucketID(v)
+	return _c
+}
+
+// SetNillableBucketID sets the "bucket_id" field if the given value is not nil.
+func (_c *ChargeCreate) SetNillableBucketID(v *string) *ChargeCreate {
+	if v != nil {
+		_c.SetBucketID(*v)
+	}
+	return _c
+}
+
 // SetKind sets the "kind" field.
 func (_c *ChargeCreate) SetKind(v charge.Kind) *ChargeCreate {
 	_c.mutation.SetKind(v)
@@ -375,6 +389,10 @@ func (_c *ChargeCreate) createSpec() (*Charge, *sqlgraph.CreateSpec) {
 		_spec.SetField(charge.FieldPayerKind, field.TypeEnum, value)
 		_node.PayerKind = value
 	}
+	if value, ok := _c.mutation.BucketID(); ok {
+		_spec.SetField(charge.FieldBucketID, field.TypeString, value)
+		_node.BucketID = value
+	}
 	if value, ok := _c.mutation.Kind(); ok {
 		_spec.SetField(charge.FieldKind, field.TypeEnum, value)
 		_node.Kind = value
@@ -552,6 +570,9 @@ func (u *ChargeUpsertOne) UpdateNewValues() *ChargeUpsertOne {
 		}
 		if _, exists := u.create.mutation.JobID(); exists {
 			s.SetIgnore(charge.FieldJobID)
+		}
+		if _, exists := u.create.mutation.BucketID(); exists {
+			s.SetIgnore(charge.FieldBucketID)
 		}
 		if _, exists := u.create.mutation.Kind(); exists {
 			s.SetIgnore(charge.FieldKind)
@@ -819,6 +840,9 @@ func (u *ChargeUpsertBulk) UpdateNewValues() *ChargeUpsertBulk {
 			}
 			if _, exists := b.mutation.JobID(); exists {
 				s.SetIgnore(charge.FieldJobID)
+			}
+			if _, exists := b.mutation.BucketID(); exists {
+				s.SetIgnore(charge.FieldBucketID)
 			}
 			if _, exists := b.mutation.Kind(); exists {
 				s.SetIgnore(charge.FieldKind)

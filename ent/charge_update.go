@@ -93,6 +93,9 @@ func (_u *ChargeUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if value, ok := _u.mutation.UpdatedAt(); ok {
 		_spec.SetField(charge.FieldUpdatedAt, field.TypeTime, value)
 	}
+	if _u.mutation.BucketIDCleared() {
+		_spec.ClearField(charge.FieldBucketID, field.TypeString)
+	}
 	if _u.mutation.RatesCleared() {
 		_spec.ClearField(charge.FieldRates, field.TypeJSON)
 	}
@@ -216,6 +219,9 @@ func (_u *ChargeUpdateOne) sqlSave(ctx context.Context) (_node *Charge, err erro
 	}
 	if value, ok := _u.mutation.UpdatedAt(); ok {
 		_spec.SetField(charge.FieldUpdatedAt, field.TypeTime, value)
+	}
+	if _u.mutation.BucketIDCleared() {
+		_spec.ClearField(charge.FieldBucketID, field.TypeString)
 	}
 	if _u.mutation.RatesCleared() {
 		_spec.ClearField(charge.FieldRates, field.TypeJSON)

@@ -771,6 +771,22 @@ func (c *BucketClient) QueryWriteGroups(_m *Bucket) *GroupQuery {
 	return query
 }
 
+// QueryProject queries the project edge of a Bucket.
+func (c *BucketClient) QueryProject(_m *Bucket) *ProjectQuery {
+	query := (&ProjectClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(bucket.Table, bucket.FieldID, id),
+			sqlgraph.To(project.Table, project.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, false, bucket.ProjectTable, bucket.ProjectColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
 // Hooks returns the client hooks.
 func (c *BucketClient) Hooks() []Hook {
 	hooks := c.hooks.Bucket

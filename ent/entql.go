@@ -86,12 +86,15 @@ var schemaGraph = func() *sqlgraph.Schema {
 		},
 		Type: "Bucket",
 		Fields: map[string]*sqlgraph.FieldSpec{
-			bucket.FieldCreatedAt: {Type: field.TypeTime, Column: bucket.FieldCreatedAt},
-			bucket.FieldUpdatedAt: {Type: field.TypeTime, Column: bucket.FieldUpdatedAt},
-			bucket.FieldTenantID:  {Type: field.TypeString, Column: bucket.FieldTenantID},
-			bucket.FieldName:      {Type: field.TypeString, Column: bucket.FieldName},
-			bucket.FieldStorageID: {Type: field.TypeString, Column: bucket.FieldStorageID},
-			bucket.FieldSizeBytes: {Type: field.TypeInt64, Column: bucket.FieldSizeBytes},
+			bucket.FieldCreatedAt:   {Type: field.TypeTime, Column: bucket.FieldCreatedAt},
+			bucket.FieldUpdatedAt:   {Type: field.TypeTime, Column: bucket.FieldUpdatedAt},
+			bucket.FieldTenantID:    {Type: field.TypeString, Column: bucket.FieldTenantID},
+			bucket.FieldName:        {Type: field.TypeString, Column: bucket.FieldName},
+			bucket.FieldStorageID:   {Type: field.TypeString, Column: bucket.FieldStorageID},
+			bucket.FieldSizeBytes:   {Type: field.TypeInt64, Column: bucket.FieldSizeBytes},
+			bucket.FieldProjectID:   {Type: field.TypeString, Column: bucket.FieldProjectID},
+			bucket.FieldOwnerID:     {Type: field.TypeString, Column: bucket.FieldOwnerID},
+			bucket.FieldMeteredHour: {Type: field.TypeInt64, Column: bucket.FieldMeteredHour},
 		},
 	}
 	graph.Nodes[3] = &sqlgraph.Node{
@@ -112,6 +115,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			charge.FieldUserID:         {Type: field.TypeString, Column: charge.FieldUserID},
 			charge.FieldProjectID:      {Type: field.TypeString, Column: charge.FieldProjectID},
 			charge.FieldJobID:          {Type: field.TypeString, Column: charge.FieldJobID},
+			charge.FieldBucketID:       {Type: field.TypeString, Column: charge.FieldBucketID},
 			charge.FieldKind:           {Type: field.TypeEnum, Column: charge.FieldKind},
 			charge.FieldTokens:         {Type: field.TypeInt64, Column: charge.FieldTokens},
 			charge.FieldRates:          {Type: field.TypeJSON, Column: charge.FieldRates},
@@ -187,6 +191,10 @@ var schemaGraph = func() *sqlgraph.Schema {
 			job.FieldGpus:              {Type: field.TypeInt, Column: job.FieldGpus},
 			job.FieldEstimatePerMinute: {Type: field.TypeInt64, Column: job.FieldEstimatePerMinute},
 			job.FieldEstimateStartFee:  {Type: field.TypeInt64, Column: job.FieldEstimateStartFee},
+			job.FieldRates:             {Type: field.TypeJSON, Column: job.FieldRates},
+			job.FieldPricePerMinute:    {Type: field.TypeInt64, Column: job.FieldPricePerMinute},
+			job.FieldMeteredMinutes:    {Type: field.TypeInt64, Column: job.FieldMeteredMinutes},
+			job.FieldMeteringClosed:    {Type: field.TypeBool, Column: job.FieldMeteringClosed},
 		},
 	}
 	graph.Nodes[7] = &sqlgraph.Node{
@@ -446,6 +454,18 @@ var schemaGraph = func() *sqlgraph.Schema {
 		},
 		"Bucket",
 		"Group",
+	)
+	graph.MustAddE(
+		"project",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: false,
+			Table:   bucket.ProjectTable,
+			Columns: []string{bucket.ProjectColumn},
+			Bidi:    false,
+		},
+		"Bucket",
+		"Project",
 	)
 	graph.MustAddE(
 		"user",
@@ -1087,6 +1107,21 @@ func (f *BucketFilter) WhereSizeBytes(p entql.Int64P) {
 	f.Where(p.Field(bucket.FieldSizeBytes))
 }
 
+// WhereProjectID applies the entql string predicate on the project_id field.
+func (f *BucketFilter) WhereProjectID(p entql.StringP) {
+	f.Where(p.Field(bucket.FieldProjectID))
+}
+
+// WhereOwnerID applies the entql string predicate on the owner_id field.
+func (f *BucketFilter) WhereOwnerID(p entql.StringP) {
+	f.Where(p.Field(bucket.FieldOwnerID))
+}
+
+// WhereMeteredHour applies the entql int64 predicate on the metered_hour field.
+func (f *BucketFilter) WhereMeteredHour(p entql.Int64P) {
+	f.Where(p.Field(bucket.FieldMeteredHour))
+}
+
 // WhereHasStorage applies a predicate to check if query has an edge storage.
 func (f *BucketFilter) WhereHasStorage() {
 	f.Where(entql.HasEdge("storage"))
@@ -1123,6 +1158,20 @@ func (f *BucketFilter) WhereHasWriteGroups() {
 // WhereHasWriteGroupsWith applies a predicate to check if query has an edge write_groups with a given conditions (other predicates).
 func (f *BucketFilter) WhereHasWriteGroupsWith(preds ...predicate.Group) {
 	f.Where(entql.HasEdgeWith("write_groups", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// WhereHasProject applies a predicate to check if query has an edge project.
+func (f *BucketFilter) WhereHasProject() {
+	f.Where(entql.HasEdge("project"))
+}
+
+// WhereHasProjectWith applies a predicate to check if query has an edge project with a given conditions (other predicates).
+func (f *BucketFilter) WhereHasProjectWith(preds ...predicate.Project) {
+	f.Where(entql.HasEdgeWith("project", sqlgraph.WrapFunc(func(s *sql.Selector) {
 		for _, p := range preds {
 			p(s)
 		}
@@ -1202,6 +1251,11 @@ func (f *ChargeFilter) WhereProjectID(p entql.StringP) {
 // WhereJobID applies the entql string predicate on the job_id field.
 func (f *ChargeFilter) WhereJobID(p entql.StringP) {
 	f.Where(p.Field(charge.FieldJobID))
+}
+
+// WhereBucketID applies the entql string predicate on the bucket_id field.
+func (f *ChargeFilter) WhereBucketID(p entql.StringP) {
+	f.Where(p.Field(charge.FieldBucketID))
 }
 
 // WhereKind applies the entql string predicate on the kind field.
@@ -1614,6 +1668,26 @@ func (f *JobFilter) WhereEstimatePerMinute(p entql.Int64P) {
 // WhereEstimateStartFee applies the entql int64 predicate on the estimate_start_fee field.
 func (f *JobFilter) WhereEstimateStartFee(p entql.Int64P) {
 	f.Where(p.Field(job.FieldEstimateStartFee))
+}
+
+// WhereRates applies the entql json.RawMessage predicate on the rates field.
+func (f *JobFilter) WhereRates(p entql.BytesP) {
+	f.Where(p.Field(job.FieldRates))
+}
+
+// WherePricePerMinute applies the entql int64 predicate on the price_per_minute field.
+func (f *JobFilter) WherePricePerMinute(p entql.Int64P) {
+	f.Where(p.Field(job.FieldPricePerMinute))
+}
+
+// WhereMeteredMinutes applies the entql int64 predicate on the metered_minutes field.
+func (f *JobFilter) WhereMeteredMinutes(p entql.Int64P) {
+	f.Where(p.Field(job.FieldMeteredMinutes))
+}
+
+// WhereMeteringClosed applies the entql bool predicate on the metering_closed field.
+func (f *JobFilter) WhereMeteringClosed(p entql.BoolP) {
+	f.Where(p.Field(job.FieldMeteringClosed))
 }
 
 // WhereHasQueue applies a predicate to check if query has an edge queue.

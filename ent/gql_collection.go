@@ -343,6 +343,21 @@ func (_q *BucketQuery) collectField(ctx context.Context, oneNode bool, opCtx *gr
 			_q.WithNamedWriteGroups(alias, func(wq *GroupQuery) {
 				*wq = *query
 			})
+
+		case "project":
+			var (
+				alias = field.Alias
+				path  = append(path, alias)
+				query = (&ProjectClient{config: _q.config}).Query()
+			)
+			if err := query.collectField(ctx, oneNode, opCtx, field, path, mayAddCondition(satisfies, projectImplementors)...); err != nil {
+				return err
+			}
+			_q.withProject = query
+			if _, ok := fieldSeen[bucket.FieldProjectID]; !ok {
+				selectedFields = append(selectedFields, bucket.FieldProjectID)
+				fieldSeen[bucket.FieldProjectID] = struct{}{}
+			}
 		case "createdAt":
 			if _, ok := fieldSeen[bucket.FieldCreatedAt]; !ok {
 				selectedFields = append(selectedFields, bucket.FieldCreatedAt)
@@ -367,6 +382,16 @@ func (_q *BucketQuery) collectField(ctx context.Context, oneNode bool, opCtx *gr
 			if _, ok := fieldSeen[bucket.FieldSizeBytes]; !ok {
 				selectedFields = append(selectedFields, bucket.FieldSizeBytes)
 				fieldSeen[bucket.FieldSizeBytes] = struct{}{}
+			}
+		case "projectID":
+			if _, ok := fieldSeen[bucket.FieldProjectID]; !ok {
+				selectedFields = append(selectedFields, bucket.FieldProjectID)
+				fieldSeen[bucket.FieldProjectID] = struct{}{}
+			}
+		case "ownerID":
+			if _, ok := fieldSeen[bucket.FieldOwnerID]; !ok {
+				selectedFields = append(selectedFields, bucket.FieldOwnerID)
+				fieldSeen[bucket.FieldOwnerID] = struct{}{}
 			}
 		case "id":
 		case "__typename":
@@ -526,6 +551,11 @@ func (_q *ChargeQuery) collectField(ctx context.Context, oneNode bool, opCtx *gr
 			if _, ok := fieldSeen[charge.FieldJobID]; !ok {
 				selectedFields = append(selectedFields, charge.FieldJobID)
 				fieldSeen[charge.FieldJobID] = struct{}{}
+			}
+		case "bucketID":
+			if _, ok := fieldSeen[charge.FieldBucketID]; !ok {
+				selectedFields = append(selectedFields, charge.FieldBucketID)
+				fieldSeen[charge.FieldBucketID] = struct{}{}
 			}
 		case "kind":
 			if _, ok := fieldSeen[charge.FieldKind]; !ok {
@@ -1122,6 +1152,16 @@ func (_q *JobQuery) collectField(ctx context.Context, oneNode bool, opCtx *graph
 			if _, ok := fieldSeen[job.FieldEstimateStartFee]; !ok {
 				selectedFields = append(selectedFields, job.FieldEstimateStartFee)
 				fieldSeen[job.FieldEstimateStartFee] = struct{}{}
+			}
+		case "pricePerMinute":
+			if _, ok := fieldSeen[job.FieldPricePerMinute]; !ok {
+				selectedFields = append(selectedFields, job.FieldPricePerMinute)
+				fieldSeen[job.FieldPricePerMinute] = struct{}{}
+			}
+		case "meteredMinutes":
+			if _, ok := fieldSeen[job.FieldMeteredMinutes]; !ok {
+				selectedFields = append(selectedFields, job.FieldMeteredMinutes)
+				fieldSeen[job.FieldMeteredMinutes] = struct{}{}
 			}
 		case "id":
 		case "__typename":

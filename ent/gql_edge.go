@@ -48,6 +48,14 @@ func (_m *Bucket) WriteGroups(ctx context.Context) (result []*Group, err error) 
 	return result, err
 }
 
+func (_m *Bucket) Project(ctx context.Context) (*Project, error) {
+	result, err := _m.Edges.ProjectOrErr()
+	if IsNotLoaded(err) {
+		result, err = _m.QueryProject().Only(ctx)
+	}
+	return result, MaskNotFound(err)
+}
+
 func (_m *Charge) User(ctx context.Context) (*User, error) {
 	result, err := _m.Edges.UserOrErr()
 	if IsNotLoaded(err) {

@@ -19,6 +19,7 @@ type CreateBucketInput struct {
 	StorageID     string
 	ReadGroupIDs  []string
 	WriteGroupIDs []string
+	ProjectID     *string
 }
 
 // Mutate applies the CreateBucketInput on the BucketMutation builder.
@@ -30,6 +31,9 @@ func (i *CreateBucketInput) Mutate(m *BucketMutation) {
 	}
 	if v := i.WriteGroupIDs; len(v) > 0 {
 		m.AddWriteGroupIDs(v...)
+	}
+	if v := i.ProjectID; v != nil {
+		m.SetProjectID(*v)
 	}
 }
 
@@ -47,6 +51,8 @@ type UpdateBucketInput struct {
 	ClearWriteGroups    bool
 	AddWriteGroupIDs    []string
 	RemoveWriteGroupIDs []string
+	ClearProject        bool
+	ProjectID           *string
 }
 
 // Mutate applies the UpdateBucketInput on the BucketMutation builder.
@@ -68,6 +74,12 @@ func (i *UpdateBucketInput) Mutate(m *BucketMutation) {
 	}
 	if v := i.RemoveWriteGroupIDs; len(v) > 0 {
 		m.RemoveWriteGroupIDs(v...)
+	}
+	if i.ClearProject {
+		m.ClearProject()
+	}
+	if v := i.ProjectID; v != nil {
+		m.SetProjectID(*v)
 	}
 }
 

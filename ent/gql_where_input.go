@@ -917,6 +917,38 @@ type BucketWhereInput struct {
 	SizeBytesLT    *int64  `json:"sizeBytesLT,omitempty"`
 	SizeBytesLTE   *int64  `json:"sizeBytesLTE,omitempty"`
 
+	// "project_id" field predicates.
+	ProjectID             *string  `json:"projectID,omitempty"`
+	ProjectIDNEQ          *string  `json:"projectIDNEQ,omitempty"`
+	ProjectIDIn           []string `json:"projectIDIn,omitempty"`
+	ProjectIDNotIn        []string `json:"projectIDNotIn,omitempty"`
+	ProjectIDGT           *string  `json:"projectIDGT,omitempty"`
+	ProjectIDGTE          *string  `json:"projectIDGTE,omitempty"`
+	ProjectIDLT           *string  `json:"projectIDLT,omitempty"`
+	ProjectIDLTE          *string  `json:"projectIDLTE,omitempty"`
+	ProjectIDContains     *string  `json:"projectIDContains,omitempty"`
+	ProjectIDHasPrefix    *string  `json:"projectIDHasPrefix,omitempty"`
+	ProjectIDHasSuffix    *string  `json:"projectIDHasSuffix,omitempty"`
+	ProjectIDIsNil        bool     `json:"projectIDIsNil,omitempty"`
+	ProjectIDNotNil       bool     `json:"projectIDNotNil,omitempty"`
+	ProjectIDEqualFold    *string  `json:"projectIDEqualFold,omitempty"`
+	ProjectIDContainsFold *string  `json:"projectIDContainsFold,omitempty"`
+
+	// "owner_id" field predicates.
+	OwnerID             *string  `json:"ownerID,omitempty"`
+	OwnerIDNEQ          *string  `json:"ownerIDNEQ,omitempty"`
+	OwnerIDIn           []string `json:"ownerIDIn,omitempty"`
+	OwnerIDNotIn        []string `json:"ownerIDNotIn,omitempty"`
+	OwnerIDGT           *string  `json:"ownerIDGT,omitempty"`
+	OwnerIDGTE          *string  `json:"ownerIDGTE,omitempty"`
+	OwnerIDLT           *string  `json:"ownerIDLT,omitempty"`
+	OwnerIDLTE          *string  `json:"ownerIDLTE,omitempty"`
+	OwnerIDContains     *string  `json:"ownerIDContains,omitempty"`
+	OwnerIDHasPrefix    *string  `json:"ownerIDHasPrefix,omitempty"`
+	OwnerIDHasSuffix    *string  `json:"ownerIDHasSuffix,omitempty"`
+	OwnerIDEqualFold    *string  `json:"ownerIDEqualFold,omitempty"`
+	OwnerIDContainsFold *string  `json:"ownerIDContainsFold,omitempty"`
+
 	// "storage" edge predicates.
 	HasStorage     *bool                `json:"hasStorage,omitempty"`
 	HasStorageWith []*StorageWhereInput `json:"hasStorageWith,omitempty"`
@@ -928,6 +960,10 @@ type BucketWhereInput struct {
 	// "write_groups" edge predicates.
 	HasWriteGroups     *bool              `json:"hasWriteGroups,omitempty"`
 	HasWriteGroupsWith []*GroupWhereInput `json:"hasWriteGroupsWith,omitempty"`
+
+	// "project" edge predicates.
+	HasProject     *bool                `json:"hasProject,omitempty"`
+	HasProjectWith []*ProjectWhereInput `json:"hasProjectWith,omitempty"`
 }
 
 // AddPredicates adds custom predicates to the where input to be used during the filtering phase.
@@ -1157,6 +1193,90 @@ func (i *BucketWhereInput) P() (predicate.Bucket, error) {
 	if i.SizeBytesLTE != nil {
 		predicates = append(predicates, bucket.SizeBytesLTE(*i.SizeBytesLTE))
 	}
+	if i.ProjectID != nil {
+		predicates = append(predicates, bucket.ProjectIDEQ(*i.ProjectID))
+	}
+	if i.ProjectIDNEQ != nil {
+		predicates = append(predicates, bucket.ProjectIDNEQ(*i.ProjectIDNEQ))
+	}
+	if len(i.ProjectIDIn) > 0 {
+		predicates = append(predicates, bucket.ProjectIDIn(i.ProjectIDIn...))
+	}
+	if len(i.ProjectIDNotIn) > 0 {
+		predicates = append(predicates, bucket.ProjectIDNotIn(i.ProjectIDNotIn...))
+	}
+	if i.ProjectIDGT != nil {
+		predicates = append(predicates, bucket.ProjectIDGT(*i.ProjectIDGT))
+	}
+	if i.ProjectIDGTE != nil {
+		predicates = append(predicates, bucket.ProjectIDGTE(*i.ProjectIDGTE))
+	}
+	if i.ProjectIDLT != nil {
+		predicates = append(predicates, bucket.ProjectIDLT(*i.ProjectIDLT))
+	}
+	if i.ProjectIDLTE != nil {
+		predicates = append(predicates, bucket.ProjectIDLTE(*i.ProjectIDLTE))
+	}
+	if i.ProjectIDContains != nil {
+		predicates = append(predicates, bucket.ProjectIDContains(*i.ProjectIDContains))
+	}
+	if i.ProjectIDHasPrefix != nil {
+		predicates = append(predicates, bucket.ProjectIDHasPrefix(*i.ProjectIDHasPrefix))
+	}
+	if i.ProjectIDHasSuffix != nil {
+		predicates = append(predicates, bucket.ProjectIDHasSuffix(*i.ProjectIDHasSuffix))
+	}
+	if i.ProjectIDIsNil {
+		predicates = append(predicates, bucket.ProjectIDIsNil())
+	}
+	if i.ProjectIDNotNil {
+		predicates = append(predicates, bucket.ProjectIDNotNil())
+	}
+	if i.ProjectIDEqualFold != nil {
+		predicates = append(predicates, bucket.ProjectIDEqualFold(*i.ProjectIDEqualFold))
+	}
+	if i.ProjectIDContainsFold != nil {
+		predicates = append(predicates, bucket.ProjectIDContainsFold(*i.ProjectIDContainsFold))
+	}
+	if i.OwnerID != nil {
+		predicates = append(predicates, bucket.OwnerIDEQ(*i.OwnerID))
+	}
+	if i.OwnerIDNEQ != nil {
+		predicates = append(predicates, bucket.OwnerIDNEQ(*i.OwnerIDNEQ))
+	}
+	if len(i.OwnerIDIn) > 0 {
+		predicates = append(predicates, bucket.OwnerIDIn(i.OwnerIDIn...))
+	}
+	if len(i.OwnerIDNotIn) > 0 {
+		predicates = append(predicates, bucket.OwnerIDNotIn(i.OwnerIDNotIn...))
+	}
+	if i.OwnerIDGT != nil {
+		predicates = append(predicates, bucket.OwnerIDGT(*i.OwnerIDGT))
+	}
+	if i.OwnerIDGTE != nil {
+		predicates = append(predicates, bucket.OwnerIDGTE(*i.OwnerIDGTE))
+	}
+	if i.OwnerIDLT != nil {
+		predicates = append(predicates, bucket.OwnerIDLT(*i.OwnerIDLT))
+	}
+	if i.OwnerIDLTE != nil {
+		predicates = append(predicates, bucket.OwnerIDLTE(*i.OwnerIDLTE))
+	}
+	if i.OwnerIDContains != nil {
+		predicates = append(predicates, bucket.OwnerIDContains(*i.OwnerIDContains))
+	}
+	if i.OwnerIDHasPrefix != nil {
+		predicates = append(predicates, bucket.OwnerIDHasPrefix(*i.OwnerIDHasPrefix))
+	}
+	if i.OwnerIDHasSuffix != nil {
+		predicates = append(predicates, bucket.OwnerIDHasSuffix(*i.OwnerIDHasSuffix))
+	}
+	if i.OwnerIDEqualFold != nil {
+		predicates = append(predicates, bucket.OwnerIDEqualFold(*i.OwnerIDEqualFold))
+	}
+	if i.OwnerIDContainsFold != nil {
+		predicates = append(predicates, bucket.OwnerIDContainsFold(*i.OwnerIDContainsFold))
+	}
 
 	if i.HasStorage != nil {
 		p := bucket.HasStorage()
@@ -1211,6 +1331,24 @@ func (i *BucketWhereInput) P() (predicate.Bucket, error) {
 			with = append(with, p)
 		}
 		predicates = append(predicates, bucket.HasWriteGroupsWith(with...))
+	}
+	if i.HasProject != nil {
+		p := bucket.HasProject()
+		if !*i.HasProject {
+			p = bucket.Not(p)
+		}
+		predicates = append(predicates, p)
+	}
+	if len(i.HasProjectWith) > 0 {
+		with := make([]predicate.Project, 0, len(i.HasProjectWith))
+		for _, w := range i.HasProjectWith {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'HasProjectWith'", err)
+			}
+			with = append(with, p)
+		}
+		predicates = append(predicates, bucket.HasProjectWith(with...))
 	}
 	switch len(predicates) {
 	case 0:
@@ -1307,6 +1445,23 @@ type ChargeWhereInput struct {
 	JobIDNotNil       bool     `json:"jobIDNotNil,omitempty"`
 	JobIDEqualFold    *string  `json:"jobIDEqualFold,omitempty"`
 	JobIDContainsFold *string  `json:"jobIDContainsFold,omitempty"`
+
+	// "bucket_id" field predicates.
+	BucketID             *string  `json:"bucketID,omitempty"`
+	BucketIDNEQ          *string  `json:"bucketIDNEQ,omitempty"`
+	BucketIDIn           []string `json:"bucketIDIn,omitempty"`
+	BucketIDNotIn        []string `json:"bucketIDNotIn,omitempty"`
+	BucketIDGT           *string  `json:"bucketIDGT,omitempty"`
+	BucketIDGTE          *string  `json:"bucketIDGTE,omitempty"`
+	BucketIDLT           *string  `json:"bucketIDLT,omitempty"`
+	BucketIDLTE          *string  `json:"bucketIDLTE,omitempty"`
+	BucketIDContains     *string  `json:"bucketIDContains,omitempty"`
+	BucketIDHasPrefix    *string  `json:"bucketIDHasPrefix,omitempty"`
+	BucketIDHasSuffix    *string  `json:"bucketIDHasSuffix,omitempty"`
+	BucketIDIsNil        bool     `json:"bucketIDIsNil,omitempty"`
+	BucketIDNotNil       bool     `json:"bucketIDNotNil,omitempty"`
+	BucketIDEqualFold    *string  `json:"bucketIDEqualFold,omitempty"`
+	BucketIDContainsFold *string  `json:"bucketIDContainsFold,omitempty"`
 
 	// "kind" field predicates.
 	Kind      *charge.Kind  `json:"kind,omitempty"`
@@ -1637,6 +1792,51 @@ func (i *ChargeWhereInput) P() (predicate.Charge, error) {
 	}
 	if i.JobIDContainsFold != nil {
 		predicates = append(predicates, charge.JobIDContainsFold(*i.JobIDContainsFold))
+	}
+	if i.BucketID != nil {
+		predicates = append(predicates, charge.BucketIDEQ(*i.BucketID))
+	}
+	if i.BucketIDNEQ != nil {
+		predicates = append(predicates, charge.BucketIDNEQ(*i.BucketIDNEQ))
+	}
+	if len(i.BucketIDIn) > 0 {
+		predicates = append(predicates, charge.BucketIDIn(i.BucketIDIn...))
+	}
+	if len(i.BucketIDNotIn) > 0 {
+		predicates = append(predicates, charge.BucketIDNotIn(i.BucketIDNotIn...))
+	}
+	if i.BucketIDGT != nil {
+		predicates = append(predicates, charge.BucketIDGT(*i.BucketIDGT))
+	}
+	if i.BucketIDGTE != nil {
+		predicates = append(predicates, charge.BucketIDGTE(*i.BucketIDGTE))
+	}
+	if i.BucketIDLT != nil {
+		predicates = append(predicates, charge.BucketIDLT(*i.BucketIDLT))
+	}
+	if i.BucketIDLTE != nil {
+		predicates = append(predicates, charge.BucketIDLTE(*i.BucketIDLTE))
+	}
+	if i.BucketIDContains != nil {
+		predicates = append(predicates, charge.BucketIDContains(*i.BucketIDContains))
+	}
+	if i.BucketIDHasPrefix != nil {
+		predicates = append(predicates, charge.BucketIDHasPrefix(*i.BucketIDHasPrefix))
+	}
+	if i.BucketIDHasSuffix != nil {
+		predicates = append(predicates, charge.BucketIDHasSuffix(*i.BucketIDHasSuffix))
+	}
+	if i.BucketIDIsNil {
+		predicates = append(predicates, charge.BucketIDIsNil())
+	}
+	if i.BucketIDNotNil {
+		predicates = append(predicates, charge.BucketIDNotNil())
+	}
+	if i.BucketIDEqualFold != nil {
+		predicates = append(predicates, charge.BucketIDEqualFold(*i.BucketIDEqualFold))
+	}
+	if i.BucketIDContainsFold != nil {
+		predicates = append(predicates, charge.BucketIDContainsFold(*i.BucketIDContainsFold))
 	}
 	if i.Kind != nil {
 		predicates = append(predicates, charge.KindEQ(*i.Kind))

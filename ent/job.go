@@ -63,6 +63,14 @@ type Job struct {
 	EstimatePerMinute billing.Tokens `json:"estimate_per_minute,omitempty"`
 	// EstimateStartFee holds the value of the "estimate_start_fee" field.
 	EstimateStartFee billing.Tokens `json:"estimate_start_fee,omitempty"`
+	// the queue's prices when the job started
+	Rates billing.Rates `json:"rates,omitempty"`
+	// tokens per running minute, fixed when the job started
+	PricePerMinute billing.Tokens `json:"price_per_minute,omitempty"`
+	// minutes of run time charged so far
+	MeteredMinutes int64 `json:"metered_minutes,omitempty"`
+	// the job has ended and its last partial minute is charged
+	MeteringClosed bool `json:"metering_closed,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the JobQuery when eager-loading is set.
 	Edges        JobEdges `json:"edges"`
@@ -135,11 +143,11 @@ func (*Job) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case job.FieldSpec:
+		case job.FieldSpec, job.FieldRates:
 			values[i] = new([]byte)
-		case job.FieldInteractive:
+		case job.FieldInteractive, job.FieldMeteringClosed:
 			values[i] = new(sql.NullBool)
-		case job.FieldPriority, job.FieldTimeoutSeconds, job.FieldRetries, job.FieldGpus, job.FieldEstimatePerMinute, job.FieldEstimateStartFee:
+		case job.FieldPriority, job.FieldTimeoutSeconds, job.FieldRetries, job.FieldGpus, job.FieldEstimatePerMinute, job.FieldEstimateStartFee, job.FieldPricePerMinute, job.FieldMeteredMinutes:
 			values[i] = new(sql.NullInt64)
 		case job.FieldID, job.FieldTenantID, job.FieldEnvironmentID, job.FieldName, job.FieldStatus, job.FieldStatusReason, job.FieldQueueID, job.FieldProjectID, job.FieldOwnerID:
 			values[i] = new(sql.NullString)
@@ -290,6 +298,32 @@ func (_m *Job) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.EstimateStartFee = billing.Tokens(value.Int64)
 			}
+		case job.FieldRates:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field rates", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.Rates); err != nil {
+					return fmt.Errorf("unmarshal field rates: %w", err)
+				}
+			}
+		case job.FieldPricePerMinute:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field price_per_minute", values[i])
+			} else if value.Valid {
+				_m.PricePerMinute = billing.Tokens(value.Int64)
+			}
+		case job.FieldMeteredMinutes:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field metered_minutes", values[i])
+			} else if value.Valid {
+				_m.MeteredMinutes = value.Int64
+			}
+		case job.FieldMeteringClosed:
+			if value, ok := values[i].(*sql.NullBool); !ok {
+				return fmt.Errorf("unexpected type %T for field metering_closed", values[i])
+			} else if value.Valid {
+				_m.MeteringClosed = value.Bool
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -409,6 +443,18 @@ func (_m *Job) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("estimate_start_fee=")
 	builder.WriteString(fmt.Sprintf("%v", _m.EstimateStartFee))
+	builder.WriteString(", ")
+	builder.WriteString("rates=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Rates))
+	builder.WriteString(", ")
+	builder.WriteString("price_per_minute=")
+	builder.WriteString(fmt.Sprintf("%v", _m.PricePerMinute))
+	builder.WriteString(", ")
+	builder.WriteString("metered_minutes=")
+	builder.WriteString(fmt.Sprintf("%v", _m.MeteredMinutes))
+	builder.WriteString(", ")
+	builder.WriteString("metering_closed=")
+	builder.WriteString(fmt.Sprintf("%v", _m.MeteringClosed))
 	builder.WriteByte(')')
 	return builder.String()
 }

@@ -269,6 +269,62 @@ func (_c *JobCreate) SetNillableEstimateStartFee(v *billing.Tokens) *JobCreate {
 	return _c
 }
 
+// SetRates sets the "rates" field.
+func (_c *JobCreate) SetRates(v billing.Rates) *JobCreate {
+	_c.mutation.SetRates(v)
+	return _c
+}
+
+// SetNillableRates sets the "rates" field if the given value is not nil.
+func (_c *JobCreate) SetNillableRates(v *billing.Rates) *JobCreate {
+	if v != nil {
+		_c.SetRates(*v)
+	}
+	return _c
+}
+
+// SetPricePerMinute sets the "price_per_minute" field.
+func (_c *JobCreate) SetPricePerMinute(v billing.Tokens) *JobCreate {
+	_c.mutation.SetPricePerMinute(v)
+	return _c
+}
+
+// SetNillablePricePerMinute sets the "price_per_minute" field if the given value is not nil.
+func (_c *JobCreate) SetNillablePricePerMinute(v *billing.Tokens) *JobCreate {
+	if v != nil {
+		_c.SetPricePerMinute(*v)
+	}
+	return _c
+}
+
+// SetMeteredMinutes sets the "metered_minutes" field.
+func (_c *JobCreate) SetMeteredMinutes(v int64) *JobCreate {
+	_c.mutation.SetMeteredMinutes(v)
+	return _c
+}
+
+// SetNillableMeteredMinutes sets the "metered_minutes" field if the given value is not nil.
+func (_c *JobCreate) SetNillableMeteredMinutes(v *int64) *JobCreate {
+	if v != nil {
+		_c.SetMeteredMinutes(*v)
+	}
+	return _c
+}
+
+// SetMeteringClosed sets the "metering_closed" field.
+func (_c *JobCreate) SetMeteringClosed(v bool) *JobCreate {
+	_c.mutation.SetMeteringClosed(v)
+	return _c
+}
+
+// SetNillableMeteringClosed sets the "metering_closed" field if the given value is not nil.
+func (_c *JobCreate) SetNillableMeteringClosed(v *bool) *JobCreate {
+	if v != nil {
+		_c.SetMeteringClosed(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *JobCreate) SetID(v string) *JobCreate {
 	_c.mutation.SetID(v)
@@ -404,6 +460,18 @@ func (_c *JobCreate) defaults() error {
 		v := job.DefaultEstimateStartFee
 		_c.mutation.SetEstimateStartFee(v)
 	}
+	if _, ok := _c.mutation.PricePerMinute(); !ok {
+		v := job.DefaultPricePerMinute
+		_c.mutation.SetPricePerMinute(v)
+	}
+	if _, ok := _c.mutation.MeteredMinutes(); !ok {
+		v := job.DefaultMeteredMinutes
+		_c.mutation.SetMeteredMinutes(v)
+	}
+	if _, ok := _c.mutation.MeteringClosed(); !ok {
+		v := job.DefaultMeteringClosed
+		_c.mutation.SetMeteringClosed(v)
+	}
 	if _, ok := _c.mutation.ID(); !ok {
 		if job.DefaultID == nil {
 			return fmt.Errorf("ent: uninitialized job.DefaultID (forgotten import ent/runtime?)")
@@ -481,6 +549,15 @@ func (_c *JobCreate) check() error {
 	}
 	if _, ok := _c.mutation.EstimateStartFee(); !ok {
 		return &ValidationError{Name: "estimate_start_fee", err: errors.New(`ent: missing required field "Job.estimate_start_fee"`)}
+	}
+	if _, ok := _c.mutation.PricePerMinute(); !ok {
+		return &ValidationError{Name: "price_per_minute", err: errors.New(`ent: missing required field "Job.price_per_minute"`)}
+	}
+	if _, ok := _c.mutation.MeteredMinutes(); !ok {
+		return &ValidationError{Name: "metered_minutes", err: errors.New(`ent: missing required field "Job.metered_minutes"`)}
+	}
+	if _, ok := _c.mutation.MeteringClosed(); !ok {
+		return &ValidationError{Name: "metering_closed", err: errors.New(`ent: missing required field "Job.metering_closed"`)}
 	}
 	if v, ok := _c.mutation.ID(); ok {
 		if err := job.IDValidator(v); err != nil {
@@ -596,6 +673,22 @@ func (_c *JobCreate) createSpec() (*Job, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.EstimateStartFee(); ok {
 		_spec.SetField(job.FieldEstimateStartFee, field.TypeInt64, value)
 		_node.EstimateStartFee = value
+	}
+	if value, ok := _c.mutation.Rates(); ok {
+		_spec.SetField(job.FieldRates, field.TypeJSON, value)
+		_node.Rates = value
+	}
+	if value, ok := _c.mutation.PricePerMinute(); ok {
+		_spec.SetField(job.FieldPricePerMinute, field.TypeInt64, value)
+		_node.PricePerMinute = value
+	}
+	if value, ok := _c.mutation.MeteredMinutes(); ok {
+		_spec.SetField(job.FieldMeteredMinutes, field.TypeInt64, value)
+		_node.MeteredMinutes = value
+	}
+	if value, ok := _c.mutation.MeteringClosed(); ok {
+		_spec.SetField(job.FieldMeteringClosed, field.TypeBool, value)
+		_node.MeteringClosed = value
 	}
 	if nodes := _c.mutation.QueueIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
@@ -854,6 +947,72 @@ func (u *JobUpsert) AddEstimateStartFee(v billing.Tokens) *JobUpsert {
 	return u
 }
 
+// SetRates sets the "rates" field.
+func (u *JobUpsert) SetRates(v billing.Rates) *JobUpsert {
+	u.Set(job.FieldRates, v)
+	return u
+}
+
+// UpdateRates sets the "rates" field to the value that was provided on create.
+func (u *JobUpsert) UpdateRates() *JobUpsert {
+	u.SetExcluded(job.FieldRates)
+	return u
+}
+
+// ClearRates clears the value of the "rates" field.
+func (u *JobUpsert) ClearRates() *JobUpsert {
+	u.SetNull(job.FieldRates)
+	return u
+}
+
+// SetPricePerMinute sets the "price_per_minute" field.
+func (u *JobUpsert) SetPricePerMinute(v billing.Tokens) *JobUpsert {
+	u.Set(job.FieldPricePerMinute, v)
+	return u
+}
+
+// UpdatePricePerMinute sets the "price_per_minute" field to the value that was provided on create.
+func (u *JobUpsert) UpdatePricePerMinute() *JobUpsert {
+	u.SetExcluded(job.FieldPricePerMinute)
+	return u
+}
+
+// AddPricePerMinute adds v to the "price_per_minute" field.
+func (u *JobUpsert) AddPricePerMinute(v billing.Tokens) *JobUpsert {
+	u.Add(job.FieldPricePerMinute, v)
+	return u
+}
+
+// SetMeteredMinutes sets the "metered_minutes" field.
+func (u *JobUpsert) SetMeteredMinutes(v int64) *JobUpsert {
+	u.Set(job.FieldMeteredMinutes, v)
+	return u
+}
+
+// UpdateMeteredMinutes sets the "metered_minutes" field to the value that was provided on create.
+func (u *JobUpsert) UpdateMeteredMinutes() *JobUpsert {
+	u.SetExcluded(job.FieldMeteredMinutes)
+	return u
+}
+
+// AddMeteredMinutes adds v to the "metered_minutes" field.
+func (u *JobUpsert) AddMeteredMinutes(v int64) *JobUpsert {
+	u.Add(job.FieldMeteredMinutes, v)
+	return u
+}
+
+// SetMeteringClosed sets the "metering_closed" field.
+func (u *JobUpsert) SetMeteringClosed(v bool) *JobUpsert {
+	u.Set(job.FieldMeteringClosed, v)
+	return u
+}
+
+// UpdateMeteringClosed sets the "metering_closed" field to the value that was provided on create.
+func (u *JobUpsert) UpdateMeteringClosed() *JobUpsert {
+	u.SetExcluded(job.FieldMeteringClosed)
+	return u
+}
+
 // UpdateNewValues updates the mutable fields using the new values that were set on create except the ID field.
 // Using this option is equivalent to using:
 //
@@ -1093,6 +1252,83 @@ func (u *JobUpsertOne) AddEstimateStartFee(v billing.Tokens) *JobUpsertOne {
 func (u *JobUpsertOne) UpdateEstimateStartFee() *JobUpsertOne {
 	return u.Update(func(s *JobUpsert) {
 		s.UpdateEstimateStartFee()
+	})
+}
+
+// SetRates sets the "rates" field.
+func (u *JobUpsertOne) SetRates(v billing.Rates) *JobUpsertOne {
+	return u.Update(func(s *JobUpsert) {
+		s.SetRates(v)
+	})
+}
+
+// UpdateRates sets the "rates" field to the value that was provided on create.
+func (u *JobUpsertOne) UpdateRates() *JobUpsertOne {
+	return u.Update(func(s *JobUpsert) {
+		s.UpdateRates()
+	})
+}
+
+// ClearRates clears the value of the "rates" field.
+func (u *JobUpsertOne) ClearRates() *JobUpsertOne {
+	return u.Update(func(s *JobUpsert) {
+		s.ClearRates()
+	})
+}
+
+// SetPricePerMinute sets the "price_per_minute" field.
+func (u *JobUpsertOne) SetPricePerMinute(v billing.Tokens) *JobUpsertOne {
+	return u.Update(func(s *JobUpsert) {
+		s.SetPricePerMinute(v)
+	})
+}
+
+// AddPricePerMinute adds v to the "price_per_minute" field.
+func (u *JobUpsertOne) AddPricePerMinute(v billing.Tokens) *JobUpsertOne {
+	return u.Update(func(s *JobUpsert) {
+		s.AddPricePerMinute(v)
+	})
+}
+
+// UpdatePricePerMinute sets the "price_per_minute" field to the value that was provided on create.
+func (u *JobUpsertOne) UpdatePricePerMinute() *JobUpsertOne {
+	return u.Update(func(s *JobUpsert) {
+		s.UpdatePricePerMinute()
+	})
+}
+
+// SetMeteredMinutes sets the "metered_minutes" field.
+func (u *JobUpsertOne) SetMeteredMinutes(v int64) *JobUpsertOne {
+	return u.Update(func(s *JobUpsert) {
+		s.SetMeteredMinutes(v)
+	})
+}
+
+// AddMeteredMinutes adds v to the "metered_minutes" field.
+func (u *JobUpsertOne) AddMeteredMinutes(v int64) *JobUpsertOne {
+	return u.Update(func(s *JobUpsert) {
+		s.AddMeteredMinutes(v)
+	})
+}
+
+// UpdateMeteredMinutes sets the "metered_minutes" field to the value that was provided on create.
+func (u *JobUpsertOne) UpdateMeteredMinutes() *JobUpsertOne {
+	return u.Update(func(s *JobUpsert) {
+		s.UpdateMeteredMinutes()
+	})
+}
+
+// SetMeteringClosed sets the "metering_closed" field.
+func (u *JobUpsertOne) SetMeteringClosed(v bool) *JobUpsertOne {
+	return u.Update(func(s *JobUpsert) {
+		s.SetMeteringClosed(v)
+	})
+}
+
+// UpdateMeteringClosed sets the "metering_closed" field to the value that was provided on create.
+func (u *JobUpsertOne) UpdateMeteringClosed() *JobUpsertOne {
+	return u.Update(func(s *JobUpsert) {
+		s.UpdateMeteringClosed()
 	})
 }
 
@@ -1502,6 +1738,83 @@ func (u *JobUpsertBulk) AddEstimateStartFee(v billing.Tokens) *JobUpsertBulk {
 func (u *JobUpsertBulk) UpdateEstimateStartFee() *JobUpsertBulk {
 	return u.Update(func(s *JobUpsert) {
 		s.UpdateEstimateStartFee()
+	})
+}
+
+// SetRates sets the "rates" field.
+func (u *JobUpsertBulk) SetRates(v billing.Rates) *JobUpsertBulk {
+	return u.Update(func(s *JobUpsert) {
+		s.SetRates(v)
+	})
+}
+
+// UpdateRates sets the "rates" field to the value that was provided on create.
+func (u *JobUpsertBulk) UpdateRates() *JobUpsertBulk {
+	return u.Update(func(s *JobUpsert) {
+		s.UpdateRates()
+	})
+}
+
+// ClearRates clears the value of the "rates" field.
+func (u *JobUpsertBulk) ClearRates() *JobUpsertBulk {
+	return u.Update(func(s *JobUpsert) {
+		s.ClearRates()
+	})
+}
+
+// SetPricePerMinute sets the "price_per_minute" field.
+func (u *JobUpsertBulk) SetPricePerMinute(v billing.Tokens) *JobUpsertBulk {
+	return u.Update(func(s *JobUpsert) {
+		s.SetPricePerMinute(v)
+	})
+}
+
+// AddPricePerMinute adds v to the "price_per_minute" field.
+func (u *JobUpsertBulk) AddPricePerMinute(v billing.Tokens) *JobUpsertBulk {
+	return u.Update(func(s *JobUpsert) {
+		s.AddPricePerMinute(v)
+	})
+}
+
+// UpdatePricePerMinute sets the "price_per_minute" field to the value that was provided on create.
+func (u *JobUpsertBulk) UpdatePricePerMinute() *JobUpsertBulk {
+	return u.Update(func(s *JobUpsert) {
+		s.UpdatePricePerMinute()
+	})
+}
+
+// SetMeteredMinutes sets the "metered_minutes" field.
+func (u *JobUpsertBulk) SetMeteredMinutes(v int64) *JobUpsertBulk {
+	return u.Update(func(s *JobUpsert) {
+		s.SetMeteredMinutes(v)
+	})
+}
+
+// AddMeteredMinutes adds v to the "metered_minutes" field.
+func (u *JobUpsertBulk) AddMeteredMinutes(v int64) *JobUpsertBulk {
+	return u.Update(func(s *JobUpsert) {
+		s.AddMeteredMinutes(v)
+	})
+}
+
+// UpdateMeteredMinutes sets the "metered_minutes" field to the value that was provided on create.
+func (u *JobUpsertBulk) UpdateMeteredMinutes() *JobUpsertBulk {
+	return u.Update(func(s *JobUpsert) {
+		s.UpdateMeteredMinutes()
+	})
+}
+
+// SetMeteringClosed sets the "metering_closed" field.
+func (u *JobUpsertBulk) SetMeteringClosed(v bool) *JobUpsertBulk {
+	return u.Update(func(s *JobUpsert) {
+		s.SetMeteringClosed(v)
+	})
+}
+
+// UpdateMeteringClosed sets the "metering_closed" field to the value that was provided on create.
+func (u *JobUpsertBulk) UpdateMeteringClosed() *JobUpsertBulk {
+	return u.Update(func(s *JobUpsert) {
+		s.UpdateMeteringClosed()
 	})
 }
 

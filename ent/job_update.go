@@ -181,6 +181,82 @@ func (_u *JobUpdate) AddEstimateStartFee(v billing.Tokens) *JobUpdate {
 	return _u
 }
 
+// SetRates sets the "rates" field.
+func (_u *JobUpdate) SetRates(v billing.Rates) *JobUpdate {
+	_u.mutation.SetRates(v)
+	return _u
+}
+
+// SetNillableRates sets the "rates" field if the given value is not nil.
+func (_u *JobUpdate) SetNillableRates(v *billing.Rates) *JobUpdate {
+	if v != nil {
+		_u.SetRates(*v)
+	}
+	return _u
+}
+
+// ClearRates clears the value of the "rates" field.
+func (_u *JobUpdate) ClearRates() *JobUpdate {
+	_u.mutation.ClearRates()
+	return _u
+}
+
+// SetPricePerMinute sets the "price_per_minute" field.
+func (_u *JobUpdate) SetPricePerMinute(v billing.Tokens) *JobUpdate {
+	_u.mutation.ResetPricePerMinute()
+	_u.mutation.SetPricePerMinute(v)
+	return _u
+}
+
+// SetNillablePricePerMinute sets the "price_per_minute" field if the given value is not nil.
+func (_u *JobUpdate) SetNillablePricePerMinute(v *billing.Tokens) *JobUpdate {
+	if v != nil {
+		_u.SetPricePerMinute(*v)
+	}
+	return _u
+}
+
+// AddPricePerMinute adds value to the "price_per_minute" field.
+func (_u *JobUpdate) AddPricePerMinute(v billing.Tokens) *JobUpdate {
+	_u.mutation.AddPricePerMinute(v)
+	return _u
+}
+
+// SetMeteredMinutes sets the "metered_minutes" field.
+func (_u *JobUpdate) SetMeteredMinutes(v int64) *JobUpdate {
+	_u.mutation.ResetMeteredMinutes()
+	_u.mutation.SetMeteredMinutes(v)
+	return _u
+}
+
+// SetNillableMeteredMinutes sets the "metered_minutes" field if the given value is not nil.
+func (_u *JobUpdate) SetNillableMeteredMinutes(v *int64) *JobUpdate {
+	if v != nil {
+		_u.SetMeteredMinutes(*v)
+	}
+	return _u
+}
+
+// AddMeteredMinutes adds value to the "metered_minutes" field.
+func (_u *JobUpdate) AddMeteredMinutes(v int64) *JobUpdate {
+	_u.mutation.AddMeteredMinutes(v)
+	return _u
+}
+
+// SetMeteringClosed sets the "metering_closed" field.
+func (_u *JobUpdate) SetMeteringClosed(v bool) *JobUpdate {
+	_u.mutation.SetMeteringClosed(v)
+	return _u
+}
+
+// SetNillableMeteringClosed sets the "metering_closed" field if the given value is not nil.
+func (_u *JobUpdate) SetNillableMeteringClosed(v *bool) *JobUpdate {
+	if v != nil {
+		_u.SetMeteringClosed(*v)
+	}
+	return _u
+}
+
 // AddServiceIDs adds the "services" edge to the Service entity by IDs.
 func (_u *JobUpdate) AddServiceIDs(ids ...string) *JobUpdate {
 	_u.mutation.AddServiceIDs(ids...)
@@ -333,6 +409,27 @@ func (_u *JobUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if value, ok := _u.mutation.AddedEstimateStartFee(); ok {
 		_spec.AddField(job.FieldEstimateStartFee, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.Rates(); ok {
+		_spec.SetField(job.FieldRates, field.TypeJSON, value)
+	}
+	if _u.mutation.RatesCleared() {
+		_spec.ClearField(job.FieldRates, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.PricePerMinute(); ok {
+		_spec.SetField(job.FieldPricePerMinute, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedPricePerMinute(); ok {
+		_spec.AddField(job.FieldPricePerMinute, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.MeteredMinutes(); ok {
+		_spec.SetField(job.FieldMeteredMinutes, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedMeteredMinutes(); ok {
+		_spec.AddField(job.FieldMeteredMinutes, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.MeteringClosed(); ok {
+		_spec.SetField(job.FieldMeteringClosed, field.TypeBool, value)
 	}
 	if _u.mutation.ServicesCleared() {
 		edge := &sqlgraph.EdgeSpec{
@@ -550,6 +647,82 @@ func (_u *JobUpdateOne) AddEstimateStartFee(v billing.Tokens) *JobUpdateOne {
 	return _u
 }
 
+// SetRates sets the "rates" field.
+func (_u *JobUpdateOne) SetRates(v billing.Rates) *JobUpdateOne {
+	_u.mutation.SetRates(v)
+	return _u
+}
+
+// SetNillableRates sets the "rates" field if the given value is not nil.
+func (_u *JobUpdateOne) SetNillableRates(v *billing.Rates) *JobUpdateOne {
+	if v != nil {
+		_u.SetRates(*v)
+	}
+	return _u
+}
+
+// ClearRates clears the value of the "rates" field.
+func (_u *JobUpdateOne) ClearRates() *JobUpdateOne {
+	_u.mutation.ClearRates()
+	return _u
+}
+
+// SetPricePerMinute sets the "price_per_minute" field.
+func (_u *JobUpdateOne) SetPricePerMinute(v billing.Tokens) *JobUpdateOne {
+	_u.mutation.ResetPricePerMinute()
+	_u.mutation.SetPricePerMinute(v)
+	return _u
+}
+
+// SetNillablePricePerMinute sets the "price_per_minute" field if the given value is not nil.
+func (_u *JobUpdateOne) SetNillablePricePerMinute(v *billing.Tokens) *JobUpdateOne {
+	if v != nil {
+		_u.SetPricePerMinute(*v)
+	}
+	return _u
+}
+
+// AddPricePerMinute adds value to the "price_per_minute" field.
+func (_u *JobUpdateOne) AddPricePerMinute(v billing.Tokens) *JobUpdateOne {
+	_u.mutation.AddPricePerMinute(v)
+	return _u
+}
+
+// SetMeteredMinutes sets the "metered_minutes" field.
+func (_u *JobUpdateOne) SetMeteredMinutes(v int64) *JobUpdateOne {
+	_u.mutation.ResetMeteredMinutes()
+	_u.mutation.SetMeteredMinutes(v)
+	return _u
+}
+
+// SetNillableMeteredMinutes sets the "metered_minutes" field if the given value is not nil.
+func (_u *JobUpdateOne) SetNillableMeteredMinutes(v *int64) *JobUpdateOne {
+	if v != nil {
+		_u.SetMeteredMinutes(*v)
+	}
+	return _u
+}
+
+// AddMeteredMinutes adds value to the "metered_minutes" field.
+func (_u *JobUpdateOne) AddMeteredMinutes(v int64) *JobUpdateOne {
+	_u.mutation.AddMeteredMinutes(v)
+	return _u
+}
+
+// SetMeteringClosed sets the "metering_closed" field.
+func (_u *JobUpdateOne) SetMeteringClosed(v bool) *JobUpdateOne {
+	_u.mutation.SetMeteringClosed(v)
+	return _u
+}
+
+// SetNillableMeteringClosed sets the "metering_closed" field if the given value is not nil.
+func (_u *JobUpdateOne) SetNillableMeteringClosed(v *bool) *JobUpdateOne {
+	if v != nil {
+		_u.SetMeteringClosed(*v)
+	}
+	return _u
+}
+
 // AddServiceIDs adds the "services" edge to the Service entity by IDs.
 func (_u *JobUpdateOne) AddServiceIDs(ids ...string) *JobUpdateOne {
 	_u.mutation.AddServiceIDs(ids...)
@@ -732,6 +905,27 @@ func (_u *JobUpdateOne) sqlSave(ctx context.Context) (_node *Job, err error) {
 	}
 	if value, ok := _u.mutation.AddedEstimateStartFee(); ok {
 		_spec.AddField(job.FieldEstimateStartFee, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.Rates(); ok {
+		_spec.SetField(job.FieldRates, field.TypeJSON, value)
+	}
+	if _u.mutation.RatesCleared() {
+		_spec.ClearField(job.FieldRates, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.PricePerMinute(); ok {
+		_spec.SetField(job.FieldPricePerMinute, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedPricePerMinute(); ok {
+		_spec.AddField(job.FieldPricePerMinute, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.MeteredMinutes(); ok {
+		_spec.SetField(job.FieldMeteredMinutes, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedMeteredMinutes(); ok {
+		_spec.AddField(job.FieldMeteredMinutes, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.MeteringClosed(); ok {
+		_spec.SetField(job.FieldMeteringClosed, field.TypeBool, value)
 	}
 	if _u.mutation.ServicesCleared() {
 		edge := &sqlgraph.EdgeSpec{

@@ -1847,6 +1847,9 @@ type BucketMutation struct {
 	name                *string
 	size_bytes          *int64
 	addsize_bytes       *int64
+	owner_id            *string
+	metered_hour        *int64
+	addmetered_hour     *int64
 	clearedFields       map[string]struct{}
 	storage             *string
 	clearedstorage      bool
@@ -1856,6 +1859,8 @@ type BucketMutation struct {
 	write_groups        map[string]struct{}
 	removedwrite_groups map[string]struct{}
 	clearedwrite_groups bool
+	project             *string
+	clearedproject      bool
 	done                bool
 	oldValue            func(context.Context) (*Bucket, error)
 	predicates          []predicate.Bucket
@@ -2201,6 +2206,147 @@ func (m *BucketMutation) ResetSizeBytes() {
 	m.addsize_bytes = nil
 }
 
+// SetProjectID sets the "project_id" field.
+func (m *BucketMutation) SetProjectID(s string) {
+	m.project = &s
+}
+
+// ProjectID returns the value of the "project_id" field in the mutation.
+func (m *BucketMutation) ProjectID() (r string, exists bool) {
+	v := m.project
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldProjectID returns the old "project_id" field's value of the Bucket entity.
+// If the Bucket object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BucketMutation) OldProjectID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldProjectID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldProjectID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldProjectID: %w", err)
+	}
+	return oldValue.ProjectID, nil
+}
+
+// ClearProjectID clears the value of the "project_id" field.
+func (m *BucketMutation) ClearProjectID() {
+	m.project = nil
+	m.clearedFields[bucket.FieldProjectID] = struct{}{}
+}
+
+// ProjectIDCleared returns if the "project_id" field was cleared in this mutation.
+func (m *BucketMutation) ProjectIDCleared() bool {
+	_, ok := m.clearedFields[bucket.FieldProjectID]
+	return ok
+}
+
+// ResetProjectID resets all changes to the "project_id" field.
+func (m *BucketMutation) ResetProjectID() {
+	m.project = nil
+	delete(m.clearedFields, bucket.FieldProjectID)
+}
+
+// SetOwnerID sets the "owner_id" field.
+func (m *BucketMutation) SetOwnerID(s string) {
+	m.owner_id = &s
+}
+
+// OwnerID returns the value of the "owner_id" field in the mutation.
+func (m *BucketMutation) OwnerID() (r string, exists bool) {
+	v := m.owner_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOwnerID returns the old "owner_id" field's value of the Bucket entity.
+// If the Bucket object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BucketMutation) OldOwnerID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOwnerID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOwnerID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOwnerID: %w", err)
+	}
+	return oldValue.OwnerID, nil
+}
+
+// ResetOwnerID resets all changes to the "owner_id" field.
+func (m *BucketMutation) ResetOwnerID() {
+	m.owner_id = nil
+}
+
+// SetMeteredHour sets the "metered_hour" field.
+func (m *BucketMutation) SetMeteredHour(i int64) {
+	m.metered_hour = &i
+	m.addmetered_hour = nil
+}
+
+// MeteredHour returns the value of the "metered_hour" field in the mutation.
+func (m *BucketMutation) MeteredHour() (r int64, exists bool) {
+	v := m.metered_hour
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMeteredHour returns the old "metered_hour" field's value of the Bucket entity.
+// If the Bucket object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BucketMutation) OldMeteredHour(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMeteredHour is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMeteredHour requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMeteredHour: %w", err)
+	}
+	return oldValue.MeteredHour, nil
+}
+
+// AddMeteredHour adds i to the "metered_hour" field.
+func (m *BucketMutation) AddMeteredHour(i int64) {
+	if m.addmetered_hour != nil {
+		*m.addmetered_hour += i
+	} else {
+		m.addmetered_hour = &i
+	}
+}
+
+// AddedMeteredHour returns the value that was added to the "metered_hour" field in this mutation.
+func (m *BucketMutation) AddedMeteredHour() (r int64, exists bool) {
+	v := m.addmetered_hour
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetMeteredHour resets all changes to the "metered_hour" field.
+func (m *BucketMutation) ResetMeteredHour() {
+	m.metered_hour = nil
+	m.addmetered_hour = nil
+}
+
 // ClearStorage clears the "storage" edge to the Storage entity.
 func (m *BucketMutation) ClearStorage() {
 	m.clearedstorage = true
@@ -2336,6 +2482,33 @@ func (m *BucketMutation) ResetWriteGroups() {
 	m.removedwrite_groups = nil
 }
 
+// ClearProject clears the "project" edge to the Project entity.
+func (m *BucketMutation) ClearProject() {
+	m.clearedproject = true
+	m.clearedFields[bucket.FieldProjectID] = struct{}{}
+}
+
+// ProjectCleared reports if the "project" edge to the Project entity was cleared.
+func (m *BucketMutation) ProjectCleared() bool {
+	return m.ProjectIDCleared() || m.clearedproject
+}
+
+// ProjectIDs returns the "project" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// ProjectID instead. It exists only for internal usage by the builders.
+func (m *BucketMutation) ProjectIDs() (ids []string) {
+	if id := m.project; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetProject resets all changes to the "project" edge.
+func (m *BucketMutation) ResetProject() {
+	m.project = nil
+	m.clearedproject = false
+}
+
 // Where appends a list predicates to the BucketMutation builder.
 func (m *BucketMutation) Where(ps ...predicate.Bucket) {
 	m.predicates = append(m.predicates, ps...)
@@ -2370,7 +2543,7 @@ func (m *BucketMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *BucketMutation) Fields() []string {
-	fields := make([]string, 0, 6)
+	fields := make([]string, 0, 9)
 	if m.created_at != nil {
 		fields = append(fields, bucket.FieldCreatedAt)
 	}
@@ -2388,6 +2561,15 @@ func (m *BucketMutation) Fields() []string {
 	}
 	if m.size_bytes != nil {
 		fields = append(fields, bucket.FieldSizeBytes)
+	}
+	if m.project != nil {
+		fields = append(fields, bucket.FieldProjectID)
+	}
+	if m.owner_id != nil {
+		fields = append(fields, bucket.FieldOwnerID)
+	}
+	if m.metered_hour != nil {
+		fields = append(fields, bucket.FieldMeteredHour)
 	}
 	return fields
 }
@@ -2409,6 +2591,12 @@ func (m *BucketMutation) Field(name string) (ent.Value, bool) {
 		return m.StorageID()
 	case bucket.FieldSizeBytes:
 		return m.SizeBytes()
+	case bucket.FieldProjectID:
+		return m.ProjectID()
+	case bucket.FieldOwnerID:
+		return m.OwnerID()
+	case bucket.FieldMeteredHour:
+		return m.MeteredHour()
 	}
 	return nil, false
 }
@@ -2430,6 +2618,12 @@ func (m *BucketMutation) OldField(ctx context.Context, name string) (ent.Value, 
 		return m.OldStorageID(ctx)
 	case bucket.FieldSizeBytes:
 		return m.OldSizeBytes(ctx)
+	case bucket.FieldProjectID:
+		return m.OldProjectID(ctx)
+	case bucket.FieldOwnerID:
+		return m.OldOwnerID(ctx)
+	case bucket.FieldMeteredHour:
+		return m.OldMeteredHour(ctx)
 	}
 	return nil, fmt.Errorf("unknown Bucket field %s", name)
 }
@@ -2481,6 +2675,27 @@ func (m *BucketMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetSizeBytes(v)
 		return nil
+	case bucket.FieldProjectID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetProjectID(v)
+		return nil
+	case bucket.FieldOwnerID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOwnerID(v)
+		return nil
+	case bucket.FieldMeteredHour:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMeteredHour(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Bucket field %s", name)
 }
@@ -2492,6 +2707,9 @@ func (m *BucketMutation) AddedFields() []string {
 	if m.addsize_bytes != nil {
 		fields = append(fields, bucket.FieldSizeBytes)
 	}
+	if m.addmetered_hour != nil {
+		fields = append(fields, bucket.FieldMeteredHour)
+	}
 	return fields
 }
 
@@ -2502,6 +2720,8 @@ func (m *BucketMutation) AddedField(name string) (ent.Value, bool) {
 	switch name {
 	case bucket.FieldSizeBytes:
 		return m.AddedSizeBytes()
+	case bucket.FieldMeteredHour:
+		return m.AddedMeteredHour()
 	}
 	return nil, false
 }
@@ -2518,6 +2738,13 @@ func (m *BucketMutation) AddField(name string, value ent.Value) error {
 		}
 		m.AddSizeBytes(v)
 		return nil
+	case bucket.FieldMeteredHour:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddMeteredHour(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Bucket numeric field %s", name)
 }
@@ -2525,7 +2752,11 @@ func (m *BucketMutation) AddField(name string, value ent.Value) error {
 // ClearedFields returns all nullable fields that were cleared during this
 // mutation.
 func (m *BucketMutation) ClearedFields() []string {
-	return nil
+	var fields []string
+	if m.FieldCleared(bucket.FieldProjectID) {
+		fields = append(fields, bucket.FieldProjectID)
+	}
+	return fields
 }
 
 // FieldCleared returns a boolean indicating if a field with the given name was
@@ -2538,6 +2769,11 @@ func (m *BucketMutation) FieldCleared(name string) bool {
 // ClearField clears the value of the field with the given name. It returns an
 // error if the field is not defined in the schema.
 func (m *BucketMutation) ClearField(name string) error {
+	switch name {
+	case bucket.FieldProjectID:
+		m.ClearProjectID()
+		return nil
+	}
 	return fmt.Errorf("unknown Bucket nullable field %s", name)
 }
 
@@ -2563,13 +2799,22 @@ func (m *BucketMutation) ResetField(name string) error {
 	case bucket.FieldSizeBytes:
 		m.ResetSizeBytes()
 		return nil
+	case bucket.FieldProjectID:
+		m.ResetProjectID()
+		return nil
+	case bucket.FieldOwnerID:
+		m.ResetOwnerID()
+		return nil
+	case bucket.FieldMeteredHour:
+		m.ResetMeteredHour()
+		return nil
 	}
 	return fmt.Errorf("unknown Bucket field %s", name)
 }
 
 // AddedEdges returns all edge names that were set/added in this mutation.
 func (m *BucketMutation) AddedEdges() []string {
-	edges := make([]string, 0, 3)
+	edges := make([]string, 0, 4)
 	if m.storage != nil {
 		edges = append(edges, bucket.EdgeStorage)
 	}
@@ -2578,6 +2823,9 @@ func (m *BucketMutation) AddedEdges() []string {
 	}
 	if m.write_groups != nil {
 		edges = append(edges, bucket.EdgeWriteGroups)
+	}
+	if m.project != nil {
+		edges = append(edges, bucket.EdgeProject)
 	}
 	return edges
 }
@@ -2602,13 +2850,17 @@ func (m *BucketMutation) AddedIDs(name string) []ent.Value {
 			ids = append(ids, id)
 		}
 		return ids
+	case bucket.EdgeProject:
+		if id := m.project; id != nil {
+			return []ent.Value{*id}
+		}
 	}
 	return nil
 }
 
 // RemovedEdges returns all edge names that were removed in this mutation.
 func (m *BucketMutation) RemovedEdges() []string {
-	edges := make([]string, 0, 3)
+	edges := make([]string, 0, 4)
 	if m.removedread_groups != nil {
 		edges = append(edges, bucket.EdgeReadGroups)
 	}
@@ -2640,7 +2892,7 @@ func (m *BucketMutation) RemovedIDs(name string) []ent.Value {
 
 // ClearedEdges returns all edge names that were cleared in this mutation.
 func (m *BucketMutation) ClearedEdges() []string {
-	edges := make([]string, 0, 3)
+	edges := make([]string, 0, 4)
 	if m.clearedstorage {
 		edges = append(edges, bucket.EdgeStorage)
 	}
@@ -2649,6 +2901,9 @@ func (m *BucketMutation) ClearedEdges() []string {
 	}
 	if m.clearedwrite_groups {
 		edges = append(edges, bucket.EdgeWriteGroups)
+	}
+	if m.clearedproject {
+		edges = append(edges, bucket.EdgeProject)
 	}
 	return edges
 }
@@ -2663,6 +2918,8 @@ func (m *BucketMutation) EdgeCleared(name string) bool {
 		return m.clearedread_groups
 	case bucket.EdgeWriteGroups:
 		return m.clearedwrite_groups
+	case bucket.EdgeProject:
+		return m.clearedproject
 	}
 	return false
 }
@@ -2673,6 +2930,9 @@ func (m *BucketMutation) ClearEdge(name string) error {
 	switch name {
 	case bucket.EdgeStorage:
 		m.ClearStorage()
+		return nil
+	case bucket.EdgeProject:
+		m.ClearProject()
 		return nil
 	}
 	return fmt.Errorf("unknown Bucket unique edge %s", name)
@@ -2691,6 +2951,9 @@ func (m *BucketMutation) ResetEdge(name string) error {
 	case bucket.EdgeWriteGroups:
 		m.ResetWriteGroups()
 		return nil
+	case bucket.EdgeProject:
+		m.ResetProject()
+		return nil
 	}
 	return fmt.Errorf("unknown Bucket edge %s", name)
 }
@@ -2705,6 +2968,7 @@ type ChargeMutation struct {
 	updated_at      *time.Time
 	tenant_id       *string
 	payer_kind      *charge.PayerKind
+	bucket_id       *string
 	kind            *charge.Kind
 	tokens          *billing.Tokens
 	addtokens       *billing.Tokens
@@ -3118,6 +3382,55 @@ func (m *ChargeMutation) JobIDCleared() bool {
 func (m *ChargeMutation) ResetJobID() {
 	m.job = nil
 	delete(m.clearedFields, charge.FieldJobID)
+}
+
+// SetBucketID sets the "bucket_id" field.
+func (m *ChargeMutation) SetBucketID(s string) {
+	m.bucket_id = &s
+}
+
+// BucketID returns the value of the "bucket_id" field in the mutation.
+func (m *ChargeMutation) BucketID() (r string, exists bool) {
+	v := m.bucket_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldBucketID returns the old "bucket_id" field's value of the Charge entity.
+// If the Charge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ChargeMutation) OldBucketID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldBucketID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldBucketID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldBucketID: %w", err)
+	}
+	return oldValue.BucketID, nil
+}
+
+// ClearBucketID clears the value of the "bucket_id" field.
+func (m *ChargeMutation) ClearBucketID() {
+	m.bucket_id = nil
+	m.clearedFields[charge.FieldBucketID] = struct{}{}
+}
+
+// BucketIDCleared returns if the "bucket_id" field was cleared in this mutation.
+func (m *ChargeMutation) BucketIDCleared() bool {
+	_, ok := m.clearedFields[charge.FieldBucketID]
+	return ok
+}
+
+// ResetBucketID resets all changes to the "bucket_id" field.
+func (m *ChargeMutation) ResetBucketID() {
+	m.bucket_id = nil
+	delete(m.clearedFields, charge.FieldBucketID)
 }
 
 // SetKind sets the "kind" field.
@@ -3546,7 +3859,7 @@ func (m *ChargeMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ChargeMutation) Fields() []string {
-	fields := make([]string, 0, 14)
+	fields := make([]string, 0, 15)
 	if m.created_at != nil {
 		fields = append(fields, charge.FieldCreatedAt)
 	}
@@ -3567,6 +3880,9 @@ func (m *ChargeMutation) Fields() []string {
 	}
 	if m.job != nil {
 		fields = append(fields, charge.FieldJobID)
+	}
+	if m.bucket_id != nil {
+		fields = append(fields, charge.FieldBucketID)
 	}
 	if m.kind != nil {
 		fields = append(fields, charge.FieldKind)
@@ -3611,6 +3927,8 @@ func (m *ChargeMutation) Field(name string) (ent.Value, bool) {
 		return m.ProjectID()
 	case charge.FieldJobID:
 		return m.JobID()
+	case charge.FieldBucketID:
+		return m.BucketID()
 	case charge.FieldKind:
 		return m.Kind()
 	case charge.FieldTokens:
@@ -3648,6 +3966,8 @@ func (m *ChargeMutation) OldField(ctx context.Context, name string) (ent.Value, 
 		return m.OldProjectID(ctx)
 	case charge.FieldJobID:
 		return m.OldJobID(ctx)
+	case charge.FieldBucketID:
+		return m.OldBucketID(ctx)
 	case charge.FieldKind:
 		return m.OldKind(ctx)
 	case charge.FieldTokens:
@@ -3719,6 +4039,13 @@ func (m *ChargeMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetJobID(v)
+		return nil
+	case charge.FieldBucketID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetBucketID(v)
 		return nil
 	case charge.FieldKind:
 		v, ok := value.(charge.Kind)
@@ -3823,6 +4150,9 @@ func (m *ChargeMutation) ClearedFields() []string {
 	if m.FieldCleared(charge.FieldJobID) {
 		fields = append(fields, charge.FieldJobID)
 	}
+	if m.FieldCleared(charge.FieldBucketID) {
+		fields = append(fields, charge.FieldBucketID)
+	}
 	if m.FieldCleared(charge.FieldRates) {
 		fields = append(fields, charge.FieldRates)
 	}
@@ -3854,6 +4184,9 @@ func (m *ChargeMutation) ClearField(name string) error {
 		return nil
 	case charge.FieldJobID:
 		m.ClearJobID()
+		return nil
+	case charge.FieldBucketID:
+		m.ClearBucketID()
 		return nil
 	case charge.FieldRates:
 		m.ClearRates()
@@ -3892,6 +4225,9 @@ func (m *ChargeMutation) ResetField(name string) error {
 		return nil
 	case charge.FieldJobID:
 		m.ResetJobID()
+		return nil
+	case charge.FieldBucketID:
+		m.ResetBucketID()
 		return nil
 	case charge.FieldKind:
 		m.ResetKind()
@@ -5524,6 +5860,12 @@ type JobMutation struct {
 	addestimate_per_minute *billing.Tokens
 	estimate_start_fee     *billing.Tokens
 	addestimate_start_fee  *billing.Tokens
+	rates                  *billing.Rates
+	price_per_minute       *billing.Tokens
+	addprice_per_minute    *billing.Tokens
+	metered_minutes        *int64
+	addmetered_minutes     *int64
+	metering_closed        *bool
 	clearedFields          map[string]struct{}
 	queue                  *string
 	clearedqueue           bool
@@ -6522,6 +6864,203 @@ func (m *JobMutation) ResetEstimateStartFee() {
 	m.addestimate_start_fee = nil
 }
 
+// SetRates sets the "rates" field.
+func (m *JobMutation) SetRates(b billing.Rates) {
+	m.rates = &b
+}
+
+// Rates returns the value of the "rates" field in the mutation.
+func (m *JobMutation) Rates() (r billing.Rates, exists bool) {
+	v := m.rates
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRates returns the old "rates" field's value of the Job entity.
+// If the Job object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobMutation) OldRates(ctx context.Context) (v billing.Rates, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRates is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRates requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRates: %w", err)
+	}
+	return oldValue.Rates, nil
+}
+
+// ClearRates clears the value of the "rates" field.
+func (m *JobMutation) ClearRates() {
+	m.rates = nil
+	m.clearedFields[job.FieldRates] = struct{}{}
+}
+
+// RatesCleared returns if the "rates" field was cleared in this mutation.
+func (m *JobMutation) RatesCleared() bool {
+	_, ok := m.clearedFields[job.FieldRates]
+	return ok
+}
+
+// ResetRates resets all changes to the "rates" field.
+func (m *JobMutation) ResetRates() {
+	m.rates = nil
+	delete(m.clearedFields, job.FieldRates)
+}
+
+// SetPricePerMinute sets the "price_per_minute" field.
+func (m *JobMutation) SetPricePerMinute(b billing.Tokens) {
+	m.price_per_minute = &b
+	m.addprice_per_minute = nil
+}
+
+// PricePerMinute returns the value of the "price_per_minute" field in the mutation.
+func (m *JobMutation) PricePerMinute() (r billing.Tokens, exists bool) {
+	v := m.price_per_minute
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPricePerMinute returns the old "price_per_minute" field's value of the Job entity.
+// If the Job object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobMutation) OldPricePerMinute(ctx context.Context) (v billing.Tokens, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPricePerMinute is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPricePerMinute requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPricePerMinute: %w", err)
+	}
+	return oldValue.PricePerMinute, nil
+}
+
+// AddPricePerMinute adds b to the "price_per_minute" field.
+func (m *JobMutation) AddPricePerMinute(b billing.Tokens) {
+	if m.addprice_per_minute != nil {
+		*m.addprice_per_minute += b
+	} else {
+		m.addprice_per_minute = &b
+	}
+}
+
+// AddedPricePerMinute returns the value that was added to the "price_per_minute" field in this mutation.
+func (m *JobMutation) AddedPricePerMinute() (r billing.Tokens, exists bool) {
+	v := m.addprice_per_minute
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetPricePerMinute resets all changes to the "price_per_minute" field.
+func (m *JobMutation) ResetPricePerMinute() {
+	m.price_per_minute = nil
+	m.addprice_per_minute = nil
+}
+
+// SetMeteredMinutes sets the "metered_minutes" field.
+func (m *JobMutation) SetMeteredMinutes(i int64) {
+	m.metered_minutes = &i
+	m.addmetered_minutes = nil
+}
+
+// MeteredMinutes returns the value of the "metered_minutes" field in the mutation.
+func (m *JobMutation) MeteredMinutes() (r int64, exists bool) {
+	v := m.metered_minutes
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMeteredMinutes returns the old "metered_minutes" field's value of the Job entity.
+// If the Job object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobMutation) OldMeteredMinutes(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMeteredMinutes is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMeteredMinutes requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMeteredMinutes: %w", err)
+	}
+	return oldValue.MeteredMinutes, nil
+}
+
+// AddMeteredMinutes adds i to the "metered_minutes" field.
+func (m *JobMutation) AddMeteredMinutes(i int64) {
+	if m.addmetered_minutes != nil {
+		*m.addmetered_minutes += i
+	} else {
+		m.addmetered_minutes = &i
+	}
+}
+
+// AddedMeteredMinutes returns the value that was added to the "metered_minutes" field in this mutation.
+func (m *JobMutation) AddedMeteredMinutes() (r int64, exists bool) {
+	v := m.addmetered_minutes
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetMeteredMinutes resets all changes to the "metered_minutes" field.
+func (m *JobMutation) ResetMeteredMinutes() {
+	m.metered_minutes = nil
+	m.addmetered_minutes = nil
+}
+
+// SetMeteringClosed sets the "metering_closed" field.
+func (m *JobMutation) SetMeteringClosed(b bool) {
+	m.metering_closed = &b
+}
+
+// MeteringClosed returns the value of the "metering_closed" field in the mutation.
+func (m *JobMutation) MeteringClosed() (r bool, exists bool) {
+	v := m.metering_closed
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMeteringClosed returns the old "metering_closed" field's value of the Job entity.
+// If the Job object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobMutation) OldMeteringClosed(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMeteringClosed is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMeteringClosed requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMeteringClosed: %w", err)
+	}
+	return oldValue.MeteringClosed, nil
+}
+
+// ResetMeteringClosed resets all changes to the "metering_closed" field.
+func (m *JobMutation) ResetMeteringClosed() {
+	m.metering_closed = nil
+}
+
 // ClearQueue clears the "queue" edge to the Queue entity.
 func (m *JobMutation) ClearQueue() {
 	m.clearedqueue = true
@@ -6691,7 +7230,7 @@ func (m *JobMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *JobMutation) Fields() []string {
-	fields := make([]string, 0, 20)
+	fields := make([]string, 0, 24)
 	if m.created_at != nil {
 		fields = append(fields, job.FieldCreatedAt)
 	}
@@ -6752,6 +7291,18 @@ func (m *JobMutation) Fields() []string {
 	if m.estimate_start_fee != nil {
 		fields = append(fields, job.FieldEstimateStartFee)
 	}
+	if m.rates != nil {
+		fields = append(fields, job.FieldRates)
+	}
+	if m.price_per_minute != nil {
+		fields = append(fields, job.FieldPricePerMinute)
+	}
+	if m.metered_minutes != nil {
+		fields = append(fields, job.FieldMeteredMinutes)
+	}
+	if m.metering_closed != nil {
+		fields = append(fields, job.FieldMeteringClosed)
+	}
 	return fields
 }
 
@@ -6800,6 +7351,14 @@ func (m *JobMutation) Field(name string) (ent.Value, bool) {
 		return m.EstimatePerMinute()
 	case job.FieldEstimateStartFee:
 		return m.EstimateStartFee()
+	case job.FieldRates:
+		return m.Rates()
+	case job.FieldPricePerMinute:
+		return m.PricePerMinute()
+	case job.FieldMeteredMinutes:
+		return m.MeteredMinutes()
+	case job.FieldMeteringClosed:
+		return m.MeteringClosed()
 	}
 	return nil, false
 }
@@ -6849,6 +7408,14 @@ func (m *JobMutation) OldField(ctx context.Context, name string) (ent.Value, err
 		return m.OldEstimatePerMinute(ctx)
 	case job.FieldEstimateStartFee:
 		return m.OldEstimateStartFee(ctx)
+	case job.FieldRates:
+		return m.OldRates(ctx)
+	case job.FieldPricePerMinute:
+		return m.OldPricePerMinute(ctx)
+	case job.FieldMeteredMinutes:
+		return m.OldMeteredMinutes(ctx)
+	case job.FieldMeteringClosed:
+		return m.OldMeteringClosed(ctx)
 	}
 	return nil, fmt.Errorf("unknown Job field %s", name)
 }
@@ -6998,6 +7565,34 @@ func (m *JobMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetEstimateStartFee(v)
 		return nil
+	case job.FieldRates:
+		v, ok := value.(billing.Rates)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRates(v)
+		return nil
+	case job.FieldPricePerMinute:
+		v, ok := value.(billing.Tokens)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPricePerMinute(v)
+		return nil
+	case job.FieldMeteredMinutes:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMeteredMinutes(v)
+		return nil
+	case job.FieldMeteringClosed:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMeteringClosed(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Job field %s", name)
 }
@@ -7024,6 +7619,12 @@ func (m *JobMutation) AddedFields() []string {
 	if m.addestimate_start_fee != nil {
 		fields = append(fields, job.FieldEstimateStartFee)
 	}
+	if m.addprice_per_minute != nil {
+		fields = append(fields, job.FieldPricePerMinute)
+	}
+	if m.addmetered_minutes != nil {
+		fields = append(fields, job.FieldMeteredMinutes)
+	}
 	return fields
 }
 
@@ -7044,6 +7645,10 @@ func (m *JobMutation) AddedField(name string) (ent.Value, bool) {
 		return m.AddedEstimatePerMinute()
 	case job.FieldEstimateStartFee:
 		return m.AddedEstimateStartFee()
+	case job.FieldPricePerMinute:
+		return m.AddedPricePerMinute()
+	case job.FieldMeteredMinutes:
+		return m.AddedMeteredMinutes()
 	}
 	return nil, false
 }
@@ -7095,6 +7700,20 @@ func (m *JobMutation) AddField(name string, value ent.Value) error {
 		}
 		m.AddEstimateStartFee(v)
 		return nil
+	case job.FieldPricePerMinute:
+		v, ok := value.(billing.Tokens)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddPricePerMinute(v)
+		return nil
+	case job.FieldMeteredMinutes:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddMeteredMinutes(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Job numeric field %s", name)
 }
@@ -7111,6 +7730,9 @@ func (m *JobMutation) ClearedFields() []string {
 	}
 	if m.FieldCleared(job.FieldProjectID) {
 		fields = append(fields, job.FieldProjectID)
+	}
+	if m.FieldCleared(job.FieldRates) {
+		fields = append(fields, job.FieldRates)
 	}
 	return fields
 }
@@ -7134,6 +7756,9 @@ func (m *JobMutation) ClearField(name string) error {
 		return nil
 	case job.FieldProjectID:
 		m.ClearProjectID()
+		return nil
+	case job.FieldRates:
+		m.ClearRates()
 		return nil
 	}
 	return fmt.Errorf("unknown Job nullable field %s", name)
@@ -7202,6 +7827,18 @@ func (m *JobMutation) ResetField(name string) error {
 		return nil
 	case job.FieldEstimateStartFee:
 		m.ResetEstimateStartFee()
+		return nil
+	case job.FieldRates:
+		m.ResetRates()
+		return nil
+	case job.FieldPricePerMinute:
+		m.ResetPricePerMinute()
+		return nil
+	case job.FieldMeteredMinutes:
+		m.ResetMeteredMinutes()
+		return nil
+	case job.FieldMeteringClosed:
+		m.ResetMeteringClosed()
 		return nil
 	}
 	return fmt.Errorf("unknown Job field %s", name)

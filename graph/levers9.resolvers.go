@@ -218,14 +218,12 @@ func (r *mutationResolver) GrantTokens(ctx context.Context, input model.GrantTok
 }
 
 // Balance is the resolver for the balance field.
-func (r *projectResolver) Balance(ctx context.Context, obj *ent.Project) (billing.Tokens, error) {
+func (r *projectResolver) Balance(ctx context.Context, obj *ent.Project) (*billing.Tokens, error) {
 	if ok, err := access.IsProjectMember(ctx, r.Ent, obj.ID); err != nil || !ok {
-		if err != nil {
-			return 0, err
-		}
-		return 0, fault.New(fault.Forbidden, "only members of project %s see its balance", obj.Name)
+		return nil, err // members only; others see null
 	}
-	return ledger.Balance(ctx, r.Ent, ledger.Payer{ProjectID: obj.ID})
+	b, err := ledger.Balance(ctx, r.Ent, ledger.Payer{ProjectID: obj.ID})
+	return &b, err
 }
 
 // Viewer is the resolver for the viewer field.
@@ -235,6 +233,15 @@ func (r *queryResolver) Viewer(ctx context.Context) (*model.Viewer, error) {
 		return nil, fault.New(fault.Unauthenticated, "sign in first")
 	}
 	return &model.Viewer{Viewer: v}, nil
+}
+
+// ChargeTotals is the resolver for the chargeTotals field.
+func (r *queryResolver) ChargeTotals(ctx context.Context, where *ent.ChargeWhereInput, groupBy ledger.Grouping) ([]*ledger.Total, error) {
+	q, err := where.Filter(r.Ent.Charge.Query())
+	if err != nil {
+		return nil, fault.Invalid("where", "%v", err)
+	}
+	return ledger.Totals(ctx, q, groupBy)
 }
 
 // Tenant is the resolver for the tenant field.

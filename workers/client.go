@@ -34,9 +34,10 @@ type Clients struct {
 // NewClients returns the River clients for db working the workers of d.
 func NewClients(db *database.DB, d Deps) (*Clients, error) {
 	cfg := &river.Config{
-		Logger:  d.Log.With("component", "river"),
-		Queues:  Queues(),
-		Workers: Register(d),
+		Logger:       d.Log.With("component", "river"),
+		Queues:       Queues(),
+		Workers:      Register(d),
+		PeriodicJobs: Periodic(d),
 	}
 	if db.Dialect == dialect.SQLite {
 		// SQLite has no notifications: poll often (one local file, cheap).

@@ -17,9 +17,11 @@ const usage = `levers9: a self-hosted, multi-tenant GPU compute platform
 
 Usage:
   levers9 server [flags]   run the control plane (GraphQL at /graphql)
+  levers9 tokens [flags]   your token balance, your projects' and recent charges
   levers9 version          print the version
 
-Run "levers9 server -h" for the server's flags.
+Run "levers9 COMMAND -h" for a command's flags. Client commands read
+LEVERS9_SERVER and LEVERS9_TOKEN.
 `
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -49,12 +51,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		var cfg serverConfig
 		fs := cfg.flags(stderr)
 		if err := fs.Parse(args[1:]); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return exitOK
-			}
-			return exitUsage
+			return usageExit(err)
 		}
 		err = runServer(ctx, cfg, stdout)
+	case "tokens":
+		return runTokens(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "levers9", version)
 	case "-h", "--help", "help":
@@ -68,4 +69,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	return exitOK
+}
+
+// usageExit is the exit code for a flag parsing error: 0 for -h.
+func usageExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitUsage
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/jobs"
+	"github.com/levers9/levers9/internal/metering"
 	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/ui"
@@ -108,10 +109,13 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		return err
 	}
 
-	rc, err := workers.NewClients(db, workers.Deps{Ent: db.Ent, Log: log})
+	jobService := &jobs.Service{DB: db, Log: log, Now: time.Now}
+	meter := &metering.Meter{DB: db, Log: log, Now: time.Now}
+	rc, err := workers.NewClients(db, workers.Deps{Ent: db.Ent, Log: log, Meter: meter, Jobs: jobService})
 	if err != nil {
 		return err
 	}
+	jobService.Schedule = workers.InsertScheduleJob(rc.Inserter)
 	if err := rc.Runner.Start(ctx); err != nil {
 		return fmt.Errorf("starting River: %w", err)
 	}
@@ -123,10 +127,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 
 	resolver := &graph.Resolver{
 		DB: db, Ent: db.Ent, Log: log, Auth: authn, Tenancy: ten,
-		JobService: &jobs.Service{
-			DB: db, Log: log, Now: time.Now,
-			Schedule: workers.InsertScheduleJob(rc.Inserter),
-		},
+		JobService:     jobService,
 		StorageService: buckets.Storages{LocalRoot: ten.LocalStorageRoot},
 		NodeService:    &nodes.Service{Ent: db.Ent, Now: time.Now, PublicURL: publicURL},
 	}

@@ -27,12 +27,20 @@ const (
 	FieldStorageID = "storage_id"
 	// FieldSizeBytes holds the string denoting the size_bytes field in the database.
 	FieldSizeBytes = "size_bytes"
+	// FieldProjectID holds the string denoting the project_id field in the database.
+	FieldProjectID = "project_id"
+	// FieldOwnerID holds the string denoting the owner_id field in the database.
+	FieldOwnerID = "owner_id"
+	// FieldMeteredHour holds the string denoting the metered_hour field in the database.
+	FieldMeteredHour = "metered_hour"
 	// EdgeStorage holds the string denoting the storage edge name in mutations.
 	EdgeStorage = "storage"
 	// EdgeReadGroups holds the string denoting the read_groups edge name in mutations.
 	EdgeReadGroups = "read_groups"
 	// EdgeWriteGroups holds the string denoting the write_groups edge name in mutations.
 	EdgeWriteGroups = "write_groups"
+	// EdgeProject holds the string denoting the project edge name in mutations.
+	EdgeProject = "project"
 	// Table holds the table name of the bucket in the database.
 	Table = "buckets"
 	// StorageTable is the table that holds the storage relation/edge.
@@ -52,6 +60,13 @@ const (
 	// WriteGroupsInverseTable is the table name for the Group entity.
 	// It exists in this package in order to avoid circular dependency with the "group" package.
 	WriteGroupsInverseTable = "groups"
+	// ProjectTable is the table that holds the project relation/edge.
+	ProjectTable = "buckets"
+	// ProjectInverseTable is the table name for the Project entity.
+	// It exists in this package in order to avoid circular dependency with the "project" package.
+	ProjectInverseTable = "projects"
+	// ProjectColumn is the table column denoting the project relation/edge.
+	ProjectColumn = "project_id"
 )
 
 // Columns holds all SQL columns for bucket fields.
@@ -63,6 +78,9 @@ var Columns = []string{
 	FieldName,
 	FieldStorageID,
 	FieldSizeBytes,
+	FieldProjectID,
+	FieldOwnerID,
+	FieldMeteredHour,
 }
 
 var (
@@ -104,6 +122,8 @@ var (
 	NameValidator func(string) error
 	// DefaultSizeBytes holds the default value on creation for the "size_bytes" field.
 	DefaultSizeBytes int64
+	// DefaultMeteredHour holds the default value on creation for the "metered_hour" field.
+	DefaultMeteredHour int64
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() string
 	// IDValidator is a validator for the "id" field. It is called by the builders before save.
@@ -148,6 +168,21 @@ func BySizeBytes(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldSizeBytes, opts...).ToFunc()
 }
 
+// ByProjectID orders the results by the project_id field.
+func ByProjectID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldProjectID, opts...).ToFunc()
+}
+
+// ByOwnerID orders the results by the owner_id field.
+func ByOwnerID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldOwnerID, opts...).ToFunc()
+}
+
+// ByMeteredHour orders the results by the metered_hour field.
+func ByMeteredHour(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldMeteredHour, opts...).ToFunc()
+}
+
 // ByStorageField orders the results by storage field.
 func ByStorageField(field string, opts ...sql.OrderTermOption) OrderOption {
 	return func(s *sql.Selector) {
@@ -182,6 +217,13 @@ func ByWriteGroups(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption {
 		sqlgraph.OrderByNeighborTerms(s, newWriteGroupsStep(), append([]sql.OrderTerm{term}, terms...)...)
 	}
 }
+
+// ByProjectField orders the results by project field.
+func ByProjectField(field string, opts ...sql.OrderTermOption) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborTerms(s, newProjectStep(), sql.OrderByField(field, opts...))
+	}
+}
 func newStorageStep() *sqlgraph.Step {
 	return sqlgraph.NewStep(
 		sqlgraph.From(Table, FieldID),
@@ -201,5 +243,12 @@ func newWriteGroupsStep() *sqlgraph.Step {
 		sqlgraph.From(Table, FieldID),
 		sqlgraph.To(WriteGroupsInverseTable, FieldID),
 		sqlgraph.Edge(sqlgraph.M2M, false, WriteGroupsTable, WriteGroupsPrimaryKey...),
+	)
+}
+func newProjectStep() *sqlgraph.Step {
+	return sqlgraph.NewStep(
+		sqlgraph.From(Table, FieldID),
+		sqlgraph.To(ProjectInverseTable, FieldID),
+		sqlgraph.Edge(sqlgraph.M2O, false, ProjectTable, ProjectColumn),
 	)
 }

@@ -95,6 +95,21 @@ func SizeBytes(v int64) predicate.Bucket {
 	return predicate.Bucket(sql.FieldEQ(FieldSizeBytes, v))
 }
 
+// ProjectID applies equality check predicate on the "project_id" field. It's identical to ProjectIDEQ.
+func ProjectID(v string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldEQ(FieldProjectID, v))
+}
+
+// OwnerID applies equality check predicate on the "owner_id" field. It's identical to OwnerIDEQ.
+func OwnerID(v string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldEQ(FieldOwnerID, v))
+}
+
+// MeteredHour applies equality check predicate on the "metered_hour" field. It's identical to MeteredHourEQ.
+func MeteredHour(v int64) predicate.Bucket {
+	return predicate.Bucket(sql.FieldEQ(FieldMeteredHour, v))
+}
+
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.
 func CreatedAtEQ(v time.Time) predicate.Bucket {
 	return predicate.Bucket(sql.FieldEQ(FieldCreatedAt, v))
@@ -410,6 +425,186 @@ func SizeBytesLTE(v int64) predicate.Bucket {
 	return predicate.Bucket(sql.FieldLTE(FieldSizeBytes, v))
 }
 
+// ProjectIDEQ applies the EQ predicate on the "project_id" field.
+func ProjectIDEQ(v string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldEQ(FieldProjectID, v))
+}
+
+// ProjectIDNEQ applies the NEQ predicate on the "project_id" field.
+func ProjectIDNEQ(v string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldNEQ(FieldProjectID, v))
+}
+
+// ProjectIDIn applies the In predicate on the "project_id" field.
+func ProjectIDIn(vs ...string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldIn(FieldProjectID, vs...))
+}
+
+// ProjectIDNotIn applies the NotIn predicate on the "project_id" field.
+func ProjectIDNotIn(vs ...string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldNotIn(FieldProjectID, vs...))
+}
+
+// ProjectIDGT applies the GT predicate on the "project_id" field.
+func ProjectIDGT(v string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldGT(FieldProjectID, v))
+}
+
+// ProjectIDGTE applies the GTE predicate on the "project_id" field.
+func ProjectIDGTE(v string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldGTE(FieldProjectID, v))
+}
+
+// ProjectIDLT applies the LT predicate on the "project_id" field.
+func ProjectIDLT(v string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldLT(FieldProjectID, v))
+}
+
+// ProjectIDLTE applies the LTE predicate on the "project_id" field.
+func ProjectIDLTE(v string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldLTE(FieldProjectID, v))
+}
+
+// ProjectIDContains applies the Contains predicate on the "project_id" field.
+func ProjectIDContains(v string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldContains(FieldProjectID, v))
+}
+
+// ProjectIDHasPrefix applies the HasPrefix predicate on the "project_id" field.
+func ProjectIDHasPrefix(v string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldHasPrefix(FieldProjectID, v))
+}
+
+// ProjectIDHasSuffix applies the HasSuffix predicate on the "project_id" field.
+func ProjectIDHasSuffix(v string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldHasSuffix(FieldProjectID, v))
+}
+
+// ProjectIDIsNil applies the IsNil predicate on the "project_id" field.
+func ProjectIDIsNil() predicate.Bucket {
+	return predicate.Bucket(sql.FieldIsNull(FieldProjectID))
+}
+
+// ProjectIDNotNil applies the NotNil predicate on the "project_id" field.
+func ProjectIDNotNil() predicate.Bucket {
+	return predicate.Bucket(sql.FieldNotNull(FieldProjectID))
+}
+
+// ProjectIDEqualFold applies the EqualFold predicate on the "project_id" field.
+func ProjectIDEqualFold(v string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldEqualFold(FieldProjectID, v))
+}
+
+// ProjectIDContainsFold applies the ContainsFold predicate on the "project_id" field.
+func ProjectIDContainsFold(v string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldContainsFold(FieldProjectID, v))
+}
+
+// OwnerIDEQ applies the EQ predicate on the "owner_id" field.
+func OwnerIDEQ(v string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldEQ(FieldOwnerID, v))
+}
+
+// OwnerIDNEQ applies the NEQ predicate on the "owner_id" field.
+func OwnerIDNEQ(v string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldNEQ(FieldOwnerID, v))
+}
+
+// OwnerIDIn applies the In predicate on the "owner_id" field.
+func OwnerIDIn(vs ...string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldIn(FieldOwnerID, vs...))
+}
+
+// OwnerIDNotIn applies the NotIn predicate on the "owner_id" field.
+func OwnerIDNotIn(vs ...string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldNotIn(FieldOwnerID, vs...))
+}
+
+// OwnerIDGT applies the GT predicate on the "owner_id" field.
+func OwnerIDGT(v string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldGT(FieldOwnerID, v))
+}
+
+// OwnerIDGTE applies the GTE predicate on the "owner_id" field.
+func OwnerIDGTE(v string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldGTE(FieldOwnerID, v))
+}
+
+// OwnerIDLT applies the LT predicate on the "owner_id" field.
+func OwnerIDLT(v string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldLT(FieldOwnerID, v))
+}
+
+// OwnerIDLTE applies the LTE predicate on the "owner_id" field.
+func OwnerIDLTE(v string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldLTE(FieldOwnerID, v))
+}
+
+// OwnerIDContains applies the Contains predicate on the "owner_id" field.
+func OwnerIDContains(v string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldContains(FieldOwnerID, v))
+}
+
+// OwnerIDHasPrefix applies the HasPrefix predicate on the "owner_id" field.
+func OwnerIDHasPrefix(v string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldHasPrefix(FieldOwnerID, v))
+}
+
+// OwnerIDHasSuffix applies the HasSuffix predicate on the "owner_id" field.
+func OwnerIDHasSuffix(v string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldHasSuffix(FieldOwnerID, v))
+}
+
+// OwnerIDEqualFold applies the EqualFold predicate on the "owner_id" field.
+func OwnerIDEqualFold(v string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldEqualFold(FieldOwnerID, v))
+}
+
+// OwnerIDContainsFold applies the ContainsFold predicate on the "owner_id" field.
+func OwnerIDContainsFold(v string) predicate.Bucket {
+	return predicate.Bucket(sql.FieldContainsFold(FieldOwnerID, v))
+}
+
+// MeteredHourEQ applies the EQ predicate on the "metered_hour" field.
+func MeteredHourEQ(v int64) predicate.Bucket {
+	return predicate.Bucket(sql.FieldEQ(FieldMeteredHour, v))
+}
+
+// MeteredHourNEQ applies the NEQ predicate on the "metered_hour" field.
+func MeteredHourNEQ(v int64) predicate.Bucket {
+	return predicate.Bucket(sql.FieldNEQ(FieldMeteredHour, v))
+}
+
+// MeteredHourIn applies the In predicate on the "metered_hour" field.
+func MeteredHourIn(vs ...int64) predicate.Bucket {
+	return predicate.Bucket(sql.FieldIn(FieldMeteredHour, vs...))
+}
+
+// MeteredHourNotIn applies the NotIn predicate on the "metered_hour" field.
+func MeteredHourNotIn(vs ...int64) predicate.Bucket {
+	return predicate.Bucket(sql.FieldNotIn(FieldMeteredHour, vs...))
+}
+
+// MeteredHourGT applies the GT predicate on the "metered_hour" field.
+func MeteredHourGT(v int64) predicate.Bucket {
+	return predicate.Bucket(sql.FieldGT(FieldMeteredHour, v))
+}
+
+// MeteredHourGTE applies the GTE predicate on the "metered_hour" field.
+func MeteredHourGTE(v int64) predicate.Bucket {
+	return predicate.Bucket(sql.FieldGTE(FieldMeteredHour, v))
+}
+
+// MeteredHourLT applies the LT predicate on the "metered_hour" field.
+func MeteredHourLT(v int64) predicate.Bucket {
+	return predicate.Bucket(sql.FieldLT(FieldMeteredHour, v))
+}
+
+// MeteredHourLTE applies the LTE predicate on the "metered_hour" field.
+func MeteredHourLTE(v int64) predicate.Bucket {
+	return predicate.Bucket(sql.FieldLTE(FieldMeteredHour, v))
+}
+
 // HasStorage applies the HasEdge predicate on the "storage" edge.
 func HasStorage() predicate.Bucket {
 	return predicate.Bucket(func(s *sql.Selector) {
@@ -471,6 +666,29 @@ func HasWriteGroups() predicate.Bucket {
 func HasWriteGroupsWith(preds ...predicate.Group) predicate.Bucket {
 	return predicate.Bucket(func(s *sql.Selector) {
 		step := newWriteGroupsStep()
+		sqlgraph.HasNeighborsWith(s, step, func(s *sql.Selector) {
+			for _, p := range preds {
+				p(s)
+			}
+		})
+	})
+}
+
+// HasProject applies the HasEdge predicate on the "project" edge.
+func HasProject() predicate.Bucket {
+	return predicate.Bucket(func(s *sql.Selector) {
+		step := sqlgraph.NewStep(
+			sqlgraph.From(Table, FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, false, ProjectTable, ProjectColumn),
+		)
+		sqlgraph.HasNeighbors(s, step)
+	})
+}
+
+// HasProjectWith applies the HasEdge predicate on the "project" edge with a given conditions (other predicates).
+func HasProjectWith(preds ...predicate.Project) predicate.Bucket {
+	return predicate.Bucket(func(s *sql.Selector) {
+		step := newProjectStep()
 		sqlgraph.HasNeighborsWith(s, step, func(s *sql.Selector) {
 			for _, p := range preds {
 				p(s)

@@ -32,6 +32,8 @@ const (
 	FieldProjectID = "project_id"
 	// FieldJobID holds the string denoting the job_id field in the database.
 	FieldJobID = "job_id"
+	// FieldBucketID holds the string denoting the bucket_id field in the database.
+	FieldBucketID = "bucket_id"
 	// FieldKind holds the string denoting the kind field in the database.
 	FieldKind = "kind"
 	// FieldTokens holds the string denoting the tokens field in the database.
@@ -87,6 +89,7 @@ var Columns = []string{
 	FieldUserID,
 	FieldProjectID,
 	FieldJobID,
+	FieldBucketID,
 	FieldKind,
 	FieldTokens,
 	FieldRates,
@@ -220,6 +223,11 @@ func ByProjectID(opts ...sql.OrderTermOption) OrderOption {
 // ByJobID orders the results by the job_id field.
 func ByJobID(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldJobID, opts...).ToFunc()
+}
+
+// ByBucketID orders the results by the bucket_id field.
+func ByBucketID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldBucketID, opts...).ToFunc()
 }
 
 // ByKind orders the results by the kind field.

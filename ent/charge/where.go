@@ -96,6 +96,11 @@ func JobID(v string) predicate.Charge {
 	return predicate.Charge(sql.FieldEQ(FieldJobID, v))
 }
 
+// BucketID applies equality check predicate on the "bucket_id" field. It's identical to BucketIDEQ.
+func BucketID(v string) predicate.Charge {
+	return predicate.Charge(sql.FieldEQ(FieldBucketID, v))
+}
+
 // Tokens applies equality check predicate on the "tokens" field. It's identical to TokensEQ.
 func Tokens(v billing.Tokens) predicate.Charge {
 	vc := int64(v)
@@ -510,6 +515,81 @@ func JobIDEqualFold(v string) predicate.Charge {
 // JobIDContainsFold applies the ContainsFold predicate on the "job_id" field.
 func JobIDContainsFold(v string) predicate.Charge {
 	return predicate.Charge(sql.FieldContainsFold(FieldJobID, v))
+}
+
+// BucketIDEQ applies the EQ predicate on the "bucket_id" field.
+func BucketIDEQ(v string) predicate.Charge {
+	return predicate.Charge(sql.FieldEQ(FieldBucketID, v))
+}
+
+// BucketIDNEQ applies the NEQ predicate on the "bucket_id" field.
+func BucketIDNEQ(v string) predicate.Charge {
+	return predicate.Charge(sql.FieldNEQ(FieldBucketID, v))
+}
+
+// BucketIDIn applies the In predicate on the "bucket_id" field.
+func BucketIDIn(vs ...string) predicate.Charge {
+	return predicate.Charge(sql.FieldIn(FieldBucketID, vs...))
+}
+
+// BucketIDNotIn applies the NotIn predicate on the "bucket_id" field.
+func BucketIDNotIn(vs ...string) predicate.Charge {
+	return predicate.Charge(sql.FieldNotIn(FieldBucketID, vs...))
+}
+
+// BucketIDGT applies the GT predicate on the "bucket_id" field.
+func BucketIDGT(v string) predicate.Charge {
+	return predicate.Charge(sql.FieldGT(FieldBucketID, v))
+}
+
+// BucketIDGTE applies the GTE predicate on the "bucket_id" field.
+func BucketIDGTE(v string) predicate.Charge {
+	return predicate.Charge(sql.FieldGTE(FieldBucketID, v))
+}
+
+// BucketIDLT applies the LT predicate on the "bucket_id" field.
+func BucketIDLT(v string) predicate.Charge {
+	return predicate.Charge(sql.FieldLT(FieldBucketID, v))
+}
+
+// BucketIDLTE applies the LTE predicate on the "bucket_id" field.
+func BucketIDLTE(v string) predicate.Charge {
+	return predicate.Charge(sql.FieldLTE(FieldBucketID, v))
+}
+
+// BucketIDContains applies the Contains predicate on the "bucket_id" field.
+func BucketIDContains(v string) predicate.Charge {
+	return predicate.Charge(sql.FieldContains(FieldBucketID, v))
+}
+
+// BucketIDHasPrefix applies the HasPrefix predicate on the "bucket_id" field.
+func BucketIDHasPrefix(v string) predicate.Charge {
+	return predicate.Charge(sql.FieldHasPrefix(FieldBucketID, v))
+}
+
+// BucketIDHasSuffix applies the HasSuffix predicate on the "bucket_id" field.
+func BucketIDHasSuffix(v string) predicate.Charge {
+	return predicate.Charge(sql.FieldHasSuffix(FieldBucketID, v))
+}
+
+// BucketIDIsNil applies the IsNil predicate on the "bucket_id" field.
+func BucketIDIsNil() predicate.Charge {
+	return predicate.Charge(sql.FieldIsNull(FieldBucketID))
+}
+
+// BucketIDNotNil applies the NotNil predicate on the "bucket_id" field.
+func BucketIDNotNil() predicate.Charge {
+	return predicate.Charge(sql.FieldNotNull(FieldBucketID))
+}
+
+// BucketIDEqualFold applies the EqualFold predicate on the "bucket_id" field.
+func BucketIDEqualFold(v string) predicate.Charge {
+	return predicate.Charge(sql.FieldEqualFold(FieldBucketID, v))
+}
+
+// BucketIDContainsFold applies the ContainsFold predicate on the "bucket_id" field.
+func BucketIDContainsFold(v string) predicate.Charge {
+	return predicate.Charge(sql.FieldContainsFold(FieldBucketID, v))
 }
 
 // KindEQ applies the EQ predicate on the "kind" field.

@@ -59,6 +59,14 @@ const (
 	FieldEstimatePerMinute = "estimate_per_minute"
 	// FieldEstimateStartFee holds the string denoting the estimate_start_fee field in the database.
 	FieldEstimateStartFee = "estimate_start_fee"
+	// FieldRates holds the string denoting the rates field in the database.
+	FieldRates = "rates"
+	// FieldPricePerMinute holds the string denoting the price_per_minute field in the database.
+	FieldPricePerMinute = "price_per_minute"
+	// FieldMeteredMinutes holds the string denoting the metered_minutes field in the database.
+	FieldMeteredMinutes = "metered_minutes"
+	// FieldMeteringClosed holds the string denoting the metering_closed field in the database.
+	FieldMeteringClosed = "metering_closed"
 	// EdgeQueue holds the string denoting the queue edge name in mutations.
 	EdgeQueue = "queue"
 	// EdgeProject holds the string denoting the project edge name in mutations.
@@ -122,6 +130,10 @@ var Columns = []string{
 	FieldGpus,
 	FieldEstimatePerMinute,
 	FieldEstimateStartFee,
+	FieldRates,
+	FieldPricePerMinute,
+	FieldMeteredMinutes,
+	FieldMeteringClosed,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -170,6 +182,12 @@ var (
 	DefaultEstimatePerMinute billing.Tokens
 	// DefaultEstimateStartFee holds the default value on creation for the "estimate_start_fee" field.
 	DefaultEstimateStartFee billing.Tokens
+	// DefaultPricePerMinute holds the default value on creation for the "price_per_minute" field.
+	DefaultPricePerMinute billing.Tokens
+	// DefaultMeteredMinutes holds the default value on creation for the "metered_minutes" field.
+	DefaultMeteredMinutes int64
+	// DefaultMeteringClosed holds the default value on creation for the "metering_closed" field.
+	DefaultMeteringClosed bool
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() string
 	// IDValidator is a validator for the "id" field. It is called by the builders before save.
@@ -306,6 +324,21 @@ func ByEstimatePerMinute(opts ...sql.OrderTermOption) OrderOption {
 // ByEstimateStartFee orders the results by the estimate_start_fee field.
 func ByEstimateStartFee(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldEstimateStartFee, opts...).ToFunc()
+}
+
+// ByPricePerMinute orders the results by the price_per_minute field.
+func ByPricePerMinute(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldPricePerMinute, opts...).ToFunc()
+}
+
+// ByMeteredMinutes orders the results by the metered_minutes field.
+func ByMeteredMinutes(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldMeteredMinutes, opts...).ToFunc()
+}
+
+// ByMeteringClosed orders the results by the metering_closed field.
+func ByMeteringClosed(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldMeteringClosed, opts...).ToFunc()
 }
 
 // ByQueueField orders the results by queue field.

@@ -158,6 +158,22 @@ func EstimateStartFee(v billing.Tokens) predicate.Job {
 	return predicate.Job(sql.FieldEQ(FieldEstimateStartFee, vc))
 }
 
+// PricePerMinute applies equality check predicate on the "price_per_minute" field. It's identical to PricePerMinuteEQ.
+func PricePerMinute(v billing.Tokens) predicate.Job {
+	vc := int64(v)
+	return predicate.Job(sql.FieldEQ(FieldPricePerMinute, vc))
+}
+
+// MeteredMinutes applies equality check predicate on the "metered_minutes" field. It's identical to MeteredMinutesEQ.
+func MeteredMinutes(v int64) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldMeteredMinutes, v))
+}
+
+// MeteringClosed applies equality check predicate on the "metering_closed" field. It's identical to MeteringClosedEQ.
+func MeteringClosed(v bool) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldMeteringClosed, v))
+}
+
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.
 func CreatedAtEQ(v time.Time) predicate.Job {
 	return predicate.Job(sql.FieldEQ(FieldCreatedAt, v))
@@ -1099,6 +1115,120 @@ func EstimateStartFeeLT(v billing.Tokens) predicate.Job {
 func EstimateStartFeeLTE(v billing.Tokens) predicate.Job {
 	vc := int64(v)
 	return predicate.Job(sql.FieldLTE(FieldEstimateStartFee, vc))
+}
+
+// RatesIsNil applies the IsNil predicate on the "rates" field.
+func RatesIsNil() predicate.Job {
+	return predicate.Job(sql.FieldIsNull(FieldRates))
+}
+
+// RatesNotNil applies the NotNil predicate on the "rates" field.
+func RatesNotNil() predicate.Job {
+	return predicate.Job(sql.FieldNotNull(FieldRates))
+}
+
+// PricePerMinuteEQ applies the EQ predicate on the "price_per_minute" field.
+func PricePerMinuteEQ(v billing.Tokens) predicate.Job {
+	vc := int64(v)
+	return predicate.Job(sql.FieldEQ(FieldPricePerMinute, vc))
+}
+
+// PricePerMinuteNEQ applies the NEQ predicate on the "price_per_minute" field.
+func PricePerMinuteNEQ(v billing.Tokens) predicate.Job {
+	vc := int64(v)
+	return predicate.Job(sql.FieldNEQ(FieldPricePerMinute, vc))
+}
+
+// PricePerMinuteIn applies the In predicate on the "price_per_minute" field.
+func PricePerMinuteIn(vs ...billing.Tokens) predicate.Job {
+	v := make([]any, len(vs))
+	for i := range v {
+		v[i] = int64(vs[i])
+	}
+	return predicate.Job(sql.FieldIn(FieldPricePerMinute, v...))
+}
+
+// PricePerMinuteNotIn applies the NotIn predicate on the "price_per_minute" field.
+func PricePerMinuteNotIn(vs ...billing.Tokens) predicate.Job {
+	v := make([]any, len(vs))
+	for i := range v {
+		v[i] = int64(vs[i])
+	}
+	return predicate.Job(sql.FieldNotIn(FieldPricePerMinute, v...))
+}
+
+// PricePerMinuteGT applies the GT predicate on the "price_per_minute" field.
+func PricePerMinuteGT(v billing.Tokens) predicate.Job {
+	vc := int64(v)
+	return predicate.Job(sql.FieldGT(FieldPricePerMinute, vc))
+}
+
+// PricePerMinuteGTE applies the GTE predicate on the "price_per_minute" field.
+func PricePerMinuteGTE(v billing.Tokens) predicate.Job {
+	vc := int64(v)
+	return predicate.Job(sql.FieldGTE(FieldPricePerMinute, vc))
+}
+
+// PricePerMinuteLT applies the LT predicate on the "price_per_minute" field.
+func PricePerMinuteLT(v billing.Tokens) predicate.Job {
+	vc := int64(v)
+	return predicate.Job(sql.FieldLT(FieldPricePerMinute, vc))
+}
+
+// PricePerMinuteLTE applies the LTE predicate on the "price_per_minute" field.
+func PricePerMinuteLTE(v billing.Tokens) predicate.Job {
+	vc := int64(v)
+	return predicate.Job(sql.FieldLTE(FieldPricePerMinute, vc))
+}
+
+// MeteredMinutesEQ applies the EQ predicate on the "metered_minutes" field.
+func MeteredMinutesEQ(v int64) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldMeteredMinutes, v))
+}
+
+// MeteredMinutesNEQ applies the NEQ predicate on the "metered_minutes" field.
+func MeteredMinutesNEQ(v int64) predicate.Job {
+	return predicate.Job(sql.FieldNEQ(FieldMeteredMinutes, v))
+}
+
+// MeteredMinutesIn applies the In predicate on the "metered_minutes" field.
+func MeteredMinutesIn(vs ...int64) predicate.Job {
+	return predicate.Job(sql.FieldIn(FieldMeteredMinutes, vs...))
+}
+
+// MeteredMinutesNotIn applies the NotIn predicate on the "metered_minutes" field.
+func MeteredMinutesNotIn(vs ...int64) predicate.Job {
+	return predicate.Job(sql.FieldNotIn(FieldMeteredMinutes, vs...))
+}
+
+// MeteredMinutesGT applies the GT predicate on the "metered_minutes" field.
+func MeteredMinutesGT(v int64) predicate.Job {
+	return predicate.Job(sql.FieldGT(FieldMeteredMinutes, v))
+}
+
+// MeteredMinutesGTE applies the GTE predicate on the "metered_minutes" field.
+func MeteredMinutesGTE(v int64) predicate.Job {
+	return predicate.Job(sql.FieldGTE(FieldMeteredMinutes, v))
+}
+
+// MeteredMinutesLT applies the LT predicate on the "metered_minutes" field.
+func MeteredMinutesLT(v int64) predicate.Job {
+	return predicate.Job(sql.FieldLT(FieldMeteredMinutes, v))
+}
+
+// MeteredMinutesLTE applies the LTE predicate on the "metered_minutes" field.
+func MeteredMinutesLTE(v int64) predicate.Job {
+	return predicate.Job(sql.FieldLTE(FieldMeteredMinutes, v))
+}
+
+// MeteringClosedEQ applies the EQ predicate on the "metering_closed" field.
+func MeteringClosedEQ(v bool) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldMeteringClosed, v))
+}
+
+// MeteringClosedNEQ applies the NEQ predicate on the "metering_closed" field.
+func MeteringClosedNEQ(v bool) predicate.Job {
+	return predicate.Job(sql.FieldNEQ(FieldMeteringClosed, v))
 }
 
 // HasQueue applies the HasEdge predicate on the "queue" edge.

@@ -70,7 +70,10 @@ var (
 		{Name: "tenant_id", Type: field.TypeString},
 		{Name: "name", Type: field.TypeString},
 		{Name: "size_bytes", Type: field.TypeInt64, Default: 0},
+		{Name: "owner_id", Type: field.TypeString},
+		{Name: "metered_hour", Type: field.TypeInt64, Default: 0},
 		{Name: "storage_id", Type: field.TypeString, Size: 40},
+		{Name: "project_id", Type: field.TypeString, Nullable: true, Size: 40},
 	}
 	// BucketsTable holds the schema information for the "buckets" table.
 	BucketsTable = &schema.Table{
@@ -80,9 +83,15 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "buckets_storages_storage",
-				Columns:    []*schema.Column{BucketsColumns[6]},
+				Columns:    []*schema.Column{BucketsColumns[8]},
 				RefColumns: []*schema.Column{StoragesColumns[0]},
 				OnDelete:   schema.NoAction,
+			},
+			{
+				Symbol:     "buckets_projects_project",
+				Columns:    []*schema.Column{BucketsColumns[9]},
+				RefColumns: []*schema.Column{ProjectsColumns[0]},
+				OnDelete:   schema.SetNull,
 			},
 		},
 		Indexes: []*schema.Index{
@@ -105,6 +114,7 @@ var (
 		{Name: "updated_at", Type: field.TypeTime},
 		{Name: "tenant_id", Type: field.TypeString},
 		{Name: "payer_kind", Type: field.TypeEnum, Enums: []string{"USER", "PROJECT"}},
+		{Name: "bucket_id", Type: field.TypeString, Nullable: true},
 		{Name: "kind", Type: field.TypeEnum, Enums: []string{"START", "COMPUTE", "STORAGE", "GRANT", "ADJUSTMENT"}},
 		{Name: "tokens", Type: field.TypeInt64},
 		{Name: "rates", Type: field.TypeJSON, Nullable: true},
@@ -124,19 +134,19 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "charges_users_user",
-				Columns:    []*schema.Column{ChargesColumns[12]},
+				Columns:    []*schema.Column{ChargesColumns[13]},
 				RefColumns: []*schema.Column{UsersColumns[0]},
 				OnDelete:   schema.SetNull,
 			},
 			{
 				Symbol:     "charges_projects_project",
-				Columns:    []*schema.Column{ChargesColumns[13]},
+				Columns:    []*schema.Column{ChargesColumns[14]},
 				RefColumns: []*schema.Column{ProjectsColumns[0]},
 				OnDelete:   schema.SetNull,
 			},
 			{
 				Symbol:     "charges_jobs_job",
-				Columns:    []*schema.Column{ChargesColumns[14]},
+				Columns:    []*schema.Column{ChargesColumns[15]},
 				RefColumns: []*schema.Column{JobsColumns[0]},
 				OnDelete:   schema.SetNull,
 			},
@@ -155,17 +165,22 @@ var (
 			{
 				Name:    "charge_job_id",
 				Unique:  false,
-				Columns: []*schema.Column{ChargesColumns[14]},
+				Columns: []*schema.Column{ChargesColumns[15]},
 			},
 			{
 				Name:    "charge_project_id",
 				Unique:  false,
-				Columns: []*schema.Column{ChargesColumns[13]},
+				Columns: []*schema.Column{ChargesColumns[14]},
 			},
 			{
 				Name:    "charge_user_id",
 				Unique:  false,
-				Columns: []*schema.Column{ChargesColumns[12]},
+				Columns: []*schema.Column{ChargesColumns[13]},
+			},
+			{
+				Name:    "charge_bucket_id",
+				Unique:  false,
+				Columns: []*schema.Column{ChargesColumns[5]},
 			},
 		},
 	}
@@ -242,6 +257,10 @@ var (
 		{Name: "gpus", Type: field.TypeInt, Default: 0},
 		{Name: "estimate_per_minute", Type: field.TypeInt64, Default: 0},
 		{Name: "estimate_start_fee", Type: field.TypeInt64, Default: 0},
+		{Name: "rates", Type: field.TypeJSON, Nullable: true},
+		{Name: "price_per_minute", Type: field.TypeInt64, Default: 0},
+		{Name: "metered_minutes", Type: field.TypeInt64, Default: 0},
+		{Name: "metering_closed", Type: field.TypeBool, Default: false},
 		{Name: "queue_id", Type: field.TypeString, Size: 40},
 		{Name: "project_id", Type: field.TypeString, Nullable: true, Size: 40},
 		{Name: "owner_id", Type: field.TypeString, Size: 40},
@@ -254,19 +273,19 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "jobs_queues_queue",
-				Columns:    []*schema.Column{JobsColumns[18]},
+				Columns:    []*schema.Column{JobsColumns[22]},
 				RefColumns: []*schema.Column{QueuesColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "jobs_projects_project",
-				Columns:    []*schema.Column{JobsColumns[19]},
+				Columns:    []*schema.Column{JobsColumns[23]},
 				RefColumns: []*schema.Column{ProjectsColumns[0]},
 				OnDelete:   schema.SetNull,
 			},
 			{
 				Symbol:     "jobs_users_jobs",
-				Columns:    []*schema.Column{JobsColumns[20]},
+				Columns:    []*schema.Column{JobsColumns[24]},
 				RefColumns: []*schema.Column{UsersColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -290,7 +309,12 @@ var (
 			{
 				Name:    "job_queue_id_status_priority",
 				Unique:  false,
-				Columns: []*schema.Column{JobsColumns[18], JobsColumns[7], JobsColumns[12]},
+				Columns: []*schema.Column{JobsColumns[22], JobsColumns[7], JobsColumns[12]},
+			},
+			{
+				Name:    "job_metering_closed_started_at",
+				Unique:  false,
+				Columns: []*schema.Column{JobsColumns[21], JobsColumns[9]},
 			},
 		},
 	}
@@ -784,6 +808,7 @@ var (
 func init() {
 	APITokensTable.ForeignKeys[0].RefTable = UsersTable
 	BucketsTable.ForeignKeys[0].RefTable = StoragesTable
+	BucketsTable.ForeignKeys[1].RefTable = ProjectsTable
 	ChargesTable.ForeignKeys[0].RefTable = UsersTable
 	ChargesTable.ForeignKeys[1].RefTable = ProjectsTable
 	ChargesTable.ForeignKeys[2].RefTable = JobsTable

@@ -192,6 +192,10 @@ func init() {
 	bucketDescSizeBytes := bucketFields[2].Descriptor()
 	// bucket.DefaultSizeBytes holds the default value on creation for the size_bytes field.
 	bucket.DefaultSizeBytes = bucketDescSizeBytes.Default.(int64)
+	// bucketDescMeteredHour is the schema descriptor for metered_hour field.
+	bucketDescMeteredHour := bucketFields[5].Descriptor()
+	// bucket.DefaultMeteredHour holds the default value on creation for the metered_hour field.
+	bucket.DefaultMeteredHour = bucketDescMeteredHour.Default.(int64)
 	// bucketDescID is the schema descriptor for id field.
 	bucketDescID := bucketMixinFields0[0].Descriptor()
 	// bucket.DefaultID holds the default value on creation for the id field.
@@ -245,7 +249,7 @@ func init() {
 	// charge.TenantIDValidator is a validator for the "tenant_id" field. It is called by the builders before save.
 	charge.TenantIDValidator = chargeDescTenantID.Validators[0].(func(string) error)
 	// chargeDescReason is the schema descriptor for reason field.
-	chargeDescReason := chargeFields[9].Descriptor()
+	chargeDescReason := chargeFields[10].Descriptor()
 	// charge.DefaultReason holds the default value on creation for the reason field.
 	charge.DefaultReason = chargeDescReason.Default.(string)
 	// chargeDescID is the schema descriptor for id field.
@@ -488,6 +492,18 @@ func init() {
 	jobDescEstimateStartFee := jobFields[15].Descriptor()
 	// job.DefaultEstimateStartFee holds the default value on creation for the estimate_start_fee field.
 	job.DefaultEstimateStartFee = billing.Tokens(jobDescEstimateStartFee.Default.(int64))
+	// jobDescPricePerMinute is the schema descriptor for price_per_minute field.
+	jobDescPricePerMinute := jobFields[17].Descriptor()
+	// job.DefaultPricePerMinute holds the default value on creation for the price_per_minute field.
+	job.DefaultPricePerMinute = billing.Tokens(jobDescPricePerMinute.Default.(int64))
+	// jobDescMeteredMinutes is the schema descriptor for metered_minutes field.
+	jobDescMeteredMinutes := jobFields[18].Descriptor()
+	// job.DefaultMeteredMinutes holds the default value on creation for the metered_minutes field.
+	job.DefaultMeteredMinutes = jobDescMeteredMinutes.Default.(int64)
+	// jobDescMeteringClosed is the schema descriptor for metering_closed field.
+	jobDescMeteringClosed := jobFields[19].Descriptor()
+	// job.DefaultMeteringClosed holds the default value on creation for the metering_closed field.
+	job.DefaultMeteringClosed = jobDescMeteringClosed.Default.(bool)
 	// jobDescID is the schema descriptor for id field.
 	jobDescID := jobMixinFields0[0].Descriptor()
 	// job.DefaultID holds the default value on creation for the id field.

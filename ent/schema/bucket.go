@@ -7,6 +7,8 @@ import (
 	"entgo.io/ent/schema/edge"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
+	"github.com/levers9/levers9/ent/privacy"
+	"github.com/levers9/levers9/ent/schema/rule"
 )
 
 // Bucket is a named folder on a storage, mountable into jobs.
@@ -24,7 +26,16 @@ func (Bucket) Fields() []ent.Field {
 			Annotations(entgql.OrderField("NAME")),
 		field.String("storage_id").Immutable(),
 		field.Int64("size_bytes").Default(0).
+			Comment("bytes stored, as the storage layer last reported").
 			Annotations(entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)),
+		field.String("project_id").Optional().
+			Comment("the project paying for storage; else the owner pays"),
+		field.String("owner_id").Immutable().
+			Comment("the user who created the bucket").
+			Annotations(entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)),
+		field.Int64("metered_hour").Default(0).
+			Comment("storage is charged for every hour before this one (hours since the Unix epoch)").
+			Annotations(entgql.Skip(entgql.SkipAll)),
 	}
 }
 
@@ -34,6 +45,7 @@ func (Bucket) Edges() []ent.Edge {
 		edge.To("storage", Storage.Type).Field("storage_id").Unique().Required().Immutable(),
 		edge.To("read_groups", Group.Type),
 		edge.To("write_groups", Group.Type),
+		edge.To("project", Project.Type).Field("project_id").Unique(),
 	}
 }
 
@@ -51,5 +63,7 @@ func (Bucket) Annotations() []schema.Annotation {
 	}
 }
 
-// Policy of the Bucket.
-func (Bucket) Policy() ent.Policy { return adminWrites() }
+// Policy of the Bucket: admins create buckets and own what they create.
+func (Bucket) Policy() ent.Policy {
+	return privacy.Policy{Mutation: privacy.MutationPolicy{rule.AdminOnly(), rule.StampCreator("owner_id")}}
+}

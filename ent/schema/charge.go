@@ -30,6 +30,7 @@ func (Charge) Fields() []ent.Field {
 			Comment("the paying user, or for project charges the user whose job it was"),
 		field.String("project_id").Optional().Immutable(),
 		field.String("job_id").Optional().Immutable(),
+		field.String("bucket_id").Optional().Immutable(),
 		field.Enum("kind").NamedValues("Start", "START", "Compute", "COMPUTE", "Storage", "STORAGE", "Grant", "GRANT", "Adjustment", "ADJUSTMENT").Immutable(),
 		field.Int64("tokens").GoType(billing.Tokens(0)).Immutable().
 			Comment("positive spends tokens; grants are negative charges").
@@ -61,6 +62,7 @@ func (Charge) Indexes() []ent.Index {
 		index.Fields("job_id"),
 		index.Fields("project_id"),
 		index.Fields("user_id"),
+		index.Fields("bucket_id"),
 	}
 }
 

@@ -56,6 +56,19 @@ func (Job) Fields() []ent.Field {
 			Annotations(entgql.Type("Tokens"), entgql.Skip(entgql.SkipWhereInput)),
 		field.Int64("estimate_start_fee").GoType(billing.Tokens(0)).Default(0).
 			Annotations(entgql.Type("Tokens"), entgql.Skip(entgql.SkipWhereInput)),
+		// Billing: a job is charged at the prices in force when it started.
+		field.JSON("rates", billing.Rates{}).Optional().
+			Comment("the queue's prices when the job started").
+			Annotations(entgql.Skip(entgql.SkipAll)),
+		field.Int64("price_per_minute").GoType(billing.Tokens(0)).Default(0).
+			Comment("tokens per running minute, fixed when the job started").
+			Annotations(entgql.Type("Tokens"), entgql.Skip(entgql.SkipWhereInput)),
+		field.Int64("metered_minutes").Default(0).
+			Comment("minutes of run time charged so far").
+			Annotations(entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput, entgql.SkipWhereInput)),
+		field.Bool("metering_closed").Default(false).
+			Comment("the job has ended and its last partial minute is charged").
+			Annotations(entgql.Skip(entgql.SkipAll)),
 	}
 }
 
@@ -77,6 +90,8 @@ func (Job) Indexes() []ent.Index {
 		index.Fields("tenant_id", "environment_id", "id"),
 		// The scheduler takes pending jobs of a queue by priority, then age.
 		index.Fields("queue_id", "status", "priority"),
+		// The meter visits started jobs that are not fully charged.
+		index.Fields("metering_closed", "started_at"),
 	}
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/inventory"
 	"github.com/levers9/levers9/internal/jobspec"
+	"github.com/levers9/levers9/internal/ledger"
 	gqlparser "github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 )
@@ -102,6 +103,9 @@ type ComplexityRoot struct {
 		CreatedAt   func(childComplexity int) int
 		ID          func(childComplexity int) int
 		Name        func(childComplexity int) int
+		OwnerID     func(childComplexity int) int
+		Project     func(childComplexity int) int
+		ProjectID   func(childComplexity int) int
 		ReadGroups  func(childComplexity int) int
 		SizeBytes   func(childComplexity int) int
 		Storage     func(childComplexity int) int
@@ -122,6 +126,7 @@ type ComplexityRoot struct {
 	}
 
 	Charge struct {
+		BucketID    func(childComplexity int) int
 		CreatedAt   func(childComplexity int) int
 		ID          func(childComplexity int) int
 		Job         func(childComplexity int) int
@@ -148,6 +153,12 @@ type ComplexityRoot struct {
 	ChargeEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
+	}
+
+	ChargeTotal struct {
+		Count  func(childComplexity int) int
+		Key    func(childComplexity int) int
+		Tokens func(childComplexity int) int
 	}
 
 	ComputeNode struct {
@@ -269,9 +280,11 @@ type ComplexityRoot struct {
 		Gpus              func(childComplexity int) int
 		ID                func(childComplexity int) int
 		Interactive       func(childComplexity int) int
+		MeteredMinutes    func(childComplexity int) int
 		Name              func(childComplexity int) int
 		Owner             func(childComplexity int) int
 		OwnerID           func(childComplexity int) int
+		PricePerMinute    func(childComplexity int) int
 		Priority          func(childComplexity int) int
 		Project           func(childComplexity int) int
 		ProjectID         func(childComplexity int) int
@@ -415,6 +428,7 @@ type ComplexityRoot struct {
 		APITokens       func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.APITokenOrder, where *ent.APITokenWhereInput) int
 		AuditEvents     func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.AuditEventOrder, where *ent.AuditEventWhereInput) int
 		Buckets         func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.BucketOrder, where *ent.BucketWhereInput) int
+		ChargeTotals    func(childComplexity int, where *ent.ChargeWhereInput, groupBy ledger.Grouping) int
 		Charges         func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ChargeOrder, where *ent.ChargeWhereInput) int
 		Environments    func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.EnvironmentOrder, where *ent.EnvironmentWhereInput) int
 		EstimateJobCost func(childComplexity int, spec jobspec.Job, minutes int) int
@@ -631,7 +645,7 @@ type MutationResolver interface {
 	GrantTokens(ctx context.Context, input model.GrantTokensInput) (*ent.Charge, error)
 }
 type ProjectResolver interface {
-	Balance(ctx context.Context, obj *ent.Project) (billing.Tokens, error)
+	Balance(ctx context.Context, obj *ent.Project) (*billing.Tokens, error)
 }
 type QueryResolver interface {
 	Node(ctx context.Context, id string) (ent.Noder, error)
@@ -650,6 +664,7 @@ type QueryResolver interface {
 	Tenants(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TenantOrder, where *ent.TenantWhereInput) (*ent.TenantConnection, error)
 	Users(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.UserOrder, where *ent.UserWhereInput) (*ent.UserConnection, error)
 	Viewer(ctx context.Context) (*model.Viewer, error)
+	ChargeTotals(ctx context.Context, where *ent.ChargeWhereInput, groupBy ledger.Grouping) ([]*ledger.Total, error)
 	Tenant(ctx context.Context) (*ent.Tenant, error)
 	EstimateJobCost(ctx context.Context, spec jobspec.Job, minutes int) (*billing.Estimate, error)
 }
@@ -865,6 +880,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Bucket.Name(childComplexity), true
+	case "Bucket.ownerID":
+		if e.ComplexityRoot.Bucket.OwnerID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Bucket.OwnerID(childComplexity), true
+	case "Bucket.project":
+		if e.ComplexityRoot.Bucket.Project == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Bucket.Project(childComplexity), true
+	case "Bucket.projectID":
+		if e.ComplexityRoot.Bucket.ProjectID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Bucket.ProjectID(childComplexity), true
 	case "Bucket.readGroups":
 		if e.ComplexityRoot.Bucket.ReadGroups == nil {
 			break
@@ -934,6 +967,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.BucketEdge.Node(childComplexity), true
 
+	case "Charge.bucketID":
+		if e.ComplexityRoot.Charge.BucketID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Charge.BucketID(childComplexity), true
 	case "Charge.createdAt":
 		if e.ComplexityRoot.Charge.CreatedAt == nil {
 			break
@@ -1056,6 +1095,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ChargeEdge.Node(childComplexity), true
+
+	case "ChargeTotal.count":
+		if e.ComplexityRoot.ChargeTotal.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChargeTotal.Count(childComplexity), true
+	case "ChargeTotal.key":
+		if e.ComplexityRoot.ChargeTotal.Key == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChargeTotal.Key(childComplexity), true
+	case "ChargeTotal.tokens":
+		if e.ComplexityRoot.ChargeTotal.Tokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChargeTotal.Tokens(childComplexity), true
 
 	case "ComputeNode.agentVersion":
 		if e.ComplexityRoot.ComputeNode.AgentVersion == nil {
@@ -1481,6 +1539,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Job.Interactive(childComplexity), true
+	case "Job.meteredMinutes":
+		if e.ComplexityRoot.Job.MeteredMinutes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.MeteredMinutes(childComplexity), true
 	case "Job.name":
 		if e.ComplexityRoot.Job.Name == nil {
 			break
@@ -1499,6 +1563,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Job.OwnerID(childComplexity), true
+	case "Job.pricePerMinute":
+		if e.ComplexityRoot.Job.PricePerMinute == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.PricePerMinute(childComplexity), true
 	case "Job.priority":
 		if e.ComplexityRoot.Job.Priority == nil {
 			break
@@ -2282,6 +2352,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Buckets(childComplexity, args["after"].(*entgql.Cursor[string]), args["first"].(*int), args["before"].(*entgql.Cursor[string]), args["last"].(*int), args["orderBy"].(*ent.BucketOrder), args["where"].(*ent.BucketWhereInput)), true
+	case "Query.chargeTotals":
+		if e.ComplexityRoot.Query.ChargeTotals == nil {
+			break
+		}
+
+		args, err := ec.field_Query_chargeTotals_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.ChargeTotals(childComplexity, args["where"].(*ent.ChargeWhereInput), args["groupBy"].(ledger.Grouping)), true
 	case "Query.charges":
 		if e.ComplexityRoot.Query.Charges == nil {
 			break
@@ -3610,10 +3691,22 @@ type Bucket implements Node {
   updatedAt: Time!
   name: String!
   storageID: ID!
+  """
+  bytes stored, as the storage layer last reported
+  """
   sizeBytes: Int!
+  """
+  the project paying for storage; else the owner pays
+  """
+  projectID: ID
+  """
+  the user who created the bucket
+  """
+  ownerID: String!
   storage: Storage!
   readGroups: [Group!]
   writeGroups: [Group!]
+  project: Project
 }
 """
 A connection to a list of items.
@@ -3742,6 +3835,40 @@ input BucketWhereInput {
   sizeBytesLT: Int
   sizeBytesLTE: Int
   """
+  project_id field predicates
+  """
+  projectID: ID
+  projectIDNEQ: ID
+  projectIDIn: [ID!]
+  projectIDNotIn: [ID!]
+  projectIDGT: ID
+  projectIDGTE: ID
+  projectIDLT: ID
+  projectIDLTE: ID
+  projectIDContains: ID
+  projectIDHasPrefix: ID
+  projectIDHasSuffix: ID
+  projectIDIsNil: Boolean
+  projectIDNotNil: Boolean
+  projectIDEqualFold: ID
+  projectIDContainsFold: ID
+  """
+  owner_id field predicates
+  """
+  ownerID: String
+  ownerIDNEQ: String
+  ownerIDIn: [String!]
+  ownerIDNotIn: [String!]
+  ownerIDGT: String
+  ownerIDGTE: String
+  ownerIDLT: String
+  ownerIDLTE: String
+  ownerIDContains: String
+  ownerIDHasPrefix: String
+  ownerIDHasSuffix: String
+  ownerIDEqualFold: String
+  ownerIDContainsFold: String
+  """
   storage edge predicates
   """
   hasStorage: Boolean
@@ -3756,6 +3883,11 @@ input BucketWhereInput {
   """
   hasWriteGroups: Boolean
   hasWriteGroupsWith: [GroupWhereInput!]
+  """
+  project edge predicates
+  """
+  hasProject: Boolean
+  hasProjectWith: [ProjectWhereInput!]
 }
 type Charge implements Node {
   id: ID!
@@ -3768,6 +3900,7 @@ type Charge implements Node {
   userID: ID
   projectID: ID
   jobID: ID
+  bucketID: String
   kind: ChargeKind!
   """
   positive spends tokens; grants are negative charges
@@ -3940,6 +4073,24 @@ input ChargeWhereInput {
   jobIDNotNil: Boolean
   jobIDEqualFold: ID
   jobIDContainsFold: ID
+  """
+  bucket_id field predicates
+  """
+  bucketID: String
+  bucketIDNEQ: String
+  bucketIDIn: [String!]
+  bucketIDNotIn: [String!]
+  bucketIDGT: String
+  bucketIDGTE: String
+  bucketIDLT: String
+  bucketIDLTE: String
+  bucketIDContains: String
+  bucketIDHasPrefix: String
+  bucketIDHasSuffix: String
+  bucketIDIsNil: Boolean
+  bucketIDNotNil: Boolean
+  bucketIDEqualFold: String
+  bucketIDContainsFold: String
   """
   kind field predicates
   """
@@ -4186,6 +4337,7 @@ input CreateBucketInput {
   storageID: ID!
   readGroupIDs: [ID!]
   writeGroupIDs: [ID!]
+  projectID: ID
 }
 """
 CreateEnvironmentInput is used for create Environment object.
@@ -4600,6 +4752,14 @@ type Job implements Node {
   """
   estimatePerMinute: Tokens!
   estimateStartFee: Tokens!
+  """
+  tokens per running minute, fixed when the job started
+  """
+  pricePerMinute: Tokens!
+  """
+  minutes of run time charged so far
+  """
+  meteredMinutes: Int!
   queue: Queue!
   project: Project
   owner: User!
@@ -6855,6 +7015,8 @@ input UpdateBucketInput {
   addWriteGroupIDs: [ID!]
   removeWriteGroupIDs: [ID!]
   clearWriteGroups: Boolean
+  projectID: ID
+  clearProject: Boolean
 }
 """
 UpdateComputeNodeInput is used for update ComputeNode object.
@@ -7340,8 +7502,27 @@ type CostEstimate {
   total: Tokens!
 }
 
+"How chargeTotals groups charges."
+enum ChargeGrouping {
+  JOB
+  PROJECT
+  USER
+  KIND
+}
+
+"The sum of a group of charges."
+type ChargeTotal {
+  "The job, project or user ID, or the kind, that the group shares."
+  key: String!
+  "Tokens spent; grants count negative."
+  tokens: Tokens!
+  count: Int!
+}
+
 extend type Query {
   viewer: Viewer!
+  "Totals of the charges the viewer may see, filtered by where, largest first."
+  chargeTotals(where: ChargeWhereInput, groupBy: ChargeGrouping!): [ChargeTotal!]!
   "The tenant the viewer acts in."
   tenant: Tenant
   "Prices a job with the function that charges it, after the checks submitJob makes."
@@ -7349,7 +7530,8 @@ extend type Query {
 }
 
 extend type Project {
-  balance: Tokens!
+  "The project's token balance; null for users who are not its members."
+  balance: Tokens
 }
 
 
@@ -7564,12 +7746,18 @@ func (ec *executionContext) childFields_Bucket(ctx context.Context, field graphq
 		return ec.fieldContext_Bucket_storageID(ctx, field)
 	case "sizeBytes":
 		return ec.fieldContext_Bucket_sizeBytes(ctx, field)
+	case "projectID":
+		return ec.fieldContext_Bucket_projectID(ctx, field)
+	case "ownerID":
+		return ec.fieldContext_Bucket_ownerID(ctx, field)
 	case "storage":
 		return ec.fieldContext_Bucket_storage(ctx, field)
 	case "readGroups":
 		return ec.fieldContext_Bucket_readGroups(ctx, field)
 	case "writeGroups":
 		return ec.fieldContext_Bucket_writeGroups(ctx, field)
+	case "project":
+		return ec.fieldContext_Bucket_project(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Bucket", field.Name)
 }
@@ -7612,6 +7800,8 @@ func (ec *executionContext) childFields_Charge(ctx context.Context, field graphq
 		return ec.fieldContext_Charge_projectID(ctx, field)
 	case "jobID":
 		return ec.fieldContext_Charge_jobID(ctx, field)
+	case "bucketID":
+		return ec.fieldContext_Charge_bucketID(ctx, field)
 	case "kind":
 		return ec.fieldContext_Charge_kind(ctx, field)
 	case "tokens":
@@ -7652,6 +7842,18 @@ func (ec *executionContext) childFields_ChargeEdge(ctx context.Context, field gr
 		return ec.fieldContext_ChargeEdge_cursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ChargeEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_ChargeTotal(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "key":
+		return ec.fieldContext_ChargeTotal_key(ctx, field)
+	case "tokens":
+		return ec.fieldContext_ChargeTotal_tokens(ctx, field)
+	case "count":
+		return ec.fieldContext_ChargeTotal_count(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ChargeTotal", field.Name)
 }
 
 func (ec *executionContext) childFields_ComputeNode(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -7914,6 +8116,10 @@ func (ec *executionContext) childFields_Job(ctx context.Context, field graphql.C
 		return ec.fieldContext_Job_estimatePerMinute(ctx, field)
 	case "estimateStartFee":
 		return ec.fieldContext_Job_estimateStartFee(ctx, field)
+	case "pricePerMinute":
+		return ec.fieldContext_Job_pricePerMinute(ctx, field)
+	case "meteredMinutes":
+		return ec.fieldContext_Job_meteredMinutes(ctx, field)
 	case "queue":
 		return ec.fieldContext_Job_queue(ctx, field)
 	case "project":
@@ -9333,6 +9539,28 @@ func (ec *executionContext) field_Query_buckets_args(ctx context.Context, rawArg
 		return nil, err
 	}
 	args["where"] = arg5
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_chargeTotals_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "where",
+		func(ctx context.Context, v any) (*ent.ChargeWhereInput, error) {
+			return ec.unmarshalOChargeWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐChargeWhereInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["where"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "groupBy",
+		func(ctx context.Context, v any) (ledger.Grouping, error) {
+			return ec.unmarshalNChargeGrouping2githubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋledgerᚐGrouping(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["groupBy"] = arg1
 	return args, nil
 }
 
@@ -11024,6 +11252,52 @@ func (ec *executionContext) fieldContext_Bucket_sizeBytes(_ context.Context, fie
 	return graphql.NewScalarFieldContext("Bucket", field, false, false, "Int")
 }
 
+func (ec *executionContext) _Bucket_projectID(ctx context.Context, field graphql.CollectedField, obj *ent.Bucket) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Bucket_projectID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProjectID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOID2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Bucket_projectID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Bucket", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Bucket_ownerID(ctx context.Context, field graphql.CollectedField, obj *ent.Bucket) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Bucket_ownerID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OwnerID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Bucket_ownerID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Bucket", field, false, false, "String")
+}
+
 func (ec *executionContext) _Bucket_storage(ctx context.Context, field graphql.CollectedField, obj *ent.Bucket) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11115,6 +11389,38 @@ func (ec *executionContext) fieldContext_Bucket_writeGroups(_ context.Context, f
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Group(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Bucket_project(ctx context.Context, field graphql.CollectedField, obj *ent.Bucket) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Bucket_project(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Project(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Project) graphql.Marshaler {
+			return ec.marshalOProject2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐProject(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Bucket_project(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Bucket",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Project(ctx, field)
 		},
 	}
 	return fc, nil
@@ -11421,6 +11727,29 @@ func (ec *executionContext) _Charge_jobID(ctx context.Context, field graphql.Col
 }
 func (ec *executionContext) fieldContext_Charge_jobID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Charge", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Charge_bucketID(ctx context.Context, field graphql.CollectedField, obj *ent.Charge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Charge_bucketID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BucketID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Charge_bucketID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Charge", field, false, false, "String")
 }
 
 func (ec *executionContext) _Charge_kind(ctx context.Context, field graphql.CollectedField, obj *ent.Charge) (ret graphql.Marshaler) {
@@ -11774,6 +12103,75 @@ func (ec *executionContext) _ChargeEdge_cursor(ctx context.Context, field graphq
 }
 func (ec *executionContext) fieldContext_ChargeEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ChargeEdge", field, false, false, "Cursor")
+}
+
+func (ec *executionContext) _ChargeTotal_key(ctx context.Context, field graphql.CollectedField, obj *ledger.Total) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChargeTotal_key(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Key, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChargeTotal_key(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChargeTotal", field, false, false, "String")
+}
+
+func (ec *executionContext) _ChargeTotal_tokens(ctx context.Context, field graphql.CollectedField, obj *ledger.Total) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChargeTotal_tokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Tokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v billing.Tokens) graphql.Marshaler {
+			return ec.marshalNTokens2githubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋbillingᚐTokens(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChargeTotal_tokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChargeTotal", field, false, false, "Tokens")
+}
+
+func (ec *executionContext) _ChargeTotal_count(ctx context.Context, field graphql.CollectedField, obj *ledger.Total) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChargeTotal_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChargeTotal_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChargeTotal", field, false, false, "Int")
 }
 
 func (ec *executionContext) _ComputeNode_id(ctx context.Context, field graphql.CollectedField, obj *ent.Node) (ret graphql.Marshaler) {
@@ -13787,6 +14185,52 @@ func (ec *executionContext) _Job_estimateStartFee(ctx context.Context, field gra
 }
 func (ec *executionContext) fieldContext_Job_estimateStartFee(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Job", field, false, false, "Tokens")
+}
+
+func (ec *executionContext) _Job_pricePerMinute(ctx context.Context, field graphql.CollectedField, obj *ent.Job) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Job_pricePerMinute(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PricePerMinute, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v billing.Tokens) graphql.Marshaler {
+			return ec.marshalNTokens2githubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋbillingᚐTokens(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Job_pricePerMinute(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Job", field, false, false, "Tokens")
+}
+
+func (ec *executionContext) _Job_meteredMinutes(ctx context.Context, field graphql.CollectedField, obj *ent.Job) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Job_meteredMinutes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MeteredMinutes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Job_meteredMinutes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Job", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Job_queue(ctx context.Context, field graphql.CollectedField, obj *ent.Job) (ret graphql.Marshaler) {
@@ -16501,11 +16945,11 @@ func (ec *executionContext) _Project_balance(ctx context.Context, field graphql.
 			return ec.Resolvers.Project().Balance(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v billing.Tokens) graphql.Marshaler {
-			return ec.marshalNTokens2githubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋbillingᚐTokens(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *billing.Tokens) graphql.Marshaler {
+			return ec.marshalOTokens2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋbillingᚐTokens(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Project_balance(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -17342,6 +17786,50 @@ func (ec *executionContext) fieldContext_Query_viewer(_ context.Context, field g
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Viewer(ctx, field)
 		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_chargeTotals(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_chargeTotals(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().ChargeTotals(ctx, fc.Args["where"].(*ent.ChargeWhereInput), fc.Args["groupBy"].(ledger.Grouping))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ledger.Total) graphql.Marshaler {
+			return ec.marshalNChargeTotal2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋledgerᚐTotalᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_chargeTotals(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ChargeTotal(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_chargeTotals_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -22697,7 +23185,7 @@ func (ec *executionContext) unmarshalInputBucketWhereInput(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "storageID", "storageIDNEQ", "storageIDIn", "storageIDNotIn", "storageIDGT", "storageIDGTE", "storageIDLT", "storageIDLTE", "storageIDContains", "storageIDHasPrefix", "storageIDHasSuffix", "storageIDEqualFold", "storageIDContainsFold", "sizeBytes", "sizeBytesNEQ", "sizeBytesIn", "sizeBytesNotIn", "sizeBytesGT", "sizeBytesGTE", "sizeBytesLT", "sizeBytesLTE", "hasStorage", "hasStorageWith", "hasReadGroups", "hasReadGroupsWith", "hasWriteGroups", "hasWriteGroupsWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "storageID", "storageIDNEQ", "storageIDIn", "storageIDNotIn", "storageIDGT", "storageIDGTE", "storageIDLT", "storageIDLTE", "storageIDContains", "storageIDHasPrefix", "storageIDHasSuffix", "storageIDEqualFold", "storageIDContainsFold", "sizeBytes", "sizeBytesNEQ", "sizeBytesIn", "sizeBytesNotIn", "sizeBytesGT", "sizeBytesGTE", "sizeBytesLT", "sizeBytesLTE", "projectID", "projectIDNEQ", "projectIDIn", "projectIDNotIn", "projectIDGT", "projectIDGTE", "projectIDLT", "projectIDLTE", "projectIDContains", "projectIDHasPrefix", "projectIDHasSuffix", "projectIDIsNil", "projectIDNotNil", "projectIDEqualFold", "projectIDContainsFold", "ownerID", "ownerIDNEQ", "ownerIDIn", "ownerIDNotIn", "ownerIDGT", "ownerIDGTE", "ownerIDLT", "ownerIDLTE", "ownerIDContains", "ownerIDHasPrefix", "ownerIDHasSuffix", "ownerIDEqualFold", "ownerIDContainsFold", "hasStorage", "hasStorageWith", "hasReadGroups", "hasReadGroupsWith", "hasWriteGroups", "hasWriteGroupsWith", "hasProject", "hasProjectWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -23089,6 +23577,202 @@ func (ec *executionContext) unmarshalInputBucketWhereInput(ctx context.Context, 
 				return it, err
 			}
 			it.SizeBytesLTE = data
+		case "projectID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectID"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectID = data
+		case "projectIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDNEQ"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDNEQ = data
+		case "projectIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDIn = data
+		case "projectIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDNotIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDNotIn = data
+		case "projectIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDGT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDGT = data
+		case "projectIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDGTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDGTE = data
+		case "projectIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDLT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDLT = data
+		case "projectIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDLTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDLTE = data
+		case "projectIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDContains"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDContains = data
+		case "projectIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDHasPrefix"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDHasPrefix = data
+		case "projectIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDHasSuffix"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDHasSuffix = data
+		case "projectIDIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDIsNil = data
+		case "projectIDNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDNotNil = data
+		case "projectIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDEqualFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDEqualFold = data
+		case "projectIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDContainsFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDContainsFold = data
+		case "ownerID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerID"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerID = data
+		case "ownerIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDNEQ = data
+		case "ownerIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDIn = data
+		case "ownerIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDNotIn = data
+		case "ownerIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDGT = data
+		case "ownerIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDGTE = data
+		case "ownerIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDLT = data
+		case "ownerIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDLTE = data
+		case "ownerIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDContains = data
+		case "ownerIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDHasPrefix = data
+		case "ownerIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDHasSuffix = data
+		case "ownerIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDEqualFold = data
+		case "ownerIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDContainsFold = data
 		case "hasStorage":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasStorage"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -23131,6 +23815,20 @@ func (ec *executionContext) unmarshalInputBucketWhereInput(ctx context.Context, 
 				return it, err
 			}
 			it.HasWriteGroupsWith = data
+		case "hasProject":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasProject"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasProject = data
+		case "hasProjectWith":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasProjectWith"))
+			data, err := ec.unmarshalOProjectWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐProjectWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasProjectWith = data
 		}
 	}
 	return it, nil
@@ -23212,7 +23910,7 @@ func (ec *executionContext) unmarshalInputChargeWhereInput(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "payerKind", "payerKindNEQ", "payerKindIn", "payerKindNotIn", "userID", "userIDNEQ", "userIDIn", "userIDNotIn", "userIDGT", "userIDGTE", "userIDLT", "userIDLTE", "userIDContains", "userIDHasPrefix", "userIDHasSuffix", "userIDIsNil", "userIDNotNil", "userIDEqualFold", "userIDContainsFold", "projectID", "projectIDNEQ", "projectIDIn", "projectIDNotIn", "projectIDGT", "projectIDGTE", "projectIDLT", "projectIDLTE", "projectIDContains", "projectIDHasPrefix", "projectIDHasSuffix", "projectIDIsNil", "projectIDNotNil", "projectIDEqualFold", "projectIDContainsFold", "jobID", "jobIDNEQ", "jobIDIn", "jobIDNotIn", "jobIDGT", "jobIDGTE", "jobIDLT", "jobIDLTE", "jobIDContains", "jobIDHasPrefix", "jobIDHasSuffix", "jobIDIsNil", "jobIDNotNil", "jobIDEqualFold", "jobIDContainsFold", "kind", "kindNEQ", "kindIn", "kindNotIn", "periodStart", "periodStartNEQ", "periodStartIn", "periodStartNotIn", "periodStartGT", "periodStartGTE", "periodStartLT", "periodStartLTE", "periodStartIsNil", "periodStartNotNil", "periodEnd", "periodEndNEQ", "periodEndIn", "periodEndNotIn", "periodEndGT", "periodEndGTE", "periodEndLT", "periodEndLTE", "periodEndIsNil", "periodEndNotNil", "reason", "reasonNEQ", "reasonIn", "reasonNotIn", "reasonGT", "reasonGTE", "reasonLT", "reasonLTE", "reasonContains", "reasonHasPrefix", "reasonHasSuffix", "reasonEqualFold", "reasonContainsFold", "hasUser", "hasUserWith", "hasProject", "hasProjectWith", "hasJob", "hasJobWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "payerKind", "payerKindNEQ", "payerKindIn", "payerKindNotIn", "userID", "userIDNEQ", "userIDIn", "userIDNotIn", "userIDGT", "userIDGTE", "userIDLT", "userIDLTE", "userIDContains", "userIDHasPrefix", "userIDHasSuffix", "userIDIsNil", "userIDNotNil", "userIDEqualFold", "userIDContainsFold", "projectID", "projectIDNEQ", "projectIDIn", "projectIDNotIn", "projectIDGT", "projectIDGTE", "projectIDLT", "projectIDLTE", "projectIDContains", "projectIDHasPrefix", "projectIDHasSuffix", "projectIDIsNil", "projectIDNotNil", "projectIDEqualFold", "projectIDContainsFold", "jobID", "jobIDNEQ", "jobIDIn", "jobIDNotIn", "jobIDGT", "jobIDGTE", "jobIDLT", "jobIDLTE", "jobIDContains", "jobIDHasPrefix", "jobIDHasSuffix", "jobIDIsNil", "jobIDNotNil", "jobIDEqualFold", "jobIDContainsFold", "bucketID", "bucketIDNEQ", "bucketIDIn", "bucketIDNotIn", "bucketIDGT", "bucketIDGTE", "bucketIDLT", "bucketIDLTE", "bucketIDContains", "bucketIDHasPrefix", "bucketIDHasSuffix", "bucketIDIsNil", "bucketIDNotNil", "bucketIDEqualFold", "bucketIDContainsFold", "kind", "kindNEQ", "kindIn", "kindNotIn", "periodStart", "periodStartNEQ", "periodStartIn", "periodStartNotIn", "periodStartGT", "periodStartGTE", "periodStartLT", "periodStartLTE", "periodStartIsNil", "periodStartNotNil", "periodEnd", "periodEndNEQ", "periodEndIn", "periodEndNotIn", "periodEndGT", "periodEndGTE", "periodEndLT", "periodEndLTE", "periodEndIsNil", "periodEndNotNil", "reason", "reasonNEQ", "reasonIn", "reasonNotIn", "reasonGT", "reasonGTE", "reasonLT", "reasonLTE", "reasonContains", "reasonHasPrefix", "reasonHasSuffix", "reasonEqualFold", "reasonContainsFold", "hasUser", "hasUserWith", "hasProject", "hasProjectWith", "hasJob", "hasJobWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -23709,6 +24407,111 @@ func (ec *executionContext) unmarshalInputChargeWhereInput(ctx context.Context, 
 				return it, err
 			}
 			it.JobIDContainsFold = data
+		case "bucketID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("bucketID"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BucketID = data
+		case "bucketIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("bucketIDNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BucketIDNEQ = data
+		case "bucketIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("bucketIDIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BucketIDIn = data
+		case "bucketIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("bucketIDNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BucketIDNotIn = data
+		case "bucketIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("bucketIDGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BucketIDGT = data
+		case "bucketIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("bucketIDGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BucketIDGTE = data
+		case "bucketIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("bucketIDLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BucketIDLT = data
+		case "bucketIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("bucketIDLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BucketIDLTE = data
+		case "bucketIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("bucketIDContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BucketIDContains = data
+		case "bucketIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("bucketIDHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BucketIDHasPrefix = data
+		case "bucketIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("bucketIDHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BucketIDHasSuffix = data
+		case "bucketIDIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("bucketIDIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BucketIDIsNil = data
+		case "bucketIDNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("bucketIDNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BucketIDNotNil = data
+		case "bucketIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("bucketIDEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BucketIDEqualFold = data
+		case "bucketIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("bucketIDContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BucketIDContainsFold = data
 		case "kind":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kind"))
 			data, err := ec.unmarshalOChargeKind2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋchargeᚐKind(ctx, v)
@@ -24595,7 +25398,7 @@ func (ec *executionContext) unmarshalInputCreateBucketInput(ctx context.Context,
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "storageID", "readGroupIDs", "writeGroupIDs"}
+	fieldsInOrder := [...]string{"name", "storageID", "readGroupIDs", "writeGroupIDs", "projectID"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -24630,6 +25433,13 @@ func (ec *executionContext) unmarshalInputCreateBucketInput(ctx context.Context,
 				return it, err
 			}
 			it.WriteGroupIDs = data
+		case "projectID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectID"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectID = data
 		}
 	}
 	return it, nil
@@ -32706,7 +33516,7 @@ func (ec *executionContext) unmarshalInputUpdateBucketInput(ctx context.Context,
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"addReadGroupIDs", "removeReadGroupIDs", "clearReadGroups", "addWriteGroupIDs", "removeWriteGroupIDs", "clearWriteGroups"}
+	fieldsInOrder := [...]string{"addReadGroupIDs", "removeReadGroupIDs", "clearReadGroups", "addWriteGroupIDs", "removeWriteGroupIDs", "clearWriteGroups", "projectID", "clearProject"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -32755,6 +33565,20 @@ func (ec *executionContext) unmarshalInputUpdateBucketInput(ctx context.Context,
 				return it, err
 			}
 			it.ClearWriteGroups = data
+		case "projectID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectID"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectID = data
+		case "clearProject":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("clearProject"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ClearProject = data
 		}
 	}
 	return it, nil
@@ -34482,6 +35306,16 @@ func (ec *executionContext) _Bucket(ctx context.Context, sel ast.SelectionSet, o
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "projectID":
+			out.Values[i] = ec._Bucket_projectID(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "ownerID":
+			out.Values[i] = ec._Bucket_ownerID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "storage":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -34499,6 +35333,12 @@ func (ec *executionContext) _Bucket(ctx context.Context, sel ast.SelectionSet, o
 				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Bucket_writeGroups(ctx, field, obj)
+				})
+		case "project":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Bucket_project(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -34644,6 +35484,11 @@ func (ec *executionContext) _Charge(ctx context.Context, sel ast.SelectionSet, o
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "bucketID":
+			out.Values[i] = ec._Charge_bucketID(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "kind":
 			out.Values[i] = ec._Charge_kind(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -34765,6 +35610,49 @@ func (ec *executionContext) _ChargeEdge(ctx context.Context, sel ast.SelectionSe
 			}
 		case "cursor":
 			out.Values[i] = ec._ChargeEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var chargeTotalImplementors = []string{"ChargeTotal"}
+
+func (ec *executionContext) _ChargeTotal(ctx context.Context, sel ast.SelectionSet, obj *ledger.Total) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, chargeTotalImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ChargeTotal")
+		case "key":
+			out.Values[i] = ec._ChargeTotal_key(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "tokens":
+			out.Values[i] = ec._ChargeTotal_tokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._ChargeTotal_count(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -35670,6 +36558,16 @@ func (ec *executionContext) _Job(ctx context.Context, sel ast.SelectionSet, obj 
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "pricePerMinute":
+			out.Values[i] = ec._Job_pricePerMinute(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "meteredMinutes":
+			out.Values[i] = ec._Job_meteredMinutes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "queue":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -36495,7 +37393,7 @@ func (ec *executionContext) _Project(ctx context.Context, sel ast.SelectionSet, 
 				})
 		case "balance":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
-				true, true,
+				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Project_balance(ctx, field, obj)
 				})
@@ -36711,6 +37609,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_viewer(ctx, field)
+				})
+		case "chargeTotals":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_chargeTotals(ctx, field)
 				})
 		case "tenant":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -38280,6 +39184,16 @@ func (ec *executionContext) marshalNChargeConnection2ᚖgithubᚗcomᚋlevers9�
 	return ec._ChargeConnection(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNChargeGrouping2githubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋledgerᚐGrouping(ctx context.Context, v any) (ledger.Grouping, error) {
+	var res ledger.Grouping
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNChargeGrouping2githubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋledgerᚐGrouping(ctx context.Context, sel ast.SelectionSet, v ledger.Grouping) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNChargeKind2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋchargeᚐKind(ctx context.Context, v any) (charge.Kind, error) {
 	var res charge.Kind
 	err := res.UnmarshalGQL(v)
@@ -38312,6 +39226,30 @@ func (ec *executionContext) unmarshalNChargePayerKind2githubᚗcomᚋlevers9ᚋl
 
 func (ec *executionContext) marshalNChargePayerKind2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋchargeᚐPayerKind(ctx context.Context, sel ast.SelectionSet, v charge.PayerKind) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) marshalNChargeTotal2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋledgerᚐTotalᚄ(ctx context.Context, sel ast.SelectionSet, v []*ledger.Total) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNChargeTotal2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋledgerᚐTotal(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNChargeTotal2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋledgerᚐTotal(ctx context.Context, sel ast.SelectionSet, v *ledger.Total) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ChargeTotal!")
+		return graphql.Null
+	}
+	return ec._ChargeTotal(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNChargeWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐChargeWhereInput(ctx context.Context, v any) (*ent.ChargeWhereInput, error) {

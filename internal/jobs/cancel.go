@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/levers9/levers9/ent"
-	"github.com/levers9/levers9/ent/service"
+	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/viewer"
@@ -27,19 +27,11 @@ func (s *Service) Cancel(ctx context.Context, id string) (*ent.Job, error) {
 		if statusTerminal(j.Status) {
 			return fault.Invalid("id", "job %s has already ended (%s)", j.ID, j.Status)
 		}
-		now := s.Now()
-		reason := "cancelled by " + v.UserID
-		if j, err = j.Update().SetStatus("CANCELLED").SetStatusReason(reason).SetFinishedAt(now).Save(ctx); err != nil {
+		if err := end(ctx, tx.Ent, j.ID, job.StatusCancelled, "cancelled by "+v.UserID, s.Now()); err != nil {
 			return fmt.Errorf("cancelling job %s: %w", id, err)
 		}
-		err = tx.Ent.Service.Update().
-			Where(service.JobID(j.ID), service.StatusIn(service.StatusPending, service.StatusRunning)).
-			SetStatus(service.StatusCancelled).SetStatusReason(reason).SetFinishedAt(now).
-			Exec(ctx)
-		if err != nil {
-			return fmt.Errorf("cancelling services of job %s: %w", id, err)
-		}
-		return nil
+		j, err = tx.Ent.Job.Get(ctx, id)
+		return err
 	})
 	return j, err
 }

@@ -1,21 +1,9 @@
 package jobs
 
 import (
-	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/jobspec"
 )
-
-// Rates are the prices of a queue.
-func Rates(q *ent.Queue) billing.Rates {
-	return billing.Rates{
-		GPU:                q.GpuPrices,
-		CPUPerMinute:       q.CPUPrice,
-		MemoryGiBPerMinute: q.MemoryPrice,
-		StartFee:           q.StartFee,
-		Multiplier:         q.Multiplier,
-	}
-}
 
 // Usage is what spec holds while running. Before placement a service's GPU
 // type is not known, so it is priced at the dearest type of its preference

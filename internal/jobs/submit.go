@@ -22,6 +22,7 @@ import (
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/ledger"
+	"github.com/levers9/levers9/internal/metering"
 	"github.com/levers9/levers9/internal/viewer"
 )
 
@@ -124,7 +125,7 @@ func check(ctx context.Context, client *ent.Client, spec jobspec.Job, minutes in
 	if c.project, err = checkProject(ctx, client, spec); err != nil {
 		return nil, err
 	}
-	rates := Rates(q)
+	rates := metering.Rates(q)
 	c.estimate, err = billing.EstimateCost(rates, Usage(spec, rates), minutes)
 	if err != nil {
 		return nil, fault.Invalid("services", "%v", err)
@@ -149,7 +150,7 @@ func withinLimits(spec jobspec.Job, q *ent.Queue) error {
 		cpu += svc.CPU
 		mem += svc.MemoryMiB
 		for _, t := range svc.GPUTypes {
-			if _, ok := Rates(q).GPURateFor(t); !ok {
+			if _, ok := metering.Rates(q).GPURateFor(t); !ok {
 				return fault.Invalid(fmt.Sprintf("services[%d].gpuTypes", i), "queue %s offers no GPU of type %q", q.Name, t)
 			}
 		}

@@ -45,10 +45,15 @@ func Balance(ctx context.Context, c *ent.Client, p Payer) (billing.Tokens, error
 	if !v.InTenant() {
 		return 0, fault.New(fault.Forbidden, "not inside a tenant")
 	}
+	return BalanceOf(ctx, c, v.TenantID, p)
+}
+
+// BalanceOf is the balance of payer p of tenant tenantID, for internal work.
+func BalanceOf(ctx context.Context, c *ent.Client, tenantID string, p Payer) (billing.Tokens, error) {
 	var rows []struct {
 		Sum *int64 `json:"sum"`
 	}
-	q := p.predicate()(c.Charge.Query().Where(charge.TenantID(v.TenantID)))
+	q := p.predicate()(c.Charge.Query().Where(charge.TenantID(tenantID)))
 	err := q.Aggregate(ent.As(ent.Sum(charge.FieldTokens), "sum")).Scan(viewer.SystemContext(ctx), &rows)
 	if err != nil {
 		return 0, fmt.Errorf("summing charges of %s: %w", p, err)

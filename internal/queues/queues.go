@@ -9,7 +9,7 @@ import (
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/fault"
-	"github.com/levers9/levers9/internal/jobs"
+	"github.com/levers9/levers9/internal/metering"
 )
 
 // Create stores a new queue. Tenant isolation and the admin rule are the
@@ -30,7 +30,7 @@ func Update(ctx context.Context, c *ent.Client, id string, in ent.UpdateQueueInp
 	if err != nil {
 		return nil, err
 	}
-	r := jobs.Rates(q)
+	r := metering.Rates(q)
 	switch {
 	case in.ClearGpuPrices:
 		r.GPU = nil

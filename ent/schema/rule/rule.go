@@ -209,3 +209,24 @@ func scopedNoCreate(column string, want func(*viewer.Viewer) (string, error)) pr
 		return privacy.Skip
 	})
 }
+
+// StampCreator records the viewer as column of the rows they create; only
+// internal work may name someone else.
+func StampCreator(column string) privacy.MutationRule {
+	return privacy.MutationRuleFunc(func(ctx context.Context, m ent.Mutation) error {
+		if !m.Op().Is(ent.OpCreate) {
+			return privacy.Skip
+		}
+		v := viewer.FromContext(ctx)
+		if got, ok := m.Field(column); ok && got != "" {
+			if v.System || got == v.UserID {
+				return privacy.Skip
+			}
+			return privacy.Denyf("%s must be the viewer", column)
+		}
+		if err := m.SetField(column, v.UserID); err != nil {
+			return privacy.Denyf("setting %s: %v", column, err)
+		}
+		return privacy.Skip
+	})
+}

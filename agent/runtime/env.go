@@ -1,0 +1,97 @@
+package runtime
+
+import (
+	"fmt"
+	"strings"
+)
+
+// envKey turns a service or port name into its part of a variable name:
+// upper case, '-' as '_'.
+func envKey(name string) string {
+	return strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// addressVars are the variables every service of a job gets about every
+// service (itself included): LEVERS9_<SERVICE>_HOST and
+// LEVERS9_<SERVICE>_PORT_<NAME>. ports[i] are service i's host ports.
+func addressVars(spec JobSpec, host string, ports [][]Port) []string {
+	var vars []string
+	for i, s := range spec.Services {
+		k := "LEVERS9_" + envKey(s.Name)
+		vars = append(vars, k+"_HOST="+host)
+		for _, p := range ports[i] {
+			vars = append(vars, fmt.Sprintf("%s_PORT_%s=%d", k, envKey(p.Name), p.Port))
+		}
+	}
+	return vars
+}
+
+// checkAddressNames refuses specs where two names map to the same variable
+// (service "a-port" port "x" and service "a" port "port_x").
+func checkAddressNames(spec JobSpec) error {
+	seen := map[string]string{}
+	claim := func(key, what string) error {
+		if prev, ok := seen[key]; ok {
+			return fmt.Errorf("%s and %s would both set %s", prev, what, key)
+		}
+		seen[key] = what
+		return nil
+	}
+	for _, fixed := range []string{"JOB_ID", "SERVICE"} {
+		seen["LEVERS9_"+fixed] = "levers9"
+	}
+	for _, s := range spec.Services {
+		k := "LEVERS9_" + envKey(s.Name)
+		if err := claim(k+"_HOST", fmt.Sprintf("service %q", s.Name)); err != nil {
+			return err
+		}
+		for _, p := range s.Ports {
+			if err := claim(k+"_PORT_"+envKey(p.Name), fmt.Sprintf("port %q of service %q", p.Name, s.Name)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// serviceEnv is the environment of one service: the agent's own (PATH,
+// HOME, …) minus its LEVERS9_* settings, which may hold secrets; then the
+// service's variables; then what levers9 sets, which wins.
+func serviceEnv(base []string, jobID string, s ServiceSpec, dir string, addresses []string) []string {
+	env := newEnvList()
+	for _, kv := range base {
+		if !strings.HasPrefix(kv, "LEVERS9_") {
+			env.set(kv)
+		}
+	}
+	for _, e := range s.Env {
+		env.set(e.Name + "=" + e.Value)
+	}
+	// A service sees only the GPUs it was given; none when it asked for none.
+	env.set("CUDA_VISIBLE_DEVICES=" + strings.Join(s.GPUs, ","))
+	env.set("PWD=" + dir)
+	env.set("LEVERS9_JOB_ID=" + jobID)
+	env.set("LEVERS9_SERVICE=" + s.Name)
+	for _, kv := range addresses {
+		env.set(kv)
+	}
+	return env.list
+}
+
+// envList keeps variables in first-set order; a later set replaces.
+type envList struct {
+	list  []string
+	index map[string]int
+}
+
+func newEnvList() *envList { return &envList{index: map[string]int{}} }
+
+func (e *envList) set(kv string) {
+	name, _, _ := strings.Cut(kv, "=")
+	if i, ok := e.index[name]; ok {
+		e.list[i] = kv
+		return
+	}
+	e.index[name] = len(e.list)
+	e.list = append(e.list, kv)
+}

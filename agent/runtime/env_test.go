@@ -1,0 +1,29 @@
+package runtime
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestEnvKey(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{"web": "WEB", "my-db": "MY_DB", "admin_x": "ADMIN_X", "a-b-2": "A_B_2"} {
+		if got := envKey(in); got != want {
+			t.Errorf("envKey(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestServiceEnvPrecedence(t *testing.T) {
+	t.Parallel()
+	base := []string{"PATH=/bin", "PWD=/agent", "LEVERS9_TOKEN=secret", "CUDA_VISIBLE_DEVICES=0,1,2,3", "HOME=/root"}
+	s := ServiceSpec{Name: "a", Env: []EnvVar{{Name: "HOME", Value: "/home/a"}, {Name: "CUDA_VISIBLE_DEVICES", Value: "all"}}}
+	got := serviceEnv(base, "job_1", s, "/w/job_1/a", []string{"LEVERS9_A_HOST=127.0.0.1"})
+	want := []string{
+		"PATH=/bin", "PWD=/w/job_1/a", "CUDA_VISIBLE_DEVICES=", "HOME=/home/a",
+		"LEVERS9_JOB_ID=job_1", "LEVERS9_SERVICE=a", "LEVERS9_A_HOST=127.0.0.1",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+}

@@ -1,0 +1,78 @@
+package runtime
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// readLines calls emit for every line read from r until r ends: without the
+// newline (and a CR before it), as valid UTF-8, split into pieces of at most
+// max bytes so that one endless line cannot exhaust memory.
+func readLines(r io.Reader, max int, emit func(string)) {
+	buf := make([]byte, 0, max)
+	chunk := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(chunk)
+		data := chunk[:n]
+		for len(data) > 0 {
+			// A full buffer is flushed only now: if a newline follows, the
+			// line was exactly max long and is not followed by an empty one.
+			if len(buf) == max {
+				if data[0] == '\n' {
+					emitLine(bytes.TrimSuffix(buf, []byte("\r")), max, emit)
+					buf, data = buf[:0], data[1:]
+					continue
+				}
+				cut := runeCut(buf)
+				emitLine(buf[:cut], max, emit)
+				buf = append(buf[:0], buf[cut:]...)
+			}
+			if i := bytes.IndexByte(data, '\n'); i >= 0 && len(buf)+i <= max {
+				buf = append(buf, data[:i]...)
+				emitLine(bytes.TrimSuffix(buf, []byte("\r")), max, emit)
+				buf, data = buf[:0], data[i+1:]
+				continue
+			}
+			take := min(len(data), max-len(buf))
+			buf, data = append(buf, data[:take]...), data[take:]
+		}
+		if err != nil {
+			if len(buf) > 0 {
+				emitLine(buf, max, emit)
+			}
+			return
+		}
+	}
+}
+
+// runeCut is where to cut a full buffer without splitting a UTF-8 sequence
+// that the next read may complete.
+func runeCut(b []byte) int {
+	for back := 1; back < utf8.UTFMax && back <= len(b); back++ {
+		i := len(b) - back
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return i
+			}
+			break
+		}
+	}
+	return len(b)
+}
+
+// emitLine replaces invalid UTF-8, which may grow the line, and splits it
+// again at rune boundaries.
+func emitLine(b []byte, max int, emit func(string)) {
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	for len(s) > max {
+		cut := max
+		for !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		emit(s[:cut])
+		s = s[cut:]
+	}
+	emit(s)
+}

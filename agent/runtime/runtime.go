@@ -1,0 +1,122 @@
+// Package runtime runs the services of a job on a node. A Runtime starts
+// jobs; a Job reports what its services do as Events, in order, and ends
+// with a Result. Process runs services as child processes; container
+// runtimes are meant to implement the same interface.
+package runtime
+
+import (
+	"context"
+	"time"
+)
+
+// Runtime starts jobs.
+type Runtime interface {
+	// Start prepares spec and starts its services in the background. An
+	// error means nothing runs (bad spec, job already running, no working
+	// directory); a service that cannot start is reported as a FAILED event
+	// instead. ctx bounds the preparation only: the job runs until it ends
+	// or is stopped.
+	Start(ctx context.Context, spec JobSpec) (Job, error)
+}
+
+// Job is a started job.
+type Job interface {
+	ID() string
+	// Events delivers state changes and log lines in the order they
+	// happened and is closed after the last one. The caller must drain it
+	// promptly: while it is full, the services' output is held back.
+	Events() <-chan Event
+	// Stop stops every service: SIGTERM, then SIGKILL after grace. It
+	// returns at once, may be called any number of times from any
+	// goroutine, and the first reason is the one recorded.
+	Stop(reason string, grace time.Duration)
+	// Done is closed when the job has ended (after Events is closed).
+	Done() <-chan struct{}
+	// Wait blocks until the job has ended and returns its result.
+	Wait() Result
+}
+
+// JobSpec is what to run.
+type JobSpec struct {
+	ID       string
+	Timeout  time.Duration // from when all services started; 0 = none; on expiry the job is stopped with reason "timeout"
+	Services []ServiceSpec
+}
+
+// ServiceSpec is one service of a job.
+type ServiceSpec struct {
+	Name      string
+	Image     string // container runtimes only; Process ignores it
+	Command   []string
+	Args      []string
+	Env       []EnvVar
+	Ports     []Port // Port 0: the runtime picks a free host port
+	CPU       float64
+	MemoryMiB int64
+	GPUs      []string // device IDs
+}
+
+// EnvVar is one environment variable.
+type EnvVar struct {
+	Name  string
+	Value string
+}
+
+// Port is a named port of a service.
+type Port struct {
+	Name string
+	Port int
+}
+
+// State is the state of a service.
+type State string
+
+// Service states; the same strings as the wire protocol's. EXITED is exit
+// code 0; every other end is FAILED with a reason.
+const (
+	Starting State = "STARTING"
+	Running  State = "RUNNING"
+	Exited   State = "EXITED"
+	Failed   State = "FAILED"
+)
+
+// Stream is where a log line was written.
+type Stream string
+
+// The output streams of a service.
+const (
+	Stdout Stream = "stdout"
+	Stderr Stream = "stderr"
+)
+
+// Event is a StateEvent or a LogEvent.
+type Event interface{ event() }
+
+// StateEvent is a service's new state.
+type StateEvent struct {
+	JobID    string
+	Service  string
+	State    State
+	PID      int    // with RUNNING
+	Ports    []Port // host ports, with RUNNING
+	ExitCode *int   // with EXITED, and FAILED when the process had one (128+n when killed by signal n)
+	Reason   string
+	Time     time.Time
+}
+
+// LogEvent is one line of output. Seq numbers the lines of a job across all
+// its services, from 1 without gaps.
+type LogEvent struct {
+	JobID   string
+	Service string
+	Stream  Stream
+	Seq     uint64
+	Time    time.Time
+	Text    string // valid UTF-8, at most MaxLineBytes
+}
+
+func (StateEvent) event() {}
+func (LogEvent) event()   {}
+
+// MaxLineBytes is the longest log line; longer output lines are split.
+const MaxLineBytes = 64 << 10

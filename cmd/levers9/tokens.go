@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+const tokensQuery = `query($n: Int!) {
+  viewer { user { email } balance }
+  projects(first: 100, orderBy: {field: NAME, direction: ASC}) { edges { node { name balance } } }
+  charges(first: $n, orderBy: {field: CREATED_AT, direction: DESC}) { edges { node {
+    createdAt kind tokens payerKind reason job { id name } project { name }
+  } } }
+}`
+
+// runTokens prints the viewer's balance, their projects' balances and
+// their most recent charges, newest first.
+func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var c clientFlags
+	fs := flag.NewFlagSet("levers9 tokens", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c.register(fs)
+	limit := fs.Int("n", 20, "how many recent charges to show (at most 1000)")
+	if err := fs.Parse(args); err != nil {
+		return usageExit(err)
+	}
+	if *limit < 0 || *limit > 1000 {
+		fmt.Fprintln(stderr, "levers9 tokens: -n must be between 0 and 1000")
+		return exitUsage
+	}
+	var out struct {
+		Viewer struct {
+			User    struct{ Email string }
+			Balance *json.Number
+		}
+		Projects struct {
+			Edges []struct {
+				Node struct {
+					Name    string
+					Balance *json.Number
+				}
+			}
+		}
+		Charges struct {
+			Edges []struct {
+				Node struct {
+					CreatedAt time.Time
+					Kind      string
+					Tokens    json.Number
+					PayerKind string
+					Reason    string
+					Job       *struct{ ID, Name string }
+					Project   *struct{ Name string }
+				}
+			}
+		}
+	}
+	if err := c.query(ctx, tokensQuery, map[string]any{"n": *limit}, &out); err != nil {
+		fmt.Fprintln(stderr, "levers9 tokens:", err)
+		return exitError
+	}
+	bal := "unknown"
+	if out.Viewer.Balance != nil {
+		bal = out.Viewer.Balance.String()
+	}
+	fmt.Fprintf(stdout, "Balance of %s: %s tokens\n", out.Viewer.User.Email, bal)
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	if len(out.Projects.Edges) > 0 {
+		fmt.Fprintln(w, "\nPROJECT\tBALANCE")
+		for _, e := range out.Projects.Edges {
+			if e.Node.Balance != nil { // only projects the user is a member of
+				fmt.Fprintf(w, "%s\t%s\n", e.Node.Name, e.Node.Balance.String())
+			}
+		}
+	}
+	fmt.Fprintln(w, "\nTIME\tKIND\tTOKENS\tPAID BY\tJOB\tREASON")
+	for _, e := range out.Charges.Edges {
+		n := e.Node
+		paidBy := "you"
+		if n.Project != nil {
+			paidBy = "project " + n.Project.Name
+		}
+		jobRef := "-"
+		if n.Job != nil {
+			jobRef = n.Job.ID
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", n.CreatedAt.UTC().Format(time.DateTime), n.Kind, n.Tokens, paidBy, jobRef, n.Reason)
+	}
+	if err := w.Flush(); err != nil {
+		return exitError
+	}
+	return exitOK
+}

@@ -1,0 +1,65 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/tenant"
+	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/ledger"
+	"github.com/levers9/levers9/internal/metering"
+	"github.com/levers9/levers9/internal/viewer"
+)
+
+// OutOfTokens is the reason of jobs stopped by the `stop` budget policy.
+const OutOfTokens = "out of tokens"
+
+// EnforceBudgets applies each tenant's budget policy to payers whose
+// balance is used up: under `stop` their running jobs are cancelled with
+// reason "out of tokens"; under `finish` they run on into the red. It
+// returns the jobs it stopped.
+func (s *Service) EnforceBudgets(ctx context.Context, payers []metering.Payer) ([]string, error) {
+	sys := viewer.SystemContext(ctx)
+	var stopped []string
+	for _, p := range payers {
+		t, err := s.DB.Ent.Tenant.Get(sys, p.TenantID)
+		if err != nil {
+			return stopped, fmt.Errorf("loading tenant %s: %w", p.TenantID, err)
+		}
+		if t.BudgetPolicy != tenant.BudgetPolicyStop {
+			continue
+		}
+		bal, err := ledger.BalanceOf(sys, s.DB.Ent, p.TenantID, p.Payer)
+		if err != nil {
+			return stopped, err
+		}
+		if bal > 0 {
+			continue
+		}
+		q := s.DB.Ent.Job.Query().Where(job.TenantID(p.TenantID), job.StatusEQ(job.StatusRunning))
+		if p.ProjectID != "" {
+			q.Where(job.ProjectID(p.ProjectID))
+		} else {
+			q.Where(job.OwnerID(p.UserID), job.ProjectIDIsNil())
+		}
+		ids, err := q.IDs(sys)
+		if err != nil {
+			return stopped, fmt.Errorf("listing running jobs of %s: %w", p.Payer, err)
+		}
+		now := s.Now()
+		for _, id := range ids {
+			err := s.DB.InTx(ctx, func(tx *database.Tx) error {
+				return end(ctx, tx.Ent, id, job.StatusCancelled, OutOfTokens, now)
+			})
+			if err != nil {
+				return stopped, err
+			}
+			stopped = append(stopped, id)
+		}
+		if len(ids) > 0 {
+			s.Log.Info("stopped jobs: payer out of tokens", "payer", p.Payer.String(), "jobs", len(ids), "balance", bal.String())
+		}
+	}
+	return stopped, nil
+}

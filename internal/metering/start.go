@@ -1,0 +1,56 @@
+package metering
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/charge"
+	"github.com/levers9/levers9/ent/service"
+	"github.com/levers9/levers9/internal/billing"
+	"github.com/levers9/levers9/internal/viewer"
+)
+
+// Started fixes the prices of job j, which started running at at, and
+// charges its start fee once. Call it through c in the transaction that
+// marks the job running.
+func Started(ctx context.Context, c *ent.Client, jobID string, at time.Time) error {
+	sys := viewer.SystemContext(ctx)
+	j, err := c.Job.Get(sys, jobID)
+	if err != nil {
+		return fmt.Errorf("starting metering of job %s: %w", jobID, err)
+	}
+	if j.Rates.Multiplier != 0 {
+		return nil // started before: prices are fixed already
+	}
+	q, err := c.Queue.Get(sys, j.QueueID)
+	if err != nil {
+		return fmt.Errorf("loading queue of job %s: %w", jobID, err)
+	}
+	svcs, err := c.Service.Query().Where(service.JobID(jobID)).All(sys)
+	if err != nil {
+		return fmt.Errorf("loading services of job %s: %w", jobID, err)
+	}
+	rates := Rates(q)
+	perMinute, err := billing.PerMinute(rates, usage(svcs))
+	if err != nil {
+		return fmt.Errorf("pricing job %s: %w", jobID, err)
+	}
+	if err := c.Job.UpdateOneID(jobID).SetRates(rates).SetPricePerMinute(perMinute).Exec(sys); err != nil {
+		return fmt.Errorf("fixing prices of job %s: %w", jobID, err)
+	}
+	if rates.StartFee == 0 {
+		return nil
+	}
+	b := c.Charge.Create().
+		SetTenantID(j.TenantID).SetJobID(j.ID).SetUserID(j.OwnerID).
+		SetKind(charge.KindStart).SetTokens(rates.StartFee).SetRates(rates).
+		SetPeriodStart(at).SetPeriodEnd(at).
+		SetIdempotencyKey("start:" + j.ID)
+	setPayer(b, payerOf(j))
+	if err := b.OnConflictColumns(charge.FieldIdempotencyKey).DoNothing().Exec(sys); err != nil {
+		return fmt.Errorf("charging start fee of job %s: %w", jobID, err)
+	}
+	return nil
+}

@@ -1,0 +1,33 @@
+// Package scheduling decides where pending jobs run. It is pure: it sees
+// nodes and jobs as values, touches no database and keeps no state, so the
+// River worker, tests and benchmarks call the same functions.
+//
+// Policy:
+//
+//   - A job runs on exactly one node: its services are never split, and the
+//     node needs free CPU, memory and GPUs for the sum of its services.
+//   - A service's GPUTypes is a preference list. Services are assigned in
+//     order, each to the earliest type for which the whole job still fits
+//     (a search, so an early service never takes the only type a later one
+//     accepts when another choice would do). Across nodes, preference wins
+//     first: a job gets H100 wherever H100 is free before it settles for A100
+//     on a tighter node, as a user listing H100 first would expect. The
+//     search has budgets, so a hostile puzzle of a job costs bounded time
+//     and at worst waits; it is never over-committed.
+//   - Among equally preferred nodes, best fit limits fragmentation: fewest
+//     free GPUs of the chosen types left over, then fewest free GPUs of other
+//     types (keeps GPU nodes for GPU jobs, an addition to the usual order),
+//     then least free CPU, then least free memory, then the lower node ID.
+//   - Schedule orders jobs by priority (higher first), then submit time, then
+//     ID, and places them greedily with backfill: a job that does not fit
+//     waits, and later, smaller jobs may still take what is free. This keeps
+//     nodes busy; the price is that a large job can wait as long as small
+//     ones keep arriving. Reservations against that starvation are future
+//     work.
+//   - Nothing is over-committed. CPU is counted in millicores (requests
+//     rounded up, capacity down) so float sums cannot creep past capacity; a
+//     node whose Used exceeds its Capacity simply has nothing free.
+//
+// Results depend only on the input values, never on the order of nodes or
+// jobs in their slices.
+package scheduling

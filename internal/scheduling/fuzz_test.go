@@ -1,0 +1,113 @@
+package scheduling
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+)
+
+// fuzzBytes hands out fuzz input as small numbers, zero once it runs out.
+type fuzzBytes struct {
+	b []byte
+	i int
+}
+
+func (f *fuzzBytes) next() int {
+	if f.i >= len(f.b) {
+		return 0
+	}
+	f.i++
+	return int(f.b[f.i-1])
+}
+
+// signed is -128..127, so inputs include the negative ones Place refuses.
+func (f *fuzzBytes) signed() int { return int(int8(f.next())) }
+
+var fuzzTypes = []string{"H100", "A100", "L4", "B200"}
+
+// fuzzInput builds up to 5 nodes and one job from bytes and says whether
+// Place must refuse them. CPU comes in eighths so the model's float sums
+// are exact.
+func fuzzInput(data []byte) (Job, []Node, bool) {
+	f := &fuzzBytes{b: data}
+	invalid := false
+	amount := func(v int) int {
+		invalid = invalid || v < 0
+		return v
+	}
+	resources := func() Resources {
+		r := Resources{CPU: float64(amount(f.signed())) / 8, MemoryMiB: int64(amount(f.signed())) * 64}
+		mask := f.next()
+		for i, t := range fuzzTypes[:3] {
+			if mask&(1<<i) != 0 {
+				if r.GPUs == nil {
+					r.GPUs = map[string]int{}
+				}
+				r.GPUs[t] = amount(f.signed() % 16)
+			}
+		}
+		return r
+	}
+	nodes := make([]Node, f.next()%6)
+	for i := range nodes {
+		nodes[i] = Node{ID: fmt.Sprintf("n%d", (i*7)%len(nodes)), Name: fmt.Sprintf("node-%d", i)}
+		nodes[i].Capacity = resources()
+		if f.next()%2 == 0 {
+			nodes[i].Used = resources()
+		}
+	}
+	j := Job{ID: "j"}
+	for k := range f.next() % 5 {
+		s := Service{Name: fmt.Sprintf("s%d", k), CPU: float64(amount(f.signed())) / 8, MemoryMiB: int64(amount(f.signed())) * 32, GPUs: amount(f.signed() % 5)}
+		for range f.next() % 4 {
+			s.GPUTypes = append(s.GPUTypes, fuzzTypes[f.next()%len(fuzzTypes)])
+		}
+		invalid = invalid || (s.GPUs > 0 && len(s.GPUTypes) == 0)
+		j.Services = append(j.Services, s)
+	}
+	invalid = invalid || len(j.Services) == 0
+	return j, nodes, invalid
+}
+
+// FuzzPlace checks Place against its contract and the brute-force model:
+// refuses exactly the impossible inputs, never over-commits, picks what the
+// policy picks, and explains every refusal.
+func FuzzPlace(f *testing.F) {
+	f.Add([]byte{3, 32, 64, 7, 8, 8, 8, 1, 2, 16, 16, 16, 0, 5, 1, 2, 2, 3, 0, 1, 2, 4, 8, 4, 2, 1, 1})
+	f.Add([]byte{1, 64, 64, 1, 4, 1, 1, 2, 8, 8, 2, 2, 1, 2})
+	f.Add([]byte{0, 1, 1, 1, 1, 1, 1, 1})
+	f.Add([]byte{2, 0xff, 1, 0, 1, 1, 4, 1})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		job, nodes, invalid := fuzzInput(data)
+		p, ok, r, err := Place(job, nodes)
+		if (err != nil) != invalid {
+			t.Fatalf("err = %v, input invalid = %v: %+v on %+v", err, invalid, job, nodes)
+		}
+		if err != nil {
+			if ok || !reflect.DeepEqual(p, Placement{}) {
+				t.Fatal("placed despite an error")
+			}
+			return
+		}
+		want, wantOK := modelPlace(job, modelNodes(nodes, modelFree))
+		if ok != wantOK || !reflect.DeepEqual(p, want) {
+			t.Fatalf("Place = %+v %v, model = %+v %v for %+v on %+v", p, ok, want, wantOK, job, nodes)
+		}
+		if ok {
+			if r.Kind != 0 {
+				t.Fatalf("placed with reason %+v", r)
+			}
+			return
+		}
+		wantKind := Waiting
+		switch {
+		case len(nodes) == 0:
+			wantKind = NoNodes
+		case !modelFitsAnywhere(job, modelNodes(nodes, modelCapacity)):
+			wantKind = TooLarge
+		}
+		if r.Kind != wantKind || r.Nodes != len(nodes) || r.String("q") == "" {
+			t.Fatalf("reason %+v (%q), want kind %d", r, r.String("q"), wantKind)
+		}
+	})
+}

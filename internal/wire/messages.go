@@ -1,0 +1,159 @@
+package wire
+
+import "time"
+
+// Hello is the agent's first message on every connection: who it is, what
+// the node offers and what it still runs (after a reconnect), so the server
+// can reconcile. The protocol version travels in the envelope.
+type Hello struct {
+	NodeID       string           `json:"nodeId"`
+	AgentVersion string           `json:"agentVersion"`
+	Inventory    Inventory        `json:"inventory"`
+	Running      []RunningService `json:"running,omitempty"`
+}
+
+// Inventory is a node's capacity. Same JSON shape as the server's
+// inventory.Inventory.
+type Inventory struct {
+	CPUs      float64 `json:"cpus"`
+	MemoryMiB int64   `json:"memoryMiB"`
+	GPUs      []GPU   `json:"gpus,omitempty"`
+}
+
+// GPU is a number of GPUs of one type.
+type GPU struct {
+	Type  string `json:"type"`
+	Count int    `json:"count"`
+}
+
+// RunningService is a service the agent runs.
+type RunningService struct {
+	JobID     string    `json:"jobId"`
+	Service   string    `json:"service"`
+	PID       int       `json:"pid,omitempty"`
+	StartedAt time.Time `json:"startedAt"`
+}
+
+// Welcome accepts a hello.
+type Welcome struct {
+	HeartbeatIntervalMs int64 `json:"heartbeatIntervalMs"`
+}
+
+// HeartbeatInterval is how often the agent must send a Heartbeat.
+func (w Welcome) HeartbeatInterval() time.Duration {
+	return time.Duration(w.HeartbeatIntervalMs) * time.Millisecond
+}
+
+// Heartbeat tells the server the node is alive.
+type Heartbeat struct {
+	Time time.Time `json:"time"`
+}
+
+// Start asks the agent to run a job. Starting a job the agent already runs
+// is not an error: the agent keeps the running one (resends are harmless).
+type Start struct {
+	JobID          string         `json:"jobId"`
+	TimeoutSeconds int            `json:"timeoutSeconds,omitempty"` // 0 = none
+	Services       []ServiceStart `json:"services"`
+}
+
+// ServiceStart is one service of a Start.
+type ServiceStart struct {
+	Name      string   `json:"name"`
+	Image     string   `json:"image,omitempty"` // container runtimes only
+	Command   []string `json:"command,omitempty"`
+	Args      []string `json:"args,omitempty"`
+	Env       []EnvVar `json:"env,omitempty"`
+	Ports     []Port   `json:"ports,omitempty"`
+	CPU       float64  `json:"cpu"`
+	MemoryMiB int64    `json:"memoryMiB"`
+	GPUs      []string `json:"gpus,omitempty"` // device IDs assigned by the scheduler
+}
+
+// EnvVar is one environment variable.
+type EnvVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Port is a named port of a service. In a Start, 0 lets the agent pick a
+// free host port; in a StateChange it is the host port the service got.
+type Port struct {
+	Name string `json:"name"`
+	Port int    `json:"port"`
+}
+
+// Stop asks the agent to stop a job: SIGTERM (or the runtime's equivalent),
+// then a kill after GraceSeconds.
+type Stop struct {
+	JobID        string `json:"jobId"`
+	Reason       string `json:"reason"`
+	GraceSeconds int    `json:"graceSeconds"`
+}
+
+// State is the state of one service on the agent.
+type State string
+
+// Service states. EXITED means exited with code 0; any other end (non-zero
+// exit, killed, stopped, failed to start) is FAILED, with ExitCode when the
+// process had one and a Reason.
+const (
+	StateStarting State = "STARTING"
+	StateRunning  State = "RUNNING"
+	StateExited   State = "EXITED"
+	StateFailed   State = "FAILED"
+)
+
+// Done reports whether s is a final state.
+func (s State) Done() bool { return s == StateExited || s == StateFailed }
+
+// StateChange reports a service's new state.
+type StateChange struct {
+	JobID    string    `json:"jobId"`
+	Service  string    `json:"service"`
+	State    State     `json:"state"`
+	ExitCode *int      `json:"exitCode,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+	Ports    []Port    `json:"ports,omitempty"` // host ports, with RUNNING
+	Time     time.Time `json:"time"`
+}
+
+// Stream is where a log line was written.
+type Stream string
+
+// The streams of a service.
+const (
+	Stdout Stream = "stdout"
+	Stderr Stream = "stderr"
+)
+
+// Logs carries output lines of one job, in sequence order.
+type Logs struct {
+	JobID string    `json:"jobId"`
+	Lines []LogLine `json:"lines"`
+}
+
+// LogLine is one line of output. Seq numbers the lines of a job across its
+// services, from 1 without gaps, so the server can spot losses and
+// duplicates.
+type LogLine struct {
+	Service string    `json:"service"`
+	Stream  Stream    `json:"stream"`
+	Seq     uint64    `json:"seq"`
+	Time    time.Time `json:"time"`
+	Text    string    `json:"text"`
+}
+
+// Reconcile tells a (re)connected agent which services the server believes
+// run on its node. The agent stops jobs not listed and reports a final
+// StateChange for listed services it no longer runs.
+type Reconcile struct {
+	Running []RunningService `json:"running,omitempty"`
+}
+
+// Ack acknowledges the message sent with envelope sequence number Seq. An
+// empty Error means it was applied; otherwise it says why not.
+type Ack struct {
+	Seq   uint64 `json:"seq"`
+	Error string `json:"error,omitempty"`
+}

@@ -1,0 +1,188 @@
+package wire
+
+import (
+	"fmt"
+	"math"
+)
+
+// Validate implements Msg.
+func (m Hello) Validate() error {
+	c := checker{kind: KindHello}
+	c.id("nodeId", m.NodeID)
+	if m.AgentVersion == "" || len(m.AgentVersion) > 128 || !printable(m.AgentVersion) {
+		c.bad("agentVersion", "must be 1 to 128 printable characters")
+	}
+	c.nonNegFloat("inventory.cpus", m.Inventory.CPUs)
+	c.rangeInt("inventory.memoryMiB", m.Inventory.MemoryMiB, 0, math.MaxInt64)
+	seen := map[string]bool{}
+	for i, g := range m.Inventory.GPUs {
+		f := fmt.Sprintf("inventory.gpus[%d]", i)
+		switch {
+		case !gpuType.MatchString(g.Type):
+			c.bad(f+".type", "%.70q is not a valid GPU type", g.Type)
+		case seen[g.Type]:
+			c.bad(f+".type", "duplicate GPU type %q", g.Type)
+		}
+		seen[g.Type] = true
+		c.rangeInt(f+".count", int64(g.Count), 1, 1<<20)
+	}
+	c.running("running", m.Running)
+	return c.err()
+}
+
+// Validate implements Msg.
+func (m Welcome) Validate() error {
+	c := checker{kind: KindWelcome}
+	c.rangeInt("heartbeatIntervalMs", m.HeartbeatIntervalMs, 1, 3600*1000)
+	return c.err()
+}
+
+// Validate implements Msg.
+func (m Heartbeat) Validate() error {
+	c := checker{kind: KindHeartbeat}
+	c.time("time", m.Time)
+	return c.err()
+}
+
+// Validate implements Msg.
+func (m Start) Validate() error {
+	c := checker{kind: KindStart}
+	c.id("jobId", m.JobID)
+	c.rangeInt("timeoutSeconds", int64(m.TimeoutSeconds), 0, MaxTimeout)
+	switch {
+	case len(m.Services) == 0:
+		c.bad("services", "a job needs at least one service")
+	case len(m.Services) > MaxServices:
+		c.bad("services", "at most %d services", MaxServices)
+	}
+	names := map[string]bool{}
+	for i, s := range m.Services {
+		f := fmt.Sprintf("services[%d]", i)
+		c.service(f+".name", s.Name)
+		if names[s.Name] {
+			c.bad(f+".name", "duplicate service %q", s.Name)
+		}
+		names[s.Name] = true
+		c.serviceStart(f, s)
+	}
+	return c.err()
+}
+
+func (c *checker) serviceStart(f string, s ServiceStart) {
+	if len(s.Command) == 0 && s.Image == "" {
+		c.bad(f+".command", "a service needs a command or an image")
+	}
+	// exec refuses NUL bytes; say so here rather than at start.
+	for k, w := range append(append([]string{s.Image}, s.Command...), s.Args...) {
+		if hasNUL(w) {
+			c.bad(f+".command", "word %d contains a NUL byte", k)
+			break
+		}
+	}
+	seen := map[string]bool{}
+	for k, e := range s.Env {
+		ef := fmt.Sprintf("%s.env[%d]", f, k)
+		switch {
+		case !envName.MatchString(e.Name):
+			c.bad(ef+".name", "%.70q is not a valid variable name", e.Name)
+		case seen[e.Name]:
+			c.bad(ef+".name", "duplicate variable %q", e.Name)
+		}
+		seen[e.Name] = true
+		if hasNUL(e.Value) {
+			c.bad(ef+".value", "contains a NUL byte")
+		}
+	}
+	c.ports(f+".ports", s.Ports, false)
+	c.nonNegFloat(f+".cpu", s.CPU)
+	c.rangeInt(f+".memoryMiB", s.MemoryMiB, 0, math.MaxInt64)
+	devs := map[string]bool{}
+	for k, d := range s.GPUs {
+		gf := fmt.Sprintf("%s.gpus[%d]", f, k)
+		switch {
+		case !gpuDevice.MatchString(d):
+			c.bad(gf, "%.70q is not a valid GPU device ID", d)
+		case devs[d]:
+			c.bad(gf, "duplicate GPU %q", d)
+		}
+		devs[d] = true
+	}
+}
+
+// Validate implements Msg.
+func (m Stop) Validate() error {
+	c := checker{kind: KindStop}
+	c.id("jobId", m.JobID)
+	c.text("reason", m.Reason, MaxReasonBytes)
+	c.rangeInt("graceSeconds", int64(m.GraceSeconds), 0, MaxGrace)
+	return c.err()
+}
+
+// Validate implements Msg.
+func (m StateChange) Validate() error {
+	c := checker{kind: KindStateChange}
+	c.id("jobId", m.JobID)
+	c.service("service", m.Service)
+	switch m.State {
+	case StateStarting, StateRunning:
+		if m.ExitCode != nil {
+			c.bad("exitCode", "only a final state has an exit code")
+		}
+	case StateExited:
+		if m.ExitCode == nil || *m.ExitCode != 0 {
+			c.bad("exitCode", "EXITED means exit code 0; other codes are FAILED")
+		}
+	case StateFailed:
+		if m.ExitCode != nil {
+			c.rangeInt("exitCode", int64(*m.ExitCode), 0, 255)
+		}
+	default:
+		c.bad("state", "%.40q is not one of STARTING, RUNNING, EXITED, FAILED", m.State)
+	}
+	c.text("reason", m.Reason, MaxReasonBytes)
+	c.ports("ports", m.Ports, true)
+	c.time("time", m.Time)
+	return c.err()
+}
+
+// Validate implements Msg.
+func (m Logs) Validate() error {
+	c := checker{kind: KindLogs}
+	c.id("jobId", m.JobID)
+	if len(m.Lines) == 0 {
+		c.bad("lines", "at least one line is required")
+	}
+	for i, l := range m.Lines {
+		f := fmt.Sprintf("lines[%d]", i)
+		c.service(f+".service", l.Service)
+		if l.Stream != Stdout && l.Stream != Stderr {
+			c.bad(f+".stream", "%.40q is not stdout or stderr", l.Stream)
+		}
+		switch {
+		case l.Seq == 0:
+			c.bad(f+".seq", "sequence numbers start at 1")
+		case i > 0 && l.Seq != m.Lines[i-1].Seq+1:
+			c.bad(f+".seq", "is %d after %d: lines of a message must be contiguous", l.Seq, m.Lines[i-1].Seq)
+		}
+		c.time(f+".time", l.Time)
+		c.text(f+".text", l.Text, MaxLogLineBytes)
+	}
+	return c.err()
+}
+
+// Validate implements Msg.
+func (m Reconcile) Validate() error {
+	c := checker{kind: KindReconcile}
+	c.running("running", m.Running)
+	return c.err()
+}
+
+// Validate implements Msg.
+func (m Ack) Validate() error {
+	c := checker{kind: KindAck}
+	if m.Seq == 0 {
+		c.bad("seq", "is required")
+	}
+	c.text("error", m.Error, MaxReasonBytes)
+	return c.err()
+}
