@@ -39,7 +39,8 @@ check: generate
 test: check
 	@rm -f test.log
 	@status=0; $(WITHPG) $(GO) test -count=1 -timeout 25m -v ./... > test.log 2>&1 || status=$$?; \
-	grep -E '^(ok|FAIL|panic:|---)|^\s+--- FAIL|_test\.go:[0-9]+:' test.log | grep -v -e '--- PASS' -e '--- SKIP' || true; \
+	grep -E '^(ok|FAIL|panic:)|^\s*--- FAIL' test.log || true; \
+	if [ $$status -ne 0 ]; then echo "failure details:"; grep -E -e '--- FAIL|panic:|_test\.go:[0-9]+:|\.go:[0-9]+ \+0x|^#|\.go:[0-9]+:[0-9]+: ' test.log | tail -200; fi; \
 	echo "database tests passed: $$(grep -c -E -- '--- PASS: .*/sqlite \(' test.log) on SQLite, $$(grep -c -E -- '--- PASS: .*/postgres \(' test.log) on PostgreSQL (full log: test.log)"; \
 	exit $$status
 

@@ -1,7 +1,9 @@
 package graph_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/levers9/levers9/internal/dbtest"
 )
@@ -62,4 +64,63 @@ func TestUpdateAppendsToLists(t *testing.T) {
 			t.Fatalf("after append: %s", got)
 		}
 	})
+}
+
+// Charges are summed per job, kind, project or user over what the viewer
+// may see: members their own, admins the tenant's.
+func TestChargeTotals(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		e := newEnv(t, url)
+		a := e.newTenant("totals")
+		e.gql(a.adminToken, `mutation { updateQueue(id: "`+e.queueID(a)+`", input: {cpuPrice: 1, startFee: 2}) { id } }`, nil).ok(t)
+		for _, u := range []string{a.admin.ID, a.member.ID} {
+			e.gql(a.adminToken, `mutation($u: ID!) { grantTokens(input: {userID: $u, tokens: 100, reason: "budget"}) { id } }`, vars{"u": u}).ok(t)
+		}
+		var sub struct{ SubmitJob struct{ ID string } }
+		r := e.gql(a.memberToken, `mutation { submitJob(spec: {queue: "default", services: [{name: "main", command: ["true"], cpu: 1}]}) { id } }`, nil)
+		r.ok(t)
+		r.decode(t, &sub)
+		start := time.Now().Add(-5 * time.Minute)
+		if err := e.jobs.MarkRunning(context.Background(), sub.SubmitJob.ID, start); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.jobs.MarkEnded(context.Background(), sub.SubmitJob.ID, "COMPLETE", "exit 0", start.Add(5*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		totals := func(token, group string) string {
+			r := e.gql(token, `query($g: ChargeGrouping!) { chargeTotals(groupBy: $g) { key tokens count } }`, vars{"g": group})
+			r.ok(t)
+			return string(r.Data)
+		}
+		job := sub.SubmitJob.ID
+		if got, want := totals(a.memberToken, "JOB"), `{"chargeTotals":[{"key":"`+job+`","tokens":7,"count":6}]}`; got != want {
+			t.Errorf("member's totals by job: %s, want %s", got, want)
+		}
+		if got, want := totals(a.memberToken, "KIND"), `{"chargeTotals":[{"key":"COMPUTE","tokens":5,"count":5},{"key":"START","tokens":2,"count":1},{"key":"GRANT","tokens":-100,"count":1}]}`; got != want {
+			t.Errorf("member's totals by kind: %s, want %s", got, want)
+		}
+		if got, want := totals(a.adminToken, "USER"), `{"chargeTotals":[{"key":"`+a.member.ID+`","tokens":-93,"count":7},{"key":"`+a.admin.ID+`","tokens":-100,"count":1}]}`; got != want {
+			t.Errorf("admin's totals by user: %s, want %s", got, want)
+		}
+		r = e.gql(a.memberToken, `{ viewer { balance } }`, nil)
+		r.ok(t)
+		if got := string(r.Data); got != `{"viewer":{"balance":93}}` {
+			t.Errorf("member's balance: %s", got)
+		}
+	})
+}
+
+// queueID is the ID of the tenant's default queue.
+func (e *env) queueID(tn *tenant) string {
+	e.t.Helper()
+	var out struct {
+		Queues struct {
+			Edges []struct{ Node struct{ ID string } }
+		}
+	}
+	r := e.gql(tn.adminToken, `{ queues(where: {name: "default"}) { edges { node { id } } } }`, nil)
+	r.ok(e.t)
+	r.decode(e.t, &out)
+	return out.Queues.Edges[0].Node.ID
 }

@@ -45,6 +45,9 @@ func newEnv(t testing.TB, url string) *env {
 	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("LEVERS9_TEST_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
 	db, err := database.Open(ctx, url, log)
 	if err != nil {
 		t.Fatal(err)

@@ -43,10 +43,14 @@ func Totals(ctx context.Context, q *ent.ChargeQuery, g Grouping) ([]*Total, erro
 	if !ok {
 		return nil, fmt.Errorf("unknown grouping %q", g)
 	}
+	// Rows are scanned by column name; one of the keys is set.
 	var rows []struct {
-		Key    *string `json:"key"`
-		Tokens *int64  `json:"tokens"`
-		Count  int     `json:"count"`
+		JobID     *string `json:"job_id"`
+		ProjectID *string `json:"project_id"`
+		UserID    *string `json:"user_id"`
+		Kind      *string `json:"kind"`
+		Tokens    *int64  `json:"tokens"`
+		Count     int     `json:"count"`
 	}
 	err := q.GroupBy(col).
 		Aggregate(ent.As(ent.Sum(charge.FieldTokens), "tokens"), ent.As(ent.Count(), "count")).
@@ -56,10 +60,11 @@ func Totals(ctx context.Context, q *ent.ChargeQuery, g Grouping) ([]*Total, erro
 	}
 	out := make([]*Total, 0, len(rows))
 	for _, r := range rows {
-		if r.Key == nil || *r.Key == "" {
+		key := map[Grouping]*string{ByJob: r.JobID, ByProject: r.ProjectID, ByUser: r.UserID, ByKind: r.Kind}[g]
+		if key == nil || *key == "" {
 			continue
 		}
-		t := &Total{Key: *r.Key, Count: r.Count}
+		t := &Total{Key: *key, Count: r.Count}
 		if r.Tokens != nil {
 			t.Tokens = billing.Tokens(*r.Tokens)
 		}
