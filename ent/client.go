@@ -22,6 +22,8 @@ import (
 	"github.com/levers9/levers9/ent/environment"
 	"github.com/levers9/levers9/ent/group"
 	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/jobevent"
+	"github.com/levers9/levers9/ent/logline"
 	"github.com/levers9/levers9/ent/membership"
 	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/ent/nodeinvite"
@@ -54,6 +56,10 @@ type Client struct {
 	Group *GroupClient
 	// Job is the client for interacting with the Job builders.
 	Job *JobClient
+	// JobEvent is the client for interacting with the JobEvent builders.
+	JobEvent *JobEventClient
+	// LogLine is the client for interacting with the LogLine builders.
+	LogLine *LogLineClient
 	// Membership is the client for interacting with the Membership builders.
 	Membership *MembershipClient
 	// Node is the client for interacting with the Node builders.
@@ -90,6 +96,8 @@ func (c *Client) init() {
 	c.Environment = NewEnvironmentClient(c.config)
 	c.Group = NewGroupClient(c.config)
 	c.Job = NewJobClient(c.config)
+	c.JobEvent = NewJobEventClient(c.config)
+	c.LogLine = NewLogLineClient(c.config)
 	c.Membership = NewMembershipClient(c.config)
 	c.Node = NewNodeClient(c.config)
 	c.NodeInvite = NewNodeInviteClient(c.config)
@@ -198,6 +206,8 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		Environment: NewEnvironmentClient(cfg),
 		Group:       NewGroupClient(cfg),
 		Job:         NewJobClient(cfg),
+		JobEvent:    NewJobEventClient(cfg),
+		LogLine:     NewLogLineClient(cfg),
 		Membership:  NewMembershipClient(cfg),
 		Node:        NewNodeClient(cfg),
 		NodeInvite:  NewNodeInviteClient(cfg),
@@ -233,6 +243,8 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		Environment: NewEnvironmentClient(cfg),
 		Group:       NewGroupClient(cfg),
 		Job:         NewJobClient(cfg),
+		JobEvent:    NewJobEventClient(cfg),
+		LogLine:     NewLogLineClient(cfg),
 		Membership:  NewMembershipClient(cfg),
 		Node:        NewNodeClient(cfg),
 		NodeInvite:  NewNodeInviteClient(cfg),
@@ -272,8 +284,8 @@ func (c *Client) Close() error {
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIToken, c.AuditEvent, c.Bucket, c.Charge, c.Environment, c.Group, c.Job,
-		c.Membership, c.Node, c.NodeInvite, c.Project, c.Queue, c.Service, c.Storage,
-		c.Tenant, c.User,
+		c.JobEvent, c.LogLine, c.Membership, c.Node, c.NodeInvite, c.Project, c.Queue,
+		c.Service, c.Storage, c.Tenant, c.User,
 	} {
 		n.Use(hooks...)
 	}
@@ -284,8 +296,8 @@ func (c *Client) Use(hooks ...Hook) {
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIToken, c.AuditEvent, c.Bucket, c.Charge, c.Environment, c.Group, c.Job,
-		c.Membership, c.Node, c.NodeInvite, c.Project, c.Queue, c.Service, c.Storage,
-		c.Tenant, c.User,
+		c.JobEvent, c.LogLine, c.Membership, c.Node, c.NodeInvite, c.Project, c.Queue,
+		c.Service, c.Storage, c.Tenant, c.User,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -308,6 +320,10 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Group.mutate(ctx, m)
 	case *JobMutation:
 		return c.Job.mutate(ctx, m)
+	case *JobEventMutation:
+		return c.JobEvent.mutate(ctx, m)
+	case *LogLineMutation:
+		return c.LogLine.mutate(ctx, m)
 	case *MembershipMutation:
 		return c.Membership.mutate(ctx, m)
 	case *NodeMutation:
@@ -1538,6 +1554,274 @@ func (c *JobClient) mutate(ctx context.Context, m *JobMutation) (Value, error) {
 		return (&JobDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown Job mutation op: %q", m.Op())
+	}
+}
+
+// JobEventClient is a client for the JobEvent schema.
+type JobEventClient struct {
+	config
+}
+
+// NewJobEventClient returns a client for the JobEvent from the given config.
+func NewJobEventClient(c config) *JobEventClient {
+	return &JobEventClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `jobevent.Hooks(f(g(h())))`.
+func (c *JobEventClient) Use(hooks ...Hook) {
+	c.hooks.JobEvent = append(c.hooks.JobEvent, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `jobevent.Intercept(f(g(h())))`.
+func (c *JobEventClient) Intercept(interceptors ...Interceptor) {
+	c.inters.JobEvent = append(c.inters.JobEvent, interceptors...)
+}
+
+// Create returns a builder for creating a JobEvent entity.
+func (c *JobEventClient) Create() *JobEventCreate {
+	mutation := newJobEventMutation(c.config, OpCreate)
+	return &JobEventCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of JobEvent entities.
+func (c *JobEventClient) CreateBulk(builders ...*JobEventCreate) *JobEventCreateBulk {
+	return &JobEventCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *JobEventClient) MapCreateBulk(slice any, setFunc func(*JobEventCreate, int)) *JobEventCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &JobEventCreateBulk{err: fmt.Errorf("calling to JobEventClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*JobEventCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &JobEventCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for JobEvent.
+func (c *JobEventClient) Update() *JobEventUpdate {
+	mutation := newJobEventMutation(c.config, OpUpdate)
+	return &JobEventUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *JobEventClient) UpdateOne(_m *JobEvent) *JobEventUpdateOne {
+	mutation := newJobEventMutation(c.config, OpUpdateOne, withJobEvent(_m))
+	return &JobEventUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *JobEventClient) UpdateOneID(id string) *JobEventUpdateOne {
+	mutation := newJobEventMutation(c.config, OpUpdateOne, withJobEventID(id))
+	return &JobEventUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for JobEvent.
+func (c *JobEventClient) Delete() *JobEventDelete {
+	mutation := newJobEventMutation(c.config, OpDelete)
+	return &JobEventDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *JobEventClient) DeleteOne(_m *JobEvent) *JobEventDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *JobEventClient) DeleteOneID(id string) *JobEventDeleteOne {
+	builder := c.Delete().Where(jobevent.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &JobEventDeleteOne{builder}
+}
+
+// Query returns a query builder for JobEvent.
+func (c *JobEventClient) Query() *JobEventQuery {
+	return &JobEventQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeJobEvent},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a JobEvent entity by its id.
+func (c *JobEventClient) Get(ctx context.Context, id string) (*JobEvent, error) {
+	return c.Query().Where(jobevent.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *JobEventClient) GetX(ctx context.Context, id string) *JobEvent {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *JobEventClient) Hooks() []Hook {
+	hooks := c.hooks.JobEvent
+	return append(hooks[:len(hooks):len(hooks)], jobevent.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *JobEventClient) Interceptors() []Interceptor {
+	return c.inters.JobEvent
+}
+
+func (c *JobEventClient) mutate(ctx context.Context, m *JobEventMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&JobEventCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&JobEventUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&JobEventUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&JobEventDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown JobEvent mutation op: %q", m.Op())
+	}
+}
+
+// LogLineClient is a client for the LogLine schema.
+type LogLineClient struct {
+	config
+}
+
+// NewLogLineClient returns a client for the LogLine from the given config.
+func NewLogLineClient(c config) *LogLineClient {
+	return &LogLineClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `logline.Hooks(f(g(h())))`.
+func (c *LogLineClient) Use(hooks ...Hook) {
+	c.hooks.LogLine = append(c.hooks.LogLine, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `logline.Intercept(f(g(h())))`.
+func (c *LogLineClient) Intercept(interceptors ...Interceptor) {
+	c.inters.LogLine = append(c.inters.LogLine, interceptors...)
+}
+
+// Create returns a builder for creating a LogLine entity.
+func (c *LogLineClient) Create() *LogLineCreate {
+	mutation := newLogLineMutation(c.config, OpCreate)
+	return &LogLineCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of LogLine entities.
+func (c *LogLineClient) CreateBulk(builders ...*LogLineCreate) *LogLineCreateBulk {
+	return &LogLineCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *LogLineClient) MapCreateBulk(slice any, setFunc func(*LogLineCreate, int)) *LogLineCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &LogLineCreateBulk{err: fmt.Errorf("calling to LogLineClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*LogLineCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &LogLineCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for LogLine.
+func (c *LogLineClient) Update() *LogLineUpdate {
+	mutation := newLogLineMutation(c.config, OpUpdate)
+	return &LogLineUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *LogLineClient) UpdateOne(_m *LogLine) *LogLineUpdateOne {
+	mutation := newLogLineMutation(c.config, OpUpdateOne, withLogLine(_m))
+	return &LogLineUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *LogLineClient) UpdateOneID(id string) *LogLineUpdateOne {
+	mutation := newLogLineMutation(c.config, OpUpdateOne, withLogLineID(id))
+	return &LogLineUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for LogLine.
+func (c *LogLineClient) Delete() *LogLineDelete {
+	mutation := newLogLineMutation(c.config, OpDelete)
+	return &LogLineDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *LogLineClient) DeleteOne(_m *LogLine) *LogLineDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *LogLineClient) DeleteOneID(id string) *LogLineDeleteOne {
+	builder := c.Delete().Where(logline.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &LogLineDeleteOne{builder}
+}
+
+// Query returns a query builder for LogLine.
+func (c *LogLineClient) Query() *LogLineQuery {
+	return &LogLineQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeLogLine},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a LogLine entity by its id.
+func (c *LogLineClient) Get(ctx context.Context, id string) (*LogLine, error) {
+	return c.Query().Where(logline.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *LogLineClient) GetX(ctx context.Context, id string) *LogLine {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *LogLineClient) Hooks() []Hook {
+	hooks := c.hooks.LogLine
+	return append(hooks[:len(hooks):len(hooks)], logline.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *LogLineClient) Interceptors() []Interceptor {
+	return c.inters.LogLine
+}
+
+func (c *LogLineClient) mutate(ctx context.Context, m *LogLineMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&LogLineCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&LogLineUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&LogLineUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&LogLineDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown LogLine mutation op: %q", m.Op())
 	}
 }
 
@@ -3054,12 +3338,14 @@ func (c *UserClient) mutate(ctx context.Context, m *UserMutation) (Value, error)
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		APIToken, AuditEvent, Bucket, Charge, Environment, Group, Job, Membership, Node,
-		NodeInvite, Project, Queue, Service, Storage, Tenant, User []ent.Hook
+		APIToken, AuditEvent, Bucket, Charge, Environment, Group, Job, JobEvent,
+		LogLine, Membership, Node, NodeInvite, Project, Queue, Service, Storage,
+		Tenant, User []ent.Hook
 	}
 	inters struct {
-		APIToken, AuditEvent, Bucket, Charge, Environment, Group, Job, Membership, Node,
-		NodeInvite, Project, Queue, Service, Storage, Tenant, User []ent.Interceptor
+		APIToken, AuditEvent, Bucket, Charge, Environment, Group, Job, JobEvent,
+		LogLine, Membership, Node, NodeInvite, Project, Queue, Service, Storage,
+		Tenant, User []ent.Interceptor
 	}
 )
 

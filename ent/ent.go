@@ -19,6 +19,8 @@ import (
 	"github.com/levers9/levers9/ent/environment"
 	"github.com/levers9/levers9/ent/group"
 	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/jobevent"
+	"github.com/levers9/levers9/ent/logline"
 	"github.com/levers9/levers9/ent/membership"
 	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/ent/nodeinvite"
@@ -95,6 +97,8 @@ func checkColumn(t, c string) error {
 			environment.Table: environment.ValidColumn,
 			group.Table:       group.ValidColumn,
 			job.Table:         job.ValidColumn,
+			jobevent.Table:    jobevent.ValidColumn,
+			logline.Table:     logline.ValidColumn,
 			membership.Table:  membership.ValidColumn,
 			node.Table:        node.ValidColumn,
 			nodeinvite.Table:  nodeinvite.ValidColumn,

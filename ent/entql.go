@@ -10,6 +10,8 @@ import (
 	"github.com/levers9/levers9/ent/environment"
 	"github.com/levers9/levers9/ent/group"
 	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/jobevent"
+	"github.com/levers9/levers9/ent/logline"
 	"github.com/levers9/levers9/ent/membership"
 	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/ent/nodeinvite"
@@ -29,7 +31,7 @@ import (
 
 // schemaGraph holds a representation of ent/schema at runtime.
 var schemaGraph = func() *sqlgraph.Schema {
-	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 16)}
+	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 18)}
 	graph.Nodes[0] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   apitoken.Table,
@@ -188,6 +190,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			job.FieldPriority:          {Type: field.TypeInt, Column: job.FieldPriority},
 			job.FieldTimeoutSeconds:    {Type: field.TypeInt, Column: job.FieldTimeoutSeconds},
 			job.FieldRetries:           {Type: field.TypeInt, Column: job.FieldRetries},
+			job.FieldAttempt:           {Type: field.TypeInt, Column: job.FieldAttempt},
 			job.FieldGpus:              {Type: field.TypeInt, Column: job.FieldGpus},
 			job.FieldEstimatePerMinute: {Type: field.TypeInt64, Column: job.FieldEstimatePerMinute},
 			job.FieldEstimateStartFee:  {Type: field.TypeInt64, Column: job.FieldEstimateStartFee},
@@ -198,6 +201,49 @@ var schemaGraph = func() *sqlgraph.Schema {
 		},
 	}
 	graph.Nodes[7] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
+			Table:   jobevent.Table,
+			Columns: jobevent.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeString,
+				Column: jobevent.FieldID,
+			},
+		},
+		Type: "JobEvent",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			jobevent.FieldCreatedAt:     {Type: field.TypeTime, Column: jobevent.FieldCreatedAt},
+			jobevent.FieldUpdatedAt:     {Type: field.TypeTime, Column: jobevent.FieldUpdatedAt},
+			jobevent.FieldTenantID:      {Type: field.TypeString, Column: jobevent.FieldTenantID},
+			jobevent.FieldEnvironmentID: {Type: field.TypeString, Column: jobevent.FieldEnvironmentID},
+			jobevent.FieldJobID:         {Type: field.TypeString, Column: jobevent.FieldJobID},
+			jobevent.FieldService:       {Type: field.TypeString, Column: jobevent.FieldService},
+			jobevent.FieldStatus:        {Type: field.TypeEnum, Column: jobevent.FieldStatus},
+			jobevent.FieldReason:        {Type: field.TypeString, Column: jobevent.FieldReason},
+			jobevent.FieldAt:            {Type: field.TypeTime, Column: jobevent.FieldAt},
+		},
+	}
+	graph.Nodes[8] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
+			Table:   logline.Table,
+			Columns: logline.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeString,
+				Column: logline.FieldID,
+			},
+		},
+		Type: "LogLine",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			logline.FieldTenantID:      {Type: field.TypeString, Column: logline.FieldTenantID},
+			logline.FieldEnvironmentID: {Type: field.TypeString, Column: logline.FieldEnvironmentID},
+			logline.FieldJobID:         {Type: field.TypeString, Column: logline.FieldJobID},
+			logline.FieldService:       {Type: field.TypeString, Column: logline.FieldService},
+			logline.FieldStream:        {Type: field.TypeEnum, Column: logline.FieldStream},
+			logline.FieldSeq:           {Type: field.TypeInt64, Column: logline.FieldSeq},
+			logline.FieldTime:          {Type: field.TypeTime, Column: logline.FieldTime},
+			logline.FieldText:          {Type: field.TypeString, Column: logline.FieldText},
+		},
+	}
+	graph.Nodes[9] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   membership.Table,
 			Columns: membership.Columns,
@@ -215,7 +261,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			membership.FieldGroupID:   {Type: field.TypeString, Column: membership.FieldGroupID},
 		},
 	}
-	graph.Nodes[8] = &sqlgraph.Node{
+	graph.Nodes[10] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   node.Table,
 			Columns: node.Columns,
@@ -237,7 +283,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			node.FieldAgentVersion:    {Type: field.TypeString, Column: node.FieldAgentVersion},
 		},
 	}
-	graph.Nodes[9] = &sqlgraph.Node{
+	graph.Nodes[11] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   nodeinvite.Table,
 			Columns: nodeinvite.Columns,
@@ -260,7 +306,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			nodeinvite.FieldRevokedAt:   {Type: field.TypeTime, Column: nodeinvite.FieldRevokedAt},
 		},
 	}
-	graph.Nodes[10] = &sqlgraph.Node{
+	graph.Nodes[12] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   project.Table,
 			Columns: project.Columns,
@@ -278,7 +324,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			project.FieldDescription: {Type: field.TypeString, Column: project.FieldDescription},
 		},
 	}
-	graph.Nodes[11] = &sqlgraph.Node{
+	graph.Nodes[13] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   queue.Table,
 			Columns: queue.Columns,
@@ -305,7 +351,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			queue.FieldMultiplier:         {Type: field.TypeFloat64, Column: queue.FieldMultiplier},
 		},
 	}
-	graph.Nodes[12] = &sqlgraph.Node{
+	graph.Nodes[14] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   service.Table,
 			Columns: service.Columns,
@@ -336,11 +382,13 @@ var schemaGraph = func() *sqlgraph.Schema {
 			service.FieldStatusReason:  {Type: field.TypeString, Column: service.FieldStatusReason},
 			service.FieldNodeID:        {Type: field.TypeString, Column: service.FieldNodeID},
 			service.FieldExitCode:      {Type: field.TypeInt, Column: service.FieldExitCode},
+			service.FieldDispatchedAt:  {Type: field.TypeTime, Column: service.FieldDispatchedAt},
+			service.FieldHostPorts:     {Type: field.TypeJSON, Column: service.FieldHostPorts},
 			service.FieldStartedAt:     {Type: field.TypeTime, Column: service.FieldStartedAt},
 			service.FieldFinishedAt:    {Type: field.TypeTime, Column: service.FieldFinishedAt},
 		},
 	}
-	graph.Nodes[13] = &sqlgraph.Node{
+	graph.Nodes[15] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   storage.Table,
 			Columns: storage.Columns,
@@ -366,7 +414,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			storage.FieldPricePerTbHour:  {Type: field.TypeInt64, Column: storage.FieldPricePerTbHour},
 		},
 	}
-	graph.Nodes[14] = &sqlgraph.Node{
+	graph.Nodes[16] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   tenant.Table,
 			Columns: tenant.Columns,
@@ -386,7 +434,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			tenant.FieldBudgetPolicy:   {Type: field.TypeEnum, Column: tenant.FieldBudgetPolicy},
 		},
 	}
-	graph.Nodes[15] = &sqlgraph.Node{
+	graph.Nodes[17] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   user.Table,
 			Columns: user.Columns,
@@ -1655,6 +1703,11 @@ func (f *JobFilter) WhereRetries(p entql.IntP) {
 	f.Where(p.Field(job.FieldRetries))
 }
 
+// WhereAttempt applies the entql int predicate on the attempt field.
+func (f *JobFilter) WhereAttempt(p entql.IntP) {
+	f.Where(p.Field(job.FieldAttempt))
+}
+
 // WhereGpus applies the entql int predicate on the gpus field.
 func (f *JobFilter) WhereGpus(p entql.IntP) {
 	f.Where(p.Field(job.FieldGpus))
@@ -1747,6 +1800,171 @@ func (f *JobFilter) WhereHasServicesWith(preds ...predicate.Service) {
 }
 
 // addPredicate implements the predicateAdder interface.
+func (_q *JobEventQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the JobEventQuery builder.
+func (_q *JobEventQuery) Filter() *JobEventFilter {
+	return &JobEventFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *JobEventMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the JobEventMutation builder.
+func (m *JobEventMutation) Filter() *JobEventFilter {
+	return &JobEventFilter{config: m.config, predicateAdder: m}
+}
+
+// JobEventFilter provides a generic filtering capability at runtime for JobEventQuery.
+type JobEventFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *JobEventFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[7].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql string predicate on the id field.
+func (f *JobEventFilter) WhereID(p entql.StringP) {
+	f.Where(p.Field(jobevent.FieldID))
+}
+
+// WhereCreatedAt applies the entql time.Time predicate on the created_at field.
+func (f *JobEventFilter) WhereCreatedAt(p entql.TimeP) {
+	f.Where(p.Field(jobevent.FieldCreatedAt))
+}
+
+// WhereUpdatedAt applies the entql time.Time predicate on the updated_at field.
+func (f *JobEventFilter) WhereUpdatedAt(p entql.TimeP) {
+	f.Where(p.Field(jobevent.FieldUpdatedAt))
+}
+
+// WhereTenantID applies the entql string predicate on the tenant_id field.
+func (f *JobEventFilter) WhereTenantID(p entql.StringP) {
+	f.Where(p.Field(jobevent.FieldTenantID))
+}
+
+// WhereEnvironmentID applies the entql string predicate on the environment_id field.
+func (f *JobEventFilter) WhereEnvironmentID(p entql.StringP) {
+	f.Where(p.Field(jobevent.FieldEnvironmentID))
+}
+
+// WhereJobID applies the entql string predicate on the job_id field.
+func (f *JobEventFilter) WhereJobID(p entql.StringP) {
+	f.Where(p.Field(jobevent.FieldJobID))
+}
+
+// WhereService applies the entql string predicate on the service field.
+func (f *JobEventFilter) WhereService(p entql.StringP) {
+	f.Where(p.Field(jobevent.FieldService))
+}
+
+// WhereStatus applies the entql string predicate on the status field.
+func (f *JobEventFilter) WhereStatus(p entql.StringP) {
+	f.Where(p.Field(jobevent.FieldStatus))
+}
+
+// WhereReason applies the entql string predicate on the reason field.
+func (f *JobEventFilter) WhereReason(p entql.StringP) {
+	f.Where(p.Field(jobevent.FieldReason))
+}
+
+// WhereAt applies the entql time.Time predicate on the at field.
+func (f *JobEventFilter) WhereAt(p entql.TimeP) {
+	f.Where(p.Field(jobevent.FieldAt))
+}
+
+// addPredicate implements the predicateAdder interface.
+func (_q *LogLineQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the LogLineQuery builder.
+func (_q *LogLineQuery) Filter() *LogLineFilter {
+	return &LogLineFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *LogLineMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the LogLineMutation builder.
+func (m *LogLineMutation) Filter() *LogLineFilter {
+	return &LogLineFilter{config: m.config, predicateAdder: m}
+}
+
+// LogLineFilter provides a generic filtering capability at runtime for LogLineQuery.
+type LogLineFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *LogLineFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[8].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql string predicate on the id field.
+func (f *LogLineFilter) WhereID(p entql.StringP) {
+	f.Where(p.Field(logline.FieldID))
+}
+
+// WhereTenantID applies the entql string predicate on the tenant_id field.
+func (f *LogLineFilter) WhereTenantID(p entql.StringP) {
+	f.Where(p.Field(logline.FieldTenantID))
+}
+
+// WhereEnvironmentID applies the entql string predicate on the environment_id field.
+func (f *LogLineFilter) WhereEnvironmentID(p entql.StringP) {
+	f.Where(p.Field(logline.FieldEnvironmentID))
+}
+
+// WhereJobID applies the entql string predicate on the job_id field.
+func (f *LogLineFilter) WhereJobID(p entql.StringP) {
+	f.Where(p.Field(logline.FieldJobID))
+}
+
+// WhereService applies the entql string predicate on the service field.
+func (f *LogLineFilter) WhereService(p entql.StringP) {
+	f.Where(p.Field(logline.FieldService))
+}
+
+// WhereStream applies the entql string predicate on the stream field.
+func (f *LogLineFilter) WhereStream(p entql.StringP) {
+	f.Where(p.Field(logline.FieldStream))
+}
+
+// WhereSeq applies the entql int64 predicate on the seq field.
+func (f *LogLineFilter) WhereSeq(p entql.Int64P) {
+	f.Where(p.Field(logline.FieldSeq))
+}
+
+// WhereTime applies the entql time.Time predicate on the time field.
+func (f *LogLineFilter) WhereTime(p entql.TimeP) {
+	f.Where(p.Field(logline.FieldTime))
+}
+
+// WhereText applies the entql string predicate on the text field.
+func (f *LogLineFilter) WhereText(p entql.StringP) {
+	f.Where(p.Field(logline.FieldText))
+}
+
+// addPredicate implements the predicateAdder interface.
 func (_q *MembershipQuery) addPredicate(pred func(s *sql.Selector)) {
 	_q.predicates = append(_q.predicates, pred)
 }
@@ -1775,7 +1993,7 @@ type MembershipFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *MembershipFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[7].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[9].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1868,7 +2086,7 @@ type NodeFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *NodeFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[8].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[10].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1995,7 +2213,7 @@ type NodeInviteFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *NodeInviteFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[9].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[11].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2085,7 +2303,7 @@ type ProjectFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *ProjectFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[10].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[12].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2178,7 +2396,7 @@ type QueueFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *QueueFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[11].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[13].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2344,7 +2562,7 @@ type ServiceFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *ServiceFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[12].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[14].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2455,6 +2673,16 @@ func (f *ServiceFilter) WhereExitCode(p entql.IntP) {
 	f.Where(p.Field(service.FieldExitCode))
 }
 
+// WhereDispatchedAt applies the entql time.Time predicate on the dispatched_at field.
+func (f *ServiceFilter) WhereDispatchedAt(p entql.TimeP) {
+	f.Where(p.Field(service.FieldDispatchedAt))
+}
+
+// WhereHostPorts applies the entql json.RawMessage predicate on the host_ports field.
+func (f *ServiceFilter) WhereHostPorts(p entql.BytesP) {
+	f.Where(p.Field(service.FieldHostPorts))
+}
+
 // WhereStartedAt applies the entql time.Time predicate on the started_at field.
 func (f *ServiceFilter) WhereStartedAt(p entql.TimeP) {
 	f.Where(p.Field(service.FieldStartedAt))
@@ -2522,7 +2750,7 @@ type StorageFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *StorageFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[13].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[15].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2669,7 +2897,7 @@ type TenantFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *TenantFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[14].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[16].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2744,7 +2972,7 @@ type UserFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *UserFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[15].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[17].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})

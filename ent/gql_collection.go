@@ -1138,6 +1138,11 @@ func (_q *JobQuery) collectField(ctx context.Context, oneNode bool, opCtx *graph
 				selectedFields = append(selectedFields, job.FieldRetries)
 				fieldSeen[job.FieldRetries] = struct{}{}
 			}
+		case "attempt":
+			if _, ok := fieldSeen[job.FieldAttempt]; !ok {
+				selectedFields = append(selectedFields, job.FieldAttempt)
+				fieldSeen[job.FieldAttempt] = struct{}{}
+			}
 		case "gpus":
 			if _, ok := fieldSeen[job.FieldGpus]; !ok {
 				selectedFields = append(selectedFields, job.FieldGpus)
@@ -2265,6 +2270,16 @@ func (_q *ServiceQuery) collectField(ctx context.Context, oneNode bool, opCtx *g
 			if _, ok := fieldSeen[service.FieldExitCode]; !ok {
 				selectedFields = append(selectedFields, service.FieldExitCode)
 				fieldSeen[service.FieldExitCode] = struct{}{}
+			}
+		case "dispatchedAt":
+			if _, ok := fieldSeen[service.FieldDispatchedAt]; !ok {
+				selectedFields = append(selectedFields, service.FieldDispatchedAt)
+				fieldSeen[service.FieldDispatchedAt] = struct{}{}
+			}
+		case "hostPorts":
+			if _, ok := fieldSeen[service.FieldHostPorts]; !ok {
+				selectedFields = append(selectedFields, service.FieldHostPorts)
+				fieldSeen[service.FieldHostPorts] = struct{}{}
 			}
 		case "startedAt":
 			if _, ok := fieldSeen[service.FieldStartedAt]; !ok {

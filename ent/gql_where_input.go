@@ -2788,6 +2788,16 @@ type JobWhereInput struct {
 	RetriesLT    *int  `json:"retriesLT,omitempty"`
 	RetriesLTE   *int  `json:"retriesLTE,omitempty"`
 
+	// "attempt" field predicates.
+	Attempt      *int  `json:"attempt,omitempty"`
+	AttemptNEQ   *int  `json:"attemptNEQ,omitempty"`
+	AttemptIn    []int `json:"attemptIn,omitempty"`
+	AttemptNotIn []int `json:"attemptNotIn,omitempty"`
+	AttemptGT    *int  `json:"attemptGT,omitempty"`
+	AttemptGTE   *int  `json:"attemptGTE,omitempty"`
+	AttemptLT    *int  `json:"attemptLT,omitempty"`
+	AttemptLTE   *int  `json:"attemptLTE,omitempty"`
+
 	// "gpus" field predicates.
 	Gpus      *int  `json:"gpus,omitempty"`
 	GpusNEQ   *int  `json:"gpusNEQ,omitempty"`
@@ -3290,6 +3300,30 @@ func (i *JobWhereInput) P() (predicate.Job, error) {
 	}
 	if i.RetriesLTE != nil {
 		predicates = append(predicates, job.RetriesLTE(*i.RetriesLTE))
+	}
+	if i.Attempt != nil {
+		predicates = append(predicates, job.AttemptEQ(*i.Attempt))
+	}
+	if i.AttemptNEQ != nil {
+		predicates = append(predicates, job.AttemptNEQ(*i.AttemptNEQ))
+	}
+	if len(i.AttemptIn) > 0 {
+		predicates = append(predicates, job.AttemptIn(i.AttemptIn...))
+	}
+	if len(i.AttemptNotIn) > 0 {
+		predicates = append(predicates, job.AttemptNotIn(i.AttemptNotIn...))
+	}
+	if i.AttemptGT != nil {
+		predicates = append(predicates, job.AttemptGT(*i.AttemptGT))
+	}
+	if i.AttemptGTE != nil {
+		predicates = append(predicates, job.AttemptGTE(*i.AttemptGTE))
+	}
+	if i.AttemptLT != nil {
+		predicates = append(predicates, job.AttemptLT(*i.AttemptLT))
+	}
+	if i.AttemptLTE != nil {
+		predicates = append(predicates, job.AttemptLTE(*i.AttemptLTE))
 	}
 	if i.Gpus != nil {
 		predicates = append(predicates, job.GpusEQ(*i.Gpus))
@@ -5573,6 +5607,18 @@ type ServiceWhereInput struct {
 	ExitCodeIsNil  bool  `json:"exitCodeIsNil,omitempty"`
 	ExitCodeNotNil bool  `json:"exitCodeNotNil,omitempty"`
 
+	// "dispatched_at" field predicates.
+	DispatchedAt       *time.Time  `json:"dispatchedAt,omitempty"`
+	DispatchedAtNEQ    *time.Time  `json:"dispatchedAtNEQ,omitempty"`
+	DispatchedAtIn     []time.Time `json:"dispatchedAtIn,omitempty"`
+	DispatchedAtNotIn  []time.Time `json:"dispatchedAtNotIn,omitempty"`
+	DispatchedAtGT     *time.Time  `json:"dispatchedAtGT,omitempty"`
+	DispatchedAtGTE    *time.Time  `json:"dispatchedAtGTE,omitempty"`
+	DispatchedAtLT     *time.Time  `json:"dispatchedAtLT,omitempty"`
+	DispatchedAtLTE    *time.Time  `json:"dispatchedAtLTE,omitempty"`
+	DispatchedAtIsNil  bool        `json:"dispatchedAtIsNil,omitempty"`
+	DispatchedAtNotNil bool        `json:"dispatchedAtNotNil,omitempty"`
+
 	// "started_at" field predicates.
 	StartedAt       *time.Time  `json:"startedAt,omitempty"`
 	StartedAtNEQ    *time.Time  `json:"startedAtNEQ,omitempty"`
@@ -6084,6 +6130,36 @@ func (i *ServiceWhereInput) P() (predicate.Service, error) {
 	}
 	if i.ExitCodeNotNil {
 		predicates = append(predicates, service.ExitCodeNotNil())
+	}
+	if i.DispatchedAt != nil {
+		predicates = append(predicates, service.DispatchedAtEQ(*i.DispatchedAt))
+	}
+	if i.DispatchedAtNEQ != nil {
+		predicates = append(predicates, service.DispatchedAtNEQ(*i.DispatchedAtNEQ))
+	}
+	if len(i.DispatchedAtIn) > 0 {
+		predicates = append(predicates, service.DispatchedAtIn(i.DispatchedAtIn...))
+	}
+	if len(i.DispatchedAtNotIn) > 0 {
+		predicates = append(predicates, service.DispatchedAtNotIn(i.DispatchedAtNotIn...))
+	}
+	if i.DispatchedAtGT != nil {
+		predicates = append(predicates, service.DispatchedAtGT(*i.DispatchedAtGT))
+	}
+	if i.DispatchedAtGTE != nil {
+		predicates = append(predicates, service.DispatchedAtGTE(*i.DispatchedAtGTE))
+	}
+	if i.DispatchedAtLT != nil {
+		predicates = append(predicates, service.DispatchedAtLT(*i.DispatchedAtLT))
+	}
+	if i.DispatchedAtLTE != nil {
+		predicates = append(predicates, service.DispatchedAtLTE(*i.DispatchedAtLTE))
+	}
+	if i.DispatchedAtIsNil {
+		predicates = append(predicates, service.DispatchedAtIsNil())
+	}
+	if i.DispatchedAtNotNil {
+		predicates = append(predicates, service.DispatchedAtNotNil())
 	}
 	if i.StartedAt != nil {
 		predicates = append(predicates, service.StartedAtEQ(*i.StartedAt))

@@ -57,6 +57,8 @@ type Job struct {
 	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
 	// Retries holds the value of the "retries" field.
 	Retries int `json:"retries,omitempty"`
+	// 1 for the first run; requeued jobs count up to 1 + retries
+	Attempt int `json:"attempt,omitempty"`
 	// GPUs over all services
 	Gpus int `json:"gpus,omitempty"`
 	// tokens per minute, priced at submission
@@ -147,7 +149,7 @@ func (*Job) scanValues(columns []string) ([]any, error) {
 			values[i] = new([]byte)
 		case job.FieldInteractive, job.FieldMeteringClosed:
 			values[i] = new(sql.NullBool)
-		case job.FieldPriority, job.FieldTimeoutSeconds, job.FieldRetries, job.FieldGpus, job.FieldEstimatePerMinute, job.FieldEstimateStartFee, job.FieldPricePerMinute, job.FieldMeteredMinutes:
+		case job.FieldPriority, job.FieldTimeoutSeconds, job.FieldRetries, job.FieldAttempt, job.FieldGpus, job.FieldEstimatePerMinute, job.FieldEstimateStartFee, job.FieldPricePerMinute, job.FieldMeteredMinutes:
 			values[i] = new(sql.NullInt64)
 		case job.FieldID, job.FieldTenantID, job.FieldEnvironmentID, job.FieldName, job.FieldStatus, job.FieldStatusReason, job.FieldQueueID, job.FieldProjectID, job.FieldOwnerID:
 			values[i] = new(sql.NullString)
@@ -279,6 +281,12 @@ func (_m *Job) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field retries", values[i])
 			} else if value.Valid {
 				_m.Retries = int(value.Int64)
+			}
+		case job.FieldAttempt:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field attempt", values[i])
+			} else if value.Valid {
+				_m.Attempt = int(value.Int64)
 			}
 		case job.FieldGpus:
 			if value, ok := values[i].(*sql.NullInt64); !ok {
@@ -434,6 +442,9 @@ func (_m *Job) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("retries=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Retries))
+	builder.WriteString(", ")
+	builder.WriteString("attempt=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Attempt))
 	builder.WriteString(", ")
 	builder.WriteString("gpus=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Gpus))

@@ -227,6 +227,20 @@ func (_c *JobCreate) SetNillableRetries(v *int) *JobCreate {
 	return _c
 }
 
+// SetAttempt sets the "attempt" field.
+func (_c *JobCreate) SetAttempt(v int) *JobCreate {
+	_c.mutation.SetAttempt(v)
+	return _c
+}
+
+// SetNillableAttempt sets the "attempt" field if the given value is not nil.
+func (_c *JobCreate) SetNillableAttempt(v *int) *JobCreate {
+	if v != nil {
+		_c.SetAttempt(*v)
+	}
+	return _c
+}
+
 // SetGpus sets the "gpus" field.
 func (_c *JobCreate) SetGpus(v int) *JobCreate {
 	_c.mutation.SetGpus(v)
@@ -448,6 +462,10 @@ func (_c *JobCreate) defaults() error {
 		v := job.DefaultRetries
 		_c.mutation.SetRetries(v)
 	}
+	if _, ok := _c.mutation.Attempt(); !ok {
+		v := job.DefaultAttempt
+		_c.mutation.SetAttempt(v)
+	}
 	if _, ok := _c.mutation.Gpus(); !ok {
 		v := job.DefaultGpus
 		_c.mutation.SetGpus(v)
@@ -540,6 +558,9 @@ func (_c *JobCreate) check() error {
 	}
 	if _, ok := _c.mutation.Retries(); !ok {
 		return &ValidationError{Name: "retries", err: errors.New(`ent: missing required field "Job.retries"`)}
+	}
+	if _, ok := _c.mutation.Attempt(); !ok {
+		return &ValidationError{Name: "attempt", err: errors.New(`ent: missing required field "Job.attempt"`)}
 	}
 	if _, ok := _c.mutation.Gpus(); !ok {
 		return &ValidationError{Name: "gpus", err: errors.New(`ent: missing required field "Job.gpus"`)}
@@ -661,6 +682,10 @@ func (_c *JobCreate) createSpec() (*Job, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Retries(); ok {
 		_spec.SetField(job.FieldRetries, field.TypeInt, value)
 		_node.Retries = value
+	}
+	if value, ok := _c.mutation.Attempt(); ok {
+		_spec.SetField(job.FieldAttempt, field.TypeInt, value)
+		_node.Attempt = value
 	}
 	if value, ok := _c.mutation.Gpus(); ok {
 		_spec.SetField(job.FieldGpus, field.TypeInt, value)
@@ -908,6 +933,24 @@ func (u *JobUpsert) UpdatePriority() *JobUpsert {
 // AddPriority adds v to the "priority" field.
 func (u *JobUpsert) AddPriority(v int) *JobUpsert {
 	u.Add(job.FieldPriority, v)
+	return u
+}
+
+// SetAttempt sets the "attempt" field.
+func (u *JobUpsert) SetAttempt(v int) *JobUpsert {
+	u.Set(job.FieldAttempt, v)
+	return u
+}
+
+// UpdateAttempt sets the "attempt" field to the value that was provided on create.
+func (u *JobUpsert) UpdateAttempt() *JobUpsert {
+	u.SetExcluded(job.FieldAttempt)
+	return u
+}
+
+// AddAttempt adds v to the "attempt" field.
+func (u *JobUpsert) AddAttempt(v int) *JobUpsert {
+	u.Add(job.FieldAttempt, v)
 	return u
 }
 
@@ -1210,6 +1253,27 @@ func (u *JobUpsertOne) AddPriority(v int) *JobUpsertOne {
 func (u *JobUpsertOne) UpdatePriority() *JobUpsertOne {
 	return u.Update(func(s *JobUpsert) {
 		s.UpdatePriority()
+	})
+}
+
+// SetAttempt sets the "attempt" field.
+func (u *JobUpsertOne) SetAttempt(v int) *JobUpsertOne {
+	return u.Update(func(s *JobUpsert) {
+		s.SetAttempt(v)
+	})
+}
+
+// AddAttempt adds v to the "attempt" field.
+func (u *JobUpsertOne) AddAttempt(v int) *JobUpsertOne {
+	return u.Update(func(s *JobUpsert) {
+		s.AddAttempt(v)
+	})
+}
+
+// UpdateAttempt sets the "attempt" field to the value that was provided on create.
+func (u *JobUpsertOne) UpdateAttempt() *JobUpsertOne {
+	return u.Update(func(s *JobUpsert) {
+		s.UpdateAttempt()
 	})
 }
 
@@ -1696,6 +1760,27 @@ func (u *JobUpsertBulk) AddPriority(v int) *JobUpsertBulk {
 func (u *JobUpsertBulk) UpdatePriority() *JobUpsertBulk {
 	return u.Update(func(s *JobUpsert) {
 		s.UpdatePriority()
+	})
+}
+
+// SetAttempt sets the "attempt" field.
+func (u *JobUpsertBulk) SetAttempt(v int) *JobUpsertBulk {
+	return u.Update(func(s *JobUpsert) {
+		s.SetAttempt(v)
+	})
+}
+
+// AddAttempt adds v to the "attempt" field.
+func (u *JobUpsertBulk) AddAttempt(v int) *JobUpsertBulk {
+	return u.Update(func(s *JobUpsert) {
+		s.AddAttempt(v)
+	})
+}
+
+// UpdateAttempt sets the "attempt" field to the value that was provided on create.
+func (u *JobUpsertBulk) UpdateAttempt() *JobUpsertBulk {
+	return u.Update(func(s *JobUpsert) {
+		s.UpdateAttempt()
 	})
 }
 

@@ -139,6 +139,27 @@ func (_u *JobUpdate) AddPriority(v int) *JobUpdate {
 	return _u
 }
 
+// SetAttempt sets the "attempt" field.
+func (_u *JobUpdate) SetAttempt(v int) *JobUpdate {
+	_u.mutation.ResetAttempt()
+	_u.mutation.SetAttempt(v)
+	return _u
+}
+
+// SetNillableAttempt sets the "attempt" field if the given value is not nil.
+func (_u *JobUpdate) SetNillableAttempt(v *int) *JobUpdate {
+	if v != nil {
+		_u.SetAttempt(*v)
+	}
+	return _u
+}
+
+// AddAttempt adds value to the "attempt" field.
+func (_u *JobUpdate) AddAttempt(v int) *JobUpdate {
+	_u.mutation.AddAttempt(v)
+	return _u
+}
+
 // SetEstimatePerMinute sets the "estimate_per_minute" field.
 func (_u *JobUpdate) SetEstimatePerMinute(v billing.Tokens) *JobUpdate {
 	_u.mutation.ResetEstimatePerMinute()
@@ -398,6 +419,12 @@ func (_u *JobUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if value, ok := _u.mutation.AddedPriority(); ok {
 		_spec.AddField(job.FieldPriority, field.TypeInt, value)
 	}
+	if value, ok := _u.mutation.Attempt(); ok {
+		_spec.SetField(job.FieldAttempt, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedAttempt(); ok {
+		_spec.AddField(job.FieldAttempt, field.TypeInt, value)
+	}
 	if value, ok := _u.mutation.EstimatePerMinute(); ok {
 		_spec.SetField(job.FieldEstimatePerMinute, field.TypeInt64, value)
 	}
@@ -602,6 +629,27 @@ func (_u *JobUpdateOne) SetNillablePriority(v *int) *JobUpdateOne {
 // AddPriority adds value to the "priority" field.
 func (_u *JobUpdateOne) AddPriority(v int) *JobUpdateOne {
 	_u.mutation.AddPriority(v)
+	return _u
+}
+
+// SetAttempt sets the "attempt" field.
+func (_u *JobUpdateOne) SetAttempt(v int) *JobUpdateOne {
+	_u.mutation.ResetAttempt()
+	_u.mutation.SetAttempt(v)
+	return _u
+}
+
+// SetNillableAttempt sets the "attempt" field if the given value is not nil.
+func (_u *JobUpdateOne) SetNillableAttempt(v *int) *JobUpdateOne {
+	if v != nil {
+		_u.SetAttempt(*v)
+	}
+	return _u
+}
+
+// AddAttempt adds value to the "attempt" field.
+func (_u *JobUpdateOne) AddAttempt(v int) *JobUpdateOne {
+	_u.mutation.AddAttempt(v)
 	return _u
 }
 
@@ -893,6 +941,12 @@ func (_u *JobUpdateOne) sqlSave(ctx context.Context) (_node *Job, err error) {
 	}
 	if value, ok := _u.mutation.AddedPriority(); ok {
 		_spec.AddField(job.FieldPriority, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.Attempt(); ok {
+		_spec.SetField(job.FieldAttempt, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedAttempt(); ok {
+		_spec.AddField(job.FieldAttempt, field.TypeInt, value)
 	}
 	if value, ok := _u.mutation.EstimatePerMinute(); ok {
 		_spec.SetField(job.FieldEstimatePerMinute, field.TypeInt64, value)

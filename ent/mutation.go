@@ -18,6 +18,8 @@ import (
 	"github.com/levers9/levers9/ent/environment"
 	"github.com/levers9/levers9/ent/group"
 	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/jobevent"
+	"github.com/levers9/levers9/ent/logline"
 	"github.com/levers9/levers9/ent/membership"
 	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/ent/nodeinvite"
@@ -49,6 +51,8 @@ const (
 	TypeEnvironment = "Environment"
 	TypeGroup       = "Group"
 	TypeJob         = "Job"
+	TypeJobEvent    = "JobEvent"
+	TypeLogLine     = "LogLine"
 	TypeMembership  = "Membership"
 	TypeNode        = "Node"
 	TypeNodeInvite  = "NodeInvite"
@@ -5854,6 +5858,8 @@ type JobMutation struct {
 	addtimeout_seconds     *int
 	retries                *int
 	addretries             *int
+	attempt                *int
+	addattempt             *int
 	gpus                   *int
 	addgpus                *int
 	estimate_per_minute    *billing.Tokens
@@ -6696,6 +6702,62 @@ func (m *JobMutation) ResetRetries() {
 	m.addretries = nil
 }
 
+// SetAttempt sets the "attempt" field.
+func (m *JobMutation) SetAttempt(i int) {
+	m.attempt = &i
+	m.addattempt = nil
+}
+
+// Attempt returns the value of the "attempt" field in the mutation.
+func (m *JobMutation) Attempt() (r int, exists bool) {
+	v := m.attempt
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAttempt returns the old "attempt" field's value of the Job entity.
+// If the Job object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobMutation) OldAttempt(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAttempt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAttempt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAttempt: %w", err)
+	}
+	return oldValue.Attempt, nil
+}
+
+// AddAttempt adds i to the "attempt" field.
+func (m *JobMutation) AddAttempt(i int) {
+	if m.addattempt != nil {
+		*m.addattempt += i
+	} else {
+		m.addattempt = &i
+	}
+}
+
+// AddedAttempt returns the value that was added to the "attempt" field in this mutation.
+func (m *JobMutation) AddedAttempt() (r int, exists bool) {
+	v := m.addattempt
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetAttempt resets all changes to the "attempt" field.
+func (m *JobMutation) ResetAttempt() {
+	m.attempt = nil
+	m.addattempt = nil
+}
+
 // SetGpus sets the "gpus" field.
 func (m *JobMutation) SetGpus(i int) {
 	m.gpus = &i
@@ -7230,7 +7292,7 @@ func (m *JobMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *JobMutation) Fields() []string {
-	fields := make([]string, 0, 24)
+	fields := make([]string, 0, 25)
 	if m.created_at != nil {
 		fields = append(fields, job.FieldCreatedAt)
 	}
@@ -7281,6 +7343,9 @@ func (m *JobMutation) Fields() []string {
 	}
 	if m.retries != nil {
 		fields = append(fields, job.FieldRetries)
+	}
+	if m.attempt != nil {
+		fields = append(fields, job.FieldAttempt)
 	}
 	if m.gpus != nil {
 		fields = append(fields, job.FieldGpus)
@@ -7345,6 +7410,8 @@ func (m *JobMutation) Field(name string) (ent.Value, bool) {
 		return m.TimeoutSeconds()
 	case job.FieldRetries:
 		return m.Retries()
+	case job.FieldAttempt:
+		return m.Attempt()
 	case job.FieldGpus:
 		return m.Gpus()
 	case job.FieldEstimatePerMinute:
@@ -7402,6 +7469,8 @@ func (m *JobMutation) OldField(ctx context.Context, name string) (ent.Value, err
 		return m.OldTimeoutSeconds(ctx)
 	case job.FieldRetries:
 		return m.OldRetries(ctx)
+	case job.FieldAttempt:
+		return m.OldAttempt(ctx)
 	case job.FieldGpus:
 		return m.OldGpus(ctx)
 	case job.FieldEstimatePerMinute:
@@ -7544,6 +7613,13 @@ func (m *JobMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetRetries(v)
 		return nil
+	case job.FieldAttempt:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAttempt(v)
+		return nil
 	case job.FieldGpus:
 		v, ok := value.(int)
 		if !ok {
@@ -7610,6 +7686,9 @@ func (m *JobMutation) AddedFields() []string {
 	if m.addretries != nil {
 		fields = append(fields, job.FieldRetries)
 	}
+	if m.addattempt != nil {
+		fields = append(fields, job.FieldAttempt)
+	}
 	if m.addgpus != nil {
 		fields = append(fields, job.FieldGpus)
 	}
@@ -7639,6 +7718,8 @@ func (m *JobMutation) AddedField(name string) (ent.Value, bool) {
 		return m.AddedTimeoutSeconds()
 	case job.FieldRetries:
 		return m.AddedRetries()
+	case job.FieldAttempt:
+		return m.AddedAttempt()
 	case job.FieldGpus:
 		return m.AddedGpus()
 	case job.FieldEstimatePerMinute:
@@ -7678,6 +7759,13 @@ func (m *JobMutation) AddField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.AddRetries(v)
+		return nil
+	case job.FieldAttempt:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddAttempt(v)
 		return nil
 	case job.FieldGpus:
 		v, ok := value.(int)
@@ -7818,6 +7906,9 @@ func (m *JobMutation) ResetField(name string) error {
 		return nil
 	case job.FieldRetries:
 		m.ResetRetries()
+		return nil
+	case job.FieldAttempt:
+		m.ResetAttempt()
 		return nil
 	case job.FieldGpus:
 		m.ResetGpus()
@@ -7980,6 +8071,1516 @@ func (m *JobMutation) ResetEdge(name string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown Job edge %s", name)
+}
+
+// JobEventMutation represents an operation that mutates the JobEvent nodes in the graph.
+type JobEventMutation struct {
+	config
+	op             Op
+	typ            string
+	id             *string
+	created_at     *time.Time
+	updated_at     *time.Time
+	tenant_id      *string
+	environment_id *string
+	job_id         *string
+	service        *string
+	status         *jobevent.Status
+	reason         *string
+	at             *time.Time
+	clearedFields  map[string]struct{}
+	done           bool
+	oldValue       func(context.Context) (*JobEvent, error)
+	predicates     []predicate.JobEvent
+}
+
+var _ ent.Mutation = (*JobEventMutation)(nil)
+
+// jobeventOption allows management of the mutation configuration using functional options.
+type jobeventOption func(*JobEventMutation)
+
+// newJobEventMutation creates new mutation for the JobEvent entity.
+func newJobEventMutation(c config, op Op, opts ...jobeventOption) *JobEventMutation {
+	m := &JobEventMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeJobEvent,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withJobEventID sets the ID field of the mutation.
+func withJobEventID(id string) jobeventOption {
+	return func(m *JobEventMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *JobEvent
+		)
+		m.oldValue = func(ctx context.Context) (*JobEvent, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().JobEvent.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withJobEvent sets the old JobEvent of the mutation.
+func withJobEvent(node *JobEvent) jobeventOption {
+	return func(m *JobEventMutation) {
+		m.oldValue = func(context.Context) (*JobEvent, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m JobEventMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m JobEventMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of JobEvent entities.
+func (m *JobEventMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *JobEventMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *JobEventMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().JobEvent.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *JobEventMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *JobEventMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the JobEvent entity.
+// If the JobEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobEventMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *JobEventMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *JobEventMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *JobEventMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the JobEvent entity.
+// If the JobEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobEventMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *JobEventMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// SetTenantID sets the "tenant_id" field.
+func (m *JobEventMutation) SetTenantID(s string) {
+	m.tenant_id = &s
+}
+
+// TenantID returns the value of the "tenant_id" field in the mutation.
+func (m *JobEventMutation) TenantID() (r string, exists bool) {
+	v := m.tenant_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTenantID returns the old "tenant_id" field's value of the JobEvent entity.
+// If the JobEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobEventMutation) OldTenantID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTenantID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTenantID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTenantID: %w", err)
+	}
+	return oldValue.TenantID, nil
+}
+
+// ResetTenantID resets all changes to the "tenant_id" field.
+func (m *JobEventMutation) ResetTenantID() {
+	m.tenant_id = nil
+}
+
+// SetEnvironmentID sets the "environment_id" field.
+func (m *JobEventMutation) SetEnvironmentID(s string) {
+	m.environment_id = &s
+}
+
+// EnvironmentID returns the value of the "environment_id" field in the mutation.
+func (m *JobEventMutation) EnvironmentID() (r string, exists bool) {
+	v := m.environment_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEnvironmentID returns the old "environment_id" field's value of the JobEvent entity.
+// If the JobEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobEventMutation) OldEnvironmentID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEnvironmentID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEnvironmentID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEnvironmentID: %w", err)
+	}
+	return oldValue.EnvironmentID, nil
+}
+
+// ResetEnvironmentID resets all changes to the "environment_id" field.
+func (m *JobEventMutation) ResetEnvironmentID() {
+	m.environment_id = nil
+}
+
+// SetJobID sets the "job_id" field.
+func (m *JobEventMutation) SetJobID(s string) {
+	m.job_id = &s
+}
+
+// JobID returns the value of the "job_id" field in the mutation.
+func (m *JobEventMutation) JobID() (r string, exists bool) {
+	v := m.job_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldJobID returns the old "job_id" field's value of the JobEvent entity.
+// If the JobEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobEventMutation) OldJobID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldJobID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldJobID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldJobID: %w", err)
+	}
+	return oldValue.JobID, nil
+}
+
+// ResetJobID resets all changes to the "job_id" field.
+func (m *JobEventMutation) ResetJobID() {
+	m.job_id = nil
+}
+
+// SetService sets the "service" field.
+func (m *JobEventMutation) SetService(s string) {
+	m.service = &s
+}
+
+// Service returns the value of the "service" field in the mutation.
+func (m *JobEventMutation) Service() (r string, exists bool) {
+	v := m.service
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldService returns the old "service" field's value of the JobEvent entity.
+// If the JobEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobEventMutation) OldService(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldService is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldService requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldService: %w", err)
+	}
+	return oldValue.Service, nil
+}
+
+// ResetService resets all changes to the "service" field.
+func (m *JobEventMutation) ResetService() {
+	m.service = nil
+}
+
+// SetStatus sets the "status" field.
+func (m *JobEventMutation) SetStatus(j jobevent.Status) {
+	m.status = &j
+}
+
+// Status returns the value of the "status" field in the mutation.
+func (m *JobEventMutation) Status() (r jobevent.Status, exists bool) {
+	v := m.status
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStatus returns the old "status" field's value of the JobEvent entity.
+// If the JobEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobEventMutation) OldStatus(ctx context.Context) (v jobevent.Status, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStatus is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStatus requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStatus: %w", err)
+	}
+	return oldValue.Status, nil
+}
+
+// ResetStatus resets all changes to the "status" field.
+func (m *JobEventMutation) ResetStatus() {
+	m.status = nil
+}
+
+// SetReason sets the "reason" field.
+func (m *JobEventMutation) SetReason(s string) {
+	m.reason = &s
+}
+
+// Reason returns the value of the "reason" field in the mutation.
+func (m *JobEventMutation) Reason() (r string, exists bool) {
+	v := m.reason
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldReason returns the old "reason" field's value of the JobEvent entity.
+// If the JobEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobEventMutation) OldReason(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldReason is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldReason requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldReason: %w", err)
+	}
+	return oldValue.Reason, nil
+}
+
+// ResetReason resets all changes to the "reason" field.
+func (m *JobEventMutation) ResetReason() {
+	m.reason = nil
+}
+
+// SetAt sets the "at" field.
+func (m *JobEventMutation) SetAt(t time.Time) {
+	m.at = &t
+}
+
+// At returns the value of the "at" field in the mutation.
+func (m *JobEventMutation) At() (r time.Time, exists bool) {
+	v := m.at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAt returns the old "at" field's value of the JobEvent entity.
+// If the JobEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobEventMutation) OldAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAt: %w", err)
+	}
+	return oldValue.At, nil
+}
+
+// ResetAt resets all changes to the "at" field.
+func (m *JobEventMutation) ResetAt() {
+	m.at = nil
+}
+
+// Where appends a list predicates to the JobEventMutation builder.
+func (m *JobEventMutation) Where(ps ...predicate.JobEvent) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the JobEventMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *JobEventMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.JobEvent, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *JobEventMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *JobEventMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (JobEvent).
+func (m *JobEventMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *JobEventMutation) Fields() []string {
+	fields := make([]string, 0, 9)
+	if m.created_at != nil {
+		fields = append(fields, jobevent.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, jobevent.FieldUpdatedAt)
+	}
+	if m.tenant_id != nil {
+		fields = append(fields, jobevent.FieldTenantID)
+	}
+	if m.environment_id != nil {
+		fields = append(fields, jobevent.FieldEnvironmentID)
+	}
+	if m.job_id != nil {
+		fields = append(fields, jobevent.FieldJobID)
+	}
+	if m.service != nil {
+		fields = append(fields, jobevent.FieldService)
+	}
+	if m.status != nil {
+		fields = append(fields, jobevent.FieldStatus)
+	}
+	if m.reason != nil {
+		fields = append(fields, jobevent.FieldReason)
+	}
+	if m.at != nil {
+		fields = append(fields, jobevent.FieldAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *JobEventMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case jobevent.FieldCreatedAt:
+		return m.CreatedAt()
+	case jobevent.FieldUpdatedAt:
+		return m.UpdatedAt()
+	case jobevent.FieldTenantID:
+		return m.TenantID()
+	case jobevent.FieldEnvironmentID:
+		return m.EnvironmentID()
+	case jobevent.FieldJobID:
+		return m.JobID()
+	case jobevent.FieldService:
+		return m.Service()
+	case jobevent.FieldStatus:
+		return m.Status()
+	case jobevent.FieldReason:
+		return m.Reason()
+	case jobevent.FieldAt:
+		return m.At()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *JobEventMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case jobevent.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case jobevent.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	case jobevent.FieldTenantID:
+		return m.OldTenantID(ctx)
+	case jobevent.FieldEnvironmentID:
+		return m.OldEnvironmentID(ctx)
+	case jobevent.FieldJobID:
+		return m.OldJobID(ctx)
+	case jobevent.FieldService:
+		return m.OldService(ctx)
+	case jobevent.FieldStatus:
+		return m.OldStatus(ctx)
+	case jobevent.FieldReason:
+		return m.OldReason(ctx)
+	case jobevent.FieldAt:
+		return m.OldAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown JobEvent field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *JobEventMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case jobevent.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case jobevent.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	case jobevent.FieldTenantID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTenantID(v)
+		return nil
+	case jobevent.FieldEnvironmentID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEnvironmentID(v)
+		return nil
+	case jobevent.FieldJobID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetJobID(v)
+		return nil
+	case jobevent.FieldService:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetService(v)
+		return nil
+	case jobevent.FieldStatus:
+		v, ok := value.(jobevent.Status)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStatus(v)
+		return nil
+	case jobevent.FieldReason:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetReason(v)
+		return nil
+	case jobevent.FieldAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown JobEvent field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *JobEventMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *JobEventMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *JobEventMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown JobEvent numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *JobEventMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *JobEventMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *JobEventMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown JobEvent nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *JobEventMutation) ResetField(name string) error {
+	switch name {
+	case jobevent.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case jobevent.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	case jobevent.FieldTenantID:
+		m.ResetTenantID()
+		return nil
+	case jobevent.FieldEnvironmentID:
+		m.ResetEnvironmentID()
+		return nil
+	case jobevent.FieldJobID:
+		m.ResetJobID()
+		return nil
+	case jobevent.FieldService:
+		m.ResetService()
+		return nil
+	case jobevent.FieldStatus:
+		m.ResetStatus()
+		return nil
+	case jobevent.FieldReason:
+		m.ResetReason()
+		return nil
+	case jobevent.FieldAt:
+		m.ResetAt()
+		return nil
+	}
+	return fmt.Errorf("unknown JobEvent field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *JobEventMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *JobEventMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *JobEventMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *JobEventMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *JobEventMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *JobEventMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *JobEventMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown JobEvent unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *JobEventMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown JobEvent edge %s", name)
+}
+
+// LogLineMutation represents an operation that mutates the LogLine nodes in the graph.
+type LogLineMutation struct {
+	config
+	op             Op
+	typ            string
+	id             *string
+	tenant_id      *string
+	environment_id *string
+	job_id         *string
+	service        *string
+	stream         *logline.Stream
+	seq            *int64
+	addseq         *int64
+	time           *time.Time
+	text           *string
+	clearedFields  map[string]struct{}
+	done           bool
+	oldValue       func(context.Context) (*LogLine, error)
+	predicates     []predicate.LogLine
+}
+
+var _ ent.Mutation = (*LogLineMutation)(nil)
+
+// loglineOption allows management of the mutation configuration using functional options.
+type loglineOption func(*LogLineMutation)
+
+// newLogLineMutation creates new mutation for the LogLine entity.
+func newLogLineMutation(c config, op Op, opts ...loglineOption) *LogLineMutation {
+	m := &LogLineMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeLogLine,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withLogLineID sets the ID field of the mutation.
+func withLogLineID(id string) loglineOption {
+	return func(m *LogLineMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *LogLine
+		)
+		m.oldValue = func(ctx context.Context) (*LogLine, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().LogLine.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withLogLine sets the old LogLine of the mutation.
+func withLogLine(node *LogLine) loglineOption {
+	return func(m *LogLineMutation) {
+		m.oldValue = func(context.Context) (*LogLine, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m LogLineMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m LogLineMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of LogLine entities.
+func (m *LogLineMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *LogLineMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *LogLineMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().LogLine.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetTenantID sets the "tenant_id" field.
+func (m *LogLineMutation) SetTenantID(s string) {
+	m.tenant_id = &s
+}
+
+// TenantID returns the value of the "tenant_id" field in the mutation.
+func (m *LogLineMutation) TenantID() (r string, exists bool) {
+	v := m.tenant_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTenantID returns the old "tenant_id" field's value of the LogLine entity.
+// If the LogLine object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LogLineMutation) OldTenantID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTenantID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTenantID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTenantID: %w", err)
+	}
+	return oldValue.TenantID, nil
+}
+
+// ResetTenantID resets all changes to the "tenant_id" field.
+func (m *LogLineMutation) ResetTenantID() {
+	m.tenant_id = nil
+}
+
+// SetEnvironmentID sets the "environment_id" field.
+func (m *LogLineMutation) SetEnvironmentID(s string) {
+	m.environment_id = &s
+}
+
+// EnvironmentID returns the value of the "environment_id" field in the mutation.
+func (m *LogLineMutation) EnvironmentID() (r string, exists bool) {
+	v := m.environment_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEnvironmentID returns the old "environment_id" field's value of the LogLine entity.
+// If the LogLine object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LogLineMutation) OldEnvironmentID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEnvironmentID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEnvironmentID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEnvironmentID: %w", err)
+	}
+	return oldValue.EnvironmentID, nil
+}
+
+// ResetEnvironmentID resets all changes to the "environment_id" field.
+func (m *LogLineMutation) ResetEnvironmentID() {
+	m.environment_id = nil
+}
+
+// SetJobID sets the "job_id" field.
+func (m *LogLineMutation) SetJobID(s string) {
+	m.job_id = &s
+}
+
+// JobID returns the value of the "job_id" field in the mutation.
+func (m *LogLineMutation) JobID() (r string, exists bool) {
+	v := m.job_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldJobID returns the old "job_id" field's value of the LogLine entity.
+// If the LogLine object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LogLineMutation) OldJobID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldJobID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldJobID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldJobID: %w", err)
+	}
+	return oldValue.JobID, nil
+}
+
+// ResetJobID resets all changes to the "job_id" field.
+func (m *LogLineMutation) ResetJobID() {
+	m.job_id = nil
+}
+
+// SetService sets the "service" field.
+func (m *LogLineMutation) SetService(s string) {
+	m.service = &s
+}
+
+// Service returns the value of the "service" field in the mutation.
+func (m *LogLineMutation) Service() (r string, exists bool) {
+	v := m.service
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldService returns the old "service" field's value of the LogLine entity.
+// If the LogLine object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LogLineMutation) OldService(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldService is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldService requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldService: %w", err)
+	}
+	return oldValue.Service, nil
+}
+
+// ResetService resets all changes to the "service" field.
+func (m *LogLineMutation) ResetService() {
+	m.service = nil
+}
+
+// SetStream sets the "stream" field.
+func (m *LogLineMutation) SetStream(l logline.Stream) {
+	m.stream = &l
+}
+
+// Stream returns the value of the "stream" field in the mutation.
+func (m *LogLineMutation) Stream() (r logline.Stream, exists bool) {
+	v := m.stream
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStream returns the old "stream" field's value of the LogLine entity.
+// If the LogLine object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LogLineMutation) OldStream(ctx context.Context) (v logline.Stream, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStream is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStream requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStream: %w", err)
+	}
+	return oldValue.Stream, nil
+}
+
+// ResetStream resets all changes to the "stream" field.
+func (m *LogLineMutation) ResetStream() {
+	m.stream = nil
+}
+
+// SetSeq sets the "seq" field.
+func (m *LogLineMutation) SetSeq(i int64) {
+	m.seq = &i
+	m.addseq = nil
+}
+
+// Seq returns the value of the "seq" field in the mutation.
+func (m *LogLineMutation) Seq() (r int64, exists bool) {
+	v := m.seq
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSeq returns the old "seq" field's value of the LogLine entity.
+// If the LogLine object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LogLineMutation) OldSeq(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSeq is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSeq requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSeq: %w", err)
+	}
+	return oldValue.Seq, nil
+}
+
+// AddSeq adds i to the "seq" field.
+func (m *LogLineMutation) AddSeq(i int64) {
+	if m.addseq != nil {
+		*m.addseq += i
+	} else {
+		m.addseq = &i
+	}
+}
+
+// AddedSeq returns the value that was added to the "seq" field in this mutation.
+func (m *LogLineMutation) AddedSeq() (r int64, exists bool) {
+	v := m.addseq
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetSeq resets all changes to the "seq" field.
+func (m *LogLineMutation) ResetSeq() {
+	m.seq = nil
+	m.addseq = nil
+}
+
+// SetTime sets the "time" field.
+func (m *LogLineMutation) SetTime(t time.Time) {
+	m.time = &t
+}
+
+// Time returns the value of the "time" field in the mutation.
+func (m *LogLineMutation) Time() (r time.Time, exists bool) {
+	v := m.time
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTime returns the old "time" field's value of the LogLine entity.
+// If the LogLine object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LogLineMutation) OldTime(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTime is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTime requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTime: %w", err)
+	}
+	return oldValue.Time, nil
+}
+
+// ResetTime resets all changes to the "time" field.
+func (m *LogLineMutation) ResetTime() {
+	m.time = nil
+}
+
+// SetText sets the "text" field.
+func (m *LogLineMutation) SetText(s string) {
+	m.text = &s
+}
+
+// Text returns the value of the "text" field in the mutation.
+func (m *LogLineMutation) Text() (r string, exists bool) {
+	v := m.text
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldText returns the old "text" field's value of the LogLine entity.
+// If the LogLine object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LogLineMutation) OldText(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldText is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldText requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldText: %w", err)
+	}
+	return oldValue.Text, nil
+}
+
+// ResetText resets all changes to the "text" field.
+func (m *LogLineMutation) ResetText() {
+	m.text = nil
+}
+
+// Where appends a list predicates to the LogLineMutation builder.
+func (m *LogLineMutation) Where(ps ...predicate.LogLine) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the LogLineMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *LogLineMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.LogLine, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *LogLineMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *LogLineMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (LogLine).
+func (m *LogLineMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *LogLineMutation) Fields() []string {
+	fields := make([]string, 0, 8)
+	if m.tenant_id != nil {
+		fields = append(fields, logline.FieldTenantID)
+	}
+	if m.environment_id != nil {
+		fields = append(fields, logline.FieldEnvironmentID)
+	}
+	if m.job_id != nil {
+		fields = append(fields, logline.FieldJobID)
+	}
+	if m.service != nil {
+		fields = append(fields, logline.FieldService)
+	}
+	if m.stream != nil {
+		fields = append(fields, logline.FieldStream)
+	}
+	if m.seq != nil {
+		fields = append(fields, logline.FieldSeq)
+	}
+	if m.time != nil {
+		fields = append(fields, logline.FieldTime)
+	}
+	if m.text != nil {
+		fields = append(fields, logline.FieldText)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *LogLineMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case logline.FieldTenantID:
+		return m.TenantID()
+	case logline.FieldEnvironmentID:
+		return m.EnvironmentID()
+	case logline.FieldJobID:
+		return m.JobID()
+	case logline.FieldService:
+		return m.Service()
+	case logline.FieldStream:
+		return m.Stream()
+	case logline.FieldSeq:
+		return m.Seq()
+	case logline.FieldTime:
+		return m.Time()
+	case logline.FieldText:
+		return m.Text()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *LogLineMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case logline.FieldTenantID:
+		return m.OldTenantID(ctx)
+	case logline.FieldEnvironmentID:
+		return m.OldEnvironmentID(ctx)
+	case logline.FieldJobID:
+		return m.OldJobID(ctx)
+	case logline.FieldService:
+		return m.OldService(ctx)
+	case logline.FieldStream:
+		return m.OldStream(ctx)
+	case logline.FieldSeq:
+		return m.OldSeq(ctx)
+	case logline.FieldTime:
+		return m.OldTime(ctx)
+	case logline.FieldText:
+		return m.OldText(ctx)
+	}
+	return nil, fmt.Errorf("unknown LogLine field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *LogLineMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case logline.FieldTenantID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTenantID(v)
+		return nil
+	case logline.FieldEnvironmentID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEnvironmentID(v)
+		return nil
+	case logline.FieldJobID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetJobID(v)
+		return nil
+	case logline.FieldService:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetService(v)
+		return nil
+	case logline.FieldStream:
+		v, ok := value.(logline.Stream)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStream(v)
+		return nil
+	case logline.FieldSeq:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSeq(v)
+		return nil
+	case logline.FieldTime:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTime(v)
+		return nil
+	case logline.FieldText:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetText(v)
+		return nil
+	}
+	return fmt.Errorf("unknown LogLine field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *LogLineMutation) AddedFields() []string {
+	var fields []string
+	if m.addseq != nil {
+		fields = append(fields, logline.FieldSeq)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *LogLineMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case logline.FieldSeq:
+		return m.AddedSeq()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *LogLineMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case logline.FieldSeq:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddSeq(v)
+		return nil
+	}
+	return fmt.Errorf("unknown LogLine numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *LogLineMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *LogLineMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *LogLineMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown LogLine nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *LogLineMutation) ResetField(name string) error {
+	switch name {
+	case logline.FieldTenantID:
+		m.ResetTenantID()
+		return nil
+	case logline.FieldEnvironmentID:
+		m.ResetEnvironmentID()
+		return nil
+	case logline.FieldJobID:
+		m.ResetJobID()
+		return nil
+	case logline.FieldService:
+		m.ResetService()
+		return nil
+	case logline.FieldStream:
+		m.ResetStream()
+		return nil
+	case logline.FieldSeq:
+		m.ResetSeq()
+		return nil
+	case logline.FieldTime:
+		m.ResetTime()
+		return nil
+	case logline.FieldText:
+		m.ResetText()
+		return nil
+	}
+	return fmt.Errorf("unknown LogLine field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *LogLineMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *LogLineMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *LogLineMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *LogLineMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *LogLineMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *LogLineMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *LogLineMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown LogLine unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *LogLineMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown LogLine edge %s", name)
 }
 
 // MembershipMutation represents an operation that mutates the Membership nodes in the graph.
@@ -12948,46 +14549,49 @@ func (m *QueueMutation) ResetEdge(name string) error {
 // ServiceMutation represents an operation that mutates the Service nodes in the graph.
 type ServiceMutation struct {
 	config
-	op              Op
-	typ             string
-	id              *string
-	created_at      *time.Time
-	updated_at      *time.Time
-	tenant_id       *string
-	environment_id  *string
-	name            *string
-	image           *string
-	command         *[]string
-	appendcommand   []string
-	args            *[]string
-	appendargs      []string
-	env             *[]jobspec.EnvVar
-	appendenv       []jobspec.EnvVar
-	cpu             *float64
-	addcpu          *float64
-	memory_mib      *int64
-	addmemory_mib   *int64
-	gpus            *int
-	addgpus         *int
-	gpu_types       *[]string
-	appendgpu_types []string
-	gpu_type        *string
-	ports           *[]jobspec.Port
-	appendports     []jobspec.Port
-	status          *service.Status
-	status_reason   *string
-	exit_code       *int
-	addexit_code    *int
-	started_at      *time.Time
-	finished_at     *time.Time
-	clearedFields   map[string]struct{}
-	job             *string
-	clearedjob      bool
-	node            *string
-	clearednode     bool
-	done            bool
-	oldValue        func(context.Context) (*Service, error)
-	predicates      []predicate.Service
+	op               Op
+	typ              string
+	id               *string
+	created_at       *time.Time
+	updated_at       *time.Time
+	tenant_id        *string
+	environment_id   *string
+	name             *string
+	image            *string
+	command          *[]string
+	appendcommand    []string
+	args             *[]string
+	appendargs       []string
+	env              *[]jobspec.EnvVar
+	appendenv        []jobspec.EnvVar
+	cpu              *float64
+	addcpu           *float64
+	memory_mib       *int64
+	addmemory_mib    *int64
+	gpus             *int
+	addgpus          *int
+	gpu_types        *[]string
+	appendgpu_types  []string
+	gpu_type         *string
+	ports            *[]jobspec.Port
+	appendports      []jobspec.Port
+	status           *service.Status
+	status_reason    *string
+	exit_code        *int
+	addexit_code     *int
+	dispatched_at    *time.Time
+	host_ports       *[]jobspec.Port
+	appendhost_ports []jobspec.Port
+	started_at       *time.Time
+	finished_at      *time.Time
+	clearedFields    map[string]struct{}
+	job              *string
+	clearedjob       bool
+	node             *string
+	clearednode      bool
+	done             bool
+	oldValue         func(context.Context) (*Service, error)
+	predicates       []predicate.Service
 }
 
 var _ ent.Mutation = (*ServiceMutation)(nil)
@@ -14066,6 +15670,120 @@ func (m *ServiceMutation) ResetExitCode() {
 	delete(m.clearedFields, service.FieldExitCode)
 }
 
+// SetDispatchedAt sets the "dispatched_at" field.
+func (m *ServiceMutation) SetDispatchedAt(t time.Time) {
+	m.dispatched_at = &t
+}
+
+// DispatchedAt returns the value of the "dispatched_at" field in the mutation.
+func (m *ServiceMutation) DispatchedAt() (r time.Time, exists bool) {
+	v := m.dispatched_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDispatchedAt returns the old "dispatched_at" field's value of the Service entity.
+// If the Service object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ServiceMutation) OldDispatchedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDispatchedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDispatchedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDispatchedAt: %w", err)
+	}
+	return oldValue.DispatchedAt, nil
+}
+
+// ClearDispatchedAt clears the value of the "dispatched_at" field.
+func (m *ServiceMutation) ClearDispatchedAt() {
+	m.dispatched_at = nil
+	m.clearedFields[service.FieldDispatchedAt] = struct{}{}
+}
+
+// DispatchedAtCleared returns if the "dispatched_at" field was cleared in this mutation.
+func (m *ServiceMutation) DispatchedAtCleared() bool {
+	_, ok := m.clearedFields[service.FieldDispatchedAt]
+	return ok
+}
+
+// ResetDispatchedAt resets all changes to the "dispatched_at" field.
+func (m *ServiceMutation) ResetDispatchedAt() {
+	m.dispatched_at = nil
+	delete(m.clearedFields, service.FieldDispatchedAt)
+}
+
+// SetHostPorts sets the "host_ports" field.
+func (m *ServiceMutation) SetHostPorts(j []jobspec.Port) {
+	m.host_ports = &j
+	m.appendhost_ports = nil
+}
+
+// HostPorts returns the value of the "host_ports" field in the mutation.
+func (m *ServiceMutation) HostPorts() (r []jobspec.Port, exists bool) {
+	v := m.host_ports
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldHostPorts returns the old "host_ports" field's value of the Service entity.
+// If the Service object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ServiceMutation) OldHostPorts(ctx context.Context) (v []jobspec.Port, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldHostPorts is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldHostPorts requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldHostPorts: %w", err)
+	}
+	return oldValue.HostPorts, nil
+}
+
+// AppendHostPorts adds j to the "host_ports" field.
+func (m *ServiceMutation) AppendHostPorts(j []jobspec.Port) {
+	m.appendhost_ports = append(m.appendhost_ports, j...)
+}
+
+// AppendedHostPorts returns the list of values that were appended to the "host_ports" field in this mutation.
+func (m *ServiceMutation) AppendedHostPorts() ([]jobspec.Port, bool) {
+	if len(m.appendhost_ports) == 0 {
+		return nil, false
+	}
+	return m.appendhost_ports, true
+}
+
+// ClearHostPorts clears the value of the "host_ports" field.
+func (m *ServiceMutation) ClearHostPorts() {
+	m.host_ports = nil
+	m.appendhost_ports = nil
+	m.clearedFields[service.FieldHostPorts] = struct{}{}
+}
+
+// HostPortsCleared returns if the "host_ports" field was cleared in this mutation.
+func (m *ServiceMutation) HostPortsCleared() bool {
+	_, ok := m.clearedFields[service.FieldHostPorts]
+	return ok
+}
+
+// ResetHostPorts resets all changes to the "host_ports" field.
+func (m *ServiceMutation) ResetHostPorts() {
+	m.host_ports = nil
+	m.appendhost_ports = nil
+	delete(m.clearedFields, service.FieldHostPorts)
+}
+
 // SetStartedAt sets the "started_at" field.
 func (m *ServiceMutation) SetStartedAt(t time.Time) {
 	m.started_at = &t
@@ -14252,7 +15970,7 @@ func (m *ServiceMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ServiceMutation) Fields() []string {
-	fields := make([]string, 0, 22)
+	fields := make([]string, 0, 24)
 	if m.created_at != nil {
 		fields = append(fields, service.FieldCreatedAt)
 	}
@@ -14313,6 +16031,12 @@ func (m *ServiceMutation) Fields() []string {
 	if m.exit_code != nil {
 		fields = append(fields, service.FieldExitCode)
 	}
+	if m.dispatched_at != nil {
+		fields = append(fields, service.FieldDispatchedAt)
+	}
+	if m.host_ports != nil {
+		fields = append(fields, service.FieldHostPorts)
+	}
 	if m.started_at != nil {
 		fields = append(fields, service.FieldStartedAt)
 	}
@@ -14367,6 +16091,10 @@ func (m *ServiceMutation) Field(name string) (ent.Value, bool) {
 		return m.NodeID()
 	case service.FieldExitCode:
 		return m.ExitCode()
+	case service.FieldDispatchedAt:
+		return m.DispatchedAt()
+	case service.FieldHostPorts:
+		return m.HostPorts()
 	case service.FieldStartedAt:
 		return m.StartedAt()
 	case service.FieldFinishedAt:
@@ -14420,6 +16148,10 @@ func (m *ServiceMutation) OldField(ctx context.Context, name string) (ent.Value,
 		return m.OldNodeID(ctx)
 	case service.FieldExitCode:
 		return m.OldExitCode(ctx)
+	case service.FieldDispatchedAt:
+		return m.OldDispatchedAt(ctx)
+	case service.FieldHostPorts:
+		return m.OldHostPorts(ctx)
 	case service.FieldStartedAt:
 		return m.OldStartedAt(ctx)
 	case service.FieldFinishedAt:
@@ -14573,6 +16305,20 @@ func (m *ServiceMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetExitCode(v)
 		return nil
+	case service.FieldDispatchedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDispatchedAt(v)
+		return nil
+	case service.FieldHostPorts:
+		v, ok := value.([]jobspec.Port)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetHostPorts(v)
+		return nil
 	case service.FieldStartedAt:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -14689,6 +16435,12 @@ func (m *ServiceMutation) ClearedFields() []string {
 	if m.FieldCleared(service.FieldExitCode) {
 		fields = append(fields, service.FieldExitCode)
 	}
+	if m.FieldCleared(service.FieldDispatchedAt) {
+		fields = append(fields, service.FieldDispatchedAt)
+	}
+	if m.FieldCleared(service.FieldHostPorts) {
+		fields = append(fields, service.FieldHostPorts)
+	}
 	if m.FieldCleared(service.FieldStartedAt) {
 		fields = append(fields, service.FieldStartedAt)
 	}
@@ -14729,6 +16481,12 @@ func (m *ServiceMutation) ClearField(name string) error {
 		return nil
 	case service.FieldExitCode:
 		m.ClearExitCode()
+		return nil
+	case service.FieldDispatchedAt:
+		m.ClearDispatchedAt()
+		return nil
+	case service.FieldHostPorts:
+		m.ClearHostPorts()
 		return nil
 	case service.FieldStartedAt:
 		m.ClearStartedAt()
@@ -14803,6 +16561,12 @@ func (m *ServiceMutation) ResetField(name string) error {
 		return nil
 	case service.FieldExitCode:
 		m.ResetExitCode()
+		return nil
+	case service.FieldDispatchedAt:
+		m.ResetDispatchedAt()
+		return nil
+	case service.FieldHostPorts:
+		m.ResetHostPorts()
 		return nil
 	case service.FieldStartedAt:
 		m.ResetStartedAt()

@@ -61,6 +61,10 @@ type Service struct {
 	NodeID string `json:"node_id,omitempty"`
 	// ExitCode holds the value of the "exit_code" field.
 	ExitCode *int `json:"exit_code,omitempty"`
+	// when the start was sent to the node's agent
+	DispatchedAt *time.Time `json:"dispatched_at,omitempty"`
+	// the ports the agent gave the service
+	HostPorts []jobspec.Port `json:"host_ports,omitempty"`
 	// StartedAt holds the value of the "started_at" field.
 	StartedAt *time.Time `json:"started_at,omitempty"`
 	// FinishedAt holds the value of the "finished_at" field.
@@ -111,7 +115,7 @@ func (*Service) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case service.FieldCommand, service.FieldArgs, service.FieldEnv, service.FieldGpuTypes, service.FieldPorts:
+		case service.FieldCommand, service.FieldArgs, service.FieldEnv, service.FieldGpuTypes, service.FieldPorts, service.FieldHostPorts:
 			values[i] = new([]byte)
 		case service.FieldCPU:
 			values[i] = new(sql.NullFloat64)
@@ -119,7 +123,7 @@ func (*Service) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullInt64)
 		case service.FieldID, service.FieldTenantID, service.FieldEnvironmentID, service.FieldJobID, service.FieldName, service.FieldImage, service.FieldGpuType, service.FieldStatus, service.FieldStatusReason, service.FieldNodeID:
 			values[i] = new(sql.NullString)
-		case service.FieldCreatedAt, service.FieldUpdatedAt, service.FieldStartedAt, service.FieldFinishedAt:
+		case service.FieldCreatedAt, service.FieldUpdatedAt, service.FieldDispatchedAt, service.FieldStartedAt, service.FieldFinishedAt:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -273,6 +277,21 @@ func (_m *Service) assignValues(columns []string, values []any) error {
 				_m.ExitCode = new(int)
 				*_m.ExitCode = int(value.Int64)
 			}
+		case service.FieldDispatchedAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field dispatched_at", values[i])
+			} else if value.Valid {
+				_m.DispatchedAt = new(time.Time)
+				*_m.DispatchedAt = value.Time
+			}
+		case service.FieldHostPorts:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field host_ports", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.HostPorts); err != nil {
+					return fmt.Errorf("unmarshal field host_ports: %w", err)
+				}
+			}
 		case service.FieldStartedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
 				return fmt.Errorf("unexpected type %T for field started_at", values[i])
@@ -394,6 +413,14 @@ func (_m *Service) String() string {
 		builder.WriteString("exit_code=")
 		builder.WriteString(fmt.Sprintf("%v", *v))
 	}
+	builder.WriteString(", ")
+	if v := _m.DispatchedAt; v != nil {
+		builder.WriteString("dispatched_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
+	builder.WriteString(", ")
+	builder.WriteString("host_ports=")
+	builder.WriteString(fmt.Sprintf("%v", _m.HostPorts))
 	builder.WriteString(", ")
 	if v := _m.StartedAt; v != nil {
 		builder.WriteString("started_at=")

@@ -234,6 +234,26 @@ func (_c *ServiceCreate) SetNillableExitCode(v *int) *ServiceCreate {
 	return _c
 }
 
+// SetDispatchedAt sets the "dispatched_at" field.
+func (_c *ServiceCreate) SetDispatchedAt(v time.Time) *ServiceCreate {
+	_c.mutation.SetDispatchedAt(v)
+	return _c
+}
+
+// SetNillableDispatchedAt sets the "dispatched_at" field if the given value is not nil.
+func (_c *ServiceCreate) SetNillableDispatchedAt(v *time.Time) *ServiceCreate {
+	if v != nil {
+		_c.SetDispatchedAt(*v)
+	}
+	return _c
+}
+
+// SetHostPorts sets the "host_ports" field.
+func (_c *ServiceCreate) SetHostPorts(v []jobspec.Port) *ServiceCreate {
+	_c.mutation.SetHostPorts(v)
+	return _c
+}
+
 // SetStartedAt sets the "started_at" field.
 func (_c *ServiceCreate) SetStartedAt(v time.Time) *ServiceCreate {
 	_c.mutation.SetStartedAt(v)
@@ -552,6 +572,14 @@ func (_c *ServiceCreate) createSpec() (*Service, *sqlgraph.CreateSpec) {
 		_spec.SetField(service.FieldExitCode, field.TypeInt, value)
 		_node.ExitCode = &value
 	}
+	if value, ok := _c.mutation.DispatchedAt(); ok {
+		_spec.SetField(service.FieldDispatchedAt, field.TypeTime, value)
+		_node.DispatchedAt = &value
+	}
+	if value, ok := _c.mutation.HostPorts(); ok {
+		_spec.SetField(service.FieldHostPorts, field.TypeJSON, value)
+		_node.HostPorts = value
+	}
 	if value, ok := _c.mutation.StartedAt(); ok {
 		_spec.SetField(service.FieldStartedAt, field.TypeTime, value)
 		_node.StartedAt = &value
@@ -733,6 +761,42 @@ func (u *ServiceUpsert) AddExitCode(v int) *ServiceUpsert {
 // ClearExitCode clears the value of the "exit_code" field.
 func (u *ServiceUpsert) ClearExitCode() *ServiceUpsert {
 	u.SetNull(service.FieldExitCode)
+	return u
+}
+
+// SetDispatchedAt sets the "dispatched_at" field.
+func (u *ServiceUpsert) SetDispatchedAt(v time.Time) *ServiceUpsert {
+	u.Set(service.FieldDispatchedAt, v)
+	return u
+}
+
+// UpdateDispatchedAt sets the "dispatched_at" field to the value that was provided on create.
+func (u *ServiceUpsert) UpdateDispatchedAt() *ServiceUpsert {
+	u.SetExcluded(service.FieldDispatchedAt)
+	return u
+}
+
+// ClearDispatchedAt clears the value of the "dispatched_at" field.
+func (u *ServiceUpsert) ClearDispatchedAt() *ServiceUpsert {
+	u.SetNull(service.FieldDispatchedAt)
+	return u
+}
+
+// SetHostPorts sets the "host_ports" field.
+func (u *ServiceUpsert) SetHostPorts(v []jobspec.Port) *ServiceUpsert {
+	u.Set(service.FieldHostPorts, v)
+	return u
+}
+
+// UpdateHostPorts sets the "host_ports" field to the value that was provided on create.
+func (u *ServiceUpsert) UpdateHostPorts() *ServiceUpsert {
+	u.SetExcluded(service.FieldHostPorts)
+	return u
+}
+
+// ClearHostPorts clears the value of the "host_ports" field.
+func (u *ServiceUpsert) ClearHostPorts() *ServiceUpsert {
+	u.SetNull(service.FieldHostPorts)
 	return u
 }
 
@@ -964,6 +1028,48 @@ func (u *ServiceUpsertOne) UpdateExitCode() *ServiceUpsertOne {
 func (u *ServiceUpsertOne) ClearExitCode() *ServiceUpsertOne {
 	return u.Update(func(s *ServiceUpsert) {
 		s.ClearExitCode()
+	})
+}
+
+// SetDispatchedAt sets the "dispatched_at" field.
+func (u *ServiceUpsertOne) SetDispatchedAt(v time.Time) *ServiceUpsertOne {
+	return u.Update(func(s *ServiceUpsert) {
+		s.SetDispatchedAt(v)
+	})
+}
+
+// UpdateDispatchedAt sets the "dispatched_at" field to the value that was provided on create.
+func (u *ServiceUpsertOne) UpdateDispatchedAt() *ServiceUpsertOne {
+	return u.Update(func(s *ServiceUpsert) {
+		s.UpdateDispatchedAt()
+	})
+}
+
+// ClearDispatchedAt clears the value of the "dispatched_at" field.
+func (u *ServiceUpsertOne) ClearDispatchedAt() *ServiceUpsertOne {
+	return u.Update(func(s *ServiceUpsert) {
+		s.ClearDispatchedAt()
+	})
+}
+
+// SetHostPorts sets the "host_ports" field.
+func (u *ServiceUpsertOne) SetHostPorts(v []jobspec.Port) *ServiceUpsertOne {
+	return u.Update(func(s *ServiceUpsert) {
+		s.SetHostPorts(v)
+	})
+}
+
+// UpdateHostPorts sets the "host_ports" field to the value that was provided on create.
+func (u *ServiceUpsertOne) UpdateHostPorts() *ServiceUpsertOne {
+	return u.Update(func(s *ServiceUpsert) {
+		s.UpdateHostPorts()
+	})
+}
+
+// ClearHostPorts clears the value of the "host_ports" field.
+func (u *ServiceUpsertOne) ClearHostPorts() *ServiceUpsertOne {
+	return u.Update(func(s *ServiceUpsert) {
+		s.ClearHostPorts()
 	})
 }
 
@@ -1368,6 +1474,48 @@ func (u *ServiceUpsertBulk) UpdateExitCode() *ServiceUpsertBulk {
 func (u *ServiceUpsertBulk) ClearExitCode() *ServiceUpsertBulk {
 	return u.Update(func(s *ServiceUpsert) {
 		s.ClearExitCode()
+	})
+}
+
+// SetDispatchedAt sets the "dispatched_at" field.
+func (u *ServiceUpsertBulk) SetDispatchedAt(v time.Time) *ServiceUpsertBulk {
+	return u.Update(func(s *ServiceUpsert) {
+		s.SetDispatchedAt(v)
+	})
+}
+
+// UpdateDispatchedAt sets the "dispatched_at" field to the value that was provided on create.
+func (u *ServiceUpsertBulk) UpdateDispatchedAt() *ServiceUpsertBulk {
+	return u.Update(func(s *ServiceUpsert) {
+		s.UpdateDispatchedAt()
+	})
+}
+
+// ClearDispatchedAt clears the value of the "dispatched_at" field.
+func (u *ServiceUpsertBulk) ClearDispatchedAt() *ServiceUpsertBulk {
+	return u.Update(func(s *ServiceUpsert) {
+		s.ClearDispatchedAt()
+	})
+}
+
+// SetHostPorts sets the "host_ports" field.
+func (u *ServiceUpsertBulk) SetHostPorts(v []jobspec.Port) *ServiceUpsertBulk {
+	return u.Update(func(s *ServiceUpsert) {
+		s.SetHostPorts(v)
+	})
+}
+
+// UpdateHostPorts sets the "host_ports" field to the value that was provided on create.
+func (u *ServiceUpsertBulk) UpdateHostPorts() *ServiceUpsertBulk {
+	return u.Update(func(s *ServiceUpsert) {
+		s.UpdateHostPorts()
+	})
+}
+
+// ClearHostPorts clears the value of the "host_ports" field.
+func (u *ServiceUpsertBulk) ClearHostPorts() *ServiceUpsertBulk {
+	return u.Update(func(s *ServiceUpsert) {
+		s.ClearHostPorts()
 	})
 }
 

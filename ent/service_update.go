@@ -10,10 +10,12 @@ import (
 
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
+	"entgo.io/ent/dialect/sql/sqljson"
 	"entgo.io/ent/schema/field"
 	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/ent/predicate"
 	"github.com/levers9/levers9/ent/service"
+	"github.com/levers9/levers9/internal/jobspec"
 )
 
 // ServiceUpdate is the builder for updating Service entities.
@@ -121,6 +123,44 @@ func (_u *ServiceUpdate) AddExitCode(v int) *ServiceUpdate {
 // ClearExitCode clears the value of the "exit_code" field.
 func (_u *ServiceUpdate) ClearExitCode() *ServiceUpdate {
 	_u.mutation.ClearExitCode()
+	return _u
+}
+
+// SetDispatchedAt sets the "dispatched_at" field.
+func (_u *ServiceUpdate) SetDispatchedAt(v time.Time) *ServiceUpdate {
+	_u.mutation.SetDispatchedAt(v)
+	return _u
+}
+
+// SetNillableDispatchedAt sets the "dispatched_at" field if the given value is not nil.
+func (_u *ServiceUpdate) SetNillableDispatchedAt(v *time.Time) *ServiceUpdate {
+	if v != nil {
+		_u.SetDispatchedAt(*v)
+	}
+	return _u
+}
+
+// ClearDispatchedAt clears the value of the "dispatched_at" field.
+func (_u *ServiceUpdate) ClearDispatchedAt() *ServiceUpdate {
+	_u.mutation.ClearDispatchedAt()
+	return _u
+}
+
+// SetHostPorts sets the "host_ports" field.
+func (_u *ServiceUpdate) SetHostPorts(v []jobspec.Port) *ServiceUpdate {
+	_u.mutation.SetHostPorts(v)
+	return _u
+}
+
+// AppendHostPorts appends value to the "host_ports" field.
+func (_u *ServiceUpdate) AppendHostPorts(v []jobspec.Port) *ServiceUpdate {
+	_u.mutation.AppendHostPorts(v)
+	return _u
+}
+
+// ClearHostPorts clears the value of the "host_ports" field.
+func (_u *ServiceUpdate) ClearHostPorts() *ServiceUpdate {
+	_u.mutation.ClearHostPorts()
 	return _u
 }
 
@@ -283,6 +323,23 @@ func (_u *ServiceUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if _u.mutation.ExitCodeCleared() {
 		_spec.ClearField(service.FieldExitCode, field.TypeInt)
 	}
+	if value, ok := _u.mutation.DispatchedAt(); ok {
+		_spec.SetField(service.FieldDispatchedAt, field.TypeTime, value)
+	}
+	if _u.mutation.DispatchedAtCleared() {
+		_spec.ClearField(service.FieldDispatchedAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.HostPorts(); ok {
+		_spec.SetField(service.FieldHostPorts, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedHostPorts(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, service.FieldHostPorts, value)
+		})
+	}
+	if _u.mutation.HostPortsCleared() {
+		_spec.ClearField(service.FieldHostPorts, field.TypeJSON)
+	}
 	if value, ok := _u.mutation.StartedAt(); ok {
 		_spec.SetField(service.FieldStartedAt, field.TypeTime, value)
 	}
@@ -436,6 +493,44 @@ func (_u *ServiceUpdateOne) AddExitCode(v int) *ServiceUpdateOne {
 // ClearExitCode clears the value of the "exit_code" field.
 func (_u *ServiceUpdateOne) ClearExitCode() *ServiceUpdateOne {
 	_u.mutation.ClearExitCode()
+	return _u
+}
+
+// SetDispatchedAt sets the "dispatched_at" field.
+func (_u *ServiceUpdateOne) SetDispatchedAt(v time.Time) *ServiceUpdateOne {
+	_u.mutation.SetDispatchedAt(v)
+	return _u
+}
+
+// SetNillableDispatchedAt sets the "dispatched_at" field if the given value is not nil.
+func (_u *ServiceUpdateOne) SetNillableDispatchedAt(v *time.Time) *ServiceUpdateOne {
+	if v != nil {
+		_u.SetDispatchedAt(*v)
+	}
+	return _u
+}
+
+// ClearDispatchedAt clears the value of the "dispatched_at" field.
+func (_u *ServiceUpdateOne) ClearDispatchedAt() *ServiceUpdateOne {
+	_u.mutation.ClearDispatchedAt()
+	return _u
+}
+
+// SetHostPorts sets the "host_ports" field.
+func (_u *ServiceUpdateOne) SetHostPorts(v []jobspec.Port) *ServiceUpdateOne {
+	_u.mutation.SetHostPorts(v)
+	return _u
+}
+
+// AppendHostPorts appends value to the "host_ports" field.
+func (_u *ServiceUpdateOne) AppendHostPorts(v []jobspec.Port) *ServiceUpdateOne {
+	_u.mutation.AppendHostPorts(v)
+	return _u
+}
+
+// ClearHostPorts clears the value of the "host_ports" field.
+func (_u *ServiceUpdateOne) ClearHostPorts() *ServiceUpdateOne {
+	_u.mutation.ClearHostPorts()
 	return _u
 }
 
@@ -627,6 +722,23 @@ func (_u *ServiceUpdateOne) sqlSave(ctx context.Context) (_node *Service, err er
 	}
 	if _u.mutation.ExitCodeCleared() {
 		_spec.ClearField(service.FieldExitCode, field.TypeInt)
+	}
+	if value, ok := _u.mutation.DispatchedAt(); ok {
+		_spec.SetField(service.FieldDispatchedAt, field.TypeTime, value)
+	}
+	if _u.mutation.DispatchedAtCleared() {
+		_spec.ClearField(service.FieldDispatchedAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.HostPorts(); ok {
+		_spec.SetField(service.FieldHostPorts, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedHostPorts(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, service.FieldHostPorts, value)
+		})
+	}
+	if _u.mutation.HostPortsCleared() {
+		_spec.ClearField(service.FieldHostPorts, field.TypeJSON)
 	}
 	if value, ok := _u.mutation.StartedAt(); ok {
 		_spec.SetField(service.FieldStartedAt, field.TypeTime, value)

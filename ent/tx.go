@@ -28,6 +28,10 @@ type Tx struct {
 	Group *GroupClient
 	// Job is the client for interacting with the Job builders.
 	Job *JobClient
+	// JobEvent is the client for interacting with the JobEvent builders.
+	JobEvent *JobEventClient
+	// LogLine is the client for interacting with the LogLine builders.
+	LogLine *LogLineClient
 	// Membership is the client for interacting with the Membership builders.
 	Membership *MembershipClient
 	// Node is the client for interacting with the Node builders.
@@ -184,6 +188,8 @@ func (tx *Tx) init() {
 	tx.Environment = NewEnvironmentClient(tx.config)
 	tx.Group = NewGroupClient(tx.config)
 	tx.Job = NewJobClient(tx.config)
+	tx.JobEvent = NewJobEventClient(tx.config)
+	tx.LogLine = NewLogLineClient(tx.config)
 	tx.Membership = NewMembershipClient(tx.config)
 	tx.Node = NewNodeClient(tx.config)
 	tx.NodeInvite = NewNodeInviteClient(tx.config)

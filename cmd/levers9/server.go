@@ -21,6 +21,7 @@ import (
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/metering"
 	"github.com/levers9/levers9/internal/nodes"
+	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/ui"
 	"github.com/levers9/levers9/workers"
@@ -109,7 +110,9 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		return err
 	}
 
-	jobService := &jobs.Service{DB: db, Log: log, Now: time.Now}
+	bus := notify.New(db.Pool, log)
+	defer bus.Close()
+	jobService := &jobs.Service{DB: db, Log: log, Now: time.Now, Bus: bus}
 	meter := &metering.Meter{DB: db, Log: log, Now: time.Now}
 	rc, err := workers.NewClients(db, workers.Deps{Ent: db.Ent, Log: log, Meter: meter, Jobs: jobService})
 	if err != nil {

@@ -93,6 +93,30 @@ func (f JobFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) 
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.JobMutation", m)
 }
 
+// The JobEventFunc type is an adapter to allow the use of ordinary
+// function as JobEvent mutator.
+type JobEventFunc func(context.Context, *ent.JobEventMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f JobEventFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.JobEventMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.JobEventMutation", m)
+}
+
+// The LogLineFunc type is an adapter to allow the use of ordinary
+// function as LogLine mutator.
+type LogLineFunc func(context.Context, *ent.LogLineMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f LogLineFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.LogLineMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.LogLineMutation", m)
+}
+
 // The MembershipFunc type is an adapter to allow the use of ordinary
 // function as Membership mutator.
 type MembershipFunc func(context.Context, *ent.MembershipMutation) (ent.Value, error)

@@ -15,6 +15,8 @@ import (
 	"github.com/levers9/levers9/ent/environment"
 	"github.com/levers9/levers9/ent/group"
 	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/jobevent"
+	"github.com/levers9/levers9/ent/logline"
 	"github.com/levers9/levers9/ent/membership"
 	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/ent/nodeinvite"
@@ -270,6 +272,60 @@ func (f TraverseJob) Traverse(ctx context.Context, q ent.Query) error {
 		return f(ctx, q)
 	}
 	return fmt.Errorf("unexpected query type %T. expect *ent.JobQuery", q)
+}
+
+// The JobEventFunc type is an adapter to allow the use of ordinary function as a Querier.
+type JobEventFunc func(context.Context, *ent.JobEventQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f JobEventFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.JobEventQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.JobEventQuery", q)
+}
+
+// The TraverseJobEvent type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseJobEvent func(context.Context, *ent.JobEventQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseJobEvent) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseJobEvent) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.JobEventQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.JobEventQuery", q)
+}
+
+// The LogLineFunc type is an adapter to allow the use of ordinary function as a Querier.
+type LogLineFunc func(context.Context, *ent.LogLineQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f LogLineFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.LogLineQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.LogLineQuery", q)
+}
+
+// The TraverseLogLine type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseLogLine func(context.Context, *ent.LogLineQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseLogLine) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseLogLine) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.LogLineQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.LogLineQuery", q)
 }
 
 // The MembershipFunc type is an adapter to allow the use of ordinary function as a Querier.
@@ -532,6 +588,10 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.GroupQuery, predicate.Group, group.OrderOption]{typ: ent.TypeGroup, tq: q}, nil
 	case *ent.JobQuery:
 		return &query[*ent.JobQuery, predicate.Job, job.OrderOption]{typ: ent.TypeJob, tq: q}, nil
+	case *ent.JobEventQuery:
+		return &query[*ent.JobEventQuery, predicate.JobEvent, jobevent.OrderOption]{typ: ent.TypeJobEvent, tq: q}, nil
+	case *ent.LogLineQuery:
+		return &query[*ent.LogLineQuery, predicate.LogLine, logline.OrderOption]{typ: ent.TypeLogLine, tq: q}, nil
 	case *ent.MembershipQuery:
 		return &query[*ent.MembershipQuery, predicate.Membership, membership.OrderOption]{typ: ent.TypeMembership, tq: q}, nil
 	case *ent.NodeQuery:

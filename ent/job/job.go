@@ -53,6 +53,8 @@ const (
 	FieldTimeoutSeconds = "timeout_seconds"
 	// FieldRetries holds the string denoting the retries field in the database.
 	FieldRetries = "retries"
+	// FieldAttempt holds the string denoting the attempt field in the database.
+	FieldAttempt = "attempt"
 	// FieldGpus holds the string denoting the gpus field in the database.
 	FieldGpus = "gpus"
 	// FieldEstimatePerMinute holds the string denoting the estimate_per_minute field in the database.
@@ -127,6 +129,7 @@ var Columns = []string{
 	FieldPriority,
 	FieldTimeoutSeconds,
 	FieldRetries,
+	FieldAttempt,
 	FieldGpus,
 	FieldEstimatePerMinute,
 	FieldEstimateStartFee,
@@ -176,6 +179,8 @@ var (
 	DefaultTimeoutSeconds int
 	// DefaultRetries holds the default value on creation for the "retries" field.
 	DefaultRetries int
+	// DefaultAttempt holds the default value on creation for the "attempt" field.
+	DefaultAttempt int
 	// DefaultGpus holds the default value on creation for the "gpus" field.
 	DefaultGpus int
 	// DefaultEstimatePerMinute holds the default value on creation for the "estimate_per_minute" field.
@@ -309,6 +314,11 @@ func ByTimeoutSeconds(opts ...sql.OrderTermOption) OrderOption {
 // ByRetries orders the results by the retries field.
 func ByRetries(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldRetries, opts...).ToFunc()
+}
+
+// ByAttempt orders the results by the attempt field.
+func ByAttempt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldAttempt, opts...).ToFunc()
 }
 
 // ByGpus orders the results by the gpus field.

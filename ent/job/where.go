@@ -141,6 +141,11 @@ func Retries(v int) predicate.Job {
 	return predicate.Job(sql.FieldEQ(FieldRetries, v))
 }
 
+// Attempt applies equality check predicate on the "attempt" field. It's identical to AttemptEQ.
+func Attempt(v int) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldAttempt, v))
+}
+
 // Gpus applies equality check predicate on the "gpus" field. It's identical to GpusEQ.
 func Gpus(v int) predicate.Job {
 	return predicate.Job(sql.FieldEQ(FieldGpus, v))
@@ -967,6 +972,46 @@ func RetriesLT(v int) predicate.Job {
 // RetriesLTE applies the LTE predicate on the "retries" field.
 func RetriesLTE(v int) predicate.Job {
 	return predicate.Job(sql.FieldLTE(FieldRetries, v))
+}
+
+// AttemptEQ applies the EQ predicate on the "attempt" field.
+func AttemptEQ(v int) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldAttempt, v))
+}
+
+// AttemptNEQ applies the NEQ predicate on the "attempt" field.
+func AttemptNEQ(v int) predicate.Job {
+	return predicate.Job(sql.FieldNEQ(FieldAttempt, v))
+}
+
+// AttemptIn applies the In predicate on the "attempt" field.
+func AttemptIn(vs ...int) predicate.Job {
+	return predicate.Job(sql.FieldIn(FieldAttempt, vs...))
+}
+
+// AttemptNotIn applies the NotIn predicate on the "attempt" field.
+func AttemptNotIn(vs ...int) predicate.Job {
+	return predicate.Job(sql.FieldNotIn(FieldAttempt, vs...))
+}
+
+// AttemptGT applies the GT predicate on the "attempt" field.
+func AttemptGT(v int) predicate.Job {
+	return predicate.Job(sql.FieldGT(FieldAttempt, v))
+}
+
+// AttemptGTE applies the GTE predicate on the "attempt" field.
+func AttemptGTE(v int) predicate.Job {
+	return predicate.Job(sql.FieldGTE(FieldAttempt, v))
+}
+
+// AttemptLT applies the LT predicate on the "attempt" field.
+func AttemptLT(v int) predicate.Job {
+	return predicate.Job(sql.FieldLT(FieldAttempt, v))
+}
+
+// AttemptLTE applies the LTE predicate on the "attempt" field.
+func AttemptLTE(v int) predicate.Job {
+	return predicate.Job(sql.FieldLTE(FieldAttempt, v))
 }
 
 // GpusEQ applies the EQ predicate on the "gpus" field.

@@ -254,6 +254,7 @@ var (
 		{Name: "priority", Type: field.TypeInt, Default: 0},
 		{Name: "timeout_seconds", Type: field.TypeInt, Default: 0},
 		{Name: "retries", Type: field.TypeInt, Default: 0},
+		{Name: "attempt", Type: field.TypeInt, Default: 1},
 		{Name: "gpus", Type: field.TypeInt, Default: 0},
 		{Name: "estimate_per_minute", Type: field.TypeInt64, Default: 0},
 		{Name: "estimate_start_fee", Type: field.TypeInt64, Default: 0},
@@ -273,19 +274,19 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "jobs_queues_queue",
-				Columns:    []*schema.Column{JobsColumns[22]},
+				Columns:    []*schema.Column{JobsColumns[23]},
 				RefColumns: []*schema.Column{QueuesColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "jobs_projects_project",
-				Columns:    []*schema.Column{JobsColumns[23]},
+				Columns:    []*schema.Column{JobsColumns[24]},
 				RefColumns: []*schema.Column{ProjectsColumns[0]},
 				OnDelete:   schema.SetNull,
 			},
 			{
 				Symbol:     "jobs_users_jobs",
-				Columns:    []*schema.Column{JobsColumns[24]},
+				Columns:    []*schema.Column{JobsColumns[25]},
 				RefColumns: []*schema.Column{UsersColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -309,12 +310,73 @@ var (
 			{
 				Name:    "job_queue_id_status_priority",
 				Unique:  false,
-				Columns: []*schema.Column{JobsColumns[22], JobsColumns[7], JobsColumns[12]},
+				Columns: []*schema.Column{JobsColumns[23], JobsColumns[7], JobsColumns[12]},
 			},
 			{
 				Name:    "job_metering_closed_started_at",
 				Unique:  false,
-				Columns: []*schema.Column{JobsColumns[21], JobsColumns[9]},
+				Columns: []*schema.Column{JobsColumns[22], JobsColumns[9]},
+			},
+		},
+	}
+	// JobEventsColumns holds the columns for the "job_events" table.
+	JobEventsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 40},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "tenant_id", Type: field.TypeString},
+		{Name: "environment_id", Type: field.TypeString},
+		{Name: "job_id", Type: field.TypeString},
+		{Name: "service", Type: field.TypeString, Default: ""},
+		{Name: "status", Type: field.TypeEnum, Enums: []string{"PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELLED"}},
+		{Name: "reason", Type: field.TypeString, Default: ""},
+		{Name: "at", Type: field.TypeTime},
+	}
+	// JobEventsTable holds the schema information for the "job_events" table.
+	JobEventsTable = &schema.Table{
+		Name:       "job_events",
+		Columns:    JobEventsColumns,
+		PrimaryKey: []*schema.Column{JobEventsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "jobevent_tenant_id",
+				Unique:  false,
+				Columns: []*schema.Column{JobEventsColumns[3]},
+			},
+			{
+				Name:    "jobevent_job_id_id",
+				Unique:  false,
+				Columns: []*schema.Column{JobEventsColumns[5], JobEventsColumns[0]},
+			},
+		},
+	}
+	// LogLinesColumns holds the columns for the "log_lines" table.
+	LogLinesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 40},
+		{Name: "tenant_id", Type: field.TypeString},
+		{Name: "environment_id", Type: field.TypeString},
+		{Name: "job_id", Type: field.TypeString},
+		{Name: "service", Type: field.TypeString},
+		{Name: "stream", Type: field.TypeEnum, Enums: []string{"stdout", "stderr"}},
+		{Name: "seq", Type: field.TypeInt64},
+		{Name: "time", Type: field.TypeTime},
+		{Name: "text", Type: field.TypeString, Size: 2147483647},
+	}
+	// LogLinesTable holds the schema information for the "log_lines" table.
+	LogLinesTable = &schema.Table{
+		Name:       "log_lines",
+		Columns:    LogLinesColumns,
+		PrimaryKey: []*schema.Column{LogLinesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "logline_tenant_id",
+				Unique:  false,
+				Columns: []*schema.Column{LogLinesColumns[1]},
+			},
+			{
+				Name:    "logline_job_id_seq",
+				Unique:  true,
+				Columns: []*schema.Column{LogLinesColumns[3], LogLinesColumns[6]},
 			},
 		},
 	}
@@ -501,6 +563,8 @@ var (
 		{Name: "status", Type: field.TypeEnum, Enums: []string{"PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELLED"}, Default: "PENDING"},
 		{Name: "status_reason", Type: field.TypeString, Default: ""},
 		{Name: "exit_code", Type: field.TypeInt, Nullable: true},
+		{Name: "dispatched_at", Type: field.TypeTime, Nullable: true},
+		{Name: "host_ports", Type: field.TypeJSON, Nullable: true},
 		{Name: "started_at", Type: field.TypeTime, Nullable: true},
 		{Name: "finished_at", Type: field.TypeTime, Nullable: true},
 		{Name: "job_id", Type: field.TypeString, Size: 40},
@@ -514,13 +578,13 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "services_jobs_services",
-				Columns:    []*schema.Column{ServicesColumns[21]},
+				Columns:    []*schema.Column{ServicesColumns[23]},
 				RefColumns: []*schema.Column{JobsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "services_nodes_node",
-				Columns:    []*schema.Column{ServicesColumns[22]},
+				Columns:    []*schema.Column{ServicesColumns[24]},
 				RefColumns: []*schema.Column{NodesColumns[0]},
 				OnDelete:   schema.SetNull,
 			},
@@ -534,12 +598,12 @@ var (
 			{
 				Name:    "service_job_id_name",
 				Unique:  true,
-				Columns: []*schema.Column{ServicesColumns[21], ServicesColumns[5]},
+				Columns: []*schema.Column{ServicesColumns[23], ServicesColumns[5]},
 			},
 			{
 				Name:    "service_node_id_status",
 				Unique:  false,
-				Columns: []*schema.Column{ServicesColumns[22], ServicesColumns[16]},
+				Columns: []*schema.Column{ServicesColumns[24], ServicesColumns[16]},
 			},
 		},
 	}
@@ -787,6 +851,8 @@ var (
 		EnvironmentsTable,
 		GroupsTable,
 		JobsTable,
+		JobEventsTable,
+		LogLinesTable,
 		MembershipsTable,
 		NodesTable,
 		NodeInvitesTable,

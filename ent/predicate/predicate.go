@@ -27,6 +27,12 @@ type Group func(*sql.Selector)
 // Job is the predicate function for job builders.
 type Job func(*sql.Selector)
 
+// JobEvent is the predicate function for jobevent builders.
+type JobEvent func(*sql.Selector)
+
+// LogLine is the predicate function for logline builders.
+type LogLine func(*sql.Selector)
+
 // Membership is the predicate function for membership builders.
 type Membership func(*sql.Selector)
 

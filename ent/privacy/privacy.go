@@ -279,6 +279,54 @@ func (f JobMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) e
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.JobMutation", m)
 }
 
+// The JobEventQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type JobEventQueryRuleFunc func(context.Context, *ent.JobEventQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f JobEventQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.JobEventQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.JobEventQuery", q)
+}
+
+// The JobEventMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type JobEventMutationRuleFunc func(context.Context, *ent.JobEventMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f JobEventMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.JobEventMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.JobEventMutation", m)
+}
+
+// The LogLineQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type LogLineQueryRuleFunc func(context.Context, *ent.LogLineQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f LogLineQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.LogLineQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.LogLineQuery", q)
+}
+
+// The LogLineMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type LogLineMutationRuleFunc func(context.Context, *ent.LogLineMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f LogLineMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.LogLineMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.LogLineMutation", m)
+}
+
 // The MembershipQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type MembershipQueryRuleFunc func(context.Context, *ent.MembershipQuery) error
@@ -544,6 +592,10 @@ func queryFilter(q ent.Query) (Filter, error) {
 		return q.Filter(), nil
 	case *ent.JobQuery:
 		return q.Filter(), nil
+	case *ent.JobEventQuery:
+		return q.Filter(), nil
+	case *ent.LogLineQuery:
+		return q.Filter(), nil
 	case *ent.MembershipQuery:
 		return q.Filter(), nil
 	case *ent.NodeQuery:
@@ -582,6 +634,10 @@ func mutationFilter(m ent.Mutation) (Filter, error) {
 	case *ent.GroupMutation:
 		return m.Filter(), nil
 	case *ent.JobMutation:
+		return m.Filter(), nil
+	case *ent.JobEventMutation:
+		return m.Filter(), nil
+	case *ent.LogLineMutation:
 		return m.Filter(), nil
 	case *ent.MembershipMutation:
 		return m.Filter(), nil

@@ -13,6 +13,8 @@ import (
 	"github.com/levers9/levers9/ent/environment"
 	"github.com/levers9/levers9/ent/group"
 	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/jobevent"
+	"github.com/levers9/levers9/ent/logline"
 	"github.com/levers9/levers9/ent/membership"
 	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/ent/nodeinvite"
@@ -480,28 +482,32 @@ func init() {
 	jobDescRetries := jobFields[12].Descriptor()
 	// job.DefaultRetries holds the default value on creation for the retries field.
 	job.DefaultRetries = jobDescRetries.Default.(int)
+	// jobDescAttempt is the schema descriptor for attempt field.
+	jobDescAttempt := jobFields[13].Descriptor()
+	// job.DefaultAttempt holds the default value on creation for the attempt field.
+	job.DefaultAttempt = jobDescAttempt.Default.(int)
 	// jobDescGpus is the schema descriptor for gpus field.
-	jobDescGpus := jobFields[13].Descriptor()
+	jobDescGpus := jobFields[14].Descriptor()
 	// job.DefaultGpus holds the default value on creation for the gpus field.
 	job.DefaultGpus = jobDescGpus.Default.(int)
 	// jobDescEstimatePerMinute is the schema descriptor for estimate_per_minute field.
-	jobDescEstimatePerMinute := jobFields[14].Descriptor()
+	jobDescEstimatePerMinute := jobFields[15].Descriptor()
 	// job.DefaultEstimatePerMinute holds the default value on creation for the estimate_per_minute field.
 	job.DefaultEstimatePerMinute = billing.Tokens(jobDescEstimatePerMinute.Default.(int64))
 	// jobDescEstimateStartFee is the schema descriptor for estimate_start_fee field.
-	jobDescEstimateStartFee := jobFields[15].Descriptor()
+	jobDescEstimateStartFee := jobFields[16].Descriptor()
 	// job.DefaultEstimateStartFee holds the default value on creation for the estimate_start_fee field.
 	job.DefaultEstimateStartFee = billing.Tokens(jobDescEstimateStartFee.Default.(int64))
 	// jobDescPricePerMinute is the schema descriptor for price_per_minute field.
-	jobDescPricePerMinute := jobFields[17].Descriptor()
+	jobDescPricePerMinute := jobFields[18].Descriptor()
 	// job.DefaultPricePerMinute holds the default value on creation for the price_per_minute field.
 	job.DefaultPricePerMinute = billing.Tokens(jobDescPricePerMinute.Default.(int64))
 	// jobDescMeteredMinutes is the schema descriptor for metered_minutes field.
-	jobDescMeteredMinutes := jobFields[18].Descriptor()
+	jobDescMeteredMinutes := jobFields[19].Descriptor()
 	// job.DefaultMeteredMinutes holds the default value on creation for the metered_minutes field.
 	job.DefaultMeteredMinutes = jobDescMeteredMinutes.Default.(int64)
 	// jobDescMeteringClosed is the schema descriptor for metering_closed field.
-	jobDescMeteringClosed := jobFields[19].Descriptor()
+	jobDescMeteringClosed := jobFields[20].Descriptor()
 	// job.DefaultMeteringClosed holds the default value on creation for the metering_closed field.
 	job.DefaultMeteringClosed = jobDescMeteringClosed.Default.(bool)
 	// jobDescID is the schema descriptor for id field.
@@ -511,6 +517,118 @@ func init() {
 	// job.IDValidator is a validator for the "id" field. It is called by the builders before save.
 	job.IDValidator = func() func(string) error {
 		validators := jobDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	jobeventMixin := schema.JobEvent{}.Mixin()
+	jobevent.Policy = privacy.NewPolicies(jobeventMixin[2], jobeventMixin[3], schema.JobEvent{})
+	jobevent.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := jobevent.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	jobeventMixinFields0 := jobeventMixin[0].Fields()
+	_ = jobeventMixinFields0
+	jobeventMixinFields1 := jobeventMixin[1].Fields()
+	_ = jobeventMixinFields1
+	jobeventMixinFields2 := jobeventMixin[2].Fields()
+	_ = jobeventMixinFields2
+	jobeventMixinFields3 := jobeventMixin[3].Fields()
+	_ = jobeventMixinFields3
+	jobeventFields := schema.JobEvent{}.Fields()
+	_ = jobeventFields
+	// jobeventDescCreatedAt is the schema descriptor for created_at field.
+	jobeventDescCreatedAt := jobeventMixinFields1[0].Descriptor()
+	// jobevent.DefaultCreatedAt holds the default value on creation for the created_at field.
+	jobevent.DefaultCreatedAt = jobeventDescCreatedAt.Default.(func() time.Time)
+	// jobeventDescUpdatedAt is the schema descriptor for updated_at field.
+	jobeventDescUpdatedAt := jobeventMixinFields1[1].Descriptor()
+	// jobevent.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	jobevent.DefaultUpdatedAt = jobeventDescUpdatedAt.Default.(func() time.Time)
+	// jobevent.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	jobevent.UpdateDefaultUpdatedAt = jobeventDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// jobeventDescTenantID is the schema descriptor for tenant_id field.
+	jobeventDescTenantID := jobeventMixinFields2[0].Descriptor()
+	// jobevent.TenantIDValidator is a validator for the "tenant_id" field. It is called by the builders before save.
+	jobevent.TenantIDValidator = jobeventDescTenantID.Validators[0].(func(string) error)
+	// jobeventDescEnvironmentID is the schema descriptor for environment_id field.
+	jobeventDescEnvironmentID := jobeventMixinFields3[0].Descriptor()
+	// jobevent.EnvironmentIDValidator is a validator for the "environment_id" field. It is called by the builders before save.
+	jobevent.EnvironmentIDValidator = jobeventDescEnvironmentID.Validators[0].(func(string) error)
+	// jobeventDescService is the schema descriptor for service field.
+	jobeventDescService := jobeventFields[1].Descriptor()
+	// jobevent.DefaultService holds the default value on creation for the service field.
+	jobevent.DefaultService = jobeventDescService.Default.(string)
+	// jobeventDescReason is the schema descriptor for reason field.
+	jobeventDescReason := jobeventFields[3].Descriptor()
+	// jobevent.DefaultReason holds the default value on creation for the reason field.
+	jobevent.DefaultReason = jobeventDescReason.Default.(string)
+	// jobeventDescID is the schema descriptor for id field.
+	jobeventDescID := jobeventMixinFields0[0].Descriptor()
+	// jobevent.DefaultID holds the default value on creation for the id field.
+	jobevent.DefaultID = jobeventDescID.Default.(func() string)
+	// jobevent.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	jobevent.IDValidator = func() func(string) error {
+		validators := jobeventDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	loglineMixin := schema.LogLine{}.Mixin()
+	logline.Policy = privacy.NewPolicies(loglineMixin[1], loglineMixin[2], schema.LogLine{})
+	logline.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := logline.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	loglineMixinFields0 := loglineMixin[0].Fields()
+	_ = loglineMixinFields0
+	loglineMixinFields1 := loglineMixin[1].Fields()
+	_ = loglineMixinFields1
+	loglineMixinFields2 := loglineMixin[2].Fields()
+	_ = loglineMixinFields2
+	loglineFields := schema.LogLine{}.Fields()
+	_ = loglineFields
+	// loglineDescTenantID is the schema descriptor for tenant_id field.
+	loglineDescTenantID := loglineMixinFields1[0].Descriptor()
+	// logline.TenantIDValidator is a validator for the "tenant_id" field. It is called by the builders before save.
+	logline.TenantIDValidator = loglineDescTenantID.Validators[0].(func(string) error)
+	// loglineDescEnvironmentID is the schema descriptor for environment_id field.
+	loglineDescEnvironmentID := loglineMixinFields2[0].Descriptor()
+	// logline.EnvironmentIDValidator is a validator for the "environment_id" field. It is called by the builders before save.
+	logline.EnvironmentIDValidator = loglineDescEnvironmentID.Validators[0].(func(string) error)
+	// loglineDescID is the schema descriptor for id field.
+	loglineDescID := loglineMixinFields0[0].Descriptor()
+	// logline.DefaultID holds the default value on creation for the id field.
+	logline.DefaultID = loglineDescID.Default.(func() string)
+	// logline.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	logline.IDValidator = func() func(string) error {
+		validators := loglineDescID.Validators
 		fns := [...]func(string) error{
 			validators[0].(func(string) error),
 			validators[1].(func(string) error),

@@ -49,6 +49,9 @@ func (Job) Fields() []ent.Field {
 			Annotations(entgql.OrderField("PRIORITY")),
 		field.Int("timeout_seconds").Default(0).Immutable(),
 		field.Int("retries").Default(0).Immutable(),
+		field.Int("attempt").Default(1).
+			Comment("1 for the first run; requeued jobs count up to 1 + retries").
+			Annotations(entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)),
 		field.Int("gpus").Default(0).Immutable().
 			Comment("GPUs over all services"),
 		field.Int64("estimate_per_minute").GoType(billing.Tokens(0)).Default(0).

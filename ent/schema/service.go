@@ -44,6 +44,12 @@ func (Service) Fields() []ent.Field {
 		field.String("status_reason").Default(""),
 		field.String("node_id").Optional(),
 		field.Int("exit_code").Optional().Nillable(),
+		field.Time("dispatched_at").Optional().Nillable().
+			Comment("when the start was sent to the node's agent").
+			Annotations(entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)),
+		field.JSON("host_ports", []jobspec.Port{}).Optional().
+			Comment("the ports the agent gave the service").
+			Annotations(entgql.Type("[Port!]"), entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)),
 		field.Time("started_at").Optional().Nillable(),
 		field.Time("finished_at").Optional().Nillable(),
 	}

@@ -58,6 +58,10 @@ const (
 	FieldNodeID = "node_id"
 	// FieldExitCode holds the string denoting the exit_code field in the database.
 	FieldExitCode = "exit_code"
+	// FieldDispatchedAt holds the string denoting the dispatched_at field in the database.
+	FieldDispatchedAt = "dispatched_at"
+	// FieldHostPorts holds the string denoting the host_ports field in the database.
+	FieldHostPorts = "host_ports"
 	// FieldStartedAt holds the string denoting the started_at field in the database.
 	FieldStartedAt = "started_at"
 	// FieldFinishedAt holds the string denoting the finished_at field in the database.
@@ -107,6 +111,8 @@ var Columns = []string{
 	FieldStatusReason,
 	FieldNodeID,
 	FieldExitCode,
+	FieldDispatchedAt,
+	FieldHostPorts,
 	FieldStartedAt,
 	FieldFinishedAt,
 }
@@ -269,6 +275,11 @@ func ByNodeID(opts ...sql.OrderTermOption) OrderOption {
 // ByExitCode orders the results by the exit_code field.
 func ByExitCode(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldExitCode, opts...).ToFunc()
+}
+
+// ByDispatchedAt orders the results by the dispatched_at field.
+func ByDispatchedAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldDispatchedAt, opts...).ToFunc()
 }
 
 // ByStartedAt orders the results by the started_at field.

@@ -135,6 +135,11 @@ func ExitCode(v int) predicate.Service {
 	return predicate.Service(sql.FieldEQ(FieldExitCode, v))
 }
 
+// DispatchedAt applies equality check predicate on the "dispatched_at" field. It's identical to DispatchedAtEQ.
+func DispatchedAt(v time.Time) predicate.Service {
+	return predicate.Service(sql.FieldEQ(FieldDispatchedAt, v))
+}
+
 // StartedAt applies equality check predicate on the "started_at" field. It's identical to StartedAtEQ.
 func StartedAt(v time.Time) predicate.Service {
 	return predicate.Service(sql.FieldEQ(FieldStartedAt, v))
@@ -993,6 +998,66 @@ func ExitCodeIsNil() predicate.Service {
 // ExitCodeNotNil applies the NotNil predicate on the "exit_code" field.
 func ExitCodeNotNil() predicate.Service {
 	return predicate.Service(sql.FieldNotNull(FieldExitCode))
+}
+
+// DispatchedAtEQ applies the EQ predicate on the "dispatched_at" field.
+func DispatchedAtEQ(v time.Time) predicate.Service {
+	return predicate.Service(sql.FieldEQ(FieldDispatchedAt, v))
+}
+
+// DispatchedAtNEQ applies the NEQ predicate on the "dispatched_at" field.
+func DispatchedAtNEQ(v time.Time) predicate.Service {
+	return predicate.Service(sql.FieldNEQ(FieldDispatchedAt, v))
+}
+
+// DispatchedAtIn applies the In predicate on the "dispatched_at" field.
+func DispatchedAtIn(vs ...time.Time) predicate.Service {
+	return predicate.Service(sql.FieldIn(FieldDispatchedAt, vs...))
+}
+
+// DispatchedAtNotIn applies the NotIn predicate on the "dispatched_at" field.
+func DispatchedAtNotIn(vs ...time.Time) predicate.Service {
+	return predicate.Service(sql.FieldNotIn(FieldDispatchedAt, vs...))
+}
+
+// DispatchedAtGT applies the GT predicate on the "dispatched_at" field.
+func DispatchedAtGT(v time.Time) predicate.Service {
+	return predicate.Service(sql.FieldGT(FieldDispatchedAt, v))
+}
+
+// DispatchedAtGTE applies the GTE predicate on the "dispatched_at" field.
+func DispatchedAtGTE(v time.Time) predicate.Service {
+	return predicate.Service(sql.FieldGTE(FieldDispatchedAt, v))
+}
+
+// DispatchedAtLT applies the LT predicate on the "dispatched_at" field.
+func DispatchedAtLT(v time.Time) predicate.Service {
+	return predicate.Service(sql.FieldLT(FieldDispatchedAt, v))
+}
+
+// DispatchedAtLTE applies the LTE predicate on the "dispatched_at" field.
+func DispatchedAtLTE(v time.Time) predicate.Service {
+	return predicate.Service(sql.FieldLTE(FieldDispatchedAt, v))
+}
+
+// DispatchedAtIsNil applies the IsNil predicate on the "dispatched_at" field.
+func DispatchedAtIsNil() predicate.Service {
+	return predicate.Service(sql.FieldIsNull(FieldDispatchedAt))
+}
+
+// DispatchedAtNotNil applies the NotNil predicate on the "dispatched_at" field.
+func DispatchedAtNotNil() predicate.Service {
+	return predicate.Service(sql.FieldNotNull(FieldDispatchedAt))
+}
+
+// HostPortsIsNil applies the IsNil predicate on the "host_ports" field.
+func HostPortsIsNil() predicate.Service {
+	return predicate.Service(sql.FieldIsNull(FieldHostPorts))
+}
+
+// HostPortsNotNil applies the NotNil predicate on the "host_ports" field.
+func HostPortsNotNil() predicate.Service {
+	return predicate.Service(sql.FieldNotNull(FieldHostPorts))
 }
 
 // StartedAtEQ applies the EQ predicate on the "started_at" field.

@@ -273,6 +273,7 @@ type ComplexityRoot struct {
 	}
 
 	Job struct {
+		Attempt           func(childComplexity int) int
 		CreatedAt         func(childComplexity int) int
 		EstimatePerMinute func(childComplexity int) int
 		EstimateStartFee  func(childComplexity int) int
@@ -483,12 +484,14 @@ type ComplexityRoot struct {
 		CPU          func(childComplexity int) int
 		Command      func(childComplexity int) int
 		CreatedAt    func(childComplexity int) int
+		DispatchedAt func(childComplexity int) int
 		Env          func(childComplexity int) int
 		ExitCode     func(childComplexity int) int
 		FinishedAt   func(childComplexity int) int
 		GpuType      func(childComplexity int) int
 		GpuTypes     func(childComplexity int) int
 		Gpus         func(childComplexity int) int
+		HostPorts    func(childComplexity int) int
 		ID           func(childComplexity int) int
 		Image        func(childComplexity int) int
 		Job          func(childComplexity int) int
@@ -1497,6 +1500,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Inventory.MemoryMiB(childComplexity), true
 
+	case "Job.attempt":
+		if e.ComplexityRoot.Job.Attempt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.Attempt(childComplexity), true
 	case "Job.createdAt":
 		if e.ComplexityRoot.Job.CreatedAt == nil {
 			break
@@ -2690,6 +2699,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Service.CreatedAt(childComplexity), true
+	case "Service.dispatchedAt":
+		if e.ComplexityRoot.Service.DispatchedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Service.DispatchedAt(childComplexity), true
 	case "Service.env":
 		if e.ComplexityRoot.Service.Env == nil {
 			break
@@ -2726,6 +2741,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Service.Gpus(childComplexity), true
+	case "Service.hostPorts":
+		if e.ComplexityRoot.Service.HostPorts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Service.HostPorts(childComplexity), true
 	case "Service.id":
 		if e.ComplexityRoot.Service.ID == nil {
 			break
@@ -4744,6 +4765,10 @@ type Job implements Node {
   timeoutSeconds: Int!
   retries: Int!
   """
+  1 for the first run; requeued jobs count up to 1 + retries
+  """
+  attempt: Int!
+  """
   GPUs over all services
   """
   gpus: Int!
@@ -5013,6 +5038,17 @@ input JobWhereInput {
   retriesGTE: Int
   retriesLT: Int
   retriesLTE: Int
+  """
+  attempt field predicates
+  """
+  attempt: Int
+  attemptNEQ: Int
+  attemptIn: [Int!]
+  attemptNotIn: [Int!]
+  attemptGT: Int
+  attemptGTE: Int
+  attemptLT: Int
+  attemptLTE: Int
   """
   gpus field predicates
   """
@@ -6307,6 +6343,14 @@ type Service implements Node {
   statusReason: String!
   nodeID: ID
   exitCode: Int
+  """
+  when the start was sent to the node's agent
+  """
+  dispatchedAt: Time
+  """
+  the ports the agent gave the service
+  """
+  hostPorts: [Port!]
   startedAt: Time
   finishedAt: Time
   job: Job!
@@ -6556,6 +6600,19 @@ input ServiceWhereInput {
   exitCodeLTE: Int
   exitCodeIsNil: Boolean
   exitCodeNotNil: Boolean
+  """
+  dispatched_at field predicates
+  """
+  dispatchedAt: Time
+  dispatchedAtNEQ: Time
+  dispatchedAtIn: [Time!]
+  dispatchedAtNotIn: [Time!]
+  dispatchedAtGT: Time
+  dispatchedAtGTE: Time
+  dispatchedAtLT: Time
+  dispatchedAtLTE: Time
+  dispatchedAtIsNil: Boolean
+  dispatchedAtNotNil: Boolean
   """
   started_at field predicates
   """
@@ -8110,6 +8167,8 @@ func (ec *executionContext) childFields_Job(ctx context.Context, field graphql.C
 		return ec.fieldContext_Job_timeoutSeconds(ctx, field)
 	case "retries":
 		return ec.fieldContext_Job_retries(ctx, field)
+	case "attempt":
+		return ec.fieldContext_Job_attempt(ctx, field)
 	case "gpus":
 		return ec.fieldContext_Job_gpus(ctx, field)
 	case "estimatePerMinute":
@@ -8414,6 +8473,10 @@ func (ec *executionContext) childFields_Service(ctx context.Context, field graph
 		return ec.fieldContext_Service_nodeID(ctx, field)
 	case "exitCode":
 		return ec.fieldContext_Service_exitCode(ctx, field)
+	case "dispatchedAt":
+		return ec.fieldContext_Service_dispatchedAt(ctx, field)
+	case "hostPorts":
+		return ec.fieldContext_Service_hostPorts(ctx, field)
 	case "startedAt":
 		return ec.fieldContext_Service_startedAt(ctx, field)
 	case "finishedAt":
@@ -14118,6 +14181,29 @@ func (ec *executionContext) fieldContext_Job_retries(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("Job", field, false, false, "Int")
 }
 
+func (ec *executionContext) _Job_attempt(ctx context.Context, field graphql.CollectedField, obj *ent.Job) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Job_attempt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Attempt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Job_attempt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Job", field, false, false, "Int")
+}
+
 func (ec *executionContext) _Job_gpus(ctx context.Context, field graphql.CollectedField, obj *ent.Job) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -19052,6 +19138,61 @@ func (ec *executionContext) _Service_exitCode(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_Service_exitCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Service", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Service_dispatchedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Service) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Service_dispatchedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DispatchedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Service_dispatchedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Service", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Service_hostPorts(ctx context.Context, field graphql.CollectedField, obj *ent.Service) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Service_hostPorts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HostPorts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []jobspec.Port) graphql.Marshaler {
+			return ec.marshalOPort2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋjobspecᚐPortᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Service_hostPorts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Service",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Port(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Service_startedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Service) (ret graphql.Marshaler) {
@@ -27216,7 +27357,7 @@ func (ec *executionContext) unmarshalInputJobWhereInput(ctx context.Context, obj
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "statusReason", "statusReasonNEQ", "statusReasonIn", "statusReasonNotIn", "statusReasonGT", "statusReasonGTE", "statusReasonLT", "statusReasonLTE", "statusReasonContains", "statusReasonHasPrefix", "statusReasonHasSuffix", "statusReasonEqualFold", "statusReasonContainsFold", "startedAt", "startedAtNEQ", "startedAtIn", "startedAtNotIn", "startedAtGT", "startedAtGTE", "startedAtLT", "startedAtLTE", "startedAtIsNil", "startedAtNotNil", "finishedAt", "finishedAtNEQ", "finishedAtIn", "finishedAtNotIn", "finishedAtGT", "finishedAtGTE", "finishedAtLT", "finishedAtLTE", "finishedAtIsNil", "finishedAtNotNil", "queueID", "queueIDNEQ", "queueIDIn", "queueIDNotIn", "queueIDGT", "queueIDGTE", "queueIDLT", "queueIDLTE", "queueIDContains", "queueIDHasPrefix", "queueIDHasSuffix", "queueIDEqualFold", "queueIDContainsFold", "projectID", "projectIDNEQ", "projectIDIn", "projectIDNotIn", "projectIDGT", "projectIDGTE", "projectIDLT", "projectIDLTE", "projectIDContains", "projectIDHasPrefix", "projectIDHasSuffix", "projectIDIsNil", "projectIDNotNil", "projectIDEqualFold", "projectIDContainsFold", "ownerID", "ownerIDNEQ", "ownerIDIn", "ownerIDNotIn", "ownerIDGT", "ownerIDGTE", "ownerIDLT", "ownerIDLTE", "ownerIDContains", "ownerIDHasPrefix", "ownerIDHasSuffix", "ownerIDEqualFold", "ownerIDContainsFold", "interactive", "interactiveNEQ", "priority", "priorityNEQ", "priorityIn", "priorityNotIn", "priorityGT", "priorityGTE", "priorityLT", "priorityLTE", "timeoutSeconds", "timeoutSecondsNEQ", "timeoutSecondsIn", "timeoutSecondsNotIn", "timeoutSecondsGT", "timeoutSecondsGTE", "timeoutSecondsLT", "timeoutSecondsLTE", "retries", "retriesNEQ", "retriesIn", "retriesNotIn", "retriesGT", "retriesGTE", "retriesLT", "retriesLTE", "gpus", "gpusNEQ", "gpusIn", "gpusNotIn", "gpusGT", "gpusGTE", "gpusLT", "gpusLTE", "hasQueue", "hasQueueWith", "hasProject", "hasProjectWith", "hasOwner", "hasOwnerWith", "hasServices", "hasServicesWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "statusReason", "statusReasonNEQ", "statusReasonIn", "statusReasonNotIn", "statusReasonGT", "statusReasonGTE", "statusReasonLT", "statusReasonLTE", "statusReasonContains", "statusReasonHasPrefix", "statusReasonHasSuffix", "statusReasonEqualFold", "statusReasonContainsFold", "startedAt", "startedAtNEQ", "startedAtIn", "startedAtNotIn", "startedAtGT", "startedAtGTE", "startedAtLT", "startedAtLTE", "startedAtIsNil", "startedAtNotNil", "finishedAt", "finishedAtNEQ", "finishedAtIn", "finishedAtNotIn", "finishedAtGT", "finishedAtGTE", "finishedAtLT", "finishedAtLTE", "finishedAtIsNil", "finishedAtNotNil", "queueID", "queueIDNEQ", "queueIDIn", "queueIDNotIn", "queueIDGT", "queueIDGTE", "queueIDLT", "queueIDLTE", "queueIDContains", "queueIDHasPrefix", "queueIDHasSuffix", "queueIDEqualFold", "queueIDContainsFold", "projectID", "projectIDNEQ", "projectIDIn", "projectIDNotIn", "projectIDGT", "projectIDGTE", "projectIDLT", "projectIDLTE", "projectIDContains", "projectIDHasPrefix", "projectIDHasSuffix", "projectIDIsNil", "projectIDNotNil", "projectIDEqualFold", "projectIDContainsFold", "ownerID", "ownerIDNEQ", "ownerIDIn", "ownerIDNotIn", "ownerIDGT", "ownerIDGTE", "ownerIDLT", "ownerIDLTE", "ownerIDContains", "ownerIDHasPrefix", "ownerIDHasSuffix", "ownerIDEqualFold", "ownerIDContainsFold", "interactive", "interactiveNEQ", "priority", "priorityNEQ", "priorityIn", "priorityNotIn", "priorityGT", "priorityGTE", "priorityLT", "priorityLTE", "timeoutSeconds", "timeoutSecondsNEQ", "timeoutSecondsIn", "timeoutSecondsNotIn", "timeoutSecondsGT", "timeoutSecondsGTE", "timeoutSecondsLT", "timeoutSecondsLTE", "retries", "retriesNEQ", "retriesIn", "retriesNotIn", "retriesGT", "retriesGTE", "retriesLT", "retriesLTE", "attempt", "attemptNEQ", "attemptIn", "attemptNotIn", "attemptGT", "attemptGTE", "attemptLT", "attemptLTE", "gpus", "gpusNEQ", "gpusIn", "gpusNotIn", "gpusGT", "gpusGTE", "gpusLT", "gpusLTE", "hasQueue", "hasQueueWith", "hasProject", "hasProjectWith", "hasOwner", "hasOwnerWith", "hasServices", "hasServicesWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -28189,6 +28330,62 @@ func (ec *executionContext) unmarshalInputJobWhereInput(ctx context.Context, obj
 				return it, err
 			}
 			it.RetriesLTE = data
+		case "attempt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attempt"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Attempt = data
+		case "attemptNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attemptNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AttemptNEQ = data
+		case "attemptIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attemptIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AttemptIn = data
+		case "attemptNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attemptNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AttemptNotIn = data
+		case "attemptGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attemptGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AttemptGT = data
+		case "attemptGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attemptGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AttemptGTE = data
+		case "attemptLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attemptLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AttemptLT = data
+		case "attemptLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attemptLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AttemptLTE = data
 		case "gpus":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("gpus"))
 			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
@@ -30925,7 +31122,7 @@ func (ec *executionContext) unmarshalInputServiceWhereInput(ctx context.Context,
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "jobID", "jobIDNEQ", "jobIDIn", "jobIDNotIn", "jobIDGT", "jobIDGTE", "jobIDLT", "jobIDLTE", "jobIDContains", "jobIDHasPrefix", "jobIDHasSuffix", "jobIDEqualFold", "jobIDContainsFold", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "image", "imageNEQ", "imageIn", "imageNotIn", "imageGT", "imageGTE", "imageLT", "imageLTE", "imageContains", "imageHasPrefix", "imageHasSuffix", "imageEqualFold", "imageContainsFold", "cpu", "cpuNEQ", "cpuIn", "cpuNotIn", "cpuGT", "cpuGTE", "cpuLT", "cpuLTE", "memoryMib", "memoryMibNEQ", "memoryMibIn", "memoryMibNotIn", "memoryMibGT", "memoryMibGTE", "memoryMibLT", "memoryMibLTE", "gpus", "gpusNEQ", "gpusIn", "gpusNotIn", "gpusGT", "gpusGTE", "gpusLT", "gpusLTE", "gpuType", "gpuTypeNEQ", "gpuTypeIn", "gpuTypeNotIn", "gpuTypeGT", "gpuTypeGTE", "gpuTypeLT", "gpuTypeLTE", "gpuTypeContains", "gpuTypeHasPrefix", "gpuTypeHasSuffix", "gpuTypeEqualFold", "gpuTypeContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "statusReason", "statusReasonNEQ", "statusReasonIn", "statusReasonNotIn", "statusReasonGT", "statusReasonGTE", "statusReasonLT", "statusReasonLTE", "statusReasonContains", "statusReasonHasPrefix", "statusReasonHasSuffix", "statusReasonEqualFold", "statusReasonContainsFold", "nodeID", "nodeIDNEQ", "nodeIDIn", "nodeIDNotIn", "nodeIDGT", "nodeIDGTE", "nodeIDLT", "nodeIDLTE", "nodeIDContains", "nodeIDHasPrefix", "nodeIDHasSuffix", "nodeIDIsNil", "nodeIDNotNil", "nodeIDEqualFold", "nodeIDContainsFold", "exitCode", "exitCodeNEQ", "exitCodeIn", "exitCodeNotIn", "exitCodeGT", "exitCodeGTE", "exitCodeLT", "exitCodeLTE", "exitCodeIsNil", "exitCodeNotNil", "startedAt", "startedAtNEQ", "startedAtIn", "startedAtNotIn", "startedAtGT", "startedAtGTE", "startedAtLT", "startedAtLTE", "startedAtIsNil", "startedAtNotNil", "finishedAt", "finishedAtNEQ", "finishedAtIn", "finishedAtNotIn", "finishedAtGT", "finishedAtGTE", "finishedAtLT", "finishedAtLTE", "finishedAtIsNil", "finishedAtNotNil", "hasJob", "hasJobWith", "hasNode", "hasNodeWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "jobID", "jobIDNEQ", "jobIDIn", "jobIDNotIn", "jobIDGT", "jobIDGTE", "jobIDLT", "jobIDLTE", "jobIDContains", "jobIDHasPrefix", "jobIDHasSuffix", "jobIDEqualFold", "jobIDContainsFold", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "image", "imageNEQ", "imageIn", "imageNotIn", "imageGT", "imageGTE", "imageLT", "imageLTE", "imageContains", "imageHasPrefix", "imageHasSuffix", "imageEqualFold", "imageContainsFold", "cpu", "cpuNEQ", "cpuIn", "cpuNotIn", "cpuGT", "cpuGTE", "cpuLT", "cpuLTE", "memoryMib", "memoryMibNEQ", "memoryMibIn", "memoryMibNotIn", "memoryMibGT", "memoryMibGTE", "memoryMibLT", "memoryMibLTE", "gpus", "gpusNEQ", "gpusIn", "gpusNotIn", "gpusGT", "gpusGTE", "gpusLT", "gpusLTE", "gpuType", "gpuTypeNEQ", "gpuTypeIn", "gpuTypeNotIn", "gpuTypeGT", "gpuTypeGTE", "gpuTypeLT", "gpuTypeLTE", "gpuTypeContains", "gpuTypeHasPrefix", "gpuTypeHasSuffix", "gpuTypeEqualFold", "gpuTypeContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "statusReason", "statusReasonNEQ", "statusReasonIn", "statusReasonNotIn", "statusReasonGT", "statusReasonGTE", "statusReasonLT", "statusReasonLTE", "statusReasonContains", "statusReasonHasPrefix", "statusReasonHasSuffix", "statusReasonEqualFold", "statusReasonContainsFold", "nodeID", "nodeIDNEQ", "nodeIDIn", "nodeIDNotIn", "nodeIDGT", "nodeIDGTE", "nodeIDLT", "nodeIDLTE", "nodeIDContains", "nodeIDHasPrefix", "nodeIDHasSuffix", "nodeIDIsNil", "nodeIDNotNil", "nodeIDEqualFold", "nodeIDContainsFold", "exitCode", "exitCodeNEQ", "exitCodeIn", "exitCodeNotIn", "exitCodeGT", "exitCodeGTE", "exitCodeLT", "exitCodeLTE", "exitCodeIsNil", "exitCodeNotNil", "dispatchedAt", "dispatchedAtNEQ", "dispatchedAtIn", "dispatchedAtNotIn", "dispatchedAtGT", "dispatchedAtGTE", "dispatchedAtLT", "dispatchedAtLTE", "dispatchedAtIsNil", "dispatchedAtNotNil", "startedAt", "startedAtNEQ", "startedAtIn", "startedAtNotIn", "startedAtGT", "startedAtGTE", "startedAtLT", "startedAtLTE", "startedAtIsNil", "startedAtNotNil", "finishedAt", "finishedAtNEQ", "finishedAtIn", "finishedAtNotIn", "finishedAtGT", "finishedAtGTE", "finishedAtLT", "finishedAtLTE", "finishedAtIsNil", "finishedAtNotNil", "hasJob", "hasJobWith", "hasNode", "hasNodeWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -31905,6 +32102,76 @@ func (ec *executionContext) unmarshalInputServiceWhereInput(ctx context.Context,
 				return it, err
 			}
 			it.ExitCodeNotNil = data
+		case "dispatchedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dispatchedAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DispatchedAt = data
+		case "dispatchedAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dispatchedAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DispatchedAtNEQ = data
+		case "dispatchedAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dispatchedAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DispatchedAtIn = data
+		case "dispatchedAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dispatchedAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DispatchedAtNotIn = data
+		case "dispatchedAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dispatchedAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DispatchedAtGT = data
+		case "dispatchedAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dispatchedAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DispatchedAtGTE = data
+		case "dispatchedAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dispatchedAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DispatchedAtLT = data
+		case "dispatchedAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dispatchedAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DispatchedAtLTE = data
+		case "dispatchedAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dispatchedAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DispatchedAtIsNil = data
+		case "dispatchedAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dispatchedAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DispatchedAtNotNil = data
 		case "startedAt":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("startedAt"))
 			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
@@ -36543,6 +36810,11 @@ func (ec *executionContext) _Job(ctx context.Context, sel ast.SelectionSet, obj 
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "attempt":
+			out.Values[i] = ec._Job_attempt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "gpus":
 			out.Values[i] = ec._Job_gpus(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -37965,6 +38237,16 @@ func (ec *executionContext) _Service(ctx context.Context, sel ast.SelectionSet, 
 			}
 		case "exitCode":
 			out.Values[i] = ec._Service_exitCode(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "dispatchedAt":
+			out.Values[i] = ec._Service_dispatchedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "hostPorts":
+			out.Values[i] = ec._Service_hostPorts(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}

@@ -55,6 +55,7 @@ func (s *Service) EnforceBudgets(ctx context.Context, payers []metering.Payer) (
 			if err != nil {
 				return stopped, err
 			}
+			s.signal(ctx, id)
 			stopped = append(stopped, id)
 		}
 		if len(ids) > 0 {

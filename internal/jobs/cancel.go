@@ -33,5 +33,8 @@ func (s *Service) Cancel(ctx context.Context, id string) (*ent.Job, error) {
 		j, err = tx.Ent.Job.Get(ctx, id)
 		return err
 	})
+	if err == nil {
+		s.signal(ctx, id)
+	}
 	return j, err
 }

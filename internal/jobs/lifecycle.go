@@ -7,6 +7,7 @@ import (
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/jobevent"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/metering"
@@ -17,6 +18,7 @@ import (
 // fixed and its start fee charged in the same transaction.
 func (s *Service) MarkRunning(ctx context.Context, id string, at time.Time) error {
 	sys := viewer.SystemContext(ctx)
+	defer s.signal(ctx, id)
 	return s.DB.InTx(ctx, func(tx *database.Tx) error {
 		n, err := tx.Ent.Job.Update().
 			Where(job.ID(id), job.StatusEQ(job.StatusPending)).
@@ -34,6 +36,13 @@ func (s *Service) MarkRunning(ctx context.Context, id string, at time.Time) erro
 		if err != nil {
 			return fmt.Errorf("marking services of job %s running: %w", id, err)
 		}
+		j, err := tx.Ent.Job.Get(sys, id)
+		if err != nil {
+			return err
+		}
+		if err := recordEvent(ctx, tx.Ent, j, "", jobevent.StatusRunning, "running", at); err != nil {
+			return err
+		}
 		return metering.Started(sys, tx.Ent, id, at)
 	})
 }
@@ -41,6 +50,7 @@ func (s *Service) MarkRunning(ctx context.Context, id string, at time.Time) erro
 // MarkEnded records that job id ended at at with status (COMPLETE, ERROR or
 // CANCELLED) and reason, and charges its last partial minute.
 func (s *Service) MarkEnded(ctx context.Context, id string, status job.Status, reason string, at time.Time) error {
+	defer s.signal(ctx, id)
 	return s.DB.InTx(ctx, func(tx *database.Tx) error {
 		return end(ctx, tx.Ent, id, status, reason, at)
 	})
@@ -68,6 +78,9 @@ func end(ctx context.Context, c *ent.Client, id string, status job.Status, reaso
 	}
 	j, err := c.Job.Get(sys, id)
 	if err != nil {
+		return err
+	}
+	if err := recordEvent(ctx, c, j, "", jobevent.Status(status), reason, at); err != nil {
 		return err
 	}
 	if _, err := metering.ChargeRun(sys, c, j, at); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/jobevent"
 	"github.com/levers9/levers9/ent/project"
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/internal/access"
@@ -23,6 +24,7 @@ import (
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/metering"
+	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/viewer"
 )
 
@@ -34,6 +36,39 @@ type Service struct {
 	// Schedule enqueues placement of a job in the submitting transaction,
 	// so a job is never stored without its scheduling work, nor the reverse.
 	Schedule func(ctx context.Context, tx *sql.Tx, jobID string) error
+	// Bus, when set, is signalled after each change: the job's followers,
+	// the nodes that run it and the scheduler of its queue wake up.
+	Bus *notify.Bus
+}
+
+// signal wakes up whoever follows job j: its event subscribers, the nodes
+// its services are placed on (to start or stop them) and its queue's
+// scheduler (capacity or demand changed). Failures are logged: the
+// database holds the truth and periodic work catches up.
+func (s *Service) signal(ctx context.Context, jobID string) {
+	if s.Bus == nil {
+		return
+	}
+	sys := viewer.SystemContext(ctx)
+	j, err := s.DB.Ent.Job.Query().Where(job.ID(jobID)).WithServices().Only(sys)
+	if err != nil {
+		s.Log.Warn("signalling job change", "job", jobID, "err", err)
+		return
+	}
+	publish := func(topic, key string) {
+		if err := s.Bus.Publish(ctx, topic, key); err != nil {
+			s.Log.Warn("signalling job change", "job", jobID, "topic", topic, "err", err)
+		}
+	}
+	publish(notify.TopicJob, j.ID)
+	publish(notify.TopicQueue, j.QueueID)
+	nodes := map[string]bool{}
+	for _, svc := range j.Edges.Services {
+		if svc.NodeID != "" && !nodes[svc.NodeID] {
+			nodes[svc.NodeID] = true
+			publish(notify.TopicNode, svc.NodeID)
+		}
+	}
 }
 
 // checked is a spec that passed every rule, with what was looked up.
@@ -74,6 +109,7 @@ func (s *Service) Submit(ctx context.Context, spec jobspec.Job) (*ent.Job, error
 	if err != nil {
 		return nil, err
 	}
+	s.signal(ctx, created.ID)
 	s.Log.Debug("job submitted", "job", created.ID, "queue", created.QueueID)
 	return created, nil
 }
@@ -296,6 +332,9 @@ func insert(ctx context.Context, client *ent.Client, v *viewer.Viewer, c *checke
 	}
 	if _, err := client.Service.CreateBulk(builders...).Save(ctx); err != nil {
 		return nil, fmt.Errorf("storing services of job %s: %w", j.ID, err)
+	}
+	if err := recordEvent(ctx, client, j, "", jobevent.StatusPending, "submitted", j.CreatedAt); err != nil {
+		return nil, err
 	}
 	return j, nil
 }

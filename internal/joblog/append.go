@@ -1,0 +1,45 @@
+// Package joblog stores the output of jobs and serves it to followers: the
+// lines an agent ships are stored (so history survives restarts) and then
+// signalled, so subscribers on any replica read them in order.
+package joblog
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/logline"
+	"github.com/levers9/levers9/internal/viewer"
+	"github.com/levers9/levers9/internal/wire"
+)
+
+// Append stores lines of job jobID through c. Lines are keyed by (job, seq),
+// so a batch the agent resends after a reconnect is stored once. Callers
+// publish notify.TopicJob after the commit.
+func Append(ctx context.Context, c *ent.Client, jobID string, lines []wire.LogLine) error {
+	if len(lines) == 0 {
+		return nil
+	}
+	sys := viewer.SystemContext(ctx)
+	j, err := c.Job.Query().Where(job.ID(jobID)).Select(job.FieldTenantID, job.FieldEnvironmentID).Only(sys)
+	if err != nil {
+		return fmt.Errorf("finding job %s for its logs: %w", jobID, err)
+	}
+	builders := make([]*ent.LogLineCreate, len(lines))
+	for i, l := range lines {
+		builders[i] = c.LogLine.Create().
+			SetTenantID(j.TenantID).SetEnvironmentID(j.EnvironmentID).
+			SetJobID(jobID).SetService(l.Service).SetStream(logline.Stream(l.Stream)).
+			SetSeq(int64(l.Seq)).SetTime(l.Time).SetText(l.Text)
+	}
+	for start := 0; start < len(builders); start += 500 {
+		err := c.LogLine.CreateBulk(builders[start:min(start+500, len(builders))]...).
+			OnConflictColumns(logline.FieldJobID, logline.FieldSeq).DoNothing().
+			Exec(sys)
+		if err != nil {
+			return fmt.Errorf("storing logs of job %s: %w", jobID, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,166 @@
+// Package notify wakes up whoever waits on a change: the replica holding a
+// node's tunnel when work is placed on the node, log and event subscribers
+// when lines arrive, the scheduler when capacity frees up. Signals carry no
+// data: receivers re-read the database, which holds every fact. On
+// PostgreSQL signals cross replicas through LISTEN/NOTIFY; on SQLite (one
+// replica) they stay in the process.
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// channel is the PostgreSQL notification channel of levers9.
+const channel = "levers9"
+
+// Topics.
+const (
+	TopicNode  = "node"  // key: node ID; work for the node changed
+	TopicJob   = "job"   // key: job ID; new log lines or events
+	TopicQueue = "queue" // key: queue ID; capacity or demand changed
+)
+
+// Bus delivers signals to subscribers.
+type Bus struct {
+	pool *pgxpool.Pool // nil: in-process only
+	log  *slog.Logger
+
+	mu   sync.Mutex
+	subs map[string]map[chan struct{}]struct{} // "topic:key" → subscribers
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New returns a bus; with a pgx pool it listens for other replicas' signals
+// until Close.
+func New(pool *pgxpool.Pool, log *slog.Logger) *Bus {
+	b := &Bus{pool: pool, log: log, subs: map[string]map[chan struct{}]struct{}{}, done: make(chan struct{})}
+	if pool == nil {
+		close(b.done)
+		return b
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.cancel = cancel
+	go b.listen(ctx)
+	return b
+}
+
+// Close stops listening.
+func (b *Bus) Close() {
+	if b.cancel != nil {
+		b.cancel()
+	}
+	<-b.done
+}
+
+// Subscribe returns a channel that receives a value after each signal on
+// topic and key (several signals may merge into one: it never blocks the
+// sender and never grows), and a function to stop.
+func (b *Bus) Subscribe(topic, key string) (<-chan struct{}, func()) {
+	k := topic + ":" + key
+	ch := make(chan struct{}, 1)
+	b.mu.Lock()
+	if b.subs[k] == nil {
+		b.subs[k] = map[chan struct{}]struct{}{}
+	}
+	b.subs[k][ch] = struct{}{}
+	b.mu.Unlock()
+	return ch, func() {
+		b.mu.Lock()
+		delete(b.subs[k], ch)
+		if len(b.subs[k]) == 0 {
+			delete(b.subs, k)
+		}
+		b.mu.Unlock()
+	}
+}
+
+// Publish signals topic and key to every replica. Call it after the change
+// is committed.
+func (b *Bus) Publish(ctx context.Context, topic, key string) error {
+	if b.pool == nil {
+		b.deliver(topic + ":" + key)
+		return nil
+	}
+	// Our own listener receives it too: delivery is in one place.
+	if _, err := b.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, topic+":"+key); err != nil {
+		return fmt.Errorf("notifying %s %s: %w", topic, key, err)
+	}
+	return nil
+}
+
+func (b *Bus) deliver(k string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for ch := range b.subs[k] {
+		select {
+		case ch <- struct{}{}:
+		default: // a signal is pending already
+		}
+	}
+}
+
+// wakeAll signals every subscriber, after the listener lost signals.
+func (b *Bus) wakeAll() {
+	b.mu.Lock()
+	keys := make([]string, 0, len(b.subs))
+	for k := range b.subs {
+		keys = append(keys, k)
+	}
+	b.mu.Unlock()
+	for _, k := range keys {
+		b.deliver(k)
+	}
+}
+
+func (b *Bus) listen(ctx context.Context) {
+	defer close(b.done)
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := b.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		b.log.Warn("notification listener lost; reconnecting", "err", err, "in", backoff)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (b *Bus) listenOnce(ctx context.Context) error {
+	conn, err := b.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+channel); err != nil {
+		return err
+	}
+	// Signals sent while no one listened are lost: wake everyone to re-read.
+	b.wakeAll()
+	for {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				_, _ = conn.Exec(context.Background(), "UNLISTEN "+channel)
+			}
+			return err
+		}
+		if strings.Contains(n.Payload, ":") {
+			b.deliver(n.Payload)
+		}
+	}
+}

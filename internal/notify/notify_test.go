@@ -1,0 +1,82 @@
+package notify_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/notify"
+)
+
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+
+// waitSignal fails the test when no signal comes within a generous bound
+// (it only catches hangs).
+func waitSignal(t *testing.T, ch <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no signal")
+	}
+}
+
+func TestSignalsReachSubscribers(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		db, err := database.Open(ctx, url, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		// Two buses on one database stand for two replicas.
+		a, b := notify.New(db.Pool, slog.New(slog.DiscardHandler)), notify.New(db.Pool, slog.New(slog.DiscardHandler))
+		defer a.Close()
+		defer b.Close()
+		chA, stopA := a.Subscribe(notify.TopicNode, "n1")
+		defer stopA()
+		other, stopOther := a.Subscribe(notify.TopicNode, "n2")
+		defer stopOther()
+		if db.Pool != nil {
+			chB, stopB := b.Subscribe(notify.TopicNode, "n1")
+			defer stopB()
+			// Let the listeners start (their first wake-up is harmless).
+			time.Sleep(200 * time.Millisecond)
+			drain(chA, chB, other)
+			if err := a.Publish(ctx, notify.TopicNode, "n1"); err != nil {
+				t.Fatal(err)
+			}
+			waitSignal(t, chA)
+			waitSignal(t, chB)
+		} else {
+			if err := a.Publish(ctx, notify.TopicNode, "n1"); err != nil {
+				t.Fatal(err)
+			}
+			waitSignal(t, chA)
+		}
+		select {
+		case <-other:
+			t.Fatal("a signal for n1 woke the subscriber of n2")
+		default:
+		}
+		// Signals merge rather than pile up for a subscriber that does not read.
+		for range 1000 {
+			_ = a.Publish(ctx, notify.TopicNode, "n1")
+		}
+		waitSignal(t, chA)
+	})
+}
+
+func drain(chs ...<-chan struct{}) {
+	for _, ch := range chs {
+		select {
+		case <-ch:
+		default:
+		}
+	}
+}
