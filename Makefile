@@ -54,6 +54,7 @@ fuzz:
 	$(GO) test ./internal/billing -run '^$$' -fuzz FuzzTokensRoundTrip -fuzztime 30s
 	$(GO) test ./internal/ids -run '^$$' -fuzz FuzzPrefix -fuzztime 30s
 	$(GO) test ./internal/wire -run '^$$' -fuzz FuzzDecode -fuzztime 30s
+	$(GO) test ./storage -run '^$$' -fuzz FuzzCheckKey -fuzztime 30s
 	$(GO) test ./internal/scheduling -run '^$$' -fuzz FuzzPlace -fuzztime 30s
 
 clean:
