@@ -5,6 +5,11 @@ SHELL := /bin/bash
 GO ?= go
 export GOFLAGS := -buildvcs=false
 WITHPG := $(GO) run ./internal/dbtest/withpg --
+# The MinIO server the object storage tests run against, built once from the
+# module proxy (a few minutes) and kept in GOPATH/bin.
+MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
+MINIO := $(shell $(GO) env GOPATH)/bin/minio
+export LEVERS9_MINIO := $(MINIO)
 
 .PHONY: all build run generate check test bench fuzz clean
 
@@ -34,9 +39,14 @@ check: generate
 		echo "unformatted:"; gofmt -l $$(find . -name '*.go' -not -path './.git/*'); exit 1; fi
 	$(GO) vet ./...
 
+$(MINIO):
+	@echo "building the MinIO server for the tests (once; a few minutes)"
+	GOFLAGS= $(GO) install github.com/minio/minio@$(MINIO_VERSION)
+
 ## test: the drift check, then every test; database tests on SQLite and on a
-## private PostgreSQL started from the installed server binaries
-test: check
+## private PostgreSQL started from the installed server binaries; object
+## storage tests on a private MinIO
+test: check $(MINIO)
 	@rm -f test.log
 	@status=0; $(WITHPG) $(GO) test -count=1 -timeout 25m -v ./... > test.log 2>&1 || status=$$?; \
 	grep -E '^(ok|FAIL|panic:)|^\s*--- FAIL' test.log || true; \

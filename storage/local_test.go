@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/levers9/levers9/internal/objtest"
 )
 
 func openLocal(t *testing.T) (*Local, string) {
@@ -23,10 +25,34 @@ func openLocal(t *testing.T) (*Local, string) {
 	return l, dir
 }
 
-func TestLocalRoundTrip(t *testing.T) {
+// eachDriver runs fn on the local driver and on S3 (a real MinIO).
+func eachDriver(t *testing.T, fn func(t *testing.T, d Driver)) {
+	t.Run("local", func(t *testing.T) {
+		t.Parallel()
+		l, _ := openLocal(t)
+		fn(t, l)
+	})
+	t.Run("s3", func(t *testing.T) {
+		t.Parallel()
+		s, err := OpenS3(S3Config{Endpoint: objtest.Endpoint(t), Bucket: objtest.BucketName(),
+			AccessKeyID: objtest.AccessKey, SecretAccessKey: objtest.SecretKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.EnsureBucket(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		fn(t, s)
+	})
+}
+
+func TestRoundTrip(t *testing.T) {
 	t.Parallel()
+	eachDriver(t, testRoundTrip)
+}
+
+func testRoundTrip(t *testing.T, l Driver) {
 	ctx := context.Background()
-	l, _ := openLocal(t)
 	for _, k := range []string{"b.txt", "a/1.txt", "a/2.txt", "a/sub/3.txt", "c"} {
 		if _, err := l.Put(ctx, "data", k, strings.NewReader("content of "+k), -1); err != nil {
 			t.Fatal(err)
@@ -65,10 +91,20 @@ func TestLocalRoundTrip(t *testing.T) {
 }
 
 // An upload that fails half-way leaves the previous object, not a part.
-func TestLocalPutIsAtomic(t *testing.T) {
+func TestPutIsAtomic(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	eachDriver(t, testPutIsAtomic)
 	l, dir := openLocal(t)
+	if _, err := l.Put(context.Background(), "data", "f", io.MultiReader(strings.NewReader("x"), failingReader{}), -1); err == nil {
+		t.Fatal("failed upload reported success")
+	}
+	if left, _ := os.ReadDir(filepath.Join(dir, tmpDir)); len(left) != 0 {
+		t.Fatalf("failed uploads left %d temporary files", len(left))
+	}
+}
+
+func testPutIsAtomic(t *testing.T, l Driver) {
+	ctx := context.Background()
 	if _, err := l.Put(ctx, "data", "f", strings.NewReader("old"), 3); err != nil {
 		t.Fatal(err)
 	}
@@ -87,18 +123,53 @@ func TestLocalPutIsAtomic(t *testing.T) {
 	if string(b) != "old" {
 		t.Fatalf("after failed uploads the object is %q", b)
 	}
-	left, _ := os.ReadDir(filepath.Join(dir, tmpDir))
-	if len(left) != 0 {
-		t.Fatalf("failed uploads left %d temporary files", len(left))
-	}
 }
 
 type failingReader struct{}
 
 func (failingReader) Read([]byte) (int, error) { return 0, errors.New("connection reset") }
 
-// Every way out of a bucket is refused, before any file is touched.
-func TestTraversalRefused(t *testing.T) {
+// Every way out of a bucket is refused by every driver.
+func TestKeysRefused(t *testing.T) {
+	t.Parallel()
+	eachDriver(t, func(t *testing.T, d Driver) {
+		ctx := context.Background()
+		for _, k := range badKeys {
+			if _, err := d.Put(ctx, "data", k, strings.NewReader("x"), 1); !errors.Is(err, ErrInvalidKey) {
+				t.Errorf("Put(%q) = %v", k, err)
+			}
+			if _, _, err := d.Get(ctx, "data", k); !errors.Is(err, ErrInvalidKey) {
+				t.Errorf("Get(%q) = %v", k, err)
+			}
+			if _, err := d.Stat(ctx, "data", k); !errors.Is(err, ErrInvalidKey) {
+				t.Errorf("Stat(%q) = %v", k, err)
+			}
+			if err := d.Delete(ctx, "data", k); !errors.Is(err, ErrInvalidKey) {
+				t.Errorf("Delete(%q) = %v", k, err)
+			}
+		}
+		for _, b := range []string{"..", "../data", "a/b", "", "UPPER", "x"} {
+			if _, err := d.List(ctx, b, ListOptions{}); !errors.Is(err, ErrInvalid) {
+				t.Errorf("List(bucket %q) = %v", b, err)
+			}
+			if _, err := d.Put(ctx, b, "k", strings.NewReader("x"), 1); !errors.Is(err, ErrInvalid) {
+				t.Errorf("Put(bucket %q) = %v", b, err)
+			}
+		}
+		if _, err := d.List(ctx, "data", ListOptions{Prefix: "../"}); !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("List with prefix ../ = %v", err)
+		}
+	})
+}
+
+var badKeys = []string{
+	"../secret", "../../etc/passwd", "a/../../b", "./a", "a/./b", "a//b", "/etc/passwd",
+	"%2e%2e/secret", "%2E%2E%2Fsecret", "a%2fb", "..%5csecret", "a\\..\\b", "a\x00b", "a\nb",
+	"", strings.Repeat("a", MaxKeyBytes+1), "\xff", "..", ".", "a/..",
+}
+
+// On the local driver nothing outside the root is touched, symlinks included.
+func TestLocalTraversalRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	l, dir := openLocal(t)
@@ -114,11 +185,7 @@ func TestTraversalRefused(t *testing.T) {
 	if err := os.Symlink(secret, filepath.Join(dir, "data", "link")); err != nil {
 		t.Fatal(err)
 	}
-	keys := []string{
-		"../secret", "../../etc/passwd", "a/../../b", "./a", "a/./b", "a//b", "/etc/passwd",
-		"%2e%2e/secret", "%2E%2E%2Fsecret", "a%2fb", "..%5csecret", "a\\..\\b", "a\x00b", "a\nb",
-		"", strings.Repeat("a", MaxKeyBytes+1), "\xff", "..", ".", "a/..",
-	}
+	keys := badKeys
 	if rc, _, err := l.Get(ctx, "data", "link"); err == nil {
 		b, _ := io.ReadAll(rc)
 		rc.Close()
@@ -140,14 +207,6 @@ func TestTraversalRefused(t *testing.T) {
 		if err := l.Delete(ctx, "data", k); !errors.Is(err, ErrInvalidKey) {
 			t.Errorf("Delete(%q) = %v", k, err)
 		}
-	}
-	for _, b := range []string{"..", "../data", "a/b", "", "UPPER", "x"} {
-		if _, err := l.List(ctx, b, ListOptions{}); !errors.Is(err, ErrInvalid) {
-			t.Errorf("List(bucket %q) = %v", b, err)
-		}
-	}
-	if _, err := l.List(ctx, "data", ListOptions{Prefix: "../"}); !errors.Is(err, ErrInvalidKey) {
-		t.Errorf("List with prefix ../ = %v", err)
 	}
 	// Writing to the symlink's key replaces the link, never its target.
 	if _, err := l.Put(ctx, "data", "link", strings.NewReader("x"), 1); err != nil {
