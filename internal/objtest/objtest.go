@@ -51,7 +51,7 @@ func Main(m *testing.M) int {
 	if os.Getenv(EnvEndpoint) != "" {
 		return m.Run()
 	}
-	stop, err := start()
+	stop, err := Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "objtest:", err)
 		return 1
@@ -60,7 +60,12 @@ func Main(m *testing.M) int {
 	return m.Run()
 }
 
-func start() (func(), error) {
+// Start starts a MinIO server (unless EnvEndpoint names one already), sets
+// EnvEndpoint, and returns the function that stops it.
+func Start() (func(), error) {
+	if os.Getenv(EnvEndpoint) != "" {
+		return func() {}, nil
+	}
 	bin, err := binary()
 	if err != nil {
 		return nil, err

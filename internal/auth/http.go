@@ -1,0 +1,23 @@
+package auth
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/viewer"
+)
+
+// FromRequest authenticates the bearer token of r: nil without one, an
+// UNAUTHENTICATED error for a malformed, unknown, expired or revoked one.
+func (s *Service) FromRequest(r *http.Request) (*viewer.Viewer, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return nil, nil
+	}
+	scheme, secret, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
+		return nil, fault.New(fault.Unauthenticated, "the Authorization header must be: Bearer TOKEN")
+	}
+	return s.Authenticate(r.Context(), strings.TrimSpace(secret))
+}

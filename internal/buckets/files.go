@@ -1,0 +1,174 @@
+package buckets
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/bucket"
+	"github.com/levers9/levers9/ent/storage"
+	"github.com/levers9/levers9/internal/access"
+	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/viewer"
+	store "github.com/levers9/levers9/storage"
+)
+
+// Files reads and writes the objects of buckets for users, with the same
+// access rules everywhere: readers of a bucket list and download, writers
+// upload and delete.
+type Files struct {
+	Ent *ent.Client
+
+	mu      sync.Mutex
+	drivers map[string]store.Driver // by storage ID
+}
+
+// dirName is where a bucket's objects live on its storage: derived from
+// its ID, so buckets of two tenants sharing an S3 bucket never meet.
+func dirName(b *ent.Bucket) string { return strings.ReplaceAll(b.ID, "_", "-") }
+
+// driver returns the storage driver of st.
+func (f *Files) driver(st *ent.Storage) (store.Driver, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if d, ok := f.drivers[st.ID]; ok {
+		return d, nil
+	}
+	var (
+		d   store.Driver
+		err error
+	)
+	switch st.Kind {
+	case storage.KindLocal:
+		d, err = store.OpenLocal(st.Path)
+	case storage.KindS3:
+		d, err = store.OpenS3(store.S3Config{
+			Endpoint: st.Endpoint, Region: st.Region, Bucket: st.S3Bucket,
+			AccessKeyID: st.AccessKeyID, SecretAccessKey: st.SecretAccessKey,
+		})
+	default:
+		return nil, fault.New(fault.BadUserInput, "storage %s is on a node: its files are reached by jobs on that node", st.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening storage %s: %w", st.Name, err)
+	}
+	if f.drivers == nil {
+		f.drivers = map[string]store.Driver{}
+	}
+	f.drivers[st.ID] = d
+	return d, nil
+}
+
+// open finds bucket ref (ID or name) as the viewer sees it and checks read
+// or write access.
+func (f *Files) open(ctx context.Context, ref string, write bool) (*ent.Bucket, store.Driver, error) {
+	b, err := f.Ent.Bucket.Query().Where(bucket.Or(bucket.ID(ref), bucket.Name(ref))).WithStorage().Only(ctx)
+	if ent.IsNotFound(err) {
+		return nil, nil, fault.Missing(fmt.Sprintf("bucket %q", ref))
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("looking up bucket %q: %w", ref, err)
+	}
+	ok, err := access.CanReadBucket(ctx, f.Ent, b.ID)
+	if err == nil && ok && write {
+		ok, err = access.CanWriteBucket(ctx, f.Ent, b.ID)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		verb := "read"
+		if write {
+			verb = "write"
+		}
+		return nil, nil, fault.New(fault.Forbidden, "none of your groups may %s bucket %s", verb, b.Name)
+	}
+	d, err := f.driver(b.Edges.Storage)
+	return b, d, err
+}
+
+// List lists a page of a bucket's objects.
+func (f *Files) List(ctx context.Context, ref string, opts store.ListOptions) ([]store.Object, error) {
+	b, d, err := f.open(ctx, ref, false)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := d.List(ctx, dirName(b), opts)
+	return objs, storageFault(err)
+}
+
+// Download streams an object; the caller closes it.
+func (f *Files) Download(ctx context.Context, ref, key string) (io.ReadCloser, store.Object, error) {
+	b, d, err := f.open(ctx, ref, false)
+	if err != nil {
+		return nil, store.Object{}, err
+	}
+	rc, obj, err := d.Get(ctx, dirName(b), key)
+	return rc, obj, storageFault(err)
+}
+
+// Upload stores r as key (size -1 when unknown) and keeps the bucket's
+// size for storage metering.
+func (f *Files) Upload(ctx context.Context, ref, key string, r io.Reader, size int64) (store.Object, error) {
+	b, d, err := f.open(ctx, ref, true)
+	if err != nil {
+		return store.Object{}, err
+	}
+	if err := store.CheckKey(key); err != nil {
+		return store.Object{}, storageFault(err)
+	}
+	var old int64
+	if o, err := d.Stat(ctx, dirName(b), key); err == nil {
+		old = o.Size
+	}
+	obj, err := d.Put(ctx, dirName(b), key, r, size)
+	if err != nil {
+		return store.Object{}, storageFault(err)
+	}
+	return obj, f.grow(ctx, b, obj.Size-old)
+}
+
+// Delete removes an object.
+func (f *Files) Delete(ctx context.Context, ref, key string) error {
+	b, d, err := f.open(ctx, ref, true)
+	if err != nil {
+		return err
+	}
+	o, err := d.Stat(ctx, dirName(b), key)
+	if err != nil {
+		return storageFault(err)
+	}
+	if err := d.Delete(ctx, dirName(b), key); err != nil {
+		return storageFault(err)
+	}
+	return f.grow(ctx, b, -o.Size)
+}
+
+// grow records a change of a bucket's size (what storage metering charges).
+func (f *Files) grow(ctx context.Context, b *ent.Bucket, delta int64) error {
+	if delta == 0 {
+		return nil
+	}
+	err := f.Ent.Bucket.UpdateOneID(b.ID).AddSizeBytes(delta).Exec(viewer.SystemContext(ctx))
+	if err != nil {
+		return fmt.Errorf("recording size of bucket %s: %w", b.Name, err)
+	}
+	return nil
+}
+
+// storageFault gives storage errors their user-facing codes.
+func storageFault(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		return fault.Missing("object")
+	case errors.Is(err, store.ErrInvalidKey), errors.Is(err, store.ErrInvalid):
+		return fault.Invalid("key", "%v", err)
+	}
+	return err
+}
