@@ -200,12 +200,12 @@ func TestSubmitOneTransaction(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var decoded workers.ScheduleJobArgs
+			var decoded workers.ScheduleQueueArgs
 			if err := json.Unmarshal(raw, &decoded); err != nil {
 				t.Fatalf("river_job args %q: %v", raw, err)
 			}
-			if kind != "schedule_job" || queue != workers.QueueScheduling || decoded.JobID != j.ID {
-				t.Fatalf("river_job = %s %s %s, want schedule_job %s for %s", kind, queue, raw, workers.QueueScheduling, j.ID)
+			if kind != "schedule_queue" || queue != workers.QueueScheduling || decoded.QueueID != j.QueueID {
+				t.Fatalf("river_job = %s %s %s, want schedule_queue %s for %s", kind, queue, raw, workers.QueueScheduling, j.QueueID)
 			}
 		})
 	})

@@ -1,0 +1,19 @@
+// Package placement runs the scheduler against the database: it loads a
+// queue's online nodes and pending jobs, lets the pure package scheduling
+// decide, and stores the decisions (services' node and GPU type, the
+// reason each job waits) in one transaction.
+//
+// Replicas never over-commit a node: on PostgreSQL a pass locks the rows of
+// the nodes it places on (SELECT … FOR UPDATE, in ID order so passes over
+// overlapping queues cannot deadlock) before it reads what they run, so a
+// second pass touching one of those nodes reads only after the first has
+// committed. That relies on READ COMMITTED, PostgreSQL's default, where
+// each statement sees what was committed before it began. On SQLite the
+// single writer connection with immediate transactions serialises passes
+// already. Writes are conditional (a service still unplaced and pending, a
+// job still pending): if another writer got there first, the pass rolls
+// back with ErrRaced and its River job retries.
+//
+// The node locks also hold back writes to those node rows (heartbeats,
+// status) for the length of a pass: about a second per 10,000 pending jobs.
+package placement

@@ -1,0 +1,110 @@
+package placement
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"entgo.io/ent/dialect"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/queue"
+	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/notify"
+	"github.com/levers9/levers9/internal/scheduling"
+	"github.com/levers9/levers9/internal/viewer"
+)
+
+// Scheduler places the pending jobs of a queue on its online nodes.
+type Scheduler struct {
+	DB *database.DB
+	// Bus, when set, wakes the replica holding a node's tunnel after work
+	// was placed on the node.
+	Bus *notify.Bus
+	Log *slog.Logger
+	Now func() time.Time
+}
+
+// ScheduleQueue runs one scheduling pass over queue queueID and returns how
+// many jobs it placed. A queue that no longer exists places nothing.
+func (s *Scheduler) ScheduleQueue(ctx context.Context, queueID string) (placed int, err error) {
+	sys := viewer.SystemContext(ctx)
+	start := s.now()
+	var touched []string // nodes that received work
+	err = s.DB.InTx(sys, func(tx *database.Tx) error {
+		if s.DB.Dialect == dialect.Postgres {
+			// The batched updates repeat one statement text; after five runs
+			// PostgreSQL would switch to a generic plan, a sequential scan
+			// testing hundreds of IDs per row. Custom plans look the IDs up.
+			if _, err := tx.SQL.ExecContext(sys, "SET LOCAL plan_cache_mode = force_custom_plan"); err != nil {
+				return fmt.Errorf("setting plan cache mode: %w", err)
+			}
+		}
+		q, err := tx.Ent.Queue.Query().Where(queue.ID(queueID)).Only(sys)
+		if ent.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("loading queue: %w", err)
+		}
+		st, err := load(sys, tx.Ent, s.DB.Dialect, q.ID)
+		if err != nil {
+			return err
+		}
+		res, waiting, err := scheduling.Schedule(st.jobs, st.nodes)
+		if err != nil {
+			return fmt.Errorf("scheduling: %w", err) // load filters invalid input, so a bug
+		}
+		if err := st.write(sys, tx.SQL, q.Name, res, waiting, s.now()); err != nil {
+			return err
+		}
+		placed, touched = len(res), touchedNodes(res)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("scheduling queue %s: %w", queueID, err)
+	}
+	s.wake(ctx, touched)
+	s.log().Debug("scheduled queue", "queue", queueID, "placed", placed, "nodes", len(touched), "took", s.now().Sub(start))
+	return placed, nil
+}
+
+// wake tells the replicas holding the nodes' tunnels to start the work. A
+// lost signal only delays: the agent resyncs from the database.
+func (s *Scheduler) wake(ctx context.Context, nodes []string) {
+	if s.Bus == nil {
+		return
+	}
+	for _, id := range nodes {
+		if err := s.Bus.Publish(ctx, notify.TopicNode, id); err != nil {
+			s.log().Warn("waking node", "node", id, "err", err)
+		}
+	}
+}
+
+func touchedNodes(res []scheduling.Placement) []string {
+	seen := map[string]bool{}
+	var ids []string
+	for _, p := range res {
+		if !seen[p.NodeID] {
+			seen[p.NodeID] = true
+			ids = append(ids, p.NodeID)
+		}
+	}
+	return ids
+}
+
+func (s *Scheduler) now() time.Time {
+	if s.Now == nil {
+		return time.Now()
+	}
+	return s.Now()
+}
+
+func (s *Scheduler) log() *slog.Logger {
+	if s.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Log
+}

@@ -1,0 +1,116 @@
+package placement
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/service"
+	"github.com/levers9/levers9/internal/scheduling"
+)
+
+// ErrRaced means another writer changed a job or service this pass meant to
+// place; the pass rolls back and its River job retries on fresh data.
+var ErrRaced = errors.New("jobs changed during the pass")
+
+// write stores placements and changed waiting reasons, each as a few
+// multi-row updates: a pass over 10,000 jobs writes thousands of rows with
+// different values, one statement per row or per group costs seconds.
+func (st *state) write(ctx context.Context, tx *sql.Tx, queueName string, placed []scheduling.Placement, waiting map[string]scheduling.Reason, now time.Time) error {
+	starting := make([]row, 0, len(placed))
+	var services []row
+	for _, p := range placed {
+		starting = append(starting, row{p.JobID, []any{"starting on node " + st.nodeName[p.NodeID]}})
+		for name, id := range st.services[p.JobID] {
+			services = append(services, row{id, []any{p.NodeID, p.GPUType[name]}})
+		}
+	}
+	pending := fmt.Sprintf("%s = '%s'", job.FieldStatus, job.StatusPending)
+	// Jobs before services, in the order cancelling takes its locks, so
+	// the two never deadlock.
+	n, err := update(ctx, tx, job.Table, pending, []string{job.FieldStatusReason}, starting, now)
+	if err != nil {
+		return fmt.Errorf("marking jobs starting: %w", err)
+	}
+	if n != len(starting) {
+		return fmt.Errorf("marking jobs starting: %d of %d still pending: %w", n, len(starting), ErrRaced)
+	}
+	// coalesce keeps SQLite off the (node_id, status) index, which would
+	// scan every unplaced service instead of looking up the IDs.
+	unplaced := fmt.Sprintf("coalesce(%s, '') = '' AND %s = '%s'", service.FieldNodeID, service.FieldStatus, service.StatusPending)
+	n, err = update(ctx, tx, service.Table, unplaced, []string{service.FieldNodeID, service.FieldGpuType}, services, now)
+	if err != nil {
+		return fmt.Errorf("placing services: %w", err)
+	}
+	if n != len(services) {
+		return fmt.Errorf("placing services: %d of %d still unplaced: %w", n, len(services), ErrRaced)
+	}
+	var reasons []row
+	for id, r := range waiting {
+		if text := r.String(queueName); text != st.reason[id] {
+			reasons = append(reasons, row{id, []any{text}})
+		}
+	}
+	for id, text := range st.invalid {
+		if text != st.reason[id] {
+			reasons = append(reasons, row{id, []any{text}})
+		}
+	}
+	// A waiting job cancelled meanwhile keeps its own reason: no count check.
+	if _, err := update(ctx, tx, job.Table, pending, []string{job.FieldStatusReason}, reasons, now); err != nil {
+		return fmt.Errorf("storing reasons: %w", err)
+	}
+	return nil
+}
+
+// row is the new values of one row's columns.
+type row struct {
+	id   string
+	vals []any
+}
+
+// rowsPerStatement keeps parameters far below both databases' limits and
+// the CASE lists short (each row is matched against the list).
+const rowsPerStatement = 100
+
+// update sets cols of rows by ID where cond holds, and updated_at, with
+// one UPDATE … SET col = CASE id WHEN … END per batch; it returns how many
+// rows changed. $N placeholders work on both drivers (SQLite reads $N as
+// parameter N).
+func update(ctx context.Context, tx *sql.Tx, table, cond string, cols []string, rows []row, now time.Time) (int, error) {
+	total := 0
+	for part := range slices.Chunk(rows, rowsPerStatement) {
+		args := []any{now}
+		ids := make([]string, len(part))
+		cases := make([]strings.Builder, len(cols))
+		for i, r := range part {
+			args = append(args, r.id)
+			ids[i] = fmt.Sprintf("$%d", len(args))
+			for c := range cols {
+				args = append(args, r.vals[c])
+				fmt.Fprintf(&cases[c], " WHEN %s THEN $%d", ids[i], len(args))
+			}
+		}
+		set := make([]string, len(cols))
+		for c, col := range cols {
+			set[c] = fmt.Sprintf("%s = CASE id%s END", col, cases[c].String())
+		}
+		q := fmt.Sprintf("UPDATE %s SET %s, updated_at = $1 WHERE id IN (%s) AND %s",
+			table, strings.Join(set, ", "), strings.Join(ids, ", "), cond)
+		res, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			return total, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return total, err
+		}
+		total += int(n)
+	}
+	return total, nil
+}

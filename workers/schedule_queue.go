@@ -1,0 +1,167 @@
+package workers
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/levers9/levers9/internal/placement"
+)
+
+// QueueScheduling is the River queue of scheduling work.
+const QueueScheduling = "scheduling"
+
+// ScheduleQueueArgs asks for one scheduling pass over a queue. Passes are
+// per queue, not per job, so a burst of submissions coalesces into one.
+type ScheduleQueueArgs struct {
+	QueueID string `json:"queue_id"`
+	// Again marks the pass queued behind a running one (see
+	// InsertScheduleQueue); a separate unique key lets both exist.
+	Again bool `json:"again,omitempty"`
+}
+
+// Kind of the ScheduleQueueArgs.
+func (ScheduleQueueArgs) Kind() string { return "schedule_queue" }
+
+// InsertOpts of the ScheduleQueueArgs: scheduling has its own queue so slow
+// work elsewhere never delays a start, and at most one pass per queue and
+// key is waiting or running. Retryable is left out (River allows only that)
+// so a failed pass backing off never holds back a fresh one.
+func (ScheduleQueueArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{
+		Queue:       QueueScheduling,
+		MaxAttempts: 10,
+		UniqueOpts: river.UniqueOpts{
+			ByArgs: true,
+			ByState: []rivertype.JobState{
+				rivertype.JobStateAvailable, rivertype.JobStatePending,
+				rivertype.JobStateRunning, rivertype.JobStateScheduled,
+			},
+		},
+	}
+}
+
+// ScheduleQueueWorker runs scheduling passes.
+type ScheduleQueueWorker struct {
+	river.WorkerDefaults[ScheduleQueueArgs]
+	Scheduler *placement.Scheduler
+	Log       *slog.Logger
+}
+
+// Work runs one pass over the queue of args.
+func (w *ScheduleQueueWorker) Work(ctx context.Context, rj *river.Job[ScheduleQueueArgs]) error {
+	placed, err := w.Scheduler.ScheduleQueue(ctx, rj.Args.QueueID)
+	if err != nil {
+		return err
+	}
+	if placed > 0 {
+		w.Log.Info("placed jobs", "queue", rj.Args.QueueID, "placed", placed)
+	}
+	return nil
+}
+
+// NextRetry retries a failed pass soon: failures are mostly a concurrent
+// writer, and pending jobs should not wait River's long backoff.
+func (w *ScheduleQueueWorker) NextRetry(rj *river.Job[ScheduleQueueArgs]) time.Time {
+	return time.Now().Add(time.Duration(rj.Attempt) * time.Second)
+}
+
+// InsertScheduleQueue enqueues a pass over queueID in tx. When the pass of
+// that queue is already running it may have read the queue before tx
+// commits, so a second pass is queued behind it. (Should that one run
+// already too, the change waits for the periodic pass, SchedulePendingArgs.)
+func InsertScheduleQueue(ctx context.Context, c *river.Client[*sql.Tx], tx *sql.Tx, queueID string) error {
+	res, err := c.InsertTx(ctx, tx, ScheduleQueueArgs{QueueID: queueID}, nil)
+	if err != nil {
+		return fmt.Errorf("enqueueing scheduling of queue %s: %w", queueID, err)
+	}
+	if !res.UniqueSkippedAsDuplicate || res.Job.State != rivertype.JobStateRunning {
+		return nil // a waiting pass starts after tx commits: River holds its row until then
+	}
+	if _, err := c.InsertTx(ctx, tx, ScheduleQueueArgs{QueueID: queueID, Again: true}, nil); err != nil {
+		return fmt.Errorf("enqueueing scheduling of queue %s: %w", queueID, err)
+	}
+	return nil
+}
+
+// ScheduleQueues enqueues a pass over each of queueIDs in one transaction.
+func ScheduleQueues(ctx context.Context, c *river.Client[*sql.Tx], db *sql.DB, queueIDs []string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("enqueueing scheduling: %w", err)
+	}
+	defer tx.Rollback()
+	for _, id := range queueIDs {
+		if err := InsertScheduleQueue(ctx, c, tx, id); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("enqueueing scheduling: %w", err)
+	}
+	return nil
+}
+
+// InsertScheduleNode returns the function to call, in the transaction that
+// brings a node online (joined or back), to enqueue passes over its queues.
+func InsertScheduleNode(c *river.Client[*sql.Tx]) func(context.Context, *sql.Tx, string) error {
+	return func(ctx context.Context, tx *sql.Tx, nodeID string) error {
+		return insertForQuery(ctx, c, tx, "SELECT queue_id FROM queue_nodes WHERE node_id = $1", nodeID)
+	}
+}
+
+// InsertScheduleFreed returns the function to call, in the transaction that
+// ends a job, to enqueue passes over every queue that can use what the job
+// frees: its own and those of the nodes it was placed on.
+func InsertScheduleFreed(c *river.Client[*sql.Tx]) func(context.Context, *sql.Tx, string) error {
+	return func(ctx context.Context, tx *sql.Tx, jobID string) error {
+		return insertForQuery(ctx, c, tx, `SELECT queue_id FROM jobs WHERE id = $1
+			UNION SELECT qn.queue_id FROM queue_nodes qn JOIN services s ON s.node_id = qn.node_id WHERE s.job_id = $1`, jobID)
+	}
+}
+
+// insertForQuery enqueues a pass over each queue query returns for arg.
+func insertForQuery(ctx context.Context, c *river.Client[*sql.Tx], tx *sql.Tx, query, arg string) error {
+	rows, err := tx.QueryContext(ctx, query, arg)
+	if err != nil {
+		return fmt.Errorf("finding queues to schedule for %s: %w", arg, err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return fmt.Errorf("finding queues to schedule for %s: %w", arg, err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("finding queues to schedule for %s: %w", arg, err)
+	}
+	for _, id := range ids {
+		if err := InsertScheduleQueue(ctx, c, tx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// InsertScheduleJob returns the function jobs.Service calls to enqueue
+// scheduling of a submitted job inside the submitting transaction: a pass
+// over the job's queue.
+func InsertScheduleJob(c *river.Client[*sql.Tx]) func(context.Context, *sql.Tx, string) error {
+	return func(ctx context.Context, tx *sql.Tx, jobID string) error {
+		var queueID string
+		// $1 is understood by both drivers (SQLite reads it as parameter 1).
+		if err := tx.QueryRowContext(ctx, "SELECT queue_id FROM jobs WHERE id = $1", jobID).Scan(&queueID); err != nil {
+			return fmt.Errorf("finding the queue of job %s: %w", jobID, err)
+		}
+		return InsertScheduleQueue(ctx, c, tx, queueID)
+	}
+}

@@ -1,0 +1,254 @@
+package workers_test
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"entgo.io/ent/dialect"
+
+	"github.com/levers9/levers9/ent/node"
+	"github.com/levers9/levers9/ent/service"
+	"github.com/levers9/levers9/ent/tenant"
+	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/inventory"
+	"github.com/levers9/levers9/internal/jobs"
+	"github.com/levers9/levers9/internal/jobspec"
+	"github.com/levers9/levers9/internal/tenancy"
+	"github.com/levers9/levers9/internal/viewer"
+	"github.com/levers9/levers9/workers"
+)
+
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+
+type world struct {
+	db    *database.DB
+	rc    *workers.Clients
+	jobs  *jobs.Service
+	sys   context.Context
+	admin context.Context
+	queue string
+	ten   string
+}
+
+func newWorld(t *testing.T, url string) *world {
+	t.Helper()
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	db, err := database.Open(ctx, url, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sys := viewer.SystemContext(ctx)
+	tn, admin, err := (&tenancy.Service{DB: db, Log: log}).CreateTenant(sys, tenancy.NewTenant{
+		Name: "W", Slug: "w", BudgetPolicy: tenant.BudgetPolicyFinish,
+		AdminEmail: "admin@w.test", AdminPassword: "correct horse battery",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := tenancy.MainEnvironmentID(ctx, db.Ent, tn.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := db.Ent.Queue.Query().First(sys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := workers.NewClients(db, workers.Deps{Ent: db.Ent, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &world{
+		db: db, rc: rc, sys: sys, queue: q.ID, ten: tn.ID,
+		jobs:  &jobs.Service{DB: db, Log: log, Now: time.Now, Schedule: workers.InsertScheduleJob(rc.Inserter)},
+		admin: viewer.NewContext(ctx, &viewer.Viewer{UserID: admin.ID, TenantID: tn.ID, EnvironmentID: env, Admin: true}),
+	}
+}
+
+func (w *world) submit(t *testing.T, cpu float64) string {
+	t.Helper()
+	j, err := w.jobs.Submit(w.admin, jobspec.Job{Queue: "default", Services: []jobspec.Service{
+		{Name: "main", Command: []string{"true"}, CPU: cpu, MemoryMiB: 64},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j.ID
+}
+
+func (w *world) passes(t *testing.T) (all, again int) {
+	t.Helper()
+	err := w.db.SQL.QueryRow("SELECT count(*) FROM river_job WHERE kind = 'schedule_queue'").Scan(&all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = w.db.SQL.QueryRow("SELECT count(*) FROM river_job WHERE kind = 'schedule_queue' AND " + argsText(w.db) + " LIKE '%again%'").Scan(&again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all, again
+}
+
+// Submissions coalesce into one pass per queue; one arriving while that
+// pass runs queues exactly one more behind it.
+func TestScheduleQueueCoalesces(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		w := newWorld(t, url)
+		for range 5 {
+			w.submit(t, 1)
+		}
+		if all, again := w.passes(t); all != 1 || again != 0 {
+			t.Fatalf("after 5 submissions: %d passes (%d again), want 1", all, again)
+		}
+		if _, err := w.db.SQL.Exec("UPDATE river_job SET state = 'running', attempt = 1, attempted_at = CURRENT_TIMESTAMP"); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			w.submit(t, 1)
+		}
+		if all, again := w.passes(t); all != 2 || again != 1 {
+			t.Fatalf("submissions during a pass: %d passes (%d again), want 2 (1 again)", all, again)
+		}
+		// The helpers for nodes coming online go through the same path.
+		if err := workers.ScheduleQueues(context.Background(), w.rc.Inserter, w.db.SQL, []string{w.queue}); err != nil {
+			t.Fatal(err)
+		}
+		if all, _ := w.passes(t); all != 2 {
+			t.Fatalf("%d passes, want still 2", all)
+		}
+		// InsertScheduleJob of an unknown job fails clearly.
+		tx, err := w.db.SQL.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if err := workers.InsertScheduleJob(w.rc.Inserter)(context.Background(), tx, "job_missing"); err == nil {
+			t.Fatal("scheduling a missing job: no error")
+		}
+	})
+}
+
+// With River running, a submitted job lands on the queue's online node.
+func TestScheduleQueueWorkerPlaces(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		w := newWorld(t, url)
+		n, err := w.db.Ent.Node.Create().SetTenantID(w.ten).SetName("n1").SetStatus(node.StatusOnline).
+			SetInventory(inventory.Inventory{CPUs: 4, MemoryMiB: 1024}).Save(w.sys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.db.Ent.Queue.UpdateOneID(w.queue).AddNodeIDs(n.ID).Exec(w.sys); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		if err := w.rc.Runner.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = w.rc.Runner.Stop(stop)
+		}()
+		fits, waits := w.submit(t, 3), w.submit(t, 3)
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			placed, err := w.db.Ent.Service.Query().Where(service.JobID(fits), service.NodeID(n.ID)).Exist(w.sys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			j, err := w.db.Ent.Job.Get(w.sys, waits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if placed && j.StatusReason != "waiting to be scheduled" {
+				t.Logf("waiting job: %s", j.StatusReason)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("not scheduled in time: placed %v, reason of the other %q", placed, j.StatusReason)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+}
+
+// A node coming online, or a job ending, schedules every queue that can use
+// the capacity.
+func TestInsertScheduleNodeAndFreed(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		w := newWorld(t, url)
+		other, err := w.db.Ent.Queue.Create().SetTenantID(w.ten).SetName("other").Save(w.sys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lone, err := w.db.Ent.Queue.Create().SetTenantID(w.ten).SetName("lone").Save(w.sys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := w.db.Ent.Node.Create().SetTenantID(w.ten).SetName("n1").SetStatus(node.StatusOnline).
+			SetInventory(inventory.Inventory{CPUs: 4, MemoryMiB: 1024}).AddQueueIDs(w.queue, other.ID).Save(w.sys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		queued := func() map[string]bool {
+			got := map[string]bool{}
+			for _, q := range []string{w.queue, other.ID, lone.ID} {
+				var k int
+				if err := w.db.SQL.QueryRow("SELECT count(*) FROM river_job WHERE kind = 'schedule_queue' AND unique_key IS NOT NULL AND " +
+					argsText(w.db) + " LIKE '%" + q + "%'").Scan(&k); err != nil {
+					t.Fatal(err)
+				}
+				got[q] = k > 0
+			}
+			if _, err := w.db.SQL.Exec("DELETE FROM river_job"); err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		inTx := func(fn func(context.Context, *sql.Tx, string) error, id string) {
+			tx, err := w.db.SQL.Begin()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := fn(context.Background(), tx, id); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		inTx(workers.InsertScheduleNode(w.rc.Inserter), n.ID)
+		if got := queued(); !got[w.queue] || !got[other.ID] || got[lone.ID] {
+			t.Fatalf("node online queued %v, want default and other", got)
+		}
+		j := w.submit(t, 1)
+		queued()
+		if err := w.db.Ent.Service.Update().Where(service.JobID(j)).SetNodeID(n.ID).Exec(w.sys); err != nil {
+			t.Fatal(err)
+		}
+		inTx(workers.InsertScheduleFreed(w.rc.Inserter), j)
+		if got := queued(); !got[w.queue] || !got[other.ID] || got[lone.ID] {
+			t.Fatalf("job end queued %v, want default and other", got)
+		}
+	})
+}
+
+func argsText(db *database.DB) string {
+	if db.Dialect == dialect.SQLite {
+		return "json(args)"
+	}
+	return "args::text"
+}
