@@ -40,6 +40,7 @@ func (s *service) start() {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = s.dir, s.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithAgent(cmd.SysProcAttr)
 	// Our own pipes rather than exec's copying goroutines: we decide how
 	// long to wait for output once the process has gone.
 	outR, outW, err := os.Pipe()

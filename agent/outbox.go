@@ -1,0 +1,158 @@
+package agent
+
+import (
+	"sync"
+
+	"github.com/levers9/levers9/internal/wire"
+)
+
+// maxQueuedLines bounds the log lines held while the server is out of
+// reach; state changes are always kept (they are few and they matter).
+const maxQueuedLines = 200_000
+
+// item is one report waiting to be sent: a state change or a log line.
+type item struct {
+	jobID string
+	state *wire.StateChange
+	line  *wire.LogLine
+}
+
+// outbox holds reports in order until the server acknowledges them, so
+// nothing is lost across reconnects (the server applies resends once).
+type outbox struct {
+	mu    sync.Mutex
+	items []item
+	// sent counts the items at the head sent on the current connection;
+	// flights are their messages, oldest first, awaiting acks.
+	sent    int
+	flights []flight
+	lines   int
+	dropped int
+	pending map[string]int // job → items not yet sent
+	ready   chan struct{}
+	onSent  func(jobID string)
+}
+
+func newOutbox() *outbox {
+	return &outbox{pending: map[string]int{}, ready: make(chan struct{}, 1)}
+}
+
+func (o *outbox) push(it item) {
+	o.mu.Lock()
+	if it.line != nil {
+		if o.lines >= maxQueuedLines {
+			o.dropped++
+			o.mu.Unlock()
+			return
+		}
+		o.lines++
+	}
+	o.items = append(o.items, it)
+	o.pending[it.jobID]++
+	o.mu.Unlock()
+	select {
+	case o.ready <- struct{}{}:
+	default:
+	}
+}
+
+// flight is one sent message: its sequence number and how many items it
+// carried.
+type flight struct {
+	seq   uint64
+	items int
+}
+
+// maxFlights bounds the messages awaiting acks.
+const maxFlights = 256
+
+// rewind makes every unacknowledged report due again, on a new connection.
+func (o *outbox) rewind() {
+	o.mu.Lock()
+	o.sent, o.flights = 0, nil
+	o.mu.Unlock()
+}
+
+// next returns the first unsent report and, when it is a log line, the
+// lines of the same job right after it (at most max), without removing
+// them. It returns nil when nothing is due or too much awaits acks.
+func (o *outbox) next(max int) []item {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.sent >= len(o.items) || len(o.flights) >= maxFlights {
+		return nil
+	}
+	rest := o.items[o.sent:]
+	first := rest[0]
+	if first.line == nil {
+		return rest[:1:1]
+	}
+	n := 1
+	// Lines of one message must be contiguous; a gap (lines dropped while
+	// offline) starts a new one.
+	for n < len(rest) && n < max && rest[n].line != nil && rest[n].jobID == first.jobID &&
+		rest[n].line.Seq == rest[n-1].line.Seq+1 {
+		n++
+	}
+	return append([]item(nil), rest[:n]...)
+}
+
+// sentAs records that the next n items went out in the message seq.
+func (o *outbox) sentAs(seq uint64, n int) {
+	o.mu.Lock()
+	o.sent += n
+	o.flights = append(o.flights, flight{seq: seq, items: n})
+	o.mu.Unlock()
+}
+
+// acked drops the reports of every message up to seq: the server applies
+// messages in order, so an ack covers all before it.
+func (o *outbox) acked(seq uint64) {
+	o.mu.Lock()
+	n, k := 0, 0
+	for k < len(o.flights) && o.flights[k].seq <= seq {
+		n += o.flights[k].items
+		k++
+	}
+	o.flights = o.flights[k:]
+	o.sent -= n
+	o.mu.Unlock()
+	if n > 0 {
+		o.done(n)
+		select {
+		case o.ready <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// done removes the first n reports, which were sent.
+func (o *outbox) done(n int) {
+	o.mu.Lock()
+	var finished []string
+	for _, it := range o.items[:n] {
+		if it.line != nil {
+			o.lines--
+		}
+		o.pending[it.jobID]--
+		if o.pending[it.jobID] == 0 {
+			delete(o.pending, it.jobID)
+			finished = append(finished, it.jobID)
+		}
+	}
+	o.items = append(o.items[:0:0], o.items[n:]...)
+	onSent := o.onSent
+	o.mu.Unlock()
+	if onSent != nil {
+		for _, id := range finished {
+			onSent(id)
+		}
+	}
+}
+
+// has reports whether reports of job id wait to be sent.
+func (o *outbox) has(id string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.pending[id] > 0
+}

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package runtime
+
+import "syscall"
+
+// dieWithAgent has no portable equivalent outside Linux.
+func dieWithAgent(*syscall.SysProcAttr) {}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/levers9/levers9/agent"
+	"github.com/levers9/levers9/agent/runtime"
+)
+
+// agentFlags are the flags of `levers9 agent` and `levers9 agent join`.
+type agentFlags struct {
+	server, stateDir, logLevel string
+	gpu, memory                string
+	cpus                       float64
+	// join only
+	invite, name string
+}
+
+func defaultStateDir() string {
+	if d := os.Getenv("LEVERS9_AGENT_STATE_DIR"); d != "" {
+		return d
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".levers9", "agent")
+	}
+	return "levers9-agent"
+}
+
+func (f *agentFlags) register(fs *flag.FlagSet, join bool) {
+	fs.StringVar(&f.server, "server", os.Getenv("LEVERS9_SERVER"), "server URL (LEVERS9_SERVER); default: the one joined")
+	fs.StringVar(&f.stateDir, "state-dir", defaultStateDir(), "where the node identity and job directories live (LEVERS9_AGENT_STATE_DIR)")
+	fs.StringVar(&f.logLevel, "log-level", env("LEVERS9_LOG_LEVEL", "info"), "debug, info, warn or error")
+	fs.StringVar(&f.gpu, "gpu", "", "declare GPUs instead of detecting them: TYPE:COUNT[,TYPE:COUNT…], e.g. H100:8")
+	fs.Float64Var(&f.cpus, "cpus", 0, "declare the CPUs instead of detecting them")
+	fs.StringVar(&f.memory, "memory", "", "declare the memory instead of detecting it, e.g. 256GiB")
+	if join {
+		fs.StringVar(&f.invite, "invite", "", "the invite code (required)")
+		fs.StringVar(&f.name, "name", "", "node name; default: the invite's, else the host name")
+	}
+}
+
+func (f *agentFlags) declared() (agent.Declared, error) {
+	var d agent.Declared
+	if f.cpus < 0 {
+		return d, fmt.Errorf("--cpus must not be negative")
+	}
+	d.CPUs = f.cpus
+	if f.memory != "" {
+		m, err := agent.ParseMemory(f.memory)
+		if err != nil {
+			return d, err
+		}
+		d.MemoryMiB = m
+	}
+	if f.gpu != "" {
+		g, err := agent.ParseGPUs(f.gpu)
+		if err != nil {
+			return d, err
+		}
+		d.GPUs = g
+	}
+	return d, nil
+}
+
+// runAgent is `levers9 agent [join] …`.
+func runAgent(ctx context.Context, args []string, stderr io.Writer) int {
+	join := len(args) > 0 && args[0] == "join"
+	name := "levers9 agent"
+	if join {
+		args, name = args[1:], "levers9 agent join"
+	}
+	var f agentFlags
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f.register(fs, join)
+	if err := fs.Parse(args); err != nil {
+		return usageExit(err)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", name, fs.Arg(0))
+		return exitUsage
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		fmt.Fprintf(stderr, "%s: --log-level: %v\n", name, err)
+		return exitUsage
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	decl, err := f.declared()
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return exitUsage
+	}
+	if join {
+		if f.server == "" || f.invite == "" {
+			fmt.Fprintf(stderr, "%s: --server and --invite are required\n", name)
+			return exitUsage
+		}
+		st, err := agent.Join(ctx, agent.JoinConfig{
+			Server: f.server, Invite: f.invite, Name: f.name, StateDir: f.stateDir,
+			Inventory: decl.Apply(agent.DetectInventory(ctx)), Declared: decl, Version: version,
+		})
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+			return exitError
+		}
+		log.Info("joined", "node", st.NodeID, "name", st.Name, "server", st.Server, "state", filepath.Join(f.stateDir, agent.StateFile))
+	}
+	if err := serveAgent(ctx, f.stateDir, f.server, decl, log); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return exitError
+	}
+	return exitOK
+}
+
+// serveAgent runs the agent of the node in stateDir with the process
+// runtime until ctx ends.
+func serveAgent(ctx context.Context, stateDir, server string, decl agent.Declared, log *slog.Logger) error {
+	st, err := agent.LoadState(stateDir)
+	if err != nil {
+		return err
+	}
+	rt, err := runtime.NewProcess(runtime.ProcessConfig{Root: filepath.Join(stateDir, "jobs"), Logger: log.With("component", "runtime")})
+	if err != nil {
+		return err
+	}
+	inv := st.Declared.Merge(decl).Apply(agent.DetectInventory(ctx))
+	log.Info("agent starting", "node", st.NodeID, "server", strings.TrimSpace(firstOf(server, st.Server)),
+		"cpus", inv.CPUs, "memoryMiB", inv.MemoryMiB, "gpus", inv.GPUs)
+	return agent.Run(ctx, agent.Config{
+		Server: server, StateDir: stateDir, Inventory: inv, Runtime: rt, Version: version, Log: log,
+	})
+}
+
+func firstOf(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,260 @@
+package tunnel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/node"
+	"github.com/levers9/levers9/internal/auth"
+	"github.com/levers9/levers9/internal/notify"
+	"github.com/levers9/levers9/internal/viewer"
+	"github.com/levers9/levers9/internal/wire"
+)
+
+// helloTimeout bounds the wait for the agent's first message.
+const helloTimeout = 15 * time.Second
+
+// resyncEvery re-reads the node's work even without a signal, in case one
+// was lost: the database is the truth, signals only hurry things up.
+const resyncEvery = 30 * time.Second
+
+// connect authenticates a node and runs its tunnel until it closes.
+func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
+	cred, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || cred == "" {
+		refuse(w, http.StatusUnauthorized, "UNAUTHENTICATED", "send the node credential as Authorization: Bearer …")
+		return
+	}
+	sys := viewer.SystemContext(r.Context())
+	n, err := s.DB.Ent.Node.Query().Where(node.CredentialHash(auth.HashSecret(cred))).Only(sys)
+	if ent.IsNotFound(err) {
+		s.Log.Info("agent refused: unknown node credential", "remote", r.RemoteAddr)
+		refuse(w, http.StatusUnauthorized, "UNAUTHENTICATED", "unknown or revoked node credential; join again with a new invite")
+		return
+	}
+	if err != nil {
+		s.Log.Error("agent authentication failed", "err", err)
+		refuse(w, http.StatusInternalServerError, "INTERNAL", "try again")
+		return
+	}
+	c, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		s.Log.Info("agent websocket upgrade failed", "node", n.ID, "err", err)
+		return
+	}
+	c.SetReadLimit(wire.MaxMessageBytes)
+	sess := &session{
+		srv:    s,
+		conn:   c,
+		nodeID: n.ID,
+		log:    s.Log.With("node", n.ID, "nodeName", n.Name),
+		active: map[string]bool{},
+	}
+	err = sess.run(r.Context())
+	sess.log.Info("agent disconnected", "reason", err)
+}
+
+// session is one connected agent.
+type session struct {
+	srv    *Server
+	conn   *websocket.Conn
+	nodeID string
+	log    *slog.Logger
+
+	writeMu sync.Mutex
+
+	mu sync.Mutex
+	// active are the jobs this agent runs or was told to start, so that a
+	// job ending on the server side is stopped once.
+	active   map[string]bool
+	lastBeat time.Time
+}
+
+// errClosed ends a session after a protocol violation.
+type errClosed struct {
+	code websocket.StatusCode
+	why  string
+}
+
+func (e *errClosed) Error() string { return e.why }
+
+func (s *session) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// The signal subscription comes first so nothing placed meanwhile is
+	// missed.
+	wake, unsubscribe := s.srv.Bus.Subscribe(notify.TopicNode, s.nodeID)
+	defer unsubscribe()
+
+	err := s.serve(ctx, wake)
+	var ec *errClosed
+	if errors.As(err, &ec) {
+		s.log.Warn("closing agent connection", "reason", ec.why)
+		_ = s.conn.Close(ec.code, clip(ec.why, 120))
+	} else {
+		_ = s.conn.CloseNow()
+	}
+	return err
+}
+
+func (s *session) serve(ctx context.Context, wake <-chan struct{}) error {
+	helloCtx, cancel := context.WithTimeout(ctx, helloTimeout)
+	first, err := s.read(helloCtx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	hello, ok := first.(wire.Hello)
+	if !ok {
+		return &errClosed{websocket.StatusPolicyViolation, fmt.Sprintf("the first message must be hello, not %s", first.Kind())}
+	}
+	if hello.NodeID != s.nodeID {
+		return &errClosed{websocket.StatusPolicyViolation, "hello names another node than the credential"}
+	}
+	if err := s.hello(ctx, hello); err != nil {
+		return err
+	}
+	if err := s.send(ctx, wire.Welcome{HeartbeatIntervalMs: s.srv.heartbeatInterval().Milliseconds()}); err != nil {
+		return err
+	}
+	if err := s.reconcile(ctx, hello.Running); err != nil {
+		return err
+	}
+	s.log.Info("agent connected", "agentVersion", hello.AgentVersion, "running", len(hello.Running))
+
+	errc := make(chan error, 2)
+	go func() { errc <- s.dispatchLoop(ctx, wake) }()
+	go func() { errc <- s.readLoop(ctx) }()
+	return <-errc
+}
+
+// read reads one message from the agent. Anything it may not send closes
+// the connection.
+func (s *session) read(ctx context.Context) (wire.Msg, error) {
+	_, m, err := s.readSeq(ctx)
+	return m, err
+}
+
+// readSeq is read with the sender's sequence number (0: none).
+func (s *session) readSeq(ctx context.Context) (uint64, wire.Msg, error) {
+	typ, b, err := s.conn.Read(ctx)
+	if err != nil {
+		if websocket.CloseStatus(err) == websocket.StatusMessageTooBig {
+			return 0, nil, &errClosed{websocket.StatusMessageTooBig, "message too large"}
+		}
+		return 0, nil, fmt.Errorf("reading from agent: %w", err)
+	}
+	if typ != websocket.MessageText {
+		return 0, nil, &errClosed{websocket.StatusUnsupportedData, "messages are JSON text frames"}
+	}
+	seq, m, err := wire.DecodeSeq(b)
+	if err != nil {
+		return 0, nil, &errClosed{websocket.StatusInvalidFramePayloadData, err.Error()}
+	}
+	if !m.Kind().FromAgent() {
+		return 0, nil, &errClosed{websocket.StatusPolicyViolation, fmt.Sprintf("an agent may not send %s", m.Kind())}
+	}
+	return seq, m, nil
+}
+
+// send writes one message to the agent.
+func (s *session) send(ctx context.Context, m wire.Msg) error {
+	b, err := wire.Encode(m)
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", m.Kind(), err)
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := s.conn.Write(wctx, websocket.MessageText, b); err != nil {
+		return fmt.Errorf("sending %s: %w", m.Kind(), err)
+	}
+	return nil
+}
+
+// silence is how long an agent may send nothing before its connection is
+// taken for dead (a half-open TCP connection never reports an error).
+func (s *session) silence() time.Duration {
+	return max(4*s.srv.heartbeatInterval(), 20*time.Second)
+}
+
+func (s *session) readLoop(ctx context.Context) error {
+	for {
+		rctx, cancel := context.WithTimeout(ctx, s.silence())
+		seq, m, err := s.readSeq(rctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+		switch m := m.(type) {
+		case wire.Heartbeat:
+			err = s.heartbeat(ctx)
+		case wire.StateChange:
+			err = s.stateChange(ctx, m)
+		case wire.Logs:
+			err = s.logs(ctx, m)
+		case wire.Hello:
+			return &errClosed{websocket.StatusPolicyViolation, "hello may be sent only once"}
+		case wire.Ack:
+			// Nothing is sent with a sequence number yet.
+		}
+		if err != nil {
+			// A database hiccup must not lose reports: drop the connection
+			// and let the agent resend after reconnecting.
+			return err
+		}
+		// The agent keeps a report until it is acknowledged as applied,
+		// so a connection lost mid-way loses nothing.
+		if seq > 0 {
+			if err := s.send(ctx, wire.Ack{Seq: seq}); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (s *session) dispatchLoop(ctx context.Context, wake <-chan struct{}) error {
+	t := time.NewTicker(resyncEvery)
+	defer t.Stop()
+	for {
+		if err := s.dispatch(ctx); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wake:
+		case <-t.C:
+		}
+	}
+}
+
+func (s *session) markActive(jobID string, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if on {
+		s.active[jobID] = true
+	} else {
+		delete(s.active, jobID)
+	}
+}
+
+func (s *session) activeJobs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.active))
+	for id := range s.active {
+		ids = append(ids, id)
+	}
+	return ids
+}

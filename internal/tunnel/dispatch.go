@@ -1,0 +1,185 @@
+package tunnel
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/service"
+	"github.com/levers9/levers9/internal/viewer"
+	"github.com/levers9/levers9/internal/wire"
+)
+
+// Reasons the tunnel gives jobs.
+const (
+	ReasonLostOnRestart = "lost on node restart"
+	ReasonNodeLost      = "node lost"
+)
+
+// dispatch pushes the node's desired state to the agent: a Start for every
+// job placed on it and not yet sent, a Stop for every job it runs that
+// ended on the server side (cancelled, failed, out of tokens).
+func (s *session) dispatch(ctx context.Context) error {
+	sys := viewer.SystemContext(ctx)
+	pending, err := s.srv.DB.Ent.Service.Query().
+		Where(service.NodeID(s.nodeID), service.DispatchedAtIsNil(), service.HasJobWith(job.StatusEQ(job.StatusPending))).
+		Select(service.FieldJobID).Strings(sys)
+	if err != nil {
+		return fmt.Errorf("finding jobs to start: %w", err)
+	}
+	seen := map[string]bool{}
+	for _, id := range pending {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		if err := s.start(ctx, id); err != nil {
+			return err
+		}
+	}
+	active := s.activeJobs()
+	if len(active) == 0 {
+		return nil
+	}
+	ended, err := s.srv.DB.Ent.Job.Query().
+		Where(job.IDIn(active...), job.StatusIn(job.StatusComplete, job.StatusError, job.StatusCancelled)).
+		All(sys)
+	if err != nil {
+		return fmt.Errorf("finding ended jobs: %w", err)
+	}
+	for _, j := range ended {
+		s.markActive(j.ID, false)
+		if j.Status == job.StatusComplete {
+			continue // nothing of it runs any more
+		}
+		stop := wire.Stop{JobID: j.ID, Reason: clip(j.StatusReason, wire.MaxReasonBytes), GraceSeconds: int(s.srv.stopGrace().Seconds())}
+		s.log.Info("stopping job on node", "job", j.ID, "status", j.Status)
+		if err := s.send(ctx, stop); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// start sends job jobID to the agent once: dispatched_at is set first,
+// conditionally, so two replicas (or two wakes) never both send it.
+func (s *session) start(ctx context.Context, jobID string) error {
+	sys := viewer.SystemContext(ctx)
+	j, err := s.srv.DB.Ent.Job.Query().Where(job.ID(jobID)).WithServices().Only(sys)
+	if err != nil {
+		return fmt.Errorf("loading job %s to start: %w", jobID, err)
+	}
+	if j.Status != job.StatusPending {
+		return nil
+	}
+	for _, svc := range j.Edges.Services {
+		if svc.NodeID != s.nodeID {
+			// The scheduler places a job whole; a split job is its bug,
+			// and starting half of it would help no one.
+			s.log.Warn("job placed partly on another node; not starting it", "job", jobID, "service", svc.Name, "otherNode", svc.NodeID)
+			return nil
+		}
+	}
+	msg := startMessage(j)
+	if err := msg.Validate(); err != nil {
+		s.log.Warn("job cannot be sent to the agent", "job", jobID, "err", err)
+		if err := s.srv.Jobs.MarkEnded(ctx, jobID, job.StatusError, clip("cannot be started: "+err.Error(), 1000), s.srv.now()); err != nil {
+			return fmt.Errorf("failing unsendable job %s: %w", jobID, err)
+		}
+		return nil
+	}
+	n, err := s.srv.DB.Ent.Service.Update().
+		Where(service.JobID(jobID), service.NodeID(s.nodeID), service.DispatchedAtIsNil()).
+		SetDispatchedAt(s.srv.now()).Save(sys)
+	if err != nil {
+		return fmt.Errorf("marking job %s dispatched: %w", jobID, err)
+	}
+	if n == 0 {
+		return nil // sent by someone else meanwhile
+	}
+	s.markActive(jobID, true)
+	s.log.Info("starting job on node", "job", jobID, "services", len(msg.Services))
+	return s.send(ctx, msg)
+}
+
+// startMessage is the Start for j, its services in the order submitted.
+func startMessage(j *ent.Job) wire.Start {
+	order := map[string]int{}
+	for i, sp := range j.Spec.Services {
+		order[sp.Name] = i
+	}
+	svcs := append([]*ent.Service(nil), j.Edges.Services...)
+	sort.SliceStable(svcs, func(a, b int) bool { return order[svcs[a].Name] < order[svcs[b].Name] })
+	m := wire.Start{JobID: j.ID, TimeoutSeconds: j.TimeoutSeconds}
+	for _, svc := range svcs {
+		ss := wire.ServiceStart{
+			Name: svc.Name, Image: svc.Image, Command: svc.Command, Args: svc.Args,
+			CPU: svc.CPU, MemoryMiB: svc.MemoryMib,
+		}
+		for _, e := range svc.Env {
+			ss.Env = append(ss.Env, wire.EnvVar{Name: e.Name, Value: e.Value})
+		}
+		for _, p := range svc.Ports {
+			ss.Ports = append(ss.Ports, wire.Port{Name: p.Name, Port: p.Port})
+		}
+		m.Services = append(m.Services, ss)
+	}
+	return m
+}
+
+// reconcile compares what the agent runs with what the server believes
+// runs on the node: jobs the server no longer wants are stopped; jobs the
+// agent lost fail (if they ran) or are sent again (if they never started).
+func (s *session) reconcile(ctx context.Context, running []wire.RunningService) error {
+	sys := viewer.SystemContext(ctx)
+	reported := map[string][]wire.RunningService{}
+	for _, r := range running {
+		reported[r.JobID] = append(reported[r.JobID], r)
+	}
+	svcs, err := s.srv.DB.Ent.Service.Query().
+		Where(service.NodeID(s.nodeID), service.DispatchedAtNotNil(),
+			service.HasJobWith(job.StatusIn(job.StatusPending, job.StatusRunning))).
+		WithJob().All(sys)
+	if err != nil {
+		return fmt.Errorf("finding the node's jobs: %w", err)
+	}
+	wanted := map[string]*ent.Job{}
+	for _, svc := range svcs {
+		wanted[svc.JobID] = svc.Edges.Job
+	}
+	for id, j := range wanted {
+		if _, ok := reported[id]; ok {
+			continue
+		}
+		if j.Status == job.StatusRunning {
+			s.log.Warn("agent lost a running job", "job", id)
+			if err := s.srv.Jobs.MarkEnded(ctx, id, job.StatusError, ReasonLostOnRestart, s.srv.now()); err != nil {
+				return fmt.Errorf("failing lost job %s: %w", id, err)
+			}
+			continue
+		}
+		// Sent but never started: send it again (dispatch picks it up).
+		err := s.srv.DB.Ent.Service.Update().
+			Where(service.JobID(id), service.NodeID(s.nodeID)).
+			ClearDispatchedAt().Exec(sys)
+		if err != nil {
+			return fmt.Errorf("resending job %s: %w", id, err)
+		}
+	}
+	var keep []wire.RunningService
+	for id, rs := range reported {
+		if wanted[id] != nil {
+			keep = append(keep, rs...)
+			s.markActive(id, true)
+			continue
+		}
+		s.log.Warn("agent runs a job the server does not want there; stopping it", "job", id)
+		stop := wire.Stop{JobID: id, Reason: "not wanted on this node", GraceSeconds: int(s.srv.stopGrace().Seconds())}
+		if err := s.send(ctx, stop); err != nil {
+			return err
+		}
+	}
+	return s.send(ctx, wire.Reconcile{Running: keep})
+}

@@ -1,0 +1,81 @@
+// Package tunnel is the server end of the agent tunnel: nodes join with an
+// invite (POST /agent/join) and then keep a WebSocket open (GET /agent)
+// over which the server starts and stops their jobs and the agent reports
+// states and logs. Every fact goes to the database; a session keeps only
+// what it needs to avoid repeating itself, so any replica can hold a node.
+package tunnel
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/jobs"
+	"github.com/levers9/levers9/internal/notify"
+)
+
+// DefaultHeartbeatInterval is what Welcome asks agents for.
+const DefaultHeartbeatInterval = 5 * time.Second
+
+// Server serves agents.
+type Server struct {
+	DB   *database.DB
+	Jobs *jobs.Service
+	Bus  *notify.Bus
+	Log  *slog.Logger
+	Now  func() time.Time
+	// HeartbeatInterval is sent to agents in Welcome; default
+	// DefaultHeartbeatInterval.
+	HeartbeatInterval time.Duration
+	// StopGrace is the grace given to services on Stop; default 10s.
+	StopGrace time.Duration
+	// CapacityChanged, when set, asks for the node's queues to be
+	// scheduled again (the node joined, came back or reconnected).
+	CapacityChanged func(ctx context.Context, nodeID string) error
+}
+
+// Routes adds the agent endpoints to mux.
+func (s *Server) Routes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /agent/join", s.join)
+	mux.HandleFunc("GET /agent", s.connect)
+}
+
+func (s *Server) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *Server) heartbeatInterval() time.Duration {
+	if s.HeartbeatInterval > 0 {
+		return s.HeartbeatInterval
+	}
+	return DefaultHeartbeatInterval
+}
+
+func (s *Server) stopGrace() time.Duration {
+	if s.StopGrace > 0 {
+		return s.StopGrace
+	}
+	return 10 * time.Second
+}
+
+// apiError is the JSON body of every refusal.
+type apiError struct {
+	Code  string `json:"code"`
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func refuse(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, apiError{Code: code, Error: msg})
+}
