@@ -38,6 +38,7 @@ const (
 // Authenticate, which wraps it.
 func NewHandler(r *Resolver) http.Handler {
 	srv := handler.New(generated.NewExecutableSchema(generated.Config{Resolvers: r}))
+	addStreamTransports(srv, r)
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
@@ -53,7 +54,11 @@ func NewHandler(r *Resolver) http.Handler {
 		r.Log.Error("panic in resolver", "panic", p, "path", graphql.GetPath(ctx))
 		return errors.New("internal error")
 	})
-	return srv
+	stall := r.Follow.StallAfter
+	if stall <= 0 {
+		stall = defaultStallFor
+	}
+	return writeDeadline(srv, stall)
 }
 
 // presentError gives every error a code and hides anything internal.

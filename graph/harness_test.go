@@ -21,6 +21,7 @@ import (
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/nodes"
+	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/workers"
@@ -36,12 +37,14 @@ type env struct {
 	auth    *auth.Service
 	tenancy *tenancy.Service
 	jobs    *jobs.Service
+	bus     *notify.Bus
 	srv     *httptest.Server
 }
 
 const testPassword = "correct horse battery"
 
-func newEnv(t testing.TB, url string) *env {
+// newEnv returns a fresh env; tune adjusts the resolver before it serves.
+func newEnv(t testing.TB, url string, tune ...func(*graph.Resolver)) *env {
 	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -60,14 +63,20 @@ func newEnv(t testing.TB, url string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, db: db}
+	// Signals go through PostgreSQL when there is one, as in production.
+	e := &env{t: t, db: db, bus: notify.New(db.Pool, log)}
+	t.Cleanup(e.bus.Close)
 	e.auth = auth.NewService(db.Ent, log, nil)
 	e.tenancy = &tenancy.Service{DB: db, Log: log, LocalStorageRoot: t.TempDir()}
-	e.jobs = &jobs.Service{DB: db, Log: log, Now: time.Now, Schedule: workers.InsertScheduleJob(rc.Inserter)}
+	e.jobs = &jobs.Service{DB: db, Log: log, Now: time.Now, Schedule: workers.InsertScheduleJob(rc.Inserter), Bus: e.bus}
 	res := &graph.Resolver{
 		DB: db, Ent: db.Ent, Log: log, Auth: e.auth, Tenancy: e.tenancy, JobService: e.jobs,
 		StorageService: buckets.Storages{LocalRoot: e.tenancy.LocalStorageRoot},
 		NodeService:    &nodes.Service{Ent: db.Ent, Now: time.Now, PublicURL: "http://levers9.test"},
+		Bus:            e.bus,
+	}
+	for _, f := range tune {
+		f(res)
 	}
 	e.srv = httptest.NewServer(graph.Authenticate(e.auth, log, graph.NewHandler(res)))
 	t.Cleanup(e.srv.Close)

@@ -9,8 +9,10 @@ import (
 	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/nodes"
+	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/tenancy"
 )
 
@@ -24,4 +26,8 @@ type Resolver struct {
 	JobService     *jobs.Service
 	StorageService buckets.Storages
 	NodeService    *nodes.Service
+	// Bus wakes log and event subscriptions; without it they poll.
+	Bus *notify.Bus
+	// Follow tunes subscriptions (buffer, stall limit); zero means defaults.
+	Follow joblog.Options
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/levers9/levers9/graph/model"
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/inventory"
+	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/ledger"
 	gqlparser "github.com/vektah/gqlparser/v2"
@@ -47,6 +48,7 @@ type ResolverRoot interface {
 	Mutation() MutationResolver
 	Project() ProjectResolver
 	Query() QueryResolver
+	Subscription() SubscriptionResolver
 	Viewer() ViewerResolver
 }
 
@@ -311,6 +313,21 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	JobEvent struct {
+		At      func(childComplexity int) int
+		Reason  func(childComplexity int) int
+		Service func(childComplexity int) int
+		Status  func(childComplexity int) int
+	}
+
+	LogLine struct {
+		Seq     func(childComplexity int) int
+		Service func(childComplexity int) int
+		Stream  func(childComplexity int) int
+		Text    func(childComplexity int) int
+		Time    func(childComplexity int) int
+	}
+
 	Membership struct {
 		CreatedAt func(childComplexity int) int
 		Group     func(childComplexity int) int
@@ -434,6 +451,8 @@ type ComplexityRoot struct {
 		Environments    func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.EnvironmentOrder, where *ent.EnvironmentWhereInput) int
 		EstimateJobCost func(childComplexity int, spec jobspec.Job, minutes int) int
 		Groups          func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.GroupOrder, where *ent.GroupWhereInput) int
+		JobEvents       func(childComplexity int, jobID string) int
+		JobLogs         func(childComplexity int, jobID string, fromSeq *int, first *int) int
 		Jobs            func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.JobOrder, where *ent.JobWhereInput) int
 		Node            func(childComplexity int, id string) int
 		NodeInvites     func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.NodeInviteOrder, where *ent.NodeInviteWhereInput) int
@@ -553,6 +572,11 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	Subscription struct {
+		JobEvents func(childComplexity int, jobID string) int
+		JobLogs   func(childComplexity int, jobID string, fromSeq *int) int
+	}
+
 	Tenant struct {
 		BudgetPolicy   func(childComplexity int) int
 		CreatedAt      func(childComplexity int) int
@@ -670,6 +694,12 @@ type QueryResolver interface {
 	ChargeTotals(ctx context.Context, where *ent.ChargeWhereInput, groupBy ledger.Grouping) ([]*ledger.Total, error)
 	Tenant(ctx context.Context) (*ent.Tenant, error)
 	EstimateJobCost(ctx context.Context, spec jobspec.Job, minutes int) (*billing.Estimate, error)
+	JobLogs(ctx context.Context, jobID string, fromSeq *int, first *int) ([]*joblog.Line, error)
+	JobEvents(ctx context.Context, jobID string) ([]*joblog.Event, error)
+}
+type SubscriptionResolver interface {
+	JobLogs(ctx context.Context, jobID string, fromSeq *int) (<-chan *joblog.Line, error)
+	JobEvents(ctx context.Context, jobID string) (<-chan *joblog.Event, error)
 }
 type ViewerResolver interface {
 	User(ctx context.Context, obj *model.Viewer) (*ent.User, error)
@@ -1683,6 +1713,62 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.JobEdge.Node(childComplexity), true
 
+	case "JobEvent.at":
+		if e.ComplexityRoot.JobEvent.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobEvent.At(childComplexity), true
+	case "JobEvent.reason":
+		if e.ComplexityRoot.JobEvent.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobEvent.Reason(childComplexity), true
+	case "JobEvent.service":
+		if e.ComplexityRoot.JobEvent.Service == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobEvent.Service(childComplexity), true
+	case "JobEvent.status":
+		if e.ComplexityRoot.JobEvent.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobEvent.Status(childComplexity), true
+
+	case "LogLine.seq":
+		if e.ComplexityRoot.LogLine.Seq == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LogLine.Seq(childComplexity), true
+	case "LogLine.service":
+		if e.ComplexityRoot.LogLine.Service == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LogLine.Service(childComplexity), true
+	case "LogLine.stream":
+		if e.ComplexityRoot.LogLine.Stream == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LogLine.Stream(childComplexity), true
+	case "LogLine.text":
+		if e.ComplexityRoot.LogLine.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LogLine.Text(childComplexity), true
+	case "LogLine.time":
+		if e.ComplexityRoot.LogLine.Time == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LogLine.Time(childComplexity), true
+
 	case "Membership.createdAt":
 		if e.ComplexityRoot.Membership.CreatedAt == nil {
 			break
@@ -2417,6 +2503,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.Groups(childComplexity, args["after"].(*entgql.Cursor[string]), args["first"].(*int), args["before"].(*entgql.Cursor[string]), args["last"].(*int), args["orderBy"].(*ent.GroupOrder), args["where"].(*ent.GroupWhereInput)), true
 
+	case "Query.jobEvents":
+		if e.ComplexityRoot.Query.JobEvents == nil {
+			break
+		}
+
+		args, err := ec.field_Query_jobEvents_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.JobEvents(childComplexity, args["jobId"].(string)), true
+	case "Query.jobLogs":
+		if e.ComplexityRoot.Query.JobLogs == nil {
+			break
+		}
+
+		args, err := ec.field_Query_jobLogs_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.JobLogs(childComplexity, args["jobId"].(string), args["fromSeq"].(*int), args["first"].(*int)), true
 	case "Query.jobs":
 		if e.ComplexityRoot.Query.Jobs == nil {
 			break
@@ -3000,6 +3108,29 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.StorageEdge.Node(childComplexity), true
 
+	case "Subscription.jobEvents":
+		if e.ComplexityRoot.Subscription.JobEvents == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_jobEvents_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.JobEvents(childComplexity, args["jobId"].(string)), true
+	case "Subscription.jobLogs":
+		if e.ComplexityRoot.Subscription.JobLogs == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_jobLogs_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.JobLogs(childComplexity, args["jobId"].(string), args["fromSeq"].(*int)), true
+
 	case "Tenant.budgetPolicy":
 		if e.ComplexityRoot.Tenant.BudgetPolicy == nil {
 			break
@@ -3324,6 +3455,23 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			ctx = graphql.WithLazyInputUnmarshalerIndex(ctx, inputUnmarshalers)
 			data := ec._Mutation(ctx, opCtx.Operation.SelectionSet)
 			var buf bytes.Buffer
+			data.MarshalGQL(&buf)
+
+			return &graphql.Response{
+				Data: buf.Bytes(),
+			}
+		}
+	case ast.Subscription:
+		next := ec._Subscription(ctx, opCtx.Operation.SelectionSet)
+
+		var buf bytes.Buffer
+		return func(ctx context.Context) *graphql.Response {
+			buf.Reset()
+			data := next(ctx)
+
+			if data == nil {
+				return nil
+			}
 			data.MarshalGQL(&buf)
 
 			return &graphql.Response{
@@ -7692,6 +7840,47 @@ type Mutation {
   grantTokens(input: GrantTokensInput!): Charge!
 }
 `, BuiltIn: false},
+	{Name: "../schema/logs.graphqls", Input: `# Job output and transitions: stored, then followed live over WebSocket
+# (graphql-transport-ws) or SSE.
+
+"One line of output of a job's service. Lines are numbered per job from 1."
+type LogLine {
+  "Resume a subscription with fromSeq: seq + 1."
+  seq: Int!
+  service: String!
+  "stdout or stderr"
+  stream: String!
+  time: Time!
+  text: String!
+}
+
+"A transition of a job, or of one of its services when service is set."
+type JobEvent {
+  service: String
+  status: JobStatus!
+  reason: String!
+  at: Time!
+}
+
+extend type Query {
+  "Stored lines of a job with seq >= fromSeq, in order; page on with the last seq + 1."
+  jobLogs(jobId: ID!, fromSeq: Int = 1, first: Int = 1000): [LogLine!]!
+  "Stored events of a job, in the order they happened."
+  jobEvents(jobId: ID!): [JobEvent!]!
+}
+
+type Subscription {
+  """
+  The lines of a job from fromSeq on: the stored ones, then each new one,
+  in order without gaps or duplicates; completes when the job has ended and
+  its last line was sent. After a dropped connection, resubscribe with the
+  last seq + 1. A subscriber that reads nothing for 30 s is dropped.
+  """
+  jobLogs(jobId: ID!, fromSeq: Int = 1): LogLine!
+  "The events of a job: the stored ones, then each new one, until the job has ended."
+  jobEvents(jobId: ID!): JobEvent!
+}
+`, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
 
@@ -8211,6 +8400,36 @@ func (ec *executionContext) childFields_JobEdge(ctx context.Context, field graph
 		return ec.fieldContext_JobEdge_cursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type JobEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_JobEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "service":
+		return ec.fieldContext_JobEvent_service(ctx, field)
+	case "status":
+		return ec.fieldContext_JobEvent_status(ctx, field)
+	case "reason":
+		return ec.fieldContext_JobEvent_reason(ctx, field)
+	case "at":
+		return ec.fieldContext_JobEvent_at(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type JobEvent", field.Name)
+}
+
+func (ec *executionContext) childFields_LogLine(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "seq":
+		return ec.fieldContext_LogLine_seq(ctx, field)
+	case "service":
+		return ec.fieldContext_LogLine_service(ctx, field)
+	case "stream":
+		return ec.fieldContext_LogLine_stream(ctx, field)
+	case "time":
+		return ec.fieldContext_LogLine_time(ctx, field)
+	case "text":
+		return ec.fieldContext_LogLine_text(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LogLine", field.Name)
 }
 
 func (ec *executionContext) childFields_Membership(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -9811,6 +10030,50 @@ func (ec *executionContext) field_Query_groups_args(ctx context.Context, rawArgs
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_jobEvents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "jobId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["jobId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_jobLogs_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "jobId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["jobId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "fromSeq",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["fromSeq"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_jobs_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -10308,6 +10571,42 @@ func (ec *executionContext) field_Queue_jobs_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["where"] = arg5
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_jobEvents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "jobId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["jobId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_jobLogs_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "jobId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["jobId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "fromSeq",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["fromSeq"] = arg1
 	return args, nil
 }
 
@@ -14589,6 +14888,213 @@ func (ec *executionContext) fieldContext_JobEdge_cursor(_ context.Context, field
 	return graphql.NewScalarFieldContext("JobEdge", field, false, false, "Cursor")
 }
 
+func (ec *executionContext) _JobEvent_service(ctx context.Context, field graphql.CollectedField, obj *joblog.Event) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_JobEvent_service(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Service, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_JobEvent_service(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("JobEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _JobEvent_status(ctx context.Context, field graphql.CollectedField, obj *joblog.Event) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_JobEvent_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v job.Status) graphql.Marshaler {
+			return ec.marshalNJobStatus2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋjobᚐStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_JobEvent_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("JobEvent", field, false, false, "JobStatus")
+}
+
+func (ec *executionContext) _JobEvent_reason(ctx context.Context, field graphql.CollectedField, obj *joblog.Event) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_JobEvent_reason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_JobEvent_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("JobEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _JobEvent_at(ctx context.Context, field graphql.CollectedField, obj *joblog.Event) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_JobEvent_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_JobEvent_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("JobEvent", field, false, false, "Time")
+}
+
+func (ec *executionContext) _LogLine_seq(ctx context.Context, field graphql.CollectedField, obj *joblog.Line) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LogLine_seq(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Seq, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LogLine_seq(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LogLine", field, false, false, "Int")
+}
+
+func (ec *executionContext) _LogLine_service(ctx context.Context, field graphql.CollectedField, obj *joblog.Line) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LogLine_service(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Service, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LogLine_service(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LogLine", field, false, false, "String")
+}
+
+func (ec *executionContext) _LogLine_stream(ctx context.Context, field graphql.CollectedField, obj *joblog.Line) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LogLine_stream(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Stream, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LogLine_stream(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LogLine", field, false, false, "String")
+}
+
+func (ec *executionContext) _LogLine_time(ctx context.Context, field graphql.CollectedField, obj *joblog.Line) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LogLine_time(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Time, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LogLine_time(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LogLine", field, false, false, "Time")
+}
+
+func (ec *executionContext) _LogLine_text(ctx context.Context, field graphql.CollectedField, obj *joblog.Line) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LogLine_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LogLine_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LogLine", field, false, false, "String")
+}
+
 func (ec *executionContext) _Membership_id(ctx context.Context, field graphql.CollectedField, obj *ent.Membership) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -17996,6 +18502,94 @@ func (ec *executionContext) fieldContext_Query_estimateJobCost(ctx context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_jobLogs(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_jobLogs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().JobLogs(ctx, fc.Args["jobId"].(string), fc.Args["fromSeq"].(*int), fc.Args["first"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*joblog.Line) graphql.Marshaler {
+			return ec.marshalNLogLine2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋjoblogᚐLineᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_jobLogs(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LogLine(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_jobLogs_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_jobEvents(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_jobEvents(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().JobEvents(ctx, fc.Args["jobId"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*joblog.Event) graphql.Marshaler {
+			return ec.marshalNJobEvent2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋjoblogᚐEventᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_jobEvents(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_JobEvent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_jobEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -20037,6 +20631,94 @@ func (ec *executionContext) _StorageEdge_cursor(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_StorageEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("StorageEdge", field, false, false, "Cursor")
+}
+
+func (ec *executionContext) _Subscription_jobLogs(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_jobLogs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().JobLogs(ctx, fc.Args["jobId"].(string), fc.Args["fromSeq"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *joblog.Line) graphql.Marshaler {
+			return ec.marshalNLogLine2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋjoblogᚐLine(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_jobLogs(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LogLine(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_jobLogs_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_jobEvents(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_jobEvents(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().JobEvents(ctx, fc.Args["jobId"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *joblog.Event) graphql.Marshaler {
+			return ec.marshalNJobEvent2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋjoblogᚐEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_jobEvents(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_JobEvent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_jobEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Tenant_id(ctx context.Context, field graphql.CollectedField, obj *ent.Tenant) (ret graphql.Marshaler) {
@@ -36962,6 +37644,107 @@ func (ec *executionContext) _JobEdge(ctx context.Context, sel ast.SelectionSet, 
 	return out
 }
 
+var jobEventImplementors = []string{"JobEvent"}
+
+func (ec *executionContext) _JobEvent(ctx context.Context, sel ast.SelectionSet, obj *joblog.Event) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, jobEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("JobEvent")
+		case "service":
+			out.Values[i] = ec._JobEvent_service(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._JobEvent_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "reason":
+			out.Values[i] = ec._JobEvent_reason(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "at":
+			out.Values[i] = ec._JobEvent_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var logLineImplementors = []string{"LogLine"}
+
+func (ec *executionContext) _LogLine(ctx context.Context, sel ast.SelectionSet, obj *joblog.Line) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, logLineImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LogLine")
+		case "seq":
+			out.Values[i] = ec._LogLine_seq(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "service":
+			out.Values[i] = ec._LogLine_service(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "stream":
+			out.Values[i] = ec._LogLine_stream(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "time":
+			out.Values[i] = ec._LogLine_time(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._LogLine_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var membershipImplementors = []string{"Membership", "Node"}
 
 func (ec *executionContext) _Membership(ctx context.Context, sel ast.SelectionSet, obj *ent.Membership) graphql.Marshaler {
@@ -37900,6 +38683,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_estimateJobCost(ctx, field)
 				})
+		case "jobLogs":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_jobLogs(ctx, field)
+				})
+		case "jobEvents":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_jobEvents(ctx, field)
+				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -38598,6 +39393,28 @@ func (ec *executionContext) _StorageEdge(ctx context.Context, sel ast.SelectionS
 	}
 
 	return out
+}
+
+var subscriptionImplementors = []string{"Subscription"}
+
+func (ec *executionContext) _Subscription(ctx context.Context, sel ast.SelectionSet) func(ctx context.Context) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, subscriptionImplementors)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
+		Object: "Subscription",
+	})
+	if len(fields) != 1 {
+		graphql.AddErrorf(ctx, "must subscribe to exactly one stream")
+		return nil
+	}
+
+	switch fields[0].Name {
+	case "jobLogs":
+		return ec._Subscription_jobLogs(ctx, fields[0])
+	case "jobEvents":
+		return ec._Subscription_jobEvents(ctx, fields[0])
+	default:
+		panic("unknown field " + strconv.Quote(fields[0].Name))
+	}
 }
 
 var tenantImplementors = []string{"Tenant", "Node"}
@@ -39844,6 +40661,30 @@ func (ec *executionContext) marshalNJobConnection2ᚖgithubᚗcomᚋlevers9ᚋle
 	return ec._JobConnection(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNJobEvent2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋjoblogᚐEventᚄ(ctx context.Context, sel ast.SelectionSet, v []*joblog.Event) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNJobEvent2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋjoblogᚐEvent(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNJobEvent2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋjoblogᚐEvent(ctx context.Context, sel ast.SelectionSet, v *joblog.Event) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "JobEvent!")
+		return graphql.Null
+	}
+	return ec._JobEvent(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNJobOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐJobOrderField(ctx context.Context, v any) (*ent.JobOrderField, error) {
 	var res = new(ent.JobOrderField)
 	err := res.UnmarshalGQL(v)
@@ -39876,6 +40717,30 @@ func (ec *executionContext) marshalNJobStatus2githubᚗcomᚋlevers9ᚋlevers9�
 func (ec *executionContext) unmarshalNJobWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐJobWhereInput(ctx context.Context, v any) (*ent.JobWhereInput, error) {
 	res, err := ec.unmarshalInputJobWhereInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNLogLine2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋjoblogᚐLineᚄ(ctx context.Context, sel ast.SelectionSet, v []*joblog.Line) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNLogLine2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋjoblogᚐLine(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNLogLine2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋjoblogᚐLine(ctx context.Context, sel ast.SelectionSet, v *joblog.Line) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "LogLine!")
+		return graphql.Null
+	}
+	return ec._LogLine(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNMembership2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐMembership(ctx context.Context, sel ast.SelectionSet, v *ent.Membership) graphql.Marshaler {

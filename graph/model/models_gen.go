@@ -62,3 +62,6 @@ type SignInPayload struct {
 	ExpiresAt time.Time `json:"expiresAt"`
 	User      *ent.User `json:"user"`
 }
+
+type Subscription struct {
+}

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// logLine is one line as the jobLogs query and subscription return it.
+type logLine struct {
+	Seq     int64  `json:"seq"`
+	Service string `json:"service"`
+	Stream  string `json:"stream"`
+	Text    string `json:"text"`
+}
+
+const (
+	logsQuery = `query($j: ID!, $f: Int!, $n: Int!) { jobLogs(jobId: $j, fromSeq: $f, first: $n) { seq service stream text } }`
+	logsSub   = `subscription($j: ID!, $f: Int!) { jobLogs(jobId: $j, fromSeq: $f) { seq service stream text } }`
+	logsPage  = 1000
+)
+
+// runLogs prints the lines of a job; with -f it follows them until the job
+// has ended.
+func runLogs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var c clientFlags
+	fs := flag.NewFlagSet("levers9 logs", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: levers9 logs [-f] [--from SEQ] JOB")
+		fs.PrintDefaults()
+	}
+	c.register(fs)
+	follow := fs.Bool("f", false, "follow the lines until the job has ended")
+	from := fs.Int64("from", 1, "first line to print (lines are numbered from 1)")
+	if err := fs.Parse(args); err != nil {
+		return usageExit(err)
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	job := fs.Arg(0)
+	print := func(l logLine) { printLine(stdout, l) }
+	var err error
+	if *follow {
+		err = c.followLogs(ctx, job, *from, print)
+	} else {
+		err = c.printLogs(ctx, job, *from, print)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "levers9 logs:", err)
+		return exitError
+	}
+	return exitOK
+}
+
+// printLine prints "service | text", or "service ! text" for stderr.
+func printLine(w io.Writer, l logLine) {
+	mark := "|"
+	if l.Stream == "stderr" {
+		mark = "!"
+	}
+	fmt.Fprintf(w, "%s %s %s\n", l.Service, mark, l.Text)
+}
+
+// printLogs pages through the stored lines.
+func (c clientFlags) printLogs(ctx context.Context, job string, from int64, print func(logLine)) error {
+	for {
+		var out struct{ JobLogs []logLine }
+		if err := c.query(ctx, logsQuery, map[string]any{"j": job, "f": from, "n": logsPage}, &out); err != nil {
+			return err
+		}
+		for _, l := range out.JobLogs {
+			print(l)
+			from = l.Seq + 1
+		}
+		if len(out.JobLogs) < logsPage {
+			return nil
+		}
+	}
+}
+
+// followLogs prints the lines from seq from on as they come, until the job
+// has ended. A dropped stream is resumed after the last line printed, so
+// nothing is printed twice or skipped.
+func (c clientFlags) followLogs(ctx context.Context, job string, from int64, print func(logLine)) error {
+	backoff := 500 * time.Millisecond
+	for {
+		progressed := false
+		done, err := c.streamLogs(ctx, job, from, func(l logLine) {
+			print(l)
+			from = l.Seq + 1
+			progressed = true
+		})
+		if done {
+			// SSE ends the same way when the server dropped the stream;
+			// only a job that has ended has no more lines.
+			st, err := c.jobState(ctx, job)
+			if err != nil {
+				return err
+			}
+			if st.ended() {
+				return nil
+			}
+		}
+		var apiErr apiError
+		if errors.As(err, &apiErr) && permanent(apiErr) {
+			return apiErr
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if progressed {
+			backoff = 500 * time.Millisecond
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+// jobState is what `run` and `logs -f` need to know about a job.
+type jobState struct {
+	Status       string
+	StatusReason string
+	Services     []struct {
+		Name         string
+		Status       string
+		StatusReason string
+		ExitCode     *int
+	}
+}
+
+func (s jobState) ended() bool {
+	return s.Status == "COMPLETE" || s.Status == "ERROR" || s.Status == "CANCELLED"
+}
+
+func (c clientFlags) jobState(ctx context.Context, job string) (jobState, error) {
+	var out struct{ Node *jobState }
+	err := c.query(ctx, `query($id: ID!) { node(id: $id) { ... on Job { status statusReason services { name status statusReason exitCode } } } }`, map[string]any{"id": job}, &out)
+	if err != nil {
+		return jobState{}, err
+	}
+	if out.Node == nil {
+		return jobState{}, apiError{Message: "job " + job + " not found", Extensions: map[string]any{"code": "NOT_FOUND"}}
+	}
+	return *out.Node, nil
+}
+
+// permanent reports whether retrying cannot help.
+func permanent(e apiError) bool {
+	switch e.Extensions["code"] {
+	case "UNAUTHENTICATED", "FORBIDDEN", "NOT_FOUND", "BAD_USER_INPUT":
+		return true
+	}
+	return false
+}
+
+// idleLimit ends a stream that sent nothing, not even the server's
+// keep-alive (every 15 s), for this long: the connection is dead.
+const idleLimit = 45 * time.Second
+
+// streamLogs runs one jobLogs subscription over server-sent events. done is
+// true when the server completed it (the job has ended, all lines sent).
+func (c clientFlags) streamLogs(ctx context.Context, job string, from int64, each func(logLine)) (done bool, err error) {
+	if c.Token == "" {
+		return false, apiError{Message: "no API token: pass --token or set LEVERS9_TOKEN", Extensions: map[string]any{"code": "UNAUTHENTICATED"}}
+	}
+	body, err := json.Marshal(map[string]any{"query": logsSub, "variables": map[string]any{"j": job, "f": from}})
+	if err != nil {
+		return false, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	idle := time.AfterFunc(idleLimit, cancel)
+	defer idle.Stop()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(c.Server, "/")+"/graphql", bytes.NewReader(body))
+	if err != nil {
+		return false, apiError{Message: "server URL: " + err.Error(), Extensions: map[string]any{"code": "BAD_USER_INPUT"}}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, fmt.Errorf("reaching %s: %w", c.Server, err)
+	}
+	defer resp.Body.Close()
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// Refused before streaming (a bad token): a plain GraphQL answer.
+		var r struct{ Errors []apiError }
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if json.Unmarshal(raw, &r) == nil && len(r.Errors) > 0 {
+			return false, r.Errors[0]
+		}
+		return false, fmt.Errorf("the server answered %s, not an event stream", resp.Status)
+	}
+	rd := bufio.NewReaderSize(resp.Body, 64<<10)
+	var event string
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			return false, fmt.Errorf("reading the log stream: %w", err)
+		}
+		idle.Reset(idleLimit)
+		line = strings.TrimRight(line, "\r\n")
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+			if event == "complete" {
+				return true, nil
+			}
+		case strings.HasPrefix(line, "data: ") && event == "next":
+			var r struct {
+				Data   *struct{ JobLogs *logLine }
+				Errors []apiError
+			}
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &r); err != nil {
+				return false, fmt.Errorf("decoding the log stream: %w", err)
+			}
+			if len(r.Errors) > 0 {
+				return false, r.Errors[0]
+			}
+			if r.Data != nil && r.Data.JobLogs != nil {
+				each(*r.Data.JobLogs)
+			}
+		}
+	}
+}

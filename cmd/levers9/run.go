@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+)
+
+const submitMutation = `mutation($s: JobSpecInput!) { submitJob(spec: $s) { id } }`
+
+// runRun submits a one-service job running CMD ARGS, prints its output as
+// if it ran here (stdout to stdout, stderr to stderr) and exits with its
+// exit code.
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var c clientFlags
+	fs := flag.NewFlagSet("levers9 run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: levers9 run [flags] -- CMD [ARGS...]")
+		fs.PrintDefaults()
+	}
+	c.register(fs)
+	queue := fs.String("queue", "default", "queue ID or name")
+	cpu := fs.Float64("cpu", 0, "CPUs (0: the queue's default)")
+	memory := fs.Int("memory", 0, "memory in MiB (0: the queue's default)")
+	name := fs.String("name", "", "job name")
+	if err := fs.Parse(args); err != nil {
+		return usageExit(err)
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	svc := map[string]any{"name": "main", "command": fs.Args()}
+	if *cpu > 0 {
+		svc["cpu"] = *cpu
+	}
+	if *memory > 0 {
+		svc["memoryMiB"] = *memory
+	}
+	spec := map[string]any{"queue": *queue, "services": []any{svc}}
+	if *name != "" {
+		spec["name"] = *name
+	}
+	var out struct{ SubmitJob struct{ ID string } }
+	if err := c.query(ctx, submitMutation, map[string]any{"s": spec}, &out); err != nil {
+		fmt.Fprintln(stderr, "levers9 run:", err)
+		return exitError
+	}
+	job := out.SubmitJob.ID
+	fmt.Fprintf(stderr, "levers9: job %s submitted to queue %s\n", job, *queue)
+	err := c.followLogs(ctx, job, 1, func(l logLine) {
+		w := stdout
+		if l.Stream == "stderr" {
+			w = stderr
+		}
+		fmt.Fprintln(w, l.Text)
+	})
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			fmt.Fprintf(stderr, "levers9 run: stopped following; job %s keeps running\n", job)
+		} else {
+			fmt.Fprintln(stderr, "levers9 run:", err)
+		}
+		return exitError
+	}
+	st, err := c.waitEnded(ctx, job)
+	if err != nil {
+		fmt.Fprintln(stderr, "levers9 run:", err)
+		return exitError
+	}
+	return exitCodeOf(st, job, stderr)
+}
+
+// waitEnded polls the job until it has ended: its log stream ends with it,
+// so this normally returns at once.
+func (c clientFlags) waitEnded(ctx context.Context, job string) (jobState, error) {
+	for {
+		st, err := c.jobState(ctx, job)
+		if err != nil || st.ended() {
+			return st, err
+		}
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return st, ctx.Err()
+		}
+	}
+}
+
+// exitCodeOf maps the end of a job to the exit code of `levers9 run`: the
+// service's own code when it failed with one.
+func exitCodeOf(st jobState, job string, stderr io.Writer) int {
+	switch st.Status {
+	case "COMPLETE":
+		return exitOK
+	case "CANCELLED":
+		fmt.Fprintf(stderr, "levers9 run: job %s was cancelled: %s\n", job, st.StatusReason)
+		return exitError
+	}
+	fmt.Fprintf(stderr, "levers9 run: job %s failed: %s\n", job, st.StatusReason)
+	for _, s := range st.Services {
+		if s.ExitCode != nil && *s.ExitCode != 0 {
+			return *s.ExitCode
+		}
+	}
+	return exitError
+}

@@ -1,0 +1,274 @@
+package joblog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/internal/notify"
+)
+
+// ErrTooSlow ends a follow whose consumer took nothing for Options.StallAfter:
+// holding lines for it forever would let one idle client grow the server.
+var ErrTooSlow = errors.New("the subscriber did not read for too long and was dropped")
+
+// Options tune a follow; zero values take the defaults.
+type Options struct {
+	Buffer     int           // items held for the consumer (default 256: at most 16 MiB of 64 KiB lines)
+	StallAfter time.Duration // drop a consumer blocked this long (default 30 s)
+	GapWait    time.Duration // wait this long for a missing seq before skipping it (default 5 s)
+	Poll       time.Duration // re-read without a signal this often: signals can be lost (default 30 s)
+	Log        *slog.Logger
+	// OnError, when set, is called once before the channel closes because
+	// of an error (ErrTooSlow, a database failure); not on cancellation or
+	// on a normal end.
+	OnError func(error)
+	// OnDone, when set, is called when the follow has ended, however.
+	OnDone func()
+}
+
+func (o Options) withDefaults() Options {
+	if o.Buffer <= 0 {
+		o.Buffer = 256
+	}
+	if o.StallAfter <= 0 {
+		o.StallAfter = 30 * time.Second
+	}
+	if o.GapWait <= 0 {
+		o.GapWait = 5 * time.Second
+	}
+	if o.Poll <= 0 {
+		o.Poll = 30 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// running counts follow goroutines, so tests and metrics can see that
+// dropped and cancelled followers really end.
+var running atomic.Int64
+
+// Running is the number of follows in progress in this process.
+func Running() int64 { return running.Load() }
+
+// Follow sends the lines of job jobID from seq fromSeq on: first the stored
+// ones, then each new one as bus signals it, in seq order without gaps or
+// duplicates, until the job has ended and its last line was sent; then it
+// closes the channel. Queries run as the viewer of ctx, so a job of another
+// tenant is NOT_FOUND. Cancelling ctx ends the follow.
+func Follow(ctx context.Context, c *ent.Client, bus *notify.Bus, jobID string, fromSeq int64, opts Options) (<-chan *Line, error) {
+	opts = opts.withDefaults()
+	if _, err := jobStatus(ctx, c, jobID); err != nil {
+		return nil, err
+	}
+	// Subscribe before the first read, so no signal falls between them.
+	wake, stop := subscribe(bus, jobID)
+	out := make(chan *Line, opts.Buffer)
+	f := &lineFollow{c: c, jobID: jobID, next: max(fromSeq, 1), opts: opts, out: sender[*Line]{ch: out, stall: opts.StallAfter}}
+	start(ctx, opts, jobID, stop, func() { close(out) }, func(ctx context.Context) error { return f.run(ctx, wake) })
+	return out, nil
+}
+
+// FollowEvents sends the events of job jobID, the stored ones and then each
+// new one, until the job has ended; like Follow otherwise.
+func FollowEvents(ctx context.Context, c *ent.Client, bus *notify.Bus, jobID string, opts Options) (<-chan *Event, error) {
+	opts = opts.withDefaults()
+	if _, err := jobStatus(ctx, c, jobID); err != nil {
+		return nil, err
+	}
+	wake, stop := subscribe(bus, jobID)
+	out := make(chan *Event, opts.Buffer)
+	f := &eventFollow{c: c, jobID: jobID, opts: opts, seen: map[string]bool{}, out: sender[*Event]{ch: out, stall: opts.StallAfter}}
+	start(ctx, opts, jobID, stop, func() { close(out) }, func(ctx context.Context) error { return f.run(ctx, wake) })
+	return out, nil
+}
+
+func subscribe(bus *notify.Bus, jobID string) (<-chan struct{}, func()) {
+	if bus == nil {
+		return nil, func() {} // polling only
+	}
+	return bus.Subscribe(notify.TopicJob, jobID)
+}
+
+// start runs one follow in its own goroutine and reports how it ended.
+func start(ctx context.Context, opts Options, jobID string, stop, closeOut func(), run func(context.Context) error) {
+	running.Add(1)
+	go func() {
+		defer running.Add(-1)
+		if opts.OnDone != nil {
+			defer opts.OnDone()
+		}
+		defer closeOut()
+		defer stop()
+		err := run(ctx)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, ErrTooSlow) {
+			opts.Log.Info("dropping a slow log subscriber", "job", jobID)
+		} else {
+			opts.Log.Error("following a job", "job", jobID, "err", err)
+		}
+		if opts.OnError != nil {
+			opts.OnError(err)
+		}
+	}()
+}
+
+// sender puts items in a bounded channel and gives up on a consumer that
+// takes nothing for stall.
+type sender[T any] struct {
+	ch    chan T
+	stall time.Duration
+	timer *time.Timer
+}
+
+func (s *sender[T]) send(ctx context.Context, v T) error {
+	select {
+	case s.ch <- v:
+		return nil
+	default:
+	}
+	if s.timer == nil {
+		s.timer = time.NewTimer(s.stall)
+	} else {
+		s.timer.Reset(s.stall)
+	}
+	defer s.timer.Stop()
+	select {
+	case s.ch <- v:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.timer.C:
+		return ErrTooSlow
+	}
+}
+
+// wait blocks until a signal, the poll interval, retry (when not nil) or
+// the end of ctx.
+func wait(ctx context.Context, wake <-chan struct{}, poll time.Duration, retry <-chan time.Time) error {
+	t := time.NewTimer(poll)
+	defer t.Stop()
+	select {
+	case <-wake:
+	case <-t.C:
+	case <-retry:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+type lineFollow struct {
+	c        *ent.Client
+	jobID    string
+	next     int64 // the seq to send next
+	opts     Options
+	out      sender[*Line]
+	gapSince time.Time // when the line before the first stored one went missing
+}
+
+// page bounds one read: lines may be 64 KiB each.
+const page = 256
+
+func (f *lineFollow) run(ctx context.Context, wake <-chan struct{}) error {
+	for {
+		// Read the status before the lines: lines are stored before the
+		// job's end, so after an end seen here the read below finds them all.
+		status, err := jobStatus(ctx, f.c, f.jobID)
+		if err != nil {
+			return err
+		}
+		ended := Ended(status)
+		held, err := f.drain(ctx, ended)
+		if err != nil {
+			return err
+		}
+		if ended {
+			return nil
+		}
+		var retry <-chan time.Time
+		if held {
+			retry = time.After(min(f.opts.GapWait/10, time.Second))
+		}
+		if err := wait(ctx, wake, f.opts.Poll, retry); err != nil {
+			return err
+		}
+	}
+}
+
+// drain sends every stored line from f.next on. It stops at a gap in the
+// sequence (held) while the job runs, for at most GapWait: lines of one job
+// may commit out of order, and a subscriber must not skip the late ones.
+func (f *lineFollow) drain(ctx context.Context, ended bool) (held bool, err error) {
+	for {
+		lines, err := readLines(ctx, f.c, f.jobID, f.next, page)
+		if err != nil {
+			return false, err
+		}
+		for i := range lines {
+			l := &lines[i]
+			if l.Seq > f.next && !ended {
+				if f.gapSince.IsZero() {
+					f.gapSince = time.Now()
+				}
+				if time.Since(f.gapSince) < f.opts.GapWait {
+					return true, nil
+				}
+				f.opts.Log.Warn("log lines missing; skipping them", "job", f.jobID, "from", f.next, "to", l.Seq-1)
+			}
+			f.gapSince = time.Time{}
+			if err := f.out.send(ctx, l); err != nil {
+				return false, err
+			}
+			f.next = l.Seq + 1
+		}
+		if len(lines) < page {
+			return false, nil
+		}
+	}
+}
+
+type eventFollow struct {
+	c     *ent.Client
+	jobID string
+	opts  Options
+	seen  map[string]bool // events are few per job: remember them all
+	out   sender[*Event]
+}
+
+func (f *eventFollow) run(ctx context.Context, wake <-chan struct{}) error {
+	for {
+		status, err := jobStatus(ctx, f.c, f.jobID)
+		if err != nil {
+			return err
+		}
+		events, err := readEvents(ctx, f.c, f.jobID)
+		if err != nil {
+			return err
+		}
+		for i := range events {
+			e := &events[i]
+			if f.seen[e.ID] {
+				continue
+			}
+			f.seen[e.ID] = true
+			if err := f.out.send(ctx, e); err != nil {
+				return err
+			}
+		}
+		if Ended(status) {
+			return nil
+		}
+		if err := wait(ctx, wake, f.opts.Poll, nil); err != nil {
+			return fmt.Errorf("waiting for events of job %s: %w", f.jobID, err)
+		}
+	}
+}
