@@ -9,6 +9,8 @@ import (
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/metering"
+	"github.com/levers9/levers9/internal/placement"
+	"github.com/levers9/levers9/internal/tunnel"
 )
 
 // Deps are what the workers need. Meter and Jobs may be nil where no
@@ -18,15 +20,24 @@ type Deps struct {
 	Log   *slog.Logger
 	Meter *metering.Meter
 	Jobs  *jobs.Service
+	// Liveness, when set, sweeps for silent nodes periodically.
+	Liveness *tunnel.Liveness
+	// Scheduler places jobs; NewClients fills in one without a Bus when
+	// nil (nodes then learn of new work only when they resync).
+	Scheduler *placement.Scheduler
 }
 
 // Register returns every worker of levers9.
 func Register(d Deps) *river.Workers {
 	w := river.NewWorkers()
-	river.AddWorker(w, &ScheduleJobWorker{Ent: d.Ent, Log: d.Log})
+	river.AddWorker(w, &ScheduleQueueWorker{Scheduler: d.Scheduler, Log: d.Log})
+	river.AddWorker(w, &SchedulePendingWorker{Scheduler: d.Scheduler, Log: d.Log})
 	if d.Meter != nil {
 		river.AddWorker(w, &MeterRunsWorker{Meter: d.Meter, Jobs: d.Jobs, Log: d.Log})
 		river.AddWorker(w, &MeterStorageWorker{Meter: d.Meter, Log: d.Log})
+	}
+	if d.Liveness != nil {
+		river.AddWorker(w, &NodeLivenessWorker{Liveness: d.Liveness, Log: d.Log})
 	}
 	return w
 }
@@ -34,18 +45,20 @@ func Register(d Deps) *river.Workers {
 // Periodic are the periodic jobs; River's leader election runs them on one
 // replica at a time.
 func Periodic(d Deps) []*river.PeriodicJob {
-	if d.Meter == nil {
-		return nil
-	}
 	every := func(d time.Duration, args river.JobArgs) *river.PeriodicJob {
 		return river.NewPeriodicJob(river.PeriodicInterval(d),
 			func() (river.JobArgs, *river.InsertOpts) { return args, nil },
 			&river.PeriodicJobOpts{RunOnStart: true})
 	}
-	return []*river.PeriodicJob{
-		every(time.Minute, MeterRunsArgs{}),
-		every(time.Hour, MeterStorageArgs{}),
+	// The safety net behind per-queue passes; cheap when nothing waits.
+	periodic := []*river.PeriodicJob{every(30*time.Second, SchedulePendingArgs{})}
+	if d.Meter != nil {
+		periodic = append(periodic, every(time.Minute, MeterRunsArgs{}), every(time.Hour, MeterStorageArgs{}))
 	}
+	if d.Liveness != nil {
+		periodic = append(periodic, every(livenessEvery(d.Liveness.TTL), NodeLivenessArgs{}))
+	}
+	return periodic
 }
 
 // Queues are the River queues a working client serves.

@@ -18,6 +18,18 @@ const usage = `levers9: a self-hosted, multi-tenant GPU compute platform
 Usage:
   levers9 server [flags]   run the control plane (GraphQL at /graphql)
   levers9 tokens [flags]   your token balance, your projects' and recent charges
+  levers9 logs [-f] [--from SEQ] JOB
+                           print a job's output; -f follows it until the job ends
+  levers9 run [flags] -- CMD [ARGS...]
+                           run CMD as a job, print its output, exit with its code
+  levers9 agent join --server URL --invite CODE [flags]
+                           join this machine as a node, then run its agent
+  levers9 agent [flags]    run the agent of a joined node
+  levers9 ls BUCKET[:PREFIX]
+                           list a bucket's files
+  levers9 cp [-r] SRC DST  copy between the local disk and BUCKET:KEY
+  levers9 rm [-r] BUCKET:KEY
+                           delete files
   levers9 version          print the version
 
 Run "levers9 COMMAND -h" for a command's flags. Client commands read
@@ -56,6 +68,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runServer(ctx, cfg, stdout)
 	case "tokens":
 		return runTokens(ctx, args[1:], stdout, stderr)
+	case "logs":
+		return runLogs(ctx, args[1:], stdout, stderr)
+	case "run":
+		return runRun(ctx, args[1:], stdout, stderr)
+	case "agent":
+		return runAgent(ctx, args[1:], stderr)
+	case "ls":
+		return runLs(ctx, args[1:], stdout, stderr)
+	case "cp":
+		return runCp(ctx, args[1:], stdout, stderr)
+	case "rm":
+		return runRm(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "levers9", version)
 	case "-h", "--help", "help":

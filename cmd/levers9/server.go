@@ -12,17 +12,21 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/levers9/levers9/graph"
 	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/filesapi"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/metering"
 	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/notify"
+	"github.com/levers9/levers9/internal/placement"
 	"github.com/levers9/levers9/internal/tenancy"
+	"github.com/levers9/levers9/internal/tunnel"
 	"github.com/levers9/levers9/ui"
 	"github.com/levers9/levers9/workers"
 )
@@ -34,6 +38,10 @@ type serverConfig struct {
 	PublicURL   string
 	LogLevel    string
 	Seed        tenancy.Seed
+	NodeTTL     time.Duration
+	NodeGrace   time.Duration
+	LocalNode   bool
+	MaxUpload   int64
 }
 
 // env returns the environment variable name, or def when unset.
@@ -52,6 +60,10 @@ func (c *serverConfig) flags(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.DatabaseURL, "database-url", env("LEVERS9_DATABASE_URL", ""), "postgres://… to use PostgreSQL; default SQLite in the data directory (LEVERS9_DATABASE_URL)")
 	fs.StringVar(&c.PublicURL, "public-url", env("LEVERS9_PUBLIC_URL", ""), "URL clients and agents reach the server at; default http://ADDR (LEVERS9_PUBLIC_URL)")
 	fs.StringVar(&c.LogLevel, "log-level", env("LEVERS9_LOG_LEVEL", "info"), "debug, info, warn or error (LEVERS9_LOG_LEVEL)")
+	fs.DurationVar(&c.NodeTTL, "node-ttl", envDuration("LEVERS9_NODE_TTL", tunnel.DefaultNodeTTL), "a node without heartbeats this long goes offline (LEVERS9_NODE_TTL)")
+	fs.Int64Var(&c.MaxUpload, "max-upload", envInt64("LEVERS9_MAX_UPLOAD", filesapi.DefaultMaxUpload), "largest file upload in bytes (LEVERS9_MAX_UPLOAD)")
+	fs.DurationVar(&c.NodeGrace, "node-grace", envDuration("LEVERS9_NODE_GRACE", tunnel.DefaultNodeGrace), "jobs of an offline node wait this long for it before they fail or are requeued (LEVERS9_NODE_GRACE)")
+	fs.BoolVar(&c.LocalNode, "local-node", env("LEVERS9_LOCAL_NODE", "true") != "false", "run a built-in node (process runtime) in the default queue (LEVERS9_LOCAL_NODE)")
 	c.Seed = tenancy.Seed{
 		TenantName:         os.Getenv("LEVERS9_TENANT_NAME"),
 		TenantSlug:         os.Getenv("LEVERS9_TENANT_SLUG"),
@@ -64,7 +76,19 @@ func (c *serverConfig) flags(out io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// envDuration is a duration from the environment, or def when unset or
+// unparsable (the flag's help shows the default).
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
+		return d
+	}
+	return def
+}
+
 func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
+	if cfg.NodeTTL <= 0 || cfg.NodeGrace < 0 {
+		return errors.New("--node-ttl must be positive and --node-grace not negative")
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
@@ -114,11 +138,16 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	defer bus.Close()
 	jobService := &jobs.Service{DB: db, Log: log, Now: time.Now, Bus: bus}
 	meter := &metering.Meter{DB: db, Log: log, Now: time.Now}
-	rc, err := workers.NewClients(db, workers.Deps{Ent: db.Ent, Log: log, Meter: meter, Jobs: jobService})
+	liveness := &tunnel.Liveness{DB: db, Jobs: jobService, Bus: bus, Log: log, Now: time.Now, TTL: cfg.NodeTTL, Grace: cfg.NodeGrace}
+	rc, err := workers.NewClients(db, workers.Deps{Ent: db.Ent, Log: log, Meter: meter, Jobs: jobService, Liveness: liveness,
+		// With the bus, a placement wakes the node's tunnel at once.
+		Scheduler: &placement.Scheduler{DB: db, Bus: bus, Log: log, Now: time.Now}})
 	if err != nil {
 		return err
 	}
 	jobService.Schedule = workers.InsertScheduleJob(rc.Inserter)
+	jobService.Freed = workers.InsertScheduleFreed(rc.Inserter)
+	scheduleNode := workers.InsertScheduleNode(rc.Inserter)
 	if err := rc.Runner.Start(ctx); err != nil {
 		return fmt.Errorf("starting River: %w", err)
 	}
@@ -133,9 +162,19 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		JobService:     jobService,
 		StorageService: buckets.Storages{LocalRoot: ten.LocalStorageRoot},
 		NodeService:    &nodes.Service{Ent: db.Ent, Now: time.Now, PublicURL: publicURL},
+		Bus:            bus,
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", graph.Authenticate(authn, log, graph.NewHandler(resolver)))
+	tun := &tunnel.Server{DB: db, Jobs: jobService, Bus: bus, Log: log.With("component", "tunnel"), Now: time.Now,
+		// Several heartbeats fit in a TTL, so one lost beat is no outage.
+		HeartbeatInterval: min(max(cfg.NodeTTL/3, 100*time.Millisecond), tunnel.DefaultHeartbeatInterval),
+		CapacityChanged: func(ctx context.Context, nodeID string) error {
+			return db.InTx(ctx, func(tx *database.Tx) error { return scheduleNode(ctx, tx.SQL, nodeID) })
+		}}
+	tun.Routes(mux)
+	files := &filesapi.API{Files: &buckets.Files{Ent: db.Ent}, Auth: authn, Log: log.With("component", "files"), MaxUpload: cfg.MaxUpload}
+	mux.Handle("/files/", files.Handler())
 	ui.Routes(mux, version)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := db.SQL.PingContext(r.Context()); err != nil {
@@ -156,6 +195,20 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	localDone := make(chan struct{})
+	if cfg.LocalNode {
+		nodeCtx, stopNode := context.WithCancel(ctx)
+		defer func() { stopNode(); <-localDone }()
+		go func() {
+			defer close(localDone)
+			nlog := log.With("component", "local-node")
+			if err := runLocalNode(nodeCtx, db, loopbackURL(ln.Addr()), dataDir, cfg.Seed.TenantSlug, nlog); err != nil {
+				nlog.Error("local node stopped", "err", err)
+			}
+		}()
+	} else {
+		close(localDone)
+	}
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serving HTTP: %w", err)
@@ -191,4 +244,12 @@ Try it:
 
 `, s.Tenant.Name, s.AdminEmail, s.AdminPassword, s.SuperadminEmail, s.SuperadminPassword,
 		s.AdminToken, url, s.AdminToken, q)
+}
+
+// envInt64 reads an integer environment variable, or def when unset or bad.
+func envInt64(name string, def int64) int64 {
+	if v, err := strconv.ParseInt(os.Getenv(name), 10, 64); err == nil {
+		return v
+	}
+	return def
 }

@@ -37,7 +37,8 @@ func (s *Service) EnforceBudgets(ctx context.Context, payers []metering.Payer) (
 		if bal > 0 {
 			continue
 		}
-		q := s.DB.Ent.Job.Query().Where(job.TenantID(p.TenantID), job.StatusEQ(job.StatusRunning))
+		// Free jobs spend nothing: only paid ones stop.
+		q := s.DB.Ent.Job.Query().Where(job.TenantID(p.TenantID), job.StatusEQ(job.StatusRunning), job.PricePerMinuteGT(0))
 		if p.ProjectID != "" {
 			q.Where(job.ProjectID(p.ProjectID))
 		} else {
@@ -50,7 +51,7 @@ func (s *Service) EnforceBudgets(ctx context.Context, payers []metering.Payer) (
 		now := s.Now()
 		for _, id := range ids {
 			err := s.DB.InTx(ctx, func(tx *database.Tx) error {
-				return end(ctx, tx.Ent, id, job.StatusCancelled, OutOfTokens, now)
+				return s.end(ctx, tx, id, job.StatusCancelled, OutOfTokens, now)
 			})
 			if err != nil {
 				return stopped, err

@@ -27,7 +27,7 @@ func (s *Service) Cancel(ctx context.Context, id string) (*ent.Job, error) {
 		if statusTerminal(j.Status) {
 			return fault.Invalid("id", "job %s has already ended (%s)", j.ID, j.Status)
 		}
-		if err := end(ctx, tx.Ent, j.ID, job.StatusCancelled, "cancelled by "+v.UserID, s.Now()); err != nil {
+		if err := s.end(ctx, tx, j.ID, job.StatusCancelled, "cancelled by "+v.UserID, s.Now()); err != nil {
 			return fmt.Errorf("cancelling job %s: %w", id, err)
 		}
 		j, err = tx.Ent.Job.Get(ctx, id)

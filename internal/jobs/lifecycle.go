@@ -52,8 +52,21 @@ func (s *Service) MarkRunning(ctx context.Context, id string, at time.Time) erro
 func (s *Service) MarkEnded(ctx context.Context, id string, status job.Status, reason string, at time.Time) error {
 	defer s.signal(ctx, id)
 	return s.DB.InTx(ctx, func(tx *database.Tx) error {
-		return end(ctx, tx.Ent, id, status, reason, at)
+		return s.end(ctx, tx, id, status, reason, at)
 	})
+}
+
+// end ends a job inside tx and has its capacity scheduled again.
+func (s *Service) end(ctx context.Context, tx *database.Tx, id string, status job.Status, reason string, at time.Time) error {
+	if err := end(ctx, tx.Ent, id, status, reason, at); err != nil {
+		return err
+	}
+	if s.Freed != nil {
+		if err := s.Freed(ctx, tx.SQL, id); err != nil {
+			return fmt.Errorf("scheduling capacity freed by job %s: %w", id, err)
+		}
+	}
+	return nil
 }
 
 // end moves a job that has not ended to status, through c.

@@ -36,6 +36,9 @@ type Service struct {
 	// Schedule enqueues placement of a job in the submitting transaction,
 	// so a job is never stored without its scheduling work, nor the reverse.
 	Schedule func(ctx context.Context, tx *sql.Tx, jobID string) error
+	// Freed, when set, enqueues scheduling of the queues a job that just
+	// ended frees capacity in, inside the ending transaction.
+	Freed func(ctx context.Context, tx *sql.Tx, jobID string) error
 	// Bus, when set, is signalled after each change: the job's followers,
 	// the nodes that run it and the scheduler of its queue wake up.
 	Bus *notify.Bus

@@ -88,7 +88,7 @@ func (m *Meter) chargeBatch(ctx context.Context, batch []*ent.Job, now time.Time
 	n := 0
 	err := m.DB.InTx(ctx, func(tx *database.Tx) error {
 		var err error
-		if n, err = chargeRuns(ctx, tx.Ent, ids, now); err != nil {
+		if n, err = chargeRuns(ctx, tx.Ent, ids, now, nil); err != nil {
 			return err
 		}
 		if m.Fault != nil {
@@ -112,14 +112,28 @@ func payerOf(j *ent.Job) ledger.Payer {
 // ChargeRun writes the charges due for job j's run time up to now through
 // c (inside the caller's transaction) and returns how many it wrote.
 func ChargeRun(ctx context.Context, c *ent.Client, j *ent.Job, now time.Time) (int, error) {
-	return chargeRuns(ctx, c, []string{j.ID}, now)
+	return chargeRuns(ctx, c, []string{j.ID}, now, nil)
+}
+
+// CloseAttempt charges job j's current run as if it ended at at (its node
+// was lost) and resets the job's metering for its next attempt, which
+// starts counting minutes from zero under keys of its own.
+func CloseAttempt(ctx context.Context, c *ent.Client, j *ent.Job, at time.Time) error {
+	if _, err := chargeRuns(ctx, c, []string{j.ID}, at, &at); err != nil {
+		return err
+	}
+	err := c.Job.UpdateOneID(j.ID).SetMeteredMinutes(0).SetMeteringClosed(false).Exec(viewer.SystemContext(ctx))
+	if err != nil {
+		return fmt.Errorf("resetting metering of job %s: %w", j.ID, err)
+	}
+	return nil
 }
 
 // chargeRuns charges jobs ids up to now. It reads their progress from the
 // database, so stale callers are harmless, inserts with the unique
 // idempotency key, so two meters write each minute once, and only ever
 // moves progress forward.
-func chargeRuns(ctx context.Context, c *ent.Client, ids []string, now time.Time) (int, error) {
+func chargeRuns(ctx context.Context, c *ent.Client, ids []string, now time.Time, end *time.Time) (int, error) {
 	sys := viewer.SystemContext(ctx)
 	jobs, err := c.Job.Query().
 		Where(job.IDIn(ids...), job.MeteringClosed(false), job.StartedAtNotNil()).
@@ -134,7 +148,11 @@ func chargeRuns(ctx context.Context, c *ent.Client, ids []string, now time.Time)
 	var builders []*ent.ChargeCreate
 	moved := map[progress][]string{}
 	for _, j := range jobs {
-		due, closed := billing.Due(*j.StartedAt, j.FinishedAt, now, j.MeteredMinutes, j.PricePerMinute)
+		ended := j.FinishedAt
+		if end != nil {
+			ended = end
+		}
+		due, closed := billing.Due(*j.StartedAt, ended, now, j.MeteredMinutes, j.PricePerMinute)
 		if len(due) == 0 && !closed {
 			continue
 		}
@@ -149,7 +167,7 @@ func chargeRuns(ctx context.Context, c *ent.Client, ids []string, now time.Time)
 				SetRates(j.Rates).
 				SetPeriodStart(d.Start).
 				SetPeriodEnd(d.End).
-				SetIdempotencyKey(fmt.Sprintf("compute:%s:%d", j.ID, d.Index))
+				SetIdempotencyKey(fmt.Sprintf("compute:%s:%d:%d", j.ID, j.Attempt, d.Index))
 			setPayer(b, payer)
 			builders = append(builders, b)
 		}

@@ -286,7 +286,7 @@ func checkRandomTimeline(t *testing.T, url string, seed uint64) {
 			t.Errorf("job %s: %d start charges of %v in all; want one of %v", r.id, starts, start, r.startFee)
 		}
 		for k := range wantMinutes {
-			if !minutes[fmt.Sprintf("compute:%s:%d", r.id, k)] {
+			if !minutes[fmt.Sprintf("compute:%s:1:%d", r.id, k)] {
 				t.Errorf("job %s: minute %d of %d not charged (ran %v)", r.id, k, wantMinutes, d)
 			}
 		}

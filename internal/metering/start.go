@@ -13,16 +13,13 @@ import (
 )
 
 // Started fixes the prices of job j, which started running at at, and
-// charges its start fee once. Call it through c in the transaction that
-// marks the job running.
+// charges its start fee, once per attempt. Call it through c in the
+// transaction that marks the job running.
 func Started(ctx context.Context, c *ent.Client, jobID string, at time.Time) error {
 	sys := viewer.SystemContext(ctx)
 	j, err := c.Job.Get(sys, jobID)
 	if err != nil {
 		return fmt.Errorf("starting metering of job %s: %w", jobID, err)
-	}
-	if j.Rates.Multiplier != 0 {
-		return nil // started before: prices are fixed already
 	}
 	q, err := c.Queue.Get(sys, j.QueueID)
 	if err != nil {
@@ -47,7 +44,7 @@ func Started(ctx context.Context, c *ent.Client, jobID string, at time.Time) err
 		SetTenantID(j.TenantID).SetJobID(j.ID).SetUserID(j.OwnerID).
 		SetKind(charge.KindStart).SetTokens(rates.StartFee).SetRates(rates).
 		SetPeriodStart(at).SetPeriodEnd(at).
-		SetIdempotencyKey("start:" + j.ID)
+		SetIdempotencyKey(fmt.Sprintf("start:%s:%d", j.ID, j.Attempt))
 	setPayer(b, payerOf(j))
 	if err := b.OnConflictColumns(charge.FieldIdempotencyKey).DoNothing().Exec(sys); err != nil {
 		return fmt.Errorf("charging start fee of job %s: %w", jobID, err)

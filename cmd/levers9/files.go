@@ -1,0 +1,345 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// A remote path is BUCKET:KEY (BUCKET: alone for the whole bucket); a local
+// path is anything else. "./a:b" is local.
+func remote(p string) (bucket, key string, ok bool) {
+	if strings.HasPrefix(p, ".") || strings.HasPrefix(p, "/") {
+		return "", "", false
+	}
+	b, k, found := strings.Cut(p, ":")
+	if !found || b == "" || strings.Contains(b, "/") {
+		return "", "", false
+	}
+	return b, strings.TrimPrefix(k, "/"), true
+}
+
+// filesURL is the files API URL of a bucket and key, each segment escaped.
+func (c clientFlags) filesURL(bucket, key string) string {
+	segs := strings.Split(key, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.TrimRight(c.Server, "/") + "/files/" + url.PathEscape(bucket) + "/" + strings.Join(segs, "/")
+}
+
+// do sends a files API request and turns error answers into errors.
+func (c clientFlags) do(ctx context.Context, method, u string, body io.Reader, size int64) (*http.Response, error) {
+	if c.Token == "" {
+		return nil, errors.New("no API token: pass --token or set LEVERS9_TOKEN")
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.ContentLength = size
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reaching %s: %w", c.Server, err)
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		var e struct {
+			Error struct{ Code, Message string }
+		}
+		if json.NewDecoder(resp.Body).Decode(&e) == nil && e.Error.Code != "" {
+			return nil, fmt.Errorf("%s: %s", e.Error.Code, e.Error.Message)
+		}
+		return nil, fmt.Errorf("server answered %s", resp.Status)
+	}
+	return resp, nil
+}
+
+type remoteObject struct {
+	Key      string
+	Size     int64
+	Modified time.Time
+}
+
+// list returns every object of bucket under prefix, page by page.
+func (c clientFlags) list(ctx context.Context, bucket, prefix string) ([]remoteObject, error) {
+	var all []remoteObject
+	after := ""
+	for {
+		q := url.Values{"prefix": {prefix}, "after": {after}, "limit": {"1000"}}
+		resp, err := c.do(ctx, http.MethodGet, c.filesURL(bucket, "")+"?"+q.Encode(), nil, 0)
+		if err != nil {
+			return nil, err
+		}
+		var page struct {
+			Objects []remoteObject
+			Next    string
+		}
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("reading the listing: %w", err)
+		}
+		all = append(all, page.Objects...)
+		if page.Next == "" {
+			return all, nil
+		}
+		after = page.Next
+	}
+}
+
+// runLs lists a bucket: levers9 ls BUCKET[:PREFIX].
+func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var c clientFlags
+	fs := flag.NewFlagSet("levers9 ls", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return usageExit(err)
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "usage: levers9 ls BUCKET[:PREFIX]")
+		return exitUsage
+	}
+	bucket, prefix, ok := remote(fs.Arg(0))
+	if !ok {
+		bucket, prefix = fs.Arg(0), ""
+	}
+	objs, err := c.list(ctx, bucket, prefix)
+	if err != nil {
+		fmt.Fprintln(stderr, "levers9 ls:", err)
+		return exitError
+	}
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	for _, o := range objs {
+		fmt.Fprintf(w, "%d\t%s\t%s\t\n", o.Size, o.Modified.UTC().Format(time.DateTime), o.Key)
+	}
+	if err := w.Flush(); err != nil {
+		return exitError
+	}
+	return exitOK
+}
+
+// runRm removes objects: levers9 rm [-r] BUCKET:KEY.
+func runRm(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var c clientFlags
+	fs := flag.NewFlagSet("levers9 rm", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c.register(fs)
+	recursive := fs.Bool("r", false, "remove every object under the prefix")
+	if err := fs.Parse(args); err != nil {
+		return usageExit(err)
+	}
+	bucket, key, ok := remote(fs.Arg(0))
+	if fs.NArg() != 1 || !ok || key == "" {
+		fmt.Fprintln(stderr, "usage: levers9 rm [-r] BUCKET:KEY")
+		return exitUsage
+	}
+	keys := []string{key}
+	if *recursive {
+		objs, err := c.list(ctx, bucket, strings.TrimSuffix(key, "/")+"/")
+		if err != nil {
+			fmt.Fprintln(stderr, "levers9 rm:", err)
+			return exitError
+		}
+		keys = keys[:0]
+		for _, o := range objs {
+			keys = append(keys, o.Key)
+		}
+	}
+	for _, k := range keys {
+		resp, err := c.do(ctx, http.MethodDelete, c.filesURL(bucket, k), nil, 0)
+		if err != nil {
+			fmt.Fprintf(stderr, "levers9 rm: %s:%s: %v\n", bucket, k, err)
+			return exitError
+		}
+		resp.Body.Close()
+		fmt.Fprintf(stdout, "removed %s:%s\n", bucket, k)
+	}
+	return exitOK
+}
+
+// runCp copies between the local disk and buckets:
+// levers9 cp [-r] SRC DST, where one side is BUCKET:KEY.
+func runCp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var c clientFlags
+	flags := flag.NewFlagSet("levers9 cp", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	c.register(flags)
+	recursive := flags.Bool("r", false, "copy directories and prefixes recursively")
+	if err := flags.Parse(args); err != nil {
+		return usageExit(err)
+	}
+	if flags.NArg() != 2 {
+		fmt.Fprintln(stderr, "usage: levers9 cp [-r] SRC DST   (one of them BUCKET:KEY)")
+		return exitUsage
+	}
+	src, dst := flags.Arg(0), flags.Arg(1)
+	sb, sk, srcRemote := remote(src)
+	db, dk, dstRemote := remote(dst)
+	var err error
+	switch {
+	case !srcRemote && dstRemote:
+		err = c.upload(ctx, src, db, dk, *recursive, stdout, stderr)
+	case srcRemote && !dstRemote:
+		err = c.download(ctx, sb, sk, dst, *recursive, stdout, stderr)
+	default:
+		fmt.Fprintln(stderr, "levers9 cp: copy between the local disk and a bucket: exactly one side is BUCKET:KEY")
+		return exitUsage
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "levers9 cp:", err)
+		return exitError
+	}
+	return exitOK
+}
+
+func (c clientFlags) upload(ctx context.Context, src, bucket, key string, recursive bool, stdout, stderr io.Writer) error {
+	info, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if !info.IsDir() {
+		if key == "" || strings.HasSuffix(key, "/") {
+			key += filepath.Base(src)
+		}
+		return c.uploadFile(ctx, src, bucket, key, info.Size(), stdout, stderr)
+	}
+	if !recursive {
+		return fmt.Errorf("%s is a directory: use -r", src)
+	}
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		return c.uploadFile(ctx, p, bucket, path.Join(key, filepath.ToSlash(rel)), fi.Size(), stdout, stderr)
+	})
+}
+
+func (c clientFlags) uploadFile(ctx context.Context, src, bucket, key string, size int64, stdout, stderr io.Writer) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	resp, err := c.do(ctx, http.MethodPut, c.filesURL(bucket, key), progress(stderr, f, size, key), size)
+	if err != nil {
+		return fmt.Errorf("%s → %s:%s: %w", src, bucket, key, err)
+	}
+	resp.Body.Close()
+	fmt.Fprintf(stdout, "%s → %s:%s (%d bytes)\n", src, bucket, key, size)
+	return nil
+}
+
+func (c clientFlags) download(ctx context.Context, bucket, key, dst string, recursive bool, stdout, stderr io.Writer) error {
+	if !recursive {
+		if fi, err := os.Stat(dst); err == nil && fi.IsDir() {
+			dst = filepath.Join(dst, path.Base(key))
+		}
+		return c.downloadFile(ctx, bucket, key, dst, stdout, stderr)
+	}
+	prefix := strings.TrimSuffix(key, "/")
+	if prefix != "" {
+		prefix += "/"
+	}
+	objs, err := c.list(ctx, bucket, prefix)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		rel := strings.TrimPrefix(o.Key, prefix)
+		if err := c.downloadFile(ctx, bucket, o.Key, filepath.Join(dst, filepath.FromSlash(rel)), stdout, stderr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// downloadFile writes to a temporary file and renames it, so a broken
+// download never leaves a truncated file under the final name.
+func (c clientFlags) downloadFile(ctx context.Context, bucket, key, dst string, stdout, stderr io.Writer) error {
+	resp, err := c.do(ctx, http.MethodGet, c.filesURL(bucket, key), nil, 0)
+	if err != nil {
+		return fmt.Errorf("%s:%s: %w", bucket, key, err)
+	}
+	defer resp.Body.Close()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".levers9-*")
+	if err != nil {
+		return err
+	}
+	n, err := io.Copy(tmp, progress(stderr, resp.Body, resp.ContentLength, key))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && resp.ContentLength >= 0 && n != resp.ContentLength {
+		err = fmt.Errorf("download ended after %d of %d bytes", n, resp.ContentLength)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), dst)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("%s:%s → %s: %w", bucket, key, dst, err)
+	}
+	fmt.Fprintf(stdout, "%s:%s → %s (%d bytes)\n", bucket, key, dst, n)
+	return nil
+}
+
+// progress shows a progress line on stderr when it is a terminal.
+func progress(stderr io.Writer, r io.Reader, size int64, name string) io.Reader {
+	f, ok := stderr.(*os.File)
+	if !ok || size <= 0 {
+		return r
+	}
+	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return r
+	}
+	return &progressReader{r: r, w: f, size: size, name: name}
+}
+
+type progressReader struct {
+	r          io.Reader
+	w          io.Writer
+	size, done int64
+	name       string
+	last       time.Time
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	p.done += int64(n)
+	if now := time.Now(); now.Sub(p.last) > 100*time.Millisecond || err != nil {
+		p.last = now
+		fmt.Fprintf(p.w, "\r%s %3d%% (%d/%d bytes)", p.name, p.done*100/p.size, p.done, p.size)
+		if err != nil {
+			fmt.Fprintln(p.w)
+		}
+	}
+	return n, err
+}
