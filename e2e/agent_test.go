@@ -145,6 +145,36 @@ func TestAgentJoinRunAndLoss(t *testing.T) {
 		if j := jobByID(t, s.URL, c.Token, pair.SubmitJob.ID); j.Status != "COMPLETE" {
 			t.Fatalf("two-service job = %+v", j)
 		}
+		// The logs of both services arrive in order without gaps or
+		// duplicates, through the subscription too, also resumed mid-way.
+		var hist struct {
+			JobLogs []struct {
+				Seq           int
+				Service, Text string
+			}
+		}
+		gql(t, s.URL, c.Token, `query($id: ID!) { jobLogs(jobId: $id) { seq service text } }`, map[string]any{"id": pair.SubmitJob.ID}, &hist)
+		services := map[string]bool{}
+		for i, l := range hist.JobLogs {
+			if l.Seq != i+1 {
+				t.Fatalf("log seqs %v are not 1..n", hist.JobLogs)
+			}
+			services[l.Service] = true
+		}
+		if !services["web"] || !services["client"] {
+			t.Fatalf("logs of both services expected, got %+v", hist.JobLogs)
+		}
+		for _, from := range []int{1, 2} {
+			got := subscribeLogs(t, s.URL, c.Token, pair.SubmitJob.ID, from)
+			if len(got) != len(hist.JobLogs)-from+1 || got[0] != from || got[len(got)-1] != len(hist.JobLogs) {
+				t.Fatalf("subscription from %d delivered seqs %v; history has %d lines", from, got, len(hist.JobLogs))
+			}
+			for i := 1; i < len(got); i++ {
+				if got[i] != got[i-1]+1 {
+					t.Fatalf("subscription from %d delivered seqs %v", from, got)
+				}
+			}
+		}
 
 		var sub struct{ SubmitJob struct{ ID string } }
 		gql(t, s.URL, c.Token, `mutation { submitJob(spec: {name: "long", queue: "default", services: [{name: "main", command: ["sleep", "600"], cpu: 1, memoryMiB: 64}]}) { id } }`, nil, &sub)

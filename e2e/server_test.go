@@ -177,7 +177,7 @@ func TestReplicasStartTogether(t *testing.T) {
 
 // server is a running `levers9 server` process.
 type server struct {
-	t       *testing.T
+	t       testing.TB
 	cmd     *exec.Cmd
 	lines   chan string // stdout, line by line; closed at EOF
 	stdout  []string    // the lines taken from lines so far
@@ -194,7 +194,7 @@ var firstLine = regexp.MustCompile(`^levers9 server on (http://127\.0\.0\.1:\d+)
 // startServer starts the binary in dir as its working directory, on the
 // default SQLite data directory there, or on url when it is PostgreSQL,
 // and waits for its first line. env adds environment variables.
-func startServer(t *testing.T, dir, url string, env ...string) *server {
+func startServer(t testing.TB, dir, url string, env ...string) *server {
 	t.Helper()
 	s := launchServer(t, dir, url, env...)
 	s.ready(url)
@@ -202,7 +202,7 @@ func startServer(t *testing.T, dir, url string, env ...string) *server {
 }
 
 // launchServer starts the server process without waiting for it.
-func launchServer(t *testing.T, dir, url string, env ...string) *server {
+func launchServer(t testing.TB, dir, url string, env ...string) *server {
 	t.Helper()
 	args := []string{"server", "--addr", "127.0.0.1:0"}
 	if strings.HasPrefix(url, "postgres") {
@@ -362,7 +362,7 @@ type viewerData struct {
 	}
 }
 
-func (v viewerData) check(t *testing.T, email, tenant string) {
+func (v viewerData) check(t testing.TB, email, tenant string) {
 	t.Helper()
 	if v.Viewer.User.Email != email || v.Viewer.Tenant == nil || v.Viewer.Tenant.Name != tenant {
 		t.Fatalf("viewer = %+v, want user %s in tenant %s", v.Viewer, email, tenant)
@@ -376,14 +376,14 @@ type gqlError struct {
 
 // gql sends a GraphQL request to base/graphql and decodes its data into out,
 // failing on any error.
-func gql(t *testing.T, base, token, query string, vars map[string]any, out any) {
+func gql(t testing.TB, base, token, query string, vars map[string]any, out any) {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
 	post(t, base+"/graphql", token, body, out)
 }
 
 // gqlErrors sends a GraphQL request expected to fail and returns its errors.
-func gqlErrors(t *testing.T, base, token, query string, vars map[string]any) []gqlError {
+func gqlErrors(t testing.TB, base, token, query string, vars map[string]any) []gqlError {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
 	_, errs := send(t, base+"/graphql", token, body)
@@ -391,7 +391,7 @@ func gqlErrors(t *testing.T, base, token, query string, vars map[string]any) []g
 }
 
 // post sends body as is, like curl -d, and decodes the answer's data.
-func post(t *testing.T, url, token string, body []byte, out any) {
+func post(t testing.TB, url, token string, body []byte, out any) {
 	t.Helper()
 	data, errs := send(t, url, token, body)
 	if len(errs) > 0 {
@@ -402,7 +402,7 @@ func post(t *testing.T, url, token string, body []byte, out any) {
 	}
 }
 
-func send(t *testing.T, url, token string, body []byte) (json.RawMessage, []gqlError) {
+func send(t testing.TB, url, token string, body []byte) (json.RawMessage, []gqlError) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -433,7 +433,7 @@ func send(t *testing.T, url, token string, body []byte) (json.RawMessage, []gqlE
 	return r.Data, r.Errors
 }
 
-func checkHealthy(t *testing.T, base string) {
+func checkHealthy(t testing.TB, base string) {
 	t.Helper()
 	resp, err := http.Get(base + "/healthz")
 	if err != nil {

@@ -22,6 +22,7 @@ Usage:
                            print a job's output; -f follows it until the job ends
   levers9 run [flags] -- CMD [ARGS...]
                            run CMD as a job, print its output, exit with its code
+  levers9 cancel JOB...     cancel jobs
   levers9 agent join --server URL --invite CODE [flags]
                            join this machine as a node, then run its agent
   levers9 agent [flags]    run the agent of a joined node
@@ -74,6 +75,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runRun(ctx, args[1:], stdout, stderr)
 	case "agent":
 		return runAgent(ctx, args[1:], stderr)
+	case "cancel":
+		return runCancel(ctx, args[1:], stdout, stderr)
 	case "ls":
 		return runLs(ctx, args[1:], stdout, stderr)
 	case "cp":

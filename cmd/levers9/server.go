@@ -138,10 +138,12 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	defer bus.Close()
 	jobService := &jobs.Service{DB: db, Log: log, Now: time.Now, Bus: bus}
 	meter := &metering.Meter{DB: db, Log: log, Now: time.Now}
+	scheduler := &placement.Scheduler{DB: db, Bus: bus, Log: log, Now: time.Now}
+	go scheduler.Run(ctx)
 	liveness := &tunnel.Liveness{DB: db, Jobs: jobService, Bus: bus, Log: log, Now: time.Now, TTL: cfg.NodeTTL, Grace: cfg.NodeGrace}
 	rc, err := workers.NewClients(db, workers.Deps{Ent: db.Ent, Log: log, Meter: meter, Jobs: jobService, Liveness: liveness,
 		// With the bus, a placement wakes the node's tunnel at once.
-		Scheduler: &placement.Scheduler{DB: db, Bus: bus, Log: log, Now: time.Now}})
+		Scheduler: scheduler})
 	if err != nil {
 		return err
 	}

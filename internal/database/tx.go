@@ -1,10 +1,16 @@
 package database
 
 import (
+	"errors"
+	"math/rand/v2"
+	"time"
+
 	"context"
 	"database/sql"
 	"fmt"
 	"sync/atomic"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
@@ -23,7 +29,27 @@ type Tx struct {
 // InTx runs fn in a transaction, committing when it returns nil and rolling
 // back otherwise (also on panic). Entities loaded through tx.Ent stay usable
 // after the transaction ends: their lazy edge loads go to the database.
-func (db *DB) InTx(ctx context.Context, fn func(tx *Tx) error) (err error) {
+//
+// On PostgreSQL a transaction that loses a deadlock or a serialization
+// conflict is run again (fn must only touch the database), a few times.
+func (db *DB) InTx(ctx context.Context, fn func(tx *Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := db.inTx(ctx, fn)
+		if attempt == 5 || !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(time.Duration(attempt*attempt) * time.Millisecond * time.Duration(1+rand.IntN(5)))
+	}
+}
+
+// retryable reports whether err is PostgreSQL giving up a transaction to
+// let another through (deadlock, serialization failure).
+func retryable(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && (pg.Code == "40P01" || pg.Code == "40001")
+}
+
+func (db *DB) inTx(ctx context.Context, fn func(tx *Tx) error) (err error) {
 	sqlTx, err := db.SQL.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("beginning transaction: %w", err)

@@ -35,6 +35,7 @@ type Bus struct {
 
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]struct{} // "topic:key" → subscribers
+	all  map[string]map[*Keys]struct{}         // topic → subscribers to every key
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -84,6 +85,58 @@ func (b *Bus) Subscribe(topic, key string) (<-chan struct{}, func()) {
 	}
 }
 
+// Keys collects the keys signalled on a topic, each once until taken.
+type Keys struct {
+	mu   sync.Mutex
+	keys map[string]struct{}
+	ch   chan struct{}
+}
+
+func (k *Keys) add(key string) {
+	k.mu.Lock()
+	k.keys[key] = struct{}{}
+	k.mu.Unlock()
+	select {
+	case k.ch <- struct{}{}:
+	default:
+	}
+}
+
+// C receives a value when keys are waiting to be taken.
+func (k *Keys) C() <-chan struct{} { return k.ch }
+
+// Take returns the keys signalled since the last Take.
+func (k *Keys) Take() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make([]string, 0, len(k.keys))
+	for key := range k.keys {
+		out = append(out, key)
+	}
+	clear(k.keys)
+	return out
+}
+
+// SubscribeAll collects every key signalled on topic (a set: it never
+// grows beyond the number of distinct keys), and returns a function to stop.
+func (b *Bus) SubscribeAll(topic string) (*Keys, func()) {
+	ks := &Keys{keys: map[string]struct{}{}, ch: make(chan struct{}, 1)}
+	b.mu.Lock()
+	if b.all == nil {
+		b.all = map[string]map[*Keys]struct{}{}
+	}
+	if b.all[topic] == nil {
+		b.all[topic] = map[*Keys]struct{}{}
+	}
+	b.all[topic][ks] = struct{}{}
+	b.mu.Unlock()
+	return ks, func() {
+		b.mu.Lock()
+		delete(b.all[topic], ks)
+		b.mu.Unlock()
+	}
+}
+
 // Publish signals topic and key to every replica. Call it after the change
 // is committed.
 func (b *Bus) Publish(ctx context.Context, topic, key string) error {
@@ -101,6 +154,11 @@ func (b *Bus) Publish(ctx context.Context, topic, key string) error {
 func (b *Bus) deliver(k string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if topic, key, ok := strings.Cut(k, ":"); ok {
+		for ks := range b.all[topic] {
+			ks.add(key)
+		}
+	}
 	for ch := range b.subs[k] {
 		select {
 		case ch <- struct{}{}:

@@ -1,0 +1,175 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/levers9/levers9/internal/dbtest"
+)
+
+// BenchmarkTrivialJob measures, on the built-in local node of the real
+// server binary, how long a trivial job (`true`) takes from submission to
+// running and to finished, by the server's own timestamps (job created,
+// RUNNING event, COMPLETE event), one job at a time; and the end-to-end
+// rate of 500 jobs submitted by 8 clients at once.
+func BenchmarkTrivialJob(b *testing.B) {
+	for _, dialect := range dbtest.Dialects() {
+		b.Run(dialect, func(b *testing.B) {
+			s := startServer(b, b.TempDir(), dbtest.URL(b, dialect))
+			token := s.credentials().Token
+			waitLocalNode(b, s.URL, token)
+			for range 10 { // warm up
+				runTrivial(b, s.URL, token)
+			}
+			var running, done []time.Duration
+			for range 200 {
+				r, d := runTrivial(b, s.URL, token)
+				running, done = append(running, r), append(done, d)
+			}
+			const jobs, clients = 500, 8
+			start := time.Now()
+			var wg sync.WaitGroup
+			for c := range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := c; i < jobs; i += clients {
+						runTrivial(b, s.URL, token)
+					}
+				}()
+			}
+			wg.Wait()
+			rate := jobs / time.Since(start).Seconds()
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(ms(percentile(running, 50)), "p50-running-ms")
+			b.ReportMetric(ms(percentile(running, 99)), "p99-running-ms")
+			b.ReportMetric(ms(percentile(done, 50)), "p50-finished-ms")
+			b.ReportMetric(ms(percentile(done, 99)), "p99-finished-ms")
+			b.ReportMetric(rate, "jobs/s(8-clients)")
+			s.stop()
+		})
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func percentile(ds []time.Duration, p int) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[(len(s)-1)*p/100]
+}
+
+func waitLocalNode(b testing.TB, base, token string) {
+	b.Helper()
+	deadline := time.Now().Add(startTimeout)
+	for time.Now().Before(deadline) {
+		var out struct {
+			Nodes struct{ Edges []struct{ Node struct{ Status string } } }
+		}
+		gql(b, base, token, `{ nodes { edges { node { status } } } }`, nil, &out)
+		for _, e := range out.Nodes.Edges {
+			if e.Node.Status == "ONLINE" {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.Fatal("the local node did not come online")
+}
+
+// runTrivial submits `true` and follows the job's events over SSE until it
+// ends; it returns submit-to-running and submit-to-finished by the server's
+// clock.
+func runTrivial(b testing.TB, base, token string) (toRunning, toDone time.Duration) {
+	var sub struct {
+		SubmitJob struct {
+			ID        string
+			CreatedAt time.Time
+		}
+	}
+	gql(b, base, token, `mutation { submitJob(spec: {queue: "default", services: [{name: "main", command: ["true"], cpu: 0.1, memoryMiB: 16}]}) { id createdAt } }`, nil, &sub)
+	body, _ := json.Marshal(map[string]any{
+		"query":     `subscription($id: ID!) { jobEvents(jobId: $id) { status at } }`,
+		"variables": map[string]any{"id": sub.SubmitJob.ID},
+	})
+	req, _ := http.NewRequest(http.MethodPost, base+"/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data:")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Data struct {
+				JobEvents struct {
+					Status string
+					At     time.Time
+				}
+			}
+		}
+		if json.Unmarshal([]byte(data), &ev) != nil {
+			continue
+		}
+		e := ev.Data.JobEvents
+		switch e.Status {
+		case "RUNNING":
+			toRunning = e.At.Sub(sub.SubmitJob.CreatedAt)
+		case "COMPLETE":
+			return toRunning, e.At.Sub(sub.SubmitJob.CreatedAt)
+		case "ERROR", "CANCELLED":
+			b.Fatalf("trivial job %s ended %s", sub.SubmitJob.ID, e.Status)
+		}
+	}
+	b.Fatal(fmt.Sprintf("event stream of job %s ended before the job: %v", sub.SubmitJob.ID, sc.Err()))
+	return 0, 0
+}
+
+// subscribeLogs follows a job's logs over SSE from seq from until the
+// stream ends (the job has ended) and returns the seqs received.
+func subscribeLogs(t testing.TB, base, token, jobID string, from int) []int {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{
+		"query":     `subscription($id: ID!, $from: Int) { jobLogs(jobId: $id, fromSeq: $from) { seq } }`,
+		"variables": map[string]any{"id": jobID, "from": from},
+	})
+	req, _ := http.NewRequest(http.MethodPost, base+"/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var seqs []int
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data:")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Data struct{ JobLogs struct{ Seq int } }
+		}
+		if json.Unmarshal([]byte(data), &ev) == nil && ev.Data.JobLogs.Seq > 0 {
+			seqs = append(seqs, ev.Data.JobLogs.Seq)
+		}
+	}
+	return seqs
+}
