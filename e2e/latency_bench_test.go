@@ -72,7 +72,9 @@ func waitLocalNode(b testing.TB, base, token string) {
 	deadline := time.Now().Add(startTimeout)
 	for time.Now().Before(deadline) {
 		var out struct {
-			Nodes struct{ Edges []struct{ Node struct{ Status string } } }
+			Nodes struct {
+				Edges []struct{ Node struct{ Status string } }
+			}
 		}
 		gql(b, base, token, `{ nodes { edges { node { status } } } }`, nil, &out)
 		for _, e := range out.Nodes.Edges {
