@@ -124,3 +124,63 @@ func (e *env) queueID(tn *tenant) string {
 	r.decode(e.t, &out)
 	return out.Queues.Edges[0].Node.ID
 }
+
+// The job form offers exactly the buckets a member may read on storages the
+// queue reaches.
+func TestMountableBuckets(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		e := newEnv(t, url)
+		a := e.newTenant("mounts")
+		ids := func(q string) map[string]string {
+			var out struct {
+				Storages struct{ Edges []struct{ Node struct{ ID, Name string } } }
+				Groups   struct{ Edges []struct{ Node struct{ ID, Name string } } }
+			}
+			r := e.gql(a.adminToken, q, nil)
+			r.ok(t)
+			r.decode(t, &out)
+			m := map[string]string{}
+			for _, ed := range out.Storages.Edges {
+				m[ed.Node.Name] = ed.Node.ID
+			}
+			for _, ed := range out.Groups.Edges {
+				m[ed.Node.Name] = ed.Node.ID
+			}
+			return m
+		}
+		e.gql(a.adminToken, `mutation { createGroup(input: {name: "staff"}) { id } }`, nil).ok(t)
+		e.gql(a.adminToken, `mutation { createStorage(input: {name: "far", kind: S3, endpoint: "http://127.0.0.1:9", s3Bucket: "b"}) { id } }`, nil).ok(t)
+		m := ids(`{ storages { edges { node { id name } } } groups { edges { node { id name } } } }`)
+		for _, b := range []struct{ name, storage, group string }{
+			{"shared", "local", "everyone"}, {"private", "local", "staff"}, {"remote", "far", "everyone"},
+		} {
+			e.gql(a.adminToken, `mutation($n: String!, $s: ID!, $g: ID!) { createBucket(input: {name: $n, storageID: $s, readGroupIDs: [$g]}) { id } }`,
+				vars{"n": b.name, "s": m[b.storage], "g": m[b.group]}).ok(t)
+		}
+		r := e.gql(a.memberToken, `{ mountableBuckets(queue: "default") { name } }`, nil)
+		r.ok(t)
+		if got := string(r.Data); got != `{"mountableBuckets":[{"name":"shared"}]}` {
+			t.Fatalf("member's mountable buckets: %s", got)
+		}
+		r = e.gql(a.adminToken, `{ mountableBuckets(queue: "default") { name } }`, nil)
+		r.ok(t)
+		if got := string(r.Data); got != `{"mountableBuckets":[{"name":"private"},{"name":"shared"}]}` {
+			t.Fatalf("admin's mountable buckets: %s", got)
+		}
+		if r := e.gql(a.memberToken, `{ mountableBuckets(queue: "nope") { name } }`, nil); r.code() != "NOT_FOUND" {
+			t.Fatalf("unknown queue: %+v", r)
+		}
+		r = e.gql(a.memberToken, `{ bucketObjects(bucket: "shared") { key size } }`, nil)
+		r.ok(t)
+		if got := string(r.Data); got != `{"bucketObjects":[]}` {
+			t.Fatalf("empty bucket lists %s", got)
+		}
+		if r := e.gql(a.memberToken, `{ bucketObjects(bucket: "private") { key } }`, nil); r.code() != "FORBIDDEN" {
+			t.Fatalf("listing a bucket the member may not read: %+v", r)
+		}
+		if r := e.gql(a.memberToken, `mutation { deleteBucketObject(bucket: "shared", key: "../x") }`, nil); r.code() != "FORBIDDEN" && r.code() != "BAD_USER_INPUT" {
+			t.Fatalf("deleting from a read-only bucket: %+v", r)
+		}
+	})
+}

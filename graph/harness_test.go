@@ -72,6 +72,7 @@ func newEnv(t testing.TB, url string, tune ...func(*graph.Resolver)) *env {
 	res := &graph.Resolver{
 		DB: db, Ent: db.Ent, Log: log, Auth: e.auth, Tenancy: e.tenancy, JobService: e.jobs,
 		StorageService: buckets.Storages{LocalRoot: e.tenancy.LocalStorageRoot},
+		Files:          &buckets.Files{Ent: db.Ent},
 		NodeService:    &nodes.Service{Ent: db.Ent, Now: time.Now, PublicURL: "http://levers9.test"},
 		Bus:            e.bus,
 	}

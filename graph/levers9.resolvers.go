@@ -15,12 +15,14 @@ import (
 	"github.com/levers9/levers9/graph/model"
 	"github.com/levers9/levers9/internal/access"
 	"github.com/levers9/levers9/internal/billing"
+	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/queues"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/viewer"
+	"github.com/levers9/levers9/storage"
 )
 
 // SignIn is the resolver for the signIn field.
@@ -217,6 +219,14 @@ func (r *mutationResolver) GrantTokens(ctx context.Context, input model.GrantTok
 	return ledger.Grant(ctx, r.Ent, ledger.Payer{ProjectID: deref(input.ProjectID), UserID: deref(input.UserID)}, input.Tokens, input.Reason)
 }
 
+// DeleteBucketObject is the resolver for the deleteBucketObject field.
+func (r *mutationResolver) DeleteBucketObject(ctx context.Context, bucket string, key string) (bool, error) {
+	if err := r.Files.Delete(ctx, bucket, key); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 // Balance is the resolver for the balance field.
 func (r *projectResolver) Balance(ctx context.Context, obj *ent.Project) (*billing.Tokens, error) {
 	if ok, err := access.IsProjectMember(ctx, r.Ent, obj.ID); err != nil || !ok {
@@ -260,6 +270,28 @@ func (r *queryResolver) EstimateJobCost(ctx context.Context, spec jobspec.Job, m
 		return nil, err
 	}
 	return &e, nil
+}
+
+// MountableBuckets is the resolver for the mountableBuckets field.
+func (r *queryResolver) MountableBuckets(ctx context.Context, queue string) ([]*ent.Bucket, error) {
+	return buckets.Mountable(ctx, r.Ent, queue)
+}
+
+// BucketObjects is the resolver for the bucketObjects field.
+func (r *queryResolver) BucketObjects(ctx context.Context, bucket string, prefix *string, after *string, first *int) ([]*storage.Object, error) {
+	limit := derefOr(first, storage.DefaultPageSize)
+	if limit < 1 || limit > storage.MaxPageSize {
+		return nil, fault.Invalid("first", "must be between 1 and %d", storage.MaxPageSize)
+	}
+	objs, err := r.Files.List(ctx, bucket, storage.ListOptions{Prefix: deref(prefix), After: deref(after), Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*storage.Object, len(objs))
+	for i := range objs {
+		out[i] = &objs[i]
+	}
+	return out, nil
 }
 
 // User is the resolver for the user field.

@@ -26,6 +26,7 @@ type Resolver struct {
 	JobService     *jobs.Service
 	StorageService buckets.Storages
 	NodeService    *nodes.Service
+	Files          *buckets.Files
 	// Bus wakes log and event subscriptions; without it they poll.
 	Bus *notify.Bus
 	// Follow tunes subscriptions (buffer, stall limit); zero means defaults.

@@ -159,10 +159,12 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		_ = rc.Runner.Stop(stopCtx)
 	}()
 
+	fileStore := &buckets.Files{Ent: db.Ent}
 	resolver := &graph.Resolver{
 		DB: db, Ent: db.Ent, Log: log, Auth: authn, Tenancy: ten,
 		JobService:     jobService,
 		StorageService: buckets.Storages{LocalRoot: ten.LocalStorageRoot},
+		Files:          fileStore,
 		NodeService:    &nodes.Service{Ent: db.Ent, Now: time.Now, PublicURL: publicURL},
 		Bus:            bus,
 	}
@@ -175,7 +177,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 			return db.InTx(ctx, func(tx *database.Tx) error { return scheduleNode(ctx, tx.SQL, nodeID) })
 		}}
 	tun.Routes(mux)
-	files := &filesapi.API{Files: &buckets.Files{Ent: db.Ent}, Auth: authn, Log: log.With("component", "files"), MaxUpload: cfg.MaxUpload}
+	files := &filesapi.API{Files: fileStore, Auth: authn, Log: log.With("component", "files"), MaxUpload: cfg.MaxUpload}
 	mux.Handle("/files/", files.Handler())
 	ui.Routes(mux, version)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -22,7 +22,7 @@ import (
 	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/service"
-	"github.com/levers9/levers9/ent/storage"
+	storage1 "github.com/levers9/levers9/ent/storage"
 	"github.com/levers9/levers9/ent/tenant"
 	"github.com/levers9/levers9/ent/user"
 	"github.com/levers9/levers9/graph/model"
@@ -31,6 +31,7 @@ import (
 	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/ledger"
+	"github.com/levers9/levers9/storage"
 	gqlparser "github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 )
@@ -125,6 +126,12 @@ type ComplexityRoot struct {
 	BucketEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
+	}
+
+	BucketObject struct {
+		Key      func(childComplexity int) int
+		Modified func(childComplexity int) int
+		Size     func(childComplexity int) int
 	}
 
 	Charge struct {
@@ -350,39 +357,40 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		CancelJob         func(childComplexity int, id string) int
-		CreateAPIToken    func(childComplexity int, name string, expiresAt *time.Time) int
-		CreateBucket      func(childComplexity int, input ent.CreateBucketInput) int
-		CreateEnvironment func(childComplexity int, input ent.CreateEnvironmentInput) int
-		CreateGroup       func(childComplexity int, input ent.CreateGroupInput) int
-		CreateMembership  func(childComplexity int, input ent.CreateMembershipInput) int
-		CreateNodeInvite  func(childComplexity int, nodeName *string, expiresInSeconds *int) int
-		CreateProject     func(childComplexity int, input ent.CreateProjectInput) int
-		CreateQueue       func(childComplexity int, input ent.CreateQueueInput) int
-		CreateStorage     func(childComplexity int, input ent.CreateStorageInput) int
-		CreateTenant      func(childComplexity int, input model.CreateTenantInput) int
-		CreateUser        func(childComplexity int, input model.CreateUserInput) int
-		DeleteBucket      func(childComplexity int, id string) int
-		DeleteGroup       func(childComplexity int, id string) int
-		DeleteMembership  func(childComplexity int, id string) int
-		DeleteProject     func(childComplexity int, id string) int
-		DeleteQueue       func(childComplexity int, id string) int
-		DeleteStorage     func(childComplexity int, id string) int
-		EnterTenant       func(childComplexity int, id string) int
-		GrantTokens       func(childComplexity int, input model.GrantTokensInput) int
-		LeaveTenant       func(childComplexity int) int
-		RevokeAPIToken    func(childComplexity int, id string) int
-		RevokeNodeInvite  func(childComplexity int, id string) int
-		SignIn            func(childComplexity int, email string, password string) int
-		SubmitJob         func(childComplexity int, spec jobspec.Job) int
-		UpdateBucket      func(childComplexity int, id string, input ent.UpdateBucketInput) int
-		UpdateGroup       func(childComplexity int, id string, input ent.UpdateGroupInput) int
-		UpdateNode        func(childComplexity int, id string, input ent.UpdateComputeNodeInput) int
-		UpdateProject     func(childComplexity int, id string, input ent.UpdateProjectInput) int
-		UpdateQueue       func(childComplexity int, id string, input ent.UpdateQueueInput) int
-		UpdateStorage     func(childComplexity int, id string, input ent.UpdateStorageInput) int
-		UpdateTenant      func(childComplexity int, input ent.UpdateTenantInput) int
-		UpdateUser        func(childComplexity int, id string, input ent.UpdateUserInput) int
+		CancelJob          func(childComplexity int, id string) int
+		CreateAPIToken     func(childComplexity int, name string, expiresAt *time.Time) int
+		CreateBucket       func(childComplexity int, input ent.CreateBucketInput) int
+		CreateEnvironment  func(childComplexity int, input ent.CreateEnvironmentInput) int
+		CreateGroup        func(childComplexity int, input ent.CreateGroupInput) int
+		CreateMembership   func(childComplexity int, input ent.CreateMembershipInput) int
+		CreateNodeInvite   func(childComplexity int, nodeName *string, expiresInSeconds *int) int
+		CreateProject      func(childComplexity int, input ent.CreateProjectInput) int
+		CreateQueue        func(childComplexity int, input ent.CreateQueueInput) int
+		CreateStorage      func(childComplexity int, input ent.CreateStorageInput) int
+		CreateTenant       func(childComplexity int, input model.CreateTenantInput) int
+		CreateUser         func(childComplexity int, input model.CreateUserInput) int
+		DeleteBucket       func(childComplexity int, id string) int
+		DeleteBucketObject func(childComplexity int, bucket string, key string) int
+		DeleteGroup        func(childComplexity int, id string) int
+		DeleteMembership   func(childComplexity int, id string) int
+		DeleteProject      func(childComplexity int, id string) int
+		DeleteQueue        func(childComplexity int, id string) int
+		DeleteStorage      func(childComplexity int, id string) int
+		EnterTenant        func(childComplexity int, id string) int
+		GrantTokens        func(childComplexity int, input model.GrantTokensInput) int
+		LeaveTenant        func(childComplexity int) int
+		RevokeAPIToken     func(childComplexity int, id string) int
+		RevokeNodeInvite   func(childComplexity int, id string) int
+		SignIn             func(childComplexity int, email string, password string) int
+		SubmitJob          func(childComplexity int, spec jobspec.Job) int
+		UpdateBucket       func(childComplexity int, id string, input ent.UpdateBucketInput) int
+		UpdateGroup        func(childComplexity int, id string, input ent.UpdateGroupInput) int
+		UpdateNode         func(childComplexity int, id string, input ent.UpdateComputeNodeInput) int
+		UpdateProject      func(childComplexity int, id string, input ent.UpdateProjectInput) int
+		UpdateQueue        func(childComplexity int, id string, input ent.UpdateQueueInput) int
+		UpdateStorage      func(childComplexity int, id string, input ent.UpdateStorageInput) int
+		UpdateTenant       func(childComplexity int, input ent.UpdateTenantInput) int
+		UpdateUser         func(childComplexity int, id string, input ent.UpdateUserInput) int
 	}
 
 	NodeInvite struct {
@@ -443,27 +451,29 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		APITokens       func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.APITokenOrder, where *ent.APITokenWhereInput) int
-		AuditEvents     func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.AuditEventOrder, where *ent.AuditEventWhereInput) int
-		Buckets         func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.BucketOrder, where *ent.BucketWhereInput) int
-		ChargeTotals    func(childComplexity int, where *ent.ChargeWhereInput, groupBy ledger.Grouping) int
-		Charges         func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ChargeOrder, where *ent.ChargeWhereInput) int
-		Environments    func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.EnvironmentOrder, where *ent.EnvironmentWhereInput) int
-		EstimateJobCost func(childComplexity int, spec jobspec.Job, minutes int) int
-		Groups          func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.GroupOrder, where *ent.GroupWhereInput) int
-		JobEvents       func(childComplexity int, jobID string) int
-		JobLogs         func(childComplexity int, jobID string, fromSeq *int, first *int) int
-		Jobs            func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.JobOrder, where *ent.JobWhereInput) int
-		Node            func(childComplexity int, id string) int
-		NodeInvites     func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.NodeInviteOrder, where *ent.NodeInviteWhereInput) int
-		Nodes           func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ComputeNodeOrder, where *ent.ComputeNodeWhereInput) int
-		Projects        func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ProjectOrder, where *ent.ProjectWhereInput) int
-		Queues          func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.QueueOrder, where *ent.QueueWhereInput) int
-		Storages        func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.StorageOrder, where *ent.StorageWhereInput) int
-		Tenant          func(childComplexity int) int
-		Tenants         func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TenantOrder, where *ent.TenantWhereInput) int
-		Users           func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.UserOrder, where *ent.UserWhereInput) int
-		Viewer          func(childComplexity int) int
+		APITokens        func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.APITokenOrder, where *ent.APITokenWhereInput) int
+		AuditEvents      func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.AuditEventOrder, where *ent.AuditEventWhereInput) int
+		BucketObjects    func(childComplexity int, bucket string, prefix *string, after *string, first *int) int
+		Buckets          func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.BucketOrder, where *ent.BucketWhereInput) int
+		ChargeTotals     func(childComplexity int, where *ent.ChargeWhereInput, groupBy ledger.Grouping) int
+		Charges          func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ChargeOrder, where *ent.ChargeWhereInput) int
+		Environments     func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.EnvironmentOrder, where *ent.EnvironmentWhereInput) int
+		EstimateJobCost  func(childComplexity int, spec jobspec.Job, minutes int) int
+		Groups           func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.GroupOrder, where *ent.GroupWhereInput) int
+		JobEvents        func(childComplexity int, jobID string) int
+		JobLogs          func(childComplexity int, jobID string, fromSeq *int, first *int) int
+		Jobs             func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.JobOrder, where *ent.JobWhereInput) int
+		MountableBuckets func(childComplexity int, queue string) int
+		Node             func(childComplexity int, id string) int
+		NodeInvites      func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.NodeInviteOrder, where *ent.NodeInviteWhereInput) int
+		Nodes            func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ComputeNodeOrder, where *ent.ComputeNodeWhereInput) int
+		Projects         func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ProjectOrder, where *ent.ProjectWhereInput) int
+		Queues           func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.QueueOrder, where *ent.QueueWhereInput) int
+		Storages         func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.StorageOrder, where *ent.StorageWhereInput) int
+		Tenant           func(childComplexity int) int
+		Tenants          func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TenantOrder, where *ent.TenantWhereInput) int
+		Users            func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.UserOrder, where *ent.UserWhereInput) int
+		Viewer           func(childComplexity int) int
 	}
 
 	Queue struct {
@@ -670,6 +680,7 @@ type MutationResolver interface {
 	SubmitJob(ctx context.Context, spec jobspec.Job) (*ent.Job, error)
 	CancelJob(ctx context.Context, id string) (*ent.Job, error)
 	GrantTokens(ctx context.Context, input model.GrantTokensInput) (*ent.Charge, error)
+	DeleteBucketObject(ctx context.Context, bucket string, key string) (bool, error)
 }
 type ProjectResolver interface {
 	Balance(ctx context.Context, obj *ent.Project) (*billing.Tokens, error)
@@ -694,6 +705,8 @@ type QueryResolver interface {
 	ChargeTotals(ctx context.Context, where *ent.ChargeWhereInput, groupBy ledger.Grouping) ([]*ledger.Total, error)
 	Tenant(ctx context.Context) (*ent.Tenant, error)
 	EstimateJobCost(ctx context.Context, spec jobspec.Job, minutes int) (*billing.Estimate, error)
+	MountableBuckets(ctx context.Context, queue string) ([]*ent.Bucket, error)
+	BucketObjects(ctx context.Context, bucket string, prefix *string, after *string, first *int) ([]*storage.Object, error)
 	JobLogs(ctx context.Context, jobID string, fromSeq *int, first *int) ([]*joblog.Line, error)
 	JobEvents(ctx context.Context, jobID string) ([]*joblog.Event, error)
 }
@@ -999,6 +1012,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.BucketEdge.Node(childComplexity), true
+
+	case "BucketObject.key":
+		if e.ComplexityRoot.BucketObject.Key == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BucketObject.Key(childComplexity), true
+	case "BucketObject.modified":
+		if e.ComplexityRoot.BucketObject.Modified == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BucketObject.Modified(childComplexity), true
+	case "BucketObject.size":
+		if e.ComplexityRoot.BucketObject.Size == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BucketObject.Size(childComplexity), true
 
 	case "Charge.bucketID":
 		if e.ComplexityRoot.Charge.BucketID == nil {
@@ -1987,6 +2019,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteBucket(childComplexity, args["id"].(string)), true
+	case "Mutation.deleteBucketObject":
+		if e.ComplexityRoot.Mutation.DeleteBucketObject == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteBucketObject_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteBucketObject(childComplexity, args["bucket"].(string), args["key"].(string)), true
 	case "Mutation.deleteGroup":
 		if e.ComplexityRoot.Mutation.DeleteGroup == nil {
 			break
@@ -2436,6 +2479,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.AuditEvents(childComplexity, args["after"].(*entgql.Cursor[string]), args["first"].(*int), args["before"].(*entgql.Cursor[string]), args["last"].(*int), args["orderBy"].(*ent.AuditEventOrder), args["where"].(*ent.AuditEventWhereInput)), true
+	case "Query.bucketObjects":
+		if e.ComplexityRoot.Query.BucketObjects == nil {
+			break
+		}
+
+		args, err := ec.field_Query_bucketObjects_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.BucketObjects(childComplexity, args["bucket"].(string), args["prefix"].(*string), args["after"].(*string), args["first"].(*int)), true
 	case "Query.buckets":
 		if e.ComplexityRoot.Query.Buckets == nil {
 			break
@@ -2536,6 +2590,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Jobs(childComplexity, args["after"].(*entgql.Cursor[string]), args["first"].(*int), args["before"].(*entgql.Cursor[string]), args["last"].(*int), args["orderBy"].(*ent.JobOrder), args["where"].(*ent.JobWhereInput)), true
+	case "Query.mountableBuckets":
+		if e.ComplexityRoot.Query.MountableBuckets == nil {
+			break
+		}
+
+		args, err := ec.field_Query_mountableBuckets_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.MountableBuckets(childComplexity, args["queue"].(string)), true
 	case "Query.node":
 		if e.ComplexityRoot.Query.Node == nil {
 			break
@@ -7839,6 +7904,25 @@ type Mutation {
 
   grantTokens(input: GrantTokensInput!): Charge!
 }
+
+"A file in a bucket."
+type BucketObject {
+  key: String!
+  size: Int!
+  modified: Time!
+}
+
+extend type Query {
+  "Buckets the viewer may mount into jobs of queue (ID or name): readable, and on a storage the queue reaches."
+  mountableBuckets(queue: String!): [Bucket!]!
+  "A page of the files of a bucket the viewer may read, in key order; pass the last key as after for the next page."
+  bucketObjects(bucket: String!, prefix: String, after: String, first: Int = 1000): [BucketObject!]!
+}
+
+extend type Mutation {
+  "Deletes a file from a bucket the viewer may write."
+  deleteBucketObject(bucket: String!, key: String!): Boolean!
+}
 `, BuiltIn: false},
 	{Name: "../schema/logs.graphqls", Input: `# Job output and transitions: stored, then followed live over WebSocket
 # (graphql-transport-ws) or SSE.
@@ -8028,6 +8112,18 @@ func (ec *executionContext) childFields_BucketEdge(ctx context.Context, field gr
 		return ec.fieldContext_BucketEdge_cursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type BucketEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_BucketObject(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "key":
+		return ec.fieldContext_BucketObject_key(ctx, field)
+	case "size":
+		return ec.fieldContext_BucketObject_size(ctx, field)
+	case "modified":
+		return ec.fieldContext_BucketObject_modified(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type BucketObject", field.Name)
 }
 
 func (ec *executionContext) childFields_Charge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -9250,6 +9346,28 @@ func (ec *executionContext) field_Mutation_createUser_args(ctx context.Context, 
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_deleteBucketObject_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "bucket",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["bucket"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "key",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["key"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_deleteBucket_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -9770,6 +9888,44 @@ func (ec *executionContext) field_Query_auditEvents_args(ctx context.Context, ra
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_bucketObjects_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "bucket",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["bucket"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "prefix",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["prefix"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg3
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_buckets_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -10125,6 +10281,20 @@ func (ec *executionContext) field_Query_jobs_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["where"] = arg5
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_mountableBuckets_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "queue",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["queue"] = arg0
 	return args, nil
 }
 
@@ -11928,6 +12098,75 @@ func (ec *executionContext) _BucketEdge_cursor(ctx context.Context, field graphq
 }
 func (ec *executionContext) fieldContext_BucketEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("BucketEdge", field, false, false, "Cursor")
+}
+
+func (ec *executionContext) _BucketObject_key(ctx context.Context, field graphql.CollectedField, obj *storage.Object) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BucketObject_key(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Key, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BucketObject_key(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BucketObject", field, false, false, "String")
+}
+
+func (ec *executionContext) _BucketObject_size(ctx context.Context, field graphql.CollectedField, obj *storage.Object) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BucketObject_size(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Size, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BucketObject_size(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BucketObject", field, false, false, "Int")
+}
+
+func (ec *executionContext) _BucketObject_modified(ctx context.Context, field graphql.CollectedField, obj *storage.Object) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BucketObject_modified(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Modified, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BucketObject_modified(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BucketObject", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Charge_id(ctx context.Context, field graphql.CollectedField, obj *ent.Charge) (ret graphql.Marshaler) {
@@ -16847,6 +17086,50 @@ func (ec *executionContext) fieldContext_Mutation_grantTokens(ctx context.Contex
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_deleteBucketObject(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteBucketObject(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteBucketObject(ctx, fc.Args["bucket"].(string), fc.Args["key"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteBucketObject(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteBucketObject_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _NodeInvite_id(ctx context.Context, field graphql.CollectedField, obj *ent.NodeInvite) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -18496,6 +18779,94 @@ func (ec *executionContext) fieldContext_Query_estimateJobCost(ctx context.Conte
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_estimateJobCost_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_mountableBuckets(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_mountableBuckets(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().MountableBuckets(ctx, fc.Args["queue"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Bucket) graphql.Marshaler {
+			return ec.marshalNBucket2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBucketᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_mountableBuckets(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Bucket(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_mountableBuckets_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_bucketObjects(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_bucketObjects(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().BucketObjects(ctx, fc.Args["bucket"].(string), fc.Args["prefix"].(*string), fc.Args["after"].(*string), fc.Args["first"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*storage.Object) graphql.Marshaler {
+			return ec.marshalNBucketObject2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋstorageᚐObjectᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_bucketObjects(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_BucketObject(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_bucketObjects_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -20223,7 +20594,7 @@ func (ec *executionContext) _Storage_kind(ctx context.Context, field graphql.Col
 			return obj.Kind, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v storage.Kind) graphql.Marshaler {
+		func(ctx context.Context, selections ast.SelectionSet, v storage1.Kind) graphql.Marshaler {
 			return ec.marshalNStorageKind2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKind(ctx, selections, v)
 		},
 		true,
@@ -36387,6 +36758,49 @@ func (ec *executionContext) _BucketEdge(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
+var bucketObjectImplementors = []string{"BucketObject"}
+
+func (ec *executionContext) _BucketObject(ctx context.Context, sel ast.SelectionSet, obj *storage.Object) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, bucketObjectImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("BucketObject")
+		case "key":
+			out.Values[i] = ec._BucketObject_key(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "size":
+			out.Values[i] = ec._BucketObject_size(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "modified":
+			out.Values[i] = ec._BucketObject_modified(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var chargeImplementors = []string{"Charge", "Node"}
 
 func (ec *executionContext) _Charge(ctx context.Context, sel ast.SelectionSet, obj *ent.Charge) graphql.Marshaler {
@@ -38141,6 +38555,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "deleteBucketObject":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteBucketObject(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -38682,6 +39103,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_estimateJobCost(ctx, field)
+				})
+		case "mountableBuckets":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_mountableBuckets(ctx, field)
+				})
+		case "bucketObjects":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_bucketObjects(ctx, field)
 				})
 		case "jobLogs":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -40232,6 +40665,22 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 	return res
 }
 
+func (ec *executionContext) marshalNBucket2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBucketᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Bucket) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNBucket2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBucket(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNBucket2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBucket(ctx context.Context, sel ast.SelectionSet, v *ent.Bucket) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Bucket!")
@@ -40246,6 +40695,30 @@ func (ec *executionContext) marshalNBucketConnection2ᚖgithubᚗcomᚋlevers9�
 		return graphql.Null
 	}
 	return ec._BucketConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNBucketObject2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋstorageᚐObjectᚄ(ctx context.Context, sel ast.SelectionSet, v []*storage.Object) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNBucketObject2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋstorageᚐObject(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNBucketObject2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋstorageᚐObject(ctx context.Context, sel ast.SelectionSet, v *storage.Object) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "BucketObject!")
+		return graphql.Null
+	}
+	return ec._BucketObject(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNBucketOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBucketOrderField(ctx context.Context, v any) (*ent.BucketOrderField, error) {
@@ -41001,13 +41474,13 @@ func (ec *executionContext) marshalNStorageConnection2ᚖgithubᚗcomᚋlevers9�
 	return ec._StorageConnection(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalNStorageKind2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKind(ctx context.Context, v any) (storage.Kind, error) {
-	var res storage.Kind
+func (ec *executionContext) unmarshalNStorageKind2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKind(ctx context.Context, v any) (storage1.Kind, error) {
+	var res storage1.Kind
 	err := res.UnmarshalGQL(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNStorageKind2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKind(ctx context.Context, sel ast.SelectionSet, v storage.Kind) graphql.Marshaler {
+func (ec *executionContext) marshalNStorageKind2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKind(ctx context.Context, sel ast.SelectionSet, v storage1.Kind) graphql.Marshaler {
 	return v
 }
 
@@ -43099,13 +43572,13 @@ func (ec *executionContext) marshalOStorageEdge2ᚖgithubᚗcomᚋlevers9ᚋleve
 	return ec._StorageEdge(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalOStorageKind2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKindᚄ(ctx context.Context, v any) ([]storage.Kind, error) {
+func (ec *executionContext) unmarshalOStorageKind2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKindᚄ(ctx context.Context, v any) ([]storage1.Kind, error) {
 	if v == nil {
 		return nil, nil
 	}
 	vSlice := graphql.CoerceList(v)
 	var err error
-	res := make([]storage.Kind, len(vSlice))
+	res := make([]storage1.Kind, len(vSlice))
 	for i := range vSlice {
 		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
 		res[i], err = ec.unmarshalNStorageKind2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKind(ctx, vSlice[i])
@@ -43116,7 +43589,7 @@ func (ec *executionContext) unmarshalOStorageKind2ᚕgithubᚗcomᚋlevers9ᚋle
 	return res, nil
 }
 
-func (ec *executionContext) marshalOStorageKind2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKindᚄ(ctx context.Context, sel ast.SelectionSet, v []storage.Kind) graphql.Marshaler {
+func (ec *executionContext) marshalOStorageKind2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKindᚄ(ctx context.Context, sel ast.SelectionSet, v []storage1.Kind) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
@@ -43135,16 +43608,16 @@ func (ec *executionContext) marshalOStorageKind2ᚕgithubᚗcomᚋlevers9ᚋleve
 	return ret
 }
 
-func (ec *executionContext) unmarshalOStorageKind2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKind(ctx context.Context, v any) (*storage.Kind, error) {
+func (ec *executionContext) unmarshalOStorageKind2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKind(ctx context.Context, v any) (*storage1.Kind, error) {
 	if v == nil {
 		return nil, nil
 	}
-	var res = new(storage.Kind)
+	var res = new(storage1.Kind)
 	err := res.UnmarshalGQL(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalOStorageKind2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKind(ctx context.Context, sel ast.SelectionSet, v *storage.Kind) graphql.Marshaler {
+func (ec *executionContext) marshalOStorageKind2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKind(ctx context.Context, sel ast.SelectionSet, v *storage1.Kind) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
