@@ -134,8 +134,12 @@ func TestMountableBuckets(t *testing.T) {
 		a := e.newTenant("mounts")
 		ids := func(q string) map[string]string {
 			var out struct {
-				Storages struct{ Edges []struct{ Node struct{ ID, Name string } } }
-				Groups   struct{ Edges []struct{ Node struct{ ID, Name string } } }
+				Storages struct {
+					Edges []struct{ Node struct{ ID, Name string } }
+				}
+				Groups struct {
+					Edges []struct{ Node struct{ ID, Name string } }
+				}
 			}
 			r := e.gql(a.adminToken, q, nil)
 			r.ok(t)
