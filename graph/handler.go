@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -22,6 +21,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/levers9/levers9/graph/generated"
+	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/viewer"
 )
@@ -222,7 +222,7 @@ func Authenticate(a Authenticator, log *slog.Logger, h http.Handler) http.Handle
 		}
 		ctx = context.WithValue(ctx, clientAddrKey, host)
 		if authz := r.Header.Get("Authorization"); authz != "" {
-			secret, ok := bearer(authz)
+			secret, ok := auth.ParseBearer(authz)
 			if !ok {
 				writeError(w, http.StatusUnauthorized, fault.Unauthenticated, "the Authorization header must be: Bearer TOKEN")
 				return
@@ -243,15 +243,6 @@ func Authenticate(a Authenticator, log *slog.Logger, h http.Handler) http.Handle
 		h.ServeHTTP(w, r.WithContext(ctx))
 		log.Debug("graphql", "took", time.Since(start))
 	})
-}
-
-func bearer(header string) (string, bool) {
-	scheme, secret, ok := strings.Cut(header, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	secret = strings.TrimSpace(secret)
-	return secret, secret != ""
 }
 
 // writeError answers outside GraphQL execution in GraphQL's error shape.

@@ -15,6 +15,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/viewer"
@@ -60,7 +61,7 @@ func wsInit(r *Resolver) transport.WebsocketInitFunc {
 		}
 		// graphql-transport-ws closes refused connections with 4403.
 		refused := transport.WithWebsocketCloseCode(ctx, 4403)
-		secret, ok := bearer(authz)
+		secret, ok := auth.ParseBearer(authz)
 		if !ok {
 			return transport.AppendCloseReason(refused, "UNAUTHENTICATED: the Authorization value must be: Bearer TOKEN"), nil,
 				errors.New("UNAUTHENTICATED: the Authorization value must be: Bearer TOKEN")

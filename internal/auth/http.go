@@ -15,9 +15,20 @@ func (s *Service) FromRequest(r *http.Request) (*viewer.Viewer, error) {
 	if h == "" {
 		return nil, nil
 	}
-	scheme, secret, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
+	secret, ok := ParseBearer(h)
+	if !ok {
 		return nil, fault.New(fault.Unauthenticated, "the Authorization header must be: Bearer TOKEN")
 	}
-	return s.Authenticate(r.Context(), strings.TrimSpace(secret))
+	return s.Authenticate(r.Context(), secret)
+}
+
+// ParseBearer takes the secret out of an Authorization value
+// ("Bearer SECRET", scheme in any case).
+func ParseBearer(header string) (string, bool) {
+	scheme, secret, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	secret = strings.TrimSpace(secret)
+	return secret, secret != ""
 }
