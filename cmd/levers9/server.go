@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/levers9/levers9/graph"
@@ -178,7 +179,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		}}
 	tun.Routes(mux)
 	files := &filesapi.API{Files: fileStore, Auth: authn, Log: log.With("component", "files"), MaxUpload: cfg.MaxUpload}
-	mux.Handle("/files/", files.Handler())
+	filesHandler := files.Handler()
 	ui.Routes(mux, version)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := db.SQL.PingContext(r.Context()); err != nil {
@@ -188,7 +189,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           withFiles(filesHandler, mux),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
@@ -256,4 +257,17 @@ func envInt64(name string, def int64) int64 {
 		return v
 	}
 	return def
+}
+
+// withFiles sends /files/ requests to the files API before the router sees
+// them: the router would clean "a/../b" into another path, and the files
+// API refuses such paths instead.
+func withFiles(files, rest http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/files/") {
+			files.ServeHTTP(w, r)
+			return
+		}
+		rest.ServeHTTP(w, r)
+	})
 }
