@@ -18,8 +18,12 @@ func TestFilesCommands(t *testing.T) {
 	s := startServer(t, t.TempDir(), dbtest.SQLiteURL(t))
 	c := s.credentials()
 	var ids struct {
-		Storages struct{ Edges []struct{ Node struct{ ID string } } }
-		Groups   struct{ Edges []struct{ Node struct{ ID string } } }
+		Storages struct {
+			Edges []struct{ Node struct{ ID string } }
+		}
+		Groups struct {
+			Edges []struct{ Node struct{ ID string } }
+		}
 	}
 	gql(t, s.URL, c.Token, `{ storages(where: {name: "local"}) { edges { node { id } } } groups(where: {name: "everyone"}) { edges { node { id } } } }`, nil, &ids)
 	var created map[string]any
