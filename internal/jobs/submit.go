@@ -58,19 +58,25 @@ func (s *Service) signal(ctx context.Context, jobID string) {
 		s.Log.Warn("signalling job change", "job", jobID, "err", err)
 		return
 	}
-	publish := func(topic, key string) {
-		if err := s.Bus.Publish(ctx, topic, key); err != nil {
-			s.Log.Warn("signalling job change", "job", jobID, "topic", topic, "err", err)
-		}
-	}
-	publish(notify.TopicJob, j.ID)
-	publish(notify.TopicQueue, j.QueueID)
+	s.publish(ctx, notify.TopicJob, j.ID)
+	s.publish(ctx, notify.TopicQueue, j.QueueID)
 	nodes := map[string]bool{}
 	for _, svc := range j.Edges.Services {
 		if svc.NodeID != "" && !nodes[svc.NodeID] {
 			nodes[svc.NodeID] = true
-			publish(notify.TopicNode, svc.NodeID)
+			s.publish(ctx, notify.TopicNode, svc.NodeID)
 		}
+	}
+}
+
+// publish signals one change; a lost signal only delays (periodic work
+// catches up from the database).
+func (s *Service) publish(ctx context.Context, topic, key string) {
+	if s.Bus == nil {
+		return
+	}
+	if err := s.Bus.Publish(ctx, topic, key); err != nil {
+		s.Log.Warn("signalling a job change", "topic", topic, "key", key, "err", err)
 	}
 }
 
@@ -112,7 +118,10 @@ func (s *Service) Submit(ctx context.Context, spec jobspec.Job) (*ent.Job, error
 	if err != nil {
 		return nil, err
 	}
-	s.signal(ctx, created.ID)
+	// A new job has no node yet: wake its followers and its queue's
+	// scheduler without reading it back.
+	s.publish(ctx, notify.TopicJob, created.ID)
+	s.publish(ctx, notify.TopicQueue, created.QueueID)
 	s.Log.Debug("job submitted", "job", created.ID, "queue", created.QueueID)
 	return created, nil
 }
