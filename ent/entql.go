@@ -198,6 +198,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			job.FieldPricePerMinute:    {Type: field.TypeInt64, Column: job.FieldPricePerMinute},
 			job.FieldMeteredMinutes:    {Type: field.TypeInt64, Column: job.FieldMeteredMinutes},
 			job.FieldMeteringClosed:    {Type: field.TypeBool, Column: job.FieldMeteringClosed},
+			job.FieldIdempotencyKey:    {Type: field.TypeString, Column: job.FieldIdempotencyKey},
 		},
 	}
 	graph.Nodes[7] = &sqlgraph.Node{
@@ -1741,6 +1742,11 @@ func (f *JobFilter) WhereMeteredMinutes(p entql.Int64P) {
 // WhereMeteringClosed applies the entql bool predicate on the metering_closed field.
 func (f *JobFilter) WhereMeteringClosed(p entql.BoolP) {
 	f.Where(p.Field(job.FieldMeteringClosed))
+}
+
+// WhereIdempotencyKey applies the entql string predicate on the idempotency_key field.
+func (f *JobFilter) WhereIdempotencyKey(p entql.StringP) {
+	f.Where(p.Field(job.FieldIdempotencyKey))
 }
 
 // WhereHasQueue applies a predicate to check if query has an edge queue.

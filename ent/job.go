@@ -73,6 +73,8 @@ type Job struct {
 	MeteredMinutes int64 `json:"metered_minutes,omitempty"`
 	// the job has ended and its last partial minute is charged
 	MeteringClosed bool `json:"metering_closed,omitempty"`
+	// the client's key for this submission; resubmitting with it returns this job
+	IdempotencyKey *string `json:"idempotency_key,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the JobQuery when eager-loading is set.
 	Edges        JobEdges `json:"edges"`
@@ -151,7 +153,7 @@ func (*Job) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullBool)
 		case job.FieldPriority, job.FieldTimeoutSeconds, job.FieldRetries, job.FieldAttempt, job.FieldGpus, job.FieldEstimatePerMinute, job.FieldEstimateStartFee, job.FieldPricePerMinute, job.FieldMeteredMinutes:
 			values[i] = new(sql.NullInt64)
-		case job.FieldID, job.FieldTenantID, job.FieldEnvironmentID, job.FieldName, job.FieldStatus, job.FieldStatusReason, job.FieldQueueID, job.FieldProjectID, job.FieldOwnerID:
+		case job.FieldID, job.FieldTenantID, job.FieldEnvironmentID, job.FieldName, job.FieldStatus, job.FieldStatusReason, job.FieldQueueID, job.FieldProjectID, job.FieldOwnerID, job.FieldIdempotencyKey:
 			values[i] = new(sql.NullString)
 		case job.FieldCreatedAt, job.FieldUpdatedAt, job.FieldStartedAt, job.FieldFinishedAt:
 			values[i] = new(sql.NullTime)
@@ -332,6 +334,13 @@ func (_m *Job) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.MeteringClosed = value.Bool
 			}
+		case job.FieldIdempotencyKey:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field idempotency_key", values[i])
+			} else if value.Valid {
+				_m.IdempotencyKey = new(string)
+				*_m.IdempotencyKey = value.String
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -466,6 +475,11 @@ func (_m *Job) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("metering_closed=")
 	builder.WriteString(fmt.Sprintf("%v", _m.MeteringClosed))
+	builder.WriteString(", ")
+	if v := _m.IdempotencyKey; v != nil {
+		builder.WriteString("idempotency_key=")
+		builder.WriteString(*v)
+	}
 	builder.WriteByte(')')
 	return builder.String()
 }

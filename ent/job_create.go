@@ -339,6 +339,20 @@ func (_c *JobCreate) SetNillableMeteringClosed(v *bool) *JobCreate {
 	return _c
 }
 
+// SetIdempotencyKey sets the "idempotency_key" field.
+func (_c *JobCreate) SetIdempotencyKey(v string) *JobCreate {
+	_c.mutation.SetIdempotencyKey(v)
+	return _c
+}
+
+// SetNillableIdempotencyKey sets the "idempotency_key" field if the given value is not nil.
+func (_c *JobCreate) SetNillableIdempotencyKey(v *string) *JobCreate {
+	if v != nil {
+		_c.SetIdempotencyKey(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *JobCreate) SetID(v string) *JobCreate {
 	_c.mutation.SetID(v)
@@ -580,6 +594,11 @@ func (_c *JobCreate) check() error {
 	if _, ok := _c.mutation.MeteringClosed(); !ok {
 		return &ValidationError{Name: "metering_closed", err: errors.New(`ent: missing required field "Job.metering_closed"`)}
 	}
+	if v, ok := _c.mutation.IdempotencyKey(); ok {
+		if err := job.IdempotencyKeyValidator(v); err != nil {
+			return &ValidationError{Name: "idempotency_key", err: fmt.Errorf(`ent: validator failed for field "Job.idempotency_key": %w`, err)}
+		}
+	}
 	if v, ok := _c.mutation.ID(); ok {
 		if err := job.IDValidator(v); err != nil {
 			return &ValidationError{Name: "id", err: fmt.Errorf(`ent: validator failed for field "Job.id": %w`, err)}
@@ -714,6 +733,10 @@ func (_c *JobCreate) createSpec() (*Job, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.MeteringClosed(); ok {
 		_spec.SetField(job.FieldMeteringClosed, field.TypeBool, value)
 		_node.MeteringClosed = value
+	}
+	if value, ok := _c.mutation.IdempotencyKey(); ok {
+		_spec.SetField(job.FieldIdempotencyKey, field.TypeString, value)
+		_node.IdempotencyKey = &value
 	}
 	if nodes := _c.mutation.QueueIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
@@ -1105,6 +1128,9 @@ func (u *JobUpsertOne) UpdateNewValues() *JobUpsertOne {
 		}
 		if _, exists := u.create.mutation.Gpus(); exists {
 			s.SetIgnore(job.FieldGpus)
+		}
+		if _, exists := u.create.mutation.IdempotencyKey(); exists {
+			s.SetIgnore(job.FieldIdempotencyKey)
 		}
 	}))
 	return u
@@ -1611,6 +1637,9 @@ func (u *JobUpsertBulk) UpdateNewValues() *JobUpsertBulk {
 			}
 			if _, exists := b.mutation.Gpus(); exists {
 				s.SetIgnore(job.FieldGpus)
+			}
+			if _, exists := b.mutation.IdempotencyKey(); exists {
+				s.SetIgnore(job.FieldIdempotencyKey)
 			}
 		}
 	}))

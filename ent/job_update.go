@@ -458,6 +458,9 @@ func (_u *JobUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if value, ok := _u.mutation.MeteringClosed(); ok {
 		_spec.SetField(job.FieldMeteringClosed, field.TypeBool, value)
 	}
+	if _u.mutation.IdempotencyKeyCleared() {
+		_spec.ClearField(job.FieldIdempotencyKey, field.TypeString)
+	}
 	if _u.mutation.ServicesCleared() {
 		edge := &sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.O2M,
@@ -980,6 +983,9 @@ func (_u *JobUpdateOne) sqlSave(ctx context.Context) (_node *Job, err error) {
 	}
 	if value, ok := _u.mutation.MeteringClosed(); ok {
 		_spec.SetField(job.FieldMeteringClosed, field.TypeBool, value)
+	}
+	if _u.mutation.IdempotencyKeyCleared() {
+		_spec.ClearField(job.FieldIdempotencyKey, field.TypeString)
 	}
 	if _u.mutation.ServicesCleared() {
 		edge := &sqlgraph.EdgeSpec{

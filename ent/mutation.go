@@ -5872,6 +5872,7 @@ type JobMutation struct {
 	metered_minutes        *int64
 	addmetered_minutes     *int64
 	metering_closed        *bool
+	idempotency_key        *string
 	clearedFields          map[string]struct{}
 	queue                  *string
 	clearedqueue           bool
@@ -7123,6 +7124,55 @@ func (m *JobMutation) ResetMeteringClosed() {
 	m.metering_closed = nil
 }
 
+// SetIdempotencyKey sets the "idempotency_key" field.
+func (m *JobMutation) SetIdempotencyKey(s string) {
+	m.idempotency_key = &s
+}
+
+// IdempotencyKey returns the value of the "idempotency_key" field in the mutation.
+func (m *JobMutation) IdempotencyKey() (r string, exists bool) {
+	v := m.idempotency_key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldIdempotencyKey returns the old "idempotency_key" field's value of the Job entity.
+// If the Job object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobMutation) OldIdempotencyKey(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldIdempotencyKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldIdempotencyKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldIdempotencyKey: %w", err)
+	}
+	return oldValue.IdempotencyKey, nil
+}
+
+// ClearIdempotencyKey clears the value of the "idempotency_key" field.
+func (m *JobMutation) ClearIdempotencyKey() {
+	m.idempotency_key = nil
+	m.clearedFields[job.FieldIdempotencyKey] = struct{}{}
+}
+
+// IdempotencyKeyCleared returns if the "idempotency_key" field was cleared in this mutation.
+func (m *JobMutation) IdempotencyKeyCleared() bool {
+	_, ok := m.clearedFields[job.FieldIdempotencyKey]
+	return ok
+}
+
+// ResetIdempotencyKey resets all changes to the "idempotency_key" field.
+func (m *JobMutation) ResetIdempotencyKey() {
+	m.idempotency_key = nil
+	delete(m.clearedFields, job.FieldIdempotencyKey)
+}
+
 // ClearQueue clears the "queue" edge to the Queue entity.
 func (m *JobMutation) ClearQueue() {
 	m.clearedqueue = true
@@ -7292,7 +7342,7 @@ func (m *JobMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *JobMutation) Fields() []string {
-	fields := make([]string, 0, 25)
+	fields := make([]string, 0, 26)
 	if m.created_at != nil {
 		fields = append(fields, job.FieldCreatedAt)
 	}
@@ -7368,6 +7418,9 @@ func (m *JobMutation) Fields() []string {
 	if m.metering_closed != nil {
 		fields = append(fields, job.FieldMeteringClosed)
 	}
+	if m.idempotency_key != nil {
+		fields = append(fields, job.FieldIdempotencyKey)
+	}
 	return fields
 }
 
@@ -7426,6 +7479,8 @@ func (m *JobMutation) Field(name string) (ent.Value, bool) {
 		return m.MeteredMinutes()
 	case job.FieldMeteringClosed:
 		return m.MeteringClosed()
+	case job.FieldIdempotencyKey:
+		return m.IdempotencyKey()
 	}
 	return nil, false
 }
@@ -7485,6 +7540,8 @@ func (m *JobMutation) OldField(ctx context.Context, name string) (ent.Value, err
 		return m.OldMeteredMinutes(ctx)
 	case job.FieldMeteringClosed:
 		return m.OldMeteringClosed(ctx)
+	case job.FieldIdempotencyKey:
+		return m.OldIdempotencyKey(ctx)
 	}
 	return nil, fmt.Errorf("unknown Job field %s", name)
 }
@@ -7669,6 +7726,13 @@ func (m *JobMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetMeteringClosed(v)
 		return nil
+	case job.FieldIdempotencyKey:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetIdempotencyKey(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Job field %s", name)
 }
@@ -7822,6 +7886,9 @@ func (m *JobMutation) ClearedFields() []string {
 	if m.FieldCleared(job.FieldRates) {
 		fields = append(fields, job.FieldRates)
 	}
+	if m.FieldCleared(job.FieldIdempotencyKey) {
+		fields = append(fields, job.FieldIdempotencyKey)
+	}
 	return fields
 }
 
@@ -7847,6 +7914,9 @@ func (m *JobMutation) ClearField(name string) error {
 		return nil
 	case job.FieldRates:
 		m.ClearRates()
+		return nil
+	case job.FieldIdempotencyKey:
+		m.ClearIdempotencyKey()
 		return nil
 	}
 	return fmt.Errorf("unknown Job nullable field %s", name)
@@ -7930,6 +8000,9 @@ func (m *JobMutation) ResetField(name string) error {
 		return nil
 	case job.FieldMeteringClosed:
 		m.ResetMeteringClosed()
+		return nil
+	case job.FieldIdempotencyKey:
+		m.ResetIdempotencyKey()
 		return nil
 	}
 	return fmt.Errorf("unknown Job field %s", name)

@@ -205,8 +205,8 @@ func (r *mutationResolver) RevokeNodeInvite(ctx context.Context, id string) (*en
 }
 
 // SubmitJob is the resolver for the submitJob field.
-func (r *mutationResolver) SubmitJob(ctx context.Context, spec jobspec.Job) (*ent.Job, error) {
-	return r.JobService.Submit(ctx, spec)
+func (r *mutationResolver) SubmitJob(ctx context.Context, spec jobspec.Job, idempotencyKey *string) (*ent.Job, error) {
+	return r.JobService.SubmitOnce(ctx, spec, deref(idempotencyKey))
 }
 
 // CancelJob is the resolver for the cancelJob field.

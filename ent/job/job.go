@@ -69,6 +69,8 @@ const (
 	FieldMeteredMinutes = "metered_minutes"
 	// FieldMeteringClosed holds the string denoting the metering_closed field in the database.
 	FieldMeteringClosed = "metering_closed"
+	// FieldIdempotencyKey holds the string denoting the idempotency_key field in the database.
+	FieldIdempotencyKey = "idempotency_key"
 	// EdgeQueue holds the string denoting the queue edge name in mutations.
 	EdgeQueue = "queue"
 	// EdgeProject holds the string denoting the project edge name in mutations.
@@ -137,6 +139,7 @@ var Columns = []string{
 	FieldPricePerMinute,
 	FieldMeteredMinutes,
 	FieldMeteringClosed,
+	FieldIdempotencyKey,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -193,6 +196,8 @@ var (
 	DefaultMeteredMinutes int64
 	// DefaultMeteringClosed holds the default value on creation for the "metering_closed" field.
 	DefaultMeteringClosed bool
+	// IdempotencyKeyValidator is a validator for the "idempotency_key" field. It is called by the builders before save.
+	IdempotencyKeyValidator func(string) error
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() string
 	// IDValidator is a validator for the "id" field. It is called by the builders before save.
@@ -349,6 +354,11 @@ func ByMeteredMinutes(opts ...sql.OrderTermOption) OrderOption {
 // ByMeteringClosed orders the results by the metering_closed field.
 func ByMeteringClosed(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldMeteringClosed, opts...).ToFunc()
+}
+
+// ByIdempotencyKey orders the results by the idempotency_key field.
+func ByIdempotencyKey(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldIdempotencyKey, opts...).ToFunc()
 }
 
 // ByQueueField orders the results by queue field.

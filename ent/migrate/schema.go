@@ -262,6 +262,7 @@ var (
 		{Name: "price_per_minute", Type: field.TypeInt64, Default: 0},
 		{Name: "metered_minutes", Type: field.TypeInt64, Default: 0},
 		{Name: "metering_closed", Type: field.TypeBool, Default: false},
+		{Name: "idempotency_key", Type: field.TypeString, Nullable: true, Size: 200},
 		{Name: "queue_id", Type: field.TypeString, Size: 40},
 		{Name: "project_id", Type: field.TypeString, Nullable: true, Size: 40},
 		{Name: "owner_id", Type: field.TypeString, Size: 40},
@@ -274,19 +275,19 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "jobs_queues_queue",
-				Columns:    []*schema.Column{JobsColumns[23]},
+				Columns:    []*schema.Column{JobsColumns[24]},
 				RefColumns: []*schema.Column{QueuesColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "jobs_projects_project",
-				Columns:    []*schema.Column{JobsColumns[24]},
+				Columns:    []*schema.Column{JobsColumns[25]},
 				RefColumns: []*schema.Column{ProjectsColumns[0]},
 				OnDelete:   schema.SetNull,
 			},
 			{
 				Symbol:     "jobs_users_jobs",
-				Columns:    []*schema.Column{JobsColumns[25]},
+				Columns:    []*schema.Column{JobsColumns[26]},
 				RefColumns: []*schema.Column{UsersColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -310,12 +311,17 @@ var (
 			{
 				Name:    "job_queue_id_status_priority",
 				Unique:  false,
-				Columns: []*schema.Column{JobsColumns[23], JobsColumns[7], JobsColumns[12]},
+				Columns: []*schema.Column{JobsColumns[24], JobsColumns[7], JobsColumns[12]},
 			},
 			{
 				Name:    "job_metering_closed_started_at",
 				Unique:  false,
 				Columns: []*schema.Column{JobsColumns[22], JobsColumns[9]},
+			},
+			{
+				Name:    "job_tenant_id_owner_id_idempotency_key",
+				Unique:  true,
+				Columns: []*schema.Column{JobsColumns[3], JobsColumns[26], JobsColumns[23]},
 			},
 		},
 	}

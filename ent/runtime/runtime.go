@@ -510,6 +510,10 @@ func init() {
 	jobDescMeteringClosed := jobFields[20].Descriptor()
 	// job.DefaultMeteringClosed holds the default value on creation for the metering_closed field.
 	job.DefaultMeteringClosed = jobDescMeteringClosed.Default.(bool)
+	// jobDescIdempotencyKey is the schema descriptor for idempotency_key field.
+	jobDescIdempotencyKey := jobFields[21].Descriptor()
+	// job.IdempotencyKeyValidator is a validator for the "idempotency_key" field. It is called by the builders before save.
+	job.IdempotencyKeyValidator = jobDescIdempotencyKey.Validators[0].(func(string) error)
 	// jobDescID is the schema descriptor for id field.
 	jobDescID := jobMixinFields0[0].Descriptor()
 	// job.DefaultID holds the default value on creation for the id field.

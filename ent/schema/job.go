@@ -72,6 +72,10 @@ func (Job) Fields() []ent.Field {
 		field.Bool("metering_closed").Default(false).
 			Comment("the job has ended and its last partial minute is charged").
 			Annotations(entgql.Skip(entgql.SkipAll)),
+		// NULL when the client sent none: unique indexes let NULLs repeat.
+		field.String("idempotency_key").Optional().Nillable().Immutable().MaxLen(200).
+			Comment("the client's key for this submission; resubmitting with it returns this job").
+			Annotations(entgql.Skip(entgql.SkipAll)),
 	}
 }
 
@@ -95,6 +99,9 @@ func (Job) Indexes() []ent.Index {
 		index.Fields("queue_id", "status", "priority"),
 		// The meter visits started jobs that are not fully charged.
 		index.Fields("metering_closed", "started_at"),
+		// A retried submitJob with the same key finds the first job; the
+		// constraint settles two submissions racing with one key.
+		index.Fields("tenant_id", "owner_id", "idempotency_key").Unique(),
 	}
 }
 

@@ -382,7 +382,7 @@ type ComplexityRoot struct {
 		RevokeAPIToken     func(childComplexity int, id string) int
 		RevokeNodeInvite   func(childComplexity int, id string) int
 		SignIn             func(childComplexity int, email string, password string) int
-		SubmitJob          func(childComplexity int, spec jobspec.Job) int
+		SubmitJob          func(childComplexity int, spec jobspec.Job, idempotencyKey *string) int
 		UpdateBucket       func(childComplexity int, id string, input ent.UpdateBucketInput) int
 		UpdateGroup        func(childComplexity int, id string, input ent.UpdateGroupInput) int
 		UpdateNode         func(childComplexity int, id string, input ent.UpdateComputeNodeInput) int
@@ -677,7 +677,7 @@ type MutationResolver interface {
 	UpdateNode(ctx context.Context, id string, input ent.UpdateComputeNodeInput) (*ent.Node, error)
 	CreateNodeInvite(ctx context.Context, nodeName *string, expiresInSeconds *int) (*model.CreateNodeInvitePayload, error)
 	RevokeNodeInvite(ctx context.Context, id string) (*ent.NodeInvite, error)
-	SubmitJob(ctx context.Context, spec jobspec.Job) (*ent.Job, error)
+	SubmitJob(ctx context.Context, spec jobspec.Job, idempotencyKey *string) (*ent.Job, error)
 	CancelJob(ctx context.Context, id string) (*ent.Job, error)
 	GrantTokens(ctx context.Context, input model.GrantTokensInput) (*ent.Charge, error)
 	DeleteBucketObject(ctx context.Context, bucket string, key string) (bool, error)
@@ -2156,7 +2156,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.SubmitJob(childComplexity, args["spec"].(jobspec.Job)), true
+		return e.ComplexityRoot.Mutation.SubmitJob(childComplexity, args["spec"].(jobspec.Job), args["idempotencyKey"].(*string)), true
 	case "Mutation.updateBucket":
 		if e.ComplexityRoot.Mutation.UpdateBucket == nil {
 			break
@@ -7898,8 +7898,13 @@ type Mutation {
   createNodeInvite(nodeName: String, expiresInSeconds: Int): CreateNodeInvitePayload!
   revokeNodeInvite(id: ID!): NodeInvite!
 
-  "Validates a job against its queue and stores it PENDING for the scheduler."
-  submitJob(spec: JobSpecInput!): Job!
+  """
+  Validates a job against its queue and stores it PENDING for the scheduler.
+  A client that may retry sends an idempotencyKey (at most 200 characters):
+  a submission with a key the same user used before returns that job instead
+  of creating a second one.
+  """
+  submitJob(spec: JobSpecInput!, idempotencyKey: String): Job!
   cancelJob(id: ID!): Job!
 
   grantTokens(input: GrantTokensInput!): Charge!
@@ -9541,6 +9546,14 @@ func (ec *executionContext) field_Mutation_submitJob_args(ctx context.Context, r
 		return nil, err
 	}
 	args["spec"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["idempotencyKey"] = arg1
 	return args, nil
 }
 
@@ -16964,7 +16977,7 @@ func (ec *executionContext) _Mutation_submitJob(ctx context.Context, field graph
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().SubmitJob(ctx, fc.Args["spec"].(jobspec.Job))
+			return ec.Resolvers.Mutation().SubmitJob(ctx, fc.Args["spec"].(jobspec.Job), fc.Args["idempotencyKey"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.Job) graphql.Marshaler {

@@ -91,9 +91,25 @@ type checked struct {
 // Submit validates spec against its queue and stores the job and its
 // services as PENDING, with its scheduling work, in one transaction.
 func (s *Service) Submit(ctx context.Context, spec jobspec.Job) (*ent.Job, error) {
+	return s.SubmitOnce(ctx, spec, "")
+}
+
+// SubmitOnce is Submit with the client's idempotency key: when the viewer
+// already submitted a job with key, that job is returned and nothing is
+// written, so a client may retry a submission whose answer it lost. An
+// empty key submits unconditionally.
+func (s *Service) SubmitOnce(ctx context.Context, spec jobspec.Job, key string) (*ent.Job, error) {
 	v := viewer.FromContext(ctx)
 	if !v.InTenant() || v.UserID == "" {
 		return nil, fault.New(fault.Forbidden, "submit jobs from inside a tenant")
+	}
+	if err := checkIdempotencyKey(key); err != nil {
+		return nil, err
+	}
+	if key != "" {
+		if j, err := submittedWith(ctx, s.DB.Ent, v, key); err != nil || j != nil {
+			return j, err
+		}
 	}
 	var created *ent.Job
 	err := s.DB.InTx(ctx, func(tx *database.Tx) error {
@@ -104,7 +120,7 @@ func (s *Service) Submit(ctx context.Context, spec jobspec.Job) (*ent.Job, error
 		if err := affordable(ctx, tx.Ent, v, c); err != nil {
 			return err
 		}
-		created, err = insert(ctx, tx.Ent, v, c)
+		created, err = insert(ctx, tx.Ent, v, c, key)
 		if err != nil {
 			return err
 		}
@@ -115,6 +131,11 @@ func (s *Service) Submit(ctx context.Context, spec jobspec.Job) (*ent.Job, error
 		}
 		return nil
 	})
+	if key != "" && ent.IsConstraintError(err) {
+		// A submission with the same key committed between our look-up
+		// and our insert: it is the job.
+		return firstWithKey(ctx, s.DB.Ent, v, key)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +327,7 @@ func affordable(ctx context.Context, client *ent.Client, v *viewer.Viewer, c *ch
 	return nil
 }
 
-func insert(ctx context.Context, client *ent.Client, v *viewer.Viewer, c *checked) (*ent.Job, error) {
+func insert(ctx context.Context, client *ent.Client, v *viewer.Viewer, c *checked, key string) (*ent.Job, error) {
 	create := client.Job.Create().
 		SetName(c.spec.Name).
 		SetSpec(c.spec).
@@ -322,6 +343,9 @@ func insert(ctx context.Context, client *ent.Client, v *viewer.Viewer, c *checke
 		SetStatusReason("waiting to be scheduled")
 	if c.project != nil {
 		create.SetProjectID(c.project.ID)
+	}
+	if key != "" {
+		create.SetIdempotencyKey(key)
 	}
 	j, err := create.Save(ctx)
 	if err != nil {
