@@ -180,7 +180,11 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	tun.Routes(mux)
 	files := &filesapi.API{Files: fileStore, Auth: authn, Log: log.With("component", "files"), MaxUpload: cfg.MaxUpload}
 	filesHandler := files.Handler()
-	ui.Routes(mux, version)
+	err = ui.Routes(ctx, mux, ui.Config{DB: db, Auth: authn, Tenancy: ten, Jobs: jobService, Files: fileStore, Bus: bus,
+		Log: log, PublicURL: publicURL, MaxUpload: cfg.MaxUpload, Version: version})
+	if err != nil {
+		return err
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := db.SQL.PingContext(r.Context()); err != nil {
 			http.Error(w, "database unavailable", http.StatusServiceUnavailable)

@@ -1,0 +1,83 @@
+package signin
+
+import (
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/viewer"
+	"github.com/levers9/levers9/ui/app"
+)
+
+// Register adds the sign-in, sign-out and start page routes.
+func Register(rt *app.Router) {
+	h := &handlers{rt: rt}
+	rt.Handle("GET /{$}", app.Public, h.start)
+	rt.Handle("GET /signin", app.Public, h.show)
+	rt.Handle("POST /signin", app.Public, h.signIn)
+	rt.Handle("POST /signout", app.Public, h.signOut)
+}
+
+type handlers struct{ rt *app.Router }
+
+// start sends each viewer to its first page.
+func (h *handlers) start(w http.ResponseWriter, r *http.Request) error {
+	v := app.Viewer(r)
+	switch {
+	case v == nil:
+		return app.SeeOther(w, r, "/signin")
+	case v.Superadmin && !v.InTenant():
+		return app.SeeOther(w, r, "/superadmin")
+	}
+	return app.SeeOther(w, r, "/jobs")
+}
+
+func (h *handlers) show(w http.ResponseWriter, r *http.Request) error {
+	if app.Viewer(r) != nil {
+		return app.SeeOther(w, r, safeNext(r.URL.Query().Get("next")))
+	}
+	return app.Render(w, r, http.StatusOK, page(h.rt.Frame(r, "Sign in"), form{Next: r.URL.Query().Get("next")}))
+}
+
+func (h *handlers) signIn(w http.ResponseWriter, r *http.Request) error {
+	email, password := r.PostFormValue("email"), r.PostFormValue("password")
+	in := form{Email: email, Next: r.PostFormValue("next")}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	_, tok, err := h.rt.Deps.Auth.SignIn(r.Context(), email, password, host)
+	if err != nil {
+		fs := fault.Classify(err)
+		if len(fs) == 0 {
+			return err
+		}
+		in.Error = fs[0].Message
+		status := http.StatusUnauthorized
+		if fs[0].Code == fault.RateLimited {
+			status = http.StatusTooManyRequests
+		}
+		return app.Render(w, r, status, page(h.rt.Frame(r, "Sign in"), in))
+	}
+	if err := h.rt.StartSession(r.Context(), tok.ID); err != nil {
+		return err
+	}
+	return app.SeeOther(w, r, safeNext(in.Next))
+}
+
+func (h *handlers) signOut(w http.ResponseWriter, r *http.Request) error {
+	if err := h.rt.EndSession(viewer.SystemContext(r.Context())); err != nil {
+		return err
+	}
+	return app.SeeOther(w, r, "/signin")
+}
+
+// safeNext keeps the after-sign-in redirect on this site: a local path,
+// not "//host" or "/\host", which browsers treat as another site.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		return "/"
+	}
+	return next
+}

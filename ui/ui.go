@@ -1,0 +1,63 @@
+// Package ui is the server-rendered dashboard (templ). Handlers are thin:
+// they call the same domain functions as GraphQL, as the signed-in viewer,
+// so the same ent privacy rules decide what each page shows.
+package ui
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/levers9/levers9/internal/auth"
+	"github.com/levers9/levers9/internal/buckets"
+	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/jobs"
+	"github.com/levers9/levers9/internal/notify"
+	"github.com/levers9/levers9/internal/tenancy"
+	"github.com/levers9/levers9/ui/app"
+	"github.com/levers9/levers9/ui/session"
+	"github.com/levers9/levers9/ui/signin"
+	"github.com/levers9/levers9/ui/static"
+)
+
+// Config is what the dashboard needs from the server.
+type Config struct {
+	DB        *database.DB
+	Auth      *auth.Service
+	Tenancy   *tenancy.Service
+	Jobs      *jobs.Service
+	Files     *buckets.Files
+	Bus       *notify.Bus
+	Log       *slog.Logger
+	PublicURL string
+	MaxUpload int64
+	Version   string
+	// IdleTimeout and Lifetime bound a session; zero takes the defaults
+	// (session.DefaultIdleTimeout, session.DefaultLifetime).
+	IdleTimeout, Lifetime time.Duration
+}
+
+// Routes registers the dashboard on mux. It creates the sessions table
+// when missing and purges expired sessions until ctx ends.
+func Routes(ctx context.Context, mux *http.ServeMux, cfg Config) error {
+	store, err := session.NewStore(ctx, cfg.DB.SQL, cfg.DB.Dialect)
+	if err != nil {
+		return fmt.Errorf("dashboard sessions: %w", err)
+	}
+	go store.PurgeEvery(ctx, 10*time.Minute, cfg.Log)
+	lifetime := cfg.Lifetime
+	if lifetime <= 0 || lifetime > auth.SessionTTL {
+		lifetime = auth.SessionTTL // the sign-in token expires then anyway
+	}
+	rt := app.NewRouter(mux, &app.Deps{
+		DB: cfg.DB, Auth: cfg.Auth, Tenancy: cfg.Tenancy, Jobs: cfg.Jobs, Files: cfg.Files, Bus: cfg.Bus,
+		Log: cfg.Log.With("component", "dashboard"), PublicURL: cfg.PublicURL, MaxUpload: cfg.MaxUpload,
+		Version:  cfg.Version,
+		Sessions: session.NewManager(store, cfg.IdleTimeout, lifetime),
+	})
+	rt.HandleRaw("GET /static/", static.Handler())
+	signin.Register(rt)
+	return nil
+}
