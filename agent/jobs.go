@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -19,6 +20,8 @@ type task struct {
 	mu       sync.Mutex
 	services map[string]*wire.RunningService
 	ended    bool
+	stopped  string   // a Stop's reason, when it came before the job started
+	mounts   *mounted // nil without mounts
 }
 
 // tasks are the agent's jobs.
@@ -57,20 +60,38 @@ func (a *Agent) start(ctx context.Context, m wire.Start) {
 	a.tasks.m[m.JobID] = t
 	a.tasks.mu.Unlock()
 
-	job, err := a.cfg.Runtime.Start(ctx, runtime.SpecFromStart(m))
-	if err != nil {
-		a.log.Warn("job could not start", "job", m.JobID, "err", err)
-		now := time.Now()
-		for _, s := range m.Services {
-			a.out.push(item{jobID: m.JobID, state: &wire.StateChange{
-				JobID: m.JobID, Service: s.Name, State: wire.StateFailed,
-				Reason: clipReason(fmt.Sprintf("could not start: %v", err)), Time: now,
-			}})
-		}
+	if len(m.Mounts) == 0 {
+		a.launch(ctx, m, t, runtime.SpecFromStart(m))
+		return
+	}
+	// Syncing buckets down may take long: the tunnel goes on meanwhile.
+	go func() {
+		spec := runtime.SpecFromStart(m)
+		mt, err := a.prepareMounts(ctx, m.JobID, m.Mounts)
 		t.mu.Lock()
-		t.ended = true
+		t.mounts = mt
 		t.mu.Unlock()
-		a.forgetIfDone(m.JobID)
+		if err != nil {
+			a.fail(m, t, fmt.Sprintf("could not prepare its mounts: %v", err))
+			return
+		}
+		spec.Mounts = mt.spec
+		a.launch(ctx, m, t, spec)
+	}()
+}
+
+// launch starts spec through the runtime, unless a Stop came first.
+func (a *Agent) launch(ctx context.Context, m wire.Start, t *task, spec runtime.JobSpec) {
+	t.mu.Lock()
+	stopped := t.stopped
+	t.mu.Unlock()
+	if stopped != "" {
+		a.fail(m, t, stopped)
+		return
+	}
+	job, err := a.cfg.Runtime.Start(ctx, spec)
+	if err != nil {
+		a.fail(m, t, fmt.Sprintf("could not start: %v", err))
 		return
 	}
 	t.mu.Lock()
@@ -80,10 +101,40 @@ func (a *Agent) start(ctx context.Context, m wire.Start) {
 	go a.forward(m.JobID, t, job)
 }
 
+// fail reports every service of a job that never ran as failed.
+func (a *Agent) fail(m wire.Start, t *task, reason string) {
+	a.log.Warn("job could not start", "job", m.JobID, "reason", reason)
+	t.mu.Lock()
+	mt := t.mounts
+	t.mu.Unlock()
+	if err := mt.cleanup(); err != nil {
+		a.log.Warn("removing mounts", "job", m.JobID, "err", err)
+	}
+	now := time.Now()
+	for _, s := range m.Services {
+		a.out.push(item{jobID: m.JobID, state: &wire.StateChange{
+			JobID: m.JobID, Service: s.Name, State: wire.StateFailed,
+			Reason: clipReason(reason), Time: now,
+		}})
+	}
+	t.mu.Lock()
+	t.ended = true
+	t.mu.Unlock()
+	a.forgetIfDone(m.JobID)
+}
+
 // forward drains a job's events into the outbox, in order. The runtime
 // holds back output while Events is full, so this never blocks on the
 // network.
 func (a *Agent) forward(id string, t *task, job runtime.Job) {
+	t.mu.Lock()
+	mt := t.mounts
+	t.mu.Unlock()
+	// With mounts to save, services' ends are held back until the results
+	// are in their buckets: the job ends on the server only then, and
+	// fails if they could not be saved.
+	hold := mt != nil && len(mt.syncs) > 0
+	var held []wire.StateChange
 	for ev := range job.Events() {
 		switch ev := ev.(type) {
 		case runtime.StateEvent:
@@ -96,6 +147,10 @@ func (a *Agent) forward(id string, t *task, job runtime.Job) {
 			}
 			t.mu.Unlock()
 			m := ev.Wire()
+			if hold && (ev.State == runtime.Exited || ev.State == runtime.Failed) {
+				held = append(held, m)
+				continue
+			}
 			a.out.push(item{jobID: id, state: &m})
 		case runtime.LogEvent:
 			l := ev.Wire()
@@ -104,6 +159,24 @@ func (a *Agent) forward(id string, t *task, job runtime.Job) {
 	}
 	res := job.Wait()
 	a.log.Info("job ended", "job", id, "status", res.Status, "reason", res.Reason)
+	if hold {
+		if err := a.syncBack(context.Background(), id, mt); err != nil {
+			// The files stay on the node: nothing is lost, and the
+			// reason says where they are.
+			a.log.Error("job results not saved", "job", id, "err", err, "kept", mt.root)
+			reason := clipReason(fmt.Sprintf("results not saved (kept on the node in %s): %v", mt.root, err))
+			for i := range held {
+				held[i].State, held[i].Reason = wire.StateFailed, reason
+			}
+			mt = nil // keep the directory
+		}
+		for i := range held {
+			a.out.push(item{jobID: id, state: &held[i]})
+		}
+	}
+	if err := mt.cleanup(); err != nil {
+		a.log.Warn("removing mounts", "job", id, "err", err)
+	}
 	t.mu.Lock()
 	t.ended = true
 	t.mu.Unlock()
@@ -137,6 +210,9 @@ func (a *Agent) stop(id, reason string, grace time.Duration) {
 	}
 	t.mu.Lock()
 	job := t.job
+	if job == nil && t.stopped == "" {
+		t.stopped = cmp.Or(reason, "stopped") // still preparing its mounts
+	}
 	t.mu.Unlock()
 	if job != nil {
 		a.log.Info("stopping job", "job", id, "reason", reason)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/objtest"
 )
 
 // binary is the levers9 command built once for all tests.
@@ -32,5 +33,12 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: building levers9:", err)
 		return 1
 	}
+	// Jobs mount buckets of an S3 storage on a private MinIO.
+	stopMinIO, err := objtest.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer stopMinIO()
 	return dbtest.Main(m)
 }

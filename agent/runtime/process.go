@@ -132,6 +132,9 @@ func (p *Process) prepare(spec JobSpec) (*job, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("service %s: working directory: %w", s.Name, err)
 		}
+		if err := linkMounts(dir, spec.Mounts); err != nil {
+			return nil, fmt.Errorf("service %s: %w", s.Name, err)
+		}
 		j.services = append(j.services, &service{
 			job: j, index: i, spec: s, dir: dir, ports: ports[i], drain: p.cfg.DrainTimeout,
 			env: serviceEnv(base, spec.ID, s, dir, addresses),

@@ -41,6 +41,16 @@ type JobSpec struct {
 	ID       string
 	Timeout  time.Duration // from when all services started; 0 = none; on expiry the job is stopped with reason "timeout"
 	Services []ServiceSpec
+	Mounts   []Mount
+}
+
+// Mount makes directory Dir on the node appear at Path in every service.
+// The process runtime, which has no filesystem of its own to mount into,
+// links it at Path relative to each service's working directory (a mount at
+// /data/in is ./data/in); container runtimes bind it at Path.
+type Mount struct {
+	Path string // absolute, clean
+	Dir  string
 }
 
 // ServiceSpec is one service of a job.

@@ -102,3 +102,20 @@ func joinLocalNode(ctx context.Context, db *database.DB, serverURL, stateDir, te
 		return err
 	}
 }
+
+// localNodeID returns the ID of the built-in node ("" before it joined, nil
+// when there is none): jobs on it link the server's local buckets. The
+// state file is read each time (only for jobs with mounts), so a node that
+// joined again is recognised.
+func localNodeID(enabled bool, dataDir string) func() string {
+	if !enabled {
+		return nil
+	}
+	return func() string {
+		st, err := agent.LoadState(filepath.Join(dataDir, "node"))
+		if err != nil {
+			return ""
+		}
+		return st.NodeID
+	}
+}

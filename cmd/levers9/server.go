@@ -23,6 +23,7 @@ import (
 	"github.com/levers9/levers9/internal/filesapi"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/metering"
+	"github.com/levers9/levers9/internal/mounts"
 	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/placement"
@@ -171,14 +172,15 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", graph.Authenticate(authn, log, graph.NewHandler(resolver)))
-	tun := &tunnel.Server{DB: db, Jobs: jobService, Bus: bus, Log: log.With("component", "tunnel"), Now: time.Now,
+	planner := &mounts.Planner{Ent: db.Ent, Now: time.Now, LocalNode: localNodeID(cfg.LocalNode, dataDir)}
+	tun := &tunnel.Server{DB: db, Jobs: jobService, Bus: bus, Log: log.With("component", "tunnel"), Now: time.Now, Mounts: planner,
 		// Several heartbeats fit in a TTL, so one lost beat is no outage.
 		HeartbeatInterval: min(max(cfg.NodeTTL/3, 100*time.Millisecond), tunnel.DefaultHeartbeatInterval),
 		CapacityChanged: func(ctx context.Context, nodeID string) error {
 			return db.InTx(ctx, func(tx *database.Tx) error { return scheduleNode(ctx, tx.SQL, nodeID) })
 		}}
 	tun.Routes(mux)
-	files := &filesapi.API{Files: fileStore, Auth: authn, Log: log.With("component", "files"), MaxUpload: cfg.MaxUpload}
+	files := &filesapi.API{Files: fileStore, Auth: authn, Log: log.With("component", "files"), MaxUpload: cfg.MaxUpload, Mounts: planner}
 	filesHandler := files.Handler()
 	err = ui.Routes(ctx, mux, ui.Config{DB: db, Auth: authn, Tenancy: ten, Jobs: jobService, Files: fileStore, Bus: bus,
 		Log: log, PublicURL: publicURL, MaxUpload: cfg.MaxUpload, Version: version})

@@ -23,6 +23,7 @@ import (
 	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/mounts"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/storage"
 )
@@ -36,6 +37,8 @@ type API struct {
 	Auth      *auth.Service
 	Log       *slog.Logger
 	MaxUpload int64
+	// Mounts, when set, lets nodes sync the mounts of their jobs.
+	Mounts *mounts.Planner
 }
 
 // Handler returns the routes under /files/.
@@ -63,7 +66,7 @@ func (a *API) guard(next http.Handler) http.Handler {
 			a.fail(w, fault.Invalid("key", "the path may not end in a relative segment"))
 			return
 		}
-		v, err := a.Auth.FromRequest(r)
+		v, err := a.viewer(r)
 		if err != nil {
 			a.fail(w, err)
 			return
@@ -74,6 +77,22 @@ func (a *API) guard(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(viewer.NewContext(r.Context(), v)))
 	})
+}
+
+// viewer is who r acts as: a user or superadmin by API token, or, with the
+// job header, a node syncing a job's mounts (acting as the job's owner).
+func (a *API) viewer(r *http.Request) (*viewer.Viewer, error) {
+	jobID := r.Header.Get(mounts.JobHeader)
+	if jobID == "" || a.Mounts == nil {
+		return a.Auth.FromRequest(r)
+	}
+	secret, ok := auth.ParseBearer(r.Header.Get("Authorization"))
+	if !ok {
+		return nil, fault.New(fault.Unauthenticated, "send the node credential as Authorization: Bearer CREDENTIAL")
+	}
+	bucketID, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/files/"), "/")
+	write := r.Method != http.MethodGet && r.Method != http.MethodHead
+	return a.Mounts.ForJob(r.Context(), secret, jobID, bucketID, write)
 }
 
 type listing struct {

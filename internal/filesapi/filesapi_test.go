@@ -23,6 +23,7 @@ import (
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/filesapi"
+	"github.com/levers9/levers9/internal/mounts"
 	"github.com/levers9/levers9/internal/objtest"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/viewer"
@@ -115,7 +116,8 @@ func newSite(t *testing.T, url, kind string) *site {
 	if _, err := db.Ent.Bucket.Create().SetName("outputs").SetStorage(st).AddWriteGroups(everyone).Save(acmeAdmin); err != nil {
 		t.Fatal(err)
 	}
-	api := &filesapi.API{Files: &buckets.Files{Ent: db.Ent}, Auth: auth.NewService(db.Ent, log, nil), Log: log, MaxUpload: 8 << 20}
+	api := &filesapi.API{Files: &buckets.Files{Ent: db.Ent}, Auth: auth.NewService(db.Ent, log, nil), Log: log, MaxUpload: 8 << 20,
+		Mounts: &mounts.Planner{Ent: db.Ent}}
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	return &site{url: srv.URL, member: tokens["member"], other: tokens["other"], db: db}

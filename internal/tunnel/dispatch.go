@@ -2,6 +2,7 @@ package tunnel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -83,7 +84,11 @@ func (s *session) start(ctx context.Context, jobID string) error {
 		}
 	}
 	msg := startMessage(j)
-	if err := msg.Validate(); err != nil {
+	err = s.planMounts(ctx, j, &msg)
+	if err == nil {
+		err = msg.Validate()
+	}
+	if err != nil {
 		s.log.Warn("job cannot be sent to the agent", "job", jobID, "err", err)
 		if err := s.srv.Jobs.MarkEnded(ctx, jobID, job.StatusError, clip("cannot be started: "+err.Error(), 1000), s.srv.now()); err != nil {
 			return fmt.Errorf("failing unsendable job %s: %w", jobID, err)
@@ -102,6 +107,22 @@ func (s *session) start(ctx context.Context, jobID string) error {
 	s.markActive(jobID, true)
 	s.log.Info("starting job on node", "job", jobID, "services", len(msg.Services))
 	return s.send(ctx, msg)
+}
+
+// planMounts adds j's mounts to msg as this node gets them.
+func (s *session) planMounts(ctx context.Context, j *ent.Job, msg *wire.Start) error {
+	if len(j.Spec.Mounts) == 0 {
+		return nil
+	}
+	if s.srv.Mounts == nil {
+		return errors.New("this server does not mount buckets into jobs")
+	}
+	ms, err := s.srv.Mounts.Plan(ctx, j, s.nodeID)
+	if err != nil {
+		return err
+	}
+	msg.Mounts = ms
+	return nil
 }
 
 // startMessage is the Start for j, its services in the order submitted.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/jobs"
+	"github.com/levers9/levers9/internal/mounts"
 	"github.com/levers9/levers9/internal/notify"
 )
 
@@ -35,6 +36,9 @@ type Server struct {
 	// CapacityChanged, when set, asks for the node's queues to be
 	// scheduled again (the node joined, came back or reconnected).
 	CapacityChanged func(ctx context.Context, nodeID string) error
+	// Mounts plans how jobs' buckets reach their node; nil: jobs with
+	// mounts fail to start.
+	Mounts *mounts.Planner
 }
 
 // Routes adds the agent endpoints to mux.

@@ -55,6 +55,19 @@ type Start struct {
 	JobID          string         `json:"jobId"`
 	TimeoutSeconds int            `json:"timeoutSeconds,omitempty"` // 0 = none
 	Services       []ServiceStart `json:"services"`
+	Mounts         []Mount        `json:"mounts,omitempty"`
+}
+
+// Mount puts a bucket at Path inside the job. With Link the bucket's files
+// are already on the node, in that directory: the agent links it (copies
+// it, when read-only); without, the agent syncs the bucket down through
+// the server's files API before the job and, unless read-only, its changes
+// back after.
+type Mount struct {
+	Bucket   string `json:"bucket"` // bucket ID
+	Path     string `json:"path"`
+	ReadOnly bool   `json:"readOnly,omitempty"`
+	Link     string `json:"link,omitempty"`
 }
 
 // ServiceStart is one service of a Start.

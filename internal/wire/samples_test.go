@@ -31,6 +31,10 @@ func samples() []Msg {
 				},
 				{Name: "my-db", Image: "postgres:17"},
 			},
+			Mounts: []Mount{
+				{Bucket: "bkt_01in", Path: "/data/in", ReadOnly: true},
+				{Bucket: "bkt_01out", Path: "/data/out", Link: "/srv/levers9/buckets/bkt-01out"},
+			},
 		},
 		Stop{JobID: "job_01", Reason: "cancelled by ada@levers9.local", GraceSeconds: 10},
 		Stop{JobID: "job_01"},

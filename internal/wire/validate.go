@@ -3,6 +3,8 @@ package wire
 import (
 	"fmt"
 	"math"
+	"path"
+	"strings"
 )
 
 // Validate implements Msg.
@@ -65,7 +67,41 @@ func (m Start) Validate() error {
 		names[s.Name] = true
 		c.serviceStart(f, s)
 	}
+	c.mounts(m.Mounts)
 	return c.err()
+}
+
+// MaxMounts bounds the mounts of a job.
+const MaxMounts = 64
+
+func (c *checker) mounts(ms []Mount) {
+	if len(ms) > MaxMounts {
+		c.bad("mounts", "at most %d mounts", MaxMounts)
+		return
+	}
+	paths := map[string]bool{}
+	for i, m := range ms {
+		f := fmt.Sprintf("mounts[%d]", i)
+		c.id(f+".bucket", m.Bucket)
+		if !cleanAbs(m.Path) || m.Path == "/" {
+			c.bad(f+".path", "%.70q is not a clean absolute path below /", m.Path)
+		}
+		for p := range paths {
+			if p == m.Path || strings.HasPrefix(p, m.Path+"/") || strings.HasPrefix(m.Path, p+"/") {
+				c.bad(f+".path", "%q overlaps another mount", m.Path)
+			}
+		}
+		paths[m.Path] = true
+		if m.Link != "" && !cleanAbs(m.Link) {
+			c.bad(f+".link", "%.70q is not a clean absolute path", m.Link)
+		}
+	}
+}
+
+// cleanAbs reports whether p is an absolute path in its shortest form,
+// printable and without NUL bytes.
+func cleanAbs(p string) bool {
+	return len(p) <= 4096 && path.IsAbs(p) && path.Clean(p) == p && printable(p) && !hasNUL(p)
 }
 
 func (c *checker) serviceStart(f string, s ServiceStart) {

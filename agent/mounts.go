@@ -1,0 +1,230 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/levers9/levers9/agent/runtime"
+	"github.com/levers9/levers9/internal/wire"
+)
+
+// mounted is what the agent made of a job's mounts: directories for the
+// runtime, and the synced ones to save back after the job.
+type mounted struct {
+	root  string // the job's mount directories, removed after the job
+	spec  []runtime.Mount
+	syncs []*syncedMount // writable mounts synced through the files API
+}
+
+// syncedMount is a bucket copied down for a job; seen is what was copied,
+// so that only changes go back.
+type syncedMount struct {
+	wire.Mount
+	dir  string
+	seen map[string]stamp
+}
+
+// stamp identifies a file's content cheaply: a rewrite changes one of them.
+type stamp struct {
+	size int64
+	mod  time.Time
+}
+
+// mountRoot is where the agent keeps job jobID's synced and copied mounts.
+func (a *Agent) mountRoot(jobID string) string {
+	return filepath.Join(a.cfg.StateDir, "mounts", jobID)
+}
+
+func (a *Agent) files(jobID string) *filesClient {
+	return &filesClient{http: a.cfg.Client, server: a.st.Server, credential: a.st.Credential, jobID: jobID}
+}
+
+// prepareMounts materialises the mounts of job jobID: a writable mount of a
+// bucket on this node's disk (Link) is linked; a read-only one is copied,
+// so the job cannot change the bucket; any other bucket is synced down
+// through the files API.
+func (a *Agent) prepareMounts(ctx context.Context, jobID string, ms []wire.Mount) (*mounted, error) {
+	mt := &mounted{root: a.mountRoot(jobID)}
+	// Left over from an attempt the agent did not see to its end.
+	if err := os.RemoveAll(mt.root); err != nil {
+		return nil, fmt.Errorf("clearing old mounts: %w", err)
+	}
+	fc := a.files(jobID)
+	for i, m := range ms {
+		dir := filepath.Join(mt.root, strconv.Itoa(i))
+		var err error
+		switch {
+		case m.Link != "" && !m.ReadOnly:
+			dir = m.Link
+			err = os.MkdirAll(dir, 0o755)
+		case m.Link != "":
+			err = copyTree(m.Link, dir)
+		default:
+			var seen map[string]stamp
+			seen, err = syncDown(ctx, fc, m.Bucket, dir)
+			if err == nil && !m.ReadOnly {
+				mt.syncs = append(mt.syncs, &syncedMount{Mount: m, dir: dir, seen: seen})
+			}
+		}
+		if err != nil {
+			return mt, fmt.Errorf("mount %s (bucket %s): %w", m.Path, m.Bucket, err)
+		}
+		mt.spec = append(mt.spec, runtime.Mount{Path: m.Path, Dir: dir})
+	}
+	return mt, nil
+}
+
+// syncDown copies every object of bucket into dir and returns what it wrote.
+func syncDown(ctx context.Context, fc *filesClient, bucket, dir string) (map[string]stamp, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	objs, err := fc.list(ctx, bucket)
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[string]stamp, len(objs))
+	for _, o := range objs {
+		name, err := localName(dir, o.Key)
+		if err != nil {
+			return nil, err
+		}
+		if err := fc.download(ctx, bucket, o.Key, name); err != nil {
+			return nil, err
+		}
+		fi, err := os.Stat(name)
+		if err != nil {
+			return nil, err
+		}
+		seen[o.Key] = stamp{fi.Size(), fi.ModTime()}
+	}
+	return seen, nil
+}
+
+// localName is where key lives under dir; keys that would leave dir are
+// refused (the server never sends them; the agent does not rely on it).
+func localName(dir, key string) (string, error) {
+	if key == "" || !filepath.IsLocal(filepath.FromSlash(key)) || path.Clean(key) != key {
+		return "", fmt.Errorf("refusing object key %q", key)
+	}
+	return filepath.Join(dir, filepath.FromSlash(key)), nil
+}
+
+// syncBack saves the changes the job made to its synced writable mounts:
+// new and rewritten files are uploaded, removed ones deleted. Only regular
+// files count: a symbolic link is never followed, so a job cannot make the
+// agent upload what lies outside its mount.
+func (a *Agent) syncBack(ctx context.Context, jobID string, mt *mounted) error {
+	fc := a.files(jobID)
+	for _, s := range mt.syncs {
+		if err := s.save(ctx, fc); err != nil {
+			return fmt.Errorf("saving mount %s to bucket %s: %w", s.Path, s.Bucket, err)
+		}
+	}
+	return nil
+}
+
+func (s *syncedMount) save(ctx context.Context, fc *filesClient) error {
+	present := map[string]bool{}
+	var changed []string
+	err := filepath.WalkDir(s.dir, func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(s.dir, name)
+		if err != nil {
+			return err
+		}
+		key := filepath.ToSlash(rel)
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		present[key] = true
+		if old, ok := s.seen[key]; !ok || old.size != fi.Size() || !old.mod.Equal(fi.ModTime()) {
+			changed = append(changed, key)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reading the mount: %w", err)
+	}
+	sort.Strings(changed)
+	for _, key := range changed {
+		if err := fc.upload(ctx, s.Bucket, key, filepath.Join(s.dir, filepath.FromSlash(key))); err != nil {
+			return err
+		}
+	}
+	for key := range s.seen {
+		if !present[key] {
+			if err := fc.remove(ctx, s.Bucket, key); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// cleanup removes the job's copied and synced mount directories.
+func (mt *mounted) cleanup() error {
+	if mt == nil {
+		return nil
+	}
+	return os.RemoveAll(mt.root)
+}
+
+// copyTree copies the regular files under src to dst (links are skipped).
+func copyTree(src, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	return filepath.WalkDir(src, func(name string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && name == src {
+			return fs.SkipAll // an empty bucket has no directory yet
+		}
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, name)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(to, 0o755)
+		case d.Type().IsRegular():
+			return copyFile(name, to)
+		}
+		return nil
+	})
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
