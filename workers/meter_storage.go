@@ -7,6 +7,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/metering"
 )
 
@@ -20,11 +21,20 @@ func (MeterStorageArgs) Kind() string { return "meter_storage" }
 type MeterStorageWorker struct {
 	river.WorkerDefaults[MeterStorageArgs]
 	Meter *metering.Meter
+	// Files, when set, measures buckets before they are charged.
+	Files *buckets.Files
 	Log   *slog.Logger
 }
 
 // Work runs one tick.
 func (w *MeterStorageWorker) Work(ctx context.Context, _ *river.Job[MeterStorageArgs]) error {
+	if w.Files != nil {
+		// A bucket that cannot be measured is charged at its last size:
+		// better than not charging it, and the next hour tries again.
+		if n, err := w.Files.Measure(ctx); err != nil {
+			w.Log.Warn("measuring buckets", "measured", n, "err", err)
+		}
+	}
 	res, err := w.Meter.TickStorage(ctx)
 	if err != nil {
 		return fmt.Errorf("metering storage: %w", err)

@@ -7,6 +7,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/metering"
 	"github.com/levers9/levers9/internal/placement"
@@ -20,6 +21,8 @@ type Deps struct {
 	Log   *slog.Logger
 	Meter *metering.Meter
 	Jobs  *jobs.Service
+	// Files, when set, measures buckets before storage is charged.
+	Files *buckets.Files
 	// Liveness, when set, sweeps for silent nodes periodically.
 	Liveness *tunnel.Liveness
 	// Scheduler places jobs; NewClients fills in one without a Bus when
@@ -34,7 +37,7 @@ func Register(d Deps) *river.Workers {
 	river.AddWorker(w, &SchedulePendingWorker{Scheduler: d.Scheduler, Log: d.Log})
 	if d.Meter != nil {
 		river.AddWorker(w, &MeterRunsWorker{Meter: d.Meter, Jobs: d.Jobs, Log: d.Log})
-		river.AddWorker(w, &MeterStorageWorker{Meter: d.Meter, Log: d.Log})
+		river.AddWorker(w, &MeterStorageWorker{Meter: d.Meter, Files: d.Files, Log: d.Log})
 	}
 	if d.Liveness != nil {
 		river.AddWorker(w, &NodeLivenessWorker{Liveness: d.Liveness, Log: d.Log})

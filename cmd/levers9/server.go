@@ -143,7 +143,8 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	scheduler := &placement.Scheduler{DB: db, Bus: bus, Log: log, Now: time.Now}
 	go scheduler.Run(ctx)
 	liveness := &tunnel.Liveness{DB: db, Jobs: jobService, Bus: bus, Log: log, Now: time.Now, TTL: cfg.NodeTTL, Grace: cfg.NodeGrace}
-	rc, err := workers.NewClients(db, workers.Deps{Ent: db.Ent, Log: log, Meter: meter, Jobs: jobService, Liveness: liveness,
+	fileStore := &buckets.Files{Ent: db.Ent}
+	rc, err := workers.NewClients(db, workers.Deps{Ent: db.Ent, Log: log, Meter: meter, Jobs: jobService, Liveness: liveness, Files: fileStore,
 		// With the bus, a placement wakes the node's tunnel at once.
 		Scheduler: scheduler})
 	if err != nil {
@@ -161,7 +162,6 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		_ = rc.Runner.Stop(stopCtx)
 	}()
 
-	fileStore := &buckets.Files{Ent: db.Ent}
 	resolver := &graph.Resolver{
 		DB: db, Ent: db.Ent, Log: log, Auth: authn, Tenancy: ten,
 		JobService:     jobService,
