@@ -17,9 +17,14 @@ import (
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/ui/app"
+	"github.com/levers9/levers9/ui/files"
+	uijobs "github.com/levers9/levers9/ui/jobs"
 	"github.com/levers9/levers9/ui/session"
 	"github.com/levers9/levers9/ui/signin"
 	"github.com/levers9/levers9/ui/static"
+	"github.com/levers9/levers9/ui/submit"
+	"github.com/levers9/levers9/ui/superadmin"
+	"github.com/levers9/levers9/ui/tokens"
 )
 
 // Config is what the dashboard needs from the server.
@@ -59,5 +64,10 @@ func Routes(ctx context.Context, mux *http.ServeMux, cfg Config) error {
 	})
 	rt.HandleRaw("GET /static/", static.Handler())
 	signin.Register(rt)
+	uijobs.Register(rt)
+	submit.Register(rt)
+	tokens.Register(rt)
+	files.Register(rt)
+	superadmin.Register(rt)
 	return nil
 }

@@ -1,0 +1,242 @@
+// Package files is the Files page: every bucket the viewer may read, its
+// objects browsed by prefix, and upload, download and delete through
+// buckets.Files, the same functions (and access rules) as the files API.
+package files
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/bucket"
+	"github.com/levers9/levers9/internal/access"
+	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/storage"
+	"github.com/levers9/levers9/ui/app"
+)
+
+// Register adds the Files routes. They live under /buckets: /files/ is the
+// files API's.
+func Register(rt *app.Router) {
+	h := &handlers{rt: rt}
+	rt.Nav("Files", "/buckets", app.Member)
+	rt.Handle("GET /buckets", app.Member, h.buckets)
+	rt.Handle("GET /buckets/{bucket}", app.Member, h.browse)
+	rt.Handle("GET /buckets/{bucket}/download", app.Member, h.download)
+	rt.Handle("POST /buckets/{bucket}/upload", app.Member, h.upload)
+	rt.Handle("POST /buckets/{bucket}/delete", app.Member, h.remove)
+}
+
+type handlers struct{ rt *app.Router }
+
+// bucketRow is a readable bucket.
+type bucketRow struct {
+	Bucket   *ent.Bucket
+	Writable bool
+}
+
+func (h *handlers) buckets(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	c := h.rt.Deps.DB.Ent
+	all, err := c.Bucket.Query().WithStorage().Order(ent.Asc(bucket.FieldName)).All(ctx)
+	if err != nil {
+		return err
+	}
+	var rows []bucketRow
+	for _, b := range all {
+		ok, err := access.CanReadBucket(ctx, c, b.ID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		wr, err := access.CanWriteBucket(ctx, c, b.ID)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, bucketRow{Bucket: b, Writable: wr})
+	}
+	return app.Render(w, r, http.StatusOK, bucketsView(h.rt.Frame(r, "Files"), rows))
+}
+
+// browsePage is one prefix of a bucket: its "folders" (the next path
+// segments) and objects.
+type browsePage struct {
+	Bucket   *ent.Bucket
+	Writable bool
+	Prefix   string
+	Crumbs   []crumb
+	Folders  []string
+	Objects  []storage.Object
+	Next     string // URL of the next page, or ""
+	Upload   string // the upload form's action (with its CSRF token)
+}
+
+type crumb struct{ Label, Prefix string }
+
+// pageSize is how many keys one browse page reads.
+const pageSize = 500
+
+func (h *handlers) browse(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	c := h.rt.Deps.DB.Ent
+	ref := r.PathValue("bucket")
+	b, err := c.Bucket.Query().Where(bucket.Name(ref)).Only(ctx)
+	if err != nil {
+		return err
+	}
+	prefix, after := r.URL.Query().Get("prefix"), r.URL.Query().Get("after")
+	objs, err := h.rt.Deps.Files.List(ctx, b.ID, storage.ListOptions{Prefix: prefix, After: after, Limit: pageSize})
+	if err != nil {
+		return err
+	}
+	wr, err := access.CanWriteBucket(ctx, c, b.ID)
+	if err != nil {
+		return err
+	}
+	p := browsePage{Bucket: b, Writable: wr, Prefix: prefix, Crumbs: crumbs(prefix)}
+	folders := map[string]bool{}
+	for _, o := range objs {
+		rest := strings.TrimPrefix(o.Key, prefix)
+		if i := strings.Index(rest, "/"); i >= 0 {
+			folders[prefix+rest[:i+1]] = true
+			continue
+		}
+		p.Objects = append(p.Objects, o)
+	}
+	for f := range folders {
+		p.Folders = append(p.Folders, f)
+	}
+	sort.Strings(p.Folders)
+	if len(objs) == pageSize {
+		p.Next = browseURL(b.Name, prefix) + "&after=" + url.QueryEscape(objs[len(objs)-1].Key)
+	}
+	p.Upload = "/buckets/" + url.PathEscape(b.Name) + "/upload?" + url.Values{app.CSRFField: {h.rt.CSRFToken(r)}}.Encode()
+	return app.Render(w, r, http.StatusOK, browseView(h.rt.Frame(r, "Files · "+b.Name), p))
+}
+
+func browseURL(bucketName, prefix string) string {
+	return "/buckets/" + url.PathEscape(bucketName) + "?prefix=" + url.QueryEscape(prefix)
+}
+
+// crumbs are the links to each parent prefix of prefix.
+func crumbs(prefix string) []crumb {
+	out := []crumb{{Label: "top", Prefix: ""}}
+	acc := ""
+	for _, seg := range strings.SplitAfter(prefix, "/") {
+		if seg == "" {
+			continue
+		}
+		acc += seg
+		out = append(out, crumb{Label: strings.TrimSuffix(seg, "/"), Prefix: acc})
+	}
+	return out
+}
+
+func (h *handlers) download(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	b, err := h.rt.Deps.DB.Ent.Bucket.Query().Where(bucket.Name(r.PathValue("bucket"))).Only(ctx)
+	if err != nil {
+		return err
+	}
+	key := r.URL.Query().Get("key")
+	rc, obj, err := h.rt.Deps.Files.Download(ctx, b.ID, key)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.FormatInt(obj.Size, 10))
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(key)}))
+	w.Header().Set("Cache-Control", "no-store")
+	if _, err := io.Copy(w, rc); err != nil {
+		h.rt.Deps.Log.Debug("download interrupted", "bucket", b.Name, "key", key, "err", err)
+	}
+	return nil
+}
+
+// upload streams each file of a multipart form into the bucket, under the
+// form's prefix, without holding it in memory or on disk: the parts are
+// read in order, so the prefix field comes before the files.
+func (h *handlers) upload(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	b, err := h.rt.Deps.DB.Ent.Bucket.Query().Where(bucket.Name(r.PathValue("bucket"))).Only(ctx)
+	if err != nil {
+		return err
+	}
+	limit := h.rt.Deps.MaxUpload
+	if r.ContentLength > limit+1<<20 {
+		return fault.Invalid("file", "uploads are limited to %d bytes", limit)
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit+1<<20) // the file plus the form around it
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return fault.Invalid("file", "send the file as a multipart form")
+	}
+	prefix, n := "", 0
+	var names []string
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return uploadFault(err, limit)
+		}
+		switch part.FormName() {
+		case "prefix":
+			v, err := io.ReadAll(io.LimitReader(part, 4096))
+			if err != nil {
+				return uploadFault(err, limit)
+			}
+			prefix = string(v)
+		case "file":
+			if part.FileName() == "" {
+				continue
+			}
+			key := prefix + path.Base(part.FileName())
+			if _, err := h.rt.Deps.Files.Upload(ctx, b.ID, key, part, -1); err != nil {
+				return uploadFault(err, limit)
+			}
+			n++
+			names = append(names, key)
+		}
+		part.Close()
+	}
+	if n == 0 {
+		return fault.Invalid("file", "choose a file to upload")
+	}
+	h.rt.Flash(r, fmt.Sprintf("Uploaded %s.", strings.Join(names, ", ")))
+	return app.SeeOther(w, r, browseURL(b.Name, prefix))
+}
+
+func uploadFault(err error, limit int64) error {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return fault.Invalid("file", "uploads are limited to %d bytes", limit)
+	}
+	return err
+}
+
+func (h *handlers) remove(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	b, err := h.rt.Deps.DB.Ent.Bucket.Query().Where(bucket.Name(r.PathValue("bucket"))).Only(ctx)
+	if err != nil {
+		return err
+	}
+	key := r.PostFormValue("key")
+	if err := h.rt.Deps.Files.Delete(ctx, b.ID, key); err != nil {
+		return err
+	}
+	h.rt.Flash(r, "Deleted "+key+".")
+	return app.SeeOther(w, r, browseURL(b.Name, key[:strings.LastIndex(key, "/")+1]))
+}

@@ -1,0 +1,217 @@
+// Package tokens is the Tokens page: every charge the viewer may see,
+// filterable by job, project, user, kind and time, with totals and
+// balances. Members see their own charges, tenant admins all of the
+// tenant's (ent privacy decides, as for the chargeTotals query).
+package tokens
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"entgo.io/contrib/entgql"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/charge"
+	"github.com/levers9/levers9/ent/project"
+	"github.com/levers9/levers9/ent/user"
+	"github.com/levers9/levers9/internal/access"
+	"github.com/levers9/levers9/internal/billing"
+	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/ledger"
+	"github.com/levers9/levers9/internal/viewer"
+	"github.com/levers9/levers9/ui/app"
+	"github.com/levers9/levers9/ui/components"
+)
+
+// PageSize is how many charges a page lists.
+const PageSize = 50
+
+// Register adds the Tokens page.
+func Register(rt *app.Router) {
+	h := &handlers{rt: rt}
+	rt.Nav("Tokens", "/tokens", app.Member)
+	rt.Handle("GET /tokens", app.Member, h.list)
+}
+
+type handlers struct{ rt *app.Router }
+
+// filter is the charge filter from the query string.
+type filter struct {
+	Job, Project, User, Kind, From, To string
+}
+
+var kinds = []charge.Kind{charge.KindStart, charge.KindCompute, charge.KindStorage, charge.KindGrant, charge.KindAdjustment}
+
+const dateLayout = "2006-01-02"
+
+// apply narrows q to the filter; names are resolved to IDs by the caller.
+func (f filter) apply(q *ent.ChargeQuery, projectID, userID string) (*ent.ChargeQuery, error) {
+	if f.Job != "" {
+		q = q.Where(charge.JobID(f.Job))
+	}
+	if f.Project != "" {
+		q = q.Where(charge.ProjectID(projectID))
+	}
+	if f.User != "" {
+		q = q.Where(charge.UserID(userID))
+	}
+	if f.Kind != "" {
+		if err := charge.KindValidator(charge.Kind(f.Kind)); err != nil {
+			return nil, fault.Invalid("kind", "unknown kind %q", f.Kind)
+		}
+		q = q.Where(charge.KindEQ(charge.Kind(f.Kind)))
+	}
+	if f.From != "" {
+		t, err := time.Parse(dateLayout, f.From)
+		if err != nil {
+			return nil, fault.Invalid("from", "must be a date like 2026-01-31")
+		}
+		q = q.Where(charge.CreatedAtGTE(t))
+	}
+	if f.To != "" {
+		t, err := time.Parse(dateLayout, f.To)
+		if err != nil {
+			return nil, fault.Invalid("to", "must be a date like 2026-01-31")
+		}
+		q = q.Where(charge.CreatedAtLT(t.AddDate(0, 0, 1))) // the whole day
+	}
+	return q, nil
+}
+
+func parseFilter(q url.Values) filter {
+	g := func(k string) string { return strings.TrimSpace(q.Get(k)) }
+	return filter{Job: g("job"), Project: g("project"), User: g("user"), Kind: g("kind"), From: g("from"), To: g("to")}
+}
+
+// balance is one payer's balance.
+type balance struct {
+	Payer  string
+	Tokens billing.Tokens
+}
+
+// totals is one grouping of the filtered charges.
+type totals struct {
+	Title string
+	Rows  []ledger.Total
+}
+
+type page struct {
+	Filter   filter
+	Charges  []*ent.Charge
+	Names    map[string]string // project and user IDs to names
+	Totals   []totals
+	Balances []balance
+	Pager    components.Page
+	Projects []components.Option
+	Users    []components.Option
+	Kinds    []components.Option
+}
+
+func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	c := h.rt.Deps.DB.Ent
+	v := viewer.FromContext(ctx)
+	f := parseFilter(r.URL.Query())
+	pg, err := app.ParsePaging(r.URL.Query(), PageSize)
+	if err != nil {
+		return err
+	}
+	p := page{Filter: f, Names: map[string]string{}}
+
+	projects, err := c.Project.Query().Order(ent.Asc(project.FieldName)).All(ctx)
+	if err != nil {
+		return err
+	}
+	var projectID string
+	p.Projects = []components.Option{{Value: "", Label: "any project"}}
+	for _, pr := range projects {
+		p.Names[pr.ID] = pr.Name
+		p.Projects = append(p.Projects, components.Option{Value: pr.Name, Label: pr.Name})
+		if pr.Name == f.Project {
+			projectID = pr.ID
+		}
+	}
+	if f.Project != "" && projectID == "" {
+		return fault.Invalid("project", "no project %q", f.Project)
+	}
+	users, err := c.User.Query().Order(ent.Asc(user.FieldEmail)).All(ctx)
+	if err != nil {
+		return err
+	}
+	var userID string
+	p.Users = []components.Option{{Value: "", Label: "any user"}}
+	for _, u := range users {
+		p.Names[u.ID] = u.Email
+		p.Users = append(p.Users, components.Option{Value: u.Email, Label: u.Email})
+		if u.Email == f.User {
+			userID = u.ID
+		}
+	}
+	if f.User != "" && userID == "" {
+		return fault.Invalid("user", "no user %q", f.User)
+	}
+	p.Kinds = []components.Option{{Value: "", Label: "any kind"}}
+	for _, k := range kinds {
+		p.Kinds = append(p.Kinds, components.Option{Value: string(k), Label: string(k)})
+	}
+
+	base, err := f.apply(c.Charge.Query(), projectID, userID)
+	if err != nil {
+		return err
+	}
+	conn, err := base.Clone().Paginate(ctx, pg.After, pg.First, pg.Before, pg.Last,
+		ent.WithChargeOrder(&ent.ChargeOrder{Direction: entgql.OrderDirectionDesc, Field: ent.ChargeOrderFieldCreatedAt}))
+	if err != nil {
+		return err
+	}
+	for _, e := range conn.Edges {
+		p.Charges = append(p.Charges, e.Node)
+	}
+	p.Pager.Prev, p.Pager.Next = app.PageLinks("/tokens", r.URL.Query(), conn.PageInfo)
+	p.Pager.Summary = itoa(conn.TotalCount) + " charges"
+
+	for _, g := range []struct {
+		title string
+		by    ledger.Grouping
+	}{{"By kind", ledger.ByKind}, {"By project", ledger.ByProject}, {"By user", ledger.ByUser}, {"By job", ledger.ByJob}} {
+		ts, err := ledger.Totals(ctx, base.Clone(), g.by)
+		if err != nil {
+			return err
+		}
+		t := totals{Title: g.title}
+		for i, x := range ts {
+			if i == 10 {
+				break // the largest ten; filter to see the rest
+			}
+			row := *x
+			if n, ok := p.Names[row.Key]; ok {
+				row.Key = n
+			}
+			t.Rows = append(t.Rows, row)
+		}
+		p.Totals = append(p.Totals, t)
+	}
+
+	own, err := ledger.Balance(ctx, c, ledger.Payer{UserID: v.UserID})
+	if err != nil {
+		return err
+	}
+	p.Balances = append(p.Balances, balance{Payer: "You (" + p.Names[v.UserID] + ")", Tokens: own})
+	for _, pr := range projects {
+		ok, err := access.IsProjectMember(ctx, c, pr.ID)
+		if err != nil {
+			return err
+		}
+		if !ok && !v.Admin {
+			continue
+		}
+		b, err := ledger.Balance(ctx, c, ledger.Payer{ProjectID: pr.ID})
+		if err != nil {
+			return err
+		}
+		p.Balances = append(p.Balances, balance{Payer: "Project " + pr.Name, Tokens: b})
+	}
+	return app.Render(w, r, http.StatusOK, view(h.rt.Frame(r, "Tokens"), p))
+}
