@@ -13,8 +13,8 @@ func runCancel(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs := flag.NewFlagSet("levers9 cancel", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return usageExit(err)
+	if code, ok := c.parse(fs, args, stderr); !ok {
+		return code
 	}
 	if fs.NArg() == 0 {
 		fmt.Fprintln(stderr, "usage: levers9 cancel JOB [JOB...]")

@@ -14,16 +14,87 @@ import (
 	"time"
 )
 
-// clientFlags are the connection flags every client command takes.
+// clientFlags are the connection flags every client command takes, and
+// the connection they resolve to: the flags, else LEVERS9_SERVER and
+// LEVERS9_TOKEN, else the context named by -c, else the current context.
 type clientFlags struct {
 	Server string
 	Token  string
+	// Queue and Project are the context's defaults for submissions.
+	Queue   string
+	Project string
+
+	serverFlag, tokenFlag, contextFlag string
 }
 
+const defaultServer = "http://127.0.0.1:8080"
+
 func (c *clientFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.Server, "server", env("LEVERS9_SERVER", "http://127.0.0.1:8080"), "server URL (LEVERS9_SERVER)")
-	fs.StringVar(&c.Token, "token", os.Getenv("LEVERS9_TOKEN"), "API token (LEVERS9_TOKEN)")
+	fs.StringVar(&c.serverFlag, "server", "", "server URL (default: LEVERS9_SERVER, then the context's)")
+	fs.StringVar(&c.tokenFlag, "token", "", "API token (default: LEVERS9_TOKEN, then the context's)")
+	fs.StringVar(&c.contextFlag, "c", "", "the context to use (default: the current one; see levers9 context)")
 }
+
+// parse parses a client command's arguments and resolves its connection.
+// ok is false when the command must stop with code.
+func (c *clientFlags) parse(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		return usageExit(err), false
+	}
+	if err := c.resolve(); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		var unknown errUnknownContext
+		if errors.As(err, &unknown) {
+			return exitUsage, false
+		}
+		return exitError, false
+	}
+	return 0, true
+}
+
+// errUnknownContext is -c naming no context.
+type errUnknownContext string
+
+func (e errUnknownContext) Error() string {
+	return fmt.Sprintf("no context named %q (levers9 context list shows them)", string(e))
+}
+
+// resolve fills Server, Token, Queue and Project. The config file is read
+// only when flags and environment leave something open, so scripts that
+// set both variables never depend on it.
+func (c *clientFlags) resolve() error {
+	c.Server = first(c.serverFlag, os.Getenv("LEVERS9_SERVER"))
+	c.Token = first(c.tokenFlag, os.Getenv("LEVERS9_TOKEN"))
+	if c.contextFlag != "" || c.Server == "" || c.Token == "" {
+		cfg, err := loadConfig(false, nil)
+		if err != nil {
+			return err
+		}
+		name := first(c.contextFlag, cfg.Current)
+		ctx, found := cfg.Contexts[name]
+		if c.contextFlag != "" && !found {
+			return errUnknownContext(c.contextFlag)
+		}
+		c.Server = first(c.Server, ctx.Server)
+		c.Token = first(c.Token, ctx.Token)
+		c.Queue, c.Project = ctx.Queue, ctx.Project
+	}
+	c.Server = first(c.Server, defaultServer)
+	return nil
+}
+
+// first returns the first non-empty string.
+func first(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// errNoToken is what a command without a token says.
+const errNoToken = "no API token: run levers9 login, pass --token or set LEVERS9_TOKEN"
 
 // apiError is an error the server answered with.
 type apiError struct {
@@ -41,8 +112,13 @@ func (e apiError) Error() string {
 // query sends one GraphQL request and decodes its data into out.
 func (c clientFlags) query(ctx context.Context, q string, vars map[string]any, out any) error {
 	if c.Token == "" {
-		return errors.New("no API token: pass --token or set LEVERS9_TOKEN")
+		return errors.New(errNoToken)
 	}
+	return c.send(ctx, c.Token, q, vars, out)
+}
+
+// send is query with an explicit token; "" sends none (signIn).
+func (c clientFlags) send(ctx context.Context, token, q string, vars map[string]any, out any) error {
 	body, err := json.Marshal(map[string]any{"query": q, "variables": vars})
 	if err != nil {
 		return err
@@ -54,7 +130,9 @@ func (c clientFlags) query(ctx context.Context, q string, vars map[string]any, o
 		return fmt.Errorf("server URL: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+c.Token)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("reaching %s: %w", c.Server, err)

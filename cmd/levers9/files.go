@@ -43,7 +43,7 @@ func (c clientFlags) filesURL(bucket, key string) string {
 // do sends a files API request and turns error answers into errors.
 func (c clientFlags) do(ctx context.Context, method, u string, body io.Reader, size int64) (*http.Response, error) {
 	if c.Token == "" {
-		return nil, errors.New("no API token: pass --token or set LEVERS9_TOKEN")
+		return nil, errors.New(errNoToken)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
@@ -109,8 +109,8 @@ func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("levers9 ls", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return usageExit(err)
+	if code, ok := c.parse(fs, args, stderr); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(stderr, "usage: levers9 ls BUCKET[:PREFIX]")
@@ -142,8 +142,8 @@ func runRm(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	c.register(fs)
 	recursive := fs.Bool("r", false, "remove every object under the prefix")
-	if err := fs.Parse(args); err != nil {
-		return usageExit(err)
+	if code, ok := c.parse(fs, args, stderr); !ok {
+		return code
 	}
 	bucket, key, ok := remote(fs.Arg(0))
 	if fs.NArg() != 1 || !ok || key == "" {
@@ -182,8 +182,8 @@ func runCp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	flags.SetOutput(stderr)
 	c.register(flags)
 	recursive := flags.Bool("r", false, "copy directories and prefixes recursively")
-	if err := flags.Parse(args); err != nil {
-		return usageExit(err)
+	if code, ok := c.parse(flags, args, stderr); !ok {
+		return code
 	}
 	if flags.NArg() != 2 {
 		fmt.Fprintln(stderr, "usage: levers9 cp [-r] SRC DST   (one of them BUCKET:KEY)")

@@ -41,8 +41,8 @@ func runLogs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c.register(fs)
 	follow := fs.Bool("f", false, "follow the lines until the job has ended")
 	from := fs.Int64("from", 1, "first line to print (lines are numbered from 1)")
-	if err := fs.Parse(args); err != nil {
-		return usageExit(err)
+	if code, ok := c.parse(fs, args, stderr); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
@@ -176,7 +176,7 @@ const idleLimit = 45 * time.Second
 // true when the server completed it (the job has ended, all lines sent).
 func (c clientFlags) streamLogs(ctx context.Context, job string, from int64, each func(logLine)) (done bool, err error) {
 	if c.Token == "" {
-		return false, apiError{Message: "no API token: pass --token or set LEVERS9_TOKEN", Extensions: map[string]any{"code": "UNAUTHENTICATED"}}
+		return false, apiError{Message: errNoToken, Extensions: map[string]any{"code": "UNAUTHENTICATED"}}
 	}
 	body, err := json.Marshal(map[string]any{"query": logsSub, "variables": map[string]any{"j": job, "f": from}})
 	if err != nil {

@@ -83,6 +83,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runCp(ctx, args[1:], stdout, stderr)
 	case "rm":
 		return runRm(ctx, args[1:], stdout, stderr)
+	case "login":
+		return runLogin(ctx, args[1:], os.Stdin, stdout, stderr)
+	case "context":
+		return runContext(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "levers9", version)
 	case "-h", "--help", "help":

@@ -23,12 +23,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	c.register(fs)
-	queue := fs.String("queue", "default", "queue ID or name")
+	queueFlag := fs.String("queue", "", "queue ID or name (default: the context's queue, else default)")
+	projectFlag := fs.String("project", "", "project ID or name to charge (default: the context's project)")
 	cpu := fs.Float64("cpu", 0, "CPUs (0: the queue's default)")
 	memory := fs.Int("memory", 0, "memory in MiB (0: the queue's default)")
 	name := fs.String("name", "", "job name")
-	if err := fs.Parse(args); err != nil {
-		return usageExit(err)
+	if code, ok := c.parse(fs, args, stderr); !ok {
+		return code
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
@@ -41,7 +42,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *memory > 0 {
 		svc["memoryMiB"] = *memory
 	}
-	spec := map[string]any{"queue": *queue, "services": []any{svc}}
+	queue, project := first(*queueFlag, c.Queue, "default"), first(*projectFlag, c.Project)
+	spec := map[string]any{"queue": queue, "services": []any{svc}}
+	if project != "" {
+		spec["project"] = project
+	}
 	if *name != "" {
 		spec["name"] = *name
 	}
@@ -51,7 +56,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	job := out.SubmitJob.ID
-	fmt.Fprintf(stderr, "levers9: job %s submitted to queue %s\n", job, *queue)
+	fmt.Fprintf(stderr, "levers9: job %s submitted to queue %s\n", job, queue)
 	err := c.followLogs(ctx, job, 1, func(l logLine) {
 		w := stdout
 		if l.Stream == "stderr" {

@@ -26,8 +26,8 @@ func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.SetOutput(stderr)
 	c.register(fs)
 	limit := fs.Int("n", 20, "how many recent charges to show (at most 1000)")
-	if err := fs.Parse(args); err != nil {
-		return usageExit(err)
+	if code, ok := c.parse(fs, args, stderr); !ok {
+		return code
 	}
 	if *limit < 0 || *limit > 1000 {
 		fmt.Fprintln(stderr, "levers9 tokens: -n must be between 0 and 1000")

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+
+	"golang.org/x/term"
+)
+
+// runLogin signs in and stores the connection as a context: with --token
+// it checks and stores that token; otherwise it asks for the email and
+// password (the password without echo on a terminal), signs in and
+// creates an API token for this machine.
+func runLogin(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("levers9 login", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: levers9 login [--server URL] [--email EMAIL | --token TOKEN] [--name CONTEXT]")
+		fs.PrintDefaults()
+	}
+	server := fs.String("server", "", "server URL (asked when missing)")
+	email := fs.String("email", "", "email to sign in with (asked when missing)")
+	token := fs.String("token", "", "an API token to store instead of signing in")
+	name := fs.String("name", "", "context name (default: the server's host)")
+	queue := fs.String("queue", "", "default queue for submissions")
+	project := fs.String("project", "", "default project for submissions")
+	if err := fs.Parse(args); err != nil {
+		return usageExit(err)
+	}
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	in := bufio.NewReader(stdin)
+	fail := func(err error) int {
+		fmt.Fprintln(stderr, "levers9 login:", err)
+		return exitError
+	}
+	if *server == "" {
+		def := first(os.Getenv("LEVERS9_SERVER"), defaultServer)
+		s, err := ask(in, stderr, fmt.Sprintf("Server [%s]: ", def))
+		if err != nil {
+			return fail(err)
+		}
+		*server = first(s, def)
+	}
+	*server = strings.TrimRight(*server, "/")
+	if err := checkServerURL(*server); err != nil {
+		fmt.Fprintln(stderr, "levers9 login:", err)
+		return exitUsage
+	}
+	if *name == "" {
+		u, _ := url.Parse(*server)
+		*name = u.Host
+	}
+	if err := checkContextName(*name); err != nil {
+		fmt.Fprintln(stderr, "levers9 login:", err)
+		return exitUsage
+	}
+	// Fail on a loose config file before asking for a password.
+	cfg, err := loadConfig(true, stderr)
+	if err != nil {
+		return fail(err)
+	}
+	c := clientFlags{Server: *server, Token: *token}
+	if c.Token == "" {
+		if c.Token, err = signIn(ctx, c, in, stdin, stderr, *email); err != nil {
+			return fail(err)
+		}
+	}
+	var me struct {
+		Viewer struct {
+			User        struct{ Email string }
+			Tenant      *struct{ Name string }
+			Environment *struct{ Name string }
+		}
+	}
+	if err := c.query(ctx, `{ viewer { user { email } tenant { name } environment { name } } }`, nil, &me); err != nil {
+		return fail(err)
+	}
+	entry := contextEntry{Server: c.Server, Token: c.Token, Queue: *queue, Project: *project}
+	tenant := "no tenant"
+	if me.Viewer.Tenant != nil {
+		tenant = "tenant " + me.Viewer.Tenant.Name
+	}
+	if me.Viewer.Environment != nil {
+		entry.Environment = me.Viewer.Environment.Name
+	}
+	cfg.Contexts[*name] = entry
+	cfg.Current = *name
+	if err := cfg.save(); err != nil {
+		return fail(err)
+	}
+	fmt.Fprintf(stdout, "Logged in to %s as %s (%s). Context %s is current.\n", c.Server, me.Viewer.User.Email, tenant, *name)
+	return exitOK
+}
+
+// signIn asks for what is missing, signs in and creates an API token with
+// the session; the API token outlives the session.
+func signIn(ctx context.Context, c clientFlags, in *bufio.Reader, stdin io.Reader, stderr io.Writer, email string) (string, error) {
+	var err error
+	if email == "" {
+		if email, err = ask(in, stderr, "Email: "); err != nil {
+			return "", err
+		}
+	}
+	if email == "" {
+		return "", errors.New("an email is needed to sign in (or pass --token)")
+	}
+	password, err := askPassword(in, stdin, stderr)
+	if err != nil {
+		return "", err
+	}
+	var session struct{ SignIn struct{ Token string } }
+	err = c.send(ctx, "", `mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { token } }`,
+		map[string]any{"e": email, "p": password}, &session)
+	if err != nil {
+		return "", fmt.Errorf("signing in: %w", err)
+	}
+	host, _ := os.Hostname()
+	var created struct{ CreateAPIToken struct{ Token string } }
+	c.Token = session.SignIn.Token
+	err = c.query(ctx, `mutation($n: String!) { createAPIToken(name: $n) { token } }`,
+		map[string]any{"n": "levers9 CLI on " + first(host, "this machine")}, &created)
+	if err != nil {
+		return "", fmt.Errorf("creating an API token: %w", err)
+	}
+	return created.CreateAPIToken.Token, nil
+}
+
+// ask prints prompt on stderr and reads one line.
+func ask(in *bufio.Reader, stderr io.Writer, prompt string) (string, error) {
+	fmt.Fprint(stderr, prompt)
+	line, err := in.ReadString('\n')
+	if err != nil && (!errors.Is(err, io.EOF) || line == "") {
+		return "", fmt.Errorf("reading the answer: %w", err)
+	}
+	return strings.TrimSpace(line), nil
+}
+
+// askPassword reads the password without echo from a terminal, or a line
+// from a pipe (scripts).
+func askPassword(in *bufio.Reader, stdin io.Reader, stderr io.Writer) (string, error) {
+	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprint(stderr, "Password: ")
+		p, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(stderr)
+		if err != nil {
+			return "", fmt.Errorf("reading the password: %w", err)
+		}
+		return string(p), nil
+	}
+	line, err := in.ReadString('\n')
+	if err != nil && (!errors.Is(err, io.EOF) || line == "") {
+		return "", fmt.Errorf("reading the password: %w", err)
+	}
+	return strings.TrimRight(line, "\r\n"), nil
+}
