@@ -1,0 +1,155 @@
+// Package nodes is the Nodes page: every machine of the tenant with its
+// status, inventory, last heartbeat and the services running on it; tenant
+// admins also invite machines to join (the code shown once, with the join
+// command) and revoke unused invites.
+package nodes
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/node"
+	"github.com/levers9/levers9/ent/nodeinvite"
+	"github.com/levers9/levers9/ent/service"
+	"github.com/levers9/levers9/internal/inventory"
+	nodesvc "github.com/levers9/levers9/internal/nodes"
+	"github.com/levers9/levers9/internal/viewer"
+	"github.com/levers9/levers9/ui/admin/adminkit"
+	"github.com/levers9/levers9/ui/app"
+)
+
+// InviteListSize is how many of the newest invites the page lists.
+const InviteListSize = 50
+
+// Register adds the Nodes page and the invite routes.
+func Register(rt *app.Router) {
+	h := &handlers{rt: rt, svc: &nodesvc.Service{Ent: rt.Deps.DB.Ent, Now: time.Now, PublicURL: rt.Deps.PublicURL}}
+	rt.Nav("Nodes", "/nodes", app.Member)
+	// Members see the machines (ent lets them read nodes); invites are the
+	// admins' (ent hides them from everyone else too).
+	rt.Handle("GET /nodes", app.Member, h.list)
+	rt.Handle("POST /nodes/invites", app.Admin, h.invite)
+	rt.Handle("POST /nodes/invites/{id}/revoke", app.Admin, h.revoke)
+}
+
+type handlers struct {
+	rt  *app.Router
+	svc *nodesvc.Service
+}
+
+// nodeRow is one machine as the table shows it.
+type nodeRow struct {
+	Node    *ent.Node
+	Running []*ent.Service
+}
+
+// inviteRow is one invite with its state in words.
+type inviteRow struct {
+	Invite *ent.NodeInvite
+	State  string
+	Active bool
+}
+
+type page struct {
+	Nodes   []nodeRow
+	Admin   bool
+	Invites []inviteRow
+	Form    *adminkit.Form
+	// Code and Join are set right after an invite is made: the only time
+	// the code can be shown.
+	Code, Join string
+}
+
+func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
+	f := adminkit.NewForm("invite", h.rt.CSRFToken(r), nil)
+	f.Values.Set("expiresHours", "24")
+	return h.render(w, r, http.StatusOK, f, "", "")
+}
+
+// render shows the page with the invite form f and, after a creation, the
+// code and join command.
+func (h *handlers) render(w http.ResponseWriter, r *http.Request, status int, f *adminkit.Form, code, join string) error {
+	p, err := h.load(r)
+	if err != nil {
+		return err
+	}
+	p.Form, p.Code, p.Join = f, code, join
+	return app.Render(w, r, status, view(h.rt.Frame(r, "Nodes"), p))
+}
+
+func (h *handlers) load(r *http.Request) (page, error) {
+	ctx := r.Context()
+	c := h.rt.Deps.DB.Ent
+	var p page
+	ns, err := c.Node.Query().Order(ent.Asc(node.FieldName)).All(ctx)
+	if err != nil {
+		return p, fmt.Errorf("listing nodes: %w", err)
+	}
+	ids := make([]string, len(ns))
+	for i, n := range ns {
+		ids[i] = n.ID
+	}
+	// Only services the viewer may see: a member sees their own jobs' only.
+	running, err := c.Service.Query().
+		Where(service.StatusEQ(service.StatusRunning), service.NodeIDIn(ids...)).
+		WithJob().Order(ent.Asc(service.FieldStartedAt)).All(ctx)
+	if err != nil {
+		return p, fmt.Errorf("listing running services: %w", err)
+	}
+	for _, n := range ns {
+		row := nodeRow{Node: n}
+		for _, s := range running {
+			if s.NodeID == n.ID {
+				row.Running = append(row.Running, s)
+			}
+		}
+		p.Nodes = append(p.Nodes, row)
+	}
+	v := viewer.FromContext(ctx)
+	p.Admin = v.Admin
+	if !p.Admin {
+		return p, nil
+	}
+	invs, err := c.NodeInvite.Query().Order(ent.Desc(nodeinvite.FieldCreatedAt)).Limit(InviteListSize).All(ctx)
+	if err != nil {
+		return p, fmt.Errorf("listing invites: %w", err)
+	}
+	now := h.svc.Now()
+	for _, inv := range invs {
+		p.Invites = append(p.Invites, describeInvite(inv, now))
+	}
+	return p, nil
+}
+
+func describeInvite(inv *ent.NodeInvite, now time.Time) inviteRow {
+	switch {
+	case inv.UsedAt != nil:
+		return inviteRow{Invite: inv, State: "used"}
+	case inv.RevokedAt != nil:
+		return inviteRow{Invite: inv, State: "revoked"}
+	case !inv.ExpiresAt.After(now):
+		return inviteRow{Invite: inv, State: "expired"}
+	}
+	return inviteRow{Invite: inv, State: "open", Active: true}
+}
+
+// memory is MiB for people.
+func memory(mib int64) string {
+	if mib >= 1024 {
+		return fmt.Sprintf("%.1f GiB", float64(mib)/1024)
+	}
+	return fmt.Sprintf("%d MiB", mib)
+}
+
+// gpus lists a node's GPUs by type ("2 × A100, 1 × T4"), or "none".
+func gpus(inv inventory.Inventory) []string {
+	var out []string
+	for _, g := range inv.GPUs {
+		out = append(out, fmt.Sprintf("%d × %s", g.Count, g.Type))
+	}
+	slices.Sort(out)
+	return out
+}
