@@ -19,6 +19,7 @@ import (
 	"github.com/levers9/levers9/ui/app"
 	"github.com/levers9/levers9/ui/files"
 	uijobs "github.com/levers9/levers9/ui/jobs"
+	"github.com/levers9/levers9/ui/nodes"
 	"github.com/levers9/levers9/ui/session"
 	"github.com/levers9/levers9/ui/signin"
 	"github.com/levers9/levers9/ui/static"
@@ -69,5 +70,6 @@ func Routes(ctx context.Context, mux *http.ServeMux, cfg Config) error {
 	tokens.Register(rt)
 	files.Register(rt)
 	superadmin.Register(rt)
+	nodes.Register(rt)
 	return nil
 }

@@ -211,23 +211,25 @@ func (c *Client) do(method, path string, form url.Values) Response {
 }
 
 // Contains fails t unless the page has every one of want.
-func (r Response) Contains(t testing.TB, want ...string) {
+func (r Response) Contains(t testing.TB, want ...string) Response {
 	t.Helper()
 	for _, w := range want {
 		if !strings.Contains(r.Body, w) {
 			t.Fatalf("page %s (status %d) lacks %q:\n%s", r.URL, r.Status, w, r.Body)
 		}
 	}
+	return r
 }
 
 // Lacks fails t if the page has any of unwanted.
-func (r Response) Lacks(t testing.TB, unwanted ...string) {
+func (r Response) Lacks(t testing.TB, unwanted ...string) Response {
 	t.Helper()
 	for _, u := range unwanted {
 		if strings.Contains(r.Body, u) {
 			t.Fatalf("page %s (status %d) shows %q:\n%s", r.URL, r.Status, u, r.Body)
 		}
 	}
+	return r
 }
 
 // Want fails t unless the page came with status.
