@@ -110,10 +110,12 @@ func (a *Agent) session(ctx context.Context) error {
 		a.cfg.OnConnect()
 	}
 
+	nf := newNodeFiles(c, a)
+	defer nf.close()
 	errc := make(chan error, 3)
 	go func() { errc <- a.heartbeats(ctx, c, welcome.HeartbeatInterval()) }()
 	go func() { errc <- a.deliver(ctx, c) }()
-	go func() { errc <- a.receive(ctx, c) }()
+	go func() { errc <- a.receive(ctx, c, nf) }()
 	err = <-errc
 	cancel()
 	_ = ws.Close(websocket.StatusNormalClosure, "")
@@ -195,7 +197,7 @@ func (a *Agent) deliver(ctx context.Context, c *conn) error {
 }
 
 // receive handles the server's messages.
-func (a *Agent) receive(ctx context.Context, c *conn) error {
+func (a *Agent) receive(ctx context.Context, c *conn, nf *nodeFiles) error {
 	for {
 		m, err := c.read(ctx)
 		if err != nil {
@@ -213,6 +215,10 @@ func (a *Agent) receive(ctx context.Context, c *conn) error {
 				a.log.Warn("server refused a report", "seq", m.Seq, "err", m.Error)
 			}
 			a.out.acked(m.Seq)
+		case wire.FileOp:
+			nf.op(ctx, m)
+		case wire.FileData:
+			nf.data(m)
 		case wire.Welcome:
 		}
 	}

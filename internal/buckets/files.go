@@ -22,6 +22,9 @@ import (
 // upload and delete.
 type Files struct {
 	Ent *ent.Client
+	// Nodes, when set, reaches the files of node storages through their
+	// node's tunnel.
+	Nodes func(nodeID, root string) store.Driver
 
 	mu      sync.Mutex
 	drivers map[string]store.Driver // by storage ID
@@ -50,8 +53,13 @@ func (f *Files) driver(st *ent.Storage) (store.Driver, error) {
 			Endpoint: st.Endpoint, Region: st.Region, Bucket: st.S3Bucket,
 			AccessKeyID: st.AccessKeyID, SecretAccessKey: st.SecretAccessKey,
 		})
+	case storage.KindNode:
+		if f.Nodes == nil || st.NodeID == "" {
+			return nil, fault.New(fault.BadUserInput, "storage %s is on a node: its files are reached by jobs on that node", st.Name)
+		}
+		d = f.Nodes(st.NodeID, st.Path)
 	default:
-		return nil, fault.New(fault.BadUserInput, "storage %s is on a node: its files are reached by jobs on that node", st.Name)
+		return nil, fmt.Errorf("storage %s: unknown kind %q", st.Name, st.Kind)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("opening storage %s: %w", st.Name, err)

@@ -22,7 +22,10 @@ const (
 	BadUserInput       Code = "BAD_USER_INPUT"
 	InsufficientTokens Code = "INSUFFICIENT_TOKENS"
 	RateLimited        Code = "RATE_LIMITED"
-	Internal           Code = "INTERNAL"
+	// Unavailable: a part the request needs (a node) is not reachable now;
+	// trying again later may work.
+	Unavailable Code = "UNAVAILABLE"
+	Internal    Code = "INTERNAL"
 )
 
 // Error is an error with a code, safe to show to the user.

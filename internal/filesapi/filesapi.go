@@ -204,6 +204,7 @@ var statuses = map[fault.Code]int{
 	fault.Forbidden:       http.StatusForbidden,
 	fault.NotFound:        http.StatusNotFound,
 	fault.BadUserInput:    http.StatusBadRequest,
+	fault.Unavailable:     http.StatusServiceUnavailable,
 }
 
 // fail answers with the error's code, as {"error": {"code", "message"}}.

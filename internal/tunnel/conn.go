@@ -77,6 +77,11 @@ type session struct {
 	// job ending on the server side is stopped once.
 	active   map[string]bool
 	lastBeat time.Time
+
+	// files are the node-storage operations in flight (files.go).
+	filesMu   sync.Mutex
+	files     map[uint64]*fileCall
+	filesGone bool
 }
 
 // errClosed ends a session after a protocol violation.
@@ -95,6 +100,8 @@ func (s *session) run(ctx context.Context) error {
 	wake, unsubscribe := s.srv.Bus.Subscribe(notify.TopicNode, s.nodeID)
 	defer unsubscribe()
 
+	s.srv.register(s)
+	defer s.srv.unregister(s)
 	err := s.serve(ctx, wake)
 	var ec *errClosed
 	if errors.As(err, &ec) {
@@ -207,6 +214,10 @@ func (s *session) readLoop(ctx context.Context) error {
 			return &errClosed{websocket.StatusPolicyViolation, "hello may be sent only once"}
 		case wire.Ack:
 			// Nothing is sent with a sequence number yet.
+		case wire.FileResult:
+			s.deliverFile(m.ID, m)
+		case wire.FileData:
+			s.deliverFile(m.ID, m)
 		}
 		if err != nil {
 			// A database hiccup must not lose reports: drop the connection

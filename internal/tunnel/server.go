@@ -39,6 +39,8 @@ type Server struct {
 	// Mounts plans how jobs' buckets reach their node; nil: jobs with
 	// mounts fail to start.
 	Mounts *mounts.Planner
+
+	reg registry // connected sessions of this process (node storage files)
 }
 
 // Routes adds the agent endpoints to mux.

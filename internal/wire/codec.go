@@ -24,6 +24,9 @@ var decoders = map[Kind]func([]byte) (Msg, error){
 	KindLogs:        decodeBody[Logs],
 	KindReconcile:   decodeBody[Reconcile],
 	KindAck:         decodeBody[Ack],
+	KindFileOp:      decodeBody[FileOp],
+	KindFileData:    decodeBody[FileData],
+	KindFileResult:  decodeBody[FileResult],
 }
 
 func decodeBody[T Msg](b []byte) (Msg, error) {

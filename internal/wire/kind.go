@@ -14,6 +14,9 @@ const (
 	KindLogs        Kind = "logs"        // agent
 	KindReconcile   Kind = "reconcile"   // server, after welcome
 	KindAck         Kind = "ack"         // either side
+	KindFileOp      Kind = "fileOp"      // server
+	KindFileData    Kind = "fileData"    // either side
+	KindFileResult  Kind = "fileResult"  // agent
 )
 
 // Msg is a message body. Every message type in this package implements it.
@@ -27,7 +30,7 @@ type Msg interface {
 // server can refuse a node that sends, say, a start.
 func (k Kind) FromAgent() bool {
 	switch k {
-	case KindHello, KindHeartbeat, KindStateChange, KindLogs, KindAck:
+	case KindHello, KindHeartbeat, KindStateChange, KindLogs, KindAck, KindFileData, KindFileResult:
 		return true
 	}
 	return false
@@ -36,7 +39,7 @@ func (k Kind) FromAgent() bool {
 // FromServer reports whether the server may send messages of kind k.
 func (k Kind) FromServer() bool {
 	switch k {
-	case KindWelcome, KindStart, KindStop, KindReconcile, KindAck:
+	case KindWelcome, KindStart, KindStop, KindReconcile, KindAck, KindFileOp, KindFileData:
 		return true
 	}
 	return false

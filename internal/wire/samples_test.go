@@ -52,5 +52,14 @@ func samples() []Msg {
 		Reconcile{Running: []RunningService{{JobID: "job_01", Service: "api", StartedAt: t0}}},
 		Ack{Seq: 1},
 		Ack{Seq: 1<<64 - 1, Error: "unknown job job_02"},
+		FileOp{ID: 1, Op: FileList, Root: "/srv/scratch", Bucket: "bkt-01", Prefix: "runs/", After: "runs/a", Limit: 100},
+		FileOp{ID: 2, Op: FilePut, Root: "/srv/scratch", Bucket: "bkt-01", Key: "runs/ü.bin", Size: -1},
+		FileData{ID: 2, Data: []byte{0, 1, 2, 255}},
+		FileData{ID: 2, Last: true},
+		FileData{ID: 3, Credit: FileWindow},
+		FileData{ID: 3, Abort: true},
+		FileResult{ID: 1, Objects: []FileObject{{Key: "runs/a/b", Size: 7, Modified: t0}}},
+		FileResult{ID: 2, Code: FileNotFound, Error: "no such object"},
+		FileResult{ID: 4, Size: 1 << 40},
 	}
 }
