@@ -23,8 +23,12 @@ func TestNodeStorageThroughTunnel(t *testing.T) {
 	var local *nodeRow
 	poll(t, "the local node", func() bool { local = nodeByName(t, s.URL, c.Token, "local"); return local != nil })
 	var ids struct {
-		Groups struct{ Edges []struct{ Node struct{ ID string } } }
-		Queues struct{ Edges []struct{ Node struct{ ID string } } }
+		Groups struct {
+			Edges []struct{ Node struct{ ID string } }
+		}
+		Queues struct {
+			Edges []struct{ Node struct{ ID string } }
+		}
 	}
 	gql(t, s.URL, c.Token, `{ groups(where: {name: "everyone"}) { edges { node { id } } } queues(where: {name: "default"}) { edges { node { id } } } }`, nil, &ids)
 	root := t.TempDir()
