@@ -16,6 +16,7 @@ import (
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/tenancy"
+	"github.com/levers9/levers9/ui/admin"
 	"github.com/levers9/levers9/ui/app"
 	"github.com/levers9/levers9/ui/files"
 	uijobs "github.com/levers9/levers9/ui/jobs"
@@ -71,5 +72,6 @@ func Routes(ctx context.Context, mux *http.ServeMux, cfg Config) error {
 	files.Register(rt)
 	superadmin.Register(rt)
 	nodes.Register(rt)
+	admin.Register(rt)
 	return nil
 }

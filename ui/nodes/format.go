@@ -2,7 +2,6 @@ package nodes
 
 import (
 	"github.com/levers9/levers9/ent"
-	"github.com/levers9/levers9/ui/components"
 )
 
 // jobName is a running service's job as a link text: its name, else its ID.
@@ -11,14 +10,4 @@ func jobName(s *ent.Service) string {
 		return s.Edges.Job.Name
 	}
 	return s.JobID
-}
-
-func withHint(f components.Field, hint string) components.Field {
-	f.Hint = hint
-	return f
-}
-
-func numeric(f components.Field, min string) components.Field {
-	f.Type, f.Min, f.Required = "number", min, true
-	return f
 }

@@ -314,11 +314,11 @@ func invites(p page) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = components.Input(withHint(p.Form.Field("nodeName", "Node name (optional)"), "the name the machine joins as; else its host name")).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = components.Input(adminkit.Hint(p.Form.Field("nodeName", "Node name (optional)"), "the name the machine joins as; else its host name")).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = components.Input(numeric(p.Form.Field("expiresHours", "Valid for (hours)"), "1")).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = components.Input(adminkit.Number(p.Form.Field("expiresHours", "Valid for (hours)"), "1")).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
