@@ -1,0 +1,26 @@
+"""levers9: the Python SDK of the levers9 GPU compute platform.
+
+Standard library only. Start with :class:`Client`::
+
+    import levers9
+    client = levers9.Client()            # LEVERS9_SERVER/LEVERS9_TOKEN, or ~/.levers9/config
+    job = client.submit_job(["echo", "hello"])
+    for line in job.logs(follow=True):
+        print(line.text)
+    print(job.wait().exit_code)
+"""
+
+from .buckets import Buckets, Object
+from .client import Client, Estimate
+from .config import Connection, config_path, resolve
+from .errors import (BadInput, ConfigError, Error, Forbidden, InsufficientTokens, NetworkError, NotFound,
+                     RateLimited, Unauthenticated)
+from .jobs import Job, LogLine
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client", "Job", "LogLine", "Estimate", "Buckets", "Object", "Connection", "config_path", "resolve",
+    "Error", "Unauthenticated", "Forbidden", "NotFound", "BadInput", "InsufficientTokens", "RateLimited",
+    "NetworkError", "ConfigError",
+]

@@ -1,0 +1,95 @@
+import decimal
+import unittest
+
+import levers9
+from tests import support
+
+
+class JobsTest(unittest.TestCase):
+    """Jobs on the server's built-in local node, end to end."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.client = support.admin_client()
+
+    def test_submit_follow_logs_and_exit_code(self):
+        job = self.client.submit_job(["sh", "-c", "echo one; sleep 0.2; echo two >&2; sleep 0.2; echo three; exit 3"],
+                                     name="sdk-follow")
+        self.assertTrue(job.id.startswith("job_"))
+        lines = list(job.logs(follow=True))
+        self.assertEqual([(l.seq, l.stream, l.text) for l in lines],
+                         [(1, "stdout", "one"), (2, "stderr", "two"), (3, "stdout", "three")])
+        self.assertEqual(str(lines[0]), "one")
+        job.wait(timeout=120)
+        self.assertEqual(job.status, "ERROR")
+        self.assertEqual(job.exit_code, 3)
+        # Stored lines, from any line on.
+        self.assertEqual([l.text for l in job.logs(from_seq=2)], ["two", "three"])
+
+    def test_complete_job_exits_zero(self):
+        job = self.client.submit_job(["true"]).wait(timeout=120)
+        self.assertEqual((job.status, job.exit_code), ("COMPLETE", 0))
+        self.assertEqual(self.client.job(job.id).status, "COMPLETE")
+
+    def test_cancel_and_refresh(self):
+        job = self.client.submit_job(["sleep", "600"])
+        job.cancel()
+        self.assertEqual(job.status, "CANCELLED")
+        self.assertEqual(job.refresh().status, "CANCELLED")
+        self.assertIsNone(job.exit_code)
+        self.assertTrue(job.ended)
+
+    def test_idempotency_key_returns_the_first_job(self):
+        queue = support.create_queue(self.client)
+        key = support.unique("key")
+        first = self.client.submit_job(["true"], queue=queue, idempotency_key=key)
+        again = self.client.submit_job(["true"], queue=queue, idempotency_key=key)
+        self.assertEqual(first.id, again.id)
+        self.assertEqual(len(list(self.client.jobs(queue=queue))), 1)
+
+    def test_multi_service_job_with_resources(self):
+        job = self.client.submit_job(services=[
+            {"name": "a", "command": ["echo", "from a"], "cpu": 0.5, "memoryMiB": 64},
+            {"name": "b", "command": ["echo", "from b"], "cpu": 0.5, "memoryMiB": 64},
+        ])
+        texts = sorted((l.service, l.text) for l in job.logs(follow=True))
+        self.assertEqual(texts, [("a", "from a"), ("b", "from b")])
+        self.assertEqual(job.wait(timeout=120).exit_code, 0)
+
+    def test_wait_times_out(self):
+        queue = support.create_queue(self.client)
+        job = self.client.submit_job(["true"], queue=queue)  # no node: stays PENDING
+        with self.assertRaises(TimeoutError):
+            job.wait(timeout=0.3)
+        self.assertEqual(job.status, "PENDING")
+
+
+class PagingTest(unittest.TestCase):
+    def test_iterates_250_jobs_across_pages(self):
+        client = support.admin_client()
+        queue = support.create_queue(client)
+        submitted = {client.submit_job(["true"], queue=queue, name="page-%d" % i).id for i in range(250)}
+        seen = [j.id for j in client.jobs(queue=queue, page_size=40)]
+        self.assertEqual(len(seen), 250)  # 7 pages, no job twice
+        self.assertEqual(set(seen), submitted)
+        oldest_first = [j.name for j in client.jobs(queue=queue, page_size=100, newest_first=False)]
+        self.assertEqual(oldest_first[0], "page-0")
+        self.assertEqual(oldest_first[-1], "page-249")
+        self.assertEqual(len(list(client.jobs(queue=queue, status="RUNNING"))), 0)
+
+
+class MoneyTest(unittest.TestCase):
+    def test_estimate_and_balance(self):
+        client = support.admin_client()
+        queue = support.create_queue(client, cpuPrice=0.5, startFee=2)
+        e = client.estimate(["true"], queue=queue, resources={"cpu": 2, "memoryMiB": 64}, minutes=10)
+        self.assertEqual((e.start_fee, e.per_minute, e.minutes, e.total), (2, 1, 10, 12))
+        me = client.graphql("{ viewer { user { id } } }")["viewer"]["user"]["id"]
+        before = client.balance()
+        client.graphql('mutation($u: ID!) { grantTokens(input: {userID: $u, tokens: 12.25, reason: "sdk test"}) { id } }',
+                       {"u": me})
+        self.assertEqual(client.balance() - before, decimal.Decimal("12.25"))
+
+
+if __name__ == "__main__":
+    unittest.main()
