@@ -41,14 +41,9 @@ func TestFilesCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	auth := []string{"--server", s.URL, "--token", c.Token}
 	run := func(want int, args ...string) string {
 		t.Helper()
-		out, code := levers9(t, append(append(args[:1:1], auth...), args[1:]...)...)
-		if code != want {
-			t.Fatalf("levers9 %v: exit %d, want %d\n%s", args, code, want, out)
-		}
-		return out
+		return expectCLI(t, s, c.Token, want, args...)
 	}
 	run(0, "cp", "-r", filepath.Join(dir, "up"), "results:run-1")
 	if out := run(0, "ls", "results:run-1/"); !strings.Contains(out, "run-1/model.bin") || !strings.Contains(out, "run-1/sub/notes.txt") {

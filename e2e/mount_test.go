@@ -76,12 +76,7 @@ func newMountEnv(t *testing.T, kind string) *mountEnv {
 // cli runs the CLI against the server and wants exit code want.
 func (e *mountEnv) cli(t *testing.T, want int, args ...string) string {
 	t.Helper()
-	full := append([]string{args[0], "--server", e.s.URL, "--token", e.token}, args[1:]...)
-	out, code := levers9(t, full...)
-	if code != want {
-		t.Fatalf("levers9 %v: exit %d, want %d\n%s", args, code, want, out)
-	}
-	return out
+	return expectCLI(t, e.s, e.token, want, args...)
 }
 
 // file writes content to a local file and returns its path.

@@ -38,14 +38,9 @@ func TestNodeStorageThroughTunnel(t *testing.T) {
 	gql(t, s.URL, c.Token, `mutation($s: ID!, $g: ID!) { createBucket(input: {name: "scratch-data", storageID: $s, writeGroupIDs: [$g]}) { id } }`,
 		map[string]any{"s": st.CreateStorage.ID, "g": ids.Groups.Edges[0].Node.ID}, &map[string]any{})
 
-	auth := []string{"--server", s.URL, "--token", c.Token}
 	run := func(want int, args ...string) string {
 		t.Helper()
-		out, code := levers9(t, append(append(args[:1:1], auth...), args[1:]...)...)
-		if code != want {
-			t.Fatalf("levers9 %v: exit %d, want %d\n%s", args, code, want, out)
-		}
-		return out
+		return expectCLI(t, s, c.Token, want, args...)
 	}
 	dir := t.TempDir()
 	data := make([]byte, 5<<20+123) // several chunks and a partial one

@@ -57,3 +57,15 @@ func levers9(t *testing.T, args ...string) (string, int) {
 	}
 	return string(out), 0
 }
+
+// expectCLI runs a client command against s as token, wants exit code
+// want, and returns the combined output.
+func expectCLI(t *testing.T, s *server, token string, want int, args ...string) string {
+	t.Helper()
+	full := append([]string{args[0], "--server", s.URL, "--token", token}, args[1:]...)
+	out, code := levers9(t, full...)
+	if code != want {
+		t.Fatalf("levers9 %v: exit %d, want %d\n%s", args, code, want, out)
+	}
+	return out
+}
