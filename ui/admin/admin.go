@@ -7,7 +7,9 @@ package admin
 import (
 	"net/http"
 
+	"github.com/levers9/levers9/ui/admin/groups"
 	"github.com/levers9/levers9/ui/admin/queues"
+	"github.com/levers9/levers9/ui/admin/users"
 	"github.com/levers9/levers9/ui/app"
 )
 
@@ -18,4 +20,6 @@ func Register(rt *app.Router) {
 		return app.SeeOther(w, r, "/admin/queues")
 	})
 	queues.Register(rt)
+	groups.Register(rt)
+	users.Register(rt)
 }
