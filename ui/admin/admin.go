@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/levers9/levers9/ui/admin/groups"
+	"github.com/levers9/levers9/ui/admin/projects"
 	"github.com/levers9/levers9/ui/admin/queues"
 	"github.com/levers9/levers9/ui/admin/users"
 	"github.com/levers9/levers9/ui/app"
@@ -22,4 +23,5 @@ func Register(rt *app.Router) {
 	queues.Register(rt)
 	groups.Register(rt)
 	users.Register(rt)
+	projects.Register(rt)
 }
