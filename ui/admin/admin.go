@@ -10,6 +10,7 @@ import (
 	"github.com/levers9/levers9/ui/admin/groups"
 	"github.com/levers9/levers9/ui/admin/projects"
 	"github.com/levers9/levers9/ui/admin/queues"
+	"github.com/levers9/levers9/ui/admin/storages"
 	"github.com/levers9/levers9/ui/admin/users"
 	"github.com/levers9/levers9/ui/app"
 )
@@ -24,4 +25,5 @@ func Register(rt *app.Router) {
 	groups.Register(rt)
 	users.Register(rt)
 	projects.Register(rt)
+	storages.Register(rt)
 }

@@ -1,0 +1,55 @@
+package storages
+
+import (
+	"strings"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/storage"
+	"github.com/levers9/levers9/ui/components"
+)
+
+// where says where a storage keeps its data.
+func where(s *ent.Storage) string {
+	switch s.Kind {
+	case storage.KindS3:
+		return s.Endpoint + " bucket " + s.S3Bucket
+	case storage.KindNode:
+		n := s.NodeID
+		if s.Edges.Node != nil {
+			n = s.Edges.Node.Name
+		}
+		return n + ":" + s.Path
+	}
+	return "server disk"
+}
+
+func groupNames(gs []*ent.Group) string {
+	var out []string
+	for _, g := range gs {
+		out = append(out, g.Name)
+	}
+	if len(out) == 0 {
+		return "—"
+	}
+	return strings.Join(out, ", ")
+}
+
+func storageName(b *ent.Bucket) string {
+	if b.Edges.Storage != nil {
+		return b.Edges.Storage.Name
+	}
+	return b.StorageID
+}
+
+func payer(b *ent.Bucket) string {
+	if b.Edges.Project != nil {
+		return "project " + b.Edges.Project.Name
+	}
+	return "its creator"
+}
+
+func bucketNameField(f components.Field) components.Field {
+	f.Required = true
+	f.Hint = "3 to 63 lower-case letters, digits, '.' or '-' (S3's rules)"
+	return f
+}
