@@ -24,6 +24,10 @@ type clientFlags struct {
 	Queue   string
 	Project string
 
+	// flagsFirst stops flag parsing at the first argument (run: the rest
+	// is a command line); otherwise flags may follow arguments.
+	flagsFirst bool
+
 	serverFlag, tokenFlag, contextFlag string
 }
 
@@ -38,7 +42,11 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 // parse parses a client command's arguments and resolves its connection.
 // ok is false when the command must stop with code.
 func (c *clientFlags) parse(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
-	if err := fs.Parse(args); err != nil {
+	parse := parseInterspersed
+	if c.flagsFirst {
+		parse = (*flag.FlagSet).Parse
+	}
+	if err := parse(fs, args); err != nil {
 		return usageExit(err), false
 	}
 	if err := c.resolve(); err != nil {
@@ -50,6 +58,28 @@ func (c *clientFlags) parse(fs *flag.FlagSet, args []string, stderr io.Writer) (
 		return exitError, false
 	}
 	return 0, true
+}
+
+// parseInterspersed parses flags anywhere among the arguments
+// (levers9 logs JOB -f); after "--" everything is an argument.
+func parseInterspersed(fs *flag.FlagSet, args []string) error {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			positional = append(positional, rest...)
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+	return fs.Parse(append([]string{"--"}, positional...))
 }
 
 // errUnknownContext is -c naming no context.

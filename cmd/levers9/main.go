@@ -17,24 +17,49 @@ const usage = `levers9: a self-hosted, multi-tenant GPU compute platform
 
 Usage:
   levers9 server [flags]   run the control plane (GraphQL at /graphql)
-  levers9 tokens [flags]   your token balance, your projects' and recent charges
-  levers9 logs [-f] [--from SEQ] JOB
-                           print a job's output; -f follows it until the job ends
-  levers9 run [flags] -- CMD [ARGS...]
-                           run CMD as a job, print its output, exit with its code
-  levers9 cancel JOB...     cancel jobs
   levers9 agent join --server URL --invite CODE [flags]
                            join this machine as a node, then run its agent
   levers9 agent [flags]    run the agent of a joined node
+
+Client commands (connection: -c CONTEXT, --server, --token; see below):
+  levers9 login [--server URL] [--email EMAIL | --token TOKEN] [--name CONTEXT]
+                           sign in and store the connection as the current context
+  levers9 context list|use|add|remove
+                           manage the contexts in ~/.levers9/config
+  levers9 run [flags] -- CMD [ARGS...]
+                           run CMD as a job, print its output, exit with its code
+  levers9 jobs [--status S] [-n N]
+                           your environment's jobs, newest first
+  levers9 job show JOB     a job and its services
+  levers9 logs [-f] [--from SEQ] JOB
+                           print a job's output; -f follows it until the job ends
+  levers9 cancel JOB...    cancel jobs
   levers9 ls BUCKET[:PREFIX]
                            list a bucket's files
   levers9 cp [-r] SRC DST  copy between the local disk and BUCKET:KEY
   levers9 rm [-r] BUCKET:KEY
                            delete files
+  levers9 tokens [-n N]    your token balance, your projects' and recent charges
+  levers9 token create|list|revoke
+                           API tokens
+  levers9 invite create|list|revoke
+                           invites for machines to join as nodes
+  levers9 queues           queues, their limits and prices
+  levers9 nodes            nodes, their resources and state
   levers9 version          print the version
 
-Run "levers9 COMMAND -h" for a command's flags. Client commands read
-LEVERS9_SERVER and LEVERS9_TOKEN.
+jobs, job show, token, invite, queues, nodes and context list take --json
+for scripts. Run "levers9 COMMAND -h" for a command's flags.
+
+Connection: the --server and --token flags, else LEVERS9_SERVER and
+LEVERS9_TOKEN, else the context named by -c, else the current context of
+~/.levers9/config (LEVERS9_CONFIG names another file; mode 0600).
+
+Exit codes: 0 success; 1 an error (the server refused: the message starts
+with its code, such as NOT_FOUND or UNAUTHENTICATED; or it could not be
+reached); 2 bad usage (unknown command or flag, missing arguments, -c
+naming no context). levers9 run exits with the job's exit code when a
+service failed with one, else 1 when the job failed or was cancelled.
 `
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -83,6 +108,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runCp(ctx, args[1:], stdout, stderr)
 	case "rm":
 		return runRm(ctx, args[1:], stdout, stderr)
+	case "jobs":
+		return runJobs(ctx, args[1:], stdout, stderr)
+	case "job":
+		return runJob(ctx, args[1:], stdout, stderr)
+	case "token":
+		return runToken(ctx, args[1:], stdout, stderr)
+	case "invite":
+		return runInvite(ctx, args[1:], stdout, stderr)
+	case "queues":
+		return runQueues(ctx, args[1:], stdout, stderr)
+	case "nodes":
+		return runNodes(ctx, args[1:], stdout, stderr)
 	case "login":
 		return runLogin(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "context":

@@ -15,7 +15,7 @@ const submitMutation = `mutation($s: JobSpecInput!) { submitJob(spec: $s) { id }
 // if it ran here (stdout to stdout, stderr to stderr) and exits with its
 // exit code.
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var c clientFlags
+	c := clientFlags{flagsFirst: true}
 	fs := flag.NewFlagSet("levers9 run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+type queueRow struct {
+	ID                 string      `json:"id"`
+	Name               string      `json:"name"`
+	Mode               string      `json:"mode"`
+	MaxGpusPerJob      int         `json:"maxGpusPerJob"`
+	MaxCPUPerJob       float64     `json:"maxCPUPerJob"`
+	MaxMemoryMibPerJob int         `json:"maxMemoryMibPerJob"`
+	StartFee           json.Number `json:"startFee"`
+	CPUPrice           json.Number `json:"cpuPrice"`
+	MemoryPrice        json.Number `json:"memoryPrice"`
+	GpuPrices          []struct {
+		Type      string      `json:"type"`
+		PerMinute json.Number `json:"perMinute"`
+	} `json:"gpuPrices"`
+	Multiplier float64 `json:"multiplier"`
+	Nodes      []struct {
+		Name   string `json:"name"`
+		Status string `json:"status"`
+	} `json:"nodes"`
+}
+
+// runQueues lists the queues: levers9 queues [--json].
+func runQueues(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var c clientFlags
+	fs := flag.NewFlagSet("levers9 queues", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if code, ok := c.parse(fs, args, stderr); !ok {
+		return code
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintln(stderr, "usage: levers9 queues [--json]")
+		return exitUsage
+	}
+	var out struct {
+		Queues struct{ Edges []struct{ Node queueRow } }
+	}
+	err := c.query(ctx, `{ queues(first: 1000, orderBy: {field: NAME, direction: ASC}) { edges { node {
+  id name mode maxGpusPerJob maxCPUPerJob maxMemoryMibPerJob startFee cpuPrice memoryPrice
+  gpuPrices { type perMinute } multiplier nodes { name status } } } } }`, nil, &out)
+	if err != nil {
+		fmt.Fprintln(stderr, "levers9 queues:", err)
+		return exitError
+	}
+	rows := []queueRow{}
+	for _, e := range out.Queues.Edges {
+		rows = append(rows, e.Node)
+	}
+	if *asJSON {
+		return printJSON(stdout, stderr, rows)
+	}
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tMODE\tMAX GPUS\tMAX CPUS\tMAX MEMORY\tSTART FEE\tCPU/MIN\tGIB/MIN\tGPU/MIN\tNODES")
+	for _, q := range rows {
+		var gpus []string
+		for _, g := range q.GpuPrices {
+			gpus = append(gpus, g.Type+" "+g.PerMinute.String())
+		}
+		online := 0
+		for _, n := range q.Nodes {
+			if n.Status == "ONLINE" {
+				online++
+			}
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%g\t%d MiB\t%s\t%s\t%s\t%s\t%d of %d online\n", q.Name, q.Mode, q.MaxGpusPerJob, q.MaxCPUPerJob,
+			q.MaxMemoryMibPerJob, q.StartFee, q.CPUPrice, q.MemoryPrice, orDash(strings.Join(gpus, ", ")), online, len(q.Nodes))
+	}
+	if err := w.Flush(); err != nil {
+		return exitError
+	}
+	return exitOK
+}
+
+type nodeRow struct {
+	ID              string     `json:"id"`
+	Name            string     `json:"name"`
+	Status          string     `json:"status"`
+	LastHeartbeatAt *time.Time `json:"lastHeartbeatAt"`
+	AgentVersion    string     `json:"agentVersion"`
+	Inventory       struct {
+		CPUs      float64 `json:"cpus"`
+		MemoryMiB int     `json:"memoryMiB"`
+		GPUs      []struct {
+			Type  string `json:"type"`
+			Count int    `json:"count"`
+		} `json:"gpus"`
+	} `json:"inventory"`
+	Queues []struct {
+		Name string `json:"name"`
+	} `json:"queues"`
+}
+
+// runNodes lists the nodes: levers9 nodes [--json].
+func runNodes(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var c clientFlags
+	fs := flag.NewFlagSet("levers9 nodes", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if code, ok := c.parse(fs, args, stderr); !ok {
+		return code
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintln(stderr, "usage: levers9 nodes [--json]")
+		return exitUsage
+	}
+	var out struct {
+		Nodes struct{ Edges []struct{ Node nodeRow } }
+	}
+	err := c.query(ctx, `{ nodes(first: 1000, orderBy: {field: NAME, direction: ASC}) { edges { node {
+  id name status lastHeartbeatAt agentVersion inventory { cpus memoryMiB gpus { type count } } queues { name } } } } }`, nil, &out)
+	if err != nil {
+		fmt.Fprintln(stderr, "levers9 nodes:", err)
+		return exitError
+	}
+	rows := []nodeRow{}
+	for _, e := range out.Nodes.Edges {
+		rows = append(rows, e.Node)
+	}
+	if *asJSON {
+		return printJSON(stdout, stderr, rows)
+	}
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tSTATUS\tCPUS\tMEMORY\tGPUS\tQUEUES\tLAST HEARTBEAT\tAGENT")
+	for _, n := range rows {
+		var gpus, queues []string
+		for _, g := range n.Inventory.GPUs {
+			gpus = append(gpus, fmt.Sprintf("%d×%s", g.Count, g.Type))
+		}
+		for _, q := range n.Queues {
+			queues = append(queues, q.Name)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%g\t%d MiB\t%s\t%s\t%s\t%s\n", n.Name, n.Status, n.Inventory.CPUs, n.Inventory.MemoryMiB,
+			orDash(strings.Join(gpus, ", ")), orDash(strings.Join(queues, ", ")), timeOrDash(n.LastHeartbeatAt), orDash(n.AgentVersion))
+	}
+	if err := w.Flush(); err != nil {
+		return exitError
+	}
+	return exitOK
+}
