@@ -10,7 +10,9 @@ import (
 	"github.com/levers9/levers9/ui/admin/groups"
 	"github.com/levers9/levers9/ui/admin/projects"
 	"github.com/levers9/levers9/ui/admin/queues"
+	"github.com/levers9/levers9/ui/admin/settings"
 	"github.com/levers9/levers9/ui/admin/storages"
+	"github.com/levers9/levers9/ui/admin/tokens"
 	"github.com/levers9/levers9/ui/admin/users"
 	"github.com/levers9/levers9/ui/app"
 )
@@ -26,4 +28,6 @@ func Register(rt *app.Router) {
 	users.Register(rt)
 	projects.Register(rt)
 	storages.Register(rt)
+	settings.Register(rt)
+	tokens.Register(rt)
 }
