@@ -340,7 +340,7 @@ func insert(ctx context.Context, client *ent.Client, v *viewer.Viewer, c *checke
 		SetGpus(c.spec.TotalGPUs()).
 		SetEstimatePerMinute(c.estimate.PerMinute).
 		SetEstimateStartFee(c.estimate.StartFee).
-		SetStatusReason("waiting to be scheduled")
+		SetStatusReason(ReasonWaiting)
 	if c.project != nil {
 		create.SetProjectID(c.project.ID)
 	}

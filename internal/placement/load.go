@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"entgo.io/ent/dialect"
+	"entgo.io/ent/dialect/sql"
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/node"
+	"github.com/levers9/levers9/ent/predicate"
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/scheduling"
@@ -28,22 +31,30 @@ type state struct {
 	invalid  map[string]string            // job ID → why it can never be placed
 }
 
-// load locks the queue's online nodes (PostgreSQL) and reads them, what
-// runs on them from any queue, and the queue's unplaced pending jobs.
-func load(ctx context.Context, c *ent.Client, dialectName, queueID string) (*state, error) {
-	st := &state{
+// newState is an empty state, to be filled by loadNodes and loadJobs.
+func newState() *state {
+	return &state{
 		nodeName: map[string]string{},
 		reason:   map[string]string{},
 		services: map[string]map[string]string{},
 		invalid:  map[string]string{},
 	}
-	if err := st.loadNodes(ctx, c, dialectName, queueID); err != nil {
-		return nil, err
-	}
-	if err := st.loadJobs(ctx, c, queueID); err != nil {
-		return nil, err
-	}
-	return st, nil
+}
+
+// cursor is the scheduling order position of the last job read.
+type cursor struct {
+	priority int
+	created  time.Time
+	id       string
+}
+
+// past selects the jobs after c in scheduling order.
+func (c *cursor) past() predicate.Job {
+	return job.Or(
+		job.PriorityLT(c.priority),
+		job.And(job.Priority(c.priority), job.CreatedAtGT(c.created)),
+		job.And(job.Priority(c.priority), job.CreatedAt(c.created), job.IDGT(c.id)),
+	)
 }
 
 func (st *state) loadNodes(ctx context.Context, c *ent.Client, dialectName, queueID string) error {
@@ -109,14 +120,30 @@ func (st *state) loadNodes(ctx context.Context, c *ent.Client, dialectName, queu
 	return nil
 }
 
-func (st *state) loadJobs(ctx context.Context, c *ent.Client, queueID string) error {
-	pending, err := c.Job.Query().
+// loadJobs reads the next page of at most limit pending jobs of the queue,
+// in scheduling order after *after (nil: from the start), and moves *after
+// to its last job. st.jobs gets those not placed yet (placed ones wait for
+// their node to start them). more reports whether more jobs may follow.
+func (st *state) loadJobs(ctx context.Context, c *ent.Client, queueID string, after **cursor, limit int) (more bool, err error) {
+	q := c.Job.Query().
 		Where(job.QueueID(queueID), job.StatusEQ(job.StatusPending)).
-		Select(job.FieldID, job.FieldPriority, job.FieldCreatedAt, job.FieldStatusReason).
-		All(ctx)
-	if err != nil {
-		return fmt.Errorf("loading pending jobs: %w", err)
+		Order(job.ByPriority(sql.OrderDesc()), job.ByCreatedAt(), job.ByID()).
+		Limit(limit).
+		Select(job.FieldID, job.FieldPriority, job.FieldCreatedAt, job.FieldStatusReason)
+	if a := *after; a != nil {
+		q.Where(a.past())
 	}
+	pending, err := q.All(ctx)
+	if err != nil {
+		return false, fmt.Errorf("loading pending jobs: %w", err)
+	}
+	st.jobs = st.jobs[:0]
+	if len(pending) == 0 {
+		return false, nil
+	}
+	last := pending[len(pending)-1]
+	*after = &cursor{priority: last.Priority, created: last.CreatedAt, id: last.ID}
+	more = len(pending) == limit
 	ids := make([]string, len(pending))
 	for i, j := range pending {
 		ids[i] = j.ID
@@ -133,7 +160,7 @@ func (st *state) loadJobs(ctx context.Context, c *ent.Client, queueID string) er
 				service.FieldNodeID, service.FieldStatus).
 			All(ctx)
 		if err != nil {
-			return fmt.Errorf("loading pending services: %w", err)
+			return false, fmt.Errorf("loading pending services: %w", err)
 		}
 		for _, s := range svcs {
 			if s.NodeID != "" || s.Status != service.StatusPending {
@@ -161,5 +188,5 @@ func (st *state) loadJobs(ctx context.Context, c *ent.Client, queueID string) er
 		}
 		st.jobs = append(st.jobs, sj)
 	}
-	return nil
+	return more, nil
 }

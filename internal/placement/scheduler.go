@@ -48,13 +48,13 @@ func (s *Scheduler) ScheduleQueue(ctx context.Context, queueID string) (placed i
 		if err != nil {
 			return fmt.Errorf("loading queue: %w", err)
 		}
-		st, err := load(sys, tx.Ent, s.DB.Dialect, q.ID)
-		if err != nil {
+		st := newState()
+		if err := st.loadNodes(sys, tx.Ent, s.DB.Dialect, q.ID); err != nil {
 			return err
 		}
-		res, waiting, err := scheduling.Schedule(st.jobs, st.nodes)
+		res, waiting, err := st.schedule(sys, tx.Ent, q)
 		if err != nil {
-			return fmt.Errorf("scheduling: %w", err) // load filters invalid input, so a bug
+			return err
 		}
 		if err := st.write(sys, tx.SQL, q.Name, res, waiting, s.now()); err != nil {
 			return err

@@ -1,0 +1,138 @@
+package placement
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/service"
+	"github.com/levers9/levers9/internal/jobs"
+	"github.com/levers9/levers9/internal/scheduling"
+)
+
+// A pass reads pending jobs in scheduling order a page at a time, and stops
+// early once no node has room for even the smallest request waiting in the
+// queue: then no later job can fit either. In a burst (thousands pending,
+// nodes full, a pass after every job that ends) a pass costs a page and
+// one aggregate query instead of rereading the whole queue; with room left
+// it reads on, so backfill still sees every job. Jobs past the last page
+// keep their reason, or get "waiting for free capacity" if they had none.
+const (
+	firstPage = 64
+	maxPage   = chunk
+)
+
+// schedule places the queue's pending jobs on st.nodes page by page.
+func (st *state) schedule(ctx context.Context, c *ent.Client, q *ent.Queue) ([]scheduling.Placement, map[string]scheduling.Reason, error) {
+	var (
+		placed   []scheduling.Placement
+		waiting  = map[string]scheduling.Reason{}
+		after    *cursor
+		smallest *request
+	)
+	for size := firstPage; ; size = min(size*4, maxPage) {
+		more, err := st.loadJobs(ctx, c, q.ID, &after, size)
+		if err != nil {
+			return nil, nil, err
+		}
+		res, w, err := scheduling.Schedule(st.jobs, st.nodes)
+		if err != nil {
+			return nil, nil, fmt.Errorf("scheduling: %w", err) // load filters invalid input, so a bug
+		}
+		st.take(res)
+		placed = append(placed, res...)
+		maps.Copy(waiting, w)
+		if !more {
+			return placed, waiting, nil
+		}
+		if smallest == nil {
+			if smallest, err = smallestRequest(ctx, c, q.ID); err != nil {
+				return nil, nil, err
+			}
+		}
+		if !st.room(*smallest) {
+			err := c.Job.Update().
+				Where(job.QueueID(q.ID), job.StatusEQ(job.StatusPending), job.StatusReason(jobs.ReasonWaiting), after.past()).
+				SetStatusReason(fmt.Sprintf("waiting for free capacity in queue %s", q.Name)).
+				Exec(ctx)
+			if err != nil {
+				return nil, nil, fmt.Errorf("noting waiting jobs: %w", err)
+			}
+			return placed, waiting, nil
+		}
+	}
+}
+
+// request is the least any waiting job asks for.
+type request struct {
+	CPU       float64 `json:"cpu"`
+	MemoryMiB int64   `json:"memory_mib"`
+}
+
+// smallestRequest is the smallest CPU and the smallest memory any unplaced
+// service of the queue's pending jobs asks for: every waiting job needs at
+// least both.
+func smallestRequest(ctx context.Context, c *ent.Client, queueID string) (*request, error) {
+	var rows []struct {
+		CPU       *float64 `json:"min_cpu"`
+		MemoryMiB *int64   `json:"min_memory_mib"`
+	}
+	err := c.Service.Query().
+		Where(service.HasJobWith(job.QueueID(queueID), job.StatusEQ(job.StatusPending)), service.NodeIDIsNil()).
+		Aggregate(ent.As(ent.Min(service.FieldCPU), "min_cpu"), ent.As(ent.Min(service.FieldMemoryMib), "min_memory_mib")).
+		Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("finding the smallest waiting request: %w", err)
+	}
+	r := &request{}
+	if len(rows) == 1 && rows[0].CPU != nil && rows[0].MemoryMiB != nil {
+		r.CPU, r.MemoryMiB = *rows[0].CPU, *rows[0].MemoryMiB
+	}
+	return r, nil
+}
+
+// room reports whether some node has r free (CPU with a millicore of
+// slack against rounding: stopping wrongly would strand a job, reading on
+// costs a page).
+func (st *state) room(r request) bool {
+	for _, n := range st.nodes {
+		if n.Capacity.CPU-n.Used.CPU+0.001 >= r.CPU && n.Capacity.MemoryMiB-n.Used.MemoryMiB >= r.MemoryMiB {
+			return true
+		}
+	}
+	return false
+}
+
+// take counts what the placements of the current page use on their nodes,
+// so the next page sees it.
+func (st *state) take(res []scheduling.Placement) {
+	if len(res) == 0 {
+		return
+	}
+	byID := make(map[string]*scheduling.Job, len(st.jobs))
+	for i := range st.jobs {
+		byID[st.jobs[i].ID] = &st.jobs[i]
+	}
+	nodes := make(map[string]*scheduling.Node, len(st.nodes))
+	for i := range st.nodes {
+		nodes[st.nodes[i].ID] = &st.nodes[i]
+	}
+	for _, p := range res {
+		n, j := nodes[p.NodeID], byID[p.JobID]
+		for _, s := range j.Services {
+			n.Used.CPU += s.CPU
+			n.Used.MemoryMiB += s.MemoryMiB
+			if s.GPUs > 0 {
+				// A fresh map: the page's input must not change under it.
+				gpus := maps.Clone(n.Used.GPUs)
+				if gpus == nil {
+					gpus = map[string]int{}
+				}
+				gpus[p.GPUType[s.Name]] += s.GPUs
+				n.Used.GPUs = gpus
+			}
+		}
+	}
+}
