@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/levers9/levers9/agent/runtime"
@@ -93,21 +94,66 @@ func syncDown(ctx context.Context, fc *filesClient, bucket, dir string) (map[str
 		return nil, err
 	}
 	seen := make(map[string]stamp, len(objs))
-	for _, o := range objs {
-		name, err := localName(dir, o.Key)
+	var mu sync.Mutex
+	err = parallel(ctx, len(objs), func(ctx context.Context, i int) error {
+		key := objs[i].Key
+		name, err := localName(dir, key)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if err := fc.download(ctx, bucket, o.Key, name); err != nil {
-			return nil, err
+		if err := fc.download(ctx, bucket, key, name); err != nil {
+			return err
 		}
 		fi, err := os.Stat(name)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		seen[o.Key] = stamp{fi.Size(), fi.ModTime()}
+		mu.Lock()
+		seen[key] = stamp{fi.Size(), fi.ModTime()}
+		mu.Unlock()
+		return nil
+	})
+	return seen, err
+}
+
+// transfers is how many files of a mount move at once: many small files
+// are bound by round trips, not bandwidth.
+const transfers = 8
+
+// parallel runs fn for 0..n-1 on up to transfers goroutines and returns
+// the first error; after one, the others are cancelled.
+func parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+		next  = make(chan int)
+	)
+	for range min(n, transfers) {
+		wg.Go(func() {
+			for i := range next {
+				if err := fn(ctx, i); err != nil {
+					once.Do(func() { first = err; cancel() })
+				}
+			}
+		})
 	}
-	return seen, nil
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if first == nil {
+		first = ctx.Err()
+	}
+	return first
 }
 
 // localName is where key lives under dir; keys that would leave dir are
@@ -162,10 +208,11 @@ func (s *syncedMount) save(ctx context.Context, fc *filesClient) error {
 		return fmt.Errorf("reading the mount: %w", err)
 	}
 	sort.Strings(changed)
-	for _, key := range changed {
-		if err := fc.upload(ctx, s.Bucket, key, filepath.Join(s.dir, filepath.FromSlash(key))); err != nil {
-			return err
-		}
+	err = parallel(ctx, len(changed), func(ctx context.Context, i int) error {
+		return fc.upload(ctx, s.Bucket, changed[i], filepath.Join(s.dir, filepath.FromSlash(changed[i])))
+	})
+	if err != nil {
+		return err
 	}
 	for key := range s.seen {
 		if !present[key] {
