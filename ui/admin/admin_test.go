@@ -63,7 +63,7 @@ func TestMemberForbidden(t *testing.T) {
 		res.Contains(t, `href="/admin"`, `href="/nodes"`)
 		for _, s := range adminkit.Sections {
 			page := boss.Get(s.Href).Want(t, http.StatusOK)
-			page.Contains(t, `<a href="`+s.Href+`" aria-current="page">`+s.Label+`</a>`)
+			page.Contains(t, `<a href="`+s.Href+`" aria-current="page"><strong>`+s.Label+`</strong></a>`)
 			if strings.Count(page.Body, `aria-current="page"`) != 2 { // the top link Admin and the section
 				t.Fatalf("%s marks %d current links", s.Href, strings.Count(page.Body, `aria-current="page"`))
 			}
