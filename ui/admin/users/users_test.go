@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/levers9/levers9/ent/user"
+	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/ui/admin/admintest"
 	"github.com/levers9/levers9/ui/admin/users"
@@ -54,6 +56,39 @@ func TestCreateUser(t *testing.T) {
 		member.Post("/admin/users", url.Values{"email": {"eve@acme.test"}, "password": {admintest.Password}}).Want(t, http.StatusForbidden)
 		if e.Ent.User.Query().Where(user.Email("eve@acme.test")).ExistX(sys) {
 			t.Fatal("a member created a user")
+		}
+	})
+}
+
+// TestGrantToUser: an admin grants tokens to a user and sees the balance;
+// bad amounts, missing reasons and other tenants' users write nothing.
+func TestGrantToUser(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		e := admintest.New(t, dbURL, users.Register)
+		a, b := e.NewTenant("acme"), e.NewTenant("other")
+		sys := viewer.SystemContext(context.Background())
+		admin := e.SignIn(a.Admin.Email)
+
+		admin.Post("/admin/users/grant", url.Values{"user": {a.Member.ID}, "tokens": {"42.5"}, "reason": {"welcome"}}).
+			Want(t, http.StatusOK).Contains(t, "Granted 42.5 tokens to member@acme.test.", `<td class="num">42.5</td>`)
+		if b, _ := ledger.Balance(a.AdminCtx, e.Ent, ledger.Payer{UserID: a.Member.ID}); b != 42*billing.Unit+billing.Unit/2 {
+			t.Fatalf("balance %s", b)
+		}
+		for _, tc := range []struct{ user, tokens, reason, field string }{
+			{a.Member.ID, "x", "r", "tokens"},
+			{a.Member.ID, "0", "r", "tokens"},
+			{a.Member.ID, "5", "", "reason"},
+			{b.Member.ID, "5", "r", "user"},
+			{"usr_nobody", "5", "r", "user"},
+		} {
+			admin.Post("/admin/users/grant", url.Values{"user": {tc.user}, "tokens": {tc.tokens}, "reason": {tc.reason}}).
+				Want(t, http.StatusBadRequest).Contains(t, `id="grant-`+tc.field+`-errors"`)
+		}
+		e.SignIn(a.Member.Email).Post("/admin/users/grant", url.Values{"user": {a.Member.ID}, "tokens": {"1000"}, "reason": {"me"}}).
+			Want(t, http.StatusForbidden)
+		if n := e.Ent.Charge.Query().CountX(sys); n != 1 {
+			t.Fatalf("%d charges, want the one grant", n)
 		}
 	})
 }
