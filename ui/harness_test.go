@@ -43,7 +43,7 @@ const (
 // env is the dashboard on a fresh database, served in-process, with a
 // seeded tenant (admin, member, superadmin) and a second tenant.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	db      *database.DB
 	jobs    *jobs.Service
 	tenancy *tenancy.Service
@@ -58,7 +58,7 @@ type envOptions struct {
 	publicURL string
 }
 
-func newEnv(t *testing.T, url string, opts ...envOptions) *env {
+func newEnv(t testing.TB, url string, opts ...envOptions) *env {
 	t.Helper()
 	var o envOptions
 	if len(opts) > 0 {
@@ -146,7 +146,7 @@ func (e *env) submit(v *viewer.Viewer, name, command string) *ent.Job {
 
 // browser is an HTTP client with its own cookies, like one browser.
 type browser struct {
-	t    *testing.T
+	t    testing.TB
 	e    *env
 	c    *http.Client
 	base *url.URL
