@@ -27,6 +27,8 @@ func Register(rt *app.Router) {
 	rt.Handle("GET /admin/storages", app.Admin, h.list)
 	rt.Handle("POST /admin/storages", app.Admin, h.createStorage)
 	rt.Handle("POST /admin/buckets", app.Admin, h.createBucket)
+	rt.Handle("GET /admin/buckets/{id}", app.Admin, h.showBucket)
+	rt.Handle("POST /admin/buckets/{id}", app.Admin, h.updateBucket)
 }
 
 type handlers struct{ rt *app.Router }
@@ -77,6 +79,17 @@ func (h *handlers) render(w http.ResponseWriter, r *http.Request, status int, sf
 		Order(ent.Asc(bucket.FieldName)).All(ctx); err != nil {
 		return fmt.Errorf("listing buckets: %w", err)
 	}
+	if err := h.options(r, &p); err != nil {
+		return err
+	}
+	sf.Values.Del("secretAccessKey") // never sent back
+	return app.Render(w, r, status, view(h.rt.Frame(r, "Storages and buckets"), p))
+}
+
+// options fills in what the forms' selects and checkboxes offer.
+func (h *handlers) options(r *http.Request, p *page) error {
+	ctx := r.Context()
+	c := h.rt.Deps.DB.Ent
 	ns, err := c.Node.Query().Order(ent.Asc(node.FieldName)).All(ctx)
 	if err != nil {
 		return fmt.Errorf("listing nodes: %w", err)
@@ -103,8 +116,7 @@ func (h *handlers) render(w http.ResponseWriter, r *http.Request, status int, sf
 	for _, g := range gs {
 		p.Groups = append(p.Groups, components.Option{Value: g.ID, Label: g.Name})
 	}
-	sf.Values.Del("secretAccessKey") // never sent back
-	return app.Render(w, r, status, view(h.rt.Frame(r, "Storages and buckets"), p))
+	return nil
 }
 
 // optional is s, or nil when empty: the domain tells unset from set.
