@@ -146,36 +146,72 @@ func (l *Local) List(_ context.Context, bucket string, opts ListOptions) ([]Obje
 	case limit < 0 || limit > MaxPageSize:
 		return nil, fmt.Errorf("%w: page size %d", ErrInvalid, limit)
 	}
+	// The walk goes in key order and stops once the page is full, skipping
+	// directories whose keys are all at or before After, so a page costs
+	// about its own size however large the bucket; only the files on the
+	// page are stat'ed. (A whole walk and a stat of every file per page
+	// took 84 s to page through 100,000 files: BenchmarkFilesListing.)
 	var all []Object
-	err := fs.WalkDir(l.root.FS(), bucket, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return fs.SkipAll // an empty bucket has no directory yet
-			}
-			return err
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		key := strings.TrimPrefix(p, bucket+"/")
-		if !strings.HasPrefix(key, opts.Prefix) || key <= opts.After {
-			return nil
-		}
+	err := l.walk(bucket, "", opts, func(key string, d fs.DirEntry) bool {
 		fi, err := d.Info()
-		if err != nil {
-			return nil // removed meanwhile
+		if err != nil || !fi.Mode().IsRegular() {
+			return true // removed meanwhile
 		}
 		all = append(all, Object{Key: key, Size: fi.Size(), Modified: fi.ModTime()})
-		return nil
+		return len(all) < limit
 	})
-	if err != nil {
+	if err != nil && err != errStop {
 		return nil, fmt.Errorf("listing bucket %s: %w", bucket, err)
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].Key < all[j].Key })
-	if len(all) > limit {
-		all = all[:limit]
-	}
 	return all, nil
+}
+
+// errStop ends a walk early.
+var errStop = errors.New("stop walking")
+
+// walk calls fn with the regular files under bucket/dir (dir is "" or ends
+// in "/") whose keys start with opts.Prefix and sort after opts.After, in
+// key order, until fn returns false. Keys order as strings, not path by
+// path ("a-b" < "a/x" though "a" < "a-b"), so each directory's entries are
+// sorted as their keys will: a directory's name with its "/".
+func (l *Local) walk(bucket, dir string, opts ListOptions, fn func(key string, d fs.DirEntry) bool) error {
+	entries, err := fs.ReadDir(l.root.FS(), path.Join(bucket, dir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // an empty bucket has no directory yet; or removed meanwhile
+	}
+	if err != nil {
+		return err
+	}
+	name := func(d fs.DirEntry) string {
+		if d.IsDir() {
+			return dir + d.Name() + "/"
+		}
+		return dir + d.Name()
+	}
+	sort.Slice(entries, func(i, j int) bool { return name(entries[i]) < name(entries[j]) })
+	for _, d := range entries {
+		key := name(d)
+		if d.IsDir() {
+			// Every key below starts with key ("x/"): skip the directory
+			// when they all sort at or before After (After >= "x0", '0'
+			// being the byte after '/'), or none can match the prefix.
+			if opts.After >= key[:len(key)-1]+"0" ||
+				!(strings.HasPrefix(key, opts.Prefix) || strings.HasPrefix(opts.Prefix, key)) {
+				continue
+			}
+			if err := l.walk(bucket, key, opts, fn); err != nil {
+				return err
+			}
+			continue
+		}
+		if !d.Type().IsRegular() || !strings.HasPrefix(key, opts.Prefix) || key <= opts.After {
+			continue
+		}
+		if !fn(key, d) {
+			return errStop
+		}
+	}
+	return nil
 }
 
 // Size sums the sizes of a bucket's objects.
