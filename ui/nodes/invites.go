@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/ui/admin/adminkit"
 	"github.com/levers9/levers9/ui/app"
@@ -24,6 +25,10 @@ func (h *handlers) invite(w http.ResponseWriter, r *http.Request) error {
 	hours, err := strconv.Atoi(f.Get("expiresHours"))
 	if err != nil || hours < 1 || hours > maxInviteHours {
 		f.Add("expiresHours", "must be a whole number of hours from 1 to "+strconv.Itoa(maxInviteHours))
+		return h.render(w, r, http.StatusBadRequest, f, "", "")
+	}
+	if err := nodes.CheckInviteName(f.Get("nodeName")); err != nil {
+		f.Add("nodeName", fault.Classify(err)[0].Message)
 		return h.render(w, r, http.StatusBadRequest, f, "", "")
 	}
 	code, _, err := h.svc.CreateInvite(r.Context(), f.Get("nodeName"), time.Duration(hours)*time.Hour)

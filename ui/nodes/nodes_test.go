@@ -75,6 +75,8 @@ func TestInviteBadInput(t *testing.T) {
 			res.Contains(t, `id="invite-expiresHours-errors"`, "whole number of hours")
 			res.Lacks(t, "agent join")
 		}
+		admin.Post("/nodes/invites", url.Values{"nodeName": {"has space"}, "expiresHours": {"1"}}).Want(t, http.StatusBadRequest).
+			Contains(t, `id="invite-nodeName-errors"`, "1 to 63 letters").Lacks(t, "agent join")
 		if n := e.Ent.NodeInvite.Query().CountX(viewer.SystemContext(context.Background())); n != 0 {
 			t.Fatalf("%d invites stored from bad input", n)
 		}
