@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"context"
+	"html"
 	"net/http"
 	"net/url"
 	"strings"
@@ -249,6 +250,57 @@ func TestDashboardAuthorization(t *testing.T) {
 		anon := e.browser()
 		if code, _ := anon.get("/jobs"); code != http.StatusSeeOther {
 			t.Errorf("anonymous GET /jobs: %d; want a redirect to sign-in", code)
+		}
+	})
+}
+
+// Bad input in the submission form comes back with each error next to its
+// field and the typed values kept, and nothing is stored.
+func TestDashboardSubmitShowsFieldErrors(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		e := newEnv(t, dbURL)
+		b := e.browser()
+		b.signIn(memberEmail)
+		base := url.Values{"queue": {"default"}, "services": {"1"}, "services[0].name": {"main"},
+			"services[0].command": {"echo hi"}, "services[0].memoryMiB": {"64"}, "action": {"submit"}}
+		cases := []struct {
+			name, field, value, errorsID, want string
+		}{
+			{"not a number", "services[0].cpu", "lots", "svc0-cpu-errors", "must be a number of CPUs"},
+			{"GPUs without a type", "services[0].gpus", "2", "svc0-gpuTypes-errors", "name the GPU type"},
+			{"bad service name", "services[0].name", "Main Service", "svc0-name-errors", "not a valid service name"},
+			{"unknown project", "project", "nope", "project-errors", `project "nope" not found`},
+		}
+		for _, tc := range cases {
+			form := url.Values{}
+			for k, v := range base {
+				form[k] = v
+			}
+			form.Set(tc.field, tc.value)
+			res, body := b.post("/submit", form)
+			if res.StatusCode != http.StatusBadRequest {
+				t.Errorf("%s: status %d; want 400", tc.name, res.StatusCode)
+				continue
+			}
+			i := strings.Index(body, `id="`+tc.errorsID+`"`)
+			if i < 0 {
+				t.Errorf("%s: no errors at %s", tc.name, tc.errorsID)
+				continue
+			}
+			if end := strings.Index(body[i:], "</ul>"); end < 0 || !strings.Contains(html.UnescapeString(body[i:i+end]), tc.want) {
+				t.Errorf("%s: the errors at %s do not say %q", tc.name, tc.errorsID, tc.want)
+			}
+			if tc.field != "project" && !strings.Contains(body, `value="`+tc.value+`"`) { // a select offers only projects that exist
+				t.Errorf("%s: the typed value %q is not kept", tc.name, tc.value)
+			}
+		}
+		n, err := e.db.Ent.Job.Query().Count(viewer.SystemContext(context.Background()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Errorf("%d jobs stored from bad forms", n)
 		}
 	})
 }

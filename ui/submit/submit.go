@@ -45,6 +45,8 @@ type page struct {
 	Errors          fieldErrors
 	Summary         []string
 	Estimate        *billing.Estimate
+	// EstimateProblems say why there is no estimate yet.
+	EstimateProblems []string
 }
 
 func (h *handlers) show(w http.ResponseWriter, r *http.Request) error {
@@ -141,6 +143,10 @@ func (h *handlers) price(r *http.Request, p *page) {
 	e, err := h.rt.Deps.Jobs.Estimate(r.Context(), spec, minutes)
 	if err == nil {
 		p.Estimate = &e
+		return
+	}
+	for _, f := range fault.Classify(err) {
+		p.EstimateProblems = append(p.EstimateProblems, f.Error())
 	}
 }
 
