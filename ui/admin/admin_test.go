@@ -12,6 +12,7 @@ import (
 	"github.com/levers9/levers9/ent/project"
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/storage"
+	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/ui/admin"
@@ -67,6 +68,30 @@ func TestMemberForbidden(t *testing.T) {
 			if strings.Count(page.Body, `aria-current="page"`) != 2 { // the top link Admin and the section
 				t.Fatalf("%s marks %d current links", s.Href, strings.Count(page.Body, `aria-current="page"`))
 			}
+		}
+	})
+}
+
+// TestSuperadminOutsideTenant: a superadmin who has not entered a tenant
+// sees no tenant's admin pages or nodes: they show one tenant's objects.
+func TestSuperadminOutsideTenant(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		e := admintest.New(t, dbURL, admin.Register, nodes.Register)
+		e.NewTenant("acme")
+		sys := viewer.SystemContext(context.Background())
+		hash, err := auth.HashPassword(admintest.Password)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Ent.User.Create().SetEmail("root@ops.test").SetPasswordHash(hash).SetSuperadmin(true).SaveX(sys)
+		root := e.SignIn("root@ops.test")
+		for _, path := range []string{"/admin/queues", "/admin/settings", "/admin/tokens", "/nodes"} {
+			root.Get(path).Want(t, http.StatusForbidden).Contains(t, "enter a tenant first")
+		}
+		root.Post("/nodes/invites", url.Values{"expiresHours": {"1"}}).Want(t, http.StatusForbidden)
+		if e.Ent.NodeInvite.Query().ExistX(sys) {
+			t.Fatal("an invite was made outside every tenant")
 		}
 	})
 }
