@@ -76,7 +76,8 @@ class Job:
     def exit_code(self) -> Optional[int]:
         """The first non-zero exit code of its services, 0 when every
         service exited with 0, None while unknown (not ended, or ended
-        without an exit code, such as a cancelled job)."""
+        without an exit code, such as a job cancelled before it started;
+        one cancelled while running has its signal's code, 143)."""
         codes = [s.get("exitCode") for s in self.services]
         for c in codes:
             if c:
