@@ -66,6 +66,27 @@ func TestCLICommands(t *testing.T) {
 		t.Fatalf("job show --json: %s", out)
 	}
 
+	out, _ = expect(0, "logs", job, "--json")
+	var line struct {
+		Seq          int
+		Stream, Text string
+	}
+	decode(out, &line)
+	if line.Seq != 1 || line.Stream != "stdout" || line.Text != "hi" {
+		t.Fatalf("logs --json: %s", out)
+	}
+	out, _ = expect(0, "tokens", "--json")
+	var balance struct {
+		Viewer struct {
+			User    struct{ Email string }
+			Balance json.Number
+		}
+	}
+	decode(out, &balance)
+	if balance.Viewer.User.Email != "admin@levers9.local" || balance.Viewer.Balance != "0" {
+		t.Fatalf("tokens --json: %s", out)
+	}
+
 	// Errors: an unknown job, a wrong token, a server that is down.
 	_, errOut = expect(1, "job", "show", "job_01m8nonexistent0000000000000")
 	if !strings.Contains(errOut, "NOT_FOUND") {

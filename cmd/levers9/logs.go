@@ -35,11 +35,12 @@ func runLogs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("levers9 logs", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: levers9 logs [-f] [--from SEQ] JOB")
+		fmt.Fprintln(stderr, "Usage: levers9 logs [-f] [--from SEQ] [--json] JOB")
 		fs.PrintDefaults()
 	}
 	c.register(fs)
 	follow := fs.Bool("f", false, "follow the lines until the job has ended")
+	asJSON := fs.Bool("json", false, "print one JSON object per line (seq, service, stream, text)")
 	from := fs.Int64("from", 1, "first line to print (lines are numbered from 1)")
 	if code, ok := c.parse(fs, args, stderr); !ok {
 		return code
@@ -50,6 +51,10 @@ func runLogs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	job := fs.Arg(0)
 	print := func(l logLine) { printLine(stdout, l) }
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		print = func(l logLine) { _ = enc.Encode(l) }
+	}
 	var err error
 	if *follow {
 		err = c.followLogs(ctx, job, *from, print)

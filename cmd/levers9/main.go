@@ -31,7 +31,7 @@ Client commands (connection: -c CONTEXT, --server, --token; see below):
   levers9 jobs [--status S] [-n N]
                            your environment's jobs, newest first
   levers9 job show JOB     a job and its services
-  levers9 logs [-f] [--from SEQ] JOB
+  levers9 logs [-f] [--from SEQ] [--json] JOB
                            print a job's output; -f follows it until the job ends
   levers9 cancel JOB...    cancel jobs
   levers9 ls BUCKET[:PREFIX]
@@ -48,8 +48,8 @@ Client commands (connection: -c CONTEXT, --server, --token; see below):
   levers9 nodes            nodes, their resources and state
   levers9 version          print the version
 
-jobs, job show, token, invite, queues, nodes and context list take --json
-for scripts. Run "levers9 COMMAND -h" for a command's flags.
+jobs, job show, logs, tokens, token, invite, queues, nodes and context
+list take --json for scripts. Run "levers9 COMMAND -h" for a command's flags.
 
 Connection: the --server and --token flags, else LEVERS9_SERVER and
 LEVERS9_TOKEN, else the context named by -c, else the current context of

@@ -26,6 +26,7 @@ func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.SetOutput(stderr)
 	c.register(fs)
 	limit := fs.Int("n", 20, "how many recent charges to show (at most 1000)")
+	asJSON := fs.Bool("json", false, "print the answer as JSON")
 	if code, ok := c.parse(fs, args, stderr); !ok {
 		return code
 	}
@@ -33,36 +34,47 @@ func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "levers9 tokens: -n must be between 0 and 1000")
 		return exitUsage
 	}
+	// JSON tags in GraphQL's spelling: --json prints the answer as is.
 	var out struct {
 		Viewer struct {
-			User    struct{ Email string }
-			Balance *json.Number
-		}
+			User struct {
+				Email string `json:"email"`
+			} `json:"user"`
+			Balance *json.Number `json:"balance"`
+		} `json:"viewer"`
 		Projects struct {
 			Edges []struct {
 				Node struct {
-					Name    string
-					Balance *json.Number
-				}
-			}
-		}
+					Name    string       `json:"name"`
+					Balance *json.Number `json:"balance"`
+				} `json:"node"`
+			} `json:"edges"`
+		} `json:"projects"`
 		Charges struct {
 			Edges []struct {
 				Node struct {
-					CreatedAt time.Time
-					Kind      string
-					Tokens    json.Number
-					PayerKind string
-					Reason    string
-					Job       *struct{ ID, Name string }
-					Project   *struct{ Name string }
-				}
-			}
-		}
+					CreatedAt time.Time   `json:"createdAt"`
+					Kind      string      `json:"kind"`
+					Tokens    json.Number `json:"tokens"`
+					PayerKind string      `json:"payerKind"`
+					Reason    string      `json:"reason"`
+					Job       *struct {
+						ID   string `json:"id"`
+						Name string `json:"name"`
+					} `json:"job"`
+					Project *struct {
+						Name string `json:"name"`
+					} `json:"project"`
+				} `json:"node"`
+			} `json:"edges"`
+		} `json:"charges"`
 	}
 	if err := c.query(ctx, tokensQuery, map[string]any{"n": *limit}, &out); err != nil {
 		fmt.Fprintln(stderr, "levers9 tokens:", err)
 		return exitError
+	}
+	if *asJSON {
+		return printJSON(stdout, stderr, out)
 	}
 	bal := "unknown"
 	if out.Viewer.Balance != nil {
