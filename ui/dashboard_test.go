@@ -304,3 +304,46 @@ func TestDashboardSubmitShowsFieldErrors(t *testing.T) {
 		}
 	})
 }
+
+// A session is stored until its idle timeout from the last request, but
+// never past its absolute lifetime from sign-in; an expired one is
+// signed out.
+func TestDashboardSessionTimeouts(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name           string
+		idle, lifetime time.Duration
+		want           time.Duration // expiry after sign-in
+	}{
+		{"idle timeout first", 10 * time.Minute, 30 * time.Minute, 10 * time.Minute},
+		{"absolute lifetime first", 30 * time.Minute, 10 * time.Minute, 10 * time.Minute},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dbtest.Each(t, func(t *testing.T, dbURL string) {
+				e := newEnv(t, dbURL, envOptions{idle: tc.idle, lifetime: tc.lifetime})
+				b := e.browser()
+				signedIn := time.Now()
+				b.signIn(memberEmail)
+				var unix int64
+				err := e.db.SQL.QueryRowContext(context.Background(),
+					"SELECT expiry FROM "+session.Table+" WHERE token = $1", b.cookie()).Scan(&unix)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Slack of a minute each way: the two bounds are 20 minutes apart.
+				if got, want := time.Unix(unix, 0), signedIn.Add(tc.want); got.Before(want.Add(-time.Minute)) || got.After(want.Add(time.Minute)) {
+					t.Errorf("session stored until %v; want about %v", got, want)
+				}
+				if _, err := e.db.SQL.ExecContext(context.Background(), "UPDATE "+session.Table+" SET expiry = $1 WHERE token = $2",
+					time.Now().Add(-time.Second).Unix(), b.cookie()); err != nil {
+					t.Fatal(err)
+				}
+				if code, _ := b.get("/jobs"); code != http.StatusSeeOther {
+					t.Errorf("GET /jobs with an expired session: %d; want a redirect to sign-in", code)
+				}
+			})
+		})
+	}
+}

@@ -54,8 +54,9 @@ type env struct {
 }
 
 type envOptions struct {
-	tls       bool
-	publicURL string
+	tls            bool
+	publicURL      string
+	idle, lifetime time.Duration
 }
 
 func newEnv(t testing.TB, url string, opts ...envOptions) *env {
@@ -102,7 +103,8 @@ func newEnv(t testing.TB, url string, opts ...envOptions) *env {
 		public = e.srv.URL
 	}
 	err = ui.Routes(ctx, mux, ui.Config{DB: db, Auth: authn, Tenancy: e.tenancy, Jobs: e.jobs,
-		Files: &buckets.Files{Ent: db.Ent}, Bus: bus, Log: log, PublicURL: public, MaxUpload: 1 << 20, Version: "test"})
+		Files: &buckets.Files{Ent: db.Ent}, Bus: bus, Log: log, PublicURL: public, MaxUpload: 1 << 20, Version: "test",
+		IdleTimeout: o.idle, Lifetime: o.lifetime})
 	if err != nil {
 		t.Fatal(err)
 	}
