@@ -165,7 +165,7 @@ class Client:
         """
         w: Dict[str, Any] = dict(where or {})
         if status:
-            w["status"] = status
+            w["status"] = status.upper()
         if queue:
             w["queueID"] = self._queue_id(queue)
         order = {"field": "CREATED_AT", "direction": "DESC" if newest_first else "ASC"}

@@ -76,7 +76,8 @@ class PagingTest(unittest.TestCase):
         oldest_first = [j.name for j in client.jobs(queue=queue, page_size=100, newest_first=False)]
         self.assertEqual(oldest_first[0], "page-0")
         self.assertEqual(oldest_first[-1], "page-249")
-        self.assertEqual(len(list(client.jobs(queue=queue, status="RUNNING"))), 0)
+        self.assertEqual(len(list(client.jobs(queue=queue, status="running"))), 0)
+        self.assertEqual(len(list(client.jobs(queue=queue, status="PENDING", page_size=1000))), 250)
 
 
 class MoneyTest(unittest.TestCase):
