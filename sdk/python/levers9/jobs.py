@@ -115,19 +115,21 @@ class Job:
             interval = min(interval * 1.5, 2.0)
         return self
 
-    def logs(self, follow: bool = False, from_seq: int = 1) -> Iterator[LogLine]:
+    def logs(self, follow: bool = False, from_seq: int = 1, max_reconnects: Optional[int] = 10) -> Iterator[LogLine]:
         """Yields the job's output lines in order, from line from_seq on.
 
         With follow=False, the lines stored so far. With follow=True, the
         lines as they come over the server-sent events subscription, until
         the job has ended and its last line was sent; a dropped connection
         is resumed after the last line yielded, so no line is lost or
-        repeated.
+        repeated. After max_reconnects attempts in a row that brought no
+        line (None: no limit) the last NetworkError is raised.
         """
         if not follow:
             yield from self._stored_logs(from_seq)
             return
         backoff = 0.25
+        failures = 0
         while True:
             progressed = False
             try:
@@ -140,8 +142,14 @@ class Job:
                 # the job's state tells them apart.
                 if self.refresh().ended:
                     return
-            except (errors.NetworkError, OSError, ValueError, http.client.HTTPException, socket.timeout, _Dropped):
-                pass  # resume after the last line yielded
+            except (errors.NetworkError, OSError, ValueError, http.client.HTTPException, socket.timeout, _Dropped) as e:
+                # Resume after the last line yielded, unless the server
+                # has been unreachable for too long.
+                failures = 0 if progressed else failures + 1
+                if max_reconnects is not None and failures > max_reconnects:
+                    if isinstance(e, errors.NetworkError):
+                        raise
+                    raise errors.NetworkError("following the logs of %s: %s" % (self.id, e or "stream dropped")) from None
             if progressed:
                 backoff = 0.25
             time.sleep(backoff)

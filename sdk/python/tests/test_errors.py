@@ -58,5 +58,14 @@ class ErrorsTest(unittest.TestCase):
             down.balance()
 
 
+
+class FollowGivesUpTest(unittest.TestCase):
+    def test_following_a_server_that_is_down_ends_in_network_error(self):
+        down = levers9.Client(server="http://127.0.0.1:1", token="lv9_x", retries=0)
+        job = levers9.Job(down, {"id": "job_01m8nonexistent0000000000000"})
+        with self.assertRaises(levers9.NetworkError):
+            list(job.logs(follow=True, max_reconnects=2))
+
+
 if __name__ == "__main__":
     unittest.main()
