@@ -149,8 +149,9 @@ func TestCLIContexts(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &listed); err != nil || len(listed) != 3 || listed[1].Name != "local" || !listed[1].Current {
 		t.Fatalf("context list --json: %v\n%s", err, out)
 	}
-	expect(0, "", "jobs")             // the current context
-	expect(0, "", "jobs", "-c", "pw") // another context
+	expect(0, "", "jobs")                    // the current context
+	expect(0, "", "jobs", "-c", "pw")        // another context
+	expect(0, "", "jobs", "--context", "pw") // the long form
 	_, errOut = expect(1, "", "jobs", "-c", "down")
 	if !strings.Contains(errOut, "reaching http://127.0.0.1:1") {
 		t.Fatalf("jobs -c down: %q", errOut)

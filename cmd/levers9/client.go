@@ -37,6 +37,7 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.serverFlag, "server", "", "server URL (default: LEVERS9_SERVER, then the context's)")
 	fs.StringVar(&c.tokenFlag, "token", "", "API token (default: LEVERS9_TOKEN, then the context's)")
 	fs.StringVar(&c.contextFlag, "c", "", "the context to use (default: the current one; see levers9 context)")
+	fs.StringVar(&c.contextFlag, "context", "", "same as -c")
 }
 
 // parse parses a client command's arguments and resolves its connection.
