@@ -49,7 +49,13 @@ type Config struct {
 // Routes registers the dashboard on mux. It creates the sessions table
 // when missing and purges expired sessions until ctx ends.
 func Routes(ctx context.Context, mux *http.ServeMux, cfg Config) error {
-	store, err := session.NewStore(ctx, cfg.DB.SQL, cfg.DB.Dialect)
+	var store *session.Store
+	// Under the start-up lock: replicas starting together would race to
+	// create the table (PostgreSQL's IF NOT EXISTS is not atomic).
+	err := cfg.DB.Exclusive(ctx, func() (err error) {
+		store, err = session.NewStore(ctx, cfg.DB.SQL, cfg.DB.Dialect)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("dashboard sessions: %w", err)
 	}

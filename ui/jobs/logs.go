@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/levers9/levers9/internal/fault"
@@ -45,7 +46,15 @@ func (h *handlers) logs(w http.ResponseWriter, r *http.Request) error {
 		break
 	}
 	ctx := r.Context()
-	lines, err := joblog.Follow(ctx, h.rt.Deps.DB.Ent, h.rt.Deps.Bus, id, from, joblog.Options{Log: h.rt.Deps.Log})
+	// A follow that fails (a database error, a browser too slow to keep
+	// up) ends the response without "end": EventSource then reconnects
+	// with Last-Event-ID and the stream resumes after the last line shown.
+	var failed atomic.Bool
+	lines, err := joblog.Follow(ctx, h.rt.Deps.DB.Ent, h.rt.Deps.Bus, id, from, joblog.Options{Log: h.rt.Deps.Log,
+		OnError: func(err error) {
+			failed.Store(true)
+			h.rt.Deps.Log.Warn("following logs for the dashboard", "job", id, "err", err)
+		}})
 	if err != nil {
 		return err
 	}
@@ -68,6 +77,9 @@ func (h *handlers) logs(w http.ResponseWriter, r *http.Request) error {
 			}
 		case l, ok := <-lines:
 			if !ok {
+				if failed.Load() {
+					return nil
+				}
 				_, _ = fmt.Fprint(w, "event: end\ndata: {}\n\n")
 				_ = rc.Flush()
 				return nil
