@@ -91,7 +91,7 @@ class Client:
         """
         if idempotent is None:
             idempotent = not _MUTATION.match(query)
-        body = json.dumps({"query": query, "variables": variables or {}}).encode("utf-8")
+        body = json.dumps({"query": query, "variables": variables or {}}, default=_encode).encode("utf-8")
         with self._http.request("POST", "/graphql", body, {"Content-Type": "application/json"},
                                 idempotent=idempotent, auth=auth) as resp:
             raw = resp.read()
@@ -213,6 +213,14 @@ class Client:
     def balance(self) -> decimal.Decimal:
         """The viewer's own token balance (not their projects')."""
         return _dec(self.graphql("{ viewer { balance } }")["viewer"]["balance"] or 0)
+
+
+def _encode(v: Any) -> Any:
+    """JSON for variables json cannot encode: decimals go as exact strings
+    (the API's Tokens, Float and Int scalars accept them)."""
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    raise TypeError("%s is not JSON serializable" % type(v).__name__)
 
 
 def _dec(v: Union[int, decimal.Decimal, str]) -> decimal.Decimal:

@@ -91,6 +91,10 @@ class MoneyTest(unittest.TestCase):
         client.graphql('mutation($u: ID!) { grantTokens(input: {userID: $u, tokens: 12.25, reason: "sdk test"}) { id } }',
                        {"u": me})
         self.assertEqual(client.balance() - before, decimal.Decimal("12.25"))
+        # Decimals go into variables exactly.
+        client.graphql('mutation($u: ID!, $t: Tokens!) { grantTokens(input: {userID: $u, tokens: $t, reason: "exact"}) { id } }',
+                       {"u": me, "t": decimal.Decimal("0.000001")})
+        self.assertEqual(client.balance() - before, decimal.Decimal("12.250001"))
 
 
 if __name__ == "__main__":
