@@ -101,7 +101,9 @@ func Start() (func(), error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for {
-		resp, err := http.Get(endpoint + "/minio/health/live")
+		// Ready, not just live: a live server may still answer "Server not
+		// initialized yet" while it sets up its drives.
+		resp, err := http.Get(endpoint + "/minio/health/ready")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
