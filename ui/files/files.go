@@ -204,7 +204,13 @@ func (h *handlers) upload(w http.ResponseWriter, r *http.Request) error {
 				continue
 			}
 			key := prefix + path.Base(part.FileName())
-			if _, err := h.rt.Deps.Files.Upload(ctx, b.ID, key, part, -1); err != nil {
+			// Each file is held to the limit as it streams: a reader error
+			// makes the storage drop the object instead of storing part of it.
+			body := &capped{r: part, left: limit}
+			if _, err := h.rt.Deps.Files.Upload(ctx, b.ID, key, body, -1); err != nil {
+				if body.over {
+					return fault.Invalid("file", "%s is larger than the %d bytes an upload may have", part.FileName(), limit)
+				}
 				return uploadFault(err, limit)
 			}
 			n++
@@ -239,4 +245,30 @@ func (h *handlers) remove(w http.ResponseWriter, r *http.Request) error {
 	}
 	h.rt.Flash(r, "Deleted "+key+".")
 	return app.SeeOther(w, r, browseURL(b.Name, key[:strings.LastIndex(key, "/")+1]))
+}
+
+// capped reads r and fails once more than left bytes came.
+type capped struct {
+	r    io.Reader
+	left int64
+	over bool
+}
+
+var errTooLarge = errors.New("upload larger than the limit")
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left < 0 {
+		c.over = true
+		return 0, errTooLarge
+	}
+	if int64(len(p)) > c.left+1 {
+		p = p[:c.left+1]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		c.over = true
+		return 0, errTooLarge
+	}
+	return n, err
 }
