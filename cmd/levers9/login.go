@@ -135,11 +135,12 @@ func signIn(ctx context.Context, c clientFlags, in *bufio.Reader, stdin io.Reade
 	return created.CreateAPIToken.Token, nil
 }
 
-// ask prints prompt on stderr and reads one line.
+// ask prints prompt on stderr and reads one line; at the end of the
+// input the answer is empty (the default, where there is one).
 func ask(in *bufio.Reader, stderr io.Writer, prompt string) (string, error) {
 	fmt.Fprint(stderr, prompt)
 	line, err := in.ReadString('\n')
-	if err != nil && (!errors.Is(err, io.EOF) || line == "") {
+	if err != nil && !errors.Is(err, io.EOF) {
 		return "", fmt.Errorf("reading the answer: %w", err)
 	}
 	return strings.TrimSpace(line), nil
