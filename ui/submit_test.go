@@ -1,0 +1,71 @@
+package ui_test
+
+import (
+	"context"
+	"html"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/queues"
+	"github.com/levers9/levers9/internal/viewer"
+)
+
+// The form offers only the queues the member's groups may use; posting
+// another queue anyway is refused at the queue field; a good form stores
+// the job and opens its page, where it can be cancelled.
+func TestDashboardSubmitAndCancel(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		e := newEnv(t, dbURL)
+		if _, err := queues.Create(viewer.NewContext(context.Background(), e.admin), e.db.Ent, ent.CreateQueueInput{Name: "private"}); err != nil {
+			t.Fatal(err)
+		}
+		b := e.browser()
+		b.signIn(memberEmail)
+		code, body := b.get("/submit")
+		if code != http.StatusOK || !strings.Contains(body, `<option value="default"`) {
+			t.Fatalf("GET /submit: %d, offers default: %v", code, strings.Contains(body, `value="default"`))
+		}
+		if strings.Contains(body, `value="private"`) {
+			t.Error("the form offers a queue none of the member's groups may use")
+		}
+		form := url.Values{"queue": {"private"}, "services": {"1"}, "services[0].name": {"main"},
+			"services[0].command": {"sleep 60"}, "services[0].cpu": {"0.1"}, "services[0].memoryMiB": {"64"}, "action": {"submit"}}
+		res, body := b.post("/submit", form)
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(html.UnescapeString(body), "none of your groups may use queue private") ||
+			!strings.Contains(body, `id="queue-errors"`) {
+			t.Errorf("submitting to a queue the member may not use: %d, error at the queue: %v", res.StatusCode, strings.Contains(body, "queue-errors"))
+		}
+
+		form.Set("queue", "default")
+		form.Set("name", "from the form")
+		res, _ = b.post("/submit", form)
+		if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), "/jobs/job_") {
+			t.Fatalf("submitting: %d to %q; want the job's page", res.StatusCode, res.Header.Get("Location"))
+		}
+		jobPath := res.Header.Get("Location")
+		code, body = b.get(jobPath)
+		if code != http.StatusOK || !strings.Contains(body, "from the form") || !strings.Contains(body, `id="cancel-job"`) {
+			t.Fatalf("the new job's page: %d, has a cancel button: %v", code, strings.Contains(body, "cancel-job"))
+		}
+		res, _ = b.post(jobPath+"/cancel", nil)
+		if res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("cancel: %d", res.StatusCode)
+		}
+		j, err := e.db.Ent.Job.Get(viewer.SystemContext(context.Background()), strings.TrimPrefix(jobPath, "/jobs/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Status != job.StatusCancelled || j.Name != "from the form" || j.QueueID == "" {
+			t.Errorf("job after cancelling: %s %q", j.Status, j.Name)
+		}
+		if _, body := b.get(jobPath); strings.Contains(body, `id="cancel-job"`) {
+			t.Error("a cancelled job still offers cancelling")
+		}
+	})
+}
