@@ -246,3 +246,13 @@ func (b *browser) cookie() string {
 	}
 	return ""
 }
+
+// viewerOf is the viewer a user of the seeded tenant acts as.
+func (e *env) viewerOf(email string) *viewer.Viewer {
+	e.t.Helper()
+	u, err := e.db.Ent.User.Query().Where(user.Email(email)).Only(viewer.SystemContext(context.Background()))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return &viewer.Viewer{UserID: u.ID, TenantID: e.tenant.ID, EnvironmentID: e.admin.EnvironmentID, Admin: u.Role == user.RoleAdmin}
+}

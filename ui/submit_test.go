@@ -5,11 +5,13 @@ import (
 	"html"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/queues"
 	"github.com/levers9/levers9/internal/viewer"
@@ -25,6 +27,8 @@ func TestDashboardSubmitAndCancel(t *testing.T) {
 		if _, err := queues.Create(viewer.NewContext(context.Background(), e.admin), e.db.Ent, ent.CreateQueueInput{Name: "private"}); err != nil {
 			t.Fatal(err)
 		}
+		e.bucket("results", true)
+		e.bucket("reference", false)
 		b := e.browser()
 		b.signIn(memberEmail)
 		code, body := b.get("/submit")
@@ -33,6 +37,28 @@ func TestDashboardSubmitAndCancel(t *testing.T) {
 		}
 		if strings.Contains(body, `value="private"`) {
 			t.Error("the form offers a queue none of the member's groups may use")
+		}
+		// The mounts offered are exactly what buckets.Mountable allows.
+		memberCtx := viewer.NewContext(context.Background(), e.viewerOf(memberEmail))
+		mountable, err := buckets.Mountable(memberCtx, e.db.Ent, "default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, bk := range mountable {
+			want = append(want, bk.Name)
+		}
+		t.Logf("mountable from default: %v", want)
+		var offered []string
+		for _, m := range regexp.MustCompile(`name="mount" value="([^"]+)"`).FindAllStringSubmatch(body, -1) {
+			offered = append(offered, m[1])
+		}
+		if strings.Join(offered, ",") != strings.Join(want, ",") {
+			t.Errorf("the form offers mounts %v; buckets.Mountable gives %v", offered, want)
+		}
+		_, est := b.get("/submit/estimate?queue=default&services=1&services%5B0%5D.name=main&services%5B0%5D.command=true")
+		if !strings.Contains(est, `"mountable":["`+strings.Join(want, `","`)+`"]`) && len(want) > 0 {
+			t.Errorf("the live estimate offers other mounts than %v: %s", want, est)
 		}
 		form := url.Values{"queue": {"private"}, "services": {"1"}, "services[0].name": {"main"},
 			"services[0].command": {"sleep 60"}, "services[0].cpu": {"0.1"}, "services[0].memoryMiB": {"64"}, "action": {"submit"}}
