@@ -30,6 +30,11 @@ class ErrorsTest(unittest.TestCase):
             self.client.graphql('mutation { cancelJob(id: "job_01m8nonexistent0000000000000") { id } }')
         with self.assertRaises(levers9.NotFound):  # the files API
             self.client.buckets.download("no-such-bucket", "x", io.BytesIO())
+        unknown = levers9.Job(self.client, {"id": "job_01m8nonexistent0000000000000"})
+        with self.assertRaises(levers9.NotFound):  # inside the event stream
+            list(unknown.logs(follow=True))
+        with self.assertRaises(levers9.NotFound):
+            unknown.refresh()
 
     def test_bad_input(self):
         with self.assertRaises(levers9.BadInput) as cm:
