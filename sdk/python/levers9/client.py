@@ -62,6 +62,16 @@ class Client:
     def __repr__(self) -> str:
         return "Client(server=%r)" % self.server
 
+    def close(self) -> None:
+        """Closes the client's kept-alive connections (also on ``with``)."""
+        self._http.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
     @classmethod
     def sign_in(cls, email: str, password: str, server: Optional[str] = None, context: Optional[str] = None,
                 **kwargs: Any) -> "Client":
@@ -92,9 +102,8 @@ class Client:
         if idempotent is None:
             idempotent = not _MUTATION.match(query)
         body = json.dumps({"query": query, "variables": variables or {}}, default=_encode).encode("utf-8")
-        with self._http.request("POST", "/graphql", body, {"Content-Type": "application/json"},
-                                idempotent=idempotent, auth=auth) as resp:
-            raw = resp.read()
+        raw = self._http.fetch("POST", "/graphql", body, {"Content-Type": "application/json"},
+                               idempotent=idempotent, auth=auth)
         try:
             doc = json.loads(raw.decode("utf-8"), parse_float=decimal.Decimal)
         except ValueError:

@@ -10,10 +10,14 @@ key. Others raise at once, so a mutation is never run twice by accident.
 import http.client
 import json
 import random
+import select
 import socket
+import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
+import weakref
 from typing import Any, Dict, Optional
 
 from . import errors
@@ -33,6 +37,30 @@ class Transport:
         self.retries = retries
         self.backoff = backoff
         self._opener = urllib.request.build_opener()
+        u = urllib.parse.urlsplit(self.server)
+        self._scheme, self._host, self._port, self._prefix = u.scheme, u.hostname, u.port, u.path.rstrip("/")
+        # Small requests reuse one connection per thread, unless a proxy
+        # from the environment applies (urllib honours those; http.client
+        # does not).
+        proxies = urllib.request.getproxies()
+        self._keep_alive = self._scheme not in proxies or bool(urllib.request.proxy_bypass(u.netloc))
+        self._local = threading.local()
+        self._conns: "weakref.WeakSet[http.client.HTTPConnection]" = weakref.WeakSet()
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Closes the kept-alive connections of every thread."""
+        with self._lock:
+            conns = list(self._conns)
+            self._conns.clear()
+        for conn in conns:
+            conn.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: nothing left to do
+            pass
 
     def request(self, method: str, path: str, body: Any = None, headers: Optional[Dict[str, str]] = None,
                 idempotent: bool = True, timeout: Optional[float] = None, auth: bool = True):
@@ -73,6 +101,66 @@ class Transport:
             time.sleep(min(5.0, self.backoff * (2 ** (attempt - 1))) * (0.5 + random.random()))
 
 
+    def fetch(self, method: str, path: str, body: Optional[bytes] = None,
+              headers: Optional[Dict[str, str]] = None, idempotent: bool = True, auth: bool = True) -> bytes:
+        """Like request, for small answers read whole (GraphQL): over a
+        kept-alive connection, with the same rules for retries."""
+        if not self._keep_alive:
+            with self.request(method, path, body, headers, idempotent=idempotent, auth=auth) as resp:
+                return resp.read()
+        if auth and not self.token:
+            raise errors.Unauthenticated(
+                "no API token: run levers9 login, pass token=... or set LEVERS9_TOKEN", code="UNAUTHENTICATED")
+        h = {"User-Agent": USER_AGENT}
+        if auth:
+            h["Authorization"] = "Bearer " + self.token
+        h.update(headers or {})
+        attempt = 0
+        while True:
+            conn = self._conn()
+            try:
+                conn.request(method, self._prefix + path, body=body, headers=h)
+                resp = conn.getresponse()
+                raw = resp.read()
+            except (OSError, http.client.HTTPException) as e:
+                self._drop()
+                never_sent = isinstance(e, ConnectionRefusedError)
+                if not (never_sent or idempotent) or attempt >= self.retries:
+                    raise errors.NetworkError("reaching %s: %s" % (self.server, e)) from None
+            else:
+                if resp.will_close:
+                    self._drop()
+                if resp.status < 300:
+                    return raw
+                err = error_from(resp.status, resp.reason, raw)
+                transient = resp.status in _TRANSIENT_STATUS or isinstance(err, errors.RateLimited)
+                if not transient or not idempotent or attempt >= self.retries:
+                    raise err
+            attempt += 1
+            time.sleep(min(5.0, self.backoff * (2 ** (attempt - 1))) * (0.5 + random.random()))
+
+    def _conn(self) -> http.client.HTTPConnection:
+        """This thread's connection; a new one when the server closed the
+        last (an idle connection it closed reads as ready: EOF)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and conn.sock is not None and select.select([conn.sock], [], [], 0)[0]:
+            self._drop()
+            conn = None
+        if conn is None:
+            cls = http.client.HTTPSConnection if self._scheme == "https" else http.client.HTTPConnection
+            conn = cls(self._host, self._port, timeout=self.timeout)
+            self._local.conn = conn
+            with self._lock:
+                self._conns.add(conn)
+        return conn
+
+    def _drop(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+        self._local.conn = None
+
+
 def error_of(e: urllib.error.HTTPError) -> errors.Error:
     """Turns an error answer (GraphQL or files API JSON) into an exception."""
     try:
@@ -81,15 +169,20 @@ def error_of(e: urllib.error.HTTPError) -> errors.Error:
         raw = b""
     finally:
         e.close()
+    return error_from(e.code, e.reason, raw)
+
+
+def error_from(status: int, reason: str, raw: bytes) -> errors.Error:
+    """The exception for an error answer's status and body."""
     try:
         doc = json.loads(raw.decode("utf-8"))
     except ValueError:
         doc = None
     if isinstance(doc, dict):
         if doc.get("errors"):
-            return errors.from_graphql(doc["errors"][0], status=e.code)
+            return errors.from_graphql(doc["errors"][0], status=status)
         fe = doc.get("error")
         if isinstance(fe, dict):
-            return errors.from_server(fe.get("message", ""), fe.get("code"), status=e.code)
-    code = {401: "UNAUTHENTICATED", 403: "FORBIDDEN", 404: "NOT_FOUND", 429: "RATE_LIMITED"}.get(e.code)
-    return errors.from_server("the server answered %d %s" % (e.code, e.reason), code, status=e.code)
+            return errors.from_server(fe.get("message", ""), fe.get("code"), status=status)
+    code = {401: "UNAUTHENTICATED", 403: "FORBIDDEN", 404: "NOT_FOUND", 429: "RATE_LIMITED"}.get(status)
+    return errors.from_server("the server answered %d %s" % (status, reason), code, status=status)

@@ -40,12 +40,17 @@ class CuttingProxy:
 
     def _pump(self, src, dst, limit):
         sent = 0
+        stream = None  # decided by the answer's first bytes
         try:
             while True:
                 data = src.recv(4096)
                 if not data:
                     break
-                if limit is not None and self._is_stream(data, sent):
+                if stream is None:
+                    # Only event streams are cut; other answers (and the
+                    # kept-alive connections that carry them) pass whole.
+                    stream = b"text/event-stream" in data
+                if limit is not None and stream:
                     with self.lock:
                         cut = self.cut < self.cuts
                     if cut and sent + len(data) >= limit:
@@ -64,11 +69,6 @@ class CuttingProxy:
                 except OSError:
                     pass
                 s.close()
-
-    @staticmethod
-    def _is_stream(data, sent):
-        # Only event streams are cut; other answers pass whole.
-        return sent > 0 or b"text/event-stream" in data
 
 
 class ResumeTest(unittest.TestCase):

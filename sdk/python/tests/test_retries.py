@@ -59,14 +59,20 @@ class AnswerDroppingProxy:
                 return data
             data += chunk
         head, _, body = data.partition(b"\r\n\r\n")
-        length = 0
-        for line in head.split(b"\r\n")[1:]:
+        lines, length = head.split(b"\r\n"), 0
+        kept = [lines[0]]
+        for line in lines[1:]:
             name, _, value = line.partition(b":")
             if name.strip().lower() == b"content-length":
                 length = int(value.strip())
+            if name.strip().lower() != b"connection":
+                kept.append(line)
+        # One request per connection: the server closes after answering,
+        # and tells the client so.
+        kept.append(b"Connection: close")
         while len(body) < length:
             body += conn.recv(65536)
-        return head + b"\r\n\r\n" + body
+        return b"\r\n".join(kept) + b"\r\n\r\n" + body
 
 
 class RetriesTest(unittest.TestCase):
