@@ -91,8 +91,11 @@ func TestBrowserSuperadminEntersTenant(t *testing.T) {
 				t.Errorf("no banner on %s inside the tenant", path)
 			}
 		}
+		// The page before is the tenant list too: wait for the banner to go,
+		// not for the list, or the next navigation cuts the post short.
 		tb.do("leaving the tenant",
 			chromedp.Click(chromedp.ID("leave-tenant")),
+			chromedp.WaitNotPresent(chromedp.ID("tenant-banner")),
 			chromedp.WaitVisible(chromedp.ID("tenants")),
 		)
 		if tb.present("#tenant-banner") {
