@@ -169,6 +169,10 @@ func TestJobMountsBuckets(t *testing.T) {
 			if kind == "s3" && strings.Contains(ls, "escape") {
 				t.Fatalf("a symbolic link was synced back:\n%s", ls)
 			}
+			// levers9 run mounts buckets too.
+			if out := e.cli(t, 0, "run", "--mount", "outputs:/out:ro", "--", "cat", "out/result.txt"); !strings.Contains(out, "HELLO FROM LEVERS9") {
+				t.Fatalf("levers9 run --mount:\n%s", out)
+			}
 			e.s.stop()
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -28,6 +29,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cpu := fs.Float64("cpu", 0, "CPUs (0: the queue's default)")
 	memory := fs.Int("memory", 0, "memory in MiB (0: the queue's default)")
 	name := fs.String("name", "", "job name")
+	var mounts mountFlags
+	fs.Var(&mounts, "mount", "mount a bucket: BUCKET:/PATH, or BUCKET:/PATH:ro for read-only (repeatable; with this runtime at ./PATH in the working directory)")
 	if code, ok := c.parse(fs, args, stderr); !ok {
 		return code
 	}
@@ -49,6 +52,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *name != "" {
 		spec["name"] = *name
+	}
+	if len(mounts) > 0 {
+		spec["mounts"] = mounts
 	}
 	var out struct{ SubmitJob struct{ ID string } }
 	if err := c.query(ctx, submitMutation, map[string]any{"s": spec}, &out); err != nil {
@@ -113,4 +119,26 @@ func exitCodeOf(st jobState, job string, stderr io.Writer) int {
 		}
 	}
 	return exitError
+}
+
+// mountFlags are the --mount flags of levers9 run, as JobSpecInput mounts.
+type mountFlags []map[string]any
+
+func (m *mountFlags) String() string { return "" }
+
+// Set parses BUCKET:/PATH[:ro]; the server checks the rest (bucket, path).
+func (m *mountFlags) Set(v string) error {
+	bucket, rest, ok := strings.Cut(v, ":")
+	if !ok || bucket == "" || !strings.HasPrefix(rest, "/") {
+		return fmt.Errorf("%q: want BUCKET:/PATH or BUCKET:/PATH:ro", v)
+	}
+	readOnly := false
+	if p, ok := strings.CutSuffix(rest, ":ro"); ok {
+		rest, readOnly = p, true
+	}
+	if strings.Contains(rest, ":") {
+		return fmt.Errorf("%q: the only option after the path is :ro", v)
+	}
+	*m = append(*m, map[string]any{"bucket": bucket, "path": rest, "readOnly": readOnly})
+	return nil
 }

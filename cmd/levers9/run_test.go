@@ -129,3 +129,34 @@ func TestLogsPrintsMarkedLines(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+func TestMountFlag(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in       string
+		bucket   string
+		path     string
+		readOnly bool
+		ok       bool
+	}{
+		{"inputs:/data/in:ro", "inputs", "/data/in", true, true},
+		{"outputs:/data/out", "outputs", "/data/out", false, true},
+		{"bkt_01abc:/x", "bkt_01abc", "/x", false, true},
+		{"inputs", "", "", false, false},
+		{"inputs:data", "", "", false, false},
+		{":/data", "", "", false, false},
+		{"inputs:/data:rw", "", "", false, false},
+		{"inputs:/a:b:ro", "", "", false, false},
+	}
+	for _, tc := range tests {
+		var m mountFlags
+		err := m.Set(tc.in)
+		if (err == nil) != tc.ok {
+			t.Errorf("Set(%q) = %v, want ok %v", tc.in, err, tc.ok)
+			continue
+		}
+		if tc.ok && (m[0]["bucket"] != tc.bucket || m[0]["path"] != tc.path || m[0]["readOnly"] != tc.readOnly) {
+			t.Errorf("Set(%q) = %v", tc.in, m[0])
+		}
+	}
+}
