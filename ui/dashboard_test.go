@@ -34,21 +34,23 @@ func TestDashboardCookieFlags(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t, dbtest.SQLiteURL(t), tc.opts)
-			b := e.browser()
-			res, _ := b.do(http.MethodGet, "/signin", nil)
-			var c *http.Cookie
-			for _, k := range res.Cookies() {
-				if k.Name == session.CookieName {
-					c = k
+			dbtest.Each(t, func(t *testing.T, dbURL string) {
+				e := newEnv(t, dbURL, tc.opts)
+				b := e.browser()
+				res, _ := b.do(http.MethodGet, "/signin", nil)
+				var c *http.Cookie
+				for _, k := range res.Cookies() {
+					if k.Name == session.CookieName {
+						c = k
+					}
 				}
-			}
-			if c == nil {
-				t.Fatalf("GET /signin set no session cookie; headers %v", res.Header)
-			}
-			if !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Secure != tc.wantSecure {
-				t.Errorf("cookie HttpOnly=%v SameSite=%v Secure=%v; want true, Lax, %v", c.HttpOnly, c.SameSite, c.Secure, tc.wantSecure)
-			}
+				if c == nil {
+					t.Fatalf("GET /signin set no session cookie; headers %v", res.Header)
+				}
+				if !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Secure != tc.wantSecure {
+					t.Errorf("cookie HttpOnly=%v SameSite=%v Secure=%v; want true, Lax, %v", c.HttpOnly, c.SameSite, c.Secure, tc.wantSecure)
+				}
+			})
 		})
 	}
 }
