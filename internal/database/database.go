@@ -102,6 +102,13 @@ func openSQLite(ctx context.Context, path string, log *slog.Logger) (*DB, error)
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("opening sqlite %s: %w", path, err)
 	}
+	// Without statistics SQLite's planner guesses, and picks the tenant
+	// index over a better one; optimize gathers them where they are
+	// missing or stale (cheap: it limits its own work).
+	if _, err := sqlDB.ExecContext(ctx, "PRAGMA optimize=0x10002"); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("optimizing sqlite %s: %w", path, err)
+	}
 	return &DB{
 		Dialect: dialect.SQLite,
 		SQL:     sqlDB,
