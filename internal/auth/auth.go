@@ -10,6 +10,7 @@ import (
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/apitoken"
 	"github.com/levers9/levers9/ent/environment"
+	"github.com/levers9/levers9/ent/predicate"
 	"github.com/levers9/levers9/ent/user"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/viewer"
@@ -155,11 +156,15 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*viewer.View
 	if !wellFormed(secret) {
 		return nil, unauth
 	}
+	return s.viewerOf(ctx, unauth, apitoken.TokenHash(HashSecret(secret)))
+}
+
+// viewerOf is the viewer of the token matching which, by the rules every
+// front door shares: revoked and expired tokens are refused, a member's
+// token acts only in the member's own tenant; unauth is the answer when not.
+func (s *Service) viewerOf(ctx context.Context, unauth error, which predicate.APIToken) (*viewer.Viewer, error) {
 	sys := viewer.SystemContext(ctx)
-	t, err := s.Ent.APIToken.Query().
-		Where(apitoken.TokenHash(HashSecret(secret))).
-		WithUser().
-		Only(sys)
+	t, err := s.Ent.APIToken.Query().Where(which).WithUser().Only(sys)
 	if ent.IsNotFound(err) {
 		return nil, unauth
 	}
@@ -171,7 +176,6 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*viewer.View
 		return nil, unauth
 	}
 	u := t.Edges.User
-	// A member's token only ever acts in the member's own tenant.
 	if !u.Superadmin && t.TenantID != u.TenantID {
 		return nil, unauth
 	}
