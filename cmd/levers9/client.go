@@ -185,3 +185,17 @@ func (c clientFlags) send(ctx context.Context, token, q string, vars map[string]
 	}
 	return json.Unmarshal(r.Data, out)
 }
+
+// listRows runs query, a connection named field with edges { node { … } },
+// and returns its nodes (an empty list, not nil, for JSON output).
+func listRows[T any](ctx context.Context, c clientFlags, field, query string) ([]T, error) {
+	var out map[string]struct{ Edges []struct{ Node T } }
+	if err := c.query(ctx, query, nil, &out); err != nil {
+		return nil, err
+	}
+	rows := []T{}
+	for _, e := range out[field].Edges {
+		rows = append(rows, e.Node)
+	}
+	return rows, nil
+}

@@ -46,19 +46,12 @@ func runQueues(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "usage: levers9 queues [--json]")
 		return exitUsage
 	}
-	var out struct {
-		Queues struct{ Edges []struct{ Node queueRow } }
-	}
-	err := c.query(ctx, `{ queues(first: 1000, orderBy: {field: NAME, direction: ASC}) { edges { node {
+	rows, err := listRows[queueRow](ctx, c, "queues", `{ queues(first: 1000, orderBy: {field: NAME, direction: ASC}) { edges { node {
   id name mode maxGpusPerJob maxCPUPerJob maxMemoryMibPerJob startFee cpuPrice memoryPrice
-  gpuPrices { type perMinute } multiplier nodes { name status } } } } }`, nil, &out)
+  gpuPrices { type perMinute } multiplier nodes { name status } } } } }`)
 	if err != nil {
 		fmt.Fprintln(stderr, "levers9 queues:", err)
 		return exitError
-	}
-	rows := []queueRow{}
-	for _, e := range out.Queues.Edges {
-		rows = append(rows, e.Node)
 	}
 	if *asJSON {
 		return printJSON(stdout, stderr, rows)
@@ -118,18 +111,11 @@ func runNodes(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "usage: levers9 nodes [--json]")
 		return exitUsage
 	}
-	var out struct {
-		Nodes struct{ Edges []struct{ Node nodeRow } }
-	}
-	err := c.query(ctx, `{ nodes(first: 1000, orderBy: {field: NAME, direction: ASC}) { edges { node {
-  id name status lastHeartbeatAt agentVersion inventory { cpus memoryMiB gpus { type count } } queues { name } } } } }`, nil, &out)
+	rows, err := listRows[nodeRow](ctx, c, "nodes", `{ nodes(first: 1000, orderBy: {field: NAME, direction: ASC}) { edges { node {
+  id name status lastHeartbeatAt agentVersion inventory { cpus memoryMiB gpus { type count } } queues { name } } } } }`)
 	if err != nil {
 		fmt.Fprintln(stderr, "levers9 nodes:", err)
 		return exitError
-	}
-	rows := []nodeRow{}
-	for _, e := range out.Nodes.Edges {
-		rows = append(rows, e.Node)
 	}
 	if *asJSON {
 		return printJSON(stdout, stderr, rows)

@@ -96,16 +96,10 @@ func runInvite(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			fs.Usage()
 			return exitUsage
 		}
-		var out struct {
-			NodeInvites struct{ Edges []struct{ Node inviteRow } } `json:"nodeInvites"`
-		}
-		if err := c.query(ctx, `{ nodeInvites(first: 1000, orderBy: {field: CREATED_AT, direction: DESC}) { edges { node { `+inviteFields+` } } } }`, nil, &out); err != nil {
+		rows, err := listRows[inviteRow](ctx, c, "nodeInvites", `{ nodeInvites(first: 1000, orderBy: {field: CREATED_AT, direction: DESC}) { edges { node { `+inviteFields+` } } } }`)
+		if err != nil {
 			fmt.Fprintln(stderr, "levers9 invite list:", err)
 			return exitError
-		}
-		rows := []inviteRow{}
-		for _, e := range out.NodeInvites.Edges {
-			rows = append(rows, e.Node)
 		}
 		if *asJSON {
 			return printJSON(stdout, stderr, rows)

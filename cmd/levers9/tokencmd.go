@@ -77,16 +77,10 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fs.Usage()
 			return exitUsage
 		}
-		var out struct {
-			APITokens struct{ Edges []struct{ Node apiTokenRow } } `json:"apiTokens"`
-		}
-		if err := c.query(ctx, `{ apiTokens(first: 1000, orderBy: {field: CREATED_AT, direction: DESC}) { edges { node { `+apiTokenFields+` } } } }`, nil, &out); err != nil {
+		rows, err := listRows[apiTokenRow](ctx, c, "apiTokens", `{ apiTokens(first: 1000, orderBy: {field: CREATED_AT, direction: DESC}) { edges { node { `+apiTokenFields+` } } } }`)
+		if err != nil {
 			fmt.Fprintln(stderr, "levers9 token list:", err)
 			return exitError
-		}
-		rows := []apiTokenRow{}
-		for _, e := range out.APITokens.Edges {
-			rows = append(rows, e.Node)
 		}
 		if *asJSON {
 			return printJSON(stdout, stderr, rows)
