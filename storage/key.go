@@ -71,3 +71,21 @@ func CheckPrefix(prefix string) error {
 	}
 	return CheckKey(strings.TrimSuffix(prefix, "/"))
 }
+
+// checkList checks a listing's bucket and options, the same for every
+// driver, and returns its page size.
+func checkList(bucket string, opts ListOptions) (int, error) {
+	if err := CheckBucket(bucket); err != nil {
+		return 0, err
+	}
+	if err := CheckPrefix(opts.Prefix); err != nil {
+		return 0, err
+	}
+	switch {
+	case opts.Limit == 0:
+		return DefaultPageSize, nil
+	case opts.Limit < 0 || opts.Limit > MaxPageSize:
+		return 0, fmt.Errorf("%w: page size %d", ErrInvalid, opts.Limit)
+	}
+	return opts.Limit, nil
+}

@@ -133,18 +133,9 @@ func (l *Local) Delete(_ context.Context, bucket, key string) error {
 
 // List walks the bucket's directory in key order.
 func (l *Local) List(_ context.Context, bucket string, opts ListOptions) ([]Object, error) {
-	if err := CheckBucket(bucket); err != nil {
+	limit, err := checkList(bucket, opts)
+	if err != nil {
 		return nil, err
-	}
-	if err := CheckPrefix(opts.Prefix); err != nil {
-		return nil, err
-	}
-	limit := opts.Limit
-	switch {
-	case limit == 0:
-		limit = DefaultPageSize
-	case limit < 0 || limit > MaxPageSize:
-		return nil, fmt.Errorf("%w: page size %d", ErrInvalid, limit)
 	}
 	// The walk goes in key order and stops once the page is full, skipping
 	// directories whose keys are all at or before After, so a page costs
@@ -152,7 +143,7 @@ func (l *Local) List(_ context.Context, bucket string, opts ListOptions) ([]Obje
 	// page are stat'ed. (A whole walk and a stat of every file per page
 	// took 84 s to page through 100,000 files: BenchmarkFilesListing.)
 	var all []Object
-	err := l.walk(bucket, "", opts, func(key string, d fs.DirEntry) bool {
+	err = l.walk(bucket, "", opts, func(key string, d fs.DirEntry) bool {
 		fi, err := d.Info()
 		if err != nil || !fi.Mode().IsRegular() {
 			return true // removed meanwhile

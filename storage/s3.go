@@ -134,18 +134,9 @@ func (s *S3) Delete(ctx context.Context, bucket, key string) error {
 
 // List returns a page of objects in key order.
 func (s *S3) List(ctx context.Context, bucket string, opts ListOptions) ([]Object, error) {
-	if err := CheckBucket(bucket); err != nil {
+	limit, err := checkList(bucket, opts)
+	if err != nil {
 		return nil, err
-	}
-	if err := CheckPrefix(opts.Prefix); err != nil {
-		return nil, err
-	}
-	limit := opts.Limit
-	switch {
-	case limit == 0:
-		limit = DefaultPageSize
-	case limit < 0 || limit > MaxPageSize:
-		return nil, fmt.Errorf("%w: page size %d", ErrInvalid, limit)
 	}
 	base := bucket + "/"
 	lo := minio.ListObjectsOptions{Prefix: base + opts.Prefix, Recursive: true}
