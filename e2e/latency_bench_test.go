@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"sort"
 	"strings"
@@ -72,7 +71,7 @@ func runBurst(b testing.TB, base, token string, jobs, clients int) float64 {
 	for c := range clients {
 		wg.Go(func() {
 			for i := c; i < jobs; i += clients {
-				gql(b, base, token, `mutation { submitJob(spec: {queue: "default", services: [{name: "main", command: ["true"], cpu: 0.1, memoryMiB: 16}]}) { id } }`, nil, &map[string]any{})
+				gql(b, base, token, trivialJob+` { id } }`, nil, &map[string]any{})
 			}
 		})
 	}
@@ -125,26 +124,9 @@ func runTrivial(b testing.TB, base, token string) (toRunning, toDone time.Durati
 			CreatedAt time.Time
 		}
 	}
-	gql(b, base, token, `mutation { submitJob(spec: {queue: "default", services: [{name: "main", command: ["true"], cpu: 0.1, memoryMiB: 16}]}) { id createdAt } }`, nil, &sub)
-	body, _ := json.Marshal(map[string]any{
-		"query":     `subscription($id: ID!) { jobEvents(jobId: $id) { status at } }`,
-		"variables": map[string]any{"id": sub.SubmitJob.ID},
-	})
-	req, _ := http.NewRequest(http.MethodPost, base+"/graphql", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data:")
-		if !ok {
-			continue
-		}
+	gql(b, base, token, trivialJob+` { id createdAt } }`, nil, &sub)
+	done := false
+	subscribe(b, base, token, `subscription($id: ID!) { jobEvents(jobId: $id) { status at } }`, map[string]any{"id": sub.SubmitJob.ID}, func(data []byte) bool {
 		var ev struct {
 			Data struct {
 				JobEvents struct {
@@ -153,31 +135,35 @@ func runTrivial(b testing.TB, base, token string) (toRunning, toDone time.Durati
 				}
 			}
 		}
-		if json.Unmarshal([]byte(data), &ev) != nil {
-			continue
+		if json.Unmarshal(data, &ev) != nil {
+			return true
 		}
 		e := ev.Data.JobEvents
 		switch e.Status {
 		case "RUNNING":
 			toRunning = e.At.Sub(sub.SubmitJob.CreatedAt)
 		case "COMPLETE":
-			return toRunning, e.At.Sub(sub.SubmitJob.CreatedAt)
+			toDone, done = e.At.Sub(sub.SubmitJob.CreatedAt), true
+			return false
 		case "ERROR", "CANCELLED":
 			b.Fatalf("trivial job %s ended %s", sub.SubmitJob.ID, e.Status)
 		}
+		return true
+	})
+	if !done {
+		b.Fatalf("event stream of job %s ended before the job", sub.SubmitJob.ID)
 	}
-	b.Fatal(fmt.Sprintf("event stream of job %s ended before the job: %v", sub.SubmitJob.ID, sc.Err()))
-	return 0, 0
+	return toRunning, toDone
 }
 
-// subscribeLogs follows a job's logs over SSE from seq from until the
-// stream ends (the job has ended) and returns the seqs received.
-func subscribeLogs(t testing.TB, base, token, jobID string, from int) []int {
+// trivialJob submits `true` on the default queue; callers add the selection.
+const trivialJob = `mutation { submitJob(spec: {queue: "default", services: [{name: "main", command: ["true"], cpu: 0.1, memoryMiB: 16}]})`
+
+// subscribe runs a GraphQL subscription over server-sent events and hands
+// each event's data to each until it returns false or the stream ends.
+func subscribe(t testing.TB, base, token, query string, vars map[string]any, each func(data []byte) bool) {
 	t.Helper()
-	body, _ := json.Marshal(map[string]any{
-		"query":     `subscription($id: ID!, $from: Int) { jobLogs(jobId: $id, fromSeq: $from) { seq } }`,
-		"variables": map[string]any{"id": jobID, "from": from},
-	})
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
 	req, _ := http.NewRequest(http.MethodPost, base+"/graphql", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
@@ -187,19 +173,28 @@ func subscribeLogs(t testing.TB, base, token, jobID string, from int) []int {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var seqs []int
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data:")
-		if !ok {
-			continue
-		}
-		var ev struct {
-			Data struct{ JobLogs struct{ Seq int } }
-		}
-		if json.Unmarshal([]byte(data), &ev) == nil && ev.Data.JobLogs.Seq > 0 {
-			seqs = append(seqs, ev.Data.JobLogs.Seq)
+		if data, ok := strings.CutPrefix(sc.Text(), "data:"); ok && !each([]byte(data)) {
+			return
 		}
 	}
+}
+
+// subscribeLogs follows a job's logs over SSE from seq from until the
+// stream ends (the job has ended) and returns the seqs received.
+func subscribeLogs(t testing.TB, base, token, jobID string, from int) []int {
+	t.Helper()
+	var seqs []int
+	subscribe(t, base, token, `subscription($id: ID!, $from: Int) { jobLogs(jobId: $id, fromSeq: $from) { seq } }`,
+		map[string]any{"id": jobID, "from": from}, func(data []byte) bool {
+			var ev struct {
+				Data struct{ JobLogs struct{ Seq int } }
+			}
+			if json.Unmarshal(data, &ev) == nil && ev.Data.JobLogs.Seq > 0 {
+				seqs = append(seqs, ev.Data.JobLogs.Seq)
+			}
+			return true
+		})
 	return seqs
 }

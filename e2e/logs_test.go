@@ -2,12 +2,8 @@ package e2e
 
 import (
 	"bytes"
-	"context"
-	"errors"
-	"os/exec"
 	"regexp"
 	"testing"
-	"time"
 
 	"github.com/levers9/levers9/internal/dbtest"
 )
@@ -16,22 +12,7 @@ import (
 // stdout, stderr and exit code.
 func cli(t *testing.T, s *server, token string, args ...string) (string, string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = append(cleanEnv(), "LEVERS9_SERVER="+s.URL, "LEVERS9_TOKEN="+token)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return stdout.String(), stderr.String(), 0
-	case errors.As(err, &exit):
-		return stdout.String(), stderr.String(), exit.ExitCode()
-	}
-	t.Fatalf("levers9 %v: %v", args, err)
-	return "", "", -1
+	return clientRun(t, []string{"LEVERS9_SERVER=" + s.URL, "LEVERS9_TOKEN=" + token}, "", args...)
 }
 
 var submitted = regexp.MustCompile(`job (job_\w+) submitted`)
