@@ -105,23 +105,9 @@ func contextList(args []string, stdout, stderr io.Writer) int {
 }
 
 func contextUse(args []string, stdout, stderr io.Writer) int {
-	fs := contextFlagSet("use", stderr)
-	if err := fs.Parse(args); err != nil {
-		return usageExit(err)
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitUsage
-	}
-	name := fs.Arg(0)
-	cfg, err := loadConfig(true, stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "levers9 context use:", err)
-		return exitError
-	}
-	if _, ok := cfg.Contexts[name]; !ok {
-		fmt.Fprintln(stderr, "levers9 context use:", errUnknownContext(name))
-		return exitUsage
+	cfg, name, code, ok := namedContext("use", args, stderr)
+	if !ok {
+		return code
 	}
 	cfg.Current = name
 	if err := cfg.save(); err != nil {
@@ -189,23 +175,9 @@ func contextAdd(args []string, stdout, stderr io.Writer) int {
 }
 
 func contextRemove(args []string, stdout, stderr io.Writer) int {
-	fs := contextFlagSet("remove", stderr)
-	if err := fs.Parse(args); err != nil {
-		return usageExit(err)
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitUsage
-	}
-	name := fs.Arg(0)
-	cfg, err := loadConfig(true, stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "levers9 context remove:", err)
-		return exitError
-	}
-	if _, ok := cfg.Contexts[name]; !ok {
-		fmt.Fprintln(stderr, "levers9 context remove:", errUnknownContext(name))
-		return exitUsage
+	cfg, name, code, ok := namedContext("remove", args, stderr)
+	if !ok {
+		return code
 	}
 	delete(cfg.Contexts, name)
 	if cfg.Current == name {
@@ -236,4 +208,29 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// namedContext parses the one argument of `context use|remove NAME` and
+// loads the configuration, which must hold NAME; else it returns the exit
+// code, having said why.
+func namedContext(verb string, args []string, stderr io.Writer) (*config, string, int, bool) {
+	fs := contextFlagSet(verb, stderr)
+	if err := fs.Parse(args); err != nil {
+		return nil, "", usageExit(err), false
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return nil, "", exitUsage, false
+	}
+	name := fs.Arg(0)
+	cfg, err := loadConfig(true, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "levers9 context %s: %v\n", verb, err)
+		return nil, "", exitError, false
+	}
+	if _, ok := cfg.Contexts[name]; !ok {
+		fmt.Fprintf(stderr, "levers9 context %s: %v\n", verb, errUnknownContext(name))
+		return nil, "", exitUsage, false
+	}
+	return cfg, name, 0, true
 }
