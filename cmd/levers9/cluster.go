@@ -34,17 +34,9 @@ type queueRow struct {
 
 // runQueues lists the queues: levers9 queues [--json].
 func runQueues(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var c clientFlags
-	fs := flag.NewFlagSet("levers9 queues", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c.register(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if code, ok := c.parse(fs, args, stderr); !ok {
+	c, asJSON, code, ok := parseListing("queues", args, stderr)
+	if !ok {
 		return code
-	}
-	if fs.NArg() != 0 {
-		fmt.Fprintln(stderr, "usage: levers9 queues [--json]")
-		return exitUsage
 	}
 	rows, err := listRows[queueRow](ctx, c, "queues", `{ queues(first: 1000, orderBy: {field: NAME, direction: ASC}) { edges { node {
   id name mode maxGpusPerJob maxCPUPerJob maxMemoryMibPerJob startFee cpuPrice memoryPrice
@@ -53,7 +45,7 @@ func runQueues(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "levers9 queues:", err)
 		return exitError
 	}
-	if *asJSON {
+	if asJSON {
 		return printJSON(stdout, stderr, rows)
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -99,17 +91,9 @@ type nodeRow struct {
 
 // runNodes lists the nodes: levers9 nodes [--json].
 func runNodes(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var c clientFlags
-	fs := flag.NewFlagSet("levers9 nodes", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c.register(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if code, ok := c.parse(fs, args, stderr); !ok {
+	c, asJSON, code, ok := parseListing("nodes", args, stderr)
+	if !ok {
 		return code
-	}
-	if fs.NArg() != 0 {
-		fmt.Fprintln(stderr, "usage: levers9 nodes [--json]")
-		return exitUsage
 	}
 	rows, err := listRows[nodeRow](ctx, c, "nodes", `{ nodes(first: 1000, orderBy: {field: NAME, direction: ASC}) { edges { node {
   id name status lastHeartbeatAt agentVersion inventory { cpus memoryMiB gpus { type count } } queues { name } } } } }`)
@@ -117,7 +101,7 @@ func runNodes(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "levers9 nodes:", err)
 		return exitError
 	}
-	if *asJSON {
+	if asJSON {
 		return printJSON(stdout, stderr, rows)
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -137,4 +121,21 @@ func runNodes(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitError
 	}
 	return exitOK
+}
+
+// parseListing parses the flags of a listing command without arguments
+// (levers9 NAME [--json] plus the client flags).
+func parseListing(name string, args []string, stderr io.Writer) (c clientFlags, asJSON bool, code int, ok bool) {
+	fs := flag.NewFlagSet("levers9 "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c.register(fs)
+	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	if code, ok := c.parse(fs, args, stderr); !ok {
+		return c, false, code, false
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(stderr, "usage: levers9 %s [--json]\n", name)
+		return c, false, exitUsage, false
+	}
+	return c, asJSON, 0, true
 }
