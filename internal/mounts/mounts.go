@@ -111,13 +111,22 @@ func (p *Planner) ForJob(ctx context.Context, credential, jobID, bucketID string
 	if j.FinishedAt != nil && now().Sub(*j.FinishedAt) > SyncGrace {
 		return nil, fault.New(fault.Forbidden, "job %s ended at %s: its mounts are closed", j.ID, j.FinishedAt.UTC().Format(time.RFC3339))
 	}
-	planned, err := p.Plan(ctx, j, n.ID)
+	// Only the bucket asked for is looked up: a sync makes one request per
+	// file, so this runs once per file.
+	b, err := p.Ent.Bucket.Query().Where(bucket.TenantID(j.TenantID), bucket.ID(bucketID)).Only(sys)
+	if ent.IsNotFound(err) {
+		// Rare: say whether a mounted bucket is gone, or this one never was.
+		if _, err := p.Plan(ctx, j, n.ID); err != nil {
+			return nil, err
+		}
+		return nil, fault.New(fault.Forbidden, "job %s does not mount bucket %q", j.ID, bucketID)
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("looking up bucket %q: %w", bucketID, err)
 	}
 	allowed, mounted := false, false
-	for _, m := range planned {
-		if m.Bucket == bucketID {
+	for _, m := range j.Spec.Mounts {
+		if m.Bucket == b.ID || m.Bucket == b.Name {
 			mounted = true
 			allowed = allowed || !write || !m.ReadOnly
 		}
