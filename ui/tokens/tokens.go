@@ -125,32 +125,18 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var projectID string
-	p.Projects = []components.Option{{Value: "", Label: "any project"}}
-	for _, pr := range projects {
-		p.Names[pr.ID] = pr.Name
-		p.Projects = append(p.Projects, components.Option{Value: pr.Name, Label: pr.Name})
-		if pr.Name == f.Project {
-			projectID = pr.ID
-		}
-	}
-	if f.Project != "" && projectID == "" {
-		return fault.Invalid("project", "no project %q", f.Project)
+	p.Projects, projectID, err = choose(projects, func(pr *ent.Project) (string, string) { return pr.ID, pr.Name }, "project", f.Project, p.Names)
+	if err != nil {
+		return err
 	}
 	users, err := c.User.Query().Order(ent.Asc(user.FieldEmail)).All(ctx)
 	if err != nil {
 		return err
 	}
 	var userID string
-	p.Users = []components.Option{{Value: "", Label: "any user"}}
-	for _, u := range users {
-		p.Names[u.ID] = u.Email
-		p.Users = append(p.Users, components.Option{Value: u.Email, Label: u.Email})
-		if u.Email == f.User {
-			userID = u.ID
-		}
-	}
-	if f.User != "" && userID == "" {
-		return fault.Invalid("user", "no user %q", f.User)
+	p.Users, userID, err = choose(users, func(u *ent.User) (string, string) { return u.ID, u.Email }, "user", f.User, p.Names)
+	if err != nil {
+		return err
 	}
 	p.Kinds = []components.Option{{Value: "", Label: "any kind"}}
 	for _, k := range kinds {
@@ -214,4 +200,24 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 		p.Balances = append(p.Balances, balance{Payer: "Project " + pr.Name, Tokens: b})
 	}
 	return app.Render(w, r, http.StatusOK, view(h.rt.Frame(r, "Tokens"), p))
+}
+
+// choose makes the options of a filter field ("any FIELD" first, then each
+// item by name), records the items' names by ID, and returns the ID of the
+// item named want; an unknown name is an error at the field.
+func choose[T any](items []T, idName func(T) (string, string), field, want string, names map[string]string) ([]components.Option, string, error) {
+	opts := []components.Option{{Value: "", Label: "any " + field}}
+	var id string
+	for _, it := range items {
+		i, n := idName(it)
+		names[i] = n
+		opts = append(opts, components.Option{Value: n, Label: n})
+		if n == want {
+			id = i
+		}
+	}
+	if want != "" && id == "" {
+		return nil, "", fault.Invalid(field, "no %s %q", field, want)
+	}
+	return opts, id, nil
 }
