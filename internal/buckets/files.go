@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 
 	"github.com/levers9/levers9/ent"
@@ -29,10 +28,6 @@ type Files struct {
 	mu      sync.Mutex
 	drivers map[string]store.Driver // by storage ID
 }
-
-// dirName is where a bucket's objects live on its storage: derived from
-// its ID, so buckets of two tenants sharing an S3 bucket never meet.
-func dirName(b *ent.Bucket) string { return strings.ReplaceAll(b.ID, "_", "-") }
 
 // driver returns the storage driver of st.
 func (f *Files) driver(st *ent.Storage) (store.Driver, error) {
@@ -105,7 +100,7 @@ func (f *Files) List(ctx context.Context, ref string, opts store.ListOptions) ([
 	if err != nil {
 		return nil, err
 	}
-	objs, err := d.List(ctx, dirName(b), opts)
+	objs, err := d.List(ctx, Dir(b), opts)
 	return objs, storageFault(err)
 }
 
@@ -115,7 +110,7 @@ func (f *Files) Download(ctx context.Context, ref, key string) (io.ReadCloser, s
 	if err != nil {
 		return nil, store.Object{}, err
 	}
-	rc, obj, err := d.Get(ctx, dirName(b), key)
+	rc, obj, err := d.Get(ctx, Dir(b), key)
 	return rc, obj, storageFault(err)
 }
 
@@ -130,10 +125,10 @@ func (f *Files) Upload(ctx context.Context, ref, key string, r io.Reader, size i
 		return store.Object{}, storageFault(err)
 	}
 	var old int64
-	if o, err := d.Stat(ctx, dirName(b), key); err == nil {
+	if o, err := d.Stat(ctx, Dir(b), key); err == nil {
 		old = o.Size
 	}
-	obj, err := d.Put(ctx, dirName(b), key, r, size)
+	obj, err := d.Put(ctx, Dir(b), key, r, size)
 	if err != nil {
 		return store.Object{}, storageFault(err)
 	}
@@ -146,11 +141,11 @@ func (f *Files) Delete(ctx context.Context, ref, key string) error {
 	if err != nil {
 		return err
 	}
-	o, err := d.Stat(ctx, dirName(b), key)
+	o, err := d.Stat(ctx, Dir(b), key)
 	if err != nil {
 		return storageFault(err)
 	}
-	if err := d.Delete(ctx, dirName(b), key); err != nil {
+	if err := d.Delete(ctx, Dir(b), key); err != nil {
 		return storageFault(err)
 	}
 	return f.grow(ctx, b, -o.Size)

@@ -41,7 +41,7 @@ func (f *Files) measure(ctx context.Context, b *ent.Bucket) error {
 	if err != nil {
 		return err
 	}
-	size, err := d.Size(ctx, dirName(b))
+	size, err := d.Size(ctx, Dir(b))
 	if err != nil {
 		return fmt.Errorf("measuring bucket %s: %w", b.Name, err)
 	}
