@@ -12,9 +12,10 @@ const maxQueuedLines = 200_000
 
 // item is one report waiting to be sent: a state change or a log line.
 type item struct {
-	jobID string
-	state *wire.StateChange
-	line  *wire.LogLine
+	jobID   string
+	attempt int
+	state   *wire.StateChange
+	line    *wire.LogLine
 }
 
 // outbox holds reports in order until the server acknowledges them, so
@@ -90,7 +91,7 @@ func (o *outbox) next(max int) []item {
 	n := 1
 	// Lines of one message must be contiguous; a gap (lines dropped while
 	// offline) starts a new one.
-	for n < len(rest) && n < max && rest[n].line != nil && rest[n].jobID == first.jobID &&
+	for n < len(rest) && n < max && rest[n].line != nil && rest[n].jobID == first.jobID && rest[n].attempt == first.attempt &&
 		rest[n].line.Seq == rest[n-1].line.Seq+1 {
 		n++
 	}

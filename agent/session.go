@@ -171,7 +171,7 @@ func (a *Agent) deliver(ctx context.Context, c *conn) error {
 			for i, it := range items {
 				lines[i] = *it.line
 			}
-			for _, m := range wire.SplitLogs(items[0].jobID, lines) {
+			for _, m := range wire.SplitLogs(items[0].jobID, items[0].attempt, lines) {
 				msgs = append(msgs, m)
 			}
 		}

@@ -237,6 +237,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			logline.FieldTenantID:      {Type: field.TypeString, Column: logline.FieldTenantID},
 			logline.FieldEnvironmentID: {Type: field.TypeString, Column: logline.FieldEnvironmentID},
 			logline.FieldJobID:         {Type: field.TypeString, Column: logline.FieldJobID},
+			logline.FieldAttempt:       {Type: field.TypeInt, Column: logline.FieldAttempt},
 			logline.FieldService:       {Type: field.TypeString, Column: logline.FieldService},
 			logline.FieldStream:        {Type: field.TypeEnum, Column: logline.FieldStream},
 			logline.FieldSeq:           {Type: field.TypeInt64, Column: logline.FieldSeq},
@@ -345,6 +346,8 @@ var schemaGraph = func() *sqlgraph.Schema {
 			queue.FieldMaxGpusPerJob:      {Type: field.TypeInt, Column: queue.FieldMaxGpusPerJob},
 			queue.FieldMaxCPUPerJob:       {Type: field.TypeFloat64, Column: queue.FieldMaxCPUPerJob},
 			queue.FieldMaxMemoryMibPerJob: {Type: field.TypeInt64, Column: queue.FieldMaxMemoryMibPerJob},
+			queue.FieldDefaultCPU:         {Type: field.TypeFloat64, Column: queue.FieldDefaultCPU},
+			queue.FieldDefaultMemoryMib:   {Type: field.TypeInt64, Column: queue.FieldDefaultMemoryMib},
 			queue.FieldGpuPrices:          {Type: field.TypeJSON, Column: queue.FieldGpuPrices},
 			queue.FieldCPUPrice:           {Type: field.TypeInt64, Column: queue.FieldCPUPrice},
 			queue.FieldMemoryPrice:        {Type: field.TypeInt64, Column: queue.FieldMemoryPrice},
@@ -378,6 +381,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			service.FieldGpus:          {Type: field.TypeInt, Column: service.FieldGpus},
 			service.FieldGpuTypes:      {Type: field.TypeJSON, Column: service.FieldGpuTypes},
 			service.FieldGpuType:       {Type: field.TypeString, Column: service.FieldGpuType},
+			service.FieldGpuDevices:    {Type: field.TypeJSON, Column: service.FieldGpuDevices},
 			service.FieldPorts:         {Type: field.TypeJSON, Column: service.FieldPorts},
 			service.FieldStatus:        {Type: field.TypeEnum, Column: service.FieldStatus},
 			service.FieldStatusReason:  {Type: field.TypeString, Column: service.FieldStatusReason},
@@ -1945,6 +1949,11 @@ func (f *LogLineFilter) WhereJobID(p entql.StringP) {
 	f.Where(p.Field(logline.FieldJobID))
 }
 
+// WhereAttempt applies the entql int predicate on the attempt field.
+func (f *LogLineFilter) WhereAttempt(p entql.IntP) {
+	f.Where(p.Field(logline.FieldAttempt))
+}
+
 // WhereService applies the entql string predicate on the service field.
 func (f *LogLineFilter) WhereService(p entql.StringP) {
 	f.Where(p.Field(logline.FieldService))
@@ -2458,6 +2467,16 @@ func (f *QueueFilter) WhereMaxMemoryMibPerJob(p entql.Int64P) {
 	f.Where(p.Field(queue.FieldMaxMemoryMibPerJob))
 }
 
+// WhereDefaultCPU applies the entql float64 predicate on the default_cpu field.
+func (f *QueueFilter) WhereDefaultCPU(p entql.Float64P) {
+	f.Where(p.Field(queue.FieldDefaultCPU))
+}
+
+// WhereDefaultMemoryMib applies the entql int64 predicate on the default_memory_mib field.
+func (f *QueueFilter) WhereDefaultMemoryMib(p entql.Int64P) {
+	f.Where(p.Field(queue.FieldDefaultMemoryMib))
+}
+
 // WhereGpuPrices applies the entql json.RawMessage predicate on the gpu_prices field.
 func (f *QueueFilter) WhereGpuPrices(p entql.BytesP) {
 	f.Where(p.Field(queue.FieldGpuPrices))
@@ -2652,6 +2671,11 @@ func (f *ServiceFilter) WhereGpuTypes(p entql.BytesP) {
 // WhereGpuType applies the entql string predicate on the gpu_type field.
 func (f *ServiceFilter) WhereGpuType(p entql.StringP) {
 	f.Where(p.Field(service.FieldGpuType))
+}
+
+// WhereGpuDevices applies the entql json.RawMessage predicate on the gpu_devices field.
+func (f *ServiceFilter) WhereGpuDevices(p entql.BytesP) {
+	f.Where(p.Field(service.FieldGpuDevices))
 }
 
 // WherePorts applies the entql json.RawMessage predicate on the ports field.

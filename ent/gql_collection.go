@@ -2042,6 +2042,16 @@ func (_q *QueueQuery) collectField(ctx context.Context, oneNode bool, opCtx *gra
 				selectedFields = append(selectedFields, queue.FieldMaxMemoryMibPerJob)
 				fieldSeen[queue.FieldMaxMemoryMibPerJob] = struct{}{}
 			}
+		case "defaultCPU":
+			if _, ok := fieldSeen[queue.FieldDefaultCPU]; !ok {
+				selectedFields = append(selectedFields, queue.FieldDefaultCPU)
+				fieldSeen[queue.FieldDefaultCPU] = struct{}{}
+			}
+		case "defaultMemoryMib":
+			if _, ok := fieldSeen[queue.FieldDefaultMemoryMib]; !ok {
+				selectedFields = append(selectedFields, queue.FieldDefaultMemoryMib)
+				fieldSeen[queue.FieldDefaultMemoryMib] = struct{}{}
+			}
 		case "gpuPrices":
 			if _, ok := fieldSeen[queue.FieldGpuPrices]; !ok {
 				selectedFields = append(selectedFields, queue.FieldGpuPrices)
@@ -2245,6 +2255,11 @@ func (_q *ServiceQuery) collectField(ctx context.Context, oneNode bool, opCtx *g
 			if _, ok := fieldSeen[service.FieldGpuType]; !ok {
 				selectedFields = append(selectedFields, service.FieldGpuType)
 				fieldSeen[service.FieldGpuType] = struct{}{}
+			}
+		case "gpuDevices":
+			if _, ok := fieldSeen[service.FieldGpuDevices]; !ok {
+				selectedFields = append(selectedFields, service.FieldGpuDevices)
+				fieldSeen[service.FieldGpuDevices] = struct{}{}
 			}
 		case "ports":
 			if _, ok := fieldSeen[service.FieldPorts]; !ok {

@@ -361,6 +361,8 @@ type CreateQueueInput struct {
 	MaxGpusPerJob      *int
 	MaxCPUPerJob       *float64
 	MaxMemoryMibPerJob *int64
+	DefaultCPU         *float64
+	DefaultMemoryMib   *int64
 	GpuPrices          []billing.GPURate
 	CPUPrice           *billing.Tokens
 	MemoryPrice        *billing.Tokens
@@ -388,6 +390,12 @@ func (i *CreateQueueInput) Mutate(m *QueueMutation) {
 	}
 	if v := i.MaxMemoryMibPerJob; v != nil {
 		m.SetMaxMemoryMibPerJob(*v)
+	}
+	if v := i.DefaultCPU; v != nil {
+		m.SetDefaultCPU(*v)
+	}
+	if v := i.DefaultMemoryMib; v != nil {
+		m.SetDefaultMemoryMib(*v)
 	}
 	if v := i.GpuPrices; v != nil {
 		m.SetGpuPrices(v)
@@ -429,6 +437,8 @@ type UpdateQueueInput struct {
 	MaxGpusPerJob      *int
 	MaxCPUPerJob       *float64
 	MaxMemoryMibPerJob *int64
+	DefaultCPU         *float64
+	DefaultMemoryMib   *int64
 	ClearGpuPrices     bool
 	GpuPrices          []billing.GPURate
 	AppendGpuPrices    []billing.GPURate
@@ -466,6 +476,12 @@ func (i *UpdateQueueInput) Mutate(m *QueueMutation) {
 	}
 	if v := i.MaxMemoryMibPerJob; v != nil {
 		m.SetMaxMemoryMibPerJob(*v)
+	}
+	if v := i.DefaultCPU; v != nil {
+		m.SetDefaultCPU(*v)
+	}
+	if v := i.DefaultMemoryMib; v != nil {
+		m.SetDefaultMemoryMib(*v)
 	}
 	if i.ClearGpuPrices {
 		m.ClearGpuPrices()

@@ -5017,6 +5017,26 @@ type QueueWhereInput struct {
 	MaxMemoryMibPerJobLT    *int64  `json:"maxMemoryMibPerJobLT,omitempty"`
 	MaxMemoryMibPerJobLTE   *int64  `json:"maxMemoryMibPerJobLTE,omitempty"`
 
+	// "default_cpu" field predicates.
+	DefaultCPU      *float64  `json:"defaultCPU,omitempty"`
+	DefaultCPUNEQ   *float64  `json:"defaultCPUNEQ,omitempty"`
+	DefaultCPUIn    []float64 `json:"defaultCPUIn,omitempty"`
+	DefaultCPUNotIn []float64 `json:"defaultCPUNotIn,omitempty"`
+	DefaultCPUGT    *float64  `json:"defaultCPUGT,omitempty"`
+	DefaultCPUGTE   *float64  `json:"defaultCPUGTE,omitempty"`
+	DefaultCPULT    *float64  `json:"defaultCPULT,omitempty"`
+	DefaultCPULTE   *float64  `json:"defaultCPULTE,omitempty"`
+
+	// "default_memory_mib" field predicates.
+	DefaultMemoryMib      *int64  `json:"defaultMemoryMib,omitempty"`
+	DefaultMemoryMibNEQ   *int64  `json:"defaultMemoryMibNEQ,omitempty"`
+	DefaultMemoryMibIn    []int64 `json:"defaultMemoryMibIn,omitempty"`
+	DefaultMemoryMibNotIn []int64 `json:"defaultMemoryMibNotIn,omitempty"`
+	DefaultMemoryMibGT    *int64  `json:"defaultMemoryMibGT,omitempty"`
+	DefaultMemoryMibGTE   *int64  `json:"defaultMemoryMibGTE,omitempty"`
+	DefaultMemoryMibLT    *int64  `json:"defaultMemoryMibLT,omitempty"`
+	DefaultMemoryMibLTE   *int64  `json:"defaultMemoryMibLTE,omitempty"`
+
 	// "multiplier" field predicates.
 	Multiplier      *float64  `json:"multiplier,omitempty"`
 	MultiplierNEQ   *float64  `json:"multiplierNEQ,omitempty"`
@@ -5330,6 +5350,54 @@ func (i *QueueWhereInput) P() (predicate.Queue, error) {
 	}
 	if i.MaxMemoryMibPerJobLTE != nil {
 		predicates = append(predicates, queue.MaxMemoryMibPerJobLTE(*i.MaxMemoryMibPerJobLTE))
+	}
+	if i.DefaultCPU != nil {
+		predicates = append(predicates, queue.DefaultCPUEQ(*i.DefaultCPU))
+	}
+	if i.DefaultCPUNEQ != nil {
+		predicates = append(predicates, queue.DefaultCPUNEQ(*i.DefaultCPUNEQ))
+	}
+	if len(i.DefaultCPUIn) > 0 {
+		predicates = append(predicates, queue.DefaultCPUIn(i.DefaultCPUIn...))
+	}
+	if len(i.DefaultCPUNotIn) > 0 {
+		predicates = append(predicates, queue.DefaultCPUNotIn(i.DefaultCPUNotIn...))
+	}
+	if i.DefaultCPUGT != nil {
+		predicates = append(predicates, queue.DefaultCPUGT(*i.DefaultCPUGT))
+	}
+	if i.DefaultCPUGTE != nil {
+		predicates = append(predicates, queue.DefaultCPUGTE(*i.DefaultCPUGTE))
+	}
+	if i.DefaultCPULT != nil {
+		predicates = append(predicates, queue.DefaultCPULT(*i.DefaultCPULT))
+	}
+	if i.DefaultCPULTE != nil {
+		predicates = append(predicates, queue.DefaultCPULTE(*i.DefaultCPULTE))
+	}
+	if i.DefaultMemoryMib != nil {
+		predicates = append(predicates, queue.DefaultMemoryMibEQ(*i.DefaultMemoryMib))
+	}
+	if i.DefaultMemoryMibNEQ != nil {
+		predicates = append(predicates, queue.DefaultMemoryMibNEQ(*i.DefaultMemoryMibNEQ))
+	}
+	if len(i.DefaultMemoryMibIn) > 0 {
+		predicates = append(predicates, queue.DefaultMemoryMibIn(i.DefaultMemoryMibIn...))
+	}
+	if len(i.DefaultMemoryMibNotIn) > 0 {
+		predicates = append(predicates, queue.DefaultMemoryMibNotIn(i.DefaultMemoryMibNotIn...))
+	}
+	if i.DefaultMemoryMibGT != nil {
+		predicates = append(predicates, queue.DefaultMemoryMibGT(*i.DefaultMemoryMibGT))
+	}
+	if i.DefaultMemoryMibGTE != nil {
+		predicates = append(predicates, queue.DefaultMemoryMibGTE(*i.DefaultMemoryMibGTE))
+	}
+	if i.DefaultMemoryMibLT != nil {
+		predicates = append(predicates, queue.DefaultMemoryMibLT(*i.DefaultMemoryMibLT))
+	}
+	if i.DefaultMemoryMibLTE != nil {
+		predicates = append(predicates, queue.DefaultMemoryMibLTE(*i.DefaultMemoryMibLTE))
 	}
 	if i.Multiplier != nil {
 		predicates = append(predicates, queue.MultiplierEQ(*i.Multiplier))

@@ -23,6 +23,8 @@ type LogLine struct {
 	EnvironmentID string `json:"environment_id,omitempty"`
 	// JobID holds the value of the "job_id" field.
 	JobID string `json:"job_id,omitempty"`
+	// the job's attempt that wrote the line; each attempt numbers its lines from 1
+	Attempt int `json:"attempt,omitempty"`
 	// Service holds the value of the "service" field.
 	Service string `json:"service,omitempty"`
 	// Stream holds the value of the "stream" field.
@@ -41,7 +43,7 @@ func (*LogLine) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case logline.FieldSeq:
+		case logline.FieldAttempt, logline.FieldSeq:
 			values[i] = new(sql.NullInt64)
 		case logline.FieldID, logline.FieldTenantID, logline.FieldEnvironmentID, logline.FieldJobID, logline.FieldService, logline.FieldStream, logline.FieldText:
 			values[i] = new(sql.NullString)
@@ -85,6 +87,12 @@ func (_m *LogLine) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field job_id", values[i])
 			} else if value.Valid {
 				_m.JobID = value.String
+			}
+		case logline.FieldAttempt:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field attempt", values[i])
+			} else if value.Valid {
+				_m.Attempt = int(value.Int64)
 			}
 		case logline.FieldService:
 			if value, ok := values[i].(*sql.NullString); !ok {
@@ -160,6 +168,9 @@ func (_m *LogLine) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("job_id=")
 	builder.WriteString(_m.JobID)
+	builder.WriteString(", ")
+	builder.WriteString("attempt=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Attempt))
 	builder.WriteString(", ")
 	builder.WriteString("service=")
 	builder.WriteString(_m.Service)

@@ -41,6 +41,20 @@ func (_c *LogLineCreate) SetJobID(v string) *LogLineCreate {
 	return _c
 }
 
+// SetAttempt sets the "attempt" field.
+func (_c *LogLineCreate) SetAttempt(v int) *LogLineCreate {
+	_c.mutation.SetAttempt(v)
+	return _c
+}
+
+// SetNillableAttempt sets the "attempt" field if the given value is not nil.
+func (_c *LogLineCreate) SetNillableAttempt(v *int) *LogLineCreate {
+	if v != nil {
+		_c.SetAttempt(*v)
+	}
+	return _c
+}
+
 // SetService sets the "service" field.
 func (_c *LogLineCreate) SetService(v string) *LogLineCreate {
 	_c.mutation.SetService(v)
@@ -122,6 +136,10 @@ func (_c *LogLineCreate) ExecX(ctx context.Context) {
 
 // defaults sets the default values of the builder before save.
 func (_c *LogLineCreate) defaults() error {
+	if _, ok := _c.mutation.Attempt(); !ok {
+		v := logline.DefaultAttempt
+		_c.mutation.SetAttempt(v)
+	}
 	if _, ok := _c.mutation.ID(); !ok {
 		if logline.DefaultID == nil {
 			return fmt.Errorf("ent: uninitialized logline.DefaultID (forgotten import ent/runtime?)")
@@ -152,6 +170,9 @@ func (_c *LogLineCreate) check() error {
 	}
 	if _, ok := _c.mutation.JobID(); !ok {
 		return &ValidationError{Name: "job_id", err: errors.New(`ent: missing required field "LogLine.job_id"`)}
+	}
+	if _, ok := _c.mutation.Attempt(); !ok {
+		return &ValidationError{Name: "attempt", err: errors.New(`ent: missing required field "LogLine.attempt"`)}
 	}
 	if _, ok := _c.mutation.Service(); !ok {
 		return &ValidationError{Name: "service", err: errors.New(`ent: missing required field "LogLine.service"`)}
@@ -225,6 +246,10 @@ func (_c *LogLineCreate) createSpec() (*LogLine, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.JobID(); ok {
 		_spec.SetField(logline.FieldJobID, field.TypeString, value)
 		_node.JobID = value
+	}
+	if value, ok := _c.mutation.Attempt(); ok {
+		_spec.SetField(logline.FieldAttempt, field.TypeInt, value)
+		_node.Attempt = value
 	}
 	if value, ok := _c.mutation.Service(); ok {
 		_spec.SetField(logline.FieldService, field.TypeString, value)
@@ -323,6 +348,9 @@ func (u *LogLineUpsertOne) UpdateNewValues() *LogLineUpsertOne {
 		}
 		if _, exists := u.create.mutation.JobID(); exists {
 			s.SetIgnore(logline.FieldJobID)
+		}
+		if _, exists := u.create.mutation.Attempt(); exists {
+			s.SetIgnore(logline.FieldAttempt)
 		}
 		if _, exists := u.create.mutation.Service(); exists {
 			s.SetIgnore(logline.FieldService)
@@ -561,6 +589,9 @@ func (u *LogLineUpsertBulk) UpdateNewValues() *LogLineUpsertBulk {
 			}
 			if _, exists := b.mutation.JobID(); exists {
 				s.SetIgnore(logline.FieldJobID)
+			}
+			if _, exists := b.mutation.Attempt(); exists {
+				s.SetIgnore(logline.FieldAttempt)
 			}
 			if _, exists := b.mutation.Service(); exists {
 				s.SetIgnore(logline.FieldService)

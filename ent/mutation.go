@@ -8919,6 +8919,8 @@ type LogLineMutation struct {
 	tenant_id      *string
 	environment_id *string
 	job_id         *string
+	attempt        *int
+	addattempt     *int
 	service        *string
 	stream         *logline.Stream
 	seq            *int64
@@ -9141,6 +9143,62 @@ func (m *LogLineMutation) OldJobID(ctx context.Context) (v string, err error) {
 // ResetJobID resets all changes to the "job_id" field.
 func (m *LogLineMutation) ResetJobID() {
 	m.job_id = nil
+}
+
+// SetAttempt sets the "attempt" field.
+func (m *LogLineMutation) SetAttempt(i int) {
+	m.attempt = &i
+	m.addattempt = nil
+}
+
+// Attempt returns the value of the "attempt" field in the mutation.
+func (m *LogLineMutation) Attempt() (r int, exists bool) {
+	v := m.attempt
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAttempt returns the old "attempt" field's value of the LogLine entity.
+// If the LogLine object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LogLineMutation) OldAttempt(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAttempt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAttempt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAttempt: %w", err)
+	}
+	return oldValue.Attempt, nil
+}
+
+// AddAttempt adds i to the "attempt" field.
+func (m *LogLineMutation) AddAttempt(i int) {
+	if m.addattempt != nil {
+		*m.addattempt += i
+	} else {
+		m.addattempt = &i
+	}
+}
+
+// AddedAttempt returns the value that was added to the "attempt" field in this mutation.
+func (m *LogLineMutation) AddedAttempt() (r int, exists bool) {
+	v := m.addattempt
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetAttempt resets all changes to the "attempt" field.
+func (m *LogLineMutation) ResetAttempt() {
+	m.attempt = nil
+	m.addattempt = nil
 }
 
 // SetService sets the "service" field.
@@ -9377,7 +9435,7 @@ func (m *LogLineMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *LogLineMutation) Fields() []string {
-	fields := make([]string, 0, 8)
+	fields := make([]string, 0, 9)
 	if m.tenant_id != nil {
 		fields = append(fields, logline.FieldTenantID)
 	}
@@ -9386,6 +9444,9 @@ func (m *LogLineMutation) Fields() []string {
 	}
 	if m.job_id != nil {
 		fields = append(fields, logline.FieldJobID)
+	}
+	if m.attempt != nil {
+		fields = append(fields, logline.FieldAttempt)
 	}
 	if m.service != nil {
 		fields = append(fields, logline.FieldService)
@@ -9416,6 +9477,8 @@ func (m *LogLineMutation) Field(name string) (ent.Value, bool) {
 		return m.EnvironmentID()
 	case logline.FieldJobID:
 		return m.JobID()
+	case logline.FieldAttempt:
+		return m.Attempt()
 	case logline.FieldService:
 		return m.Service()
 	case logline.FieldStream:
@@ -9441,6 +9504,8 @@ func (m *LogLineMutation) OldField(ctx context.Context, name string) (ent.Value,
 		return m.OldEnvironmentID(ctx)
 	case logline.FieldJobID:
 		return m.OldJobID(ctx)
+	case logline.FieldAttempt:
+		return m.OldAttempt(ctx)
 	case logline.FieldService:
 		return m.OldService(ctx)
 	case logline.FieldStream:
@@ -9480,6 +9545,13 @@ func (m *LogLineMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetJobID(v)
+		return nil
+	case logline.FieldAttempt:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAttempt(v)
 		return nil
 	case logline.FieldService:
 		v, ok := value.(string)
@@ -9524,6 +9596,9 @@ func (m *LogLineMutation) SetField(name string, value ent.Value) error {
 // this mutation.
 func (m *LogLineMutation) AddedFields() []string {
 	var fields []string
+	if m.addattempt != nil {
+		fields = append(fields, logline.FieldAttempt)
+	}
 	if m.addseq != nil {
 		fields = append(fields, logline.FieldSeq)
 	}
@@ -9535,6 +9610,8 @@ func (m *LogLineMutation) AddedFields() []string {
 // was not set, or was not defined in the schema.
 func (m *LogLineMutation) AddedField(name string) (ent.Value, bool) {
 	switch name {
+	case logline.FieldAttempt:
+		return m.AddedAttempt()
 	case logline.FieldSeq:
 		return m.AddedSeq()
 	}
@@ -9546,6 +9623,13 @@ func (m *LogLineMutation) AddedField(name string) (ent.Value, bool) {
 // type.
 func (m *LogLineMutation) AddField(name string, value ent.Value) error {
 	switch name {
+	case logline.FieldAttempt:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddAttempt(v)
+		return nil
 	case logline.FieldSeq:
 		v, ok := value.(int64)
 		if !ok {
@@ -9588,6 +9672,9 @@ func (m *LogLineMutation) ResetField(name string) error {
 		return nil
 	case logline.FieldJobID:
 		m.ResetJobID()
+		return nil
+	case logline.FieldAttempt:
+		m.ResetAttempt()
 		return nil
 	case logline.FieldService:
 		m.ResetService()
@@ -12988,6 +13075,10 @@ type QueueMutation struct {
 	addmax_cpu_per_job        *float64
 	max_memory_mib_per_job    *int64
 	addmax_memory_mib_per_job *int64
+	default_cpu               *float64
+	adddefault_cpu            *float64
+	default_memory_mib        *int64
+	adddefault_memory_mib     *int64
 	gpu_prices                *[]billing.GPURate
 	appendgpu_prices          []billing.GPURate
 	cpu_price                 *billing.Tokens
@@ -13502,6 +13593,118 @@ func (m *QueueMutation) AddedMaxMemoryMibPerJob() (r int64, exists bool) {
 func (m *QueueMutation) ResetMaxMemoryMibPerJob() {
 	m.max_memory_mib_per_job = nil
 	m.addmax_memory_mib_per_job = nil
+}
+
+// SetDefaultCPU sets the "default_cpu" field.
+func (m *QueueMutation) SetDefaultCPU(f float64) {
+	m.default_cpu = &f
+	m.adddefault_cpu = nil
+}
+
+// DefaultCPU returns the value of the "default_cpu" field in the mutation.
+func (m *QueueMutation) DefaultCPU() (r float64, exists bool) {
+	v := m.default_cpu
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDefaultCPU returns the old "default_cpu" field's value of the Queue entity.
+// If the Queue object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *QueueMutation) OldDefaultCPU(ctx context.Context) (v float64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDefaultCPU is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDefaultCPU requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDefaultCPU: %w", err)
+	}
+	return oldValue.DefaultCPU, nil
+}
+
+// AddDefaultCPU adds f to the "default_cpu" field.
+func (m *QueueMutation) AddDefaultCPU(f float64) {
+	if m.adddefault_cpu != nil {
+		*m.adddefault_cpu += f
+	} else {
+		m.adddefault_cpu = &f
+	}
+}
+
+// AddedDefaultCPU returns the value that was added to the "default_cpu" field in this mutation.
+func (m *QueueMutation) AddedDefaultCPU() (r float64, exists bool) {
+	v := m.adddefault_cpu
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetDefaultCPU resets all changes to the "default_cpu" field.
+func (m *QueueMutation) ResetDefaultCPU() {
+	m.default_cpu = nil
+	m.adddefault_cpu = nil
+}
+
+// SetDefaultMemoryMib sets the "default_memory_mib" field.
+func (m *QueueMutation) SetDefaultMemoryMib(i int64) {
+	m.default_memory_mib = &i
+	m.adddefault_memory_mib = nil
+}
+
+// DefaultMemoryMib returns the value of the "default_memory_mib" field in the mutation.
+func (m *QueueMutation) DefaultMemoryMib() (r int64, exists bool) {
+	v := m.default_memory_mib
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDefaultMemoryMib returns the old "default_memory_mib" field's value of the Queue entity.
+// If the Queue object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *QueueMutation) OldDefaultMemoryMib(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDefaultMemoryMib is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDefaultMemoryMib requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDefaultMemoryMib: %w", err)
+	}
+	return oldValue.DefaultMemoryMib, nil
+}
+
+// AddDefaultMemoryMib adds i to the "default_memory_mib" field.
+func (m *QueueMutation) AddDefaultMemoryMib(i int64) {
+	if m.adddefault_memory_mib != nil {
+		*m.adddefault_memory_mib += i
+	} else {
+		m.adddefault_memory_mib = &i
+	}
+}
+
+// AddedDefaultMemoryMib returns the value that was added to the "default_memory_mib" field in this mutation.
+func (m *QueueMutation) AddedDefaultMemoryMib() (r int64, exists bool) {
+	v := m.adddefault_memory_mib
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetDefaultMemoryMib resets all changes to the "default_memory_mib" field.
+func (m *QueueMutation) ResetDefaultMemoryMib() {
+	m.default_memory_mib = nil
+	m.adddefault_memory_mib = nil
 }
 
 // SetGpuPrices sets the "gpu_prices" field.
@@ -14043,7 +14246,7 @@ func (m *QueueMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *QueueMutation) Fields() []string {
-	fields := make([]string, 0, 14)
+	fields := make([]string, 0, 16)
 	if m.created_at != nil {
 		fields = append(fields, queue.FieldCreatedAt)
 	}
@@ -14070,6 +14273,12 @@ func (m *QueueMutation) Fields() []string {
 	}
 	if m.max_memory_mib_per_job != nil {
 		fields = append(fields, queue.FieldMaxMemoryMibPerJob)
+	}
+	if m.default_cpu != nil {
+		fields = append(fields, queue.FieldDefaultCPU)
+	}
+	if m.default_memory_mib != nil {
+		fields = append(fields, queue.FieldDefaultMemoryMib)
 	}
 	if m.gpu_prices != nil {
 		fields = append(fields, queue.FieldGpuPrices)
@@ -14112,6 +14321,10 @@ func (m *QueueMutation) Field(name string) (ent.Value, bool) {
 		return m.MaxCPUPerJob()
 	case queue.FieldMaxMemoryMibPerJob:
 		return m.MaxMemoryMibPerJob()
+	case queue.FieldDefaultCPU:
+		return m.DefaultCPU()
+	case queue.FieldDefaultMemoryMib:
+		return m.DefaultMemoryMib()
 	case queue.FieldGpuPrices:
 		return m.GpuPrices()
 	case queue.FieldCPUPrice:
@@ -14149,6 +14362,10 @@ func (m *QueueMutation) OldField(ctx context.Context, name string) (ent.Value, e
 		return m.OldMaxCPUPerJob(ctx)
 	case queue.FieldMaxMemoryMibPerJob:
 		return m.OldMaxMemoryMibPerJob(ctx)
+	case queue.FieldDefaultCPU:
+		return m.OldDefaultCPU(ctx)
+	case queue.FieldDefaultMemoryMib:
+		return m.OldDefaultMemoryMib(ctx)
 	case queue.FieldGpuPrices:
 		return m.OldGpuPrices(ctx)
 	case queue.FieldCPUPrice:
@@ -14231,6 +14448,20 @@ func (m *QueueMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetMaxMemoryMibPerJob(v)
 		return nil
+	case queue.FieldDefaultCPU:
+		v, ok := value.(float64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDefaultCPU(v)
+		return nil
+	case queue.FieldDefaultMemoryMib:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDefaultMemoryMib(v)
+		return nil
 	case queue.FieldGpuPrices:
 		v, ok := value.([]billing.GPURate)
 		if !ok {
@@ -14283,6 +14514,12 @@ func (m *QueueMutation) AddedFields() []string {
 	if m.addmax_memory_mib_per_job != nil {
 		fields = append(fields, queue.FieldMaxMemoryMibPerJob)
 	}
+	if m.adddefault_cpu != nil {
+		fields = append(fields, queue.FieldDefaultCPU)
+	}
+	if m.adddefault_memory_mib != nil {
+		fields = append(fields, queue.FieldDefaultMemoryMib)
+	}
 	if m.addcpu_price != nil {
 		fields = append(fields, queue.FieldCPUPrice)
 	}
@@ -14309,6 +14546,10 @@ func (m *QueueMutation) AddedField(name string) (ent.Value, bool) {
 		return m.AddedMaxCPUPerJob()
 	case queue.FieldMaxMemoryMibPerJob:
 		return m.AddedMaxMemoryMibPerJob()
+	case queue.FieldDefaultCPU:
+		return m.AddedDefaultCPU()
+	case queue.FieldDefaultMemoryMib:
+		return m.AddedDefaultMemoryMib()
 	case queue.FieldCPUPrice:
 		return m.AddedCPUPrice()
 	case queue.FieldMemoryPrice:
@@ -14346,6 +14587,20 @@ func (m *QueueMutation) AddField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.AddMaxMemoryMibPerJob(v)
+		return nil
+	case queue.FieldDefaultCPU:
+		v, ok := value.(float64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddDefaultCPU(v)
+		return nil
+	case queue.FieldDefaultMemoryMib:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddDefaultMemoryMib(v)
 		return nil
 	case queue.FieldCPUPrice:
 		v, ok := value.(billing.Tokens)
@@ -14437,6 +14692,12 @@ func (m *QueueMutation) ResetField(name string) error {
 		return nil
 	case queue.FieldMaxMemoryMibPerJob:
 		m.ResetMaxMemoryMibPerJob()
+		return nil
+	case queue.FieldDefaultCPU:
+		m.ResetDefaultCPU()
+		return nil
+	case queue.FieldDefaultMemoryMib:
+		m.ResetDefaultMemoryMib()
 		return nil
 	case queue.FieldGpuPrices:
 		m.ResetGpuPrices()
@@ -14622,49 +14883,51 @@ func (m *QueueMutation) ResetEdge(name string) error {
 // ServiceMutation represents an operation that mutates the Service nodes in the graph.
 type ServiceMutation struct {
 	config
-	op               Op
-	typ              string
-	id               *string
-	created_at       *time.Time
-	updated_at       *time.Time
-	tenant_id        *string
-	environment_id   *string
-	name             *string
-	image            *string
-	command          *[]string
-	appendcommand    []string
-	args             *[]string
-	appendargs       []string
-	env              *[]jobspec.EnvVar
-	appendenv        []jobspec.EnvVar
-	cpu              *float64
-	addcpu           *float64
-	memory_mib       *int64
-	addmemory_mib    *int64
-	gpus             *int
-	addgpus          *int
-	gpu_types        *[]string
-	appendgpu_types  []string
-	gpu_type         *string
-	ports            *[]jobspec.Port
-	appendports      []jobspec.Port
-	status           *service.Status
-	status_reason    *string
-	exit_code        *int
-	addexit_code     *int
-	dispatched_at    *time.Time
-	host_ports       *[]jobspec.Port
-	appendhost_ports []jobspec.Port
-	started_at       *time.Time
-	finished_at      *time.Time
-	clearedFields    map[string]struct{}
-	job              *string
-	clearedjob       bool
-	node             *string
-	clearednode      bool
-	done             bool
-	oldValue         func(context.Context) (*Service, error)
-	predicates       []predicate.Service
+	op                Op
+	typ               string
+	id                *string
+	created_at        *time.Time
+	updated_at        *time.Time
+	tenant_id         *string
+	environment_id    *string
+	name              *string
+	image             *string
+	command           *[]string
+	appendcommand     []string
+	args              *[]string
+	appendargs        []string
+	env               *[]jobspec.EnvVar
+	appendenv         []jobspec.EnvVar
+	cpu               *float64
+	addcpu            *float64
+	memory_mib        *int64
+	addmemory_mib     *int64
+	gpus              *int
+	addgpus           *int
+	gpu_types         *[]string
+	appendgpu_types   []string
+	gpu_type          *string
+	gpu_devices       *[]string
+	appendgpu_devices []string
+	ports             *[]jobspec.Port
+	appendports       []jobspec.Port
+	status            *service.Status
+	status_reason     *string
+	exit_code         *int
+	addexit_code      *int
+	dispatched_at     *time.Time
+	host_ports        *[]jobspec.Port
+	appendhost_ports  []jobspec.Port
+	started_at        *time.Time
+	finished_at       *time.Time
+	clearedFields     map[string]struct{}
+	job               *string
+	clearedjob        bool
+	node              *string
+	clearednode       bool
+	done              bool
+	oldValue          func(context.Context) (*Service, error)
+	predicates        []predicate.Service
 }
 
 var _ ent.Mutation = (*ServiceMutation)(nil)
@@ -15487,6 +15750,71 @@ func (m *ServiceMutation) ResetGpuType() {
 	m.gpu_type = nil
 }
 
+// SetGpuDevices sets the "gpu_devices" field.
+func (m *ServiceMutation) SetGpuDevices(s []string) {
+	m.gpu_devices = &s
+	m.appendgpu_devices = nil
+}
+
+// GpuDevices returns the value of the "gpu_devices" field in the mutation.
+func (m *ServiceMutation) GpuDevices() (r []string, exists bool) {
+	v := m.gpu_devices
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldGpuDevices returns the old "gpu_devices" field's value of the Service entity.
+// If the Service object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ServiceMutation) OldGpuDevices(ctx context.Context) (v []string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldGpuDevices is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldGpuDevices requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldGpuDevices: %w", err)
+	}
+	return oldValue.GpuDevices, nil
+}
+
+// AppendGpuDevices adds s to the "gpu_devices" field.
+func (m *ServiceMutation) AppendGpuDevices(s []string) {
+	m.appendgpu_devices = append(m.appendgpu_devices, s...)
+}
+
+// AppendedGpuDevices returns the list of values that were appended to the "gpu_devices" field in this mutation.
+func (m *ServiceMutation) AppendedGpuDevices() ([]string, bool) {
+	if len(m.appendgpu_devices) == 0 {
+		return nil, false
+	}
+	return m.appendgpu_devices, true
+}
+
+// ClearGpuDevices clears the value of the "gpu_devices" field.
+func (m *ServiceMutation) ClearGpuDevices() {
+	m.gpu_devices = nil
+	m.appendgpu_devices = nil
+	m.clearedFields[service.FieldGpuDevices] = struct{}{}
+}
+
+// GpuDevicesCleared returns if the "gpu_devices" field was cleared in this mutation.
+func (m *ServiceMutation) GpuDevicesCleared() bool {
+	_, ok := m.clearedFields[service.FieldGpuDevices]
+	return ok
+}
+
+// ResetGpuDevices resets all changes to the "gpu_devices" field.
+func (m *ServiceMutation) ResetGpuDevices() {
+	m.gpu_devices = nil
+	m.appendgpu_devices = nil
+	delete(m.clearedFields, service.FieldGpuDevices)
+}
+
 // SetPorts sets the "ports" field.
 func (m *ServiceMutation) SetPorts(j []jobspec.Port) {
 	m.ports = &j
@@ -16043,7 +16371,7 @@ func (m *ServiceMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ServiceMutation) Fields() []string {
-	fields := make([]string, 0, 24)
+	fields := make([]string, 0, 25)
 	if m.created_at != nil {
 		fields = append(fields, service.FieldCreatedAt)
 	}
@@ -16088,6 +16416,9 @@ func (m *ServiceMutation) Fields() []string {
 	}
 	if m.gpu_type != nil {
 		fields = append(fields, service.FieldGpuType)
+	}
+	if m.gpu_devices != nil {
+		fields = append(fields, service.FieldGpuDevices)
 	}
 	if m.ports != nil {
 		fields = append(fields, service.FieldPorts)
@@ -16154,6 +16485,8 @@ func (m *ServiceMutation) Field(name string) (ent.Value, bool) {
 		return m.GpuTypes()
 	case service.FieldGpuType:
 		return m.GpuType()
+	case service.FieldGpuDevices:
+		return m.GpuDevices()
 	case service.FieldPorts:
 		return m.Ports()
 	case service.FieldStatus:
@@ -16211,6 +16544,8 @@ func (m *ServiceMutation) OldField(ctx context.Context, name string) (ent.Value,
 		return m.OldGpuTypes(ctx)
 	case service.FieldGpuType:
 		return m.OldGpuType(ctx)
+	case service.FieldGpuDevices:
+		return m.OldGpuDevices(ctx)
 	case service.FieldPorts:
 		return m.OldPorts(ctx)
 	case service.FieldStatus:
@@ -16342,6 +16677,13 @@ func (m *ServiceMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetGpuType(v)
+		return nil
+	case service.FieldGpuDevices:
+		v, ok := value.([]string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetGpuDevices(v)
 		return nil
 	case service.FieldPorts:
 		v, ok := value.([]jobspec.Port)
@@ -16499,6 +16841,9 @@ func (m *ServiceMutation) ClearedFields() []string {
 	if m.FieldCleared(service.FieldGpuTypes) {
 		fields = append(fields, service.FieldGpuTypes)
 	}
+	if m.FieldCleared(service.FieldGpuDevices) {
+		fields = append(fields, service.FieldGpuDevices)
+	}
 	if m.FieldCleared(service.FieldPorts) {
 		fields = append(fields, service.FieldPorts)
 	}
@@ -16545,6 +16890,9 @@ func (m *ServiceMutation) ClearField(name string) error {
 		return nil
 	case service.FieldGpuTypes:
 		m.ClearGpuTypes()
+		return nil
+	case service.FieldGpuDevices:
+		m.ClearGpuDevices()
 		return nil
 	case service.FieldPorts:
 		m.ClearPorts()
@@ -16619,6 +16967,9 @@ func (m *ServiceMutation) ResetField(name string) error {
 		return nil
 	case service.FieldGpuType:
 		m.ResetGpuType()
+		return nil
+	case service.FieldGpuDevices:
+		m.ResetGpuDevices()
 		return nil
 	case service.FieldPorts:
 		m.ResetPorts()

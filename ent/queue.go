@@ -37,6 +37,10 @@ type Queue struct {
 	MaxCPUPerJob float64 `json:"max_cpu_per_job,omitempty"`
 	// MaxMemoryMibPerJob holds the value of the "max_memory_mib_per_job" field.
 	MaxMemoryMibPerJob int64 `json:"max_memory_mib_per_job,omitempty"`
+	// CPUs a service gets when it names none
+	DefaultCPU float64 `json:"default_cpu,omitempty"`
+	// memory in MiB a service gets when it names none
+	DefaultMemoryMib int64 `json:"default_memory_mib,omitempty"`
 	// tokens per GPU-minute, per GPU type
 	GpuPrices []billing.GPURate `json:"gpu_prices,omitempty"`
 	// tokens per CPU-minute
@@ -118,9 +122,9 @@ func (*Queue) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case queue.FieldGpuPrices:
 			values[i] = new([]byte)
-		case queue.FieldMaxCPUPerJob, queue.FieldMultiplier:
+		case queue.FieldMaxCPUPerJob, queue.FieldDefaultCPU, queue.FieldMultiplier:
 			values[i] = new(sql.NullFloat64)
-		case queue.FieldMaxGpusPerJob, queue.FieldMaxMemoryMibPerJob, queue.FieldCPUPrice, queue.FieldMemoryPrice, queue.FieldStartFee:
+		case queue.FieldMaxGpusPerJob, queue.FieldMaxMemoryMibPerJob, queue.FieldDefaultMemoryMib, queue.FieldCPUPrice, queue.FieldMemoryPrice, queue.FieldStartFee:
 			values[i] = new(sql.NullInt64)
 		case queue.FieldID, queue.FieldTenantID, queue.FieldName, queue.FieldDescription, queue.FieldMode:
 			values[i] = new(sql.NullString)
@@ -200,6 +204,18 @@ func (_m *Queue) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field max_memory_mib_per_job", values[i])
 			} else if value.Valid {
 				_m.MaxMemoryMibPerJob = value.Int64
+			}
+		case queue.FieldDefaultCPU:
+			if value, ok := values[i].(*sql.NullFloat64); !ok {
+				return fmt.Errorf("unexpected type %T for field default_cpu", values[i])
+			} else if value.Valid {
+				_m.DefaultCPU = value.Float64
+			}
+		case queue.FieldDefaultMemoryMib:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field default_memory_mib", values[i])
+			} else if value.Valid {
+				_m.DefaultMemoryMib = value.Int64
 			}
 		case queue.FieldGpuPrices:
 			if value, ok := values[i].(*[]byte); !ok {
@@ -315,6 +331,12 @@ func (_m *Queue) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("max_memory_mib_per_job=")
 	builder.WriteString(fmt.Sprintf("%v", _m.MaxMemoryMibPerJob))
+	builder.WriteString(", ")
+	builder.WriteString("default_cpu=")
+	builder.WriteString(fmt.Sprintf("%v", _m.DefaultCPU))
+	builder.WriteString(", ")
+	builder.WriteString("default_memory_mib=")
+	builder.WriteString(fmt.Sprintf("%v", _m.DefaultMemoryMib))
 	builder.WriteString(", ")
 	builder.WriteString("gpu_prices=")
 	builder.WriteString(fmt.Sprintf("%v", _m.GpuPrices))

@@ -138,6 +138,34 @@ func (_c *QueueCreate) SetNillableMaxMemoryMibPerJob(v *int64) *QueueCreate {
 	return _c
 }
 
+// SetDefaultCPU sets the "default_cpu" field.
+func (_c *QueueCreate) SetDefaultCPU(v float64) *QueueCreate {
+	_c.mutation.SetDefaultCPU(v)
+	return _c
+}
+
+// SetNillableDefaultCPU sets the "default_cpu" field if the given value is not nil.
+func (_c *QueueCreate) SetNillableDefaultCPU(v *float64) *QueueCreate {
+	if v != nil {
+		_c.SetDefaultCPU(*v)
+	}
+	return _c
+}
+
+// SetDefaultMemoryMib sets the "default_memory_mib" field.
+func (_c *QueueCreate) SetDefaultMemoryMib(v int64) *QueueCreate {
+	_c.mutation.SetDefaultMemoryMib(v)
+	return _c
+}
+
+// SetNillableDefaultMemoryMib sets the "default_memory_mib" field if the given value is not nil.
+func (_c *QueueCreate) SetNillableDefaultMemoryMib(v *int64) *QueueCreate {
+	if v != nil {
+		_c.SetDefaultMemoryMib(*v)
+	}
+	return _c
+}
+
 // SetGpuPrices sets the "gpu_prices" field.
 func (_c *QueueCreate) SetGpuPrices(v []billing.GPURate) *QueueCreate {
 	_c.mutation.SetGpuPrices(v)
@@ -345,6 +373,14 @@ func (_c *QueueCreate) defaults() error {
 		v := queue.DefaultMaxMemoryMibPerJob
 		_c.mutation.SetMaxMemoryMibPerJob(v)
 	}
+	if _, ok := _c.mutation.DefaultCPU(); !ok {
+		v := queue.DefaultDefaultCPU
+		_c.mutation.SetDefaultCPU(v)
+	}
+	if _, ok := _c.mutation.DefaultMemoryMib(); !ok {
+		v := queue.DefaultDefaultMemoryMib
+		_c.mutation.SetDefaultMemoryMib(v)
+	}
 	if _, ok := _c.mutation.CPUPrice(); !ok {
 		v := queue.DefaultCPUPrice
 		_c.mutation.SetCPUPrice(v)
@@ -433,6 +469,22 @@ func (_c *QueueCreate) check() error {
 	if v, ok := _c.mutation.MaxMemoryMibPerJob(); ok {
 		if err := queue.MaxMemoryMibPerJobValidator(v); err != nil {
 			return &ValidationError{Name: "max_memory_mib_per_job", err: fmt.Errorf(`ent: validator failed for field "Queue.max_memory_mib_per_job": %w`, err)}
+		}
+	}
+	if _, ok := _c.mutation.DefaultCPU(); !ok {
+		return &ValidationError{Name: "default_cpu", err: errors.New(`ent: missing required field "Queue.default_cpu"`)}
+	}
+	if v, ok := _c.mutation.DefaultCPU(); ok {
+		if err := queue.DefaultCPUValidator(v); err != nil {
+			return &ValidationError{Name: "default_cpu", err: fmt.Errorf(`ent: validator failed for field "Queue.default_cpu": %w`, err)}
+		}
+	}
+	if _, ok := _c.mutation.DefaultMemoryMib(); !ok {
+		return &ValidationError{Name: "default_memory_mib", err: errors.New(`ent: missing required field "Queue.default_memory_mib"`)}
+	}
+	if v, ok := _c.mutation.DefaultMemoryMib(); ok {
+		if err := queue.DefaultMemoryMibValidator(v); err != nil {
+			return &ValidationError{Name: "default_memory_mib", err: fmt.Errorf(`ent: validator failed for field "Queue.default_memory_mib": %w`, err)}
 		}
 	}
 	if _, ok := _c.mutation.CPUPrice(); !ok {
@@ -528,6 +580,14 @@ func (_c *QueueCreate) createSpec() (*Queue, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.MaxMemoryMibPerJob(); ok {
 		_spec.SetField(queue.FieldMaxMemoryMibPerJob, field.TypeInt64, value)
 		_node.MaxMemoryMibPerJob = value
+	}
+	if value, ok := _c.mutation.DefaultCPU(); ok {
+		_spec.SetField(queue.FieldDefaultCPU, field.TypeFloat64, value)
+		_node.DefaultCPU = value
+	}
+	if value, ok := _c.mutation.DefaultMemoryMib(); ok {
+		_spec.SetField(queue.FieldDefaultMemoryMib, field.TypeInt64, value)
+		_node.DefaultMemoryMib = value
 	}
 	if value, ok := _c.mutation.GpuPrices(); ok {
 		_spec.SetField(queue.FieldGpuPrices, field.TypeJSON, value)
@@ -764,6 +824,42 @@ func (u *QueueUpsert) UpdateMaxMemoryMibPerJob() *QueueUpsert {
 // AddMaxMemoryMibPerJob adds v to the "max_memory_mib_per_job" field.
 func (u *QueueUpsert) AddMaxMemoryMibPerJob(v int64) *QueueUpsert {
 	u.Add(queue.FieldMaxMemoryMibPerJob, v)
+	return u
+}
+
+// SetDefaultCPU sets the "default_cpu" field.
+func (u *QueueUpsert) SetDefaultCPU(v float64) *QueueUpsert {
+	u.Set(queue.FieldDefaultCPU, v)
+	return u
+}
+
+// UpdateDefaultCPU sets the "default_cpu" field to the value that was provided on create.
+func (u *QueueUpsert) UpdateDefaultCPU() *QueueUpsert {
+	u.SetExcluded(queue.FieldDefaultCPU)
+	return u
+}
+
+// AddDefaultCPU adds v to the "default_cpu" field.
+func (u *QueueUpsert) AddDefaultCPU(v float64) *QueueUpsert {
+	u.Add(queue.FieldDefaultCPU, v)
+	return u
+}
+
+// SetDefaultMemoryMib sets the "default_memory_mib" field.
+func (u *QueueUpsert) SetDefaultMemoryMib(v int64) *QueueUpsert {
+	u.Set(queue.FieldDefaultMemoryMib, v)
+	return u
+}
+
+// UpdateDefaultMemoryMib sets the "default_memory_mib" field to the value that was provided on create.
+func (u *QueueUpsert) UpdateDefaultMemoryMib() *QueueUpsert {
+	u.SetExcluded(queue.FieldDefaultMemoryMib)
+	return u
+}
+
+// AddDefaultMemoryMib adds v to the "default_memory_mib" field.
+func (u *QueueUpsert) AddDefaultMemoryMib(v int64) *QueueUpsert {
+	u.Add(queue.FieldDefaultMemoryMib, v)
 	return u
 }
 
@@ -1027,6 +1123,48 @@ func (u *QueueUpsertOne) AddMaxMemoryMibPerJob(v int64) *QueueUpsertOne {
 func (u *QueueUpsertOne) UpdateMaxMemoryMibPerJob() *QueueUpsertOne {
 	return u.Update(func(s *QueueUpsert) {
 		s.UpdateMaxMemoryMibPerJob()
+	})
+}
+
+// SetDefaultCPU sets the "default_cpu" field.
+func (u *QueueUpsertOne) SetDefaultCPU(v float64) *QueueUpsertOne {
+	return u.Update(func(s *QueueUpsert) {
+		s.SetDefaultCPU(v)
+	})
+}
+
+// AddDefaultCPU adds v to the "default_cpu" field.
+func (u *QueueUpsertOne) AddDefaultCPU(v float64) *QueueUpsertOne {
+	return u.Update(func(s *QueueUpsert) {
+		s.AddDefaultCPU(v)
+	})
+}
+
+// UpdateDefaultCPU sets the "default_cpu" field to the value that was provided on create.
+func (u *QueueUpsertOne) UpdateDefaultCPU() *QueueUpsertOne {
+	return u.Update(func(s *QueueUpsert) {
+		s.UpdateDefaultCPU()
+	})
+}
+
+// SetDefaultMemoryMib sets the "default_memory_mib" field.
+func (u *QueueUpsertOne) SetDefaultMemoryMib(v int64) *QueueUpsertOne {
+	return u.Update(func(s *QueueUpsert) {
+		s.SetDefaultMemoryMib(v)
+	})
+}
+
+// AddDefaultMemoryMib adds v to the "default_memory_mib" field.
+func (u *QueueUpsertOne) AddDefaultMemoryMib(v int64) *QueueUpsertOne {
+	return u.Update(func(s *QueueUpsert) {
+		s.AddDefaultMemoryMib(v)
+	})
+}
+
+// UpdateDefaultMemoryMib sets the "default_memory_mib" field to the value that was provided on create.
+func (u *QueueUpsertOne) UpdateDefaultMemoryMib() *QueueUpsertOne {
+	return u.Update(func(s *QueueUpsert) {
+		s.UpdateDefaultMemoryMib()
 	})
 }
 
@@ -1472,6 +1610,48 @@ func (u *QueueUpsertBulk) AddMaxMemoryMibPerJob(v int64) *QueueUpsertBulk {
 func (u *QueueUpsertBulk) UpdateMaxMemoryMibPerJob() *QueueUpsertBulk {
 	return u.Update(func(s *QueueUpsert) {
 		s.UpdateMaxMemoryMibPerJob()
+	})
+}
+
+// SetDefaultCPU sets the "default_cpu" field.
+func (u *QueueUpsertBulk) SetDefaultCPU(v float64) *QueueUpsertBulk {
+	return u.Update(func(s *QueueUpsert) {
+		s.SetDefaultCPU(v)
+	})
+}
+
+// AddDefaultCPU adds v to the "default_cpu" field.
+func (u *QueueUpsertBulk) AddDefaultCPU(v float64) *QueueUpsertBulk {
+	return u.Update(func(s *QueueUpsert) {
+		s.AddDefaultCPU(v)
+	})
+}
+
+// UpdateDefaultCPU sets the "default_cpu" field to the value that was provided on create.
+func (u *QueueUpsertBulk) UpdateDefaultCPU() *QueueUpsertBulk {
+	return u.Update(func(s *QueueUpsert) {
+		s.UpdateDefaultCPU()
+	})
+}
+
+// SetDefaultMemoryMib sets the "default_memory_mib" field.
+func (u *QueueUpsertBulk) SetDefaultMemoryMib(v int64) *QueueUpsertBulk {
+	return u.Update(func(s *QueueUpsert) {
+		s.SetDefaultMemoryMib(v)
+	})
+}
+
+// AddDefaultMemoryMib adds v to the "default_memory_mib" field.
+func (u *QueueUpsertBulk) AddDefaultMemoryMib(v int64) *QueueUpsertBulk {
+	return u.Update(func(s *QueueUpsert) {
+		s.AddDefaultMemoryMib(v)
+	})
+}
+
+// UpdateDefaultMemoryMib sets the "default_memory_mib" field to the value that was provided on create.
+func (u *QueueUpsertBulk) UpdateDefaultMemoryMib() *QueueUpsertBulk {
+	return u.Update(func(s *QueueUpsert) {
+		s.UpdateDefaultMemoryMib()
 	})
 }
 

@@ -145,6 +145,48 @@ func (_u *QueueUpdate) AddMaxMemoryMibPerJob(v int64) *QueueUpdate {
 	return _u
 }
 
+// SetDefaultCPU sets the "default_cpu" field.
+func (_u *QueueUpdate) SetDefaultCPU(v float64) *QueueUpdate {
+	_u.mutation.ResetDefaultCPU()
+	_u.mutation.SetDefaultCPU(v)
+	return _u
+}
+
+// SetNillableDefaultCPU sets the "default_cpu" field if the given value is not nil.
+func (_u *QueueUpdate) SetNillableDefaultCPU(v *float64) *QueueUpdate {
+	if v != nil {
+		_u.SetDefaultCPU(*v)
+	}
+	return _u
+}
+
+// AddDefaultCPU adds value to the "default_cpu" field.
+func (_u *QueueUpdate) AddDefaultCPU(v float64) *QueueUpdate {
+	_u.mutation.AddDefaultCPU(v)
+	return _u
+}
+
+// SetDefaultMemoryMib sets the "default_memory_mib" field.
+func (_u *QueueUpdate) SetDefaultMemoryMib(v int64) *QueueUpdate {
+	_u.mutation.ResetDefaultMemoryMib()
+	_u.mutation.SetDefaultMemoryMib(v)
+	return _u
+}
+
+// SetNillableDefaultMemoryMib sets the "default_memory_mib" field if the given value is not nil.
+func (_u *QueueUpdate) SetNillableDefaultMemoryMib(v *int64) *QueueUpdate {
+	if v != nil {
+		_u.SetDefaultMemoryMib(*v)
+	}
+	return _u
+}
+
+// AddDefaultMemoryMib adds value to the "default_memory_mib" field.
+func (_u *QueueUpdate) AddDefaultMemoryMib(v int64) *QueueUpdate {
+	_u.mutation.AddDefaultMemoryMib(v)
+	return _u
+}
+
 // SetGpuPrices sets the "gpu_prices" field.
 func (_u *QueueUpdate) SetGpuPrices(v []billing.GPURate) *QueueUpdate {
 	_u.mutation.SetGpuPrices(v)
@@ -470,6 +512,16 @@ func (_u *QueueUpdate) check() error {
 			return &ValidationError{Name: "max_memory_mib_per_job", err: fmt.Errorf(`ent: validator failed for field "Queue.max_memory_mib_per_job": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.DefaultCPU(); ok {
+		if err := queue.DefaultCPUValidator(v); err != nil {
+			return &ValidationError{Name: "default_cpu", err: fmt.Errorf(`ent: validator failed for field "Queue.default_cpu": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.DefaultMemoryMib(); ok {
+		if err := queue.DefaultMemoryMibValidator(v); err != nil {
+			return &ValidationError{Name: "default_memory_mib", err: fmt.Errorf(`ent: validator failed for field "Queue.default_memory_mib": %w`, err)}
+		}
+	}
 	if v, ok := _u.mutation.Multiplier(); ok {
 		if err := queue.MultiplierValidator(v); err != nil {
 			return &ValidationError{Name: "multiplier", err: fmt.Errorf(`ent: validator failed for field "Queue.multiplier": %w`, err)}
@@ -519,6 +571,18 @@ func (_u *QueueUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if value, ok := _u.mutation.AddedMaxMemoryMibPerJob(); ok {
 		_spec.AddField(queue.FieldMaxMemoryMibPerJob, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.DefaultCPU(); ok {
+		_spec.SetField(queue.FieldDefaultCPU, field.TypeFloat64, value)
+	}
+	if value, ok := _u.mutation.AddedDefaultCPU(); ok {
+		_spec.AddField(queue.FieldDefaultCPU, field.TypeFloat64, value)
+	}
+	if value, ok := _u.mutation.DefaultMemoryMib(); ok {
+		_spec.SetField(queue.FieldDefaultMemoryMib, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedDefaultMemoryMib(); ok {
+		_spec.AddField(queue.FieldDefaultMemoryMib, field.TypeInt64, value)
 	}
 	if value, ok := _u.mutation.GpuPrices(); ok {
 		_spec.SetField(queue.FieldGpuPrices, field.TypeJSON, value)
@@ -866,6 +930,48 @@ func (_u *QueueUpdateOne) AddMaxMemoryMibPerJob(v int64) *QueueUpdateOne {
 	return _u
 }
 
+// SetDefaultCPU sets the "default_cpu" field.
+func (_u *QueueUpdateOne) SetDefaultCPU(v float64) *QueueUpdateOne {
+	_u.mutation.ResetDefaultCPU()
+	_u.mutation.SetDefaultCPU(v)
+	return _u
+}
+
+// SetNillableDefaultCPU sets the "default_cpu" field if the given value is not nil.
+func (_u *QueueUpdateOne) SetNillableDefaultCPU(v *float64) *QueueUpdateOne {
+	if v != nil {
+		_u.SetDefaultCPU(*v)
+	}
+	return _u
+}
+
+// AddDefaultCPU adds value to the "default_cpu" field.
+func (_u *QueueUpdateOne) AddDefaultCPU(v float64) *QueueUpdateOne {
+	_u.mutation.AddDefaultCPU(v)
+	return _u
+}
+
+// SetDefaultMemoryMib sets the "default_memory_mib" field.
+func (_u *QueueUpdateOne) SetDefaultMemoryMib(v int64) *QueueUpdateOne {
+	_u.mutation.ResetDefaultMemoryMib()
+	_u.mutation.SetDefaultMemoryMib(v)
+	return _u
+}
+
+// SetNillableDefaultMemoryMib sets the "default_memory_mib" field if the given value is not nil.
+func (_u *QueueUpdateOne) SetNillableDefaultMemoryMib(v *int64) *QueueUpdateOne {
+	if v != nil {
+		_u.SetDefaultMemoryMib(*v)
+	}
+	return _u
+}
+
+// AddDefaultMemoryMib adds value to the "default_memory_mib" field.
+func (_u *QueueUpdateOne) AddDefaultMemoryMib(v int64) *QueueUpdateOne {
+	_u.mutation.AddDefaultMemoryMib(v)
+	return _u
+}
+
 // SetGpuPrices sets the "gpu_prices" field.
 func (_u *QueueUpdateOne) SetGpuPrices(v []billing.GPURate) *QueueUpdateOne {
 	_u.mutation.SetGpuPrices(v)
@@ -1204,6 +1310,16 @@ func (_u *QueueUpdateOne) check() error {
 			return &ValidationError{Name: "max_memory_mib_per_job", err: fmt.Errorf(`ent: validator failed for field "Queue.max_memory_mib_per_job": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.DefaultCPU(); ok {
+		if err := queue.DefaultCPUValidator(v); err != nil {
+			return &ValidationError{Name: "default_cpu", err: fmt.Errorf(`ent: validator failed for field "Queue.default_cpu": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.DefaultMemoryMib(); ok {
+		if err := queue.DefaultMemoryMibValidator(v); err != nil {
+			return &ValidationError{Name: "default_memory_mib", err: fmt.Errorf(`ent: validator failed for field "Queue.default_memory_mib": %w`, err)}
+		}
+	}
 	if v, ok := _u.mutation.Multiplier(); ok {
 		if err := queue.MultiplierValidator(v); err != nil {
 			return &ValidationError{Name: "multiplier", err: fmt.Errorf(`ent: validator failed for field "Queue.multiplier": %w`, err)}
@@ -1270,6 +1386,18 @@ func (_u *QueueUpdateOne) sqlSave(ctx context.Context) (_node *Queue, err error)
 	}
 	if value, ok := _u.mutation.AddedMaxMemoryMibPerJob(); ok {
 		_spec.AddField(queue.FieldMaxMemoryMibPerJob, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.DefaultCPU(); ok {
+		_spec.SetField(queue.FieldDefaultCPU, field.TypeFloat64, value)
+	}
+	if value, ok := _u.mutation.AddedDefaultCPU(); ok {
+		_spec.AddField(queue.FieldDefaultCPU, field.TypeFloat64, value)
+	}
+	if value, ok := _u.mutation.DefaultMemoryMib(); ok {
+		_spec.SetField(queue.FieldDefaultMemoryMib, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedDefaultMemoryMib(); ok {
+		_spec.AddField(queue.FieldDefaultMemoryMib, field.TypeInt64, value)
 	}
 	if value, ok := _u.mutation.GpuPrices(); ok {
 		_spec.SetField(queue.FieldGpuPrices, field.TypeJSON, value)

@@ -51,6 +51,8 @@ type Service struct {
 	GpuTypes []string `json:"gpu_types,omitempty"`
 	// the GPU type the service was placed with
 	GpuType string `json:"gpu_type,omitempty"`
+	// the GPU devices booked for the service on its node
+	GpuDevices []string `json:"gpu_devices,omitempty"`
 	// Ports holds the value of the "ports" field.
 	Ports []jobspec.Port `json:"ports,omitempty"`
 	// Status holds the value of the "status" field.
@@ -115,7 +117,7 @@ func (*Service) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case service.FieldCommand, service.FieldArgs, service.FieldEnv, service.FieldGpuTypes, service.FieldPorts, service.FieldHostPorts:
+		case service.FieldCommand, service.FieldArgs, service.FieldEnv, service.FieldGpuTypes, service.FieldGpuDevices, service.FieldPorts, service.FieldHostPorts:
 			values[i] = new([]byte)
 		case service.FieldCPU:
 			values[i] = new(sql.NullFloat64)
@@ -243,6 +245,14 @@ func (_m *Service) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field gpu_type", values[i])
 			} else if value.Valid {
 				_m.GpuType = value.String
+			}
+		case service.FieldGpuDevices:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field gpu_devices", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.GpuDevices); err != nil {
+					return fmt.Errorf("unmarshal field gpu_devices: %w", err)
+				}
 			}
 		case service.FieldPorts:
 			if value, ok := values[i].(*[]byte); !ok {
@@ -396,6 +406,9 @@ func (_m *Service) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("gpu_type=")
 	builder.WriteString(_m.GpuType)
+	builder.WriteString(", ")
+	builder.WriteString("gpu_devices=")
+	builder.WriteString(fmt.Sprintf("%v", _m.GpuDevices))
 	builder.WriteString(", ")
 	builder.WriteString("ports=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Ports))

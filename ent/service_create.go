@@ -172,6 +172,12 @@ func (_c *ServiceCreate) SetNillableGpuType(v *string) *ServiceCreate {
 	return _c
 }
 
+// SetGpuDevices sets the "gpu_devices" field.
+func (_c *ServiceCreate) SetGpuDevices(v []string) *ServiceCreate {
+	_c.mutation.SetGpuDevices(v)
+	return _c
+}
+
 // SetPorts sets the "ports" field.
 func (_c *ServiceCreate) SetPorts(v []jobspec.Port) *ServiceCreate {
 	_c.mutation.SetPorts(v)
@@ -556,6 +562,10 @@ func (_c *ServiceCreate) createSpec() (*Service, *sqlgraph.CreateSpec) {
 		_spec.SetField(service.FieldGpuType, field.TypeString, value)
 		_node.GpuType = value
 	}
+	if value, ok := _c.mutation.GpuDevices(); ok {
+		_spec.SetField(service.FieldGpuDevices, field.TypeJSON, value)
+		_node.GpuDevices = value
+	}
 	if value, ok := _c.mutation.Ports(); ok {
 		_spec.SetField(service.FieldPorts, field.TypeJSON, value)
 		_node.Ports = value
@@ -695,6 +705,24 @@ func (u *ServiceUpsert) SetGpuType(v string) *ServiceUpsert {
 // UpdateGpuType sets the "gpu_type" field to the value that was provided on create.
 func (u *ServiceUpsert) UpdateGpuType() *ServiceUpsert {
 	u.SetExcluded(service.FieldGpuType)
+	return u
+}
+
+// SetGpuDevices sets the "gpu_devices" field.
+func (u *ServiceUpsert) SetGpuDevices(v []string) *ServiceUpsert {
+	u.Set(service.FieldGpuDevices, v)
+	return u
+}
+
+// UpdateGpuDevices sets the "gpu_devices" field to the value that was provided on create.
+func (u *ServiceUpsert) UpdateGpuDevices() *ServiceUpsert {
+	u.SetExcluded(service.FieldGpuDevices)
+	return u
+}
+
+// ClearGpuDevices clears the value of the "gpu_devices" field.
+func (u *ServiceUpsert) ClearGpuDevices() *ServiceUpsert {
+	u.SetNull(service.FieldGpuDevices)
 	return u
 }
 
@@ -951,6 +979,27 @@ func (u *ServiceUpsertOne) SetGpuType(v string) *ServiceUpsertOne {
 func (u *ServiceUpsertOne) UpdateGpuType() *ServiceUpsertOne {
 	return u.Update(func(s *ServiceUpsert) {
 		s.UpdateGpuType()
+	})
+}
+
+// SetGpuDevices sets the "gpu_devices" field.
+func (u *ServiceUpsertOne) SetGpuDevices(v []string) *ServiceUpsertOne {
+	return u.Update(func(s *ServiceUpsert) {
+		s.SetGpuDevices(v)
+	})
+}
+
+// UpdateGpuDevices sets the "gpu_devices" field to the value that was provided on create.
+func (u *ServiceUpsertOne) UpdateGpuDevices() *ServiceUpsertOne {
+	return u.Update(func(s *ServiceUpsert) {
+		s.UpdateGpuDevices()
+	})
+}
+
+// ClearGpuDevices clears the value of the "gpu_devices" field.
+func (u *ServiceUpsertOne) ClearGpuDevices() *ServiceUpsertOne {
+	return u.Update(func(s *ServiceUpsert) {
+		s.ClearGpuDevices()
 	})
 }
 
@@ -1397,6 +1446,27 @@ func (u *ServiceUpsertBulk) SetGpuType(v string) *ServiceUpsertBulk {
 func (u *ServiceUpsertBulk) UpdateGpuType() *ServiceUpsertBulk {
 	return u.Update(func(s *ServiceUpsert) {
 		s.UpdateGpuType()
+	})
+}
+
+// SetGpuDevices sets the "gpu_devices" field.
+func (u *ServiceUpsertBulk) SetGpuDevices(v []string) *ServiceUpsertBulk {
+	return u.Update(func(s *ServiceUpsert) {
+		s.SetGpuDevices(v)
+	})
+}
+
+// UpdateGpuDevices sets the "gpu_devices" field to the value that was provided on create.
+func (u *ServiceUpsertBulk) UpdateGpuDevices() *ServiceUpsertBulk {
+	return u.Update(func(s *ServiceUpsert) {
+		s.UpdateGpuDevices()
+	})
+}
+
+// ClearGpuDevices clears the value of the "gpu_devices" field.
+func (u *ServiceUpsertBulk) ClearGpuDevices() *ServiceUpsertBulk {
+	return u.Update(func(s *ServiceUpsert) {
+		s.ClearGpuDevices()
 	})
 }
 

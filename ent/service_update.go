@@ -51,6 +51,24 @@ func (_u *ServiceUpdate) SetNillableGpuType(v *string) *ServiceUpdate {
 	return _u
 }
 
+// SetGpuDevices sets the "gpu_devices" field.
+func (_u *ServiceUpdate) SetGpuDevices(v []string) *ServiceUpdate {
+	_u.mutation.SetGpuDevices(v)
+	return _u
+}
+
+// AppendGpuDevices appends value to the "gpu_devices" field.
+func (_u *ServiceUpdate) AppendGpuDevices(v []string) *ServiceUpdate {
+	_u.mutation.AppendGpuDevices(v)
+	return _u
+}
+
+// ClearGpuDevices clears the value of the "gpu_devices" field.
+func (_u *ServiceUpdate) ClearGpuDevices() *ServiceUpdate {
+	_u.mutation.ClearGpuDevices()
+	return _u
+}
+
 // SetStatus sets the "status" field.
 func (_u *ServiceUpdate) SetStatus(v service.Status) *ServiceUpdate {
 	_u.mutation.SetStatus(v)
@@ -305,6 +323,17 @@ func (_u *ServiceUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if value, ok := _u.mutation.GpuType(); ok {
 		_spec.SetField(service.FieldGpuType, field.TypeString, value)
 	}
+	if value, ok := _u.mutation.GpuDevices(); ok {
+		_spec.SetField(service.FieldGpuDevices, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedGpuDevices(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, service.FieldGpuDevices, value)
+		})
+	}
+	if _u.mutation.GpuDevicesCleared() {
+		_spec.ClearField(service.FieldGpuDevices, field.TypeJSON)
+	}
 	if _u.mutation.PortsCleared() {
 		_spec.ClearField(service.FieldPorts, field.TypeJSON)
 	}
@@ -418,6 +447,24 @@ func (_u *ServiceUpdateOne) SetNillableGpuType(v *string) *ServiceUpdateOne {
 	if v != nil {
 		_u.SetGpuType(*v)
 	}
+	return _u
+}
+
+// SetGpuDevices sets the "gpu_devices" field.
+func (_u *ServiceUpdateOne) SetGpuDevices(v []string) *ServiceUpdateOne {
+	_u.mutation.SetGpuDevices(v)
+	return _u
+}
+
+// AppendGpuDevices appends value to the "gpu_devices" field.
+func (_u *ServiceUpdateOne) AppendGpuDevices(v []string) *ServiceUpdateOne {
+	_u.mutation.AppendGpuDevices(v)
+	return _u
+}
+
+// ClearGpuDevices clears the value of the "gpu_devices" field.
+func (_u *ServiceUpdateOne) ClearGpuDevices() *ServiceUpdateOne {
+	_u.mutation.ClearGpuDevices()
 	return _u
 }
 
@@ -704,6 +751,17 @@ func (_u *ServiceUpdateOne) sqlSave(ctx context.Context) (_node *Service, err er
 	}
 	if value, ok := _u.mutation.GpuType(); ok {
 		_spec.SetField(service.FieldGpuType, field.TypeString, value)
+	}
+	if value, ok := _u.mutation.GpuDevices(); ok {
+		_spec.SetField(service.FieldGpuDevices, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedGpuDevices(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, service.FieldGpuDevices, value)
+		})
+	}
+	if _u.mutation.GpuDevicesCleared() {
+		_spec.ClearField(service.FieldGpuDevices, field.TypeJSON)
 	}
 	if _u.mutation.PortsCleared() {
 		_spec.ClearField(service.FieldPorts, field.TypeJSON)

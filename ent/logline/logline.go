@@ -22,6 +22,8 @@ const (
 	FieldEnvironmentID = "environment_id"
 	// FieldJobID holds the string denoting the job_id field in the database.
 	FieldJobID = "job_id"
+	// FieldAttempt holds the string denoting the attempt field in the database.
+	FieldAttempt = "attempt"
 	// FieldService holds the string denoting the service field in the database.
 	FieldService = "service"
 	// FieldStream holds the string denoting the stream field in the database.
@@ -42,6 +44,7 @@ var Columns = []string{
 	FieldTenantID,
 	FieldEnvironmentID,
 	FieldJobID,
+	FieldAttempt,
 	FieldService,
 	FieldStream,
 	FieldSeq,
@@ -71,6 +74,8 @@ var (
 	TenantIDValidator func(string) error
 	// EnvironmentIDValidator is a validator for the "environment_id" field. It is called by the builders before save.
 	EnvironmentIDValidator func(string) error
+	// DefaultAttempt holds the default value on creation for the "attempt" field.
+	DefaultAttempt int
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() string
 	// IDValidator is a validator for the "id" field. It is called by the builders before save.
@@ -121,6 +126,11 @@ func ByEnvironmentID(opts ...sql.OrderTermOption) OrderOption {
 // ByJobID orders the results by the job_id field.
 func ByJobID(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldJobID, opts...).ToFunc()
+}
+
+// ByAttempt orders the results by the attempt field.
+func ByAttempt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldAttempt, opts...).ToFunc()
 }
 
 // ByService orders the results by the service field.

@@ -79,6 +79,11 @@ func JobID(v string) predicate.LogLine {
 	return predicate.LogLine(sql.FieldEQ(FieldJobID, v))
 }
 
+// Attempt applies equality check predicate on the "attempt" field. It's identical to AttemptEQ.
+func Attempt(v int) predicate.LogLine {
+	return predicate.LogLine(sql.FieldEQ(FieldAttempt, v))
+}
+
 // Service applies equality check predicate on the "service" field. It's identical to ServiceEQ.
 func Service(v string) predicate.LogLine {
 	return predicate.LogLine(sql.FieldEQ(FieldService, v))
@@ -292,6 +297,46 @@ func JobIDEqualFold(v string) predicate.LogLine {
 // JobIDContainsFold applies the ContainsFold predicate on the "job_id" field.
 func JobIDContainsFold(v string) predicate.LogLine {
 	return predicate.LogLine(sql.FieldContainsFold(FieldJobID, v))
+}
+
+// AttemptEQ applies the EQ predicate on the "attempt" field.
+func AttemptEQ(v int) predicate.LogLine {
+	return predicate.LogLine(sql.FieldEQ(FieldAttempt, v))
+}
+
+// AttemptNEQ applies the NEQ predicate on the "attempt" field.
+func AttemptNEQ(v int) predicate.LogLine {
+	return predicate.LogLine(sql.FieldNEQ(FieldAttempt, v))
+}
+
+// AttemptIn applies the In predicate on the "attempt" field.
+func AttemptIn(vs ...int) predicate.LogLine {
+	return predicate.LogLine(sql.FieldIn(FieldAttempt, vs...))
+}
+
+// AttemptNotIn applies the NotIn predicate on the "attempt" field.
+func AttemptNotIn(vs ...int) predicate.LogLine {
+	return predicate.LogLine(sql.FieldNotIn(FieldAttempt, vs...))
+}
+
+// AttemptGT applies the GT predicate on the "attempt" field.
+func AttemptGT(v int) predicate.LogLine {
+	return predicate.LogLine(sql.FieldGT(FieldAttempt, v))
+}
+
+// AttemptGTE applies the GTE predicate on the "attempt" field.
+func AttemptGTE(v int) predicate.LogLine {
+	return predicate.LogLine(sql.FieldGTE(FieldAttempt, v))
+}
+
+// AttemptLT applies the LT predicate on the "attempt" field.
+func AttemptLT(v int) predicate.LogLine {
+	return predicate.LogLine(sql.FieldLT(FieldAttempt, v))
+}
+
+// AttemptLTE applies the LTE predicate on the "attempt" field.
+func AttemptLTE(v int) predicate.LogLine {
+	return predicate.LogLine(sql.FieldLTE(FieldAttempt, v))
 }
 
 // ServiceEQ applies the EQ predicate on the "service" field.

@@ -362,6 +362,7 @@ var (
 		{Name: "tenant_id", Type: field.TypeString},
 		{Name: "environment_id", Type: field.TypeString},
 		{Name: "job_id", Type: field.TypeString},
+		{Name: "attempt", Type: field.TypeInt, Default: 1},
 		{Name: "service", Type: field.TypeString},
 		{Name: "stream", Type: field.TypeEnum, Enums: []string{"stdout", "stderr"}},
 		{Name: "seq", Type: field.TypeInt64},
@@ -380,9 +381,9 @@ var (
 				Columns: []*schema.Column{LogLinesColumns[1]},
 			},
 			{
-				Name:    "logline_job_id_seq",
+				Name:    "logline_job_id_attempt_seq",
 				Unique:  true,
-				Columns: []*schema.Column{LogLinesColumns[3], LogLinesColumns[6]},
+				Columns: []*schema.Column{LogLinesColumns[3], LogLinesColumns[4], LogLinesColumns[7]},
 			},
 		},
 	}
@@ -524,6 +525,8 @@ var (
 		{Name: "max_gpus_per_job", Type: field.TypeInt, Default: 8},
 		{Name: "max_cpu_per_job", Type: field.TypeFloat64, Default: 64},
 		{Name: "max_memory_mib_per_job", Type: field.TypeInt64, Default: 262144},
+		{Name: "default_cpu", Type: field.TypeFloat64, Default: 1},
+		{Name: "default_memory_mib", Type: field.TypeInt64, Default: 1024},
 		{Name: "gpu_prices", Type: field.TypeJSON, Nullable: true},
 		{Name: "cpu_price", Type: field.TypeInt64, Default: 0},
 		{Name: "memory_price", Type: field.TypeInt64, Default: 0},
@@ -565,6 +568,7 @@ var (
 		{Name: "gpus", Type: field.TypeInt, Default: 0},
 		{Name: "gpu_types", Type: field.TypeJSON, Nullable: true},
 		{Name: "gpu_type", Type: field.TypeString, Default: ""},
+		{Name: "gpu_devices", Type: field.TypeJSON, Nullable: true},
 		{Name: "ports", Type: field.TypeJSON, Nullable: true},
 		{Name: "status", Type: field.TypeEnum, Enums: []string{"PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELLED"}, Default: "PENDING"},
 		{Name: "status_reason", Type: field.TypeString, Default: ""},
@@ -584,13 +588,13 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "services_jobs_services",
-				Columns:    []*schema.Column{ServicesColumns[23]},
+				Columns:    []*schema.Column{ServicesColumns[24]},
 				RefColumns: []*schema.Column{JobsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "services_nodes_node",
-				Columns:    []*schema.Column{ServicesColumns[24]},
+				Columns:    []*schema.Column{ServicesColumns[25]},
 				RefColumns: []*schema.Column{NodesColumns[0]},
 				OnDelete:   schema.SetNull,
 			},
@@ -604,12 +608,12 @@ var (
 			{
 				Name:    "service_job_id_name",
 				Unique:  true,
-				Columns: []*schema.Column{ServicesColumns[23], ServicesColumns[5]},
+				Columns: []*schema.Column{ServicesColumns[24], ServicesColumns[5]},
 			},
 			{
 				Name:    "service_node_id_status",
 				Unique:  false,
-				Columns: []*schema.Column{ServicesColumns[24], ServicesColumns[16]},
+				Columns: []*schema.Column{ServicesColumns[25], ServicesColumns[17]},
 			},
 		},
 	}

@@ -37,6 +37,10 @@ const (
 	FieldMaxCPUPerJob = "max_cpu_per_job"
 	// FieldMaxMemoryMibPerJob holds the string denoting the max_memory_mib_per_job field in the database.
 	FieldMaxMemoryMibPerJob = "max_memory_mib_per_job"
+	// FieldDefaultCPU holds the string denoting the default_cpu field in the database.
+	FieldDefaultCPU = "default_cpu"
+	// FieldDefaultMemoryMib holds the string denoting the default_memory_mib field in the database.
+	FieldDefaultMemoryMib = "default_memory_mib"
 	// FieldGpuPrices holds the string denoting the gpu_prices field in the database.
 	FieldGpuPrices = "gpu_prices"
 	// FieldCPUPrice holds the string denoting the cpu_price field in the database.
@@ -93,6 +97,8 @@ var Columns = []string{
 	FieldMaxGpusPerJob,
 	FieldMaxCPUPerJob,
 	FieldMaxMemoryMibPerJob,
+	FieldDefaultCPU,
+	FieldDefaultMemoryMib,
 	FieldGpuPrices,
 	FieldCPUPrice,
 	FieldMemoryPrice,
@@ -156,6 +162,14 @@ var (
 	DefaultMaxMemoryMibPerJob int64
 	// MaxMemoryMibPerJobValidator is a validator for the "max_memory_mib_per_job" field. It is called by the builders before save.
 	MaxMemoryMibPerJobValidator func(int64) error
+	// DefaultDefaultCPU holds the default value on creation for the "default_cpu" field.
+	DefaultDefaultCPU float64
+	// DefaultCPUValidator is a validator for the "default_cpu" field. It is called by the builders before save.
+	DefaultCPUValidator func(float64) error
+	// DefaultDefaultMemoryMib holds the default value on creation for the "default_memory_mib" field.
+	DefaultDefaultMemoryMib int64
+	// DefaultMemoryMibValidator is a validator for the "default_memory_mib" field. It is called by the builders before save.
+	DefaultMemoryMibValidator func(int64) error
 	// DefaultCPUPrice holds the default value on creation for the "cpu_price" field.
 	DefaultCPUPrice billing.Tokens
 	// DefaultMemoryPrice holds the default value on creation for the "memory_price" field.
@@ -250,6 +264,16 @@ func ByMaxCPUPerJob(opts ...sql.OrderTermOption) OrderOption {
 // ByMaxMemoryMibPerJob orders the results by the max_memory_mib_per_job field.
 func ByMaxMemoryMibPerJob(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldMaxMemoryMibPerJob, opts...).ToFunc()
+}
+
+// ByDefaultCPU orders the results by the default_cpu field.
+func ByDefaultCPU(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldDefaultCPU, opts...).ToFunc()
+}
+
+// ByDefaultMemoryMib orders the results by the default_memory_mib field.
+func ByDefaultMemoryMib(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldDefaultMemoryMib, opts...).ToFunc()
 }
 
 // ByCPUPrice orders the results by the cpu_price field.

@@ -106,6 +106,16 @@ func MaxMemoryMibPerJob(v int64) predicate.Queue {
 	return predicate.Queue(sql.FieldEQ(FieldMaxMemoryMibPerJob, v))
 }
 
+// DefaultCPU applies equality check predicate on the "default_cpu" field. It's identical to DefaultCPUEQ.
+func DefaultCPU(v float64) predicate.Queue {
+	return predicate.Queue(sql.FieldEQ(FieldDefaultCPU, v))
+}
+
+// DefaultMemoryMib applies equality check predicate on the "default_memory_mib" field. It's identical to DefaultMemoryMibEQ.
+func DefaultMemoryMib(v int64) predicate.Queue {
+	return predicate.Queue(sql.FieldEQ(FieldDefaultMemoryMib, v))
+}
+
 // CPUPrice applies equality check predicate on the "cpu_price" field. It's identical to CPUPriceEQ.
 func CPUPrice(v billing.Tokens) predicate.Queue {
 	vc := int64(v)
@@ -542,6 +552,86 @@ func MaxMemoryMibPerJobLT(v int64) predicate.Queue {
 // MaxMemoryMibPerJobLTE applies the LTE predicate on the "max_memory_mib_per_job" field.
 func MaxMemoryMibPerJobLTE(v int64) predicate.Queue {
 	return predicate.Queue(sql.FieldLTE(FieldMaxMemoryMibPerJob, v))
+}
+
+// DefaultCPUEQ applies the EQ predicate on the "default_cpu" field.
+func DefaultCPUEQ(v float64) predicate.Queue {
+	return predicate.Queue(sql.FieldEQ(FieldDefaultCPU, v))
+}
+
+// DefaultCPUNEQ applies the NEQ predicate on the "default_cpu" field.
+func DefaultCPUNEQ(v float64) predicate.Queue {
+	return predicate.Queue(sql.FieldNEQ(FieldDefaultCPU, v))
+}
+
+// DefaultCPUIn applies the In predicate on the "default_cpu" field.
+func DefaultCPUIn(vs ...float64) predicate.Queue {
+	return predicate.Queue(sql.FieldIn(FieldDefaultCPU, vs...))
+}
+
+// DefaultCPUNotIn applies the NotIn predicate on the "default_cpu" field.
+func DefaultCPUNotIn(vs ...float64) predicate.Queue {
+	return predicate.Queue(sql.FieldNotIn(FieldDefaultCPU, vs...))
+}
+
+// DefaultCPUGT applies the GT predicate on the "default_cpu" field.
+func DefaultCPUGT(v float64) predicate.Queue {
+	return predicate.Queue(sql.FieldGT(FieldDefaultCPU, v))
+}
+
+// DefaultCPUGTE applies the GTE predicate on the "default_cpu" field.
+func DefaultCPUGTE(v float64) predicate.Queue {
+	return predicate.Queue(sql.FieldGTE(FieldDefaultCPU, v))
+}
+
+// DefaultCPULT applies the LT predicate on the "default_cpu" field.
+func DefaultCPULT(v float64) predicate.Queue {
+	return predicate.Queue(sql.FieldLT(FieldDefaultCPU, v))
+}
+
+// DefaultCPULTE applies the LTE predicate on the "default_cpu" field.
+func DefaultCPULTE(v float64) predicate.Queue {
+	return predicate.Queue(sql.FieldLTE(FieldDefaultCPU, v))
+}
+
+// DefaultMemoryMibEQ applies the EQ predicate on the "default_memory_mib" field.
+func DefaultMemoryMibEQ(v int64) predicate.Queue {
+	return predicate.Queue(sql.FieldEQ(FieldDefaultMemoryMib, v))
+}
+
+// DefaultMemoryMibNEQ applies the NEQ predicate on the "default_memory_mib" field.
+func DefaultMemoryMibNEQ(v int64) predicate.Queue {
+	return predicate.Queue(sql.FieldNEQ(FieldDefaultMemoryMib, v))
+}
+
+// DefaultMemoryMibIn applies the In predicate on the "default_memory_mib" field.
+func DefaultMemoryMibIn(vs ...int64) predicate.Queue {
+	return predicate.Queue(sql.FieldIn(FieldDefaultMemoryMib, vs...))
+}
+
+// DefaultMemoryMibNotIn applies the NotIn predicate on the "default_memory_mib" field.
+func DefaultMemoryMibNotIn(vs ...int64) predicate.Queue {
+	return predicate.Queue(sql.FieldNotIn(FieldDefaultMemoryMib, vs...))
+}
+
+// DefaultMemoryMibGT applies the GT predicate on the "default_memory_mib" field.
+func DefaultMemoryMibGT(v int64) predicate.Queue {
+	return predicate.Queue(sql.FieldGT(FieldDefaultMemoryMib, v))
+}
+
+// DefaultMemoryMibGTE applies the GTE predicate on the "default_memory_mib" field.
+func DefaultMemoryMibGTE(v int64) predicate.Queue {
+	return predicate.Queue(sql.FieldGTE(FieldDefaultMemoryMib, v))
+}
+
+// DefaultMemoryMibLT applies the LT predicate on the "default_memory_mib" field.
+func DefaultMemoryMibLT(v int64) predicate.Queue {
+	return predicate.Queue(sql.FieldLT(FieldDefaultMemoryMib, v))
+}
+
+// DefaultMemoryMibLTE applies the LTE predicate on the "default_memory_mib" field.
+func DefaultMemoryMibLTE(v int64) predicate.Queue {
+	return predicate.Queue(sql.FieldLTE(FieldDefaultMemoryMib, v))
 }
 
 // GpuPricesIsNil applies the IsNil predicate on the "gpu_prices" field.

@@ -626,6 +626,10 @@ func init() {
 	loglineDescEnvironmentID := loglineMixinFields2[0].Descriptor()
 	// logline.EnvironmentIDValidator is a validator for the "environment_id" field. It is called by the builders before save.
 	logline.EnvironmentIDValidator = loglineDescEnvironmentID.Validators[0].(func(string) error)
+	// loglineDescAttempt is the schema descriptor for attempt field.
+	loglineDescAttempt := loglineFields[1].Descriptor()
+	// logline.DefaultAttempt holds the default value on creation for the attempt field.
+	logline.DefaultAttempt = loglineDescAttempt.Default.(int)
 	// loglineDescID is the schema descriptor for id field.
 	loglineDescID := loglineMixinFields0[0].Descriptor()
 	// logline.DefaultID holds the default value on creation for the id field.
@@ -982,20 +986,32 @@ func init() {
 	queue.DefaultMaxMemoryMibPerJob = queueDescMaxMemoryMibPerJob.Default.(int64)
 	// queue.MaxMemoryMibPerJobValidator is a validator for the "max_memory_mib_per_job" field. It is called by the builders before save.
 	queue.MaxMemoryMibPerJobValidator = queueDescMaxMemoryMibPerJob.Validators[0].(func(int64) error)
+	// queueDescDefaultCPU is the schema descriptor for default_cpu field.
+	queueDescDefaultCPU := queueFields[6].Descriptor()
+	// queue.DefaultDefaultCPU holds the default value on creation for the default_cpu field.
+	queue.DefaultDefaultCPU = queueDescDefaultCPU.Default.(float64)
+	// queue.DefaultCPUValidator is a validator for the "default_cpu" field. It is called by the builders before save.
+	queue.DefaultCPUValidator = queueDescDefaultCPU.Validators[0].(func(float64) error)
+	// queueDescDefaultMemoryMib is the schema descriptor for default_memory_mib field.
+	queueDescDefaultMemoryMib := queueFields[7].Descriptor()
+	// queue.DefaultDefaultMemoryMib holds the default value on creation for the default_memory_mib field.
+	queue.DefaultDefaultMemoryMib = queueDescDefaultMemoryMib.Default.(int64)
+	// queue.DefaultMemoryMibValidator is a validator for the "default_memory_mib" field. It is called by the builders before save.
+	queue.DefaultMemoryMibValidator = queueDescDefaultMemoryMib.Validators[0].(func(int64) error)
 	// queueDescCPUPrice is the schema descriptor for cpu_price field.
-	queueDescCPUPrice := queueFields[7].Descriptor()
+	queueDescCPUPrice := queueFields[9].Descriptor()
 	// queue.DefaultCPUPrice holds the default value on creation for the cpu_price field.
 	queue.DefaultCPUPrice = billing.Tokens(queueDescCPUPrice.Default.(int64))
 	// queueDescMemoryPrice is the schema descriptor for memory_price field.
-	queueDescMemoryPrice := queueFields[8].Descriptor()
+	queueDescMemoryPrice := queueFields[10].Descriptor()
 	// queue.DefaultMemoryPrice holds the default value on creation for the memory_price field.
 	queue.DefaultMemoryPrice = billing.Tokens(queueDescMemoryPrice.Default.(int64))
 	// queueDescStartFee is the schema descriptor for start_fee field.
-	queueDescStartFee := queueFields[9].Descriptor()
+	queueDescStartFee := queueFields[11].Descriptor()
 	// queue.DefaultStartFee holds the default value on creation for the start_fee field.
 	queue.DefaultStartFee = billing.Tokens(queueDescStartFee.Default.(int64))
 	// queueDescMultiplier is the schema descriptor for multiplier field.
-	queueDescMultiplier := queueFields[10].Descriptor()
+	queueDescMultiplier := queueFields[12].Descriptor()
 	// queue.DefaultMultiplier holds the default value on creation for the multiplier field.
 	queue.DefaultMultiplier = queueDescMultiplier.Default.(float64)
 	// queue.MultiplierValidator is a validator for the "multiplier" field. It is called by the builders before save.
@@ -1083,7 +1099,7 @@ func init() {
 	// service.DefaultGpuType holds the default value on creation for the gpu_type field.
 	service.DefaultGpuType = serviceDescGpuType.Default.(string)
 	// serviceDescStatusReason is the schema descriptor for status_reason field.
-	serviceDescStatusReason := serviceFields[13].Descriptor()
+	serviceDescStatusReason := serviceFields[14].Descriptor()
 	// service.DefaultStatusReason holds the default value on creation for the status_reason field.
 	service.DefaultStatusReason = serviceDescStatusReason.Default.(string)
 	// serviceDescID is the schema descriptor for id field.

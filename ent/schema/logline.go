@@ -21,6 +21,8 @@ func (LogLine) Mixin() []ent.Mixin {
 func (LogLine) Fields() []ent.Field {
 	return []ent.Field{
 		field.String("job_id").Immutable(),
+		field.Int("attempt").Default(1).Immutable().
+			Comment("the job's attempt that wrote the line; each attempt numbers its lines from 1"),
 		field.String("service").Immutable(),
 		field.Enum("stream").Values("stdout", "stderr").Immutable(),
 		field.Int64("seq").Immutable(),
@@ -31,7 +33,7 @@ func (LogLine) Fields() []ent.Field {
 
 // Indexes of the LogLine.
 func (LogLine) Indexes() []ent.Index {
-	return []ent.Index{index.Fields("job_id", "seq").Unique()}
+	return []ent.Index{index.Fields("job_id", "attempt", "seq").Unique()}
 }
 
 // Annotations of the LogLine: served by the jobLogs subscription.

@@ -34,6 +34,10 @@ func (Queue) Fields() []ent.Field {
 		field.Int("max_gpus_per_job").Default(8).NonNegative(),
 		field.Float("max_cpu_per_job").Default(64).Min(0),
 		field.Int64("max_memory_mib_per_job").Default(256 * 1024).NonNegative(),
+		field.Float("default_cpu").Default(1).Min(0.001).
+			Comment("CPUs a service gets when it names none"),
+		field.Int64("default_memory_mib").Default(1024).Min(1).
+			Comment("memory in MiB a service gets when it names none"),
 		field.JSON("gpu_prices", []billing.GPURate{}).Optional().
 			Comment("tokens per GPU-minute, per GPU type").
 			Annotations(entgql.Type("[GPURate!]")),

@@ -38,6 +38,9 @@ func (Service) Fields() []ent.Field {
 			Comment("the GPU type, or a preference list"),
 		field.String("gpu_type").Default("").
 			Comment("the GPU type the service was placed with"),
+		field.Strings("gpu_devices").Optional().
+			Comment("the GPU devices booked for the service on its node").
+			Annotations(entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)),
 		field.JSON("ports", []jobspec.Port{}).Optional().Immutable().
 			Annotations(entgql.Type("[Port!]")),
 		field.Enum("status").NamedValues(jobStatuses...).Default("PENDING"),

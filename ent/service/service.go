@@ -48,6 +48,8 @@ const (
 	FieldGpuTypes = "gpu_types"
 	// FieldGpuType holds the string denoting the gpu_type field in the database.
 	FieldGpuType = "gpu_type"
+	// FieldGpuDevices holds the string denoting the gpu_devices field in the database.
+	FieldGpuDevices = "gpu_devices"
 	// FieldPorts holds the string denoting the ports field in the database.
 	FieldPorts = "ports"
 	// FieldStatus holds the string denoting the status field in the database.
@@ -106,6 +108,7 @@ var Columns = []string{
 	FieldGpus,
 	FieldGpuTypes,
 	FieldGpuType,
+	FieldGpuDevices,
 	FieldPorts,
 	FieldStatus,
 	FieldStatusReason,

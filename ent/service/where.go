@@ -780,6 +780,16 @@ func GpuTypeContainsFold(v string) predicate.Service {
 	return predicate.Service(sql.FieldContainsFold(FieldGpuType, v))
 }
 
+// GpuDevicesIsNil applies the IsNil predicate on the "gpu_devices" field.
+func GpuDevicesIsNil() predicate.Service {
+	return predicate.Service(sql.FieldIsNull(FieldGpuDevices))
+}
+
+// GpuDevicesNotNil applies the NotNil predicate on the "gpu_devices" field.
+func GpuDevicesNotNil() predicate.Service {
+	return predicate.Service(sql.FieldNotNull(FieldGpuDevices))
+}
+
 // PortsIsNil applies the IsNil predicate on the "ports" field.
 func PortsIsNil() predicate.Service {
 	return predicate.Service(sql.FieldIsNull(FieldPorts))

@@ -242,8 +242,9 @@ type ComplexityRoot struct {
 	}
 
 	GPUInventory struct {
-		Count func(childComplexity int) int
-		Type  func(childComplexity int) int
+		Count   func(childComplexity int) int
+		Devices func(childComplexity int) int
+		Type    func(childComplexity int) int
 	}
 
 	GPURate struct {
@@ -279,6 +280,7 @@ type ComplexityRoot struct {
 		CPUs      func(childComplexity int) int
 		GPUs      func(childComplexity int) int
 		MemoryMiB func(childComplexity int) int
+		Runtime   func(childComplexity int) int
 	}
 
 	Job struct {
@@ -479,6 +481,8 @@ type ComplexityRoot struct {
 	Queue struct {
 		CPUPrice           func(childComplexity int) int
 		CreatedAt          func(childComplexity int) int
+		DefaultCPU         func(childComplexity int) int
+		DefaultMemoryMib   func(childComplexity int) int
 		Description        func(childComplexity int) int
 		GpuPrices          func(childComplexity int) int
 		Groups             func(childComplexity int) int
@@ -517,6 +521,7 @@ type ComplexityRoot struct {
 		Env          func(childComplexity int) int
 		ExitCode     func(childComplexity int) int
 		FinishedAt   func(childComplexity int) int
+		GpuDevices   func(childComplexity int) int
 		GpuType      func(childComplexity int) int
 		GpuTypes     func(childComplexity int) int
 		Gpus         func(childComplexity int) int
@@ -1425,6 +1430,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.GPUInventory.Count(childComplexity), true
+	case "GPUInventory.devices":
+		if e.ComplexityRoot.GPUInventory.Devices == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GPUInventory.Devices(childComplexity), true
 	case "GPUInventory.type":
 		if e.ComplexityRoot.GPUInventory.Type == nil {
 			break
@@ -1561,6 +1572,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Inventory.MemoryMiB(childComplexity), true
+	case "Inventory.runtime":
+		if e.ComplexityRoot.Inventory.Runtime == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Inventory.Runtime(childComplexity), true
 
 	case "Job.attempt":
 		if e.ComplexityRoot.Job.Attempt == nil {
@@ -2714,6 +2731,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Queue.CreatedAt(childComplexity), true
+	case "Queue.defaultCPU":
+		if e.ComplexityRoot.Queue.DefaultCPU == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Queue.DefaultCPU(childComplexity), true
+	case "Queue.defaultMemoryMib":
+		if e.ComplexityRoot.Queue.DefaultMemoryMib == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Queue.DefaultMemoryMib(childComplexity), true
 	case "Queue.description":
 		if e.ComplexityRoot.Queue.Description == nil {
 			break
@@ -2896,6 +2925,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Service.FinishedAt(childComplexity), true
+	case "Service.gpuDevices":
+		if e.ComplexityRoot.Service.GpuDevices == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Service.GpuDevices(childComplexity), true
 	case "Service.gpuType":
 		if e.ComplexityRoot.Service.GpuType == nil {
 			break
@@ -4621,6 +4656,14 @@ input CreateQueueInput {
   maxCPUPerJob: Float
   maxMemoryMibPerJob: Int
   """
+  CPUs a service gets when it names none
+  """
+  defaultCPU: Float
+  """
+  memory in MiB a service gets when it names none
+  """
+  defaultMemoryMib: Int
+  """
   tokens per GPU-minute, per GPU type
   """
   gpuPrices: [GPURateInput!]
@@ -6284,6 +6327,14 @@ type Queue implements Node {
   maxCPUPerJob: Float!
   maxMemoryMibPerJob: Int!
   """
+  CPUs a service gets when it names none
+  """
+  defaultCPU: Float!
+  """
+  memory in MiB a service gets when it names none
+  """
+  defaultMemoryMib: Int!
+  """
   tokens per GPU-minute, per GPU type
   """
   gpuPrices: [GPURate!]
@@ -6499,6 +6550,28 @@ input QueueWhereInput {
   maxMemoryMibPerJobLT: Int
   maxMemoryMibPerJobLTE: Int
   """
+  default_cpu field predicates
+  """
+  defaultCPU: Float
+  defaultCPUNEQ: Float
+  defaultCPUIn: [Float!]
+  defaultCPUNotIn: [Float!]
+  defaultCPUGT: Float
+  defaultCPUGTE: Float
+  defaultCPULT: Float
+  defaultCPULTE: Float
+  """
+  default_memory_mib field predicates
+  """
+  defaultMemoryMib: Int
+  defaultMemoryMibNEQ: Int
+  defaultMemoryMibIn: [Int!]
+  defaultMemoryMibNotIn: [Int!]
+  defaultMemoryMibGT: Int
+  defaultMemoryMibGTE: Int
+  defaultMemoryMibLT: Int
+  defaultMemoryMibLTE: Int
+  """
   multiplier field predicates
   """
   multiplier: Float
@@ -6551,6 +6624,10 @@ type Service implements Node {
   the GPU type the service was placed with
   """
   gpuType: String!
+  """
+  the GPU devices booked for the service on its node
+  """
+  gpuDevices: [String!]
   ports: [Port!]
   status: ServiceStatus!
   statusReason: String!
@@ -7344,6 +7421,14 @@ input UpdateQueueInput {
   maxCPUPerJob: Float
   maxMemoryMibPerJob: Int
   """
+  CPUs a service gets when it names none
+  """
+  defaultCPU: Float
+  """
+  memory in MiB a service gets when it names none
+  """
+  defaultMemoryMib: Int
+  """
   tokens per GPU-minute, per GPU type
   """
   gpuPrices: [GPURateInput!]
@@ -7687,11 +7772,18 @@ type Inventory {
   cpus: Float!
   memoryMiB: Int!
   gpus: [GPUInventory!]
+  """
+  How the node runs services: "docker" (containers: images, hostnames
+  between services, enforced limits) or "process" (child processes).
+  """
+  runtime: String!
 }
 
 type GPUInventory {
   type: String!
   count: Int!
+  "The device IDs of these GPUs (nvidia-smi UUIDs, or indexes when declared)."
+  devices: [String!]
 }
 
 type EnvVar {
@@ -8351,6 +8443,8 @@ func (ec *executionContext) childFields_GPUInventory(ctx context.Context, field 
 		return ec.fieldContext_GPUInventory_type(ctx, field)
 	case "count":
 		return ec.fieldContext_GPUInventory_count(ctx, field)
+	case "devices":
+		return ec.fieldContext_GPUInventory_devices(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type GPUInventory", field.Name)
 }
@@ -8421,6 +8515,8 @@ func (ec *executionContext) childFields_Inventory(ctx context.Context, field gra
 		return ec.fieldContext_Inventory_memoryMiB(ctx, field)
 	case "gpus":
 		return ec.fieldContext_Inventory_gpus(ctx, field)
+	case "runtime":
+		return ec.fieldContext_Inventory_runtime(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Inventory", field.Name)
 }
@@ -8709,6 +8805,10 @@ func (ec *executionContext) childFields_Queue(ctx context.Context, field graphql
 		return ec.fieldContext_Queue_maxCPUPerJob(ctx, field)
 	case "maxMemoryMibPerJob":
 		return ec.fieldContext_Queue_maxMemoryMibPerJob(ctx, field)
+	case "defaultCPU":
+		return ec.fieldContext_Queue_defaultCPU(ctx, field)
+	case "defaultMemoryMib":
+		return ec.fieldContext_Queue_defaultMemoryMib(ctx, field)
 	case "gpuPrices":
 		return ec.fieldContext_Queue_gpuPrices(ctx, field)
 	case "cpuPrice":
@@ -8783,6 +8883,8 @@ func (ec *executionContext) childFields_Service(ctx context.Context, field graph
 		return ec.fieldContext_Service_gpuTypes(ctx, field)
 	case "gpuType":
 		return ec.fieldContext_Service_gpuType(ctx, field)
+	case "gpuDevices":
+		return ec.fieldContext_Service_gpuDevices(ctx, field)
 	case "ports":
 		return ec.fieldContext_Service_ports(ctx, field)
 	case "status":
@@ -13834,6 +13936,29 @@ func (ec *executionContext) fieldContext_GPUInventory_count(_ context.Context, f
 	return graphql.NewScalarFieldContext("GPUInventory", field, false, false, "Int")
 }
 
+func (ec *executionContext) _GPUInventory_devices(ctx context.Context, field graphql.CollectedField, obj *inventory.GPU) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GPUInventory_devices(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Devices, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_GPUInventory_devices(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("GPUInventory", field, false, false, "String")
+}
+
 func (ec *executionContext) _GPURate_type(ctx context.Context, field graphql.CollectedField, obj *billing.GPURate) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -14385,6 +14510,29 @@ func (ec *executionContext) fieldContext_Inventory_gpus(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Inventory_runtime(ctx context.Context, field graphql.CollectedField, obj *inventory.Inventory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Inventory_runtime(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Runtime, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Inventory_runtime(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Inventory", field, false, false, "String")
 }
 
 func (ec *executionContext) _Job_id(ctx context.Context, field graphql.CollectedField, obj *ent.Job) (ret graphql.Marshaler) {
@@ -19257,6 +19405,52 @@ func (ec *executionContext) fieldContext_Queue_maxMemoryMibPerJob(_ context.Cont
 	return graphql.NewScalarFieldContext("Queue", field, false, false, "Int")
 }
 
+func (ec *executionContext) _Queue_defaultCPU(ctx context.Context, field graphql.CollectedField, obj *ent.Queue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Queue_defaultCPU(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DefaultCPU, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Queue_defaultCPU(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Queue", field, false, false, "Float")
+}
+
+func (ec *executionContext) _Queue_defaultMemoryMib(ctx context.Context, field graphql.CollectedField, obj *ent.Queue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Queue_defaultMemoryMib(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DefaultMemoryMib, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Queue_defaultMemoryMib(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Queue", field, false, false, "Int")
+}
+
 func (ec *executionContext) _Queue_gpuPrices(ctx context.Context, field graphql.CollectedField, obj *ent.Queue) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -19991,6 +20185,29 @@ func (ec *executionContext) _Service_gpuType(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_Service_gpuType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Service", field, false, false, "String")
+}
+
+func (ec *executionContext) _Service_gpuDevices(ctx context.Context, field graphql.CollectedField, obj *ent.Service) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Service_gpuDevices(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.GpuDevices, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Service_gpuDevices(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Service", field, false, false, "String")
 }
 
@@ -26899,7 +27116,7 @@ func (ec *executionContext) unmarshalInputCreateQueueInput(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "description", "mode", "maxGpusPerJob", "maxCPUPerJob", "maxMemoryMibPerJob", "gpuPrices", "cpuPrice", "memoryPrice", "startFee", "multiplier", "nodeIDs", "storageIDs", "groupIDs"}
+	fieldsInOrder := [...]string{"name", "description", "mode", "maxGpusPerJob", "maxCPUPerJob", "maxMemoryMibPerJob", "defaultCPU", "defaultMemoryMib", "gpuPrices", "cpuPrice", "memoryPrice", "startFee", "multiplier", "nodeIDs", "storageIDs", "groupIDs"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -26948,6 +27165,20 @@ func (ec *executionContext) unmarshalInputCreateQueueInput(ctx context.Context, 
 				return it, err
 			}
 			it.MaxMemoryMibPerJob = data
+		case "defaultCPU":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("defaultCPU"))
+			data, err := ec.unmarshalOFloat2ᚖfloat64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DefaultCPU = data
+		case "defaultMemoryMib":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("defaultMemoryMib"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DefaultMemoryMib = data
 		case "gpuPrices":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("gpuPrices"))
 			data, err := ec.unmarshalOGPURateInput2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋbillingᚐGPURateᚄ(ctx, v)
@@ -31358,7 +31589,7 @@ func (ec *executionContext) unmarshalInputQueueWhereInput(ctx context.Context, o
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "description", "descriptionNEQ", "descriptionIn", "descriptionNotIn", "descriptionGT", "descriptionGTE", "descriptionLT", "descriptionLTE", "descriptionContains", "descriptionHasPrefix", "descriptionHasSuffix", "descriptionEqualFold", "descriptionContainsFold", "mode", "modeNEQ", "modeIn", "modeNotIn", "maxGpusPerJob", "maxGpusPerJobNEQ", "maxGpusPerJobIn", "maxGpusPerJobNotIn", "maxGpusPerJobGT", "maxGpusPerJobGTE", "maxGpusPerJobLT", "maxGpusPerJobLTE", "maxCPUPerJob", "maxCPUPerJobNEQ", "maxCPUPerJobIn", "maxCPUPerJobNotIn", "maxCPUPerJobGT", "maxCPUPerJobGTE", "maxCPUPerJobLT", "maxCPUPerJobLTE", "maxMemoryMibPerJob", "maxMemoryMibPerJobNEQ", "maxMemoryMibPerJobIn", "maxMemoryMibPerJobNotIn", "maxMemoryMibPerJobGT", "maxMemoryMibPerJobGTE", "maxMemoryMibPerJobLT", "maxMemoryMibPerJobLTE", "multiplier", "multiplierNEQ", "multiplierIn", "multiplierNotIn", "multiplierGT", "multiplierGTE", "multiplierLT", "multiplierLTE", "hasNodes", "hasNodesWith", "hasStorages", "hasStoragesWith", "hasGroups", "hasGroupsWith", "hasJobs", "hasJobsWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "description", "descriptionNEQ", "descriptionIn", "descriptionNotIn", "descriptionGT", "descriptionGTE", "descriptionLT", "descriptionLTE", "descriptionContains", "descriptionHasPrefix", "descriptionHasSuffix", "descriptionEqualFold", "descriptionContainsFold", "mode", "modeNEQ", "modeIn", "modeNotIn", "maxGpusPerJob", "maxGpusPerJobNEQ", "maxGpusPerJobIn", "maxGpusPerJobNotIn", "maxGpusPerJobGT", "maxGpusPerJobGTE", "maxGpusPerJobLT", "maxGpusPerJobLTE", "maxCPUPerJob", "maxCPUPerJobNEQ", "maxCPUPerJobIn", "maxCPUPerJobNotIn", "maxCPUPerJobGT", "maxCPUPerJobGTE", "maxCPUPerJobLT", "maxCPUPerJobLTE", "maxMemoryMibPerJob", "maxMemoryMibPerJobNEQ", "maxMemoryMibPerJobIn", "maxMemoryMibPerJobNotIn", "maxMemoryMibPerJobGT", "maxMemoryMibPerJobGTE", "maxMemoryMibPerJobLT", "maxMemoryMibPerJobLTE", "defaultCPU", "defaultCPUNEQ", "defaultCPUIn", "defaultCPUNotIn", "defaultCPUGT", "defaultCPUGTE", "defaultCPULT", "defaultCPULTE", "defaultMemoryMib", "defaultMemoryMibNEQ", "defaultMemoryMibIn", "defaultMemoryMibNotIn", "defaultMemoryMibGT", "defaultMemoryMibGTE", "defaultMemoryMibLT", "defaultMemoryMibLTE", "multiplier", "multiplierNEQ", "multiplierIn", "multiplierNotIn", "multiplierGT", "multiplierGTE", "multiplierLT", "multiplierLTE", "hasNodes", "hasNodesWith", "hasStorages", "hasStoragesWith", "hasGroups", "hasGroupsWith", "hasJobs", "hasJobsWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -31890,6 +32121,118 @@ func (ec *executionContext) unmarshalInputQueueWhereInput(ctx context.Context, o
 				return it, err
 			}
 			it.MaxMemoryMibPerJobLTE = data
+		case "defaultCPU":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("defaultCPU"))
+			data, err := ec.unmarshalOFloat2ᚖfloat64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DefaultCPU = data
+		case "defaultCPUNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("defaultCPUNEQ"))
+			data, err := ec.unmarshalOFloat2ᚖfloat64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DefaultCPUNEQ = data
+		case "defaultCPUIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("defaultCPUIn"))
+			data, err := ec.unmarshalOFloat2ᚕfloat64ᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DefaultCPUIn = data
+		case "defaultCPUNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("defaultCPUNotIn"))
+			data, err := ec.unmarshalOFloat2ᚕfloat64ᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DefaultCPUNotIn = data
+		case "defaultCPUGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("defaultCPUGT"))
+			data, err := ec.unmarshalOFloat2ᚖfloat64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DefaultCPUGT = data
+		case "defaultCPUGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("defaultCPUGTE"))
+			data, err := ec.unmarshalOFloat2ᚖfloat64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DefaultCPUGTE = data
+		case "defaultCPULT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("defaultCPULT"))
+			data, err := ec.unmarshalOFloat2ᚖfloat64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DefaultCPULT = data
+		case "defaultCPULTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("defaultCPULTE"))
+			data, err := ec.unmarshalOFloat2ᚖfloat64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DefaultCPULTE = data
+		case "defaultMemoryMib":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("defaultMemoryMib"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DefaultMemoryMib = data
+		case "defaultMemoryMibNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("defaultMemoryMibNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DefaultMemoryMibNEQ = data
+		case "defaultMemoryMibIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("defaultMemoryMibIn"))
+			data, err := ec.unmarshalOInt2ᚕint64ᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DefaultMemoryMibIn = data
+		case "defaultMemoryMibNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("defaultMemoryMibNotIn"))
+			data, err := ec.unmarshalOInt2ᚕint64ᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DefaultMemoryMibNotIn = data
+		case "defaultMemoryMibGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("defaultMemoryMibGT"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DefaultMemoryMibGT = data
+		case "defaultMemoryMibGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("defaultMemoryMibGTE"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DefaultMemoryMibGTE = data
+		case "defaultMemoryMibLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("defaultMemoryMibLT"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DefaultMemoryMibLT = data
+		case "defaultMemoryMibLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("defaultMemoryMibLTE"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DefaultMemoryMibLTE = data
 		case "multiplier":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("multiplier"))
 			data, err := ec.unmarshalOFloat2ᚖfloat64(ctx, v)
@@ -35227,7 +35570,7 @@ func (ec *executionContext) unmarshalInputUpdateQueueInput(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "description", "mode", "maxGpusPerJob", "maxCPUPerJob", "maxMemoryMibPerJob", "gpuPrices", "appendGpuPrices", "clearGpuPrices", "cpuPrice", "memoryPrice", "startFee", "multiplier", "addNodeIDs", "removeNodeIDs", "clearNodes", "addStorageIDs", "removeStorageIDs", "clearStorages", "addGroupIDs", "removeGroupIDs", "clearGroups"}
+	fieldsInOrder := [...]string{"name", "description", "mode", "maxGpusPerJob", "maxCPUPerJob", "maxMemoryMibPerJob", "defaultCPU", "defaultMemoryMib", "gpuPrices", "appendGpuPrices", "clearGpuPrices", "cpuPrice", "memoryPrice", "startFee", "multiplier", "addNodeIDs", "removeNodeIDs", "clearNodes", "addStorageIDs", "removeStorageIDs", "clearStorages", "addGroupIDs", "removeGroupIDs", "clearGroups"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -35276,6 +35619,20 @@ func (ec *executionContext) unmarshalInputUpdateQueueInput(ctx context.Context, 
 				return it, err
 			}
 			it.MaxMemoryMibPerJob = data
+		case "defaultCPU":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("defaultCPU"))
+			data, err := ec.unmarshalOFloat2ᚖfloat64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DefaultCPU = data
+		case "defaultMemoryMib":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("defaultMemoryMib"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DefaultMemoryMib = data
 		case "gpuPrices":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("gpuPrices"))
 			data, err := ec.unmarshalOGPURateInput2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋbillingᚐGPURateᚄ(ctx, v)
@@ -37571,6 +37928,11 @@ func (ec *executionContext) _GPUInventory(ctx context.Context, sel ast.Selection
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "devices":
+			out.Values[i] = ec._GPUInventory_devices(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -37814,6 +38176,11 @@ func (ec *executionContext) _Inventory(ctx context.Context, sel ast.SelectionSet
 		case "gpus":
 			out.Values[i] = ec._Inventory_gpus(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "runtime":
+			out.Values[i] = ec._Inventory_runtime(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -39228,6 +39595,16 @@ func (ec *executionContext) _Queue(ctx context.Context, sel ast.SelectionSet, ob
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "defaultCPU":
+			out.Values[i] = ec._Queue_defaultCPU(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "defaultMemoryMib":
+			out.Values[i] = ec._Queue_defaultMemoryMib(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "gpuPrices":
 			out.Values[i] = ec._Queue_gpuPrices(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -39454,6 +39831,11 @@ func (ec *executionContext) _Service(ctx context.Context, sel ast.SelectionSet, 
 		case "gpuType":
 			out.Values[i] = ec._Service_gpuType(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "gpuDevices":
+			out.Values[i] = ec._Service_gpuDevices(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "ports":

@@ -94,8 +94,12 @@ func (c *checker) running(field string, rs []RunningService) {
 		f := fmt.Sprintf("%s[%d]", field, i)
 		c.id(f+".jobId", r.JobID)
 		c.service(f+".service", r.Service)
+		c.rangeInt(f+".attempt", int64(r.Attempt), 0, MaxAttempt)
 		c.rangeInt(f+".pid", int64(r.PID), 0, math.MaxInt32)
 		c.time(f+".startedAt", r.StartedAt)
+		if !r.LastLine.IsZero() {
+			c.time(f+".lastLine", r.LastLine)
+		}
 	}
 }
 

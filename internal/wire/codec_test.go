@@ -273,7 +273,7 @@ func TestSplitLogs(t *testing.T) {
 	for i := range 5000 {
 		lines = append(lines, LogLine{Service: "svc", Stream: Stdout, Seq: uint64(13 + i), Time: t0, Text: "short line"})
 	}
-	msgs := SplitLogs("job_01", lines)
+	msgs := SplitLogs("job_01", 1, lines)
 	if len(msgs) < 5 {
 		t.Fatalf("%d messages, want several", len(msgs))
 	}
@@ -291,7 +291,7 @@ func TestSplitLogs(t *testing.T) {
 	if !reflect.DeepEqual(back, lines) {
 		t.Error("split lost or reordered lines")
 	}
-	if got := SplitLogs("j", nil); got != nil {
+	if got := SplitLogs("j", 1, nil); got != nil {
 		t.Errorf("no lines gave %v", got)
 	}
 }

@@ -7,20 +7,20 @@ const envelopeSlack = 128
 // SplitLogs cuts lines (valid, contiguous, in order) of one job into Logs
 // messages that each encode within MaxMessageBytes. Any single valid line
 // fits: 64 KiB of text escapes to at most 384 KiB.
-func SplitLogs(jobID string, lines []LogLine) []Logs {
-	budget := MaxMessageBytes - envelopeSlack - len(jobID) - len(`{"jobId":"","lines":[]}`)
+func SplitLogs(jobID string, attempt int, lines []LogLine) []Logs {
+	budget := MaxMessageBytes - envelopeSlack - len(jobID) - len(`{"jobId":"","attempt":1000,"lines":[]}`)
 	var out []Logs
 	start, size := 0, 0
 	for i, l := range lines {
 		n := lineSize(l) + 1 // the comma
 		if i > start && size+n > budget {
-			out = append(out, Logs{JobID: jobID, Lines: lines[start:i]})
+			out = append(out, Logs{JobID: jobID, Attempt: attempt, Lines: lines[start:i]})
 			start, size = i, 0
 		}
 		size += n
 	}
 	if start < len(lines) {
-		out = append(out, Logs{JobID: jobID, Lines: lines[start:]})
+		out = append(out, Logs{JobID: jobID, Attempt: attempt, Lines: lines[start:]})
 	}
 	return out
 }

@@ -18,20 +18,39 @@ type Inventory struct {
 	CPUs      float64 `json:"cpus"`
 	MemoryMiB int64   `json:"memoryMiB"`
 	GPUs      []GPU   `json:"gpus,omitempty"`
+	// Runtime is how the agent runs services: RuntimeDocker or
+	// RuntimeProcess (empty: process, from older agents).
+	Runtime string `json:"runtime,omitempty"`
 }
+
+// Runtimes an agent may report.
+const (
+	RuntimeDocker  = "docker"
+	RuntimeProcess = "process"
+)
 
 // GPU is a number of GPUs of one type.
 type GPU struct {
 	Type  string `json:"type"`
 	Count int    `json:"count"`
+	// Devices are the IDs of these GPUs (nvidia-smi UUIDs, or indexes
+	// when declared), Count of them or none.
+	Devices []string `json:"devices,omitempty"`
 }
 
 // RunningService is a service the agent runs.
 type RunningService struct {
 	JobID     string    `json:"jobId"`
 	Service   string    `json:"service"`
+	Attempt   int       `json:"attempt,omitempty"` // 0: 1, from older agents
 	PID       int       `json:"pid,omitempty"`
 	StartedAt time.Time `json:"startedAt"`
+	// In a Reconcile, where the job's stored log ends: the last sequence
+	// number of the attempt and the time of this service's last line. An
+	// agent that reattached to a job after a restart resumes its output
+	// right after them, so nothing is lost or sent twice.
+	LogSeq   uint64    `json:"logSeq,omitempty"`
+	LastLine time.Time `json:"lastLine,omitzero"`
 }
 
 // Welcome accepts a hello.
@@ -52,7 +71,12 @@ type Heartbeat struct {
 // Start asks the agent to run a job. Starting a job the agent already runs
 // is not an error: the agent keeps the running one (resends are harmless).
 type Start struct {
-	JobID          string         `json:"jobId"`
+	JobID string `json:"jobId"`
+	// Attempt numbers the runs of a job (retries after a lost node); each
+	// attempt numbers its log lines from 1. 0 means 1.
+	Attempt int `json:"attempt,omitempty"`
+	// Tenant is the ID of the job's tenant, for labelling what runs.
+	Tenant         string         `json:"tenant,omitempty"`
 	TimeoutSeconds int            `json:"timeoutSeconds,omitempty"` // 0 = none
 	Services       []ServiceStart `json:"services"`
 	Mounts         []Mount        `json:"mounts,omitempty"`
@@ -123,6 +147,7 @@ func (s State) Done() bool { return s == StateExited || s == StateFailed }
 // StateChange reports a service's new state.
 type StateChange struct {
 	JobID    string    `json:"jobId"`
+	Attempt  int       `json:"attempt,omitempty"` // 0 means 1
 	Service  string    `json:"service"`
 	State    State     `json:"state"`
 	ExitCode *int      `json:"exitCode,omitempty"`
@@ -142,8 +167,9 @@ const (
 
 // Logs carries output lines of one job, in sequence order.
 type Logs struct {
-	JobID string    `json:"jobId"`
-	Lines []LogLine `json:"lines"`
+	JobID   string    `json:"jobId"`
+	Attempt int       `json:"attempt,omitempty"` // 0 means 1
+	Lines   []LogLine `json:"lines"`
 }
 
 // LogLine is one line of output. Seq numbers the lines of a job across its

@@ -16,7 +16,7 @@ func (m Hello) Validate() error {
 	}
 	c.nonNegFloat("inventory.cpus", m.Inventory.CPUs)
 	c.rangeInt("inventory.memoryMiB", m.Inventory.MemoryMiB, 0, math.MaxInt64)
-	seen := map[string]bool{}
+	seen, devices := map[string]bool{}, map[string]bool{}
 	for i, g := range m.Inventory.GPUs {
 		f := fmt.Sprintf("inventory.gpus[%d]", i)
 		switch {
@@ -27,6 +27,20 @@ func (m Hello) Validate() error {
 		}
 		seen[g.Type] = true
 		c.rangeInt(f+".count", int64(g.Count), 1, 1<<20)
+		if len(g.Devices) > 0 && len(g.Devices) != g.Count {
+			c.bad(f+".devices", "lists %d devices for %d GPUs", len(g.Devices), g.Count)
+		}
+		for k, d := range g.Devices {
+			if !gpuDevice.MatchString(d) || devices[d] {
+				c.bad(fmt.Sprintf("%s.devices[%d]", f, k), "%.70q is not a valid or is a repeated GPU device ID", d)
+			}
+			devices[d] = true
+		}
+	}
+	switch m.Inventory.Runtime {
+	case "", RuntimeDocker, RuntimeProcess:
+	default:
+		c.bad("inventory.runtime", "%.40q is not %s or %s", m.Inventory.Runtime, RuntimeDocker, RuntimeProcess)
 	}
 	c.running("running", m.Running)
 	return c.err()
@@ -50,6 +64,10 @@ func (m Heartbeat) Validate() error {
 func (m Start) Validate() error {
 	c := checker{kind: KindStart}
 	c.id("jobId", m.JobID)
+	c.rangeInt("attempt", int64(m.Attempt), 0, MaxAttempt)
+	if m.Tenant != "" {
+		c.id("tenant", m.Tenant)
+	}
 	c.rangeInt("timeoutSeconds", int64(m.TimeoutSeconds), 0, MaxTimeout)
 	switch {
 	case len(m.Services) == 0:
@@ -70,6 +88,9 @@ func (m Start) Validate() error {
 	c.mounts(m.Mounts)
 	return c.err()
 }
+
+// MaxAttempt bounds a job's attempt number (retries are at most 100).
+const MaxAttempt = 1000
 
 // MaxMounts bounds the mounts of a job.
 const MaxMounts = 64
@@ -158,6 +179,7 @@ func (m Stop) Validate() error {
 func (m StateChange) Validate() error {
 	c := checker{kind: KindStateChange}
 	c.id("jobId", m.JobID)
+	c.rangeInt("attempt", int64(m.Attempt), 0, MaxAttempt)
 	c.service("service", m.Service)
 	switch m.State {
 	case StateStarting, StateRunning:
@@ -185,6 +207,7 @@ func (m StateChange) Validate() error {
 func (m Logs) Validate() error {
 	c := checker{kind: KindLogs}
 	c.id("jobId", m.JobID)
+	c.rangeInt("attempt", int64(m.Attempt), 0, MaxAttempt)
 	if len(m.Lines) == 0 {
 		c.bad("lines", "at least one line is required")
 	}
