@@ -77,6 +77,9 @@ func NewProcess(cfg ProcessConfig) (*Process, error) {
 	return &Process{cfg: cfg, log: cfg.Logger.With("runtime", "process"), jobs: map[string]bool{}}, nil
 }
 
+// Name implements Runtime.
+func (p *Process) Name() string { return "process" }
+
 // Start implements Runtime.
 func (p *Process) Start(ctx context.Context, spec JobSpec) (Job, error) {
 	if err := validate(spec); err != nil {

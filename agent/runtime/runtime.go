@@ -1,7 +1,7 @@
 // Package runtime runs the services of a job on a node. A Runtime starts
 // jobs; a Job reports what its services do as Events, in order, and ends
-// with a Result. Process runs services as child processes; container
-// runtimes are meant to implement the same interface.
+// with a Result. Process runs services as child processes; the docker
+// subpackage runs them as containers.
 package runtime
 
 import (
@@ -17,6 +17,39 @@ type Runtime interface {
 	// instead. ctx bounds the preparation only: the job runs until it ends
 	// or is stopped.
 	Start(ctx context.Context, spec JobSpec) (Job, error)
+	// Name is what the node reports: "docker" or "process".
+	Name() string
+}
+
+// Recoverer is a runtime whose jobs outlive the agent (containers). After
+// a restart the agent asks it for what still runs, reports that to the
+// server, and resumes each job the server still wants from where its
+// stored log ends; the others it stops.
+type Recoverer interface {
+	// Recover finds the jobs left running (or ended but not yet removed)
+	// by an earlier agent. They emit nothing until Resume.
+	Recover(ctx context.Context) ([]Recovered, error)
+}
+
+// Recovered is a job found again after an agent restart.
+type Recovered interface {
+	Job
+	Attempt() int
+	Services() []string
+	// StartedAt is when the job's services started.
+	StartedAt() time.Time
+	// Resume starts the job's events: log lines after cursor (numbered
+	// from cursor.Seq+1), then state changes as they happen. Called once;
+	// Stop may come before it.
+	Resume(cursor LogCursor)
+}
+
+// LogCursor is where the server's copy of a job's log ends.
+type LogCursor struct {
+	Seq uint64 // last sequence number stored for the attempt
+	// After is, per service, the time of its last stored line: output at
+	// or before it is not sent again.
+	After map[string]time.Time
 }
 
 // Job is a started job.
@@ -39,6 +72,8 @@ type Job interface {
 // JobSpec is what to run.
 type JobSpec struct {
 	ID       string
+	Attempt  int    // 1 for the first run; container labels carry it
+	Tenant   string // tenant ID, for labels
 	Timeout  time.Duration // from when all services started; 0 = none; on expiry the job is stopped with reason "timeout"
 	Services []ServiceSpec
 	Mounts   []Mount
@@ -63,7 +98,7 @@ type ServiceSpec struct {
 	Ports     []Port // Port 0: the runtime picks a free host port
 	CPU       float64
 	MemoryMiB int64
-	GPUs      []string // device IDs
+	GPUs      []string // device IDs booked for this service
 }
 
 // EnvVar is one environment variable.

@@ -9,7 +9,7 @@ import (
 
 // SpecFromStart is the job a wire.Start asks for.
 func SpecFromStart(m wire.Start) JobSpec {
-	spec := JobSpec{ID: m.JobID, Timeout: time.Duration(m.TimeoutSeconds) * time.Second}
+	spec := JobSpec{ID: m.JobID, Attempt: max(m.Attempt, 1), Tenant: m.Tenant, Timeout: time.Duration(m.TimeoutSeconds) * time.Second}
 	for _, s := range m.Services {
 		ss := ServiceSpec{
 			Name: s.Name, Image: s.Image, Command: s.Command, Args: s.Args,
