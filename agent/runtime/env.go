@@ -5,30 +5,30 @@ import (
 	"strings"
 )
 
-// envKey turns a service or port name into its part of a variable name:
+// EnvKey turns a service or port name into its part of a variable name:
 // upper case, '-' as '_'.
-func envKey(name string) string {
+func EnvKey(name string) string {
 	return strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
-// addressVars are the variables every service of a job gets about every
+// AddressVars are the variables every service of a job gets about every
 // service (itself included): LEVERS9_<SERVICE>_HOST and
 // LEVERS9_<SERVICE>_PORT_<NAME>. ports[i] are service i's host ports.
-func addressVars(spec JobSpec, host string, ports [][]Port) []string {
+func AddressVars(spec JobSpec, host string, ports [][]Port) []string {
 	var vars []string
 	for i, s := range spec.Services {
-		k := "LEVERS9_" + envKey(s.Name)
+		k := "LEVERS9_" + EnvKey(s.Name)
 		vars = append(vars, k+"_HOST="+host)
 		for _, p := range ports[i] {
-			vars = append(vars, fmt.Sprintf("%s_PORT_%s=%d", k, envKey(p.Name), p.Port))
+			vars = append(vars, fmt.Sprintf("%s_PORT_%s=%d", k, EnvKey(p.Name), p.Port))
 		}
 	}
 	return vars
 }
 
-// checkAddressNames refuses specs where two names map to the same variable
+// CheckAddressNames refuses specs where two names map to the same variable
 // (service "a-port" port "x" and service "a" port "port_x").
-func checkAddressNames(spec JobSpec) error {
+func CheckAddressNames(spec JobSpec) error {
 	seen := map[string]string{}
 	claim := func(key, what string) error {
 		if prev, ok := seen[key]; ok {
@@ -41,12 +41,12 @@ func checkAddressNames(spec JobSpec) error {
 		seen["LEVERS9_"+fixed] = "levers9"
 	}
 	for _, s := range spec.Services {
-		k := "LEVERS9_" + envKey(s.Name)
+		k := "LEVERS9_" + EnvKey(s.Name)
 		if err := claim(k+"_HOST", fmt.Sprintf("service %q", s.Name)); err != nil {
 			return err
 		}
 		for _, p := range s.Ports {
-			if err := claim(k+"_PORT_"+envKey(p.Name), fmt.Sprintf("port %q of service %q", p.Name, s.Name)); err != nil {
+			if err := claim(k+"_PORT_"+EnvKey(p.Name), fmt.Sprintf("port %q of service %q", p.Name, s.Name)); err != nil {
 				return err
 			}
 		}

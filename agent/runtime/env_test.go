@@ -8,8 +8,8 @@ import (
 func TestEnvKey(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{"web": "WEB", "my-db": "MY_DB", "admin_x": "ADMIN_X", "a-b-2": "A_B_2"} {
-		if got := envKey(in); got != want {
-			t.Errorf("envKey(%q) = %q, want %q", in, got, want)
+		if got := EnvKey(in); got != want {
+			t.Errorf("EnvKey(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

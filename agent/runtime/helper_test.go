@@ -68,8 +68,8 @@ func helper(mode string, args []string) int {
 }
 
 func addr(service, port string) string {
-	k := "LEVERS9_" + envKey(service)
-	return net.JoinHostPort(os.Getenv(k+"_HOST"), os.Getenv(k+"_PORT_"+envKey(port)))
+	k := "LEVERS9_" + EnvKey(service)
+	return net.JoinHostPort(os.Getenv(k+"_HOST"), os.Getenv(k+"_PORT_"+EnvKey(port)))
 }
 
 func serveOnce() int {

@@ -7,10 +7,10 @@ import (
 	"unicode/utf8"
 )
 
-// readLines calls emit for every line read from r until r ends: without the
+// ReadLines calls emit for every line read from r until r ends: without the
 // newline (and a CR before it), as valid UTF-8, split into pieces of at most
 // max bytes so that one endless line cannot exhaust memory.
-func readLines(r io.Reader, max int, emit func(string)) {
+func ReadLines(r io.Reader, max int, emit func(string)) {
 	buf := make([]byte, 0, max)
 	chunk := make([]byte, 32<<10)
 	for {

@@ -33,9 +33,9 @@ func TestReadLines(t *testing.T) {
 			r := strings.NewReader(tt.in)
 			var got []string
 			if oneByte {
-				readLines(iotest.OneByteReader(r), max, func(s string) { got = append(got, s) })
+				ReadLines(iotest.OneByteReader(r), max, func(s string) { got = append(got, s) })
 			} else {
-				readLines(r, max, func(s string) { got = append(got, s) })
+				ReadLines(r, max, func(s string) { got = append(got, s) })
 			}
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("%s (one byte at a time: %v): got %q, want %q", tt.name, oneByte, got, tt.want)

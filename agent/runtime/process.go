@@ -117,7 +117,7 @@ func (p *Process) prepare(spec JobSpec) (*job, error) {
 	if err != nil {
 		return nil, err
 	}
-	addresses := addressVars(spec, ProcessHost, ports)
+	addresses := AddressVars(spec, ProcessHost, ports)
 	base := os.Environ()
 	j := &job{
 		id:        spec.ID,
@@ -222,7 +222,7 @@ func validate(spec JobSpec) error {
 			}
 		}
 	}
-	return checkAddressNames(spec)
+	return CheckAddressNames(spec)
 }
 
 func plainEnv(name string) bool {

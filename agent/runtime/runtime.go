@@ -84,8 +84,9 @@ type JobSpec struct {
 // links it at Path relative to each service's working directory (a mount at
 // /data/in is ./data/in); container runtimes bind it at Path.
 type Mount struct {
-	Path string // absolute, clean
-	Dir  string
+	Path     string // absolute, clean
+	Dir      string
+	ReadOnly bool // container runtimes bind it read-only
 }
 
 // ServiceSpec is one service of a job.

@@ -87,7 +87,7 @@ func (s *service) start() {
 		stream Stream
 	}{{outR, Stdout}, {errR, Stderr}} {
 		readers.Go(func() {
-			readLines(r.f, MaxLineBytes, func(line string) { s.job.emitLog(s.spec.Name, r.stream, line) })
+			ReadLines(r.f, MaxLineBytes, func(line string) { s.job.emitLog(s.spec.Name, r.stream, line) })
 		})
 	}
 	go s.wait(&readers, outR, errR)

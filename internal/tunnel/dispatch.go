@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/job"
@@ -123,31 +122,6 @@ func (s *session) planMounts(ctx context.Context, j *ent.Job, msg *wire.Start) e
 	}
 	msg.Mounts = ms
 	return nil
-}
-
-// startMessage is the Start for j, its services in the order submitted.
-func startMessage(j *ent.Job) wire.Start {
-	order := map[string]int{}
-	for i, sp := range j.Spec.Services {
-		order[sp.Name] = i
-	}
-	svcs := append([]*ent.Service(nil), j.Edges.Services...)
-	sort.SliceStable(svcs, func(a, b int) bool { return order[svcs[a].Name] < order[svcs[b].Name] })
-	m := wire.Start{JobID: j.ID, TimeoutSeconds: j.TimeoutSeconds}
-	for _, svc := range svcs {
-		ss := wire.ServiceStart{
-			Name: svc.Name, Image: svc.Image, Command: svc.Command, Args: svc.Args,
-			CPU: svc.CPU, MemoryMiB: svc.MemoryMib,
-		}
-		for _, e := range svc.Env {
-			ss.Env = append(ss.Env, wire.EnvVar{Name: e.Name, Value: e.Value})
-		}
-		for _, p := range svc.Ports {
-			ss.Ports = append(ss.Ports, wire.Port{Name: p.Name, Port: p.Port})
-		}
-		m.Services = append(m.Services, ss)
-	}
-	return m
 }
 
 // reconcile compares what the agent runs with what the server believes
