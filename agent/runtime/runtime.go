@@ -72,8 +72,8 @@ type Job interface {
 // JobSpec is what to run.
 type JobSpec struct {
 	ID       string
-	Attempt  int    // 1 for the first run; container labels carry it
-	Tenant   string // tenant ID, for labels
+	Attempt  int           // 1 for the first run; container labels carry it
+	Tenant   string        // tenant ID, for labels
 	Timeout  time.Duration // from when all services started; 0 = none; on expiry the job is stopped with reason "timeout"
 	Services []ServiceSpec
 	Mounts   []Mount

@@ -31,4 +31,3 @@ func startMessage(j *ent.Job) wire.Start {
 	}
 	return m
 }
-
