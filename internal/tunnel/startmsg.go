@@ -15,11 +15,11 @@ func startMessage(j *ent.Job) wire.Start {
 	}
 	svcs := append([]*ent.Service(nil), j.Edges.Services...)
 	sort.SliceStable(svcs, func(a, b int) bool { return order[svcs[a].Name] < order[svcs[b].Name] })
-	m := wire.Start{JobID: j.ID, TimeoutSeconds: j.TimeoutSeconds}
+	m := wire.Start{JobID: j.ID, Attempt: j.Attempt, Tenant: j.TenantID, TimeoutSeconds: j.TimeoutSeconds}
 	for _, svc := range svcs {
 		ss := wire.ServiceStart{
 			Name: svc.Name, Image: svc.Image, Command: svc.Command, Args: svc.Args,
-			CPU: svc.CPU, MemoryMiB: svc.MemoryMib,
+			CPU: svc.CPU, MemoryMiB: svc.MemoryMib, GPUs: svc.GpuDevices,
 		}
 		for _, e := range svc.Env {
 			ss.Env = append(ss.Env, wire.EnvVar{Name: e.Name, Value: e.Value})
