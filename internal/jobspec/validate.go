@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"path"
-	"regexp"
 	"strings"
+
+	"github.com/levers9/levers9/internal/wire"
 )
 
 // FieldError is a problem with one field of a spec, named by its path
@@ -18,28 +18,21 @@ type FieldError struct {
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
 
-// Limits on a spec regardless of queue; queues set tighter ones.
+// Limits on a spec regardless of queue; queues set tighter ones. The
+// rules of names, variables, ports, commands and mounts are wire's, which
+// the server applies again to every start and the agent on receipt.
 const (
-	MaxServices   = 64
-	MaxMounts     = 64
-	MaxEnv        = 256
-	MaxArgs       = 1024
-	MaxStringLen  = 4096
-	MaxPriority   = 1000
-	MaxRetries    = 100
-	MaxTimeout    = 366 * 24 * 3600
-	MaxCPU        = 4096
-	MaxMemoryMiB  = 64 << 20 // 64 TiB
-	MaxGPUs       = 1024
-	maxNameLength = 63
-)
-
-var (
-	// Service names become hostnames, so they are DNS labels.
-	serviceName = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$`)
-	envName     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	portName    = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
-	gpuType     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	MaxServices  = wire.MaxServices
+	MaxMounts    = wire.MaxMounts
+	MaxEnv       = wire.MaxEnv
+	MaxArgs      = wire.MaxWords
+	MaxStringLen = wire.MaxWordBytes
+	MaxPriority  = 1000
+	MaxRetries   = 100
+	MaxTimeout   = wire.MaxTimeout
+	MaxCPU       = 4096
+	MaxMemoryMiB = 64 << 20 // 64 TiB
+	MaxGPUs      = 1024
 )
 
 // Validate checks everything about j that does not depend on a queue,
@@ -48,6 +41,11 @@ func Validate(j Job) error {
 	var errs []error
 	bad := func(field, format string, a ...any) {
 		errs = append(errs, &FieldError{Field: field, Message: fmt.Sprintf(format, a...)})
+	}
+	check := func(field string, err error) {
+		if err != nil {
+			errs = append(errs, &FieldError{Field: field, Message: err.Error()})
+		}
 	}
 	if len(j.Name) > 200 || strings.ContainsAny(j.Name, "\x00\n\r") {
 		bad("name", "must be one line of at most 200 characters")
@@ -71,26 +69,24 @@ func Validate(j Job) error {
 		bad("services", "at most %d services", MaxServices)
 	}
 	names := map[string]bool{}
+	addresses := make([]wire.NamedPorts, 0, len(j.Services))
+	var fixed []wire.FixedPort
 	for i, s := range j.Services {
 		f := fmt.Sprintf("services[%d]", i)
-		switch {
-		case s.Name == "":
-			bad(f+".name", "is required")
-		case !serviceName.MatchString(s.Name):
-			bad(f+".name", "%q is not a valid service name: use lower-case letters, digits and '-', starting with a letter, at most %d characters", s.Name, maxNameLength)
-		case names[s.Name]:
+		if err := wire.CheckServiceName(s.Name); err != nil {
+			check(f+".name", err)
+		} else if names[s.Name] {
 			bad(f+".name", "duplicate service name %q", s.Name)
 		}
 		names[s.Name] = true
-		if len(s.Command) == 0 && s.Image == "" {
-			bad(f+".command", "a service needs an image or a command")
-		}
+		check(f+".command", wire.CheckCommand(s.Image, s.Command))
+		check(f+".image", wire.CheckImage(s.Image))
 		if len(s.Command)+len(s.Args) > MaxArgs {
 			bad(f+".args", "at most %d command words and arguments", MaxArgs)
 		}
-		for _, w := range append(append([]string{s.Image}, s.Command...), s.Args...) {
-			if len(w) > MaxStringLen || strings.ContainsRune(w, 0) {
-				bad(f+".command", "words must be at most %d bytes without NUL", MaxStringLen)
+		for _, w := range append(append([]string(nil), s.Command...), s.Args...) {
+			if err := wire.CheckWord(w); err != nil {
+				check(f+".command", err)
 				break
 			}
 		}
@@ -108,8 +104,11 @@ func Validate(j Job) error {
 		}
 		seenType := map[string]bool{}
 		for k, t := range s.GPUTypes {
-			if !gpuType.MatchString(t) || seenType[t] {
-				bad(fmt.Sprintf("%s.gpuTypes[%d]", f, k), "%q is not a valid or is a repeated GPU type", t)
+			tf := fmt.Sprintf("%s.gpuTypes[%d]", f, k)
+			if err := wire.CheckGPUType(t); err != nil {
+				check(tf, err)
+			} else if seenType[t] {
+				bad(tf, "%q is listed twice", t)
 			}
 			seenType[t] = true
 		}
@@ -119,61 +118,56 @@ func Validate(j Job) error {
 		seenEnv := map[string]bool{}
 		for k, e := range s.Env {
 			ef := fmt.Sprintf("%s.env[%d]", f, k)
-			switch {
-			case !envName.MatchString(e.Name):
-				bad(ef+".name", "%q is not a valid environment variable name", e.Name)
-			case strings.HasPrefix(strings.ToUpper(e.Name), "LEVERS9_"):
-				bad(ef+".name", "names starting with LEVERS9_ are set by levers9")
-			case seenEnv[e.Name]:
+			if err := wire.CheckEnvName(e.Name); err != nil {
+				check(ef+".name", err)
+			} else if seenEnv[e.Name] {
 				bad(ef+".name", "duplicate variable %q", e.Name)
 			}
 			seenEnv[e.Name] = true
-			if len(e.Value) > 64*1024 || strings.ContainsRune(e.Value, 0) {
-				bad(ef+".value", "must be at most 64 KiB without NUL")
-			}
+			check(ef+".value", wire.CheckEnvValue(e.Value))
 		}
+		np := wire.NamedPorts{Service: s.Name}
 		seenPort := map[string]bool{}
 		for k, p := range s.Ports {
 			pf := fmt.Sprintf("%s.ports[%d]", f, k)
-			if !portName.MatchString(p.Name) || seenPort[p.Name] {
-				bad(pf+".name", "%q is not a valid or is a repeated port name", p.Name)
+			if err := wire.CheckPortName(p.Name); err != nil {
+				check(pf+".name", err)
+			} else if seenPort[p.Name] {
+				bad(pf+".name", "duplicate port %q", p.Name)
 			}
 			seenPort[p.Name] = true
-			if p.Port < 0 || p.Port > 65535 {
-				bad(pf+".port", "must be between 1 and 65535, or 0 to pick a free one")
-			}
+			check(pf+".port", wire.CheckPortNumber(p.Port, false))
+			np.Ports = append(np.Ports, p.Name)
+			fixed = append(fixed, wire.FixedPort{Service: i, Port: k, Number: p.Port})
 		}
+		addresses = append(addresses, np)
+	}
+	for _, fe := range wire.CheckAddressNames(addresses) {
+		bad(fe.Field, "%s", fe.Message)
+	}
+	for _, fe := range wire.CheckFixedPorts(fixed) {
+		bad(fe.Field, "%s", fe.Message)
 	}
 	if len(j.Mounts) > MaxMounts {
 		bad("mounts", "at most %d mounts", MaxMounts)
 	}
-	paths := map[string]bool{}
+	var paths []string
 	for i, m := range j.Mounts {
 		f := fmt.Sprintf("mounts[%d]", i)
 		if strings.TrimSpace(m.Bucket) == "" {
 			bad(f+".bucket", "is required")
 		}
-		if err := checkMountPath(m.Path); err != nil {
-			bad(f+".path", "%v", err)
-		} else if paths[m.Path] {
-			bad(f+".path", "%q is mounted twice", m.Path)
+		if err := wire.CheckMountPath(m.Path); err != nil {
+			check(f+".path", err)
+			continue
 		}
-		paths[m.Path] = true
+		for _, p := range paths {
+			if wire.MountsOverlap(p, m.Path) {
+				bad(f+".path", "%q overlaps mount %q", m.Path, p)
+				break
+			}
+		}
+		paths = append(paths, m.Path)
 	}
 	return errors.Join(errs...)
-}
-
-// checkMountPath accepts a clean absolute path that is not the root.
-func checkMountPath(p string) error {
-	switch {
-	case p == "" || !strings.HasPrefix(p, "/"):
-		return errors.New("must be an absolute path")
-	case len(p) > 1024 || strings.ContainsRune(p, 0):
-		return errors.New("must be at most 1024 bytes without NUL")
-	case path.Clean(p) != p:
-		return fmt.Errorf("%q is not clean (no '..', '.', '//' or trailing '/')", p)
-	case p == "/":
-		return errors.New("cannot mount over /")
-	}
-	return nil
 }

@@ -61,6 +61,7 @@ func FuzzValidate(f *testing.F) {
 	b, _ := json.Marshal(valid())
 	f.Add(b)
 	f.Add([]byte(`{"queue":"q","services":[{"name":"a","command":["x"],"cpu":-1}]}`))
+	f.Add([]byte(`{"queue":"q","services":[{"name":"a-port","image":"busybox","ports":[{"name":"x"}]},{"name":"a","command":["x"],"ports":[{"name":"port_x","port":80}]}],"mounts":[{"bucket":"b","path":"/d"},{"bucket":"c","path":"/d/e"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var j Job
 		if json.Unmarshal(data, &j) != nil {
@@ -68,6 +69,10 @@ func FuzzValidate(f *testing.F) {
 		}
 		if Validate(j) != nil {
 			return
+		}
+		// One definition: what submit accepts, the agent accepts.
+		if err := toStart(j).Validate(); err != nil {
+			t.Fatalf("submit accepted %+v but its start is refused: %v", j, err)
 		}
 		// Whatever passes must hold the invariants the rest of the system relies on.
 		names := map[string]bool{}

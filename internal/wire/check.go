@@ -12,11 +12,6 @@ import (
 var (
 	// IDs become directory names on the node, so no '/' or dots.
 	idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
-	// Service names are DNS labels (they become hostnames).
-	serviceName = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$`)
-	portName    = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
-	envName     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,255}$`)
-	gpuType     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 	// GPU device IDs: indexes, UUIDs ("GPU-…") and MIG IDs ("MIG-…/1/0");
 	// no commas, since they are joined into CUDA_VISIBLE_DEVICES.
 	gpuDevice = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9:/._-]{0,127}$`)
@@ -49,11 +44,13 @@ func (c *checker) id(field, v string) {
 }
 
 func (c *checker) service(field, v string) {
-	switch {
-	case v == "":
-		c.bad(field, "is required")
-	case !serviceName.MatchString(v):
-		c.bad(field, "%.70q is not a valid service name", v)
+	c.check(field, CheckServiceName(v))
+}
+
+// check records err, one of the Check functions' answers, against field.
+func (c *checker) check(field string, err error) {
+	if err != nil {
+		c.fields = append(c.fields, FieldError{Field: field, Message: err.Error()})
 	}
 }
 
@@ -105,21 +102,16 @@ func (c *checker) running(field string, rs []RunningService) {
 
 // ports checks names (unique) and numbers; assigned ports are never 0.
 func (c *checker) ports(field string, ps []Port, assigned bool) {
-	lo := int64(0)
-	if assigned {
-		lo = 1
-	}
 	seen := map[string]bool{}
 	for i, p := range ps {
 		f := fmt.Sprintf("%s[%d]", field, i)
-		switch {
-		case !portName.MatchString(p.Name):
-			c.bad(f+".name", "%.40q is not a valid port name", p.Name)
-		case seen[p.Name]:
+		if err := CheckPortName(p.Name); err != nil {
+			c.check(f+".name", err)
+		} else if seen[p.Name] {
 			c.bad(f+".name", "duplicate port %q", p.Name)
 		}
 		seen[p.Name] = true
-		c.rangeInt(f+".port", int64(p.Port), lo, 65535)
+		c.check(f+".port", CheckPortNumber(p.Port, assigned))
 	}
 }
 

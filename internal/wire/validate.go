@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"path"
-	"strings"
 )
 
 // Validate implements Msg.
@@ -19,10 +18,9 @@ func (m Hello) Validate() error {
 	seen, devices := map[string]bool{}, map[string]bool{}
 	for i, g := range m.Inventory.GPUs {
 		f := fmt.Sprintf("inventory.gpus[%d]", i)
-		switch {
-		case !gpuType.MatchString(g.Type):
-			c.bad(f+".type", "%.70q is not a valid GPU type", g.Type)
-		case seen[g.Type]:
+		if err := CheckGPUType(g.Type); err != nil {
+			c.check(f+".type", err)
+		} else if seen[g.Type] {
 			c.bad(f+".type", "duplicate GPU type %q", g.Type)
 		}
 		seen[g.Type] = true
@@ -76,15 +74,26 @@ func (m Start) Validate() error {
 		c.bad("services", "at most %d services", MaxServices)
 	}
 	names := map[string]bool{}
+	addresses := make([]NamedPorts, 0, len(m.Services))
+	var fixed []FixedPort
 	for i, s := range m.Services {
 		f := fmt.Sprintf("services[%d]", i)
-		c.service(f+".name", s.Name)
-		if names[s.Name] {
+		if err := CheckServiceName(s.Name); err != nil {
+			c.check(f+".name", err)
+		} else if names[s.Name] {
 			c.bad(f+".name", "duplicate service %q", s.Name)
 		}
 		names[s.Name] = true
 		c.serviceStart(f, s)
+		np := NamedPorts{Service: s.Name}
+		for k, p := range s.Ports {
+			np.Ports = append(np.Ports, p.Name)
+			fixed = append(fixed, FixedPort{Service: i, Port: k, Number: p.Port})
+		}
+		addresses = append(addresses, np)
 	}
+	c.fields = append(c.fields, CheckAddressNames(addresses)...)
+	c.fields = append(c.fields, CheckFixedPorts(fixed)...)
 	c.mounts(m.Mounts)
 	return c.err()
 }
@@ -100,19 +109,21 @@ func (c *checker) mounts(ms []Mount) {
 		c.bad("mounts", "at most %d mounts", MaxMounts)
 		return
 	}
-	paths := map[string]bool{}
+	var paths []string
 	for i, m := range ms {
 		f := fmt.Sprintf("mounts[%d]", i)
 		c.id(f+".bucket", m.Bucket)
-		if !cleanAbs(m.Path) || m.Path == "/" {
-			c.bad(f+".path", "%.70q is not a clean absolute path below /", m.Path)
-		}
-		for p := range paths {
-			if p == m.Path || strings.HasPrefix(p, m.Path+"/") || strings.HasPrefix(m.Path, p+"/") {
-				c.bad(f+".path", "%q overlaps another mount", m.Path)
+		if err := CheckMountPath(m.Path); err != nil {
+			c.check(f+".path", err)
+		} else {
+			for _, p := range paths {
+				if MountsOverlap(p, m.Path) {
+					c.bad(f+".path", "%q overlaps mount %q", m.Path, p)
+					break
+				}
 			}
+			paths = append(paths, m.Path)
 		}
-		paths[m.Path] = true
 		if m.Link != "" && !cleanAbs(m.Link) {
 			c.bad(f+".link", "%.70q is not a clean absolute path", m.Link)
 		}
@@ -126,29 +137,30 @@ func cleanAbs(p string) bool {
 }
 
 func (c *checker) serviceStart(f string, s ServiceStart) {
-	if len(s.Command) == 0 && s.Image == "" {
-		c.bad(f+".command", "a service needs a command or an image")
+	c.check(f+".command", CheckCommand(s.Image, s.Command))
+	c.check(f+".image", CheckImage(s.Image))
+	if len(s.Command)+len(s.Args) > MaxWords {
+		c.bad(f+".args", "at most %d command words and arguments", MaxWords)
 	}
-	// exec refuses NUL bytes; say so here rather than at start.
-	for k, w := range append(append([]string{s.Image}, s.Command...), s.Args...) {
-		if hasNUL(w) {
-			c.bad(f+".command", "word %d contains a NUL byte", k)
+	for _, w := range append(append([]string(nil), s.Command...), s.Args...) {
+		if err := CheckWord(w); err != nil {
+			c.check(f+".command", err)
 			break
 		}
+	}
+	if len(s.Env) > MaxEnv {
+		c.bad(f+".env", "at most %d variables", MaxEnv)
 	}
 	seen := map[string]bool{}
 	for k, e := range s.Env {
 		ef := fmt.Sprintf("%s.env[%d]", f, k)
-		switch {
-		case !envName.MatchString(e.Name):
-			c.bad(ef+".name", "%.70q is not a valid variable name", e.Name)
-		case seen[e.Name]:
+		if err := CheckEnvName(e.Name); err != nil {
+			c.check(ef+".name", err)
+		} else if seen[e.Name] {
 			c.bad(ef+".name", "duplicate variable %q", e.Name)
 		}
 		seen[e.Name] = true
-		if hasNUL(e.Value) {
-			c.bad(ef+".value", "contains a NUL byte")
-		}
+		c.check(ef+".value", CheckEnvValue(e.Value))
 	}
 	c.ports(f+".ports", s.Ports, false)
 	c.nonNegFloat(f+".cpu", s.CPU)
