@@ -179,6 +179,8 @@ func check(ctx context.Context, client *ent.Client, spec jobspec.Job, minutes in
 		return nil, fmt.Errorf("looking up queue %q: %w", spec.Queue, err)
 	}
 	c.queue = q
+	c.spec = withDefaults(spec, q)
+	spec = c.spec
 	if ok, err := access.CanUseQueue(ctx, client, q.ID); err != nil || !ok {
 		if err != nil {
 			return nil, err
@@ -200,6 +202,25 @@ func check(ctx context.Context, client *ent.Client, spec jobspec.Job, minutes in
 		return nil, fault.Invalid("services", "%v", err)
 	}
 	return c, nil
+}
+
+// withDefaults gives every service that names no CPU or no memory the
+// queue's defaults, so no job holds or pays for nothing. It runs before
+// limits, the estimate and insertion, and copies: the caller's spec is
+// left alone.
+func withDefaults(spec jobspec.Job, q *ent.Queue) jobspec.Job {
+	svcs := make([]jobspec.Service, len(spec.Services))
+	copy(svcs, spec.Services)
+	for i := range svcs {
+		if svcs[i].CPU == 0 {
+			svcs[i].CPU = q.DefaultCPU
+		}
+		if svcs[i].MemoryMiB == 0 {
+			svcs[i].MemoryMiB = q.DefaultMemoryMib
+		}
+	}
+	spec.Services = svcs
+	return spec
 }
 
 func withinLimits(spec jobspec.Job, q *ent.Queue) error {

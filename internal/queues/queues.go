@@ -5,8 +5,10 @@ package queues
 import (
 	"context"
 	"errors"
+	"math"
 
 	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/metering"
@@ -17,7 +19,11 @@ import (
 func Create(ctx context.Context, c *ent.Client, in ent.CreateQueueInput) (*ent.Queue, error) {
 	r := billing.Rates{GPU: in.GpuPrices, Multiplier: 1}
 	setRates(&r, in.CPUPrice, in.MemoryPrice, in.StartFee, in.Multiplier)
-	if err := validate(r); err != nil {
+	err := errors.Join(validate(r), checkDefaults(limits{
+		defaultCPU: or(in.DefaultCPU, queue.DefaultDefaultCPU), defaultMemory: or(in.DefaultMemoryMib, queue.DefaultDefaultMemoryMib),
+		maxCPU: or(in.MaxCPUPerJob, queue.DefaultMaxCPUPerJob), maxMemory: or(in.MaxMemoryMibPerJob, queue.DefaultMaxMemoryMibPerJob),
+	}))
+	if err != nil {
 		return nil, err
 	}
 	return c.Queue.Create().SetInput(in).Save(ctx)
@@ -39,10 +45,48 @@ func Update(ctx context.Context, c *ent.Client, id string, in ent.UpdateQueueInp
 	}
 	r.GPU = append(r.GPU, in.AppendGpuPrices...)
 	setRates(&r, in.CPUPrice, in.MemoryPrice, in.StartFee, in.Multiplier)
-	if err := validate(r); err != nil {
+	err = errors.Join(validate(r), checkDefaults(limits{
+		defaultCPU: or(in.DefaultCPU, q.DefaultCPU), defaultMemory: or(in.DefaultMemoryMib, q.DefaultMemoryMib),
+		maxCPU: or(in.MaxCPUPerJob, q.MaxCPUPerJob), maxMemory: or(in.MaxMemoryMibPerJob, q.MaxMemoryMibPerJob),
+	}))
+	if err != nil {
 		return nil, err
 	}
 	return q.Update().SetInput(in).Save(ctx)
+}
+
+// limits are a queue's per-service defaults and per-job maxima as they
+// will be stored.
+type limits struct {
+	defaultCPU, maxCPU       float64
+	defaultMemory, maxMemory int64
+}
+
+// checkDefaults refuses defaults a job could not get: a service that names
+// nothing must fit the queue's per-job limits, and must hold something.
+func checkDefaults(l limits) error {
+	var errs []error
+	switch {
+	case math.IsNaN(l.defaultCPU) || l.defaultCPU <= 0:
+		errs = append(errs, fault.Invalid("defaultCPU", "must be more than 0"))
+	case l.defaultCPU > l.maxCPU:
+		errs = append(errs, fault.Invalid("defaultCPU", "%g is more than the %g CPUs a job may ask for", l.defaultCPU, l.maxCPU))
+	}
+	switch {
+	case l.defaultMemory <= 0:
+		errs = append(errs, fault.Invalid("defaultMemoryMib", "must be more than 0"))
+	case l.defaultMemory > l.maxMemory:
+		errs = append(errs, fault.Invalid("defaultMemoryMib", "%d MiB is more than the %d MiB a job may ask for", l.defaultMemory, l.maxMemory))
+	}
+	return errors.Join(errs...)
+}
+
+// or is *p, or def when p is nil.
+func or[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
 }
 
 func setRates(r *billing.Rates, cpu, mem, fee *billing.Tokens, mult *float64) {
