@@ -44,11 +44,31 @@ func (w *testWriter) Write(p []byte) (int, error) {
 
 func newProcess(t *testing.T) *Process {
 	t.Helper()
-	p, err := NewProcess(ProcessConfig{Root: t.TempDir(), Logger: testLogger(t)})
+	return newProcessWith(t, ProcessConfig{Root: t.TempDir()})
+}
+
+// newProcessWith is a supervised runtime (the test binary re-executes
+// itself as the supervisor) configured by cfg.
+func newProcessWith(t *testing.T, cfg ProcessConfig) *Process {
+	t.Helper()
+	cfg.Supervisor = supervisor(t)
+	if cfg.Logger == nil {
+		cfg.Logger = testLogger(t)
+	}
+	p, err := NewProcess(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+func supervisor(t *testing.T) []string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{exe, SupervisorArg}
 }
 
 // collector drains a job's events in the background.

@@ -2,8 +2,7 @@ package runtime
 
 import "syscall"
 
-// dieWithAgent asks the kernel to kill a service when the agent dies, even
-// by SIGKILL: services do not survive the agent, and a restarted agent
-// would not know them. (It covers the service's main process; what that
-// forks lives in its process group.)
-func dieWithAgent(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGKILL }
+// dieWithAgent asks the kernel to send sig to a child when the agent dies,
+// even by SIGKILL: SIGKILL for a service's own process, a signal the
+// supervisor catches to kill the whole service.
+func dieWithAgent(a *syscall.SysProcAttr, sig syscall.Signal) { a.Pdeathsig = sig }

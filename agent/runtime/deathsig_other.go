@@ -5,4 +5,4 @@ package runtime
 import "syscall"
 
 // dieWithAgent has no portable equivalent outside Linux.
-func dieWithAgent(*syscall.SysProcAttr) {}
+func dieWithAgent(*syscall.SysProcAttr, syscall.Signal) {}

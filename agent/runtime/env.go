@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 )
@@ -57,18 +58,29 @@ func CheckAddressNames(spec JobSpec) error {
 // serviceEnv is the environment of one service: the agent's own (PATH,
 // HOME, …) minus its LEVERS9_* settings, which may hold secrets; then the
 // service's variables; then what levers9 sets, which wins.
-func serviceEnv(base []string, jobID string, s ServiceSpec, dir string, addresses []string) []string {
+func serviceEnv(base []string, jobID string, s ServiceSpec, dir string, addresses []string, u *jobUser) []string {
 	env := newEnvList()
 	for _, kv := range base {
 		if !strings.HasPrefix(kv, "LEVERS9_") {
 			env.set(kv)
 		}
 	}
+	if u != nil {
+		// The agent's home is not the job user's.
+		env.set("HOME=" + dir)
+		if u.name != "" {
+			env.set("USER=" + u.name)
+			env.set("LOGNAME=" + u.name)
+		}
+	}
 	for _, e := range s.Env {
 		env.set(e.Name + "=" + e.Value)
 	}
-	// A service sees only the GPUs it was given; none when it asked for none.
+	// A service sees only the GPUs it was given; none when it asked for
+	// none. CUDA reads the first; NVIDIA's container tools the second, where
+	// "void" means none.
 	env.set("CUDA_VISIBLE_DEVICES=" + strings.Join(s.GPUs, ","))
+	env.set("NVIDIA_VISIBLE_DEVICES=" + cmp.Or(strings.Join(s.GPUs, ","), "void"))
 	env.set("PWD=" + dir)
 	env.set("LEVERS9_JOB_ID=" + jobID)
 	env.set("LEVERS9_SERVICE=" + s.Name)

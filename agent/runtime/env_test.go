@@ -18,9 +18,9 @@ func TestServiceEnvPrecedence(t *testing.T) {
 	t.Parallel()
 	base := []string{"PATH=/bin", "PWD=/agent", "LEVERS9_TOKEN=secret", "CUDA_VISIBLE_DEVICES=0,1,2,3", "HOME=/root"}
 	s := ServiceSpec{Name: "a", Env: []EnvVar{{Name: "HOME", Value: "/home/a"}, {Name: "CUDA_VISIBLE_DEVICES", Value: "all"}}}
-	got := serviceEnv(base, "job_1", s, "/w/job_1/a", []string{"LEVERS9_A_HOST=127.0.0.1"})
+	got := serviceEnv(base, "job_1", s, "/w/job_1/a", []string{"LEVERS9_A_HOST=127.0.0.1"}, nil)
 	want := []string{
-		"PATH=/bin", "PWD=/w/job_1/a", "CUDA_VISIBLE_DEVICES=", "HOME=/home/a",
+		"PATH=/bin", "PWD=/w/job_1/a", "CUDA_VISIBLE_DEVICES=", "HOME=/home/a", "NVIDIA_VISIBLE_DEVICES=void",
 		"LEVERS9_JOB_ID=job_1", "LEVERS9_SERVICE=a", "LEVERS9_A_HOST=127.0.0.1",
 	}
 	if !slices.Equal(got, want) {

@@ -20,6 +20,10 @@ import (
 const helperVar = "L9TEST_HELPER"
 
 func TestMain(m *testing.M) {
+	// The supervisor of every service, as the agent's binary runs it.
+	if len(os.Args) > 1 && os.Args[1] == SupervisorArg {
+		os.Exit(Supervise(os.Args[2:]))
+	}
 	if mode := os.Getenv(helperVar); mode != "" {
 		os.Exit(helper(mode, os.Args[1:]))
 	}

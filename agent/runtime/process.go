@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,11 +16,24 @@ import (
 
 // ProcessConfig configures the process runtime.
 type ProcessConfig struct {
-	// Root holds the working directories: Root/JOBID/SERVICE. They are
-	// kept after the job so that outputs can be collected; the agent
-	// cleans up.
-	Root   string
-	Logger *slog.Logger // nil: discard
+	// Root holds the working directories, Root/JOBID/SERVICE, which are
+	// deleted when the job ends, and Root/.running, the supervisors of
+	// running services, for a later agent to stop.
+	Root string
+	// User is who services run as: a user name or uid[:gid]. Empty: the
+	// agent's own user, for trusted single-user machines. Another user
+	// needs the agent to run as root.
+	User string
+	// Supervisor is the argv prefix that runs Supervise, such as the
+	// agent's own binary and SupervisorArg. Without one, services are
+	// direct children of the agent: run as User, but processes that leave
+	// the service's process group may outlive it, and no cgroup limits
+	// apply.
+	Supervisor []string
+	// PidsLimit bounds the processes of one service where cgroups allow.
+	// 0: DefaultPidsLimit; negative: no limit.
+	PidsLimit int64
+	Logger    *slog.Logger // nil: discard
 	// StopGrace is the grace period when the runtime stops a job itself
 	// (timeout, a failed service). Default 10s.
 	StopGrace time.Duration
@@ -29,18 +43,30 @@ type ProcessConfig struct {
 	DrainTimeout time.Duration
 }
 
-// Process runs every service as a child process of the agent, in its own
-// process group and working directory. Services of a job reach each other
-// on 127.0.0.1 at the ports in their LEVERS9_* variables.
+// DefaultPidsLimit is the process limit of a service unless configured.
+const DefaultPidsLimit = 4096
+
+// SupervisorArg is the hidden subcommand that runs Supervise.
+const SupervisorArg = "__supervise"
+
+// Process runs every service as a process tree under a supervisor (see
+// Supervise), as the configured user, in a working directory of its own
+// that is deleted when the job ends. Services of a job reach each other on
+// 127.0.0.1 at the ports in their LEVERS9_* variables.
 //
-// Resource limits are not enforced: CPU and memory are the scheduler's
-// bookkeeping only (cgroups are left to container runtimes, and
-// RLIMIT_AS breaks programs that reserve address space, such as CUDA and
-// the JVM). GPUs are assigned through CUDA_VISIBLE_DEVICES. Services do not
-// survive the agent.
+// Where the agent may create cgroups, each service gets its own with its
+// CPU quota, memory limit (memory plus swap) and a process limit; where it
+// may not, a service that asks for limits is told so on its stderr.
+// RLIMIT_AS is never set: it breaks programs that reserve address space,
+// such as CUDA and the JVM. GPUs are assigned through CUDA_VISIBLE_DEVICES
+// and NVIDIA_VISIBLE_DEVICES. Services do not survive the agent: its death
+// makes the supervisors kill them, and a new runtime on the same root kills
+// whatever an earlier one left.
 type Process struct {
-	cfg ProcessConfig
-	log *slog.Logger
+	cfg     ProcessConfig
+	log     *slog.Logger
+	user    *jobUser // nil: the agent's user
+	cgroups *cgroups // nil without a supervisor
 
 	mu   sync.Mutex
 	jobs map[string]bool // running job IDs
@@ -52,7 +78,13 @@ var _ Runtime = (*Process)(nil)
 // each other.
 const ProcessHost = "127.0.0.1"
 
-// NewProcess returns a process runtime rooted at cfg.Root, creating it.
+// runningDir is below Root: one folder per running job, one file per
+// running service naming its supervisor.
+const runningDir = ".running"
+
+// NewProcess returns a process runtime rooted at cfg.Root, creating it,
+// after stopping whatever services an earlier runtime on that root left
+// running and deleting their working directories.
 func NewProcess(cfg ProcessConfig) (*Process, error) {
 	if cfg.Root == "" {
 		return nil, errors.New("process runtime: a root directory is required")
@@ -60,9 +92,6 @@ func NewProcess(cfg ProcessConfig) (*Process, error) {
 	root, err := filepath.Abs(cfg.Root)
 	if err != nil {
 		return nil, fmt.Errorf("process runtime: root: %w", err)
-	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, fmt.Errorf("process runtime: %w", err)
 	}
 	cfg.Root = root
 	if cfg.Logger == nil {
@@ -74,7 +103,35 @@ func NewProcess(cfg ProcessConfig) (*Process, error) {
 	if cfg.DrainTimeout <= 0 {
 		cfg.DrainTimeout = 5 * time.Second
 	}
-	return &Process{cfg: cfg, log: cfg.Logger.With("runtime", "process"), jobs: map[string]bool{}}, nil
+	if cfg.PidsLimit == 0 {
+		cfg.PidsLimit = DefaultPidsLimit
+	}
+	p := &Process{cfg: cfg, log: cfg.Logger.With("runtime", "process"), jobs: map[string]bool{}}
+	if cfg.User != "" {
+		if p.user, err = lookupUser(cfg.User); err != nil {
+			return nil, fmt.Errorf("process runtime: %w", err)
+		}
+	}
+	// Others may pass through to their own working directory, never list.
+	if err := os.MkdirAll(filepath.Join(root, runningDir), 0o700); err != nil {
+		return nil, fmt.Errorf("process runtime: %w", err)
+	}
+	if err := os.Chmod(root, 0o711); err != nil {
+		return nil, fmt.Errorf("process runtime: %w", err)
+	}
+	if len(cfg.Supervisor) > 0 {
+		p.cgroups = detectCgroups(root)
+	} else {
+		p.cgroups = &cgroups{why: "no supervisor"}
+	}
+	if err := p.stopLeftovers(); err != nil {
+		return nil, fmt.Errorf("process runtime: %w", err)
+	}
+	if p.cgroups.why != "" {
+		p.log.Warn("CPU, memory or process limits are not all enforced", "why", p.cgroups.why)
+	}
+	p.log.Info("process runtime ready", "root", root, "user", cmp.Or(cfg.User, "(the agent's)"), "supervised", len(cfg.Supervisor) > 0)
+	return p, nil
 }
 
 // Name implements Runtime.
@@ -112,10 +169,28 @@ func (p *Process) release(id string) {
 }
 
 // prepare assigns ports, builds environments and working directories.
-func (p *Process) prepare(spec JobSpec) (*job, error) {
+func (p *Process) prepare(spec JobSpec) (_ *job, err error) {
 	ports, err := assignPorts(spec)
 	if err != nil {
 		return nil, err
+	}
+	// A working directory left by an earlier attempt the agent did not see
+	// to its end goes first.
+	jobDir, running := filepath.Join(p.cfg.Root, spec.ID), filepath.Join(p.cfg.Root, runningDir, spec.ID)
+	if err := errors.Join(os.RemoveAll(jobDir), os.RemoveAll(running)); err != nil {
+		return nil, fmt.Errorf("clearing an old working directory: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = os.RemoveAll(jobDir)
+			_ = os.RemoveAll(running)
+		}
+	}()
+	if err := os.Mkdir(running, 0o700); err != nil {
+		return nil, fmt.Errorf("working directory: %w", err)
+	}
+	if err := mkdirMode(jobDir, 0o711); err != nil {
+		return nil, fmt.Errorf("working directory: %w", err)
 	}
 	addresses := AddressVars(spec, ProcessHost, ports)
 	base := os.Environ()
@@ -126,24 +201,98 @@ func (p *Process) prepare(spec JobSpec) (*job, error) {
 		timeout:   spec.Timeout,
 		events:    make(chan Event, eventBuffer),
 		done:      make(chan struct{}),
-		onEnd:     func() { p.release(spec.ID) },
 		remaining: len(spec.Services),
 		results:   make([]ServiceResult, len(spec.Services)),
 	}
+	j.onEnd = func() {
+		// Every process of the job is gone by now. RemoveAll does not
+		// follow the mount links.
+		if err := errors.Join(os.RemoveAll(jobDir), os.RemoveAll(running)); err != nil {
+			j.log.Warn("deleting the working directory", "err", err)
+		}
+		p.release(spec.ID)
+	}
 	for i, s := range spec.Services {
-		dir := filepath.Join(p.cfg.Root, spec.ID, s.Name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		dir := filepath.Join(jobDir, s.Name)
+		if err := p.mkdirForUser(dir); err != nil {
 			return nil, fmt.Errorf("service %s: working directory: %w", s.Name, err)
 		}
-		if err := linkMounts(dir, spec.Mounts); err != nil {
+		if err := linkMounts(dir, spec.Mounts, p.mkdirForUser); err != nil {
 			return nil, fmt.Errorf("service %s: %w", s.Name, err)
 		}
 		j.services = append(j.services, &service{
-			job: j, index: i, spec: s, dir: dir, ports: ports[i], drain: p.cfg.DrainTimeout,
-			env: serviceEnv(base, spec.ID, s, dir, addresses),
+			job: j, rt: p, index: i, spec: s, dir: dir, ports: ports[i], drain: p.cfg.DrainTimeout,
+			env:     serviceEnv(base, spec.ID, s, dir, addresses, p.user),
+			pidFile: filepath.Join(running, s.Name),
 		})
 	}
 	return j, nil
+}
+
+// mkdirForUser makes a directory that only the job user may use.
+func (p *Process) mkdirForUser(dir string) error {
+	if err := mkdirMode(dir, 0o700); err != nil {
+		return err
+	}
+	if p.user != nil {
+		return os.Lchown(dir, int(p.user.uid), int(p.user.gid))
+	}
+	return nil
+}
+
+// mkdirMode makes dir with exactly mode, whatever the umask.
+func mkdirMode(dir string, mode os.FileMode) error {
+	if err := os.Mkdir(dir, mode); err != nil {
+		return err
+	}
+	return os.Chmod(dir, mode)
+}
+
+// stopLeftovers kills the services an earlier agent on this root left
+// running (their supervisors are named in Root/.running) and deletes
+// their working directories and cgroups, so that a retried attempt never
+// runs beside an old one.
+func (p *Process) stopLeftovers() error {
+	dir := filepath.Join(p.cfg.Root, runningDir)
+	jobs, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, jd := range jobs {
+		files, _ := os.ReadDir(filepath.Join(dir, jd.Name()))
+		for _, f := range files {
+			pid, started, pgid, ok := readPidFile(filepath.Join(dir, jd.Name(), f.Name()))
+			// A pid alone may name another process by now.
+			if !ok || started == 0 || processStart(pid) != started {
+				continue
+			}
+			p.log.Warn("stopping a service an earlier agent left running", "job", jd.Name(), "service", f.Name(), "pid", pid)
+			if err := killTree(pid, pgid, time.Now().Add(30*time.Second)); err != nil {
+				errs = append(errs, fmt.Errorf("stopping job %s service %s: %w", jd.Name(), f.Name(), err))
+			}
+		}
+		if plainName.MatchString(jd.Name()) {
+			errs = append(errs, os.RemoveAll(filepath.Join(p.cfg.Root, jd.Name())))
+		}
+		errs = append(errs, os.RemoveAll(filepath.Join(dir, jd.Name())))
+	}
+	errs = append(errs, p.cgroups.removeLeftovers())
+	return errors.Join(errs...)
+}
+
+// writePidFile records a running service's supervisor (or process).
+func writePidFile(file string, pid, pgid int) error {
+	return os.WriteFile(file, fmt.Appendf(nil, "%d %d %d\n", pid, processStart(pid), pgid), 0o600)
+}
+
+func readPidFile(file string) (pid int, started uint64, pgid int, ok bool) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	_, err = fmt.Sscanf(string(b), "%d %d %d", &pid, &started, &pgid)
+	return pid, started, pgid, err == nil && pid > 1
 }
 
 // assignPorts returns every service's host ports, picking free ones for
@@ -174,7 +323,9 @@ func assignPorts(spec JobSpec) ([][]Port, error) {
 	return out, nil
 }
 
-// Names become directory and variable names: keep them plain.
+// Names become directory and variable names: keep them plain. (The wire
+// message checks every field on arrival; these are the checks this runtime
+// relies on to keep its files and variables apart.)
 var plainName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
 
 func validate(spec JobSpec) error {
@@ -200,20 +351,8 @@ func validate(spec JobSpec) error {
 		if len(s.Command) == 0 {
 			return fmt.Errorf("service %s: the process runtime needs a command", s.Name)
 		}
-		for _, e := range s.Env {
-			if e.Name == "" || !plainEnv(e.Name) {
-				return fmt.Errorf("service %s: invalid variable name %q", s.Name, e.Name)
-			}
-		}
-		ports := map[string]bool{}
+		// Two services of one job on one host cannot both listen there.
 		for _, pt := range s.Ports {
-			if !plainName.MatchString(pt.Name) || ports[pt.Name] {
-				return fmt.Errorf("service %s: invalid or duplicate port name %q", s.Name, pt.Name)
-			}
-			ports[pt.Name] = true
-			if pt.Port < 0 || pt.Port > 65535 {
-				return fmt.Errorf("service %s: port %s: %d is out of range", s.Name, pt.Name, pt.Port)
-			}
 			if pt.Port > 0 {
 				if other, ok := fixed[pt.Port]; ok {
 					return fmt.Errorf("service %s: port %d is also declared by %s", s.Name, pt.Port, other)
@@ -223,13 +362,4 @@ func validate(spec JobSpec) error {
 		}
 	}
 	return CheckAddressNames(spec)
-}
-
-func plainEnv(name string) bool {
-	for _, r := range name {
-		if r == '=' || r == 0 {
-			return false
-		}
-	}
-	return true
 }

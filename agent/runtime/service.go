@@ -1,28 +1,36 @@
 package runtime
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 )
 
-// service is one service of a process job: a child process leading its own
-// process group, so that stopping it reaches everything it started.
+// service is one service of a process job: a command leading its own
+// process group, under a supervisor when the runtime has one.
 type service struct {
-	job   *job
-	index int
-	spec  ServiceSpec
-	dir   string
-	env   []string
-	ports []Port
-	drain time.Duration
+	job     *job
+	rt      *Process
+	index   int
+	spec    ServiceSpec
+	dir     string
+	env     []string
+	ports   []Port
+	drain   time.Duration
+	pidFile string
 
 	mu         sync.Mutex
-	cmd        *exec.Cmd
+	cmd        *exec.Cmd // the supervisor, or the command itself
+	pgid       int       // the command's process group
+	status     *bufio.Reader
+	cgroup     *serviceCgroup
 	stopReason string
 	exited     bool
 }
@@ -35,22 +43,28 @@ func (s *service) start() {
 		return
 	}
 	s.job.emitState(StateEvent{Service: s.spec.Name, State: Starting})
-
-	argv := append(append([]string{}, s.spec.Command...), s.spec.Args...)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir, cmd.Env = s.dir, s.env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	dieWithAgent(cmd.SysProcAttr)
+	if s.rt.cgroups != nil {
+		if notice := s.rt.cgroups.notice(s.spec); notice != "" {
+			s.job.emitLog(s.spec.Name, Stderr, notice)
+		}
+	}
+	cmd, statusR, err := s.command()
+	if err != nil {
+		s.job.finish(s, Failed, nil, err.Error(), false)
+		return
+	}
 	// Our own pipes rather than exec's copying goroutines: we decide how
 	// long to wait for output once the process has gone.
 	outR, outW, err := os.Pipe()
 	if err != nil {
+		s.cleanup()
 		s.job.finish(s, Failed, nil, fmt.Sprintf("output pipe: %v", err), false)
 		return
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		closeAll(outR, outW)
+		s.cleanup()
 		s.job.finish(s, Failed, nil, fmt.Sprintf("output pipe: %v", err), false)
 		return
 	}
@@ -61,26 +75,30 @@ func (s *service) start() {
 	if reason == "" {
 		err = cmd.Start()
 		if err == nil {
-			s.cmd = cmd
+			s.cmd, s.pgid = cmd, cmd.Process.Pid
 		}
 	}
 	s.mu.Unlock()
 	closeAll(outW, errW) // the child has its copies
+	if len(cmd.ExtraFiles) > 0 {
+		closeAll(cmd.ExtraFiles...)
+	}
 	switch {
 	case reason != "":
-		closeAll(outR, errR)
+		closeAll(outR, errR, statusR)
+		s.cleanup()
 		s.job.finish(s, Failed, nil, "stopped: "+reason, true)
 		return
 	case err != nil:
-		closeAll(outR, errR)
+		closeAll(outR, errR, statusR)
+		s.cleanup()
 		s.job.log.Warn("service did not start", "service", s.spec.Name, "err", err)
 		s.job.finish(s, Failed, nil, err.Error(), false)
 		return
 	}
-	pid := cmd.Process.Pid
-	s.job.log.Info("service started", "service", s.spec.Name, "pid", pid, "dir", s.dir)
-	s.job.emitState(StateEvent{Service: s.spec.Name, State: Running, PID: pid, Ports: s.ports})
-
+	if err := writePidFile(s.pidFile, cmd.Process.Pid, s.pgid); err != nil {
+		s.job.log.Warn("recording the service's supervisor", "service", s.spec.Name, "err", err)
+	}
 	var readers sync.WaitGroup
 	for _, r := range []struct {
 		f      *os.File
@@ -90,7 +108,99 @@ func (s *service) start() {
 			ReadLines(r.f, MaxLineBytes, func(line string) { s.job.emitLog(s.spec.Name, r.stream, line) })
 		})
 	}
-	go s.wait(&readers, outR, errR)
+	pid := cmd.Process.Pid
+	if statusR != nil {
+		// The supervisor says whether the command started, and its pid.
+		s.status = bufio.NewReader(statusR)
+		word, rest := s.statusLine()
+		switch word {
+		case "pid":
+			pid, _ = strconv.Atoi(rest)
+			s.mu.Lock()
+			s.pgid = pid
+			s.mu.Unlock()
+			// A stop that came while the command started reaches it now.
+			if r := s.stoppedBeforeStart(); r != "" {
+				s.signal(syscall.SIGTERM)
+			}
+		default:
+			if rest == "" {
+				rest = "the supervisor ended before starting the command"
+			}
+			s.mu.Lock()
+			s.pgid = 0
+			s.mu.Unlock()
+			// At once, so that siblings are stopped before they start.
+			s.wait(&readers, outR, errR, statusR, rest)
+			return
+		}
+	}
+	s.job.log.Info("service started", "service", s.spec.Name, "pid", pid, "dir", s.dir)
+	s.job.emitState(StateEvent{Service: s.spec.Name, State: Running, PID: pid, Ports: s.ports})
+	go s.wait(&readers, outR, errR, statusR, "")
+}
+
+// command is the process to start: the supervisor with the service's
+// command, or the command itself, and the status pipe of a supervisor.
+func (s *service) command() (*exec.Cmd, *os.File, error) {
+	argv := append(append([]string{}, s.spec.Command...), s.spec.Args...)
+	sup := s.rt.cfg.Supervisor
+	if len(sup) == 0 {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir, cmd.Env = s.dir, s.env
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if u := s.rt.user; u != nil {
+			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.uid, Gid: u.gid, Groups: []uint32{}}
+		}
+		dieWithAgent(cmd.SysProcAttr, syscall.SIGKILL)
+		return cmd, nil, nil
+	}
+	args := append([]string{}, sup[1:]...)
+	if u := s.rt.user; u != nil {
+		args = append(args, "-uid", strconv.FormatUint(uint64(u.uid), 10), "-gid", strconv.FormatUint(uint64(u.gid), 10))
+	}
+	if s.rt.cgroups != nil && len(s.rt.cgroups.hier) > 0 {
+		cg, err := s.rt.cgroups.create(s.job.id, s.spec, s.rt.cfg.PidsLimit)
+		if err != nil {
+			// Run unconfined rather than not at all, and say so.
+			s.job.log.Warn("no cgroup for the service", "service", s.spec.Name, "err", err)
+			s.job.emitLog(s.spec.Name, Stderr, fmt.Sprintf("levers9: this service runs without CPU and memory limits: %v", err))
+		} else {
+			s.cgroup = cg
+			for _, mv := range cg.moves {
+				args = append(args, "-cgroup", mv)
+			}
+		}
+	}
+	args = append(append(args, "--"), argv...)
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		s.cleanup()
+		return nil, nil, fmt.Errorf("status pipe: %w", err)
+	}
+	cmd := exec.Command(sup[0], args...)
+	cmd.Dir, cmd.Env = s.dir, s.env
+	cmd.ExtraFiles = []*os.File{statusW}
+	// Its own group, so that a signal to the agent's group (Ctrl-C) is the
+	// agent's to handle.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithAgent(cmd.SysProcAttr, syscall.SIGUSR1)
+	return cmd, statusR, nil
+}
+
+// statusLine reads one "WORD REST" line from the supervisor.
+func (s *service) statusLine() (word, rest string) {
+	line, _ := s.status.ReadString('\n')
+	word, rest, _ = strings.Cut(strings.TrimSpace(line), " ")
+	return word, rest
+}
+
+// cleanup removes the service's cgroups once its processes are gone.
+func (s *service) cleanup() {
+	if err := s.cgroup.remove(); err != nil {
+		s.job.log.Warn("removing the service's cgroup", "service", s.spec.Name, "err", err)
+	}
+	_ = os.Remove(s.pidFile)
 }
 
 func (s *service) stoppedBeforeStart() string {
@@ -100,18 +210,22 @@ func (s *service) stoppedBeforeStart() string {
 }
 
 // wait waits for the process, clears up its group and output, and reports
-// how it ended.
-func (s *service) wait(readers *sync.WaitGroup, outR, errR *os.File) {
+// how it ended. notStarted is why a supervised command did not start.
+func (s *service) wait(readers *sync.WaitGroup, outR, errR, statusR *os.File, notStarted string) {
 	waitErr := s.cmd.Wait()
 	s.mu.Lock()
 	s.exited = true
 	stopReason := s.stopReason
+	pgid := s.pgid
 	s.mu.Unlock()
 
-	// The service is over when its main process is: what it left behind in
-	// its group goes too, which also closes their copies of the pipes.
-	if err := syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		s.job.log.Warn("killing leftover processes", "service", s.spec.Name, "err", err)
+	// The service is over when its main process is: what it left behind
+	// goes too, which also closes their copies of the pipes. A supervisor
+	// has seen to that itself (and the group may be gone, its number free).
+	if statusR == nil {
+		if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			s.job.log.Warn("killing leftover processes", "service", s.spec.Name, "err", err)
+		}
 	}
 	drained := make(chan struct{})
 	go func() { readers.Wait(); close(drained) }()
@@ -125,10 +239,42 @@ func (s *service) wait(readers *sync.WaitGroup, outR, errR *os.File) {
 	<-drained
 
 	state, code, reason := exitState(s.cmd.ProcessState, waitErr)
-	if stopReason != "" {
+	if statusR != nil {
+		if notStarted == "" {
+			state, code, reason = s.supervisedExit(state, code, reason)
+		}
+		closeAll(statusR)
+	}
+	oom := s.cgroup.oomKilled()
+	s.cleanup()
+	switch {
+	case stopReason != "":
 		state, reason = Failed, "stopped: "+stopReason
+	case notStarted != "":
+		state, code, reason = Failed, nil, notStarted
+	case state == Failed && oom:
+		reason = OutOfMemory(s.spec.MemoryMiB)
 	}
 	s.job.finish(s, state, code, reason, stopReason != "")
+}
+
+// supervisedExit is how the command ended, as its supervisor reports it;
+// without a report (the supervisor was killed), how the supervisor ended.
+func (s *service) supervisedExit(state State, code *int, reason string) (State, *int, string) {
+	word, rest := s.statusLine()
+	n, err := strconv.Atoi(rest)
+	switch {
+	case err != nil:
+		return state, code, reason
+	case word == "exit" && n == 0:
+		return Exited, &n, ""
+	case word == "exit":
+		return Failed, &n, fmt.Sprintf("exit status %d", n)
+	case word == "signal":
+		c := 128 + n
+		return Failed, &c, "killed by signal: " + syscall.Signal(n).String()
+	}
+	return state, code, reason
 }
 
 // exitState turns a finished process into a final state.
@@ -163,21 +309,23 @@ func (s *service) stop(reason string) {
 	s.signal(syscall.SIGTERM)
 }
 
-// signal sends sig to the service's process group while its main process
-// lives.
+// signal sends sig to the command's process group while its supervisor (or
+// main process) lives.
 func (s *service) signal(sig syscall.Signal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd == nil || s.exited {
+	if s.cmd == nil || s.exited || s.pgid <= 0 {
 		return
 	}
-	if err := syscall.Kill(-s.cmd.Process.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := syscall.Kill(-s.pgid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		s.job.log.Warn("signalling service", "service", s.spec.Name, "signal", sig, "err", err)
 	}
 }
 
 func closeAll(fs ...*os.File) {
 	for _, f := range fs {
-		_ = f.Close()
+		if f != nil {
+			_ = f.Close()
+		}
 	}
 }

@@ -20,7 +20,7 @@ func TestSpecFromStart(t *testing.T) {
 		Env: []wire.EnvVar{{Name: "A", Value: "1"}}, Ports: []wire.Port{{Name: "http", Port: 0}, {Name: "x", Port: 9}},
 		CPU: 1.5, MemoryMiB: 256, GPUs: []string{"0"},
 	}}}
-	want := JobSpec{ID: "job_1", Timeout: 90 * time.Second, Services: []ServiceSpec{{
+	want := JobSpec{ID: "job_1", Attempt: 1, Timeout: 90 * time.Second, Services: []ServiceSpec{{
 		Name: "api", Image: "img", Command: []string{"python"}, Args: []string{"-m", "http.server"},
 		Env: []EnvVar{{Name: "A", Value: "1"}}, Ports: []Port{{Name: "http"}, {Name: "x", Port: 9}},
 		CPU: 1.5, MemoryMiB: 256, GPUs: []string{"0"},

@@ -1,0 +1,102 @@
+package runtime
+
+import (
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// procStat is what /proc/PID/stat says about a process.
+type procStat struct {
+	ppid    int
+	state   byte
+	started uint64 // clock ticks after boot: with the pid, it names one process
+}
+
+func readProcStat(pid int) (procStat, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	// The command name is in parentheses and may hold anything: fields
+	// are counted after the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return procStat{}, false
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	started, _ := strconv.ParseUint(f[19], 10, 64)
+	return procStat{ppid: ppid, state: f[0][0], started: started}, true
+}
+
+// processStart is the start time of pid, 0 when it does not exist.
+func processStart(pid int) uint64 {
+	st, ok := readProcStat(pid)
+	if !ok {
+		return 0
+	}
+	return st.started
+}
+
+// descendants lists the living processes below pid (zombies excluded).
+func descendants(pid int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	parent := map[int]int{}
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := readProcStat(p); ok && st.state != 'Z' {
+			parent[p] = st.ppid
+		}
+	}
+	var out []int
+	for p := range parent {
+		for q, n := parent[p], 0; q > 1 && n < 4096; q, n = parent[q], n+1 {
+			if q == pid {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// killTree kills pid's descendants, then pid and its process group pgid
+// (0: none), until none is left or deadline passes. Descendants go first
+// while pid lives, so that orphans come back to it (it is a subreaper)
+// rather than escape to init.
+func killTree(pid, pgid int, deadline time.Time) error {
+	for {
+		kids := descendants(pid)
+		for _, k := range kids {
+			_ = syscall.Kill(k, syscall.SIGKILL)
+		}
+		if len(kids) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return errors.New("processes still running after SIGKILL")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if pgid > 0 {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	return nil
+}

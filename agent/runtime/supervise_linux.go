@@ -1,0 +1,175 @@
+package runtime
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// prSetChildSubreaper is PR_SET_CHILD_SUBREAPER (linux/prctl.h).
+const prSetChildSubreaper = 36
+
+// Supervise is the supervisor of one service: the agent starts it (a
+// re-exec of its own binary) with
+//
+//	[-uid N -gid N] [-cgroup DIR=HOME]... -- COMMAND [ARGS...]
+//
+// in the service's working directory and environment, with its stdout and
+// stderr on the log pipes and a status pipe as fd 3. It makes itself a
+// child subreaper, so every process the command starts stays its
+// descendant, even after setsid or double forks; it joins the service's
+// cgroups only while it starts the command (as the job user, in a process
+// group of its own), then returns to HOME. It writes "pid N" (or "error
+// MESSAGE" when the command did not start) to the status pipe, forwards
+// SIGTERM and SIGINT to the command's process group, and when the command's
+// main process exits, or the agent dies (SIGUSR1 as parent-death signal,
+// or a new parent pid), it kills every descendant left and exits with the
+// command's status, written to the status pipe too ("exit N" or
+// "signal N"). It returns the exit code for main to exit with.
+func Supervise(args []string) int {
+	fs := flag.NewFlagSet(SupervisorArg, flag.ContinueOnError)
+	uid := fs.Int("uid", -1, "run the command as this uid")
+	gid := fs.Int("gid", -1, "and this gid")
+	var moves cgroupMoves
+	fs.Var(&moves, "cgroup", "DIR=HOME: start the command in cgroup DIR, then return to HOME")
+	if err := fs.Parse(args); err != nil {
+		return 125
+	}
+	status := statusPipe()
+	report := func(format string, a ...any) {
+		if status != nil {
+			_, _ = fmt.Fprintf(status, format+"\n", a...)
+		}
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		report("error no command")
+		return 125
+	}
+	ppid := os.Getppid()
+	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
+		report("error becoming a subreaper: %v", e)
+		return 125
+	}
+	sigs := make(chan os.Signal, 64)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGCHLD)
+	if ppid == 1 {
+		report("error the agent is gone")
+		return 125
+	}
+
+	cmd := exec.Command(argv[0], argv[1:]...)
+	if cmd.Err != nil {
+		report("error %v", cmd.Err)
+		return 127
+	}
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if *uid >= 0 {
+		// An empty Groups clears the supplementary groups (the agent's).
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(*uid), Gid: uint32(*gid), Groups: []uint32{}}
+	}
+	self := os.Getpid()
+	if err := moves.join(self); err != nil {
+		moves.leave(self)
+		report("error %v", err)
+		return 125
+	}
+	err := cmd.Start()
+	// The command's memory and CPU are the service's; this process's are not.
+	if lerr := moves.leave(self); lerr != nil && err == nil {
+		fmt.Fprintf(os.Stderr, "levers9: %v\n", lerr)
+	}
+	if err != nil {
+		report("error %v", err)
+		return 127
+	}
+	pid := cmd.Process.Pid
+	report("pid %d", pid)
+
+	var mainStatus *syscall.WaitStatus
+	reap := func() {
+		for {
+			var ws syscall.WaitStatus
+			r, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+			if r <= 0 || err != nil {
+				return
+			}
+			if r == pid {
+				mainStatus = &ws
+			}
+		}
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for mainStatus == nil {
+		select {
+		case s := <-sigs:
+			switch s {
+			case syscall.SIGTERM, syscall.SIGINT:
+				_ = syscall.Kill(-pid, s.(syscall.Signal))
+			case syscall.SIGUSR1:
+				killDescendants(self, pid, &mainStatus)
+			}
+		case <-tick.C:
+			if os.Getppid() != ppid {
+				killDescendants(self, pid, &mainStatus)
+			}
+		}
+		reap()
+	}
+	killDescendants(self, pid, &mainStatus)
+
+	ws := *mainStatus
+	if ws.Signaled() {
+		report("signal %d", int(ws.Signal()))
+		return 128 + int(ws.Signal())
+	}
+	report("exit %d", ws.ExitStatus())
+	return ws.ExitStatus()
+}
+
+// killDescendants kills the command's process group and every descendant
+// of self until it has no child left, reaping them; main's status is
+// recorded when it is reaped here.
+func killDescendants(self, main int, mainStatus **syscall.WaitStatus) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_ = syscall.Kill(-main, syscall.SIGKILL)
+		for _, p := range descendants(self) {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+		for {
+			var ws syscall.WaitStatus
+			r, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+			if errors.Is(err, syscall.ECHILD) {
+				return
+			}
+			if r <= 0 || err != nil {
+				break
+			}
+			if r == main && *mainStatus == nil {
+				*mainStatus = &ws
+			}
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintln(os.Stderr, "levers9: processes of the service survive SIGKILL")
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// statusPipe is fd 3 when the agent passed one.
+func statusPipe() *os.File {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(3, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
+		return nil
+	}
+	return os.NewFile(3, "status")
+}
