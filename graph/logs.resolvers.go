@@ -13,8 +13,8 @@ import (
 )
 
 // JobLogs is the resolver for the jobLogs field.
-func (r *queryResolver) JobLogs(ctx context.Context, jobID string, fromSeq *int, first *int) ([]*joblog.Line, error) {
-	lines, err := joblog.Lines(ctx, r.Ent, jobID, seqArg(fromSeq), derefOr(first, joblog.MaxPage))
+func (r *queryResolver) JobLogs(ctx context.Context, jobID string, attempt *int, fromSeq *int, first *int) ([]*joblog.Line, error) {
+	lines, err := joblog.Lines(ctx, r.Ent, jobID, derefOr(attempt, 0), seqArg(fromSeq), derefOr(first, joblog.MaxPage))
 	return ptrs(lines), err
 }
 
@@ -25,7 +25,7 @@ func (r *queryResolver) JobEvents(ctx context.Context, jobID string) ([]*joblog.
 }
 
 // JobLogs is the resolver for the jobLogs field.
-func (r *subscriptionResolver) JobLogs(ctx context.Context, jobID string, fromSeq *int) (<-chan *joblog.Line, error) {
+func (r *subscriptionResolver) JobLogs(ctx context.Context, jobID string, attempt *int, fromSeq *int) (<-chan *joblog.Line, error) {
 	if err := requireSubscriber(ctx); err != nil {
 		return nil, err
 	}
@@ -33,7 +33,7 @@ func (r *subscriptionResolver) JobLogs(ctx context.Context, jobID string, fromSe
 	if err != nil {
 		return nil, err
 	}
-	ch, err := joblog.Follow(ctx, r.Ent, r.Bus, jobID, seqArg(fromSeq), opts)
+	ch, err := joblog.Follow(ctx, r.Ent, r.Bus, jobID, derefOr(attempt, 0), seqArg(fromSeq), opts)
 	if err != nil {
 		release()
 	}

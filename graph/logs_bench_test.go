@@ -79,7 +79,7 @@ func benchFanout(b *testing.B, url string) ([]time.Duration, time.Duration) {
 			// The text carries the append time, to measure latency.
 			lines = append(lines, wire.LogLine{Service: "main", Stream: wire.Stdout, Seq: uint64(seq), Time: now, Text: strconv.FormatInt(now.UnixNano(), 10)})
 		}
-		if err := joblog.Append(ctx, e.db.Ent, job, lines); err != nil {
+		if err := joblog.Append(ctx, e.db.Ent, job, 1, lines); err != nil {
 			b.Fatal(err)
 		}
 		if err := e.bus.Publish(ctx, notify.TopicJob, job); err != nil {

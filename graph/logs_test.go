@@ -46,7 +46,7 @@ func (e *env) appendLines(job string, from, to int, text ...string) {
 		lines = append(lines, l)
 	}
 	ctx := context.Background()
-	if err := joblog.Append(ctx, e.db.Ent, job, lines); err != nil {
+	if err := joblog.Append(ctx, e.db.Ent, job, 1, lines); err != nil {
 		e.t.Fatal(err)
 	}
 	if err := e.bus.Publish(ctx, notify.TopicJob, job); err != nil {

@@ -16,6 +16,7 @@ import (
 
 // logLine is one line as the jobLogs query and subscription return it.
 type logLine struct {
+	Attempt int    `json:"attempt"`
 	Seq     int64  `json:"seq"`
 	Service string `json:"service"`
 	Stream  string `json:"stream"`
@@ -23,8 +24,8 @@ type logLine struct {
 }
 
 const (
-	logsQuery = `query($j: ID!, $f: Int!, $n: Int!) { jobLogs(jobId: $j, fromSeq: $f, first: $n) { seq service stream text } }`
-	logsSub   = `subscription($j: ID!, $f: Int!) { jobLogs(jobId: $j, fromSeq: $f) { seq service stream text } }`
+	logsQuery = `query($j: ID!, $a: Int, $f: Int!, $n: Int!) { jobLogs(jobId: $j, attempt: $a, fromSeq: $f, first: $n) { attempt seq service stream text } }`
+	logsSub   = `subscription($j: ID!, $a: Int, $f: Int!) { jobLogs(jobId: $j, attempt: $a, fromSeq: $f) { attempt seq service stream text } }`
 	logsPage  = 1000
 )
 
@@ -35,15 +36,20 @@ func runLogs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("levers9 logs", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: levers9 logs [-f] [--from SEQ] [--json] JOB")
+		fmt.Fprintln(stderr, "Usage: levers9 logs [-f] [--attempt N] [--from SEQ] [--json] JOB")
 		fs.PrintDefaults()
 	}
 	c.register(fs)
 	follow := fs.Bool("f", false, "follow the lines until the job has ended")
-	asJSON := fs.Bool("json", false, "print one JSON object per line (seq, service, stream, text)")
-	from := fs.Int64("from", 1, "first line to print (lines are numbered from 1)")
+	asJSON := fs.Bool("json", false, "print one JSON object per line (attempt, seq, service, stream, text)")
+	from := fs.Int64("from", 1, "first line to print (each attempt numbers its lines from 1)")
+	attempt := fs.Int("attempt", 0, "the attempt whose lines to print (a job requeued after its node was lost runs again as the next attempt); default: the current one, and with -f the ones after it")
 	if code, ok := c.parse(fs, args, stderr); !ok {
 		return code
+	}
+	if *attempt < 0 {
+		fmt.Fprintln(stderr, "levers9 logs: --attempt must be 1 or more")
+		return exitUsage
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
@@ -57,9 +63,9 @@ func runLogs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var err error
 	if *follow {
-		err = c.followLogs(ctx, job, *from, print)
+		err = c.followAttempt(ctx, job, *attempt, *from, print)
 	} else {
-		err = c.printLogs(ctx, job, *from, print)
+		err = c.printLogs(ctx, job, *attempt, *from, print)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "levers9 logs:", err)
@@ -77,11 +83,20 @@ func printLine(w io.Writer, l logLine) {
 	fmt.Fprintf(w, "%s %s %s\n", l.Service, mark, l.Text)
 }
 
-// printLogs pages through the stored lines.
-func (c clientFlags) printLogs(ctx context.Context, job string, from int64, print func(logLine)) error {
+// attemptVar is an attempt as a GraphQL variable: null (the current one)
+// for 0.
+func attemptVar(attempt int) any {
+	if attempt == 0 {
+		return nil
+	}
+	return attempt
+}
+
+// printLogs pages through the stored lines of attempt (0: the current one).
+func (c clientFlags) printLogs(ctx context.Context, job string, attempt int, from int64, print func(logLine)) error {
 	for {
 		var out struct{ JobLogs []logLine }
-		if err := c.query(ctx, logsQuery, map[string]any{"j": job, "f": from, "n": logsPage}, &out); err != nil {
+		if err := c.query(ctx, logsQuery, map[string]any{"j": job, "a": attemptVar(attempt), "f": from, "n": logsPage}, &out); err != nil {
 			return err
 		}
 		for _, l := range out.JobLogs {
@@ -94,26 +109,48 @@ func (c clientFlags) printLogs(ctx context.Context, job string, from int64, prin
 	}
 }
 
-// followLogs prints the lines from seq from on as they come, until the job
-// has ended. A dropped stream is resumed after the last line printed, so
-// nothing is printed twice or skipped.
+// followLogs prints the lines of the job's current attempt from seq from
+// on as they come, and those of each attempt after it should the job be
+// requeued, until the job has ended.
 func (c clientFlags) followLogs(ctx context.Context, job string, from int64, print func(logLine)) error {
+	return c.followAttempt(ctx, job, 0, from, print)
+}
+
+// followAttempt prints the lines of attempt from seq from on as they come.
+// A given attempt is followed until it is over; attempt 0 starts with the
+// current one and goes on to the next whenever the job is requeued, until
+// the job has ended. A dropped stream is resumed after the last line
+// printed, so nothing is printed twice or skipped.
+func (c clientFlags) followAttempt(ctx context.Context, job string, attempt int, from int64, print func(logLine)) error {
+	pinned := attempt != 0
+	if !pinned {
+		st, err := c.jobState(ctx, job)
+		if err != nil {
+			return err
+		}
+		attempt = max(st.Attempt, 1)
+	}
 	backoff := 500 * time.Millisecond
 	for {
 		progressed := false
-		done, err := c.streamLogs(ctx, job, from, func(l logLine) {
+		done, err := c.streamLogs(ctx, job, attempt, from, func(l logLine) {
 			print(l)
 			from = l.Seq + 1
 			progressed = true
 		})
 		if done {
 			// SSE ends the same way when the server dropped the stream;
-			// only a job that has ended has no more lines.
+			// only an attempt that is over has no more lines.
 			st, err := c.jobState(ctx, job)
 			if err != nil {
 				return err
 			}
-			if st.ended() {
+			switch {
+			case st.Attempt > attempt && !pinned:
+				attempt, from = attempt+1, 1
+				backoff = 500 * time.Millisecond
+				continue
+			case st.Attempt > attempt || st.ended():
 				return nil
 			}
 		}
@@ -138,6 +175,7 @@ func (c clientFlags) followLogs(ctx context.Context, job string, from int64, pri
 
 // jobState is what `run` and `logs -f` need to know about a job.
 type jobState struct {
+	Attempt      int
 	Status       string
 	StatusReason string
 	Services     []struct {
@@ -154,7 +192,7 @@ func (s jobState) ended() bool {
 
 func (c clientFlags) jobState(ctx context.Context, job string) (jobState, error) {
 	var out struct{ Node *jobState }
-	err := c.query(ctx, `query($id: ID!) { node(id: $id) { ... on Job { status statusReason services { name status statusReason exitCode } } } }`, map[string]any{"id": job}, &out)
+	err := c.query(ctx, `query($id: ID!) { node(id: $id) { ... on Job { attempt status statusReason services { name status statusReason exitCode } } } }`, map[string]any{"id": job}, &out)
 	if err != nil {
 		return jobState{}, err
 	}
@@ -179,11 +217,11 @@ const idleLimit = 45 * time.Second
 
 // streamLogs runs one jobLogs subscription over server-sent events. done is
 // true when the server completed it (the job has ended, all lines sent).
-func (c clientFlags) streamLogs(ctx context.Context, job string, from int64, each func(logLine)) (done bool, err error) {
+func (c clientFlags) streamLogs(ctx context.Context, job string, attempt int, from int64, each func(logLine)) (done bool, err error) {
 	if c.Token == "" {
 		return false, apiError{Message: errNoToken, Extensions: map[string]any{"code": "UNAUTHENTICATED"}}
 	}
-	body, err := json.Marshal(map[string]any{"query": logsSub, "variables": map[string]any{"j": job, "f": from}})
+	body, err := json.Marshal(map[string]any{"query": logsSub, "variables": map[string]any{"j": job, "a": attempt, "f": from}})
 	if err != nil {
 		return false, err
 	}

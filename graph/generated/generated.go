@@ -330,6 +330,7 @@ type ComplexityRoot struct {
 	}
 
 	LogLine struct {
+		Attempt func(childComplexity int) int
 		Seq     func(childComplexity int) int
 		Service func(childComplexity int) int
 		Stream  func(childComplexity int) int
@@ -463,7 +464,7 @@ type ComplexityRoot struct {
 		EstimateJobCost  func(childComplexity int, spec jobspec.Job, minutes int) int
 		Groups           func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.GroupOrder, where *ent.GroupWhereInput) int
 		JobEvents        func(childComplexity int, jobID string) int
-		JobLogs          func(childComplexity int, jobID string, fromSeq *int, first *int) int
+		JobLogs          func(childComplexity int, jobID string, attempt *int, fromSeq *int, first *int) int
 		Jobs             func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.JobOrder, where *ent.JobWhereInput) int
 		MountableBuckets func(childComplexity int, queue string) int
 		Node             func(childComplexity int, id string) int
@@ -589,7 +590,7 @@ type ComplexityRoot struct {
 
 	Subscription struct {
 		JobEvents func(childComplexity int, jobID string) int
-		JobLogs   func(childComplexity int, jobID string, fromSeq *int) int
+		JobLogs   func(childComplexity int, jobID string, attempt *int, fromSeq *int) int
 	}
 
 	Tenant struct {
@@ -712,11 +713,11 @@ type QueryResolver interface {
 	EstimateJobCost(ctx context.Context, spec jobspec.Job, minutes int) (*billing.Estimate, error)
 	MountableBuckets(ctx context.Context, queue string) ([]*ent.Bucket, error)
 	BucketObjects(ctx context.Context, bucket string, prefix *string, after *string, first *int) ([]*storage.Object, error)
-	JobLogs(ctx context.Context, jobID string, fromSeq *int, first *int) ([]*joblog.Line, error)
+	JobLogs(ctx context.Context, jobID string, attempt *int, fromSeq *int, first *int) ([]*joblog.Line, error)
 	JobEvents(ctx context.Context, jobID string) ([]*joblog.Event, error)
 }
 type SubscriptionResolver interface {
-	JobLogs(ctx context.Context, jobID string, fromSeq *int) (<-chan *joblog.Line, error)
+	JobLogs(ctx context.Context, jobID string, attempt *int, fromSeq *int) (<-chan *joblog.Line, error)
 	JobEvents(ctx context.Context, jobID string) (<-chan *joblog.Event, error)
 }
 type ViewerResolver interface {
@@ -1787,6 +1788,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.JobEvent.Status(childComplexity), true
 
+	case "LogLine.attempt":
+		if e.ComplexityRoot.LogLine.Attempt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LogLine.Attempt(childComplexity), true
 	case "LogLine.seq":
 		if e.ComplexityRoot.LogLine.Seq == nil {
 			break
@@ -2595,7 +2602,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.JobLogs(childComplexity, args["jobId"].(string), args["fromSeq"].(*int), args["first"].(*int)), true
+		return e.ComplexityRoot.Query.JobLogs(childComplexity, args["jobId"].(string), args["attempt"].(*int), args["fromSeq"].(*int), args["first"].(*int)), true
 	case "Query.jobs":
 		if e.ComplexityRoot.Query.Jobs == nil {
 			break
@@ -3229,7 +3236,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.JobLogs(childComplexity, args["jobId"].(string), args["fromSeq"].(*int)), true
+		return e.ComplexityRoot.Subscription.JobLogs(childComplexity, args["jobId"].(string), args["attempt"].(*int), args["fromSeq"].(*int)), true
 
 	case "Tenant.budgetPolicy":
 		if e.ComplexityRoot.Tenant.BudgetPolicy == nil {
@@ -8024,9 +8031,14 @@ extend type Mutation {
 	{Name: "../schema/logs.graphqls", Input: `# Job output and transitions: stored, then followed live over WebSocket
 # (graphql-transport-ws) or SSE.
 
-"One line of output of a job's service. Lines are numbered per job from 1."
+"""
+One line of output of a job's service. Each attempt of a job (a retry after
+its node was lost is a new one) numbers its lines from 1.
+"""
 type LogLine {
-  "Resume a subscription with fromSeq: seq + 1."
+  "The attempt of the job that wrote the line."
+  attempt: Int!
+  "Resume a subscription with fromSeq: seq + 1 (and the same attempt)."
   seq: Int!
   service: String!
   "stdout or stderr"
@@ -8044,20 +8056,27 @@ type JobEvent {
 }
 
 extend type Query {
-  "Stored lines of a job with seq >= fromSeq, in order; page on with the last seq + 1."
-  jobLogs(jobId: ID!, fromSeq: Int = 1, first: Int = 1000): [LogLine!]!
+  """
+  Stored lines of a job with seq >= fromSeq, in order; page on with the last
+  seq + 1. attempt picks the run (default: the job's current attempt); every
+  attempt's lines are kept.
+  """
+  jobLogs(jobId: ID!, attempt: Int, fromSeq: Int = 1, first: Int = 1000): [LogLine!]!
   "Stored events of a job, in the order they happened."
   jobEvents(jobId: ID!): [JobEvent!]!
 }
 
 type Subscription {
   """
-  The lines of a job from fromSeq on: the stored ones, then each new one,
-  in order without gaps or duplicates; completes when the job has ended and
-  its last line was sent. After a dropped connection, resubscribe with the
-  last seq + 1. A subscriber that reads nothing for 30 s is dropped.
+  The lines of one attempt of a job (default: the current attempt when the
+  subscription starts) from fromSeq on: the stored ones, then each new one,
+  in order without gaps or duplicates; completes when the attempt is over
+  (the job has ended, or was requeued as a new attempt: subscribe again for
+  that one) and its last line was sent. After a dropped connection,
+  resubscribe with the same attempt and the last seq + 1. A subscriber that
+  reads nothing for 30 s is dropped.
   """
-  jobLogs(jobId: ID!, fromSeq: Int = 1): LogLine!
+  jobLogs(jobId: ID!, attempt: Int, fromSeq: Int = 1): LogLine!
   "The events of a job: the stored ones, then each new one, until the job has ended."
   jobEvents(jobId: ID!): JobEvent!
 }
@@ -8615,6 +8634,8 @@ func (ec *executionContext) childFields_JobEvent(ctx context.Context, field grap
 
 func (ec *executionContext) childFields_LogLine(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "attempt":
+		return ec.fieldContext_LogLine_attempt(ctx, field)
 	case "seq":
 		return ec.fieldContext_LogLine_seq(ctx, field)
 	case "service":
@@ -10326,22 +10347,30 @@ func (ec *executionContext) field_Query_jobLogs_args(ctx context.Context, rawArg
 		return nil, err
 	}
 	args["jobId"] = arg0
-	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "fromSeq",
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "attempt",
 		func(ctx context.Context, v any) (*int, error) {
 			return ec.unmarshalOInt2ᚖint(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["fromSeq"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+	args["attempt"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "fromSeq",
 		func(ctx context.Context, v any) (*int, error) {
 			return ec.unmarshalOInt2ᚖint(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["first"] = arg2
+	args["fromSeq"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg3
 	return args, nil
 }
 
@@ -10884,14 +10913,22 @@ func (ec *executionContext) field_Subscription_jobLogs_args(ctx context.Context,
 		return nil, err
 	}
 	args["jobId"] = arg0
-	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "fromSeq",
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "attempt",
 		func(ctx context.Context, v any) (*int, error) {
 			return ec.unmarshalOInt2ᚖint(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["fromSeq"] = arg1
+	args["attempt"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "fromSeq",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["fromSeq"] = arg2
 	return args, nil
 }
 
@@ -15380,6 +15417,29 @@ func (ec *executionContext) fieldContext_JobEvent_at(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("JobEvent", field, false, false, "Time")
 }
 
+func (ec *executionContext) _LogLine_attempt(ctx context.Context, field graphql.CollectedField, obj *joblog.Line) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LogLine_attempt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Attempt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LogLine_attempt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LogLine", field, false, false, "Int")
+}
+
 func (ec *executionContext) _LogLine_seq(ctx context.Context, field graphql.CollectedField, obj *joblog.Line) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -19044,7 +19104,7 @@ func (ec *executionContext) _Query_jobLogs(ctx context.Context, field graphql.Co
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().JobLogs(ctx, fc.Args["jobId"].(string), fc.Args["fromSeq"].(*int), fc.Args["first"].(*int))
+			return ec.Resolvers.Query().JobLogs(ctx, fc.Args["jobId"].(string), fc.Args["attempt"].(*int), fc.Args["fromSeq"].(*int), fc.Args["first"].(*int))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []*joblog.Line) graphql.Marshaler {
@@ -21244,7 +21304,7 @@ func (ec *executionContext) _Subscription_jobLogs(ctx context.Context, field gra
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().JobLogs(ctx, fc.Args["jobId"].(string), fc.Args["fromSeq"].(*int))
+			return ec.Resolvers.Subscription().JobLogs(ctx, fc.Args["jobId"].(string), fc.Args["attempt"].(*int), fc.Args["fromSeq"].(*int))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *joblog.Line) graphql.Marshaler {
@@ -38497,6 +38557,11 @@ func (ec *executionContext) _LogLine(ctx context.Context, sel ast.SelectionSet, 
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("LogLine")
+		case "attempt":
+			out.Values[i] = ec._LogLine_attempt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "seq":
 			out.Values[i] = ec._LogLine_seq(ctx, field, obj)
 			if out.Values[i] == graphql.Null {

@@ -14,12 +14,16 @@ import (
 	"github.com/levers9/levers9/internal/wire"
 )
 
-// Append stores lines of job jobID through c. Lines are keyed by (job, seq),
-// so a batch the agent resends after a reconnect is stored once. Callers
-// publish notify.TopicJob after the commit.
-func Append(ctx context.Context, c *ent.Client, jobID string, lines []wire.LogLine) error {
+// Append stores lines that attempt attempt of job jobID wrote, through c.
+// Lines are keyed by (job, attempt, seq), so a batch the agent resends after
+// a reconnect is stored once and a retry's lines never collide with the
+// earlier attempt's. Callers publish notify.TopicJob after the commit.
+func Append(ctx context.Context, c *ent.Client, jobID string, attempt int, lines []wire.LogLine) error {
 	if len(lines) == 0 {
 		return nil
+	}
+	if attempt < 1 {
+		return fmt.Errorf("storing logs of job %s: attempt %d: attempts start at 1", jobID, attempt)
 	}
 	sys := viewer.SystemContext(ctx)
 	j, err := c.Job.Query().Where(job.ID(jobID)).Select(job.FieldTenantID, job.FieldEnvironmentID).Only(sys)
@@ -30,12 +34,12 @@ func Append(ctx context.Context, c *ent.Client, jobID string, lines []wire.LogLi
 	for i, l := range lines {
 		builders[i] = c.LogLine.Create().
 			SetTenantID(j.TenantID).SetEnvironmentID(j.EnvironmentID).
-			SetJobID(jobID).SetService(l.Service).SetStream(logline.Stream(l.Stream)).
+			SetJobID(jobID).SetAttempt(attempt).SetService(l.Service).SetStream(logline.Stream(l.Stream)).
 			SetSeq(int64(l.Seq)).SetTime(l.Time).SetText(l.Text)
 	}
 	for start := 0; start < len(builders); start += 500 {
 		err := c.LogLine.CreateBulk(builders[start:min(start+500, len(builders))]...).
-			OnConflictColumns(logline.FieldJobID, logline.FieldSeq).DoNothing().
+			OnConflictColumns(logline.FieldJobID, logline.FieldAttempt, logline.FieldSeq).DoNothing().
 			Exec(sys)
 		if err != nil {
 			return fmt.Errorf("storing logs of job %s: %w", jobID, err)

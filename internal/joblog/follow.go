@@ -57,20 +57,27 @@ var running atomic.Int64
 // Running is the number of follows in progress in this process.
 func Running() int64 { return running.Load() }
 
-// Follow sends the lines of job jobID from seq fromSeq on: first the stored
-// ones, then each new one as bus signals it, in seq order without gaps or
-// duplicates, until the job has ended and its last line was sent; then it
-// closes the channel. Queries run as the viewer of ctx, so a job of another
-// tenant is NOT_FOUND. Cancelling ctx ends the follow.
-func Follow(ctx context.Context, c *ent.Client, bus *notify.Bus, jobID string, fromSeq int64, opts Options) (<-chan *Line, error) {
+// Follow sends the lines that attempt attempt (0: the job's current one)
+// of job jobID wrote, from seq fromSeq on: first the stored ones, then each
+// new one as bus signals it, in seq order without gaps or duplicates, until
+// the attempt is over (the job has ended, or was requeued as a later
+// attempt) and its last line was sent; then it closes the channel. Queries
+// run as the viewer of ctx, so a job of another tenant is NOT_FOUND.
+// Cancelling ctx ends the follow.
+func Follow(ctx context.Context, c *ent.Client, bus *notify.Bus, jobID string, attempt int, fromSeq int64, opts Options) (<-chan *Line, error) {
 	opts = opts.withDefaults()
-	if _, err := jobStatus(ctx, c, jobID); err != nil {
+	st, err := readJob(ctx, c, jobID)
+	if err != nil {
+		return nil, err
+	}
+	attempt, err = attemptOf(st, attempt)
+	if err != nil {
 		return nil, err
 	}
 	// Subscribe before the first read, so no signal falls between them.
 	wake, stop := subscribe(bus, jobID)
 	out := make(chan *Line, opts.Buffer)
-	f := &lineFollow{c: c, jobID: jobID, next: max(fromSeq, 1), opts: opts, out: sender[*Line]{ch: out, stall: opts.StallAfter}}
+	f := &lineFollow{c: c, jobID: jobID, attempt: attempt, next: max(fromSeq, 1), opts: opts, out: sender[*Line]{ch: out, stall: opts.StallAfter}}
 	start(ctx, opts, jobID, stop, func() { close(out) }, func(ctx context.Context) error { return f.run(ctx, wake) })
 	return out, nil
 }
@@ -79,7 +86,7 @@ func Follow(ctx context.Context, c *ent.Client, bus *notify.Bus, jobID string, f
 // new one, until the job has ended; like Follow otherwise.
 func FollowEvents(ctx context.Context, c *ent.Client, bus *notify.Bus, jobID string, opts Options) (<-chan *Event, error) {
 	opts = opts.withDefaults()
-	if _, err := jobStatus(ctx, c, jobID); err != nil {
+	if _, err := readJob(ctx, c, jobID); err != nil {
 		return nil, err
 	}
 	wake, stop := subscribe(bus, jobID)
@@ -169,6 +176,7 @@ func wait(ctx context.Context, wake <-chan struct{}, poll time.Duration, retry <
 type lineFollow struct {
 	c        *ent.Client
 	jobID    string
+	attempt  int
 	next     int64 // the seq to send next
 	opts     Options
 	out      sender[*Line]
@@ -180,13 +188,14 @@ const page = 256
 
 func (f *lineFollow) run(ctx context.Context, wake <-chan struct{}) error {
 	for {
-		// Read the status before the lines: lines are stored before the
-		// job's end, so after an end seen here the read below finds them all.
-		status, err := jobStatus(ctx, f.c, f.jobID)
+		// Read the state before the lines: lines are stored before the
+		// attempt's end, so after an end seen here the read below finds
+		// them all.
+		st, err := readJob(ctx, f.c, f.jobID)
 		if err != nil {
 			return err
 		}
-		ended := Ended(status)
+		ended := st.ended(f.attempt)
 		held, err := f.drain(ctx, ended)
 		if err != nil {
 			return err
@@ -209,7 +218,7 @@ func (f *lineFollow) run(ctx context.Context, wake <-chan struct{}) error {
 // may commit out of order, and a subscriber must not skip the late ones.
 func (f *lineFollow) drain(ctx context.Context, ended bool) (held bool, err error) {
 	for {
-		lines, err := readLines(ctx, f.c, f.jobID, f.next, page)
+		lines, err := readLines(ctx, f.c, f.jobID, f.attempt, f.next, page)
 		if err != nil {
 			return false, err
 		}
@@ -246,7 +255,7 @@ type eventFollow struct {
 
 func (f *eventFollow) run(ctx context.Context, wake <-chan struct{}) error {
 	for {
-		status, err := jobStatus(ctx, f.c, f.jobID)
+		st, err := readJob(ctx, f.c, f.jobID)
 		if err != nil {
 			return err
 		}
@@ -264,7 +273,7 @@ func (f *eventFollow) run(ctx context.Context, wake <-chan struct{}) error {
 				return err
 			}
 		}
-		if Ended(status) {
+		if Ended(st.status) {
 			return nil
 		}
 		if err := wait(ctx, wake, f.opts.Poll, nil); err != nil {

@@ -84,7 +84,7 @@ func (w *world) add(t *testing.T, from, to int) {
 	for i := from; i <= to; i++ {
 		lines = append(lines, wire.LogLine{Service: "main", Stream: wire.Stdout, Seq: uint64(i), Time: time.Now(), Text: fmt.Sprint(i)})
 	}
-	if err := joblog.Append(context.Background(), w.db.Ent, w.job, lines); err != nil {
+	if err := joblog.Append(context.Background(), w.db.Ent, w.job, 1, lines); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.other.Publish(context.Background(), notify.TopicJob, w.job); err != nil {
@@ -128,7 +128,7 @@ func TestFollow(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, url string) {
 		w := newWorld(t, url)
 		w.add(t, 1, 1200)
-		ch, err := joblog.Follow(w.admin, w.db.Ent, w.bus, w.job, 1, joblog.Options{})
+		ch, err := joblog.Follow(w.admin, w.db.Ent, w.bus, w.job, 0, 1, joblog.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +142,7 @@ func TestFollow(t *testing.T) {
 		expectClosed(t, ch)
 
 		// After the end, a follow from the middle replays the rest and ends.
-		ch, err = joblog.Follow(w.admin, w.db.Ent, w.bus, w.job, 1204, joblog.Options{})
+		ch, err = joblog.Follow(w.admin, w.db.Ent, w.bus, w.job, 0, 1204, joblog.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +158,7 @@ func TestFollowSkipsLostLines(t *testing.T) {
 		w := newWorld(t, url)
 		w.add(t, 1, 2)
 		w.add(t, 4, 5)
-		ch, err := joblog.Follow(w.admin, w.db.Ent, w.bus, w.job, 1, joblog.Options{GapWait: 300 * time.Millisecond})
+		ch, err := joblog.Follow(w.admin, w.db.Ent, w.bus, w.job, 0, 1, joblog.Options{GapWait: 300 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +178,7 @@ func TestFollowEnds(t *testing.T) {
 		w := newWorld(t, url)
 		w.add(t, 1, 50)
 		errc := make(chan error, 1)
-		_, err := joblog.Follow(w.admin, w.db.Ent, w.bus, w.job, 1, joblog.Options{
+		_, err := joblog.Follow(w.admin, w.db.Ent, w.bus, w.job, 0, 1, joblog.Options{
 			Buffer: 4, StallAfter: 200 * time.Millisecond, OnError: func(err error) { errc <- err },
 		})
 		if err != nil {
@@ -195,7 +195,7 @@ func TestFollowEnds(t *testing.T) {
 		waitNone(t)
 
 		ctx, cancel := context.WithCancel(w.admin)
-		ch, err := joblog.Follow(ctx, w.db.Ent, w.bus, w.job, 1, joblog.Options{})
+		ch, err := joblog.Follow(ctx, w.db.Ent, w.bus, w.job, 0, 1, joblog.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -224,7 +224,7 @@ func TestFollowPrivacyAndEvents(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, url string) {
 		w := newWorld(t, url)
 		stranger := viewer.NewContext(context.Background(), &viewer.Viewer{UserID: "usr_x", TenantID: "tnt_other", EnvironmentID: "env_other"})
-		if _, err := joblog.Follow(stranger, w.db.Ent, w.bus, w.job, 1, joblog.Options{}); err == nil {
+		if _, err := joblog.Follow(stranger, w.db.Ent, w.bus, w.job, 0, 1, joblog.Options{}); err == nil {
 			t.Error("another tenant followed the logs")
 		}
 		if _, err := joblog.FollowEvents(stranger, w.db.Ent, w.bus, w.job, joblog.Options{}); err == nil {

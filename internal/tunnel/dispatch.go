@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/service"
+	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/internal/wire"
 )
@@ -125,14 +127,14 @@ func (s *session) planMounts(ctx context.Context, j *ent.Job, msg *wire.Start) e
 }
 
 // reconcile compares what the agent runs with what the server believes
-// runs on the node: jobs the server no longer wants are stopped; jobs the
-// agent lost fail (if they ran) or are sent again (if they never started).
+// runs on the node: jobs the server no longer wants, and runs of an
+// attempt the job has been requeued from, are stopped; jobs the agent lost
+// fail (if they ran) or are sent again (if they never started). The
+// Reconcile tells the agent, per job it keeps, where its stored log ends, so
+// an agent that reattached to a job after a restart resumes its output
+// without gaps or duplicates.
 func (s *session) reconcile(ctx context.Context, running []wire.RunningService) error {
 	sys := viewer.SystemContext(ctx)
-	reported := map[string][]wire.RunningService{}
-	for _, r := range running {
-		reported[r.JobID] = append(reported[r.JobID], r)
-	}
 	svcs, err := s.srv.DB.Ent.Service.Query().
 		Where(service.NodeID(s.nodeID), service.DispatchedAtNotNil(),
 			service.HasJobWith(job.StatusIn(job.StatusPending, job.StatusRunning))).
@@ -143,6 +145,18 @@ func (s *session) reconcile(ctx context.Context, running []wire.RunningService) 
 	wanted := map[string]*ent.Job{}
 	for _, svc := range svcs {
 		wanted[svc.JobID] = svc.Edges.Job
+	}
+	reported := map[string][]wire.RunningService{}
+	var unwanted []string
+	for _, r := range running {
+		j := wanted[r.JobID]
+		if j == nil || j.Attempt != max(r.Attempt, 1) {
+			if _, seen := reported[r.JobID]; !seen && !slices.Contains(unwanted, r.JobID) {
+				unwanted = append(unwanted, r.JobID)
+			}
+			continue
+		}
+		reported[r.JobID] = append(reported[r.JobID], r)
 	}
 	for id, j := range wanted {
 		if _, ok := reported[id]; ok {
@@ -163,18 +177,27 @@ func (s *session) reconcile(ctx context.Context, running []wire.RunningService) 
 			return fmt.Errorf("resending job %s: %w", id, err)
 		}
 	}
-	var keep []wire.RunningService
-	for id, rs := range reported {
-		if wanted[id] != nil {
-			keep = append(keep, rs...)
-			s.markActive(id, true)
-			continue
-		}
-		s.log.Warn("agent runs a job the server does not want there; stopping it", "job", id)
+	// Stops go before the Reconcile and before any Start a resend makes,
+	// so an old run is stopped before a new attempt of its job arrives.
+	for _, id := range unwanted {
+		s.log.Warn("agent runs a job (or an attempt of it) the server does not want there; stopping it", "job", id)
 		stop := wire.Stop{JobID: id, Reason: "not wanted on this node", GraceSeconds: int(s.srv.stopGrace().Seconds())}
 		if err := s.send(ctx, stop); err != nil {
 			return err
 		}
+	}
+	var keep []wire.RunningService
+	for id, rs := range reported {
+		attempt := wanted[id].Attempt
+		seq, last, err := joblog.Tail(sys, s.srv.DB.Ent, id, attempt)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			r.Attempt, r.LogSeq, r.LastLine = attempt, uint64(seq), last[r.Service]
+			keep = append(keep, r)
+		}
+		s.markActive(id, true)
 	}
 	return s.send(ctx, wire.Reconcile{Running: keep})
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/predicate"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobspec"
@@ -14,14 +15,17 @@ import (
 	"github.com/levers9/levers9/internal/wire"
 )
 
-// ownService is the service the agent reports on, if the job was placed on
-// this node; reports about anything else are logged and ignored.
-func (s *session) ownService(ctx context.Context, jobID, name string) (*ent.Service, error) {
+// ownService is the service the agent reports on, if this node runs it for
+// the job's current attempt. Reports about anything else (a job never
+// given, or a run the job has since been requeued from) are logged and
+// ignored: a late report of attempt 1 must never change attempt 2.
+func (s *session) ownService(ctx context.Context, jobID string, attempt int, name string) (*ent.Service, error) {
 	svc, err := s.srv.DB.Ent.Service.Query().
-		Where(service.JobID(jobID), service.Name(name), service.NodeID(s.nodeID)).
+		Where(service.JobID(jobID), service.Name(name), s.runsHere(attempt)).
 		Only(viewer.SystemContext(ctx))
 	if ent.IsNotFound(err) {
-		s.log.Warn("agent reported a service it was never given; ignored", "job", jobID, "service", name)
+		s.log.Warn("agent reported a service it does not run for the job's current attempt; ignored",
+			"job", jobID, "service", name, "attempt", attempt)
 		return nil, nil
 	}
 	if err != nil {
@@ -30,10 +34,17 @@ func (s *session) ownService(ctx context.Context, jobID, name string) (*ent.Serv
 	return svc, nil
 }
 
+// runsHere holds for services placed on this node whose job is at attempt
+// attempt. Updates carry it too, so a requeue committed between the check
+// and the write is not overwritten.
+func (s *session) runsHere(attempt int) predicate.Service {
+	return service.And(service.NodeID(s.nodeID), service.HasJobWith(job.Attempt(max(attempt, 1))))
+}
+
 // stateChange records a service's new state and, when it decides the job's
 // state, the job's.
 func (s *session) stateChange(ctx context.Context, m wire.StateChange) error {
-	svc, err := s.ownService(ctx, m.JobID, m.Service)
+	svc, err := s.ownService(ctx, m.JobID, m.Attempt, m.Service)
 	if svc == nil || err != nil {
 		return err
 	}
@@ -48,7 +59,7 @@ func (s *session) stateChange(ctx context.Context, m wire.StateChange) error {
 			ports = append(ports, jobspec.Port{Name: p.Name, Port: p.Port})
 		}
 		err := s.srv.DB.Ent.Service.Update().
-			Where(service.ID(svc.ID), service.StatusEQ(service.StatusPending)).
+			Where(service.ID(svc.ID), service.StatusEQ(service.StatusPending), s.runsHere(m.Attempt)).
 			SetStatus(service.StatusRunning).SetStartedAt(now).SetHostPorts(ports).Exec(sys)
 		if err != nil {
 			return fmt.Errorf("recording service %s running: %w", m.Service, err)
@@ -71,12 +82,16 @@ func (s *session) stateChange(ctx context.Context, m wire.StateChange) error {
 	if m.State == wire.StateFailed {
 		status, reason = service.StatusError, m.Reason
 	}
-	upd := s.srv.DB.Ent.Service.UpdateOneID(svc.ID).SetNillableExitCode(m.ExitCode)
+	upd := s.srv.DB.Ent.Service.Update().Where(service.ID(svc.ID), s.runsHere(m.Attempt)).SetNillableExitCode(m.ExitCode)
 	if svc.Status == service.StatusPending || svc.Status == service.StatusRunning {
 		upd.SetStatus(status).SetStatusReason(clip(reason, 1000)).SetFinishedAt(now)
 	}
-	if err := upd.Exec(sys); err != nil {
+	n, err := upd.Save(sys)
+	if err != nil {
 		return fmt.Errorf("recording end of service %s: %w", m.Service, err)
+	}
+	if n == 0 {
+		return nil // requeued meanwhile: this run no longer counts
 	}
 	return s.settle(ctx, m)
 }
@@ -92,6 +107,9 @@ func (s *session) settle(ctx context.Context, m wire.StateChange) error {
 	if j.Status != job.StatusPending && j.Status != job.StatusRunning {
 		s.forgetIfDone(j)
 		return nil
+	}
+	if j.Attempt != max(m.Attempt, 1) {
+		return nil // requeued meanwhile
 	}
 	now := s.srv.now()
 	if m.State == wire.StateFailed {
@@ -133,16 +151,17 @@ func (s *session) forgetIfDone(j *ent.Job) {
 	s.markActive(j.ID, false)
 }
 
-// logs stores lines of a job placed on this node, then wakes followers.
+// logs stores lines of the current attempt of a job placed on this node,
+// then wakes followers.
 func (s *session) logs(ctx context.Context, m wire.Logs) error {
 	if len(m.Lines) == 0 {
 		return nil
 	}
-	svc, err := s.ownService(ctx, m.JobID, m.Lines[0].Service)
+	svc, err := s.ownService(ctx, m.JobID, m.Attempt, m.Lines[0].Service)
 	if svc == nil || err != nil {
 		return err
 	}
-	if err := joblog.Append(ctx, s.srv.DB.Ent, m.JobID, m.Lines); err != nil {
+	if err := joblog.Append(ctx, s.srv.DB.Ent, m.JobID, max(m.Attempt, 1), m.Lines); err != nil {
 		return err
 	}
 	if s.srv.Bus != nil {

@@ -69,7 +69,7 @@ func (h *handlers) detail(w http.ResponseWriter, r *http.Request) error {
 		var next int64 = 1
 	read:
 		for {
-			lines, err := joblog.Lines(ctx, c, j.ID, next, joblog.MaxPage)
+			lines, err := joblog.Lines(ctx, c, j.ID, 0, next, joblog.MaxPage)
 			if err != nil {
 				return err
 			}
