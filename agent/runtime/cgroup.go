@@ -379,6 +379,17 @@ func (m cgroupMoves) leave(pid int) error {
 	return errors.Join(errs...)
 }
 
+// remove removes the service's cgroups, and the runtime's folder when no
+// other service uses it.
+func (m cgroupMoves) remove() {
+	for _, mv := range m {
+		dir, _, _ := strings.Cut(mv, "=")
+		if removeCgroup(dir) == nil {
+			_ = syscall.Rmdir(filepath.Dir(dir))
+		}
+	}
+}
+
 func writeProc(dir string, pid int) error {
 	return os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
 }

@@ -64,6 +64,15 @@ func helper(mode string, args []string) int {
 	case "longline": // a line of args[0] bytes, then "short"
 		n, _ := strconv.Atoi(args[0])
 		fmt.Print(strings.Repeat("a", n) + "\nshort\n")
+	case "hog": // touch args[0] MiB of memory, then exit
+		n, _ := strconv.Atoi(args[0])
+		b := make([]byte, n<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		fmt.Println("allocated", len(b))
+	case "agent": // an agent-like parent: see runAgent
+		return runAgent(args)
 	default:
 		fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
 		return 2

@@ -188,7 +188,8 @@ func TestMainExitKillsLeftovers(t *testing.T) {
 func TestTimeout(t *testing.T) {
 	t.Parallel()
 	p := newProcess(t)
-	c := start(t, p, JobSpec{ID: "job_timeout", Timeout: 200 * time.Millisecond, Services: []ServiceSpec{
+	// The timeout leaves "quick" (true) time to end, even on a busy machine.
+	c := start(t, p, JobSpec{ID: "job_timeout", Timeout: 3 * time.Second, Services: []ServiceSpec{
 		{Name: "slow", Command: []string{"sleep", "100"}},
 		{Name: "quick", Command: []string{"true"}},
 	}})

@@ -107,6 +107,7 @@ func Supervise(args []string) int {
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	orphaned := false
 	for mainStatus == nil {
 		select {
 		case s := <-sigs:
@@ -114,16 +115,22 @@ func Supervise(args []string) int {
 			case syscall.SIGTERM, syscall.SIGINT:
 				_ = syscall.Kill(-pid, s.(syscall.Signal))
 			case syscall.SIGUSR1:
+				orphaned = true
 				killDescendants(self, pid, &mainStatus)
 			}
 		case <-tick.C:
 			if os.Getppid() != ppid {
+				orphaned = true
 				killDescendants(self, pid, &mainStatus)
 			}
 		}
 		reap()
 	}
 	killDescendants(self, pid, &mainStatus)
+	if orphaned {
+		// The agent would have read them (out of memory?) and removed them.
+		moves.remove()
+	}
 
 	ws := *mainStatus
 	if ws.Signaled() {
