@@ -5,6 +5,9 @@ SHELL := /bin/bash
 GO ?= go
 export GOFLAGS := -buildvcs=false
 WITHPG := $(GO) run ./internal/dbtest/withpg --
+# Container tests need a Docker daemon: withdocker starts a private one
+# when none answers (Debian's docker.io) and stops it afterwards.
+WITHDOCKER := $(GO) run ./internal/dockertest/withdocker --
 # The MinIO server the object storage tests run against, built once from the
 # module proxy (a few minutes) and kept in GOPATH/bin.
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
@@ -45,10 +48,11 @@ $(MINIO):
 
 ## test: the drift check, then every test; database tests on SQLite and on a
 ## private PostgreSQL started from the installed server binaries; object
-## storage tests on a private MinIO
+## storage tests on a private MinIO; container tests on Docker (a private
+## daemon when none answers)
 test: check $(MINIO)
 	@rm -f test.log
-	@status=0; $(WITHPG) $(GO) test -count=1 -timeout 25m -v ./... > test.log 2>&1 || status=$$?; \
+	@status=0; $(WITHDOCKER) $(WITHPG) $(GO) test -count=1 -timeout 25m -v ./... > test.log 2>&1 || status=$$?; \
 	grep -E '^(ok|FAIL|panic:)|^\s*--- FAIL' test.log || true; \
 	if [ $$status -ne 0 ]; then echo "failure details:"; grep -E -e '--- FAIL|panic:|_test\.go:[0-9]+:|\.go:[0-9]+ \+0x|^#|\.go:[0-9]+:[0-9]+: ' test.log | tail -200; fi; \
 	echo "database tests passed: $$(grep -c -E -- '--- PASS: .*/sqlite \(' test.log) on SQLite, $$(grep -c -E -- '--- PASS: .*/postgres \(' test.log) on PostgreSQL (full log: test.log)"; \
@@ -56,7 +60,7 @@ test: check $(MINIO)
 
 ## bench: benchmarks; they print their numbers
 bench:
-	$(WITHPG) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./graph/ ./internal/metering/ ./internal/scheduling/ ./internal/placement/ ./e2e/ ./ui/ | grep -v -E '^(goos|goarch|pkg|cpu):'
+	$(WITHDOCKER) $(WITHPG) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./graph/ ./internal/metering/ ./internal/scheduling/ ./internal/placement/ ./e2e/ ./ui/ | grep -v -E '^(goos|goarch|pkg|cpu):'
 
 ## fuzz: a short run of every fuzz target
 fuzz:

@@ -48,7 +48,7 @@ func BenchmarkTrivialJob(b *testing.B) {
 			}
 			wg.Wait()
 			rate := jobs / time.Since(start).Seconds()
-			burst := runBurst(b, s.URL, token, jobs, clients)
+			burst := runBurst(b, s.URL, token, trivialJob, jobs, clients)
 			b.ReportMetric(0, "ns/op")
 			b.ReportMetric(ms(percentile(running, 50)), "p50-running-ms")
 			b.ReportMetric(ms(percentile(running, 99)), "p99-running-ms")
@@ -65,13 +65,13 @@ func BenchmarkTrivialJob(b *testing.B) {
 // following them, waits until all have ended and returns jobs per second
 // from the first submission to the last end. The wait polls the job count
 // (the benchmark's own clock, not on the server's path).
-func runBurst(b testing.TB, base, token string, jobs, clients int) float64 {
+func runBurst(b testing.TB, base, token, submit string, jobs, clients int) float64 {
 	start := time.Now()
 	var wg sync.WaitGroup
 	for c := range clients {
 		wg.Go(func() {
 			for i := c; i < jobs; i += clients {
-				gql(b, base, token, trivialJob+` { id } }`, nil, &map[string]any{})
+				gql(b, base, token, submit+` { id } }`, nil, &map[string]any{})
 			}
 		})
 	}
@@ -118,13 +118,19 @@ func waitLocalNode(b testing.TB, base, token string) {
 // ends; it returns submit-to-running and submit-to-finished by the server's
 // clock.
 func runTrivial(b testing.TB, base, token string) (toRunning, toDone time.Duration) {
+	return runJob(b, base, token, trivialJob)
+}
+
+// runJob submits with the mutation submit (without its selection) and
+// follows the job like runTrivial.
+func runJob(b testing.TB, base, token, submit string) (toRunning, toDone time.Duration) {
 	var sub struct {
 		SubmitJob struct {
 			ID        string
 			CreatedAt time.Time
 		}
 	}
-	gql(b, base, token, trivialJob+` { id createdAt } }`, nil, &sub)
+	gql(b, base, token, submit+` { id createdAt } }`, nil, &sub)
 	done := false
 	subscribe(b, base, token, `subscription($id: ID!) { jobEvents(jobId: $id) { status at } }`, map[string]any{"id": sub.SubmitJob.ID}, func(data []byte) bool {
 		var ev struct {
