@@ -1,0 +1,307 @@
+package docker
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+
+	"github.com/levers9/levers9/agent/runtime"
+)
+
+// Labels on every container and network of a job. Recover finds a node's
+// containers by labelNode; the rest say whose they are.
+const (
+	labelNode    = "levers9.node"
+	labelTenant  = "levers9.tenant"
+	labelJob     = "levers9.job"
+	labelAttempt = "levers9.attempt"
+	labelService = "levers9.service"
+	// For a restarted agent: the service's place in the spec, its ports
+	// and the job's timeout.
+	labelIndex   = "levers9.index"
+	labelPorts   = "levers9.ports"
+	labelTimeout = "levers9.timeout"
+)
+
+// publishHost is where declared ports are published on the node.
+const publishHost = "127.0.0.1"
+
+// Names become container, network and host names: keep them plain.
+var plainName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+
+func validate(spec runtime.JobSpec) error {
+	if !plainName.MatchString(spec.ID) {
+		return fmt.Errorf("job ID %q: use letters, digits, '_' and '-'", spec.ID)
+	}
+	if spec.Attempt < 1 {
+		return fmt.Errorf("attempt %d: attempts count from 1", spec.Attempt)
+	}
+	if len(spec.Services) == 0 {
+		return errors.New("a job needs at least one service")
+	}
+	if spec.Timeout < 0 {
+		return fmt.Errorf("negative timeout %s", spec.Timeout)
+	}
+	names := map[string]bool{}
+	fixed := map[int]string{}
+	for _, s := range spec.Services {
+		if !plainName.MatchString(s.Name) {
+			return fmt.Errorf("service name %q: use letters, digits, '_' and '-'", s.Name)
+		}
+		if names[strings.ToLower(s.Name)] {
+			// Host names are case-insensitive.
+			return fmt.Errorf("duplicate service %q", s.Name)
+		}
+		names[strings.ToLower(s.Name)] = true
+		if len(s.Command) == 0 && s.Image == "" {
+			return fmt.Errorf("service %s: needs a command or an image", s.Name)
+		}
+		if s.CPU < 0 || s.MemoryMiB < 0 {
+			return fmt.Errorf("service %s: negative CPU or memory", s.Name)
+		}
+		for _, e := range s.Env {
+			if e.Name == "" || strings.ContainsAny(e.Name, "=\x00") {
+				return fmt.Errorf("service %s: invalid variable name %q", s.Name, e.Name)
+			}
+		}
+		ports := map[string]bool{}
+		for _, pt := range s.Ports {
+			if !plainName.MatchString(pt.Name) || ports[pt.Name] {
+				return fmt.Errorf("service %s: invalid or duplicate port name %q", s.Name, pt.Name)
+			}
+			ports[pt.Name] = true
+			if pt.Port < 0 || pt.Port > 65535 {
+				return fmt.Errorf("service %s: port %s: %d is out of range", s.Name, pt.Name, pt.Port)
+			}
+			if pt.Port > 0 {
+				if other, ok := fixed[pt.Port]; ok {
+					return fmt.Errorf("service %s: port %d is also declared by %s", s.Name, pt.Port, other)
+				}
+				fixed[pt.Port] = s.Name
+			}
+		}
+	}
+	for _, m := range spec.Mounts {
+		if !path.IsAbs(m.Path) || path.Clean(m.Path) != m.Path || m.Path == "/" {
+			return fmt.Errorf("mount %q: not a clean absolute path below /", m.Path)
+		}
+		if !path.IsAbs(m.Dir) {
+			return fmt.Errorf("mount %s: directory %q is not absolute", m.Path, m.Dir)
+		}
+	}
+	return runtime.CheckAddressNames(spec)
+}
+
+// networkName and containerName name a job attempt's objects, so a retried
+// attempt never collides with what an earlier one left.
+func networkName(jobID string, attempt int) string {
+	return fmt.Sprintf("levers9-%s-%d", jobID, attempt)
+}
+
+func containerName(jobID string, attempt int, service string) string {
+	return fmt.Sprintf("levers9-%s-%d-%s", jobID, attempt, service)
+}
+
+func jobLabels(nodeID string, spec runtime.JobSpec) map[string]string {
+	return map[string]string{
+		labelNode:    nodeID,
+		labelTenant:  spec.Tenant,
+		labelJob:     spec.ID,
+		labelAttempt: strconv.Itoa(spec.Attempt),
+	}
+}
+
+// assignPorts returns every service's ports, picking free host ports for
+// port 0. A picked port is used inside the container too, so the
+// LEVERS9_* variables hold one number that works from the node and from
+// siblings. The listeners stay open until all are picked so that no port is
+// handed out twice.
+func assignPorts(spec runtime.JobSpec) ([][]runtime.Port, error) {
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			_ = l.Close()
+		}
+	}()
+	out := make([][]runtime.Port, len(spec.Services))
+	for i, s := range spec.Services {
+		for _, pt := range s.Ports {
+			if pt.Port == 0 {
+				l, err := net.Listen("tcp", publishHost+":0")
+				if err != nil {
+					return nil, fmt.Errorf("service %s: port %s: %w", s.Name, pt.Name, err)
+				}
+				held = append(held, l)
+				pt.Port = l.Addr().(*net.TCPAddr).Port
+			}
+			out[i] = append(out[i], pt)
+		}
+	}
+	return out, nil
+}
+
+// addressVars are the LEVERS9_<SERVICE>_HOST/_PORT_<NAME> variables: each
+// service is reached by its name on the job's network.
+func addressVars(spec runtime.JobSpec, ports [][]runtime.Port) []string {
+	var vars []string
+	for i, s := range spec.Services {
+		one := runtime.JobSpec{Services: []runtime.ServiceSpec{s}}
+		vars = append(vars, runtime.AddressVars(one, s.Name, [][]runtime.Port{ports[i]})...)
+	}
+	return vars
+}
+
+// serviceEnv is the spec's variables, then what levers9 sets, which wins.
+// Nothing comes from the agent's own environment; the image supplies PATH
+// and the like.
+func serviceEnv(jobID string, s runtime.ServiceSpec, addresses []string) []string {
+	var env []string
+	index := map[string]int{}
+	set := func(name, value string) {
+		kv := name + "=" + value
+		if i, ok := index[name]; ok {
+			env[i] = kv
+			return
+		}
+		index[name] = len(env)
+		env = append(env, kv)
+	}
+	for _, e := range s.Env {
+		set(e.Name, e.Value)
+	}
+	set("LEVERS9_JOB_ID", jobID)
+	set("LEVERS9_SERVICE", s.Name)
+	for _, kv := range addresses {
+		name, value, _ := strings.Cut(kv, "=")
+		set(name, value)
+	}
+	return env
+}
+
+// createOptions is the container for service s: on the job's network under
+// its own name, limited, unprivileged, with exactly the job's mounts.
+func createOptions(cfg Config, spec runtime.JobSpec, i int, ports []runtime.Port, env []string) client.ContainerCreateOptions {
+	s := spec.Services[i]
+	image := s.Image
+	if image == "" {
+		image = cfg.DefaultImage
+	}
+	labels := jobLabels(cfg.NodeID, spec)
+	labels[labelService] = s.Name
+	labels[labelIndex] = strconv.Itoa(i)
+	labels[labelPorts] = formatPorts(ports)
+	if spec.Timeout > 0 {
+		labels[labelTimeout] = spec.Timeout.String()
+	}
+
+	conf := &container.Config{
+		Image:    image,
+		Hostname: s.Name,
+		Env:      env,
+		Labels:   labels,
+	}
+	// Like `docker run --entrypoint`: a command replaces the image's
+	// entrypoint and command; args alone replace only its command.
+	if len(s.Command) > 0 {
+		conf.Entrypoint = slices.Clone(s.Command)
+		conf.Cmd = slices.Clone(s.Args)
+	} else if len(s.Args) > 0 {
+		conf.Cmd = slices.Clone(s.Args)
+	}
+
+	host := &container.HostConfig{
+		NetworkMode: container.NetworkMode(networkName(spec.ID, spec.Attempt)),
+		SecurityOpt: []string{"no-new-privileges"},
+		Init:        new(bool),
+		// Read back by the runtime (and after an agent restart); bounded.
+		LogConfig: container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "100m", "max-file": "3"}},
+		Resources: container.Resources{
+			NanoCPUs:  int64(s.CPU * 1e9),
+			Memory:    s.MemoryMiB << 20,
+			PidsLimit: &cfg.PidsLimit,
+		},
+	}
+	*host.Init = true // docker-init reaps zombies and passes signals on
+	if s.MemoryMiB > 0 {
+		host.MemorySwap = host.Memory // no swap
+	}
+	if len(s.GPUs) > 0 {
+		host.DeviceRequests = []container.DeviceRequest{{
+			Driver: "nvidia", DeviceIDs: slices.Clone(s.GPUs), Capabilities: [][]string{{"gpu"}},
+		}}
+	}
+	if len(ports) > 0 {
+		conf.ExposedPorts = network.PortSet{}
+		host.PortBindings = network.PortMap{}
+		for _, pt := range ports {
+			p, _ := network.PortFrom(uint16(pt.Port), network.TCP)
+			conf.ExposedPorts[p] = struct{}{}
+			host.PortBindings[p] = []network.PortBinding{{
+				HostIP: netip.MustParseAddr(publishHost), HostPort: strconv.Itoa(pt.Port),
+			}}
+		}
+	}
+	for _, m := range spec.Mounts {
+		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: m.Dir, Target: m.Path, ReadOnly: m.ReadOnly})
+	}
+	net := networkName(spec.ID, spec.Attempt)
+	return client.ContainerCreateOptions{
+		Name:       containerName(spec.ID, spec.Attempt, s.Name),
+		Config:     conf,
+		HostConfig: host,
+		NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+			net: {Aliases: []string{s.Name}},
+		}},
+	}
+}
+
+// formatPorts and parsePorts keep a service's ports in a label
+// ("http=8080,admin=9000") for a restarted agent.
+func formatPorts(ports []runtime.Port) string {
+	parts := make([]string, len(ports))
+	for i, p := range ports {
+		parts[i] = fmt.Sprintf("%s=%d", p.Name, p.Port)
+	}
+	return strings.Join(parts, ",")
+}
+
+func parsePorts(s string) []runtime.Port {
+	var ports []runtime.Port
+	for part := range strings.SplitSeq(s, ",") {
+		name, num, ok := strings.Cut(part, "=")
+		n, err := strconv.Atoi(num)
+		if ok && err == nil {
+			ports = append(ports, runtime.Port{Name: name, Port: n})
+		}
+	}
+	return ports
+}
+
+// memoryLimit says a limit the way people write it: 8 GiB, 512 MiB.
+func memoryLimit(mib int64) string {
+	if mib >= 1024 && mib%1024 == 0 {
+		return fmt.Sprintf("%d GiB", mib/1024)
+	}
+	return fmt.Sprintf("%d MiB", mib)
+}
+
+// parseTimeout reads labelTimeout; anything unreadable is no timeout.
+func parseTimeout(s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0
+	}
+	return d
+}
