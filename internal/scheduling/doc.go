@@ -6,6 +6,17 @@
 //
 //   - A job runs on exactly one node: its services are never split, and the
 //     node needs free CPU, memory and GPUs for the sum of its services.
+//   - Some nodes a job may never use: a job with an image runs only on
+//     nodes that run containers (command-only jobs run anywhere), and a
+//     pinned job (it mounts a bucket on a node's own disk) only on its
+//     node. A job waiting for these reasons says so.
+//   - GPUs are booked by device: each GPU service gets the lowest free
+//     devices of its type in inventory order, services in order. Devices
+//     held without a known ID (booked before devices were) still count,
+//     so a type's free GPUs are the fewer of its unbooked devices and its
+//     capacity minus what is used.
+//   - Fixed host ports are booked per node: a job needs all of its ports
+//     free on its node, and one job never declares a port twice.
 //   - A service's GPUTypes is a preference list. Services are assigned in
 //     order, each to the earliest type for which the whole job still fits
 //     (a search, so an early service never takes the only type a later one

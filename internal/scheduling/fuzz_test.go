@@ -27,7 +27,8 @@ var fuzzTypes = []string{"H100", "A100", "L4", "B200"}
 
 // fuzzInput builds up to 5 nodes and one job from bytes and says whether
 // Place must refuse them. CPU comes in eighths so the model's float sums
-// are exact.
+// are exact; ports come from a few, so they collide (and repeat, which is
+// invalid within a job).
 func fuzzInput(data []byte) (Job, []Node, bool) {
 	f := &fuzzBytes{b: data}
 	invalid := false
@@ -48,6 +49,7 @@ func fuzzInput(data []byte) (Job, []Node, bool) {
 		}
 		return r
 	}
+	ports := []int{80, 8888, 0, 70000} // 0 and 70000 are out of range
 	nodes := make([]Node, f.next()%6)
 	for i := range nodes {
 		nodes[i] = Node{ID: fmt.Sprintf("n%d", (i*7)%len(nodes)), Name: fmt.Sprintf("node-%d", i)}
@@ -55,15 +57,42 @@ func fuzzInput(data []byte) (Job, []Node, bool) {
 		if f.next()%2 == 0 {
 			nodes[i].Used = resources()
 		}
+		flags := f.next()
+		nodes[i].Containers = flags&1 != 0
+		if flags&2 != 0 {
+			nodes[i].Ports = []int{ports[f.next()%2]}
+		}
+		if flags&4 != 0 {
+			// Books the lowest numbered device of each type, and one the
+			// node does not have.
+			nodes[i].Booked = map[string][]string{}
+			for t := range nodes[i].Capacity.GPUs {
+				nodes[i].Booked[t] = []string{"0", "GPU-gone"}
+			}
+		}
 	}
 	j := Job{ID: "j"}
+	seen := map[int]bool{}
 	for k := range f.next() % 5 {
 		s := Service{Name: fmt.Sprintf("s%d", k), CPU: float64(amount(f.signed())) / 8, MemoryMiB: int64(amount(f.signed())) * 32, GPUs: amount(f.signed() % 5)}
 		for range f.next() % 4 {
 			s.GPUTypes = append(s.GPUTypes, fuzzTypes[f.next()%len(fuzzTypes)])
 		}
+		flags := f.next()
+		if flags&1 != 0 {
+			s.Image = "busybox"
+		}
+		if flags&2 != 0 {
+			p := ports[f.next()%len(ports)]
+			invalid = invalid || p < 1 || p > 65535 || seen[p]
+			seen[p] = true
+			s.Ports = append(s.Ports, p)
+		}
 		invalid = invalid || (s.GPUs > 0 && len(s.GPUTypes) == 0)
 		j.Services = append(j.Services, s)
+	}
+	if pin := f.next(); pin%4 == 1 {
+		j.Pin = Pin{Node: fmt.Sprintf("n%d", pin%7), Why: "bucket b is on its disk"}
 	}
 	invalid = invalid || len(j.Services) == 0
 	return j, nodes, invalid
@@ -99,15 +128,8 @@ func FuzzPlace(f *testing.F) {
 			}
 			return
 		}
-		wantKind := Waiting
-		switch {
-		case len(nodes) == 0:
-			wantKind = NoNodes
-		case !modelFitsAnywhere(job, modelNodes(nodes, modelCapacity)):
-			wantKind = TooLarge
-		}
-		if r.Kind != wantKind || r.Nodes != len(nodes) || r.String("q") == "" {
-			t.Fatalf("reason %+v (%q), want kind %d", r, r.String("q"), wantKind)
+		if r.Kind != modelKind(job, nodes) || r.Nodes > len(nodes) || r.String("q") == "" {
+			t.Fatalf("reason %+v (%q), want kind %d", r, r.String("q"), modelKind(job, nodes))
 		}
 	})
 }

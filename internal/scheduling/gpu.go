@@ -28,6 +28,7 @@ type gpuSearch struct {
 	left   int             // dead ends left for this job over all nodes; see startJob
 	memo   map[string]bool // dead ends: service index + free counts of d.types
 	key    []byte
+	nodes  []*nodeState // scratch for explain
 }
 
 // startJob gives the search a fresh job budget.

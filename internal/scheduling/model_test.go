@@ -11,21 +11,28 @@ import (
 
 // This file holds a random input generator and a brute-force model of the
 // placement policy, written independently of the implementation: floats
-// instead of millicores (inputs are quarter cores, so sums are exact) and
-// every GPU type assignment enumerated instead of searched.
+// instead of millicores (inputs are quarter cores, so sums are exact),
+// every GPU type assignment enumerated instead of searched, and devices
+// as lists of free IDs instead of booked indices.
 
 var modelTypes = []string{"H100", "A100", "L4"}
 
 func quarter(n int) float64 { return float64(n) / 4 }
 
+// modelPorts are the fixed ports of random input: few, so they collide.
+var modelPorts = []int{8000, 8001, 8888}
+
 // randomInput makes one queue: 1–50 nodes, 1–200 jobs of 1–4 services,
 // 1–3 GPU types plus one no node has, preference lists, partly used and
-// sometimes over-used nodes.
+// sometimes over-used nodes, some running containers, with listed or
+// numbered devices partly booked (some by services that predate devices),
+// ports held; jobs with images, fixed ports and pins (some to nodes not in
+// the queue).
 func randomInput(rng *rand.Rand) ([]Node, []Job) {
 	types := modelTypes[:1+rng.IntN(len(modelTypes))]
 	nodes := make([]Node, 1+rng.IntN(50))
 	for i, id := range rng.Perm(len(nodes)) {
-		n := Node{ID: fmt.Sprintf("n%03d", id)}
+		n := Node{ID: fmt.Sprintf("n%03d", id), Containers: rng.IntN(3) > 0}
 		if rng.IntN(4) > 0 {
 			n.Name = "node-" + n.ID
 		}
@@ -38,8 +45,14 @@ func randomInput(rng *rand.Rand) ([]Node, []Job) {
 		n.Used = Resources{CPU: usedOf(rng, n.Capacity.CPU), MemoryMiB: int64(usedOf(rng, float64(n.Capacity.MemoryMiB)/256)) * 256}
 		if rng.IntN(2) == 0 {
 			n.Used.GPUs = map[string]int{}
-			for t, c := range n.Capacity.GPUs {
-				n.Used.GPUs[t] = int(usedOf(rng, float64(c)))
+			for _, t := range sortedKeys(n.Capacity.GPUs) { // map order would make seeds unrepeatable
+				n.Used.GPUs[t] = int(usedOf(rng, float64(n.Capacity.GPUs[t])))
+			}
+		}
+		randomDevices(rng, &n)
+		for _, p := range modelPorts {
+			if rng.IntN(4) == 0 {
+				n.Ports = append(n.Ports, p)
 			}
 		}
 		nodes[i] = n
@@ -57,14 +70,67 @@ func randomInput(rng *rand.Rand) ([]Node, []Job) {
 				s.GPUs = 1 + rng.IntN(4)
 				s.GPUTypes = randomList(rng, types)
 			}
+			if rng.IntN(4) == 0 {
+				s.Image = "busybox"
+			}
+			for _, p := range modelPorts {
+				if rng.IntN(12) == 0 && !slices.ContainsFunc(j.Services, func(o Service) bool { return slices.Contains(o.Ports, p) }) {
+					s.Ports = append(s.Ports, p)
+				}
+			}
 			j.Services = append(j.Services, s)
+		}
+		if rng.IntN(10) == 0 {
+			j.Pin = Pin{Node: fmt.Sprintf("n%03d", rng.IntN(len(nodes)+2)), Name: "pinned", Why: "bucket b is on its disk"}
 		}
 		jobs[i] = j
 	}
 	return nodes, jobs
 }
 
-// usedOf is mostly a share of capacity, sometimes more (an over-used node).
+// randomDevices lists n's devices (or leaves them numbered) in an order
+// that is not sorted, and books some: by services counted in Used, by
+// services that predate devices (counted, no ID), and IDs the node does
+// not list (a device gone since), and a few beyond what Used counts.
+func randomDevices(rng *rand.Rand, n *Node) {
+	for _, t := range sortedKeys(n.Capacity.GPUs) {
+		c := n.Capacity.GPUs[t]
+		ids := []string{}
+		if rng.IntN(2) == 0 {
+			for _, k := range rng.Perm(c) {
+				ids = append(ids, fmt.Sprintf("GPU-%s-%d", t, k))
+			}
+			if n.Devices == nil {
+				n.Devices = map[string][]string{}
+			}
+			n.Devices[t] = ids
+		} else {
+			for k := range c {
+				ids = append(ids, fmt.Sprint(k))
+			}
+		}
+		book := func(id string) {
+			if n.Booked == nil {
+				n.Booked = map[string][]string{}
+			}
+			n.Booked[t] = append(n.Booked[t], id)
+		}
+		held := n.Used.GPUs[t]
+		for _, id := range ids {
+			switch {
+			case held > 0 && rng.IntN(2) == 0:
+				book(id)
+				held--
+			case rng.IntN(16) == 0: // a caller whose Used lags behind
+				book(id)
+			}
+		}
+		if rng.IntN(8) == 0 {
+			book("GPU-gone")
+		}
+	}
+}
+
 func usedOf(rng *rand.Rand, capacity float64) float64 {
 	switch rng.IntN(20) {
 	case 0:
@@ -95,22 +161,83 @@ func deepCopyNodes(nodes []Node) []Node {
 }
 
 type modelNode struct {
-	id   string
-	cpu  float64
-	mem  int64
-	gpus map[string]int
+	id         string
+	cpu        float64
+	mem        int64
+	gpus       map[string]int      // free count per type
+	devs       map[string][]string // free device IDs per type, in inventory order
+	ports      map[int]bool        // held
+	containers bool
+}
+
+// modelDeviceIDs are a node's devices of type t as the Node comment says.
+func modelDeviceIDs(n Node, t string) []string {
+	if ids, ok := n.Devices[t]; ok {
+		return ids
+	}
+	ids := []string{}
+	for i := range n.Capacity.GPUs[t] {
+		ids = append(ids, fmt.Sprint(i))
+	}
+	return ids
 }
 
 func modelFree(n Node) *modelNode {
-	m := &modelNode{id: n.ID, cpu: max(0, n.Capacity.CPU-n.Used.CPU), mem: max(0, n.Capacity.MemoryMiB-n.Used.MemoryMiB), gpus: map[string]int{}}
+	m := &modelNode{
+		id: n.ID, cpu: max(0, n.Capacity.CPU-n.Used.CPU), mem: max(0, n.Capacity.MemoryMiB-n.Used.MemoryMiB),
+		gpus: map[string]int{}, devs: map[string][]string{}, ports: map[int]bool{}, containers: n.Containers,
+	}
 	for t, c := range n.Capacity.GPUs {
-		m.gpus[t] = max(0, c-n.Used.GPUs[t])
+		for _, id := range modelDeviceIDs(n, t) {
+			if !slices.Contains(n.Booked[t], id) {
+				m.devs[t] = append(m.devs[t], id)
+			}
+		}
+		m.gpus[t] = max(0, min(c-n.Used.GPUs[t], len(m.devs[t])))
+	}
+	for _, p := range n.Ports {
+		m.ports[p] = true
 	}
 	return m
 }
 
 func modelCapacity(n Node) *modelNode {
-	return modelFree(Node{ID: n.ID, Capacity: n.Capacity})
+	return modelFree(Node{ID: n.ID, Capacity: n.Capacity, Devices: n.Devices, Containers: n.Containers})
+}
+
+// modelEligible: the job may run on n whatever is free there.
+func modelEligible(j Job, n *modelNode) bool {
+	images := slices.ContainsFunc(j.Services, func(s Service) bool { return s.Image != "" })
+	return (!images || n.containers) && (j.Pin.Node == "" || j.Pin.Node == n.id)
+}
+
+func modelPortsFree(j Job, n *modelNode) bool {
+	for _, s := range j.Services {
+		for _, p := range s.Ports {
+			if n.ports[p] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// modelKind is the kind of reason a job that was not placed gets.
+func modelKind(j Job, nodes []Node) ReasonKind {
+	if len(nodes) == 0 {
+		return NoNodes
+	}
+	capacity := modelNodes(nodes, modelCapacity)
+	if j.Pin.Node != "" && !slices.ContainsFunc(capacity, func(n *modelNode) bool { return n.id == j.Pin.Node }) {
+		return PinnedAway
+	}
+	if !slices.ContainsFunc(capacity, func(n *modelNode) bool { return modelEligible(j, n) }) {
+		return NoContainers
+	}
+	if !modelFitsAnywhere(j, capacity) {
+		return TooLarge
+	}
+	return Waiting
 }
 
 func modelNodes(nodes []Node, pool func(Node) *modelNode) []*modelNode {
@@ -184,7 +311,7 @@ func modelTotals(j Job) (cpu float64, mem int64) {
 func modelFits(j Job, n *modelNode) bool {
 	cpu, mem := modelTotals(j)
 	_, _, ok := modelAssign(j, n.gpus)
-	return ok && cpu <= n.cpu && mem <= n.mem
+	return ok && cpu <= n.cpu && mem <= n.mem && modelEligible(j, n) && modelPortsFree(j, n)
 }
 
 func modelFitsAnywhere(j Job, nodes []*modelNode) bool {
@@ -227,7 +354,7 @@ func modelPlace(j Job, nodes []*modelNode) (Placement, bool) {
 	var bestKey modelKey
 	var bestTypes []string
 	for _, n := range nodes {
-		if cpu > n.cpu || mem > n.mem {
+		if cpu > n.cpu || mem > n.mem || !modelEligible(j, n) || !modelPortsFree(j, n) {
 			continue
 		}
 		ranks, types, ok := modelAssign(j, n.gpus)
@@ -257,12 +384,18 @@ func modelPlace(j Job, nodes []*modelNode) (Placement, bool) {
 	best.mem -= mem
 	k := 0
 	for _, s := range j.Services {
+		for _, port := range s.Ports {
+			best.ports[port] = true
+		}
 		if s.GPUs > 0 {
 			if p.GPUType == nil {
-				p.GPUType = map[string]string{}
+				p.GPUType, p.Devices = map[string]string{}, map[string][]string{}
 			}
-			p.GPUType[s.Name] = bestTypes[k]
-			best.gpus[bestTypes[k]] -= s.GPUs
+			t := bestTypes[k]
+			p.GPUType[s.Name] = t
+			best.gpus[t] -= s.GPUs
+			p.Devices[s.Name] = slices.Clone(best.devs[t][:s.GPUs])
+			best.devs[t] = best.devs[t][s.GPUs:]
 			k++
 		}
 	}

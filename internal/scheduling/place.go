@@ -16,7 +16,7 @@ func Place(job Job, nodes []Node) (Placement, bool, Reason, error) {
 	c, demands := newCluster(nodes, []Job{job})
 	var s gpuSearch
 	if f, ok := c.bestFit(&s, &demands[0]); ok {
-		return c.placement(&demands[0], f), true, Reason{}, nil
+		return c.take(&demands[0], f), true, Reason{}, nil
 	}
 	return Placement{}, false, c.explain(&s, &demands[0]), nil
 }
@@ -58,7 +58,7 @@ func (c *cluster) bestFit(s *gpuSearch, d *demand) (fit, bool) {
 	found := false
 	s.startJob()
 	for _, n := range c.nodes {
-		if n.free.cpu < d.cpu || n.free.mem < d.mem || !s.assign(d, n.free.gpus) {
+		if !n.eligible(d) || n.free.cpu < d.cpu || n.free.mem < d.mem || !n.free.portsFree(d.ports) || !s.assign(d, n.free.gpus) {
 			continue
 		}
 		cur.node = n
@@ -85,23 +85,31 @@ func (c *cluster) bestFit(s *gpuSearch, d *demand) (fit, bool) {
 	return best, found
 }
 
-// take subtracts a placed job from its node.
-func (c *cluster) take(d *demand, f fit) {
+// take subtracts a placed job from its node, booking its GPU devices
+// and ports, and returns the placement.
+func (c *cluster) take(d *demand, f fit) Placement {
 	n := f.node
 	n.free.cpu -= d.cpu
 	n.free.mem -= d.mem
-	for k, g := range d.gpu {
-		n.free.gpus[f.types[k]] -= g.count
-		n.freeGPUs -= g.count
-	}
-}
-
-func (c *cluster) placement(d *demand, f fit) Placement {
-	p := Placement{JobID: d.job.ID, NodeID: f.node.id}
+	p := Placement{JobID: d.job.ID, NodeID: n.id}
 	if len(d.gpu) > 0 {
 		p.GPUType = make(map[string]string, len(d.gpu))
-		for k, g := range d.gpu {
-			p.GPUType[g.service] = c.typeNames[f.types[k]]
+		p.Devices = make(map[string][]string, len(d.gpu))
+	}
+	// Services in order, so the first GPU service gets the lowest devices.
+	for k, g := range d.gpu {
+		t := f.types[k]
+		n.free.gpus[t] -= g.count
+		n.freeGPUs -= g.count
+		p.GPUType[g.service] = c.typeNames[t]
+		p.Devices[g.service] = c.devicesOf(n, t).book(g.count)
+	}
+	if len(d.ports) > 0 {
+		if n.free.taken == nil {
+			n.free.taken = make(map[int]bool, len(d.ports))
+		}
+		for _, port := range d.ports {
+			n.free.taken[port] = true
 		}
 	}
 	return p

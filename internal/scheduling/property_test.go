@@ -49,12 +49,16 @@ func checkInvariants(t *testing.T, seed uint64, jobs []Job, nodes []Node, placed
 		t.Fatalf("seed %d: %d placed + %d waiting, %d jobs", seed, len(placed), len(waiting), len(jobs))
 	}
 
-	// Every placement: a known node, a type from each GPU service's list,
-	// and no node given more than it had free.
+	// Every placement: a known node the job may run on, a type from each
+	// GPU service's list, that many devices of the node's of that type,
+	// and no node given more than it had free, a device twice, or a port
+	// twice.
 	type sum struct {
-		cpu  float64
-		mem  int64
-		gpus map[string]int
+		cpu     float64
+		mem     int64
+		gpus    map[string]int
+		devices map[string]bool // type + "/" + device ID
+		ports   map[int]bool
 	}
 	sums := map[string]*sum{}
 	for _, p := range placed {
@@ -65,19 +69,43 @@ func checkInvariants(t *testing.T, seed uint64, jobs []Job, nodes []Node, placed
 		if _, both := waiting[p.JobID]; both {
 			t.Fatalf("seed %d: job %s both placed and waiting", seed, p.JobID)
 		}
-		if _, ok := byNode[p.NodeID]; !ok {
+		n, ok := byNode[p.NodeID]
+		if !ok {
 			t.Fatalf("seed %d: job %s on unknown node %s", seed, p.JobID, p.NodeID)
+		}
+		if j.Pin.Node != "" && j.Pin.Node != n.ID {
+			t.Fatalf("seed %d: job %s pinned to %s placed on %s", seed, j.ID, j.Pin.Node, n.ID)
 		}
 		s := sums[p.NodeID]
 		if s == nil {
-			s = &sum{gpus: map[string]int{}}
+			s = &sum{gpus: map[string]int{}, devices: map[string]bool{}, ports: map[int]bool{}}
+			for typ, ids := range n.Booked {
+				for _, id := range ids {
+					s.devices[typ+"/"+id] = true
+				}
+			}
+			for _, port := range n.Ports {
+				s.ports[port] = true
+			}
 			sums[p.NodeID] = s
 		}
 		gpuServices := 0
 		for _, svc := range j.Services {
+			if svc.Image != "" && !n.Containers {
+				t.Fatalf("seed %d: job %s runs an image on %s, which runs no containers", seed, j.ID, n.ID)
+			}
+			for _, port := range svc.Ports {
+				if s.ports[port] {
+					t.Fatalf("seed %d: job %s got port %d on %s, held already", seed, j.ID, port, n.ID)
+				}
+				s.ports[port] = true
+			}
 			s.cpu += svc.CPU
 			s.mem += svc.MemoryMiB
 			if svc.GPUs == 0 {
+				if p.Devices[svc.Name] != nil {
+					t.Fatalf("seed %d: job %s service %s got devices without GPUs", seed, j.ID, svc.Name)
+				}
 				continue
 			}
 			gpuServices++
@@ -86,9 +114,19 @@ func checkInvariants(t *testing.T, seed uint64, jobs []Job, nodes []Node, placed
 				t.Fatalf("seed %d: job %s service %s got type %q, not in %v", seed, j.ID, svc.Name, typ, svc.GPUTypes)
 			}
 			s.gpus[typ] += svc.GPUs
+			devs := p.Devices[svc.Name]
+			if len(devs) != svc.GPUs {
+				t.Fatalf("seed %d: job %s service %s asks %d GPUs, got devices %v", seed, j.ID, svc.Name, svc.GPUs, devs)
+			}
+			for _, id := range devs {
+				if !slices.Contains(modelDeviceIDs(n, typ), id) || s.devices[typ+"/"+id] {
+					t.Fatalf("seed %d: job %s service %s got %s device %s of %s: not the node's, or booked already", seed, j.ID, svc.Name, typ, id, n.ID)
+				}
+				s.devices[typ+"/"+id] = true
+			}
 		}
-		if len(p.GPUType) != gpuServices {
-			t.Fatalf("seed %d: job %s has types for %d services, %d ask for GPUs", seed, j.ID, len(p.GPUType), gpuServices)
+		if len(p.GPUType) != gpuServices || len(p.Devices) != gpuServices {
+			t.Fatalf("seed %d: job %s has types for %d and devices for %d services, %d ask for GPUs", seed, j.ID, len(p.GPUType), len(p.Devices), gpuServices)
 		}
 	}
 	for id, s := range sums {
@@ -106,19 +144,18 @@ func checkInvariants(t *testing.T, seed uint64, jobs []Job, nodes []Node, placed
 	// Replay in scheduling order: placements come in that order, and a job
 	// that waits fitted on no node when its turn came.
 	free := modelNodes(nodes, modelFree)
-	capacity := modelNodes(nodes, modelCapacity)
 	next := 0
 	for _, j := range modelOrder(jobs) {
 		if r, ok := waiting[j.ID]; ok {
 			if modelFitsAnywhere(j, free) {
 				t.Fatalf("seed %d: job %s waits, but fitted when its turn came", seed, j.ID)
 			}
-			wantKind := Waiting
-			if !modelFitsAnywhere(j, capacity) {
-				wantKind = TooLarge
-			}
+			wantKind := modelKind(j, nodes)
 			if r.Kind != wantKind || !strings.Contains(r.String("q"), "queue q") {
 				t.Fatalf("seed %d: job %s: reason %+v (%s), want kind %d", seed, j.ID, r, r.String("q"), wantKind)
+			}
+			if j.Pin.Node != "" && !strings.Contains(r.String("q"), "node pinned") {
+				t.Fatalf("seed %d: job %s: reason %q does not name the node it is pinned to", seed, j.ID, r.String("q"))
 			}
 			continue
 		}
@@ -140,8 +177,13 @@ func take(nodes []*modelNode, j Job, p Placement) {
 		for _, s := range j.Services {
 			n.cpu -= s.CPU
 			n.mem -= s.MemoryMiB
+			for _, port := range s.Ports {
+				n.ports[port] = true
+			}
 			if s.GPUs > 0 {
-				n.gpus[p.GPUType[s.Name]] -= s.GPUs
+				t := p.GPUType[s.Name]
+				n.gpus[t] -= s.GPUs
+				n.devs[t] = slices.DeleteFunc(n.devs[t], func(id string) bool { return slices.Contains(p.Devices[s.Name], id) })
 			}
 		}
 	}

@@ -13,6 +13,12 @@ const (
 	// TooLarge: no online node could hold the job even if idle; waiting
 	// alone will not help, the job or the queue must change.
 	TooLarge
+	// PinnedAway: the job may run on one node only (Reason.Pin), and that
+	// node is not among the queue's online nodes.
+	PinnedAway
+	// NoContainers: the job runs images and none of the nodes it may run
+	// on runs containers.
+	NoContainers
 )
 
 // Resource is one dimension of a node.
@@ -22,6 +28,7 @@ const (
 	GPU Resource = iota + 1
 	CPU
 	Memory
+	Port // the job's fixed host ports, all free on one node
 )
 
 // Reason is why a job fits nowhere, as data (for the API) and as a
@@ -29,13 +36,15 @@ const (
 type Reason struct {
 	Kind ReasonKind
 	// Short is the scarcest resource: the one the fewest nodes have enough
-	// of (GPUs, then CPU, then memory on ties).
+	// of (GPUs, then CPU, then memory, then ports on ties).
 	Short Resource
 	// Together: every resource is available on some node, but no node has
 	// all of them at once.
 	Together bool
 	Need     Need // what the job asks for, summed over its services
-	Nodes    int  // online nodes considered
+	// Nodes is how many online nodes were considered: those the job may
+	// run on (its pinned node; nodes running containers for images).
+	Nodes int
 	// Enough is how many nodes have enough of Short: free for Waiting,
 	// capacity for TooLarge.
 	Enough int
@@ -45,6 +54,14 @@ type Reason struct {
 	Most     float64
 	MostType string
 	MostNode string
+	// Ports are the job's fixed ports that some considered node holds
+	// already, sorted; for Short == Port they are what the job waits for.
+	Ports []int
+	// Pin is the one node the job may run on, when it has one.
+	Pin Pin
+	// NoImages is how many nodes were left out because the job runs
+	// images and they run none.
+	NoImages int
 }
 
 // Need is what a job asks for in total.
@@ -52,6 +69,8 @@ type Need struct {
 	CPU       float64
 	MemoryMiB int64
 	GPUs      []GPUNeed // one entry per distinct preference list
+	Ports     []int     // fixed host ports, sorted
+	Images    bool      // some service runs an image
 }
 
 // GPUNeed is a number of GPUs of one of Types, most preferred first.
@@ -63,35 +82,64 @@ type GPUNeed struct {
 // explain works out why d fits on no node. It checks capacity first: a
 // job that can never run deserves a different sentence than one that waits,
 // and its survey is of capacity instead of what is free.
+//
+// Nodes the job may never run on come first: with a pin, only the pinned
+// node counts; with images, only nodes that run containers.
 func (c *cluster) explain(s *gpuSearch, d *demand) Reason {
-	r := Reason{Kind: NoNodes, Need: c.need(d), Nodes: len(c.nodes)}
+	r := Reason{Kind: NoNodes, Need: c.need(d), Pin: d.job.Pin}
 	if len(c.nodes) == 0 {
 		return r
 	}
+	nodes := c.nodes
+	if d.pin != "" {
+		i := slices.IndexFunc(nodes, func(n *nodeState) bool { return n.id == d.pin })
+		if i < 0 {
+			r.Kind = PinnedAway
+			return r
+		}
+		nodes = nodes[i : i+1]
+	}
+	if d.containers {
+		s.nodes = s.nodes[:0]
+		for _, n := range nodes {
+			if n.containers {
+				s.nodes = append(s.nodes, n)
+			}
+		}
+		r.NoImages = len(nodes) - len(s.nodes)
+		if len(s.nodes) == 0 {
+			r.Kind, r.Nodes = NoContainers, len(nodes)
+			return r
+		}
+		nodes = s.nodes
+	}
+	r.Nodes = len(nodes)
 	// Usually some node could hold the job when idle, and the first few
 	// show it; only then is the survey of what is free worth its pass.
 	r.Kind = Waiting
 	pick := func(n *nodeState) *pool { return &n.free }
 	s.startJob()
-	if !slices.ContainsFunc(c.nodes, func(n *nodeState) bool {
+	if !slices.ContainsFunc(nodes, func(n *nodeState) bool {
 		return n.capacity.cpu >= d.cpu && n.capacity.mem >= d.mem && s.assign(d, n.capacity.gpus)
 	}) {
 		r.Kind, pick = TooLarge, func(n *nodeState) *pool { return &n.capacity }
 	}
 	s.startJob()
-	a := c.survey(s, d, pick)
+	a := c.survey(s, d, nodes, pick)
 	r.Short, r.Together = a.scarcest(d)
 	r.Enough = a.enough[r.Short]
 	m := a.most[r.Short]
 	r.Most, r.MostType, r.MostNode = m.amount, m.typ, m.node
+	r.Ports = a.held
 	return r
 }
 
 // survey counts, per resource, the nodes with enough of it in the pool
 // that pick chooses, and where there is the most of it.
 type survey struct {
-	enough [Memory + 1]int
-	most   [Memory + 1]most
+	enough [Port + 1]int
+	most   [Port + 1]most
+	held   []int // the job's ports held on some node, sorted
 }
 
 type most struct {
@@ -112,20 +160,27 @@ func (a *survey) count(res Resource, ok bool) {
 	}
 }
 
-func (c *cluster) survey(s *gpuSearch, d *demand, pick func(*nodeState) *pool) survey {
+func (c *cluster) survey(s *gpuSearch, d *demand, nodes []*nodeState, pick func(*nodeState) *pool) survey {
 	var a survey
-	for _, n := range c.nodes {
+	for _, n := range nodes {
 		p := pick(n)
 		cpu, mem, gpu := p.cpu >= d.cpu, p.mem >= d.mem, s.assign(d, p.gpus)
 		a.count(GPU, gpu)
 		a.count(CPU, cpu)
 		a.count(Memory, mem)
+		a.count(Port, p.portsFree(d.ports))
+		for _, port := range d.ports {
+			if p.taken[port] && !slices.Contains(a.held, port) {
+				a.held = append(a.held, port)
+			}
+		}
 		a.most[CPU].offer(float64(p.cpu)/1000, "", n)
 		a.most[Memory].offer(float64(p.mem), "", n)
 		for _, t := range d.types {
 			a.most[GPU].offer(float64(p.gpus[t]), c.typeNames[t], n)
 		}
 	}
+	slices.Sort(a.held)
 	return a
 }
 
@@ -143,6 +198,9 @@ func (a *survey) scarcest(d *demand) (Resource, bool) {
 	if d.mem > 0 {
 		asked = append(asked, Memory)
 	}
+	if len(d.ports) > 0 {
+		asked = append(asked, Port)
+	}
 	if len(asked) == 0 {
 		return CPU, true // unreachable: a job asking nothing fits any node
 	}
@@ -158,7 +216,7 @@ func (a *survey) scarcest(d *demand) (Resource, bool) {
 // need sums d for people: exact CPU from millicores, GPUs grouped by
 // preference list.
 func (c *cluster) need(d *demand) Need {
-	n := Need{CPU: float64(d.cpu) / 1000, MemoryMiB: d.mem}
+	n := Need{CPU: float64(d.cpu) / 1000, MemoryMiB: d.mem, Ports: slices.Clone(d.ports), Images: d.containers}
 	for _, g := range d.gpu {
 		types := make([]string, len(g.types))
 		for i, t := range g.types {

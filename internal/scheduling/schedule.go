@@ -24,8 +24,7 @@ func Schedule(jobs []Job, nodes []Node) (placed []Placement, waiting map[string]
 	for i := range demands {
 		d := &demands[i]
 		if f, ok := c.bestFit(&s, d); ok {
-			c.take(d, f)
-			placed = append(placed, c.placement(d, f))
+			placed = append(placed, c.take(d, f))
 			continue
 		}
 		waiting[d.job.ID] = c.explain(&s, d)

@@ -3,6 +3,7 @@ package scheduling
 import (
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -26,16 +27,88 @@ func millicores(cores float64, up bool) int64 {
 
 // pool is an amount of resources in compiled form.
 type pool struct {
-	cpu  int64 // millicores
-	mem  int64 // MiB
-	gpus []int // by type index
+	cpu   int64        // millicores
+	mem   int64        // MiB
+	gpus  []int        // by type index
+	taken map[int]bool // host ports held; nil: none
+}
+
+// portsFree reports whether none of ports is held.
+func (p *pool) portsFree(ports []int) bool {
+	for _, port := range ports {
+		if p.taken[port] {
+			return false
+		}
+	}
+	return true
 }
 
 type nodeState struct {
-	id, name string
-	free     pool
-	capacity pool
-	freeGPUs int // total over all types, for the best-fit tie-break
+	id, name   string
+	free       pool
+	capacity   pool
+	freeGPUs   int // total over all types, for the best-fit tie-break
+	containers bool
+	src        *Node            // the input, read only
+	devices    map[int]*devices // by type index, built when first needed
+}
+
+// eligible reports whether d may run on n at all, whatever is free.
+func (n *nodeState) eligible(d *demand) bool {
+	return (!d.containers || n.containers) && (d.pin == "" || d.pin == n.id)
+}
+
+// devices are a node's GPUs of one type, by index in inventory order.
+type devices struct {
+	ids    []string // nil: the index is the ID
+	count  int
+	booked []int // indices held, sorted, unique
+}
+
+func (v *devices) id(i int) string {
+	if v.ids == nil {
+		return strconv.Itoa(i)
+	}
+	return v.ids[i]
+}
+
+// index is the index of device id, or -1 if the node has no such device.
+func (v *devices) index(id string) int {
+	if v.ids != nil {
+		return slices.Index(v.ids, id)
+	}
+	i, err := strconv.Atoi(id)
+	if err != nil || i < 0 || i >= v.count || strconv.Itoa(i) != id {
+		return -1
+	}
+	return i
+}
+
+func (v *devices) hold(i int) {
+	if k, found := slices.BinarySearch(v.booked, i); !found {
+		v.booked = slices.Insert(v.booked, k, i)
+	}
+}
+
+// book holds the lowest n free devices and returns their IDs.
+func (v *devices) book(n int) []string {
+	ids := make([]string, 0, n)
+	picked := make([]int, 0, n)
+	k := 0 // into v.booked, which is sorted
+	for i := 0; i < v.count && len(picked) < n; i++ {
+		for k < len(v.booked) && v.booked[k] < i {
+			k++
+		}
+		if k < len(v.booked) && v.booked[k] == i {
+			continue
+		}
+		picked = append(picked, i)
+		ids = append(ids, v.id(i))
+	}
+	for _, i := range picked {
+		v.hold(i)
+	}
+	return ids
 }
 
 // label names a node for people.
@@ -55,12 +128,15 @@ type gpuDemand struct {
 
 // demand is a whole job in compiled form.
 type demand struct {
-	job   *Job
-	cpu   int64
-	mem   int64
-	gpu   []gpuDemand // services with GPUs, in service order
-	gpus  int         // GPUs over all services
-	types []int       // every acceptable type, in first-appearance order
+	job        *Job
+	cpu        int64
+	mem        int64
+	gpu        []gpuDemand // services with GPUs, in service order
+	gpus       int         // GPUs over all services
+	types      []int       // every acceptable type, in first-appearance order
+	ports      []int       // fixed host ports over all services, sorted
+	containers bool        // some service runs an image
+	pin        string      // the only node ID allowed; "" for any
 }
 
 type cluster struct {
@@ -94,16 +170,36 @@ func newCluster(nodes []Node, jobs []Job) (*cluster, []demand) {
 		demands[i] = c.compileJob(&jobs[i])
 	}
 	c.nodes = make([]*nodeState, len(nodes))
-	for i, n := range nodes {
-		c.nodes[i] = c.compileNode(n)
+	for i := range nodes {
+		c.nodes[i] = c.compileNode(&nodes[i])
 	}
 	slices.SortFunc(c.nodes, func(a, b *nodeState) int { return strings.Compare(a.id, b.id) })
 	return c, demands
 }
 
-func (c *cluster) compileNode(n Node) *nodeState {
+// devicesOf is n's devices of type t with those booked already; built on
+// first use, as most nodes of a pass never get a GPU job.
+func (c *cluster) devicesOf(n *nodeState, t int) *devices {
+	if v, ok := n.devices[t]; ok {
+		return v
+	}
+	name := c.typeNames[t]
+	v := &devices{ids: n.src.Devices[name], count: n.src.Capacity.GPUs[name]}
+	for _, dev := range n.src.Booked[name] {
+		if i := v.index(dev); i >= 0 {
+			v.hold(i)
+		}
+	}
+	if n.devices == nil {
+		n.devices = map[int]*devices{}
+	}
+	n.devices[t] = v
+	return v
+}
+
+func (c *cluster) compileNode(n *Node) *nodeState {
 	s := &nodeState{
-		id: n.ID, name: n.Name,
+		id: n.ID, name: n.Name, containers: n.Containers, src: n,
 		capacity: pool{cpu: millicores(n.Capacity.CPU, false), mem: n.Capacity.MemoryMiB, gpus: make([]int, len(c.typeNames))},
 	}
 	s.free = pool{
@@ -113,19 +209,31 @@ func (c *cluster) compileNode(n Node) *nodeState {
 	}
 	for t, count := range n.Capacity.GPUs {
 		id := c.typeIDs[t]
+		unbooked := count
+		if len(n.Booked[t]) > 0 {
+			unbooked -= len(c.devicesOf(s, id).booked)
+		}
 		s.capacity.gpus[id] = count
-		s.free.gpus[id] = max(0, count-n.Used.GPUs[t])
+		s.free.gpus[id] = max(0, min(count-n.Used.GPUs[t], unbooked))
 		s.freeGPUs += s.free.gpus[id]
+	}
+	if len(n.Ports) > 0 {
+		s.free.taken = make(map[int]bool, len(n.Ports))
+		for _, p := range n.Ports {
+			s.free.taken[p] = true
+		}
 	}
 	return s
 }
 
 func (c *cluster) compileJob(j *Job) demand {
-	d := demand{job: j}
+	d := demand{job: j, pin: j.Pin.Node}
 	seen := map[int]bool{}
 	for _, s := range j.Services {
 		d.cpu += millicores(s.CPU, true)
 		d.mem += s.MemoryMiB
+		d.containers = d.containers || s.Image != ""
+		d.ports = append(d.ports, s.Ports...)
 		if s.GPUs == 0 {
 			continue
 		}
@@ -144,6 +252,7 @@ func (c *cluster) compileJob(j *Job) demand {
 		}
 		d.gpu = append(d.gpu, g)
 	}
+	slices.Sort(d.ports)
 	return d
 }
 

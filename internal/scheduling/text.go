@@ -12,21 +12,61 @@ func (r Reason) String(queue string) string {
 	switch r.Kind {
 	case NoNodes:
 		return fmt.Sprintf("queue %s has no online nodes", queue)
+	case PinnedAway:
+		if r.Pin.Why == "" {
+			return fmt.Sprintf("waiting for node %s, the only node the job may run on, to be online in queue %s", r.Pin.label(), queue)
+		}
+		return fmt.Sprintf("waiting for node %s to be online in queue %s: %s", r.Pin.label(), queue, r.Pin.Why)
+	case NoContainers:
+		return fmt.Sprintf("waiting for a node that runs containers in queue %s: 0 of %s %s images (docker)%s",
+			queue, nodes(r.Nodes), runs(r.Nodes == 1), r.pinned())
 	case Waiting:
 		if r.Together {
-			return fmt.Sprintf("waiting for one node with %s free in queue %s: each is free somewhere, but not together (%s)",
-				r.Need.all(), queue, r.onlyOn())
+			return fmt.Sprintf("waiting for one node with %s free in queue %s: each is free somewhere, but not together (%s)%s",
+				r.Need.all(), queue, r.onlyOn(), r.leftOut())
 		}
-		return fmt.Sprintf("waiting for %s in queue %s: %s", r.Need.of(r.Short, true, r.gib()), queue, r.shortfall(true))
+		if r.Short == Port {
+			return fmt.Sprintf("waiting for %s in queue %s: %d of %s %s %s free%s",
+				ports(r.Ports), queue, r.Enough, nodes(r.Nodes), have(r.Nodes == 1 || r.Enough == 1), itThem(len(r.Ports)), r.leftOut())
+		}
+		return fmt.Sprintf("waiting for %s in queue %s: %s%s", r.Need.of(r.Short, true, r.gib()), queue, r.shortfall(true), r.leftOut())
 	case TooLarge:
 		if r.Together {
-			return fmt.Sprintf("no online node in queue %s is large enough: the job needs %s on one node; each exists, but never together (%s)",
-				queue, r.Need.all(), r.onlyOn())
+			return fmt.Sprintf("no online node in queue %s is large enough: the job needs %s on one node; each exists, but never together (%s)%s",
+				queue, r.Need.all(), r.onlyOn(), r.leftOut())
 		}
-		return fmt.Sprintf("no online node in queue %s is large enough: the job needs %s, %s",
-			queue, r.Need.of(r.Short, false, r.gib()), r.shortfall(false))
+		return fmt.Sprintf("no online node in queue %s is large enough: the job needs %s, %s%s",
+			queue, r.Need.of(r.Short, false, r.gib()), r.shortfall(false), r.leftOut())
 	}
 	return ""
+}
+
+// leftOut says which nodes the counts leave out, and why.
+func (r Reason) leftOut() string {
+	s := ""
+	if r.NoImages > 0 {
+		s = fmt.Sprintf(" (not counting %s that %s no images)", nodes(r.NoImages), runs(r.NoImages == 1))
+	}
+	return s + r.pinned()
+}
+
+// pinned names the node a pinned job must run on.
+func (r Reason) pinned() string {
+	if r.Pin.Node == "" {
+		return ""
+	}
+	if r.Pin.Why == "" {
+		return fmt.Sprintf("; the job may run on node %s only", r.Pin.label())
+	}
+	return fmt.Sprintf("; the job may run on node %s only: %s", r.Pin.label(), r.Pin.Why)
+}
+
+// label names the pinned node for people.
+func (p Pin) label() string {
+	if p.Name != "" {
+		return p.Name
+	}
+	return p.Node
 }
 
 // shortfall says how close the queue comes to the scarce resource.
@@ -85,6 +125,8 @@ func (res Resource) noun() string {
 		return "GPUs"
 	case CPU:
 		return "CPUs"
+	case Port:
+		return "ports"
 	}
 	return "memory"
 }
@@ -97,6 +139,8 @@ func (n Need) of(res Resource, free, gib bool) string {
 		return cpus(n.CPU)
 	case Memory:
 		return mebibytes(n.MemoryMiB, gib) + " memory"
+	case Port:
+		return ports(n.Ports)
 	}
 	parts := make([]string, len(n.GPUs))
 	for i, g := range n.GPUs {
@@ -121,6 +165,9 @@ func (n Need) all() string {
 	}
 	if len(n.GPUs) > 0 {
 		parts = append(parts, n.of(GPU, false, gib))
+	}
+	if len(n.Ports) > 0 {
+		parts = append(parts, n.of(Port, false, gib))
 	}
 	if len(parts) <= 1 {
 		return strings.Join(parts, "")
@@ -155,6 +202,35 @@ func anyOf(n int) string {
 		return "the only node"
 	}
 	return "any of " + nodes(n)
+}
+
+// ports lists ports: "port 8888", "ports 8000, 8001 and 8888".
+func ports(list []int) string {
+	words := make([]string, len(list))
+	for i, p := range list {
+		words[i] = strconv.Itoa(p)
+	}
+	if len(words) == 1 {
+		return "port " + words[0]
+	}
+	if len(words) == 0 {
+		return "ports"
+	}
+	return "ports " + strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}
+
+func itThem(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
+}
+
+func runs(singular bool) string {
+	if singular {
+		return "runs"
+	}
+	return "run"
 }
 
 func have(singular bool) string {

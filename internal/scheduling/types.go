@@ -15,6 +15,19 @@ type Node struct {
 	ID, Name string
 	Capacity Resources
 	Used     Resources
+	// Devices are the IDs of each GPU type's devices in inventory order,
+	// Capacity.GPUs[type] of them; a type without a list has "0", "1", ….
+	Devices map[string][]string
+	// Booked are the devices of each type that services on the node hold.
+	// Used.GPUs counts them and also GPUs held without a known device
+	// (booked before devices were), so a type's free GPUs are the fewer of
+	// its unbooked devices and its capacity minus Used.
+	Booked map[string][]string
+	// Ports are the host ports services on the node hold.
+	Ports []int
+	// Containers: the node runs images (a container runtime). Every node
+	// runs command-only services.
+	Containers bool
 }
 
 // Job is a pending job: services that must run together on one node.
@@ -23,6 +36,16 @@ type Job struct {
 	Priority  int // higher runs first
 	Submitted time.Time
 	Services  []Service
+	// Pin, when its Node is set, is the only node the job may run on.
+	Pin Pin
+}
+
+// Pin ties a job to one node, for a reason people should read: a bucket
+// it mounts is on that node's disk.
+type Pin struct {
+	Node string // node ID
+	Name string // node name for people; "" shows the ID
+	Why  string // "bucket results is on its disk"
 }
 
 // Service is one container of a job and what it asks for.
@@ -34,6 +57,11 @@ type Service struct {
 	// GPUTypes is a type, or a preference list: the first type with enough
 	// free GPUs wins.
 	GPUTypes []string
+	// Image, when set, needs a node that runs containers.
+	Image string
+	// Ports are the fixed host ports the service listens on (ports the
+	// node picks are not listed): no two services of a node share one.
+	Ports []int
 }
 
 // Placement puts a job on a node.
@@ -42,4 +70,8 @@ type Placement struct {
 	// GPUType is the type chosen for each service with GPUs, by service
 	// name; nil when no service asks for GPUs.
 	GPUType map[string]string
+	// Devices are the GPU devices booked for each service with GPUs, by
+	// service name: the lowest free ones of its type in inventory order.
+	// nil when no service asks for GPUs.
+	Devices map[string][]string
 }

@@ -17,7 +17,8 @@ const (
 
 // ValidateJob reports what makes j impossible to schedule: a missing ID,
 // no services, unnamed or duplicate services (placements name them),
-// negative or absurd amounts, or GPUs without a type.
+// negative or absurd amounts, GPUs without a type, or a port out of range
+// or declared twice (one node cannot give it twice).
 func ValidateJob(j Job) error {
 	if j.ID == "" {
 		return errors.New("job without an ID")
@@ -29,6 +30,7 @@ func ValidateJob(j Job) error {
 		return fmt.Errorf("job %q: %d services, at most %d", j.ID, len(j.Services), MaxServices)
 	}
 	names := make(map[string]bool, len(j.Services))
+	ports := map[int]string{} // port → service declaring it
 	for i, s := range j.Services {
 		if s.Name == "" {
 			return fmt.Errorf("job %q: service %d has no name", j.ID, i)
@@ -39,6 +41,14 @@ func ValidateJob(j Job) error {
 		names[s.Name] = true
 		if err := validateService(s); err != nil {
 			return fmt.Errorf("job %q: service %q: %w", j.ID, s.Name, err)
+		}
+		for _, p := range s.Ports {
+			if other, ok := ports[p]; ok && other == s.Name {
+				return fmt.Errorf("job %q: service %q: port %d is declared twice", j.ID, s.Name, p)
+			} else if ok {
+				return fmt.Errorf("job %q: port %d is declared by services %q and %q; one node has it once", j.ID, p, other, s.Name)
+			}
+			ports[p] = s.Name
 		}
 	}
 	return nil
@@ -62,12 +72,26 @@ func validateService(s Service) error {
 			return errors.New("empty GPU type in its preference list")
 		}
 	}
+	for _, p := range s.Ports {
+		if err := checkPort(p); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// ValidateNode reports what makes n unusable: a missing ID, or negative or
-// absurd capacity or usage. Usage above capacity is allowed (a node may
-// report less after a restart); such a node just has nothing free.
+func checkPort(p int) error {
+	if p < 1 || p > 65535 {
+		return fmt.Errorf("port %d is not between 1 and 65535", p)
+	}
+	return nil
+}
+
+// ValidateNode reports what makes n unusable: a missing ID, negative or
+// absurd capacity or usage, a device list that does not match its type's
+// count or repeats an ID, or a port out of range. Usage above capacity is
+// allowed (a node may report less after a restart); such a node just has
+// nothing free, and so are booked devices the node does not list.
 func ValidateNode(n Node) error {
 	if n.ID == "" {
 		return fmt.Errorf("node %q without an ID", n.Name)
@@ -77,6 +101,23 @@ func ValidateNode(n Node) error {
 	}
 	if err := validateResources(n.Used); err != nil {
 		return fmt.Errorf("node %q: used: %w", n.ID, err)
+	}
+	for t, ids := range n.Devices {
+		if len(ids) != n.Capacity.GPUs[t] {
+			return fmt.Errorf("node %q: %d %s devices listed for %d GPUs", n.ID, len(ids), t, n.Capacity.GPUs[t])
+		}
+		seen := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			if id == "" || seen[id] {
+				return fmt.Errorf("node %q: %s device ID %q is empty or repeated", n.ID, t, id)
+			}
+			seen[id] = true
+		}
+	}
+	for _, p := range n.Ports {
+		if err := checkPort(p); err != nil {
+			return fmt.Errorf("node %q: %w", n.ID, err)
+		}
 	}
 	return nil
 }
