@@ -2471,11 +2471,6 @@ func (_q *StorageQuery) collectField(ctx context.Context, oneNode bool, opCtx *g
 				selectedFields = append(selectedFields, storage.FieldAccessKeyID)
 				fieldSeen[storage.FieldAccessKeyID] = struct{}{}
 			}
-		case "path":
-			if _, ok := fieldSeen[storage.FieldPath]; !ok {
-				selectedFields = append(selectedFields, storage.FieldPath)
-				fieldSeen[storage.FieldPath] = struct{}{}
-			}
 		case "nodeID":
 			if _, ok := fieldSeen[storage.FieldNodeID]; !ok {
 				selectedFields = append(selectedFields, storage.FieldNodeID)

@@ -6446,21 +6446,6 @@ type StorageWhereInput struct {
 	AccessKeyIDEqualFold    *string  `json:"accessKeyIDEqualFold,omitempty"`
 	AccessKeyIDContainsFold *string  `json:"accessKeyIDContainsFold,omitempty"`
 
-	// "path" field predicates.
-	Path             *string  `json:"path,omitempty"`
-	PathNEQ          *string  `json:"pathNEQ,omitempty"`
-	PathIn           []string `json:"pathIn,omitempty"`
-	PathNotIn        []string `json:"pathNotIn,omitempty"`
-	PathGT           *string  `json:"pathGT,omitempty"`
-	PathGTE          *string  `json:"pathGTE,omitempty"`
-	PathLT           *string  `json:"pathLT,omitempty"`
-	PathLTE          *string  `json:"pathLTE,omitempty"`
-	PathContains     *string  `json:"pathContains,omitempty"`
-	PathHasPrefix    *string  `json:"pathHasPrefix,omitempty"`
-	PathHasSuffix    *string  `json:"pathHasSuffix,omitempty"`
-	PathEqualFold    *string  `json:"pathEqualFold,omitempty"`
-	PathContainsFold *string  `json:"pathContainsFold,omitempty"`
-
 	// "node_id" field predicates.
 	NodeID             *string  `json:"nodeID,omitempty"`
 	NodeIDNEQ          *string  `json:"nodeIDNEQ,omitempty"`
@@ -6822,45 +6807,6 @@ func (i *StorageWhereInput) P() (predicate.Storage, error) {
 	}
 	if i.AccessKeyIDContainsFold != nil {
 		predicates = append(predicates, storage.AccessKeyIDContainsFold(*i.AccessKeyIDContainsFold))
-	}
-	if i.Path != nil {
-		predicates = append(predicates, storage.PathEQ(*i.Path))
-	}
-	if i.PathNEQ != nil {
-		predicates = append(predicates, storage.PathNEQ(*i.PathNEQ))
-	}
-	if len(i.PathIn) > 0 {
-		predicates = append(predicates, storage.PathIn(i.PathIn...))
-	}
-	if len(i.PathNotIn) > 0 {
-		predicates = append(predicates, storage.PathNotIn(i.PathNotIn...))
-	}
-	if i.PathGT != nil {
-		predicates = append(predicates, storage.PathGT(*i.PathGT))
-	}
-	if i.PathGTE != nil {
-		predicates = append(predicates, storage.PathGTE(*i.PathGTE))
-	}
-	if i.PathLT != nil {
-		predicates = append(predicates, storage.PathLT(*i.PathLT))
-	}
-	if i.PathLTE != nil {
-		predicates = append(predicates, storage.PathLTE(*i.PathLTE))
-	}
-	if i.PathContains != nil {
-		predicates = append(predicates, storage.PathContains(*i.PathContains))
-	}
-	if i.PathHasPrefix != nil {
-		predicates = append(predicates, storage.PathHasPrefix(*i.PathHasPrefix))
-	}
-	if i.PathHasSuffix != nil {
-		predicates = append(predicates, storage.PathHasSuffix(*i.PathHasSuffix))
-	}
-	if i.PathEqualFold != nil {
-		predicates = append(predicates, storage.PathEqualFold(*i.PathEqualFold))
-	}
-	if i.PathContainsFold != nil {
-		predicates = append(predicates, storage.PathContainsFold(*i.PathContainsFold))
 	}
 	if i.NodeID != nil {
 		predicates = append(predicates, storage.NodeIDEQ(*i.NodeID))

@@ -107,13 +107,21 @@ func (r *queryResolver) Users(ctx context.Context, after *entgql.Cursor[string],
 		ent.WithUserOrder(orderBy), ent.WithUserFilter(where.Filter))
 }
 
+// ComputeNode returns generated.ComputeNodeResolver implementation.
+func (r *Resolver) ComputeNode() generated.ComputeNodeResolver { return &computeNodeResolver{r} }
+
 // Project returns generated.ProjectResolver implementation.
 func (r *Resolver) Project() generated.ProjectResolver { return &projectResolver{r} }
 
 // Query returns generated.QueryResolver implementation.
 func (r *Resolver) Query() generated.QueryResolver { return &queryResolver{r} }
 
+// Storage returns generated.StorageResolver implementation.
+func (r *Resolver) Storage() generated.StorageResolver { return &storageResolver{r} }
+
 type (
-	projectResolver struct{ *Resolver }
-	queryResolver   struct{ *Resolver }
+	computeNodeResolver struct{ *Resolver }
+	projectResolver     struct{ *Resolver }
+	queryResolver       struct{ *Resolver }
+	storageResolver     struct{ *Resolver }
 )

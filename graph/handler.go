@@ -47,6 +47,9 @@ func NewHandler(r *Resolver) http.Handler {
 	srv.Use(extension.Introspection{})
 	srv.Use(extension.FixedComplexityLimit(MaxComplexity))
 	srv.Use(depthLimit{max: MaxDepth})
+	srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+		return next(withUsageLoader(ctx))
+	})
 	srv.AroundRootFields(requireViewer)
 	srv.AroundFields(capPageSize)
 	srv.SetErrorPresenter(presentError(r.Log))

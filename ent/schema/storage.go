@@ -32,7 +32,10 @@ func (Storage) Fields() []ent.Field {
 		field.String("access_key_id").Default(""),
 		field.String("secret_access_key").Sensitive().Default("").
 			Annotations(entgql.Skip(entgql.SkipType, entgql.SkipWhereInput, entgql.SkipOrderField)),
-		field.String("path").Default("").Comment("directory for local and node storages"),
+		// A host path: GraphQL shows it to tenant admins only (rule.HostPath),
+		// so members can neither read nor filter by it.
+		field.String("path").Default("").Comment("directory for local and node storages").
+			Annotations(entgql.Skip(entgql.SkipType, entgql.SkipWhereInput, entgql.SkipOrderField)),
 		field.String("node_id").Optional(),
 		field.Int64("price_per_tb_hour").GoType(billing.Tokens(0)).Default(0).
 			Annotations(entgql.Type("Tokens"), entgql.Skip(entgql.SkipWhereInput)),

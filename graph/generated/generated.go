@@ -31,6 +31,7 @@ import (
 	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/ledger"
+	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/storage"
 	gqlparser "github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -46,9 +47,11 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	ComputeNode() ComputeNodeResolver
 	Mutation() MutationResolver
 	Project() ProjectResolver
 	Query() QueryResolver
+	Storage() StorageResolver
 	Subscription() SubscriptionResolver
 	Viewer() ViewerResolver
 }
@@ -172,7 +175,9 @@ type ComplexityRoot struct {
 
 	ComputeNode struct {
 		AgentVersion    func(childComplexity int) int
+		Booked          func(childComplexity int) int
 		CreatedAt       func(childComplexity int) int
+		Free            func(childComplexity int) int
 		ID              func(childComplexity int) int
 		Inventory       func(childComplexity int) int
 		LastHeartbeatAt func(childComplexity int) int
@@ -419,6 +424,12 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	NodeResources struct {
+		CPU       func(childComplexity int) int
+		GPUs      func(childComplexity int) int
+		MemoryMiB func(childComplexity int) int
+	}
+
 	PageInfo struct {
 		EndCursor       func(childComplexity int) int
 		HasNextPage     func(childComplexity int) int
@@ -652,6 +663,10 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type ComputeNodeResolver interface {
+	Booked(ctx context.Context, obj *ent.Node) (*nodes.Resources, error)
+	Free(ctx context.Context, obj *ent.Node) (*nodes.Resources, error)
+}
 type MutationResolver interface {
 	SignIn(ctx context.Context, email string, password string) (*model.SignInPayload, error)
 	CreateAPIToken(ctx context.Context, name string, expiresAt *time.Time) (*model.CreateAPITokenPayload, error)
@@ -715,6 +730,9 @@ type QueryResolver interface {
 	BucketObjects(ctx context.Context, bucket string, prefix *string, after *string, first *int) ([]*storage.Object, error)
 	JobLogs(ctx context.Context, jobID string, attempt *int, fromSeq *int, first *int) ([]*joblog.Line, error)
 	JobEvents(ctx context.Context, jobID string) ([]*joblog.Event, error)
+}
+type StorageResolver interface {
+	Path(ctx context.Context, obj *ent.Storage) (*string, error)
 }
 type SubscriptionResolver interface {
 	JobLogs(ctx context.Context, jobID string, attempt *int, fromSeq *int) (<-chan *joblog.Line, error)
@@ -1192,12 +1210,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ComputeNode.AgentVersion(childComplexity), true
+	case "ComputeNode.booked":
+		if e.ComplexityRoot.ComputeNode.Booked == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ComputeNode.Booked(childComplexity), true
 	case "ComputeNode.createdAt":
 		if e.ComplexityRoot.ComputeNode.CreatedAt == nil {
 			break
 		}
 
 		return e.ComplexityRoot.ComputeNode.CreatedAt(childComplexity), true
+	case "ComputeNode.free":
+		if e.ComplexityRoot.ComputeNode.Free == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ComputeNode.Free(childComplexity), true
 	case "ComputeNode.id":
 		if e.ComplexityRoot.ComputeNode.ID == nil {
 			break
@@ -2356,6 +2386,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NodeInviteEdge.Node(childComplexity), true
+
+	case "NodeResources.cpu":
+		if e.ComplexityRoot.NodeResources.CPU == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeResources.CPU(childComplexity), true
+	case "NodeResources.gpus":
+		if e.ComplexityRoot.NodeResources.GPUs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeResources.GPUs(childComplexity), true
+	case "NodeResources.memoryMiB":
+		if e.ComplexityRoot.NodeResources.MemoryMiB == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeResources.MemoryMiB(childComplexity), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -6963,10 +7012,6 @@ type Storage implements Node {
   """
   s3Bucket: String!
   accessKeyID: String!
-  """
-  directory for local and node storages
-  """
-  path: String!
   nodeID: ID
   pricePerTbHour: Tokens!
   node: ComputeNode
@@ -7151,22 +7196,6 @@ input StorageWhereInput {
   accessKeyIDHasSuffix: String
   accessKeyIDEqualFold: String
   accessKeyIDContainsFold: String
-  """
-  path field predicates
-  """
-  path: String
-  pathNEQ: String
-  pathIn: [String!]
-  pathNotIn: [String!]
-  pathGT: String
-  pathGTE: String
-  pathLT: String
-  pathLTE: String
-  pathContains: String
-  pathHasPrefix: String
-  pathHasSuffix: String
-  pathEqualFold: String
-  pathContainsFold: String
   """
   node_id field predicates
   """
@@ -8081,6 +8110,36 @@ type Subscription {
   jobEvents(jobId: ID!): JobEvent!
 }
 `, BuiltIn: false},
+	{Name: "../schema/nodes.graphqls", Input: `"""
+CPU, memory and GPUs of a node: what the services placed on it have booked,
+or what remains free.
+"""
+type NodeResources @goModel(model: "github.com/levers9/levers9/internal/nodes.Resources") {
+  cpu: Float!
+  memoryMiB: Int!
+  """
+  Per GPU type, in the order of the node's inventory. devices lists the
+  booked (or free) device IDs; null when not known (services placed before
+  devices were booked).
+  """
+  gpus: [GPUInventory!]!
+}
+
+extend type ComputeNode {
+  "What the pending and running services placed on the node hold."
+  booked: NodeResources!
+  "The node's inventory minus what is booked."
+  free: NodeResources!
+}
+
+extend type Storage {
+  """
+  The directory of a LOCAL or NODE storage on its host. Tenant admins only:
+  null for members.
+  """
+  path: String @goField(forceResolver: true)
+}
+`, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
 
@@ -8338,6 +8397,10 @@ func (ec *executionContext) childFields_ComputeNode(ctx context.Context, field g
 		return ec.fieldContext_ComputeNode_services(ctx, field)
 	case "storages":
 		return ec.fieldContext_ComputeNode_storages(ctx, field)
+	case "booked":
+		return ec.fieldContext_ComputeNode_booked(ctx, field)
+	case "free":
+		return ec.fieldContext_ComputeNode_free(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ComputeNode", field.Name)
 }
@@ -8738,6 +8801,18 @@ func (ec *executionContext) childFields_NodeInviteEdge(ctx context.Context, fiel
 	return nil, fmt.Errorf("no field named %q was found under type NodeInviteEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_NodeResources(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cpu":
+		return ec.fieldContext_NodeResources_cpu(ctx, field)
+	case "memoryMiB":
+		return ec.fieldContext_NodeResources_memoryMiB(ctx, field)
+	case "gpus":
+		return ec.fieldContext_NodeResources_gpus(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NodeResources", field.Name)
+}
+
 func (ec *executionContext) childFields_PageInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "hasNextPage":
@@ -8974,8 +9049,6 @@ func (ec *executionContext) childFields_Storage(ctx context.Context, field graph
 		return ec.fieldContext_Storage_s3Bucket(ctx, field)
 	case "accessKeyID":
 		return ec.fieldContext_Storage_accessKeyID(ctx, field)
-	case "path":
-		return ec.fieldContext_Storage_path(ctx, field)
 	case "nodeID":
 		return ec.fieldContext_Storage_nodeID(ctx, field)
 	case "pricePerTbHour":
@@ -8986,6 +9059,8 @@ func (ec *executionContext) childFields_Storage(ctx context.Context, field graph
 		return ec.fieldContext_Storage_queues(ctx, field)
 	case "buckets":
 		return ec.fieldContext_Storage_buckets(ctx, field)
+	case "path":
+		return ec.fieldContext_Storage_path(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Storage", field.Name)
 }
@@ -13211,6 +13286,70 @@ func (ec *executionContext) fieldContext_ComputeNode_storages(_ context.Context,
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Storage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ComputeNode_booked(ctx context.Context, field graphql.CollectedField, obj *ent.Node) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ComputeNode_booked(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ComputeNode().Booked(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *nodes.Resources) graphql.Marshaler {
+			return ec.marshalNNodeResources2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋnodesᚐResources(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ComputeNode_booked(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ComputeNode",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NodeResources(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ComputeNode_free(ctx context.Context, field graphql.CollectedField, obj *ent.Node) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ComputeNode_free(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ComputeNode().Free(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *nodes.Resources) graphql.Marshaler {
+			return ec.marshalNNodeResources2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋnodesᚐResources(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ComputeNode_free(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ComputeNode",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NodeResources(ctx, field)
 		},
 	}
 	return fc, nil
@@ -17700,6 +17839,84 @@ func (ec *executionContext) fieldContext_NodeInviteEdge_cursor(_ context.Context
 	return graphql.NewScalarFieldContext("NodeInviteEdge", field, false, false, "Cursor")
 }
 
+func (ec *executionContext) _NodeResources_cpu(ctx context.Context, field graphql.CollectedField, obj *nodes.Resources) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NodeResources_cpu(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CPU, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NodeResources_cpu(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NodeResources", field, false, false, "Float")
+}
+
+func (ec *executionContext) _NodeResources_memoryMiB(ctx context.Context, field graphql.CollectedField, obj *nodes.Resources) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NodeResources_memoryMiB(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MemoryMiB, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NodeResources_memoryMiB(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NodeResources", field, false, false, "Int")
+}
+
+func (ec *executionContext) _NodeResources_gpus(ctx context.Context, field graphql.CollectedField, obj *nodes.Resources) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NodeResources_gpus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.GPUs, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []inventory.GPU) graphql.Marshaler {
+			return ec.marshalNGPUInventory2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋinventoryᚐGPUᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NodeResources_gpus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NodeResources",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_GPUInventory(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *entgql.PageInfo[string]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -20987,29 +21204,6 @@ func (ec *executionContext) fieldContext_Storage_accessKeyID(_ context.Context, 
 	return graphql.NewScalarFieldContext("Storage", field, false, false, "String")
 }
 
-func (ec *executionContext) _Storage_path(ctx context.Context, field graphql.CollectedField, obj *ent.Storage) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Storage_path(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Path, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_Storage_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Storage", field, false, false, "String")
-}
-
 func (ec *executionContext) _Storage_nodeID(ctx context.Context, field graphql.CollectedField, obj *ent.Storage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -21150,6 +21344,29 @@ func (ec *executionContext) fieldContext_Storage_buckets(_ context.Context, fiel
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Storage_path(ctx context.Context, field graphql.CollectedField, obj *ent.Storage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Storage_path(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Storage().Path(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Storage_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Storage", field, true, true, "String")
 }
 
 func (ec *executionContext) _StorageConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.StorageConnection) (ret graphql.Marshaler) {
@@ -33890,7 +34107,7 @@ func (ec *executionContext) unmarshalInputStorageWhereInput(ctx context.Context,
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "kind", "kindNEQ", "kindIn", "kindNotIn", "endpoint", "endpointNEQ", "endpointIn", "endpointNotIn", "endpointGT", "endpointGTE", "endpointLT", "endpointLTE", "endpointContains", "endpointHasPrefix", "endpointHasSuffix", "endpointEqualFold", "endpointContainsFold", "region", "regionNEQ", "regionIn", "regionNotIn", "regionGT", "regionGTE", "regionLT", "regionLTE", "regionContains", "regionHasPrefix", "regionHasSuffix", "regionEqualFold", "regionContainsFold", "s3Bucket", "s3BucketNEQ", "s3BucketIn", "s3BucketNotIn", "s3BucketGT", "s3BucketGTE", "s3BucketLT", "s3BucketLTE", "s3BucketContains", "s3BucketHasPrefix", "s3BucketHasSuffix", "s3BucketEqualFold", "s3BucketContainsFold", "accessKeyID", "accessKeyIDNEQ", "accessKeyIDIn", "accessKeyIDNotIn", "accessKeyIDGT", "accessKeyIDGTE", "accessKeyIDLT", "accessKeyIDLTE", "accessKeyIDContains", "accessKeyIDHasPrefix", "accessKeyIDHasSuffix", "accessKeyIDEqualFold", "accessKeyIDContainsFold", "path", "pathNEQ", "pathIn", "pathNotIn", "pathGT", "pathGTE", "pathLT", "pathLTE", "pathContains", "pathHasPrefix", "pathHasSuffix", "pathEqualFold", "pathContainsFold", "nodeID", "nodeIDNEQ", "nodeIDIn", "nodeIDNotIn", "nodeIDGT", "nodeIDGTE", "nodeIDLT", "nodeIDLTE", "nodeIDContains", "nodeIDHasPrefix", "nodeIDHasSuffix", "nodeIDIsNil", "nodeIDNotNil", "nodeIDEqualFold", "nodeIDContainsFold", "hasNode", "hasNodeWith", "hasQueues", "hasQueuesWith", "hasBuckets", "hasBucketsWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "kind", "kindNEQ", "kindIn", "kindNotIn", "endpoint", "endpointNEQ", "endpointIn", "endpointNotIn", "endpointGT", "endpointGTE", "endpointLT", "endpointLTE", "endpointContains", "endpointHasPrefix", "endpointHasSuffix", "endpointEqualFold", "endpointContainsFold", "region", "regionNEQ", "regionIn", "regionNotIn", "regionGT", "regionGTE", "regionLT", "regionLTE", "regionContains", "regionHasPrefix", "regionHasSuffix", "regionEqualFold", "regionContainsFold", "s3Bucket", "s3BucketNEQ", "s3BucketIn", "s3BucketNotIn", "s3BucketGT", "s3BucketGTE", "s3BucketLT", "s3BucketLTE", "s3BucketContains", "s3BucketHasPrefix", "s3BucketHasSuffix", "s3BucketEqualFold", "s3BucketContainsFold", "accessKeyID", "accessKeyIDNEQ", "accessKeyIDIn", "accessKeyIDNotIn", "accessKeyIDGT", "accessKeyIDGTE", "accessKeyIDLT", "accessKeyIDLTE", "accessKeyIDContains", "accessKeyIDHasPrefix", "accessKeyIDHasSuffix", "accessKeyIDEqualFold", "accessKeyIDContainsFold", "nodeID", "nodeIDNEQ", "nodeIDIn", "nodeIDNotIn", "nodeIDGT", "nodeIDGTE", "nodeIDLT", "nodeIDLTE", "nodeIDContains", "nodeIDHasPrefix", "nodeIDHasSuffix", "nodeIDIsNil", "nodeIDNotNil", "nodeIDEqualFold", "nodeIDContainsFold", "hasNode", "hasNodeWith", "hasQueues", "hasQueuesWith", "hasBuckets", "hasBucketsWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -34527,97 +34744,6 @@ func (ec *executionContext) unmarshalInputStorageWhereInput(ctx context.Context,
 				return it, err
 			}
 			it.AccessKeyIDContainsFold = data
-		case "path":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("path"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.Path = data
-		case "pathNEQ":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("pathNEQ"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.PathNEQ = data
-		case "pathIn":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("pathIn"))
-			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.PathIn = data
-		case "pathNotIn":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("pathNotIn"))
-			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.PathNotIn = data
-		case "pathGT":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("pathGT"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.PathGT = data
-		case "pathGTE":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("pathGTE"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.PathGTE = data
-		case "pathLT":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("pathLT"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.PathLT = data
-		case "pathLTE":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("pathLTE"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.PathLTE = data
-		case "pathContains":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("pathContains"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.PathContains = data
-		case "pathHasPrefix":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("pathHasPrefix"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.PathHasPrefix = data
-		case "pathHasSuffix":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("pathHasSuffix"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.PathHasSuffix = data
-		case "pathEqualFold":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("pathEqualFold"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.PathEqualFold = data
-		case "pathContainsFold":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("pathContainsFold"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.PathContainsFold = data
 		case "nodeID":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nodeID"))
 			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
@@ -37535,6 +37661,18 @@ func (ec *executionContext) _ComputeNode(ctx context.Context, sel ast.SelectionS
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._ComputeNode_storages(ctx, field, obj)
 				})
+		case "booked":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ComputeNode_booked(ctx, field, obj)
+				})
+		case "free":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ComputeNode_free(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -39178,6 +39316,49 @@ func (ec *executionContext) _NodeInviteEdge(ctx context.Context, sel ast.Selecti
 	return out
 }
 
+var nodeResourcesImplementors = []string{"NodeResources"}
+
+func (ec *executionContext) _NodeResources(ctx context.Context, sel ast.SelectionSet, obj *nodes.Resources) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, nodeResourcesImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NodeResources")
+		case "cpu":
+			out.Values[i] = ec._NodeResources_cpu(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "memoryMiB":
+			out.Values[i] = ec._NodeResources_memoryMiB(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "gpus":
+			out.Values[i] = ec._NodeResources_gpus(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var pageInfoImplementors = []string{"PageInfo"}
 
 func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet, obj *entgql.PageInfo[string]) graphql.Marshaler {
@@ -40157,11 +40338,6 @@ func (ec *executionContext) _Storage(ctx context.Context, sel ast.SelectionSet, 
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
-		case "path":
-			out.Values[i] = ec._Storage_path(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
 		case "nodeID":
 			out.Values[i] = ec._Storage_nodeID(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -40189,6 +40365,12 @@ func (ec *executionContext) _Storage(ctx context.Context, sel ast.SelectionSet, 
 				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Storage_buckets(ctx, field, obj)
+				})
+		case "path":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Storage_path(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -41483,6 +41665,22 @@ func (ec *executionContext) marshalNGPUInventory2githubᚗcomᚋlevers9ᚋlevers
 	return ec._GPUInventory(ctx, sel, &v)
 }
 
+func (ec *executionContext) marshalNGPUInventory2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋinventoryᚐGPUᚄ(ctx context.Context, sel ast.SelectionSet, v []inventory.GPU) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNGPUInventory2githubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋinventoryᚐGPU(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNGPURate2githubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋbillingᚐGPURate(ctx context.Context, sel ast.SelectionSet, v billing.GPURate) graphql.Marshaler {
 	return ec._GPURate(ctx, sel, &v)
 }
@@ -41749,6 +41947,14 @@ func (ec *executionContext) marshalNNodeInviteOrderField2ᚖgithubᚗcomᚋlever
 func (ec *executionContext) unmarshalNNodeInviteWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐNodeInviteWhereInput(ctx context.Context, v any) (*ent.NodeInviteWhereInput, error) {
 	res, err := ec.unmarshalInputNodeInviteWhereInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNNodeResources2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋnodesᚐResources(ctx context.Context, sel ast.SelectionSet, v *nodes.Resources) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "NodeResources!")
+		return graphql.Null
+	}
+	return ec._NodeResources(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNOrderDirection2entgoᚗioᚋcontribᚋentgqlᚐOrderDirection(ctx context.Context, v any) (entgql.OrderDirection, error) {

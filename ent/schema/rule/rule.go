@@ -230,3 +230,15 @@ func StampCreator(column string) privacy.MutationRule {
 		return privacy.Skip
 	})
 }
+
+// HostPath is a path on the server or a node (a storage's directory) as
+// the viewer may see it: tenant admins and the system see it, members get
+// nil. Where a host's files are is an admin's business, and a path helps
+// whoever looks for a way to them. GraphQL and the dashboard both ask here.
+func HostPath(ctx context.Context, p string) *string {
+	v := viewer.FromContext(ctx)
+	if v == nil || !(v.System || v.Admin || v.Superadmin && v.InTenant()) {
+		return nil
+	}
+	return &p
+}
