@@ -35,10 +35,10 @@ func loopbackURL(addr net.Addr) string {
 	return (&url.URL{Scheme: "http", Host: net.JoinHostPort(host, port)}).String()
 }
 
-// runLocalNode runs the built-in node: an in-process agent with the process
-// runtime, joined to this server over loopback the first time (with an
+// runLocalNode runs the built-in node: an in-process agent on the runtime
+// rt makes, joined to this server over loopback the first time (with an
 // invite the server makes itself) and reconnecting afterwards.
-func runLocalNode(ctx context.Context, db *database.DB, serverURL, dataDir, tenantSlug string, log *slog.Logger) error {
+func runLocalNode(ctx context.Context, db *database.DB, serverURL, dataDir, tenantSlug string, rt *localRuntime, log *slog.Logger) error {
 	stateDir := filepath.Join(dataDir, "node")
 	if _, err := agent.LoadState(stateDir); errors.Is(err, agent.ErrNotJoined) {
 		if err := joinLocalNode(ctx, db, serverURL, stateDir, tenantSlug, log); err != nil {
@@ -47,7 +47,7 @@ func runLocalNode(ctx context.Context, db *database.DB, serverURL, dataDir, tena
 	} else if err != nil {
 		return err
 	}
-	err := serveAgent(ctx, stateDir, serverURL, agent.Declared{}, log)
+	err := rt.serve(ctx, stateDir, serverURL, log)
 	if !errors.Is(err, agent.ErrCredentialRefused) {
 		return err
 	}
@@ -60,7 +60,7 @@ func runLocalNode(ctx context.Context, db *database.DB, serverURL, dataDir, tena
 	if err := joinLocalNode(ctx, db, serverURL, stateDir, tenantSlug, log); err != nil {
 		return err
 	}
-	return serveAgent(ctx, stateDir, serverURL, agent.Declared{}, log)
+	return rt.serve(ctx, stateDir, serverURL, log)
 }
 
 func joinLocalNode(ctx context.Context, db *database.DB, serverURL, stateDir, tenantSlug string, log *slog.Logger) error {

@@ -28,6 +28,10 @@ Client commands (connection: -c CONTEXT, --server, --token; see below):
                            manage the contexts in ~/.levers9/config
   levers9 run [flags] -- CMD [ARGS...]
                            run CMD as a job, print its output, exit with its code
+                           (--image, --gpus N[:TYPE], --env K=V, --timeout, --cpu,
+                           --memory, --mount; -d prints the job ID and returns)
+  levers9 submit [flags] -- CMD [ARGS...]
+                           levers9 run -d: submit, print the job ID
   levers9 jobs [--status S] [-n N]
                            your environment's jobs, newest first
   levers9 job show JOB     a job and its services
@@ -98,6 +102,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runLogs(ctx, args[1:], stdout, stderr)
 	case "run":
 		return runRun(ctx, args[1:], stdout, stderr)
+	case "submit":
+		return runSubmit(ctx, args[1:], stdout, stderr)
 	case "agent":
 		return runAgent(ctx, args[1:], stderr)
 	case "cancel":
@@ -124,6 +130,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runLogin(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "context":
 		return runContext(ctx, args[1:], stdout, stderr)
+	case supervisorCommand: // not in the usage: the process runtime runs it
+		return runSupervise(args[1:])
 	case "version":
 		fmt.Fprintln(stdout, "levers9", version)
 	case "-h", "--help", "help":

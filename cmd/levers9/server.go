@@ -43,6 +43,7 @@ type serverConfig struct {
 	NodeTTL     time.Duration
 	NodeGrace   time.Duration
 	LocalNode   bool
+	Local       localNodeConfig
 	MaxUpload   int64
 }
 
@@ -65,7 +66,13 @@ func (c *serverConfig) flags(out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.NodeTTL, "node-ttl", envDuration("LEVERS9_NODE_TTL", tunnel.DefaultNodeTTL), "a node without heartbeats this long goes offline (LEVERS9_NODE_TTL)")
 	fs.Int64Var(&c.MaxUpload, "max-upload", envInt64("LEVERS9_MAX_UPLOAD", filesapi.DefaultMaxUpload), "largest file upload in bytes (LEVERS9_MAX_UPLOAD)")
 	fs.DurationVar(&c.NodeGrace, "node-grace", envDuration("LEVERS9_NODE_GRACE", tunnel.DefaultNodeGrace), "jobs of an offline node wait this long for it before they fail or are requeued (LEVERS9_NODE_GRACE)")
-	fs.BoolVar(&c.LocalNode, "local-node", env("LEVERS9_LOCAL_NODE", "true") != "false", "run a built-in node (process runtime) in the default queue (LEVERS9_LOCAL_NODE)")
+	fs.BoolVar(&c.LocalNode, "local-node", env("LEVERS9_LOCAL_NODE", "true") != "false", "run a built-in node in the default queue (LEVERS9_LOCAL_NODE)")
+	fs.StringVar(&c.Local.Runtime, "local-node-runtime", env("LEVERS9_LOCAL_NODE_RUNTIME", runtimeAuto),
+		"how the built-in node runs jobs: docker (containers), process (child processes as the unprivileged user "+localJobUser+"; needs root) or auto (Docker when a daemon answers) (LEVERS9_LOCAL_NODE_RUNTIME)")
+	fs.StringVar(&c.Local.DefaultImage, "local-node-default-image", env("LEVERS9_LOCAL_NODE_DEFAULT_IMAGE", defaultImage),
+		"on Docker, the image of services that give a command but no image (LEVERS9_LOCAL_NODE_DEFAULT_IMAGE)")
+	fs.StringVar(&c.Local.WorkDir, "local-node-work-dir", env("LEVERS9_LOCAL_NODE_WORK_DIR", ""),
+		"on the process runtime, the jobs' working directories, outside the data directory; default "+localWorkBase+"/jobs-HASH (LEVERS9_LOCAL_NODE_WORK_DIR)")
 	c.Seed = tenancy.Seed{
 		TenantName:         os.Getenv("LEVERS9_TENANT_NAME"),
 		TenantSlug:         os.Getenv("LEVERS9_TENANT_SLUG"),
@@ -102,6 +109,12 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	}
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return fmt.Errorf("creating data directory: %w", err)
+	}
+	var local *localRuntime
+	if cfg.LocalNode {
+		if local, err = prepareLocalNode(ctx, cfg.Local, dataDir, log.With("component", "local-node")); err != nil {
+			return err
+		}
 	}
 	dbURL := cfg.DatabaseURL
 	if dbURL == "" {
@@ -214,7 +227,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		go func() {
 			defer close(localDone)
 			nlog := log.With("component", "local-node")
-			if err := runLocalNode(nodeCtx, db, loopbackURL(ln.Addr()), dataDir, cfg.Seed.TenantSlug, nlog); err != nil {
+			if err := runLocalNode(nodeCtx, db, loopbackURL(ln.Addr()), dataDir, cfg.Seed.TenantSlug, local, nlog); err != nil {
 				nlog.Error("local node stopped", "err", err)
 			}
 		}()

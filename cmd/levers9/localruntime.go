@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strings"
+
+	"github.com/levers9/levers9/agent"
+	"github.com/levers9/levers9/agent/runtime"
+	"github.com/levers9/levers9/agent/runtime/docker"
+	"github.com/levers9/levers9/internal/wire"
+)
+
+// localNodeConfig is how the built-in node runs jobs (levers9 server
+// --local-node-*).
+type localNodeConfig struct {
+	Runtime      string // auto, docker or process
+	DefaultImage string // Docker: the image of command-only services
+	WorkDir      string // process: the jobs' working directories; "" for localWorkDir
+}
+
+// localJobUser is who jobs of the built-in node run as on the process
+// runtime: an unprivileged system account made for it.
+const localJobUser = "levers9-job"
+
+// localWorkBase holds the process runtime's working directories of every
+// built-in node on the machine, one folder per data directory.
+const localWorkBase = "/var/lib/levers9"
+
+// localRuntime is the built-in node's runtime, chosen before the server
+// starts so that an unsafe node stops the server with the reason.
+type localRuntime struct {
+	kind    string // docker or process
+	cfg     localNodeConfig
+	workDir string // process
+}
+
+// errUnsafeLocalNode is why no safe runtime is left for the built-in node.
+var errUnsafeLocalNode = errors.New("the built-in node cannot run jobs safely here: " +
+	"no Docker daemon answers, and running jobs as an unprivileged user needs the server to run as root. " +
+	"Start Docker, run the server as root, or run it with --local-node=false and join nodes with levers9 agent")
+
+// prepareLocalNode decides the built-in node's runtime and makes what it
+// needs: Docker when asked or when a daemon answers (auto); else the
+// process runtime, which runs jobs as localJobUser (created when missing)
+// in a work directory outside dataDir. The data directory is made the
+// server's own (0700) either way: jobs must not read it.
+func prepareLocalNode(ctx context.Context, cfg localNodeConfig, dataDir string, log *slog.Logger) (*localRuntime, error) {
+	if err := os.Chmod(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	rt := &localRuntime{kind: cfg.Runtime, cfg: cfg}
+	switch cfg.Runtime {
+	case runtimeAuto:
+		rt.kind = wire.RuntimeProcess
+		if docker.Available(ctx, "") {
+			rt.kind = wire.RuntimeDocker
+		}
+	case wire.RuntimeDocker, wire.RuntimeProcess:
+	default:
+		return nil, fmt.Errorf("--local-node-runtime %q: must be auto, docker or process", cfg.Runtime)
+	}
+	if rt.kind == wire.RuntimeDocker {
+		if strings.TrimSpace(cfg.DefaultImage) == "" {
+			return nil, errors.New("--local-node-default-image must name an image")
+		}
+		log.Info("built-in node runs jobs in Docker containers", "defaultImage", cfg.DefaultImage)
+		return rt, nil
+	}
+	if os.Geteuid() != 0 {
+		return nil, errUnsafeLocalNode
+	}
+	if err := ensureJobUser(ctx, localJobUser); err != nil {
+		return nil, err
+	}
+	work, err := localWorkDir(cfg.WorkDir, dataDir)
+	if err != nil {
+		return nil, err
+	}
+	rt.workDir = work
+	log.Info("built-in node runs jobs as child processes", "user", localJobUser, "workDir", work)
+	return rt, nil
+}
+
+// localWorkDir is the process runtime's root for the built-in node of
+// dataDir: dir, or one named after dataDir under localWorkBase. It must
+// lie outside the data directory, which the job user cannot enter.
+func localWorkDir(dir, dataDir string) (string, error) {
+	if dir == "" {
+		sum := sha256.Sum256([]byte(dataDir))
+		dir = filepath.Join(localWorkBase, "jobs-"+hex.EncodeToString(sum[:6]))
+		// Others may pass through to their job's folder, never list.
+		if err := os.MkdirAll(localWorkBase, 0o711); err != nil {
+			return "", fmt.Errorf("work directory: %w", err)
+		}
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("work directory: %w", err)
+	}
+	if rel, err := filepath.Rel(dataDir, dir); err == nil && (rel == "." || !strings.HasPrefix(rel, "..")) {
+		return "", fmt.Errorf("--local-node-work-dir %s is inside the data directory: jobs could not reach it; choose a directory outside %s", dir, dataDir)
+	}
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return "", fmt.Errorf("work directory: %w", err)
+	}
+	return dir, nil
+}
+
+// ensureJobUser creates the unprivileged system account name unless it
+// exists.
+func ensureJobUser(ctx context.Context, name string) error {
+	if _, err := user.Lookup(name); err == nil {
+		return nil
+	}
+	out, err := exec.CommandContext(ctx, "useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("creating the job user %s (useradd): %v: %s", name, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// serve runs the built-in node's agent on a new runtime until ctx ends or
+// the agent stops. The Docker runtime is made per node ID (its labels
+// carry it), so after each join.
+func (l *localRuntime) serve(ctx context.Context, stateDir, serverURL string, log *slog.Logger) error {
+	rlog := log.With("component", "runtime")
+	var rt runtime.Runtime
+	switch l.kind {
+	case wire.RuntimeDocker:
+		st, err := agent.LoadState(stateDir)
+		if err != nil {
+			return err
+		}
+		d, err := docker.New(ctx, docker.Config{NodeID: st.NodeID, DefaultImage: l.cfg.DefaultImage, Logger: rlog})
+		if err != nil {
+			return fmt.Errorf("built-in node: %w", err)
+		}
+		rt = d
+	default:
+		sup, err := supervisorArgv()
+		if err != nil {
+			return err
+		}
+		p, err := runtime.NewProcess(runtime.ProcessConfig{Root: l.workDir, User: localJobUser, Supervisor: sup, Logger: rlog})
+		if err != nil {
+			return fmt.Errorf("built-in node: %w", err)
+		}
+		rt = p
+	}
+	return serveAgent(ctx, stateDir, serverURL, agent.Declared{}, rt, log)
+}
