@@ -15,6 +15,8 @@ import (
 	"github.com/levers9/levers9/ent/predicate"
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/service"
+	"github.com/levers9/levers9/internal/inventory"
+	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/scheduling"
 )
 
@@ -29,6 +31,7 @@ type state struct {
 	reason   map[string]string            // job ID → stored status_reason
 	services map[string]map[string]string // job ID → service name → service ID
 	invalid  map[string]string            // job ID → why it can never be placed
+	storages map[string]nodeStorage       // the tenant's node storages by ID
 }
 
 // newState is an empty state, to be filled by loadNodes and loadJobs.
@@ -74,15 +77,10 @@ func (st *state) loadNodes(ctx context.Context, c *ent.Client, dialectName, queu
 	index := make(map[string]int, len(nodes))
 	ids := make([]string, 0, len(nodes))
 	for _, n := range nodes {
-		sn := scheduling.Node{ID: n.ID, Name: n.Name, Capacity: scheduling.Resources{
+		sn := scheduling.Node{ID: n.ID, Name: n.Name, Containers: n.Inventory.Containers(), Capacity: scheduling.Resources{
 			CPU: n.Inventory.CPUs, MemoryMiB: n.Inventory.MemoryMiB,
 		}}
-		for _, g := range n.Inventory.GPUs {
-			if sn.Capacity.GPUs == nil {
-				sn.Capacity.GPUs = map[string]int{}
-			}
-			sn.Capacity.GPUs[g.Type] += g.Count
-		}
+		sn.Capacity.GPUs, sn.Devices = gpuDevices(n.Inventory)
 		index[n.ID] = len(st.nodes)
 		st.nodes = append(st.nodes, sn)
 		st.nodeName[n.ID] = n.Name
@@ -92,21 +90,35 @@ func (st *state) loadNodes(ctx context.Context, c *ent.Client, dialectName, queu
 	for part := range slices.Chunk(ids, chunk) {
 		used, err := c.Service.Query().
 			Where(service.NodeIDIn(part...), service.StatusIn(service.StatusPending, service.StatusRunning)).
-			Select(service.FieldNodeID, service.FieldCPU, service.FieldMemoryMib, service.FieldGpus, service.FieldGpuType).
+			Select(service.FieldNodeID, service.FieldCPU, service.FieldMemoryMib, service.FieldGpus, service.FieldGpuType,
+				service.FieldGpuDevices, service.FieldPorts, service.FieldHostPorts).
 			All(ctx)
 		if err != nil {
 			return fmt.Errorf("loading node usage: %w", err)
 		}
 		for _, u := range used {
-			r := &st.nodes[index[u.NodeID]].Used
+			n := &st.nodes[index[u.NodeID]]
+			r := &n.Used
 			r.CPU += u.CPU
 			r.MemoryMiB += u.MemoryMib
 			if u.Gpus > 0 {
 				if r.GPUs == nil {
 					r.GPUs = map[string]int{}
 				}
+				// Services placed before devices were booked have none:
+				// they count here, and the scheduler books around them.
 				r.GPUs[u.GpuType] += u.Gpus
+				if len(u.GpuDevices) > 0 {
+					if n.Booked == nil {
+						n.Booked = map[string][]string{}
+					}
+					n.Booked[u.GpuType] = append(n.Booked[u.GpuType], u.GpuDevices...)
+				}
 			}
+			// Fixed ports, and those the agent picked (host_ports): a fixed
+			// port of a later job must not be one of either.
+			n.Ports = appendPorts(n.Ports, u.Ports)
+			n.Ports = appendPorts(n.Ports, u.HostPorts)
 		}
 	}
 	valid := st.nodes[:0]
@@ -120,13 +132,61 @@ func (st *state) loadNodes(ctx context.Context, c *ent.Client, dialectName, queu
 	return nil
 }
 
+// gpuDevices are inv's GPU counts and device IDs per type. A type reported
+// twice gets the devices of both, an ID only once: the count is that of
+// distinct IDs, so two entries repeating indexes never double a node.
+func gpuDevices(inv inventory.Inventory) (map[string]int, map[string][]string) {
+	if len(inv.GPUs) == 0 {
+		return nil, nil
+	}
+	counts, devices := map[string]int{}, map[string][]string{}
+	seen := map[[2]string]bool{} // type, ID
+	for _, g := range inv.GPUs {
+		if g.Count < 0 || g.Count > scheduling.MaxGPUs {
+			// Not numbered (that could be billions of IDs): ValidateNode
+			// refuses the node until it reports a sane inventory.
+			return map[string]int{g.Type: g.Count}, nil
+		}
+		for _, id := range g.DeviceIDs() {
+			if k := [2]string{g.Type, id}; id != "" && !seen[k] {
+				seen[k] = true
+				devices[g.Type] = append(devices[g.Type], id)
+			}
+		}
+		counts[g.Type] = len(devices[g.Type])
+	}
+	return counts, devices
+}
+
+// fixedPorts are the host ports of ps the service asks for by number; the
+// rest the agent picks. Out-of-range ones are kept for ValidateJob to refuse.
+func fixedPorts(ps []jobspec.Port) []int {
+	var out []int
+	for _, p := range ps {
+		if p.Port != 0 {
+			out = append(out, p.Port)
+		}
+	}
+	return out
+}
+
+// appendPorts adds the fixed (non-zero, in range) ports of ps to to.
+func appendPorts(to []int, ps []jobspec.Port) []int {
+	for _, p := range ps {
+		if p.Port > 0 && p.Port <= 65535 {
+			to = append(to, p.Port)
+		}
+	}
+	return to
+}
+
 // loadJobs reads the next page of at most limit pending jobs of the queue,
 // in scheduling order after *after (nil: from the start), and moves *after
 // to its last job. st.jobs gets those not placed yet (placed ones wait for
 // their node to start them). more reports whether more jobs may follow.
-func (st *state) loadJobs(ctx context.Context, c *ent.Client, queueID string, after **cursor, limit int) (more bool, err error) {
+func (st *state) loadJobs(ctx context.Context, c *ent.Client, qu *ent.Queue, after **cursor, limit int) (more bool, err error) {
 	q := c.Job.Query().
-		Where(job.QueueID(queueID), job.StatusEQ(job.StatusPending)).
+		Where(job.QueueID(qu.ID), job.StatusEQ(job.StatusPending)).
 		Order(job.ByPriority(sql.OrderDesc()), job.ByCreatedAt(), job.ByID()).
 		Limit(limit).
 		Select(job.FieldID, job.FieldPriority, job.FieldCreatedAt, job.FieldStatusReason)
@@ -157,7 +217,7 @@ func (st *state) loadJobs(ctx context.Context, c *ent.Client, queueID string, af
 			Where(service.JobIDIn(part...)).
 			Select(service.FieldID, service.FieldJobID, service.FieldName, service.FieldCPU,
 				service.FieldMemoryMib, service.FieldGpus, service.FieldGpuTypes,
-				service.FieldNodeID, service.FieldStatus).
+				service.FieldImage, service.FieldPorts, service.FieldNodeID, service.FieldStatus).
 			All(ctx)
 		if err != nil {
 			return false, fmt.Errorf("loading pending services: %w", err)
@@ -169,6 +229,7 @@ func (st *state) loadJobs(ctx context.Context, c *ent.Client, queueID string, af
 			}
 			byJob[s.JobID] = append(byJob[s.JobID], scheduling.Service{
 				Name: s.Name, CPU: s.CPU, MemoryMiB: s.MemoryMib, GPUs: s.Gpus, GPUTypes: s.GpuTypes,
+				Image: s.Image, Ports: fixedPorts(s.Ports),
 			})
 			if st.services[s.JobID] == nil {
 				st.services[s.JobID] = map[string]string{}
@@ -176,12 +237,25 @@ func (st *state) loadJobs(ctx context.Context, c *ent.Client, queueID string, af
 			st.services[s.JobID][s.Name] = s.ID
 		}
 	}
+	unplaced := make([]string, 0, len(pending))
+	for _, j := range pending {
+		if !placed[j.ID] {
+			unplaced = append(unplaced, j.ID)
+		}
+	}
+	pins, err := st.pins(ctx, c, qu.TenantID, unplaced)
+	if err != nil {
+		return false, err
+	}
 	for _, j := range pending {
 		if placed[j.ID] {
 			continue
 		}
-		sj := scheduling.Job{ID: j.ID, Priority: j.Priority, Submitted: j.CreatedAt, Services: byJob[j.ID]}
+		sj := scheduling.Job{ID: j.ID, Priority: j.Priority, Submitted: j.CreatedAt, Services: byJob[j.ID], Pin: pins[j.ID]}
 		st.reason[j.ID] = j.StatusReason
+		if _, ok := st.invalid[j.ID]; ok {
+			continue // set by pins
+		}
 		if err := scheduling.ValidateJob(sj); err != nil {
 			st.invalid[j.ID] = "cannot be scheduled: " + err.Error()
 			continue

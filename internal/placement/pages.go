@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/job"
@@ -32,8 +33,11 @@ func (st *state) schedule(ctx context.Context, c *ent.Client, q *ent.Queue) ([]s
 		after    *cursor
 		smallest *request
 	)
+	if err := st.loadNodeStorages(ctx, c, q.TenantID); err != nil {
+		return nil, nil, err
+	}
 	for size := firstPage; ; size = min(size*4, maxPage) {
-		more, err := st.loadJobs(ctx, c, q.ID, &after, size)
+		more, err := st.loadJobs(ctx, c, q, &after, size)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -106,7 +110,7 @@ func (st *state) room(r request) bool {
 }
 
 // take counts what the placements of the current page use on their nodes,
-// so the next page sees it.
+// devices and ports included, so the next page sees it.
 func (st *state) take(res []scheduling.Placement) {
 	if len(res) == 0 {
 		return
@@ -124,14 +128,22 @@ func (st *state) take(res []scheduling.Placement) {
 		for _, s := range j.Services {
 			n.Used.CPU += s.CPU
 			n.Used.MemoryMiB += s.MemoryMiB
+			n.Ports = append(n.Ports, s.Ports...)
 			if s.GPUs > 0 {
-				// A fresh map: the page's input must not change under it.
+				// Fresh maps: the page's input must not change under it.
+				typ := p.GPUType[s.Name]
 				gpus := maps.Clone(n.Used.GPUs)
 				if gpus == nil {
 					gpus = map[string]int{}
 				}
-				gpus[p.GPUType[s.Name]] += s.GPUs
+				gpus[typ] += s.GPUs
 				n.Used.GPUs = gpus
+				booked := maps.Clone(n.Booked)
+				if booked == nil {
+					booked = map[string][]string{}
+				}
+				booked[typ] = append(slices.Clip(booked[typ]), p.Devices[s.Name]...)
+				n.Booked = booked
 			}
 		}
 	}

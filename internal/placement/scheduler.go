@@ -56,7 +56,7 @@ func (s *Scheduler) ScheduleQueue(ctx context.Context, queueID string) (placed i
 		if err != nil {
 			return err
 		}
-		if err := st.write(sys, tx.SQL, q.Name, res, waiting, s.now()); err != nil {
+		if err := st.write(sys, tx.SQL, s.DB.Dialect, q.Name, res, waiting, s.now()); err != nil {
 			return err
 		}
 		placed, touched = len(res), touchedNodes(res)

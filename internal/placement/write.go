@@ -3,11 +3,14 @@ package placement
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"entgo.io/ent/dialect"
 
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/service"
@@ -21,19 +24,23 @@ var ErrRaced = errors.New("jobs changed during the pass")
 // write stores placements and changed waiting reasons, each as a few
 // multi-row updates: a pass over 10,000 jobs writes thousands of rows with
 // different values, one statement per row or per group costs seconds.
-func (st *state) write(ctx context.Context, tx *sql.Tx, queueName string, placed []scheduling.Placement, waiting map[string]scheduling.Reason, now time.Time) error {
+func (st *state) write(ctx context.Context, tx *sql.Tx, dialectName, queueName string, placed []scheduling.Placement, waiting map[string]scheduling.Reason, now time.Time) error {
 	starting := make([]row, 0, len(placed))
 	var services []row
 	for _, p := range placed {
 		starting = append(starting, row{p.JobID, []any{"starting on node " + st.nodeName[p.NodeID]}})
 		for name, id := range st.services[p.JobID] {
-			services = append(services, row{id, []any{p.NodeID, p.GPUType[name]}})
+			devices, err := jsonList(p.Devices[name])
+			if err != nil {
+				return fmt.Errorf("encoding devices of service %s: %w", id, err)
+			}
+			services = append(services, row{id, []any{p.NodeID, p.GPUType[name], devices}})
 		}
 	}
 	pending := fmt.Sprintf("%s = '%s'", job.FieldStatus, job.StatusPending)
 	// Jobs before services, in the order cancelling takes its locks, so
 	// the two never deadlock.
-	n, err := update(ctx, tx, job.Table, pending, []string{job.FieldStatusReason}, starting, now)
+	n, err := update(ctx, tx, job.Table, pending, cols(job.FieldStatusReason), starting, now)
 	if err != nil {
 		return fmt.Errorf("marking jobs starting: %w", err)
 	}
@@ -43,7 +50,14 @@ func (st *state) write(ctx context.Context, tx *sql.Tx, queueName string, placed
 	// coalesce keeps SQLite off the (node_id, status) index, which would
 	// scan every unplaced service instead of looking up the IDs.
 	unplaced := fmt.Sprintf("coalesce(%s, '') = '' AND %s = '%s'", service.FieldNodeID, service.FieldStatus, service.StatusPending)
-	n, err = update(ctx, tx, service.Table, unplaced, []string{service.FieldNodeID, service.FieldGpuType}, services, now)
+	// Devices in the same statement as the node: a service is never on a
+	// node without its devices. PostgreSQL types CASE results as text
+	// unless told; the column is jsonb.
+	devices := column{name: service.FieldGpuDevices}
+	if dialectName == dialect.Postgres {
+		devices.cast = "jsonb"
+	}
+	n, err = update(ctx, tx, service.Table, unplaced, []column{{name: service.FieldNodeID}, {name: service.FieldGpuType}, devices}, services, now)
 	if err != nil {
 		return fmt.Errorf("placing services: %w", err)
 	}
@@ -62,10 +76,35 @@ func (st *state) write(ctx context.Context, tx *sql.Tx, queueName string, placed
 		}
 	}
 	// A waiting job cancelled meanwhile keeps its own reason: no count check.
-	if _, err := update(ctx, tx, job.Table, pending, []string{job.FieldStatusReason}, reasons, now); err != nil {
+	if _, err := update(ctx, tx, job.Table, pending, cols(job.FieldStatusReason), reasons, now); err != nil {
 		return fmt.Errorf("storing reasons: %w", err)
 	}
 	return nil
+}
+
+// jsonList is ids as the JSON a Strings field stores; nil (SQL NULL) when
+// there are none.
+func jsonList(ids []string) (any, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}
+
+// column is a column to set; cast, when set, is the SQL type its values
+// are cast to.
+type column struct{ name, cast string }
+
+func cols(names ...string) []column {
+	out := make([]column, len(names))
+	for i, n := range names {
+		out[i].name = n
+	}
+	return out
 }
 
 // row is the new values of one row's columns.
@@ -82,7 +121,7 @@ const rowsPerStatement = 100
 // one UPDATE … SET col = CASE id WHEN … END per batch; it returns how many
 // rows changed. $N placeholders work on both drivers (SQLite reads $N as
 // parameter N).
-func update(ctx context.Context, tx *sql.Tx, table, cond string, cols []string, rows []row, now time.Time) (int, error) {
+func update(ctx context.Context, tx *sql.Tx, table, cond string, cols []column, rows []row, now time.Time) (int, error) {
 	total := 0
 	for part := range slices.Chunk(rows, rowsPerStatement) {
 		args := []any{now}
@@ -91,14 +130,18 @@ func update(ctx context.Context, tx *sql.Tx, table, cond string, cols []string, 
 		for i, r := range part {
 			args = append(args, r.id)
 			ids[i] = fmt.Sprintf("$%d", len(args))
-			for c := range cols {
+			for c, col := range cols {
 				args = append(args, r.vals[c])
-				fmt.Fprintf(&cases[c], " WHEN %s THEN $%d", ids[i], len(args))
+				if col.cast != "" {
+					fmt.Fprintf(&cases[c], " WHEN %s THEN CAST($%d AS %s)", ids[i], len(args), col.cast)
+				} else {
+					fmt.Fprintf(&cases[c], " WHEN %s THEN $%d", ids[i], len(args))
+				}
 			}
 		}
 		set := make([]string, len(cols))
 		for c, col := range cols {
-			set[c] = fmt.Sprintf("%s = CASE id%s END", col, cases[c].String())
+			set[c] = fmt.Sprintf("%s = CASE id%s END", col.name, cases[c].String())
 		}
 		q := fmt.Sprintf("UPDATE %s SET %s, updated_at = $1 WHERE id IN (%s) AND %s",
 			table, strings.Join(set, ", "), strings.Join(ids, ", "), cond)
