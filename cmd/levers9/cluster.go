@@ -70,6 +70,20 @@ func runQueues(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return exitOK
 }
 
+// gpuCount is a number of GPUs of one type, with their device IDs.
+type gpuCount struct {
+	Type    string   `json:"type"`
+	Count   int      `json:"count"`
+	Devices []string `json:"devices"`
+}
+
+// nodeResources are what services booked on a node, or what is free.
+type nodeResources struct {
+	CPU       float64    `json:"cpu"`
+	MemoryMiB int        `json:"memoryMiB"`
+	GPUs      []gpuCount `json:"gpus"`
+}
+
 type nodeRow struct {
 	ID              string     `json:"id"`
 	Name            string     `json:"name"`
@@ -77,16 +91,41 @@ type nodeRow struct {
 	LastHeartbeatAt *time.Time `json:"lastHeartbeatAt"`
 	AgentVersion    string     `json:"agentVersion"`
 	Inventory       struct {
-		CPUs      float64 `json:"cpus"`
-		MemoryMiB int     `json:"memoryMiB"`
-		GPUs      []struct {
-			Type  string `json:"type"`
-			Count int    `json:"count"`
-		} `json:"gpus"`
+		CPUs      float64    `json:"cpus"`
+		MemoryMiB int        `json:"memoryMiB"`
+		GPUs      []gpuCount `json:"gpus"`
+		Runtime   string     `json:"runtime"`
 	} `json:"inventory"`
+	Booked nodeResources `json:"booked"`
+	Free   nodeResources `json:"free"`
 	Queues []struct {
 		Name string `json:"name"`
 	} `json:"queues"`
+}
+
+// gpuSummary says per type how many GPUs are free of how many
+// ("H100 1/2 free"), with the booked devices when known.
+func (n nodeRow) gpuSummary() string {
+	var out []string
+	for _, g := range n.Inventory.GPUs {
+		free, booked := 0, gpuCount{}
+		for _, f := range n.Free.GPUs {
+			if f.Type == g.Type {
+				free = f.Count
+			}
+		}
+		for _, b := range n.Booked.GPUs {
+			if b.Type == g.Type {
+				booked = b
+			}
+		}
+		s := fmt.Sprintf("%s %d/%d free", g.Type, free, g.Count)
+		if len(booked.Devices) > 0 {
+			s += " (booked " + strings.Join(booked.Devices, ",") + ")"
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, ", ")
 }
 
 // runNodes lists the nodes: levers9 nodes [--json].
@@ -96,7 +135,9 @@ func runNodes(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	rows, err := listRows[nodeRow](ctx, c, "nodes", `{ nodes(first: 1000, orderBy: {field: NAME, direction: ASC}) { edges { node {
-  id name status lastHeartbeatAt agentVersion inventory { cpus memoryMiB gpus { type count } } queues { name } } } } }`)
+  id name status lastHeartbeatAt agentVersion inventory { cpus memoryMiB gpus { type count devices } runtime }
+  booked { cpu memoryMiB gpus { type count devices } } free { cpu memoryMiB gpus { type count devices } }
+  queues { name } } } } }`)
 	if err != nil {
 		fmt.Fprintln(stderr, "levers9 nodes:", err)
 		return exitError
@@ -105,17 +146,15 @@ func runNodes(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return printJSON(stdout, stderr, rows)
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tSTATUS\tCPUS\tMEMORY\tGPUS\tQUEUES\tLAST HEARTBEAT\tAGENT")
+	fmt.Fprintln(w, "NAME\tSTATUS\tRUNTIME\tCPUS FREE\tMEMORY FREE\tGPUS\tQUEUES\tLAST HEARTBEAT\tAGENT")
 	for _, n := range rows {
-		var gpus, queues []string
-		for _, g := range n.Inventory.GPUs {
-			gpus = append(gpus, fmt.Sprintf("%d×%s", g.Count, g.Type))
-		}
+		var queues []string
 		for _, q := range n.Queues {
 			queues = append(queues, q.Name)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%g\t%d MiB\t%s\t%s\t%s\t%s\n", n.Name, n.Status, n.Inventory.CPUs, n.Inventory.MemoryMiB,
-			orDash(strings.Join(gpus, ", ")), orDash(strings.Join(queues, ", ")), timeOrDash(n.LastHeartbeatAt), orDash(n.AgentVersion))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%g/%g\t%d/%d MiB\t%s\t%s\t%s\t%s\n", n.Name, n.Status, orDash(n.Inventory.Runtime),
+			n.Free.CPU, n.Inventory.CPUs, n.Free.MemoryMiB, n.Inventory.MemoryMiB,
+			orDash(n.gpuSummary()), orDash(strings.Join(queues, ", ")), timeOrDash(n.LastHeartbeatAt), orDash(n.AgentVersion))
 	}
 	if err := w.Flush(); err != nil {
 		return exitError

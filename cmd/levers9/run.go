@@ -6,62 +6,130 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 )
 
 const submitMutation = `mutation($s: JobSpecInput!) { submitJob(spec: $s) { id } }`
 
-// runRun submits a one-service job running CMD ARGS, prints its output as
-// if it ran here (stdout to stdout, stderr to stderr) and exits with its
-// exit code.
+// runRun submits a one-service job running CMD ARGS (or IMAGE's own
+// command), prints its output as if it ran here (stdout to stdout, stderr
+// to stderr) and exits with its exit code. With -d (and as levers9
+// submit) it prints the job's ID and returns, like sbatch.
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runJobCommand(ctx, "run", args, stdout, stderr)
+}
+
+// runSubmit is levers9 run -d.
+func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runJobCommand(ctx, "submit", args, stdout, stderr)
+}
+
+// runFlags are what levers9 run and submit take besides the connection.
+type runFlags struct {
+	queue, project, name, image string
+	cpu                         float64
+	memory                      int
+	gpus                        gpuFlag
+	env                         envFlags
+	timeout                     timeoutFlag
+	mounts                      mountFlags
+	detach                      bool
+}
+
+func (f *runFlags) register(fs *flag.FlagSet, submit bool) {
+	fs.StringVar(&f.queue, "queue", "", "queue ID or name (default: the context's queue, else default)")
+	fs.StringVar(&f.project, "project", "", "project ID or name to charge (default: the context's project)")
+	fs.StringVar(&f.name, "name", "", "job name")
+	fs.StringVar(&f.image, "image", "", "container image (a node with the docker runtime runs it); without CMD its own command runs")
+	fs.Float64Var(&f.cpu, "cpu", 0, "CPUs (0: the queue's default)")
+	fs.IntVar(&f.memory, "memory", 0, "memory in MiB (0: the queue's default)")
+	fs.Var(&f.gpus, "gpus", "GPUs: N:TYPE, N:TYPE1,TYPE2 (a preference list), or N when the queue offers one GPU type")
+	fs.Var(&f.env, "env", "an environment variable K=V (repeatable)")
+	fs.Var(&f.timeout, "timeout", "stop the job after this long: a Go duration (90m, 2h30m) or seconds")
+	fs.Var(&f.mounts, "mount", "mount a bucket: BUCKET:/PATH, or BUCKET:/PATH:ro for read-only (repeatable)")
+	detach := "detach: print the job's ID and return (like levers9 submit)"
+	if submit {
+		detach = "accepted for symmetry with run: submit always detaches"
+	}
+	fs.BoolVar(&f.detach, "d", false, detach)
+	fs.BoolVar(&f.detach, "detach", false, "same as -d")
+}
+
+func runJobCommand(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
 	c := clientFlags{flagsFirst: true}
-	fs := flag.NewFlagSet("levers9 run", flag.ContinueOnError)
+	fs := flag.NewFlagSet("levers9 "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: levers9 run [flags] -- CMD [ARGS...]")
+		fmt.Fprintf(stderr, "Usage: levers9 %s [flags] [--] [CMD [ARGS...]]   (CMD is required without --image)\n", name)
 		fs.PrintDefaults()
 	}
 	c.register(fs)
-	queueFlag := fs.String("queue", "", "queue ID or name (default: the context's queue, else default)")
-	projectFlag := fs.String("project", "", "project ID or name to charge (default: the context's project)")
-	cpu := fs.Float64("cpu", 0, "CPUs (0: the queue's default)")
-	memory := fs.Int("memory", 0, "memory in MiB (0: the queue's default)")
-	name := fs.String("name", "", "job name")
-	var mounts mountFlags
-	fs.Var(&mounts, "mount", "mount a bucket: BUCKET:/PATH, or BUCKET:/PATH:ro for read-only (repeatable; with this runtime at ./PATH in the working directory)")
+	var f runFlags
+	f.register(fs, name == "submit")
 	if code, ok := c.parse(fs, args, stderr); !ok {
 		return code
 	}
-	if fs.NArg() == 0 {
+	if fs.NArg() == 0 && f.image == "" {
 		fs.Usage()
 		return exitUsage
 	}
-	svc := map[string]any{"name": "main", "command": fs.Args()}
-	if *cpu > 0 {
-		svc["cpu"] = *cpu
+	if name == "submit" {
+		f.detach = true
 	}
-	if *memory > 0 {
-		svc["memoryMiB"] = *memory
+	queue, project := first(f.queue, c.Queue, "default"), first(f.project, c.Project)
+	svc := map[string]any{"name": "main"}
+	if fs.NArg() > 0 {
+		svc["command"] = fs.Args()
 	}
-	queue, project := first(*queueFlag, c.Queue, "default"), first(*projectFlag, c.Project)
+	if f.image != "" {
+		svc["image"] = f.image
+	}
+	if f.cpu > 0 {
+		svc["cpu"] = f.cpu
+	}
+	if f.memory > 0 {
+		svc["memoryMiB"] = f.memory
+	}
+	if len(f.env) > 0 {
+		svc["env"] = f.env
+	}
+	if f.gpus.count > 0 {
+		types := f.gpus.types
+		if len(types) == 0 {
+			t, err := c.onlyGPUType(ctx, queue, f.gpus.count)
+			if err != nil {
+				fmt.Fprintf(stderr, "levers9 %s: %v\n", name, err)
+				return exitError
+			}
+			types = []string{t}
+		}
+		svc["gpus"], svc["gpuTypes"] = f.gpus.count, types
+	}
 	spec := map[string]any{"queue": queue, "services": []any{svc}}
 	if project != "" {
 		spec["project"] = project
 	}
-	if *name != "" {
-		spec["name"] = *name
+	if f.name != "" {
+		spec["name"] = f.name
 	}
-	if len(mounts) > 0 {
-		spec["mounts"] = mounts
+	if f.timeout > 0 {
+		spec["timeoutSeconds"] = int(f.timeout)
+	}
+	if len(f.mounts) > 0 {
+		spec["mounts"] = f.mounts
 	}
 	var out struct{ SubmitJob struct{ ID string } }
 	if err := c.query(ctx, submitMutation, map[string]any{"s": spec}, &out); err != nil {
-		fmt.Fprintln(stderr, "levers9 run:", err)
+		fmt.Fprintf(stderr, "levers9 %s: %v\n", name, err)
 		return exitError
 	}
 	job := out.SubmitJob.ID
+	if f.detach {
+		fmt.Fprintln(stdout, job)
+		return exitOK
+	}
 	fmt.Fprintf(stderr, "levers9: job %s submitted to queue %s\n", job, queue)
 	err := c.followLogs(ctx, job, 1, func(l logLine) {
 		w := stdout
@@ -84,6 +152,105 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	return exitCodeOf(st, job, stderr)
+}
+
+// onlyGPUType is the GPU type of --gpus N without a type: the queue's only
+// one. With several, the user must choose; guessing could bill the
+// dearest.
+func (c clientFlags) onlyGPUType(ctx context.Context, queue string, n int) (string, error) {
+	var out struct {
+		Queues struct {
+			Edges []struct {
+				Node struct {
+					Name      string
+					GpuPrices []struct{ Type string }
+				}
+			}
+		}
+	}
+	err := c.query(ctx, `query($q: String!, $id: ID!) { queues(first: 2, where: {or: [{name: $q}, {id: $id}]}) {
+  edges { node { name gpuPrices { type } } } } }`, map[string]any{"q": queue, "id": queue}, &out)
+	if err != nil {
+		return "", err
+	}
+	if len(out.Queues.Edges) != 1 {
+		return "", fmt.Errorf("NOT_FOUND: queue %q not found", queue)
+	}
+	q := out.Queues.Edges[0].Node
+	var types []string
+	for _, g := range q.GpuPrices {
+		types = append(types, g.Type)
+	}
+	switch len(types) {
+	case 0:
+		return "", fmt.Errorf("queue %s offers no GPUs", q.Name)
+	case 1:
+		return types[0], nil
+	}
+	return "", fmt.Errorf("queue %s offers several GPU types (%s): say which, as --gpus %d:%s", q.Name, strings.Join(types, ", "), n, types[0])
+}
+
+// gpuFlag is --gpus N[:TYPE[,TYPE...]].
+type gpuFlag struct {
+	count int
+	types []string
+}
+
+func (g *gpuFlag) String() string { return "" }
+
+func (g *gpuFlag) Set(v string) error {
+	n, types, hasTypes := strings.Cut(v, ":")
+	count, err := strconv.Atoi(n)
+	if err != nil || count < 1 {
+		return fmt.Errorf("%q: want N, N:TYPE or N:TYPE1,TYPE2 with N at least 1", v)
+	}
+	g.count, g.types = count, nil
+	if hasTypes {
+		for _, t := range strings.Split(types, ",") {
+			if t = strings.TrimSpace(t); t == "" {
+				return fmt.Errorf("%q: empty GPU type", v)
+			}
+			g.types = append(g.types, t)
+		}
+	}
+	return nil
+}
+
+// envFlags are the --env flags, as EnvVarInput.
+type envFlags []map[string]any
+
+func (e *envFlags) String() string { return "" }
+
+// Set parses K=V; the server checks the name.
+func (e *envFlags) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("%q: want NAME=VALUE", v)
+	}
+	*e = append(*e, map[string]any{"name": k, "value": val})
+	return nil
+}
+
+// timeoutFlag is --timeout in whole seconds, from a Go duration or a
+// number of seconds.
+type timeoutFlag int
+
+func (t *timeoutFlag) String() string { return "" }
+
+func (t *timeoutFlag) Set(v string) error {
+	if s, err := strconv.Atoi(v); err == nil {
+		if s < 1 {
+			return fmt.Errorf("%q: at least one second", v)
+		}
+		*t = timeoutFlag(s)
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Second {
+		return fmt.Errorf("%q: want a duration of at least 1s (90m, 2h30m) or seconds", v)
+	}
+	*t = timeoutFlag((d + time.Second - 1) / time.Second) // whole seconds, rounded up
+	return nil
 }
 
 // waitEnded polls the job until it has ended: its log stream ends with it,
