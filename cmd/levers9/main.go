@@ -32,10 +32,6 @@ Client commands (connection: -c CONTEXT, --server, --token; see below):
                            --memory, --mount; -d prints the job ID and returns)
   levers9 submit [flags] -- CMD [ARGS...]
                            levers9 run -d: submit, print the job ID
-                           (--image, --gpus N[:TYPE], --env K=V, --timeout, --cpu,
-                           --memory, --mount; -d prints the job ID and returns)
-  levers9 submit [flags] -- CMD [ARGS...]
-                           levers9 run -d: submit, print the job ID
   levers9 jobs [--status S] [-n N]
                            your environment's jobs, newest first
   levers9 job show JOB     a job and its services
@@ -106,8 +102,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runLogs(ctx, args[1:], stdout, stderr)
 	case "run":
 		return runRun(ctx, args[1:], stdout, stderr)
-	case "submit":
-		return runSubmit(ctx, args[1:], stdout, stderr)
 	case "submit":
 		return runSubmit(ctx, args[1:], stdout, stderr)
 	case "agent":
