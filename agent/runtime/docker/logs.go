@@ -13,32 +13,65 @@ import (
 	"github.com/levers9/levers9/agent/runtime"
 )
 
-// readLogs follows the container's output until it ends and emits every
-// line stamped after `after` (a zero time: all of them) with Docker's
-// timestamp.
-func (s *service) readLogs(ctx context.Context, after time.Time) error {
-	if s.job.silent.Load() {
-		return nil // nobody listens: a recovered job being discarded
-	}
-	rc, err := s.job.rt.cli.ContainerLogs(ctx, s.id, client.ContainerLogsOptions{
-		ShowStdout: true, ShowStderr: true, Follow: true, Timestamps: true,
-	})
-	if err != nil {
-		return fmt.Errorf("container logs: %w", err)
-	}
-	defer rc.Close()
-	emitter := func(stream runtime.Stream) *lineWriter {
+// output turns a container's log into the service's log events: lines
+// stamped after `after` (a zero time: all), with Docker's timestamps.
+type output struct {
+	s        *service
+	out, err *lineWriter
+}
+
+func (s *service) output(after time.Time) *output {
+	w := func(stream runtime.Stream) *lineWriter {
 		return &lineWriter{emit: func(at time.Time, text string) {
 			if at.After(after) {
 				s.job.emitLog(s.name, stream, at, text)
 			}
 		}}
 	}
-	out, errs := emitter(runtime.Stdout), emitter(runtime.Stderr)
-	_, err = stdcopy.StdCopy(out, errs, rc)
-	out.flush()
-	errs.flush()
-	return err
+	return &output{s: s, out: w(runtime.Stdout), err: w(runtime.Stderr)}
+}
+
+// follow reads the log as it grows until the container stops.
+func (o *output) follow(ctx context.Context) error {
+	return o.read(ctx, client.ContainerLogsOptions{Follow: true})
+}
+
+// finish reads what the follow missed, then emits unfinished last lines.
+// Docker can end a follow when the container stops before delivering the
+// output flushed at exit (a last line without a newline), so the log is
+// read once more from the last message seen on.
+func (o *output) finish(ctx context.Context) error {
+	defer o.out.flush()
+	defer o.err.flush()
+	o.out.skip, o.err.skip = o.out.last, o.err.last
+	var opts client.ContainerLogsOptions
+	if !o.out.last.IsZero() && !o.err.last.IsZero() {
+		opts.Since = minTime(o.out.last, o.err.last).Format(time.RFC3339Nano)
+	}
+	return o.read(ctx, opts)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func (o *output) read(ctx context.Context, opts client.ContainerLogsOptions) error {
+	if o.s.job.silent.Load() {
+		return nil // nobody listens: a recovered job being discarded
+	}
+	opts.ShowStdout, opts.ShowStderr, opts.Timestamps = true, true, true
+	rc, err := o.s.job.rt.cli.ContainerLogs(ctx, o.s.id, opts)
+	if err != nil {
+		return fmt.Errorf("container logs: %w", err)
+	}
+	defer rc.Close()
+	if _, err := stdcopy.StdCopy(o.out, o.err, rc); err != nil {
+		return fmt.Errorf("container logs: %w", err)
+	}
+	return nil
 }
 
 // lineWriter turns Docker's log messages into lines. StdCopy writes each
@@ -49,7 +82,9 @@ func (s *service) readLogs(ctx context.Context, after time.Time) error {
 type lineWriter struct {
 	emit func(at time.Time, text string)
 	buf  []byte
-	at   time.Time
+	at   time.Time // of the buffered line's first piece
+	last time.Time // of the last message taken
+	skip time.Time // messages stamped at or before it were taken already
 }
 
 func (w *lineWriter) Write(p []byte) (int, error) {
@@ -59,6 +94,12 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 		if t, err := time.Parse(time.RFC3339Nano, string(stamp)); err == nil {
 			at, msg = t, rest
 		}
+	}
+	if !w.skip.IsZero() && !at.After(w.skip) {
+		return len(p), nil
+	}
+	if at.After(w.last) {
+		w.last = at
 	}
 	for len(msg) > 0 {
 		if len(w.buf) == 0 {

@@ -135,12 +135,13 @@ func (s *service) stoppedBeforeStart() string {
 // until it stops, then reports how it ended once all output is read.
 func (s *service) follow(after time.Time) {
 	ctx := s.job.rt.ctx
+	out := s.output(after)
 	logCtx, cancelLogs := context.WithCancel(ctx)
 	defer cancelLogs()
 	logsDone := make(chan struct{})
 	go func() {
 		defer close(logsDone)
-		if err := s.readLogs(logCtx, after); err != nil && logCtx.Err() == nil {
+		if err := out.follow(logCtx); err != nil && logCtx.Err() == nil {
 			s.job.log.Warn("reading output", "service", s.name, "err", err)
 		}
 	}()
@@ -169,9 +170,15 @@ func (s *service) follow(after time.Time) {
 		cancelLogs()
 		<-logsDone
 	}
+	finishCtx, cancel := context.WithTimeout(ctx, drainTimeout)
+	err := out.finish(finishCtx)
+	cancel()
 	if ctx.Err() != nil {
 		s.job.abandon(s)
 		return
+	}
+	if err != nil {
+		s.job.log.Warn("reading the last output", "service", s.name, "err", err)
 	}
 
 	state, code, reason := s.exitState(ctx, waitErr)
