@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -40,4 +41,49 @@ func mkdirAll(dir, path string, mkdir func(string) error) error {
 		return err
 	}
 	return mkdir(path)
+}
+
+// bind is a mount the supervisor binds into the service's working
+// directory, in a mount namespace of the service's own.
+type bind struct {
+	Src      string `json:"src"`
+	Dst      string `json:"dst"`
+	ReadOnly bool   `json:"ro,omitempty"`
+}
+
+// bindPoints makes the mount points in working directory dir (empty
+// folders, which the host keeps empty) and returns the binds. A job user
+// cannot follow a link into the agent's state directory or the server's
+// data directory, which it may not enter; a bind mount needs no way in.
+func bindPoints(dir string, mounts []Mount, mkdir func(string) error) ([]bind, error) {
+	var out []bind
+	for _, m := range mounts {
+		rel := strings.TrimPrefix(path.Clean("/"+m.Path), "/")
+		if rel == "" {
+			return nil, fmt.Errorf("mount %q: not a path below /", m.Path)
+		}
+		at := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := mkdirAll(dir, at, mkdir); err != nil {
+			return nil, fmt.Errorf("mount %s: %w", m.Path, err)
+		}
+		out = append(out, bind{Src: m.Dir, Dst: at, ReadOnly: m.ReadOnly})
+	}
+	return out, nil
+}
+
+// ownTree gives everything in dir to uid:gid, so that the job user may use
+// its mounts: they are this job's copies, or a bucket it may write. The
+// walk stays inside dir whatever links a job left there.
+func ownTree(dir string, uid, gid int) error {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return fs.WalkDir(r.FS(), ".", func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return r.Lchown(p, uid, gid)
+	})
 }

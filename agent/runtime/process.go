@@ -212,22 +212,40 @@ func (p *Process) prepare(spec JobSpec) (_ *job, err error) {
 		}
 		p.release(spec.ID)
 	}
+	if p.bindsMounts() {
+		for _, m := range spec.Mounts {
+			if err := ownTree(m.Dir, int(p.user.uid), int(p.user.gid)); err != nil {
+				return nil, fmt.Errorf("mount %s: giving it to the job user: %w", m.Path, err)
+			}
+		}
+	}
 	for i, s := range spec.Services {
 		dir := filepath.Join(jobDir, s.Name)
 		if err := p.mkdirForUser(dir); err != nil {
 			return nil, fmt.Errorf("service %s: working directory: %w", s.Name, err)
 		}
-		if err := linkMounts(dir, spec.Mounts, p.mkdirForUser); err != nil {
+		var binds []bind
+		if p.bindsMounts() {
+			binds, err = bindPoints(dir, spec.Mounts, p.mkdirForUser)
+		} else {
+			err = linkMounts(dir, spec.Mounts, p.mkdirForUser)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("service %s: %w", s.Name, err)
 		}
 		j.services = append(j.services, &service{
 			job: j, rt: p, index: i, spec: s, dir: dir, ports: ports[i], drain: p.cfg.DrainTimeout,
 			env:     serviceEnv(base, spec.ID, s, dir, addresses, p.user),
 			pidFile: filepath.Join(running, s.Name),
+			binds:   binds,
 		})
 	}
 	return j, nil
 }
+
+// bindsMounts reports whether mounts are bound by the supervisor (for a
+// job user, who could not follow links to them) rather than linked.
+func (p *Process) bindsMounts() bool { return p.user != nil && len(p.cfg.Supervisor) > 0 }
 
 // mkdirForUser makes a directory that only the job user may use.
 func (p *Process) mkdirForUser(dir string) error {

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -25,6 +26,7 @@ type service struct {
 	ports   []Port
 	drain   time.Duration
 	pidFile string
+	binds   []bind
 
 	mu         sync.Mutex
 	cmd        *exec.Cmd // the supervisor, or the command itself
@@ -171,6 +173,14 @@ func (s *service) command() (*exec.Cmd, *os.File, error) {
 				args = append(args, "-cgroup", mv)
 			}
 		}
+	}
+	if len(s.binds) > 0 {
+		b, err := json.Marshal(s.binds)
+		if err != nil {
+			s.cleanup()
+			return nil, nil, fmt.Errorf("mounts: %w", err)
+		}
+		args = append(args, "-binds", string(b))
 	}
 	args = append(append(args, "--"), argv...)
 	statusR, statusW, err := os.Pipe()

@@ -1,12 +1,14 @@
 package runtime
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
+	goruntime "runtime"
 	"syscall"
 	"time"
 )
@@ -37,6 +39,7 @@ func Supervise(args []string) int {
 	gid := fs.Int("gid", -1, "and this gid")
 	var moves cgroupMoves
 	fs.Var(&moves, "cgroup", "DIR=HOME: start the command in cgroup DIR, then return to HOME")
+	bindsJSON := fs.String("binds", "", "JSON [{src, dst, ro}]: bind mounts in a mount namespace of the command's own")
 	if err := fs.Parse(args); err != nil {
 		return 125
 	}
@@ -63,6 +66,19 @@ func Supervise(args []string) int {
 		return 125
 	}
 
+	if *bindsJSON != "" {
+		var binds []bind
+		if err := json.Unmarshal([]byte(*bindsJSON), &binds); err != nil {
+			report("error -binds: %v", err)
+			return 125
+		}
+		// The namespace is this thread's; the command is forked from it.
+		goruntime.LockOSThread()
+		if err := bindMounts(binds); err != nil {
+			report("error %v", err)
+			return 125
+		}
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	if cmd.Err != nil {
 		report("error %v", cmd.Err)
@@ -179,4 +195,29 @@ func statusPipe() *os.File {
 		return nil
 	}
 	return os.NewFile(3, "status")
+}
+
+// bindMounts gives the calling thread a mount namespace of its own, which
+// shares nothing back with the host's, and binds every mount in it; what
+// this thread forks inherits it, and it goes with the service's last
+// process. The host sees only the empty mount points.
+func bindMounts(binds []bind) error {
+	if err := syscall.Unshare(syscall.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("mount namespace: %w", err)
+	}
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("mount namespace: %w", err)
+	}
+	for _, b := range binds {
+		if err := syscall.Mount(b.Src, b.Dst, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+			return fmt.Errorf("mounting %s: %w", b.Dst, err)
+		}
+		if b.ReadOnly {
+			flags := uintptr(syscall.MS_BIND | syscall.MS_REMOUNT | syscall.MS_RDONLY | syscall.MS_NOSUID | syscall.MS_NODEV)
+			if err := syscall.Mount("", b.Dst, "", flags, ""); err != nil {
+				return fmt.Errorf("mounting %s read-only: %w", b.Dst, err)
+			}
+		}
+	}
+	return nil
 }

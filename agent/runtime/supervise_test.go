@@ -275,12 +275,27 @@ func TestRunsAsTheJobUser(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("credential"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Mounted folders in a place the job user may not enter (like the
+	// agent's state directory), with a file only root may read.
+	private := t.TempDir()
+	in, outDir := filepath.Join(private, "in"), filepath.Join(private, "out")
+	for _, d := range []string{in, outDir} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(in, "input.txt"), []byte("input"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	p := newProcessWith(t, ProcessConfig{Root: filepath.Join(top, "jobs"), User: testJobUser})
-	c := start(t, p, JobSpec{ID: "job_user", Services: []ServiceSpec{
+	c := start(t, p, JobSpec{ID: "job_user", Mounts: []Mount{{Path: "/data/in", Dir: in, ReadOnly: true}, {Path: "/data/out", Dir: outDir}}, Services: []ServiceSpec{
 		{Name: "who", Command: []string{"sh", "-c", `id -u; id -G; stat -c '%u %a' .; echo "HOME=$HOME"
 cat ../../../node.json || echo no-secret
 ls ../.. || echo no-listing
-ls .. || echo no-job-listing`}},
+ls .. || echo no-job-listing
+cat data/in/input.txt; echo
+echo changed > data/in/input.txt || echo read-only
+cat data/in/input.txt > data/out/copy.txt`}},
 	}})
 	res, evs := c.wait(t)
 	if res.Status != Complete {
@@ -294,9 +309,16 @@ ls .. || echo no-job-listing`}},
 		fmt.Sprintf("%d 700", u.uid),
 		"HOME=" + dir,
 		"no-secret", "no-listing", "no-job-listing",
+		"input", "read-only",
 	}
 	if strings.Join(out, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the service printed\n%s\nwant\n%s\n%s", strings.Join(out, "\n"), strings.Join(want, "\n"), dump(evs))
+	}
+	if b, err := os.ReadFile(filepath.Join(outDir, "copy.txt")); err != nil || string(b) != "input" {
+		t.Errorf("the writable mount got %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(in, "input.txt")); err != nil || string(b) != "input" {
+		t.Errorf("the read-only mount's file is %q, %v", b, err)
 	}
 	if st, err := os.Stat(p.cfg.Root); err != nil || st.Mode().Perm() != 0o711 {
 		t.Errorf("root %v, %v: want mode 0711", st.Mode(), err)
