@@ -123,6 +123,8 @@ type svc struct {
 	mem   int64
 	gpus  int
 	types []string
+	image string
+	ports []jobspec.Port
 }
 
 // jobSpec is a job to seed.
@@ -131,6 +133,7 @@ type jobSpec struct {
 	priority int
 	created  time.Time
 	services []svc
+	mounts   []jobspec.Mount
 }
 
 // addJobs inserts pending jobs in one transaction, in bulk, and returns
@@ -153,7 +156,7 @@ func (f *fixture) insertJobs(tx *database.Tx, specs []jobSpec, ids *[]string) er
 		jb := make([]*ent.JobCreate, len(part))
 		for i, s := range part {
 			jb[i] = tx.Ent.Job.Create().SetTenantID(f.ten).SetEnvironmentID(f.env).
-				SetSpec(jobspec.Job{}).SetQueueID(s.queue).SetOwnerID(f.user).
+				SetSpec(jobspec.Job{Mounts: s.mounts}).SetQueueID(s.queue).SetOwnerID(f.user).
 				SetPriority(s.priority).SetCreatedAt(s.created).SetStatusReason("waiting to be scheduled")
 		}
 		jobs, err := tx.Ent.Job.CreateBulk(jb...).Save(f.sys)
@@ -168,7 +171,8 @@ func (f *fixture) insertJobs(tx *database.Tx, specs []jobSpec, ids *[]string) er
 			for k, r := range s.services {
 				sb = append(sb, tx.Ent.Service.Create().SetTenantID(f.ten).SetEnvironmentID(f.env).
 					SetJobID(jobs[i].ID).SetName(fmt.Sprintf("s%d", k)).
-					SetCPU(r.cpu).SetMemoryMib(r.mem).SetGpus(r.gpus).SetGpuTypes(r.types))
+					SetCPU(r.cpu).SetMemoryMib(r.mem).SetGpus(r.gpus).SetGpuTypes(r.types).
+					SetImage(r.image).SetPorts(r.ports))
 			}
 		}
 		// Bulk inserts bind every column: keep a batch's services below

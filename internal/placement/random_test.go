@@ -16,6 +16,8 @@ import (
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/inventory"
+	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/placement"
 	"github.com/levers9/levers9/internal/scheduling"
 )
@@ -35,10 +37,34 @@ func randomInventory(rng *rand.Rand) map[string]int {
 	return gpus
 }
 
+// randomNodeInventory is a node of random size, sometimes running
+// containers, its GPUs sometimes with device IDs reported.
+func randomNodeInventory(rng *rand.Rand, name string) inventory.Inventory {
+	i := inv(float64(4+rng.IntN(61)), int64(8+rng.IntN(249))*gib, randomInventory(rng))
+	if rng.IntN(2) == 0 {
+		i.Runtime = inventory.RuntimeDocker
+	}
+	for k, g := range i.GPUs {
+		if rng.IntN(2) == 0 {
+			for d := range g.Count {
+				i.GPUs[k].Devices = append(i.GPUs[k].Devices, fmt.Sprintf("GPU-%s-%s-%d", name, g.Type, d))
+			}
+		}
+	}
+	return i
+}
+
 func randomJob(rng *rand.Rand, queue string, created time.Time) jobSpec {
 	j := jobSpec{queue: queue, priority: rng.IntN(3), created: created}
-	for range 1 + rng.IntN(3) {
+	ports := []int{8000, 8001}
+	for k := range 1 + rng.IntN(3) {
 		s := svc{cpu: float64(1+rng.IntN(24)) / 2, mem: int64(1+rng.IntN(48)) * gib}
+		if rng.IntN(5) == 0 {
+			s.image = "busybox"
+		}
+		if rng.IntN(5) == 0 && k < len(ports) { // each service its own port
+			s.ports = []jobspec.Port{{Name: "p", Port: ports[k]}}
+		}
 		if rng.IntN(10) < 4 {
 			s.gpus = 1 + rng.IntN(4)
 			// A preference list, sometimes naming a type no node has.
@@ -53,8 +79,9 @@ func randomJob(rng *rand.Rand, queue string, created time.Time) jobSpec {
 
 // TestConcurrentRandom places random jobs on random nodes from several
 // replicas (separate database handles) at once, while jobs start, end and
-// arrive, and checks from the database that no node is over-committed and
-// no job split, and that what still waits really fits nowhere.
+// arrive, and checks from the database that no node is over-committed, has
+// a device or port booked twice or an image without containers, no job is
+// split, and that what still waits really fits nowhere.
 func TestConcurrentRandom(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
@@ -73,7 +100,8 @@ func TestConcurrentRandom(t *testing.T) {
 			if len(member) == 0 {
 				member = queues[i%3 : i%3+1]
 			}
-			f.addNode(t, fmt.Sprintf("n%02d", i), inv(float64(4+rng.IntN(61)), int64(8+rng.IntN(249))*gib, randomInventory(rng)), rng.IntN(10) != 0, member...)
+			name := fmt.Sprintf("n%02d", i)
+			f.addNode(t, name, randomNodeInventory(rng, name), rng.IntN(10) != 0, member...)
 		}
 		specs := make([]jobSpec, 400)
 		for i := range specs {
@@ -172,8 +200,16 @@ func churnOnce(ctx context.Context, f *fixture, db *database.DB, rng *rand.Rand,
 	return nil
 }
 
+// held is what a node's non-terminal services hold.
+type held struct {
+	scheduling.Resources
+	booked map[string][]string // GPU type → devices
+	ports  []int
+	images bool
+}
+
 // load reads the nodes and what their non-terminal services hold.
-func loadNodes(t *testing.T, f *fixture) ([]*ent.Node, map[string]scheduling.Resources) {
+func loadNodes(t *testing.T, f *fixture) ([]*ent.Node, map[string]held) {
 	t.Helper()
 	nodes, err := f.db.Ent.Node.Query().WithQueues().All(f.sys)
 	if err != nil {
@@ -185,19 +221,29 @@ func loadNodes(t *testing.T, f *fixture) ([]*ent.Node, map[string]scheduling.Res
 	if err != nil {
 		t.Fatal(err)
 	}
-	used := map[string]scheduling.Resources{}
+	used := map[string]held{}
 	for _, s := range svcs {
 		u := used[s.NodeID]
 		u.CPU += s.CPU
 		u.MemoryMiB += s.MemoryMib
+		u.images = u.images || s.Image != ""
+		for _, p := range s.Ports {
+			if p.Port > 0 {
+				u.ports = append(u.ports, p.Port)
+			}
+		}
 		if s.Gpus > 0 {
 			if !slices.Contains(s.GpuTypes, s.GpuType) {
 				t.Errorf("service %s got GPU type %q, not among %v", s.ID, s.GpuType, s.GpuTypes)
 			}
+			if len(s.GpuDevices) != s.Gpus {
+				t.Errorf("service %s asks %d GPUs, has devices %v", s.ID, s.Gpus, s.GpuDevices)
+			}
 			if u.GPUs == nil {
-				u.GPUs = map[string]int{}
+				u.GPUs, u.booked = map[string]int{}, map[string][]string{}
 			}
 			u.GPUs[s.GpuType] += s.Gpus
+			u.booked[s.GpuType] = append(u.booked[s.GpuType], s.GpuDevices...)
 		}
 		used[s.NodeID] = u
 	}
@@ -219,6 +265,25 @@ func checkNoOvercommit(t *testing.T, f *fixture) {
 		c, u := capacity(n), used[n.ID]
 		if u.CPU > c.CPU || u.MemoryMiB > c.MemoryMiB {
 			t.Errorf("node %s over-committed: uses %+v of %+v", n.Name, u, c)
+		}
+		if u.images && !n.Inventory.Containers() {
+			t.Errorf("node %s runs images on the %s runtime", n.Name, n.Inventory.NodeRuntime())
+		}
+		if p := slices.Sorted(slices.Values(u.ports)); len(slices.Compact(p)) != len(u.ports) {
+			t.Errorf("node %s has a port booked twice: %v", n.Name, u.ports)
+		}
+		for typ, ids := range u.booked {
+			var all []string
+			for _, g := range n.Inventory.GPUs {
+				if g.Type == typ {
+					all = append(all, g.DeviceIDs()...)
+				}
+			}
+			for i, id := range ids {
+				if !slices.Contains(all, id) || slices.Contains(ids[:i], id) {
+					t.Errorf("node %s: %s device %s booked twice or not the node's: %v of %v", n.Name, typ, id, ids, all)
+				}
+			}
 		}
 		for typ, k := range u.GPUs {
 			if k > c.GPUs[typ] {
@@ -258,7 +323,9 @@ func checkWaitersFitNowhere(t *testing.T, f *fixture, queues []string) {
 		var sn []scheduling.Node
 		for _, n := range nodes {
 			if n.Status == node.StatusOnline && slices.ContainsFunc(n.Edges.Queues, func(x *ent.Queue) bool { return x.ID == q }) {
-				sn = append(sn, scheduling.Node{ID: n.ID, Name: n.Name, Capacity: capacity(n), Used: used[n.ID]})
+				u := used[n.ID]
+				sn = append(sn, scheduling.Node{ID: n.ID, Name: n.Name, Capacity: capacity(n), Used: u.Resources,
+					Booked: u.booked, Ports: u.ports, Containers: n.Inventory.Containers()})
 			}
 		}
 		for _, j := range waiting {
@@ -267,7 +334,11 @@ func checkWaitersFitNowhere(t *testing.T, f *fixture, queues []string) {
 			}
 			sj := scheduling.Job{ID: j.ID}
 			for _, s := range j.Edges.Services {
-				sj.Services = append(sj.Services, scheduling.Service{Name: s.Name, CPU: s.CPU, MemoryMiB: s.MemoryMib, GPUs: s.Gpus, GPUTypes: s.GpuTypes})
+				ss := scheduling.Service{Name: s.Name, CPU: s.CPU, MemoryMiB: s.MemoryMib, GPUs: s.Gpus, GPUTypes: s.GpuTypes, Image: s.Image}
+				for _, p := range s.Ports {
+					ss.Ports = append(ss.Ports, p.Port)
+				}
+				sj.Services = append(sj.Services, ss)
 			}
 			p, ok, _, err := scheduling.Place(sj, sn)
 			if err != nil {
