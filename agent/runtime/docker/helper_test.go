@@ -85,12 +85,13 @@ func startSpec(t *testing.T, r *Runtime, spec runtime.JobSpec) runtime.Job {
 
 // events collects a job's events.
 type events struct {
-	t   *testing.T
-	job runtime.Job
-	all []runtime.Event
+	t        *testing.T
+	job      runtime.Job
+	all      []runtime.Event
+	firstSeq uint64 // of the first line; 1 unless resumed
 }
 
-func watch(t *testing.T, j runtime.Job) *events { return &events{t: t, job: j} }
+func watch(t *testing.T, j runtime.Job) *events { return &events{t: t, job: j, firstSeq: 1} }
 
 // until reads events until one satisfies ok and returns it.
 func (e *events) until(what string, ok func(runtime.Event) bool) runtime.Event {
@@ -152,7 +153,7 @@ func (e *events) end() runtime.Result {
 	case <-time.After(testTimeout):
 		e.t.Fatal("Done not closed after Events")
 	}
-	e.checkSeq(1)
+	e.checkSeq(e.firstSeq)
 	return e.job.Wait()
 }
 

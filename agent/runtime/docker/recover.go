@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -113,24 +114,39 @@ func (r *Runtime) recoverJob(ctx context.Context, id string, attempt int, cs []c
 		return cmp.Or(cmp.Compare(ia, ib), cmp.Compare(a.Config.Labels[labelService], b.Config.Labels[labelService]))
 	})
 	var timeout time.Duration
+	var names []string
 	if len(found) > 0 {
 		timeout = parseTimeout(found[0].Config.Labels[labelTimeout])
-	}
-	j := newJob(r, id, attempt, timeout, len(found))
-	rec := &recovered{job: j}
-	for i, c := range found {
-		s := &service{
-			job: j, index: i, name: c.Config.Labels[labelService], image: c.Config.Image,
-			ports: parsePorts(c.Config.Labels[labelPorts]), memoryMiB: c.HostConfig.Memory >> 20, id: c.ID,
+		if l := found[0].Config.Labels[labelServices]; l != "" {
+			names = strings.Split(l, ",")
 		}
+	}
+	byName := map[string]container.InspectResponse{}
+	for _, c := range found {
+		name := c.Config.Labels[labelService]
+		byName[name] = c
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	j := newJob(r, id, attempt, timeout, len(names))
+	rec := &recovered{job: j, names: names}
+	for i, name := range names {
+		s := &service{job: j, index: i, name: name}
+		j.services = append(j.services, s)
+		c, ok := byName[name]
+		if !ok {
+			s.missing = true // the old agent died before creating it
+			continue
+		}
+		s.id, s.image, s.memoryMiB = c.ID, c.Config.Image, c.HostConfig.Memory>>20
+		s.ports = parsePorts(c.Config.Labels[labelPorts])
 		switch c.State.Status {
 		case container.StateCreated:
 			s.created = true
 		case container.StateRunning, container.StatePaused, container.StateRestarting:
 			s.running = true
 		}
-		j.services = append(j.services, s)
-		rec.names = append(rec.names, s.name)
 		if started, err := time.Parse(time.RFC3339Nano, c.State.StartedAt); err == nil && started.Year() > 1 {
 			if rec.startedAt.IsZero() || started.Before(rec.startedAt) {
 				rec.startedAt = started
@@ -210,11 +226,20 @@ func (r *recovered) watch(after map[string]time.Time) {
 }
 
 // resume starts a container the old agent created but did not start, or
-// follows one that ran or ended meanwhile.
+// follows one that ran or ended meanwhile. A service whose container the
+// old agent never created fails.
 func (s *service) resume(after time.Time) {
 	s.mu.Lock()
-	created := s.created
+	created, reason := s.created, s.stopReason
 	s.mu.Unlock()
+	if s.missing {
+		if reason != "" {
+			s.job.finish(s, runtime.Failed, nil, "stopped: "+reason, true)
+		} else {
+			s.job.finish(s, runtime.Failed, nil, "not started: the agent restarted while starting the job", false)
+		}
+		return
+	}
 	if created {
 		s.startCreated()
 		return

@@ -28,6 +28,7 @@ type service struct {
 	create    client.ContainerCreateOptions // unused for recovered services
 	ports     []runtime.Port
 	memoryMiB int64
+	missing   bool // recovered without a container
 
 	// startMu makes deciding to start and starting one step, so a stop
 	// either prevents the start or sees the container running.

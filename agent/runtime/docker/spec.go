@@ -30,9 +30,10 @@ const (
 	labelService = "levers9.service"
 	// For a restarted agent: the service's place in the spec, its ports
 	// and the job's timeout.
-	labelIndex   = "levers9.index"
-	labelPorts   = "levers9.ports"
-	labelTimeout = "levers9.timeout"
+	labelIndex    = "levers9.index"
+	labelServices = "levers9.services" // all of the job's, in order
+	labelPorts    = "levers9.ports"
+	labelTimeout  = "levers9.timeout"
 )
 
 // publishHost is where declared ports are published on the node.
@@ -201,6 +202,11 @@ func createOptions(cfg Config, spec runtime.JobSpec, i int, ports []runtime.Port
 	labels := jobLabels(cfg.NodeID, spec)
 	labels[labelService] = s.Name
 	labels[labelIndex] = strconv.Itoa(i)
+	names := make([]string, len(spec.Services))
+	for k, other := range spec.Services {
+		names[k] = other.Name
+	}
+	labels[labelServices] = strings.Join(names, ",")
 	labels[labelPorts] = formatPorts(ports)
 	if spec.Timeout > 0 {
 		labels[labelTimeout] = spec.Timeout.String()
