@@ -261,4 +261,15 @@ func TestDockerLineWriter(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
+
+	// Read again from the last message on: only what is newer counts.
+	got = nil
+	w.skip = w.last
+	t3 := t2.Add(time.Nanosecond)
+	msg(t2, "tail")
+	msg(t3, "new\n")
+	w.flush()
+	if want := []line{{t3, "new"}}; !slices.Equal(got, want) {
+		t.Errorf("read again: got %v, want %v", got, want)
+	}
 }

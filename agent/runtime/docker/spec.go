@@ -230,7 +230,7 @@ func createOptions(cfg Config, spec runtime.JobSpec, i int, ports []runtime.Port
 	host := &container.HostConfig{
 		NetworkMode: container.NetworkMode(networkName(spec.ID, spec.Attempt)),
 		SecurityOpt: []string{"no-new-privileges"},
-		Init:        new(bool),
+		Init:        new(true), // docker-init reaps zombies and passes signals on
 		// Read back by the runtime (and after an agent restart); bounded.
 		LogConfig: container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "100m", "max-file": "3"}},
 		Resources: container.Resources{
@@ -239,7 +239,6 @@ func createOptions(cfg Config, spec runtime.JobSpec, i int, ports []runtime.Port
 			PidsLimit: &cfg.PidsLimit,
 		},
 	}
-	*host.Init = true // docker-init reaps zombies and passes signals on
 	if s.MemoryMiB > 0 {
 		host.MemorySwap = host.Memory // no swap
 	}
