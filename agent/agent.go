@@ -3,9 +3,11 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/levers9/levers9/agent/runtime"
@@ -44,6 +46,10 @@ type Agent struct {
 	log   *slog.Logger
 	tasks tasks
 	out   *outbox
+	// exiting is set when the agent ends leaving its jobs running for the
+	// next one (a Recoverer runtime): their ends are not this agent's to
+	// report or clean up.
+	exiting atomic.Bool
 }
 
 // Run connects to the server with the identity in cfg.StateDir and serves
@@ -63,12 +69,20 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
+	cfg.Inventory.Runtime = cfg.Runtime.Name()
 	log := cfg.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	a := &Agent{cfg: cfg, st: st, log: log.With("node", st.NodeID), tasks: tasks{m: map[string]*task{}}, out: newOutbox()}
 	a.out.onSent = a.forgetIfDone
+	if rc, ok := cfg.Runtime.(runtime.Recoverer); ok {
+		// Before the first hello, so it lists them and the server's
+		// Reconcile says which to resume.
+		if err := a.recover(ctx, rc); err != nil {
+			return err
+		}
+	}
 	defer a.stopAll()
 
 	backoff := minBackoff
@@ -97,9 +111,40 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 }
 
-// stopAll stops every job when the agent ends: services do not outlive
-// the agent (the server fails them when the agent comes back without them).
+// recover takes over the jobs an earlier agent left running. They stay
+// silent until the server's Reconcile resumes or stops them.
+func (a *Agent) recover(ctx context.Context, rc runtime.Recoverer) error {
+	found, err := rc.Recover(ctx)
+	if err != nil {
+		return fmt.Errorf("finding the jobs an earlier agent left running: %w", err)
+	}
+	a.tasks.mu.Lock()
+	defer a.tasks.mu.Unlock()
+	for _, r := range found {
+		id := r.ID()
+		t := newTask(r.Attempt(), r.StartedAt())
+		t.job, t.recovered = r, r
+		t.mounts = a.loadMounts(id)
+		for _, name := range r.Services() {
+			t.services[name] = &wire.RunningService{JobID: id, Service: name, Attempt: t.attempt, StartedAt: t.received}
+		}
+		a.tasks.m[id] = t
+		a.log.Info("found a job left running", "job", id, "attempt", t.attempt, "services", len(t.services))
+		go a.forward(id, t, r)
+	}
+	return nil
+}
+
+// stopAll runs when the agent ends. With a runtime whose jobs outlive the
+// agent (containers), they go on and the next agent reattaches to them;
+// otherwise every job is stopped: services do not outlive the agent (the
+// server fails them when the agent comes back without them).
 func (a *Agent) stopAll() {
+	if _, ok := a.cfg.Runtime.(runtime.Recoverer); ok {
+		a.exiting.Store(true)
+		a.log.Info("agent stopping; its jobs keep running for the next agent", "services", len(a.tasks.running()))
+		return
+	}
 	a.tasks.mu.Lock()
 	var jobs []runtime.Job
 	for _, t := range a.tasks.m {

@@ -11,17 +11,27 @@ import (
 	"github.com/levers9/levers9/internal/wire"
 )
 
-// task is a job the agent was given. It is forgotten once it ended and all
-// its reports reached the server, so a reconnect still lists it until then
-// and the server does not take it for lost.
+// task is a job the agent was given (or found again after a restart). It
+// is forgotten once it ended and all its reports reached the server, so a
+// reconnect still lists it until then and the server does not take it for
+// lost.
 type task struct {
+	attempt  int // the job's run this is; every report carries it
 	job      runtime.Job
 	received time.Time
+	over     chan struct{} // closed when the task has ended
 	mu       sync.Mutex
 	services map[string]*wire.RunningService
 	ended    bool
 	stopped  string   // a Stop's reason, when it came before the job started
 	mounts   *mounted // nil without mounts
+	// recovered is a job an earlier agent started, waiting for the
+	// server's Reconcile to be resumed or stopped; nil once decided.
+	recovered runtime.Recovered
+}
+
+func newTask(attempt int, at time.Time) *task {
+	return &task{attempt: max(attempt, 1), received: at, over: make(chan struct{}), services: map[string]*wire.RunningService{}}
 }
 
 // tasks are the agent's jobs.
@@ -46,36 +56,53 @@ func (ts *tasks) running() []wire.RunningService {
 	return out
 }
 
-// start runs a Start through the runtime and forwards its events.
+// start runs a Start through the runtime and forwards its events. A Start
+// of a later attempt than the one the agent runs replaces it: the old run
+// is stopped and has ended before the new one starts, so two attempts
+// never run side by side.
 func (a *Agent) start(ctx context.Context, m wire.Start) {
+	attempt := max(m.Attempt, 1)
 	a.tasks.mu.Lock()
-	if _, ok := a.tasks.m[m.JobID]; ok {
+	old := a.tasks.m[m.JobID]
+	if old != nil && old.attempt >= attempt {
 		a.tasks.mu.Unlock()
 		return // a resend: keep the running one
 	}
-	t := &task{received: time.Now(), services: map[string]*wire.RunningService{}}
+	t := newTask(attempt, time.Now())
 	for _, s := range m.Services {
-		t.services[s.Name] = &wire.RunningService{JobID: m.JobID, Service: s.Name, StartedAt: t.received}
+		t.services[s.Name] = &wire.RunningService{JobID: m.JobID, Service: s.Name, Attempt: attempt, StartedAt: t.received}
 	}
 	a.tasks.m[m.JobID] = t
 	a.tasks.mu.Unlock()
 
-	if len(m.Mounts) == 0 {
+	if old == nil && len(m.Mounts) == 0 {
 		a.launch(ctx, m, t, runtime.SpecFromStart(m))
 		return
 	}
-	// Syncing buckets down may take long: the tunnel goes on meanwhile.
+	// Waiting for an old attempt, or syncing buckets down, may take long:
+	// the tunnel goes on meanwhile.
 	go func() {
-		spec := runtime.SpecFromStart(m)
-		mt, err := a.prepareMounts(ctx, m.JobID, m.Mounts)
-		t.mu.Lock()
-		t.mounts = mt
-		t.mu.Unlock()
-		if err != nil {
-			a.fail(m, t, fmt.Sprintf("could not prepare its mounts: %v", err))
-			return
+		if old != nil {
+			a.log.Info("replacing an earlier attempt of the job", "job", m.JobID, "old", old.attempt, "attempt", attempt)
+			a.stopTask(m.JobID, old, fmt.Sprintf("replaced by attempt %d", attempt), 10*time.Second)
+			select {
+			case <-old.over:
+			case <-ctx.Done():
+				return
+			}
 		}
-		spec.Mounts = mt.spec
+		spec := runtime.SpecFromStart(m)
+		if len(m.Mounts) > 0 {
+			mt, err := a.prepareMounts(ctx, m.JobID, m.Mounts)
+			t.mu.Lock()
+			t.mounts = mt
+			t.mu.Unlock()
+			if err != nil {
+				a.fail(m, t, fmt.Sprintf("could not prepare its mounts: %v", err))
+				return
+			}
+			spec.Mounts = mt.spec
+		}
 		a.launch(ctx, m, t, spec)
 	}()
 }
@@ -97,7 +124,7 @@ func (a *Agent) launch(ctx context.Context, m wire.Start, t *task, spec runtime.
 	t.mu.Lock()
 	t.job = job
 	t.mu.Unlock()
-	a.log.Info("job started", "job", m.JobID, "services", len(m.Services))
+	a.log.Info("job started", "job", m.JobID, "attempt", t.attempt, "services", len(m.Services))
 	go a.forward(m.JobID, t, job)
 }
 
@@ -112,15 +139,12 @@ func (a *Agent) fail(m wire.Start, t *task, reason string) {
 	}
 	now := time.Now()
 	for _, s := range m.Services {
-		a.out.push(item{jobID: m.JobID, state: &wire.StateChange{
-			JobID: m.JobID, Service: s.Name, State: wire.StateFailed,
+		a.out.push(item{jobID: m.JobID, attempt: t.attempt, state: &wire.StateChange{
+			JobID: m.JobID, Attempt: t.attempt, Service: s.Name, State: wire.StateFailed,
 			Reason: clipReason(reason), Time: now,
 		}})
 	}
-	t.mu.Lock()
-	t.ended = true
-	t.mu.Unlock()
-	a.forgetIfDone(m.JobID)
+	a.finished(m.JobID, t)
 }
 
 // forward drains a job's events into the outbox, in order. The runtime
@@ -147,18 +171,28 @@ func (a *Agent) forward(id string, t *task, job runtime.Job) {
 			}
 			t.mu.Unlock()
 			m := ev.Wire()
+			m.Attempt = t.attempt
 			if hold && (ev.State == runtime.Exited || ev.State == runtime.Failed) {
 				held = append(held, m)
 				continue
 			}
-			a.out.push(item{jobID: id, state: &m})
+			a.out.push(item{jobID: id, attempt: t.attempt, state: &m})
 		case runtime.LogEvent:
 			l := ev.Wire()
-			a.out.push(item{jobID: id, line: &l})
+			// Stored times keep microseconds (PostgreSQL's precision):
+			// sent as stored, they mark exactly where a resumed log goes on.
+			l.Time = l.Time.Truncate(time.Microsecond)
+			a.out.push(item{jobID: id, attempt: t.attempt, line: &l})
 		}
 	}
+	if a.exiting.Load() {
+		// The agent is going away and its runtime stopped watching: the
+		// job goes on (containers) and the next agent takes it over, so
+		// its mounts stay and nothing is reported as ended.
+		return
+	}
 	res := job.Wait()
-	a.log.Info("job ended", "job", id, "status", res.Status, "reason", res.Reason)
+	a.log.Info("job ended", "job", id, "attempt", t.attempt, "status", res.Status, "reason", res.Reason)
 	if hold {
 		if err := a.syncBack(context.Background(), id, mt); err != nil {
 			// The files stay on the node: nothing is lost, and the
@@ -171,14 +205,22 @@ func (a *Agent) forward(id string, t *task, job runtime.Job) {
 			mt = nil // keep the directory
 		}
 		for i := range held {
-			a.out.push(item{jobID: id, state: &held[i]})
+			a.out.push(item{jobID: id, attempt: t.attempt, state: &held[i]})
 		}
 	}
 	if err := mt.cleanup(); err != nil {
 		a.log.Warn("removing mounts", "job", id, "err", err)
 	}
+	a.finished(id, t)
+}
+
+// finished marks t ended and forgets it once its reports are sent.
+func (a *Agent) finished(id string, t *task) {
 	t.mu.Lock()
-	t.ended = true
+	if !t.ended {
+		t.ended = true
+		close(t.over)
+	}
 	t.mu.Unlock()
 	a.forgetIfDone(id)
 }
@@ -205,38 +247,79 @@ func (a *Agent) stop(id, reason string, grace time.Duration) {
 	a.tasks.mu.Lock()
 	t := a.tasks.m[id]
 	a.tasks.mu.Unlock()
-	if t == nil {
-		return
+	if t != nil {
+		a.stopTask(id, t, reason, grace)
 	}
+}
+
+func (a *Agent) stopTask(id string, t *task, reason string, grace time.Duration) {
 	t.mu.Lock()
 	job := t.job
 	if job == nil && t.stopped == "" {
 		t.stopped = cmp.Or(reason, "stopped") // still preparing its mounts
 	}
+	t.recovered = nil // decided: not to be resumed
 	t.mu.Unlock()
 	if job != nil {
-		a.log.Info("stopping job", "job", id, "reason", reason)
+		a.log.Info("stopping job", "job", id, "attempt", t.attempt, "reason", reason)
 		job.Stop(reason, grace)
 	}
 }
 
-// reconcile stops every job the server no longer lists as running here.
+// reconcile resumes the recovered jobs the server still wants, from where
+// its copy of their log ends, and stops every job it no longer lists as
+// running here.
 func (a *Agent) reconcile(m wire.Reconcile) {
-	keep := map[string]bool{}
+	keep := map[string][]wire.RunningService{}
 	for _, r := range m.Running {
-		keep[r.JobID] = true
+		keep[r.JobID] = append(keep[r.JobID], r)
 	}
 	a.tasks.mu.Lock()
 	var drop []string
-	for id := range a.tasks.m {
-		if !keep[id] {
+	var resume []*task
+	var resumeIDs []string
+	for id, t := range a.tasks.m {
+		rs, ok := keep[id]
+		if !ok || max(rs[0].Attempt, 1) != t.attempt {
 			drop = append(drop, id)
+			continue
 		}
+		t.mu.Lock()
+		if t.recovered != nil {
+			resume, resumeIDs = append(resume, t), append(resumeIDs, id)
+		}
+		t.mu.Unlock()
 	}
 	a.tasks.mu.Unlock()
 	for _, id := range drop {
 		a.stop(id, "not wanted by the server", 10*time.Second)
 	}
+	for i, t := range resume {
+		a.resume(resumeIDs[i], t, keep[resumeIDs[i]])
+	}
+}
+
+// resume lets a recovered job's events flow again, from right after the
+// lines the server has: the attempt's last seq, and per service the time
+// of its last stored line. Stored times are whole microseconds, so output
+// within that microsecond is the stored line itself.
+func (a *Agent) resume(id string, t *task, rs []wire.RunningService) {
+	t.mu.Lock()
+	rec := t.recovered
+	t.recovered = nil
+	t.mu.Unlock()
+	if rec == nil {
+		return
+	}
+	cursor := runtime.LogCursor{After: map[string]time.Time{}}
+	for _, r := range rs {
+		cursor.Seq = max(cursor.Seq, r.LogSeq)
+		if !r.LastLine.IsZero() {
+			cursor.After[r.Service] = r.LastLine.Add(time.Microsecond - time.Nanosecond)
+		}
+	}
+	a.log.Info("resuming a job found running", "job", id, "attempt", t.attempt, "logSeq", cursor.Seq)
+	rec.Resume(cursor)
 }
 
 func clipReason(s string) string {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -49,10 +50,13 @@ func (a *Agent) files(jobID string) *filesClient {
 	return &filesClient{http: a.cfg.Client, server: a.st.Server, credential: a.st.Credential, jobID: jobID}
 }
 
-// prepareMounts materialises the mounts of job jobID: a writable mount of a
-// bucket on this node's disk (Link) is linked; a read-only one is copied,
-// so the job cannot change the bucket; any other bucket is synced down
-// through the files API.
+// prepareMounts materialises the mounts of job jobID: a bucket on this
+// node's disk (Link) is used in place, except that a read-only one is
+// copied for the process runtime, which cannot stop the job from writing
+// (a container runtime binds it read-only); any other bucket is synced down
+// through the files API. Synced writable mounts are recorded in the mount
+// directory, so an agent that reattaches to the job after a restart still
+// saves its results.
 func (a *Agent) prepareMounts(ctx context.Context, jobID string, ms []wire.Mount) (*mounted, error) {
 	mt := &mounted{root: a.mountRoot(jobID)}
 	// Left over from an attempt the agent did not see to its end.
@@ -60,11 +64,12 @@ func (a *Agent) prepareMounts(ctx context.Context, jobID string, ms []wire.Mount
 		return nil, fmt.Errorf("clearing old mounts: %w", err)
 	}
 	fc := a.files(jobID)
+	enforced := a.cfg.Runtime.Name() != wire.RuntimeProcess
 	for i, m := range ms {
 		dir := filepath.Join(mt.root, strconv.Itoa(i))
 		var err error
 		switch {
-		case m.Link != "" && !m.ReadOnly:
+		case m.Link != "" && (!m.ReadOnly || enforced):
 			dir = m.Link
 			err = os.MkdirAll(dir, 0o755)
 		case m.Link != "":
@@ -79,9 +84,77 @@ func (a *Agent) prepareMounts(ctx context.Context, jobID string, ms []wire.Mount
 		if err != nil {
 			return mt, fmt.Errorf("mount %s (bucket %s): %w", m.Path, m.Bucket, err)
 		}
-		mt.spec = append(mt.spec, runtime.Mount{Path: m.Path, Dir: dir})
+		mt.spec = append(mt.spec, runtime.Mount{Path: m.Path, Dir: dir, ReadOnly: m.ReadOnly})
+	}
+	if err := mt.record(); err != nil {
+		return mt, err
 	}
 	return mt, nil
+}
+
+// mountsFile, in a job's mount directory, records its synced writable
+// mounts.
+const mountsFile = "mounts.json"
+
+// recorded is the JSON form of a synced writable mount.
+type recorded struct {
+	Mount wire.Mount          `json:"mount"`
+	Dir   string              `json:"dir"`
+	Seen  map[string]recStamp `json:"seen"`
+}
+
+type recStamp struct {
+	Size int64     `json:"size"`
+	Mod  time.Time `json:"mod"`
+}
+
+func (mt *mounted) record() error {
+	if len(mt.syncs) == 0 {
+		return nil
+	}
+	rs := make([]recorded, len(mt.syncs))
+	for i, s := range mt.syncs {
+		rs[i] = recorded{Mount: s.Mount, Dir: s.dir, Seen: make(map[string]recStamp, len(s.seen))}
+		for k, v := range s.seen {
+			rs[i].Seen[k] = recStamp{Size: v.size, Mod: v.mod}
+		}
+	}
+	b, err := json.Marshal(rs)
+	if err != nil {
+		return fmt.Errorf("recording the mounts: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(mt.root, mountsFile), b, 0o600); err != nil {
+		return fmt.Errorf("recording the mounts: %w", err)
+	}
+	return nil
+}
+
+// loadMounts is what an earlier agent made of job jobID's mounts: the
+// directory to remove after the job and the synced mounts to save. A
+// record that cannot be read keeps the directory (the results stay on the
+// node) rather than losing them.
+func (a *Agent) loadMounts(jobID string) *mounted {
+	mt := &mounted{root: a.mountRoot(jobID)}
+	b, err := os.ReadFile(filepath.Join(mt.root, mountsFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return mt
+	}
+	var rs []recorded
+	if err == nil {
+		err = json.Unmarshal(b, &rs)
+	}
+	if err != nil {
+		a.log.Warn("the mounts of a job found running cannot be saved after it", "job", jobID, "err", err, "kept", mt.root)
+		return nil
+	}
+	for _, r := range rs {
+		s := &syncedMount{Mount: r.Mount, dir: r.Dir, seen: make(map[string]stamp, len(r.Seen))}
+		for k, v := range r.Seen {
+			s.seen[k] = stamp{size: v.Size, mod: v.Mod}
+		}
+		mt.syncs = append(mt.syncs, s)
+	}
+	return mt
 }
 
 // syncDown copies every object of bucket into dir and returns what it wrote.

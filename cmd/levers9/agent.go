@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/levers9/levers9/agent"
 	"github.com/levers9/levers9/agent/runtime"
+	"github.com/levers9/levers9/agent/runtime/docker"
+	"github.com/levers9/levers9/internal/wire"
 )
 
 // agentFlags are the flags of `levers9 agent` and `levers9 agent join`.
@@ -19,6 +22,7 @@ type agentFlags struct {
 	server, stateDir, logLevel string
 	gpu, memory                string
 	cpus                       float64
+	runtime, defaultImage      string
 	// join only
 	invite, name string
 }
@@ -40,6 +44,10 @@ func (f *agentFlags) register(fs *flag.FlagSet, join bool) {
 	fs.StringVar(&f.gpu, "gpu", "", "declare GPUs instead of detecting them: TYPE:COUNT[,TYPE:COUNT…], e.g. H100:8")
 	fs.Float64Var(&f.cpus, "cpus", 0, "declare the CPUs instead of detecting them")
 	fs.StringVar(&f.memory, "memory", "", "declare the memory instead of detecting it, e.g. 256GiB")
+	fs.StringVar(&f.runtime, "runtime", env("LEVERS9_AGENT_RUNTIME", runtimeAuto),
+		"how services run: docker (containers), process (child processes, for trusted machines) or auto (Docker when a daemon answers) (LEVERS9_AGENT_RUNTIME)")
+	fs.StringVar(&f.defaultImage, "default-image", env("LEVERS9_AGENT_DEFAULT_IMAGE", defaultImage),
+		"on Docker, the image of services that give a command but no image (LEVERS9_AGENT_DEFAULT_IMAGE)")
 	if join {
 		fs.StringVar(&f.invite, "invite", "", "the invite code (required)")
 		fs.StringVar(&f.name, "name", "", "node name; default: the invite's, else the host name")
@@ -94,6 +102,9 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	decl, err := f.declared()
+	if err == nil {
+		err = checkRuntime(f.runtime, f.defaultImage)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return exitUsage
@@ -113,27 +124,87 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) int {
 		}
 		log.Info("joined", "node", st.NodeID, "name", st.Name, "server", st.Server, "state", filepath.Join(f.stateDir, agent.StateFile))
 	}
-	if err := serveAgent(ctx, f.stateDir, f.server, decl, log); err != nil {
+	rt, err := newRuntime(ctx, f.runtime, f.defaultImage, f.stateDir, log)
+	if err == nil {
+		err = serveAgent(ctx, f.stateDir, f.server, decl, rt, log)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return exitError
 	}
 	return exitOK
 }
 
-// serveAgent runs the agent of the node in stateDir with the process
-// runtime until ctx ends.
-func serveAgent(ctx context.Context, stateDir, server string, decl agent.Declared, log *slog.Logger) error {
+// Runtime choices of `levers9 agent --runtime`.
+const (
+	runtimeAuto = "auto"
+	// defaultImage runs command-only services on Docker unless
+	// --default-image names another.
+	defaultImage = "debian:stable-slim"
+)
+
+func checkRuntime(kind, image string) error {
+	switch kind {
+	case runtimeAuto, wire.RuntimeDocker, wire.RuntimeProcess:
+	default:
+		return fmt.Errorf("--runtime %q: must be auto, docker or process", kind)
+	}
+	if kind != wire.RuntimeProcess && strings.TrimSpace(image) == "" {
+		return errors.New("--default-image must name an image")
+	}
+	return nil
+}
+
+// newRuntime makes the runtime kind asks for for the node in stateDir:
+// Docker (auto: when a daemon answers) or child processes.
+func newRuntime(ctx context.Context, kind, image, stateDir string, log *slog.Logger) (runtime.Runtime, error) {
+	if kind == runtimeAuto {
+		kind = wire.RuntimeProcess
+		if docker.Available(ctx, "") {
+			kind = wire.RuntimeDocker
+		}
+	}
+	log = log.With("component", "runtime")
+	if kind == wire.RuntimeProcess {
+		return processRuntime(stateDir, log)
+	}
+	st, err := agent.LoadState(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := docker.New(ctx, docker.Config{NodeID: st.NodeID, DefaultImage: image, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("--runtime docker: %w", err)
+	}
+	return rt, nil
+}
+
+// processRuntime runs services as child processes, their working
+// directories under stateDir.
+func processRuntime(stateDir string, log *slog.Logger) (runtime.Runtime, error) {
+	return runtime.NewProcess(runtime.ProcessConfig{Root: filepath.Join(stateDir, "jobs"), Logger: log})
+}
+
+// serveAgent runs the agent of the node in stateDir with rt (nil: the
+// process runtime) until ctx ends. A runtime that holds a connection is
+// closed at the end; the containers it runs keep running for the next
+// agent.
+func serveAgent(ctx context.Context, stateDir, server string, decl agent.Declared, rt runtime.Runtime, log *slog.Logger) error {
 	st, err := agent.LoadState(stateDir)
 	if err != nil {
 		return err
 	}
-	rt, err := runtime.NewProcess(runtime.ProcessConfig{Root: filepath.Join(stateDir, "jobs"), Logger: log.With("component", "runtime")})
-	if err != nil {
-		return err
+	if rt == nil {
+		if rt, err = processRuntime(stateDir, log.With("component", "runtime")); err != nil {
+			return err
+		}
+	}
+	if c, ok := rt.(io.Closer); ok {
+		defer c.Close()
 	}
 	inv := st.Declared.Merge(decl).Apply(agent.DetectInventory(ctx))
 	log.Info("agent starting", "node", st.NodeID, "server", strings.TrimSpace(firstOf(server, st.Server)),
-		"cpus", inv.CPUs, "memoryMiB", inv.MemoryMiB, "gpus", inv.GPUs)
+		"runtime", rt.Name(), "cpus", inv.CPUs, "memoryMiB", inv.MemoryMiB, "gpus", inv.GPUs)
 	return agent.Run(ctx, agent.Config{
 		Server: server, StateDir: stateDir, Inventory: inv, Runtime: rt, Version: version, Log: log,
 	})
