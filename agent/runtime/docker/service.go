@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -97,6 +98,9 @@ func (s *service) startCreated() {
 	switch {
 	case reason != "":
 		s.job.finish(s, runtime.Failed, nil, "stopped: "+reason, true)
+		return
+	case err != nil && strings.Contains(err.Error(), "could not select device driver"):
+		s.failStart(fmt.Errorf("starting container: this node's Docker has no NVIDIA runtime for GPUs (NVIDIA Container Toolkit): %w", err))
 		return
 	case err != nil:
 		s.failStart(fmt.Errorf("starting container: %w", err))
