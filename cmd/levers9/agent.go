@@ -179,10 +179,15 @@ func newRuntime(ctx context.Context, kind, image, stateDir string, log *slog.Log
 	return rt, nil
 }
 
-// processRuntime runs services as child processes, their working
-// directories under stateDir.
+// processRuntime runs services as child processes under this binary's
+// supervisor (they die with the agent), their working directories under
+// stateDir.
 func processRuntime(stateDir string, log *slog.Logger) (runtime.Runtime, error) {
-	return runtime.NewProcess(runtime.ProcessConfig{Root: filepath.Join(stateDir, "jobs"), Logger: log})
+	sup, err := supervisorArgv()
+	if err != nil {
+		return nil, err
+	}
+	return runtime.NewProcess(runtime.ProcessConfig{Root: filepath.Join(stateDir, "jobs"), Supervisor: sup, Logger: log})
 }
 
 // serveAgent runs the agent of the node in stateDir with rt (nil: the
