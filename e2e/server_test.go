@@ -19,6 +19,7 @@ import (
 
 	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/dockertest"
 )
 
 // Bounds on waiting for the server; generous, as they only catch hangs.
@@ -210,7 +211,8 @@ func launchServer(t testing.TB, dir, url string, env ...string) *server {
 	}
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
-	cmd.Env = append(cleanEnv(), env...)
+	// A test's own env wins (the last value of a variable counts).
+	cmd.Env = append(append(cleanEnv(), localNodeEnv(t)...), env...)
 	pr, pw := io.Pipe()
 	s := &server{
 		t: t, cmd: cmd, lines: make(chan string, 1024),
@@ -246,6 +248,14 @@ func launchServer(t testing.TB, dir, url string, env ...string) *server {
 	})
 
 	return s
+}
+
+// localNodeEnv is the built-in node's setting for tests that choose none:
+// its default runtime (auto: Docker, since the tests run with a daemon)
+// and, as there is no registry, the locally built busybox as the image of
+// command-only services.
+func localNodeEnv(t testing.TB) []string {
+	return []string{"LEVERS9_LOCAL_NODE_DEFAULT_IMAGE=" + dockertest.Busybox(t)}
 }
 
 // ready waits for the first line, which names the URL and the database.

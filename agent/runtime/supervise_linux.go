@@ -61,10 +61,6 @@ func Supervise(args []string) int {
 	}
 	sigs := make(chan os.Signal, 64)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGCHLD)
-	if ppid == 1 {
-		report("error the agent is gone")
-		return 125
-	}
 
 	if *bindsJSON != "" {
 		var binds []bind
