@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/levers9/levers9/ent"
@@ -43,6 +45,7 @@ type handlers struct {
 // nodeRow is one machine as the table shows it.
 type nodeRow struct {
 	Node    *ent.Node
+	Usage   nodesvc.Usage
 	Running []*ent.Service
 }
 
@@ -99,8 +102,12 @@ func (h *handlers) load(r *http.Request) (page, error) {
 	if err != nil {
 		return p, fmt.Errorf("listing running services: %w", err)
 	}
+	usage, err := nodesvc.Usages(ctx, c, ns)
+	if err != nil {
+		return p, err
+	}
 	for _, n := range ns {
-		row := nodeRow{Node: n}
+		row := nodeRow{Node: n, Usage: usage[n.ID]}
 		for _, s := range running {
 			if s.NodeID == n.ID {
 				row.Running = append(row.Running, s)
@@ -144,12 +151,41 @@ func memory(mib int64) string {
 	return fmt.Sprintf("%d MiB", mib)
 }
 
-// gpus lists a node's GPUs by type ("2 × A100, 1 × T4"), or "none".
-func gpus(inv inventory.Inventory) []string {
+// gpus lists a node's GPUs by type, with how many are free and which
+// devices are booked ("4 × A100: 3 free; booked 2"), or none.
+func gpus(inv inventory.Inventory, u nodesvc.Usage) []string {
 	var out []string
 	for _, g := range inv.GPUs {
-		out = append(out, fmt.Sprintf("%d × %s", g.Count, g.Type))
+		s := fmt.Sprintf("%d × %s: %d free", g.Count, g.Type, countOf(u.Free.GPUs, g.Type).Count)
+		if b := countOf(u.Booked.GPUs, g.Type); b.Count > 0 {
+			s += "; booked " + strconv.Itoa(b.Count)
+			if len(b.Devices) > 0 {
+				s += " (" + strings.Join(b.Devices, ", ") + ")"
+			}
+		}
+		out = append(out, s)
 	}
 	slices.Sort(out)
 	return out
 }
+
+// countOf is the entry of type t in gs (zero when absent).
+func countOf(gs []inventory.GPU, t string) inventory.GPU {
+	for _, g := range gs {
+		if g.Type == t {
+			return g
+		}
+	}
+	return inventory.GPU{Type: t}
+}
+
+// runtime says how a node runs services.
+func runtime(inv inventory.Inventory) string {
+	if inv.NodeRuntime() == inventory.RuntimeDocker {
+		return "docker (containers)"
+	}
+	return "process"
+}
+
+// cpus is a CPU amount for people.
+func cpus(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }

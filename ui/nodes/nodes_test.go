@@ -106,11 +106,13 @@ func TestNodesList(t *testing.T) {
 			SetQueueID(q.ID).SetOwnerID(a.Member.ID).SetStatus(job.StatusRunning).
 			SetSpec(jobspec.Job{Queue: q.Name, Services: []jobspec.Service{{Name: "worker", Command: []string{"true"}}}}).SaveX(sys)
 		e.Ent.Service.Create().SetTenantID(a.Ent.ID).SetEnvironmentID(env).SetJobID(j.ID).SetName("worker").
-			SetNodeID(n.ID).SetStatus(service.StatusRunning).SaveX(sys)
+			SetNodeID(n.ID).SetStatus(service.StatusRunning).SetCPU(2).SetMemoryMib(1024).
+			SetGpus(1).SetGpuType("A100").SetGpuDevices([]string{"2"}).SaveX(sys)
 
 		for _, email := range []string{a.Admin.Email, a.Member.Email} {
 			res := e.SignIn(email).Get("/nodes").Want(t, http.StatusOK)
-			res.Contains(t, "gpu-1", "ONLINE", "32", "128.0 GiB", "4 × A100", "2026-03-04 05:06:07", "v1.2.3",
+			res.Contains(t, "gpu-1", "ONLINE", "process", "30 / 32", "127.0 GiB / 128.0 GiB",
+				"4 × A100: 3 free; booked 1 (2)", "2026-03-04 05:06:07", "v1.2.3",
 				`href="/jobs/`+j.ID+`"`, "train-llm", "worker")
 			res.Lacks(t, "secret-box")
 		}
