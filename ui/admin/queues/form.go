@@ -20,16 +20,22 @@ var fields = map[string]string{
 	"max_gpus_per_job": "maxGpus", "max_cpu_per_job": "maxCpu", "max_memory_mib_per_job": "maxMemoryMiB",
 	"multiplier": "multiplier", "prices": "prices", "gpu_prices": "gpuPrices",
 	"cpu_price": "cpuPrice", "memory_price": "memoryPrice", "start_fee": "startFee",
+	"default_cpu": "defaultCpu", "defaultCPU": "defaultCpu",
+	"default_memory_mib": "defaultMemoryMiB", "defaultMemoryMib": "defaultMemoryMiB",
 }
 
 // settings are a queue's fields as the form parsed them: the same for a
 // new queue and a changed one; the edges are what the checkboxes say.
 type settings struct {
-	Name, Description               string
-	Mode                            queue.Mode
-	MaxGpus                         int
-	MaxCPU                          float64
-	MaxMemoryMiB                    int64
+	Name, Description string
+	Mode              queue.Mode
+	MaxGpus           int
+	MaxCPU            float64
+	MaxMemoryMiB      int64
+	// What a service that names none gets; nil (left empty) keeps the
+	// stored value, or the schema's default for a new queue.
+	DefaultCPU                      *float64
+	DefaultMemoryMiB                *int64
 	GPUPrices                       []billing.GPURate
 	CPUPrice, MemoryPrice, StartFee billing.Tokens
 	Multiplier                      float64
@@ -55,6 +61,20 @@ func parse(f *adminkit.Form) settings {
 	}
 	if s.MaxMemoryMiB, err = strconv.ParseInt(f.Get("maxMemoryMiB"), 10, 64); err != nil || s.MaxMemoryMiB < 0 {
 		f.Add("maxMemoryMiB", "must be a whole number of MiB, 0 or more")
+	}
+	if v := f.Get("defaultCpu"); v != "" {
+		if cpu, err := strconv.ParseFloat(v, 64); err != nil {
+			f.Add("defaultCpu", "must be a number of CPUs, like 0.5 or 2")
+		} else {
+			s.DefaultCPU = &cpu
+		}
+	}
+	if v := f.Get("defaultMemoryMiB"); v != "" {
+		if mib, err := strconv.ParseInt(v, 10, 64); err != nil {
+			f.Add("defaultMemoryMiB", "must be a whole number of MiB")
+		} else {
+			s.DefaultMemoryMiB = &mib
+		}
 	}
 	tokens := func(name string) billing.Tokens {
 		t, err := billing.ParseTokens(f.Get(name))
@@ -101,6 +121,7 @@ func (s settings) create() ent.CreateQueueInput {
 	return ent.CreateQueueInput{
 		Name: s.Name, Description: &s.Description, Mode: &s.Mode,
 		MaxGpusPerJob: &s.MaxGpus, MaxCPUPerJob: &s.MaxCPU, MaxMemoryMibPerJob: &s.MaxMemoryMiB,
+		DefaultCPU: s.DefaultCPU, DefaultMemoryMib: s.DefaultMemoryMiB,
 		GpuPrices: s.GPUPrices, CPUPrice: &s.CPUPrice, MemoryPrice: &s.MemoryPrice, StartFee: &s.StartFee,
 		Multiplier: &s.Multiplier, NodeIDs: s.NodeIDs, StorageIDs: s.StorageIDs, GroupIDs: s.GroupIDs,
 	}
@@ -112,6 +133,7 @@ func (s settings) update(q *ent.Queue) ent.UpdateQueueInput {
 	in := ent.UpdateQueueInput{
 		Name: &s.Name, Description: &s.Description, Mode: &s.Mode,
 		MaxGpusPerJob: &s.MaxGpus, MaxCPUPerJob: &s.MaxCPU, MaxMemoryMibPerJob: &s.MaxMemoryMiB,
+		DefaultCPU: s.DefaultCPU, DefaultMemoryMib: s.DefaultMemoryMiB,
 		CPUPrice: &s.CPUPrice, MemoryPrice: &s.MemoryPrice, StartFee: &s.StartFee, Multiplier: &s.Multiplier,
 	}
 	if len(s.GPUPrices) == 0 {
@@ -159,9 +181,11 @@ func edgeIDs(q *ent.Queue) (nodes, storages, groups []string) {
 func defaults() url.Values {
 	return url.Values{
 		"mode": {string(queue.DefaultMode)}, "maxGpus": {strconv.Itoa(queue.DefaultMaxGpusPerJob)},
-		"maxCpu":       {strconv.FormatFloat(queue.DefaultMaxCPUPerJob, 'g', -1, 64)},
-		"maxMemoryMiB": {strconv.FormatInt(queue.DefaultMaxMemoryMibPerJob, 10)},
-		"cpuPrice":     {"0"}, "memoryPrice": {"0"}, "startFee": {"0"},
+		"maxCpu":           {strconv.FormatFloat(queue.DefaultMaxCPUPerJob, 'g', -1, 64)},
+		"maxMemoryMiB":     {strconv.FormatInt(queue.DefaultMaxMemoryMibPerJob, 10)},
+		"defaultCpu":       {strconv.FormatFloat(queue.DefaultDefaultCPU, 'g', -1, 64)},
+		"defaultMemoryMiB": {strconv.FormatInt(queue.DefaultDefaultMemoryMib, 10)},
+		"cpuPrice":         {"0"}, "memoryPrice": {"0"}, "startFee": {"0"},
 		"multiplier": {strconv.FormatFloat(queue.DefaultMultiplier, 'g', -1, 64)},
 	}
 }
@@ -176,9 +200,11 @@ func values(q *ent.Queue) url.Values {
 	return url.Values{
 		"name": {q.Name}, "description": {q.Description}, "mode": {string(q.Mode)},
 		"maxGpus": {strconv.Itoa(q.MaxGpusPerJob)}, "maxCpu": {strconv.FormatFloat(q.MaxCPUPerJob, 'g', -1, 64)},
-		"maxMemoryMiB": {strconv.FormatInt(q.MaxMemoryMibPerJob, 10)},
-		"gpuPrices":    {strings.Join(gpu, "\n")},
-		"cpuPrice":     {q.CPUPrice.String()}, "memoryPrice": {q.MemoryPrice.String()}, "startFee": {q.StartFee.String()},
+		"maxMemoryMiB":     {strconv.FormatInt(q.MaxMemoryMibPerJob, 10)},
+		"defaultCpu":       {strconv.FormatFloat(q.DefaultCPU, 'g', -1, 64)},
+		"defaultMemoryMiB": {strconv.FormatInt(q.DefaultMemoryMib, 10)},
+		"gpuPrices":        {strings.Join(gpu, "\n")},
+		"cpuPrice":         {q.CPUPrice.String()}, "memoryPrice": {q.MemoryPrice.String()}, "startFee": {q.StartFee.String()},
 		"multiplier": {strconv.FormatFloat(q.Multiplier, 'g', -1, 64)},
 		"nodes":      nodes, "storages": storages, "groups": groups,
 	}

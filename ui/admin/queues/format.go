@@ -23,7 +23,8 @@ func action(q *ent.Queue) string {
 }
 
 func limits(q *ent.Queue) string {
-	return fmt.Sprintf("%d GPUs, %g CPUs, %d MiB", q.MaxGpusPerJob, q.MaxCPUPerJob, q.MaxMemoryMibPerJob)
+	return fmt.Sprintf("%d GPUs, %g CPUs, %d MiB; a service naming none gets %g CPU, %d MiB",
+		q.MaxGpusPerJob, q.MaxCPUPerJob, q.MaxMemoryMibPerJob, q.DefaultCPU, q.DefaultMemoryMib)
 }
 
 func prices(q *ent.Queue) string {

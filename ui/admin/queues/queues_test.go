@@ -43,21 +43,25 @@ func TestCreateAndEdit(t *testing.T) {
 		admin := e.SignIn(a.Admin.Email)
 
 		admin.Get("/admin/queues/new").Want(t, http.StatusOK).Contains(t, "gpu-1", "everyone", `name="nodes"`)
-		res := admin.Post("/admin/queues", form("gpu", url.Values{"nodes": {n.ID}, "groups": {everyone.ID}})).Want(t, http.StatusOK)
+		admin.Get("/admin/queues/new").Want(t, http.StatusOK).Contains(t, `name="defaultCpu"`, `value="1024"`)
+		res := admin.Post("/admin/queues", form("gpu", url.Values{"nodes": {n.ID}, "groups": {everyone.ID},
+			"defaultCpu": {"2"}, "defaultMemoryMiB": {"2048"}})).Want(t, http.StatusOK)
 		if res.URL != "/admin/queues" {
 			t.Fatalf("ended at %s, want the list", res.URL)
 		}
-		res.Contains(t, "Queue gpu created.", "gpu", "A100 0.5/GPU-min", "T4 0.1/GPU-min", "start 1.5", "×1.25", "4 GPUs, 16 CPUs, 65536 MiB")
+		res.Contains(t, "Queue gpu created.", "gpu", "A100 0.5/GPU-min", "T4 0.1/GPU-min", "start 1.5", "×1.25", "4 GPUs, 16 CPUs, 65536 MiB",
+			"a service naming none gets 2 CPU, 2048 MiB")
 
 		q := e.Ent.Queue.Query().Where(queue.TenantID(a.Ent.ID), queue.Name("gpu")).WithNodes().WithGroups().OnlyX(sys)
 		want := []billing.GPURate{{Type: "A100", PerMinute: billing.Unit / 2}, {Type: "T4", PerMinute: billing.Unit / 10}}
 		if len(q.GpuPrices) != 2 || q.GpuPrices[0] != want[0] || q.GpuPrices[1] != want[1] || q.StartFee != 3*billing.Unit/2 ||
-			q.Mode != queue.ModeBatch || len(q.Edges.Nodes) != 1 || len(q.Edges.Groups) != 1 {
+			q.Mode != queue.ModeBatch || len(q.Edges.Nodes) != 1 || len(q.Edges.Groups) != 1 ||
+			q.DefaultCPU != 2 || q.DefaultMemoryMib != 2048 {
 			t.Fatalf("stored queue %+v with edges %+v", q, q.Edges)
 		}
 
 		// Editing shows the stored values and changes edges to the ticked boxes.
-		admin.Get("/admin/queues/"+q.ID).Want(t, http.StatusOK).Contains(t, `value="gpu"`, "A100 0.5\nT4 0.1", `value="1.25"`)
+		admin.Get("/admin/queues/"+q.ID).Want(t, http.StatusOK).Contains(t, `value="gpu"`, "A100 0.5\nT4 0.1", `value="1.25"`, `value="2048"`)
 		admin.Post("/admin/queues/"+q.ID, form("gpu-big", url.Values{"gpuPrices": {""}, "storages": nil})).
 			Want(t, http.StatusOK).Contains(t, "Queue gpu-big saved.")
 		q = e.Ent.Queue.Query().Where(queue.ID(q.ID)).WithNodes().WithGroups().OnlyX(sys)
@@ -89,6 +93,10 @@ func TestBadInput(t *testing.T) {
 			{"negative price", "prices", "negative", form("q1", url.Values{"startFee": {"-1"}})},
 			{"zero multiplier", "prices", "multiplier", form("q1", url.Values{"multiplier": {"0"}})},
 			{"unknown mode", "mode", "choose", form("q1", url.Values{"mode": {"FAST"}})},
+			{"default CPU not a number", "defaultCpu", "number of CPUs", form("q1", url.Values{"defaultCpu": {"lots"}})},
+			{"zero default CPU", "defaultCpu", "more than 0", form("q1", url.Values{"defaultCpu": {"0"}})},
+			{"default CPU over the limit", "defaultCpu", "more than the 16 CPUs", form("q1", url.Values{"defaultCpu": {"17"}})},
+			{"default memory over the limit", "defaultMemoryMiB", "more than the 65536 MiB", form("q1", url.Values{"defaultMemoryMiB": {"65537"}})},
 		}
 		for _, tc := range tests {
 			res := admin.Post("/admin/queues", tc.form).Want(t, http.StatusBadRequest)
