@@ -1,15 +1,18 @@
 package storages
 
 import (
+	"context"
 	"strings"
 
 	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/schema/rule"
 	"github.com/levers9/levers9/ent/storage"
 	"github.com/levers9/levers9/ui/components"
 )
 
-// where says where a storage keeps its data.
-func where(s *ent.Storage) string {
+// where says where a storage keeps its data; host paths only to whom
+// rule.HostPath shows them (the page is the admins', the rule is one).
+func where(ctx context.Context, s *ent.Storage) string {
 	switch s.Kind {
 	case storage.KindS3:
 		return s.Endpoint + " bucket " + s.S3Bucket
@@ -18,7 +21,13 @@ func where(s *ent.Storage) string {
 		if s.Edges.Node != nil {
 			n = s.Edges.Node.Name
 		}
-		return n + ":" + s.Path
+		if p := rule.HostPath(ctx, s.Path); p != nil {
+			return n + ":" + *p
+		}
+		return "node " + n
+	}
+	if p := rule.HostPath(ctx, s.Path); p != nil && *p != "" {
+		return "server disk " + *p
 	}
 	return "server disk"
 }

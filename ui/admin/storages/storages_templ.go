@@ -109,9 +109,9 @@ func view(f layout.Frame, p page) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var6 string
-					templ_7745c5c3_Var6, templ_7745c5c3_Err = templ.JoinStringErrs(where(s))
+					templ_7745c5c3_Var6, templ_7745c5c3_Err = templ.JoinStringErrs(where(ctx, s))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `admin/storages/storages.templ`, Line: 34, Col: 22}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `admin/storages/storages.templ`, Line: 34, Col: 27}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var6))
 					if templ_7745c5c3_Err != nil {
