@@ -3,6 +3,9 @@ package tunnel_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,8 +14,14 @@ import (
 	"github.com/levers9/levers9/agent/runtime"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/logline"
+	"github.com/levers9/levers9/ent/node"
+	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/joblog"
+	"github.com/levers9/levers9/internal/jobspec"
+	"github.com/levers9/levers9/internal/notify"
+	"github.com/levers9/levers9/internal/tenancy"
+	"github.com/levers9/levers9/internal/tunnel"
 	"github.com/levers9/levers9/internal/wire"
 )
 
@@ -152,6 +161,75 @@ func TestReattach(t *testing.T) {
 				c, s := left[id].state()
 				return c == nil && s != ""
 			})
+		}
+	})
+}
+
+// TestNewAttemptReplacesOld: when a job is requeued and placed on the node
+// that still runs its earlier attempt, the agent stops the old run and
+// starts the new one only after it ended; the old run's late reports
+// change nothing.
+func TestNewAttemptReplacesOld(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		w := newWorld(t, url)
+		st := w.startAgent(t, "n1")
+		mark := filepath.Join(t.TempDir(), "first-pid")
+		// The first run records its PID and waits; the second fails if
+		// the first is still alive.
+		script := `if [ -e "$1" ]; then kill -0 "$(cat "$1")" 2>/dev/null && exit 7; echo second; exit 0; fi; echo $$ > "$1"; echo first; exec sleep 600`
+		j, err := w.jobs.Submit(w.admin, jobspec.Job{Name: "t", Queue: tenancy.DefaultQueue, Retries: 1,
+			Services: []jobspec.Service{{Name: "main", Command: []string{"sh", "-c", script, "sh", mark}, CPU: 1, MemoryMiB: 64}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		place := func() {
+			if err := w.db.Ent.Service.Update().Where(service.JobID(j.ID)).SetNodeID(st.NodeID).Exec(w.sys); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.bus.Publish(context.Background(), notify.TopicNode, st.NodeID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		place()
+		w.waitFor(t, "the first attempt running", func() bool {
+			j2, err := w.db.Ent.Job.Get(w.sys, j.ID)
+			_, statErr := os.Stat(mark)
+			return err == nil && j2.Status == job.StatusRunning && statErr == nil
+		})
+		// The node seems lost for a moment: the job is requeued...
+		l := &tunnel.Liveness{DB: w.db, Jobs: w.jobs, Bus: w.bus, Log: w.log,
+			Now: func() time.Time { return time.Now().Add(time.Hour) }, TTL: time.Second, Grace: time.Second}
+		if res, err := l.Sweep(context.Background()); err != nil || res.Requeued != 1 {
+			t.Fatalf("sweep = %+v, %v; want the job requeued", res, err)
+		}
+		// ...and placed on the same node again, which still runs attempt 1.
+		w.waitFor(t, "the node back online", func() bool {
+			n, err := w.db.Ent.Node.Get(w.sys, st.NodeID)
+			return err == nil && n.Status == node.StatusOnline
+		})
+		place()
+		if j = w.waitEnded(t, j.ID); j.Status != job.StatusComplete || j.Attempt != 2 {
+			t.Fatalf("job = %s %q attempt %d; want COMPLETE on attempt 2", j.Status, j.StatusReason, j.Attempt)
+		}
+		texts := func(attempt int) string {
+			ls, err := w.db.Ent.LogLine.Query().Where(logline.JobID(j.ID), logline.Attempt(attempt)).Order(logline.BySeq()).All(w.sys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for i, l := range ls {
+				if l.Seq != int64(i+1) {
+					t.Errorf("attempt %d: line %d has seq %d", attempt, i, l.Seq)
+				}
+				out = append(out, l.Text)
+			}
+			return strings.Join(out, "|")
+		}
+		w.waitFor(t, "the second attempt's line", func() bool { return strings.Contains(texts(2), "second") })
+		if a1, a2 := texts(1), texts(2); !strings.Contains(a1, "first") || strings.Contains(a1, "second") || strings.Contains(a2, "first") {
+			t.Errorf("attempt 1 lines %q, attempt 2 lines %q", a1, a2)
 		}
 	})
 }
