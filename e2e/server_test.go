@@ -251,11 +251,16 @@ func launchServer(t testing.TB, dir, url string, env ...string) *server {
 }
 
 // localNodeEnv is the built-in node's setting for tests that choose none:
-// its default runtime (auto: Docker, since the tests run with a daemon)
-// and, as there is no registry, the locally built busybox as the image of
-// command-only services.
+// the process runtime (jobs as an unprivileged user), whose behaviour the
+// older tests describe, where the server runs as root; else auto (Docker).
+// With no registry, command-only services on Docker run in the locally
+// built busybox image. Tests of Docker on the built-in node ask for it.
 func localNodeEnv(t testing.TB) []string {
-	return []string{"LEVERS9_LOCAL_NODE_DEFAULT_IMAGE=" + dockertest.Busybox(t)}
+	env := []string{"LEVERS9_LOCAL_NODE_DEFAULT_IMAGE=" + dockertest.Busybox(t)}
+	if os.Geteuid() == 0 {
+		env = append(env, "LEVERS9_LOCAL_NODE_RUNTIME=process")
+	}
+	return env
 }
 
 // ready waits for the first line, which names the URL and the database.
