@@ -123,13 +123,6 @@ func (c clientFlags) followLogs(ctx context.Context, job string, from int64, pri
 // printed, so nothing is printed twice or skipped.
 func (c clientFlags) followAttempt(ctx context.Context, job string, attempt int, from int64, print func(logLine)) error {
 	pinned := attempt != 0
-	if !pinned {
-		st, err := c.jobState(ctx, job)
-		if err != nil {
-			return err
-		}
-		attempt = max(st.Attempt, 1)
-	}
 	backoff := 500 * time.Millisecond
 	for {
 		progressed := false
@@ -137,6 +130,9 @@ func (c clientFlags) followAttempt(ctx context.Context, job string, attempt int,
 			print(l)
 			from = l.Seq + 1
 			progressed = true
+			if attempt == 0 {
+				attempt = l.Attempt // the current one, as the server took it
+			}
 		})
 		if done {
 			// SSE ends the same way when the server dropped the stream;
@@ -146,11 +142,11 @@ func (c clientFlags) followAttempt(ctx context.Context, job string, attempt int,
 				return err
 			}
 			switch {
-			case st.Attempt > attempt && !pinned:
+			case attempt != 0 && st.Attempt > attempt && !pinned:
 				attempt, from = attempt+1, 1
 				backoff = 500 * time.Millisecond
 				continue
-			case st.Attempt > attempt || st.ended():
+			case attempt != 0 && st.Attempt > attempt, st.ended():
 				return nil
 			}
 		}
@@ -221,7 +217,7 @@ func (c clientFlags) streamLogs(ctx context.Context, job string, attempt int, fr
 	if c.Token == "" {
 		return false, apiError{Message: errNoToken, Extensions: map[string]any{"code": "UNAUTHENTICATED"}}
 	}
-	body, err := json.Marshal(map[string]any{"query": logsSub, "variables": map[string]any{"j": job, "a": attempt, "f": from}})
+	body, err := json.Marshal(map[string]any{"query": logsSub, "variables": map[string]any{"j": job, "a": attemptVar(attempt), "f": from}})
 	if err != nil {
 		return false, err
 	}
