@@ -114,7 +114,7 @@ func TestAgentJoinRunAndLoss(t *testing.T) {
 		}
 		stateDir := filepath.Join(t.TempDir(), "agent")
 		agent := startAgent(t, "agent", "join", "--server", s.URL, "--invite", inv.CreateNodeInvite.Code,
-			"--state-dir", stateDir, "--cpus", "4", "--memory", "8GiB")
+			"--state-dir", stateDir, "--cpus", "4", "--memory", "8GiB", "--runtime", "process")
 		var n *nodeRow
 		poll(t, "the node online", func() bool {
 			n = nodeByName(t, s.URL, c.Token, "e2e-node")
@@ -192,7 +192,7 @@ func TestAgentJoinRunAndLoss(t *testing.T) {
 		}
 
 		// Restarted with its stored identity, the agent reconnects.
-		startAgent(t, "agent", "--state-dir", stateDir)
+		startAgent(t, "agent", "--state-dir", stateDir, "--runtime", "process")
 		poll(t, "the node back online", func() bool {
 			return nodeByName(t, s.URL, c.Token, "e2e-node").Status == "ONLINE"
 		})
