@@ -178,8 +178,9 @@ func TestTunnel(t *testing.T) {
 			if j = w.waitEnded(t, j.ID); j.Status != job.StatusComplete {
 				t.Fatalf("job = %s %q", j.Status, j.StatusReason)
 			}
+			// Both lines, once each (the runtime may add notices of its own).
 			w.waitFor(t, "both lines", func() bool {
-				n, err := w.db.Ent.LogLine.Query().Where(logline.JobID(j.ID)).Count(w.sys)
+				n, err := w.db.Ent.LogLine.Query().Where(logline.JobID(j.ID), logline.TextIn("before", "after")).Count(w.sys)
 				return err == nil && n == 2
 			})
 		})
