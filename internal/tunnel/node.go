@@ -18,9 +18,9 @@ import (
 const heartbeatWrites = time.Second
 
 func toInventory(w wire.Inventory) inventory.Inventory {
-	inv := inventory.Inventory{CPUs: w.CPUs, MemoryMiB: w.MemoryMiB}
+	inv := inventory.Inventory{CPUs: w.CPUs, MemoryMiB: w.MemoryMiB, Runtime: w.Runtime}
 	for _, g := range w.GPUs {
-		inv.GPUs = append(inv.GPUs, inventory.GPU{Type: g.Type, Count: g.Count})
+		inv.GPUs = append(inv.GPUs, inventory.GPU{Type: g.Type, Count: g.Count, Devices: g.Devices})
 	}
 	return inv
 }
