@@ -30,11 +30,11 @@ func ExampleSchedule() {
 		panic(err)
 	}
 	for _, p := range placed {
-		fmt.Println(p.JobID, "on", p.NodeID, p.GPUType)
+		fmt.Println(p.JobID, "on", p.NodeID, p.GPUType, p.Devices)
 	}
 	fmt.Println(waiting["job_big"].String("gpu"))
 	// Output:
-	// job_train on node_1 map[trainer:H100]
-	// job_eval on node_2 map[eval:A100]
+	// job_train on node_1 map[trainer:H100] map[trainer:[0 1 2 3]]
+	// job_eval on node_2 map[eval:A100] map[eval:[0 1]]
 	// waiting for 2 free H100 in queue gpu: 0 of 2 nodes have them
 }
