@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -72,7 +73,10 @@ type Process struct {
 	jobs map[string]bool // running job IDs
 }
 
-var _ Runtime = (*Process)(nil)
+var (
+	_ Runtime   = (*Process)(nil)
+	_ io.Closer = (*Process)(nil)
+)
 
 // ProcessHost is where services of the process runtime listen and reach
 // each other.
@@ -160,6 +164,20 @@ func (p *Process) Start(ctx context.Context, spec JobSpec) (Job, error) {
 	}
 	go j.run()
 	return j, nil
+}
+
+// Close removes the runtime's root if nothing is left in it, so that an
+// agent leaves no trace of jobs that ended. Jobs still running keep it.
+func (p *Process) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.jobs) > 0 {
+		return nil
+	}
+	// Each fails unless the folder is empty, which is the point.
+	_ = os.Remove(filepath.Join(p.cfg.Root, runningDir))
+	_ = os.Remove(p.cfg.Root)
+	return nil
 }
 
 func (p *Process) release(id string) {

@@ -169,6 +169,16 @@ func TestNewRuntimeStopsLeftovers(t *testing.T) {
 	if err := syscall.Kill(sup, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	// Stopped for certain before the agent dies: a parent-death signal
+	// pending beside SIGSTOP would be taken first.
+	for deadline := time.Now().Add(hang); ; time.Sleep(time.Millisecond) {
+		if st, _ := readProcStat(sup); st.state == 'T' {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the supervisor did not stop")
+		}
+	}
 	a.kill(t)
 	for name, pid := range a.pids {
 		if !alive(pid) {
@@ -322,6 +332,28 @@ cat data/in/input.txt > data/out/copy.txt`}},
 	}
 	if st, err := os.Stat(p.cfg.Root); err != nil || st.Mode().Perm() != 0o711 {
 		t.Errorf("root %v, %v: want mode 0711", st.Mode(), err)
+	}
+}
+
+func TestCloseRemovesAnEmptyRoot(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join(t.TempDir(), "jobs")
+	p := newProcessWith(t, ProcessConfig{Root: root})
+	c := start(t, p, JobSpec{ID: "job_close", Services: []ServiceSpec{{Name: "a", Command: []string{"sleep", "100"}}}})
+	c.waitFor(t, "RUNNING", isState("a", Running))
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "job_close", "a")); err != nil {
+		t.Fatalf("Close with a job running: %v", err)
+	}
+	c.job.Stop("done", 0)
+	c.wait(t)
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(root); !os.IsNotExist(err) {
+		t.Errorf("the root is left after Close: %v", err)
 	}
 }
 
