@@ -2,15 +2,16 @@ package runtime
 
 import (
 	"cmp"
-	"fmt"
+	"errors"
+	"strconv"
 	"strings"
+
+	"github.com/levers9/levers9/internal/wire"
 )
 
-// EnvKey turns a service or port name into its part of a variable name:
-// upper case, '-' as '_'.
-func EnvKey(name string) string {
-	return strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
-}
+// EnvKey turns a service or port name into its part of a variable name
+// (wire.EnvKey: one definition for the server and every runtime).
+func EnvKey(name string) string { return wire.EnvKey(name) }
 
 // AddressVars are the variables every service of a job gets about every
 // service (itself included): LEVERS9_<SERVICE>_HOST and
@@ -18,39 +19,28 @@ func EnvKey(name string) string {
 func AddressVars(spec JobSpec, host string, ports [][]Port) []string {
 	var vars []string
 	for i, s := range spec.Services {
-		k := "LEVERS9_" + EnvKey(s.Name)
-		vars = append(vars, k+"_HOST="+host)
+		vars = append(vars, wire.HostVar(s.Name)+"="+host)
 		for _, p := range ports[i] {
-			vars = append(vars, fmt.Sprintf("%s_PORT_%s=%d", k, EnvKey(p.Name), p.Port))
+			vars = append(vars, wire.PortVar(s.Name, p.Name)+"="+strconv.Itoa(p.Port))
 		}
 	}
 	return vars
 }
 
 // CheckAddressNames refuses specs where two names map to the same variable
-// (service "a-port" port "x" and service "a" port "port_x").
+// (service "a-port" port "x" and service "a" port "port_x"), by the wire's
+// rule. A spec from a wire.Start has passed it already.
 func CheckAddressNames(spec JobSpec) error {
-	seen := map[string]string{}
-	claim := func(key, what string) error {
-		if prev, ok := seen[key]; ok {
-			return fmt.Errorf("%s and %s would both set %s", prev, what, key)
-		}
-		seen[key] = what
-		return nil
-	}
-	for _, fixed := range []string{"JOB_ID", "SERVICE"} {
-		seen["LEVERS9_"+fixed] = "levers9"
-	}
+	named := make([]wire.NamedPorts, 0, len(spec.Services))
 	for _, s := range spec.Services {
-		k := "LEVERS9_" + EnvKey(s.Name)
-		if err := claim(k+"_HOST", fmt.Sprintf("service %q", s.Name)); err != nil {
-			return err
-		}
+		n := wire.NamedPorts{Service: s.Name}
 		for _, p := range s.Ports {
-			if err := claim(k+"_PORT_"+EnvKey(p.Name), fmt.Sprintf("port %q of service %q", p.Name, s.Name)); err != nil {
-				return err
-			}
+			n.Ports = append(n.Ports, p.Name)
 		}
+		named = append(named, n)
+	}
+	if fe := wire.CheckAddressNames(named); len(fe) > 0 {
+		return errors.New(fe[0].Message)
 	}
 	return nil
 }

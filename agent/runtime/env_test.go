@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -25,5 +26,20 @@ func TestServiceEnvPrecedence(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+}
+
+func TestCheckAddressNames(t *testing.T) {
+	t.Parallel()
+	ambiguous := JobSpec{ID: "j", Services: []ServiceSpec{
+		{Name: "a-port", Ports: []Port{{Name: "x"}}},
+		{Name: "a", Ports: []Port{{Name: "port_x"}}},
+	}}
+	if err := CheckAddressNames(ambiguous); err == nil || !strings.Contains(err.Error(), "LEVERS9_A_PORT_PORT_X") {
+		t.Errorf("ambiguous names: %v", err)
+	}
+	ambiguous.Services[1].Ports[0].Name = "y"
+	if err := CheckAddressNames(ambiguous); err != nil {
+		t.Errorf("distinct names: %v", err)
 	}
 }

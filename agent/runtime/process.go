@@ -359,9 +359,10 @@ func assignPorts(spec JobSpec) ([][]Port, error) {
 	return out, nil
 }
 
-// Names become directory and variable names: keep them plain. (The wire
-// message checks every field on arrival; these are the checks this runtime
-// relies on to keep its files and variables apart.)
+// Names become directory names: keep them plain. The wire message is
+// checked on arrival (names, variables, ports, address variables, fixed
+// ports: wire.Start.Validate); these are the checks this runtime's files
+// and its need for a command rely on.
 var plainName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
 
 func validate(spec JobSpec) error {
@@ -375,7 +376,6 @@ func validate(spec JobSpec) error {
 		return fmt.Errorf("negative timeout %s", spec.Timeout)
 	}
 	names := map[string]bool{}
-	fixed := map[int]string{}
 	for _, s := range spec.Services {
 		if !plainName.MatchString(s.Name) {
 			return fmt.Errorf("service name %q: use letters, digits, '_' and '-'", s.Name)
@@ -387,15 +387,6 @@ func validate(spec JobSpec) error {
 		if len(s.Command) == 0 {
 			return fmt.Errorf("service %s: the process runtime needs a command", s.Name)
 		}
-		// Two services of one job on one host cannot both listen there.
-		for _, pt := range s.Ports {
-			if pt.Port > 0 {
-				if other, ok := fixed[pt.Port]; ok {
-					return fmt.Errorf("service %s: port %d is also declared by %s", s.Name, pt.Port, other)
-				}
-				fixed[pt.Port] = s.Name
-			}
-		}
 	}
-	return CheckAddressNames(spec)
+	return nil
 }

@@ -355,14 +355,6 @@ func TestStartRefusesBadSpecs(t *testing.T) {
 		{"dot name", JobSpec{ID: "j", Services: []ServiceSpec{{Name: "..", Command: []string{"true"}}}}, "service name"},
 		{"duplicate", JobSpec{ID: "j", Services: []ServiceSpec{ok, ok}}, "duplicate service"},
 		{"no command", JobSpec{ID: "j", Services: []ServiceSpec{{Name: "a", Image: "alpine"}}}, "needs a command"},
-		{"port twice", JobSpec{ID: "j", Services: []ServiceSpec{
-			{Name: "a", Command: []string{"true"}, Ports: []Port{{Name: "http", Port: 8080}}},
-			{Name: "b", Command: []string{"true"}, Ports: []Port{{Name: "http", Port: 8080}}},
-		}}, "port 8080 is also declared by a"},
-		{"ambiguous variables", JobSpec{ID: "j", Services: []ServiceSpec{
-			{Name: "a-port", Command: []string{"true"}, Ports: []Port{{Name: "x"}}},
-			{Name: "a", Command: []string{"true"}, Ports: []Port{{Name: "port_x"}}},
-		}}, "LEVERS9_A_PORT_PORT_X"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
