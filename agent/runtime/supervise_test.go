@@ -80,6 +80,15 @@ func startAgent(t *testing.T, root string, memoryMiB int64) *agentProcess {
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
+		// Whatever a failed test left: a runtime on the root stops it.
+		if p, err := NewProcess(ProcessConfig{Root: root, Supervisor: supervisor(t)}); err == nil {
+			_ = p.Close()
+		}
+		for _, pid := range a.pids {
+			if alive(pid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
 	})
 	lines := make(chan string)
 	go func() {
