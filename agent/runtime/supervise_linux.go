@@ -28,7 +28,7 @@ const prSetChildSubreaper = 36
 // cgroups only while it starts the command (as the job user, in a process
 // group of its own), then returns to HOME. It writes "pid N" (or "error
 // MESSAGE" when the command did not start) to the status pipe, forwards
-// SIGTERM and SIGINT to the command's process group, and when the command's
+// SIGTERM, SIGINT and SIGHUP to the command's process group, and when the command's
 // main process exits, or the agent dies (SIGUSR1 as parent-death signal,
 // or a new parent pid), it kills every descendant left and exits with the
 // command's status, written to the status pipe too ("exit N" or
@@ -60,7 +60,7 @@ func Supervise(args []string) int {
 		return 125
 	}
 	sigs := make(chan os.Signal, 64)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGCHLD)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGCHLD)
 
 	if *bindsJSON != "" {
 		var binds []bind
@@ -124,6 +124,15 @@ func Supervise(args []string) int {
 		select {
 		case s := <-sigs:
 			switch s {
+			case syscall.SIGHUP:
+				// The kernel's word that this process's group was orphaned
+				// (the agent died) while it was stopped; else the command's.
+				if os.Getppid() != ppid {
+					orphaned = true
+					killDescendants(self, pid, &mainStatus)
+				} else {
+					_ = syscall.Kill(-pid, syscall.SIGHUP)
+				}
 			case syscall.SIGTERM, syscall.SIGINT:
 				_ = syscall.Kill(-pid, s.(syscall.Signal))
 			case syscall.SIGUSR1:

@@ -173,13 +173,14 @@ func TestNewRuntimeStopsLeftovers(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	a := startAgent(t, root, 0)
-	// A supervisor that cannot act on the agent's death, as if hung.
+	// A supervisor that does nothing about its service, as if hung. (Its
+	// agent stays alive: when the agent dies, the kernel continues the
+	// stopped supervisor, whose process group is then orphaned, with
+	// SIGHUP and SIGCONT, and it cleans up itself.)
 	sup := a.supervisorPid(t)
 	if err := syscall.Kill(sup, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	// Stopped for certain before the agent dies: a parent-death signal
-	// pending beside SIGSTOP would be taken first.
 	for deadline := time.Now().Add(hang); ; time.Sleep(time.Millisecond) {
 		if st, _ := readProcStat(sup); st.state == 'T' {
 			break
@@ -188,14 +189,8 @@ func TestNewRuntimeStopsLeftovers(t *testing.T) {
 			t.Fatal("the supervisor did not stop")
 		}
 	}
-	a.kill(t)
-	for name, pid := range a.pids {
-		if !alive(pid) {
-			t.Fatalf("%s (%d) died with the agent although its supervisor is stopped", name, pid)
-		}
-	}
 	if _, err := os.Stat(filepath.Join(root, "job_tree", "tree")); err != nil {
-		t.Fatalf("the dead agent's working directory: %v", err)
+		t.Fatalf("the working directory: %v", err)
 	}
 	newProcessWith(t, ProcessConfig{Root: root})
 	for _, pid := range a.pids {
