@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"cmp"
-	"errors"
 	"strconv"
 	"strings"
 
@@ -25,24 +24,6 @@ func AddressVars(spec JobSpec, host string, ports [][]Port) []string {
 		}
 	}
 	return vars
-}
-
-// CheckAddressNames refuses specs where two names map to the same variable
-// (service "a-port" port "x" and service "a" port "port_x"), by the wire's
-// rule. A spec from a wire.Start has passed it already.
-func CheckAddressNames(spec JobSpec) error {
-	named := make([]wire.NamedPorts, 0, len(spec.Services))
-	for _, s := range spec.Services {
-		n := wire.NamedPorts{Service: s.Name}
-		for _, p := range s.Ports {
-			n.Ports = append(n.Ports, p.Name)
-		}
-		named = append(named, n)
-	}
-	if fe := wire.CheckAddressNames(named); len(fe) > 0 {
-		return errors.New(fe[0].Message)
-	}
-	return nil
 }
 
 // serviceEnv is the environment of one service: the agent's own (PATH,

@@ -29,17 +29,30 @@ func TestServiceEnvPrecedence(t *testing.T) {
 	}
 }
 
-func TestCheckAddressNames(t *testing.T) {
+// TestValidateSharesTheWireRules: the runtimes check a job by the wire's
+// one definition, address variables included.
+func TestValidateSharesTheWireRules(t *testing.T) {
 	t.Parallel()
-	ambiguous := JobSpec{ID: "j", Services: []ServiceSpec{
-		{Name: "a-port", Ports: []Port{{Name: "x"}}},
-		{Name: "a", Ports: []Port{{Name: "port_x"}}},
+	ambiguous := JobSpec{ID: "j", Attempt: 1, Services: []ServiceSpec{
+		{Name: "a-port", Command: []string{"true"}, Ports: []Port{{Name: "x"}}},
+		{Name: "a", Command: []string{"true"}, Ports: []Port{{Name: "port_x"}}},
 	}}
-	if err := CheckAddressNames(ambiguous); err == nil || !strings.Contains(err.Error(), "LEVERS9_A_PORT_PORT_X") {
+	if err := Validate(ambiguous); err == nil || !strings.Contains(err.Error(), "LEVERS9_A_PORT_PORT_X") {
 		t.Errorf("ambiguous names: %v", err)
 	}
 	ambiguous.Services[1].Ports[0].Name = "y"
-	if err := CheckAddressNames(ambiguous); err != nil {
+	if err := Validate(ambiguous); err != nil {
 		t.Errorf("distinct names: %v", err)
+	}
+	for name, bad := range map[string]JobSpec{
+		"upper-case service": {ID: "j", Attempt: 1, Services: []ServiceSpec{{Name: "Web", Command: []string{"true"}}}},
+		"reserved variable":  {ID: "j", Attempt: 1, Services: []ServiceSpec{{Name: "a", Command: []string{"true"}, Env: []EnvVar{{Name: "LEVERS9_X", Value: "1"}}}}},
+		"port twice":         {ID: "j", Attempt: 1, Services: []ServiceSpec{{Name: "a", Command: []string{"true"}, Ports: []Port{{Name: "p", Port: 80}}}, {Name: "b", Command: []string{"true"}, Ports: []Port{{Name: "q", Port: 80}}}}},
+		"relative mount dir": {ID: "j", Attempt: 1, Services: []ServiceSpec{{Name: "a", Command: []string{"true"}}}, Mounts: []Mount{{Path: "/data", Dir: "rel"}}},
+		"negative attempt":   {ID: "j", Attempt: -1, Services: []ServiceSpec{{Name: "a", Command: []string{"true"}}}},
+	} {
+		if err := Validate(bad); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }

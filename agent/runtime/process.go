@@ -366,26 +366,12 @@ func assignPorts(spec JobSpec) ([][]Port, error) {
 var plainName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
 
 func validate(spec JobSpec) error {
-	if !plainName.MatchString(spec.ID) {
-		return fmt.Errorf("job ID %q: use letters, digits, '_' and '-'", spec.ID)
+	if err := Validate(spec); err != nil {
+		return err
 	}
-	if len(spec.Services) == 0 {
-		return errors.New("a job needs at least one service")
-	}
-	if spec.Timeout < 0 {
-		return fmt.Errorf("negative timeout %s", spec.Timeout)
-	}
-	names := map[string]bool{}
 	for _, s := range spec.Services {
-		if !plainName.MatchString(s.Name) {
-			return fmt.Errorf("service name %q: use letters, digits, '_' and '-'", s.Name)
-		}
-		if names[s.Name] {
-			return fmt.Errorf("duplicate service %q", s.Name)
-		}
-		names[s.Name] = true
 		if len(s.Command) == 0 {
-			return fmt.Errorf("service %s: the process runtime needs a command", s.Name)
+			return fmt.Errorf("service %s: %w", s.Name, errNoCommand)
 		}
 	}
 	return nil

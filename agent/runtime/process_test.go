@@ -348,8 +348,8 @@ func TestStartRefusesBadSpecs(t *testing.T) {
 		spec JobSpec
 		want string
 	}{
-		{"no id", JobSpec{Services: []ServiceSpec{ok}}, "job ID"},
-		{"id with slash", JobSpec{ID: "../x", Services: []ServiceSpec{ok}}, "job ID"},
+		{"no id", JobSpec{Services: []ServiceSpec{ok}}, "jobId"},
+		{"id with slash", JobSpec{ID: "../x", Services: []ServiceSpec{ok}}, "jobId"},
 		{"no services", JobSpec{ID: "j"}, "at least one service"},
 		{"negative timeout", JobSpec{ID: "j", Timeout: -1, Services: []ServiceSpec{ok}}, "negative timeout"},
 		{"dot name", JobSpec{ID: "j", Services: []ServiceSpec{{Name: "..", Command: []string{"true"}}}}, "service name"},

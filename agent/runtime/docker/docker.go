@@ -143,7 +143,8 @@ func (r *Runtime) Start(ctx context.Context, spec runtime.JobSpec) (runtime.Job,
 	if spec.Attempt == 0 {
 		spec.Attempt = 1
 	}
-	if err := validate(spec); err != nil {
+	spec.Attempt = max(spec.Attempt, 1)
+	if err := runtime.Validate(spec); err != nil {
 		return nil, fmt.Errorf("start job %s: %w", spec.ID, err)
 	}
 	if err := ctx.Err(); err != nil {

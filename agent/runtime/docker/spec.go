@@ -1,12 +1,9 @@
 package docker
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
-	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,70 +37,6 @@ const (
 const publishHost = "127.0.0.1"
 
 // Names become container, network and host names: keep them plain.
-var plainName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
-
-func validate(spec runtime.JobSpec) error {
-	if !plainName.MatchString(spec.ID) {
-		return fmt.Errorf("job ID %q: use letters, digits, '_' and '-'", spec.ID)
-	}
-	if spec.Attempt < 1 {
-		return fmt.Errorf("attempt %d: attempts count from 1", spec.Attempt)
-	}
-	if len(spec.Services) == 0 {
-		return errors.New("a job needs at least one service")
-	}
-	if spec.Timeout < 0 {
-		return fmt.Errorf("negative timeout %s", spec.Timeout)
-	}
-	names := map[string]bool{}
-	fixed := map[int]string{}
-	for _, s := range spec.Services {
-		if !plainName.MatchString(s.Name) {
-			return fmt.Errorf("service name %q: use letters, digits, '_' and '-'", s.Name)
-		}
-		if names[strings.ToLower(s.Name)] {
-			// Host names are case-insensitive.
-			return fmt.Errorf("duplicate service %q", s.Name)
-		}
-		names[strings.ToLower(s.Name)] = true
-		if len(s.Command) == 0 && s.Image == "" {
-			return fmt.Errorf("service %s: needs a command or an image", s.Name)
-		}
-		if s.CPU < 0 || s.MemoryMiB < 0 {
-			return fmt.Errorf("service %s: negative CPU or memory", s.Name)
-		}
-		for _, e := range s.Env {
-			if e.Name == "" || strings.ContainsAny(e.Name, "=\x00") {
-				return fmt.Errorf("service %s: invalid variable name %q", s.Name, e.Name)
-			}
-		}
-		ports := map[string]bool{}
-		for _, pt := range s.Ports {
-			if !plainName.MatchString(pt.Name) || ports[pt.Name] {
-				return fmt.Errorf("service %s: invalid or duplicate port name %q", s.Name, pt.Name)
-			}
-			ports[pt.Name] = true
-			if pt.Port < 0 || pt.Port > 65535 {
-				return fmt.Errorf("service %s: port %s: %d is out of range", s.Name, pt.Name, pt.Port)
-			}
-			if pt.Port > 0 {
-				if other, ok := fixed[pt.Port]; ok {
-					return fmt.Errorf("service %s: port %d is also declared by %s", s.Name, pt.Port, other)
-				}
-				fixed[pt.Port] = s.Name
-			}
-		}
-	}
-	for _, m := range spec.Mounts {
-		if !path.IsAbs(m.Path) || path.Clean(m.Path) != m.Path || m.Path == "/" {
-			return fmt.Errorf("mount %q: not a clean absolute path below /", m.Path)
-		}
-		if !path.IsAbs(m.Dir) {
-			return fmt.Errorf("mount %s: directory %q is not absolute", m.Path, m.Dir)
-		}
-	}
-	return runtime.CheckAddressNames(spec)
-}
 
 // networkName and containerName name a job attempt's objects, so a retried
 // attempt never collides with what an earlier one left.
