@@ -51,25 +51,38 @@ func detectGPUs(ctx context.Context) []wire.GPU {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, path, "--query-gpu=name", "--format=csv,noheader").Output()
+	out, err := exec.CommandContext(ctx, path, "--query-gpu=index,uuid,name", "--format=csv,noheader").Output()
 	if err != nil {
 		return nil
 	}
 	return countGPUs(strings.Split(string(out), "\n"))
 }
 
-// countGPUs groups nvidia-smi names into types: "NVIDIA H100 80GB HBM3"
-// is an H100, the name queues price by.
-func countGPUs(names []string) []wire.GPU {
-	counts := map[string]int{}
-	for _, n := range names {
-		if t := gpuTypeOf(n); t != "" {
-			counts[t]++
+// countGPUs groups nvidia-smi rows ("INDEX, UUID, NAME") into types with
+// their device IDs: "NVIDIA H100 80GB HBM3" is an H100, the name queues
+// price by, and each device is booked by its UUID (its index when the
+// driver gave none), which CUDA_VISIBLE_DEVICES and Docker both take.
+func countGPUs(rows []string) []wire.GPU {
+	devices := map[string][]string{}
+	for _, row := range rows {
+		f := strings.SplitN(row, ",", 3)
+		if len(f) != 3 {
+			continue
 		}
+		index, uuid, name := strings.TrimSpace(f[0]), strings.TrimSpace(f[1]), strings.TrimSpace(f[2])
+		t := gpuTypeOf(name)
+		if t == "" {
+			continue
+		}
+		id := uuid
+		if id == "" || strings.EqualFold(id, "[N/A]") {
+			id = index
+		}
+		devices[t] = append(devices[t], id)
 	}
 	var gpus []wire.GPU
-	for t, c := range counts {
-		gpus = append(gpus, wire.GPU{Type: t, Count: c})
+	for t, ids := range devices {
+		gpus = append(gpus, wire.GPU{Type: t, Count: len(ids), Devices: ids})
 	}
 	sort.Slice(gpus, func(i, j int) bool { return gpus[i].Type < gpus[j].Type })
 	return gpus
@@ -92,8 +105,11 @@ func gpuTypeOf(name string) string {
 }
 
 // ParseGPUs parses declared GPUs: "H100:8", several separated by commas.
+// Devices are numbered as the driver numbers them, across types in the
+// order given: "H100:2,A100:1" is H100 0 and 1, A100 2.
 func ParseGPUs(s string) ([]wire.GPU, error) {
 	var gpus []wire.GPU
+	next := 0
 	seen := map[string]bool{}
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
@@ -113,7 +129,12 @@ func ParseGPUs(s string) ([]wire.GPU, error) {
 			return nil, fmt.Errorf("--gpu %q: give each GPU type once, as TYPE:COUNT", part)
 		}
 		seen[t] = true
-		gpus = append(gpus, wire.GPU{Type: t, Count: count})
+		ids := make([]string, count)
+		for i := range ids {
+			ids[i] = strconv.Itoa(next)
+			next++
+		}
+		gpus = append(gpus, wire.GPU{Type: t, Count: count, Devices: ids})
 	}
 	return gpus, nil
 }

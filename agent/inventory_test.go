@@ -8,8 +8,12 @@ import (
 )
 
 func TestParseGPUs(t *testing.T) {
-	got, err := ParseGPUs("H100:8, A100:2,L4")
-	want := []wire.GPU{{Type: "H100", Count: 8}, {Type: "A100", Count: 2}, {Type: "L4", Count: 1}}
+	got, err := ParseGPUs("H100:3, A100:2,L4")
+	want := []wire.GPU{
+		{Type: "H100", Count: 3, Devices: []string{"0", "1", "2"}},
+		{Type: "A100", Count: 2, Devices: []string{"3", "4"}},
+		{Type: "L4", Count: 1, Devices: []string{"5"}},
+	}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("ParseGPUs = %v, %v", got, err)
 	}
@@ -34,8 +38,15 @@ func TestParseMemory(t *testing.T) {
 }
 
 func TestCountGPUs(t *testing.T) {
-	got := countGPUs([]string{"NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "NVIDIA GeForce RTX 4090", ""})
-	want := []wire.GPU{{Type: "4090", Count: 1}, {Type: "A100", Count: 1}, {Type: "H100", Count: 2}}
+	got := countGPUs([]string{
+		"0, GPU-a1, NVIDIA H100 80GB HBM3", "1, GPU-b2, NVIDIA H100 80GB HBM3", "2, GPU-c3, NVIDIA A100-SXM4-80GB",
+		"3, [N/A], NVIDIA GeForce RTX 4090", "", "garbage",
+	})
+	want := []wire.GPU{
+		{Type: "4090", Count: 1, Devices: []string{"3"}},
+		{Type: "A100", Count: 1, Devices: []string{"GPU-c3"}},
+		{Type: "H100", Count: 2, Devices: []string{"GPU-a1", "GPU-b2"}},
+	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("countGPUs = %v", got)
 	}
