@@ -79,14 +79,20 @@ type uidPool struct {
 	held map[uint32]bool // by this runtime's jobs
 }
 
-func newUIDPool(r UIDRange, log *slog.Logger) (*uidPool, error) {
+// CheckUIDs says why r cannot be the job uids of a process runtime here
+// (see ProcessConfig.UIDs), nil when it can, but for the need of root.
+func CheckUIDs(r UIDRange) error {
 	if err := r.check(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := uidsSupported(); err != nil {
-		return nil, fmt.Errorf("job uids %s: %w", r, err)
+		return fmt.Errorf("job uids %s: %w", r, err)
 	}
-	if err := checkUnused(r); err != nil {
+	return checkUnused(r)
+}
+
+func newUIDPool(r UIDRange, log *slog.Logger) (*uidPool, error) {
+	if err := CheckUIDs(r); err != nil {
 		return nil, err
 	}
 	if os.Geteuid() != 0 {
