@@ -30,10 +30,12 @@ type ProcessConfig struct {
 	User string
 	// UIDs gives every running job a uid of its own from this range (and
 	// the gid of the same number, no supplementary groups): the lowest
-	// free one when the job starts, held until its processes are gone and
-	// its working directory is deleted; then whatever still runs as that
-	// uid is killed, and what it left at the top of /tmp, /var/tmp and
-	// /dev/shm deleted. The uids need no account: HOME is the service's
+	// free one when the job starts, held until the job has ended and its
+	// working directory is deleted. Before it is given back, whatever
+	// still runs as it (a process that escaped its service) is killed,
+	// and what it left at the top of /tmp, /var/tmp and /dev/shm deleted. Mounted folders are given to the job's uid as
+	// they are to User (so a folder that two running jobs mount in place
+	// is the later one's). The uids need no account: HOME is the service's
 	// working directory, USER and LOGNAME levers9-job-UID. Nothing else
 	// on the machine may use them: NewProcess refuses a range that holds
 	// a user or group of /etc/passwd or /etc/group. Runtimes on one
@@ -45,7 +47,8 @@ type ProcessConfig struct {
 	// Supervisor is the argv prefix that runs Supervise, such as the
 	// agent's own binary and SupervisorArg. Without one, services are
 	// direct children of the agent: run as User, but processes that leave
-	// the service's process group may outlive it, and no cgroup limits
+	// the service's process group may outlive it (with UIDs, not its
+	// job), and no cgroup limits
 	// apply.
 	Supervisor []string
 	// PidsLimit bounds the processes of one service where cgroups allow.
@@ -68,9 +71,10 @@ const DefaultPidsLimit = 4096
 const SupervisorArg = "__supervise"
 
 // Process runs every service as a process tree under a supervisor (see
-// Supervise), as the configured user, in a working directory of its own
-// that is deleted when the job ends. Services of a job reach each other on
-// 127.0.0.1 at the ports in their LEVERS9_* variables.
+// Supervise), as the configured user or its job's own uid, in a working
+// directory of its own that is deleted when the job ends. Services of a
+// job reach each other on 127.0.0.1 at the ports in their LEVERS9_*
+// variables.
 //
 // Where the agent may create cgroups, each service gets its own with its
 // CPU quota, memory limit (memory plus swap) and a process limit; where it
