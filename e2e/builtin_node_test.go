@@ -86,6 +86,10 @@ true`
 				if uid == 0 || !strings.Contains(log, "Permission denied") {
 					t.Errorf("uid %d; want an unprivileged user denied access", uid)
 				}
+				// A uid of its own, from the built-in node's default range.
+				if uid < 1_900_000_000 || uid >= 1_900_000_000+65536 {
+					t.Errorf("uid %d; want one of the job uids 1900000000:65536", uid)
+				}
 				// Nothing of the job is left in the work directory.
 				ents, err := os.ReadDir(workDir)
 				if err != nil {

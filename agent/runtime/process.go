@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -21,14 +22,33 @@ type ProcessConfig struct {
 	// deleted when the job ends, and Root/.running, the supervisors of
 	// running services, for a later agent to stop.
 	Root string
-	// User is who services run as: a user name or uid[:gid]. Empty: the
-	// agent's own user, for trusted single-user machines. Another user
-	// needs the agent to run as root.
+	// User is who the services of every job run as: a user name or
+	// uid[:gid]. Another user needs the agent to run as root. Jobs that
+	// share a user may read each other's files and signal each other's
+	// processes: UIDs keeps them apart. Neither User nor UIDs: the agent's
+	// own user, for trusted single-user machines.
 	User string
+	// UIDs gives every running job a uid of its own from this range (and
+	// the gid of the same number, no supplementary groups): the lowest
+	// free one when the job starts, held until the job has ended and its
+	// working directory is deleted. Before it is given back, whatever
+	// still runs as it (a process that escaped its service) is killed,
+	// and what it left at the top of /tmp, /var/tmp and /dev/shm deleted. Mounted folders are given to the job's uid as
+	// they are to User (so a folder that two running jobs mount in place
+	// is the later one's). The uids need no account: HOME is the service's
+	// working directory, USER and LOGNAME levers9-job-UID. Nothing else
+	// on the machine may use them: NewProcess refuses a range that holds
+	// a user or group of /etc/passwd or /etc/group. Runtimes on one
+	// machine may share a range; a lock file under /run keeps their jobs'
+	// uids apart. A job that finds every uid taken does not start
+	// (ErrNoFreeUID). Needs root, and Linux. User and UIDs exclude each
+	// other: NewProcess refuses a config with both.
+	UIDs UIDRange
 	// Supervisor is the argv prefix that runs Supervise, such as the
 	// agent's own binary and SupervisorArg. Without one, services are
 	// direct children of the agent: run as User, but processes that leave
-	// the service's process group may outlive it, and no cgroup limits
+	// the service's process group may outlive it (with UIDs, not its
+	// job), and no cgroup limits
 	// apply.
 	Supervisor []string
 	// PidsLimit bounds the processes of one service where cgroups allow.
@@ -51,9 +71,10 @@ const DefaultPidsLimit = 4096
 const SupervisorArg = "__supervise"
 
 // Process runs every service as a process tree under a supervisor (see
-// Supervise), as the configured user, in a working directory of its own
-// that is deleted when the job ends. Services of a job reach each other on
-// 127.0.0.1 at the ports in their LEVERS9_* variables.
+// Supervise), as the configured user or its job's own uid, in a working
+// directory of its own that is deleted when the job ends. Services of a
+// job reach each other on 127.0.0.1 at the ports in their LEVERS9_*
+// variables.
 //
 // Where the agent may create cgroups, each service gets its own with its
 // CPU quota, memory limit (memory plus swap) and a process limit; where it
@@ -66,7 +87,8 @@ const SupervisorArg = "__supervise"
 type Process struct {
 	cfg     ProcessConfig
 	log     *slog.Logger
-	user    *jobUser // nil: the agent's user
+	user    *jobUser // every job's (User); nil: see uids
+	uids    *uidPool // one uid per job (UIDs); nil with neither: the agent's user
 	cgroups *cgroups // nil without a supervisor
 
 	mu   sync.Mutex
@@ -111,8 +133,15 @@ func NewProcess(cfg ProcessConfig) (*Process, error) {
 		cfg.PidsLimit = DefaultPidsLimit
 	}
 	p := &Process{cfg: cfg, log: cfg.Logger.With("runtime", "process"), jobs: map[string]bool{}}
-	if cfg.User != "" {
+	switch {
+	case cfg.User != "" && !cfg.UIDs.IsZero():
+		return nil, errors.New("process runtime: set a job user or a range of job uids, not both")
+	case cfg.User != "":
 		if p.user, err = lookupUser(cfg.User); err != nil {
+			return nil, fmt.Errorf("process runtime: %w", err)
+		}
+	case !cfg.UIDs.IsZero():
+		if p.uids, err = newUIDPool(cfg.UIDs, p.log); err != nil {
 			return nil, fmt.Errorf("process runtime: %w", err)
 		}
 	}
@@ -134,7 +163,11 @@ func NewProcess(cfg ProcessConfig) (*Process, error) {
 	if p.cgroups.why != "" {
 		p.log.Warn("CPU, memory or process limits are not all enforced", "why", p.cgroups.why)
 	}
-	p.log.Info("process runtime ready", "root", root, "user", cmp.Or(cfg.User, "(the agent's)"), "supervised", len(cfg.Supervisor) > 0)
+	who := cmp.Or(cfg.User, "(the agent's)")
+	if p.uids != nil {
+		who = fmt.Sprintf("one uid per job of %d-%d", cfg.UIDs.First, cfg.UIDs.Last())
+	}
+	p.log.Info("process runtime ready", "root", root, "user", who, "supervised", len(cfg.Supervisor) > 0)
 	return p, nil
 }
 
@@ -186,9 +219,34 @@ func (p *Process) release(id string) {
 	p.mu.Unlock()
 }
 
+// jobUser is who job runs as: the configured user, or a uid of the
+// range (release gives it back), or nil for the agent's user.
+func (p *Process) jobUser() (*jobUser, error) {
+	if p.uids == nil {
+		return p.user, nil
+	}
+	uid, err := p.uids.acquire()
+	if err != nil {
+		return nil, err
+	}
+	return &jobUser{name: "levers9-job-" + strconv.FormatUint(uint64(uid), 10), uid: uid, gid: uid, pooled: true}, nil
+}
+
+// releaseUser gives back the uid of a job whose processes are gone and
+// whose working directory is deleted.
+func (p *Process) releaseUser(u *jobUser) {
+	if u != nil && u.pooled {
+		p.uids.release(u.uid)
+	}
+}
+
 // prepare assigns ports, builds environments and working directories.
 func (p *Process) prepare(spec JobSpec) (_ *job, err error) {
 	ports, err := assignPorts(spec)
+	if err != nil {
+		return nil, err
+	}
+	u, err := p.jobUser()
 	if err != nil {
 		return nil, err
 	}
@@ -196,12 +254,14 @@ func (p *Process) prepare(spec JobSpec) (_ *job, err error) {
 	// to its end goes first.
 	jobDir, running := filepath.Join(p.cfg.Root, spec.ID), filepath.Join(p.cfg.Root, runningDir, spec.ID)
 	if err := errors.Join(os.RemoveAll(jobDir), os.RemoveAll(running)); err != nil {
+		p.releaseUser(u)
 		return nil, fmt.Errorf("clearing an old working directory: %w", err)
 	}
 	defer func() {
 		if err != nil {
 			_ = os.RemoveAll(jobDir)
 			_ = os.RemoveAll(running)
+			p.releaseUser(u)
 		}
 	}()
 	if err := os.Mkdir(running, 0o700); err != nil {
@@ -222,56 +282,62 @@ func (p *Process) prepare(spec JobSpec) (_ *job, err error) {
 		remaining: len(spec.Services),
 		results:   make([]ServiceResult, len(spec.Services)),
 	}
+	if u != nil {
+		j.log = j.log.With("user", u.String())
+	}
 	j.onEnd = func() {
 		// Every process of the job is gone by now. RemoveAll does not
 		// follow the mount links.
 		if err := errors.Join(os.RemoveAll(jobDir), os.RemoveAll(running)); err != nil {
 			j.log.Warn("deleting the working directory", "err", err)
 		}
+		p.releaseUser(u)
 		p.release(spec.ID)
 	}
-	if p.bindsMounts() {
+	// A job user could not follow links to mounts in places it may not
+	// enter: the supervisor binds them instead.
+	bound := u != nil && len(p.cfg.Supervisor) > 0
+	if bound {
 		for _, m := range spec.Mounts {
-			if err := ownTree(m.Dir, int(p.user.uid), int(p.user.gid)); err != nil {
+			if err := ownTree(m.Dir, int(u.uid), int(u.gid)); err != nil {
 				return nil, fmt.Errorf("mount %s: giving it to the job user: %w", m.Path, err)
 			}
 		}
 	}
+	mkdir := func(dir string) error { return mkdirForUser(dir, u) }
 	for i, s := range spec.Services {
 		dir := filepath.Join(jobDir, s.Name)
-		if err := p.mkdirForUser(dir); err != nil {
+		if err := mkdir(dir); err != nil {
 			return nil, fmt.Errorf("service %s: working directory: %w", s.Name, err)
 		}
 		var binds []bind
-		if p.bindsMounts() {
-			binds, err = bindPoints(dir, spec.Mounts, p.mkdirForUser)
+		if bound {
+			binds, err = bindPoints(dir, spec.Mounts, mkdir)
 		} else {
-			err = linkMounts(dir, spec.Mounts, p.mkdirForUser)
+			err = linkMounts(dir, spec.Mounts, mkdir)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("service %s: %w", s.Name, err)
 		}
 		j.services = append(j.services, &service{
 			job: j, rt: p, index: i, spec: s, dir: dir, ports: ports[i], drain: p.cfg.DrainTimeout,
-			env:     serviceEnv(base, spec.ID, s, dir, addresses, p.user),
+			env:     serviceEnv(base, spec.ID, s, dir, addresses, u),
 			pidFile: filepath.Join(running, s.Name),
+			user:    u,
 			binds:   binds,
 		})
 	}
 	return j, nil
 }
 
-// bindsMounts reports whether mounts are bound by the supervisor (for a
-// job user, who could not follow links to them) rather than linked.
-func (p *Process) bindsMounts() bool { return p.user != nil && len(p.cfg.Supervisor) > 0 }
-
-// mkdirForUser makes a directory that only the job user may use.
-func (p *Process) mkdirForUser(dir string) error {
+// mkdirForUser makes a directory that only the job user u (nil: the
+// agent's) may use.
+func mkdirForUser(dir string, u *jobUser) error {
 	if err := mkdirMode(dir, 0o700); err != nil {
 		return err
 	}
-	if p.user != nil {
-		return os.Lchown(dir, int(p.user.uid), int(p.user.gid))
+	if u != nil {
+		return os.Lchown(dir, int(u.uid), int(u.gid))
 	}
 	return nil
 }

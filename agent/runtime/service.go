@@ -26,6 +26,7 @@ type service struct {
 	ports   []Port
 	drain   time.Duration
 	pidFile string
+	user    *jobUser // nil: the agent's
 	binds   []bind
 
 	mu         sync.Mutex
@@ -151,14 +152,14 @@ func (s *service) command() (*exec.Cmd, *os.File, error) {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Dir, cmd.Env = s.dir, s.env
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if u := s.rt.user; u != nil {
+		if u := s.user; u != nil {
 			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.uid, Gid: u.gid, Groups: []uint32{}}
 		}
 		dieWithAgent(cmd.SysProcAttr, syscall.SIGKILL)
 		return cmd, nil, nil
 	}
 	args := append([]string{}, sup[1:]...)
-	if u := s.rt.user; u != nil {
+	if u := s.user; u != nil {
 		args = append(args, "-uid", strconv.FormatUint(uint64(u.uid), 10), "-gid", strconv.FormatUint(uint64(u.gid), 10))
 	}
 	if s.rt.cgroups != nil && len(s.rt.cgroups.hier) > 0 {

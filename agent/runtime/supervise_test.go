@@ -22,13 +22,22 @@ const treeScript = `sleep 1000 & echo child $!
 setsid sh -c 'echo setsid $$; exec sleep 1000' &
 exec sleep 1000`
 
-// runAgent is an agent-like parent (helper mode "agent" ROOT MEMORY_MIB):
-// it runs treeScript as job_tree on a supervised runtime rooted at ROOT and
-// prints "main PID" and the script's lines, then waits to be killed.
+// runAgent is an agent-like parent (helper mode "agent" ROOT MEMORY_MIB
+// [UIDS]): it runs treeScript as job_tree on a supervised runtime rooted
+// at ROOT (with job uids UIDS, FIRST:COUNT) and prints "main PID" and the
+// script's lines, then waits to be killed.
 func runAgent(args []string) int {
 	mem, _ := strconv.ParseInt(args[1], 10, 64)
 	exe, _ := os.Executable()
-	p, err := NewProcess(ProcessConfig{Root: args[0], Supervisor: []string{exe, SupervisorArg}})
+	cfg := ProcessConfig{Root: args[0], Supervisor: []string{exe, SupervisorArg}}
+	if len(args) > 2 {
+		var err error
+		if cfg.UIDs, err = ParseUIDRange(args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	p, err := NewProcess(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -60,13 +69,15 @@ type agentProcess struct {
 	pids map[string]int // main, child, orphan, setsid
 }
 
-func startAgent(t *testing.T, root string, memoryMiB int64) *agentProcess {
+// startAgent starts runAgent with args ROOT MEMORY_MIB [UIDS] and waits
+// for the pids of its service.
+func startAgent(t *testing.T, root string, memoryMiB int64, uids ...string) *agentProcess {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, root, strconv.FormatInt(memoryMiB, 10))
+	cmd := exec.Command(exe, append([]string{root, strconv.FormatInt(memoryMiB, 10)}, uids...)...)
 	cmd.Env = append(os.Environ(), helperVar+"=agent")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()

@@ -12,6 +12,7 @@ import (
 type jobUser struct {
 	name     string // "" when given as a bare uid with no passwd entry
 	uid, gid uint32
+	pooled   bool // a uid of ProcessConfig.UIDs, this job's alone
 }
 
 // lookupUser resolves a user name or uid[:gid]. A uid without a gid takes

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,8 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strings"
 
@@ -25,11 +24,15 @@ type localNodeConfig struct {
 	Runtime      string // auto, docker or process
 	DefaultImage string // Docker: the image of command-only services
 	WorkDir      string // process: the jobs' working directories; "" for localWorkDir
+	JobUIDs      string // process: FIRST:COUNT, the uids jobs run as, one per job
 }
 
-// localJobUser is who jobs of the built-in node run as on the process
-// runtime: an unprivileged system account made for it.
-const localJobUser = "levers9-job"
+// defaultJobUIDs are the uids of the built-in node's jobs on the process
+// runtime unless configured, one per running job: in the space no one
+// allocates, above accounts (useradd stops at 60000), systemd's dynamic
+// users and its container range (up to 1879048191), below 2^31. Built-in
+// nodes of several servers on one machine share them safely.
+const defaultJobUIDs = "1900000000:65536"
 
 // localWorkBase holds the process runtime's working directories of every
 // built-in node on the machine, one folder per data directory.
@@ -41,6 +44,7 @@ type localRuntime struct {
 	kind    string // docker or process
 	cfg     localNodeConfig
 	workDir string // process
+	uids    runtime.UIDRange
 }
 
 // errUnsafeLocalNode is why no safe runtime is left for the built-in node.
@@ -50,9 +54,9 @@ var errUnsafeLocalNode = errors.New("the built-in node cannot run jobs safely he
 
 // prepareLocalNode decides the built-in node's runtime and makes what it
 // needs: Docker when asked or when a daemon answers (auto); else the
-// process runtime, which runs jobs as localJobUser (created when missing)
-// in a work directory outside dataDir. The data directory is made the
-// server's own (0700) either way: jobs must not read it.
+// process runtime, which runs every job as a uid of its own from
+// cfg.JobUIDs, in a work directory outside dataDir. The data directory is
+// made the server's own (0700) either way: jobs must not read it.
 func prepareLocalNode(ctx context.Context, cfg localNodeConfig, dataDir string, log *slog.Logger) (*localRuntime, error) {
 	if err := os.Chmod(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
@@ -78,15 +82,19 @@ func prepareLocalNode(ctx context.Context, cfg localNodeConfig, dataDir string, 
 	if os.Geteuid() != 0 {
 		return nil, errUnsafeLocalNode
 	}
-	if err := ensureJobUser(ctx, localJobUser); err != nil {
-		return nil, err
+	uids, err := runtime.ParseUIDRange(cmp.Or(cfg.JobUIDs, defaultJobUIDs))
+	if err == nil {
+		err = runtime.CheckUIDs(uids)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--local-node-job-uids: %w", err)
 	}
 	work, err := localWorkDir(cfg.WorkDir, dataDir)
 	if err != nil {
 		return nil, err
 	}
-	rt.workDir = work
-	log.Info("built-in node runs jobs as child processes", "user", localJobUser, "workDir", work)
+	rt.workDir, rt.uids = work, uids
+	log.Info("built-in node runs jobs as child processes, each as a uid of its own", "uids", fmt.Sprintf("%d-%d", uids.First, uids.Last()), "workDir", work)
 	return rt, nil
 }
 
@@ -115,19 +123,6 @@ func localWorkDir(dir, dataDir string) (string, error) {
 	return dir, nil
 }
 
-// ensureJobUser creates the unprivileged system account name unless it
-// exists.
-func ensureJobUser(ctx context.Context, name string) error {
-	if _, err := user.Lookup(name); err == nil {
-		return nil
-	}
-	out, err := exec.CommandContext(ctx, "useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("creating the job user %s (useradd): %v: %s", name, err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
-
 // serve runs the built-in node's agent on a new runtime until ctx ends or
 // the agent stops. The Docker runtime is made per node ID (its labels
 // carry it), so after each join.
@@ -150,7 +145,7 @@ func (l *localRuntime) serve(ctx context.Context, stateDir, serverURL string, lo
 		if err != nil {
 			return err
 		}
-		p, err := runtime.NewProcess(runtime.ProcessConfig{Root: l.workDir, User: localJobUser, Supervisor: sup, Logger: rlog})
+		p, err := runtime.NewProcess(runtime.ProcessConfig{Root: l.workDir, UIDs: l.uids, Supervisor: sup, Logger: rlog})
 		if err != nil {
 			return fmt.Errorf("built-in node: %w", err)
 		}

@@ -68,11 +68,13 @@ func (c *serverConfig) flags(out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.NodeGrace, "node-grace", envDuration("LEVERS9_NODE_GRACE", tunnel.DefaultNodeGrace), "jobs of an offline node wait this long for it before they fail or are requeued (LEVERS9_NODE_GRACE)")
 	fs.BoolVar(&c.LocalNode, "local-node", env("LEVERS9_LOCAL_NODE", "true") != "false", "run a built-in node in the default queue (LEVERS9_LOCAL_NODE)")
 	fs.StringVar(&c.Local.Runtime, "local-node-runtime", env("LEVERS9_LOCAL_NODE_RUNTIME", runtimeAuto),
-		"how the built-in node runs jobs: docker (containers), process (child processes as the unprivileged user "+localJobUser+"; needs root) or auto (Docker when a daemon answers) (LEVERS9_LOCAL_NODE_RUNTIME)")
+		"how the built-in node runs jobs: docker (containers), process (child processes, each job as an unprivileged uid of its own; needs root) or auto (Docker when a daemon answers) (LEVERS9_LOCAL_NODE_RUNTIME)")
 	fs.StringVar(&c.Local.DefaultImage, "local-node-default-image", env("LEVERS9_LOCAL_NODE_DEFAULT_IMAGE", defaultImage),
 		"on Docker, the image of services that give a command but no image (LEVERS9_LOCAL_NODE_DEFAULT_IMAGE)")
 	fs.StringVar(&c.Local.WorkDir, "local-node-work-dir", env("LEVERS9_LOCAL_NODE_WORK_DIR", ""),
 		"on the process runtime, the jobs' working directories, outside the data directory; default "+localWorkBase+"/jobs-HASH (LEVERS9_LOCAL_NODE_WORK_DIR)")
+	fs.StringVar(&c.Local.JobUIDs, "local-node-job-uids", env("LEVERS9_LOCAL_NODE_JOB_UIDS", defaultJobUIDs),
+		"on the process runtime, FIRST:COUNT, the uids jobs run as, one per running job (at most COUNT jobs at once); no account or group may use them (LEVERS9_LOCAL_NODE_JOB_UIDS)")
 	c.Seed = tenancy.Seed{
 		TenantName:         os.Getenv("LEVERS9_TENANT_NAME"),
 		TenantSlug:         os.Getenv("LEVERS9_TENANT_SLUG"),
