@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -242,7 +241,7 @@ func (p *Process) releaseUser(u *jobUser) {
 
 // prepare assigns ports, builds environments and working directories.
 func (p *Process) prepare(spec JobSpec) (_ *job, err error) {
-	ports, err := assignPorts(spec)
+	ports, err := AssignPorts(spec, ProcessHost)
 	if err != nil {
 		return nil, err
 	}
@@ -395,34 +394,6 @@ func readPidFile(file string) (pid int, started uint64, pgid int, ok bool) {
 	}
 	_, err = fmt.Sscanf(string(b), "%d %d %d", &pid, &started, &pgid)
 	return pid, started, pgid, err == nil && pid > 1
-}
-
-// assignPorts returns every service's host ports, picking free ones for
-// port 0. The listeners stay open until all are picked so that no port is
-// handed out twice; another program may still take one before the service
-// binds it, which then fails to start and says so.
-func assignPorts(spec JobSpec) ([][]Port, error) {
-	var held []net.Listener
-	defer func() {
-		for _, l := range held {
-			_ = l.Close()
-		}
-	}()
-	out := make([][]Port, len(spec.Services))
-	for i, s := range spec.Services {
-		for _, pt := range s.Ports {
-			if pt.Port == 0 {
-				l, err := net.Listen("tcp", ProcessHost+":0")
-				if err != nil {
-					return nil, fmt.Errorf("service %s: port %s: %w", s.Name, pt.Name, err)
-				}
-				held = append(held, l)
-				pt.Port = l.Addr().(*net.TCPAddr).Port
-			}
-			out[i] = append(out[i], pt)
-		}
-	}
-	return out, nil
 }
 
 // Names become directory names: keep them plain. The wire message is

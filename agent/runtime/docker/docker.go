@@ -187,7 +187,7 @@ func (r *Runtime) prepare(ctx context.Context, spec runtime.JobSpec) (*job, erro
 	if err := r.removeJob(ctx, spec.ID, 0); err != nil {
 		return nil, fmt.Errorf("removing leftovers of earlier attempts: %w", err)
 	}
-	ports, err := assignPorts(spec)
+	ports, err := runtime.AssignPorts(spec, publishHost)
 	if err != nil {
 		return nil, err
 	}

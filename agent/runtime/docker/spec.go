@@ -2,7 +2,6 @@ package docker
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -55,35 +54,6 @@ func jobLabels(nodeID string, spec runtime.JobSpec) map[string]string {
 		labelJob:     spec.ID,
 		labelAttempt: strconv.Itoa(spec.Attempt),
 	}
-}
-
-// assignPorts returns every service's ports, picking free host ports for
-// port 0. A picked port is used inside the container too, so the
-// LEVERS9_* variables hold one number that works from the node and from
-// siblings. The listeners stay open until all are picked so that no port is
-// handed out twice.
-func assignPorts(spec runtime.JobSpec) ([][]runtime.Port, error) {
-	var held []net.Listener
-	defer func() {
-		for _, l := range held {
-			_ = l.Close()
-		}
-	}()
-	out := make([][]runtime.Port, len(spec.Services))
-	for i, s := range spec.Services {
-		for _, pt := range s.Ports {
-			if pt.Port == 0 {
-				l, err := net.Listen("tcp", publishHost+":0")
-				if err != nil {
-					return nil, fmt.Errorf("service %s: port %s: %w", s.Name, pt.Name, err)
-				}
-				held = append(held, l)
-				pt.Port = l.Addr().(*net.TCPAddr).Port
-			}
-			out[i] = append(out[i], pt)
-		}
-	}
-	return out, nil
 }
 
 // addressVars are the LEVERS9_<SERVICE>_HOST/_PORT_<NAME> variables: each
