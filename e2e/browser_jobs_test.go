@@ -34,7 +34,15 @@ func TestBrowserSubmitAndFollowLogs(t *testing.T) {
 
 		// The job prints a line, waits for the test, prints another, waits
 		// again: the second line can only reach an open page live.
-		flags := t.TempDir()
+		// The job runs as a job user of its own: the flags live where it may look.
+		flags, err := os.MkdirTemp("", "levers9-browser-flags-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(flags) })
+		if err := os.Chmod(flags, 0o755); err != nil {
+			t.Fatal(err)
+		}
 		first, second := filepath.Join(flags, "first"), filepath.Join(flags, "second")
 		command := fmt.Sprintf("echo live-one; while [ ! -e %s ]; do sleep 0.05; done; echo live-two; while [ ! -e %s ]; do sleep 0.05; done; echo bye", first, second)
 
