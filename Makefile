@@ -20,6 +20,7 @@ all: build
 
 build:
 	$(GO) build -o bin/levers9 ./cmd/levers9
+	$(GO) build -o bin/levers9-supervise ./cmd/levers9-supervise
 
 ## run: the server on the embedded default (SQLite and buckets in ./levers9-data)
 run:

@@ -92,6 +92,12 @@ type Process struct {
 
 	mu   sync.Mutex
 	jobs map[string]bool // running job IDs
+
+	// warm holds a supervisor started ahead (with a Supervisor); warmMu
+	// makes refilling one step; shut is set by Close.
+	warm   chan *warm
+	warmMu sync.Mutex
+	shut   bool
 }
 
 var (
@@ -167,6 +173,10 @@ func NewProcess(cfg ProcessConfig) (*Process, error) {
 		who = fmt.Sprintf("one uid per job of %d-%d", cfg.UIDs.First, cfg.UIDs.Last())
 	}
 	p.log.Info("process runtime ready", "root", root, "user", who, "supervised", len(cfg.Supervisor) > 0)
+	if len(cfg.Supervisor) > 0 {
+		p.warm = make(chan *warm, 1)
+		go p.refillWarm()
+	}
 	return p, nil
 }
 
@@ -201,6 +211,14 @@ func (p *Process) Start(ctx context.Context, spec JobSpec) (Job, error) {
 // Close removes the runtime's root if nothing is left in it, so that an
 // agent leaves no trace of jobs that ended. Jobs still running keep it.
 func (p *Process) Close() error {
+	p.warmMu.Lock()
+	p.shut = true
+	select {
+	case w := <-p.warm:
+		w.discard()
+	default:
+	}
+	p.warmMu.Unlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.jobs) > 0 {
@@ -373,7 +391,7 @@ func (p *Process) stopLeftovers() error {
 				errs = append(errs, fmt.Errorf("stopping job %s service %s: %w", jd.Name(), f.Name(), err))
 			}
 		}
-		if plainName.MatchString(jd.Name()) {
+		if len(jd.Name()) <= 128 && plainName.MatchString(jd.Name()) {
 			errs = append(errs, os.RemoveAll(filepath.Join(p.cfg.Root, jd.Name())))
 		}
 		errs = append(errs, os.RemoveAll(filepath.Join(dir, jd.Name())))
@@ -400,7 +418,7 @@ func readPidFile(file string) (pid int, started uint64, pgid int, ok bool) {
 // checked on arrival (names, variables, ports, address variables, fixed
 // ports: wire.Start.Validate); these are the checks this runtime's files
 // and its need for a command rely on.
-var plainName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+var plainName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
 
 func validate(spec JobSpec) error {
 	if err := Validate(spec); err != nil {

@@ -51,39 +51,56 @@ func (s *service) start() {
 			s.job.emitLog(s.spec.Name, Stderr, notice)
 		}
 	}
-	cmd, statusR, err := s.command()
+	cmd, statusR, task, err := s.command()
 	if err != nil {
 		s.job.finish(s, Failed, nil, err.Error(), false)
 		return
 	}
-	// Our own pipes rather than exec's copying goroutines: we decide how
-	// long to wait for output once the process has gone.
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		s.cleanup()
-		s.job.finish(s, Failed, nil, fmt.Sprintf("output pipe: %v", err), false)
-		return
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		closeAll(outR, outW)
-		s.cleanup()
-		s.job.finish(s, Failed, nil, fmt.Sprintf("output pipe: %v", err), false)
-		return
-	}
-	cmd.Stdout, cmd.Stderr = outW, errW
-
-	s.mu.Lock()
-	reason := s.stopReason
-	if reason == "" {
-		err = cmd.Start()
-		if err == nil {
-			s.cmd, s.pgid = cmd, cmd.Process.Pid
+	var outR, errR *os.File
+	var reason string
+	if w := s.takeWarm(task); w != nil {
+		// A supervisor already loaded: it only needs its task.
+		closeAll(statusR)
+		closeAll(cmd.ExtraFiles...)
+		cmd, statusR, outR, errR = w.cmd, w.statusR, w.outR, w.errR
+		s.mu.Lock()
+		if reason = s.stopReason; reason == "" {
+			if err = w.assign(*task); err == nil {
+				s.cmd, s.pgid = cmd, cmd.Process.Pid
+			}
+		} else {
+			w.discard()
 		}
-	}
-	s.mu.Unlock()
-	closeAll(outW, errW) // the child has its copies
-	if len(cmd.ExtraFiles) > 0 {
+		s.mu.Unlock()
+	} else {
+		// Our own pipes rather than exec's copying goroutines: we decide how
+		// long to wait for output once the process has gone.
+		var outW, errW *os.File
+		if outR, outW, err = os.Pipe(); err != nil {
+			closeAll(statusR)
+			closeAll(cmd.ExtraFiles...)
+			s.cleanup()
+			s.job.finish(s, Failed, nil, fmt.Sprintf("output pipe: %v", err), false)
+			return
+		}
+		if errR, errW, err = os.Pipe(); err != nil {
+			closeAll(outR, outW, statusR)
+			closeAll(cmd.ExtraFiles...)
+			s.cleanup()
+			s.job.finish(s, Failed, nil, fmt.Sprintf("output pipe: %v", err), false)
+			return
+		}
+		cmd.Stdout, cmd.Stderr = outW, errW
+		s.mu.Lock()
+		reason = s.stopReason
+		if reason == "" {
+			err = cmd.Start()
+			if err == nil {
+				s.cmd, s.pgid = cmd, cmd.Process.Pid
+			}
+		}
+		s.mu.Unlock()
+		closeAll(outW, errW) // the child has its copies
 		closeAll(cmd.ExtraFiles...)
 	}
 	switch {
@@ -143,9 +160,19 @@ func (s *service) start() {
 	go s.wait(&readers, outR, errR, statusR, "")
 }
 
+// takeWarm is a supervisor started ahead for task (nil without a
+// supervisor); the status pipe made for the cold start is then not needed.
+func (s *service) takeWarm(task *warmTask) *warm {
+	if task == nil {
+		return nil
+	}
+	return s.rt.takeWarm()
+}
+
 // command is the process to start: the supervisor with the service's
-// command, or the command itself, and the status pipe of a supervisor.
-func (s *service) command() (*exec.Cmd, *os.File, error) {
+// command, or the command itself; the status pipe of a supervisor; and,
+// with a supervisor, the task a warm one would be given instead.
+func (s *service) command() (*exec.Cmd, *os.File, *warmTask, error) {
 	argv := append(append([]string{}, s.spec.Command...), s.spec.Args...)
 	sup := s.rt.cfg.Supervisor
 	if len(sup) == 0 {
@@ -156,7 +183,7 @@ func (s *service) command() (*exec.Cmd, *os.File, error) {
 			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.uid, Gid: u.gid, Groups: []uint32{}}
 		}
 		dieWithAgent(cmd.SysProcAttr, syscall.SIGKILL)
-		return cmd, nil, nil
+		return cmd, nil, nil, nil
 	}
 	args := append([]string{}, sup[1:]...)
 	if u := s.user; u != nil {
@@ -179,7 +206,7 @@ func (s *service) command() (*exec.Cmd, *os.File, error) {
 		b, err := json.Marshal(s.binds)
 		if err != nil {
 			s.cleanup()
-			return nil, nil, fmt.Errorf("mounts: %w", err)
+			return nil, nil, nil, fmt.Errorf("mounts: %w", err)
 		}
 		args = append(args, "-binds", string(b))
 	}
@@ -187,7 +214,7 @@ func (s *service) command() (*exec.Cmd, *os.File, error) {
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		s.cleanup()
-		return nil, nil, fmt.Errorf("status pipe: %w", err)
+		return nil, nil, nil, fmt.Errorf("status pipe: %w", err)
 	}
 	cmd := exec.Command(sup[0], args...)
 	cmd.Dir, cmd.Env = s.dir, s.env
@@ -196,7 +223,8 @@ func (s *service) command() (*exec.Cmd, *os.File, error) {
 	// agent's to handle.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	dieWithAgent(cmd.SysProcAttr, syscall.SIGUSR1)
-	return cmd, statusR, nil
+	// A warm supervisor has its sup[1:] already.
+	return cmd, statusR, &warmTask{Args: args[len(sup)-1:], Dir: s.dir, Env: s.env}, nil
 }
 
 // statusLine reads one "WORD REST" line from the supervisor.

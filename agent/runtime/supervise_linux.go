@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	goruntime "runtime"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -33,7 +34,22 @@ const prSetChildSubreaper = 36
 // or a new parent pid), it kills every descendant left and exits with the
 // command's status, written to the status pipe too ("exit N" or
 // "signal N"). It returns the exit code for main to exit with.
+//
+// Started with the single argument -warm, it first waits for its task:
+// one JSON line on fd 4 with the arguments above, the working directory
+// and the environment (see warmTask). The runtime keeps one such
+// supervisor started ahead, so a service's start does not wait for a
+// program to load.
 func Supervise(args []string) int {
+	if len(args) == 1 && args[0] == warmArg {
+		var err error
+		if args, err = awaitTask(); err != nil {
+			if status := statusPipe(); status != nil {
+				fmt.Fprintf(status, "error %v\n", err)
+			}
+			return 125
+		}
+	}
 	fs := flag.NewFlagSet(SupervisorArg, flag.ContinueOnError)
 	uid := fs.Int("uid", -1, "run the command as this uid")
 	gid := fs.Int("gid", -1, "and this gid")
@@ -169,6 +185,12 @@ func killDescendants(self, main int, mainStatus **syscall.WaitStatus) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		_ = syscall.Kill(-main, syscall.SIGKILL)
+		// A descendant either has a living parent (itself a descendant)
+		// or was handed to this subreaper: with no child left there is
+		// none, and the walk of /proc, the costly part, can be skipped.
+		if !hasChildren(main, mainStatus) {
+			return
+		}
 		for _, p := range descendants(self) {
 			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
@@ -191,6 +213,49 @@ func killDescendants(self, main int, mainStatus **syscall.WaitStatus) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// hasChildren reaps what has ended and reports whether any child is left;
+// main's status is recorded when it is reaped here.
+func hasChildren(main int, mainStatus **syscall.WaitStatus) bool {
+	for {
+		var ws syscall.WaitStatus
+		r, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if errors.Is(err, syscall.ECHILD) {
+			return false
+		}
+		if r <= 0 || err != nil {
+			return true
+		}
+		if r == main && *mainStatus == nil {
+			*mainStatus = &ws
+		}
+	}
+}
+
+// awaitTask reads a warm supervisor's task from fd 4 and takes on its
+// working directory and environment, which the command inherits.
+func awaitTask() ([]string, error) {
+	f := os.NewFile(4, "task")
+	if f == nil {
+		return nil, errors.New("no task pipe")
+	}
+	defer f.Close()
+	var t warmTask
+	if err := json.NewDecoder(f).Decode(&t); err != nil {
+		return nil, fmt.Errorf("reading the task: %w", err)
+	}
+	if err := os.Chdir(t.Dir); err != nil {
+		return nil, fmt.Errorf("working directory: %w", err)
+	}
+	os.Clearenv()
+	for _, kv := range t.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := os.Setenv(k, v); err != nil {
+			return nil, fmt.Errorf("environment: %w", err)
+		}
+	}
+	return t.Args, nil
 }
 
 // statusPipe is fd 3 when the agent passed one.

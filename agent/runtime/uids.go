@@ -77,6 +77,11 @@ type uidPool struct {
 
 	mu   sync.Mutex
 	held map[uint32]bool // by this runtime's jobs
+	// clean are uids this runtime gave back itself, checked then (no
+	// process left, nothing in the scratch folders): taking one again
+	// needs no second look, which keeps scans of /proc and /tmp off the
+	// path of every job start.
+	clean map[uint32]bool
 }
 
 // CheckUIDs says why r cannot be the job uids of a process runtime here
@@ -105,7 +110,7 @@ func newUIDPool(r UIDRange, log *slog.Logger) (*uidPool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("job uids: %w", err)
 	}
-	return &uidPool{r: r, log: log, locks: f, held: map[uint32]bool{}}, nil
+	return &uidPool{r: r, log: log, locks: f, held: map[uint32]bool{}, clean: map[uint32]bool{}}, nil
 }
 
 // checkUnused refuses a range that holds a local account or group: its
@@ -156,6 +161,11 @@ func (p *uidPool) acquire() (uint32, error) {
 		if !ok {
 			continue // another runtime's job
 		}
+		if p.clean[uid] {
+			delete(p.clean, uid)
+			p.held[uid] = true
+			return uid, nil
+		}
 		if inUse == nil {
 			inUse = processUIDs()
 		}
@@ -189,6 +199,7 @@ func (p *uidPool) release(uid uint32) {
 		return
 	}
 	delete(p.held, uid)
+	p.clean[uid] = true
 }
 
 // removeFilesOf deletes what uid owns at the top of the scratch folders.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -23,6 +24,7 @@ type agentFlags struct {
 	gpu, memory                string
 	cpus                       float64
 	runtime, defaultImage      string
+	workDir, jobUIDs           string // process runtime
 	// join only
 	invite, name string
 }
@@ -48,6 +50,10 @@ func (f *agentFlags) register(fs *flag.FlagSet, join bool) {
 		"how services run: docker (containers), process (child processes, for trusted machines) or auto (Docker when a daemon answers) (LEVERS9_AGENT_RUNTIME)")
 	fs.StringVar(&f.defaultImage, "default-image", env("LEVERS9_AGENT_DEFAULT_IMAGE", defaultImage),
 		"on Docker, the image of services that give a command but no image (LEVERS9_AGENT_DEFAULT_IMAGE)")
+	fs.StringVar(&f.workDir, "work-dir", env("LEVERS9_AGENT_WORK_DIR", ""),
+		"process runtime: where job directories live, outside the state directory; default "+localWorkBase+"/jobs-HASH as root, else STATE_DIR/jobs (LEVERS9_AGENT_WORK_DIR)")
+	fs.StringVar(&f.jobUIDs, "job-uids", env("LEVERS9_AGENT_JOB_UIDS", ""),
+		"process runtime as root: FIRST:COUNT, the uids jobs run as, one per running job; default "+defaultJobUIDs+" (LEVERS9_AGENT_JOB_UIDS)")
 	if join {
 		fs.StringVar(&f.invite, "invite", "", "the invite code (required)")
 		fs.StringVar(&f.name, "name", "", "node name; default: the invite's, else the host name")
@@ -124,7 +130,7 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) int {
 		}
 		log.Info("joined", "node", st.NodeID, "name", st.Name, "server", st.Server, "state", filepath.Join(f.stateDir, agent.StateFile))
 	}
-	rt, err := newRuntime(ctx, f.runtime, f.defaultImage, f.stateDir, log)
+	rt, err := newRuntime(ctx, f, log)
 	if err == nil {
 		err = serveAgent(ctx, f.stateDir, f.server, decl, rt, log)
 	}
@@ -155,9 +161,10 @@ func checkRuntime(kind, image string) error {
 	return nil
 }
 
-// newRuntime makes the runtime kind asks for for the node in stateDir:
-// Docker (auto: when a daemon answers) or child processes.
-func newRuntime(ctx context.Context, kind, image, stateDir string, log *slog.Logger) (runtime.Runtime, error) {
+// newRuntime makes the runtime f asks for for the node in its state
+// directory: Docker (auto: when a daemon answers) or child processes.
+func newRuntime(ctx context.Context, f agentFlags, log *slog.Logger) (runtime.Runtime, error) {
+	kind, image, stateDir := f.runtime, f.defaultImage, f.stateDir
 	if kind == runtimeAuto {
 		kind = wire.RuntimeProcess
 		if docker.Available(ctx, "") {
@@ -166,7 +173,7 @@ func newRuntime(ctx context.Context, kind, image, stateDir string, log *slog.Log
 	}
 	log = log.With("component", "runtime")
 	if kind == wire.RuntimeProcess {
-		return processRuntime(stateDir, log)
+		return processRuntime(stateDir, f.workDir, f.jobUIDs, log)
 	}
 	st, err := agent.LoadState(stateDir)
 	if err != nil {
@@ -180,29 +187,48 @@ func newRuntime(ctx context.Context, kind, image, stateDir string, log *slog.Log
 }
 
 // processRuntime runs services as child processes under this binary's
-// supervisor (they die with the agent), their working directories under
-// stateDir.
-func processRuntime(stateDir string, log *slog.Logger) (runtime.Runtime, error) {
+// supervisor (they die with the agent). As root every job runs as a uid
+// of its own from jobUIDs, in a work directory outside the 0700 state
+// directory (which holds the node credential); otherwise jobs run as the
+// agent's user, which only a trusted single-user machine should accept.
+func processRuntime(stateDir, workDir, jobUIDs string, log *slog.Logger) (runtime.Runtime, error) {
+	if os.Geteuid() != 0 {
+		if jobUIDs != "" {
+			return nil, errors.New("--job-uids: running jobs as other users needs the agent to run as root")
+		}
+		log.Warn("the process runtime runs jobs as this agent's user: they can read what it can, the node credential included; " +
+			"on a machine others submit to use --runtime docker or run the agent as root")
+		return newProcessRuntime(cmp.Or(workDir, filepath.Join(stateDir, "jobs")), runtime.UIDRange{}, log)
+	}
+	uids, err := parseJobUIDs(jobUIDs)
+	if err != nil {
+		return nil, fmt.Errorf("--job-uids: %w", err)
+	}
+	root, err := jobWorkDir(workDir, stateDir)
+	if err != nil {
+		return nil, err
+	}
+	return newProcessRuntime(root, uids, log)
+}
+
+// newProcessRuntime is the process runtime rooted at root, under this
+// binary's supervisor, running jobs as uids (none: as the agent's user).
+func newProcessRuntime(root string, uids runtime.UIDRange, log *slog.Logger) (*runtime.Process, error) {
 	sup, err := supervisorArgv()
 	if err != nil {
 		return nil, err
 	}
-	return runtime.NewProcess(runtime.ProcessConfig{Root: filepath.Join(stateDir, "jobs"), Supervisor: sup, Logger: log})
+	return runtime.NewProcess(runtime.ProcessConfig{Root: root, UIDs: uids, Supervisor: sup, Logger: log})
 }
 
-// serveAgent runs the agent of the node in stateDir with rt (nil: the
-// process runtime) until ctx ends. A runtime that holds a connection is
+// serveAgent runs the agent of the node in stateDir with rt until ctx
+// ends. A runtime that holds a connection is
 // closed at the end; the containers it runs keep running for the next
 // agent.
 func serveAgent(ctx context.Context, stateDir, server string, decl agent.Declared, rt runtime.Runtime, log *slog.Logger) error {
 	st, err := agent.LoadState(stateDir)
 	if err != nil {
 		return err
-	}
-	if rt == nil {
-		if rt, err = processRuntime(stateDir, log.With("component", "runtime")); err != nil {
-			return err
-		}
 	}
 	if c, ok := rt.(io.Closer); ok {
 		defer c.Close()

@@ -23,7 +23,7 @@ import (
 type localNodeConfig struct {
 	Runtime      string // auto, docker or process
 	DefaultImage string // Docker: the image of command-only services
-	WorkDir      string // process: the jobs' working directories; "" for localWorkDir
+	WorkDir      string // process: the jobs' working directories; "" for jobWorkDir's default
 	JobUIDs      string // process: FIRST:COUNT, the uids jobs run as, one per job
 }
 
@@ -82,14 +82,11 @@ func prepareLocalNode(ctx context.Context, cfg localNodeConfig, dataDir string, 
 	if os.Geteuid() != 0 {
 		return nil, errUnsafeLocalNode
 	}
-	uids, err := runtime.ParseUIDRange(cmp.Or(cfg.JobUIDs, defaultJobUIDs))
-	if err == nil {
-		err = runtime.CheckUIDs(uids)
-	}
+	uids, err := parseJobUIDs(cfg.JobUIDs)
 	if err != nil {
 		return nil, fmt.Errorf("--local-node-job-uids: %w", err)
 	}
-	work, err := localWorkDir(cfg.WorkDir, dataDir)
+	work, err := jobWorkDir(cfg.WorkDir, dataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -98,10 +95,21 @@ func prepareLocalNode(ctx context.Context, cfg localNodeConfig, dataDir string, 
 	return rt, nil
 }
 
-// localWorkDir is the process runtime's root for the built-in node of
+// parseJobUIDs is the uid range s names (empty: defaultJobUIDs), checked
+// against the machine's accounts.
+func parseJobUIDs(s string) (runtime.UIDRange, error) {
+	uids, err := runtime.ParseUIDRange(cmp.Or(s, defaultJobUIDs))
+	if err == nil {
+		err = runtime.CheckUIDs(uids)
+	}
+	return uids, err
+}
+
+// jobWorkDir is the process runtime's root for a node whose private
+// directory (the server's data directory, an agent's state directory) is
 // dataDir: dir, or one named after dataDir under localWorkBase. It must
-// lie outside the data directory, which the job user cannot enter.
-func localWorkDir(dir, dataDir string) (string, error) {
+// lie outside dataDir, which job uids cannot enter.
+func jobWorkDir(dir, dataDir string) (string, error) {
 	if dir == "" {
 		sum := sha256.Sum256([]byte(dataDir))
 		dir = filepath.Join(localWorkBase, "jobs-"+hex.EncodeToString(sum[:6]))
@@ -115,7 +123,7 @@ func localWorkDir(dir, dataDir string) (string, error) {
 		return "", fmt.Errorf("work directory: %w", err)
 	}
 	if rel, err := filepath.Rel(dataDir, dir); err == nil && (rel == "." || !strings.HasPrefix(rel, "..")) {
-		return "", fmt.Errorf("--local-node-work-dir %s is inside the data directory: jobs could not reach it; choose a directory outside %s", dir, dataDir)
+		return "", fmt.Errorf("work directory %s is inside %s, which jobs may not enter; choose a directory outside it", dir, dataDir)
 	}
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return "", fmt.Errorf("work directory: %w", err)
@@ -141,11 +149,7 @@ func (l *localRuntime) serve(ctx context.Context, stateDir, serverURL string, lo
 		}
 		rt = d
 	default:
-		sup, err := supervisorArgv()
-		if err != nil {
-			return err
-		}
-		p, err := runtime.NewProcess(runtime.ProcessConfig{Root: l.workDir, UIDs: l.uids, Supervisor: sup, Logger: rlog})
+		p, err := newProcessRuntime(l.workDir, l.uids, rlog)
 		if err != nil {
 			return fmt.Errorf("built-in node: %w", err)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/levers9/levers9/agent/runtime"
 )
@@ -14,12 +15,22 @@ const supervisorCommand = runtime.SupervisorArg
 // runSupervise is `levers9 __supervise …`.
 func runSupervise(args []string) int { return runtime.Supervise(args) }
 
-// supervisorArgv is the process runtime's Supervisor: this binary and the
+// supervisorProgram is the small supervisor binary (cmd/levers9-supervise)
+// looked for beside this one.
+const supervisorProgram = "levers9-supervise"
+
+// supervisorArgv is the process runtime's Supervisor: levers9-supervise
+// when it lies beside this binary (it starts in a few milliseconds, this
+// whole binary in tens: paid on every service start), else this binary's
 // hidden subcommand.
 func supervisorArgv() ([]string, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding this program for the service supervisor: %w", err)
+	}
+	small := filepath.Join(filepath.Dir(exe), supervisorProgram)
+	if fi, err := os.Stat(small); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		return []string{small}, nil
 	}
 	return []string{exe, supervisorCommand}, nil
 }

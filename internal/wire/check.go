@@ -3,7 +3,6 @@ package wire
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -11,10 +10,10 @@ import (
 
 var (
 	// IDs become directory names on the node, so no '/' or dots.
-	idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+	idPattern = newPattern(`^[A-Za-z0-9][A-Za-z0-9_-]*$`, 128)
 	// GPU device IDs: indexes, UUIDs ("GPU-…") and MIG IDs ("MIG-…/1/0");
 	// no commas, since they are joined into CUDA_VISIBLE_DEVICES.
-	gpuDevice = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9:/._-]{0,127}$`)
+	gpuDevice = newPattern(`^[A-Za-z0-9][A-Za-z0-9:/._-]*$`, 128)
 )
 
 // checker collects the field errors of one message.

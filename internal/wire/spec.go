@@ -33,17 +33,31 @@ const ReservedEnvPrefix = "LEVERS9_"
 var (
 	// Service names become hostnames (network aliases), so they are DNS
 	// labels: lower-case letters, digits and '-', starting with a letter.
-	serviceName = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$`)
-	portName    = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
-	envName     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,255}$`)
-	gpuType     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	serviceName = newPattern(`^[a-z]([a-z0-9-]*[a-z0-9])?$`, MaxNameLength)
+	portName    = newPattern(`^[a-z][a-z0-9_]*$`, 32)
+	envName     = newPattern(`^[A-Za-z_][A-Za-z0-9_]*$`, 256)
+	gpuType     = newPattern(`^[A-Za-z0-9][A-Za-z0-9._-]*$`, 64)
 	// An image reference as Docker parses it: [registry[:port]/]path[:tag][@digest].
 	imageRef = regexp.MustCompile(`^` +
 		`(?:(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?/)?` +
 		`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` +
-		`(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?` +
+		`(?::[A-Za-z0-9_][A-Za-z0-9_.-]*)?` +
 		`(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$`)
 )
+
+// pattern is a regular expression with a length limit. Limits are checked
+// apart: counted repetitions ({0,255}) compile into programs that large
+// that every program linking this package (the service supervisor among
+// them) would start milliseconds slower.
+type pattern struct {
+	re  *regexp.Regexp
+	max int
+}
+
+func newPattern(expr string, max int) pattern { return pattern{regexp.MustCompile(expr), max} }
+
+// MatchString reports whether s is at most max bytes and matches.
+func (p pattern) MatchString(s string) bool { return len(s) <= p.max && p.re.MatchString(s) }
 
 // CheckServiceName accepts a DNS label of at most 63 characters.
 func CheckServiceName(name string) error {

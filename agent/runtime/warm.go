@@ -1,0 +1,123 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// warmArg starts a supervisor that waits for its task (see Supervise).
+const warmArg = "-warm"
+
+// warmTask is what a warm supervisor is told to run: the arguments it
+// would otherwise have been started with, and the service's working
+// directory and environment.
+type warmTask struct {
+	Args []string `json:"args"`
+	Dir  string   `json:"dir"`
+	Env  []string `json:"env"`
+}
+
+// warm is a supervisor started ahead of need: loading a program costs
+// milliseconds on every service start, so the runtime keeps one loaded.
+// Its output pipes and status pipe are made with it; a task sent on
+// task makes it a service's.
+type warm struct {
+	cmd            *exec.Cmd
+	outR, errR     *os.File
+	statusR, taskW *os.File
+}
+
+// startWarm starts a supervisor that waits for its task.
+func (p *Process) startWarm() (*warm, error) {
+	sup := p.cfg.Supervisor
+	var files []*os.File
+	fail := func(err error) (*warm, error) {
+		closeAll(files...)
+		return nil, err
+	}
+	pipe := func() (r, w *os.File, err error) {
+		if r, w, err = os.Pipe(); err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		return fail(err)
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		return fail(err)
+	}
+	statusR, statusW, err := pipe()
+	if err != nil {
+		return fail(err)
+	}
+	taskR, taskW, err := pipe()
+	if err != nil {
+		return fail(err)
+	}
+	cmd := exec.Command(sup[0], append(append([]string{}, sup[1:]...), warmArg)...)
+	cmd.Dir, cmd.Env = "/", []string{}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	cmd.ExtraFiles = []*os.File{statusW, taskR}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Until it has a task the default action of SIGUSR1, exit, is what
+	// the agent's death should do to it.
+	dieWithAgent(cmd.SysProcAttr, syscall.SIGUSR1)
+	if err := cmd.Start(); err != nil {
+		return fail(fmt.Errorf("starting a supervisor: %w", err))
+	}
+	closeAll(outW, errW, statusW, taskR) // the supervisor has its copies
+	return &warm{cmd: cmd, outR: outR, errR: errR, statusR: statusR, taskW: taskW}, nil
+}
+
+// takeWarm returns the waiting supervisor, if any, and starts the next
+// one in the background.
+func (p *Process) takeWarm() *warm {
+	var w *warm
+	select {
+	case w = <-p.warm:
+	default:
+	}
+	go p.refillWarm()
+	return w
+}
+
+// refillWarm starts a supervisor to wait, unless one waits already.
+func (p *Process) refillWarm() {
+	p.warmMu.Lock()
+	defer p.warmMu.Unlock()
+	if len(p.warm) > 0 || p.shut {
+		return
+	}
+	w, err := p.startWarm()
+	if err != nil {
+		p.log.Warn("starting a supervisor ahead", "err", err)
+		return
+	}
+	p.warm <- w
+}
+
+// assign sends w its task. On failure w is stopped.
+func (w *warm) assign(t warmTask) error {
+	err := json.NewEncoder(w.taskW).Encode(t)
+	_ = w.taskW.Close()
+	if err != nil {
+		_ = w.cmd.Process.Kill()
+		_ = w.cmd.Wait()
+		closeAll(w.outR, w.errR, w.statusR)
+		return fmt.Errorf("handing the service to its supervisor: %w", err)
+	}
+	return nil
+}
+
+// discard stops a supervisor that will get no task.
+func (w *warm) discard() {
+	_ = w.taskW.Close() // it exits, finding no task
+	_ = w.cmd.Wait()
+	closeAll(w.outR, w.errR, w.statusR)
+}
