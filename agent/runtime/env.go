@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"cmp"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -37,8 +39,13 @@ func serviceEnv(base []string, jobID string, s ServiceSpec, dir string, addresse
 		}
 	}
 	if u != nil {
-		// The agent's home is not the job user's.
+		// The agent's home is not the job user's, nor are folders of its
+		// PATH that others cannot enter (root's ~/.pyenv/shims would win
+		// the lookup of python3 and then refuse to run).
 		env.set("HOME=" + dir)
+		if i, ok := env.index["PATH"]; ok {
+			env.set("PATH=" + searchablePath(strings.TrimPrefix(env.list[i], "PATH=")))
+		}
 		if u.name != "" {
 			env.set("USER=" + u.name)
 			env.set("LOGNAME=" + u.name)
@@ -59,6 +66,33 @@ func serviceEnv(base []string, jobID string, s ServiceSpec, dir string, addresse
 		env.set(kv)
 	}
 	return env.list
+}
+
+// searchablePath keeps the folders of a PATH that anyone may search: the
+// folder and each one above it open to others.
+func searchablePath(path string) string {
+	var keep []string
+	for _, d := range filepath.SplitList(path) {
+		if othersMaySearch(d) {
+			keep = append(keep, d)
+		}
+	}
+	return strings.Join(keep, string(filepath.ListSeparator))
+}
+
+func othersMaySearch(dir string) bool {
+	if !filepath.IsAbs(dir) {
+		return false
+	}
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if d == "/" {
+			return true
+		}
+	}
 }
 
 // envList keeps variables in first-set order; a later set replaces.

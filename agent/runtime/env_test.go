@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -54,5 +56,19 @@ func TestValidateSharesTheWireRules(t *testing.T) {
 		if err := Validate(bad); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// A job user's PATH keeps only folders others may search.
+func TestSearchablePath(t *testing.T) {
+	t.Parallel()
+	private := t.TempDir() // 0700
+	open := filepath.Join(private, "bin")
+	if err := os.Mkdir(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got := searchablePath(strings.Join([]string{"/usr/bin", private, open, "relative", "/no/such/dir", "/bin"}, ":"))
+	if got != "/usr/bin:/bin" {
+		t.Fatalf("searchablePath = %q", got)
 	}
 }

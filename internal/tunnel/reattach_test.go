@@ -193,10 +193,13 @@ func TestNewAttemptReplacesOld(t *testing.T) {
 			}
 		}
 		place()
-		w.waitFor(t, "the first attempt running", func() bool {
+		w.waitFor(t, "the first attempt running and its line stored", func() bool {
 			j2, err := w.db.Ent.Job.Get(w.sys, j.ID)
 			_, statErr := os.Stat(mark)
-			return err == nil && j2.Status == job.StatusRunning && statErr == nil
+			n, _ := w.db.Ent.LogLine.Query().Where(logline.JobID(j.ID), logline.Attempt(1), logline.Text("first")).Count(w.sys)
+			// A line the agent reports after the requeue belongs to an attempt
+			// that is over and is not stored: wait for it before the sweep.
+			return err == nil && j2.Status == job.StatusRunning && statErr == nil && n == 1
 		})
 		// The node seems lost for a moment: the job is requeued...
 		l := &tunnel.Liveness{DB: w.db, Jobs: w.jobs, Bus: w.bus, Log: w.log,
