@@ -75,12 +75,9 @@ func (a *Agent) start(ctx context.Context, m wire.Start) {
 	a.tasks.m[m.JobID] = t
 	a.tasks.mu.Unlock()
 
-	if old == nil && len(m.Mounts) == 0 {
-		a.launch(ctx, m, t, runtime.SpecFromStart(m))
-		return
-	}
-	// Waiting for an old attempt, or syncing buckets down, may take long:
-	// the tunnel goes on meanwhile.
+	// Starting may take long (a container runtime creates networks and
+	// pulls images; an old attempt must end; buckets sync down): the
+	// tunnel goes on meanwhile, and jobs start side by side.
 	go func() {
 		if old != nil {
 			a.log.Info("replacing an earlier attempt of the job", "job", m.JobID, "old", old.attempt, "attempt", attempt)
@@ -107,6 +104,10 @@ func (a *Agent) start(ctx context.Context, m wire.Start) {
 	}()
 }
 
+// stopGraceWhileStarting is the grace of a Stop that came while its job
+// was being started, when the runtime had nothing to stop yet.
+const stopGraceWhileStarting = 10 * time.Second
+
 // launch starts spec through the runtime, unless a Stop came first.
 func (a *Agent) launch(ctx context.Context, m wire.Start, t *task, spec runtime.JobSpec) {
 	t.mu.Lock()
@@ -123,9 +124,13 @@ func (a *Agent) launch(ctx context.Context, m wire.Start, t *task, spec runtime.
 	}
 	t.mu.Lock()
 	t.job = job
+	stopped = t.stopped // a Stop that came while the runtime started it
 	t.mu.Unlock()
 	a.log.Info("job started", "job", m.JobID, "attempt", t.attempt, "services", len(m.Services))
 	go a.forward(m.JobID, t, job)
+	if stopped != "" {
+		job.Stop(stopped, stopGraceWhileStarting)
+	}
 }
 
 // fail reports every service of a job that never ran as failed.
