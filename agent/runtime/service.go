@@ -136,6 +136,14 @@ func (s *service) start() {
 		switch word {
 		case "pid":
 			pid, _ = strconv.Atoi(rest)
+			if pid <= 1 {
+				// Signals go to -pid: never to every process (-1) or none.
+				s.mu.Lock()
+				s.pgid = 0
+				s.mu.Unlock()
+				s.wait(&readers, outR, errR, statusR, fmt.Sprintf("the supervisor reported pid %q", rest))
+				return
+			}
 			s.mu.Lock()
 			s.pgid = pid
 			s.mu.Unlock()

@@ -240,6 +240,7 @@ func awaitTask() ([]string, error) {
 	if f == nil {
 		return nil, errors.New("no task pipe")
 	}
+	syscall.CloseOnExec(4)
 	defer f.Close()
 	var t warmTask
 	if err := json.NewDecoder(f).Decode(&t); err != nil {
@@ -264,6 +265,9 @@ func statusPipe() *os.File {
 	if err := syscall.Fstat(3, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
 		return nil
 	}
+	// The command must not inherit it: a job could report a pid or an
+	// exit of its choosing.
+	syscall.CloseOnExec(3)
 	return os.NewFile(3, "status")
 }
 

@@ -469,3 +469,43 @@ func TestOutOfMemoryText(t *testing.T) {
 		}
 	}
 }
+
+// The command inherits none of the supervisor's pipes to the agent: a job
+// that could write to the status pipe could report a pid or an exit of its
+// choosing. Its only pipes are its stdout and stderr.
+func TestCommandGetsNoSupervisorPipes(t *testing.T) {
+	t.Parallel()
+	p := newProcess(t)
+	c := start(t, p, JobSpec{ID: "job_fds", Services: []ServiceSpec{
+		{Name: "s", Command: []string{"sh", "-c", `for f in /proc/self/fd/*; do echo "$f $(readlink $f)"; done`}},
+	}})
+	res, evs := c.wait(t)
+	if res.Status != Complete {
+		t.Fatalf("result %+v\n%s", res, dump(evs))
+	}
+	var pipes []string
+	for _, ev := range evs {
+		if l, ok := ev.(LogEvent); ok && l.Stream == Stdout && strings.Contains(l.Text, "pipe:") {
+			pipes = append(pipes, l.Text)
+		}
+	}
+	// Pipes the test binary inherited itself (from whatever runs go test)
+	// reach every child alike; only the supervisor's would be a leak.
+	inherited := map[string]bool{}
+	if ents, err := os.ReadDir("/proc/self/fd"); err == nil {
+		for _, e := range ents {
+			if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil {
+				inherited[target] = true
+			}
+		}
+	}
+	for _, p := range pipes {
+		_, target, _ := strings.Cut(p, " ")
+		if inherited[target] {
+			continue
+		}
+		if !strings.HasPrefix(p, "/proc/self/fd/1 ") && !strings.HasPrefix(p, "/proc/self/fd/2 ") {
+			t.Errorf("the command holds a pipe besides its output: %q (all: %q)", p, pipes)
+		}
+	}
+}
