@@ -51,17 +51,25 @@ func (s *service) start() {
 			s.job.emitLog(s.spec.Name, Stderr, notice)
 		}
 	}
-	cmd, statusR, task, err := s.command()
+	cmd, task, err := s.command()
 	if err != nil {
 		s.job.finish(s, Failed, nil, err.Error(), false)
 		return
 	}
-	var outR, errR *os.File
+	var outR, errR, statusR *os.File
 	var reason string
-	if w := s.takeWarm(task); w != nil {
-		// A supervisor already loaded: it only needs its task.
-		closeAll(statusR)
-		closeAll(cmd.ExtraFiles...)
+	if task != nil {
+		// A supervisor, the one loaded ahead when there is one: it is
+		// started with no environment of the job's (LD_PRELOAD must not
+		// reach a program that runs as root) and gets its task on a pipe.
+		w := s.rt.takeWarm()
+		if w == nil {
+			if w, err = s.rt.startWarm(); err != nil {
+				s.cleanup()
+				s.job.finish(s, Failed, nil, err.Error(), false)
+				return
+			}
+		}
 		cmd, statusR, outR, errR = w.cmd, w.statusR, w.outR, w.errR
 		s.mu.Lock()
 		if reason = s.stopReason; reason == "" {
@@ -77,15 +85,12 @@ func (s *service) start() {
 		// long to wait for output once the process has gone.
 		var outW, errW *os.File
 		if outR, outW, err = os.Pipe(); err != nil {
-			closeAll(statusR)
-			closeAll(cmd.ExtraFiles...)
 			s.cleanup()
 			s.job.finish(s, Failed, nil, fmt.Sprintf("output pipe: %v", err), false)
 			return
 		}
 		if errR, errW, err = os.Pipe(); err != nil {
-			closeAll(outR, outW, statusR)
-			closeAll(cmd.ExtraFiles...)
+			closeAll(outR, outW)
 			s.cleanup()
 			s.job.finish(s, Failed, nil, fmt.Sprintf("output pipe: %v", err), false)
 			return
@@ -101,7 +106,6 @@ func (s *service) start() {
 		}
 		s.mu.Unlock()
 		closeAll(outW, errW) // the child has its copies
-		closeAll(cmd.ExtraFiles...)
 	}
 	switch {
 	case reason != "":
@@ -168,19 +172,9 @@ func (s *service) start() {
 	go s.wait(&readers, outR, errR, statusR, "")
 }
 
-// takeWarm is a supervisor started ahead for task (nil without a
-// supervisor); the status pipe made for the cold start is then not needed.
-func (s *service) takeWarm(task *warmTask) *warm {
-	if task == nil {
-		return nil
-	}
-	return s.rt.takeWarm()
-}
-
-// command is the process to start: the supervisor with the service's
-// command, or the command itself; the status pipe of a supervisor; and,
-// with a supervisor, the task a warm one would be given instead.
-func (s *service) command() (*exec.Cmd, *os.File, *warmTask, error) {
+// command is, without a supervisor, the command itself to start; with
+// one, the task its supervisor is given.
+func (s *service) command() (*exec.Cmd, *warmTask, error) {
 	argv := append(append([]string{}, s.spec.Command...), s.spec.Args...)
 	sup := s.rt.cfg.Supervisor
 	if len(sup) == 0 {
@@ -191,9 +185,9 @@ func (s *service) command() (*exec.Cmd, *os.File, *warmTask, error) {
 			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.uid, Gid: u.gid, Groups: []uint32{}}
 		}
 		dieWithAgent(cmd.SysProcAttr, syscall.SIGKILL)
-		return cmd, nil, nil, nil
+		return cmd, nil, nil
 	}
-	args := append([]string{}, sup[1:]...)
+	var args []string // after the supervisor's own argv (see Supervise)
 	if u := s.user; u != nil {
 		args = append(args, "-uid", strconv.FormatUint(uint64(u.uid), 10), "-gid", strconv.FormatUint(uint64(u.gid), 10))
 	}
@@ -214,25 +208,12 @@ func (s *service) command() (*exec.Cmd, *os.File, *warmTask, error) {
 		b, err := json.Marshal(s.binds)
 		if err != nil {
 			s.cleanup()
-			return nil, nil, nil, fmt.Errorf("mounts: %w", err)
+			return nil, nil, fmt.Errorf("mounts: %w", err)
 		}
 		args = append(args, "-binds", string(b))
 	}
 	args = append(append(args, "--"), argv...)
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		s.cleanup()
-		return nil, nil, nil, fmt.Errorf("status pipe: %w", err)
-	}
-	cmd := exec.Command(sup[0], args...)
-	cmd.Dir, cmd.Env = s.dir, s.env
-	cmd.ExtraFiles = []*os.File{statusW}
-	// Its own group, so that a signal to the agent's group (Ctrl-C) is the
-	// agent's to handle.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	dieWithAgent(cmd.SysProcAttr, syscall.SIGUSR1)
-	// A warm supervisor has its sup[1:] already.
-	return cmd, statusR, &warmTask{Args: args[len(sup)-1:], Dir: s.dir, Env: s.env}, nil
+	return nil, &warmTask{Args: args, Dir: s.dir, Env: s.env}, nil
 }
 
 // statusLine reads one "WORD REST" line from the supervisor.

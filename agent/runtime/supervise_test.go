@@ -509,3 +509,28 @@ func TestCommandGetsNoSupervisorPipes(t *testing.T) {
 		}
 	}
 }
+
+// The supervisor, which runs as root where jobs get uids of their own,
+// never starts with the job's environment (LD_PRELOAD would run the job's
+// code in it); the command gets it.
+func TestSupervisorStartsWithoutTheJobsEnvironment(t *testing.T) {
+	t.Parallel()
+	p := newProcess(t)
+	c := start(t, p, JobSpec{ID: "job_env", Services: []ServiceSpec{
+		{Name: "s", Command: []string{"sh", "-c", `echo "mine=$PROBE"; tr '\0' '\n' < /proc/$PPID/environ | grep -c '^PROBE=' || true`},
+			Env: []EnvVar{{Name: "PROBE", Value: "set"}}},
+	}})
+	res, evs := c.wait(t)
+	if res.Status != Complete {
+		t.Fatalf("result %+v\n%s", res, dump(evs))
+	}
+	var out []string
+	for _, ev := range evs {
+		if l, ok := ev.(LogEvent); ok && l.Stream == Stdout {
+			out = append(out, l.Text)
+		}
+	}
+	if strings.Join(out, "|") != "mine=set|0" {
+		t.Fatalf("output %q; want the command to see PROBE and its supervisor not", out)
+	}
+}
