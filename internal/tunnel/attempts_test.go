@@ -162,6 +162,10 @@ func TestAttempts(t *testing.T) {
 		a.report(wire.StateChange{JobID: id, Attempt: 1, Service: "main", State: wire.StateFailed, Reason: "killed", Time: at})
 		a.report(wire.Logs{JobID: id, Attempt: 1, Lines: lines("main", 4, 4, at, "first")})
 		a.report(wire.Logs{JobID: id, Attempt: 1, Lines: lines("main", 3, 3, at, "stale")})
+		// A batch with a line of a service the job does not have is refused
+		// whole, whatever its first line names.
+		a.report(wire.Logs{JobID: id, Attempt: 2, Lines: append(lines("main", 3, 3, at.Add(time.Minute), "mixed"),
+			lines("ghost", 4, 4, at.Add(time.Minute), "forged")...)})
 		j, err := w.db.Ent.Job.Query().Where(job.ID(id)).WithServices().Only(w.sys)
 		if err != nil {
 			t.Fatal(err)

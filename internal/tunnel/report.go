@@ -157,9 +157,18 @@ func (s *session) logs(ctx context.Context, m wire.Logs) error {
 	if len(m.Lines) == 0 {
 		return nil
 	}
-	svc, err := s.ownService(ctx, m.JobID, m.Attempt, m.Lines[0].Service)
-	if svc == nil || err != nil {
-		return err
+	// Every service the batch names must be one this node runs for the
+	// attempt, not only the first line's.
+	checked := map[string]bool{}
+	for _, l := range m.Lines {
+		if checked[l.Service] {
+			continue
+		}
+		checked[l.Service] = true
+		svc, err := s.ownService(ctx, m.JobID, m.Attempt, l.Service)
+		if svc == nil || err != nil {
+			return err
+		}
 	}
 	if err := joblog.Append(ctx, s.srv.DB.Ent, m.JobID, max(m.Attempt, 1), m.Lines); err != nil {
 		return err
