@@ -78,9 +78,10 @@ type uidPool struct {
 	mu   sync.Mutex
 	held map[uint32]bool // by this runtime's jobs
 	// clean are uids this runtime gave back itself, checked then (no
-	// process left, nothing in the scratch folders): taking one again
-	// needs no second look, which keeps scans of /proc and /tmp off the
-	// path of every job start.
+	// process left, nothing in the scratch folders) and still locked, so
+	// no other runtime can have used them since: taking one again needs
+	// no second look, which keeps scans of /proc and /tmp off the path of
+	// every job start.
 	clean map[uint32]bool
 }
 
@@ -154,17 +155,17 @@ func (p *uidPool) acquire() (uint32, error) {
 		if p.held[uid] {
 			continue
 		}
+		if p.clean[uid] {
+			delete(p.clean, uid)
+			p.held[uid] = true
+			return uid, nil
+		}
 		ok, err := lockUID(p.locks, uid)
 		if err != nil {
 			return 0, fmt.Errorf("job uid %d: %w", uid, err)
 		}
 		if !ok {
 			continue // another runtime's job
-		}
-		if p.clean[uid] {
-			delete(p.clean, uid)
-			p.held[uid] = true
-			return uid, nil
 		}
 		if inUse == nil {
 			inUse = processUIDs()
@@ -182,7 +183,7 @@ func (p *uidPool) acquire() (uint32, error) {
 	return 0, fmt.Errorf("%w: all %d uids of %d-%d belong to running jobs; this node runs at most that many jobs at once", ErrNoFreeUID, p.r.Count, p.r.First, p.r.Last())
 }
 
-// release gives uid back once its job's processes are gone and its
+// release gives uid back to this runtime once its job's processes are gone and its
 // working directory deleted: whatever still runs as it (a process that
 // escaped its service) is killed, and what it left in the scratch folders
 // deleted. A uid whose processes survive SIGKILL stays taken.
@@ -194,10 +195,8 @@ func (p *uidPool) release(uid uint32) {
 	removeFilesOf(uid, p.log)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err := unlockUID(p.locks, uid); err != nil {
-		p.log.Error("releasing a job uid; it stays taken", "uid", uid, "err", err)
-		return
-	}
+	// Its lock is kept (it goes with this process): the uid stays this
+	// runtime's, clean, for its next job.
 	delete(p.held, uid)
 	p.clean[uid] = true
 }
