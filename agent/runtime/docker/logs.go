@@ -17,6 +17,7 @@ import (
 // stamped after `after` (a zero time: all), with Docker's timestamps.
 type output struct {
 	s        *service
+	after    time.Time
 	out, err *lineWriter
 }
 
@@ -28,12 +29,18 @@ func (s *service) output(after time.Time) *output {
 			}
 		}}
 	}
-	return &output{s: s, out: w(runtime.Stdout), err: w(runtime.Stderr)}
+	return &output{s: s, after: after, out: w(runtime.Stdout), err: w(runtime.Stderr)}
 }
 
 // follow reads the log as it grows until the container stops.
 func (o *output) follow(ctx context.Context) error {
-	return o.read(ctx, client.ContainerLogsOptions{Follow: true})
+	opts := client.ContainerLogsOptions{Follow: true}
+	if !o.after.IsZero() {
+		// Resumed: the daemon skips what was sent before (lines at the
+		// very instant are filtered again by emit).
+		opts.Since = o.after.Format(time.RFC3339Nano)
+	}
+	return o.read(ctx, opts)
 }
 
 // finish reads what the follow missed, then emits unfinished last lines.
@@ -44,18 +51,28 @@ func (o *output) finish(ctx context.Context) error {
 	defer o.out.flush()
 	defer o.err.flush()
 	o.out.skip, o.err.skip = o.out.last, o.err.last
+	// Only output flushed at exit can be missed, after everything seen: a
+	// stream that showed nothing needs no earlier start than the other.
 	var opts client.ContainerLogsOptions
-	if !o.out.last.IsZero() && !o.err.last.IsZero() {
-		opts.Since = minTime(o.out.last, o.err.last).Format(time.RFC3339Nano)
+	since := earliest(o.out.last, o.err.last)
+	if since.IsZero() {
+		since = o.after // nothing seen since a resume
+	}
+	if !since.IsZero() {
+		opts.Since = since.Format(time.RFC3339Nano)
 	}
 	return o.read(ctx, opts)
 }
 
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
+// earliest is the earliest of the times that are set (zero when none is).
+func earliest(ts ...time.Time) time.Time {
+	var e time.Time
+	for _, t := range ts {
+		if !t.IsZero() && (e.IsZero() || t.Before(e)) {
+			e = t
+		}
 	}
-	return b
+	return e
 }
 
 func (o *output) read(ctx context.Context, opts client.ContainerLogsOptions) error {

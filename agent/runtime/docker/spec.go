@@ -111,9 +111,8 @@ func createOptions(cfg Config, spec runtime.JobSpec, i int, ports []runtime.Port
 	}
 	labels[labelServices] = strings.Join(names, ",")
 	labels[labelPorts] = formatPorts(ports)
-	if spec.Timeout > 0 {
-		labels[labelTimeout] = spec.Timeout.String()
-	}
+	// Always set: an image's own label of that name must not supply it.
+	labels[labelTimeout] = spec.Timeout.String()
 
 	conf := &container.Config{
 		Image:    image,
