@@ -125,7 +125,18 @@ func (l *Liveness) lose(ctx context.Context, id string, now time.Time) (requeued
 	reason := fmt.Sprintf("node lost; requeued (attempt %d of %d)", j.Attempt+1, j.Retries+1)
 	attempt := j.Attempt + 1
 	if j.Status == job.StatusPending {
-		reason, attempt = "node lost before the job started; requeued", j.Attempt
+		// Sent to the node, some of its services may have run and logged:
+		// the next run is a new attempt, so its lines (numbered from 1)
+		// never collide with those. Never sent: nothing ran, same attempt.
+		sent, err := l.DB.Ent.Service.Query().Where(service.JobID(id), service.DispatchedAtNotNil()).Exist(sys)
+		if err != nil {
+			return false, fmt.Errorf("loading services of job %s: %w", id, err)
+		}
+		if sent {
+			reason = fmt.Sprintf("node lost while the job started; requeued (attempt %d)", attempt)
+		} else {
+			reason, attempt = "node lost before the job started; requeued", j.Attempt
+		}
 	}
 	err = l.DB.InTx(ctx, func(tx *database.Tx) error {
 		// The run so far is charged; without a start time the meter leaves

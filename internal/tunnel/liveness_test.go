@@ -187,3 +187,37 @@ func TestReconcile(t *testing.T) {
 		})
 	})
 }
+
+// A job lost with its node after its start was sent (services may have run
+// and logged) is requeued as a new attempt, so the next run's lines never
+// collide with the lost run's; one never sent keeps its attempt.
+func TestLivenessSentStartIsANewAttempt(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		w := newWorld(t, url)
+		nodeID, _ := w.rawNode(t, "n1")
+		last := time.Now()
+		if err := w.db.Ent.Node.UpdateOneID(nodeID).SetStatus(node.StatusOnline).SetLastHeartbeatAt(last).Exec(w.sys); err != nil {
+			t.Fatal(err)
+		}
+		sent := w.runOn(t, nodeID, jobspec.Service{Name: "main", Command: []string{"true"}, CPU: 1, MemoryMiB: 64}).ID
+		if err := w.db.Ent.Service.Update().Where(service.JobID(sent)).SetDispatchedAt(last).Exec(w.sys); err != nil {
+			t.Fatal(err)
+		}
+		l := &tunnel.Liveness{DB: w.db, Jobs: w.jobs, Bus: w.bus, Log: w.log, Now: func() time.Time { return last.Add(time.Hour) },
+			TTL: 30 * time.Second, Grace: time.Minute}
+		for range 2 { // offline, then past the grace
+			if _, err := l.Sweep(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		j, err := w.db.Ent.Job.Get(w.sys, sent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Status != job.StatusPending || j.Attempt != 2 {
+			t.Fatalf("sent job: %s attempt %d %q; want PENDING attempt 2", j.Status, j.Attempt, j.StatusReason)
+		}
+	})
+}
