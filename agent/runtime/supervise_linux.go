@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // prSetChildSubreaper is PR_SET_CHILD_SUBREAPER (linux/prctl.h).
@@ -283,14 +285,38 @@ func bindMounts(binds []bind) error {
 		return fmt.Errorf("mount namespace: %w", err)
 	}
 	for _, b := range binds {
-		if err := syscall.Mount(b.Src, b.Dst, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
-			return fmt.Errorf("mounting %s: %w", b.Dst, err)
+		if err := bindMount(b); err != nil {
+			return err
 		}
-		if b.ReadOnly {
-			flags := uintptr(syscall.MS_BIND | syscall.MS_REMOUNT | syscall.MS_RDONLY | syscall.MS_NOSUID | syscall.MS_NODEV)
-			if err := syscall.Mount("", b.Dst, "", flags, ""); err != nil {
-				return fmt.Errorf("mounting %s read-only: %w", b.Dst, err)
-			}
+	}
+	return nil
+}
+
+// bindMount mounts b.Src at b.Dst. The mount point lies in a folder the
+// job's uid owns, where another service of the job, already running,
+// could swap a folder for a link to /etc between the check and the mount:
+// so the point is opened without following any link and the mount made on
+// what was opened.
+func bindMount(b bind) error {
+	fd, err := unix.Openat2(unix.AT_FDCWD, b.Dst, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	if err != nil {
+		return fmt.Errorf("mount point %s: %w", b.Dst, err)
+	}
+	defer unix.Close(fd)
+	at := fmt.Sprintf("/proc/self/fd/%d", fd)
+	if err := syscall.Mount(b.Src, at, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+		return fmt.Errorf("mounting %s: %w", b.Dst, err)
+	}
+	if b.ReadOnly {
+		// The fd still names the folder under the mount: remount by path,
+		// now that the mount is in place and the path cannot be swapped
+		// (the folder is covered).
+		flags := uintptr(syscall.MS_BIND | syscall.MS_REMOUNT | syscall.MS_RDONLY | syscall.MS_NOSUID | syscall.MS_NODEV)
+		if err := syscall.Mount("", b.Dst, "", flags, ""); err != nil {
+			return fmt.Errorf("mounting %s read-only: %w", b.Dst, err)
 		}
 	}
 	return nil
