@@ -36,6 +36,8 @@ type APIToken struct {
 	TenantID string `json:"tenant_id,omitempty"`
 	// EnvironmentID holds the value of the "environment_id" field.
 	EnvironmentID string `json:"environment_id,omitempty"`
+	// made by a superadmin inside a tenant they entered; revoked when they leave
+	Entered bool `json:"entered,omitempty"`
 	// LastUsedAt holds the value of the "last_used_at" field.
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
 	// ExpiresAt holds the value of the "expires_at" field.
@@ -75,6 +77,8 @@ func (*APIToken) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
+		case apitoken.FieldEntered:
+			values[i] = new(sql.NullBool)
 		case apitoken.FieldID, apitoken.FieldName, apitoken.FieldKind, apitoken.FieldTokenHash, apitoken.FieldHint, apitoken.FieldUserID, apitoken.FieldTenantID, apitoken.FieldEnvironmentID:
 			values[i] = new(sql.NullString)
 		case apitoken.FieldCreatedAt, apitoken.FieldUpdatedAt, apitoken.FieldLastUsedAt, apitoken.FieldExpiresAt, apitoken.FieldRevokedAt:
@@ -153,6 +157,12 @@ func (_m *APIToken) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field environment_id", values[i])
 			} else if value.Valid {
 				_m.EnvironmentID = value.String
+			}
+		case apitoken.FieldEntered:
+			if value, ok := values[i].(*sql.NullBool); !ok {
+				return fmt.Errorf("unexpected type %T for field entered", values[i])
+			} else if value.Valid {
+				_m.Entered = value.Bool
 			}
 		case apitoken.FieldLastUsedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
@@ -241,6 +251,9 @@ func (_m *APIToken) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("environment_id=")
 	builder.WriteString(_m.EnvironmentID)
+	builder.WriteString(", ")
+	builder.WriteString("entered=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Entered))
 	builder.WriteString(", ")
 	if v := _m.LastUsedAt; v != nil {
 		builder.WriteString("last_used_at=")

@@ -118,6 +118,20 @@ func (_c *APITokenCreate) SetNillableEnvironmentID(v *string) *APITokenCreate {
 	return _c
 }
 
+// SetEntered sets the "entered" field.
+func (_c *APITokenCreate) SetEntered(v bool) *APITokenCreate {
+	_c.mutation.SetEntered(v)
+	return _c
+}
+
+// SetNillableEntered sets the "entered" field if the given value is not nil.
+func (_c *APITokenCreate) SetNillableEntered(v *bool) *APITokenCreate {
+	if v != nil {
+		_c.SetEntered(*v)
+	}
+	return _c
+}
+
 // SetLastUsedAt sets the "last_used_at" field.
 func (_c *APITokenCreate) SetLastUsedAt(v time.Time) *APITokenCreate {
 	_c.mutation.SetLastUsedAt(v)
@@ -234,6 +248,10 @@ func (_c *APITokenCreate) defaults() error {
 		v := apitoken.DefaultKind
 		_c.mutation.SetKind(v)
 	}
+	if _, ok := _c.mutation.Entered(); !ok {
+		v := apitoken.DefaultEntered
+		_c.mutation.SetEntered(v)
+	}
 	if _, ok := _c.mutation.ID(); !ok {
 		if apitoken.DefaultID == nil {
 			return fmt.Errorf("ent: uninitialized apitoken.DefaultID (forgotten import ent/runtime?)")
@@ -276,6 +294,9 @@ func (_c *APITokenCreate) check() error {
 	}
 	if _, ok := _c.mutation.UserID(); !ok {
 		return &ValidationError{Name: "user_id", err: errors.New(`ent: missing required field "APIToken.user_id"`)}
+	}
+	if _, ok := _c.mutation.Entered(); !ok {
+		return &ValidationError{Name: "entered", err: errors.New(`ent: missing required field "APIToken.entered"`)}
 	}
 	if v, ok := _c.mutation.ID(); ok {
 		if err := apitoken.IDValidator(v); err != nil {
@@ -352,6 +373,10 @@ func (_c *APITokenCreate) createSpec() (*APIToken, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.EnvironmentID(); ok {
 		_spec.SetField(apitoken.FieldEnvironmentID, field.TypeString, value)
 		_node.EnvironmentID = value
+	}
+	if value, ok := _c.mutation.Entered(); ok {
+		_spec.SetField(apitoken.FieldEntered, field.TypeBool, value)
+		_node.Entered = value
 	}
 	if value, ok := _c.mutation.LastUsedAt(); ok {
 		_spec.SetField(apitoken.FieldLastUsedAt, field.TypeTime, value)
@@ -561,6 +586,9 @@ func (u *APITokenUpsertOne) UpdateNewValues() *APITokenUpsertOne {
 		}
 		if _, exists := u.create.mutation.UserID(); exists {
 			s.SetIgnore(apitoken.FieldUserID)
+		}
+		if _, exists := u.create.mutation.Entered(); exists {
+			s.SetIgnore(apitoken.FieldEntered)
 		}
 		if _, exists := u.create.mutation.ExpiresAt(); exists {
 			s.SetIgnore(apitoken.FieldExpiresAt)
@@ -905,6 +933,9 @@ func (u *APITokenUpsertBulk) UpdateNewValues() *APITokenUpsertBulk {
 			}
 			if _, exists := b.mutation.UserID(); exists {
 				s.SetIgnore(apitoken.FieldUserID)
+			}
+			if _, exists := b.mutation.Entered(); exists {
+				s.SetIgnore(apitoken.FieldEntered)
 			}
 			if _, exists := b.mutation.ExpiresAt(); exists {
 				s.SetIgnore(apitoken.FieldExpiresAt)

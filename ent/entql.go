@@ -52,6 +52,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			apitoken.FieldUserID:        {Type: field.TypeString, Column: apitoken.FieldUserID},
 			apitoken.FieldTenantID:      {Type: field.TypeString, Column: apitoken.FieldTenantID},
 			apitoken.FieldEnvironmentID: {Type: field.TypeString, Column: apitoken.FieldEnvironmentID},
+			apitoken.FieldEntered:       {Type: field.TypeBool, Column: apitoken.FieldEntered},
 			apitoken.FieldLastUsedAt:    {Type: field.TypeTime, Column: apitoken.FieldLastUsedAt},
 			apitoken.FieldExpiresAt:     {Type: field.TypeTime, Column: apitoken.FieldExpiresAt},
 			apitoken.FieldRevokedAt:     {Type: field.TypeTime, Column: apitoken.FieldRevokedAt},
@@ -280,6 +281,8 @@ var schemaGraph = func() *sqlgraph.Schema {
 			node.FieldName:            {Type: field.TypeString, Column: node.FieldName},
 			node.FieldStatus:          {Type: field.TypeEnum, Column: node.FieldStatus},
 			node.FieldLastHeartbeatAt: {Type: field.TypeTime, Column: node.FieldLastHeartbeatAt},
+			node.FieldDrain:           {Type: field.TypeBool, Column: node.FieldDrain},
+			node.FieldLabels:          {Type: field.TypeJSON, Column: node.FieldLabels},
 			node.FieldInventory:       {Type: field.TypeJSON, Column: node.FieldInventory},
 			node.FieldCredentialHash:  {Type: field.TypeString, Column: node.FieldCredentialHash},
 			node.FieldAgentVersion:    {Type: field.TypeString, Column: node.FieldAgentVersion},
@@ -984,6 +987,11 @@ func (f *APITokenFilter) WhereTenantID(p entql.StringP) {
 // WhereEnvironmentID applies the entql string predicate on the environment_id field.
 func (f *APITokenFilter) WhereEnvironmentID(p entql.StringP) {
 	f.Where(p.Field(apitoken.FieldEnvironmentID))
+}
+
+// WhereEntered applies the entql bool predicate on the entered field.
+func (f *APITokenFilter) WhereEntered(p entql.BoolP) {
+	f.Where(p.Field(apitoken.FieldEntered))
 }
 
 // WhereLastUsedAt applies the entql time.Time predicate on the last_used_at field.
@@ -2140,6 +2148,16 @@ func (f *NodeFilter) WhereStatus(p entql.StringP) {
 // WhereLastHeartbeatAt applies the entql time.Time predicate on the last_heartbeat_at field.
 func (f *NodeFilter) WhereLastHeartbeatAt(p entql.TimeP) {
 	f.Where(p.Field(node.FieldLastHeartbeatAt))
+}
+
+// WhereDrain applies the entql bool predicate on the drain field.
+func (f *NodeFilter) WhereDrain(p entql.BoolP) {
+	f.Where(p.Field(node.FieldDrain))
+}
+
+// WhereLabels applies the entql json.RawMessage predicate on the labels field.
+func (f *NodeFilter) WhereLabels(p entql.BytesP) {
+	f.Where(p.Field(node.FieldLabels))
 }
 
 // WhereInventory applies the entql json.RawMessage predicate on the inventory field.

@@ -94,6 +94,11 @@ func (_q *APITokenQuery) collectField(ctx context.Context, oneNode bool, opCtx *
 				selectedFields = append(selectedFields, apitoken.FieldUserID)
 				fieldSeen[apitoken.FieldUserID] = struct{}{}
 			}
+		case "entered":
+			if _, ok := fieldSeen[apitoken.FieldEntered]; !ok {
+				selectedFields = append(selectedFields, apitoken.FieldEntered)
+				fieldSeen[apitoken.FieldEntered] = struct{}{}
+			}
 		case "lastUsedAt":
 			if _, ok := fieldSeen[apitoken.FieldLastUsedAt]; !ok {
 				selectedFields = append(selectedFields, apitoken.FieldLastUsedAt)
@@ -1449,6 +1454,16 @@ func (_q *NodeQuery) collectField(ctx context.Context, oneNode bool, opCtx *grap
 			if _, ok := fieldSeen[node.FieldLastHeartbeatAt]; !ok {
 				selectedFields = append(selectedFields, node.FieldLastHeartbeatAt)
 				fieldSeen[node.FieldLastHeartbeatAt] = struct{}{}
+			}
+		case "drain":
+			if _, ok := fieldSeen[node.FieldDrain]; !ok {
+				selectedFields = append(selectedFields, node.FieldDrain)
+				fieldSeen[node.FieldDrain] = struct{}{}
+			}
+		case "labels":
+			if _, ok := fieldSeen[node.FieldLabels]; !ok {
+				selectedFields = append(selectedFields, node.FieldLabels)
+				fieldSeen[node.FieldLabels] = struct{}{}
 			}
 		case "inventory":
 			if _, ok := fieldSeen[node.FieldInventory]; !ok {

@@ -3,9 +3,6 @@
 package ent
 
 import (
-	"time"
-
-	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/storage"
 	"github.com/levers9/levers9/ent/tenant"
@@ -243,13 +240,14 @@ func (c *MembershipCreate) SetInput(i CreateMembershipInput) *MembershipCreate {
 
 // UpdateComputeNodeInput represents a mutation input for updating computenodes.
 type UpdateComputeNodeInput struct {
-	Name                 *string
-	Status               *node.Status
-	ClearLastHeartbeatAt bool
-	LastHeartbeatAt      *time.Time
-	ClearQueues          bool
-	AddQueueIDs          []string
-	RemoveQueueIDs       []string
+	Name           *string
+	Drain          *bool
+	ClearLabels    bool
+	Labels         []string
+	AppendLabels   []string
+	ClearQueues    bool
+	AddQueueIDs    []string
+	RemoveQueueIDs []string
 }
 
 // Mutate applies the UpdateComputeNodeInput on the NodeMutation builder.
@@ -257,14 +255,17 @@ func (i *UpdateComputeNodeInput) Mutate(m *NodeMutation) {
 	if v := i.Name; v != nil {
 		m.SetName(*v)
 	}
-	if v := i.Status; v != nil {
-		m.SetStatus(*v)
+	if v := i.Drain; v != nil {
+		m.SetDrain(*v)
 	}
-	if i.ClearLastHeartbeatAt {
-		m.ClearLastHeartbeatAt()
+	if i.ClearLabels {
+		m.ClearLabels()
 	}
-	if v := i.LastHeartbeatAt; v != nil {
-		m.SetLastHeartbeatAt(*v)
+	if v := i.Labels; v != nil {
+		m.SetLabels(v)
+	}
+	if i.AppendLabels != nil {
+		m.AppendLabels(i.AppendLabels)
 	}
 	if i.ClearQueues {
 		m.ClearQueues()

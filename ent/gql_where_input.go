@@ -106,6 +106,10 @@ type APITokenWhereInput struct {
 	UserIDEqualFold    *string  `json:"userIDEqualFold,omitempty"`
 	UserIDContainsFold *string  `json:"userIDContainsFold,omitempty"`
 
+	// "entered" field predicates.
+	Entered    *bool `json:"entered,omitempty"`
+	EnteredNEQ *bool `json:"enteredNEQ,omitempty"`
+
 	// "last_used_at" field predicates.
 	LastUsedAt       *time.Time  `json:"lastUsedAt,omitempty"`
 	LastUsedAtNEQ    *time.Time  `json:"lastUsedAtNEQ,omitempty"`
@@ -400,6 +404,12 @@ func (i *APITokenWhereInput) P() (predicate.APIToken, error) {
 	}
 	if i.UserIDContainsFold != nil {
 		predicates = append(predicates, apitoken.UserIDContainsFold(*i.UserIDContainsFold))
+	}
+	if i.Entered != nil {
+		predicates = append(predicates, apitoken.EnteredEQ(*i.Entered))
+	}
+	if i.EnteredNEQ != nil {
+		predicates = append(predicates, apitoken.EnteredNEQ(*i.EnteredNEQ))
 	}
 	if i.LastUsedAt != nil {
 		predicates = append(predicates, apitoken.LastUsedAtEQ(*i.LastUsedAt))
@@ -3812,6 +3822,10 @@ type ComputeNodeWhereInput struct {
 	LastHeartbeatAtIsNil  bool        `json:"lastHeartbeatAtIsNil,omitempty"`
 	LastHeartbeatAtNotNil bool        `json:"lastHeartbeatAtNotNil,omitempty"`
 
+	// "drain" field predicates.
+	Drain    *bool `json:"drain,omitempty"`
+	DrainNEQ *bool `json:"drainNEQ,omitempty"`
+
 	// "agent_version" field predicates.
 	AgentVersion             *string  `json:"agentVersion,omitempty"`
 	AgentVersionNEQ          *string  `json:"agentVersionNEQ,omitempty"`
@@ -4045,6 +4059,12 @@ func (i *ComputeNodeWhereInput) P() (predicate.Node, error) {
 	}
 	if i.LastHeartbeatAtNotNil {
 		predicates = append(predicates, node.LastHeartbeatAtNotNil())
+	}
+	if i.Drain != nil {
+		predicates = append(predicates, node.DrainEQ(*i.Drain))
+	}
+	if i.DrainNEQ != nil {
+		predicates = append(predicates, node.DrainNEQ(*i.DrainNEQ))
 	}
 	if i.AgentVersion != nil {
 		predicates = append(predicates, node.AgentVersionEQ(*i.AgentVersion))

@@ -78,6 +78,7 @@ type APITokenMutation struct {
 	hint           *string
 	tenant_id      *string
 	environment_id *string
+	entered        *bool
 	last_used_at   *time.Time
 	expires_at     *time.Time
 	revoked_at     *time.Time
@@ -543,6 +544,42 @@ func (m *APITokenMutation) ResetEnvironmentID() {
 	delete(m.clearedFields, apitoken.FieldEnvironmentID)
 }
 
+// SetEntered sets the "entered" field.
+func (m *APITokenMutation) SetEntered(b bool) {
+	m.entered = &b
+}
+
+// Entered returns the value of the "entered" field in the mutation.
+func (m *APITokenMutation) Entered() (r bool, exists bool) {
+	v := m.entered
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEntered returns the old "entered" field's value of the APIToken entity.
+// If the APIToken object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *APITokenMutation) OldEntered(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEntered is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEntered requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEntered: %w", err)
+	}
+	return oldValue.Entered, nil
+}
+
+// ResetEntered resets all changes to the "entered" field.
+func (m *APITokenMutation) ResetEntered() {
+	m.entered = nil
+}
+
 // SetLastUsedAt sets the "last_used_at" field.
 func (m *APITokenMutation) SetLastUsedAt(t time.Time) {
 	m.last_used_at = &t
@@ -751,7 +788,7 @@ func (m *APITokenMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *APITokenMutation) Fields() []string {
-	fields := make([]string, 0, 12)
+	fields := make([]string, 0, 13)
 	if m.created_at != nil {
 		fields = append(fields, apitoken.FieldCreatedAt)
 	}
@@ -778,6 +815,9 @@ func (m *APITokenMutation) Fields() []string {
 	}
 	if m.environment_id != nil {
 		fields = append(fields, apitoken.FieldEnvironmentID)
+	}
+	if m.entered != nil {
+		fields = append(fields, apitoken.FieldEntered)
 	}
 	if m.last_used_at != nil {
 		fields = append(fields, apitoken.FieldLastUsedAt)
@@ -814,6 +854,8 @@ func (m *APITokenMutation) Field(name string) (ent.Value, bool) {
 		return m.TenantID()
 	case apitoken.FieldEnvironmentID:
 		return m.EnvironmentID()
+	case apitoken.FieldEntered:
+		return m.Entered()
 	case apitoken.FieldLastUsedAt:
 		return m.LastUsedAt()
 	case apitoken.FieldExpiresAt:
@@ -847,6 +889,8 @@ func (m *APITokenMutation) OldField(ctx context.Context, name string) (ent.Value
 		return m.OldTenantID(ctx)
 	case apitoken.FieldEnvironmentID:
 		return m.OldEnvironmentID(ctx)
+	case apitoken.FieldEntered:
+		return m.OldEntered(ctx)
 	case apitoken.FieldLastUsedAt:
 		return m.OldLastUsedAt(ctx)
 	case apitoken.FieldExpiresAt:
@@ -924,6 +968,13 @@ func (m *APITokenMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetEnvironmentID(v)
+		return nil
+	case apitoken.FieldEntered:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEntered(v)
 		return nil
 	case apitoken.FieldLastUsedAt:
 		v, ok := value.(time.Time)
@@ -1054,6 +1105,9 @@ func (m *APITokenMutation) ResetField(name string) error {
 		return nil
 	case apitoken.FieldEnvironmentID:
 		m.ResetEnvironmentID()
+		return nil
+	case apitoken.FieldEntered:
+		m.ResetEntered()
 		return nil
 	case apitoken.FieldLastUsedAt:
 		m.ResetLastUsedAt()
@@ -10403,6 +10457,9 @@ type NodeMutation struct {
 	name              *string
 	status            *node.Status
 	last_heartbeat_at *time.Time
+	drain             *bool
+	labels            *[]string
+	appendlabels      []string
 	inventory         *inventory.Inventory
 	credential_hash   *string
 	agent_version     *string
@@ -10754,6 +10811,107 @@ func (m *NodeMutation) ResetLastHeartbeatAt() {
 	delete(m.clearedFields, node.FieldLastHeartbeatAt)
 }
 
+// SetDrain sets the "drain" field.
+func (m *NodeMutation) SetDrain(b bool) {
+	m.drain = &b
+}
+
+// Drain returns the value of the "drain" field in the mutation.
+func (m *NodeMutation) Drain() (r bool, exists bool) {
+	v := m.drain
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDrain returns the old "drain" field's value of the Node entity.
+// If the Node object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *NodeMutation) OldDrain(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDrain is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDrain requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDrain: %w", err)
+	}
+	return oldValue.Drain, nil
+}
+
+// ResetDrain resets all changes to the "drain" field.
+func (m *NodeMutation) ResetDrain() {
+	m.drain = nil
+}
+
+// SetLabels sets the "labels" field.
+func (m *NodeMutation) SetLabels(s []string) {
+	m.labels = &s
+	m.appendlabels = nil
+}
+
+// Labels returns the value of the "labels" field in the mutation.
+func (m *NodeMutation) Labels() (r []string, exists bool) {
+	v := m.labels
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLabels returns the old "labels" field's value of the Node entity.
+// If the Node object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *NodeMutation) OldLabels(ctx context.Context) (v []string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLabels is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLabels requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLabels: %w", err)
+	}
+	return oldValue.Labels, nil
+}
+
+// AppendLabels adds s to the "labels" field.
+func (m *NodeMutation) AppendLabels(s []string) {
+	m.appendlabels = append(m.appendlabels, s...)
+}
+
+// AppendedLabels returns the list of values that were appended to the "labels" field in this mutation.
+func (m *NodeMutation) AppendedLabels() ([]string, bool) {
+	if len(m.appendlabels) == 0 {
+		return nil, false
+	}
+	return m.appendlabels, true
+}
+
+// ClearLabels clears the value of the "labels" field.
+func (m *NodeMutation) ClearLabels() {
+	m.labels = nil
+	m.appendlabels = nil
+	m.clearedFields[node.FieldLabels] = struct{}{}
+}
+
+// LabelsCleared returns if the "labels" field was cleared in this mutation.
+func (m *NodeMutation) LabelsCleared() bool {
+	_, ok := m.clearedFields[node.FieldLabels]
+	return ok
+}
+
+// ResetLabels resets all changes to the "labels" field.
+func (m *NodeMutation) ResetLabels() {
+	m.labels = nil
+	m.appendlabels = nil
+	delete(m.clearedFields, node.FieldLabels)
+}
+
 // SetInventory sets the "inventory" field.
 func (m *NodeMutation) SetInventory(i inventory.Inventory) {
 	m.inventory = &i
@@ -11071,7 +11229,7 @@ func (m *NodeMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *NodeMutation) Fields() []string {
-	fields := make([]string, 0, 9)
+	fields := make([]string, 0, 11)
 	if m.created_at != nil {
 		fields = append(fields, node.FieldCreatedAt)
 	}
@@ -11089,6 +11247,12 @@ func (m *NodeMutation) Fields() []string {
 	}
 	if m.last_heartbeat_at != nil {
 		fields = append(fields, node.FieldLastHeartbeatAt)
+	}
+	if m.drain != nil {
+		fields = append(fields, node.FieldDrain)
+	}
+	if m.labels != nil {
+		fields = append(fields, node.FieldLabels)
 	}
 	if m.inventory != nil {
 		fields = append(fields, node.FieldInventory)
@@ -11119,6 +11283,10 @@ func (m *NodeMutation) Field(name string) (ent.Value, bool) {
 		return m.Status()
 	case node.FieldLastHeartbeatAt:
 		return m.LastHeartbeatAt()
+	case node.FieldDrain:
+		return m.Drain()
+	case node.FieldLabels:
+		return m.Labels()
 	case node.FieldInventory:
 		return m.Inventory()
 	case node.FieldCredentialHash:
@@ -11146,6 +11314,10 @@ func (m *NodeMutation) OldField(ctx context.Context, name string) (ent.Value, er
 		return m.OldStatus(ctx)
 	case node.FieldLastHeartbeatAt:
 		return m.OldLastHeartbeatAt(ctx)
+	case node.FieldDrain:
+		return m.OldDrain(ctx)
+	case node.FieldLabels:
+		return m.OldLabels(ctx)
 	case node.FieldInventory:
 		return m.OldInventory(ctx)
 	case node.FieldCredentialHash:
@@ -11203,6 +11375,20 @@ func (m *NodeMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetLastHeartbeatAt(v)
 		return nil
+	case node.FieldDrain:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDrain(v)
+		return nil
+	case node.FieldLabels:
+		v, ok := value.([]string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLabels(v)
+		return nil
 	case node.FieldInventory:
 		v, ok := value.(inventory.Inventory)
 		if !ok {
@@ -11257,6 +11443,9 @@ func (m *NodeMutation) ClearedFields() []string {
 	if m.FieldCleared(node.FieldLastHeartbeatAt) {
 		fields = append(fields, node.FieldLastHeartbeatAt)
 	}
+	if m.FieldCleared(node.FieldLabels) {
+		fields = append(fields, node.FieldLabels)
+	}
 	if m.FieldCleared(node.FieldCredentialHash) {
 		fields = append(fields, node.FieldCredentialHash)
 	}
@@ -11276,6 +11465,9 @@ func (m *NodeMutation) ClearField(name string) error {
 	switch name {
 	case node.FieldLastHeartbeatAt:
 		m.ClearLastHeartbeatAt()
+		return nil
+	case node.FieldLabels:
+		m.ClearLabels()
 		return nil
 	case node.FieldCredentialHash:
 		m.ClearCredentialHash()
@@ -11305,6 +11497,12 @@ func (m *NodeMutation) ResetField(name string) error {
 		return nil
 	case node.FieldLastHeartbeatAt:
 		m.ResetLastHeartbeatAt()
+		return nil
+	case node.FieldDrain:
+		m.ResetDrain()
+		return nil
+	case node.FieldLabels:
+		m.ResetLabels()
 		return nil
 	case node.FieldInventory:
 		m.ResetInventory()

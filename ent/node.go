@@ -31,6 +31,10 @@ type Node struct {
 	Status node.Status `json:"status,omitempty"`
 	// LastHeartbeatAt holds the value of the "last_heartbeat_at" field.
 	LastHeartbeatAt *time.Time `json:"last_heartbeat_at,omitempty"`
+	// a draining node takes no new jobs; running ones finish
+	Drain bool `json:"drain,omitempty"`
+	// free-form KEY=VALUE labels set by admins
+	Labels []string `json:"labels,omitempty"`
 	// Inventory holds the value of the "inventory" field.
 	Inventory inventory.Inventory `json:"inventory,omitempty"`
 	// CredentialHash holds the value of the "credential_hash" field.
@@ -94,8 +98,10 @@ func (*Node) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case node.FieldInventory:
+		case node.FieldLabels, node.FieldInventory:
 			values[i] = new([]byte)
+		case node.FieldDrain:
+			values[i] = new(sql.NullBool)
 		case node.FieldID, node.FieldTenantID, node.FieldName, node.FieldStatus, node.FieldCredentialHash, node.FieldAgentVersion:
 			values[i] = new(sql.NullString)
 		case node.FieldCreatedAt, node.FieldUpdatedAt, node.FieldLastHeartbeatAt:
@@ -157,6 +163,20 @@ func (_m *Node) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.LastHeartbeatAt = new(time.Time)
 				*_m.LastHeartbeatAt = value.Time
+			}
+		case node.FieldDrain:
+			if value, ok := values[i].(*sql.NullBool); !ok {
+				return fmt.Errorf("unexpected type %T for field drain", values[i])
+			} else if value.Valid {
+				_m.Drain = value.Bool
+			}
+		case node.FieldLabels:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field labels", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.Labels); err != nil {
+					return fmt.Errorf("unmarshal field labels: %w", err)
+				}
 			}
 		case node.FieldInventory:
 			if value, ok := values[i].(*[]byte); !ok {
@@ -248,6 +268,12 @@ func (_m *Node) String() string {
 		builder.WriteString("last_heartbeat_at=")
 		builder.WriteString(v.Format(time.ANSIC))
 	}
+	builder.WriteString(", ")
+	builder.WriteString("drain=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Drain))
+	builder.WriteString(", ")
+	builder.WriteString("labels=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Labels))
 	builder.WriteString(", ")
 	builder.WriteString("inventory=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Inventory))

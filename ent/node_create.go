@@ -95,6 +95,26 @@ func (_c *NodeCreate) SetNillableLastHeartbeatAt(v *time.Time) *NodeCreate {
 	return _c
 }
 
+// SetDrain sets the "drain" field.
+func (_c *NodeCreate) SetDrain(v bool) *NodeCreate {
+	_c.mutation.SetDrain(v)
+	return _c
+}
+
+// SetNillableDrain sets the "drain" field if the given value is not nil.
+func (_c *NodeCreate) SetNillableDrain(v *bool) *NodeCreate {
+	if v != nil {
+		_c.SetDrain(*v)
+	}
+	return _c
+}
+
+// SetLabels sets the "labels" field.
+func (_c *NodeCreate) SetLabels(v []string) *NodeCreate {
+	_c.mutation.SetLabels(v)
+	return _c
+}
+
 // SetInventory sets the "inventory" field.
 func (_c *NodeCreate) SetInventory(v inventory.Inventory) *NodeCreate {
 	_c.mutation.SetInventory(v)
@@ -251,6 +271,10 @@ func (_c *NodeCreate) defaults() error {
 		v := node.DefaultStatus
 		_c.mutation.SetStatus(v)
 	}
+	if _, ok := _c.mutation.Drain(); !ok {
+		v := node.DefaultDrain
+		_c.mutation.SetDrain(v)
+	}
 	if _, ok := _c.mutation.Inventory(); !ok {
 		v := node.DefaultInventory
 		_c.mutation.SetInventory(v)
@@ -300,6 +324,9 @@ func (_c *NodeCreate) check() error {
 		if err := node.StatusValidator(v); err != nil {
 			return &ValidationError{Name: "status", err: fmt.Errorf(`ent: validator failed for field "Node.status": %w`, err)}
 		}
+	}
+	if _, ok := _c.mutation.Drain(); !ok {
+		return &ValidationError{Name: "drain", err: errors.New(`ent: missing required field "Node.drain"`)}
 	}
 	if _, ok := _c.mutation.Inventory(); !ok {
 		return &ValidationError{Name: "inventory", err: errors.New(`ent: missing required field "Node.inventory"`)}
@@ -371,6 +398,14 @@ func (_c *NodeCreate) createSpec() (*Node, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.LastHeartbeatAt(); ok {
 		_spec.SetField(node.FieldLastHeartbeatAt, field.TypeTime, value)
 		_node.LastHeartbeatAt = &value
+	}
+	if value, ok := _c.mutation.Drain(); ok {
+		_spec.SetField(node.FieldDrain, field.TypeBool, value)
+		_node.Drain = value
+	}
+	if value, ok := _c.mutation.Labels(); ok {
+		_spec.SetField(node.FieldLabels, field.TypeJSON, value)
+		_node.Labels = value
 	}
 	if value, ok := _c.mutation.Inventory(); ok {
 		_spec.SetField(node.FieldInventory, field.TypeJSON, value)
@@ -538,6 +573,36 @@ func (u *NodeUpsert) ClearLastHeartbeatAt() *NodeUpsert {
 	return u
 }
 
+// SetDrain sets the "drain" field.
+func (u *NodeUpsert) SetDrain(v bool) *NodeUpsert {
+	u.Set(node.FieldDrain, v)
+	return u
+}
+
+// UpdateDrain sets the "drain" field to the value that was provided on create.
+func (u *NodeUpsert) UpdateDrain() *NodeUpsert {
+	u.SetExcluded(node.FieldDrain)
+	return u
+}
+
+// SetLabels sets the "labels" field.
+func (u *NodeUpsert) SetLabels(v []string) *NodeUpsert {
+	u.Set(node.FieldLabels, v)
+	return u
+}
+
+// UpdateLabels sets the "labels" field to the value that was provided on create.
+func (u *NodeUpsert) UpdateLabels() *NodeUpsert {
+	u.SetExcluded(node.FieldLabels)
+	return u
+}
+
+// ClearLabels clears the value of the "labels" field.
+func (u *NodeUpsert) ClearLabels() *NodeUpsert {
+	u.SetNull(node.FieldLabels)
+	return u
+}
+
 // SetInventory sets the "inventory" field.
 func (u *NodeUpsert) SetInventory(v inventory.Inventory) *NodeUpsert {
 	u.Set(node.FieldInventory, v)
@@ -694,6 +759,41 @@ func (u *NodeUpsertOne) UpdateLastHeartbeatAt() *NodeUpsertOne {
 func (u *NodeUpsertOne) ClearLastHeartbeatAt() *NodeUpsertOne {
 	return u.Update(func(s *NodeUpsert) {
 		s.ClearLastHeartbeatAt()
+	})
+}
+
+// SetDrain sets the "drain" field.
+func (u *NodeUpsertOne) SetDrain(v bool) *NodeUpsertOne {
+	return u.Update(func(s *NodeUpsert) {
+		s.SetDrain(v)
+	})
+}
+
+// UpdateDrain sets the "drain" field to the value that was provided on create.
+func (u *NodeUpsertOne) UpdateDrain() *NodeUpsertOne {
+	return u.Update(func(s *NodeUpsert) {
+		s.UpdateDrain()
+	})
+}
+
+// SetLabels sets the "labels" field.
+func (u *NodeUpsertOne) SetLabels(v []string) *NodeUpsertOne {
+	return u.Update(func(s *NodeUpsert) {
+		s.SetLabels(v)
+	})
+}
+
+// UpdateLabels sets the "labels" field to the value that was provided on create.
+func (u *NodeUpsertOne) UpdateLabels() *NodeUpsertOne {
+	return u.Update(func(s *NodeUpsert) {
+		s.UpdateLabels()
+	})
+}
+
+// ClearLabels clears the value of the "labels" field.
+func (u *NodeUpsertOne) ClearLabels() *NodeUpsertOne {
+	return u.Update(func(s *NodeUpsert) {
+		s.ClearLabels()
 	})
 }
 
@@ -1027,6 +1127,41 @@ func (u *NodeUpsertBulk) UpdateLastHeartbeatAt() *NodeUpsertBulk {
 func (u *NodeUpsertBulk) ClearLastHeartbeatAt() *NodeUpsertBulk {
 	return u.Update(func(s *NodeUpsert) {
 		s.ClearLastHeartbeatAt()
+	})
+}
+
+// SetDrain sets the "drain" field.
+func (u *NodeUpsertBulk) SetDrain(v bool) *NodeUpsertBulk {
+	return u.Update(func(s *NodeUpsert) {
+		s.SetDrain(v)
+	})
+}
+
+// UpdateDrain sets the "drain" field to the value that was provided on create.
+func (u *NodeUpsertBulk) UpdateDrain() *NodeUpsertBulk {
+	return u.Update(func(s *NodeUpsert) {
+		s.UpdateDrain()
+	})
+}
+
+// SetLabels sets the "labels" field.
+func (u *NodeUpsertBulk) SetLabels(v []string) *NodeUpsertBulk {
+	return u.Update(func(s *NodeUpsert) {
+		s.SetLabels(v)
+	})
+}
+
+// UpdateLabels sets the "labels" field to the value that was provided on create.
+func (u *NodeUpsertBulk) UpdateLabels() *NodeUpsertBulk {
+	return u.Update(func(s *NodeUpsert) {
+		s.UpdateLabels()
+	})
+}
+
+// ClearLabels clears the value of the "labels" field.
+func (u *NodeUpsertBulk) ClearLabels() *NodeUpsertBulk {
+	return u.Update(func(s *NodeUpsert) {
+		s.ClearLabels()
 	})
 }
 

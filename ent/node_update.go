@@ -10,6 +10,7 @@ import (
 
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
+	"entgo.io/ent/dialect/sql/sqljson"
 	"entgo.io/ent/schema/field"
 	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/ent/predicate"
@@ -83,6 +84,38 @@ func (_u *NodeUpdate) SetNillableLastHeartbeatAt(v *time.Time) *NodeUpdate {
 // ClearLastHeartbeatAt clears the value of the "last_heartbeat_at" field.
 func (_u *NodeUpdate) ClearLastHeartbeatAt() *NodeUpdate {
 	_u.mutation.ClearLastHeartbeatAt()
+	return _u
+}
+
+// SetDrain sets the "drain" field.
+func (_u *NodeUpdate) SetDrain(v bool) *NodeUpdate {
+	_u.mutation.SetDrain(v)
+	return _u
+}
+
+// SetNillableDrain sets the "drain" field if the given value is not nil.
+func (_u *NodeUpdate) SetNillableDrain(v *bool) *NodeUpdate {
+	if v != nil {
+		_u.SetDrain(*v)
+	}
+	return _u
+}
+
+// SetLabels sets the "labels" field.
+func (_u *NodeUpdate) SetLabels(v []string) *NodeUpdate {
+	_u.mutation.SetLabels(v)
+	return _u
+}
+
+// AppendLabels appends value to the "labels" field.
+func (_u *NodeUpdate) AppendLabels(v []string) *NodeUpdate {
+	_u.mutation.AppendLabels(v)
+	return _u
+}
+
+// ClearLabels clears the value of the "labels" field.
+func (_u *NodeUpdate) ClearLabels() *NodeUpdate {
+	_u.mutation.ClearLabels()
 	return _u
 }
 
@@ -331,6 +364,20 @@ func (_u *NodeUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if _u.mutation.LastHeartbeatAtCleared() {
 		_spec.ClearField(node.FieldLastHeartbeatAt, field.TypeTime)
 	}
+	if value, ok := _u.mutation.Drain(); ok {
+		_spec.SetField(node.FieldDrain, field.TypeBool, value)
+	}
+	if value, ok := _u.mutation.Labels(); ok {
+		_spec.SetField(node.FieldLabels, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedLabels(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, node.FieldLabels, value)
+		})
+	}
+	if _u.mutation.LabelsCleared() {
+		_spec.ClearField(node.FieldLabels, field.TypeJSON)
+	}
 	if value, ok := _u.mutation.Inventory(); ok {
 		_spec.SetField(node.FieldInventory, field.TypeJSON, value)
 	}
@@ -549,6 +596,38 @@ func (_u *NodeUpdateOne) SetNillableLastHeartbeatAt(v *time.Time) *NodeUpdateOne
 // ClearLastHeartbeatAt clears the value of the "last_heartbeat_at" field.
 func (_u *NodeUpdateOne) ClearLastHeartbeatAt() *NodeUpdateOne {
 	_u.mutation.ClearLastHeartbeatAt()
+	return _u
+}
+
+// SetDrain sets the "drain" field.
+func (_u *NodeUpdateOne) SetDrain(v bool) *NodeUpdateOne {
+	_u.mutation.SetDrain(v)
+	return _u
+}
+
+// SetNillableDrain sets the "drain" field if the given value is not nil.
+func (_u *NodeUpdateOne) SetNillableDrain(v *bool) *NodeUpdateOne {
+	if v != nil {
+		_u.SetDrain(*v)
+	}
+	return _u
+}
+
+// SetLabels sets the "labels" field.
+func (_u *NodeUpdateOne) SetLabels(v []string) *NodeUpdateOne {
+	_u.mutation.SetLabels(v)
+	return _u
+}
+
+// AppendLabels appends value to the "labels" field.
+func (_u *NodeUpdateOne) AppendLabels(v []string) *NodeUpdateOne {
+	_u.mutation.AppendLabels(v)
+	return _u
+}
+
+// ClearLabels clears the value of the "labels" field.
+func (_u *NodeUpdateOne) ClearLabels() *NodeUpdateOne {
+	_u.mutation.ClearLabels()
 	return _u
 }
 
@@ -826,6 +905,20 @@ func (_u *NodeUpdateOne) sqlSave(ctx context.Context) (_node *Node, err error) {
 	}
 	if _u.mutation.LastHeartbeatAtCleared() {
 		_spec.ClearField(node.FieldLastHeartbeatAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.Drain(); ok {
+		_spec.SetField(node.FieldDrain, field.TypeBool, value)
+	}
+	if value, ok := _u.mutation.Labels(); ok {
+		_spec.SetField(node.FieldLabels, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedLabels(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, node.FieldLabels, value)
+		})
+	}
+	if _u.mutation.LabelsCleared() {
+		_spec.ClearField(node.FieldLabels, field.TypeJSON)
 	}
 	if value, ok := _u.mutation.Inventory(); ok {
 		_spec.SetField(node.FieldInventory, field.TypeJSON, value)

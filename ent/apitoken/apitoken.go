@@ -36,6 +36,8 @@ const (
 	FieldTenantID = "tenant_id"
 	// FieldEnvironmentID holds the string denoting the environment_id field in the database.
 	FieldEnvironmentID = "environment_id"
+	// FieldEntered holds the string denoting the entered field in the database.
+	FieldEntered = "entered"
 	// FieldLastUsedAt holds the string denoting the last_used_at field in the database.
 	FieldLastUsedAt = "last_used_at"
 	// FieldExpiresAt holds the string denoting the expires_at field in the database.
@@ -67,6 +69,7 @@ var Columns = []string{
 	FieldUserID,
 	FieldTenantID,
 	FieldEnvironmentID,
+	FieldEntered,
 	FieldLastUsedAt,
 	FieldExpiresAt,
 	FieldRevokedAt,
@@ -98,6 +101,8 @@ var (
 	UpdateDefaultUpdatedAt func() time.Time
 	// NameValidator is a validator for the "name" field. It is called by the builders before save.
 	NameValidator func(string) error
+	// DefaultEntered holds the default value on creation for the "entered" field.
+	DefaultEntered bool
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() string
 	// IDValidator is a validator for the "id" field. It is called by the builders before save.
@@ -181,6 +186,11 @@ func ByTenantID(opts ...sql.OrderTermOption) OrderOption {
 // ByEnvironmentID orders the results by the environment_id field.
 func ByEnvironmentID(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldEnvironmentID, opts...).ToFunc()
+}
+
+// ByEntered orders the results by the entered field.
+func ByEntered(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldEntered, opts...).ToFunc()
 }
 
 // ByLastUsedAt orders the results by the last_used_at field.

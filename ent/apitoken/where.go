@@ -105,6 +105,11 @@ func EnvironmentID(v string) predicate.APIToken {
 	return predicate.APIToken(sql.FieldEQ(FieldEnvironmentID, v))
 }
 
+// Entered applies equality check predicate on the "entered" field. It's identical to EnteredEQ.
+func Entered(v bool) predicate.APIToken {
+	return predicate.APIToken(sql.FieldEQ(FieldEntered, v))
+}
+
 // LastUsedAt applies equality check predicate on the "last_used_at" field. It's identical to LastUsedAtEQ.
 func LastUsedAt(v time.Time) predicate.APIToken {
 	return predicate.APIToken(sql.FieldEQ(FieldLastUsedAt, v))
@@ -628,6 +633,16 @@ func EnvironmentIDEqualFold(v string) predicate.APIToken {
 // EnvironmentIDContainsFold applies the ContainsFold predicate on the "environment_id" field.
 func EnvironmentIDContainsFold(v string) predicate.APIToken {
 	return predicate.APIToken(sql.FieldContainsFold(FieldEnvironmentID, v))
+}
+
+// EnteredEQ applies the EQ predicate on the "entered" field.
+func EnteredEQ(v bool) predicate.APIToken {
+	return predicate.APIToken(sql.FieldEQ(FieldEntered, v))
+}
+
+// EnteredNEQ applies the NEQ predicate on the "entered" field.
+func EnteredNEQ(v bool) predicate.APIToken {
+	return predicate.APIToken(sql.FieldNEQ(FieldEntered, v))
 }
 
 // LastUsedAtEQ applies the EQ predicate on the "last_used_at" field.

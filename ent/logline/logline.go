@@ -89,6 +89,7 @@ type Stream string
 const (
 	StreamStdout Stream = "stdout"
 	StreamStderr Stream = "stderr"
+	StreamSystem Stream = "system"
 )
 
 func (s Stream) String() string {
@@ -98,7 +99,7 @@ func (s Stream) String() string {
 // StreamValidator is a validator for the "stream" field enum values. It is called by the builders before save.
 func StreamValidator(s Stream) error {
 	switch s {
-	case StreamStdout, StreamStderr:
+	case StreamStdout, StreamStderr, StreamSystem:
 		return nil
 	default:
 		return fmt.Errorf("logline: invalid enum value for stream field: %q", s)

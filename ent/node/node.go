@@ -31,6 +31,10 @@ const (
 	FieldStatus = "status"
 	// FieldLastHeartbeatAt holds the string denoting the last_heartbeat_at field in the database.
 	FieldLastHeartbeatAt = "last_heartbeat_at"
+	// FieldDrain holds the string denoting the drain field in the database.
+	FieldDrain = "drain"
+	// FieldLabels holds the string denoting the labels field in the database.
+	FieldLabels = "labels"
 	// FieldInventory holds the string denoting the inventory field in the database.
 	FieldInventory = "inventory"
 	// FieldCredentialHash holds the string denoting the credential_hash field in the database.
@@ -75,6 +79,8 @@ var Columns = []string{
 	FieldName,
 	FieldStatus,
 	FieldLastHeartbeatAt,
+	FieldDrain,
+	FieldLabels,
 	FieldInventory,
 	FieldCredentialHash,
 	FieldAgentVersion,
@@ -114,6 +120,8 @@ var (
 	TenantIDValidator func(string) error
 	// NameValidator is a validator for the "name" field. It is called by the builders before save.
 	NameValidator func(string) error
+	// DefaultDrain holds the default value on creation for the "drain" field.
+	DefaultDrain bool
 	// DefaultInventory holds the default value on creation for the "inventory" field.
 	DefaultInventory inventory.Inventory
 	// DefaultAgentVersion holds the default value on creation for the "agent_version" field.
@@ -186,6 +194,11 @@ func ByStatus(opts ...sql.OrderTermOption) OrderOption {
 // ByLastHeartbeatAt orders the results by the last_heartbeat_at field.
 func ByLastHeartbeatAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldLastHeartbeatAt, opts...).ToFunc()
+}
+
+// ByDrain orders the results by the drain field.
+func ByDrain(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldDrain, opts...).ToFunc()
 }
 
 // ByCredentialHash orders the results by the credential_hash field.

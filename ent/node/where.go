@@ -90,6 +90,11 @@ func LastHeartbeatAt(v time.Time) predicate.Node {
 	return predicate.Node(sql.FieldEQ(FieldLastHeartbeatAt, v))
 }
 
+// Drain applies equality check predicate on the "drain" field. It's identical to DrainEQ.
+func Drain(v bool) predicate.Node {
+	return predicate.Node(sql.FieldEQ(FieldDrain, v))
+}
+
 // CredentialHash applies equality check predicate on the "credential_hash" field. It's identical to CredentialHashEQ.
 func CredentialHash(v string) predicate.Node {
 	return predicate.Node(sql.FieldEQ(FieldCredentialHash, v))
@@ -378,6 +383,26 @@ func LastHeartbeatAtIsNil() predicate.Node {
 // LastHeartbeatAtNotNil applies the NotNil predicate on the "last_heartbeat_at" field.
 func LastHeartbeatAtNotNil() predicate.Node {
 	return predicate.Node(sql.FieldNotNull(FieldLastHeartbeatAt))
+}
+
+// DrainEQ applies the EQ predicate on the "drain" field.
+func DrainEQ(v bool) predicate.Node {
+	return predicate.Node(sql.FieldEQ(FieldDrain, v))
+}
+
+// DrainNEQ applies the NEQ predicate on the "drain" field.
+func DrainNEQ(v bool) predicate.Node {
+	return predicate.Node(sql.FieldNEQ(FieldDrain, v))
+}
+
+// LabelsIsNil applies the IsNil predicate on the "labels" field.
+func LabelsIsNil() predicate.Node {
+	return predicate.Node(sql.FieldIsNull(FieldLabels))
+}
+
+// LabelsNotNil applies the NotNil predicate on the "labels" field.
+func LabelsNotNil() predicate.Node {
+	return predicate.Node(sql.FieldNotNull(FieldLabels))
 }
 
 // CredentialHashEQ applies the EQ predicate on the "credential_hash" field.

@@ -80,6 +80,10 @@ func init() {
 			return nil
 		}
 	}()
+	// apitokenDescEntered is the schema descriptor for entered field.
+	apitokenDescEntered := apitokenFields[7].Descriptor()
+	// apitoken.DefaultEntered holds the default value on creation for the entered field.
+	apitoken.DefaultEntered = apitokenDescEntered.Default.(bool)
 	// apitokenDescID is the schema descriptor for id field.
 	apitokenDescID := apitokenMixinFields0[0].Descriptor()
 	// apitoken.DefaultID holds the default value on creation for the id field.
@@ -752,12 +756,16 @@ func init() {
 			return nil
 		}
 	}()
+	// nodeDescDrain is the schema descriptor for drain field.
+	nodeDescDrain := nodeFields[3].Descriptor()
+	// node.DefaultDrain holds the default value on creation for the drain field.
+	node.DefaultDrain = nodeDescDrain.Default.(bool)
 	// nodeDescInventory is the schema descriptor for inventory field.
-	nodeDescInventory := nodeFields[3].Descriptor()
+	nodeDescInventory := nodeFields[5].Descriptor()
 	// node.DefaultInventory holds the default value on creation for the inventory field.
 	node.DefaultInventory = nodeDescInventory.Default.(inventory.Inventory)
 	// nodeDescAgentVersion is the schema descriptor for agent_version field.
-	nodeDescAgentVersion := nodeFields[5].Descriptor()
+	nodeDescAgentVersion := nodeFields[7].Descriptor()
 	// node.DefaultAgentVersion holds the default value on creation for the agent_version field.
 	node.DefaultAgentVersion = nodeDescAgentVersion.Default.(string)
 	// nodeDescID is the schema descriptor for id field.

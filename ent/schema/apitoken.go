@@ -36,6 +36,8 @@ func (APIToken) Fields() []ent.Field {
 			Comment("empty for a superadmin outside every tenant; set by enterTenant"),
 		field.String("environment_id").Optional().
 			Annotations(entgql.Skip(entgql.SkipAll)),
+		field.Bool("entered").Default(false).Immutable().
+			Comment("made by a superadmin inside a tenant they entered; revoked when they leave"),
 		field.Time("last_used_at").Optional().Nillable(),
 		field.Time("expires_at").Optional().Nillable().Immutable(),
 		field.Time("revoked_at").Optional().Nillable(),

@@ -24,7 +24,7 @@ func (LogLine) Fields() []ent.Field {
 		field.Int("attempt").Default(1).Immutable().
 			Comment("the job's attempt that wrote the line; each attempt numbers its lines from 1"),
 		field.String("service").Immutable(),
-		field.Enum("stream").Values("stdout", "stderr").Immutable(),
+		field.Enum("stream").Values("stdout", "stderr", "system").Immutable(),
 		field.Int64("seq").Immutable(),
 		field.Time("time").Immutable(),
 		field.Text("text").Immutable(),

@@ -26,9 +26,16 @@ func (Node) Fields() []ent.Field {
 	return []ent.Field{
 		field.String("name").NotEmpty().Match(namePattern).
 			Annotations(entgql.OrderField("NAME")),
+		// Liveness belongs to the server (the tunnel and its liveness check):
+		// an admin who could set it would fail running jobs without grace.
 		field.Enum("status").NamedValues("Online", "ONLINE", "Offline", "OFFLINE").Default("OFFLINE").
-			Annotations(entgql.OrderField("STATUS")),
-		field.Time("last_heartbeat_at").Optional().Nillable(),
+			Annotations(entgql.OrderField("STATUS"), entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)),
+		field.Time("last_heartbeat_at").Optional().Nillable().
+			Annotations(entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)),
+		field.Bool("drain").Default(false).
+			Comment("a draining node takes no new jobs; running ones finish"),
+		field.Strings("labels").Optional().
+			Comment("free-form KEY=VALUE labels set by admins"),
 		field.JSON("inventory", inventory.Inventory{}).Default(inventory.Inventory{}).
 			Annotations(entgql.Type("Inventory"), entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)),
 		field.String("credential_hash").Sensitive().Optional().
