@@ -92,7 +92,7 @@ func (r *mutationResolver) CreateUser(ctx context.Context, input model.CreateUse
 
 // UpdateUser is the resolver for the updateUser field.
 func (r *mutationResolver) UpdateUser(ctx context.Context, id string, input ent.UpdateUserInput) (*ent.User, error) {
-	return r.Ent.User.UpdateOneID(id).SetInput(input).Save(ctx)
+	return r.Tenancy.UpdateUser(ctx, id, input)
 }
 
 // CreateEnvironment is the resolver for the createEnvironment field.

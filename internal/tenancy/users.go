@@ -32,10 +32,6 @@ func (s *Service) CreateUser(ctx context.Context, in NewUser) (*ent.User, error)
 	if !v.InTenant() || !v.Admin {
 		return nil, fault.New(fault.Forbidden, "only tenant admins add users")
 	}
-	in.Email = auth.NormalizeEmail(in.Email)
-	if !emailRe.MatchString(in.Email) {
-		return nil, fault.Invalid("email", "%q is not an email address", in.Email)
-	}
 	if in.Role == "" {
 		in.Role = user.RoleMember
 	}
@@ -55,21 +51,76 @@ func (s *Service) CreateUser(ctx context.Context, in NewUser) (*ent.User, error)
 		if err != nil {
 			return fmt.Errorf("loading tenant: %w", err)
 		}
-		_, domain, _ := strings.Cut(in.Email, "@")
-		if !slices.Contains(t.EmailDomains, domain) {
-			return fault.Invalid("email", "domain %s is not one of this tenant's email domains (%s)", domain, strings.Join(t.EmailDomains, ", "))
-		}
-		sys := viewer.SystemContext(ctx)
-		if n, err := tx.Ent.User.Query().Where(user.Email(in.Email)).Count(sys); err != nil || n > 0 {
-			if err != nil {
-				return fmt.Errorf("checking email: %w", err)
-			}
-			return fault.Invalid("email", "a user with email %s already exists", in.Email)
+		if in.Email, err = checkEmail(ctx, tx.Ent, t, in.Email, ""); err != nil {
+			return err
 		}
 		u, err = createUser(ctx, tx.Ent, v.TenantID, in.Email, in.Name, hash, in.Role)
 		return err
 	})
 	return u, err
+}
+
+// UpdateUser changes a user of the viewer's tenant. A new email passes the
+// same checks as in CreateUser: the address decides the tenant its owner
+// signs in to, so it must be on one of this tenant's domains.
+func (s *Service) UpdateUser(ctx context.Context, id string, in ent.UpdateUserInput) (*ent.User, error) {
+	v := viewer.FromContext(ctx)
+	if !v.InTenant() || !v.Admin {
+		return nil, fault.New(fault.Forbidden, "only tenant admins change users")
+	}
+	if in.Name != nil && len(*in.Name) > 200 {
+		return nil, fault.Invalid("name", "at most 200 characters")
+	}
+	var u *ent.User
+	err := s.DB.InTx(ctx, func(tx *database.Tx) error {
+		// Loaded as the viewer: a user of another tenant is not found, before
+		// anything is said about its email.
+		old, err := tx.Ent.User.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		if in.Email != nil {
+			t, err := tx.Ent.Tenant.Get(ctx, v.TenantID)
+			if err != nil {
+				return fmt.Errorf("loading tenant: %w", err)
+			}
+			e, err := checkEmail(ctx, tx.Ent, t, *in.Email, old.ID)
+			if err != nil {
+				return err
+			}
+			in.Email = &e
+		}
+		u, err = tx.Ent.User.UpdateOne(old).SetInput(in).Save(ctx)
+		if err != nil {
+			return fmt.Errorf("updating user %s: %w", id, err)
+		}
+		return nil
+	})
+	return u, err
+}
+
+// checkEmail normalizes email and checks that a user of tenant t (other
+// than the user except) may have it: an address, on one of t's domains, and
+// no other user's. The domain is checked before anyone's address is looked
+// at, so "already exists" is only ever said about t's own domains, never
+// about another tenant's.
+func checkEmail(ctx context.Context, c *ent.Client, t *ent.Tenant, email, except string) (string, error) {
+	email = auth.NormalizeEmail(email)
+	if !emailRe.MatchString(email) {
+		return "", fault.Invalid("email", "%q is not an email address", email)
+	}
+	_, domain, _ := strings.Cut(email, "@")
+	if !slices.Contains(t.EmailDomains, domain) {
+		return "", fault.Invalid("email", "domain %s is not one of this tenant's email domains (%s)", domain, strings.Join(t.EmailDomains, ", "))
+	}
+	n, err := c.User.Query().Where(user.Email(email), user.IDNEQ(except)).Count(viewer.SystemContext(ctx))
+	if err != nil {
+		return "", fmt.Errorf("checking email: %w", err)
+	}
+	if n > 0 {
+		return "", fault.Invalid("email", "a user with email %s already exists", email)
+	}
+	return email, nil
 }
 
 // DeleteGroup deletes a group with its memberships. The group everyone
