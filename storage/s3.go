@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 
 	"github.com/minio/minio-go/v7"
@@ -20,6 +19,10 @@ type S3Config struct {
 	Bucket          string
 	AccessKeyID     string
 	SecretAccessKey string
+	// AllowPrivate lets the client connect to loopback, link-local and
+	// private addresses (the operator's --allow-private-s3; tests on a
+	// local MinIO). Off, such connections are refused: see CheckEndpoint.
+	AllowPrivate bool
 }
 
 // S3 keeps buckets as prefixes of one bucket on MinIO or any S3-compatible
@@ -31,17 +34,18 @@ type S3 struct {
 
 // OpenS3 connects to an S3 endpoint; it does not contact it yet.
 func OpenS3(cfg S3Config) (*S3, error) {
-	u, err := url.Parse(cfg.Endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("s3 endpoint %q: want http(s)://host[:port]", cfg.Endpoint)
+	u, err := parseEndpoint(cfg.Endpoint)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.Bucket == "" {
 		return nil, errors.New("s3 storage needs a bucket")
 	}
 	c, err := minio.New(u.Host, &minio.Options{
-		Creds:  credentials.NewStaticV4(cfg.AccessKeyID, cfg.SecretAccessKey, ""),
-		Secure: u.Scheme == "https",
-		Region: cfg.Region,
+		Creds:     credentials.NewStaticV4(cfg.AccessKeyID, cfg.SecretAccessKey, ""),
+		Secure:    u.Scheme == "https",
+		Region:    cfg.Region,
+		Transport: s3Transport(u.Scheme == "https", cfg.AllowPrivate),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("s3 client for %s: %w", cfg.Endpoint, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/levers9/levers9/ent"
@@ -24,16 +25,26 @@ type Files struct {
 	// Nodes, when set, reaches the files of node storages through their
 	// node's tunnel.
 	Nodes func(nodeID, root string) store.Driver
+	// AllowPrivateS3 lets S3 storages connect to loopback, link-local and
+	// private addresses (the operator's --allow-private-s3); off, every
+	// connection to one is refused, whatever the endpoint's name resolved
+	// to when it was saved.
+	AllowPrivateS3 bool
 
 	mu      sync.Mutex
-	drivers map[string]store.Driver // by storage ID
+	drivers map[string]store.Driver // by storage ID (and S3 settings)
 }
 
 // driver returns the storage driver of st.
 func (f *Files) driver(st *ent.Storage) (store.Driver, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if d, ok := f.drivers[st.ID]; ok {
+	key := st.ID
+	if st.Kind == storage.KindS3 {
+		// updateStorage may change these: the next use connects anew.
+		key = strings.Join([]string{st.ID, st.Endpoint, st.Region, st.S3Bucket, st.AccessKeyID, st.SecretAccessKey}, "\n")
+	}
+	if d, ok := f.drivers[key]; ok {
 		return d, nil
 	}
 	var (
@@ -47,6 +58,7 @@ func (f *Files) driver(st *ent.Storage) (store.Driver, error) {
 		d, err = store.OpenS3(store.S3Config{
 			Endpoint: st.Endpoint, Region: st.Region, Bucket: st.S3Bucket,
 			AccessKeyID: st.AccessKeyID, SecretAccessKey: st.SecretAccessKey,
+			AllowPrivate: f.AllowPrivateS3,
 		})
 	case storage.KindNode:
 		if f.Nodes == nil || st.NodeID == "" {
@@ -62,7 +74,7 @@ func (f *Files) driver(st *ent.Storage) (store.Driver, error) {
 	if f.drivers == nil {
 		f.drivers = map[string]store.Driver{}
 	}
-	f.drivers[st.ID] = d
+	f.drivers[key] = d
 	return d, nil
 }
 

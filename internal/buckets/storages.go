@@ -2,7 +2,6 @@ package buckets
 
 import (
 	"context"
-	"net/url"
 	"path"
 	"path/filepath"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/viewer"
+	store "github.com/levers9/levers9/storage"
 )
 
 // Storages creates storages with the settings each kind needs.
@@ -18,6 +18,9 @@ type Storages struct {
 	// LocalRoot is the server directory local storages live under; local
 	// storages cannot be created when it is empty.
 	LocalRoot string
+	// AllowPrivateS3 accepts S3 endpoints on loopback, link-local and
+	// private addresses (the operator's --allow-private-s3).
+	AllowPrivateS3 bool
 }
 
 // maxStoragePrice bounds the price of a TB-hour: anything above is a typo.
@@ -38,9 +41,8 @@ func (s Storages) Create(ctx context.Context, c *ent.Client, in ent.CreateStorag
 	}
 	switch in.Kind {
 	case storage.KindS3:
-		u, err := url.Parse(str(in.Endpoint))
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fault.Invalid("endpoint", "an s3 storage needs an http(s) endpoint URL")
+		if err := s.checkEndpoint(ctx, str(in.Endpoint)); err != nil {
+			return nil, err
 		}
 		if str(in.S3Bucket) == "" {
 			return nil, fault.Invalid("s3Bucket", "an s3 storage needs the S3 bucket that holds it")
@@ -88,7 +90,24 @@ func (s Storages) Update(ctx context.Context, c *ent.Client, id string, in ent.U
 	if in.Path != nil || in.NodeID != nil || in.ClearNode {
 		return nil, fault.Invalid("path", "a storage's path and node cannot change; create a new storage")
 	}
+	if in.Endpoint != nil {
+		if st.Kind != storage.KindS3 {
+			return nil, fault.Invalid("endpoint", "only an s3 storage has an endpoint")
+		}
+		if err := s.checkEndpoint(ctx, *in.Endpoint); err != nil {
+			return nil, err
+		}
+	}
 	return st.Update().SetInput(in).Save(ctx)
+}
+
+// checkEndpoint refuses an S3 endpoint that is not an http(s) URL or that
+// points at an internal address the operator has not allowed.
+func (s Storages) checkEndpoint(ctx context.Context, endpoint string) error {
+	if err := store.CheckEndpoint(ctx, endpoint, s.AllowPrivateS3); err != nil {
+		return fault.Invalid("endpoint", "%v", err)
+	}
+	return nil
 }
 
 func checkPrice(p *billing.Tokens) error {
