@@ -45,6 +45,8 @@ type serverConfig struct {
 	LocalNode   bool
 	Local       localNodeConfig
 	MaxUpload   int64
+	// AllowPrivateS3 lets S3 storages use internal endpoints.
+	AllowPrivateS3 bool
 }
 
 // env returns the environment variable name, or def when unset.
@@ -66,6 +68,8 @@ func (c *serverConfig) flags(out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.NodeTTL, "node-ttl", envDuration("LEVERS9_NODE_TTL", tunnel.DefaultNodeTTL), "a node without heartbeats this long goes offline (LEVERS9_NODE_TTL)")
 	fs.Int64Var(&c.MaxUpload, "max-upload", envInt64("LEVERS9_MAX_UPLOAD", filesapi.DefaultMaxUpload), "largest file upload in bytes (LEVERS9_MAX_UPLOAD)")
 	fs.DurationVar(&c.NodeGrace, "node-grace", envDuration("LEVERS9_NODE_GRACE", tunnel.DefaultNodeGrace), "jobs of an offline node wait this long for it before they fail or are requeued (LEVERS9_NODE_GRACE)")
+	fs.BoolVar(&c.AllowPrivateS3, "allow-private-s3", env("LEVERS9_ALLOW_PRIVATE_S3", "false") == "true",
+		"let S3 storages use endpoints on loopback, link-local (cloud metadata) and private addresses; off, tenants cannot make the server reach its internal network (LEVERS9_ALLOW_PRIVATE_S3)")
 	fs.BoolVar(&c.LocalNode, "local-node", env("LEVERS9_LOCAL_NODE", "true") != "false", "run a built-in node in the default queue (LEVERS9_LOCAL_NODE)")
 	fs.StringVar(&c.Local.Runtime, "local-node-runtime", env("LEVERS9_LOCAL_NODE_RUNTIME", runtimeAuto),
 		"how the built-in node runs jobs: docker (containers), process (child processes, each job as an unprivileged uid of its own; needs root) or auto (Docker when a daemon answers) (LEVERS9_LOCAL_NODE_RUNTIME)")
@@ -158,7 +162,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	scheduler := &placement.Scheduler{DB: db, Bus: bus, Log: log, Now: time.Now}
 	go scheduler.Run(ctx)
 	liveness := &tunnel.Liveness{DB: db, Jobs: jobService, Bus: bus, Log: log, Now: time.Now, TTL: cfg.NodeTTL, Grace: cfg.NodeGrace}
-	fileStore := &buckets.Files{Ent: db.Ent}
+	fileStore := &buckets.Files{Ent: db.Ent, AllowPrivateS3: cfg.AllowPrivateS3}
 	rc, err := workers.NewClients(db, workers.Deps{Ent: db.Ent, Log: log, Meter: meter, Jobs: jobService, Liveness: liveness, Files: fileStore,
 		// With the bus, a placement wakes the node's tunnel at once.
 		Scheduler: scheduler})
@@ -180,7 +184,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	resolver := &graph.Resolver{
 		DB: db, Ent: db.Ent, Log: log, Auth: authn, Tenancy: ten,
 		JobService:     jobService,
-		StorageService: buckets.Storages{LocalRoot: ten.LocalStorageRoot},
+		StorageService: buckets.Storages{LocalRoot: ten.LocalStorageRoot, AllowPrivateS3: cfg.AllowPrivateS3},
 		Files:          fileStore,
 		NodeService:    &nodes.Service{Ent: db.Ent, Now: time.Now, PublicURL: publicURL},
 		Bus:            bus,

@@ -147,7 +147,7 @@ func (h *handlers) createStorage(w http.ResponseWriter, r *http.Request) error {
 	if f.Invalid() {
 		return h.render(w, r, http.StatusBadRequest, f, bf)
 	}
-	st := buckets.Storages{LocalRoot: h.rt.Deps.Tenancy.LocalStorageRoot}
+	st := buckets.Storages{LocalRoot: h.rt.Deps.Tenancy.LocalStorageRoot, AllowPrivateS3: h.rt.Deps.Files.AllowPrivateS3}
 	s, err := st.Create(r.Context(), h.rt.Deps.DB.Ent, in)
 	if err != nil {
 		if err := f.Absorb(err, "name", storageFields); err != nil {
