@@ -91,8 +91,18 @@ func openSQLite(ctx context.Context, path string, log *slog.Logger) (*DB, error)
 	// for it. WAL keeps readers of other processes (backups, sqlite3) working.
 	// Immediate transactions take the write lock up front, so a transaction
 	// never fails half-way on a lock it could not upgrade.
+	//
+	// SQLite keeps times as text and compares them as text, so every time
+	// is written in UTC as "2006-01-02 15:04:05.999999999+00:00": that
+	// text sorts as the instants do (a fraction's trailing zeros are
+	// trimmed, and '+' and '.' sort before any digit), equal instants get
+	// equal text, and SQLite's own date functions read it. The driver's
+	// default, time.String(), carries the zone name and the monotonic
+	// clock reading, so a page cursor never equalled its own row
+	// (migrateTimes rewrites rows written that way).
 	dsn := "file:" + path + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)" +
-		"&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+		"&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate" +
+		"&_time_format=sqlite&_timezone=UTC"
 	sqlDB, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("opening sqlite %s: %w", path, err)

@@ -11,6 +11,8 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/levers9/levers9/ent/migrate"
 )
 
 // migrationLock is the PostgreSQL advisory lock key of Exclusive.
@@ -45,9 +47,15 @@ var schemaMu sync.Mutex
 func (db *DB) Migrate(ctx context.Context) error {
 	schemaMu.Lock()
 	err := db.Ent.Schema.Create(ctx)
+	times := timeColumns(migrate.Tables)
 	schemaMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("migrating the levers9 schema: %w", err)
+	}
+	if db.Dialect == dialect.SQLite {
+		if err := db.migrateTimes(ctx, times); err != nil {
+			return err
+		}
 	}
 	var driver riverdriver.Driver[*sql.Tx]
 	switch db.Dialect {
