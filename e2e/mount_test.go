@@ -26,7 +26,7 @@ type mountEnv struct {
 func newMountEnv(t *testing.T, kind string) *mountEnv {
 	t.Helper()
 	serverDir := t.TempDir()
-	s := startServer(t, serverDir, dbtest.SQLiteURL(t))
+	s := startServer(t, serverDir, dbtest.SQLiteURL(t), "LEVERS9_ALLOW_PRIVATE_S3=true") // MinIO listens on loopback
 	c := s.credentials()
 	e := &mountEnv{s: s, token: c.Token, dir: t.TempDir(), dataDir: filepath.Join(serverDir, "levers9-data"), buckets: map[string]string{}}
 	grant(t, s.URL, c.Token)
@@ -48,7 +48,7 @@ func newMountEnv(t *testing.T, kind string) *mountEnv {
 	storageID := ids.Storages.Edges[0].Node.ID
 	if kind == "s3" {
 		bucket := objtest.BucketName()
-		cfg := storage.S3Config{Endpoint: objtest.Endpoint(t), Bucket: bucket, AccessKeyID: objtest.AccessKey, SecretAccessKey: objtest.SecretKey}
+		cfg := storage.S3Config{Endpoint: objtest.Endpoint(t), Bucket: bucket, AccessKeyID: objtest.AccessKey, SecretAccessKey: objtest.SecretKey, AllowPrivate: true}
 		d, err := storage.OpenS3(cfg)
 		if err != nil {
 			t.Fatal(err)

@@ -175,7 +175,7 @@ func newStorageFixture(b *testing.B) *storageFixture {
 	if err := mc.MakeBucket(context.Background(), fx.s3Bucket, minio.MakeBucketOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	fx.server = startServer(b, b.TempDir(), dbtest.SQLiteURL(b))
+	fx.server = startServer(b, b.TempDir(), dbtest.SQLiteURL(b), "LEVERS9_ALLOW_PRIVATE_S3=true")
 	fx.token = fx.server.credentials().Token
 	var ids struct {
 		CreateStorage struct{ ID string }

@@ -71,8 +71,9 @@ func newEnv(t testing.TB, url string, tune ...func(*graph.Resolver)) *env {
 	e.jobs = &jobs.Service{DB: db, Log: log, Now: time.Now, Schedule: workers.InsertScheduleJob(rc.Inserter), Bus: e.bus}
 	res := &graph.Resolver{
 		DB: db, Ent: db.Ent, Log: log, Auth: e.auth, Tenancy: e.tenancy, JobService: e.jobs,
-		StorageService: buckets.Storages{LocalRoot: e.tenancy.LocalStorageRoot},
-		Files:          &buckets.Files{Ent: db.Ent},
+		// Tests create S3 storages at unused local addresses.
+		StorageService: buckets.Storages{LocalRoot: e.tenancy.LocalStorageRoot, AllowPrivateS3: true},
+		Files:          &buckets.Files{Ent: db.Ent, AllowPrivateS3: true},
 		NodeService:    &nodes.Service{Ent: db.Ent, Now: time.Now, PublicURL: "http://levers9.test"},
 		Bus:            e.bus,
 	}

@@ -35,7 +35,7 @@ func eachDriver(t *testing.T, fn func(t *testing.T, d Driver)) {
 	t.Run("s3", func(t *testing.T) {
 		t.Parallel()
 		s, err := OpenS3(S3Config{Endpoint: objtest.Endpoint(t), Bucket: objtest.BucketName(),
-			AccessKeyID: objtest.AccessKey, SecretAccessKey: objtest.SecretKey})
+			AccessKeyID: objtest.AccessKey, SecretAccessKey: objtest.SecretKey, AllowPrivate: true})
 		if err != nil {
 			t.Fatal(err)
 		}

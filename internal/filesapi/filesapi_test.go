@@ -93,7 +93,7 @@ func newSite(t *testing.T, url, kind string) *site {
 	}
 	if kind == "s3" {
 		s3b := objtest.BucketName()
-		d, err := store.OpenS3(store.S3Config{Endpoint: objtest.Endpoint(t), Bucket: s3b, AccessKeyID: objtest.AccessKey, SecretAccessKey: objtest.SecretKey})
+		d, err := store.OpenS3(store.S3Config{Endpoint: objtest.Endpoint(t), Bucket: s3b, AccessKeyID: objtest.AccessKey, SecretAccessKey: objtest.SecretKey, AllowPrivate: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func newSite(t *testing.T, url, kind string) *site {
 	if _, err := db.Ent.Bucket.Create().SetName("outputs").SetStorage(st).AddWriteGroups(everyone).Save(acmeAdmin); err != nil {
 		t.Fatal(err)
 	}
-	api := &filesapi.API{Files: &buckets.Files{Ent: db.Ent}, Auth: auth.NewService(db.Ent, log, nil), Log: log, MaxUpload: 8 << 20,
+	api := &filesapi.API{Files: &buckets.Files{Ent: db.Ent, AllowPrivateS3: true}, Auth: auth.NewService(db.Ent, log, nil), Log: log, MaxUpload: 8 << 20,
 		Mounts: &mounts.Planner{Ent: db.Ent}}
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
