@@ -61,7 +61,7 @@ func NewHandler(r *Resolver) http.Handler {
 	if stall <= 0 {
 		stall = defaultStallFor
 	}
-	return writeDeadline(srv, stall)
+	return writeDeadline(endWithToken(r.Auth, srv), stall)
 }
 
 // presentError gives every error a code and hides anything internal.

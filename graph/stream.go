@@ -76,8 +76,33 @@ func wsInit(r *Resolver) transport.WebsocketInitFunc {
 			}
 			return transport.AppendCloseReason(refused, msg), nil, errors.New(msg)
 		}
-		return viewer.NewContext(ctx, v), nil, nil
+		// The connection (and with it every subscription on it) closes
+		// when this token ends; it is released when the connection does.
+		held, _ := r.Auth.Hold(viewer.NewContext(ctx, v))
+		return held, nil, nil
 	}
+}
+
+// endWithToken ends every streaming request (a WebSocket and all its
+// subscriptions, an SSE subscription) when the token it was opened with is
+// revoked, signed out, moved out of its tenant or expires: a request is
+// authenticated once, but a stream lives on. A WebSocket authenticated by
+// its connection_init payload is held by wsInit instead.
+func endWithToken(a *auth.Service, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !streaming(r) || viewer.FromContext(r.Context()) == nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		ctx, cancel := a.Hold(r.Context())
+		defer cancel()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// streaming reports whether r opens a stream: a WebSocket or SSE.
+func streaming(r *http.Request) bool {
+	return r.Header.Get("Upgrade") != "" || strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 }
 
 // requireSubscriber refuses anonymous subscriptions: gqlgen's root field
@@ -134,7 +159,7 @@ func addSubscriptionError(ctx context.Context, err *gqlerror.Error) {
 // subscriptions instead of pinning them forever.
 func writeDeadline(h http.Handler, d time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Upgrade") == "" && !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		if !streaming(r) {
 			h.ServeHTTP(w, r)
 			return
 		}

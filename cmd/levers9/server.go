@@ -142,7 +142,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	}
 
 	authn := auth.NewService(db.Ent, log, nil)
-	ten := &tenancy.Service{DB: db, Log: log, LocalStorageRoot: filepath.Join(dataDir, "buckets")}
+	ten := &tenancy.Service{DB: db, Log: log, LocalStorageRoot: filepath.Join(dataDir, "buckets"), Auth: authn}
 	var seeded *tenancy.Seeded
 	err = db.Exclusive(ctx, func() error {
 		if err := db.Migrate(ctx); err != nil {
@@ -157,6 +157,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 
 	bus := notify.New(db.Pool, log)
 	defer bus.Close()
+	authn.Bus = bus // revoked tokens end their streams on every replica
 	jobService := &jobs.Service{DB: db, Log: log, Now: time.Now, Bus: bus}
 	meter := &metering.Meter{DB: db, Log: log, Now: time.Now}
 	scheduler := &placement.Scheduler{DB: db, Bus: bus, Log: log, Now: time.Now}

@@ -12,7 +12,9 @@ import (
 	"github.com/levers9/levers9/ent/environment"
 	"github.com/levers9/levers9/ent/predicate"
 	"github.com/levers9/levers9/ent/user"
+	"github.com/levers9/levers9/internal/audit"
 	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/viewer"
 )
 
@@ -25,6 +27,11 @@ type Service struct {
 	Log     *slog.Logger
 	Now     func() time.Time
 	Limiter *Limiter
+	// Bus carries "this token ended" to every replica's open streams (see
+	// Hold); without it only this process's streams hear of it.
+	Bus *notify.Bus
+	// streams are the open streams of this process, by token.
+	streams streams
 	// dummyHash makes a sign-in with an unknown email cost what a wrong
 	// password costs, so timing does not tell which emails exist.
 	dummyHash string
@@ -122,8 +129,12 @@ func issue(ctx context.Context, c *ent.Client, u *ent.User, kind apitoken.Kind, 
 	} else {
 		hash = HashSecret(secret)
 	}
+	// A superadmin's token made inside a tenant they entered ends when they
+	// leave it (tenancy.LeaveTenant).
+	entered := audit.Entered(viewer.FromContext(ctx))
 	t, err := c.APIToken.Create().
 		SetName(name).
+		SetEntered(entered).
 		SetKind(kind).
 		SetTokenHash(hash).
 		SetHint(Hint(secret)).
@@ -147,7 +158,11 @@ func (s *Service) RevokeAPIToken(ctx context.Context, id string) (*ent.APIToken,
 	if t.RevokedAt != nil {
 		return t, nil
 	}
-	return t.Update().SetRevokedAt(s.Now()).Save(ctx)
+	if t, err = t.Update().SetRevokedAt(s.Now()).Save(ctx); err != nil {
+		return nil, fmt.Errorf("revoking token %s: %w", id, err)
+	}
+	s.TokensEnded(ctx, t.ID)
+	return t, nil
 }
 
 // Authenticate turns a bearer secret into the viewer it acts as.
@@ -163,21 +178,27 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*viewer.View
 // front door shares: revoked and expired tokens are refused, a member's
 // token acts only in the member's own tenant; unauth is the answer when not.
 func (s *Service) viewerOf(ctx context.Context, unauth error, which predicate.APIToken) (*viewer.Viewer, error) {
+	_, v, err := s.tokenViewer(ctx, unauth, which)
+	return v, err
+}
+
+// tokenViewer is viewerOf with the token itself.
+func (s *Service) tokenViewer(ctx context.Context, unauth error, which predicate.APIToken) (*ent.APIToken, *viewer.Viewer, error) {
 	sys := viewer.SystemContext(ctx)
 	t, err := s.Ent.APIToken.Query().Where(which).WithUser().Only(sys)
 	if ent.IsNotFound(err) {
-		return nil, unauth
+		return nil, nil, unauth
 	}
 	if err != nil {
-		return nil, fmt.Errorf("looking up token: %w", err)
+		return nil, nil, fmt.Errorf("looking up token: %w", err)
 	}
 	now := s.Now()
 	if t.RevokedAt != nil || (t.ExpiresAt != nil && !t.ExpiresAt.After(now)) {
-		return nil, unauth
+		return nil, nil, unauth
 	}
 	u := t.Edges.User
 	if !u.Superadmin && t.TenantID != u.TenantID {
-		return nil, unauth
+		return nil, nil, unauth
 	}
 	if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) > time.Minute {
 		// Coarse on purpose: a write per request would cost more than the request.
@@ -185,7 +206,7 @@ func (s *Service) viewerOf(ctx context.Context, unauth error, which predicate.AP
 			s.Log.Warn("recording token use", "token", t.ID, "err", err)
 		}
 	}
-	return &viewer.Viewer{
+	return t, &viewer.Viewer{
 		UserID:        u.ID,
 		TenantID:      t.TenantID,
 		EnvironmentID: t.EnvironmentID,

@@ -30,5 +30,6 @@ func (s *Service) EndSession(ctx context.Context, tokenID string) error {
 	if err != nil {
 		return fmt.Errorf("revoking session token %s: %w", tokenID, err)
 	}
+	s.TokensEnded(ctx, tokenID)
 	return nil
 }

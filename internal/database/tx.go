@@ -68,7 +68,7 @@ func (db *DB) inTx(ctx context.Context, fn func(tx *Tx) error) (err error) {
 			_ = sqlTx.Rollback()
 		}
 	}()
-	tx := &Tx{SQL: sqlTx, Ent: ent.NewClient(ent.Driver(drv))}
+	tx := &Tx{SQL: sqlTx, Ent: newClient(drv)}
 	if err := fn(tx); err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ const (
 	TopicNode  = "node"  // key: node ID; work for the node changed
 	TopicJob   = "job"   // key: job ID; new log lines or events
 	TopicQueue = "queue" // key: queue ID; capacity or demand changed
+	TopicToken = "token" // key: API token ID; revoked, expired or moved to another tenant
 )
 
 // Bus delivers signals to subscribers.

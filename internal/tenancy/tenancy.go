@@ -38,6 +38,9 @@ type Service struct {
 	// LocalStorageRoot, when set, gives every new tenant a "local" storage
 	// in a directory under it (the server's own disk).
 	LocalStorageRoot string
+	// Auth, when set, ends the open streams of tokens that enterTenant and
+	// leaveTenant move or revoke (the server always sets it).
+	Auth *auth.Service
 }
 
 // NewTenant describes a tenant to create with its first admin.

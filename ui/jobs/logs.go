@@ -27,7 +27,8 @@ type logLine struct {
 // the job has ended: "line" events, then one "end". It follows with
 // joblog.Follow, as the GraphQL subscription does: no polling, lines are
 // pushed as the bus signals them. The session authenticates it, and the
-// viewer's privacy rules apply (another tenant's job is 404).
+// viewer's privacy rules apply (another tenant's job is 404); it ends when
+// the session's token does (auth.Hold).
 func (h *handlers) logs(w http.ResponseWriter, r *http.Request) error {
 	id, service := r.PathValue("id"), r.URL.Query().Get("service")
 	from := int64(1)
@@ -45,7 +46,10 @@ func (h *handlers) logs(w http.ResponseWriter, r *http.Request) error {
 		from = n
 		break
 	}
-	ctx := r.Context()
+	// The stream ends when the session signs out or its token is revoked
+	// or expires: the session was checked once, when the stream started.
+	ctx, cancel := h.rt.Deps.Auth.Hold(r.Context())
+	defer cancel()
 	// A follow that fails (a database error, a browser too slow to keep
 	// up) ends the response without "end": EventSource then reconnects
 	// with Last-Event-ID and the stream resumes after the last line shown.
