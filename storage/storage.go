@@ -53,4 +53,7 @@ var (
 	ErrNotFound   = errors.New("no such object")
 	ErrInvalidKey = errors.New("invalid object key")
 	ErrInvalid    = errors.New("invalid bucket name or list options")
+	// ErrOutside refuses a key that leads out of its bucket through a
+	// symbolic link (to another bucket or anywhere else).
+	ErrOutside = errors.New("symbolic link leads outside the bucket")
 )

@@ -182,7 +182,7 @@ func storageFault(err error) error {
 		return nil
 	case errors.Is(err, store.ErrNotFound):
 		return fault.Missing("object")
-	case errors.Is(err, store.ErrInvalidKey), errors.Is(err, store.ErrInvalid):
+	case errors.Is(err, store.ErrInvalidKey), errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrOutside):
 		return fault.Invalid("key", "%v", err)
 	}
 	return err
