@@ -15,10 +15,11 @@ import (
 // OutOfTokens is the reason of jobs stopped by the `stop` budget policy.
 const OutOfTokens = "out of tokens"
 
-// EnforceBudgets applies each tenant's budget policy to payers whose
-// balance is used up: under `stop` their running jobs are cancelled with
-// reason "out of tokens"; under `finish` they run on into the red. It
-// returns the jobs it stopped.
+// EnforceBudgets applies each tenant's budget policy to payers: under
+// `stop`, running jobs the meter stopped billing (their payer could not hold
+// their next minute), or all paid ones when the balance is used up, are
+// cancelled with reason "out of tokens"; under `finish` jobs run on into the
+// red. It returns the jobs it stopped.
 func (s *Service) EnforceBudgets(ctx context.Context, payers []metering.Payer) ([]string, error) {
 	sys := viewer.SystemContext(ctx)
 	var stopped []string
@@ -27,18 +28,21 @@ func (s *Service) EnforceBudgets(ctx context.Context, payers []metering.Payer) (
 		if err != nil {
 			return stopped, fmt.Errorf("loading tenant %s: %w", p.TenantID, err)
 		}
-		if t.BudgetPolicy != tenant.BudgetPolicyStop {
-			continue
-		}
-		bal, err := ledger.BalanceOf(sys, s.DB.Ent, p.TenantID, p.Payer)
-		if err != nil {
-			return stopped, err
-		}
-		if bal > 0 {
-			continue
+		// Jobs whose billing the meter ended (their payer could not hold
+		// their next minute) always stop; with nothing left, all paid ones.
+		all := false
+		if t.BudgetPolicy == tenant.BudgetPolicyStop {
+			bal, err := ledger.BalanceOf(sys, s.DB.Ent, p.TenantID, p.Payer)
+			if err != nil {
+				return stopped, err
+			}
+			all = bal <= 0
 		}
 		// Free jobs spend nothing: only paid ones stop.
 		q := s.DB.Ent.Job.Query().Where(job.TenantID(p.TenantID), job.StatusEQ(job.StatusRunning), job.PricePerMinuteGT(0))
+		if !all {
+			q.Where(job.MeteringClosed(true))
+		}
 		if p.ProjectID != "" {
 			q.Where(job.ProjectID(p.ProjectID))
 		} else {
@@ -60,7 +64,7 @@ func (s *Service) EnforceBudgets(ctx context.Context, payers []metering.Payer) (
 			stopped = append(stopped, id)
 		}
 		if len(ids) > 0 {
-			s.Log.Info("stopped jobs: payer out of tokens", "payer", p.Payer.String(), "jobs", len(ids), "balance", bal.String())
+			s.Log.Info("stopped jobs: payer out of tokens", "payer", p.Payer.String(), "jobs", len(ids))
 		}
 	}
 	return stopped, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sort"
 	"time"
 
 	"github.com/levers9/levers9/ent"
@@ -38,7 +39,8 @@ type Payer struct {
 type TickResult struct {
 	Jobs    int
 	Charges int
-	// Payers are those charged in this tick, for budget checks.
+	// Payers are those charged in this tick, and those with running jobs
+	// no longer billed, for budget checks.
 	Payers []Payer
 }
 
@@ -61,7 +63,7 @@ func (m *Meter) Tick(ctx context.Context) (TickResult, error) {
 			return res, fmt.Errorf("listing jobs to meter: %w", err)
 		}
 		if len(batch) == 0 {
-			return res, nil
+			return res, m.addStopped(ctx, &res, seen)
 		}
 		after = batch[len(batch)-1].ID
 		n, err := m.chargeBatch(ctx, batch, now)
@@ -80,6 +82,26 @@ func (m *Meter) Tick(ctx context.Context) (TickResult, error) {
 	}
 }
 
+// addStopped adds to res the payers of running jobs whose billing the meter
+// ended because their payer could not hold their next minute, so that the
+// budget policy stops them.
+func (m *Meter) addStopped(ctx context.Context, res *TickResult, seen map[Payer]bool) error {
+	stopped, err := m.DB.Ent.Job.Query().
+		Where(job.StatusEQ(job.StatusRunning), job.MeteringClosed(true)).
+		All(viewer.SystemContext(ctx))
+	if err != nil {
+		return fmt.Errorf("listing running jobs no longer billed: %w", err)
+	}
+	for _, j := range stopped {
+		p := Payer{TenantID: j.TenantID, Payer: payerOf(j)}
+		if !seen[p] {
+			seen[p] = true
+			res.Payers = append(res.Payers, p)
+		}
+	}
+	return nil
+}
+
 func (m *Meter) chargeBatch(ctx context.Context, batch []*ent.Job, now time.Time) (int, error) {
 	ids := make([]string, len(batch))
 	for i, j := range batch {
@@ -88,7 +110,7 @@ func (m *Meter) chargeBatch(ctx context.Context, batch []*ent.Job, now time.Time
 	n := 0
 	err := m.DB.InTx(ctx, func(tx *database.Tx) error {
 		var err error
-		if n, err = chargeRuns(ctx, tx.Ent, ids, now, nil); err != nil {
+		if n, err = chargeRuns(ctx, tx.Ent, ids, now, nil, ""); err != nil {
 			return err
 		}
 		if m.Fault != nil {
@@ -112,14 +134,16 @@ func payerOf(j *ent.Job) ledger.Payer {
 // ChargeRun writes the charges due for job j's run time up to now through
 // c (inside the caller's transaction) and returns how many it wrote.
 func ChargeRun(ctx context.Context, c *ent.Client, j *ent.Job, now time.Time) (int, error) {
-	return chargeRuns(ctx, c, []string{j.ID}, now, nil)
+	return chargeRuns(ctx, c, []string{j.ID}, now, nil, "")
 }
 
-// CloseAttempt charges job j's current run as if it ended at at (its node
-// was lost) and resets the job's metering for its next attempt, which
-// starts counting minutes from zero under keys of its own.
-func CloseAttempt(ctx context.Context, c *ent.Client, j *ent.Job, at time.Time) error {
-	if _, err := chargeRuns(ctx, c, []string{j.ID}, at, &at); err != nil {
+// CloseAttempt charges job j's current run as if it ended at alive, the
+// last moment its lost node proved it alive, and resets the job's metering
+// for its next attempt, which starts counting minutes from zero under keys
+// of its own.
+func CloseAttempt(ctx context.Context, c *ent.Client, j *ent.Job, alive time.Time) error {
+	alive = aliveSince(j, alive)
+	if _, err := chargeRuns(ctx, c, []string{j.ID}, alive, &alive, nodeLost(alive)); err != nil {
 		return err
 	}
 	err := c.Job.UpdateOneID(j.ID).SetMeteredMinutes(0).SetMeteringClosed(false).Exec(viewer.SystemContext(ctx))
@@ -129,17 +153,55 @@ func CloseAttempt(ctx context.Context, c *ent.Client, j *ent.Job, at time.Time) 
 	return nil
 }
 
-// chargeRuns charges jobs ids up to now. It reads their progress from the
+// Lost charges job j's run, whose node was lost, up to alive, the last
+// moment the node proved it alive, and closes its metering: ending the job
+// afterwards (at any time) charges nothing more.
+func Lost(ctx context.Context, c *ent.Client, j *ent.Job, alive time.Time) error {
+	alive = aliveSince(j, alive)
+	_, err := chargeRuns(ctx, c, []string{j.ID}, alive, &alive, nodeLost(alive))
+	return err
+}
+
+// aliveSince is alive, or when job j started if that is later: the start
+// was reported by the node, so it proves the run alive then.
+func aliveSince(j *ent.Job, alive time.Time) time.Time {
+	if j.StartedAt != nil && alive.Before(*j.StartedAt) {
+		return *j.StartedAt
+	}
+	return alive
+}
+
+// nodeLost is the reason on the last charge of a run whose node was lost:
+// the time after which nothing was charged.
+func nodeLost(alive time.Time) string {
+	return "node lost: billed to its last sign of life at " + alive.UTC().Format(time.RFC3339)
+}
+
+// chargeRuns charges jobs ids up to now (as if they ended at end, when
+// given, with reason on the last charge). It reads their progress from the
 // database, so stale callers are harmless, inserts with the unique
 // idempotency key, so two meters write each minute once, and only ever
-// moves progress forward.
-func chargeRuns(ctx context.Context, c *ent.Client, ids []string, now time.Time, end *time.Time) (int, error) {
+// moves progress forward. Under the `stop` policy it ends a job's billing
+// at the first minute its payer cannot hold (see budget).
+func chargeRuns(ctx context.Context, c *ent.Client, ids []string, now time.Time, end *time.Time, reason string) (int, error) {
 	sys := viewer.SystemContext(ctx)
 	jobs, err := c.Job.Query().
 		Where(job.IDIn(ids...), job.MeteringClosed(false), job.StartedAtNotNil()).
 		All(sys)
 	if err != nil {
 		return 0, fmt.Errorf("loading jobs to meter: %w", err)
+	}
+	// Oldest minute first, so a payer's earlier minutes are held first.
+	sort.Slice(jobs, func(a, b int) bool {
+		ta, tb := minuteStart(jobs[a]), minuteStart(jobs[b])
+		if !ta.Equal(tb) {
+			return ta.Before(tb)
+		}
+		return jobs[a].ID < jobs[b].ID
+	})
+	held, err := budgetsOf(ctx, c, jobs)
+	if err != nil {
+		return 0, err
 	}
 	type progress struct {
 		metered int64
@@ -153,11 +215,21 @@ func chargeRuns(ctx context.Context, c *ent.Client, ids []string, now time.Time,
 			ended = end
 		}
 		due, closed := billing.Due(*j.StartedAt, ended, now, j.MeteredMinutes, j.PricePerMinute)
+		last := ""
+		if end != nil {
+			last = reason
+		}
+		if b := held.of(j); b != nil {
+			var stop *time.Time
+			if due, closed, stop = b.hold(j, due, closed); stop != nil {
+				last = fmt.Sprintf("out of tokens: billed to %s, the next minute could not be paid for", stop.UTC().Format(time.RFC3339))
+			}
+		}
 		if len(due) == 0 && !closed {
 			continue
 		}
 		payer := payerOf(j)
-		for _, d := range due {
+		for i, d := range due {
 			b := c.Charge.Create().
 				SetTenantID(j.TenantID).
 				SetJobID(j.ID).
@@ -168,6 +240,9 @@ func chargeRuns(ctx context.Context, c *ent.Client, ids []string, now time.Time,
 				SetPeriodStart(d.Start).
 				SetPeriodEnd(d.End).
 				SetIdempotencyKey(fmt.Sprintf("compute:%s:%d:%d", j.ID, j.Attempt, d.Index))
+			if closed && i == len(due)-1 && last != "" {
+				b.SetReason(last)
+			}
 			setPayer(b, payer)
 			builders = append(builders, b)
 		}
@@ -194,6 +269,11 @@ func chargeRuns(ctx context.Context, c *ent.Client, ids []string, now time.Time,
 		}
 	}
 	return len(builders), nil
+}
+
+// minuteStart is when job j's first minute not yet charged began.
+func minuteStart(j *ent.Job) time.Time {
+	return j.StartedAt.Add(time.Duration(j.MeteredMinutes) * time.Minute)
 }
 
 // insertChunk keeps one INSERT's parameters well under SQLite's limit.

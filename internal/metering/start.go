@@ -37,9 +37,29 @@ func Started(ctx context.Context, c *ent.Client, jobID string, at time.Time) err
 	if err := c.Job.UpdateOneID(jobID).SetRates(rates).SetPricePerMinute(perMinute).Exec(sys); err != nil {
 		return fmt.Errorf("fixing prices of job %s: %w", jobID, err)
 	}
-	if rates.StartFee == 0 {
+	if rates.StartFee > 0 {
+		if err := chargeStartFee(ctx, c, j, rates, at); err != nil {
+			return err
+		}
+	}
+	// Under `stop`, a job whose first minute its payer cannot hold has its
+	// billing closed at once; the budget policy then cancels it.
+	j.PricePerMinute = perMinute
+	held, err := budgetsOf(ctx, c, []*ent.Job{j})
+	if err != nil {
+		return err
+	}
+	if b := held.of(j); b == nil || b.start(j) {
 		return nil
 	}
+	if err := c.Job.UpdateOneID(jobID).SetMeteringClosed(true).Exec(sys); err != nil {
+		return fmt.Errorf("closing metering of job %s: %w", jobID, err)
+	}
+	return nil
+}
+
+func chargeStartFee(ctx context.Context, c *ent.Client, j *ent.Job, rates billing.Rates, at time.Time) error {
+	sys := viewer.SystemContext(ctx)
 	b := c.Charge.Create().
 		SetTenantID(j.TenantID).SetJobID(j.ID).SetUserID(j.OwnerID).
 		SetKind(charge.KindStart).SetTokens(rates.StartFee).SetRates(rates).
@@ -47,7 +67,7 @@ func Started(ctx context.Context, c *ent.Client, jobID string, at time.Time) err
 		SetIdempotencyKey(fmt.Sprintf("start:%s:%d", j.ID, j.Attempt))
 	setPayer(b, payerOf(j))
 	if err := b.OnConflictColumns(charge.FieldIdempotencyKey).DoNothing().Exec(sys); err != nil {
-		return fmt.Errorf("charging start fee of job %s: %w", jobID, err)
+		return fmt.Errorf("charging start fee of job %s: %w", j.ID, err)
 	}
 	return nil
 }

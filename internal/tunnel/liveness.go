@@ -118,8 +118,20 @@ func (l *Liveness) lose(ctx context.Context, id string, now time.Time) (requeued
 	// A job that never started, or that asked for retries, goes back to
 	// the scheduler.
 	retry := j.Status == job.StatusPending || j.Attempt <= j.Retries
+	// The run is billed up to the last moment its nodes proved it alive,
+	// not through the TTL and grace it took to give up on them.
+	alive, err := l.lastSignOfLife(ctx, id, now)
+	if err != nil {
+		return false, err
+	}
 	if !retry {
-		l.Log.Warn("job lost with its node", "job", id)
+		l.Log.Warn("job lost with its node", "job", id, "billed_to", alive)
+		if j.StartedAt != nil {
+			err := l.DB.InTx(ctx, func(tx *database.Tx) error { return metering.Lost(sys, tx.Ent, j, alive) })
+			if err != nil {
+				return false, fmt.Errorf("charging lost job %s: %w", id, err)
+			}
+		}
 		return false, l.Jobs.MarkEnded(ctx, id, job.StatusError, ReasonNodeLost, now)
 	}
 	reason := fmt.Sprintf("node lost; requeued (attempt %d of %d)", j.Attempt+1, j.Retries+1)
@@ -142,7 +154,7 @@ func (l *Liveness) lose(ctx context.Context, id string, now time.Time) (requeued
 		// The run so far is charged; without a start time the meter leaves
 		// the job alone until it runs again.
 		if j.StartedAt != nil {
-			if err := metering.CloseAttempt(sys, tx.Ent, j, now); err != nil {
+			if err := metering.CloseAttempt(sys, tx.Ent, j, alive); err != nil {
 				return err
 			}
 		}
@@ -177,4 +189,25 @@ func (l *Liveness) lose(ctx context.Context, id string, now time.Time) (requeued
 		}
 	}
 	return true, nil
+}
+
+// lastSignOfLife is the last heartbeat of the nodes job id runs on (at most
+// now): the last moment they proved its run alive.
+func (l *Liveness) lastSignOfLife(ctx context.Context, id string, now time.Time) (time.Time, error) {
+	nodes, err := l.DB.Ent.Node.Query().
+		Where(node.HasServicesWith(service.JobID(id)), node.LastHeartbeatAtNotNil()).
+		All(viewer.SystemContext(ctx))
+	if err != nil {
+		return now, fmt.Errorf("loading nodes of job %s: %w", id, err)
+	}
+	var alive time.Time
+	for _, n := range nodes {
+		if n.LastHeartbeatAt.After(alive) {
+			alive = *n.LastHeartbeatAt
+		}
+	}
+	if alive.IsZero() || alive.After(now) {
+		return now, nil
+	}
+	return alive, nil
 }

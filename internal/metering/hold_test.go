@@ -1,0 +1,220 @@
+package metering_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/levers9/levers9/ent/charge"
+	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/tenant"
+	"github.com/levers9/levers9/internal/billing"
+	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/jobs"
+	"github.com/levers9/levers9/internal/jobspec"
+)
+
+// The issue's case: 6 tokens, a job at 3.75 a minute, policy `stop`. The
+// second minute cannot be paid for, so the job is stopped at the end of the
+// first, billed 3.75, and the balance stays at 2.25 (it went to -3.75).
+func TestStopHoldsNextMinute(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		f := newFixture(t, url, tenant.BudgetPolicyStop)
+		price := 3*billing.Unit + 3*billing.Unit/4
+		f.setPrices(t, billing.Rates{CPUPerMinute: price, Multiplier: 1})
+		f.grant(t, 6*billing.Unit)
+		j := f.submit(t, 1, 0, 0)
+		start := f.clock.Now()
+		if err := f.jobs.MarkRunning(f.sys, j.ID, start); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.advance(90 * time.Second) // the meter runs late into minute 2
+		stopped := f.tick(t)
+		got, err := f.db.Ent.Job.Get(f.sys, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(stopped) != 1 || got.Status != job.StatusCancelled || got.StatusReason != jobs.OutOfTokens {
+			t.Fatalf("stopped %v, job %s (%s)", stopped, got.Status, got.StatusReason)
+		}
+		for range 3 {
+			f.clock.advance(time.Minute)
+			f.tick(t)
+		}
+		if b := f.balance(t); b != 6*billing.Unit-price {
+			t.Fatalf("balance = %v, want 2.25", b)
+		}
+		var compute []string
+		for _, c := range f.charges(t, j.ID) {
+			if c.Kind != charge.KindCompute {
+				continue
+			}
+			compute = append(compute, c.PeriodEnd.Sub(start).String())
+			if !strings.HasPrefix(c.Reason, "out of tokens") {
+				t.Errorf("last charge's reason is %q", c.Reason)
+			}
+		}
+		if fmt.Sprint(compute) != "[1m0s]" {
+			t.Fatalf("compute charges end at %v after the start; want one, at 1m0s", compute)
+		}
+	})
+}
+
+// Two jobs of one payer: each holds the minute it is in, so the second
+// cannot start a minute the first one's tokens are held for.
+func TestStopHoldsAcrossJobs(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		f := newFixture(t, url, tenant.BudgetPolicyStop)
+		f.setPrices(t, billing.Rates{CPUPerMinute: billing.Unit, Multiplier: 1})
+		f.grant(t, 5*billing.Unit)
+		a, b := f.submit(t, 2, 0, 0), f.submit(t, 2, 0, 0) // 2 a minute each
+		if err := f.jobs.MarkRunning(f.sys, a.ID, f.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.advance(30 * time.Second)
+		if err := f.jobs.MarkRunning(f.sys, b.ID, f.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		// 5 tokens: a's first minute (2) and b's (2) are held; at 1:00 a
+		// needs 2 more but only 1 is spare, so it stops; b finishes its
+		// minute and stops at 1:30 with 1 token left.
+		f.clock.advance(2 * time.Minute)
+		f.tick(t)
+		f.clock.advance(time.Minute)
+		f.tick(t)
+		if bal := f.balance(t); bal != billing.Unit {
+			t.Fatalf("balance = %v, want 1", bal)
+		}
+		for _, id := range []string{a.ID, b.ID} {
+			got, err := f.db.Ent.Job.Get(f.sys, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != job.StatusCancelled || got.StatusReason != jobs.OutOfTokens {
+				t.Errorf("job %s: %s (%s)", id, got.Status, got.StatusReason)
+			}
+		}
+	})
+}
+
+// Property: under `stop`, whatever the grants, prices, start fees, number
+// of jobs, their start and end times and when the meter runs, run time
+// never takes a payer's balance below zero. The exact bound proved: with no
+// start fees the balance is never below 0 (no partial minute either: a job
+// is stopped at the boundary of the last minute its payer could hold); with
+// start fees, compute charges never exceed the tokens granted, so the
+// balance is never below minus the start fees charged (a start fee is
+// charged when a job starts, on whatever the balance is). And no job runs
+// on unbilled: once the tokens are used up every job has been stopped, each
+// billed up to a minute boundary.
+func TestStopNeverOverspends(t *testing.T) {
+	t.Parallel()
+	const scenarios = 12
+	for _, d := range dbtest.Dialects() {
+		t.Run(d, func(t *testing.T) {
+			for seed := range uint64(scenarios) {
+				t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { checkStopScenario(t, dbtest.URL(t, d), seed) })
+			}
+		})
+	}
+}
+
+func checkStopScenario(t *testing.T, url string, seed uint64) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 14))
+	f := newFixture(t, url, tenant.BudgetPolicyStop)
+	// Prices from 0.1 to 5 tokens a CPU-minute; half the scenarios have a
+	// start fee.
+	rates := billing.Rates{CPUPerMinute: billing.Unit/10 + billing.Tokens(rng.Int64N(int64(5*billing.Unit))), Multiplier: 1}
+	if rng.IntN(2) == 0 {
+		rates.StartFee = billing.Tokens(rng.Int64N(int64(3 * billing.Unit)))
+	}
+	f.setPrices(t, rates)
+	granted := billing.Unit + billing.Tokens(rng.Int64N(int64(40*billing.Unit)))
+	f.grant(t, granted)
+	n := 1 + rng.IntN(5)
+	type run struct {
+		id    string
+		start time.Time
+		ended bool
+	}
+	var runs []*run
+	check := func(when string) {
+		t.Helper()
+		bal := f.balance(t)
+		var fees billing.Tokens
+		cs, err := f.db.Ent.Charge.Query().Where(charge.KindEQ(charge.KindStart)).All(f.sys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs {
+			fees += c.Tokens
+		}
+		if bal < -fees || fees == 0 && bal < 0 {
+			t.Fatalf("seed %d, %s: balance %v after %v granted, %v in start fees (price %v/CPU-minute, %d jobs)",
+				seed, when, bal, granted, fees, rates.CPUPerMinute, n)
+		}
+	}
+	for step := 0; step < 40; step++ {
+		// Milliseconds: both databases keep them exactly.
+		f.clock.advance(time.Second + time.Duration(rng.Int64N(150_000))*time.Millisecond)
+		now := f.clock.Now()
+		switch x := rng.IntN(10); {
+		case x < 3 && len(runs) < n: // a job is submitted and starts
+			j, err := f.jobs.Submit(f.admin, jobspec.Job{Queue: "default", Services: []jobspec.Service{
+				{Name: "main", Command: []string{"true"}, CPU: float64(1+rng.IntN(4)) / 2},
+			}})
+			var fe *fault.Error
+			if errors.As(err, &fe) && fe.Code == fault.InsufficientTokens {
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.jobs.MarkRunning(f.sys, j.ID, now); err != nil {
+				t.Fatal(err)
+			}
+			runs = append(runs, &run{id: j.ID, start: now})
+			check("after a start")
+		case x < 4 && len(runs) > 0: // a job ends by itself
+			r := runs[rng.IntN(len(runs))]
+			if err := f.jobs.MarkEnded(f.sys, r.id, job.StatusComplete, "exit 0", now); err != nil {
+				t.Fatal(err)
+			}
+			r.ended = true
+			check("after a job ended")
+		default:
+			f.tick(t)
+			check("after a tick")
+		}
+	}
+	// Enough time for any grant to run out: every job not ended by itself
+	// is stopped, billed to a minute boundary.
+	f.clock.advance(10 * time.Hour)
+	f.tick(t)
+	f.tick(t)
+	check("at the end")
+	for _, r := range runs {
+		got, err := f.db.Ent.Job.Get(f.sys, r.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.ended && got.StatusReason == "exit 0" {
+			continue
+		}
+		if got.Status != job.StatusCancelled || got.StatusReason != jobs.OutOfTokens {
+			t.Fatalf("seed %d: job %s is %s (%s) after its tokens ran out", seed, r.id, got.Status, got.StatusReason)
+		}
+		for _, c := range f.charges(t, r.id) {
+			if c.Kind == charge.KindCompute && c.PeriodEnd.Sub(r.start)%time.Minute != 0 {
+				t.Fatalf("seed %d: job %s stopped out of tokens was billed to %v after its start", seed, r.id, c.PeriodEnd.Sub(r.start))
+			}
+		}
+	}
+}
