@@ -26,6 +26,10 @@ type Config struct {
 	Client    *http.Client // nil: http.DefaultClient
 	// OnConnect, when set, is called after each Welcome (tests, status).
 	OnConnect func()
+	// LogQuota is the most bytes of output (a newline counted per line)
+	// stored per job attempt; later lines are dropped and the log says
+	// which. 0: no quota.
+	LogQuota int64
 }
 
 // Reconnect backoff.
@@ -140,6 +144,9 @@ func (a *Agent) recover(ctx context.Context, rc runtime.Recoverer) error {
 // otherwise every job is stopped: services do not outlive the agent (the
 // server fails them when the agent comes back without them).
 func (a *Agent) stopAll() {
+	// Nothing sends from here on: jobs waiting for room in the outbox
+	// must not hold up their stop.
+	a.out.close()
 	if _, ok := a.cfg.Runtime.(runtime.Recoverer); ok {
 		a.exiting.Store(true)
 		a.log.Info("agent stopping; its jobs keep running for the next agent", "services", len(a.tasks.running()))

@@ -152,9 +152,10 @@ func (a *Agent) fail(m wire.Start, t *task, reason string) {
 	a.finished(m.JobID, t)
 }
 
-// forward drains a job's events into the outbox, in order. The runtime
-// holds back output while Events is full, so this never blocks on the
-// network.
+// forward drains a job's events into the outbox, in order. While the
+// outbox is full it waits, and the runtime holds back the job's output
+// (Events fills), so a job that prints faster than the server stores is
+// slowed down, never cut.
 func (a *Agent) forward(id string, t *task, job runtime.Job) {
 	t.mu.Lock()
 	mt := t.mounts
@@ -164,9 +165,15 @@ func (a *Agent) forward(id string, t *task, job runtime.Job) {
 	// fails if they could not be saved.
 	hold := mt != nil && len(mt.syncs) > 0
 	var held []wire.StateChange
+	quota := &logQuota{limit: a.cfg.LogQuota}
 	for ev := range job.Events() {
 		switch ev := ev.(type) {
 		case runtime.StateEvent:
+			if ev.State == runtime.Exited || ev.State == runtime.Failed {
+				// Before the end it precedes, so a follower that sees the
+				// end finds it.
+				a.pushQuotaReport(id, t, quota)
+			}
 			t.mu.Lock()
 			if rs := t.services[ev.Service]; rs != nil {
 				switch ev.State {
@@ -187,7 +194,9 @@ func (a *Agent) forward(id string, t *task, job runtime.Job) {
 			// Stored times keep microseconds (PostgreSQL's precision):
 			// sent as stored, they mark exactly where a resumed log goes on.
 			l.Time = l.Time.Truncate(time.Microsecond)
-			a.out.push(item{jobID: id, attempt: t.attempt, line: &l})
+			if l, ok := quota.take(l); ok {
+				a.out.push(item{jobID: id, attempt: t.attempt, line: &l})
+			}
 		}
 	}
 	if a.exiting.Load() {
@@ -196,6 +205,7 @@ func (a *Agent) forward(id string, t *task, job runtime.Job) {
 		// its mounts stay and nothing is reported as ended.
 		return
 	}
+	a.pushQuotaReport(id, t, quota)
 	res := job.Wait()
 	a.log.Info("job ended", "job", id, "attempt", t.attempt, "status", res.Status, "reason", res.Reason)
 	if hold {
@@ -217,6 +227,14 @@ func (a *Agent) forward(id string, t *task, job runtime.Job) {
 		a.log.Warn("removing mounts", "job", id, "err", err)
 	}
 	a.finished(id, t)
+}
+
+// pushQuotaReport queues the note naming the lines the log quota dropped
+// since the last one, if any.
+func (a *Agent) pushQuotaReport(id string, t *task, q *logQuota) {
+	if l, ok := q.report(); ok {
+		a.out.push(item{jobID: id, attempt: t.attempt, line: &l})
+	}
 }
 
 // finished marks t ended and forgets it once its reports are sent.

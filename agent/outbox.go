@@ -6,9 +6,15 @@ import (
 	"github.com/levers9/levers9/internal/wire"
 )
 
-// maxQueuedLines bounds the log lines held while the server is out of
-// reach; state changes are always kept (they are few and they matter).
-const maxQueuedLines = 200_000
+// The log lines held for the server are bounded in count and bytes. A job
+// whose lines do not fit waits (its output pipe fills and its writes block,
+// as on a slow terminal) until the server has acknowledged earlier ones:
+// nothing it prints is dropped. State changes are always taken (they are
+// few and they matter).
+const (
+	maxQueuedLines = 100_000
+	maxQueuedBytes = 32 << 20
+)
 
 // item is one report waiting to be sent: a state change or a log line.
 type item struct {
@@ -28,25 +34,37 @@ type outbox struct {
 	sent    int
 	flights []flight
 	lines   int
-	dropped int
+	bytes   int
+	room    *sync.Cond // signalled when lines leave or the outbox closes
+	closed  bool
 	pending map[string]int // job → items not yet sent
 	ready   chan struct{}
 	onSent  func(jobID string)
 }
 
 func newOutbox() *outbox {
-	return &outbox{pending: map[string]int{}, ready: make(chan struct{}, 1)}
+	o := &outbox{pending: map[string]int{}, ready: make(chan struct{}, 1)}
+	o.room = sync.NewCond(&o.mu)
+	return o
 }
 
-func (o *outbox) push(it item) {
+// push queues it. A log line waits while the outbox is full; it reports
+// false only when the outbox was closed meanwhile (the agent is going
+// away) and the line was not taken.
+func (o *outbox) push(it item) bool {
 	o.mu.Lock()
 	if it.line != nil {
-		if o.lines >= maxQueuedLines {
-			o.dropped++
+		// An empty outbox takes any line, so one larger than the byte
+		// bound cannot wait forever.
+		for !o.closed && o.lines > 0 && (o.lines >= maxQueuedLines || o.bytes+len(it.line.Text) > maxQueuedBytes) {
+			o.room.Wait()
+		}
+		if o.closed {
 			o.mu.Unlock()
-			return
+			return false
 		}
 		o.lines++
+		o.bytes += len(it.line.Text)
 	}
 	o.items = append(o.items, it)
 	o.pending[it.jobID]++
@@ -55,6 +73,17 @@ func (o *outbox) push(it item) {
 	case o.ready <- struct{}{}:
 	default:
 	}
+	return true
+}
+
+// close wakes and refuses every waiting and later line: the agent is
+// ending and nobody will send them (a container job's next agent resumes
+// its log from the server's copy).
+func (o *outbox) close() {
+	o.mu.Lock()
+	o.closed = true
+	o.room.Broadcast()
+	o.mu.Unlock()
 }
 
 // flight is one sent message: its sequence number and how many items it
@@ -89,8 +118,8 @@ func (o *outbox) next(max int) []item {
 		return rest[:1:1]
 	}
 	n := 1
-	// Lines of one message must be contiguous; a gap (lines dropped while
-	// offline) starts a new one.
+	// Lines of one message must be contiguous; a gap (lines left out over
+	// a log quota) starts a new one.
 	for n < len(rest) && n < max && rest[n].line != nil && rest[n].jobID == first.jobID && rest[n].attempt == first.attempt &&
 		rest[n].line.Seq == rest[n-1].line.Seq+1 {
 		n++
@@ -134,6 +163,7 @@ func (o *outbox) done(n int) {
 	for _, it := range o.items[:n] {
 		if it.line != nil {
 			o.lines--
+			o.bytes -= len(it.line.Text)
 		}
 		o.pending[it.jobID]--
 		if o.pending[it.jobID] == 0 {
@@ -141,7 +171,11 @@ func (o *outbox) done(n int) {
 			finished = append(finished, it.jobID)
 		}
 	}
-	o.items = append(o.items[:0:0], o.items[n:]...)
+	// Slicing, not copying: a full outbox is acked many times a second,
+	// and append moves only the live items when it grows the array.
+	clear(o.items[:n])
+	o.items = o.items[n:]
+	o.room.Broadcast()
 	onSent := o.onSent
 	o.mu.Unlock()
 	if onSent != nil {

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"strings"
 	"unicode/utf8"
@@ -11,8 +12,27 @@ import (
 // newline (and a CR before it), as valid UTF-8, split into pieces of at most
 // max bytes so that one endless line cannot exhaust memory.
 func ReadLines(r io.Reader, max int, emit func(string)) {
+	ReadLinesNoting(r, max, emit, nil)
+}
+
+// ReadLinesNoting is ReadLines that also calls split, when not nil, after
+// each line that was emitted in several pieces, with the line's length in
+// bytes and the number of pieces: a split must not go unsaid.
+func ReadLinesNoting(r io.Reader, max int, emit func(string), split func(size, pieces int)) {
 	buf := make([]byte, 0, max)
 	chunk := make([]byte, 32<<10)
+	size, pieces := 0, 0
+	piece := func(b []byte) {
+		size += len(b)
+		pieces += emitLine(b, max, emit)
+	}
+	end := func(b []byte) {
+		piece(b)
+		if pieces > 1 && split != nil {
+			split(size, pieces)
+		}
+		size, pieces = 0, 0
+	}
 	for {
 		n, err := r.Read(chunk)
 		data := chunk[:n]
@@ -21,17 +41,17 @@ func ReadLines(r io.Reader, max int, emit func(string)) {
 			// line was exactly max long and is not followed by an empty one.
 			if len(buf) == max {
 				if data[0] == '\n' {
-					emitLine(bytes.TrimSuffix(buf, []byte("\r")), max, emit)
+					end(bytes.TrimSuffix(buf, []byte("\r")))
 					buf, data = buf[:0], data[1:]
 					continue
 				}
 				cut := runeCut(buf)
-				emitLine(buf[:cut], max, emit)
+				piece(buf[:cut])
 				buf = append(buf[:0], buf[cut:]...)
 			}
 			if i := bytes.IndexByte(data, '\n'); i >= 0 && len(buf)+i <= max {
 				buf = append(buf, data[:i]...)
-				emitLine(bytes.TrimSuffix(buf, []byte("\r")), max, emit)
+				end(bytes.TrimSuffix(buf, []byte("\r")))
 				buf, data = buf[:0], data[i+1:]
 				continue
 			}
@@ -40,11 +60,17 @@ func ReadLines(r io.Reader, max int, emit func(string)) {
 		}
 		if err != nil {
 			if len(buf) > 0 {
-				emitLine(buf, max, emit)
+				end(buf)
 			}
 			return
 		}
 	}
+}
+
+// SplitNote is the system line that follows a line of stream emitted in
+// pieces (lines of other streams may come between).
+func SplitNote(stream Stream, size, pieces, max int) string {
+	return fmt.Sprintf("levers9: a %s line of %d bytes was longer than the limit of %d: it is split into %d lines", stream, size, max, pieces)
 }
 
 // runeCut is where to cut a full buffer without splitting a UTF-8 sequence
@@ -64,7 +90,7 @@ func runeCut(b []byte) int {
 
 // emitLine replaces invalid UTF-8, which may grow the line, and splits it
 // again at rune boundaries.
-func emitLine(b []byte, max int, emit func(string)) {
+func emitLine(b []byte, max int, emit func(string)) (pieces int) {
 	s := strings.ToValidUTF8(string(b), "\uFFFD")
 	for len(s) > max {
 		cut := max
@@ -73,6 +99,8 @@ func emitLine(b []byte, max int, emit func(string)) {
 		}
 		emit(s[:cut])
 		s = s[cut:]
+		pieces++
 	}
 	emit(s)
+	return pieces + 1
 }

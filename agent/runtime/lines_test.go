@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -44,6 +46,37 @@ func TestReadLines(t *testing.T) {
 				if len(l) > max {
 					t.Errorf("%s: line %q longer than %d", tt.name, l, max)
 				}
+			}
+		}
+	}
+}
+
+// A line emitted in pieces is followed by a note saying so; others are not.
+func TestReadLinesNotesSplits(t *testing.T) {
+	t.Parallel()
+	const max = 8
+	tests := []struct {
+		name, in string
+		want     []string // lines, with "#size/pieces" for a note
+	}{
+		{"short lines", "a\nbb\n", []string{"a", "bb"}},
+		{"exactly max", "12345678\n", []string{"12345678"}},
+		{"split once", "123456789\nx\n", []string{"12345678", "9", "#9/2", "x"}},
+		{"split thrice, no newline", "12345678123456781", []string{"12345678", "12345678", "1", "#17/3"}},
+		{"crlf long", "123456789\r\n", []string{"12345678", "9", "#9/2"}},
+	}
+	for _, tt := range tests {
+		for _, oneByte := range []bool{false, true} {
+			var r io.Reader = strings.NewReader(tt.in)
+			if oneByte {
+				r = iotest.OneByteReader(r)
+			}
+			var got []string
+			ReadLinesNoting(r, max, func(s string) { got = append(got, s) }, func(size, pieces int) {
+				got = append(got, fmt.Sprintf("#%d/%d", size, pieces))
+			})
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("%s (one byte at a time: %v): got %q, want %q", tt.name, oneByte, got, tt.want)
 			}
 		}
 	}

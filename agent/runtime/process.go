@@ -57,9 +57,9 @@ type ProcessConfig struct {
 	// StopGrace is the grace period when the runtime stops a job itself
 	// (timeout, a failed service). Default 10s.
 	StopGrace time.Duration
-	// DrainTimeout bounds how long output is read after a service's
-	// process group is gone, in case an escaped process keeps the pipes
-	// open. Default 5s.
+	// DrainTimeout is how long output may stay silent after a service's
+	// process group is gone before its pipes are closed, in case an
+	// escaped process keeps them open. Default 5s.
 	DrainTimeout time.Duration
 }
 

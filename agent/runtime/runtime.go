@@ -133,6 +133,9 @@ type Stream string
 const (
 	Stdout Stream = "stdout"
 	Stderr Stream = "stderr"
+	// System lines are levers9's notes about the output (a long line
+	// split), never the service's own.
+	System Stream = "system"
 )
 
 // Event is a StateEvent or a LogEvent.

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -24,7 +26,8 @@ type service struct {
 	dir     string
 	env     []string
 	ports   []Port
-	drain   time.Duration
+	drain   time.Duration // how long output may be silent after the service ended
+	pipes   []*outputPipe
 	pidFile string
 	user    *jobUser // nil: the agent's
 	binds   []bind
@@ -124,12 +127,16 @@ func (s *service) start() {
 		s.job.log.Warn("recording the service's supervisor", "service", s.spec.Name, "err", err)
 	}
 	var readers sync.WaitGroup
-	for _, r := range []struct {
+	s.pipes = []*outputPipe{{f: outR, idle: s.drain}, {f: errR, idle: s.drain}}
+	for i, r := range []struct {
 		f      *os.File
 		stream Stream
 	}{{outR, Stdout}, {errR, Stderr}} {
 		readers.Go(func() {
-			ReadLines(r.f, MaxLineBytes, func(line string) { s.job.emitLog(s.spec.Name, r.stream, line) })
+			ReadLinesNoting(s.pipes[i], MaxLineBytes, func(line string) { s.job.emitLog(s.spec.Name, r.stream, line) },
+				func(size, pieces int) {
+					s.job.emitLog(s.spec.Name, System, SplitNote(r.stream, size, pieces, MaxLineBytes))
+				})
 		})
 	}
 	pid := cmd.Process.Pid
@@ -255,16 +262,15 @@ func (s *service) wait(readers *sync.WaitGroup, outR, errR, statusR *os.File, no
 			s.job.log.Warn("killing leftover processes", "service", s.spec.Name, "err", err)
 		}
 	}
-	drained := make(chan struct{})
-	go func() { readers.Wait(); close(drained) }()
-	select {
-	case <-drained:
-	case <-time.After(s.drain):
-		// A process that left the group (setsid) still holds the pipes.
-		s.job.log.Warn("output still open after the service ended; closing it", "service", s.spec.Name)
+	// What the service wrote is read to the end however long the reader
+	// waits for room (the agent's back-pressure): only silence, or more
+	// than a pipe can hold, ends it, for a process that left the group
+	// (setsid) may hold the pipes open.
+	for _, p := range s.pipes {
+		p.exit()
 	}
+	readers.Wait()
 	closeAll(outR, errR)
-	<-drained
 
 	state, code, reason := exitState(s.cmd.ProcessState, waitErr)
 	if statusR != nil {
@@ -356,4 +362,44 @@ func closeAll(fs ...*os.File) {
 			_ = f.Close()
 		}
 	}
+}
+
+// maxPipeBytes is the most a pipe can hold (Linux's default
+// /proc/sys/fs/pipe-max-size): what a service wrote before it ended fits.
+const maxPipeBytes = 1 << 20
+
+// outputPipe is the read end of a service's stdout or stderr. After the
+// service ended it is read until it stays silent for idle or has given
+// maxPipeBytes more: the rest of the service's output, not the endless
+// output of a process that escaped its group.
+type outputPipe struct {
+	f     *os.File
+	idle  time.Duration
+	ended atomic.Bool
+	after int // bytes read since the end; only the reader touches it
+}
+
+func (p *outputPipe) Read(b []byte) (int, error) {
+	ended := p.ended.Load()
+	if ended {
+		if p.after >= maxPipeBytes {
+			return 0, io.EOF
+		}
+		_ = p.f.SetReadDeadline(time.Now().Add(p.idle))
+		b = b[:min(len(b), maxPipeBytes-p.after)]
+	}
+	n, err := p.f.Read(b)
+	if ended {
+		p.after += n
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// exit starts the end: a read waiting for output gives up after idle.
+func (p *outputPipe) exit() {
+	p.ended.Store(true)
+	_ = p.f.SetReadDeadline(time.Now().Add(p.idle))
 }

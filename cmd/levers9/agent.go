@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/levers9/levers9/agent"
@@ -25,6 +26,7 @@ type agentFlags struct {
 	cpus                       float64
 	runtime, defaultImage      string
 	workDir, jobUIDs           string // process runtime
+	logQuota                   *int64
 	// join only
 	invite, name string
 }
@@ -52,6 +54,7 @@ func (f *agentFlags) register(fs *flag.FlagSet, join bool) {
 		"on Docker, the image of services that give a command but no image (LEVERS9_AGENT_DEFAULT_IMAGE)")
 	fs.StringVar(&f.workDir, "work-dir", env("LEVERS9_AGENT_WORK_DIR", ""),
 		"process runtime: where job directories live, outside the state directory; default "+localWorkBase+"/jobs-HASH as root, else STATE_DIR/jobs (LEVERS9_AGENT_WORK_DIR)")
+	f.logQuota = logQuotaFlag(fs, "job-log-quota", "this node")
 	fs.StringVar(&f.jobUIDs, "job-uids", env("LEVERS9_AGENT_JOB_UIDS", ""),
 		"process runtime as root: FIRST:COUNT, the uids jobs run as, one per running job; default "+defaultJobUIDs+" (LEVERS9_AGENT_JOB_UIDS)")
 	if join {
@@ -132,7 +135,7 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	rt, err := newRuntime(ctx, f, log)
 	if err == nil {
-		err = serveAgent(ctx, f.stateDir, f.server, decl, rt, log)
+		err = serveAgent(ctx, f.stateDir, f.server, decl, rt, *f.logQuota, log)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
@@ -225,7 +228,7 @@ func newProcessRuntime(root string, uids runtime.UIDRange, log *slog.Logger) (*r
 // ends. A runtime that holds a connection is
 // closed at the end; the containers it runs keep running for the next
 // agent.
-func serveAgent(ctx context.Context, stateDir, server string, decl agent.Declared, rt runtime.Runtime, log *slog.Logger) error {
+func serveAgent(ctx context.Context, stateDir, server string, decl agent.Declared, rt runtime.Runtime, logQuota int64, log *slog.Logger) error {
 	st, err := agent.LoadState(stateDir)
 	if err != nil {
 		return err
@@ -237,7 +240,7 @@ func serveAgent(ctx context.Context, stateDir, server string, decl agent.Declare
 	log.Info("agent starting", "node", st.NodeID, "server", strings.TrimSpace(firstOf(server, st.Server)),
 		"runtime", rt.Name(), "cpus", inv.CPUs, "memoryMiB", inv.MemoryMiB, "gpus", inv.GPUs)
 	return agent.Run(ctx, agent.Config{
-		Server: server, StateDir: stateDir, Inventory: inv, Runtime: rt, Version: version, Log: log,
+		Server: server, StateDir: stateDir, Inventory: inv, Runtime: rt, Version: version, Log: log, LogQuota: logQuota,
 	})
 }
 
@@ -246,4 +249,46 @@ func firstOf(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// sizeValue is a flag holding a size in bytes, written like 1GiB or 100MB.
+type sizeValue struct{ n *int64 }
+
+func (v sizeValue) String() string {
+	if v.n == nil {
+		return ""
+	}
+	return strconv.FormatInt(*v.n, 10)
+}
+
+func (v sizeValue) Set(s string) error {
+	n, err := agent.ParseSize(s)
+	if err != nil {
+		return err
+	}
+	*v.n = n
+	return nil
+}
+
+// logQuotaFlag registers the per-job log quota flag of a node, defaulting
+// to LEVERS9_JOB_LOG_QUOTA (a bad value there is said and ignored, like
+// the other variables' defaults) or else DefaultLogQuota.
+func logQuotaFlag(fs *flag.FlagSet, name, whose string) *int64 {
+	n := int64(agent.DefaultLogQuota)
+	v := sizeValue{&n}
+	if e := os.Getenv("LEVERS9_JOB_LOG_QUOTA"); e != "" {
+		if err := v.Set(e); err != nil {
+			fmt.Fprintf(os.Stderr, "levers9: LEVERS9_JOB_LOG_QUOTA: %v; using the default\n", err)
+		}
+	}
+	fs.Var(v, name, "the most output stored per job attempt on "+whose+", e.g. 1GiB or 100MB; "+
+		"later lines are dropped and the job's log says which; 0: no limit (LEVERS9_JOB_LOG_QUOTA; default 1GiB)")
+	return &n
+}
+
+func derefQuota(n *int64) int64 {
+	if n == nil {
+		return agent.DefaultLogQuota
+	}
+	return *n
 }

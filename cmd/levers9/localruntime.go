@@ -25,6 +25,7 @@ type localNodeConfig struct {
 	DefaultImage string // Docker: the image of command-only services
 	WorkDir      string // process: the jobs' working directories; "" for jobWorkDir's default
 	JobUIDs      string // process: FIRST:COUNT, the uids jobs run as, one per job
+	LogQuota     *int64 // bytes of output stored per job attempt; 0: no quota
 }
 
 // defaultJobUIDs are the uids of the built-in node's jobs on the process
@@ -155,5 +156,5 @@ func (l *localRuntime) serve(ctx context.Context, stateDir, serverURL string, lo
 		}
 		rt = p
 	}
-	return serveAgent(ctx, stateDir, serverURL, agent.Declared{}, rt, log)
+	return serveAgent(ctx, stateDir, serverURL, agent.Declared{}, rt, derefQuota(l.cfg.LogQuota), log)
 }

@@ -74,11 +74,15 @@ func runLogs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// printLine prints "service | text", or "service ! text" for stderr.
+// printLine prints "service | text", "service ! text" for stderr, or
+// "service # text" for levers9's own notes (lines dropped, split).
 func printLine(w io.Writer, l logLine) {
 	mark := "|"
-	if l.Stream == "stderr" {
+	switch l.Stream {
+	case "stderr":
 		mark = "!"
+	case "system":
+		mark = "#"
 	}
 	fmt.Fprintf(w, "%s %s %s\n", l.Service, mark, l.Text)
 }

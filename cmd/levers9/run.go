@@ -133,8 +133,8 @@ func runJobCommand(ctx context.Context, name string, args []string, stdout, stde
 	fmt.Fprintf(stderr, "levers9: job %s submitted to queue %s\n", job, queue)
 	err := c.followLogs(ctx, job, 1, func(l logLine) {
 		w := stdout
-		if l.Stream == "stderr" {
-			w = stderr
+		if l.Stream != "stdout" {
+			w = stderr // levers9's own notes too: they are not the job's output
 		}
 		fmt.Fprintln(w, l.Text)
 	})

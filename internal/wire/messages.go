@@ -159,10 +159,12 @@ type StateChange struct {
 // Stream is where a log line was written.
 type Stream string
 
-// The streams of a service.
+// The streams of a service. System lines are levers9's own notes in the
+// log (lines dropped over a quota, a long line split), never a job's output.
 const (
 	Stdout Stream = "stdout"
 	Stderr Stream = "stderr"
+	System Stream = "system"
 )
 
 // Logs carries output lines of one job, in sequence order.

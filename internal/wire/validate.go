@@ -226,8 +226,8 @@ func (m Logs) Validate() error {
 	for i, l := range m.Lines {
 		f := fmt.Sprintf("lines[%d]", i)
 		c.service(f+".service", l.Service)
-		if l.Stream != Stdout && l.Stream != Stderr {
-			c.bad(f+".stream", "%.40q is not stdout or stderr", l.Stream)
+		if l.Stream != Stdout && l.Stream != Stderr && l.Stream != System {
+			c.bad(f+".stream", "%.40q is not stdout, stderr or system", l.Stream)
 		}
 		switch {
 		case l.Seq == 0:

@@ -23,11 +23,17 @@ type output struct {
 
 func (s *service) output(after time.Time) *output {
 	w := func(stream runtime.Stream) *lineWriter {
-		return &lineWriter{emit: func(at time.Time, text string) {
+		emit := func(stream runtime.Stream, at time.Time, text string) {
 			if at.After(after) {
 				s.job.emitLog(s.name, stream, at, text)
 			}
-		}}
+		}
+		return &lineWriter{
+			emit: func(at time.Time, text string) { emit(stream, at, text) },
+			split: func(at time.Time, size, pieces int) {
+				emit(runtime.System, at, runtime.SplitNote(stream, size, pieces, runtime.MaxLineBytes))
+			},
+		}
 	}
 	return &output{s: s, after: after, out: w(runtime.Stdout), err: w(runtime.Stderr)}
 }
@@ -97,11 +103,14 @@ func (o *output) read(ctx context.Context, opts client.ContainerLogsOptions) err
 // a long line into several messages. A line takes the time of its first
 // piece.
 type lineWriter struct {
-	emit func(at time.Time, text string)
-	buf  []byte
-	at   time.Time // of the buffered line's first piece
-	last time.Time // of the last message taken
-	skip time.Time // messages stamped at or before it were taken already
+	emit  func(at time.Time, text string)
+	split func(at time.Time, size, pieces int) // after a line emitted in pieces
+	buf   []byte
+	// size and pieces are of the line being emitted in pieces.
+	size, pieces int
+	at           time.Time // of the buffered line's first piece
+	last         time.Time // of the last message taken
+	skip         time.Time // messages stamped at or before it were taken already
 }
 
 func (w *lineWriter) Write(p []byte) (int, error) {
@@ -130,7 +139,7 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 		}
 		w.buf = append(w.buf, msg[:i+1]...)
 		msg = msg[i+1:]
-		w.line(w.buf)
+		w.line(w.buf, true)
 		w.buf = w.buf[:0]
 	}
 	return len(p), nil
@@ -139,8 +148,21 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 // line emits b (one line, with or without its newline) as runtime.ReadLines
 // does for the process runtime: without the newline, valid UTF-8, split
 // into pieces of at most MaxLineBytes.
-func (w *lineWriter) line(b []byte) {
-	runtime.ReadLines(bytes.NewReader(b), runtime.MaxLineBytes, func(text string) { w.emit(w.at, text) })
+// A line that ends (end) after pieces spilled before it, or that is split
+// itself, is followed by a note saying so.
+func (w *lineWriter) line(b []byte, end bool) {
+	at := w.at
+	runtime.ReadLines(bytes.NewReader(b), runtime.MaxLineBytes, func(text string) {
+		w.pieces++
+		w.emit(at, text)
+	})
+	w.size += len(bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r")))
+	if end {
+		if w.pieces > 1 && w.split != nil {
+			w.split(at, w.size, w.pieces)
+		}
+		w.size, w.pieces = 0, 0
+	}
 }
 
 // spill emits the front of an unfinished line that has grown past the
@@ -154,7 +176,7 @@ func (w *lineWriter) spill(at time.Time) {
 		if cut == runtime.MaxLineBytes-utf8.UTFMax {
 			cut = runtime.MaxLineBytes // not UTF-8 anyway
 		}
-		w.line(w.buf[:cut])
+		w.line(w.buf[:cut], false)
 		w.buf = append(w.buf[:0], w.buf[cut:]...)
 		w.at = at
 	}
@@ -163,7 +185,7 @@ func (w *lineWriter) spill(at time.Time) {
 // flush emits an unfinished last line.
 func (w *lineWriter) flush() {
 	if len(w.buf) > 0 {
-		w.line(w.buf)
+		w.line(w.buf, true)
 		w.buf = w.buf[:0]
 	}
 }
