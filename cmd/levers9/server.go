@@ -71,6 +71,7 @@ func (c *serverConfig) flags(out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.AllowPrivateS3, "allow-private-s3", env("LEVERS9_ALLOW_PRIVATE_S3", "false") == "true",
 		"let S3 storages use endpoints on loopback, link-local (cloud metadata) and private addresses; off, tenants cannot make the server reach its internal network (LEVERS9_ALLOW_PRIVATE_S3)")
 	fs.BoolVar(&c.LocalNode, "local-node", env("LEVERS9_LOCAL_NODE", "true") != "false", "run a built-in node in the default queue (LEVERS9_LOCAL_NODE)")
+	c.Local.LogQuota = logQuotaFlag(fs, "local-node-job-log-quota", "the built-in node")
 	fs.StringVar(&c.Local.Runtime, "local-node-runtime", env("LEVERS9_LOCAL_NODE_RUNTIME", runtimeAuto),
 		"how the built-in node runs jobs: docker (containers), process (child processes, each job as an unprivileged uid of its own; needs root) or auto (Docker when a daemon answers) (LEVERS9_LOCAL_NODE_RUNTIME)")
 	fs.StringVar(&c.Local.DefaultImage, "local-node-default-image", env("LEVERS9_LOCAL_NODE_DEFAULT_IMAGE", defaultImage),
