@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/viewer"
 )
@@ -65,8 +66,9 @@ func (rt *Router) authorize(r *http.Request, a Access) error {
 
 // signInURL is the sign-in page returning to r's page afterwards.
 func signInURL(r *http.Request) string {
-	if r.Method != http.MethodGet {
+	next := auth.LocalPath(r.URL.RequestURI())
+	if r.Method != http.MethodGet || next == "/" {
 		return "/signin"
 	}
-	return "/signin?next=" + url.QueryEscape(r.URL.RequestURI())
+	return "/signin?next=" + url.QueryEscape(next)
 }

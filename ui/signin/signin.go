@@ -3,8 +3,8 @@ package signin
 import (
 	"net"
 	"net/http"
-	"strings"
 
+	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/ui/app"
@@ -35,14 +35,14 @@ func (h *handlers) start(w http.ResponseWriter, r *http.Request) error {
 
 func (h *handlers) show(w http.ResponseWriter, r *http.Request) error {
 	if app.Viewer(r) != nil {
-		return app.SeeOther(w, r, safeNext(r.URL.Query().Get("next")))
+		return app.SeeOther(w, r, auth.LocalPath(r.URL.Query().Get("next")))
 	}
-	return app.Render(w, r, http.StatusOK, page(h.rt.Frame(r, "Sign in"), form{Next: r.URL.Query().Get("next")}))
+	return app.Render(w, r, http.StatusOK, page(h.rt.Frame(r, "Sign in"), form{Next: auth.LocalPath(r.URL.Query().Get("next"))}))
 }
 
 func (h *handlers) signIn(w http.ResponseWriter, r *http.Request) error {
 	email, password := r.PostFormValue("email"), r.PostFormValue("password")
-	in := form{Email: email, Next: r.PostFormValue("next")}
+	in := form{Email: email, Next: auth.LocalPath(r.PostFormValue("next"))}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
@@ -63,7 +63,7 @@ func (h *handlers) signIn(w http.ResponseWriter, r *http.Request) error {
 	if err := h.rt.StartSession(r.Context(), tok.ID); err != nil {
 		return err
 	}
-	return app.SeeOther(w, r, safeNext(in.Next))
+	return app.SeeOther(w, r, in.Next)
 }
 
 func (h *handlers) signOut(w http.ResponseWriter, r *http.Request) error {
@@ -71,13 +71,4 @@ func (h *handlers) signOut(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return app.SeeOther(w, r, "/signin")
-}
-
-// safeNext keeps the after-sign-in redirect on this site: a local path,
-// not "//host" or "/\host", which browsers treat as another site.
-func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
-		return "/"
-	}
-	return next
 }
