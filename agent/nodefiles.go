@@ -121,7 +121,8 @@ func (nf *nodeFiles) run(ctx context.Context, m wire.FileOp, body *io.PipeReader
 		switch {
 		case errors.Is(err, storage.ErrNotFound):
 			res.Code = wire.FileNotFound
-		case errors.Is(err, storage.ErrInvalidKey), errors.Is(err, storage.ErrInvalid):
+		case errors.Is(err, storage.ErrInvalidKey), errors.Is(err, storage.ErrInvalid), errors.Is(err, storage.ErrOutside):
+			// A link out of the bucket reaches the server as a refused key.
 			res.Code = wire.FileInvalid
 		}
 		if len(res.Error) > wire.MaxReasonBytes {
