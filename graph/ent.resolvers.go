@@ -11,6 +11,7 @@ import (
 	"entgo.io/contrib/entgql"
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/graph/generated"
+	"github.com/levers9/levers9/internal/access"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/viewer"
 )
@@ -82,7 +83,7 @@ func (r *queryResolver) Projects(ctx context.Context, after *entgql.Cursor[strin
 
 // Queues is the resolver for the queues field.
 func (r *queryResolver) Queues(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.QueueOrder, where *ent.QueueWhereInput) (*ent.QueueConnection, error) {
-	return r.Ent.Queue.Query().Paginate(ctx, after, first, before, last,
+	return access.UsableQueues(ctx, r.Ent.Queue.Query()).Paginate(ctx, after, first, before, last,
 		ent.WithQueueOrder(orderBy), ent.WithQueueFilter(where.Filter))
 }
 
