@@ -142,8 +142,7 @@ func ChargeRun(ctx context.Context, c *ent.Client, j *ent.Job, now time.Time) (i
 // for its next attempt, which starts counting minutes from zero under keys
 // of its own.
 func CloseAttempt(ctx context.Context, c *ent.Client, j *ent.Job, alive time.Time) error {
-	alive = aliveSince(j, alive)
-	if _, err := chargeRuns(ctx, c, []string{j.ID}, alive, &alive, nodeLost(alive)); err != nil {
+	if err := Lost(ctx, c, j, alive); err != nil {
 		return err
 	}
 	err := c.Job.UpdateOneID(j.ID).SetMeteredMinutes(0).SetMeteringClosed(false).Exec(viewer.SystemContext(ctx))
@@ -158,8 +157,47 @@ func CloseAttempt(ctx context.Context, c *ent.Client, j *ent.Job, alive time.Tim
 // afterwards (at any time) charges nothing more.
 func Lost(ctx context.Context, c *ent.Client, j *ent.Job, alive time.Time) error {
 	alive = aliveSince(j, alive)
-	_, err := chargeRuns(ctx, c, []string{j.ID}, alive, &alive, nodeLost(alive))
-	return err
+	if _, err := chargeRuns(ctx, c, []string{j.ID}, alive, &alive, nodeLost(alive)); err != nil {
+		return err
+	}
+	return refundAfter(ctx, c, j, alive)
+}
+
+// refundAfter credits what job j's current run was charged beyond a run
+// that ended at alive: the meter charges each minute as it passes, and the
+// TTL and grace can outlast a minute that began after the last sign of
+// life.
+func refundAfter(ctx context.Context, c *ent.Client, j *ent.Job, alive time.Time) error {
+	if j.StartedAt == nil {
+		return nil
+	}
+	sys := viewer.SystemContext(ctx)
+	key := fmt.Sprintf("compute:%s:%d:", j.ID, j.Attempt)
+	cs, err := c.Charge.Query().
+		Where(charge.JobID(j.ID), charge.KindEQ(charge.KindCompute), charge.IdempotencyKeyHasPrefix(key)).
+		All(sys)
+	if err != nil {
+		return fmt.Errorf("loading charges of job %s: %w", j.ID, err)
+	}
+	var charged billing.Tokens
+	for _, ch := range cs {
+		charged += ch.Tokens
+	}
+	over := charged - billing.RunCost(j.PricePerMinute, alive.Sub(*j.StartedAt))
+	if over <= 0 {
+		return nil
+	}
+	b := c.Charge.Create().
+		SetTenantID(j.TenantID).SetJobID(j.ID).SetUserID(j.OwnerID).
+		SetKind(charge.KindAdjustment).SetTokens(-over).SetRates(j.Rates).
+		SetPeriodStart(alive).SetPeriodEnd(alive).
+		SetReason(nodeLost(alive) + "; refunds the run time charged after it").
+		SetIdempotencyKey(fmt.Sprintf("lost:%s:%d", j.ID, j.Attempt))
+	setPayer(b, payerOf(j))
+	if err := b.OnConflictColumns(charge.FieldIdempotencyKey).DoNothing().Exec(sys); err != nil {
+		return fmt.Errorf("refunding job %s: %w", j.ID, err)
+	}
+	return nil
 }
 
 // aliveSince is alive, or when job j started if that is later: the start
