@@ -187,7 +187,7 @@ func (r *mutationResolver) DeleteBucket(ctx context.Context, id string) (string,
 
 // UpdateNode is the resolver for the updateNode field.
 func (r *mutationResolver) UpdateNode(ctx context.Context, id string, input ent.UpdateComputeNodeInput) (*ent.Node, error) {
-	return r.Ent.Node.UpdateOneID(id).SetInput(input).Save(ctx)
+	return r.NodeService.Update(ctx, id, input)
 }
 
 // CreateNodeInvite is the resolver for the createNodeInvite field.

@@ -11,11 +11,21 @@ import (
 // join under that name.
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$`)
 
+const nameRule = "a node name is 1 to 63 letters, digits, '.', '_' or '-', starting and ending with a letter or digit"
+
 // CheckInviteName reports whether name may be given to an invite: empty
 // (the node then joins under its host name) or a valid node name.
 func CheckInviteName(name string) error {
 	if name != "" && !namePattern.MatchString(name) {
-		return fault.Invalid("nodeName", "a node name is 1 to 63 letters, digits, '.', '_' or '-', starting and ending with a letter or digit")
+		return fault.Invalid("nodeName", nameRule)
+	}
+	return nil
+}
+
+// checkName reports whether an admin may rename a node to name.
+func checkName(name string) error {
+	if !namePattern.MatchString(name) {
+		return fault.Invalid("name", nameRule)
 	}
 	return nil
 }

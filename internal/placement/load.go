@@ -32,6 +32,9 @@ type state struct {
 	services map[string]map[string]string // job ID → service name → service ID
 	invalid  map[string]string            // job ID → why it can never be placed
 	storages map[string]nodeStorage       // the tenant's node storages by ID
+	// draining are the names of the queue's online nodes that an admin is
+	// draining: they take no new jobs, and waiting jobs are told so.
+	draining []string
 }
 
 // newState is an empty state, to be filled by loadNodes and loadJobs.
@@ -64,7 +67,7 @@ func (st *state) loadNodes(ctx context.Context, c *ent.Client, dialectName, queu
 	q := c.Node.Query().
 		Where(node.HasQueuesWith(queue.ID(queueID)), node.StatusEQ(node.StatusOnline)).
 		Order(node.ByID()).
-		Select(node.FieldID, node.FieldName, node.FieldInventory)
+		Select(node.FieldID, node.FieldName, node.FieldInventory, node.FieldDrain)
 	if dialectName == dialect.Postgres {
 		// The lock that keeps replicas from placing the same capacity twice;
 		// SQLite has no row locks and needs none (one writer).
@@ -77,6 +80,11 @@ func (st *state) loadNodes(ctx context.Context, c *ent.Client, dialectName, queu
 	index := make(map[string]int, len(nodes))
 	ids := make([]string, 0, len(nodes))
 	for _, n := range nodes {
+		if n.Drain {
+			// Its running jobs go on; their usage matters to no placement here.
+			st.draining = append(st.draining, n.Name)
+			continue
+		}
 		sn := scheduling.Node{ID: n.ID, Name: n.Name, Containers: n.Inventory.Containers(), Capacity: scheduling.Resources{
 			CPU: n.Inventory.CPUs, MemoryMiB: n.Inventory.MemoryMiB,
 		}}
@@ -86,6 +94,7 @@ func (st *state) loadNodes(ctx context.Context, c *ent.Client, dialectName, queu
 		st.nodeName[n.ID] = n.Name
 		ids = append(ids, n.ID)
 	}
+	slices.Sort(st.draining)
 	// Usage counts services of every queue: a node may serve several.
 	for part := range slices.Chunk(ids, chunk) {
 		used, err := c.Service.Query().

@@ -66,7 +66,7 @@ func (st *state) write(ctx context.Context, tx *sql.Tx, dialectName, queueName s
 	}
 	var reasons []row
 	for id, r := range waiting {
-		if text := r.String(queueName); text != st.reason[id] {
+		if text := r.String(queueName) + st.drainingNote(); text != st.reason[id] {
 			reasons = append(reasons, row{id, []any{text}})
 		}
 	}
@@ -156,4 +156,17 @@ func update(ctx context.Context, tx *sql.Tx, table, cond string, cols []column, 
 		total += int(n)
 	}
 	return total, nil
+}
+
+// drainingNote is added to the reason of every waiting job while some of the
+// queue's online nodes are draining: a job that would fit on one of them
+// should not read as too large or short of nodes without saying why.
+func (st *state) drainingNote() string {
+	switch len(st.draining) {
+	case 0:
+		return ""
+	case 1:
+		return "; node " + st.draining[0] + " draining"
+	}
+	return fmt.Sprintf("; %d nodes draining (%s)", len(st.draining), strings.Join(st.draining, ", "))
 }
