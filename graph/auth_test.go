@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,47 +109,101 @@ func TestSignIn(t *testing.T) {
 	})
 }
 
+// Sign-in is throttled per account and address, per address and per
+// account, with growing waits: a guesser at one address is held back while
+// the real user at another signs in (ten wrong passwords used to lock the
+// account for everyone), and every attempt is logged.
 func TestSignInRateLimit(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		t.Parallel()
 		e := newEnv(t, url)
 		e.freezeLimiter()
+		var logs syncBuffer
+		e.auth.Log = slog.New(slog.NewTextHandler(&logs, nil))
 		e.newTenant("acme")
 		ip := func(n int) string { return fmt.Sprintf("127.0.0.%d", n) }
+		wrong := vars{"e": "admin@acme.test", "p": "wrong password!"}
 
-		// Per email: a burst of 10, from whatever addresses.
-		for i := range 10 {
-			if r := e.gqlFrom(t, ip(10+i), signIn, vars{"e": "admin@acme.test", "p": "wrong password!"}); r.code() != "UNAUTHENTICATED" {
+		// One address: a few free guesses, then a wait, which hammering
+		// does not end or lengthen.
+		for i := range int(auth.DefaultPolicy.Pair.Free) + 1 {
+			if r := e.gqlFrom(t, ip(30), signIn, wrong); r.code() != "UNAUTHENTICATED" {
 				t.Fatalf("wrong attempt %d: %+v", i+1, r.Errors)
 			}
 		}
-		r := e.gqlFrom(t, ip(30), signIn, vars{"e": "admin@acme.test", "p": "wrong password!"})
-		if r.code() != "RATE_LIMITED" || !strings.Contains(r.Errors[0].Message, "too many sign-in attempts") {
-			t.Fatalf("11th wrong attempt: %+v", r.Errors)
+		for i := range 20 {
+			r := e.gqlFrom(t, ip(30), signIn, wrong)
+			if r.code() != "RATE_LIMITED" || !strings.Contains(r.Errors[0].Message, "too many sign-in attempts") ||
+				r.Errors[0].Extensions["retryAfter"] != float64(1) {
+				t.Fatalf("guess %d while held: %+v", i+1, r.Errors)
+			}
 		}
-		if r := e.gqlFrom(t, ip(31), signIn, vars{"e": "ADMIN@acme.test", "p": testPassword}); r.code() != "RATE_LIMITED" {
-			t.Fatalf("right password while limited: %+v", r.Errors)
+		if r := e.gqlFrom(t, ip(30), signIn, vars{"e": "admin@acme.test", "p": testPassword}); r.code() != "RATE_LIMITED" {
+			t.Fatalf("right password at the held address: %+v", r.Errors)
 		}
-		// Other emails are not held up.
-		r = e.gqlFrom(t, ip(32), signIn, vars{"e": "member@acme.test", "p": testPassword})
+		// The real user at another address is not held up.
+		r := e.gqlFrom(t, ip(31), signIn, vars{"e": "ADMIN@acme.test", "p": testPassword})
 		r.ok(t)
 		var out signInOut
 		r.decode(t, &out)
-		if got := e.email(t, out.SignIn.Token); got != "member@acme.test" {
-			t.Fatalf("member signed in as %q", got)
+		if got := e.email(t, out.SignIn.Token); got != "admin@acme.test" {
+			t.Fatalf("admin signed in as %q", got)
 		}
 
-		// Per client address: a burst of 10, whatever the emails.
-		for i := range 10 {
+		// One address spraying many accounts.
+		for i := range int(auth.DefaultPolicy.Addr.Free) + 1 {
 			if r := e.gqlFrom(t, ip(40), signIn, vars{"e": fmt.Sprintf("guess%d@acme.test", i), "p": testPassword}); r.code() != "UNAUTHENTICATED" {
 				t.Fatalf("guess %d: %+v", i+1, r.Errors)
 			}
 		}
-		if r := e.gqlFrom(t, ip(40), signIn, vars{"e": "guess-last@acme.test", "p": testPassword}); r.code() != "RATE_LIMITED" {
-			t.Fatalf("11th guess from one address: %+v", r.Errors)
+		if r := e.gqlFrom(t, ip(40), signIn, vars{"e": "member@acme.test", "p": testPassword}); r.code() != "RATE_LIMITED" {
+			t.Fatalf("one more account from the spraying address: %+v", r.Errors)
+		}
+
+		for _, want := range []string{
+			"outcome=bad_credentials email=admin@acme.test addr=127.0.0.30",
+			"outcome=rate_limited email=admin@acme.test addr=127.0.0.30",
+			"outcome=ok email=admin@acme.test addr=127.0.0.31",
+			"outcome=bad_credentials email=guess0@acme.test addr=127.0.0.40",
+		} {
+			if !logs.contains(want) {
+				t.Errorf("no %q in the log:\n%s", want, logs.String())
+			}
 		}
 	})
+}
+
+// syncBuffer is a log sink the server writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// contains reports whether one log line has all the key=value pairs of want.
+func (s *syncBuffer) contains(want string) bool {
+	for _, line := range strings.Split(s.String(), "\n") {
+		all := true
+		for _, kv := range strings.Fields(want) {
+			all = all && strings.Contains(line, " "+kv)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }
 
 func TestAPITokens(t *testing.T) {
@@ -252,7 +308,7 @@ func TestAPITokens(t *testing.T) {
 		})
 
 		t.Run("no hash in the schema", func(t *testing.T) {
-			r := e.gql("", `{ __schema { types { name fields { name } inputFields { name } } } }`, nil)
+			r := e.gql(a.memberToken, `{ __schema { types { name fields { name } inputFields { name } } } }`, nil)
 			r.ok(t)
 			var out struct {
 				Schema struct {
@@ -283,7 +339,7 @@ func TestAPITokens(t *testing.T) {
 					t.Errorf("APIToken.%s exposes the secret", f)
 				}
 			}
-			ty := e.gql("", `{ __type(name: "APIToken") { fields { name } } }`, nil)
+			ty := e.gql(a.memberToken, `{ __type(name: "APIToken") { fields { name } } }`, nil)
 			ty.ok(t)
 			if strings.Contains(strings.ToLower(string(ty.Data)), "hash") || !strings.Contains(string(ty.Data), `"hint"`) {
 				t.Fatalf("APIToken fields = %s", ty.Data)

@@ -3,6 +3,8 @@ package ui_test
 import (
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/levers9/levers9/internal/dbtest"
@@ -48,6 +50,34 @@ func TestSignInNextStaysOnSite(t *testing.T) {
 		res, _ = e.browser().do(http.MethodGet, "/jobs?service=main", nil)
 		if loc := res.Header.Get("Location"); loc != "/signin?next="+url.QueryEscape("/jobs?service=main") {
 			t.Errorf("GET /jobs signed out: Location %q", loc)
+		}
+	})
+}
+
+// A guesser is held back with 429 and Retry-After, by the same throttle as
+// GraphQL signIn; the waits grow, so some guess soon lands inside one
+// whatever the machine's speed.
+func TestSignInThrottled(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		e := newEnv(t, dbURL)
+		b := e.browser()
+		for i := range 20 {
+			res, body := b.post("/signin", url.Values{"email": {memberEmail}, "password": {"wrong password!"}})
+			if res.StatusCode == http.StatusUnauthorized {
+				if i > 12 {
+					t.Fatalf("wrong password %d still answered 401", i+1)
+				}
+				continue
+			}
+			secs, err := strconv.Atoi(res.Header.Get("Retry-After"))
+			if res.StatusCode != http.StatusTooManyRequests || err != nil || secs < 1 || !strings.Contains(body, "too many sign-in attempts") {
+				t.Fatalf("wrong password %d: %d Retry-After %q", i+1, res.StatusCode, res.Header.Get("Retry-After"))
+			}
+			if i < 6 {
+				t.Fatalf("held back after only %d wrong passwords", i)
+			}
+			return
 		}
 	})
 }

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -49,12 +50,36 @@ func NewService(client *ent.Client, log *slog.Logger, now func() time.Time) *Ser
 var errBadCredentials = fault.New(fault.Unauthenticated, "invalid email or password")
 
 // SignIn checks an email and password and returns a session token secret.
-// An unknown email and a wrong password get the same answer.
+// An unknown email and a wrong password get the same answer. Attempts are
+// throttled by s.Limiter (see Policy) and every one is logged. This is the
+// one sign-in of both front doors: GraphQL signIn and the dashboard.
 func (s *Service) SignIn(ctx context.Context, email, password, clientAddr string) (string, *ent.APIToken, error) {
 	email = NormalizeEmail(email)
-	if !s.Limiter.Allow("email:"+email) || !s.Limiter.Allow("addr:"+clientAddr) {
-		return "", nil, fault.New(fault.RateLimited, "too many sign-in attempts; wait a minute and try again")
+	log := s.Log.With("email", email, "addr", clientAddr)
+	attempt, held := s.Limiter.Begin(email, clientAddr)
+	if held != nil {
+		secs := int((held.RetryAfter + time.Second - 1) / time.Second)
+		log.Warn("sign-in", "outcome", "rate_limited", "by", held.By, "retryAfter", secs)
+		return "", nil, &fault.Error{Code: fault.RateLimited,
+			Message: fmt.Sprintf("too many sign-in attempts; try again in %d s", secs),
+			Details: map[string]any{"retryAfter": secs}}
 	}
+	secret, tok, err := s.signIn(ctx, email, password)
+	switch {
+	case err == nil:
+		attempt.Succeeded()
+		log.Info("sign-in", "outcome", "ok", "user", tok.UserID)
+	case errors.Is(err, errBadCredentials):
+		log.Warn("sign-in", "outcome", "bad_credentials")
+	default:
+		// Not the caller's fault: take the failure back.
+		attempt.Succeeded()
+		log.Error("sign-in", "outcome", "error", "err", err)
+	}
+	return secret, tok, err
+}
+
+func (s *Service) signIn(ctx context.Context, email, password string) (string, *ent.APIToken, error) {
 	sys := viewer.SystemContext(ctx)
 	u, err := s.Ent.User.Query().Where(user.Email(email)).Only(sys)
 	if ent.IsNotFound(err) {

@@ -3,6 +3,7 @@ package signin
 import (
 	"net"
 	"net/http"
+	"strconv"
 
 	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/fault"
@@ -57,6 +58,9 @@ func (h *handlers) signIn(w http.ResponseWriter, r *http.Request) error {
 		status := http.StatusUnauthorized
 		if fs[0].Code == fault.RateLimited {
 			status = http.StatusTooManyRequests
+			if secs, ok := fs[0].Details["retryAfter"].(int); ok {
+				w.Header().Set("Retry-After", strconv.Itoa(secs))
+			}
 		}
 		return app.Render(w, r, status, page(h.rt.Frame(r, "Sign in"), in))
 	}
