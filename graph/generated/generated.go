@@ -41769,13 +41769,17 @@ func (ec *executionContext) unmarshalNCreateUserInput2githubᚗcomᚋlevers9ᚋl
 }
 
 func (ec *executionContext) unmarshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor(ctx context.Context, v any) (entgql.Cursor[string], error) {
-	var res entgql.Cursor[string]
-	err := res.UnmarshalGQL(v)
+	res, err := model.UnmarshalCursor(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor(ctx context.Context, sel ast.SelectionSet, v entgql.Cursor[string]) graphql.Marshaler {
-	return v
+	_ = sel
+	res := model.MarshalCursor(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "Cursor!")
+	}
+	return res
 }
 
 func (ec *executionContext) marshalNEnvVar2githubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋjobspecᚐEnvVar(ctx context.Context, sel ast.SelectionSet, v jobspec.EnvVar) graphql.Marshaler {
@@ -43242,16 +43246,18 @@ func (ec *executionContext) unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐ
 	if v == nil {
 		return nil, nil
 	}
-	var res = new(entgql.Cursor[string])
-	err := res.UnmarshalGQL(v)
-	return res, graphql.ErrorOnPath(ctx, err)
+	res, err := model.UnmarshalCursor(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx context.Context, sel ast.SelectionSet, v *entgql.Cursor[string]) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
-	return v
+	_ = sel
+	_ = ctx
+	res := model.MarshalCursor(*v)
+	return res
 }
 
 func (ec *executionContext) marshalOEnvVar2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋjobspecᚐEnvVarᚄ(ctx context.Context, sel ast.SelectionSet, v []jobspec.EnvVar) graphql.Marshaler {

@@ -73,7 +73,7 @@ func openPostgres(ctx context.Context, rawURL string, log *slog.Logger) (*DB, er
 		Dialect: dialect.Postgres,
 		SQL:     sqlDB,
 		Pool:    pool,
-		Ent:     ent.NewClient(ent.Driver(entsql.OpenDB(dialect.Postgres, sqlDB))),
+		Ent:     newClient(entsql.OpenDB(dialect.Postgres, sqlDB)),
 		log:     log,
 	}, nil
 }
@@ -122,7 +122,7 @@ func openSQLite(ctx context.Context, path string, log *slog.Logger) (*DB, error)
 	return &DB{
 		Dialect: dialect.SQLite,
 		SQL:     sqlDB,
-		Ent:     ent.NewClient(ent.Driver(entsql.OpenDB(dialect.SQLite, sqlDB))),
+		Ent:     newClient(entsql.OpenDB(dialect.SQLite, sqlDB)),
 		log:     log,
 	}, nil
 }
