@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -183,10 +184,12 @@ func (c *filesClient) download(ctx context.Context, bucket, key, dst string) err
 	})
 }
 
-// upload stores file src as object key of bucket. The server commits an
+// upload stores file key under directory dir as object key of bucket. The
+// file is opened inside dir (see openInside), so a link the job left there
+// cannot make the agent upload what lies outside it. The server commits an
 // object only once its whole body arrived, so an interrupted upload leaves
 // the previous version (or nothing) in place.
-func (c *filesClient) upload(ctx context.Context, bucket, key, src string) error {
+func (c *filesClient) upload(ctx context.Context, bucket, key, dir string) error {
 	var f *os.File
 	defer func() {
 		if f != nil {
@@ -198,7 +201,7 @@ func (c *filesClient) upload(ctx context.Context, bucket, key, src string) error
 			f.Close()
 		}
 		var err error
-		if f, err = os.Open(src); err != nil {
+		if f, err = openInside(dir, filepath.FromSlash(key)); err != nil {
 			return nil, err
 		}
 		fi, err := f.Stat()
@@ -216,6 +219,33 @@ func (c *filesClient) upload(ctx context.Context, bucket, key, src string) error
 		}
 		return req, nil
 	}, func(*http.Response) error { return nil })
+}
+
+// openInside opens the regular file name under dir for reading without
+// leaving dir: links are followed only while they stay inside it (as in a
+// bucket), and anything but a regular file is refused (a FIFO would block
+// the agent). A job's files may change under the agent (a job's own
+// process, or another job writing the same node bucket), so a walk's
+// "regular file" is checked again on the file actually opened.
+func openInside(dir, name string) (*os.File, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s in %s: %w", name, dir, err)
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s in %s is not a regular file", name, dir)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // remove deletes object key of bucket; a missing object is no error.

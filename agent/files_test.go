@@ -50,12 +50,15 @@ func TestFilesClientRetries(t *testing.T) {
 				w.WriteHeader(http.StatusCreated)
 			}))
 			defer srv.Close()
-			src := filepath.Join(t.TempDir(), "r.txt")
-			if err := os.WriteFile(src, []byte("result"), 0o644); err != nil {
+			dir := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(dir, "out"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "out", "r.txt"), []byte("result"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			fc := &filesClient{server: srv.URL, credential: "cred", jobID: "job_1"}
-			err := fc.upload(context.Background(), "bkt_1", "out/r.txt", src)
+			err := fc.upload(context.Background(), "bkt_1", "out/r.txt", dir)
 			var refused *refusedError
 			switch {
 			case (err != nil) != tc.wantErr:

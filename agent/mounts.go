@@ -282,7 +282,7 @@ func (s *syncedMount) save(ctx context.Context, fc *filesClient) error {
 	}
 	sort.Strings(changed)
 	err = parallel(ctx, len(changed), func(ctx context.Context, i int) error {
-		return fc.upload(ctx, s.Bucket, changed[i], filepath.Join(s.dir, filepath.FromSlash(changed[i])))
+		return fc.upload(ctx, s.Bucket, changed[i], s.dir)
 	})
 	if err != nil {
 		return err
@@ -326,14 +326,17 @@ func copyTree(src, dst string) error {
 		case d.IsDir():
 			return os.MkdirAll(to, 0o755)
 		case d.Type().IsRegular():
-			return copyFile(name, to)
+			return copyFile(src, rel, to)
 		}
 		return nil
 	})
 }
 
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
+// copyFile copies file name of directory src to dst. Other jobs may write
+// src (a node bucket) meanwhile: the file is opened inside src, so a link
+// put in its place cannot make the agent copy what lies outside.
+func copyFile(src, name, dst string) error {
+	in, err := openInside(src, name)
 	if err != nil {
 		return err
 	}
