@@ -108,6 +108,9 @@ func (r *queryResolver) Users(ctx context.Context, after *entgql.Cursor[string],
 		ent.WithUserOrder(orderBy), ent.WithUserFilter(where.Filter))
 }
 
+// Charge returns generated.ChargeResolver implementation.
+func (r *Resolver) Charge() generated.ChargeResolver { return &chargeResolver{r} }
+
 // ComputeNode returns generated.ComputeNodeResolver implementation.
 func (r *Resolver) ComputeNode() generated.ComputeNodeResolver { return &computeNodeResolver{r} }
 
@@ -121,6 +124,7 @@ func (r *Resolver) Query() generated.QueryResolver { return &queryResolver{r} }
 func (r *Resolver) Storage() generated.StorageResolver { return &storageResolver{r} }
 
 type (
+	chargeResolver      struct{ *Resolver }
 	computeNodeResolver struct{ *Resolver }
 	projectResolver     struct{ *Resolver }
 	queryResolver       struct{ *Resolver }

@@ -25,6 +25,21 @@ import (
 	"github.com/levers9/levers9/storage"
 )
 
+// Amount is the resolver for the amount field.
+func (r *chargeResolver) Amount(ctx context.Context, obj *ent.Charge) (billing.Tokens, error) {
+	return ledger.EntryOf(obj.Tokens).Amount, nil
+}
+
+// Direction is the resolver for the direction field.
+func (r *chargeResolver) Direction(ctx context.Context, obj *ent.Charge) (ledger.Direction, error) {
+	return ledger.EntryOf(obj.Tokens).Direction, nil
+}
+
+// BalanceChange is the resolver for the balanceChange field.
+func (r *chargeResolver) BalanceChange(ctx context.Context, obj *ent.Charge) (billing.Tokens, error) {
+	return ledger.EntryOf(obj.Tokens).BalanceChange(), nil
+}
+
 // SignIn is the resolver for the signIn field.
 func (r *mutationResolver) SignIn(ctx context.Context, email string, password string) (*model.SignInPayload, error) {
 	secret, t, err := r.Auth.SignIn(ctx, email, password, clientAddr(ctx))

@@ -47,6 +47,7 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	Charge() ChargeResolver
 	ComputeNode() ComputeNodeResolver
 	Mutation() MutationResolver
 	Project() ProjectResolver
@@ -139,22 +140,25 @@ type ComplexityRoot struct {
 	}
 
 	Charge struct {
-		BucketID    func(childComplexity int) int
-		CreatedAt   func(childComplexity int) int
-		ID          func(childComplexity int) int
-		Job         func(childComplexity int) int
-		JobID       func(childComplexity int) int
-		Kind        func(childComplexity int) int
-		PayerKind   func(childComplexity int) int
-		PeriodEnd   func(childComplexity int) int
-		PeriodStart func(childComplexity int) int
-		Project     func(childComplexity int) int
-		ProjectID   func(childComplexity int) int
-		Reason      func(childComplexity int) int
-		Tokens      func(childComplexity int) int
-		UpdatedAt   func(childComplexity int) int
-		User        func(childComplexity int) int
-		UserID      func(childComplexity int) int
+		Amount        func(childComplexity int) int
+		BalanceChange func(childComplexity int) int
+		BucketID      func(childComplexity int) int
+		CreatedAt     func(childComplexity int) int
+		Direction     func(childComplexity int) int
+		ID            func(childComplexity int) int
+		Job           func(childComplexity int) int
+		JobID         func(childComplexity int) int
+		Kind          func(childComplexity int) int
+		PayerKind     func(childComplexity int) int
+		PeriodEnd     func(childComplexity int) int
+		PeriodStart   func(childComplexity int) int
+		Project       func(childComplexity int) int
+		ProjectID     func(childComplexity int) int
+		Reason        func(childComplexity int) int
+		Tokens        func(childComplexity int) int
+		UpdatedAt     func(childComplexity int) int
+		User          func(childComplexity int) int
+		UserID        func(childComplexity int) int
 	}
 
 	ChargeConnection struct {
@@ -666,6 +670,11 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type ChargeResolver interface {
+	Amount(ctx context.Context, obj *ent.Charge) (billing.Tokens, error)
+	Direction(ctx context.Context, obj *ent.Charge) (ledger.Direction, error)
+	BalanceChange(ctx context.Context, obj *ent.Charge) (billing.Tokens, error)
+}
 type ComputeNodeResolver interface {
 	Booked(ctx context.Context, obj *ent.Node) (*nodes.Resources, error)
 	Free(ctx context.Context, obj *ent.Node) (*nodes.Resources, error)
@@ -1065,6 +1074,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.BucketObject.Size(childComplexity), true
 
+	case "Charge.amount":
+		if e.ComplexityRoot.Charge.Amount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Charge.Amount(childComplexity), true
+	case "Charge.balanceChange":
+		if e.ComplexityRoot.Charge.BalanceChange == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Charge.BalanceChange(childComplexity), true
 	case "Charge.bucketID":
 		if e.ComplexityRoot.Charge.BucketID == nil {
 			break
@@ -1077,6 +1098,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Charge.CreatedAt(childComplexity), true
+	case "Charge.direction":
+		if e.ComplexityRoot.Charge.Direction == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Charge.Direction(childComplexity), true
 	case "Charge.id":
 		if e.ComplexityRoot.Charge.ID == nil {
 			break
@@ -7950,6 +7977,22 @@ type CostEstimate {
   total: Tokens!
 }
 
+"Which way a charge moved its payer's balance."
+enum ChargeDirection {
+  "Added to the balance: grants, refunds."
+  CREDIT
+  "Taken from the balance: what jobs and storage cost."
+  DEBIT
+}
+
+extend type Charge {
+  "The tokens the charge moved, never negative; direction says which way."
+  amount: Tokens!
+  direction: ChargeDirection!
+  "What the charge did to its payer's balance: positive for a credit, negative for a debit."
+  balanceChange: Tokens!
+}
+
 "How chargeTotals groups charges."
 enum ChargeGrouping {
   JOB
@@ -8387,6 +8430,12 @@ func (ec *executionContext) childFields_Charge(ctx context.Context, field graphq
 		return ec.fieldContext_Charge_project(ctx, field)
 	case "job":
 		return ec.fieldContext_Charge_job(ctx, field)
+	case "amount":
+		return ec.fieldContext_Charge_amount(ctx, field)
+	case "direction":
+		return ec.fieldContext_Charge_direction(ctx, field)
+	case "balanceChange":
+		return ec.fieldContext_Charge_balanceChange(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Charge", field.Name)
 }
@@ -12868,6 +12917,75 @@ func (ec *executionContext) fieldContext_Charge_job(_ context.Context, field gra
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Charge_amount(ctx context.Context, field graphql.CollectedField, obj *ent.Charge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Charge_amount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Charge().Amount(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v billing.Tokens) graphql.Marshaler {
+			return ec.marshalNTokens2githubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋbillingᚐTokens(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Charge_amount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Charge", field, true, true, "Tokens")
+}
+
+func (ec *executionContext) _Charge_direction(ctx context.Context, field graphql.CollectedField, obj *ent.Charge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Charge_direction(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Charge().Direction(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Direction) graphql.Marshaler {
+			return ec.marshalNChargeDirection2githubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋledgerᚐDirection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Charge_direction(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Charge", field, true, true, "ChargeDirection")
+}
+
+func (ec *executionContext) _Charge_balanceChange(ctx context.Context, field graphql.CollectedField, obj *ent.Charge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Charge_balanceChange(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Charge().BalanceChange(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v billing.Tokens) graphql.Marshaler {
+			return ec.marshalNTokens2githubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋbillingᚐTokens(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Charge_balanceChange(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Charge", field, true, true, "Tokens")
 }
 
 func (ec *executionContext) _ChargeConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.ChargeConnection) (ret graphql.Marshaler) {
@@ -37616,6 +37734,24 @@ func (ec *executionContext) _Charge(ctx context.Context, sel ast.SelectionSet, o
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Charge_job(ctx, field, obj)
 				})
+		case "amount":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Charge_amount(ctx, field, obj)
+				})
+		case "direction":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Charge_direction(ctx, field, obj)
+				})
+		case "balanceChange":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Charge_balanceChange(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -41571,6 +41707,16 @@ func (ec *executionContext) marshalNChargeConnection2ᚖgithubᚗcomᚋlevers9�
 		return graphql.Null
 	}
 	return ec._ChargeConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNChargeDirection2githubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋledgerᚐDirection(ctx context.Context, v any) (ledger.Direction, error) {
+	var res ledger.Direction
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNChargeDirection2githubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋledgerᚐDirection(ctx context.Context, sel ast.SelectionSet, v ledger.Direction) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) unmarshalNChargeGrouping2githubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋledgerᚐGrouping(ctx context.Context, v any) (ledger.Grouping, error) {
