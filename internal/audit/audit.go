@@ -13,6 +13,7 @@ import (
 	entgo "entgo.io/ent"
 
 	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/user"
 	"github.com/levers9/levers9/internal/viewer"
 )
 
@@ -121,4 +122,27 @@ func changes(m ent.Mutation) map[string]string {
 		d["edges"] = strings.Join(slices.Compact(es), ",")
 	}
 	return d
+}
+
+// ActorEmails maps the actors of events to their emails. An actor may be a
+// superadmin, whom tenant privacy hides from the tenant's admins; the
+// events themselves were read as the viewer (so they are the viewer's to
+// see), and naming who did them is the point of the log, so the emails are
+// read as the system, for these actors only.
+func ActorEmails(ctx context.Context, c *ent.Client, events []*ent.AuditEvent) (map[string]string, error) {
+	ids := make([]string, 0, len(events))
+	for _, e := range events {
+		ids = append(ids, e.ActorID)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	us, err := c.User.Query().Where(user.IDIn(ids...)).All(viewer.SystemContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("reading the actors of audit events: %w", err)
+	}
+	out := make(map[string]string, len(us))
+	for _, u := range us {
+		out[u.ID] = u.Email
+	}
+	return out, nil
 }

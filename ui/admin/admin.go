@@ -1,12 +1,13 @@
 // Package admin registers the tenant admin pages, one package per area
 // (queues, groups and users, projects and grants, storages and buckets,
-// tenant settings, API tokens), all behind app.Admin: a member gets 403,
+// tenant settings, API tokens, the audit log), all behind app.Admin: a member gets 403,
 // and ent privacy keeps every query inside the admin's tenant.
 package admin
 
 import (
 	"net/http"
 
+	"github.com/levers9/levers9/ui/admin/audit"
 	"github.com/levers9/levers9/ui/admin/groups"
 	"github.com/levers9/levers9/ui/admin/projects"
 	"github.com/levers9/levers9/ui/admin/queues"
@@ -30,4 +31,5 @@ func Register(rt *app.Router) {
 	storages.Register(rt)
 	settings.Register(rt)
 	tokens.Register(rt)
+	audit.Register(rt)
 }

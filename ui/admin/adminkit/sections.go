@@ -17,6 +17,7 @@ var Sections = []Section{
 	{"Storages", "/admin/storages"},
 	{"Settings", "/admin/settings"},
 	{"API tokens", "/admin/tokens"},
+	{"Audit log", "/admin/audit"},
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
