@@ -12,6 +12,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // tmpDir holds uploads in progress, inside the root so that the final
@@ -97,7 +98,9 @@ func (l *Local) Get(_ context.Context, bucket, key string) (io.ReadCloser, Objec
 		return nil, Object{}, localError(bucket, key, err)
 	}
 	defer r.Close() // the file stays open
-	f, err := r.Open(key)
+	// Non-blocking, so that a FIFO a job left in its bucket is refused
+	// below instead of hanging the reader.
+	f, err := r.OpenFile(key, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, Object{}, localError(bucket, key, err)
 	}

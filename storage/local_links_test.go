@@ -7,12 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
 // linkedStore is a local store with buckets "outputs" and "private" where
 // outputs holds links: out of the bucket (to private, relative and
-// absolute, to a file and to a directory) and within it. The bucket
+// absolute, to a file and to a directory) and within it, and a FIFO. The bucket
 // directory "alias" is itself a link to private.
 func linkedStore(t *testing.T) (*Local, string) {
 	t.Helper()
@@ -39,6 +40,9 @@ func linkedStore(t *testing.T) (*Local, string) {
 		}
 	}
 	if err := os.Symlink("private", filepath.Join(dir, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(out, "fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return l, dir
@@ -72,6 +76,9 @@ func testLinksStayInBucket(t *testing.T, open func(t *testing.T) (Driver, string
 			if o, err := d.Stat(ctx, "outputs", k); err == nil {
 				t.Errorf("Stat(outputs, %s) = %+v", k, o)
 			}
+		}
+		if _, _, err := d.Get(ctx, "outputs", "fifo"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get of a FIFO = %v, want %v", err, ErrNotFound)
 		}
 		for k, want := range map[string]string{"inside": "outputs/real", "insidedir/file": "outputs/sub/file"} {
 			rc, _, err := d.Get(ctx, "outputs", k)
