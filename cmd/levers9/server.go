@@ -47,6 +47,7 @@ type serverConfig struct {
 	MaxUpload   int64
 	// AllowPrivateS3 lets S3 storages use internal endpoints.
 	AllowPrivateS3 bool
+	HTTP           httpLimits
 }
 
 // env returns the environment variable name, or def when unset.
@@ -80,6 +81,7 @@ func (c *serverConfig) flags(out io.Writer) *flag.FlagSet {
 		"on the process runtime, the jobs' working directories, outside the data directory; default "+localWorkBase+"/jobs-HASH (LEVERS9_LOCAL_NODE_WORK_DIR)")
 	fs.StringVar(&c.Local.JobUIDs, "local-node-job-uids", env("LEVERS9_LOCAL_NODE_JOB_UIDS", defaultJobUIDs),
 		"on the process runtime, FIRST:COUNT, the uids jobs run as, one per running job (at most COUNT jobs at once); no account or group may use them (LEVERS9_LOCAL_NODE_JOB_UIDS)")
+	c.HTTP.flags(fs)
 	c.Seed = tenancy.Seed{
 		TenantName:         os.Getenv("LEVERS9_TENANT_NAME"),
 		TenantSlug:         os.Getenv("LEVERS9_TENANT_SLUG"),
@@ -104,6 +106,9 @@ func envDuration(name string, def time.Duration) time.Duration {
 func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	if cfg.NodeTTL <= 0 || cfg.NodeGrace < 0 {
 		return errors.New("--node-ttl must be positive and --node-grace not negative")
+	}
+	if err := cfg.HTTP.check(); err != nil {
+		return err
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
@@ -216,12 +221,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		}
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	srv := &http.Server{
-		Handler:           withFiles(filesHandler, mux),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-	}
+	srv := newHTTPServer(ctx, cfg.HTTP, withFiles(filesHandler, mux))
 
 	printWelcome(stdout, publicURL, db.Dialect, seeded)
 	log.Info("levers9 server listening", "url", publicURL, "database", db.Dialect)
