@@ -37,6 +37,13 @@ func ParseSize(s string) (int64, error) {
 	return int64(v * mult), nil
 }
 
+func lines(n int64) string {
+	if n == 1 {
+		return "1 line"
+	}
+	return fmt.Sprintf("%d lines", n)
+}
+
 // formatSize is n bytes for people.
 func formatSize(n int64) string {
 	switch {
@@ -122,11 +129,11 @@ func (q *logQuota) report() (wire.LogLine, bool) {
 	}
 	var what string
 	if len(counts) == 1 {
-		what = fmt.Sprintf("lines %d–%d of %s dropped (%d lines, %s)", from, to, counts[0].service, counts[0].lines, formatSize(counts[0].bytes))
+		what = fmt.Sprintf("lines %d–%d of %s dropped (%s, %s)", from, to, counts[0].service, lines(counts[0].lines), formatSize(counts[0].bytes))
 	} else {
 		parts := make([]string, len(counts))
 		for i, c := range counts {
-			parts[i] = fmt.Sprintf("%s: %d lines, %s", c.service, c.lines, formatSize(c.bytes))
+			parts[i] = fmt.Sprintf("%s: %s, %s", c.service, lines(c.lines), formatSize(c.bytes))
 		}
 		what = fmt.Sprintf("lines %d–%d dropped (%s)", from, to, strings.Join(parts, "; "))
 	}

@@ -17,8 +17,10 @@ import (
 // welcomeTimeout bounds the wait for the server's answer to hello.
 const welcomeTimeout = 15 * time.Second
 
-// maxBatch is the most log lines taken from the outbox at once.
-const maxBatch = 2000
+// maxBatch is the most log lines taken from the outbox at once; they go
+// out in messages of at most wire.MaxMessageBytes (about 10,000 short
+// lines), each stored in one transaction.
+const maxBatch = 10_000
 
 // conn is one tunnel connection.
 type conn struct {

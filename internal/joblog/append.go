@@ -30,20 +30,34 @@ func Append(ctx context.Context, c *ent.Client, jobID string, attempt int, lines
 	if err != nil {
 		return fmt.Errorf("finding job %s for its logs: %w", jobID, err)
 	}
+	// One transaction for the batch: a commit per chunk would make the
+	// commits, not the rows, the cost of a chatty job.
+	tx, err := c.Tx(sys)
+	if err != nil {
+		return fmt.Errorf("storing logs of job %s: %w", jobID, err)
+	}
 	builders := make([]*ent.LogLineCreate, len(lines))
 	for i, l := range lines {
-		builders[i] = c.LogLine.Create().
+		builders[i] = tx.LogLine.Create().
 			SetTenantID(j.TenantID).SetEnvironmentID(j.EnvironmentID).
 			SetJobID(jobID).SetAttempt(attempt).SetService(l.Service).SetStream(logline.Stream(l.Stream)).
 			SetSeq(int64(l.Seq)).SetTime(l.Time).SetText(l.Text)
 	}
-	for start := 0; start < len(builders); start += 500 {
-		err := c.LogLine.CreateBulk(builders[start:min(start+500, len(builders))]...).
+	for start := 0; start < len(builders); start += insertChunk {
+		err := tx.LogLine.CreateBulk(builders[start:min(start+insertChunk, len(builders))]...).
 			OnConflictColumns(logline.FieldJobID, logline.FieldAttempt, logline.FieldSeq).DoNothing().
 			Exec(sys)
 		if err != nil {
+			_ = tx.Rollback()
 			return fmt.Errorf("storing logs of job %s: %w", jobID, err)
 		}
 	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("storing logs of job %s: %w", jobID, err)
+	}
 	return nil
 }
+
+// insertChunk is the most rows of one INSERT: 10 columns each, within
+// SQLite's 32766 and PostgreSQL's 65535 parameters.
+const insertChunk = 1000

@@ -34,7 +34,7 @@ type world struct {
 	job        string
 }
 
-func newWorld(t *testing.T, url string) *world {
+func newWorld(t testing.TB, url string) *world {
 	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.DiscardHandler)

@@ -1,0 +1,38 @@
+package joblog_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/joblog"
+	"github.com/levers9/levers9/internal/wire"
+)
+
+// BenchmarkAppend stores a job's lines in the batches an agent sends (2000
+// lines, as `seq` prints them): the storage side of "a job printing
+// 1,000,000 lines", in stored lines/s.
+func BenchmarkAppend(b *testing.B) {
+	for _, d := range dbtest.Dialects() {
+		b.Run(d, func(b *testing.B) {
+			w := newWorld(b, dbtest.URL(b, d))
+			const batch = 2000
+			lines := make([]wire.LogLine, batch)
+			seq := uint64(0)
+			b.ResetTimer()
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				for k := range lines {
+					seq++
+					lines[k] = wire.LogLine{Service: "main", Stream: wire.Stdout, Seq: seq, Time: time.Now(), Text: strconv.FormatUint(seq, 10)}
+				}
+				if err := joblog.Append(context.Background(), w.db.Ent, w.job, 1, lines); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*batch)/time.Since(start).Seconds(), "lines/s")
+		})
+	}
+}
