@@ -40,11 +40,23 @@ func timeColumns(tables []*schema.Table) []timeColumn {
 	return cols
 }
 
+// timesRewritten is the SQLite user_version from which every stored time
+// is in the sortable format: rows are only written that way since, so the
+// tables are searched for legacy text once, not at every start.
+const timesRewritten = 1
+
 // migrateTimes rewrites, on SQLite, the times of cols still in the legacy
 // text into the sortable format. The legacy text is the only one with two
 // spaces ("date time ±zone NAME"), so rows already rewritten are left
-// alone and running it again does nothing.
+// alone and an interrupted run is finished by the next.
 func (db *DB) migrateTimes(ctx context.Context, cols []timeColumn) error {
+	var version int
+	if err := db.SQL.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return fmt.Errorf("reading the SQLite user_version: %w", err)
+	}
+	if version >= timesRewritten {
+		return nil
+	}
 	for _, c := range cols {
 		n, err := db.migrateTimeColumn(ctx, c)
 		if err != nil {
@@ -53,6 +65,9 @@ func (db *DB) migrateTimes(ctx context.Context, cols []timeColumn) error {
 		if n > 0 {
 			db.log.Info("rewrote times in the sortable format", "table", c.table, "column", c.column, "rows", n)
 		}
+	}
+	if _, err := db.SQL.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", timesRewritten)); err != nil {
+		return fmt.Errorf("setting the SQLite user_version: %w", err)
 	}
 	return nil
 }
@@ -71,9 +86,11 @@ func (db *DB) migrateTimeColumn(ctx context.Context, c timeColumn) (int64, error
 		return 0, err
 	}
 	// Rows written in another zone are read as times and written back,
-	// which converts them to UTC.
+	// which converts them to UTC; batches go on in rowid order from where
+	// the last one ended, so the table is read once.
+	after := int64(-1 << 63)
 	for {
-		n, err := db.migrateTimeBatch(ctx, c)
+		n, last, err := db.migrateTimeBatch(ctx, c, after)
 		if err != nil {
 			return total, err
 		}
@@ -81,10 +98,13 @@ func (db *DB) migrateTimeColumn(ctx context.Context, c timeColumn) (int64, error
 		if n < timeBatch {
 			return total, nil
 		}
+		after = last
 	}
 }
 
-func (db *DB) migrateTimeBatch(ctx context.Context, c timeColumn) (int64, error) {
+// migrateTimeBatch rewrites the first timeBatch legacy times of c after
+// rowid after, and returns how many it rewrote and the last one's rowid.
+func (db *DB) migrateTimeBatch(ctx context.Context, c timeColumn, after int64) (int64, int64, error) {
 	type row struct {
 		rowid int64
 		t     time.Time
@@ -92,7 +112,8 @@ func (db *DB) migrateTimeBatch(ctx context.Context, c timeColumn) (int64, error)
 	var batch []row
 	err := db.InTx(ctx, func(tx *Tx) error {
 		rows, err := tx.SQL.QueryContext(ctx, fmt.Sprintf(
-			`SELECT rowid, %[2]q FROM %[1]q WHERE %[2]q LIKE '%% %% %%' LIMIT %[3]d`, c.table, c.column, timeBatch))
+			`SELECT rowid, %[2]q FROM %[1]q WHERE rowid > ? AND %[2]q LIKE '%% %% %%' ORDER BY rowid LIMIT %[3]d`,
+			c.table, c.column, timeBatch), after)
 		if err != nil {
 			return err
 		}
@@ -120,7 +141,10 @@ func (db *DB) migrateTimeBatch(ctx context.Context, c timeColumn) (int64, error)
 		}
 		return nil
 	})
-	return int64(len(batch)), err
+	if err != nil || len(batch) == 0 {
+		return 0, after, err
+	}
+	return int64(len(batch)), batch[len(batch)-1].rowid, nil
 }
 
 // legacyTime is the time v holds: the driver parses the legacy text of a

@@ -55,6 +55,19 @@ func TestMigrateLegacyTimes(t *testing.T) {
 		want[tn.ID] = at
 	}
 
+	// More rows of another zone than one batch rewrites.
+	const events = 1203
+	for i := range events {
+		at := base.Add(time.Duration(i) * time.Second).In(cet)
+		if _, err := db.SQL.ExecContext(ctx, `INSERT INTO audit_events (id, created_at, updated_at, actor_id, action, target)
+			VALUES (?, ?, ?, 'usr_1', 'test', '')`, fmt.Sprint("aud_", i), at.String(), at.UTC().String()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A database of a version before the sortable format.
+	if _, err := db.SQL.ExecContext(ctx, "PRAGMA user_version = 0"); err != nil {
+		t.Fatal(err)
+	}
 	migrate(t, db)
 	check := func() {
 		t.Helper()
@@ -77,6 +90,13 @@ func TestMigrateLegacyTimes(t *testing.T) {
 	check()
 	migrate(t, db) // again: nothing left to rewrite, nothing changes
 	check()
+	var legacyLeft, events0 int
+	if err := db.SQL.QueryRowContext(ctx, "SELECT count(*) FROM audit_events WHERE created_at LIKE '% % %' OR updated_at LIKE '% % %'").Scan(&legacyLeft); err != nil || legacyLeft != 0 {
+		t.Errorf("%d audit events left in the legacy form (%v)", legacyLeft, err)
+	}
+	if err := db.SQL.QueryRowContext(ctx, "SELECT count(*) FROM audit_events WHERE created_at = updated_at AND created_at = ?", base).Scan(&events0); err != nil || events0 != 1 {
+		t.Errorf("%d audit events at %v, want 1 (%v)", events0, base, err)
+	}
 
 	for _, tn := range db.Ent.Tenant.Query().AllX(sys) {
 		if !tn.CreatedAt.Equal(want[tn.ID]) || tn.CreatedAt.Location() != time.UTC {
