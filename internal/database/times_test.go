@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"entgo.io/contrib/entgql"
+	"entgo.io/ent/dialect"
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/tenant"
@@ -18,8 +20,10 @@ import (
 	"github.com/levers9/levers9/internal/viewer"
 )
 
-// sortable is the text every time is stored as on SQLite.
+// sortable is the text every time is stored as on SQLite, in UTC.
 const sortable = "2006-01-02 15:04:05.999999999-07:00"
+
+var sortableUTC = regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d*[1-9])?\+00:00$`)
 
 // Rows written before times were stored in the sortable format (as Go's
 // time.String(), with zone names and monotonic readings, in any zone) are
@@ -137,6 +141,24 @@ func TestPagingWithTies(t *testing.T) {
 			db.Ent.Tenant.Create().SetName(fmt.Sprint("T", i%4)).SetSlug(fmt.Sprint("t", i)).SetCreatedAt(at).SaveX(sys)
 		}
 		db.Ent.Tenant.Create().SetName("now").SetSlug("now").SaveX(sys) // the default clock
+		if db.Dialect == dialect.SQLite {
+			rows, err := db.SQL.Query("SELECT CAST(created_at AS TEXT), CAST(updated_at AS TEXT) FROM tenants")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var c, u string
+				if err := rows.Scan(&c, &u); err != nil {
+					t.Fatal(err)
+				}
+				for _, s := range []string{c, u} {
+					if !sortableUTC.MatchString(s) {
+						t.Errorf("stored time %q is not UTC in the sortable format", s)
+					}
+				}
+			}
+			rows.Close()
+		}
 		checkPaging(t, db)
 	})
 }
