@@ -9,12 +9,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
-	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -26,17 +27,18 @@ import (
 	"github.com/levers9/levers9/internal/viewer"
 )
 
-// Limits on what one request may ask for.
+// Limits on what one request may ask for; the cost and answer size limits
+// are Limits (complexity.go).
 const (
-	MaxBodyBytes  = 1 << 20 // 1 MiB: job specs are small; files go elsewhere
-	MaxDepth      = 15
-	MaxComplexity = 5000
-	MaxPageSize   = 1000
+	MaxBodyBytes = 1 << 20 // 1 MiB: job specs are small; files go elsewhere
+	MaxDepth     = 15
+	MaxPageSize  = 1000
 )
 
 // NewHandler returns the GraphQL HTTP handler. Authentication happens in
 // Authenticate, which wraps it.
 func NewHandler(r *Resolver) http.Handler {
+	limits := r.Limits.withDefaults()
 	srv := handler.New(generated.NewExecutableSchema(generated.Config{Resolvers: r}))
 	addStreamTransports(srv, r)
 	srv.AddTransport(transport.Options{})
@@ -44,14 +46,15 @@ func NewHandler(r *Resolver) http.Handler {
 	srv.AddTransport(transport.POST{})
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.SetParserTokenLimit(20000)
-	srv.Use(extension.Introspection{})
-	srv.Use(extension.FixedComplexityLimit(MaxComplexity))
+	srv.Use(signedInIntrospection{})
 	srv.Use(depthLimit{max: MaxDepth})
+	srv.Use(&costLimit{max: limits.Complexity})
 	srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
-		return next(withUsageLoader(ctx))
+		return next(withBudget(withUsageLoader(ctx), limits.ResponseBytes))
 	})
+	srv.AroundResponses(capResponse(limits.ResponseBytes))
 	srv.AroundRootFields(requireViewer)
-	srv.AroundFields(capPageSize)
+	srv.AroundFields(fieldLimits)
 	srv.SetErrorPresenter(presentError(r.Log))
 	srv.SetRecoverFunc(func(ctx context.Context, p any) error {
 		r.Log.Error("panic in resolver", "panic", p, "path", graphql.GetPath(ctx))
@@ -69,7 +72,11 @@ func presentError(log *slog.Logger) graphql.ErrorPresenterFunc {
 	return func(ctx context.Context, err error) *gqlerror.Error {
 		var gerr *gqlerror.Error
 		if errors.As(err, &gerr) && gerr.Err == nil {
-			// Parse and validation errors from gqlgen already say what is wrong.
+			// Parse and validation errors from gqlgen already say what is
+			// wrong; to anonymous callers without naming what exists.
+			if viewer.FromContext(ctx) == nil {
+				gerr.Message = withoutSuggestions(gerr.Message)
+			}
 			return gerr
 		}
 		out := graphql.DefaultErrorPresenter(ctx, err)
@@ -78,6 +85,17 @@ func presentError(log *slog.Logger) graphql.ErrorPresenterFunc {
 			cause = gerr.Err
 		}
 		faults := fault.Classify(cause)
+		if arg, ok := argumentPath(ctx, gerr); ok {
+			// An argument that could not be read (a token amount, a cursor,
+			// a number) is the caller's mistake however it failed.
+			if len(faults) == 0 {
+				faults = []*fault.Error{fault.Invalid(arg, "%s", argMessage(arg, cause))}
+			} else if faults[0].Field == "" {
+				f := *faults[0]
+				f.Field = arg
+				faults[0] = &f
+			}
+		}
 		if len(faults) == 0 {
 			log.Error("internal error", "err", err, "path", out.Path)
 			out.Message = "internal error"
@@ -110,7 +128,7 @@ func presentError(log *slog.Logger) graphql.ErrorPresenterFunc {
 func requireViewer(ctx context.Context, next graphql.RootResolver) graphql.Marshaler {
 	fc := graphql.GetRootFieldContext(ctx)
 	switch fc.Field.Name {
-	case "signIn", "__schema", "__type", "__typename":
+	case "signIn", "__typename":
 		return next(ctx)
 	}
 	if viewer.FromContext(ctx) == nil {
@@ -124,15 +142,96 @@ func requireViewer(ctx context.Context, next graphql.RootResolver) graphql.Marsh
 	return next(ctx)
 }
 
-// capPageSize bounds `first` and `last` of every connection.
-func capPageSize(ctx context.Context, next graphql.Resolver) (any, error) {
+// fieldLimits bounds `first` and `last` of every connection, gives one
+// without either a page of MaxPageSize (what its cost assumed), and stops
+// resolving once the answer is over its byte budget.
+func fieldLimits(ctx context.Context, next graphql.Resolver) (any, error) {
 	fc := graphql.GetFieldContext(ctx)
-	for _, arg := range []string{"first", "last"} {
-		if n, ok := fc.Args[arg].(*int); ok && n != nil && (*n < 0 || *n > MaxPageSize) {
+	if overBudget(ctx) {
+		return nil, errTooLarge
+	}
+	first, paged := fc.Args["first"].(*int)
+	last, _ := fc.Args["last"].(*int)
+	for arg, n := range map[string]*int{"first": first, "last": last} {
+		if n != nil && (*n < 0 || *n > MaxPageSize) {
 			return nil, fault.Invalid(arg, "must be between 0 and %d", MaxPageSize)
 		}
 	}
-	return next(ctx)
+	if _, hasLast := fc.Args["last"]; paged && hasLast && first == nil && last == nil {
+		page := MaxPageSize
+		fc.Args["first"] = &page
+	}
+	res, err := next(ctx)
+	if err == nil && !spend(ctx, fc, res) {
+		return nil, errTooLarge
+	}
+	return res, err
+}
+
+// errTooLarge fails the fields resolved once an answer is over budget;
+// capResponse then replaces the whole answer by one error.
+var errTooLarge = fault.New(fault.BadUserInput, "the answer is too large")
+
+// signedInIntrospection allows __schema and __type to signed-in callers
+// only: anonymous callers learn nothing of the schema beyond signIn.
+type signedInIntrospection struct{}
+
+func (signedInIntrospection) ExtensionName() string                   { return "SignedInIntrospection" }
+func (signedInIntrospection) Validate(graphql.ExecutableSchema) error { return nil }
+func (signedInIntrospection) MutateOperationContext(ctx context.Context, oc *graphql.OperationContext) *gqlerror.Error {
+	oc.DisableIntrospection = viewer.FromContext(ctx) == nil
+	return nil
+}
+
+// withoutSuggestions drops the "Did you mean …?" gqlparser appends to
+// validation errors (unknown fields, arguments, types, enum values), which
+// would let an anonymous caller spell out the schema by guessing.
+func withoutSuggestions(msg string) string {
+	if i := strings.Index(msg, " Did you mean"); i >= 0 {
+		return msg[:i]
+	}
+	return msg
+}
+
+// argumentPath reports whether err arose reading an argument of the field
+// of ctx (its path goes below the field's), and names the argument as
+// clients know it: "after", or the path inside an input object without the
+// argument's name ("tokens", "gpuPrices[0].perMinute").
+func argumentPath(ctx context.Context, gerr *gqlerror.Error) (string, bool) {
+	fc := graphql.GetFieldContext(ctx)
+	if gerr == nil || fc == nil {
+		return "", false
+	}
+	field := fc.Path()
+	if len(gerr.Path) <= len(field) || !slices.Equal(gerr.Path[:len(field)], field) {
+		return "", false
+	}
+	rel := gerr.Path[len(field):]
+	if len(rel) > 1 {
+		rel = rel[1:]
+	}
+	var b strings.Builder
+	for _, p := range rel {
+		switch p := p.(type) {
+		case ast.PathName:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(string(p))
+		case ast.PathIndex:
+			b.WriteString("[" + strconv.Itoa(int(p)) + "]")
+		}
+	}
+	return b.String(), true
+}
+
+// argMessage says what is wrong with an argument that could not be read,
+// without the decoder's internals.
+func argMessage(arg string, err error) string {
+	if arg == "after" || arg == "before" {
+		return "not a cursor of this connection (use pageInfo.endCursor or startCursor)"
+	}
+	return err.Error()
 }
 
 // depthLimit refuses operations nested deeper than max, fragments included.

@@ -31,4 +31,7 @@ type Resolver struct {
 	Bus *notify.Bus
 	// Follow tunes subscriptions (buffer, stall limit); zero means defaults.
 	Follow joblog.Options
+	// Limits bound the cost and answer size of an operation; zero means
+	// defaults.
+	Limits Limits
 }

@@ -42,16 +42,27 @@ func (t Tokens) String() string {
 // Float returns t in tokens, for display only.
 func (t Tokens) Float() float64 { return float64(t) / float64(Unit) }
 
-var errTokens = errors.New("a token amount is a decimal number with at most 6 decimal places")
+// The ways a token amount can be wrong. Every amount a client sends goes
+// through ParseTokens or fromFloat, so these are the only rules.
+var (
+	errTokens     = errors.New("a token amount is a decimal number such as 12.5 or -3")
+	errTokensFine = errors.New("a token amount has at most 6 decimal places (0.000001 is the smallest)")
+	errTokensBig  = fmt.Errorf("a token amount is at most %d tokens either way", MaxTokens/Unit)
+)
 
-// ParseTokens parses a decimal number of tokens exactly ("1.25", "-3", "1e3").
+// ParseTokens parses a decimal number of tokens exactly ("1.25", "-3",
+// "1e3"). NaN, infinities, amounts beyond MaxTokens and amounts finer than
+// a micro-token are refused.
 func ParseTokens(s string) (Tokens, error) {
 	s = strings.TrimSpace(s)
 	if strings.ContainsAny(s, "eE") {
 		// Exponent forms come from JSON encoders of floats; go through a float
 		// but reject anything that is not an exact micro-token amount.
 		f, err := strconv.ParseFloat(s, 64)
-		if err != nil {
+		switch {
+		case errors.Is(err, strconv.ErrRange):
+			return 0, errTokensBig
+		case err != nil:
 			return 0, errTokens
 		}
 		return fromFloat(f)
@@ -59,18 +70,22 @@ func ParseTokens(s string) (Tokens, error) {
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
 	whole, frac, dot := strings.Cut(s, ".")
-	if whole == "" || (dot && frac == "") || len(frac) > 6 || !digits(whole) || !digits(frac) {
+	switch {
+	case whole == "" || (dot && frac == "") || !digits(whole) || !digits(frac):
 		return 0, errTokens
+	case len(strings.TrimRight(frac, "0")) > 6:
+		return 0, errTokensFine
 	}
+	frac = (frac + "000000")[:6]
 	w, err := strconv.ParseInt(whole, 10, 64)
 	if err != nil || w > int64(MaxTokens/Unit) {
-		return 0, fmt.Errorf("token amount %s is too large", s)
+		return 0, errTokensBig
 	}
-	f := int64(0)
-	if frac != "" {
-		f, _ = strconv.ParseInt(frac+strings.Repeat("0", 6-len(frac)), 10, 64)
-	}
+	f, _ := strconv.ParseInt(frac, 10, 64)
 	v := w*int64(Unit) + f
+	if v > int64(MaxTokens) {
+		return 0, errTokensBig
+	}
 	if neg {
 		v = -v
 	}
@@ -87,12 +102,15 @@ func digits(s string) bool {
 }
 
 func fromFloat(f float64) (Tokens, error) {
-	if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > MaxTokens.Float() {
+	switch {
+	case math.IsNaN(f):
 		return 0, errTokens
+	case math.IsInf(f, 0) || math.Abs(f) > MaxTokens.Float():
+		return 0, errTokensBig
 	}
 	v := math.Round(f * float64(Unit))
 	if math.Abs(v-f*float64(Unit)) > 1e-3 {
-		return 0, errTokens
+		return 0, errTokensFine
 	}
 	return Tokens(v), nil
 }

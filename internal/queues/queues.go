@@ -11,6 +11,7 @@ import (
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/metering"
 )
 
@@ -62,14 +63,20 @@ type limits struct {
 	defaultMemory, maxMemory int64
 }
 
-// checkDefaults refuses defaults a job could not get: a service that names
-// nothing must fit the queue's per-job limits, and must hold something.
+// checkDefaults refuses limits no job could use and defaults a job could not
+// get: a service that names nothing must fit the queue's per-job limits,
+// and must hold something. Limits are finite numbers no larger than a job
+// may ask for (jobspec.MaxCPU), so that a stored queue always reads back.
 func checkDefaults(l limits) error {
 	var errs []error
+	maxOK := !math.IsNaN(l.maxCPU) && l.maxCPU > 0 && l.maxCPU <= jobspec.MaxCPU
+	if !maxOK {
+		errs = append(errs, fault.Invalid("maxCPUPerJob", "must be more than 0 and at most %d", jobspec.MaxCPU))
+	}
 	switch {
-	case math.IsNaN(l.defaultCPU) || l.defaultCPU <= 0:
-		errs = append(errs, fault.Invalid("defaultCPU", "must be more than 0"))
-	case l.defaultCPU > l.maxCPU:
+	case math.IsNaN(l.defaultCPU) || l.defaultCPU <= 0 || l.defaultCPU > jobspec.MaxCPU:
+		errs = append(errs, fault.Invalid("defaultCPU", "must be more than 0 and at most %d", jobspec.MaxCPU))
+	case maxOK && l.defaultCPU > l.maxCPU:
 		errs = append(errs, fault.Invalid("defaultCPU", "%g is more than the %g CPUs a job may ask for", l.defaultCPU, l.maxCPU))
 	}
 	switch {
