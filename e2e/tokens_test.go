@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -26,8 +27,9 @@ func TestTokensCommand(t *testing.T) {
 		map[string]any{"u": me.Viewer.User.ID}, &granted)
 
 	out, code := levers9(t, "tokens", "--server", s.URL, "--token", c.Token)
-	if code != 0 || !strings.Contains(out, "Balance of admin@levers9.local: 12.5 tokens") ||
-		!strings.Contains(out, "GRANT") || !strings.Contains(out, "welcome") {
+	// A grant is a credit that adds to the balance, shown with its sign.
+	if code != 0 || !strings.Contains(out, "Balance of admin@levers9.local: 12.500 tokens") ||
+		!regexp.MustCompile(`GRANT +CREDIT +\+12\.500 +you +- +welcome`).MatchString(out) {
 		t.Fatalf("levers9 tokens: exit %d\n%s", code, out)
 	}
 	out, code = levers9(t, "tokens", "--server", s.URL, "--token", "lv9_wrong")

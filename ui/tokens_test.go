@@ -47,17 +47,21 @@ func TestDashboardTokens(t *testing.T) {
 		if code != http.StatusOK {
 			t.Fatalf("member GET /tokens: %d", code)
 		}
-		for _, want := range []string{"welcome", "GRANT", "-100"} {
+		// A grant is a credit, with a plus sign (it was shown as -100).
+		for _, want := range []string{"welcome", "GRANT", "<td>CREDIT</td>", `<td class="num">+100.000</td>`} {
 			if !strings.Contains(body, want) {
 				t.Errorf("member's Tokens page lacks %q", want)
 			}
+		}
+		if strings.Contains(body, "-100") || strings.Contains(body, "−100") {
+			t.Error("member's Tokens page shows the grant as a negative number")
 		}
 		for _, unwanted := range []string{j.ID, "other tenant grant"} {
 			if strings.Contains(body, unwanted) {
 				t.Errorf("member's Tokens page shows %q", unwanted)
 			}
 		}
-		if !strings.Contains(body, `<td class="num">100</td>`) {
+		if !strings.Contains(body, `<td class="num">100.000</td>`) {
 			t.Error("member's balance of 100 is not shown")
 		}
 
@@ -70,6 +74,9 @@ func TestDashboardTokens(t *testing.T) {
 		_, body = a.get("/tokens?job=" + j.ID)
 		if !strings.Contains(body, "START") || strings.Contains(body, "welcome") {
 			t.Error("admin's job filter does not show exactly the job's charges")
+		}
+		if !strings.Contains(body, "<td>DEBIT</td>") || !strings.Contains(body, `<td class="num">−3.000</td>`) {
+			t.Error("the job's start fee is not shown as a debit of −3.000")
 		}
 		_, body = a.get("/tokens")
 		if strings.Contains(body, "other tenant grant") {

@@ -8,13 +8,16 @@ import (
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/levers9/levers9/internal/billing"
+	"github.com/levers9/levers9/internal/ledger"
 )
 
 const tokensQuery = `query($n: Int!) {
   viewer { user { email } balance }
   projects(first: 100, orderBy: {field: NAME, direction: ASC}) { edges { node { name balance } } }
   charges(first: $n, orderBy: {field: CREATED_AT, direction: DESC}) { edges { node {
-    createdAt kind tokens payerKind reason job { id name } project { name }
+    createdAt kind tokens amount direction balanceChange payerKind reason job { id name } project { name }
   } } }
 }`
 
@@ -53,12 +56,17 @@ func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		Charges struct {
 			Edges []struct {
 				Node struct {
-					CreatedAt time.Time   `json:"createdAt"`
-					Kind      string      `json:"kind"`
-					Tokens    json.Number `json:"tokens"`
-					PayerKind string      `json:"payerKind"`
-					Reason    string      `json:"reason"`
-					Job       *struct {
+					CreatedAt time.Time `json:"createdAt"`
+					Kind      string    `json:"kind"`
+					// Tokens is the ledger's signed spending (grants
+					// negative); people read direction and balanceChange.
+					Tokens        json.Number `json:"tokens"`
+					Amount        json.Number `json:"amount"`
+					Direction     string      `json:"direction"`
+					BalanceChange json.Number `json:"balanceChange"`
+					PayerKind     string      `json:"payerKind"`
+					Reason        string      `json:"reason"`
+					Job           *struct {
 						ID   string `json:"id"`
 						Name string `json:"name"`
 					} `json:"job"`
@@ -78,7 +86,7 @@ func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	bal := "unknown"
 	if out.Viewer.Balance != nil {
-		bal = out.Viewer.Balance.String()
+		bal = plainTokens(*out.Viewer.Balance)
 	}
 	fmt.Fprintf(stdout, "Balance of %s: %s tokens\n", out.Viewer.User.Email, bal)
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -86,11 +94,13 @@ func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(w, "\nPROJECT\tBALANCE")
 		for _, e := range out.Projects.Edges {
 			if e.Node.Balance != nil { // only projects the user is a member of
-				fmt.Fprintf(w, "%s\t%s\n", e.Node.Name, e.Node.Balance.String())
+				fmt.Fprintf(w, "%s\t%s\n", e.Node.Name, plainTokens(*e.Node.Balance))
 			}
 		}
 	}
-	fmt.Fprintln(w, "\nTIME\tKIND\tTOKENS\tPAID BY\tJOB\tREASON")
+	// As on a statement: CREDIT (+) adds to the payer's balance, DEBIT (−)
+	// takes from it.
+	fmt.Fprintln(w, "\nTIME\tKIND\tENTRY\tTOKENS\tPAID BY\tJOB\tREASON")
 	for _, e := range out.Charges.Edges {
 		n := e.Node
 		paidBy := "you"
@@ -101,10 +111,30 @@ func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if n.Job != nil {
 			jobRef = n.Job.ID
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", n.CreatedAt.UTC().Format(time.DateTime), n.Kind, n.Tokens, paidBy, jobRef, n.Reason)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.CreatedAt.UTC().Format(time.DateTime), n.Kind, n.Direction,
+			signedTokens(n.BalanceChange), paidBy, jobRef, n.Reason)
 	}
 	if err := w.Flush(); err != nil {
 		return exitError
 	}
 	return exitOK
+}
+
+// signedTokens shows a change of balance from the server as a statement
+// does (ledger.Signed); an amount it cannot read is shown as sent.
+func signedTokens(n json.Number) string {
+	t, err := billing.ParseTokens(n.String())
+	if err != nil {
+		return n.String()
+	}
+	return ledger.Signed(t)
+}
+
+// plainTokens shows a balance from the server (ledger.Plain).
+func plainTokens(n json.Number) string {
+	t, err := billing.ParseTokens(n.String())
+	if err != nil {
+		return n.String()
+	}
+	return ledger.Plain(t)
 }
