@@ -1,10 +1,12 @@
 package graph_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/levers9/levers9/ent/apitoken"
+	"github.com/levers9/levers9/graph"
 	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/viewer"
@@ -347,3 +350,65 @@ func TestAPITokens(t *testing.T) {
 		})
 	})
 }
+
+// The token is checked before the body is read, and a request without one
+// may send 16 KiB at most: nobody unauthenticated can make the server wait
+// for (or hold) a large body. Each request sends its header and no body;
+// the answer must come without it.
+func TestBodyReadAfterAuthentication(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		e := newEnv(t, url)
+		cases := []struct {
+			name, header string
+			length       int
+			status       int
+			msg          string
+		}{
+			{"anonymous 100000 bytes", "", 100000, http.StatusRequestEntityTooLarge, "larger than 16 KiB without a token"},
+			{"anonymous just over 16 KiB", "", graph.MaxAnonymousBodyBytes + 1, http.StatusRequestEntityTooLarge, "larger than 16 KiB"},
+			{"bad token, 500000 bytes", "Authorization: Bearer lv9_not-a-token\r\n", 500000, http.StatusUnauthorized, "invalid, expired or revoked token"},
+			{"unknown token, 500000 bytes", "Authorization: Bearer " + unknownToken + "\r\n", 500000, http.StatusUnauthorized, "invalid, expired or revoked token"},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				conn, err := net.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: levers9.test\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n", tc.header, tc.length)
+				// Not a timing: a server waiting for the body never answers.
+				_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+				res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+				if err != nil {
+					t.Fatalf("no answer before the body was sent: %v", err)
+				}
+				defer res.Body.Close()
+				body, _ := io.ReadAll(res.Body)
+				if res.StatusCode != tc.status || !strings.Contains(string(body), tc.msg) {
+					t.Fatalf("%d %s; want %d %q", res.StatusCode, body, tc.status, tc.msg)
+				}
+			})
+		}
+		// A chunked body says no length: it is cut at the limit.
+		body := `{"query":"{ __typename }","pad":"` + strings.Repeat("x", graph.MaxAnonymousBodyBytes) + `"}`
+		req, _ := http.NewRequest(http.MethodPost, e.srv.URL, io.MultiReader(strings.NewReader(body)))
+		req.ContentLength = -1
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Fatalf("anonymous chunked body of %d bytes: %d", len(body), res.StatusCode)
+		}
+		// A signIn is far below the limit.
+		e.newTenant("acme")
+		e.gql("", signIn, vars{"e": "admin@acme.test", "p": testPassword}).ok(t)
+	})
+}
+
+// unknownToken is well formed but was never issued.
+var unknownToken = "lv9_" + strings.Repeat("a", 52)

@@ -31,8 +31,11 @@ import (
 // are Limits (complexity.go).
 const (
 	MaxBodyBytes = 1 << 20 // 1 MiB: job specs are small; files go elsewhere
-	MaxDepth     = 15
-	MaxPageSize  = 1000
+	// MaxAnonymousBodyBytes bounds a request without a token: a sign-in
+	// (or a query that will be refused) fits with room to spare.
+	MaxAnonymousBodyBytes = 16 << 10
+	MaxDepth              = 15
+	MaxPageSize           = 1000
 )
 
 // NewHandler returns the GraphQL HTTP handler. Authentication happens in
@@ -293,53 +296,64 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, secret string) (*viewer.Viewer, error)
 }
 
-// Authenticate wraps h: it limits the request body, and puts the viewer of a
-// bearer token (if any) in the request context. A bad token is refused
-// outright rather than treated as anonymous.
+// Authenticate wraps h: it puts the viewer of a bearer token (if any) in
+// the request context, then reads the body within a limit. The token is
+// checked before a byte of the body is read, and a bad one is refused
+// outright rather than treated as anonymous; without one the body may be
+// MaxAnonymousBodyBytes only (all an anonymous caller can do is sign in),
+// so nobody unauthenticated can make the server wait for a large body.
 func Authenticate(a Authenticator, log *slog.Logger, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > MaxBodyBytes {
-			writeError(w, http.StatusRequestEntityTooLarge, fault.BadUserInput, "request body larger than 1 MiB")
-			return
-		}
-		// Read the body here, not in gqlgen: a chunked body has no
-		// Content-Length and must get the same 413 as one that announces it.
-		if r.Body != nil && r.Body != http.NoBody {
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-			if err != nil {
-				var tooLarge *http.MaxBytesError
-				if errors.As(err, &tooLarge) {
-					writeError(w, http.StatusRequestEntityTooLarge, fault.BadUserInput, "request body larger than 1 MiB")
-					return
-				}
-				writeError(w, http.StatusBadRequest, fault.BadUserInput, "could not read the request body")
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
 		ctx := r.Context()
 		host, _, err := net.SplitHostPort(r.RemoteAddr)
 		if err != nil {
 			host = r.RemoteAddr
 		}
 		ctx = context.WithValue(ctx, clientAddrKey, host)
+		limit, tooLarge := int64(MaxAnonymousBodyBytes), "request body larger than 16 KiB without a token: send Authorization: Bearer TOKEN"
+		// Refusals come before the body is read: they close the connection
+		// rather than let the server read (and wait for) the body after.
+		refuse := func(status int, code fault.Code, msg string) {
+			w.Header().Set("Connection", "close")
+			writeError(w, status, code, msg)
+		}
 		if authz := r.Header.Get("Authorization"); authz != "" {
 			secret, ok := auth.ParseBearer(authz)
 			if !ok {
-				writeError(w, http.StatusUnauthorized, fault.Unauthenticated, "the Authorization header must be: Bearer TOKEN")
+				refuse(http.StatusUnauthorized, fault.Unauthenticated, "the Authorization header must be: Bearer TOKEN")
 				return
 			}
 			v, err := a.Authenticate(ctx, secret)
 			if err != nil {
 				if fs := fault.Classify(err); len(fs) > 0 {
-					writeError(w, http.StatusUnauthorized, fs[0].Code, fs[0].Message)
+					refuse(http.StatusUnauthorized, fs[0].Code, fs[0].Message)
 					return
 				}
 				log.Error("authenticating", "err", err)
-				writeError(w, http.StatusInternalServerError, fault.Internal, "internal error")
+				refuse(http.StatusInternalServerError, fault.Internal, "internal error")
 				return
 			}
 			ctx = viewer.NewContext(ctx, v)
+			limit, tooLarge = MaxBodyBytes, "request body larger than 1 MiB"
+		}
+		if r.ContentLength > limit {
+			refuse(http.StatusRequestEntityTooLarge, fault.BadUserInput, tooLarge)
+			return
+		}
+		// Read the body here, not in gqlgen: a chunked body has no
+		// Content-Length and must get the same 413 as one that announces it.
+		if r.Body != nil && r.Body != http.NoBody {
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+			if err != nil {
+				var mbe *http.MaxBytesError
+				if errors.As(err, &mbe) {
+					refuse(http.StatusRequestEntityTooLarge, fault.BadUserInput, tooLarge)
+					return
+				}
+				refuse(http.StatusBadRequest, fault.BadUserInput, "could not read the request body")
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		start := time.Now()
 		h.ServeHTTP(w, r.WithContext(ctx))
