@@ -88,6 +88,8 @@ type nodeRow struct {
 	ID              string     `json:"id"`
 	Name            string     `json:"name"`
 	Status          string     `json:"status"`
+	Drain           bool       `json:"drain"`
+	Labels          []string   `json:"labels"`
 	LastHeartbeatAt *time.Time `json:"lastHeartbeatAt"`
 	AgentVersion    string     `json:"agentVersion"`
 	Inventory       struct {
@@ -135,7 +137,7 @@ func runNodes(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	rows, err := listRows[nodeRow](ctx, c, "nodes", `{ nodes(first: 1000, orderBy: {field: NAME, direction: ASC}) { edges { node {
-  id name status lastHeartbeatAt agentVersion inventory { cpus memoryMiB gpus { type count devices } runtime }
+  id name status drain labels lastHeartbeatAt agentVersion inventory { cpus memoryMiB gpus { type count devices } runtime }
   booked { cpu memoryMiB gpus { type count devices } } free { cpu memoryMiB gpus { type count devices } }
   queues { name } } } } }`)
 	if err != nil {
@@ -146,18 +148,71 @@ func runNodes(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return printJSON(stdout, stderr, rows)
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tSTATUS\tRUNTIME\tCPUS FREE\tMEMORY FREE\tGPUS\tQUEUES\tLAST HEARTBEAT\tAGENT")
+	fmt.Fprintln(w, "NAME\tSTATUS\tDRAIN\tRUNTIME\tCPUS FREE\tMEMORY FREE\tGPUS\tQUEUES\tLABELS\tLAST HEARTBEAT\tAGENT")
 	for _, n := range rows {
 		var queues []string
 		for _, q := range n.Queues {
 			queues = append(queues, q.Name)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%g/%g\t%d/%d MiB\t%s\t%s\t%s\t%s\n", n.Name, n.Status, orDash(n.Inventory.Runtime),
+		drain := "-"
+		if n.Drain {
+			drain = "draining"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%g/%g\t%d/%d MiB\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.Status, drain, orDash(n.Inventory.Runtime),
 			n.Free.CPU, n.Inventory.CPUs, n.Free.MemoryMiB, n.Inventory.MemoryMiB,
-			orDash(n.gpuSummary()), orDash(strings.Join(queues, ", ")), timeOrDash(n.LastHeartbeatAt), orDash(n.AgentVersion))
+			orDash(n.gpuSummary()), orDash(strings.Join(queues, ", ")), orDash(strings.Join(n.Labels, ",")),
+			timeOrDash(n.LastHeartbeatAt), orDash(n.AgentVersion))
 	}
 	if err := w.Flush(); err != nil {
 		return exitError
+	}
+	return exitOK
+}
+
+// runNode changes a node: levers9 node drain|undrain NAME. A draining node
+// takes no new jobs; the jobs it runs finish. Tenant admins only.
+func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	const usage = "usage: levers9 node drain|undrain NAME"
+	if len(args) == 0 || (args[0] != "drain" && args[0] != "undrain") {
+		fmt.Fprintln(stderr, usage)
+		return exitUsage
+	}
+	var c clientFlags
+	fs := flag.NewFlagSet("levers9 node "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c.register(fs)
+	if code, ok := c.parse(fs, args[1:], stderr); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, usage)
+		return exitUsage
+	}
+	name, drain := fs.Arg(0), args[0] == "drain"
+	var found struct {
+		Nodes struct {
+			Edges []struct{ Node struct{ ID string } }
+		}
+	}
+	if err := c.query(ctx, `query($n: String!) { nodes(first: 1, where: {name: $n}) { edges { node { id } } } }`,
+		map[string]any{"n": name}, &found); err != nil {
+		fmt.Fprintf(stderr, "levers9 node %s: %v\n", args[0], err)
+		return exitError
+	}
+	if len(found.Nodes.Edges) == 0 {
+		fmt.Fprintf(stderr, "levers9 node %s: NOT_FOUND: no node %q\n", args[0], name)
+		return exitError
+	}
+	var out map[string]any
+	if err := c.query(ctx, `mutation($id: ID!, $d: Boolean!) { updateNode(id: $id, input: {drain: $d}) { id } }`,
+		map[string]any{"id": found.Nodes.Edges[0].Node.ID, "d": drain}, &out); err != nil {
+		fmt.Fprintf(stderr, "levers9 node %s: %v\n", args[0], err)
+		return exitError
+	}
+	if drain {
+		fmt.Fprintf(stdout, "Node %s is draining: it takes no new jobs; the jobs it runs finish.\n", name)
+	} else {
+		fmt.Fprintf(stdout, "Node %s takes new jobs again.\n", name)
 	}
 	return exitOK
 }

@@ -50,6 +50,8 @@ Client commands (connection: -c CONTEXT, --server, --token; see below):
                            invites for machines to join as nodes
   levers9 queues           queues, their limits and prices
   levers9 nodes            nodes, their resources and state
+  levers9 node drain|undrain NAME
+                           stop (or resume) placing new jobs on a node
   levers9 version          print the version
 
 jobs, job show, logs, tokens, token, invite, queues, nodes and context
@@ -126,6 +128,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runQueues(ctx, args[1:], stdout, stderr)
 	case "nodes":
 		return runNodes(ctx, args[1:], stdout, stderr)
+	case "node":
+		return runNode(ctx, args[1:], stdout, stderr)
 	case "login":
 		return runLogin(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "context":

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/internal/dbtest"
 )
 
@@ -32,7 +33,7 @@ func TestDrainingNodeTakesNoNewJobs(t *testing.T) {
 		if got := f.placedOn(t, large); got != "" {
 			t.Fatalf("a job for 8 CPUs went to draining node %s", got)
 		}
-		if r := f.reason(t, large); !strings.Contains(r, "node big draining") {
+		if r := f.reason(t, large); !strings.HasSuffix(r, "; node big is draining") {
 			t.Fatalf("waiting job's reason %q does not say node big is draining", r)
 		}
 		if got := f.placedOn(t, fits); got != "small" {
@@ -40,6 +41,17 @@ func TestDrainingNodeTakesNoNewJobs(t *testing.T) {
 		}
 		if st := f.db.Ent.Job.GetX(f.sys, running).Status; st != job.StatusRunning {
 			t.Fatalf("the job running on the draining node is %s", st)
+		}
+
+		// Every node draining: the queue has nodes, but none takes jobs.
+		if err := f.db.Ent.Node.Update().Where(node.Name("small")).SetDrain(true).Exec(f.sys); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ScheduleQueue(context.Background(), f.queue); err != nil {
+			t.Fatal(err)
+		}
+		if r, want := f.reason(t, large), "queue default has no online nodes taking new jobs: nodes big, small are draining"; r != want {
+			t.Fatalf("reason %q, want %q", r, want)
 		}
 
 		if err := f.db.Ent.Node.UpdateOneID(big).SetDrain(false).Exec(f.sys); err != nil {

@@ -66,7 +66,7 @@ func (st *state) write(ctx context.Context, tx *sql.Tx, dialectName, queueName s
 	}
 	var reasons []row
 	for id, r := range waiting {
-		if text := r.String(queueName) + st.drainingNote(); text != st.reason[id] {
+		if text := st.reasonText(r, queueName); text != st.reason[id] {
 			reasons = append(reasons, row{id, []any{text}})
 		}
 	}
@@ -158,15 +158,21 @@ func update(ctx context.Context, tx *sql.Tx, table, cond string, cols []column, 
 	return total, nil
 }
 
-// drainingNote is added to the reason of every waiting job while some of the
-// queue's online nodes are draining: a job that would fit on one of them
-// should not read as too large or short of nodes without saying why.
-func (st *state) drainingNote() string {
+// reasonText is why a job waits. While some of the queue's online nodes
+// are draining, it says so: a job that would fit on one of them should not
+// read as too large or short of nodes without saying why.
+func (st *state) reasonText(r scheduling.Reason, queueName string) string {
+	var draining string
 	switch len(st.draining) {
 	case 0:
-		return ""
+		return r.String(queueName)
 	case 1:
-		return "; node " + st.draining[0] + " draining"
+		draining = "node " + st.draining[0] + " is draining"
+	default:
+		draining = fmt.Sprintf("nodes %s are draining", strings.Join(st.draining, ", "))
 	}
-	return fmt.Sprintf("; %d nodes draining (%s)", len(st.draining), strings.Join(st.draining, ", "))
+	if r.Kind == scheduling.NoNodes {
+		return fmt.Sprintf("queue %s has no online nodes taking new jobs: %s", queueName, draining)
+	}
+	return r.String(queueName) + "; " + draining
 }
