@@ -35,6 +35,7 @@ func Register(rt *app.Router) {
 	rt.Handle("GET /nodes", app.Member, h.list)
 	rt.Handle("POST /nodes/invites", app.Admin, h.invite)
 	rt.Handle("POST /nodes/invites/{id}/revoke", app.Admin, h.revoke)
+	rt.Handle("POST /nodes/{id}/drain", app.Admin, h.drain)
 }
 
 type handlers struct {
