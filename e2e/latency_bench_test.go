@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"os/exec"
 	"sort"
 	"strings"
 	"sync"
@@ -203,4 +204,48 @@ func subscribeLogs(t testing.TB, base, token, jobID string, from int) []int {
 			return true
 		})
 	return seqs
+}
+
+// BenchmarkMillionLines measures "a job printing 1,000,000 lines: stored
+// lines/s" on the built-in node: from submission to the job's end, which
+// the server records only after the job's last line is stored. Beside it,
+// the baseline of `seq` writing the same lines to /dev/null here.
+func BenchmarkMillionLines(b *testing.B) {
+	const n = 1_000_000
+	start := time.Now()
+	if err := exec.Command("sh", "-c", "seq 1 1000000 >/dev/null").Run(); err != nil {
+		b.Fatal(err)
+	}
+	baseline := n / time.Since(start).Seconds()
+	for _, dialect := range dbtest.Dialects() {
+		b.Run(dialect, func(b *testing.B) {
+			s := startServer(b, b.TempDir(), dbtest.URL(b, dialect))
+			token := s.credentials().Token
+			waitLocalNode(b, s.URL, token)
+			var stored time.Duration
+			for range b.N {
+				var sub struct{ SubmitJob struct{ ID string } }
+				start := time.Now()
+				gql(b, s.URL, token, `mutation { submitJob(spec: {queue: "default", services: [{name: "main", command: ["seq", "1", "1000000"], cpu: 0.1, memoryMiB: 64}]}) { id } }`, nil, &sub)
+				for {
+					var out struct {
+						Node struct{ Status, StatusReason string }
+					}
+					gql(b, s.URL, token, `query($id: ID!) { node(id: $id) { ... on Job { status statusReason } } }`, map[string]any{"id": sub.SubmitJob.ID}, &out)
+					if out.Node.Status == "COMPLETE" {
+						break
+					}
+					if out.Node.Status == "ERROR" || out.Node.Status == "CANCELLED" {
+						b.Fatalf("the job ended %s: %s", out.Node.Status, out.Node.StatusReason)
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				stored += time.Since(start)
+			}
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(float64(n*b.N)/stored.Seconds(), "stored-lines/s")
+			b.ReportMetric(baseline, "baseline-seq-to-devnull-lines/s")
+			s.stop()
+		})
+	}
 }
