@@ -30,26 +30,21 @@ func Append(ctx context.Context, c *ent.Client, jobID string, attempt int, lines
 	if err != nil {
 		return fmt.Errorf("finding job %s for its logs: %w", jobID, err)
 	}
+	if len(lines) <= insertChunk {
+		// One statement: atomic by itself, and the common case of a job
+		// printing a little costs no more than it did.
+		return insert(sys, c, j, jobID, attempt, lines)
+	}
 	// One transaction for the batch: a commit per chunk would make the
 	// commits, not the rows, the cost of a chatty job.
 	tx, err := c.Tx(sys)
 	if err != nil {
 		return fmt.Errorf("storing logs of job %s: %w", jobID, err)
 	}
-	builders := make([]*ent.LogLineCreate, len(lines))
-	for i, l := range lines {
-		builders[i] = tx.LogLine.Create().
-			SetTenantID(j.TenantID).SetEnvironmentID(j.EnvironmentID).
-			SetJobID(jobID).SetAttempt(attempt).SetService(l.Service).SetStream(logline.Stream(l.Stream)).
-			SetSeq(int64(l.Seq)).SetTime(l.Time).SetText(l.Text)
-	}
-	for start := 0; start < len(builders); start += insertChunk {
-		err := tx.LogLine.CreateBulk(builders[start:min(start+insertChunk, len(builders))]...).
-			OnConflictColumns(logline.FieldJobID, logline.FieldAttempt, logline.FieldSeq).DoNothing().
-			Exec(sys)
-		if err != nil {
+	for start := 0; start < len(lines); start += insertChunk {
+		if err := insert(sys, tx.Client(), j, jobID, attempt, lines[start:min(start+insertChunk, len(lines))]); err != nil {
 			_ = tx.Rollback()
-			return fmt.Errorf("storing logs of job %s: %w", jobID, err)
+			return err
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -61,3 +56,22 @@ func Append(ctx context.Context, c *ent.Client, jobID string, attempt int, lines
 // insertChunk is the most rows of one INSERT: 10 columns each, within
 // SQLite's 32766 and PostgreSQL's 65535 parameters.
 const insertChunk = 1000
+
+// insert stores lines of job j in one statement; a line stored already
+// (a resend) is skipped.
+func insert(ctx context.Context, c *ent.Client, j *ent.Job, jobID string, attempt int, lines []wire.LogLine) error {
+	builders := make([]*ent.LogLineCreate, len(lines))
+	for i, l := range lines {
+		builders[i] = c.LogLine.Create().
+			SetTenantID(j.TenantID).SetEnvironmentID(j.EnvironmentID).
+			SetJobID(jobID).SetAttempt(attempt).SetService(l.Service).SetStream(logline.Stream(l.Stream)).
+			SetSeq(int64(l.Seq)).SetTime(l.Time).SetText(l.Text)
+	}
+	err := c.LogLine.CreateBulk(builders...).
+		OnConflictColumns(logline.FieldJobID, logline.FieldAttempt, logline.FieldSeq).DoNothing().
+		Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("storing logs of job %s: %w", jobID, err)
+	}
+	return nil
+}
