@@ -3,6 +3,7 @@ package joblog_test
 import (
 	"context"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ func BenchmarkAppend(b *testing.B) {
 			lines := make([]wire.LogLine, batch)
 			seq := uint64(0)
 			b.ResetTimer()
-			start := time.Now()
+			start, cpu := time.Now(), cpuTime()
 			for i := 0; i < b.N; i++ {
 				for k := range lines {
 					seq++
@@ -33,6 +34,17 @@ func BenchmarkAppend(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.N*batch)/time.Since(start).Seconds(), "lines/s")
+			// On a shared machine the wall clock says more about the
+			// neighbours: this process's CPU per line says what it costs
+			// (PostgreSQL's own work not included).
+			b.ReportMetric(float64(b.N*batch)/(cpuTime()-cpu).Seconds(), "lines/cpu-s")
 		})
 	}
+}
+
+// cpuTime is the CPU time this process used so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
