@@ -72,6 +72,12 @@ func TestSuperadminInsideTenant(t *testing.T) {
 			t.Error("a member's token is marked entered")
 		}
 
+		// A token made inside cannot take itself to another tenant, out of
+		// reach of the revocation that leaving brings.
+		if r := e.gql(inside, `mutation($id: ID!) { enterTenant(id: $id) { id } }`, vars{"id": b.ent.ID}); r.code() != "FORBIDDEN" {
+			t.Errorf("a token made inside entered another tenant: %s %+v", r.Data, r.Errors)
+		}
+
 		streams := []stream{
 			e.openLogs(t, "sse", inside, job),
 			e.openLogs(t, "websocket", inside, job),

@@ -25,7 +25,15 @@ func (s *Service) EnterTenant(ctx context.Context, id string) (*ent.Tenant, erro
 	}
 	var t *ent.Tenant
 	err := s.DB.InTx(ctx, func(tx *database.Tx) error {
-		var err error
+		sys := viewer.SystemContext(ctx)
+		cur, err := tx.Ent.APIToken.Get(sys, v.TokenID)
+		if err != nil {
+			return fmt.Errorf("reading the current token: %w", err)
+		}
+		if cur.Entered {
+			// It would escape the revocation that leaving its tenant brings.
+			return fault.New(fault.Forbidden, "a token made inside a tenant stays there: enter with a token made outside")
+		}
 		if t, err = tx.Ent.Tenant.Get(ctx, id); err != nil {
 			return err
 		}
@@ -33,7 +41,6 @@ func (s *Service) EnterTenant(ctx context.Context, id string) (*ent.Tenant, erro
 		if err != nil {
 			return err
 		}
-		sys := viewer.SystemContext(ctx)
 		if err := tx.Ent.APIToken.UpdateOneID(v.TokenID).SetTenantID(t.ID).SetEnvironmentID(env).Exec(sys); err != nil {
 			return fmt.Errorf("moving token into tenant: %w", err)
 		}
