@@ -71,6 +71,7 @@ fuzz:
 	$(GO) test ./internal/wire -run '^$$' -fuzz FuzzDecode -fuzztime 30s
 	$(GO) test ./storage -run '^$$' -fuzz FuzzCheckKey -fuzztime 30s
 	$(GO) test ./internal/scheduling -run '^$$' -fuzz FuzzPlace -fuzztime 30s
+	$(GO) test ./graph -run '^$$' -fuzz FuzzGraphQLLimits -fuzztime 30s
 
 clean:
 	rm -rf bin test.log
