@@ -139,7 +139,7 @@ func TestDecodeRefuses(t *testing.T) {
 		{"logs seq 0", raw("logs", `{"jobId":"j","lines":[{"service":"a","stream":"stdout","seq":0,"time":`+ts+`,"text":""}]}`), ErrInvalid, "start at 1"},
 		{"logs gap", raw("logs", `{"jobId":"j","lines":[{"service":"a","stream":"stdout","seq":1,"time":`+ts+`,"text":""},{"service":"a","stream":"stdout","seq":3,"time":`+ts+`,"text":""}]}`), ErrInvalid, "contiguous"},
 		{"logs duplicate seq", raw("logs", `{"jobId":"j","lines":[{"service":"a","stream":"stdout","seq":1,"time":`+ts+`,"text":""},{"service":"a","stream":"stdout","seq":1,"time":`+ts+`,"text":""}]}`), ErrInvalid, "contiguous"},
-		{"logs bad stream", raw("logs", `{"jobId":"j","lines":[{"service":"a","stream":"stdin","seq":1,"time":`+ts+`,"text":""}]}`), ErrInvalid, "stdout or stderr"},
+		{"logs bad stream", raw("logs", `{"jobId":"j","lines":[{"service":"a","stream":"stdin","seq":1,"time":`+ts+`,"text":""}]}`), ErrInvalid, "not stdout, stderr or system"},
 		{"logs line too long", raw("logs", `{"jobId":"j","lines":[{"service":"a","stream":"stdout","seq":1,"time":`+ts+`,"text":"`+longLine+`"}]}`), ErrInvalid, "65537 bytes, at most 65536"},
 		{"reconcile bad entry", raw("reconcile", `{"running":[{"jobId":"","service":"a","startedAt":`+ts+`}]}`), ErrInvalid, "running[0].jobId"},
 		{"ack seq 0", raw("ack", `{}`), ErrInvalid, "seq: is required"},
