@@ -17,7 +17,7 @@ type Line struct {
 	Attempt int // the run of the job that wrote it; each numbers its lines from 1
 	Seq     int64
 	Service string
-	Stream  string // stdout or stderr
+	Stream  string // stdout, stderr or system (levers9's own notes)
 	Time    time.Time
 	Text    string
 }
