@@ -245,7 +245,8 @@ func capResponse(limit int) graphql.ResponseMiddleware {
 		if !over {
 			size := len(resp.Data)
 			for _, e := range resp.Errors {
-				size += len(e.Message) + 64
+				// its message, code, location and path
+				size += len(e.Message) + 128
 			}
 			over = size > limit
 		}
