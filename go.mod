@@ -28,7 +28,6 @@ require (
 	golang.org/x/crypto v0.59.0
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.48.0
-	golang.org/x/time v0.16.0
 	modernc.org/sqlite v1.62.0
 )
 
