@@ -18,6 +18,7 @@ import (
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/service"
+	"github.com/levers9/levers9/internal/access"
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/ledger"
@@ -145,7 +146,7 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 	}
 	p.Pager.Prev, p.Pager.Next = app.PageLinks("/jobs", r.URL.Query(), conn.PageInfo)
 	p.Pager.Summary = strconv.Itoa(conn.TotalCount) + " jobs"
-	queues, err := c.Queue.Query().Order(ent.Asc(queue.FieldName)).All(ctx)
+	queues, err := access.UsableQueues(ctx, c.Queue.Query()).Order(ent.Asc(queue.FieldName)).All(ctx)
 	if err != nil {
 		return err
 	}
