@@ -316,6 +316,10 @@ func TestLongLinesSplit(t *testing.T) {
 	if strings.Join(got[:3], "") != strings.Repeat("a", n) {
 		t.Error("pieces do not add up to the line")
 	}
+	// The split is said, not silent.
+	if notes, want := logs(evs, "long", System), SplitNote(Stdout, n, 3, MaxLineBytes); len(notes) != 1 || notes[0] != want {
+		t.Errorf("system lines %q, want [%q]", notes, want)
+	}
 }
 
 func TestStartRefusesDuplicateJob(t *testing.T) {

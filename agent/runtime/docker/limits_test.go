@@ -226,12 +226,14 @@ func TestDockerLongLines(t *testing.T) {
 	e := watch(t, j)
 	e.end()
 	lines := e.lines("long")
-	if len(lines) != 3 || len(lines[0]) != runtime.MaxLineBytes || len(lines[1]) != 100000-runtime.MaxLineBytes || lines[2] != "no newline" {
+	// The split is said, after the line's pieces.
+	note := runtime.SplitNote(runtime.Stdout, 100000, 2, runtime.MaxLineBytes)
+	if len(lines) != 4 || len(lines[0]) != runtime.MaxLineBytes || len(lines[1]) != 100000-runtime.MaxLineBytes || lines[2] != note || lines[3] != "no newline" {
 		lens := make([]int, len(lines))
 		for i, l := range lines {
 			lens[i] = len(l)
 		}
-		t.Errorf("line lengths %v, want [%d %d 10]", lens, runtime.MaxLineBytes, 100000-runtime.MaxLineBytes)
+		t.Errorf("line lengths %v, want [%d %d %d 10]", lens, runtime.MaxLineBytes, 100000-runtime.MaxLineBytes, len(note))
 	}
 }
 
