@@ -8163,7 +8163,7 @@ type LogLine {
   "Resume a subscription with fromSeq: seq + 1 (and the same attempt)."
   seq: Int!
   service: String!
-  "stdout or stderr"
+  "stdout, stderr, or system (lines levers9 adds: dropped or split lines)"
   stream: String!
   time: Time!
   text: String!
