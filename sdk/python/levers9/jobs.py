@@ -28,7 +28,7 @@ STREAM_IDLE_TIMEOUT = 45.0
 @dataclass(frozen=True)
 class LogLine:
     """One line of a job's output. ``seq`` numbers the job's lines from 1;
-    ``stream`` is "stdout" or "stderr"."""
+    ``stream`` is "stdout", "stderr" or "system" (a note from levers9: lines dropped by a log quota, long lines split)."""
 
     seq: int
     service: str
