@@ -266,12 +266,27 @@ func TestDockerLineWriter(t *testing.T) {
 
 	// Read again from the last message on: only what is newer counts.
 	got = nil
-	w.skip = w.last
+	w.skip, w.skipN = w.last, w.atLast
 	t3 := t2.Add(time.Nanosecond)
+	msg(t2, "of three\n")
+	msg(t2, "\n")
 	msg(t2, "tail")
 	msg(t3, "new\n")
 	w.flush()
 	if want := []line{{t3, "new"}}; !slices.Equal(got, want) {
 		t.Errorf("read again: got %v, want %v", got, want)
+	}
+
+	// A read that ended inside a long line: its other pieces carry the same
+	// stamp as the ones taken and must not be skipped.
+	got = nil
+	w = &lineWriter{emit: func(at time.Time, text string) { got = append(got, line{at, text}) }}
+	msg(t1, "first ")
+	w.skip, w.skipN = w.last, w.atLast
+	msg(t1, "first ")
+	msg(t1, "piece\n")
+	w.flush()
+	if want := []line{{t1, "first piece"}}; !slices.Equal(got, want) {
+		t.Errorf("read again inside a line: got %v, want %v", got, want)
 	}
 }

@@ -56,7 +56,8 @@ func (o *output) follow(ctx context.Context) error {
 func (o *output) finish(ctx context.Context) error {
 	defer o.out.flush()
 	defer o.err.flush()
-	o.out.skip, o.err.skip = o.out.last, o.err.last
+	o.out.skip, o.out.skipN = o.out.last, o.out.atLast
+	o.err.skip, o.err.skipN = o.err.last, o.err.atLast
 	// Only output flushed at exit can be missed, after everything seen: a
 	// stream that showed nothing needs no earlier start than the other.
 	var opts client.ContainerLogsOptions
@@ -110,7 +111,12 @@ type lineWriter struct {
 	size, pieces int
 	at           time.Time // of the buffered line's first piece
 	last         time.Time // of the last message taken
-	skip         time.Time // messages stamped at or before it were taken already
+	atLast       int       // messages taken stamped exactly last
+	// Messages stamped before skip, and the first skipN stamped at it, were
+	// taken already. Docker stamps every piece of a split line alike, so a
+	// follow that ended inside a long line leaves pieces at that very time.
+	skip  time.Time
+	skipN int
 }
 
 func (w *lineWriter) Write(p []byte) (int, error) {
@@ -121,11 +127,20 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 			at, msg = t, rest
 		}
 	}
-	if !w.skip.IsZero() && !at.After(w.skip) {
-		return len(p), nil
+	if !w.skip.IsZero() {
+		if at.Before(w.skip) {
+			return len(p), nil
+		}
+		if at.Equal(w.skip) && w.skipN > 0 {
+			w.skipN--
+			return len(p), nil
+		}
 	}
-	if at.After(w.last) {
-		w.last = at
+	switch {
+	case at.After(w.last):
+		w.last, w.atLast = at, 1
+	case at.Equal(w.last):
+		w.atLast++
 	}
 	for len(msg) > 0 {
 		if len(w.buf) == 0 {
