@@ -53,7 +53,12 @@ func TestBrowserSubmitAndFollowLogs(t *testing.T) {
 		tb.setValue("#svc0-command", command)
 		tb.setValue("#svc0-cpu", "0.1")
 		tb.setValue("#svc0-memoryMiB", "64")
-		tb.do("submitting", chromedp.Click(chromedp.ID("submit-job")), chromedp.WaitVisible(chromedp.ID("panel")))
+		// A click by coordinates can miss when the live estimate re-renders
+		// above the button on a loaded machine; pressing it through the DOM
+		// submits the form the same way.
+		tb.do("submitting", chromedp.WaitVisible(chromedp.ID("submit-job")),
+			chromedp.Evaluate[chromedp.Void](`document.getElementById("submit-job").click()`),
+			chromedp.WaitVisible(chromedp.ID("panel")))
 		loc := run(tb, "reading the location", chromedp.Location())
 		jobID := strings.TrimPrefix(strings.SplitN(loc, "?", 2)[0], s.URL+"/jobs/")
 		if !strings.HasPrefix(jobID, "job_") {
