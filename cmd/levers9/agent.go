@@ -270,20 +270,14 @@ func (v sizeValue) Set(s string) error {
 	return nil
 }
 
-// logQuotaFlag registers the per-job log quota flag of a node, defaulting
-// to LEVERS9_JOB_LOG_QUOTA (a bad value there is said and ignored, like
-// the other variables' defaults) or else DefaultLogQuota.
+// logQuotaFlag registers the per-job log quota flag of a node (see
+// logQuotaVar); a bad LEVERS9_JOB_LOG_QUOTA is said and ignored.
 func logQuotaFlag(fs *flag.FlagSet, name, whose string) *int64 {
-	n := int64(agent.DefaultLogQuota)
-	v := sizeValue{&n}
-	if e := os.Getenv("LEVERS9_JOB_LOG_QUOTA"); e != "" {
-		if err := v.Set(e); err != nil {
-			fmt.Fprintf(os.Stderr, "levers9: LEVERS9_JOB_LOG_QUOTA: %v; using the default\n", err)
-		}
+	n, err := logQuotaVar(fs, name, whose, os.LookupEnv)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "levers9: %v; using the default\n", err)
 	}
-	fs.Var(v, name, "the most output stored per job attempt on "+whose+", e.g. 1GiB or 100MB; "+
-		"later lines are dropped and the job's log says which; 0: no limit (LEVERS9_JOB_LOG_QUOTA; default 1GiB)")
-	return &n
+	return n
 }
 
 func derefQuota(n *int64) int64 {

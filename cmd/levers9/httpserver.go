@@ -36,16 +36,16 @@ var defaultHTTPLimits = httpLimits{
 	MaxHeaderBytes:    64 << 10,
 }
 
-func (l *httpLimits) flags(fs *flag.FlagSet) {
+func (l *httpLimits) flags(fs *flag.FlagSet, e *envSource) {
 	d := defaultHTTPLimits
 	l.MaxHeaderBytes = d.MaxHeaderBytes
-	fs.DurationVar(&l.ReadHeaderTimeout, "http-header-timeout", envDuration("LEVERS9_HTTP_HEADER_TIMEOUT", d.ReadHeaderTimeout),
+	e.durationVar(fs, &l.ReadHeaderTimeout, "http-header-timeout", "LEVERS9_HTTP_HEADER_TIMEOUT", d.ReadHeaderTimeout,
 		"time a client has to send a request header (LEVERS9_HTTP_HEADER_TIMEOUT)")
-	fs.DurationVar(&l.BodyTimeout, "http-body-timeout", envDuration("LEVERS9_HTTP_BODY_TIMEOUT", d.BodyTimeout),
+	e.durationVar(fs, &l.BodyTimeout, "http-body-timeout", "LEVERS9_HTTP_BODY_TIMEOUT", d.BodyTimeout,
 		"time a client has to send a request body, plus 1s per --http-min-body-rate bytes sent (LEVERS9_HTTP_BODY_TIMEOUT)")
-	fs.Int64Var(&l.MinBodyRate, "http-min-body-rate", envInt64("LEVERS9_HTTP_MIN_BODY_RATE", d.MinBodyRate),
+	e.int64Var(fs, &l.MinBodyRate, "http-min-body-rate", "LEVERS9_HTTP_MIN_BODY_RATE", d.MinBodyRate,
 		"bytes per second a request body must keep up on average once --http-body-timeout is spent; 0: no rate, the timeout is the whole body's (LEVERS9_HTTP_MIN_BODY_RATE)")
-	fs.DurationVar(&l.IdleTimeout, "http-idle-timeout", envDuration("LEVERS9_HTTP_IDLE_TIMEOUT", d.IdleTimeout),
+	e.durationVar(fs, &l.IdleTimeout, "http-idle-timeout", "LEVERS9_HTTP_IDLE_TIMEOUT", d.IdleTimeout,
 		"time an idle kept-alive connection stays open (LEVERS9_HTTP_IDLE_TIMEOUT)")
 }
 

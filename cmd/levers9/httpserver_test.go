@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,10 +17,9 @@ import (
 // token.
 func startServer(t *testing.T, args ...string) (addr, token string) {
 	t.Helper()
-	var cfg serverConfig
-	fs := cfg.flags(io.Discard)
 	base := []string{"--addr=127.0.0.1:0", "--data-dir=" + t.TempDir(), "--local-node=false", "--log-level=error"}
-	if err := fs.Parse(append(base, args...)); err != nil {
+	cfg, err := parseServerConfig(append(base, args...), os.LookupEnv, io.Discard)
+	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -92,10 +92,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch args[0] {
 	case "server":
-		var cfg serverConfig
-		fs := cfg.flags(stderr)
-		if err := fs.Parse(args[1:]); err != nil {
-			return usageExit(err)
+		cfg, perr := parseServerConfig(args[1:], os.LookupEnv, stderr)
+		if perr != nil {
+			return usageExit(perr)
 		}
 		err = runServer(ctx, cfg, stdout)
 	case "tokens":

@@ -4,7 +4,6 @@ import (
 	"context"
 	"entgo.io/ent/dialect"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -33,88 +31,10 @@ import (
 	"github.com/levers9/levers9/workers"
 )
 
-type serverConfig struct {
-	Addr        string
-	DataDir     string
-	DatabaseURL string
-	PublicURL   string
-	LogLevel    string
-	Seed        tenancy.Seed
-	NodeTTL     time.Duration
-	NodeGrace   time.Duration
-	LocalNode   bool
-	Local       localNodeConfig
-	MaxUpload   int64
-	// AllowPrivateS3 lets S3 storages use internal endpoints.
-	AllowPrivateS3 bool
-	HTTP           httpLimits
-}
-
-// env returns the environment variable name, or def when unset.
-func env(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok {
-		return v
-	}
-	return def
-}
-
-func (c *serverConfig) flags(out io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("levers9 server", flag.ContinueOnError)
-	fs.SetOutput(out)
-	fs.StringVar(&c.Addr, "addr", env("LEVERS9_ADDR", "127.0.0.1:8080"), "address to listen on (LEVERS9_ADDR)")
-	fs.StringVar(&c.DataDir, "data-dir", env("LEVERS9_DATA_DIR", "levers9-data"), "directory for the SQLite database and local buckets (LEVERS9_DATA_DIR)")
-	fs.StringVar(&c.DatabaseURL, "database-url", env("LEVERS9_DATABASE_URL", ""), "postgres://… to use PostgreSQL; default SQLite in the data directory (LEVERS9_DATABASE_URL)")
-	fs.StringVar(&c.PublicURL, "public-url", env("LEVERS9_PUBLIC_URL", ""), "URL clients and agents reach the server at; default http://ADDR (LEVERS9_PUBLIC_URL)")
-	fs.StringVar(&c.LogLevel, "log-level", env("LEVERS9_LOG_LEVEL", "info"), "debug, info, warn or error (LEVERS9_LOG_LEVEL)")
-	fs.DurationVar(&c.NodeTTL, "node-ttl", envDuration("LEVERS9_NODE_TTL", tunnel.DefaultNodeTTL), "a node without heartbeats this long goes offline (LEVERS9_NODE_TTL)")
-	fs.Int64Var(&c.MaxUpload, "max-upload", envInt64("LEVERS9_MAX_UPLOAD", filesapi.DefaultMaxUpload), "largest file upload in bytes (LEVERS9_MAX_UPLOAD)")
-	fs.DurationVar(&c.NodeGrace, "node-grace", envDuration("LEVERS9_NODE_GRACE", tunnel.DefaultNodeGrace), "jobs of an offline node wait this long for it before they fail or are requeued (LEVERS9_NODE_GRACE)")
-	fs.BoolVar(&c.AllowPrivateS3, "allow-private-s3", env("LEVERS9_ALLOW_PRIVATE_S3", "false") == "true",
-		"let S3 storages use endpoints on loopback, link-local (cloud metadata) and private addresses; off, tenants cannot make the server reach its internal network (LEVERS9_ALLOW_PRIVATE_S3)")
-	fs.BoolVar(&c.LocalNode, "local-node", env("LEVERS9_LOCAL_NODE", "true") != "false", "run a built-in node in the default queue (LEVERS9_LOCAL_NODE)")
-	c.Local.LogQuota = logQuotaFlag(fs, "local-node-job-log-quota", "the built-in node")
-	fs.StringVar(&c.Local.Runtime, "local-node-runtime", env("LEVERS9_LOCAL_NODE_RUNTIME", runtimeAuto),
-		"how the built-in node runs jobs: docker (containers), process (child processes, each job as an unprivileged uid of its own; needs root) or auto (Docker when a daemon answers) (LEVERS9_LOCAL_NODE_RUNTIME)")
-	fs.StringVar(&c.Local.DefaultImage, "local-node-default-image", env("LEVERS9_LOCAL_NODE_DEFAULT_IMAGE", defaultImage),
-		"on Docker, the image of services that give a command but no image (LEVERS9_LOCAL_NODE_DEFAULT_IMAGE)")
-	fs.StringVar(&c.Local.WorkDir, "local-node-work-dir", env("LEVERS9_LOCAL_NODE_WORK_DIR", ""),
-		"on the process runtime, the jobs' working directories, outside the data directory; default "+localWorkBase+"/jobs-HASH (LEVERS9_LOCAL_NODE_WORK_DIR)")
-	fs.StringVar(&c.Local.JobUIDs, "local-node-job-uids", env("LEVERS9_LOCAL_NODE_JOB_UIDS", defaultJobUIDs),
-		"on the process runtime, FIRST:COUNT, the uids jobs run as, one per running job (at most COUNT jobs at once); no account or group may use them (LEVERS9_LOCAL_NODE_JOB_UIDS)")
-	c.HTTP.flags(fs)
-	c.Seed = tenancy.Seed{
-		TenantName:         os.Getenv("LEVERS9_TENANT_NAME"),
-		TenantSlug:         os.Getenv("LEVERS9_TENANT_SLUG"),
-		AdminEmail:         os.Getenv("LEVERS9_ADMIN_EMAIL"),
-		AdminPassword:      os.Getenv("LEVERS9_ADMIN_PASSWORD"),
-		AdminToken:         os.Getenv("LEVERS9_ADMIN_TOKEN"),
-		SuperadminEmail:    os.Getenv("LEVERS9_SUPERADMIN_EMAIL"),
-		SuperadminPassword: os.Getenv("LEVERS9_SUPERADMIN_PASSWORD"),
-	}
-	return fs
-}
-
-// envDuration is a duration from the environment, or def when unset or
-// unparsable (the flag's help shows the default).
-func envDuration(name string, def time.Duration) time.Duration {
-	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
-		return d
-	}
-	return def
-}
-
+// runServer runs the server configured by cfg (from parseServerConfig,
+// which checked it) until ctx ends.
 func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
-	if cfg.NodeTTL <= 0 || cfg.NodeGrace < 0 {
-		return errors.New("--node-ttl must be positive and --node-grace not negative")
-	}
-	if err := cfg.HTTP.check(); err != nil {
-		return err
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	dataDir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
 		return fmt.Errorf("data directory: %w", err)
@@ -277,14 +197,6 @@ Try it:
 
 `, s.Tenant.Name, s.AdminEmail, s.AdminPassword, s.SuperadminEmail, s.SuperadminPassword,
 		s.AdminToken, url, s.AdminToken, q)
-}
-
-// envInt64 reads an integer environment variable, or def when unset or bad.
-func envInt64(name string, def int64) int64 {
-	if v, err := strconv.ParseInt(os.Getenv(name), 10, 64); err == nil {
-		return v
-	}
-	return def
 }
 
 // withFiles sends /files/ requests to the files API before the router sees

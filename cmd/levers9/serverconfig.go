@@ -1,0 +1,210 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/levers9/levers9/agent"
+	"github.com/levers9/levers9/internal/filesapi"
+	"github.com/levers9/levers9/internal/tenancy"
+	"github.com/levers9/levers9/internal/tunnel"
+)
+
+// serverConfig is the whole configuration of levers9 server, read once
+// from flags and the environment and checked by parseServerConfig.
+type serverConfig struct {
+	Addr        string
+	DataDir     string
+	DatabaseURL string
+	PublicURL   string
+	LogLevel    slog.Level
+	Seed        tenancy.Seed
+	NodeTTL     time.Duration
+	NodeGrace   time.Duration
+	LocalNode   bool
+	Local       localNodeConfig
+	MaxUpload   int64
+	// AllowPrivateS3 lets S3 storages use internal endpoints.
+	AllowPrivateS3 bool
+	HTTP           httpLimits
+}
+
+// env returns the environment variable name, or def when unset.
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+// envSource gives flags their defaults from the environment and keeps,
+// by flag, the error of each variable set to a value that does not
+// parse: it stops the server unless the flag overrides it.
+type envSource struct {
+	lookup func(string) (string, bool)
+	bad    map[string]error // by flag name
+	order  []string         // flag names in bad, as registered
+}
+
+func newEnvSource(lookup func(string) (string, bool)) *envSource {
+	return &envSource{lookup: lookup, bad: map[string]error{}}
+}
+
+func (e *envSource) str(name, def string) string {
+	if v, ok := e.lookup(name); ok {
+		return v
+	}
+	return def
+}
+
+// typed is the value of variable name parsed by parse, or def when the
+// variable is unset or empty; a value that does not parse is recorded
+// against flagName.
+func typed[T any](e *envSource, flagName, name string, def T, kind string, parse func(string) (T, error)) T {
+	s, ok := e.lookup(name)
+	if !ok || s == "" {
+		return def
+	}
+	v, err := parse(s)
+	if err != nil {
+		e.fail(flagName, fmt.Errorf("%s: invalid %s %q", name, kind, s))
+		return def
+	}
+	return v
+}
+
+func (e *envSource) fail(flagName string, err error) {
+	if _, dup := e.bad[flagName]; !dup {
+		e.order = append(e.order, flagName)
+	}
+	e.bad[flagName] = err
+}
+
+func (e *envSource) durationVar(fs *flag.FlagSet, p *time.Duration, flagName, name string, def time.Duration, usage string) {
+	fs.DurationVar(p, flagName, typed(e, flagName, name, def, "duration", time.ParseDuration), usage)
+}
+
+func (e *envSource) int64Var(fs *flag.FlagSet, p *int64, flagName, name string, def int64, usage string) {
+	parse := func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }
+	fs.Int64Var(p, flagName, typed(e, flagName, name, def, "integer", parse), usage)
+}
+
+func (e *envSource) boolVar(fs *flag.FlagSet, p *bool, flagName, name string, def bool, usage string) {
+	fs.BoolVar(p, flagName, typed(e, flagName, name, def, "boolean", strconv.ParseBool), usage)
+}
+
+// errors is the error of every bad variable whose flag was not given.
+func (e *envSource) errors(fs *flag.FlagSet) error {
+	var errs []error
+	for _, name := range e.order {
+		if !given(fs, name) {
+			errs = append(errs, e.bad[name])
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// given reports whether flag name was on the command line.
+func given(fs *flag.FlagSet, name string) bool {
+	found := false
+	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
+}
+
+// logQuotaVar registers the per-job log quota flag of a node, defaulting
+// to LEVERS9_JOB_LOG_QUOTA or else DefaultLogQuota, and returns the
+// variable's error when it is set but is no size.
+func logQuotaVar(fs *flag.FlagSet, name, whose string, lookup func(string) (string, bool)) (*int64, error) {
+	n := int64(agent.DefaultLogQuota)
+	v := sizeValue{&n}
+	var err error
+	if s, ok := lookup("LEVERS9_JOB_LOG_QUOTA"); ok && s != "" {
+		if serr := v.Set(s); serr != nil {
+			err = fmt.Errorf("LEVERS9_JOB_LOG_QUOTA: %w", serr)
+		}
+	}
+	fs.Var(v, name, "the most output stored per job attempt on "+whose+", e.g. 1GiB or 100MB; "+
+		"later lines are dropped and the job's log says which; 0: no limit (LEVERS9_JOB_LOG_QUOTA; default 1GiB)")
+	return &n, err
+}
+
+// parseServerConfig reads levers9 server's flags from args, each
+// defaulting to its environment variable (read with lookup), and checks
+// the result. Every error is also written to out, where the flag package
+// writes its own, so the caller only has to exit with exitUsage (or
+// exitOK for -h: see usageExit).
+func parseServerConfig(args []string, lookup func(string) (string, bool), out io.Writer) (serverConfig, error) {
+	var c serverConfig
+	e := newEnvSource(lookup)
+	fs := flag.NewFlagSet("levers9 server", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&c.Addr, "addr", e.str("LEVERS9_ADDR", "127.0.0.1:8080"), "address to listen on (LEVERS9_ADDR)")
+	fs.StringVar(&c.DataDir, "data-dir", e.str("LEVERS9_DATA_DIR", "levers9-data"), "directory for the SQLite database and local buckets (LEVERS9_DATA_DIR)")
+	fs.StringVar(&c.DatabaseURL, "database-url", e.str("LEVERS9_DATABASE_URL", ""), "postgres://… to use PostgreSQL; default SQLite in the data directory (LEVERS9_DATABASE_URL)")
+	fs.StringVar(&c.PublicURL, "public-url", e.str("LEVERS9_PUBLIC_URL", ""), "URL clients and agents reach the server at; default http://ADDR (LEVERS9_PUBLIC_URL)")
+	logLevel := fs.String("log-level", e.str("LEVERS9_LOG_LEVEL", "info"), "debug, info, warn or error (LEVERS9_LOG_LEVEL)")
+	e.durationVar(fs, &c.NodeTTL, "node-ttl", "LEVERS9_NODE_TTL", tunnel.DefaultNodeTTL, "a node without heartbeats this long goes offline (LEVERS9_NODE_TTL)")
+	e.int64Var(fs, &c.MaxUpload, "max-upload", "LEVERS9_MAX_UPLOAD", filesapi.DefaultMaxUpload, "largest file upload in bytes (LEVERS9_MAX_UPLOAD)")
+	e.durationVar(fs, &c.NodeGrace, "node-grace", "LEVERS9_NODE_GRACE", tunnel.DefaultNodeGrace, "jobs of an offline node wait this long for it before they fail or are requeued (LEVERS9_NODE_GRACE)")
+	e.boolVar(fs, &c.AllowPrivateS3, "allow-private-s3", "LEVERS9_ALLOW_PRIVATE_S3", false,
+		"let S3 storages use endpoints on loopback, link-local (cloud metadata) and private addresses; off, tenants cannot make the server reach its internal network (LEVERS9_ALLOW_PRIVATE_S3)")
+	e.boolVar(fs, &c.LocalNode, "local-node", "LEVERS9_LOCAL_NODE", true, "run a built-in node in the default queue (LEVERS9_LOCAL_NODE)")
+	quota, err := logQuotaVar(fs, "local-node-job-log-quota", "the built-in node", lookup)
+	if err != nil {
+		e.fail("local-node-job-log-quota", err)
+	}
+	c.Local.LogQuota = quota
+	fs.StringVar(&c.Local.Runtime, "local-node-runtime", e.str("LEVERS9_LOCAL_NODE_RUNTIME", runtimeAuto),
+		"how the built-in node runs jobs: docker (containers), process (child processes, each job as an unprivileged uid of its own; needs root) or auto (Docker when a daemon answers) (LEVERS9_LOCAL_NODE_RUNTIME)")
+	fs.StringVar(&c.Local.DefaultImage, "local-node-default-image", e.str("LEVERS9_LOCAL_NODE_DEFAULT_IMAGE", defaultImage),
+		"on Docker, the image of services that give a command but no image (LEVERS9_LOCAL_NODE_DEFAULT_IMAGE)")
+	fs.StringVar(&c.Local.WorkDir, "local-node-work-dir", e.str("LEVERS9_LOCAL_NODE_WORK_DIR", ""),
+		"on the process runtime, the jobs' working directories, outside the data directory; default "+localWorkBase+"/jobs-HASH (LEVERS9_LOCAL_NODE_WORK_DIR)")
+	fs.StringVar(&c.Local.JobUIDs, "local-node-job-uids", e.str("LEVERS9_LOCAL_NODE_JOB_UIDS", defaultJobUIDs),
+		"on the process runtime, FIRST:COUNT, the uids jobs run as, one per running job (at most COUNT jobs at once); no account or group may use them (LEVERS9_LOCAL_NODE_JOB_UIDS)")
+	c.HTTP.flags(fs, e)
+	c.Seed = tenancy.Seed{
+		TenantName:         e.str("LEVERS9_TENANT_NAME", ""),
+		TenantSlug:         e.str("LEVERS9_TENANT_SLUG", ""),
+		AdminEmail:         e.str("LEVERS9_ADMIN_EMAIL", ""),
+		AdminPassword:      e.str("LEVERS9_ADMIN_PASSWORD", ""),
+		AdminToken:         e.str("LEVERS9_ADMIN_TOKEN", ""),
+		SuperadminEmail:    e.str("LEVERS9_SUPERADMIN_EMAIL", ""),
+		SuperadminPassword: e.str("LEVERS9_SUPERADMIN_PASSWORD", ""),
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err // the flag package has said why
+	}
+	// The log level is checked with the others, so name where it came from.
+	levelSource := "--log-level"
+	if _, ok := lookup("LEVERS9_LOG_LEVEL"); ok && !given(fs, "log-level") {
+		levelSource = "LEVERS9_LOG_LEVEL"
+	}
+	err = errors.Join(e.errors(fs), c.check(*logLevel, levelSource))
+	if err != nil {
+		fmt.Fprintln(out, "levers9 server:", err)
+	}
+	return c, err
+}
+
+// check sets the log level from its name and checks the values no flag
+// type refuses.
+func (c *serverConfig) check(logLevel, levelSource string) error {
+	var errs []error
+	if err := c.LogLevel.UnmarshalText([]byte(logLevel)); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", levelSource, err))
+	}
+	if c.NodeTTL <= 0 || c.NodeGrace < 0 {
+		errs = append(errs, errors.New("--node-ttl must be positive and --node-grace not negative"))
+	}
+	if err := c.HTTP.check(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/levers9/levers9/agent"
+	"github.com/levers9/levers9/internal/filesapi"
+	"github.com/levers9/levers9/internal/tunnel"
+)
+
+func lookupIn(vars map[string]string) func(string) (string, bool) {
+	return func(name string) (string, bool) { v, ok := vars[name]; return v, ok }
+}
+
+func TestServerConfigDefaults(t *testing.T) {
+	c, err := parseServerConfig(nil, lookupIn(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != "127.0.0.1:8080" || c.DataDir != "levers9-data" || c.NodeTTL != tunnel.DefaultNodeTTL ||
+		c.NodeGrace != tunnel.DefaultNodeGrace || c.MaxUpload != filesapi.DefaultMaxUpload || !c.LocalNode ||
+		c.AllowPrivateS3 || c.HTTP != defaultHTTPLimits || c.Local.Runtime != runtimeAuto ||
+		c.Local.JobUIDs != defaultJobUIDs || *c.Local.LogQuota != agent.DefaultLogQuota || c.LogLevel.String() != "INFO" {
+		t.Errorf("defaults: %+v", c)
+	}
+}
+
+// Every typed variable set to what does not parse stops the server with
+// its name, unless its flag is given.
+func TestServerConfigRefusesBadVariables(t *testing.T) {
+	for _, tc := range []struct{ env, flag, good string }{
+		{"LEVERS9_NODE_TTL", "--node-ttl", "5s"},
+		{"LEVERS9_NODE_GRACE", "--node-grace", "5s"},
+		{"LEVERS9_MAX_UPLOAD", "--max-upload", "1024"},
+		{"LEVERS9_ALLOW_PRIVATE_S3", "--allow-private-s3", "true"},
+		{"LEVERS9_LOCAL_NODE", "--local-node", "false"},
+		{"LEVERS9_JOB_LOG_QUOTA", "--local-node-job-log-quota", "1MB"},
+		{"LEVERS9_HTTP_HEADER_TIMEOUT", "--http-header-timeout", "1s"},
+		{"LEVERS9_HTTP_BODY_TIMEOUT", "--http-body-timeout", "1s"},
+		{"LEVERS9_HTTP_MIN_BODY_RATE", "--http-min-body-rate", "10"},
+		{"LEVERS9_HTTP_IDLE_TIMEOUT", "--http-idle-timeout", "1s"},
+		{"LEVERS9_LOG_LEVEL", "--log-level", "debug"},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			bad := lookupIn(map[string]string{tc.env: "abc"})
+			var out strings.Builder
+			_, err := parseServerConfig(nil, bad, &out)
+			if err == nil || !strings.Contains(err.Error(), "abc") ||
+				!strings.Contains(err.Error(), tc.env) {
+				t.Fatalf("%s=abc: got %v", tc.env, err)
+			}
+			if !strings.Contains(out.String(), err.Error()) {
+				t.Errorf("the error is not written out: %q", out.String())
+			}
+			// The flag overrides the variable, bad or good.
+			if _, err := parseServerConfig([]string{tc.flag + "=" + tc.good}, bad, io.Discard); err != nil {
+				t.Errorf("%s given: %v", tc.flag, err)
+			}
+			if _, err := parseServerConfig(nil, lookupIn(map[string]string{tc.env: tc.good}), io.Discard); err != nil {
+				t.Errorf("%s=%s: %v", tc.env, tc.good, err)
+			}
+		})
+	}
+}
+
+func TestServerConfigNamesBadTTL(t *testing.T) {
+	_, err := parseServerConfig(nil, lookupIn(map[string]string{"LEVERS9_NODE_TTL": "abc"}), io.Discard)
+	if err == nil || err.Error() != `LEVERS9_NODE_TTL: invalid duration "abc"` {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestServerConfigFlagsOverrideEnvironment(t *testing.T) {
+	vars := lookupIn(map[string]string{
+		"LEVERS9_ADDR": "0.0.0.0:1", "LEVERS9_NODE_TTL": "7s", "LEVERS9_HTTP_MIN_BODY_RATE": "9",
+		"LEVERS9_LOCAL_NODE": "false", "LEVERS9_TENANT_SLUG": "acme",
+	})
+	c, err := parseServerConfig(nil, vars, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != "0.0.0.0:1" || c.NodeTTL != 7*time.Second || c.HTTP.MinBodyRate != 9 || c.LocalNode || c.Seed.TenantSlug != "acme" {
+		t.Errorf("from the environment: %+v", c)
+	}
+	c, err = parseServerConfig([]string{"--addr=127.0.0.1:2", "--node-ttl=3s", "--http-min-body-rate=0", "--local-node"}, vars, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != "127.0.0.1:2" || c.NodeTTL != 3*time.Second || c.HTTP.MinBodyRate != 0 || !c.LocalNode {
+		t.Errorf("flags: %+v", c)
+	}
+}
+
+// Values of the right type that the server cannot use are refused too,
+// and bad usage exits 2.
+func TestServerConfigChecksValues(t *testing.T) {
+	for _, args := range [][]string{{"--node-ttl=0"}, {"--node-grace=-1s"}, {"--http-idle-timeout=0"}, {"--http-min-body-rate=-1"}} {
+		if _, err := parseServerConfig(args, lookupIn(nil), io.Discard); err == nil {
+			t.Errorf("%v: accepted", args)
+		}
+	}
+	t.Setenv("LEVERS9_NODE_TTL", "abc")
+	var stderr strings.Builder
+	if code := run(t.Context(), []string{"server"}, io.Discard, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "LEVERS9_NODE_TTL") {
+		t.Errorf("exit %d, %q", code, stderr.String())
+	}
+}
