@@ -15,11 +15,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
-)
 
-// jobHeader names the job a node acts for on the files API (the server's
-// mounts.JobHeader; the agent shares only the wire package with it).
-const jobHeader = "Levers9-Job"
+	"github.com/levers9/levers9/internal/wire"
+)
 
 // Retries of one files API request. Transient failures (the network, the
 // server restarting, 5xx) are retried with jittered backoff; refusals are not.
@@ -36,12 +34,6 @@ type filesClient struct {
 	server     string
 	credential string
 	jobID      string
-}
-
-// remoteObject is an object of a listing.
-type remoteObject struct {
-	Key  string `json:"key"`
-	Size int64  `json:"size"`
 }
 
 // refusedError is a final answer of the server (4xx): retrying won't help.
@@ -97,7 +89,7 @@ func (c *filesClient) once(ctx context.Context, build func() (*http.Request, err
 	}
 	req = req.WithContext(ctx)
 	req.Header.Set("Authorization", "Bearer "+c.credential)
-	req.Header.Set(jobHeader, c.jobID)
+	req.Header.Set(wire.JobHeader, c.jobID)
 	client := c.http
 	if client == nil {
 		client = http.DefaultClient
@@ -127,14 +119,11 @@ func (c *filesClient) once(ctx context.Context, build func() (*http.Request, err
 }
 
 // list returns every object of bucket.
-func (c *filesClient) list(ctx context.Context, bucket string) ([]remoteObject, error) {
-	var all []remoteObject
+func (c *filesClient) list(ctx context.Context, bucket string) ([]wire.FileObject, error) {
+	var all []wire.FileObject
 	after := ""
 	for {
-		var page struct {
-			Objects []remoteObject `json:"objects"`
-			Next    string         `json:"next"`
-		}
+		var page wire.FileListing
 		q := url.Values{"limit": {"1000"}}
 		if after != "" {
 			q.Set("after", after)

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+
+	"github.com/levers9/levers9/internal/wire"
 )
 
 // A sync request survives transient failures (5xx, a body cut short) and
@@ -34,7 +36,7 @@ func TestFilesClientRetries(t *testing.T) {
 			var calls atomic.Int64
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				n := calls.Add(1)
-				if r.Header.Get("Authorization") != "Bearer cred" || r.Header.Get(jobHeader) != "job_1" {
+				if r.Header.Get("Authorization") != "Bearer cred" || r.Header.Get(wire.JobHeader) != "job_1" {
 					w.WriteHeader(http.StatusUnauthorized)
 					return
 				}

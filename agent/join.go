@@ -25,21 +25,6 @@ type JoinConfig struct {
 	Client    *http.Client // nil: http.DefaultClient
 }
 
-// joinRequest and joinResponse mirror the server's JSON (POST /agent/join).
-type joinRequest struct {
-	Invite       string         `json:"invite"`
-	Name         string         `json:"name,omitempty"`
-	Hostname     string         `json:"hostname,omitempty"`
-	AgentVersion string         `json:"agentVersion,omitempty"`
-	Inventory    wire.Inventory `json:"inventory"`
-}
-
-type joinResponse struct {
-	NodeID     string `json:"nodeId"`
-	Name       string `json:"name"`
-	Credential string `json:"credential"`
-}
-
 // Join exchanges an invite for a node identity and stores it in the state
 // directory. It refuses to overwrite an existing identity.
 func Join(ctx context.Context, cfg JoinConfig) (*State, error) {
@@ -51,7 +36,7 @@ func Join(ctx context.Context, cfg JoinConfig) (*State, error) {
 		return nil, fmt.Errorf("joining needs --server and --invite")
 	}
 	host, _ := os.Hostname()
-	body, err := json.Marshal(joinRequest{
+	body, err := json.Marshal(wire.JoinRequest{
 		Invite: cfg.Invite, Name: cfg.Name, Hostname: sanitizeName(host),
 		AgentVersion: cfg.Version, Inventory: cfg.Inventory,
 	})
@@ -82,7 +67,7 @@ func Join(ctx context.Context, cfg JoinConfig) (*State, error) {
 		}
 		return nil, fmt.Errorf("join refused: %s", resp.Status)
 	}
-	var jr joinResponse
+	var jr wire.JoinResponse
 	if err := json.Unmarshal(b, &jr); err != nil || jr.NodeID == "" || jr.Credential == "" {
 		return nil, fmt.Errorf("joining %s: unexpected answer", server)
 	}

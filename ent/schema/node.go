@@ -9,6 +9,7 @@ import (
 	"entgo.io/ent/schema/index"
 
 	"github.com/levers9/levers9/internal/inventory"
+	"github.com/levers9/levers9/internal/nodes/nodename"
 )
 
 // Node is a machine that runs containers, attached through an outbound
@@ -24,7 +25,7 @@ func (Node) Mixin() []ent.Mixin {
 // Fields of the Node.
 func (Node) Fields() []ent.Field {
 	return []ent.Field{
-		field.String("name").NotEmpty().Match(namePattern).
+		field.String("name").NotEmpty().Match(nodename.Pattern).
 			Annotations(entgql.OrderField("NAME")),
 		// Liveness belongs to the server (the tunnel and its liveness check):
 		// an admin who could set it would fail running jobs without grace.

@@ -18,13 +18,13 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/mounts"
 	"github.com/levers9/levers9/internal/viewer"
+	"github.com/levers9/levers9/internal/wire"
 	"github.com/levers9/levers9/storage"
 )
 
@@ -82,7 +82,7 @@ func (a *API) guard(next http.Handler) http.Handler {
 // viewer is who r acts as: a user or superadmin by API token, or, with the
 // job header, a node syncing a job's mounts (acting as the job's owner).
 func (a *API) viewer(r *http.Request) (*viewer.Viewer, error) {
-	jobID := r.Header.Get(mounts.JobHeader)
+	jobID := r.Header.Get(wire.JobHeader)
 	if jobID == "" || a.Mounts == nil {
 		return a.Auth.FromRequest(r)
 	}
@@ -93,18 +93,6 @@ func (a *API) viewer(r *http.Request) (*viewer.Viewer, error) {
 	bucketID, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/files/"), "/")
 	write := r.Method != http.MethodGet && r.Method != http.MethodHead
 	return a.Mounts.ForJob(r.Context(), secret, jobID, bucketID, write)
-}
-
-type listing struct {
-	Objects []object `json:"objects"`
-	// Next is the key to pass as after= for the next page, if any.
-	Next string `json:"next,omitempty"`
-}
-
-type object struct {
-	Key      string    `json:"key"`
-	Size     int64     `json:"size"`
-	Modified time.Time `json:"modified"`
 }
 
 func (a *API) get(w http.ResponseWriter, r *http.Request) {
@@ -155,9 +143,9 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, err)
 		return
 	}
-	out := listing{Objects: make([]object, len(objs))}
+	out := wire.FileListing{Objects: make([]wire.FileObject, len(objs))}
 	for i, o := range objs {
-		out.Objects[i] = object{Key: o.Key, Size: o.Size, Modified: o.Modified}
+		out.Objects[i] = wire.FileObject{Key: o.Key, Size: o.Size, Modified: o.Modified}
 	}
 	if page := cmp.Or(limit, storage.DefaultPageSize); len(objs) == page {
 		out.Next = objs[len(objs)-1].Key
@@ -187,7 +175,7 @@ func (a *API) put(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)
-	_ = json.NewEncoder(w).Encode(object{Key: obj.Key, Size: obj.Size, Modified: obj.Modified})
+	_ = json.NewEncoder(w).Encode(wire.FileObject{Key: obj.Key, Size: obj.Size, Modified: obj.Modified})
 }
 
 func (a *API) delete(w http.ResponseWriter, r *http.Request) {

@@ -17,6 +17,7 @@ import (
 	"github.com/levers9/levers9/internal/mounts"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/viewer"
+	"github.com/levers9/levers9/internal/wire"
 )
 
 // A node syncing a job's mounts reaches exactly the buckets the job mounts,
@@ -81,7 +82,7 @@ func TestNodeActsForItsJobs(t *testing.T) {
 			if tc.node != "" {
 				req.Header.Set("Authorization", "Bearer "+creds[tc.node])
 			}
-			req.Header.Set(mounts.JobHeader, tc.job)
+			req.Header.Set(wire.JobHeader, tc.job)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)

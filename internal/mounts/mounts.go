@@ -25,10 +25,6 @@ import (
 	"github.com/levers9/levers9/internal/wire"
 )
 
-// JobHeader names the job a node acts for on the files API; the node's
-// credential is the bearer token.
-const JobHeader = "Levers9-Job"
-
 // SyncGrace is how long after a job ended its node may still sync the
 // job's results back: a cancelled or failed job's outputs (checkpoints,
 // partial results) are saved too.

@@ -18,25 +18,8 @@ import (
 	"github.com/levers9/levers9/internal/inventory"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/viewer"
+	"github.com/levers9/levers9/internal/wire"
 )
-
-// JoinRequest is the body of POST /agent/join. The agent has its own copy
-// of these JSON shapes: the wire package is the only one the two share.
-type JoinRequest struct {
-	Invite       string              `json:"invite"`
-	Name         string              `json:"name,omitempty"`
-	Hostname     string              `json:"hostname,omitempty"` // the fallback name
-	AgentVersion string              `json:"agentVersion,omitempty"`
-	Inventory    inventory.Inventory `json:"inventory"`
-}
-
-// JoinResponse is the answer to a successful join. The credential is shown
-// only here; the server keeps its hash.
-type JoinResponse struct {
-	NodeID     string `json:"nodeId"`
-	Name       string `json:"name"`
-	Credential string `json:"credential"`
-}
 
 // joinError is a refused join: an HTTP status and a stable code.
 type joinError struct {
@@ -53,7 +36,7 @@ const maxJoinBody = 64 << 10
 var nodeNamePattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$`)
 
 func (s *Server) join(w http.ResponseWriter, r *http.Request) {
-	var req JoinRequest
+	var req wire.JoinRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJoinBody))
 	if err := dec.Decode(&req); err != nil {
 		refuse(w, http.StatusBadRequest, "BAD_REQUEST", "the body must be JSON: {invite, name, inventory}")
@@ -76,15 +59,16 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 
 // Join exchanges an invite code for a new node and its credential. A
 // refused join writes nothing.
-func (s *Server) Join(ctx context.Context, req JoinRequest) (*JoinResponse, error) {
+func (s *Server) Join(ctx context.Context, req wire.JoinRequest) (*wire.JoinResponse, error) {
 	sys := viewer.SystemContext(ctx)
+	capacity := toInventory(req.Inventory)
 	if strings.TrimSpace(req.Invite) == "" {
 		return nil, &joinError{http.StatusBadRequest, "BAD_REQUEST", "an invite code is required"}
 	}
-	if err := checkInventory(req.Inventory); err != nil {
+	if err := checkInventory(capacity); err != nil {
 		return nil, &joinError{http.StatusBadRequest, "BAD_INVENTORY", err.Error()}
 	}
-	var res *JoinResponse
+	var res *wire.JoinResponse
 	err := s.DB.InTx(ctx, func(tx *database.Tx) error {
 		inv, err := tx.Ent.NodeInvite.Query().Where(nodeinvite.CodeHash(auth.HashSecret(req.Invite))).Only(sys)
 		if ent.IsNotFound(err) {
@@ -109,7 +93,7 @@ func (s *Server) Join(ctx context.Context, req JoinRequest) (*JoinResponse, erro
 		secret, hash := auth.NewSecret()
 		n, err := tx.Ent.Node.Create().
 			SetTenantID(inv.TenantID).SetName(name).SetStatus(node.StatusOffline).
-			SetInventory(req.Inventory).SetCredentialHash(hash).SetAgentVersion(clip(req.AgentVersion, 128)).
+			SetInventory(capacity).SetCredentialHash(hash).SetAgentVersion(clip(req.AgentVersion, 128)).
 			Save(sys)
 		if ent.IsConstraintError(err) {
 			return &joinError{http.StatusConflict, "NAME_TAKEN", fmt.Sprintf("a node named %q exists in this tenant; choose another with --name", name)}
@@ -133,7 +117,7 @@ func (s *Server) Join(ctx context.Context, req JoinRequest) (*JoinResponse, erro
 		if err != nil {
 			return fmt.Errorf("adding node to the default queue: %w", err)
 		}
-		res = &JoinResponse{NodeID: n.ID, Name: n.Name, Credential: secret}
+		res = &wire.JoinResponse{NodeID: n.ID, Name: n.Name, Credential: secret}
 		return nil
 	})
 	if err != nil {
