@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strings"
 
 	"github.com/levers9/levers9/ent"
@@ -16,6 +15,7 @@ import (
 	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/inventory"
+	"github.com/levers9/levers9/internal/nodes/nodename"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/internal/wire"
@@ -32,8 +32,6 @@ func (e *joinError) Error() string { return e.msg }
 
 // maxJoinBody bounds the join request; an inventory is small.
 const maxJoinBody = 64 << 10
-
-var nodeNamePattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$`)
 
 func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 	var req wire.JoinRequest
@@ -87,7 +85,7 @@ func (s *Server) Join(ctx context.Context, req wire.JoinRequest) (*wire.JoinResp
 			return &joinError{http.StatusGone, "INVITE_EXPIRED", "this invite expired at " + inv.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC")}
 		}
 		name := firstNonEmpty(req.Name, inv.NodeName, req.Hostname)
-		if !nodeNamePattern.MatchString(name) {
+		if !nodename.Valid(name) {
 			return &joinError{http.StatusBadRequest, "BAD_NAME", fmt.Sprintf("node name %.70q must be 1-63 letters, digits, '.', '_' or '-'", name)}
 		}
 		secret, hash := auth.NewSecret()
