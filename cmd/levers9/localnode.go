@@ -14,8 +14,8 @@ import (
 	"github.com/levers9/levers9/agent"
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/tenant"
-	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/viewer"
 )
 
@@ -75,12 +75,10 @@ func joinLocalNode(ctx context.Context, db *database.DB, serverURL, stateDir, te
 	if err != nil {
 		return fmt.Errorf("finding the tenant of the local node: %w", err)
 	}
+	invites := &nodes.Service{Ent: db.Ent, Now: time.Now}
 	name := localNodeName
 	for attempt := 0; ; attempt++ {
-		code, hash := auth.NewSecret()
-		err := db.Ent.NodeInvite.Create().
-			SetTenantID(t.ID).SetCodeHash(hash).SetNodeName(name).SetCreatedByID("system").
-			SetExpiresAt(time.Now().Add(10 * time.Minute)).Exec(sys)
+		code, err := invites.CreateServerInvite(ctx, t.ID, name, 10*time.Minute)
 		if err != nil {
 			return fmt.Errorf("inviting the local node: %w", err)
 		}

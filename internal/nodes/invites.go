@@ -72,3 +72,25 @@ func (s *Service) RevokeInvite(ctx context.Context, id string) (*ent.NodeInvite,
 	}
 	return inv.Update().SetRevokedAt(s.Now()).Save(ctx)
 }
+
+// CreateServerInvite makes a single-use invite the server gives itself, for
+// its built-in node to join tenantID: no admin asks for it, so it is made
+// under the system viewer and recorded as created by "system". It returns
+// the code, which is not stored.
+func (s *Service) CreateServerInvite(ctx context.Context, tenantID, nodeName string, ttl time.Duration) (string, error) {
+	if err := CheckInviteName(nodeName); err != nil {
+		return "", err
+	}
+	code, hash := auth.NewSecret()
+	err := s.Ent.NodeInvite.Create().
+		SetTenantID(tenantID).
+		SetCodeHash(hash).
+		SetNodeName(nodeName).
+		SetCreatedByID("system").
+		SetExpiresAt(s.Now().Add(ttl)).
+		Exec(viewer.SystemContext(ctx))
+	if err != nil {
+		return "", fmt.Errorf("storing the server's invite: %w", err)
+	}
+	return code, nil
+}
