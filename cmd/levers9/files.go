@@ -16,6 +16,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/levers9/levers9/internal/wire"
 )
 
 // A remote path is BUCKET:KEY (BUCKET: alone for the whole bucket); a local
@@ -70,15 +72,9 @@ func (c clientFlags) do(ctx context.Context, method, u string, body io.Reader, s
 	return resp, nil
 }
 
-type remoteObject struct {
-	Key      string
-	Size     int64
-	Modified time.Time
-}
-
 // list returns every object of bucket under prefix, page by page.
-func (c clientFlags) list(ctx context.Context, bucket, prefix string) ([]remoteObject, error) {
-	var all []remoteObject
+func (c clientFlags) list(ctx context.Context, bucket, prefix string) ([]wire.FileObject, error) {
+	var all []wire.FileObject
 	after := ""
 	for {
 		q := url.Values{"prefix": {prefix}, "after": {after}, "limit": {"1000"}}
@@ -86,10 +82,7 @@ func (c clientFlags) list(ctx context.Context, bucket, prefix string) ([]remoteO
 		if err != nil {
 			return nil, err
 		}
-		var page struct {
-			Objects []remoteObject
-			Next    string
-		}
+		var page wire.FileListing
 		err = json.NewDecoder(resp.Body).Decode(&page)
 		resp.Body.Close()
 		if err != nil {
