@@ -14,7 +14,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 
 	"github.com/levers9/levers9/internal/database"
-	"github.com/levers9/levers9/internal/placement"
+	"github.com/levers9/levers9/internal/scheduler"
 )
 
 // Runner is the part of a River client that works jobs; its transaction
@@ -35,7 +35,7 @@ type Clients struct {
 // NewClients returns the River clients for db working the workers of d.
 func NewClients(db *database.DB, d Deps) (*Clients, error) {
 	if d.Scheduler == nil {
-		d.Scheduler = &placement.Scheduler{DB: db, Log: d.Log, Now: time.Now}
+		d.Scheduler = &scheduler.Service{DB: db, Log: d.Log, Now: time.Now}
 	}
 	cfg := &river.Config{
 		Logger:       d.Log.With("component", "river"),

@@ -8,7 +8,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/levers9/levers9/internal/placement"
+	"github.com/levers9/levers9/internal/scheduler"
 )
 
 // SchedulePendingArgs asks for a pass over every queue with unplaced
@@ -36,7 +36,7 @@ func (SchedulePendingArgs) InsertOpts() river.InsertOpts {
 // enqueueing passes: River's periodic jobs already run on one replica only.
 type SchedulePendingWorker struct {
 	river.WorkerDefaults[SchedulePendingArgs]
-	Scheduler *placement.Scheduler
+	Scheduler *scheduler.Service
 	Log       *slog.Logger
 }
 

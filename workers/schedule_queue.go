@@ -10,7 +10,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/levers9/levers9/internal/placement"
+	"github.com/levers9/levers9/internal/scheduler"
 )
 
 // QueueScheduling is the River queue of scheduling work.
@@ -49,7 +49,7 @@ func (ScheduleQueueArgs) InsertOpts() river.InsertOpts {
 // ScheduleQueueWorker runs scheduling passes.
 type ScheduleQueueWorker struct {
 	river.WorkerDefaults[ScheduleQueueArgs]
-	Scheduler *placement.Scheduler
+	Scheduler *scheduler.Service
 	Log       *slog.Logger
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/metering"
-	"github.com/levers9/levers9/internal/placement"
+	"github.com/levers9/levers9/internal/scheduler"
 	"github.com/levers9/levers9/internal/tunnel"
 )
 
@@ -27,7 +27,7 @@ type Deps struct {
 	Liveness *tunnel.Liveness
 	// Scheduler places jobs; NewClients fills in one without a Bus when
 	// nil (nodes then learn of new work only when they resync).
-	Scheduler *placement.Scheduler
+	Scheduler *scheduler.Service
 }
 
 // Register returns every worker of levers9.

@@ -24,7 +24,7 @@ import (
 	"github.com/levers9/levers9/internal/mounts"
 	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/notify"
-	"github.com/levers9/levers9/internal/placement"
+	"github.com/levers9/levers9/internal/scheduler"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/tunnel"
 	"github.com/levers9/levers9/ui"
@@ -86,13 +86,13 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	authn.Bus = bus // revoked tokens end their streams on every replica
 	jobService := &jobs.Service{DB: db, Log: log, Now: time.Now, Bus: bus}
 	meter := &metering.Meter{DB: db, Log: log, Now: time.Now}
-	scheduler := &placement.Scheduler{DB: db, Bus: bus, Log: log, Now: time.Now}
-	go scheduler.Run(ctx)
+	sched := &scheduler.Service{DB: db, Bus: bus, Log: log, Now: time.Now}
+	go sched.Run(ctx)
 	liveness := &tunnel.Liveness{DB: db, Jobs: jobService, Bus: bus, Log: log, Now: time.Now, TTL: cfg.NodeTTL, Grace: cfg.NodeGrace}
 	fileStore := &buckets.Files{Ent: db.Ent, AllowPrivateS3: cfg.AllowPrivateS3}
 	rc, err := workers.NewClients(db, workers.Deps{Ent: db.Ent, Log: log, Meter: meter, Jobs: jobService, Liveness: liveness, Files: fileStore,
 		// With the bus, a placement wakes the node's tunnel at once.
-		Scheduler: scheduler})
+		Scheduler: sched})
 	if err != nil {
 		return err
 	}

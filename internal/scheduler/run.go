@@ -1,4 +1,4 @@
-package placement
+package scheduler
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 // and its placement. Signals of one queue arriving during a pass merge
 // into one more pass. River's scheduling jobs remain the durable backstop
 // for signals lost in a crash. Run returns when ctx ends.
-func (s *Scheduler) Run(ctx context.Context) {
+func (s *Service) Run(ctx context.Context) {
 	if s.Bus == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package placement
+package scheduler
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 	"github.com/levers9/levers9/internal/viewer"
 )
 
-// Scheduler places the pending jobs of a queue on its online nodes.
-type Scheduler struct {
+// Service places the pending jobs of a queue on its online nodes.
+type Service struct {
 	DB *database.DB
 	// Bus, when set, wakes the replica holding a node's tunnel after work
 	// was placed on the node.
@@ -28,7 +28,7 @@ type Scheduler struct {
 
 // ScheduleQueue runs one scheduling pass over queue queueID and returns how
 // many jobs it placed. A queue that no longer exists places nothing.
-func (s *Scheduler) ScheduleQueue(ctx context.Context, queueID string) (placed int, err error) {
+func (s *Service) ScheduleQueue(ctx context.Context, queueID string) (placed int, err error) {
 	sys := viewer.SystemContext(ctx)
 	start := s.now()
 	var touched []string // nodes that received work
@@ -72,7 +72,7 @@ func (s *Scheduler) ScheduleQueue(ctx context.Context, queueID string) (placed i
 
 // wake tells the replicas holding the nodes' tunnels to start the work. A
 // lost signal only delays: the agent resyncs from the database.
-func (s *Scheduler) wake(ctx context.Context, nodes []string) {
+func (s *Service) wake(ctx context.Context, nodes []string) {
 	if s.Bus == nil {
 		return
 	}
@@ -95,14 +95,14 @@ func touchedNodes(res []scheduling.Placement) []string {
 	return ids
 }
 
-func (s *Scheduler) now() time.Time {
+func (s *Service) now() time.Time {
 	if s.Now == nil {
 		return time.Now()
 	}
 	return s.Now()
 }
 
-func (s *Scheduler) log() *slog.Logger {
+func (s *Service) log() *slog.Logger {
 	if s.Log == nil {
 		return slog.New(slog.DiscardHandler)
 	}

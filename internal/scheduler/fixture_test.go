@@ -1,4 +1,4 @@
-package placement_test
+package scheduler_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/inventory"
 	"github.com/levers9/levers9/internal/jobspec"
-	"github.com/levers9/levers9/internal/placement"
+	"github.com/levers9/levers9/internal/scheduler"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/viewer"
 )
@@ -72,8 +72,8 @@ func newFixture(t testing.TB, url string) *fixture {
 	return &fixture{url: url, db: db, sys: sys, ten: tn.ID, env: env, user: admin.ID, queue: q.ID}
 }
 
-func (f *fixture) scheduler(db *database.DB) *placement.Scheduler {
-	return &placement.Scheduler{DB: db, Log: slog.New(slog.DiscardHandler), Now: time.Now}
+func (f *fixture) scheduler(db *database.DB) *scheduler.Service {
+	return &scheduler.Service{DB: db, Log: slog.New(slog.DiscardHandler), Now: time.Now}
 }
 
 func (f *fixture) addQueue(t testing.TB, name string) string {

@@ -1,4 +1,4 @@
-package placement_test
+package scheduler_test
 
 import (
 	"context"

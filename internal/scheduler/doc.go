@@ -1,4 +1,5 @@
-// Package placement runs the scheduler against the database: it loads a
+// Package scheduler is the database side of scheduling (internal/scheduling
+// holds the pure rules and decides; this package reads and writes): it loads a
 // queue's online nodes (runtime, GPU devices, what their services hold:
 // resources, booked devices, host ports) and pending jobs (with the node a
 // mounted node-storage bucket pins them to), lets the pure package
@@ -18,4 +19,4 @@
 //
 // The node locks also hold back writes to those node rows (heartbeats,
 // status) for the length of a pass: about a second per 10,000 pending jobs.
-package placement
+package scheduler

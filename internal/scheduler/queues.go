@@ -1,4 +1,4 @@
-package placement
+package scheduler
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 // NodeQueues returns the IDs of the queues node nodeID serves: the queues
 // to schedule when the node comes online or frees capacity.
-func (s *Scheduler) NodeQueues(ctx context.Context, nodeID string) ([]string, error) {
+func (s *Service) NodeQueues(ctx context.Context, nodeID string) ([]string, error) {
 	ids, err := s.DB.Ent.Queue.Query().
 		Where(queue.HasNodesWith(node.ID(nodeID))).
 		IDs(viewer.SystemContext(ctx))
@@ -25,7 +25,7 @@ func (s *Scheduler) NodeQueues(ctx context.Context, nodeID string) ([]string, er
 
 // PendingQueues returns the IDs of the queues with pending jobs (some may
 // be placed already and wait for their node: a pass costs them nothing).
-func (s *Scheduler) PendingQueues(ctx context.Context) ([]string, error) {
+func (s *Service) PendingQueues(ctx context.Context) ([]string, error) {
 	ids, err := s.DB.Ent.Job.Query().
 		Where(job.StatusEQ(job.StatusPending)).
 		Unique(true).
@@ -40,7 +40,7 @@ func (s *Scheduler) PendingQueues(ctx context.Context) ([]string, error) {
 // ScheduleNodeQueues schedules every queue of node nodeID in turn, for
 // callers that run it directly (tests, the embedded node); the server
 // enqueues the River work instead.
-func (s *Scheduler) ScheduleNodeQueues(ctx context.Context, nodeID string) (placed int, err error) {
+func (s *Service) ScheduleNodeQueues(ctx context.Context, nodeID string) (placed int, err error) {
 	ids, err := s.NodeQueues(ctx, nodeID)
 	if err != nil {
 		return 0, err

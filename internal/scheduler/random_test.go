@@ -1,4 +1,4 @@
-package placement_test
+package scheduler_test
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/inventory"
 	"github.com/levers9/levers9/internal/jobspec"
-	"github.com/levers9/levers9/internal/placement"
+	"github.com/levers9/levers9/internal/scheduler"
 	"github.com/levers9/levers9/internal/scheduling"
 )
 
@@ -130,7 +130,7 @@ func TestConcurrentRandom(t *testing.T) {
 						mu.Lock()
 						placed += n
 						switch {
-						case errors.Is(err, placement.ErrRaced):
+						case errors.Is(err, scheduler.ErrRaced):
 							raced++
 						case err != nil && failure == nil:
 							failure = err
