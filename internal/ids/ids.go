@@ -5,59 +5,68 @@ package ids
 
 import (
 	"crypto/rand"
-	"encoding/binary"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 )
 
 // Crockford's base32, lower case: no I, L, O, U to misread.
 const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
 
-var (
-	mu       sync.Mutex
-	lastMS   uint64
-	lastRand [10]byte
-)
-
-// New returns prefix + "_" + a 26-character ULID in lower case. IDs made in
-// the same millisecond by this process increase monotonically.
-func New(prefix string) string {
-	var b [16]byte
-	ms := uint64(time.Now().UnixMilli())
-	mu.Lock()
-	if ms <= lastMS {
-		ms = lastMS
-		// Increment the random part so IDs stay ordered within a millisecond.
-		for i := len(lastRand) - 1; i >= 0; i-- {
-			lastRand[i]++
-			if lastRand[i] != 0 {
-				break
-			}
-		}
-	} else {
-		lastMS = ms
-		_, _ = rand.Read(lastRand[:])
-	}
-	var t [8]byte
-	binary.BigEndian.PutUint64(t[:], ms)
-	copy(b[:6], t[2:])
-	copy(b[6:], lastRand[:])
-	mu.Unlock()
-	return prefix + "_" + encode(b)
+// generator makes ULIDs that strictly increase within the process.
+type generator struct {
+	mu      sync.Mutex
+	now     func() time.Time
+	entropy *ulid.MonotonicEntropy // not safe for concurrent use: under mu
+	lastMS  uint64
 }
 
-func encode(b [16]byte) string {
-	// 128 bits in 26 base32 digits; the first digit carries 3 bits.
-	var out [26]byte
-	hi := binary.BigEndian.Uint64(b[:8])
-	lo := binary.BigEndian.Uint64(b[8:])
-	for i := 25; i >= 0; i-- {
-		out[i] = alphabet[lo&31]
-		lo = lo>>5 | hi<<59
-		hi >>= 5
+func newGenerator(now func() time.Time, entropy *ulid.MonotonicEntropy) *generator {
+	return &generator{now: now, entropy: entropy}
+}
+
+// std draws from crypto/rand; within a millisecond each ID adds a random
+// step of up to 2³² to the last one's entropy.
+var std = newGenerator(time.Now, ulid.Monotonic(rand.Reader, 0))
+
+// next returns an ID greater than every earlier one: a clock that steps
+// back reuses the last millisecond, and a millisecond whose entropy runs
+// out (ulid.ErrMonotonicOverflow) moves on to the next.
+func (g *generator) next() (ulid.ULID, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ms := max(ulid.Timestamp(g.now()), g.lastMS)
+	for {
+		id, err := ulid.New(ms, g.entropy)
+		if errors.Is(err, ulid.ErrMonotonicOverflow) {
+			ms++
+			continue
+		}
+		if err != nil {
+			return ulid.ULID{}, fmt.Errorf("making an id: %w", err)
+		}
+		g.lastMS = ms
+		return id, nil
 	}
-	return string(out[:])
+}
+
+// New returns prefix + "_" + a 26-character ULID in lower case. IDs made by
+// this process increase strictly, also within a millisecond.
+func New(prefix string) string {
+	id, err := std.next()
+	if err != nil {
+		// Only crypto/rand failing, which Go treats as fatal itself.
+		panic(err)
+	}
+	return format(prefix, id)
+}
+
+func format(prefix string, id ulid.ULID) string {
+	return prefix + "_" + strings.ToLower(id.String())
 }
 
 // Prefix returns the type prefix of id ("job" for "job_01j…"), or "" when id
