@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/levers9/levers9/agent/runtime"
 	"github.com/levers9/levers9/internal/wire"
 )
@@ -194,39 +196,21 @@ func syncDown(ctx context.Context, fc *filesClient, bucket, dir string) (map[str
 const transfers = 8
 
 // parallel runs fn for 0..n-1 on up to transfers goroutines and returns
-// the first error; after one, the others are cancelled.
+// the first error; after one, the others are cancelled and no more start.
 func parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-		next  = make(chan int)
-	)
-	for range min(n, transfers) {
-		wg.Go(func() {
-			for i := range next {
-				if err := fn(ctx, i); err != nil {
-					once.Do(func() { first = err; cancel() })
-				}
-			}
-		})
-	}
-feed:
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(transfers)
 	for i := range n {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+		if gctx.Err() != nil {
+			break
 		}
+		g.Go(func() error { return fn(gctx, i) })
 	}
-	close(next)
-	wg.Wait()
-	if first == nil {
-		first = ctx.Err()
+	if err := g.Wait(); err != nil {
+		return err
 	}
-	return first
+	// No call failed, but ctx may have ended before every one ran.
+	return ctx.Err()
 }
 
 // localName is where key lives under dir; keys that would leave dir are

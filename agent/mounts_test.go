@@ -42,6 +42,42 @@ func TestParallel(t *testing.T) {
 	}
 }
 
+// After the first error the running calls are cancelled and almost no more
+// start; a context that ended stops the pool with its error.
+func TestParallelStops(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("boom")
+	t.Run("first error cancels the rest", func(t *testing.T) {
+		t.Parallel()
+		var started atomic.Int64
+		err := parallel(context.Background(), 1000, func(ctx context.Context, i int) error {
+			started.Add(1)
+			if i == 0 {
+				return boom
+			}
+			<-ctx.Done() // only the failure ends the others
+			return ctx.Err()
+		})
+		if !errors.Is(err, boom) {
+			t.Fatalf("err = %v, want %v", err, boom)
+		}
+		// The call waiting for a free worker when the failure came may start.
+		if n := started.Load(); n > transfers+1 {
+			t.Fatalf("%d calls started after a failure; at most %d run at once", n, transfers)
+		}
+	})
+	t.Run("ended context", func(t *testing.T) {
+		t.Parallel()
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		var started atomic.Int64
+		err := parallel(ctx, 100, func(context.Context, int) error { started.Add(1); return nil })
+		if !errors.Is(err, context.Canceled) || started.Load() != 0 {
+			t.Fatalf("err = %v after %d calls, want context.Canceled after none", err, started.Load())
+		}
+	})
+}
+
 func TestLocalName(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
