@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/cenkalti/backoff/v5"
 
 	"github.com/levers9/levers9/agent/runtime"
 	"github.com/levers9/levers9/internal/wire"
@@ -32,7 +33,8 @@ type Config struct {
 	LogQuota int64
 }
 
-// Reconnect backoff.
+// Reconnect backoff: jittered (see jittered), doubling, capped, and back
+// to the start after a session that lasted.
 const (
 	minBackoff = 500 * time.Millisecond
 	maxBackoff = 30 * time.Second
@@ -57,8 +59,9 @@ type Agent struct {
 }
 
 // Run connects to the server with the identity in cfg.StateDir and serves
-// it until ctx ends, reconnecting with jittered, capped backoff. Jobs keep
-// running across reconnects; their reports wait in order.
+// it until ctx ends or the server refuses the node, reconnecting with
+// jittered, capped backoff. Jobs keep running across reconnects; their
+// reports wait in order.
 func Run(ctx context.Context, cfg Config) error {
 	st, err := LoadState(cfg.StateDir)
 	if err != nil {
@@ -89,30 +92,27 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer a.stopAll()
 
-	backoff := minBackoff
-	for {
+	b := jittered(minBackoff, maxBackoff)
+	_, err = backoff.Retry(ctx, func() (struct{}, error) {
 		began := time.Now()
 		err := a.session(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
 		if errors.Is(err, ErrCredentialRefused) {
-			return err
+			return struct{}{}, backoff.Permanent(err)
 		}
 		if time.Since(began) > stableAfter {
-			backoff = minBackoff
+			b.Reset()
 		}
-		// Full jitter between half and all of the backoff, so a server
-		// restart is not met by every agent at once.
-		wait := backoff/2 + rand.N(backoff/2+1)
+		if err == nil {
+			err = errors.New("tunnel closed")
+		}
+		return struct{}{}, err
+	}, backoff.WithBackOff(b), backoff.WithMaxElapsedTime(0), backoff.WithNotify(func(err error, wait time.Duration) {
 		a.log.Warn("tunnel closed; reconnecting", "err", err, "in", wait.Round(time.Millisecond))
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(wait):
-		}
-		backoff = min(backoff*2, maxBackoff)
+	}))
+	if ctx.Err() != nil {
+		return nil
 	}
+	return err
 }
 
 // recover takes over the jobs an earlier agent left running. They stay

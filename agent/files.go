@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cenkalti/backoff/v5"
 
 	"github.com/levers9/levers9/internal/wire"
 )
@@ -59,27 +60,36 @@ func (c *filesClient) url(bucket, key string, q url.Values) string {
 // do sends a request built by build (called again for every attempt) and
 // hands a successful response to use, retrying transient failures.
 func (c *filesClient) do(ctx context.Context, what string, build func() (*http.Request, error), use func(*http.Response) error) error {
-	backoff := fileMinBackoff
-	var last error
-	for attempt := 1; attempt <= fileAttempts; attempt++ {
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
 		err := c.once(ctx, build, use)
-		if err == nil {
-			return nil
-		}
 		var refused *refusedError
-		if errors.As(err, &refused) || ctx.Err() != nil {
-			return fmt.Errorf("%s: %w", what, err)
+		if errors.As(err, &refused) {
+			return struct{}{}, backoff.Permanent(err)
 		}
-		last = err
-		wait := backoff/2 + rand.N(backoff/2+1)
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: %w", what, ctx.Err())
-		case <-time.After(wait):
-		}
-		backoff = min(backoff*2, fileMaxBackoff)
+		return struct{}{}, err
+	}, backoff.WithBackOff(jittered(fileMinBackoff, fileMaxBackoff)),
+		backoff.WithMaxTries(fileAttempts), backoff.WithMaxElapsedTime(0))
+	var refused *refusedError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &refused) || ctx.Err() != nil:
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	return fmt.Errorf("%s: giving up after %d attempts: %w", what, fileAttempts, last)
+	return fmt.Errorf("%s: giving up after %d attempts: %w", what, fileAttempts, err)
+}
+
+// jittered doubles a wait from least to most, each one drawn between half
+// and all of it, so agents that failed together do not retry together.
+func jittered(least, most time.Duration) backoff.BackOff {
+	// ExponentialBackOff draws from interval·(1±factor): centred on three
+	// quarters of the wait, a third either side spans half to all of it.
+	return &backoff.ExponentialBackOff{
+		InitialInterval:     least * 3 / 4,
+		RandomizationFactor: 1.0 / 3,
+		Multiplier:          2,
+		MaxInterval:         most * 3 / 4,
+	}
 }
 
 func (c *filesClient) once(ctx context.Context, build func() (*http.Request, error), use func(*http.Response) error) error {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/levers9/levers9/internal/wire"
 )
@@ -27,7 +28,9 @@ func TestFilesClientRetries(t *testing.T) {
 		attempts int64
 	}{
 		{"succeeds after server errors", 2, http.StatusServiceUnavailable, false, 3},
+		{"succeeds after being rate limited", 1, http.StatusTooManyRequests, false, 2},
 		{"refusal is final", 1, http.StatusForbidden, true, 1},
+		{"bad request is final", 1, http.StatusBadRequest, true, 1},
 		{"gives up after its attempts", fileAttempts + 5, http.StatusBadGateway, true, fileAttempts},
 	}
 	for _, tc := range tests {
@@ -72,6 +75,51 @@ func TestFilesClientRetries(t *testing.T) {
 				t.Fatalf("%d attempts, want %d", got, tc.attempts)
 			}
 		})
+	}
+}
+
+// A context that ends while a request waits to be retried ends it at once.
+func TestFilesClientStopsWithContext(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		cancel()
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	fc := &filesClient{server: srv.URL, credential: "cred", jobID: "job_1"}
+	err := fc.remove(ctx, "bkt_1", "k")
+	if !errors.Is(err, context.Canceled) || calls.Load() != 1 {
+		t.Fatalf("err = %v after %d calls; want context.Canceled after 1", err, calls.Load())
+	}
+}
+
+// Waits double from the least to the most, each drawn between half and all
+// of its step.
+func TestJitteredBackoff(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		least, most time.Duration
+		steps       []time.Duration // the step of each wait in turn
+	}{
+		{fileMinBackoff, fileMaxBackoff, []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond, 1600 * time.Millisecond, 3200 * time.Millisecond, 5 * time.Second, 5 * time.Second}},
+		{minBackoff, maxBackoff, []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second}},
+	}
+	for _, tc := range tests {
+		for range 200 { // the draws are random: many rounds
+			b := jittered(tc.least, tc.most)
+			for round := range 2 { // and again after a reset
+				b.Reset()
+				for i, step := range tc.steps {
+					if got := b.NextBackOff(); got < step/2 || got > step {
+						t.Fatalf("round %d, wait %d: %v, want between %v and %v", round, i, got, step/2, step)
+					}
+				}
+			}
+		}
 	}
 }
 
