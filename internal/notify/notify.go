@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -181,22 +182,23 @@ func (b *Bus) wakeAll() {
 	}
 }
 
+// listenBackOff is the wait before the listener reconnects: doubling from
+// 100 ms to 5 s, for as long as the bus is open.
+func listenBackOff() backoff.BackOff {
+	return &backoff.ExponentialBackOff{InitialInterval: 100 * time.Millisecond, Multiplier: 2, MaxInterval: 5 * time.Second}
+}
+
 func (b *Bus) listen(ctx context.Context) {
 	defer close(b.done)
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
+	_, _ = backoff.Retry(ctx, func() (struct{}, error) {
 		err := b.listenOnce(ctx)
-		if ctx.Err() != nil {
-			return
+		if err == nil {
+			err = errors.New("listener ended")
 		}
-		b.log.Warn("notification listener lost; reconnecting", "err", err, "in", backoff)
-		select {
-		case <-time.After(backoff):
-		case <-ctx.Done():
-			return
-		}
-		backoff = min(backoff*2, 5*time.Second)
-	}
+		return struct{}{}, err
+	}, backoff.WithBackOff(listenBackOff()), backoff.WithMaxElapsedTime(0), backoff.WithNotify(func(err error, wait time.Duration) {
+		b.log.Warn("notification listener lost; reconnecting", "err", err, "in", wait)
+	}))
 }
 
 func (b *Bus) listenOnce(ctx context.Context) error {

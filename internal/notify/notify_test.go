@@ -80,3 +80,41 @@ func drain(chs ...<-chan struct{}) {
 		}
 	}
 }
+
+// A listener whose connection is killed reconnects, wakes every subscriber
+// (signals sent meanwhile are lost) and delivers signals again.
+func TestListenerReconnects(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		db, err := database.Open(ctx, url, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if db.Pool == nil {
+			t.Skip("signals stay in the process on SQLite: nothing to reconnect")
+		}
+		bus := notify.New(db.Pool, slog.New(slog.DiscardHandler))
+		defer bus.Close()
+		ch, stop := bus.Subscribe(notify.TopicJob, "j1")
+		defer stop()
+		// The first LISTEN wakes everyone: wait for it, so the next wake-up
+		// is the reconnect's.
+		waitSignal(t, ch)
+		killed := 0
+		for killed == 0 {
+			err := db.Pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+				WHERE datname = current_database() AND pid <> pg_backend_pid() AND query = 'LISTEN levers9'`).Scan(&killed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		waitSignal(t, ch)
+		if err := bus.Publish(ctx, notify.TopicJob, "j1"); err != nil {
+			t.Fatal(err)
+		}
+		waitSignal(t, ch)
+	})
+}
