@@ -67,7 +67,11 @@ func UsableQueues(ctx context.Context, q *ent.QueueQuery) *ent.QueueQuery {
 
 // IsProjectMember reports whether the viewer may charge project id.
 func IsProjectMember(ctx context.Context, c *ent.Client, id string) (bool, error) {
-	return allowed(ctx, c, group.HasProjectsWith(project.ID(id)))
+	ok, err := UsableProjects(ctx, c.Project.Query().Where(project.ID(id))).Exist(ctx)
+	if err != nil {
+		return false, fmt.Errorf("checking access to project %s: %w", id, err)
+	}
+	return ok, nil
 }
 
 // CanReadBucket reports whether the viewer may read bucket id. Writers can
