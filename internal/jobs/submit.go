@@ -23,8 +23,8 @@ import (
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/ledger"
-	"github.com/levers9/levers9/internal/metering"
 	"github.com/levers9/levers9/internal/notify"
+	"github.com/levers9/levers9/internal/queues"
 	"github.com/levers9/levers9/internal/viewer"
 )
 
@@ -196,7 +196,7 @@ func check(ctx context.Context, client *ent.Client, spec jobspec.Job, minutes in
 	if c.project, err = checkProject(ctx, client, spec); err != nil {
 		return nil, err
 	}
-	rates := metering.Rates(q)
+	rates := queues.Rates(q)
 	c.estimate, err = billing.EstimateCost(rates, Usage(spec, rates), minutes)
 	if err != nil {
 		return nil, fault.Invalid("services", "%v", err)
@@ -240,7 +240,7 @@ func withinLimits(spec jobspec.Job, q *ent.Queue) error {
 		cpu += svc.CPU
 		mem += svc.MemoryMiB
 		for _, t := range svc.GPUTypes {
-			if _, ok := metering.Rates(q).GPURateFor(t); !ok {
+			if _, ok := queues.Rates(q).GPURateFor(t); !ok {
 				return fault.Invalid(fmt.Sprintf("services[%d].gpuTypes", i), "queue %s offers no GPU of type %q", q.Name, t)
 			}
 		}

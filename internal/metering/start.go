@@ -9,6 +9,7 @@ import (
 	"github.com/levers9/levers9/ent/charge"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/billing"
+	"github.com/levers9/levers9/internal/queues"
 	"github.com/levers9/levers9/internal/viewer"
 )
 
@@ -29,7 +30,7 @@ func Started(ctx context.Context, c *ent.Client, jobID string, at time.Time) err
 	if err != nil {
 		return fmt.Errorf("loading services of job %s: %w", jobID, err)
 	}
-	rates := Rates(q)
+	rates := queues.Rates(q)
 	perMinute, err := billing.PerMinute(rates, usage(svcs))
 	if err != nil {
 		return fmt.Errorf("pricing job %s: %w", jobID, err)

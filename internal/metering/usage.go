@@ -9,17 +9,6 @@ import (
 	"github.com/levers9/levers9/internal/billing"
 )
 
-// Rates are the prices of a queue.
-func Rates(q *ent.Queue) billing.Rates {
-	return billing.Rates{
-		GPU:                q.GpuPrices,
-		CPUPerMinute:       q.CPUPrice,
-		MemoryGiBPerMinute: q.MemoryPrice,
-		StartFee:           q.StartFee,
-		Multiplier:         q.Multiplier,
-	}
-}
-
 // usage is what the services of a running job hold, with the GPU types
 // they were placed with (before placement: the first of their preferences).
 func usage(services []*ent.Service) billing.Usage {

@@ -12,7 +12,6 @@ import (
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/jobspec"
-	"github.com/levers9/levers9/internal/metering"
 )
 
 // Create stores a new queue. Tenant isolation and the admin rule are the
@@ -37,7 +36,7 @@ func Update(ctx context.Context, c *ent.Client, id string, in ent.UpdateQueueInp
 	if err != nil {
 		return nil, err
 	}
-	r := metering.Rates(q)
+	r := Rates(q)
 	switch {
 	case in.ClearGpuPrices:
 		r.GPU = nil
