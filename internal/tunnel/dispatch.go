@@ -10,6 +10,7 @@ import (
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/joblog"
+	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/internal/wire"
 )
@@ -17,7 +18,7 @@ import (
 // Reasons the tunnel gives jobs.
 const (
 	ReasonLostOnRestart = "lost on node restart"
-	ReasonNodeLost      = "node lost"
+	ReasonNodeLost      = jobs.ReasonNodeLost
 )
 
 // dispatch pushes the node's desired state to the agent: a Start for every
