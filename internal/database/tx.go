@@ -1,15 +1,14 @@
 package database
 
 import (
-	"errors"
-	"math/rand/v2"
-	"time"
-
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"entgo.io/ent/dialect"
@@ -31,14 +30,36 @@ type Tx struct {
 // after the transaction ends: their lazy edge loads go to the database.
 //
 // On PostgreSQL a transaction that loses a deadlock or a serialization
-// conflict is run again (fn must only touch the database), a few times.
+// conflict is run again (fn must only touch the database), a few times;
+// the wait between runs ends early when ctx does.
 func (db *DB) InTx(ctx context.Context, fn func(tx *Tx) error) error {
-	for attempt := 1; ; attempt++ {
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
 		err := db.inTx(ctx, fn)
-		if attempt == 5 || !retryable(err) || ctx.Err() != nil {
-			return err
+		if err != nil && !retryable(err) {
+			return struct{}{}, backoff.Permanent(err)
 		}
-		time.Sleep(time.Duration(attempt*attempt) * time.Millisecond * time.Duration(1+rand.IntN(5)))
+		return struct{}{}, err
+	}, backoff.WithBackOff(txBackOff()), backoff.WithMaxTries(txAttempts), backoff.WithMaxElapsedTime(0))
+	// Retry hands back the last attempt's error marked permanent: callers
+	// see fn's own error.
+	if p, ok := err.(*backoff.PermanentError); ok {
+		return p.Err
+	}
+	return err
+}
+
+// txAttempts is how many times a transaction is run in all.
+const txAttempts = 5
+
+// txBackOff is the wait before a transaction runs again: a few
+// milliseconds, doubling, jittered so that the transactions that collided
+// do not collide again. A variable for the tests.
+var txBackOff = func() backoff.BackOff {
+	return &backoff.ExponentialBackOff{
+		InitialInterval:     3 * time.Millisecond, // 1 to 5 ms, then 2 to 10, …
+		RandomizationFactor: 2.0 / 3,
+		Multiplier:          2,
+		MaxInterval:         24 * time.Millisecond,
 	}
 }
 
