@@ -326,7 +326,7 @@ func Authenticate(a Authenticator, log *slog.Logger, h http.Handler) http.Handle
 			v, err := a.Authenticate(ctx, secret)
 			if err != nil {
 				if fs := fault.Classify(err); len(fs) > 0 {
-					refuse(http.StatusUnauthorized, fs[0].Code, fs[0].Message)
+					refuse(fault.HTTPStatus(fs[0].Code), fs[0].Code, fs[0].Message)
 					return
 				}
 				log.Error("authenticating", "err", err)

@@ -10,7 +10,6 @@
 package filesapi
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"io"
@@ -25,7 +24,6 @@ import (
 	"github.com/levers9/levers9/internal/mounts"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/internal/wire"
-	"github.com/levers9/levers9/storage"
 )
 
 // DefaultMaxUpload bounds one upload unless configured otherwise.
@@ -128,27 +126,28 @@ func (a *API) head(w http.ResponseWriter, r *http.Request) {
 
 func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit := 0
+	var asked *int
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > storage.MaxPageSize {
-			a.fail(w, fault.Invalid("limit", "must be between 1 and %d", storage.MaxPageSize))
-			return
+		if err != nil {
+			n = -1 // not a number: refused as out of range
 		}
-		limit = n
+		asked = &n
 	}
-	opts := storage.ListOptions{Prefix: q.Get("prefix"), After: q.Get("after"), Limit: limit}
-	objs, err := a.Files.List(r.Context(), r.PathValue("bucket"), opts)
+	limit, err := buckets.PageSize("limit", asked)
 	if err != nil {
 		a.fail(w, err)
 		return
 	}
-	out := wire.FileListing{Objects: make([]wire.FileObject, len(objs))}
-	for i, o := range objs {
-		out.Objects[i] = wire.FileObject{Key: o.Key, Size: o.Size, Modified: o.Modified}
+	opts := buckets.ListOptions{Prefix: q.Get("prefix"), After: q.Get("after"), Limit: limit}
+	page, err := a.Files.List(r.Context(), r.PathValue("bucket"), opts)
+	if err != nil {
+		a.fail(w, err)
+		return
 	}
-	if page := cmp.Or(limit, storage.DefaultPageSize); len(objs) == page {
-		out.Next = objs[len(objs)-1].Key
+	out := wire.FileListing{Objects: make([]wire.FileObject, len(page.Objects)), Next: page.Next}
+	for i, o := range page.Objects {
+		out.Objects[i] = wire.FileObject{Key: o.Key, Size: o.Size, Modified: o.Modified}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
@@ -186,23 +185,11 @@ func (a *API) delete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// statuses maps error codes to HTTP statuses.
-var statuses = map[fault.Code]int{
-	fault.Unauthenticated: http.StatusUnauthorized,
-	fault.Forbidden:       http.StatusForbidden,
-	fault.NotFound:        http.StatusNotFound,
-	fault.BadUserInput:    http.StatusBadRequest,
-	fault.Unavailable:     http.StatusServiceUnavailable,
-}
-
 // fail answers with the error's code, as {"error": {"code", "message"}}.
 func (a *API) fail(w http.ResponseWriter, err error) {
 	code, msg, status := fault.Internal, "internal error", http.StatusInternalServerError
 	if fs := fault.Classify(err); len(fs) > 0 {
-		code, msg = fs[0].Code, fs[0].Error()
-		if s, ok := statuses[code]; ok {
-			status = s
-		}
+		code, msg, status = fs[0].Code, fs[0].Error(), fault.HTTPStatus(fs[0].Code)
 	} else {
 		a.Log.Error("files API", "err", err)
 	}

@@ -41,12 +41,13 @@ func (rt *Router) Frame(r *http.Request, title string) layout.Frame {
 	}
 	f.SignedIn = true
 	f.Inside = v.Superadmin && v.InTenant()
-	sys := viewer.SystemContext(ctx) // names only, of the viewer's own user and tenant
-	if u, err := rt.Deps.DB.Ent.User.Query().Where(user.ID(v.UserID)).Select(user.FieldEmail).Only(sys); err == nil {
+	// The viewer's own rights read its own user and tenant (the privacy
+	// rules let a user see itself, a superadmin every tenant).
+	if u, err := rt.Deps.DB.Ent.User.Query().Where(user.ID(v.UserID)).Select(user.FieldEmail).Only(ctx); err == nil {
 		f.UserEmail = u.Email
 	}
 	if v.InTenant() {
-		if t, err := rt.Deps.DB.Ent.Tenant.Query().Where(tenant.ID(v.TenantID)).Select(tenant.FieldName).Only(sys); err == nil {
+		if t, err := rt.Deps.DB.Ent.Tenant.Query().Where(tenant.ID(v.TenantID)).Select(tenant.FieldName).Only(ctx); err == nil {
 			f.TenantName = t.Name
 		}
 	}
@@ -58,8 +59,8 @@ func (rt *Router) Frame(r *http.Request, title string) layout.Frame {
 	return f
 }
 
-// Fail answers r with the error page err calls for: domain faults map as in
-// GraphQL (NOT_FOUND 404, FORBIDDEN 403, BAD_USER_INPUT 400, …), a missing
+// Fail answers r with the error page err calls for: domain faults take the
+// status fault.HTTPStatus gives their code (NOT_FOUND 404, …), a missing
 // session goes to sign-in, anything else is logged and shown as an internal
 // error without details.
 func (rt *Router) Fail(w http.ResponseWriter, r *http.Request, err error) {
@@ -74,24 +75,28 @@ func (rt *Router) Fail(w http.ResponseWriter, r *http.Request, err error) {
 	if len(fs) == 0 {
 		rt.Deps.Log.Error("dashboard handler", "err", err, "method", r.Method, "path", r.URL.Path)
 	} else {
-		msg = fs[0].Error()
+		msg, status = fs[0].Error(), fault.HTTPStatus(fs[0].Code)
 		switch fs[0].Code {
 		case fault.Unauthenticated:
 			if r.Method == http.MethodGet && r.Header.Get("Accept") != "text/event-stream" {
 				http.Redirect(w, r, signInURL(r), http.StatusSeeOther)
 				return
 			}
-			status, title = http.StatusUnauthorized, "Sign in first"
+			title = "Sign in first"
 		case fault.Forbidden:
-			status, title = http.StatusForbidden, "Forbidden"
+			title = "Forbidden"
 		case fault.NotFound:
-			status, title = http.StatusNotFound, "Not found"
+			title = "Not found"
 		case fault.RateLimited:
-			status, title = http.StatusTooManyRequests, "Too many requests"
+			title = "Too many requests"
 		case fault.InsufficientTokens:
-			status, title = http.StatusPaymentRequired, "Not enough tokens"
+			title = "Not enough tokens"
+		case fault.Unavailable:
+			title = "Unavailable"
+		case fault.Internal:
+			// title stays "Something went wrong"
 		default:
-			status, title = http.StatusBadRequest, "Bad request"
+			title = "Bad request"
 		}
 	}
 	f := rt.Frame(r, title)

@@ -1,0 +1,90 @@
+package fault
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestHTTPStatus pins the status of every code, and fails when a Code
+// constant is declared without one: HTTPStatus would quietly answer 500.
+func TestHTTPStatus(t *testing.T) {
+	t.Parallel()
+	want := map[Code]int{
+		Unauthenticated:    http.StatusUnauthorized,
+		Forbidden:          http.StatusForbidden,
+		NotFound:           http.StatusNotFound,
+		BadUserInput:       http.StatusBadRequest,
+		InsufficientTokens: http.StatusPaymentRequired,
+		RateLimited:        http.StatusTooManyRequests,
+		Unavailable:        http.StatusServiceUnavailable,
+		Internal:           http.StatusInternalServerError,
+	}
+	for c, status := range want {
+		if got := HTTPStatus(c); got != status {
+			t.Errorf("HTTPStatus(%s) = %d, want %d", c, got, status)
+		}
+	}
+	for _, name := range declaredCodes(t) {
+		c, ok := codeNamed[name]
+		if !ok {
+			t.Errorf("Code constant %s is not in this test's table", name)
+			continue
+		}
+		if _, ok := statuses[c]; !ok {
+			t.Errorf("Code %s has no HTTP status in statuses", c)
+		}
+	}
+	if got := HTTPStatus("NO_SUCH_CODE"); got != http.StatusInternalServerError {
+		t.Errorf("HTTPStatus of an unknown code = %d, want 500", got)
+	}
+}
+
+// codeNamed names the constants the table above covers.
+var codeNamed = map[string]Code{
+	"Unauthenticated": Unauthenticated, "Forbidden": Forbidden, "NotFound": NotFound,
+	"BadUserInput": BadUserInput, "InsufficientTokens": InsufficientTokens,
+	"RateLimited": RateLimited, "Unavailable": Unavailable, "Internal": Internal,
+}
+
+// declaredCodes lists the constants of type Code declared in this
+// package's source, so a new one cannot be forgotten here.
+func declaredCodes(t *testing.T) []string {
+	t.Helper()
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), e.Name(), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, s := range g.Specs {
+				vs := s.(*ast.ValueSpec)
+				if id, ok := vs.Type.(*ast.Ident); ok && id.Name == "Code" {
+					for _, n := range vs.Names {
+						names = append(names, n.Name)
+					}
+				}
+			}
+		}
+	}
+	if len(names) == 0 {
+		t.Fatal("found no Code constants: the parse is wrong")
+	}
+	return names
+}
