@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/levers9/levers9/internal/fault"
@@ -14,10 +13,11 @@ import (
 // CSRF protection, for every request that may change state (any method but
 // GET, HEAD and OPTIONS):
 //
-//  1. Browsers that send Sec-Fetch-Site must say same-origin (or none, a
-//     user's own navigation).
-//  2. An Origin header, when sent, must be this server's.
-//  3. The request must carry the session's synchronizer token: the form
+//  1. Go's http.CrossOriginProtection: a browser's Sec-Fetch-Site must say
+//     same-origin (or none, a user's own navigation); without it, an
+//     Origin header must name the host the request was sent to. The public
+//     URL's origin is trusted too (behind a proxy that rewrites Host).
+//  2. The request must carry the session's synchronizer token: the form
 //     field "csrf", the X-CSRF-Token header, or for multipart uploads (whose
 //     body is streamed, so the form is not parsed up front) the "csrf" query
 //     parameter of the form's action.
@@ -51,30 +51,38 @@ func (rt *Router) CSRFToken(r *http.Request) string {
 var errCSRF = fault.New(fault.Forbidden, "the form expired or came from another site; reload the page and try again")
 
 func (rt *Router) checkCSRF(next http.Handler) http.Handler {
+	cop := rt.crossOriginProtection()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 			next.ServeHTTP(w, r)
 			return
 		}
-		if err := rt.verifyCSRF(r); err != nil {
-			rt.Deps.Log.Warn("refused a cross-site request", "path", r.URL.Path,
+		if err := rt.verifyCSRF(cop, r); err != nil {
+			rt.Deps.Log.Warn("refused a cross-site request", "path", r.URL.Path, "err", err,
 				"origin", r.Header.Get("Origin"), "sec-fetch-site", r.Header.Get("Sec-Fetch-Site"))
-			rt.Fail(w, r, err)
+			rt.Fail(w, r, errCSRF)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-func (rt *Router) verifyCSRF(r *http.Request) error {
-	switch r.Header.Get("Sec-Fetch-Site") {
-	case "", "same-origin", "none":
-	default:
-		return errCSRF
+// crossOriginProtection is the header check, trusting the public URL's
+// origin besides the request's own host.
+func (rt *Router) crossOriginProtection() *http.CrossOriginProtection {
+	cop := http.NewCrossOriginProtection()
+	if o := rt.publicOrigin(); o != "" {
+		if err := cop.AddTrustedOrigin(o); err != nil {
+			rt.Deps.Log.Warn("the public URL is no origin to trust for CSRF", "url", rt.Deps.PublicURL, "err", err)
+		}
 	}
-	if o := r.Header.Get("Origin"); o != "" && !rt.sameOrigin(r, o) {
-		return errCSRF
+	return cop
+}
+
+func (rt *Router) verifyCSRF(cop *http.CrossOriginProtection, r *http.Request) error {
+	if err := cop.Check(r); err != nil {
+		return err
 	}
 	want := rt.Deps.Sessions.GetString(r.Context(), keyCSRF)
 	if want == "" {
@@ -93,21 +101,4 @@ func (rt *Router) verifyCSRF(r *http.Request) error {
 		return errCSRF
 	}
 	return nil
-}
-
-// sameOrigin reports whether origin is this server: its public URL, or the
-// host the request was sent to.
-func (rt *Router) sameOrigin(r *http.Request, origin string) bool {
-	if origin == rt.publicOrigin() {
-		return true
-	}
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" {
-		return false
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return u.Host == r.Host && (u.Scheme == scheme || u.Scheme == "https")
 }
