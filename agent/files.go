@@ -79,19 +79,6 @@ func (c *filesClient) do(ctx context.Context, what string, build func() (*http.R
 	return fmt.Errorf("%s: giving up after %d attempts: %w", what, fileAttempts, err)
 }
 
-// jittered doubles a wait from least to most, each one drawn between half
-// and all of it, so agents that failed together do not retry together.
-func jittered(least, most time.Duration) backoff.BackOff {
-	// ExponentialBackOff draws from interval·(1±factor): centred on three
-	// quarters of the wait, a third either side spans half to all of it.
-	return &backoff.ExponentialBackOff{
-		InitialInterval:     least * 3 / 4,
-		RandomizationFactor: 1.0 / 3,
-		Multiplier:          2,
-		MaxInterval:         most * 3 / 4,
-	}
-}
-
 func (c *filesClient) once(ctx context.Context, build func() (*http.Request, error), use func(*http.Response) error) error {
 	req, err := build()
 	if err != nil {
