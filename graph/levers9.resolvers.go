@@ -22,7 +22,6 @@ import (
 	"github.com/levers9/levers9/internal/queues"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/viewer"
-	"github.com/levers9/levers9/storage"
 )
 
 // Amount is the resolver for the amount field.
@@ -293,18 +292,18 @@ func (r *queryResolver) MountableBuckets(ctx context.Context, queue string) ([]*
 }
 
 // BucketObjects is the resolver for the bucketObjects field.
-func (r *queryResolver) BucketObjects(ctx context.Context, bucket string, prefix *string, after *string, first *int) ([]*storage.Object, error) {
-	limit := derefOr(first, storage.DefaultPageSize)
-	if limit < 1 || limit > storage.MaxPageSize {
-		return nil, fault.Invalid("first", "must be between 1 and %d", storage.MaxPageSize)
-	}
-	objs, err := r.Files.List(ctx, bucket, storage.ListOptions{Prefix: deref(prefix), After: deref(after), Limit: limit})
+func (r *queryResolver) BucketObjects(ctx context.Context, bucket string, prefix *string, after *string, first *int) ([]*buckets.Object, error) {
+	limit, err := buckets.PageSize("first", first)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*storage.Object, len(objs))
-	for i := range objs {
-		out[i] = &objs[i]
+	page, err := r.Files.List(ctx, bucket, buckets.ListOptions{Prefix: deref(prefix), After: deref(after), Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*buckets.Object, len(page.Objects))
+	for i := range page.Objects {
+		out[i] = &page.Objects[i]
 	}
 	return out, nil
 }

@@ -106,16 +106,6 @@ func (f *Files) open(ctx context.Context, ref string, write bool) (*ent.Bucket, 
 	return b, d, err
 }
 
-// List lists a page of a bucket's objects.
-func (f *Files) List(ctx context.Context, ref string, opts store.ListOptions) ([]store.Object, error) {
-	b, d, err := f.open(ctx, ref, false)
-	if err != nil {
-		return nil, err
-	}
-	objs, err := d.List(ctx, Dir(b), opts)
-	return objs, storageFault(err)
-}
-
 // Download streams an object; the caller closes it.
 func (f *Files) Download(ctx context.Context, ref, key string) (io.ReadCloser, store.Object, error) {
 	b, d, err := f.open(ctx, ref, false)

@@ -138,7 +138,7 @@ func TestPrivateS3Endpoints(t *testing.T) {
 		}
 		everyone := c.Group.Query().Where(group.Name("everyone")).OnlyX(admin)
 		b := c.Bucket.Create().SetName("data").SetStorage(st).AddReadGroups(everyone).AddWriteGroups(everyone).SaveX(admin)
-		_, err = (&buckets.Files{Ent: c}).List(admin, b.ID, store.ListOptions{})
+		_, err = (&buckets.Files{Ent: c}).List(admin, b.ID, buckets.ListOptions{})
 		if !errors.Is(err, netguard.ErrRefused) {
 			t.Errorf("listing a bucket of a storage at localhost: %v, want the connection refused", err)
 		}
@@ -149,8 +149,8 @@ func TestPrivateS3Endpoints(t *testing.T) {
 		if _, err := allowed.Upload(admin, b.ID, "x", strings.NewReader("x"), 1); err != nil {
 			t.Errorf("uploading with the allowance: %v", err)
 		}
-		if objs, err := allowed.List(admin, b.ID, store.ListOptions{}); err != nil || len(objs) != 1 {
-			t.Errorf("listing with the allowance: %v, %v", objs, err)
+		if page, err := allowed.List(admin, b.ID, buckets.ListOptions{}); err != nil || len(page.Objects) != 1 {
+			t.Errorf("listing with the allowance: %v, %v", page.Objects, err)
 		}
 	})
 }

@@ -18,8 +18,8 @@ import (
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/internal/access"
+	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/fault"
-	"github.com/levers9/levers9/storage"
 	"github.com/levers9/levers9/ui/app"
 )
 
@@ -76,15 +76,12 @@ type browsePage struct {
 	Prefix   string
 	Crumbs   []crumb
 	Folders  []string
-	Objects  []storage.Object
+	Objects  []buckets.Object
 	Next     string // URL of the next page, or ""
 	Upload   string // the upload form's action (with its CSRF token)
 }
 
 type crumb struct{ Label, Prefix string }
-
-// pageSize is how many keys one browse page reads.
-const pageSize = 500
 
 func (h *handlers) browse(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
@@ -95,7 +92,7 @@ func (h *handlers) browse(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	prefix, after := r.URL.Query().Get("prefix"), r.URL.Query().Get("after")
-	objs, err := h.rt.Deps.Files.List(ctx, b.ID, storage.ListOptions{Prefix: prefix, After: after, Limit: pageSize})
+	listing, err := h.rt.Deps.Files.List(ctx, b.ID, buckets.ListOptions{Prefix: prefix, After: after})
 	if err != nil {
 		return err
 	}
@@ -105,7 +102,7 @@ func (h *handlers) browse(w http.ResponseWriter, r *http.Request) error {
 	}
 	p := browsePage{Bucket: b, Writable: wr, Prefix: prefix, Crumbs: crumbs(prefix)}
 	folders := map[string]bool{}
-	for _, o := range objs {
+	for _, o := range listing.Objects {
 		rest := strings.TrimPrefix(o.Key, prefix)
 		if i := strings.Index(rest, "/"); i >= 0 {
 			folders[prefix+rest[:i+1]] = true
@@ -117,8 +114,8 @@ func (h *handlers) browse(w http.ResponseWriter, r *http.Request) error {
 		p.Folders = append(p.Folders, f)
 	}
 	sort.Strings(p.Folders)
-	if len(objs) == pageSize {
-		p.Next = browseURL(b.Name, prefix) + "&after=" + url.QueryEscape(objs[len(objs)-1].Key)
+	if listing.Next != "" {
+		p.Next = browseURL(b.Name, prefix) + "&after=" + url.QueryEscape(listing.Next)
 	}
 	p.Upload = "/buckets/" + url.PathEscape(b.Name) + "/upload?" + url.Values{app.CSRFField: {h.rt.CSRFToken(r)}}.Encode()
 	return app.Render(w, r, http.StatusOK, browseView(h.rt.Frame(r, "Files · "+b.Name), p))
