@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,17 +14,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/bucket"
-	"github.com/levers9/levers9/ent/group"
 	"github.com/levers9/levers9/ent/storage"
 	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/filesapi"
+	"github.com/levers9/levers9/internal/fixture"
 	"github.com/levers9/levers9/internal/mounts"
 	"github.com/levers9/levers9/internal/objtest"
-	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/viewer"
 	store "github.com/levers9/levers9/storage"
 )
@@ -48,46 +47,18 @@ type site struct {
 	url           string
 	member, other string // tokens: acme's member, another tenant's admin
 	db            *database.DB
+	acme          *fixture.Tenant
 }
 
 func newSite(t *testing.T, url, kind string) *site {
 	t.Helper()
 	ctx := context.Background()
-	log := slog.New(slog.DiscardHandler)
-	db, err := database.Open(ctx, url, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	sys := viewer.SystemContext(ctx)
-	ten := &tenancy.Service{DB: db, Log: log, LocalStorageRoot: t.TempDir()}
-	tokens := map[string]string{}
-	var acmeAdmin context.Context
-	for _, slug := range []string{"acme", "other"} {
-		tn, admin, err := ten.CreateTenant(sys, tenancy.NewTenant{Name: slug, Slug: slug, BudgetPolicy: "STOP",
-			AdminEmail: "admin@" + slug + ".test", AdminPassword: "correct horse battery"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		env, _ := tenancy.MainEnvironmentID(ctx, db.Ent, tn.ID)
-		actx := viewer.NewContext(ctx, &viewer.Viewer{UserID: admin.ID, TenantID: tn.ID, EnvironmentID: env, Admin: true})
-		if slug == "acme" {
-			acmeAdmin = actx
-			m, err := ten.CreateUser(actx, tenancy.NewUser{Email: "member@acme.test", Password: "correct horse battery"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tokens["member"], err = auth.IssueToken(ctx, db.Ent, m, "t", env, ""); err != nil {
-				t.Fatal(err)
-			}
-		} else if tokens["other"], err = auth.IssueToken(ctx, db.Ent, admin, "t", env, ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st, err := db.Ent.Storage.Query().Where(storage.Name("local")).Only(acmeAdmin)
+	db := fixture.Open(t, url)
+	root := t.TempDir()
+	acme := fixture.NewTenant(t, db, fixture.TenantOptions{Slug: "acme", LocalStorageRoot: root})
+	other := fixture.NewTenant(t, db, fixture.TenantOptions{Slug: "other", LocalStorageRoot: root})
+	member := acme.AddMember(t, "member")
+	st, err := db.Ent.Storage.Query().Where(storage.Name("local")).Only(acme.AsAdmin())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,27 +71,18 @@ func newSite(t *testing.T, url, kind string) *site {
 		if err := d.EnsureBucket(ctx); err != nil {
 			t.Fatal(err)
 		}
-		st, err = db.Ent.Storage.Create().SetName("minio").SetKind(storage.KindS3).SetEndpoint(objtest.Endpoint(t)).
-			SetS3Bucket(s3b).SetAccessKeyID(objtest.AccessKey).SetSecretAccessKey(objtest.SecretKey).Save(acmeAdmin)
-		if err != nil {
-			t.Fatal(err)
-		}
+		st = acme.AddStorage(t, fixture.Storage{Name: "minio", Kind: storage.KindS3, Endpoint: objtest.Endpoint(t),
+			S3Bucket: s3b, AccessKeyID: objtest.AccessKey, SecretAccessKey: objtest.SecretKey})
 	}
-	everyone, err := db.Ent.Group.Query().Where(group.Name("everyone")).Only(acmeAdmin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Ent.Bucket.Create().SetName("inputs").SetStorage(st).AddReadGroups(everyone).Save(acmeAdmin); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Ent.Bucket.Create().SetName("outputs").SetStorage(st).AddWriteGroups(everyone).Save(acmeAdmin); err != nil {
-		t.Fatal(err)
-	}
+	everyone := []*ent.Group{acme.Group(t, "everyone")}
+	acme.AddBucket(t, fixture.Bucket{Name: "inputs", StorageID: st.ID, ReadGroups: everyone})
+	acme.AddBucket(t, fixture.Bucket{Name: "outputs", StorageID: st.ID, WriteGroups: everyone})
+	log := fixture.Log()
 	api := &filesapi.API{Files: &buckets.Files{Ent: db.Ent, AllowPrivateS3: true}, Auth: auth.NewService(db.Ent, log, nil), Log: log, MaxUpload: 8 << 20,
 		Mounts: &mounts.Planner{Ent: db.Ent}}
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
-	return &site{url: srv.URL, member: tokens["member"], other: tokens["other"], db: db}
+	return &site{url: srv.URL, member: acme.Token(t, member), other: other.Token(t, other.Admin), db: db, acme: acme}
 }
 
 func (s *site) do(t *testing.T, method, path, token string, body io.Reader) (int, []byte) {

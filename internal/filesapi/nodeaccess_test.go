@@ -10,12 +10,10 @@ import (
 
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/job"
-	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/user"
-	"github.com/levers9/levers9/internal/auth"
+	"github.com/levers9/levers9/internal/fixture"
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/mounts"
-	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/internal/wire"
 )
@@ -32,21 +30,16 @@ func TestNodeActsForItsJobs(t *testing.T) {
 		inputs := c.Bucket.Query().Where(bucket.Name("inputs")).OnlyX(sys)
 		outputs := c.Bucket.Query().Where(bucket.Name("outputs")).OnlyX(sys)
 		member := c.User.Query().Where(user.Email("member@acme.test")).OnlyX(sys)
-		q := c.Queue.Query().Where(queue.Name("default"), queue.TenantID(inputs.TenantID)).OnlyX(sys)
-		env, err := tenancy.MainEnvironmentID(ctx, c, inputs.TenantID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		q, env := s.acme.DefaultQueue, s.acme.Env
 		creds := map[string]string{}
 		nodeIDs := map[string]string{}
 		for _, name := range []string{"gpu-1", "gpu-2"} {
-			secret, hash := auth.NewSecret()
-			n := c.Node.Create().SetTenantID(inputs.TenantID).SetName(name).SetCredentialHash(hash).SaveX(sys)
-			creds[name], nodeIDs[name] = secret, n.ID
+			n := s.acme.AddNode(t, fixture.Node{Name: name, Offline: true})
+			creds[name], nodeIDs[name] = s.acme.NodeCredential(t, n.ID), n.ID
 		}
 		newJob := func(ms ...jobspec.Mount) string {
 			j := c.Job.Create().SetTenantID(inputs.TenantID).SetEnvironmentID(env).
-				SetQueueID(q.ID).SetOwnerID(member.ID).SetStatus(job.StatusRunning).
+				SetQueueID(q).SetOwnerID(member.ID).SetStatus(job.StatusRunning).
 				SetSpec(jobspec.Job{Queue: "default", Services: []jobspec.Service{{Name: "main", Command: []string{"true"}}}, Mounts: ms}).
 				SaveX(sys)
 			c.Service.Create().SetTenantID(inputs.TenantID).SetEnvironmentID(env).
