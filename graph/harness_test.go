@@ -20,6 +20,7 @@ import (
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/jobs"
+	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/tenancy"
@@ -74,6 +75,7 @@ func newEnv(t testing.TB, url string, tune ...func(*graph.Resolver)) *env {
 		// Tests create S3 storages at unused local addresses.
 		StorageService: buckets.Storages{LocalRoot: e.tenancy.LocalStorageRoot, AllowPrivateS3: true},
 		Files:          &buckets.Files{Ent: db.Ent, AllowPrivateS3: true},
+		Ledger:         &ledger.Service{DB: db},
 		NodeService:    &nodes.Service{Ent: db.Ent, Now: time.Now, PublicURL: "http://levers9.test"},
 		Bus:            e.bus,
 	}

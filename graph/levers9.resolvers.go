@@ -230,7 +230,7 @@ func (r *mutationResolver) CancelJob(ctx context.Context, id string) (*ent.Job, 
 
 // GrantTokens is the resolver for the grantTokens field.
 func (r *mutationResolver) GrantTokens(ctx context.Context, input model.GrantTokensInput) (*ent.Charge, error) {
-	return ledger.Grant(ctx, r.Ent, ledger.Payer{ProjectID: deref(input.ProjectID), UserID: deref(input.UserID)}, input.Tokens, input.Reason)
+	return r.Ledger.Grant(ctx, ledger.Payer{ProjectID: deref(input.ProjectID), UserID: deref(input.UserID)}, input.Tokens, input.Reason)
 }
 
 // DeleteBucketObject is the resolver for the deleteBucketObject field.
@@ -246,7 +246,7 @@ func (r *projectResolver) Balance(ctx context.Context, obj *ent.Project) (*billi
 	if ok, err := access.IsProjectMember(ctx, r.Ent, obj.ID); err != nil || !ok {
 		return nil, err // members only; others see null
 	}
-	b, err := ledger.Balance(ctx, r.Ent, ledger.Payer{ProjectID: obj.ID})
+	b, err := r.Ledger.Balance(ctx, ledger.Payer{ProjectID: obj.ID})
 	return &b, err
 }
 
@@ -334,7 +334,7 @@ func (r *viewerResolver) Balance(ctx context.Context, obj *model.Viewer) (*billi
 	if !obj.InTenant() {
 		return nil, nil
 	}
-	b, err := ledger.Balance(ctx, r.Ent, ledger.Payer{UserID: obj.UserID})
+	b, err := r.Ledger.Balance(ctx, ledger.Payer{UserID: obj.UserID})
 	return &b, err
 }
 

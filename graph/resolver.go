@@ -11,6 +11,7 @@ import (
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
+	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/tenancy"
@@ -27,6 +28,7 @@ type Resolver struct {
 	StorageService buckets.Storages
 	NodeService    *nodes.Service
 	Files          *buckets.Files
+	Ledger         *ledger.Service
 	// Bus wakes log and event subscriptions; without it they poll.
 	Bus *notify.Bus
 	// Follow tunes subscriptions (buffer, stall limit); zero means defaults.

@@ -26,7 +26,7 @@ func TestDashboardTokens(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ledger.Grant(ctx, e.db.Ent, ledger.Payer{UserID: member.ID}, 100*billing.Unit, "welcome"); err != nil {
+		if _, err := (&ledger.Service{DB: e.db}).Grant(ctx, ledger.Payer{UserID: member.ID}, 100*billing.Unit, "welcome"); err != nil {
 			t.Fatal(err)
 		}
 		j := e.submit(e.admin, "billed", "true")
@@ -36,7 +36,7 @@ func TestDashboardTokens(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Another tenant's charges never show.
-		if _, err := ledger.Grant(viewer.NewContext(context.Background(), e.other), e.db.Ent,
+		if _, err := (&ledger.Service{DB: e.db}).Grant(viewer.NewContext(context.Background(), e.other),
 			ledger.Payer{UserID: e.other.UserID}, 7*billing.Unit, "other tenant grant"); err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/jobs"
+	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/ui/admin"
@@ -66,7 +67,8 @@ func Routes(ctx context.Context, mux *http.ServeMux, cfg Config) error {
 	}
 	rt := app.NewRouter(mux, &app.Deps{
 		DB: cfg.DB, Auth: cfg.Auth, Tenancy: cfg.Tenancy, Jobs: cfg.Jobs, Files: cfg.Files, Bus: cfg.Bus,
-		Log: cfg.Log.With("component", "dashboard"), PublicURL: cfg.PublicURL, MaxUpload: cfg.MaxUpload,
+		Ledger: &ledger.Service{DB: cfg.DB}, Log: cfg.Log.With("component", "dashboard"),
+		PublicURL: cfg.PublicURL, MaxUpload: cfg.MaxUpload,
 		Version:  cfg.Version,
 		Sessions: session.NewManager(store, cfg.IdleTimeout, lifetime),
 	})

@@ -20,6 +20,7 @@ import (
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/filesapi"
 	"github.com/levers9/levers9/internal/jobs"
+	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/metering"
 	"github.com/levers9/levers9/internal/mounts"
 	"github.com/levers9/levers9/internal/nodes"
@@ -113,6 +114,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		JobService:     jobService,
 		StorageService: buckets.Storages{LocalRoot: ten.LocalStorageRoot, AllowPrivateS3: cfg.AllowPrivateS3},
 		Files:          fileStore,
+		Ledger:         &ledger.Service{DB: db},
 		NodeService:    &nodes.Service{Ent: db.Ent, Now: time.Now, PublicURL: publicURL},
 		Bus:            bus,
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/levers9/levers9/ent/tenant"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/ledger"
-	"github.com/levers9/levers9/internal/metering"
 	"github.com/levers9/levers9/internal/viewer"
 )
 
@@ -20,7 +19,7 @@ const OutOfTokens = "out of tokens"
 // their next minute), or all paid ones when the balance is used up, are
 // cancelled with reason "out of tokens"; under `finish` jobs run on into the
 // red. It returns the jobs it stopped.
-func (s *Service) EnforceBudgets(ctx context.Context, payers []metering.Payer) ([]string, error) {
+func (s *Service) EnforceBudgets(ctx context.Context, payers []ledger.Payer) ([]string, error) {
 	sys := viewer.SystemContext(ctx)
 	var stopped []string
 	for _, p := range payers {
@@ -32,7 +31,7 @@ func (s *Service) EnforceBudgets(ctx context.Context, payers []metering.Payer) (
 		// their next minute) always stop; with nothing left, all paid ones.
 		all := false
 		if t.BudgetPolicy == tenant.BudgetPolicyStop {
-			bal, err := ledger.BalanceOf(sys, s.DB.Ent, p.TenantID, p.Payer)
+			bal, err := ledger.BalanceOf(sys, s.DB.Ent, p)
 			if err != nil {
 				return stopped, err
 			}
@@ -50,7 +49,7 @@ func (s *Service) EnforceBudgets(ctx context.Context, payers []metering.Payer) (
 		}
 		ids, err := q.IDs(sys)
 		if err != nil {
-			return stopped, fmt.Errorf("listing running jobs of %s: %w", p.Payer, err)
+			return stopped, fmt.Errorf("listing running jobs of %s: %w", p, err)
 		}
 		now := s.Now()
 		for _, id := range ids {
@@ -64,7 +63,7 @@ func (s *Service) EnforceBudgets(ctx context.Context, payers []metering.Payer) (
 			stopped = append(stopped, id)
 		}
 		if len(ids) > 0 {
-			s.Log.Info("stopped jobs: payer out of tokens", "payer", p.Payer.String(), "jobs", len(ids))
+			s.Log.Info("stopped jobs: payer out of tokens", "payer", p.String(), "jobs", len(ids))
 		}
 	}
 	return stopped, nil

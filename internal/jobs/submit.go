@@ -330,11 +330,11 @@ func affordable(ctx context.Context, client *ent.Client, v *viewer.Viewer, c *ch
 	if need <= 0 {
 		return nil
 	}
-	payer := ledger.Payer{UserID: v.UserID}
+	payer := ledger.Payer{TenantID: v.TenantID, UserID: v.UserID}
 	if c.project != nil {
-		payer = ledger.Payer{ProjectID: c.project.ID}
+		payer = ledger.Payer{TenantID: v.TenantID, ProjectID: c.project.ID}
 	}
-	bal, err := ledger.Balance(ctx, client, payer)
+	bal, err := ledger.BalanceOf(ctx, client, payer)
 	if err != nil {
 		return err
 	}

@@ -11,13 +11,23 @@ import (
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/charge"
 	"github.com/levers9/levers9/internal/billing"
+	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/ids"
 	"github.com/levers9/levers9/internal/viewer"
 )
 
-// Payer is who a charge is paid by: a project, or a user.
+// Service reads balances and writes grants for the front doors. Domain
+// code that must read a balance inside its own transaction calls BalanceOf
+// with that transaction's client.
+type Service struct {
+	DB *database.DB
+}
+
+// Payer is who a charge is paid by: a project, or a user, of a tenant.
+// Front doors may leave TenantID empty: the service reads the viewer's.
 type Payer struct {
+	TenantID  string
 	ProjectID string
 	UserID    string
 }
@@ -31,6 +41,7 @@ func (p Payer) String() string {
 
 func (p Payer) predicate() func(*ent.ChargeQuery) *ent.ChargeQuery {
 	return func(q *ent.ChargeQuery) *ent.ChargeQuery {
+		q = q.Where(charge.TenantID(p.TenantID))
 		if p.ProjectID != "" {
 			return q.Where(charge.PayerKindEQ(charge.PayerKindProject), charge.ProjectID(p.ProjectID))
 		}
@@ -38,22 +49,39 @@ func (p Payer) predicate() func(*ent.ChargeQuery) *ent.ChargeQuery {
 	}
 }
 
-// Balance is the payer's balance in the viewer's tenant. Callers check that
-// the viewer may know it.
-func Balance(ctx context.Context, c *ent.Client, p Payer) (billing.Tokens, error) {
+// inViewerTenant is p in the tenant of the viewer of ctx; a payer of
+// another tenant is refused.
+func inViewerTenant(ctx context.Context, p Payer) (*viewer.Viewer, Payer, error) {
 	v := viewer.FromContext(ctx)
-	if !v.InTenant() {
-		return 0, fault.New(fault.Forbidden, "not inside a tenant")
+	if !v.InTenant() || (p.TenantID != "" && p.TenantID != v.TenantID) {
+		return v, p, fault.New(fault.Forbidden, "not inside the payer's tenant")
 	}
-	return BalanceOf(ctx, c, v.TenantID, p)
+	p.TenantID = v.TenantID
+	return v, p, nil
 }
 
-// BalanceOf is the balance of payer p of tenant tenantID, for internal work.
-func BalanceOf(ctx context.Context, c *ent.Client, tenantID string, p Payer) (billing.Tokens, error) {
+// Balance is the payer's balance in the viewer's tenant. Callers check that
+// the viewer may know it.
+func (s *Service) Balance(ctx context.Context, p Payer) (billing.Tokens, error) {
+	_, p, err := inViewerTenant(ctx, p)
+	if err != nil {
+		return 0, err
+	}
+	return BalanceOf(ctx, s.DB.Ent, p)
+}
+
+// BalanceOf is the balance of payer p of tenant p.TenantID read through c,
+// which may be the client of the caller's transaction (a submission checks
+// the balance in the transaction that stores the job). It checks no viewer:
+// domain code only; front doors call Service.Balance.
+func BalanceOf(ctx context.Context, c *ent.Client, p Payer) (billing.Tokens, error) {
+	if p.TenantID == "" {
+		return 0, fmt.Errorf("summing charges of %s: no tenant", p)
+	}
 	var rows []struct {
 		Sum *int64 `json:"sum"`
 	}
-	q := p.predicate()(c.Charge.Query().Where(charge.TenantID(tenantID)))
+	q := p.predicate()(c.Charge.Query())
 	err := q.Aggregate(ent.As(ent.Sum(charge.FieldTokens), "sum")).Scan(viewer.SystemContext(ctx), &rows)
 	if err != nil {
 		return 0, fmt.Errorf("summing charges of %s: %w", p, err)
@@ -65,9 +93,9 @@ func BalanceOf(ctx context.Context, c *ent.Client, tenantID string, p Payer) (bi
 }
 
 // Grant adds tokens to a payer's balance. Tenant admins only.
-func Grant(ctx context.Context, c *ent.Client, p Payer, amount billing.Tokens, reason string) (*ent.Charge, error) {
-	v := viewer.FromContext(ctx)
-	if !v.InTenant() || !v.Admin {
+func (s *Service) Grant(ctx context.Context, p Payer, amount billing.Tokens, reason string) (*ent.Charge, error) {
+	v, p, err := inViewerTenant(ctx, p)
+	if err != nil || !v.Admin {
 		return nil, fault.New(fault.Forbidden, "only tenant admins grant tokens")
 	}
 	if (p.ProjectID == "") == (p.UserID == "") {
@@ -80,8 +108,9 @@ func Grant(ctx context.Context, c *ent.Client, p Payer, amount billing.Tokens, r
 	if reason == "" || len(reason) > 500 {
 		return nil, fault.Invalid("reason", "a grant needs a reason of at most 500 characters")
 	}
+	c := s.DB.Ent
 	// The payer must be visible to the admin: this is the tenant check.
-	create := c.Charge.Create().SetTenantID(v.TenantID).SetKind(charge.KindGrant).
+	create := c.Charge.Create().SetTenantID(p.TenantID).SetKind(charge.KindGrant).
 		SetTokens(-amount).SetReason(reason).SetIdempotencyKey(ids.New("grant"))
 	if p.ProjectID != "" {
 		if _, err := c.Project.Get(ctx, p.ProjectID); err != nil {

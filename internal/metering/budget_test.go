@@ -31,7 +31,7 @@ func (f *fixture) tick(t *testing.T) []string {
 
 func (f *fixture) balance(t *testing.T) billing.Tokens {
 	t.Helper()
-	b, err := ledger.Balance(f.admin, f.db.Ent, ledger.Payer{UserID: f.user})
+	b, err := (&ledger.Service{DB: f.db}).Balance(f.admin, ledger.Payer{UserID: f.user})
 	if err != nil {
 		t.Fatal(err)
 	}

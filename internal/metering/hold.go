@@ -31,7 +31,7 @@ type budget struct {
 }
 
 // budgets are the payers under `stop` of some jobs.
-type budgets map[Payer]*budget
+type budgets map[ledger.Payer]*budget
 
 // budgetsOf loads, through c, the budgets of the payers of jobs whose tenant
 // stops jobs that run out of tokens. Free jobs need none.
@@ -61,11 +61,11 @@ func budgetsOf(ctx context.Context, c *ent.Client, jobs []*ent.Job) (budgets, er
 	}
 	out := budgets{}
 	for _, j := range jobs {
-		p := Payer{TenantID: j.TenantID, Payer: payerOf(j)}
+		p := payerOf(j)
 		if j.PricePerMinute <= 0 || !stops[j.TenantID] || out[p] != nil {
 			continue
 		}
-		bal, err := ledger.BalanceOf(sys, c, p.TenantID, p.Payer)
+		bal, err := ledger.BalanceOf(sys, c, p)
 		if err != nil {
 			return nil, err
 		}
@@ -80,7 +80,7 @@ func budgetsOf(ctx context.Context, c *ent.Client, jobs []*ent.Job) (budgets, er
 
 // heldBy sums the per-minute prices of the payer's open jobs: each holds the
 // minute it is in (or, ended and not yet closed, its last part of one).
-func heldBy(ctx context.Context, c *ent.Client, p Payer) (billing.Tokens, error) {
+func heldBy(ctx context.Context, c *ent.Client, p ledger.Payer) (billing.Tokens, error) {
 	q := c.Job.Query().Where(job.TenantID(p.TenantID), job.MeteringClosed(false), job.StartedAtNotNil(), job.PricePerMinuteGT(0))
 	if p.ProjectID != "" {
 		q.Where(job.ProjectID(p.ProjectID))
@@ -91,7 +91,7 @@ func heldBy(ctx context.Context, c *ent.Client, p Payer) (billing.Tokens, error)
 		Sum *int64 `json:"sum"`
 	}
 	if err := q.Aggregate(ent.As(ent.Sum(job.FieldPricePerMinute), "sum")).Scan(viewer.SystemContext(ctx), &rows); err != nil {
-		return 0, fmt.Errorf("summing minutes held by %s: %w", p.Payer, err)
+		return 0, fmt.Errorf("summing minutes held by %s: %w", p, err)
 	}
 	if len(rows) == 0 || rows[0].Sum == nil {
 		return 0, nil
@@ -104,7 +104,7 @@ func (b budgets) of(j *ent.Job) *budget {
 	if j.PricePerMinute <= 0 {
 		return nil
 	}
-	return b[Payer{TenantID: j.TenantID, Payer: payerOf(j)}]
+	return b[payerOf(j)]
 }
 
 // spare is what the payer has beyond the minutes its jobs other than j hold

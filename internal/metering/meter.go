@@ -29,19 +29,13 @@ type Meter struct {
 	Fault func(jobIDs []string) error
 }
 
-// Payer is a payer of one tenant, as the meter saw it.
-type Payer struct {
-	TenantID string
-	ledger.Payer
-}
-
 // TickResult says what one tick did.
 type TickResult struct {
 	Jobs    int
 	Charges int
 	// Payers are those charged in this tick, and those with running jobs
 	// no longer billed, for budget checks.
-	Payers []Payer
+	Payers []ledger.Payer
 }
 
 // Tick charges every started job for its run time not yet charged, up to
@@ -50,7 +44,7 @@ func (m *Meter) Tick(ctx context.Context) (TickResult, error) {
 	sys := viewer.SystemContext(ctx)
 	now := m.Now()
 	var res TickResult
-	seen := map[Payer]bool{}
+	seen := map[ledger.Payer]bool{}
 	after := ""
 	for {
 		// Keyset pages of open jobs: a tick over 10,000 jobs is 50
@@ -73,7 +67,7 @@ func (m *Meter) Tick(ctx context.Context) (TickResult, error) {
 		res.Jobs += len(batch)
 		res.Charges += n
 		for _, j := range batch {
-			p := Payer{TenantID: j.TenantID, Payer: payerOf(j)}
+			p := payerOf(j)
 			if !seen[p] {
 				seen[p] = true
 				res.Payers = append(res.Payers, p)
@@ -85,7 +79,7 @@ func (m *Meter) Tick(ctx context.Context) (TickResult, error) {
 // addStopped adds to res the payers of running jobs whose billing the meter
 // ended because their payer could not hold their next minute, so that the
 // budget policy stops them.
-func (m *Meter) addStopped(ctx context.Context, res *TickResult, seen map[Payer]bool) error {
+func (m *Meter) addStopped(ctx context.Context, res *TickResult, seen map[ledger.Payer]bool) error {
 	stopped, err := m.DB.Ent.Job.Query().
 		Where(job.StatusEQ(job.StatusRunning), job.MeteringClosed(true)).
 		All(viewer.SystemContext(ctx))
@@ -93,7 +87,7 @@ func (m *Meter) addStopped(ctx context.Context, res *TickResult, seen map[Payer]
 		return fmt.Errorf("listing running jobs no longer billed: %w", err)
 	}
 	for _, j := range stopped {
-		p := Payer{TenantID: j.TenantID, Payer: payerOf(j)}
+		p := payerOf(j)
 		if !seen[p] {
 			seen[p] = true
 			res.Payers = append(res.Payers, p)
@@ -126,9 +120,9 @@ func (m *Meter) chargeBatch(ctx context.Context, batch []*ent.Job, now time.Time
 
 func payerOf(j *ent.Job) ledger.Payer {
 	if j.ProjectID != "" {
-		return ledger.Payer{ProjectID: j.ProjectID}
+		return ledger.Payer{TenantID: j.TenantID, ProjectID: j.ProjectID}
 	}
-	return ledger.Payer{UserID: j.OwnerID}
+	return ledger.Payer{TenantID: j.TenantID, UserID: j.OwnerID}
 }
 
 // ChargeRun writes the charges due for job j's run time up to now through

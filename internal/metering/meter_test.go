@@ -111,7 +111,7 @@ func (f *fixture) setPrices(t testing.TB, r billing.Rates) {
 
 func (f *fixture) grant(t *testing.T, tokens billing.Tokens) {
 	t.Helper()
-	if _, err := ledger.Grant(f.admin, f.db.Ent, ledger.Payer{UserID: f.user}, tokens, "test budget"); err != nil {
+	if _, err := (&ledger.Service{DB: f.db}).Grant(f.admin, ledger.Payer{UserID: f.user}, tokens, "test budget"); err != nil {
 		t.Fatal(err)
 	}
 }

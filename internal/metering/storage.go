@@ -88,9 +88,9 @@ func chargeBucket(ctx context.Context, c *ent.Client, b *ent.Bucket, hour int64)
 
 func bucketPayer(b *ent.Bucket) ledger.Payer {
 	if b.ProjectID != "" {
-		return ledger.Payer{ProjectID: b.ProjectID}
+		return ledger.Payer{TenantID: b.TenantID, ProjectID: b.ProjectID}
 	}
-	return ledger.Payer{UserID: b.OwnerID}
+	return ledger.Payer{TenantID: b.TenantID, UserID: b.OwnerID}
 }
 
 func unixHour(h int64) time.Time { return time.Unix(h*3600, 0).UTC() }

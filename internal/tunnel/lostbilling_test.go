@@ -47,7 +47,7 @@ func checkLostBilling(t *testing.T, url string, grace time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ledger.Grant(w.admin, w.db.Ent, ledger.Payer{UserID: viewer.FromContext(w.admin).UserID}, 1000*billing.Unit, "test"); err != nil {
+	if _, err := (&ledger.Service{DB: w.db}).Grant(w.admin, ledger.Payer{UserID: viewer.FromContext(w.admin).UserID}, 1000*billing.Unit, "test"); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Date(2026, 3, 1, 13, 2, 0, 0, time.UTC)

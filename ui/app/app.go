@@ -16,6 +16,7 @@ import (
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/jobs"
+	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/ui/session"
@@ -28,6 +29,7 @@ type Deps struct {
 	Tenancy   *tenancy.Service
 	Jobs      *jobs.Service
 	Files     *buckets.Files
+	Ledger    *ledger.Service
 	Bus       *notify.Bus
 	Log       *slog.Logger
 	Sessions  *scs.SessionManager

@@ -23,6 +23,7 @@ import (
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/jobs"
+	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/viewer"
@@ -76,6 +77,7 @@ func New(t testing.TB, dbURL string, register ...func(*app.Router)) *Env {
 		DB: db, Auth: auth.NewService(db.Ent, log, nil), Tenancy: ten,
 		Jobs:  &jobs.Service{DB: db, Log: log, Now: time.Now, Bus: bus},
 		Files: &buckets.Files{Ent: db.Ent}, Bus: bus, Log: log, PublicURL: PublicURL,
+		Ledger:    &ledger.Service{DB: db},
 		MaxUpload: 1 << 20, Version: "test", Sessions: session.NewManager(store, 0, 0),
 	})
 	signin.Register(rt)

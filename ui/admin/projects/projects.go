@@ -58,7 +58,7 @@ func (h *handlers) renderList(w http.ResponseWriter, r *http.Request, status int
 	}
 	p := listPage{Form: f}
 	for _, pr := range ps {
-		b, err := ledger.Balance(ctx, c, ledger.Payer{ProjectID: pr.ID})
+		b, err := h.rt.Deps.Ledger.Balance(ctx, ledger.Payer{ProjectID: pr.ID})
 		if err != nil {
 			return fmt.Errorf("balance of %s: %w", pr.ID, err)
 		}
@@ -136,7 +136,7 @@ func (h *handlers) renderShow(w http.ResponseWriter, r *http.Request, status int
 	c := h.rt.Deps.DB.Ent
 	p := showPage{Project: pr, Edit: edit, Grant: grant}
 	var err error
-	if p.Balance, err = ledger.Balance(ctx, c, ledger.Payer{ProjectID: pr.ID}); err != nil {
+	if p.Balance, err = h.rt.Deps.Ledger.Balance(ctx, ledger.Payer{ProjectID: pr.ID}); err != nil {
 		return fmt.Errorf("balance of %s: %w", pr.ID, err)
 	}
 	if p.Grants, err = recentGrants(ctx, c, pr.ID); err != nil {
@@ -186,7 +186,7 @@ func (h *handlers) grant(w http.ResponseWriter, r *http.Request) error {
 	amount, err := billing.ParseTokens(f.Get("tokens"))
 	if err != nil {
 		f.Add("tokens", err.Error())
-	} else if _, err = ledger.Grant(r.Context(), h.rt.Deps.DB.Ent, ledger.Payer{ProjectID: pr.ID}, amount, f.Get("reason")); err != nil {
+	} else if _, err = h.rt.Deps.Ledger.Grant(r.Context(), ledger.Payer{ProjectID: pr.ID}, amount, f.Get("reason")); err != nil {
 		if err := f.Absorb(err, "tokens", adminkit.Shown("tokens", "reason")); err != nil {
 			return err
 		}

@@ -41,7 +41,7 @@ func TestProjectsAndGrants(t *testing.T) {
 		admin.Post("/admin/projects/"+pr.ID+"/grant", url.Values{"tokens": {"1500.25"}, "reason": {"Q3 budget"}}).
 			Want(t, http.StatusOK).Contains(t, "Granted 1500.25 tokens to vision.", `<strong id="balance">1500.25</strong>`, "Q3 budget")
 		admin.Get("/admin/projects").Want(t, http.StatusOK).Contains(t, "vision", "cameras", "everyone", "1500.25")
-		if b, _ := ledger.Balance(a.AdminCtx, e.Ent, ledger.Payer{ProjectID: pr.ID}); b != 1500*billing.Unit+billing.Unit/4 {
+		if b, _ := (&ledger.Service{DB: e.DB}).Balance(a.AdminCtx, ledger.Payer{ProjectID: pr.ID}); b != 1500*billing.Unit+billing.Unit/4 {
 			t.Fatalf("balance %s", b)
 		}
 

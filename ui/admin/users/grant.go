@@ -28,7 +28,7 @@ func (h *handlers) grant(w http.ResponseWriter, r *http.Request) error {
 		f.Add("tokens", perr.Error())
 	}
 	if !f.Invalid() {
-		_, err = ledger.Grant(ctx, c, ledger.Payer{UserID: u.ID}, amount, f.Get("reason"))
+		_, err = h.rt.Deps.Ledger.Grant(ctx, ledger.Payer{UserID: u.ID}, amount, f.Get("reason"))
 		if err == nil {
 			h.rt.Flash(r, "Granted "+amount.String()+" tokens to "+u.Email+".")
 			return app.SeeOther(w, r, "/admin/users")

@@ -60,7 +60,7 @@ func (h *handlers) render(w http.ResponseWriter, r *http.Request, status int, f,
 	}
 	p := page{Users: us, Balances: map[string]billing.Tokens{}, Form: f, Grant: grant}
 	for _, u := range us {
-		if p.Balances[u.ID], err = ledger.Balance(ctx, h.rt.Deps.DB.Ent, ledger.Payer{UserID: u.ID}); err != nil {
+		if p.Balances[u.ID], err = h.rt.Deps.Ledger.Balance(ctx, ledger.Payer{UserID: u.ID}); err != nil {
 			return fmt.Errorf("balance of %s: %w", u.ID, err)
 		}
 		p.Options = append(p.Options, components.Option{Value: u.ID, Label: u.Email})

@@ -72,7 +72,7 @@ func TestGrantToUser(t *testing.T) {
 
 		admin.Post("/admin/users/grant", url.Values{"user": {a.Member.ID}, "tokens": {"42.5"}, "reason": {"welcome"}}).
 			Want(t, http.StatusOK).Contains(t, "Granted 42.5 tokens to member@acme.test.", `<td class="num">42.5</td>`)
-		if b, _ := ledger.Balance(a.AdminCtx, e.Ent, ledger.Payer{UserID: a.Member.ID}); b != 42*billing.Unit+billing.Unit/2 {
+		if b, _ := (&ledger.Service{DB: e.DB}).Balance(a.AdminCtx, ledger.Payer{UserID: a.Member.ID}); b != 42*billing.Unit+billing.Unit/2 {
 			t.Fatalf("balance %s", b)
 		}
 		for _, tc := range []struct{ user, tokens, reason, field string }{
