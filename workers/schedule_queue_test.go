@@ -3,29 +3,27 @@ package workers_test
 import (
 	"context"
 	"database/sql"
-	"log/slog"
 	"os"
 	"testing"
 	"time"
 
 	"entgo.io/ent/dialect"
 
-	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/tenant"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/fixture"
 	"github.com/levers9/levers9/internal/inventory"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/jobspec"
-	"github.com/levers9/levers9/internal/tenancy"
-	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/workers"
 )
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
 
 type world struct {
+	tn    *fixture.Tenant
 	db    *database.DB
 	rc    *workers.Clients
 	jobs  *jobs.Service
@@ -37,41 +35,14 @@ type world struct {
 
 func newWorld(t *testing.T, url string) *world {
 	t.Helper()
-	ctx := context.Background()
-	log := slog.New(slog.DiscardHandler)
-	db, err := database.Open(ctx, url, log)
+	tn := fixture.New(t, url, fixture.TenantOptions{Slug: "w", Policy: tenant.BudgetPolicyFinish})
+	rc, err := workers.NewClients(tn.DB, workers.Deps{Ent: tn.DB.Ent, Log: fixture.Log()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	sys := viewer.SystemContext(ctx)
-	tn, admin, err := (&tenancy.Service{DB: db, Log: log}).CreateTenant(sys, tenancy.NewTenant{
-		Name: "W", Slug: "w", BudgetPolicy: tenant.BudgetPolicyFinish,
-		AdminEmail: "admin@w.test", AdminPassword: "correct horse battery",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := tenancy.MainEnvironmentID(ctx, db.Ent, tn.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := db.Ent.Queue.Query().First(sys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := workers.NewClients(db, workers.Deps{Ent: db.Ent, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &world{
-		db: db, rc: rc, sys: sys, queue: q.ID, ten: tn.ID,
-		jobs:  &jobs.Service{DB: db, Log: log, Now: time.Now, Schedule: workers.InsertScheduleJob(rc.Inserter)},
-		admin: viewer.NewContext(ctx, &viewer.Viewer{UserID: admin.ID, TenantID: tn.ID, EnvironmentID: env, Admin: true}),
-	}
+	js := fixture.Jobs(tn.DB, nil)
+	js.Schedule = workers.InsertScheduleJob(rc.Inserter)
+	return &world{tn: tn, db: tn.DB, rc: rc, sys: fixture.Sys(), queue: tn.DefaultQueue, ten: tn.ID, jobs: js, admin: tn.AsAdmin()}
 }
 
 func (w *world) submit(t *testing.T, cpu float64) string {
@@ -143,14 +114,7 @@ func TestScheduleQueueWorkerPlaces(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		w := newWorld(t, url)
-		n, err := w.db.Ent.Node.Create().SetTenantID(w.ten).SetName("n1").SetStatus(node.StatusOnline).
-			SetInventory(inventory.Inventory{CPUs: 4, MemoryMiB: 1024}).Save(w.sys)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.db.Ent.Queue.UpdateOneID(w.queue).AddNodeIDs(n.ID).Exec(w.sys); err != nil {
-			t.Fatal(err)
-		}
+		n := w.tn.AddNode(t, fixture.Node{Name: "n1", Inventory: inventory.Inventory{CPUs: 4, MemoryMiB: 1024}, Queues: []string{w.queue}})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		if err := w.rc.Runner.Start(ctx); err != nil {
@@ -190,19 +154,8 @@ func TestInsertScheduleNodeAndFreed(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		w := newWorld(t, url)
-		other, err := w.db.Ent.Queue.Create().SetTenantID(w.ten).SetName("other").Save(w.sys)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lone, err := w.db.Ent.Queue.Create().SetTenantID(w.ten).SetName("lone").Save(w.sys)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := w.db.Ent.Node.Create().SetTenantID(w.ten).SetName("n1").SetStatus(node.StatusOnline).
-			SetInventory(inventory.Inventory{CPUs: 4, MemoryMiB: 1024}).AddQueueIDs(w.queue, other.ID).Save(w.sys)
-		if err != nil {
-			t.Fatal(err)
-		}
+		other, lone := w.tn.AddQueue(t, "other"), w.tn.AddQueue(t, "lone")
+		n := w.tn.AddNode(t, fixture.Node{Name: "n1", Inventory: inventory.Inventory{CPUs: 4, MemoryMiB: 1024}, Queues: []string{w.queue, other.ID}})
 		queued := func() map[string]bool {
 			got := map[string]bool{}
 			for _, q := range []string{w.queue, other.ID, lone.ID} {
