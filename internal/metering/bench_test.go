@@ -25,7 +25,7 @@ func BenchmarkMeterTick(b *testing.B) {
 			charges := 0
 			b.ResetTimer()
 			for range b.N {
-				f.clock.advance(time.Minute)
+				f.clock.Advance(time.Minute)
 				start := time.Now()
 				res, err := f.meter.Tick(context.Background())
 				elapsed += time.Since(start)
@@ -46,7 +46,7 @@ func BenchmarkMeterTick(b *testing.B) {
 
 // seedRunning stores n running jobs of one service, started just now at a
 // price of one token a minute.
-func seedRunning(b *testing.B, f *fixture, n int) {
+func seedRunning(b *testing.B, f *world, n int) {
 	b.Helper()
 	started := f.clock.Now()
 	rates := billing.Rates{CPUPerMinute: billing.Unit, Multiplier: 1}

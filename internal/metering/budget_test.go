@@ -16,7 +16,7 @@ import (
 )
 
 // tick runs the meter and the budget policy, as the meter_runs worker does.
-func (f *fixture) tick(t *testing.T) []string {
+func (f *world) tick(t *testing.T) []string {
 	t.Helper()
 	res, err := f.meter.Tick(context.Background())
 	if err != nil {
@@ -29,7 +29,7 @@ func (f *fixture) tick(t *testing.T) []string {
 	return stopped
 }
 
-func (f *fixture) balance(t *testing.T) billing.Tokens {
+func (f *world) balance(t *testing.T) billing.Tokens {
 	t.Helper()
 	b, err := (&ledger.Service{DB: f.db}).Balance(f.admin, ledger.Payer{UserID: f.user})
 	if err != nil {
@@ -56,14 +56,14 @@ func TestBudgetPolicies(t *testing.T) {
 				if err := f.jobs.MarkRunning(f.sys, j.ID, start); err != nil {
 					t.Fatal(err)
 				}
-				f.clock.advance(5*time.Minute + 10*time.Second)
+				f.clock.Advance(5*time.Minute + 10*time.Second)
 				if stopped := f.tick(t); len(stopped) != 0 {
 					t.Fatalf("stopped %v with tokens left", stopped)
 				}
 				if b := f.balance(t); b != 3*billing.Unit {
 					t.Fatalf("balance after 5 minutes = %v, want 3", b)
 				}
-				f.clock.advance(3 * time.Minute)
+				f.clock.Advance(3 * time.Minute)
 				stopped := f.tick(t)
 				got, err := f.db.Ent.Job.Get(f.sys, j.ID)
 				if err != nil {
@@ -83,7 +83,7 @@ func TestBudgetPolicies(t *testing.T) {
 					if len(stopped) != 0 || got.Status != job.StatusRunning {
 						t.Fatalf("finish policy: stopped %v, job %s", stopped, got.Status)
 					}
-					f.clock.advance(10 * time.Minute)
+					f.clock.Advance(10 * time.Minute)
 					f.tick(t)
 					if b := f.balance(t); b != -10*billing.Unit {
 						t.Fatalf("balance after 18 minutes = %v, want -10", b)
@@ -122,7 +122,7 @@ func TestEstimateEqualsCharges(t *testing.T) {
 		if err := f.jobs.MarkRunning(f.sys, j.ID, start); err != nil {
 			t.Fatal(err)
 		}
-		f.clock.advance(minutes * time.Minute)
+		f.clock.Advance(minutes * time.Minute)
 		if err := f.jobs.MarkEnded(f.sys, j.ID, job.StatusComplete, "exit 0", f.clock.Now()); err != nil {
 			t.Fatal(err)
 		}

@@ -34,7 +34,7 @@ func TestStopHoldsNextMinute(t *testing.T) {
 		if err := f.jobs.MarkRunning(f.sys, j.ID, start); err != nil {
 			t.Fatal(err)
 		}
-		f.clock.advance(90 * time.Second) // the meter runs late into minute 2
+		f.clock.Advance(90 * time.Second) // the meter runs late into minute 2
 		stopped := f.tick(t)
 		got, err := f.db.Ent.Job.Get(f.sys, j.ID)
 		if err != nil {
@@ -44,7 +44,7 @@ func TestStopHoldsNextMinute(t *testing.T) {
 			t.Fatalf("stopped %v, job %s (%s)", stopped, got.Status, got.StatusReason)
 		}
 		for range 3 {
-			f.clock.advance(time.Minute)
+			f.clock.Advance(time.Minute)
 			f.tick(t)
 		}
 		if b := f.balance(t); b != 6*billing.Unit-price {
@@ -78,16 +78,16 @@ func TestStopHoldsAcrossJobs(t *testing.T) {
 		if err := f.jobs.MarkRunning(f.sys, a.ID, f.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
-		f.clock.advance(30 * time.Second)
+		f.clock.Advance(30 * time.Second)
 		if err := f.jobs.MarkRunning(f.sys, b.ID, f.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 		// 5 tokens: a's first minute (2) and b's (2) are held; at 1:00 a
 		// needs 2 more but only 1 is spare, so it stops; b finishes its
 		// minute and stops at 1:30 with 1 token left.
-		f.clock.advance(2 * time.Minute)
+		f.clock.Advance(2 * time.Minute)
 		f.tick(t)
-		f.clock.advance(time.Minute)
+		f.clock.Advance(time.Minute)
 		f.tick(t)
 		if bal := f.balance(t); bal != billing.Unit {
 			t.Fatalf("balance = %v, want 1", bal)
@@ -121,7 +121,7 @@ func TestStopAtStartAndAtEnd(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		f.clock.advance(10 * time.Second)
+		f.clock.Advance(10 * time.Second)
 		if stopped := f.tick(t); fmt.Sprint(stopped) != fmt.Sprint([]string{b.ID}) {
 			t.Fatalf("stopped %v, want only the second job %s", stopped, b.ID)
 		}
@@ -201,7 +201,7 @@ func checkStopScenario(t *testing.T, url string, seed uint64) {
 	}
 	for step := 0; step < 40; step++ {
 		// Milliseconds: both databases keep them exactly.
-		f.clock.advance(time.Second + time.Duration(rng.Int64N(150_000))*time.Millisecond)
+		f.clock.Advance(time.Second + time.Duration(rng.Int64N(150_000))*time.Millisecond)
 		now := f.clock.Now()
 		switch x := rng.IntN(10); {
 		case x < 3 && len(runs) < n: // a job is submitted and starts
@@ -234,7 +234,7 @@ func checkStopScenario(t *testing.T, url string, seed uint64) {
 	}
 	// Enough time for any grant to run out: every job not ended by itself
 	// is stopped, billed to a minute boundary.
-	f.clock.advance(10 * time.Hour)
+	f.clock.Advance(10 * time.Hour)
 	f.tick(t)
 	f.tick(t)
 	check("at the end")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -19,33 +18,20 @@ import (
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/fixture"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/metering"
-	"github.com/levers9/levers9/internal/tenancy"
-	"github.com/levers9/levers9/internal/viewer"
 )
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
 
-// clock is a controlled clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-// fixture is a tenant with a priced queue on a fresh database.
-type fixture struct {
+// world is a tenant with a priced queue on a fresh database.
+type world struct {
 	db    *database.DB
-	clock *clock
+	tn    *fixture.Tenant
+	clock *fixture.Clock
 	jobs  *jobs.Service
 	meter *metering.Meter
 	admin context.Context // acting as the tenant admin
@@ -56,40 +42,18 @@ type fixture struct {
 	envID string
 }
 
-func newFixture(t testing.TB, url string, policy tenant.BudgetPolicy) *fixture {
+func newFixture(t testing.TB, url string, policy tenant.BudgetPolicy) *world {
 	t.Helper()
-	ctx := context.Background()
-	log := slog.New(slog.DiscardHandler)
-	db, err := database.Open(ctx, url, log)
-	if err != nil {
-		t.Fatal(err)
+	tn := fixture.New(t, url, fixture.TenantOptions{Slug: "meter", Policy: policy})
+	c := fixture.NewClock(fixture.T0)
+	f := &world{
+		db: tn.DB, tn: tn, clock: c, sys: fixture.Sys(), t: tn.Ent, user: tn.Admin.ID, envID: tn.Env,
+		jobs:  fixture.Jobs(tn.DB, c.Now),
+		meter: &metering.Meter{DB: tn.DB, Log: fixture.Log(), Now: c.Now},
+		admin: tn.AsAdmin(),
 	}
-	t.Cleanup(func() { db.Close() })
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	sys := viewer.SystemContext(ctx)
-	ten := &tenancy.Service{DB: db, Log: log}
-	tn, admin, err := ten.CreateTenant(sys, tenancy.NewTenant{
-		Name: "Meter", Slug: "meter", BudgetPolicy: policy,
-		AdminEmail: "admin@meter.test", AdminPassword: "correct horse battery",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := tenancy.MainEnvironmentID(ctx, db.Ent, tn.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	f := &fixture{
-		db: db, clock: c, sys: sys, t: tn, user: admin.ID, envID: env,
-		jobs:  &jobs.Service{DB: db, Log: log, Now: c.Now},
-		meter: &metering.Meter{DB: db, Log: log, Now: c.Now},
-		admin: viewer.NewContext(ctx, &viewer.Viewer{UserID: admin.ID, TenantID: tn.ID, EnvironmentID: env, Admin: true}),
-	}
-	f.queue, err = db.Ent.Queue.Query().Where().First(f.admin)
-	if err != nil {
+	var err error
+	if f.queue, err = tn.DB.Ent.Queue.Get(f.sys, tn.DefaultQueue); err != nil {
 		t.Fatal(err)
 	}
 	f.setPrices(t, billing.Rates{
@@ -100,23 +64,17 @@ func newFixture(t testing.TB, url string, policy tenant.BudgetPolicy) *fixture {
 	return f
 }
 
-func (f *fixture) setPrices(t testing.TB, r billing.Rates) {
+func (f *world) setPrices(t testing.TB, r billing.Rates) {
 	t.Helper()
-	err := f.db.Ent.Queue.UpdateOneID(f.queue.ID).SetGpuPrices(r.GPU).SetCPUPrice(r.CPUPerMinute).
-		SetMemoryPrice(r.MemoryGiBPerMinute).SetStartFee(r.StartFee).SetMultiplier(r.Multiplier).Exec(f.sys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f.tn.Price(t, f.queue.ID, r)
 }
 
-func (f *fixture) grant(t *testing.T, tokens billing.Tokens) {
+func (f *world) grant(t *testing.T, tokens billing.Tokens) {
 	t.Helper()
-	if _, err := (&ledger.Service{DB: f.db}).Grant(f.admin, ledger.Payer{UserID: f.user}, tokens, "test budget"); err != nil {
-		t.Fatal(err)
-	}
+	f.tn.Grant(t, ledger.Payer{UserID: f.user}, tokens)
 }
 
-func (f *fixture) submit(t *testing.T, cpu float64, memMiB int64, gpus int) *ent.Job {
+func (f *world) submit(t *testing.T, cpu float64, memMiB int64, gpus int) *ent.Job {
 	t.Helper()
 	svc := jobspec.Service{Name: "main", Command: []string{"true"}, CPU: cpu, MemoryMiB: memMiB, GPUs: gpus}
 	if gpus > 0 {
@@ -129,7 +87,7 @@ func (f *fixture) submit(t *testing.T, cpu float64, memMiB int64, gpus int) *ent
 	return j
 }
 
-func (f *fixture) charges(t *testing.T, jobID string) []*ent.Charge {
+func (f *world) charges(t *testing.T, jobID string) []*ent.Charge {
 	t.Helper()
 	cs, err := f.db.Ent.Charge.Query().Where(charge.JobID(jobID)).All(f.sys)
 	if err != nil {
@@ -179,7 +137,7 @@ func checkRandomTimeline(t *testing.T, url string, seed uint64) {
 	}
 	crash := errors.New("meter crashed")
 	for step := 0; step < 120; step++ {
-		f.clock.advance(time.Duration(rng.Int64N(int64(150 * time.Second))))
+		f.clock.Advance(time.Duration(rng.Int64N(int64(150 * time.Second))))
 		now := f.clock.Now()
 		switch x := rng.IntN(100); {
 		case x < 20: // a pending job starts
@@ -251,7 +209,7 @@ func checkRandomTimeline(t *testing.T, url string, seed uint64) {
 			r.ended = &now
 		}
 	}
-	f.clock.advance(time.Hour)
+	f.clock.Advance(time.Hour)
 	for range 2 {
 		if _, err := f.meter.Tick(context.Background()); err != nil {
 			t.Fatal(err)

@@ -43,7 +43,7 @@ func TestStorageMetering(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		f.clock.advance(3*time.Hour + 30*time.Minute) // 15:30: hours 13 and 14 are due
+		f.clock.Advance(3*time.Hour + 30*time.Minute) // 15:30: hours 13 and 14 are due
 		for range 3 {
 			if _, err := f.meter.TickStorage(context.Background()); err != nil {
 				t.Fatal(err)
