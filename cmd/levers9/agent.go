@@ -1,9 +1,7 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,8 +13,7 @@ import (
 
 	"github.com/levers9/levers9/agent"
 	"github.com/levers9/levers9/agent/runtime"
-	"github.com/levers9/levers9/agent/runtime/docker"
-	"github.com/levers9/levers9/internal/wire"
+	"github.com/spf13/cobra"
 )
 
 // agentFlags are the flags of `levers9 agent` and `levers9 agent join`.
@@ -24,8 +21,7 @@ type agentFlags struct {
 	server, stateDir, logLevel string
 	gpu, memory                string
 	cpus                       float64
-	runtime, defaultImage      string
-	workDir, jobUIDs           string // process runtime
+	runtime                    runtimeConfig
 	logQuota                   *int64
 	// join only
 	invite, name string
@@ -48,14 +44,14 @@ func (f *agentFlags) register(fs *flag.FlagSet, join bool) {
 	fs.StringVar(&f.gpu, "gpu", "", "declare GPUs instead of detecting them: TYPE:COUNT[,TYPE:COUNT…], e.g. H100:8")
 	fs.Float64Var(&f.cpus, "cpus", 0, "declare the CPUs instead of detecting them")
 	fs.StringVar(&f.memory, "memory", "", "declare the memory instead of detecting it, e.g. 256GiB")
-	fs.StringVar(&f.runtime, "runtime", env("LEVERS9_AGENT_RUNTIME", runtimeAuto),
+	fs.StringVar(&f.runtime.Runtime, "runtime", env("LEVERS9_AGENT_RUNTIME", runtimeAuto),
 		"how services run: docker (containers), process (child processes, for trusted machines) or auto (Docker when a daemon answers) (LEVERS9_AGENT_RUNTIME)")
-	fs.StringVar(&f.defaultImage, "default-image", env("LEVERS9_AGENT_DEFAULT_IMAGE", defaultImage),
+	fs.StringVar(&f.runtime.DefaultImage, "default-image", env("LEVERS9_AGENT_DEFAULT_IMAGE", defaultImage),
 		"on Docker, the image of services that give a command but no image (LEVERS9_AGENT_DEFAULT_IMAGE)")
-	fs.StringVar(&f.workDir, "work-dir", env("LEVERS9_AGENT_WORK_DIR", ""),
+	fs.StringVar(&f.runtime.WorkDir, "work-dir", env("LEVERS9_AGENT_WORK_DIR", ""),
 		"process runtime: where job directories live, outside the state directory; default "+localWorkBase+"/jobs-HASH as root, else STATE_DIR/jobs (LEVERS9_AGENT_WORK_DIR)")
 	f.logQuota = logQuotaFlag(fs, "job-log-quota", "this node")
-	fs.StringVar(&f.jobUIDs, "job-uids", env("LEVERS9_AGENT_JOB_UIDS", ""),
+	fs.StringVar(&f.runtime.JobUIDs, "job-uids", env("LEVERS9_AGENT_JOB_UIDS", ""),
 		"process runtime as root: FIRST:COUNT, the uids jobs run as, one per running job; default "+defaultJobUIDs+" (LEVERS9_AGENT_JOB_UIDS)")
 	if join {
 		fs.StringVar(&f.invite, "invite", "", "the invite code (required)")
@@ -86,6 +82,28 @@ func (f *agentFlags) declared() (agent.Declared, error) {
 	return d, nil
 }
 
+// newAgentCommand is levers9 agent and levers9 agent join. Their flags
+// default to environment variables and are read by the flag package as
+// before (levers9 agent -h lists them).
+func newAgentCommand(a *app) *cobra.Command {
+	agentCmd := func(use, short string, join bool) *cobra.Command {
+		return &cobra.Command{
+			Use: use, Short: short,
+			Long:               short + ".\nRun with -h for its flags; each defaults to the environment variable it names.",
+			DisableFlagParsing: true,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if join {
+					args = append([]string{"join"}, args...)
+				}
+				return codeErr(runAgent(cmd.Context(), args, a.stderr))
+			},
+		}
+	}
+	cmd := agentCmd("agent [flags]", "run the agent of a joined node", false)
+	cmd.AddCommand(agentCmd("join --server URL --invite CODE [flags]", "join this machine as a node, then run its agent", true))
+	return cmd
+}
+
 // runAgent is `levers9 agent [join] …`.
 func runAgent(ctx context.Context, args []string, stderr io.Writer) int {
 	join := len(args) > 0 && args[0] == "join"
@@ -112,17 +130,24 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	decl, err := f.declared()
 	if err == nil {
-		err = checkRuntime(f.runtime, f.defaultImage)
+		err = f.runtime.check(agentRuntimeFlags)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return exitUsage
 	}
+	if join && (f.server == "" || f.invite == "") {
+		fmt.Fprintf(stderr, "%s: --server and --invite are required\n", name)
+		return exitUsage
+	}
+	// Chosen before joining, so that a node that cannot run jobs does
+	// not spend its invite.
+	chosen, err := chooseRuntime(ctx, f.runtime, agentRuntimeFlags, f.stateDir, true, log.With("component", "runtime"))
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return exitError
+	}
 	if join {
-		if f.server == "" || f.invite == "" {
-			fmt.Fprintf(stderr, "%s: --server and --invite are required\n", name)
-			return exitUsage
-		}
 		st, err := agent.Join(ctx, agent.JoinConfig{
 			Server: f.server, Invite: f.invite, Name: f.name, StateDir: f.stateDir,
 			Inventory: decl.Apply(agent.DetectInventory(ctx)), Declared: decl, Version: version,
@@ -133,7 +158,7 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) int {
 		}
 		log.Info("joined", "node", st.NodeID, "name", st.Name, "server", st.Server, "state", filepath.Join(f.stateDir, agent.StateFile))
 	}
-	rt, err := newRuntime(ctx, f, log)
+	rt, err := chosen.open(ctx, f.stateDir, log.With("component", "runtime"))
 	if err == nil {
 		err = serveAgent(ctx, f.stateDir, f.server, decl, rt, *f.logQuota, log)
 	}
@@ -142,86 +167,6 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) int {
 		return exitError
 	}
 	return exitOK
-}
-
-// Runtime choices of `levers9 agent --runtime`.
-const (
-	runtimeAuto = "auto"
-	// defaultImage runs command-only services on Docker unless
-	// --default-image names another.
-	defaultImage = "debian:stable-slim"
-)
-
-func checkRuntime(kind, image string) error {
-	switch kind {
-	case runtimeAuto, wire.RuntimeDocker, wire.RuntimeProcess:
-	default:
-		return fmt.Errorf("--runtime %q: must be auto, docker or process", kind)
-	}
-	if kind != wire.RuntimeProcess && strings.TrimSpace(image) == "" {
-		return errors.New("--default-image must name an image")
-	}
-	return nil
-}
-
-// newRuntime makes the runtime f asks for for the node in its state
-// directory: Docker (auto: when a daemon answers) or child processes.
-func newRuntime(ctx context.Context, f agentFlags, log *slog.Logger) (runtime.Runtime, error) {
-	kind, image, stateDir := f.runtime, f.defaultImage, f.stateDir
-	if kind == runtimeAuto {
-		kind = wire.RuntimeProcess
-		if docker.Available(ctx, "") {
-			kind = wire.RuntimeDocker
-		}
-	}
-	log = log.With("component", "runtime")
-	if kind == wire.RuntimeProcess {
-		return processRuntime(stateDir, f.workDir, f.jobUIDs, log)
-	}
-	st, err := agent.LoadState(stateDir)
-	if err != nil {
-		return nil, err
-	}
-	rt, err := docker.New(ctx, docker.Config{NodeID: st.NodeID, DefaultImage: image, Logger: log})
-	if err != nil {
-		return nil, fmt.Errorf("--runtime docker: %w", err)
-	}
-	return rt, nil
-}
-
-// processRuntime runs services as child processes under this binary's
-// supervisor (they die with the agent). As root every job runs as a uid
-// of its own from jobUIDs, in a work directory outside the 0700 state
-// directory (which holds the node credential); otherwise jobs run as the
-// agent's user, which only a trusted single-user machine should accept.
-func processRuntime(stateDir, workDir, jobUIDs string, log *slog.Logger) (runtime.Runtime, error) {
-	if os.Geteuid() != 0 {
-		if jobUIDs != "" {
-			return nil, errors.New("--job-uids: running jobs as other users needs the agent to run as root")
-		}
-		log.Warn("the process runtime runs jobs as this agent's user: they can read what it can, the node credential included; " +
-			"on a machine others submit to use --runtime docker or run the agent as root")
-		return newProcessRuntime(cmp.Or(workDir, filepath.Join(stateDir, "jobs")), runtime.UIDRange{}, log)
-	}
-	uids, err := parseJobUIDs(jobUIDs)
-	if err != nil {
-		return nil, fmt.Errorf("--job-uids: %w", err)
-	}
-	root, err := jobWorkDir(workDir, stateDir)
-	if err != nil {
-		return nil, err
-	}
-	return newProcessRuntime(root, uids, log)
-}
-
-// newProcessRuntime is the process runtime rooted at root, under this
-// binary's supervisor, running jobs as uids (none: as the agent's user).
-func newProcessRuntime(root string, uids runtime.UIDRange, log *slog.Logger) (*runtime.Process, error) {
-	sup, err := supervisorArgv()
-	if err != nil {
-		return nil, err
-	}
-	return runtime.NewProcess(runtime.ProcessConfig{Root: root, UIDs: uids, Supervisor: sup, Logger: log})
 }
 
 // serveAgent runs the agent of the node in stateDir with rt until ctx

@@ -2,26 +2,33 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
+
+	"github.com/spf13/cobra"
 )
 
-// runCancel cancels jobs: levers9 cancel JOB [JOB...].
-func runCancel(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var c clientFlags
-	fs := flag.NewFlagSet("levers9 cancel", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c.register(fs)
-	if code, ok := c.parse(fs, args, stderr); !ok {
-		return code
+// newCancelCommand cancels jobs: levers9 cancel JOB [JOB...].
+func newCancelCommand(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:               "cancel JOB...",
+		Short:             "cancel jobs",
+		ValidArgsFunction: cobra.NoFileCompletions,
 	}
-	if fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "usage: levers9 cancel JOB [JOB...]")
-		return exitUsage
-	}
+	cmd.RunE = a.connected(func(cmd *cobra.Command, c clientFlags, args []string) int {
+		if len(args) == 0 {
+			fmt.Fprintln(a.stderr, "usage: levers9 cancel JOB [JOB...]")
+			return exitUsage
+		}
+		return cancelJobs(cmd.Context(), c, args, a.stdout, a.stderr)
+	})
+	return client(cmd, false)
+}
+
+// cancelJobs cancels every job of ids; it fails when any failed.
+func cancelJobs(ctx context.Context, c clientFlags, ids []string, stdout, stderr io.Writer) int {
 	code := exitOK
-	for _, id := range fs.Args() {
+	for _, id := range ids {
 		var out struct {
 			CancelJob struct{ ID, Status, StatusReason string }
 		}

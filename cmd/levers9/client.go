@@ -5,13 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // clientFlags are the connection flags every client command takes, and
@@ -24,63 +25,17 @@ type clientFlags struct {
 	Queue   string
 	Project string
 
-	// flagsFirst stops flag parsing at the first argument (run: the rest
-	// is a command line); otherwise flags may follow arguments.
-	flagsFirst bool
-
 	serverFlag, tokenFlag, contextFlag string
 }
 
 const defaultServer = "http://127.0.0.1:8080"
 
-func (c *clientFlags) register(fs *flag.FlagSet) {
+// register declares the connection flags: global flags, before or after
+// the command.
+func (c *clientFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.serverFlag, "server", "", "server URL (default: LEVERS9_SERVER, then the context's)")
 	fs.StringVar(&c.tokenFlag, "token", "", "API token (default: LEVERS9_TOKEN, then the context's)")
-	fs.StringVar(&c.contextFlag, "c", "", "the context to use (default: the current one; see levers9 context)")
-	fs.StringVar(&c.contextFlag, "context", "", "same as -c")
-}
-
-// parse parses a client command's arguments and resolves its connection.
-// ok is false when the command must stop with code.
-func (c *clientFlags) parse(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
-	parse := parseInterspersed
-	if c.flagsFirst {
-		parse = (*flag.FlagSet).Parse
-	}
-	if err := parse(fs, args); err != nil {
-		return usageExit(err), false
-	}
-	if err := c.resolve(); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
-		var unknown errUnknownContext
-		if errors.As(err, &unknown) {
-			return exitUsage, false
-		}
-		return exitError, false
-	}
-	return 0, true
-}
-
-// parseInterspersed parses flags anywhere among the arguments
-// (levers9 logs JOB -f); after "--" everything is an argument.
-func parseInterspersed(fs *flag.FlagSet, args []string) error {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
-			positional = append(positional, rest...)
-			break
-		}
-		positional = append(positional, rest[0])
-		args = rest[1:]
-	}
-	return fs.Parse(append([]string{"--"}, positional...))
+	fs.StringVarP(&c.contextFlag, "context", "c", "", "the context to use (default: the current one; see levers9 context)")
 }
 
 // errUnknownContext is -c naming no context.

@@ -3,12 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
 type queueRow struct {
@@ -32,12 +33,12 @@ type queueRow struct {
 	} `json:"nodes"`
 }
 
-// runQueues lists the queues: levers9 queues [--json].
-func runQueues(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c, asJSON, code, ok := parseListing("queues", args, stderr)
-	if !ok {
-		return code
-	}
+// newQueuesCommand lists the queues: levers9 queues [--json].
+func newQueuesCommand(a *app) *cobra.Command {
+	return listingCommand(a, "queues", "queues, their limits and prices", printQueues)
+}
+
+func printQueues(ctx context.Context, c clientFlags, asJSON bool, stdout, stderr io.Writer) int {
 	rows, err := listRows[queueRow](ctx, c, "queues", `{ queues(first: 1000, orderBy: {field: NAME, direction: ASC}) { edges { node {
   id name mode maxGpusPerJob maxCPUPerJob maxMemoryMibPerJob startFee cpuPrice memoryPrice
   gpuPrices { type perMinute } multiplier nodes { name status } } } } }`)
@@ -130,12 +131,12 @@ func (n nodeRow) gpuSummary() string {
 	return strings.Join(out, ", ")
 }
 
-// runNodes lists the nodes: levers9 nodes [--json].
-func runNodes(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c, asJSON, code, ok := parseListing("nodes", args, stderr)
-	if !ok {
-		return code
-	}
+// newNodesCommand lists the nodes: levers9 nodes [--json].
+func newNodesCommand(a *app) *cobra.Command {
+	return listingCommand(a, "nodes", "nodes, their resources and state", printNodes)
+}
+
+func printNodes(ctx context.Context, c clientFlags, asJSON bool, stdout, stderr io.Writer) int {
 	rows, err := listRows[nodeRow](ctx, c, "nodes", `{ nodes(first: 1000, orderBy: {field: NAME, direction: ASC}) { edges { node {
   id name status drain labels lastHeartbeatAt agentVersion inventory { cpus memoryMiB gpus { type count devices } runtime }
   booked { cpu memoryMiB gpus { type count devices } } free { cpu memoryMiB gpus { type count devices } }
@@ -169,26 +170,33 @@ func runNodes(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return exitOK
 }
 
-// runNode changes a node: levers9 node drain|undrain NAME. A draining node
-// takes no new jobs; the jobs it runs finish. Tenant admins only.
-func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// newNodeCommand changes a node: levers9 node drain|undrain NAME. A
+// draining node takes no new jobs; the jobs it runs finish. Tenant admins
+// only.
+func newNodeCommand(a *app) *cobra.Command {
 	const usage = "usage: levers9 node drain|undrain NAME"
-	if len(args) == 0 || (args[0] != "drain" && args[0] != "undrain") {
-		fmt.Fprintln(stderr, usage)
-		return exitUsage
+	verb := func(name, short string) *cobra.Command {
+		cmd := &cobra.Command{Use: name + " NAME", Short: short, ValidArgsFunction: cobra.NoFileCompletions}
+		cmd.RunE = a.connected(func(cmd *cobra.Command, c clientFlags, args []string) int {
+			if len(args) != 1 {
+				fmt.Fprintln(a.stderr, usage)
+				return exitUsage
+			}
+			return drainNode(cmd.Context(), c, args[0], name == "drain", a.stdout, a.stderr)
+		})
+		return client(cmd, false)
 	}
-	var c clientFlags
-	fs := flag.NewFlagSet("levers9 node "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c.register(fs)
-	if code, ok := c.parse(fs, args[1:], stderr); !ok {
-		return code
+	return groupCommand(a, "node", "stop (or resume) placing new jobs on a node", usage+"\n",
+		verb("drain", "stop placing new jobs on a node; the jobs it runs finish"),
+		verb("undrain", "place new jobs on a node again"))
+}
+
+// drainNode sets or clears the drain of the node called name.
+func drainNode(ctx context.Context, c clientFlags, name string, drain bool, stdout, stderr io.Writer) int {
+	verb := "undrain"
+	if drain {
+		verb = "drain"
 	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, usage)
-		return exitUsage
-	}
-	name, drain := fs.Arg(0), args[0] == "drain"
 	var found struct {
 		Nodes struct {
 			Edges []struct{ Node struct{ ID string } }
@@ -196,17 +204,17 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err := c.query(ctx, `query($n: String!) { nodes(first: 1, where: {name: $n}) { edges { node { id } } } }`,
 		map[string]any{"n": name}, &found); err != nil {
-		fmt.Fprintf(stderr, "levers9 node %s: %v\n", args[0], err)
+		fmt.Fprintf(stderr, "levers9 node %s: %v\n", verb, err)
 		return exitError
 	}
 	if len(found.Nodes.Edges) == 0 {
-		fmt.Fprintf(stderr, "levers9 node %s: NOT_FOUND: no node %q\n", args[0], name)
+		fmt.Fprintf(stderr, "levers9 node %s: NOT_FOUND: no node %q\n", verb, name)
 		return exitError
 	}
 	var out map[string]any
 	if err := c.query(ctx, `mutation($id: ID!, $d: Boolean!) { updateNode(id: $id, input: {drain: $d}) { id } }`,
 		map[string]any{"id": found.Nodes.Edges[0].Node.ID, "d": drain}, &out); err != nil {
-		fmt.Fprintf(stderr, "levers9 node %s: %v\n", args[0], err)
+		fmt.Fprintf(stderr, "levers9 node %s: %v\n", verb, err)
 		return exitError
 	}
 	if drain {
@@ -217,19 +225,16 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// parseListing parses the flags of a listing command without arguments
-// (levers9 NAME [--json] plus the client flags).
-func parseListing(name string, args []string, stderr io.Writer) (c clientFlags, asJSON bool, code int, ok bool) {
-	fs := flag.NewFlagSet("levers9 "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c.register(fs)
-	fs.BoolVar(&asJSON, "json", false, "print JSON")
-	if code, ok := c.parse(fs, args, stderr); !ok {
-		return c, false, code, false
-	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(stderr, "usage: levers9 %s [--json]\n", name)
-		return c, false, exitUsage, false
-	}
-	return c, asJSON, 0, true
+// listingCommand is a listing command without arguments (levers9 NAME
+// [--json]) printed by list.
+func listingCommand(a *app, name, short string, list func(ctx context.Context, c clientFlags, asJSON bool, stdout, stderr io.Writer) int) *cobra.Command {
+	cmd := &cobra.Command{Use: name + " [--json]", Short: short, ValidArgsFunction: cobra.NoFileCompletions}
+	cmd.RunE = a.connected(func(cmd *cobra.Command, c clientFlags, args []string) int {
+		if len(args) != 0 {
+			fmt.Fprintf(a.stderr, "usage: levers9 %s [--json]\n", name)
+			return exitUsage
+		}
+		return list(cmd.Context(), c, a.json, a.stdout, a.stderr)
+	})
+	return client(cmd, true)
 }

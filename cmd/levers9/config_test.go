@@ -1,47 +1,8 @@
 package main
 
 import (
-	"flag"
-	"io"
-	"slices"
 	"testing"
 )
-
-// Flags may follow arguments, except after "--", where everything is an
-// argument (levers9 logs JOB -f; levers9 x -- -f).
-func TestParseInterspersed(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		args       []string
-		wantFollow bool
-		wantN      int
-		wantArgs   []string
-	}{
-		{[]string{"job_1"}, false, 0, []string{"job_1"}},
-		{[]string{"job_1", "-f"}, true, 0, []string{"job_1"}},
-		{[]string{"-f", "job_1", "-n", "3", "job_2"}, true, 3, []string{"job_1", "job_2"}},
-		{[]string{"job_1", "--", "-f", "-n"}, false, 0, []string{"job_1", "-f", "-n"}},
-		{[]string{"--", "job_1", "-f"}, false, 0, []string{"job_1", "-f"}},
-		{nil, false, 0, []string{}},
-	} {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		follow := fs.Bool("f", false, "")
-		n := fs.Int("n", 0, "")
-		if err := parseInterspersed(fs, tc.args); err != nil {
-			t.Errorf("%q: %v", tc.args, err)
-			continue
-		}
-		if *follow != tc.wantFollow || *n != tc.wantN || !slices.Equal(append([]string{}, fs.Args()...), tc.wantArgs) {
-			t.Errorf("%q: -f=%v -n=%d args %q; want %v %d %q", tc.args, *follow, *n, fs.Args(), tc.wantFollow, tc.wantN, tc.wantArgs)
-		}
-	}
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	if err := parseInterspersed(fs, []string{"job_1", "--bogus"}); err == nil {
-		t.Error("an unknown flag after an argument was accepted")
-	}
-}
 
 // Context names and server URLs are checked before anything is written.
 func TestContextInputChecks(t *testing.T) {

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 )
 
 const contextUsage = `Usage:
@@ -20,45 +20,54 @@ const contextUsage = `Usage:
 Contexts live in ~/.levers9/config (or $LEVERS9_CONFIG), mode 0600.
 `
 
-// runContext manages the contexts of the config file.
-func runContext(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
+// newContextCommand manages the contexts of the config file.
+func newContextCommand(a *app) *cobra.Command {
+	list := &cobra.Command{
+		Use: "list [--json]", Aliases: []string{"ls"}, Short: "the contexts; * marks the current one",
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return codeErr(contextList(args, a.json, a.stdout, a.stderr))
+		},
+	}
+	use := &cobra.Command{
+		Use: "use NAME", Short: "make NAME the current context", ValidArgsFunction: completeFirstContext,
+		RunE: func(cmd *cobra.Command, args []string) error { return codeErr(contextUse(args, a.stdout, a.stderr)) },
+	}
+	var entry contextEntry
+	var makeCurrent bool
+	add := &cobra.Command{
+		Use:   "add NAME --server URL [--token T] [--queue Q] [--project P] [--environment E] [--use]",
+		Short: "add a context (the first one added becomes current)", ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return codeErr(contextAdd(args, entry, makeCurrent, a.stdout, a.stderr))
+		},
+	}
+	fs := add.Flags()
+	fs.StringVar(&entry.Server, "server", "", "server URL (required)")
+	fs.StringVar(&entry.Token, "token", "", "API token")
+	fs.StringVar(&entry.Queue, "queue", "", "default queue for submissions")
+	fs.StringVar(&entry.Project, "project", "", "default project for submissions")
+	fs.StringVar(&entry.Environment, "environment", "", "the environment the token acts in (informational)")
+	fs.BoolVar(&makeCurrent, "use", false, "make it the current context")
+	remove := &cobra.Command{
+		Use: "remove NAME", Aliases: []string{"rm"}, Short: "remove a context", ValidArgsFunction: completeFirstContext,
+		RunE: func(cmd *cobra.Command, args []string) error { return codeErr(contextRemove(args, a.stdout, a.stderr)) },
+	}
+	list.Annotations = map[string]string{annotationJSON: "true"}
+	return groupCommand(a, "context", "manage the contexts in ~/.levers9/config", contextUsage, list, use, add, remove)
+}
+
+// completeFirstContext completes a command's one argument, a context name.
+func completeFirstContext(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return completeContexts(cmd, args, toComplete)
+}
+
+func contextList(args []string, asJSON bool, stdout, stderr io.Writer) int {
+	if len(args) != 0 {
 		fmt.Fprint(stderr, contextUsage)
-		return exitUsage
-	}
-	switch args[0] {
-	case "list", "ls":
-		return contextList(args[1:], stdout, stderr)
-	case "use":
-		return contextUse(args[1:], stdout, stderr)
-	case "add":
-		return contextAdd(args[1:], stdout, stderr)
-	case "remove", "rm":
-		return contextRemove(args[1:], stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, contextUsage)
-		return exitOK
-	}
-	fmt.Fprintf(stderr, "levers9 context: unknown subcommand %q\n\n%s", args[0], contextUsage)
-	return exitUsage
-}
-
-// contextFlagSet is a flag set whose usage is the context usage.
-func contextFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("levers9 context "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, contextUsage) }
-	return fs
-}
-
-func contextList(args []string, stdout, stderr io.Writer) int {
-	fs := contextFlagSet("list", stderr)
-	asJSON := fs.Bool("json", false, "print JSON (tokens left out)")
-	if err := fs.Parse(args); err != nil {
-		return usageExit(err)
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
 		return exitUsage
 	}
 	cfg, err := loadConfig(false, stderr)
@@ -71,7 +80,7 @@ func contextList(args []string, stdout, stderr io.Writer) int {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	if *asJSON {
+	if asJSON {
 		type row struct {
 			Name        string `json:"name"`
 			Current     bool   `json:"current"`
@@ -118,29 +127,12 @@ func contextUse(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func contextAdd(args []string, stdout, stderr io.Writer) int {
-	fs := contextFlagSet("add", stderr)
-	var c contextEntry
-	fs.StringVar(&c.Server, "server", "", "server URL (required)")
-	fs.StringVar(&c.Token, "token", "", "API token")
-	fs.StringVar(&c.Queue, "queue", "", "default queue for submissions")
-	fs.StringVar(&c.Project, "project", "", "default project for submissions")
-	fs.StringVar(&c.Environment, "environment", "", "the environment the token acts in (informational)")
-	use := fs.Bool("use", false, "make it the current context")
-	// NAME may come before the flags: levers9 context add prod --server …
-	var name string
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
-		name, args = args[0], args[1:]
-	}
-	if err := fs.Parse(args); err != nil {
-		return usageExit(err)
-	}
-	if name == "" && fs.NArg() == 1 {
-		name = fs.Arg(0)
-	} else if fs.NArg() != 0 || name == "" {
-		fs.Usage()
+func contextAdd(args []string, c contextEntry, makeCurrent bool, stdout, stderr io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprint(stderr, contextUsage)
 		return exitUsage
 	}
+	name := args[0]
 	if err := checkContextName(name); err != nil {
 		fmt.Fprintln(stderr, "levers9 context add:", err)
 		return exitUsage
@@ -159,7 +151,7 @@ func contextAdd(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	cfg.Contexts[name] = c
-	if *use || cfg.Current == "" {
+	if makeCurrent || cfg.Current == "" {
 		cfg.Current = name
 	}
 	if err := cfg.save(); err != nil {
@@ -214,15 +206,11 @@ func orDash(s string) string {
 // loads the configuration, which must hold NAME; else it returns the exit
 // code, having said why.
 func namedContext(verb string, args []string, stderr io.Writer) (*config, string, int, bool) {
-	fs := contextFlagSet(verb, stderr)
-	if err := fs.Parse(args); err != nil {
-		return nil, "", usageExit(err), false
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
+	if len(args) != 1 {
+		fmt.Fprint(stderr, contextUsage)
 		return nil, "", exitUsage, false
 	}
-	name := fs.Arg(0)
+	name := args[0]
 	cfg, err := loadConfig(true, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "levers9 context %s: %v\n", verb, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/levers9/levers9/internal/wire"
+	"github.com/spf13/cobra"
 )
 
 // A remote path is BUCKET:KEY (BUCKET: alone for the whole bucket); a local
@@ -96,22 +96,28 @@ func (c clientFlags) list(ctx context.Context, bucket, prefix string) ([]wire.Fi
 	}
 }
 
-// runLs lists a bucket: levers9 ls BUCKET[:PREFIX].
-func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var c clientFlags
-	fs := flag.NewFlagSet("levers9 ls", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c.register(fs)
-	if code, ok := c.parse(fs, args, stderr); !ok {
-		return code
+// newLsCommand lists a bucket: levers9 ls BUCKET[:PREFIX].
+func newLsCommand(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:               "ls BUCKET[:PREFIX]",
+		Short:             "list a bucket's files",
+		ValidArgsFunction: cobra.NoFileCompletions,
 	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: levers9 ls BUCKET[:PREFIX]")
-		return exitUsage
-	}
-	bucket, prefix, ok := remote(fs.Arg(0))
+	cmd.RunE = a.connected(func(cmd *cobra.Command, c clientFlags, args []string) int {
+		if len(args) != 1 {
+			fmt.Fprintln(a.stderr, "usage: levers9 ls BUCKET[:PREFIX]")
+			return exitUsage
+		}
+		return listFiles(cmd.Context(), c, args[0], a.stdout, a.stderr)
+	})
+	return client(cmd, false)
+}
+
+// listFiles prints the objects of BUCKET[:PREFIX].
+func listFiles(ctx context.Context, c clientFlags, arg string, stdout, stderr io.Writer) int {
+	bucket, prefix, ok := remote(arg)
 	if !ok {
-		bucket, prefix = fs.Arg(0), ""
+		bucket, prefix = arg, ""
 	}
 	objs, err := c.list(ctx, bucket, prefix)
 	if err != nil {
@@ -128,23 +134,34 @@ func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// runRm removes objects: levers9 rm [-r] BUCKET:KEY.
-func runRm(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var c clientFlags
-	fs := flag.NewFlagSet("levers9 rm", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c.register(fs)
-	recursive := fs.Bool("r", false, "remove every object under the prefix")
-	if code, ok := c.parse(fs, args, stderr); !ok {
-		return code
+// newRmCommand removes objects: levers9 rm [-r] BUCKET:KEY.
+func newRmCommand(a *app) *cobra.Command {
+	var recursive bool
+	cmd := &cobra.Command{
+		Use:               "rm [-r] BUCKET:KEY",
+		Short:             "delete files",
+		ValidArgsFunction: cobra.NoFileCompletions,
 	}
-	bucket, key, ok := remote(fs.Arg(0))
-	if fs.NArg() != 1 || !ok || key == "" {
-		fmt.Fprintln(stderr, "usage: levers9 rm [-r] BUCKET:KEY")
-		return exitUsage
-	}
+	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "remove every object under the prefix")
+	cmd.RunE = a.connected(func(cmd *cobra.Command, c clientFlags, args []string) int {
+		var bucket, key string
+		ok := len(args) == 1
+		if ok {
+			bucket, key, ok = remote(args[0])
+		}
+		if !ok || key == "" {
+			fmt.Fprintln(a.stderr, "usage: levers9 rm [-r] BUCKET:KEY")
+			return exitUsage
+		}
+		return removeFiles(cmd.Context(), c, bucket, key, recursive, a.stdout, a.stderr)
+	})
+	return client(cmd, false)
+}
+
+// removeFiles removes bucket:key, or with recursive every object under it.
+func removeFiles(ctx context.Context, c clientFlags, bucket, key string, recursive bool, stdout, stderr io.Writer) int {
 	keys := []string{key}
-	if *recursive {
+	if recursive {
 		objs, err := c.list(ctx, bucket, strings.TrimSuffix(key, "/")+"/")
 		if err != nil {
 			fmt.Fprintln(stderr, "levers9 rm:", err)
@@ -167,30 +184,35 @@ func runRm(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// runCp copies between the local disk and buckets:
+// newCpCommand copies between the local disk and buckets:
 // levers9 cp [-r] SRC DST, where one side is BUCKET:KEY.
-func runCp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var c clientFlags
-	flags := flag.NewFlagSet("levers9 cp", flag.ContinueOnError)
-	flags.SetOutput(stderr)
-	c.register(flags)
-	recursive := flags.Bool("r", false, "copy directories and prefixes recursively")
-	if code, ok := c.parse(flags, args, stderr); !ok {
-		return code
+func newCpCommand(a *app) *cobra.Command {
+	var recursive bool
+	cmd := &cobra.Command{
+		Use:   "cp [-r] SRC DST",
+		Short: "copy between the local disk and BUCKET:KEY",
 	}
-	if flags.NArg() != 2 {
-		fmt.Fprintln(stderr, "usage: levers9 cp [-r] SRC DST   (one of them BUCKET:KEY)")
-		return exitUsage
-	}
-	src, dst := flags.Arg(0), flags.Arg(1)
+	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "copy directories and prefixes recursively")
+	cmd.RunE = a.connected(func(cmd *cobra.Command, c clientFlags, args []string) int {
+		if len(args) != 2 {
+			fmt.Fprintln(a.stderr, "usage: levers9 cp [-r] SRC DST   (one of them BUCKET:KEY)")
+			return exitUsage
+		}
+		return copyFiles(cmd.Context(), c, args[0], args[1], recursive, a.stdout, a.stderr)
+	})
+	return client(cmd, false)
+}
+
+// copyFiles copies src to dst, one of them BUCKET:KEY.
+func copyFiles(ctx context.Context, c clientFlags, src, dst string, recursive bool, stdout, stderr io.Writer) int {
 	sb, sk, srcRemote := remote(src)
 	db, dk, dstRemote := remote(dst)
 	var err error
 	switch {
 	case !srcRemote && dstRemote:
-		err = c.upload(ctx, src, db, dk, *recursive, stdout, stderr)
+		err = c.upload(ctx, src, db, dk, recursive, stdout, stderr)
 	case srcRemote && !dstRemote:
-		err = c.download(ctx, sb, sk, dst, *recursive, stdout, stderr)
+		err = c.download(ctx, sb, sk, dst, recursive, stdout, stderr)
 	default:
 		fmt.Fprintln(stderr, "levers9 cp: copy between the local disk and a bucket: exactly one side is BUCKET:KEY")
 		return exitUsage

@@ -2,11 +2,12 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
 const inviteUsage = `Usage:
@@ -40,102 +41,115 @@ func (i inviteRow) state(now time.Time) string {
 	return "open"
 }
 
-// runInvite manages node invites: levers9 invite create|list|revoke.
-func runInvite(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, inviteUsage)
-		return exitUsage
+// newInviteCommand manages node invites: levers9 invite create|list|revoke.
+func newInviteCommand(a *app) *cobra.Command {
+	var name string
+	var expires time.Duration
+	create := &cobra.Command{
+		Use:               "create [--name NODE] [--expires DURATION] [--json]",
+		Short:             "an invite for a machine to join as a node",
+		ValidArgsFunction: cobra.NoFileCompletions,
 	}
-	var c clientFlags
-	fs := flag.NewFlagSet("levers9 invite "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, inviteUsage) }
-	c.register(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
-	switch args[0] {
-	case "create":
-		name := fs.String("name", "", "the name the joining node gets")
-		expires := fs.Duration("expires", 0, "how long the invite is valid (0: the server's default)")
-		if code, ok := c.parse(fs, args[1:], stderr); !ok {
-			return code
-		}
-		if fs.NArg() != 0 || *expires < 0 {
-			fs.Usage()
+	create.Flags().StringVar(&name, "name", "", "the name the joining node gets")
+	create.Flags().Var(durationValue{&expires}, "expires", "how long the invite is valid, such as 2h or 7d (0: the server's default)")
+	create.RunE = a.connected(func(cmd *cobra.Command, c clientFlags, args []string) int {
+		if len(args) != 0 {
+			fmt.Fprint(a.stderr, inviteUsage)
 			return exitUsage
 		}
-		vars := map[string]any{}
-		if *name != "" {
-			vars["n"] = *name
-		}
-		if *expires > 0 {
-			vars["e"] = int(expires.Seconds())
-		}
-		var out struct {
-			CreateNodeInvite struct {
-				Code        string    `json:"code"`
-				JoinCommand string    `json:"joinCommand"`
-				Invite      inviteRow `json:"invite"`
-			} `json:"createNodeInvite"`
-		}
-		if err := c.query(ctx, `mutation($n: String, $e: Int) { createNodeInvite(nodeName: $n, expiresInSeconds: $e) { code joinCommand invite { `+inviteFields+` } } }`, vars, &out); err != nil {
-			fmt.Fprintln(stderr, "levers9 invite create:", err)
-			return exitError
-		}
-		if *asJSON {
-			return printJSON(stdout, stderr, out.CreateNodeInvite)
-		}
-		inv := out.CreateNodeInvite
-		fmt.Fprintf(stdout, "Invite %s, valid until %s. On the machine, run (the code is shown once):\n  %s\n",
-			inv.Invite.ID, inv.Invite.ExpiresAt.Local().Format(time.DateTime), inv.JoinCommand)
-		return exitOK
-	case "list", "ls":
-		if code, ok := c.parse(fs, args[1:], stderr); !ok {
-			return code
-		}
-		if fs.NArg() != 0 {
-			fs.Usage()
-			return exitUsage
-		}
-		rows, err := listRows[inviteRow](ctx, c, "nodeInvites", `{ nodeInvites(first: 1000, orderBy: {field: CREATED_AT, direction: DESC}) { edges { node { `+inviteFields+` } } } }`)
-		if err != nil {
-			fmt.Fprintln(stderr, "levers9 invite list:", err)
-			return exitError
-		}
-		if *asJSON {
-			return printJSON(stdout, stderr, rows)
-		}
-		now := time.Now()
-		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "ID\tNODE NAME\tSTATE\tCREATED\tEXPIRES\tNODE")
-		for _, i := range rows {
-			node := "-"
-			if i.NodeID != nil {
-				node = *i.NodeID
-			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", i.ID, orDash(i.NodeName), i.state(now),
-				i.CreatedAt.Local().Format(time.DateTime), i.ExpiresAt.Local().Format(time.DateTime), node)
-		}
-		if err := w.Flush(); err != nil {
-			return exitError
-		}
-		return exitOK
-	case "revoke":
-		if code, ok := c.parse(fs, args[1:], stderr); !ok {
-			return code
-		}
-		if fs.NArg() == 0 {
-			fs.Usage()
-			return exitUsage
-		}
-		return eachID(fs.Args(), stdout, stderr, "levers9 invite revoke", func(id string) (string, error) {
-			var out struct{ RevokeNodeInvite inviteRow }
-			err := c.query(ctx, `mutation($id: ID!) { revokeNodeInvite(id: $id) { `+inviteFields+` } }`, map[string]any{"id": id}, &out)
-			return "revoked " + out.RevokeNodeInvite.ID, err
-		})
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, inviteUsage)
-		return exitOK
+		return createInvite(cmd.Context(), c, name, expires, a.json, a.stdout, a.stderr)
+	})
+	list := &cobra.Command{
+		Use:               "list [--json]",
+		Aliases:           []string{"ls"},
+		Short:             "invites and what became of them",
+		ValidArgsFunction: cobra.NoFileCompletions,
 	}
-	fmt.Fprintf(stderr, "levers9 invite: unknown subcommand %q\n\n%s", args[0], inviteUsage)
-	return exitUsage
+	list.RunE = a.connected(func(cmd *cobra.Command, c clientFlags, args []string) int {
+		if len(args) != 0 {
+			fmt.Fprint(a.stderr, inviteUsage)
+			return exitUsage
+		}
+		return listInvites(cmd.Context(), c, a.json, a.stdout, a.stderr)
+	})
+	revoke := &cobra.Command{
+		Use:               "revoke ID...",
+		Short:             "revoke unused invites",
+		ValidArgsFunction: cobra.NoFileCompletions,
+	}
+	revoke.RunE = a.connected(func(cmd *cobra.Command, c clientFlags, args []string) int {
+		if len(args) == 0 {
+			fmt.Fprint(a.stderr, inviteUsage)
+			return exitUsage
+		}
+		return revokeInvites(cmd.Context(), c, args, a.stdout, a.stderr)
+	})
+	return groupCommand(a, "invite", "invites for machines to join as nodes", inviteUsage,
+		client(create, true), client(list, true), client(revoke, true))
+}
+
+// createInvite creates an invite for the node name ("": the joiner's
+// choice), valid for expires (0: the server's default).
+func createInvite(ctx context.Context, c clientFlags, name string, expires time.Duration, asJSON bool, stdout, stderr io.Writer) int {
+	vars := map[string]any{}
+	if name != "" {
+		vars["n"] = name
+	}
+	if expires > 0 {
+		vars["e"] = int(expires.Seconds())
+	}
+	var out struct {
+		CreateNodeInvite struct {
+			Code        string    `json:"code"`
+			JoinCommand string    `json:"joinCommand"`
+			Invite      inviteRow `json:"invite"`
+		} `json:"createNodeInvite"`
+	}
+	if err := c.query(ctx, `mutation($n: String, $e: Int) { createNodeInvite(nodeName: $n, expiresInSeconds: $e) { code joinCommand invite { `+inviteFields+` } } }`, vars, &out); err != nil {
+		fmt.Fprintln(stderr, "levers9 invite create:", err)
+		return exitError
+	}
+	if asJSON {
+		return printJSON(stdout, stderr, out.CreateNodeInvite)
+	}
+	inv := out.CreateNodeInvite
+	fmt.Fprintf(stdout, "Invite %s, valid until %s. On the machine, run (the code is shown once):\n  %s\n",
+		inv.Invite.ID, inv.Invite.ExpiresAt.Local().Format(time.DateTime), inv.JoinCommand)
+	return exitOK
+}
+
+// listInvites prints the invites and what became of them.
+func listInvites(ctx context.Context, c clientFlags, asJSON bool, stdout, stderr io.Writer) int {
+	rows, err := listRows[inviteRow](ctx, c, "nodeInvites", `{ nodeInvites(first: 1000, orderBy: {field: CREATED_AT, direction: DESC}) { edges { node { `+inviteFields+` } } } }`)
+	if err != nil {
+		fmt.Fprintln(stderr, "levers9 invite list:", err)
+		return exitError
+	}
+	if asJSON {
+		return printJSON(stdout, stderr, rows)
+	}
+	now := time.Now()
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tNODE NAME\tSTATE\tCREATED\tEXPIRES\tNODE")
+	for _, i := range rows {
+		node := "-"
+		if i.NodeID != nil {
+			node = *i.NodeID
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", i.ID, orDash(i.NodeName), i.state(now),
+			i.CreatedAt.Local().Format(time.DateTime), i.ExpiresAt.Local().Format(time.DateTime), node)
+	}
+	if err := w.Flush(); err != nil {
+		return exitError
+	}
+	return exitOK
+}
+
+// revokeInvites revokes the invites ids.
+func revokeInvites(ctx context.Context, c clientFlags, ids []string, stdout, stderr io.Writer) int {
+	return eachID(ids, stdout, stderr, "levers9 invite revoke", func(id string) (string, error) {
+		var out struct{ RevokeNodeInvite inviteRow }
+		err := c.query(ctx, `mutation($id: ID!) { revokeNodeInvite(id: $id) { `+inviteFields+` } }`, map[string]any{"id": id}, &out)
+		return "revoked " + out.RevokeNodeInvite.ID, err
+	})
 }

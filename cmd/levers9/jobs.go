@@ -3,12 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
 // jobRow is a job as `jobs` and `job show` print it; JSON keys follow the
@@ -50,32 +51,39 @@ type jobRow struct {
 const jobFields = `id name status statusReason createdAt startedAt finishedAt queue { name } project { name } owner { email }
   estimatePerMinute services { name status statusReason command cpu memoryMib gpus gpuType exitCode node { name } }`
 
-// runJobs lists jobs, newest first: levers9 jobs [--status S] [-n N] [--json].
-func runJobs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var c clientFlags
-	fs := flag.NewFlagSet("levers9 jobs", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c.register(fs)
-	status := fs.String("status", "", "only jobs with this status (PENDING, RUNNING, COMPLETE, ERROR, CANCELLED)")
-	limit := fs.Int("n", 50, "how many jobs, newest first (0: all)")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if code, ok := c.parse(fs, args, stderr); !ok {
-		return code
+// newJobsCommand lists jobs, newest first: levers9 jobs [--status S] [-n N] [--json].
+func newJobsCommand(a *app) *cobra.Command {
+	var status string
+	var limit int
+	cmd := &cobra.Command{
+		Use:               "jobs [--status STATUS] [-n N] [--json]",
+		Short:             "your environment's jobs, newest first",
+		ValidArgsFunction: cobra.NoFileCompletions,
 	}
-	if fs.NArg() != 0 || *limit < 0 {
-		fmt.Fprintln(stderr, "usage: levers9 jobs [--status STATUS] [-n N] [--json]")
-		return exitUsage
-	}
+	cmd.Flags().StringVar(&status, "status", "", "only jobs with this status (PENDING, RUNNING, COMPLETE, ERROR, CANCELLED)")
+	cmd.Flags().IntVarP(&limit, "limit", "n", 50, "how many jobs, newest first (0: all)")
+	cmd.RunE = a.connected(func(cmd *cobra.Command, c clientFlags, args []string) int {
+		if len(args) != 0 || limit < 0 {
+			fmt.Fprintln(a.stderr, "usage: levers9 jobs [--status STATUS] [-n N] [--json]")
+			return exitUsage
+		}
+		return listJobs(cmd.Context(), c, status, limit, a.json, a.stdout, a.stderr)
+	})
+	return client(cmd, true)
+}
+
+// listJobs prints up to limit jobs (0: all) with status ("": any).
+func listJobs(ctx context.Context, c clientFlags, status string, limit int, asJSON bool, stdout, stderr io.Writer) int {
 	where := map[string]any{}
-	if *status != "" {
-		where["status"] = strings.ToUpper(*status)
+	if status != "" {
+		where["status"] = strings.ToUpper(status)
 	}
 	var jobs []jobRow
 	var after any
-	for *limit == 0 || len(jobs) < *limit {
+	for limit == 0 || len(jobs) < limit {
 		page := 500
-		if *limit > 0 {
-			page = min(page, *limit-len(jobs))
+		if limit > 0 {
+			page = min(page, limit-len(jobs))
 		}
 		var out struct {
 			Jobs struct {
@@ -102,7 +110,7 @@ func runJobs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		after = out.Jobs.PageInfo.EndCursor
 	}
-	if *asJSON {
+	if asJSON {
 		if jobs == nil {
 			jobs = []jobRow{}
 		}
@@ -120,25 +128,26 @@ func runJobs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// runJob is `levers9 job show JOB [--json]`.
-func runJob(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "show" {
-		fmt.Fprintln(stderr, "usage: levers9 job show [--json] JOB")
-		return exitUsage
+// newJobCommand is levers9 job show JOB [--json].
+func newJobCommand(a *app) *cobra.Command {
+	const showUsage = "usage: levers9 job show [--json] JOB"
+	show := &cobra.Command{
+		Use:               "show JOB",
+		Short:             "a job and its services",
+		ValidArgsFunction: cobra.NoFileCompletions,
 	}
-	var c clientFlags
-	fs := flag.NewFlagSet("levers9 job show", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c.register(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if code, ok := c.parse(fs, args[1:], stderr); !ok {
-		return code
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: levers9 job show [--json] JOB")
-		return exitUsage
-	}
-	id := fs.Arg(0)
+	show.RunE = a.connected(func(cmd *cobra.Command, c clientFlags, args []string) int {
+		if len(args) != 1 {
+			fmt.Fprintln(a.stderr, showUsage)
+			return exitUsage
+		}
+		return showJob(cmd.Context(), c, args[0], a.json, a.stdout, a.stderr)
+	})
+	return groupCommand(a, "job", "a job and its services", showUsage+"\n", client(show, true))
+}
+
+// showJob prints job id and its services.
+func showJob(ctx context.Context, c clientFlags, id string, asJSON bool, stdout, stderr io.Writer) int {
 	var out struct{ Node *jobRow }
 	if err := c.query(ctx, `query($id: ID!) { node(id: $id) { ... on Job { `+jobFields+` } } }`, map[string]any{"id": id}, &out); err != nil {
 		fmt.Fprintln(stderr, "levers9 job show:", err)
@@ -149,7 +158,7 @@ func runJob(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	j := out.Node
-	if *asJSON {
+	if asJSON {
 		return printJSON(stdout, stderr, j)
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)

@@ -20,7 +20,7 @@ func TestLocalNodeJobUIDs(t *testing.T) {
 	}
 	prepare := func(uids string) (*localRuntime, error) {
 		dir := t.TempDir()
-		cfg := localNodeConfig{Runtime: "process", WorkDir: filepath.Join(dir, "work"), JobUIDs: uids}
+		cfg := localNodeConfig{runtimeConfig: runtimeConfig{Runtime: "process", WorkDir: filepath.Join(dir, "work"), JobUIDs: uids}}
 		data := filepath.Join(dir, "data")
 		if err := os.Mkdir(data, 0o700); err != nil {
 			t.Fatal(err)

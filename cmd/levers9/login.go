@@ -4,40 +4,52 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
 
-// runLogin signs in and stores the connection as a context: with --token
-// it checks and stores that token; otherwise it asks for the email and
-// password (the password without echo on a terminal), signs in and
-// creates an API token for this machine.
-func runLogin(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("levers9 login", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: levers9 login [--server URL] [--email EMAIL | --token TOKEN] [--name CONTEXT]")
-		fs.PrintDefaults()
+// loginFlags are what levers9 login takes.
+type loginFlags struct {
+	server, email, token, name, queue, project string
+}
+
+// newLoginCommand signs in and stores the connection as a context: with
+// --token it checks and stores that token; otherwise it asks for the
+// email and password (the password without echo on a terminal), signs in
+// and creates an API token for this machine.
+func newLoginCommand(a *app) *cobra.Command {
+	var f loginFlags
+	cmd := &cobra.Command{
+		Use:               "login [--server URL] [--email EMAIL | --token TOKEN] [--name CONTEXT]",
+		Short:             "sign in and store the connection as the current context",
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 0 {
+				fmt.Fprintf(a.stderr, "Usage: %s\n%s", cmd.UseLine(), cmd.LocalFlags().FlagUsages())
+				return exitCode(exitUsage)
+			}
+			return codeErr(login(cmd.Context(), f, a.stdin, a.stdout, a.stderr))
+		},
 	}
-	server := fs.String("server", "", "server URL (asked when missing)")
-	email := fs.String("email", "", "email to sign in with (asked when missing)")
-	token := fs.String("token", "", "an API token to store instead of signing in")
-	name := fs.String("name", "", "context name (default: the server's host)")
-	queue := fs.String("queue", "", "default queue for submissions")
-	project := fs.String("project", "", "default project for submissions")
-	if err := fs.Parse(args); err != nil {
-		return usageExit(err)
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return exitUsage
-	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.server, "server", "", "server URL (asked when missing)")
+	fs.StringVar(&f.email, "email", "", "email to sign in with (asked when missing)")
+	fs.StringVar(&f.token, "token", "", "an API token to store instead of signing in")
+	fs.StringVar(&f.name, "name", "", "context name (default: the server's host)")
+	fs.StringVar(&f.queue, "queue", "", "default queue for submissions")
+	fs.StringVar(&f.project, "project", "", "default project for submissions")
+	return cmd
+}
+
+// login signs in as f says, asking on stdin for what is missing.
+func login(ctx context.Context, f loginFlags, stdin io.Reader, stdout, stderr io.Writer) int {
+	server, email, token, name, queue, project := &f.server, &f.email, &f.token, &f.name, &f.queue, &f.project
 	in := bufio.NewReader(stdin)
 	fail := func(err error) int {
 		fmt.Fprintln(stderr, "levers9 login:", err)

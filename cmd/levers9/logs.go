@@ -6,12 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"github.com/spf13/cobra"
 )
 
 // logLine is one line as the jobLogs query and subscription return it.
@@ -29,43 +31,48 @@ const (
 	logsPage  = 1000
 )
 
-// runLogs prints the lines of a job; with -f it follows them until the job
-// has ended.
-func runLogs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var c clientFlags
-	fs := flag.NewFlagSet("levers9 logs", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: levers9 logs [-f] [--attempt N] [--from SEQ] [--json] JOB")
-		fs.PrintDefaults()
+// newLogsCommand prints the lines of a job; with -f it follows them until
+// the job has ended.
+func newLogsCommand(a *app) *cobra.Command {
+	var follow bool
+	var from int64
+	var attempt int
+	cmd := &cobra.Command{
+		Use:               "logs [-f] [--attempt N] [--from SEQ] [--json] JOB",
+		Short:             "print a job's output; -f follows it until the job ends",
+		ValidArgsFunction: cobra.NoFileCompletions,
 	}
-	c.register(fs)
-	follow := fs.Bool("f", false, "follow the lines until the job has ended")
-	asJSON := fs.Bool("json", false, "print one JSON object per line (attempt, seq, service, stream, text)")
-	from := fs.Int64("from", 1, "first line to print (each attempt numbers its lines from 1)")
-	attempt := fs.Int("attempt", 0, "the attempt whose lines to print (a job requeued after its node was lost runs again as the next attempt); default: the current one, and with -f the ones after it")
-	if code, ok := c.parse(fs, args, stderr); !ok {
-		return code
-	}
-	if *attempt < 0 {
-		fmt.Fprintln(stderr, "levers9 logs: --attempt must be 1 or more")
-		return exitUsage
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitUsage
-	}
-	job := fs.Arg(0)
+	fs := cmd.Flags()
+	fs.BoolVarP(&follow, "follow", "f", false, "follow the lines until the job has ended")
+	fs.Int64Var(&from, "from", 1, "first line to print (each attempt numbers its lines from 1)")
+	fs.IntVar(&attempt, "attempt", 0, "the attempt whose lines to print (a job requeued after its node was lost runs again as the next attempt); default: the current one, and with -f the ones after it")
+	cmd.RunE = a.connected(func(cmd *cobra.Command, c clientFlags, args []string) int {
+		if attempt < 0 {
+			fmt.Fprintln(a.stderr, "levers9 logs: --attempt must be 1 or more")
+			return exitUsage
+		}
+		if len(args) != 1 {
+			fmt.Fprintf(a.stderr, "Usage: %s\n%s", cmd.UseLine(), fs.FlagUsages())
+			return exitUsage
+		}
+		return printJobLogs(cmd.Context(), c, args[0], follow, attempt, from, a.json, a.stdout, a.stderr)
+	})
+	return client(cmd, true)
+}
+
+// printJobLogs prints the lines of job's attempt from seq from on; with
+// --json one JSON object per line (attempt, seq, service, stream, text).
+func printJobLogs(ctx context.Context, c clientFlags, job string, follow bool, attempt int, from int64, asJSON bool, stdout, stderr io.Writer) int {
 	print := func(l logLine) { printLine(stdout, l) }
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		print = func(l logLine) { _ = enc.Encode(l) }
 	}
 	var err error
-	if *follow {
-		err = c.followAttempt(ctx, job, *attempt, *from, print)
+	if follow {
+		err = c.followAttempt(ctx, job, attempt, from, print)
 	} else {
-		err = c.printLogs(ctx, job, *attempt, *from, print)
+		err = c.printLogs(ctx, job, attempt, from, print)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "levers9 logs:", err)
@@ -124,11 +131,11 @@ func (c clientFlags) followLogs(ctx context.Context, job string, from int64, pri
 // A given attempt is followed until it is over; attempt 0 starts with the
 // current one and goes on to the next whenever the job is requeued, until
 // the job has ended. A dropped stream is resumed after the last line
-// printed, so nothing is printed twice or skipped.
+// printed, so nothing is printed twice or skipped; resumptions back off
+// (followBackOff) until a stream brings lines again.
 func (c clientFlags) followAttempt(ctx context.Context, job string, attempt int, from int64, print func(logLine)) error {
 	pinned := attempt != 0
-	backoff := 500 * time.Millisecond
-	for {
+	follow := func() (struct{}, error) {
 		progressed := false
 		done, err := c.streamLogs(ctx, job, attempt, from, func(l logLine) {
 			print(l)
@@ -143,34 +150,53 @@ func (c clientFlags) followAttempt(ctx context.Context, job string, attempt int,
 			// only an attempt that is over has no more lines.
 			st, err := c.jobState(ctx, job)
 			if err != nil {
-				return err
+				return struct{}{}, backoff.Permanent(err)
 			}
 			switch {
 			case attempt != 0 && st.Attempt > attempt && !pinned:
 				attempt, from = attempt+1, 1
-				backoff = 500 * time.Millisecond
-				continue
+				return struct{}{}, &backoff.RetryAfterError{} // the next attempt at once
 			case attempt != 0 && st.Attempt > attempt, st.ended():
-				return nil
+				return struct{}{}, nil
 			}
+			err = errStreamEnded
 		}
 		var apiErr apiError
 		if errors.As(err, &apiErr) && permanent(apiErr) {
-			return apiErr
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
+			return struct{}{}, backoff.Permanent(apiErr)
 		}
 		if progressed {
-			backoff = 500 * time.Millisecond
+			// Lines came: the next wait starts from the shortest again.
+			return struct{}{}, &backoff.RetryAfterError{Duration: followMinWait}
 		}
-		select {
-		case <-time.After(backoff):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		backoff = min(backoff*2, 10*time.Second)
+		return struct{}{}, err
 	}
+	_, err := backoff.Retry(ctx, follow, backoff.WithBackOff(followBackOff()), backoff.WithMaxElapsedTime(0))
+	if err != nil && ctx.Err() != nil {
+		// Stopped (Ctrl-C): say so as context.Canceled, not as the
+		// signal that caused it or a broken read.
+		return ctx.Err()
+	}
+	return err
+}
+
+// errStreamEnded is a log stream the server ended before the job.
+var errStreamEnded = errors.New("the log stream ended before the job")
+
+// Waits between resumptions of a log stream.
+const (
+	followMinWait = 500 * time.Millisecond
+	followMaxWait = 10 * time.Second
+)
+
+// followBackOff is how long a follower waits before resuming a stream that
+// brought nothing: from followMinWait, doubling up to followMaxWait,
+// jittered so that followers of a restarted server do not come back at
+// once.
+func followBackOff() *backoff.ExponentialBackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.Multiplier, b.MaxInterval = followMinWait, 2, followMaxWait
+	return b
 }
 
 // jobState is what `run` and `logs -f` need to know about a job.

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -53,6 +52,8 @@ Client commands (connection: -c CONTEXT, --server, --token; see below):
   levers9 node drain|undrain NAME
                            stop (or resume) placing new jobs on a node
   levers9 version          print the version
+  levers9 completion bash|zsh|fish|powershell
+                           print a shell completion script (see levers9 completion -h)
 
 jobs, job show, logs, tokens, token, invite, queues, nodes and context
 list take --json for scripts. Run "levers9 COMMAND -h" for a command's flags.
@@ -60,6 +61,11 @@ list take --json for scripts. Run "levers9 COMMAND -h" for a command's flags.
 Connection: the --server and --token flags, else LEVERS9_SERVER and
 LEVERS9_TOKEN, else the context named by -c, else the current context of
 ~/.levers9/config (LEVERS9_CONFIG names another file; mode 0600).
+-c/--context, --server, --token and --json go before or after the command:
+levers9 -c prod jobs is levers9 jobs -c prod.
+
+Durations (--timeout, --expires) are Go durations (90s, 45m, 2h30m) or
+days (30d, 1d12h).
 
 Exit codes: 0 success; 1 an error (the server refused: the message starts
 with its code, such as NOT_FOUND or UNAUTHENTICATED; or it could not be
@@ -84,73 +90,16 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// run runs the command line args and returns its exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return exitUsage
-	}
-	var err error
-	switch args[0] {
-	case "server":
-		cfg, perr := parseServerConfig(args[1:], os.LookupEnv, stderr)
-		if perr != nil {
-			return usageExit(perr)
-		}
-		err = runServer(ctx, cfg, stdout)
-	case "tokens":
-		return runTokens(ctx, args[1:], stdout, stderr)
-	case "logs":
-		return runLogs(ctx, args[1:], stdout, stderr)
-	case "run":
-		return runRun(ctx, args[1:], stdout, stderr)
-	case "submit":
-		return runSubmit(ctx, args[1:], stdout, stderr)
-	case "agent":
-		return runAgent(ctx, args[1:], stderr)
-	case "cancel":
-		return runCancel(ctx, args[1:], stdout, stderr)
-	case "ls":
-		return runLs(ctx, args[1:], stdout, stderr)
-	case "cp":
-		return runCp(ctx, args[1:], stdout, stderr)
-	case "rm":
-		return runRm(ctx, args[1:], stdout, stderr)
-	case "jobs":
-		return runJobs(ctx, args[1:], stdout, stderr)
-	case "job":
-		return runJob(ctx, args[1:], stdout, stderr)
-	case "token":
-		return runToken(ctx, args[1:], stdout, stderr)
-	case "invite":
-		return runInvite(ctx, args[1:], stdout, stderr)
-	case "queues":
-		return runQueues(ctx, args[1:], stdout, stderr)
-	case "nodes":
-		return runNodes(ctx, args[1:], stdout, stderr)
-	case "node":
-		return runNode(ctx, args[1:], stdout, stderr)
-	case "login":
-		return runLogin(ctx, args[1:], os.Stdin, stdout, stderr)
-	case "context":
-		return runContext(ctx, args[1:], stdout, stderr)
-	case supervisorCommand: // not in the usage: the process runtime runs it
-		return runSupervise(args[1:])
-	case "version":
-		fmt.Fprintln(stdout, "levers9", version)
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
-	default:
-		fmt.Fprintf(stderr, "levers9: unknown command %q\n\n%s", args[0], usage)
-		return exitUsage
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "levers9:", err)
-		return exitError
-	}
-	return exitOK
+	root := newRootCommand(&app{stdin: os.Stdin, stdout: stdout, stderr: stderr})
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	return exitCodeOfRun(cmd, err, stderr)
 }
 
-// usageExit is the exit code for a flag parsing error: 0 for -h.
+// usageExit is the exit code for a flag parsing error of the commands that
+// parse their own flags (server, agent): 0 for -h.
 func usageExit(err error) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK

@@ -3,27 +3,48 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 const submitMutation = `mutation($s: JobSpecInput!) { submitJob(spec: $s) { id } }`
 
-// runRun submits a one-service job running CMD ARGS (or IMAGE's own
-// command), prints its output as if it ran here (stdout to stdout, stderr
-// to stderr) and exits with its exit code. With -d (and as levers9
-// submit) it prints the job's ID and returns, like sbatch.
-func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return runJobCommand(ctx, "run", args, stdout, stderr)
-}
-
-// runSubmit is levers9 run -d.
-func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return runJobCommand(ctx, "submit", args, stdout, stderr)
+// newRunCommand is levers9 run and levers9 submit: run submits a
+// one-service job running CMD ARGS (or IMAGE's own command), prints its
+// output as if it ran here (stdout to stdout, stderr to stderr) and exits
+// with its exit code. With -d (and as levers9 submit) it prints the job's
+// ID and returns, like sbatch.
+func newRunCommand(a *app, name string) *cobra.Command {
+	short := "run CMD as a job, print its output, exit with its code"
+	if name == "submit" {
+		short = "levers9 run -d: submit, print the job ID"
+	}
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   name + " [flags] [--] [CMD [ARGS...]]",
+		Short: short,
+		Long:  short + ".\nCMD is required without --image; everything after CMD (or after --) is the job's, flags included.",
+	}
+	// Flags end at CMD: the rest is the job's command line.
+	cmd.Flags().SetInterspersed(false)
+	f.register(cmd.Flags(), name == "submit")
+	cmd.RunE = a.connected(func(cmd *cobra.Command, c clientFlags, args []string) int {
+		if len(args) == 0 && f.image == "" {
+			fmt.Fprintf(a.stderr, "Usage: levers9 %s [flags] [--] [CMD [ARGS...]]   (CMD is required without --image)\n%s", name, cmd.Flags().FlagUsages())
+			return exitUsage
+		}
+		if name == "submit" {
+			f.detach = true
+		}
+		return runJob(cmd.Context(), c, name, f, args, a.stdout, a.stderr)
+	})
+	return client(cmd, false)
 }
 
 // runFlags are what levers9 run and submit take besides the connection.
@@ -38,7 +59,7 @@ type runFlags struct {
 	detach                      bool
 }
 
-func (f *runFlags) register(fs *flag.FlagSet, submit bool) {
+func (f *runFlags) register(fs *pflag.FlagSet, submit bool) {
 	fs.StringVar(&f.queue, "queue", "", "queue ID or name (default: the context's queue, else default)")
 	fs.StringVar(&f.project, "project", "", "project ID or name to charge (default: the context's project)")
 	fs.StringVar(&f.name, "name", "", "job name")
@@ -47,41 +68,22 @@ func (f *runFlags) register(fs *flag.FlagSet, submit bool) {
 	fs.IntVar(&f.memory, "memory", 0, "memory in MiB (0: the queue's default)")
 	fs.Var(&f.gpus, "gpus", "GPUs: N:TYPE, N:TYPE1,TYPE2 (a preference list), or N when the queue offers one GPU type")
 	fs.Var(&f.env, "env", "an environment variable K=V (repeatable)")
-	fs.Var(&f.timeout, "timeout", "stop the job after this long: a Go duration (90m, 2h30m) or seconds")
+	fs.Var(&f.timeout, "timeout", "stop the job after this long: a duration (90m, 2h30m, 1d) or seconds")
 	fs.Var(&f.mounts, "mount", "mount a bucket: BUCKET:/PATH, or BUCKET:/PATH:ro for read-only (repeatable)")
 	detach := "detach: print the job's ID and return (like levers9 submit)"
 	if submit {
 		detach = "accepted for symmetry with run: submit always detaches"
 	}
-	fs.BoolVar(&f.detach, "d", false, detach)
-	fs.BoolVar(&f.detach, "detach", false, "same as -d")
+	fs.BoolVarP(&f.detach, "detach", "d", false, detach)
 }
 
-func runJobCommand(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
-	c := clientFlags{flagsFirst: true}
-	fs := flag.NewFlagSet("levers9 "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: levers9 %s [flags] [--] [CMD [ARGS...]]   (CMD is required without --image)\n", name)
-		fs.PrintDefaults()
-	}
-	c.register(fs)
-	var f runFlags
-	f.register(fs, name == "submit")
-	if code, ok := c.parse(fs, args, stderr); !ok {
-		return code
-	}
-	if fs.NArg() == 0 && f.image == "" {
-		fs.Usage()
-		return exitUsage
-	}
-	if name == "submit" {
-		f.detach = true
-	}
+// runJob submits the job f and command describe; unless f.detach it
+// follows its output and returns its exit code.
+func runJob(ctx context.Context, c clientFlags, name string, f runFlags, command []string, stdout, stderr io.Writer) int {
 	queue, project := first(f.queue, c.Queue, "default"), first(f.project, c.Project)
 	svc := map[string]any{"name": "main"}
-	if fs.NArg() > 0 {
-		svc["command"] = fs.Args()
+	if len(command) > 0 {
+		svc["command"] = command
 	}
 	if f.image != "" {
 		svc["image"] = f.image
@@ -197,6 +199,7 @@ type gpuFlag struct {
 }
 
 func (g *gpuFlag) String() string { return "" }
+func (g *gpuFlag) Type() string   { return "N[:TYPE]" }
 
 func (g *gpuFlag) Set(v string) error {
 	n, types, hasTypes := strings.Cut(v, ":")
@@ -220,6 +223,7 @@ func (g *gpuFlag) Set(v string) error {
 type envFlags []map[string]any
 
 func (e *envFlags) String() string { return "" }
+func (e *envFlags) Type() string   { return "K=V" }
 
 // Set parses K=V; the server checks the name.
 func (e *envFlags) Set(v string) error {
@@ -231,11 +235,12 @@ func (e *envFlags) Set(v string) error {
 	return nil
 }
 
-// timeoutFlag is --timeout in whole seconds, from a Go duration or a
-// number of seconds.
+// timeoutFlag is --timeout in whole seconds, from a duration
+// (parseDuration) or a number of seconds.
 type timeoutFlag int
 
 func (t *timeoutFlag) String() string { return "" }
+func (t *timeoutFlag) Type() string   { return "duration" }
 
 func (t *timeoutFlag) Set(v string) error {
 	if s, err := strconv.Atoi(v); err == nil {
@@ -245,9 +250,9 @@ func (t *timeoutFlag) Set(v string) error {
 		*t = timeoutFlag(s)
 		return nil
 	}
-	d, err := time.ParseDuration(v)
+	d, err := parseDuration(v)
 	if err != nil || d < time.Second {
-		return fmt.Errorf("%q: want a duration of at least 1s (90m, 2h30m) or seconds", v)
+		return fmt.Errorf("%q: want a duration of at least 1s (90m, 2h30m, 1d) or seconds", v)
 	}
 	*t = timeoutFlag((d + time.Second - 1) / time.Second) // whole seconds, rounded up
 	return nil
@@ -292,6 +297,7 @@ func exitCodeOf(st jobState, job string, stderr io.Writer) int {
 type mountFlags []map[string]any
 
 func (m *mountFlags) String() string { return "" }
+func (m *mountFlags) Type() string   { return "BUCKET:/PATH[:ro]" }
 
 // Set parses BUCKET:/PATH[:ro]; the server checks the rest (bucket, path).
 func (m *mountFlags) Set(v string) error {

@@ -8,12 +8,14 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/levers9/levers9/agent"
 	"github.com/levers9/levers9/internal/filesapi"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/tunnel"
+	"github.com/spf13/cobra"
 )
 
 // serverConfig is the whole configuration of levers9 server, read once
@@ -86,8 +88,11 @@ func (e *envSource) fail(flagName string, err error) {
 	e.bad[flagName] = err
 }
 
+// durationVar is a duration flag read by parseDuration (so 30d is a
+// duration here too), defaulting to variable name, else def.
 func (e *envSource) durationVar(fs *flag.FlagSet, p *time.Duration, flagName, name string, def time.Duration, usage string) {
-	fs.DurationVar(p, flagName, typed(e, flagName, name, def, "duration", time.ParseDuration), usage)
+	*p = typed(e, flagName, name, def, "duration", parseDuration)
+	fs.Var(durationValue{p}, flagName, usage)
 }
 
 func (e *envSource) int64Var(fs *flag.FlagSet, p *int64, flagName, name string, def int64, usage string) {
@@ -181,12 +186,16 @@ func parseServerConfig(args []string, lookup func(string) (string, bool), out io
 	if err := fs.Parse(args); err != nil {
 		return c, err // the flag package has said why
 	}
-	// The log level is checked with the others, so name where it came from.
-	levelSource := "--log-level"
-	if _, ok := lookup("LEVERS9_LOG_LEVEL"); ok && !given(fs, "log-level") {
-		levelSource = "LEVERS9_LOG_LEVEL"
+	// The log level and runtime are checked with the others, so name
+	// where they came from.
+	source := func(flagName, name string) string {
+		if _, ok := lookup(name); ok && !given(fs, flagName) {
+			return name
+		}
+		return "--" + flagName
 	}
-	err = errors.Join(e.errors(fs), c.check(*logLevel, levelSource))
+	err = errors.Join(e.errors(fs), c.check(*logLevel, source("log-level", "LEVERS9_LOG_LEVEL")),
+		c.checkLocalNode(source("local-node-runtime", "LEVERS9_LOCAL_NODE_RUNTIME"), source("local-node-default-image", "LEVERS9_LOCAL_NODE_DEFAULT_IMAGE")))
 	if err != nil {
 		fmt.Fprintln(out, "levers9 server:", err)
 	}
@@ -207,4 +216,40 @@ func (c *serverConfig) check(logLevel, levelSource string) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// checkLocalNode checks the built-in node's runtime choice, naming the
+// flag or variable it came from (runtimeSource, imageSource).
+func (c *serverConfig) checkLocalNode(runtimeSource, imageSource string) error {
+	err := c.Local.check(localNodeRuntimeFlags)
+	if err == nil {
+		return nil
+	}
+	// check names the flags; say the variable when it came from one.
+	msg := strings.NewReplacer(localNodeRuntimeFlags.name("runtime"), runtimeSource,
+		localNodeRuntimeFlags.name("default-image"), imageSource).Replace(err.Error())
+	return errors.New(msg)
+}
+
+// newServerCommand is levers9 server: its flags default to environment
+// variables and are read, with them, into one checked serverConfig
+// (parseServerConfig); levers9 server -h lists them.
+func newServerCommand(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:                "server [flags]",
+		Short:              "run the control plane (GraphQL at /graphql)",
+		Long:               "Run the control plane (GraphQL at /graphql).\nRun with -h for its flags; each defaults to the environment variable it names.",
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := parseServerConfig(args, os.LookupEnv, a.stderr)
+			if err != nil {
+				return codeErr(usageExit(err))
+			}
+			if err := runServer(cmd.Context(), cfg, a.stdout); err != nil {
+				fmt.Fprintln(a.stderr, "levers9:", err)
+				return exitCode(exitError)
+			}
+			return nil
+		},
+	}
 }

@@ -6,14 +6,21 @@ import (
 	"path/filepath"
 
 	"github.com/levers9/levers9/agent/runtime"
+	"github.com/spf13/cobra"
 )
 
 // supervisorCommand is the hidden subcommand the process runtime starts
 // each service under: this binary again (see runtime.Supervise).
 const supervisorCommand = runtime.SupervisorArg
 
-// runSupervise is `levers9 __supervise …`.
-func runSupervise(args []string) int { return runtime.Supervise(args) }
+// newSupervisorCommand is `levers9 __supervise …`, not in the usage: its
+// arguments are the supervisor's own.
+func newSupervisorCommand() *cobra.Command {
+	return &cobra.Command{
+		Use: supervisorCommand, Hidden: true, DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error { return codeErr(runtime.Supervise(args)) },
+	}
+}
 
 // supervisorProgram is the small supervisor binary (cmd/levers9-supervise)
 // looked for beside this one.

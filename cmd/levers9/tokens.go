@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/ledger"
+	"github.com/spf13/cobra"
 )
 
 const tokensQuery = `query($n: Int!) {
@@ -21,22 +21,28 @@ const tokensQuery = `query($n: Int!) {
   } } }
 }`
 
-// runTokens prints the viewer's balance, their projects' balances and
-// their most recent charges, newest first.
-func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var c clientFlags
-	fs := flag.NewFlagSet("levers9 tokens", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c.register(fs)
-	limit := fs.Int("n", 20, "how many recent charges to show (at most 1000)")
-	asJSON := fs.Bool("json", false, "print the answer as JSON")
-	if code, ok := c.parse(fs, args, stderr); !ok {
-		return code
+// newTokensCommand prints the viewer's balance, their projects' balances
+// and their most recent charges, newest first.
+func newTokensCommand(a *app) *cobra.Command {
+	var limit int
+	cmd := &cobra.Command{
+		Use:               "tokens [-n N] [--json]",
+		Short:             "your token balance, your projects' and recent charges",
+		ValidArgsFunction: cobra.NoFileCompletions,
 	}
-	if *limit < 0 || *limit > 1000 {
-		fmt.Fprintln(stderr, "levers9 tokens: -n must be between 0 and 1000")
-		return exitUsage
-	}
+	cmd.Flags().IntVarP(&limit, "limit", "n", 20, "how many recent charges to show (at most 1000)")
+	cmd.RunE = a.connected(func(cmd *cobra.Command, c clientFlags, args []string) int {
+		if limit < 0 || limit > 1000 {
+			fmt.Fprintln(a.stderr, "levers9 tokens: -n must be between 0 and 1000")
+			return exitUsage
+		}
+		return printTokens(cmd.Context(), c, limit, a.json, a.stdout, a.stderr)
+	})
+	return client(cmd, true)
+}
+
+// printTokens prints the balances and the last limit charges.
+func printTokens(ctx context.Context, c clientFlags, limit int, asJSON bool, stdout, stderr io.Writer) int {
 	// JSON tags in GraphQL's spelling: --json prints the answer as is.
 	var out struct {
 		Viewer struct {
@@ -77,11 +83,11 @@ func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			} `json:"edges"`
 		} `json:"charges"`
 	}
-	if err := c.query(ctx, tokensQuery, map[string]any{"n": *limit}, &out); err != nil {
+	if err := c.query(ctx, tokensQuery, map[string]any{"n": limit}, &out); err != nil {
 		fmt.Fprintln(stderr, "levers9 tokens:", err)
 		return exitError
 	}
-	if *asJSON {
+	if asJSON {
 		return printJSON(stdout, stderr, out)
 	}
 	bal := "unknown"
