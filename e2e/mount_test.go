@@ -9,7 +9,8 @@ import (
 
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/objtest"
-	"github.com/levers9/levers9/storage"
+	"github.com/minio/minio-go/v7"
+	s3creds "github.com/minio/minio-go/v7/pkg/credentials"
 )
 
 // mountEnv is a server with an "inputs" and an "outputs" bucket on one storage,
@@ -47,19 +48,12 @@ func newMountEnv(t *testing.T, kind string) *mountEnv {
 	e.group = ids.Groups.Edges[0].Node.ID
 	storageID := ids.Storages.Edges[0].Node.ID
 	if kind == "s3" {
-		bucket := objtest.BucketName()
-		cfg := storage.S3Config{Endpoint: objtest.Endpoint(t), Bucket: bucket, AccessKeyID: objtest.AccessKey, SecretAccessKey: objtest.SecretKey, AllowPrivate: true}
-		d, err := storage.OpenS3(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := d.EnsureBucket(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		endpoint := objtest.Endpoint(t)
+		bucket := newS3Bucket(t, endpoint)
 		var st struct{ CreateStorage struct{ ID string } }
 		gql(t, s.URL, c.Token, `mutation($in: CreateStorageInput!) { createStorage(input: $in) { id } }`, map[string]any{"in": map[string]any{
-			"name": "minio", "kind": "S3", "endpoint": cfg.Endpoint, "s3Bucket": bucket,
-			"accessKeyID": cfg.AccessKeyID, "secretAccessKey": cfg.SecretAccessKey,
+			"name": "minio", "kind": "S3", "endpoint": endpoint, "s3Bucket": bucket,
+			"accessKeyID": objtest.AccessKey, "secretAccessKey": objtest.SecretKey,
 			"queueIDs": []string{ids.Queues.Edges[0].Node.ID},
 		}}, &st)
 		storageID = st.CreateStorage.ID
@@ -71,6 +65,23 @@ func newMountEnv(t *testing.T, kind string) *mountEnv {
 		e.buckets[name] = b.CreateBucket.ID
 	}
 	return e
+}
+
+// newS3Bucket makes a fresh bucket on the test's MinIO, with MinIO's own
+// client: the server is only ever told about it.
+func newS3Bucket(t *testing.T, endpoint string) string {
+	t.Helper()
+	mc, err := minio.New(strings.TrimPrefix(endpoint, "http://"), &minio.Options{
+		Creds: s3creds.NewStaticV4(objtest.AccessKey, objtest.SecretKey, ""),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bucket := objtest.BucketName()
+	if err := mc.MakeBucket(context.Background(), bucket, minio.MakeBucketOptions{}); err != nil {
+		t.Fatalf("making S3 bucket %s: %v", bucket, err)
+	}
+	return bucket
 }
 
 // cli runs the CLI against the server and wants exit code want.

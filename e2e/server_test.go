@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base32"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -17,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/dockertest"
 )
@@ -90,7 +91,7 @@ func TestRestartKeepsCredentials(t *testing.T) {
 func TestPresetAdminSecrets(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
-		token, _ := auth.NewSecret()
+		token := newSecret()
 		const password = "preset password for e2e"
 		s := startServer(t, t.TempDir(), url, "LEVERS9_ADMIN_TOKEN="+token, "LEVERS9_ADMIN_PASSWORD="+password)
 		c := s.credentials()
@@ -477,4 +478,12 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// newSecret makes a token the way the server does: "lv9_" and 256 random
+// bits in lower-case base32 without padding.
+func newSecret() string {
+	b := make([]byte, 32)
+	rand.Read(b) // never fails: it crashes the program instead
+	return "lv9_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,6 +58,7 @@ type envOptions struct {
 	tls            bool
 	publicURL      string
 	idle, lifetime time.Duration
+	queries        *atomic.Int64 // when set, counts the ent client's statements
 }
 
 func newEnv(t testing.TB, url string, opts ...envOptions) *env {
@@ -76,6 +78,9 @@ func newEnv(t testing.TB, url string, opts ...envOptions) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	if o.queries != nil {
+		db.Ent = countingClient(db, o.queries)
+	}
 	if err := db.Exclusive(ctx, func() error { return db.Migrate(ctx) }); err != nil {
 		t.Fatal(err)
 	}

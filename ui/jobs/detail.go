@@ -3,30 +3,32 @@ package jobs
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/joblog"
+	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/ui/app"
-	"github.com/levers9/levers9/ui/components"
 )
 
 // detailPage is a job with the panel of one of its services.
 type detailPage struct {
-	Job       *ent.Job
-	Queue     string
-	Project   string
-	Duration  string
+	Job       jobView
 	CanCancel bool
 	// Selected is the service whose panel is open, or nil.
-	Selected *ent.Service
-	Node     string
+	Selected *panel
 	Lines    []joblog.Line
 	// Follow is the URL of the live log stream, empty once the job ended.
 	Follow string
+}
+
+// panel is the open service, formatted.
+type panel struct {
+	ID, Name, Status, Node, ExitCode, Reason string
 }
 
 func (h *handlers) detail(w http.ResponseWriter, r *http.Request) error {
@@ -38,38 +40,33 @@ func (h *handlers) detail(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v := viewer.FromContext(ctx)
-	p := detailPage{Job: j, Duration: components.Took(j.StartedAt, j.FinishedAt, time.Now()),
-		CanCancel: !joblog.Ended(j.Status) && (j.OwnerID == v.UserID || v.Admin)}
-	if j.Edges.Queue != nil {
-		p.Queue = j.Edges.Queue.Name
-	}
-	if j.Edges.Project != nil {
-		p.Project = j.Edges.Project.Name
-	}
+	p := detailPage{Job: describeJob(j, j.Edges.Services, time.Now()), CanCancel: jobs.MayCancel(viewer.FromContext(ctx), j)}
 	name := r.URL.Query().Get("service")
 	if name == "" && len(j.Edges.Services) == 1 {
 		name = j.Edges.Services[0].Name
 	}
+	var selected *ent.Service
 	for _, s := range j.Edges.Services {
 		if s.Name == name {
-			p.Selected = s
+			selected = s
 		}
 	}
-	if name != "" && p.Selected == nil {
+	if name != "" && selected == nil {
 		return fault.Missing(fmt.Sprintf("service %q of job %s", name, j.ID))
 	}
-	if s := p.Selected; s != nil {
-		p.Node = s.NodeID
+	if s := selected; s != nil {
+		p.Selected = &panel{ID: s.ID, Name: s.Name, Status: string(s.Status), Node: s.NodeID,
+			ExitCode: exitCode(s.ExitCode), Reason: orDash(s.StatusReason)}
 		if s.Edges.Node != nil {
-			p.Node = s.Edges.Node.Name
+			p.Selected.Node = s.Edges.Node.Name
 		}
+		p.Selected.Node = orDash(p.Selected.Node)
 		// The lines so far are in the page (it works without scripts); the
 		// script follows on from the last one.
 		var next int64 = 1
 	read:
 		for {
-			lines, err := joblog.Lines(ctx, c, j.ID, 0, next, joblog.MaxPage)
+			lines, err := h.rt.Deps.Logs.Lines(ctx, j.ID, 0, next, joblog.MaxPage)
 			if err != nil {
 				return err
 			}
@@ -106,9 +103,16 @@ func (h *handlers) cancel(w http.ResponseWriter, r *http.Request) error {
 	return app.SeeOther(w, r, "/jobs/"+j.ID)
 }
 
-func displayName(j *ent.Job) string {
-	if j.Name != "" {
-		return j.Name
+func orDash(s string) string {
+	if s == "" {
+		return "—"
 	}
-	return j.ID
+	return s
+}
+
+func exitCode(c *int) string {
+	if c == nil {
+		return "—"
+	}
+	return strconv.Itoa(*c)
 }

@@ -3,8 +3,6 @@
 package jobs
 
 import (
-	"context"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -17,12 +15,10 @@ import (
 	"github.com/levers9/levers9/ent/charge"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/queue"
-	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/access"
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/ledger"
-	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/ui/app"
 	"github.com/levers9/levers9/ui/components"
 )
@@ -60,15 +56,6 @@ func parseFilter(q url.Values) (filter, error) {
 		}
 	}
 	return f, nil
-}
-
-// row is one job of the table.
-type row struct {
-	Job      *ent.Job
-	Queue    string
-	Project  string
-	Tokens   billing.Tokens
-	Duration string
 }
 
 type listPage struct {
@@ -117,7 +104,7 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 	for _, e := range conn.Edges {
 		ids = append(ids, e.Node.ID)
 	}
-	services, err := servicesOf(ctx, c, ids)
+	services, err := h.rt.Deps.Jobs.ServicesOf(ctx, ids)
 	if err != nil {
 		return err
 	}
@@ -133,25 +120,16 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 	}
 	now := time.Now()
 	for _, e := range conn.Edges {
-		j := e.Node
-		j.Edges.Services = services[j.ID]
-		rw := row{Job: j, Tokens: spent[j.ID], Duration: components.Took(j.StartedAt, j.FinishedAt, now)}
-		if j.Edges.Queue != nil {
-			rw.Queue = j.Edges.Queue.Name
-		}
-		if j.Edges.Project != nil {
-			rw.Project = j.Edges.Project.Name
-		}
-		p.Rows = append(p.Rows, rw)
+		p.Rows = append(p.Rows, newRow(e.Node, services[e.Node.ID], spent[e.Node.ID], now))
 	}
 	p.Pager.Prev, p.Pager.Next = app.PageLinks("/jobs", r.URL.Query(), conn.PageInfo)
 	p.Pager.Summary = strconv.Itoa(conn.TotalCount) + " jobs"
-	queues, err := access.UsableQueues(ctx, c.Queue.Query()).Order(ent.Asc(queue.FieldName)).All(ctx)
+	choices, err := access.ChoicesOf(ctx, c)
 	if err != nil {
 		return err
 	}
 	p.Queues = []components.Option{{Value: "", Label: "any queue"}}
-	for _, q := range queues {
+	for _, q := range choices.Queues {
 		p.Queues = append(p.Queues, components.Option{Value: q.Name, Label: q.Name})
 	}
 	p.Statuses = []components.Option{{Value: "", Label: "any status"}}
@@ -159,25 +137,4 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 		p.Statuses = append(p.Statuses, components.Option{Value: string(s), Label: string(s)})
 	}
 	return app.Render(w, r, http.StatusOK, listView(h.rt.Frame(r, "Jobs"), p))
-}
-
-// servicesOf loads the services of jobs ids, which the viewer's privacy
-// rules already let through (the IDs come from the viewer's job query).
-// It reads them by job ID alone: with the privacy filter's tenant_id
-// predicate added, SQLite picks the tenant_id index and reads every service
-// of the tenant instead of the (job_id, name) index.
-func servicesOf(ctx context.Context, c *ent.Client, ids []string) (map[string][]*ent.Service, error) {
-	out := map[string][]*ent.Service{}
-	if len(ids) == 0 {
-		return out, nil
-	}
-	all, err := c.Service.Query().Where(service.JobIDIn(ids...)).
-		Order(ent.Asc(service.FieldName)).All(viewer.SystemContext(ctx))
-	if err != nil {
-		return nil, fmt.Errorf("loading services of %d jobs: %w", len(ids), err)
-	}
-	for _, s := range all {
-		out[s.JobID] = append(out[s.JobID], s)
-	}
-	return out, nil
 }

@@ -54,7 +54,7 @@ func (h *handlers) logs(w http.ResponseWriter, r *http.Request) error {
 	// up) ends the response without "end": EventSource then reconnects
 	// with Last-Event-ID and the stream resumes after the last line shown.
 	var failed atomic.Bool
-	lines, err := joblog.Follow(ctx, h.rt.Deps.DB.Ent, h.rt.Deps.Bus, id, 0, from, joblog.Options{Log: h.rt.Deps.Log,
+	lines, err := h.rt.Deps.Logs.Follow(ctx, id, 0, from, joblog.Options{Log: h.rt.Deps.Log,
 		OnError: func(err error) {
 			failed.Store(true)
 			h.rt.Deps.Log.Warn("following logs for the dashboard", "job", id, "err", err)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/fault"
-	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/ui/app"
 )
 
@@ -71,7 +70,7 @@ func (h *handlers) signIn(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handlers) signOut(w http.ResponseWriter, r *http.Request) error {
-	if err := h.rt.EndSession(viewer.SystemContext(r.Context())); err != nil {
+	if err := h.rt.EndSession(r.Context()); err != nil {
 		return err
 	}
 	return app.SeeOther(w, r, "/signin")

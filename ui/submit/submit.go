@@ -7,11 +7,11 @@ import (
 	"strings"
 
 	"github.com/levers9/levers9/ent"
-	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/internal/access"
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/queues"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/ui/app"
 	"github.com/levers9/levers9/ui/components"
@@ -67,36 +67,20 @@ func (h *handlers) load(r *http.Request, f form) (page, error) {
 	ctx := r.Context()
 	c := h.rt.Deps.DB.Ent
 	p := page{Form: f, Errors: fieldErrors{}}
-	qs, err := c.Queue.Query().Order(ent.Asc(queue.FieldName)).All(ctx)
+	choices, err := access.ChoicesOf(ctx, c)
 	if err != nil {
 		return p, err
 	}
-	for _, q := range qs {
-		ok, err := access.CanUseQueue(ctx, c, q.ID)
-		if err != nil {
-			return p, err
-		}
-		if ok {
-			p.Queues = append(p.Queues, describe(q))
-		}
+	for _, q := range choices.Queues {
+		p.Queues = append(p.Queues, describe(q))
 	}
 	for i := range p.Queues {
 		if p.Queues[i].Name == f.Queue || (f.Queue == "" && i == 0) {
 			p.Selected = &p.Queues[i]
 		}
 	}
-	projects, err := c.Project.Query().Order(ent.Asc("name")).All(ctx)
-	if err != nil {
-		return p, err
-	}
-	for _, pr := range projects {
-		ok, err := access.IsProjectMember(ctx, c, pr.ID)
-		if err != nil {
-			return p, err
-		}
-		if ok {
-			p.Projects = append(p.Projects, components.Option{Value: pr.Name, Label: pr.Name})
-		}
+	for _, pr := range choices.Projects {
+		p.Projects = append(p.Projects, components.Option{Value: pr.Name, Label: pr.Name})
 	}
 	t, err := c.Tenant.Get(ctx, viewer.FromContext(ctx).TenantID)
 	if err != nil {
@@ -121,16 +105,10 @@ func (h *handlers) load(r *http.Request, f form) (page, error) {
 func describe(q *ent.Queue) queueInfo {
 	qi := queueInfo{Name: q.Name,
 		Limits: fmt.Sprintf("up to %d GPUs, %g CPUs, %d MiB per job", q.MaxGpusPerJob, q.MaxCPUPerJob, q.MaxMemoryMibPerJob)}
-	var prices []string
 	for _, g := range q.GpuPrices {
-		prices = append(prices, fmt.Sprintf("%s %s/GPU-min", g.Type, g.PerMinute))
 		qi.GPUTypes = append(qi.GPUTypes, g.Type)
 	}
-	prices = append(prices, fmt.Sprintf("%s/CPU-min", q.CPUPrice), fmt.Sprintf("%s/GiB-min", q.MemoryPrice), fmt.Sprintf("start %s", q.StartFee))
-	if q.Multiplier != 1 {
-		prices = append(prices, fmt.Sprintf("×%g", q.Multiplier))
-	}
-	qi.Prices = strings.Join(prices, ", ")
+	qi.Prices = queues.Prices(q)
 	return qi
 }
 

@@ -7,6 +7,7 @@ package tokens
 import (
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,7 +18,6 @@ import (
 	"github.com/levers9/levers9/ent/project"
 	"github.com/levers9/levers9/ent/user"
 	"github.com/levers9/levers9/internal/access"
-	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/viewer"
@@ -85,22 +85,33 @@ func parseFilter(q url.Values) filter {
 	return filter{Job: g("job"), Project: g("project"), User: g("user"), Kind: g("kind"), From: g("from"), To: g("to")}
 }
 
-// balance is one payer's balance.
+// balance is one payer's balance, formatted.
 type balance struct {
-	Payer  string
-	Tokens billing.Tokens
+	Payer, Tokens string
+}
+
+// total is one row of a grouping's totals, formatted.
+type total struct {
+	Key, Tokens, Count string
 }
 
 // totals is one grouping of the filtered charges.
 type totals struct {
 	Title string
-	Rows  []ledger.Total
+	Rows  []total
+}
+
+// chargeRow is one charge of the table, formatted.
+type chargeRow struct {
+	When, Kind, Direction, Tokens string
+	PaidBy, User                  string
+	JobID                         string // empty when the charge has no job
+	Period, Reason                string
 }
 
 type page struct {
 	Filter   filter
-	Charges  []*ent.Charge
-	Names    map[string]string // project and user IDs to names
+	Charges  []chargeRow
 	Totals   []totals
 	Balances []balance
 	Pager    components.Page
@@ -118,14 +129,15 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p := page{Filter: f, Names: map[string]string{}}
+	p := page{Filter: f}
+	names := map[string]string{} // project and user IDs to names
 
 	projects, err := c.Project.Query().Order(ent.Asc(project.FieldName)).All(ctx)
 	if err != nil {
 		return err
 	}
 	var projectID string
-	p.Projects, projectID, err = choose(projects, func(pr *ent.Project) (string, string) { return pr.ID, pr.Name }, "project", f.Project, p.Names)
+	p.Projects, projectID, err = choose(projects, func(pr *ent.Project) (string, string) { return pr.ID, pr.Name }, "project", f.Project, names)
 	if err != nil {
 		return err
 	}
@@ -134,7 +146,7 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var userID string
-	p.Users, userID, err = choose(users, func(u *ent.User) (string, string) { return u.ID, u.Email }, "user", f.User, p.Names)
+	p.Users, userID, err = choose(users, func(u *ent.User) (string, string) { return u.ID, u.Email }, "user", f.User, names)
 	if err != nil {
 		return err
 	}
@@ -153,10 +165,10 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	for _, e := range conn.Edges {
-		p.Charges = append(p.Charges, e.Node)
+		p.Charges = append(p.Charges, describe(e.Node, names))
 	}
 	p.Pager.Prev, p.Pager.Next = app.PageLinks("/tokens", r.URL.Query(), conn.PageInfo)
-	p.Pager.Summary = itoa(conn.TotalCount) + " charges"
+	p.Pager.Summary = strconv.Itoa(conn.TotalCount) + " charges"
 
 	for _, g := range []struct {
 		title string
@@ -171,35 +183,59 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 			if i == 10 {
 				break // the largest ten; filter to see the rest
 			}
-			row := *x
-			if n, ok := p.Names[row.Key]; ok {
-				row.Key = n
-			}
-			t.Rows = append(t.Rows, row)
+			t.Rows = append(t.Rows, total{Key: nameOf(names, x.Key), Tokens: ledger.EntryOf(x.Tokens).String(), Count: strconv.Itoa(x.Count)})
 		}
 		p.Totals = append(p.Totals, t)
 	}
 
-	own, err := ledger.Balance(ctx, c, ledger.Payer{UserID: v.UserID})
+	own, err := h.rt.Deps.Ledger.Balance(ctx, ledger.Payer{UserID: v.UserID})
 	if err != nil {
 		return err
 	}
-	p.Balances = append(p.Balances, balance{Payer: "You (" + p.Names[v.UserID] + ")", Tokens: own})
-	for _, pr := range projects {
-		ok, err := access.IsProjectMember(ctx, c, pr.ID)
-		if err != nil {
-			return err
-		}
-		if !ok && !v.Admin {
-			continue
-		}
-		b, err := ledger.Balance(ctx, c, ledger.Payer{ProjectID: pr.ID})
-		if err != nil {
-			return err
-		}
-		p.Balances = append(p.Balances, balance{Payer: "Project " + pr.Name, Tokens: b})
+	p.Balances = append(p.Balances, balance{Payer: "You (" + names[v.UserID] + ")", Tokens: ledger.Plain(own)})
+	// The projects the viewer may charge, with their balances: two queries
+	// however many projects there are.
+	mine, err := access.UsableProjects(ctx, c.Project.Query()).Order(ent.Asc(project.FieldName)).All(ctx)
+	if err != nil {
+		return err
+	}
+	ids := make([]string, len(mine))
+	for i, pr := range mine {
+		ids[i] = pr.ID
+	}
+	bs, err := h.rt.Deps.Ledger.ProjectBalances(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, pr := range mine {
+		p.Balances = append(p.Balances, balance{Payer: "Project " + pr.Name, Tokens: ledger.Plain(bs[pr.ID])})
 	}
 	return app.Render(w, r, http.StatusOK, view(h.rt.Frame(r, "Tokens"), p))
+}
+
+// describe formats charge ch for the table; names maps project and user IDs
+// to names.
+func describe(ch *ent.Charge, names map[string]string) chargeRow {
+	e := ledger.EntryOf(ch.Tokens)
+	row := chargeRow{
+		When: components.When(&ch.CreatedAt), Kind: string(ch.Kind), Direction: string(e.Direction), Tokens: e.String(),
+		PaidBy: nameOf(names, ch.UserID), User: nameOf(names, ch.UserID), JobID: ch.JobID, Reason: ch.Reason,
+	}
+	if ch.ProjectID != "" && ch.PayerKind == charge.PayerKindProject {
+		row.PaidBy = "project " + nameOf(names, ch.ProjectID)
+	}
+	if ch.PeriodStart != nil {
+		row.Period = components.When(ch.PeriodStart) + " – " + components.When(ch.PeriodEnd)
+	}
+	return row
+}
+
+// nameOf is the name of project or user id, or the ID when it is unknown.
+func nameOf(names map[string]string, id string) string {
+	if n, ok := names[id]; ok {
+		return n
+	}
+	return id
 }
 
 // choose makes the options of a filter field ("any FIELD" first, then each

@@ -6,6 +6,7 @@ import (
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/queue"
+	"github.com/levers9/levers9/internal/queues"
 	"github.com/levers9/levers9/ui/components"
 )
 
@@ -22,21 +23,21 @@ func action(q *ent.Queue) string {
 	return "/admin/queues/" + q.ID
 }
 
+// row is one queue of the list, formatted.
+type row struct {
+	ID, Name, Mode, Limits, Prices string
+	Nodes, Storages, Groups        string
+}
+
+// describe formats q, whose nodes, storages and groups are loaded.
+func describe(q *ent.Queue) row {
+	return row{ID: q.ID, Name: q.Name, Mode: string(q.Mode), Limits: limits(q), Prices: queues.Prices(q),
+		Nodes: nodeNames(q), Storages: storageNames(q), Groups: groupNames(q)}
+}
+
 func limits(q *ent.Queue) string {
 	return fmt.Sprintf("%d GPUs, %g CPUs, %d MiB; a service naming none gets %g CPU, %d MiB",
 		q.MaxGpusPerJob, q.MaxCPUPerJob, q.MaxMemoryMibPerJob, q.DefaultCPU, q.DefaultMemoryMib)
-}
-
-func prices(q *ent.Queue) string {
-	var ps []string
-	for _, g := range q.GpuPrices {
-		ps = append(ps, fmt.Sprintf("%s %s/GPU-min", g.Type, g.PerMinute))
-	}
-	ps = append(ps, fmt.Sprintf("%s/CPU-min", q.CPUPrice), fmt.Sprintf("%s/GiB-min", q.MemoryPrice), fmt.Sprintf("start %s", q.StartFee))
-	if q.Multiplier != 1 {
-		ps = append(ps, fmt.Sprintf("×%g", q.Multiplier))
-	}
-	return strings.Join(ps, ", ")
 }
 
 func nodeNames(q *ent.Queue) string {

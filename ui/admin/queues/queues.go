@@ -37,13 +37,18 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("listing queues: %w", err)
 	}
-	return app.Render(w, r, http.StatusOK, list(h.rt.Frame(r, "Queues"), qs))
+	rows := make([]row, len(qs))
+	for i, q := range qs {
+		rows[i] = describe(q)
+	}
+	return app.Render(w, r, http.StatusOK, list(h.rt.Frame(r, "Queues"), rows))
 }
 
 // formPage is the queue form with what its checkboxes offer.
 type formPage struct {
 	Form                    *adminkit.Form
-	Queue                   *ent.Queue // nil for a new queue
+	Action                  string // where the form posts
+	New                     bool   // a new queue, not a change
 	Nodes, Storages, Groups []components.Option
 }
 
@@ -111,7 +116,7 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) error {
 func (h *handlers) form(w http.ResponseWriter, r *http.Request, status int, q *ent.Queue, f *adminkit.Form) error {
 	ctx := r.Context()
 	c := h.rt.Deps.DB.Ent
-	p := formPage{Form: f, Queue: q}
+	p := formPage{Form: f, Action: action(q), New: q == nil}
 	ns, err := c.Node.Query().Order(ent.Asc(node.FieldName)).All(ctx)
 	if err != nil {
 		return fmt.Errorf("listing nodes: %w", err)

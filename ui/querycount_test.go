@@ -1,0 +1,93 @@
+package ui_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"testing"
+
+	"entgo.io/ent/dialect"
+	entsql "entgo.io/ent/dialect/sql"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/internal/audit"
+	"github.com/levers9/levers9/internal/billing"
+	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/ledger"
+	"github.com/levers9/levers9/internal/viewer"
+)
+
+// countingDriver counts the statements ent sends outside transactions.
+type countingDriver struct {
+	dialect.Driver
+	n *atomic.Int64
+}
+
+func (d countingDriver) Query(ctx context.Context, query string, args, v any) error {
+	d.n.Add(1)
+	return d.Driver.Query(ctx, query, args, v)
+}
+
+func (d countingDriver) Exec(ctx context.Context, query string, args, v any) error {
+	d.n.Add(1)
+	return d.Driver.Exec(ctx, query, args, v)
+}
+
+// countingClient is db's ent client, with the same hooks, counting into n.
+func countingClient(db *database.DB, n *atomic.Int64) *ent.Client {
+	c := ent.NewClient(ent.Driver(countingDriver{Driver: entsql.OpenDB(db.Dialect, db.SQL), n: n}))
+	c.Use(audit.Hook())
+	return c
+}
+
+// TestDashboardQueriesDoNotGrowWithRows: a page runs as many queries for
+// 50 rows as for 5 (no query per row, no edge loaded row by row).
+func TestDashboardQueriesDoNotGrowWithRows(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		var n atomic.Int64
+		e := newEnv(t, dbURL, envOptions{queries: &n})
+		ctx := viewer.NewContext(context.Background(), e.admin)
+		sys := viewer.SystemContext(context.Background())
+		rows := 0
+		// addRows adds projects, each with a grant, and jobs.
+		addRows := func(k int) {
+			t.Helper()
+			for range k {
+				rows++
+				pr := e.db.Ent.Project.Create().SetTenantID(e.tenant.ID).SetName(fmt.Sprintf("project-%03d", rows)).SaveX(sys)
+				if _, err := (&ledger.Service{DB: e.db}).Grant(ctx, ledger.Payer{ProjectID: pr.ID}, billing.Unit, "seed"); err != nil {
+					t.Fatal(err)
+				}
+				e.submit(e.admin, fmt.Sprintf("job-%03d", rows), "true")
+			}
+		}
+		a := e.browser()
+		a.signIn(adminEmail)
+		pages := []string{"/tokens", "/jobs", "/submit"}
+		count := func() map[string]int64 {
+			t.Helper()
+			out := map[string]int64{}
+			for _, path := range pages {
+				n.Store(0)
+				if code, _ := a.get(path); code != http.StatusOK {
+					t.Fatalf("GET %s: %d", path, code)
+				}
+				out[path] = n.Load()
+			}
+			return out
+		}
+		addRows(5)
+		count() // warm up: the first request of a session may write
+		few := count()
+		addRows(45)
+		many := count()
+		for _, path := range pages {
+			if few[path] != many[path] {
+				t.Errorf("GET %s: %d queries for 5 rows, %d for 50", path, few[path], many[path])
+			}
+		}
+	})
+}
