@@ -43,6 +43,7 @@ func TestServerConfigRefusesBadVariables(t *testing.T) {
 		{"LEVERS9_HTTP_MIN_BODY_RATE", "--http-min-body-rate", "10"},
 		{"LEVERS9_HTTP_IDLE_TIMEOUT", "--http-idle-timeout", "1s"},
 		{"LEVERS9_LOG_LEVEL", "--log-level", "debug"},
+		{"LEVERS9_LOCAL_NODE_RUNTIME", "--local-node-runtime", "process"},
 	} {
 		t.Run(tc.env, func(t *testing.T) {
 			bad := lookupIn(map[string]string{tc.env: "abc"})
@@ -97,10 +98,20 @@ func TestServerConfigFlagsOverrideEnvironment(t *testing.T) {
 // Values of the right type that the server cannot use are refused too,
 // and bad usage exits 2.
 func TestServerConfigChecksValues(t *testing.T) {
-	for _, args := range [][]string{{"--node-ttl=0"}, {"--node-grace=-1s"}, {"--http-idle-timeout=0"}, {"--http-min-body-rate=-1"}} {
+	for _, args := range [][]string{{"--node-ttl=0"}, {"--node-grace=-1s"}, {"--http-idle-timeout=0"}, {"--http-min-body-rate=-1"},
+		{"--local-node-runtime=frob"}, {"--local-node-runtime=docker", "--local-node-default-image= "}, {"--node-ttl=d"}} {
 		if _, err := parseServerConfig(args, lookupIn(nil), io.Discard); err == nil {
 			t.Errorf("%v: accepted", args)
 		}
+	}
+	// Only Docker needs a default image; durations take days.
+	c, err := parseServerConfig([]string{"--local-node-runtime=process", "--local-node-default-image=", "--node-grace=1d"}, lookupIn(nil), io.Discard)
+	if err != nil || c.NodeGrace != 24*time.Hour {
+		t.Errorf("process without an image, grace 1d: %v, %v", c.NodeGrace, err)
+	}
+	_, err = parseServerConfig(nil, lookupIn(map[string]string{"LEVERS9_LOCAL_NODE_RUNTIME": "docker", "LEVERS9_LOCAL_NODE_DEFAULT_IMAGE": ""}), io.Discard)
+	if err == nil || err.Error() != "LEVERS9_LOCAL_NODE_DEFAULT_IMAGE must name an image" {
+		t.Errorf("docker without an image: %v", err)
 	}
 	t.Setenv("LEVERS9_NODE_TTL", "abc")
 	var stderr strings.Builder
