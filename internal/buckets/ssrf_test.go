@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -16,10 +15,9 @@ import (
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/fixture"
 	"github.com/levers9/levers9/internal/netguard"
 	"github.com/levers9/levers9/internal/objtest"
-	"github.com/levers9/levers9/internal/tenancy"
-	"github.com/levers9/levers9/internal/viewer"
 	store "github.com/levers9/levers9/storage"
 )
 
@@ -38,27 +36,8 @@ func TestMain(m *testing.M) {
 // context.
 func newTenant(t *testing.T, url string) (*database.DB, context.Context) {
 	t.Helper()
-	ctx := context.Background()
-	log := slog.New(slog.DiscardHandler)
-	db, err := database.Open(ctx, url, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	ten := &tenancy.Service{DB: db, Log: log, LocalStorageRoot: t.TempDir()}
-	tn, admin, err := ten.CreateTenant(viewer.SystemContext(ctx), tenancy.NewTenant{Name: "acme", Slug: "acme", BudgetPolicy: "STOP",
-		AdminEmail: "admin@acme.test", AdminPassword: "correct horse battery"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := tenancy.MainEnvironmentID(ctx, db.Ent, tn.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return db, viewer.NewContext(ctx, &viewer.Viewer{UserID: admin.ID, TenantID: tn.ID, EnvironmentID: env, Admin: true})
+	tn := fixture.New(t, url, fixture.TenantOptions{Slug: "acme", LocalStorageRoot: t.TempDir()})
+	return tn.DB, tn.AsAdmin()
 }
 
 func s3Input(name, endpoint string) ent.CreateStorageInput {
