@@ -48,7 +48,7 @@ func BenchmarkScheduleQueue(b *testing.B) {
 	}
 }
 
-func seedNodes(b *testing.B, f *fixture, count int) {
+func seedNodes(b *testing.B, f *world, count int) {
 	b.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
 	err := f.db.InTx(f.sys, func(tx *database.Tx) error {
@@ -82,7 +82,7 @@ func seedNodes(b *testing.B, f *fixture, count int) {
 	}
 }
 
-func seedJobs(b *testing.B, f *fixture, count int) {
+func seedJobs(b *testing.B, f *world, count int) {
 	b.Helper()
 	rng := rand.New(rand.NewPCG(3, 4))
 	specs := make([]jobSpec, count)
@@ -105,7 +105,7 @@ func seedJobs(b *testing.B, f *fixture, count int) {
 }
 
 // resetJobs removes the jobs of an earlier iteration.
-func resetJobs(b *testing.B, f *fixture) {
+func resetJobs(b *testing.B, f *world) {
 	b.Helper()
 	err := f.db.InTx(f.sys, func(tx *database.Tx) error {
 		if _, err := tx.Ent.Service.Delete().Where(service.JobIDNEQ("")).Exec(f.sys); err != nil {

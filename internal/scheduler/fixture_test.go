@@ -15,21 +15,21 @@ import (
 	"github.com/levers9/levers9/ent/tenant"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/fixture"
 	"github.com/levers9/levers9/internal/inventory"
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/scheduler"
-	"github.com/levers9/levers9/internal/tenancy"
-	"github.com/levers9/levers9/internal/viewer"
 )
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
 
-var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+var t0 = fixture.T0
 
-// fixture is a tenant with its default queue on a fresh database.
-type fixture struct {
+// world is a tenant with its default queue on a fresh database.
+type world struct {
 	url   string
 	db    *database.DB
+	tn    *fixture.Tenant
 	sys   context.Context
 	ten   string
 	env   string
@@ -39,7 +39,7 @@ type fixture struct {
 
 func open(t testing.TB, url string) *database.DB {
 	t.Helper()
-	db, err := database.Open(context.Background(), url, slog.New(slog.DiscardHandler))
+	db, err := database.Open(context.Background(), url, fixture.Log())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,42 +47,19 @@ func open(t testing.TB, url string) *database.DB {
 	return db
 }
 
-func newFixture(t testing.TB, url string) *fixture {
+func newFixture(t testing.TB, url string) *world {
 	t.Helper()
-	db := open(t, url)
-	ctx := context.Background()
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	sys := viewer.SystemContext(ctx)
-	tn, admin, err := (&tenancy.Service{DB: db, Log: slog.New(slog.DiscardHandler)}).CreateTenant(sys, tenancy.NewTenant{
-		Name: "Sched", Slug: "sched", BudgetPolicy: tenant.BudgetPolicyFinish, AdminEmail: "admin@sched.test", AdminPassword: "correct horse battery",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := tenancy.MainEnvironmentID(ctx, db.Ent, tn.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := db.Ent.Queue.Query().First(sys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &fixture{url: url, db: db, sys: sys, ten: tn.ID, env: env, user: admin.ID, queue: q.ID}
+	tn := fixture.New(t, url, fixture.TenantOptions{Slug: "sched", Policy: tenant.BudgetPolicyFinish})
+	return &world{url: url, db: tn.DB, tn: tn, sys: fixture.Sys(), ten: tn.ID, env: tn.Env, user: tn.Admin.ID, queue: tn.DefaultQueue}
 }
 
-func (f *fixture) scheduler(db *database.DB) *scheduler.Service {
+func (f *world) scheduler(db *database.DB) *scheduler.Service {
 	return &scheduler.Service{DB: db, Log: slog.New(slog.DiscardHandler), Now: time.Now}
 }
 
-func (f *fixture) addQueue(t testing.TB, name string) string {
+func (f *world) addQueue(t testing.TB, name string) string {
 	t.Helper()
-	q, err := f.db.Ent.Queue.Create().SetTenantID(f.ten).SetName(name).Save(f.sys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return q.ID
+	return f.tn.AddQueue(t, name).ID
 }
 
 // inv is an inventory: "H100:8"-style GPU counts.
@@ -94,7 +71,7 @@ func inv(cpus float64, memMiB int64, gpus map[string]int) inventory.Inventory {
 	return i
 }
 
-func (f *fixture) nodeCreate(c *ent.Client, name string, i inventory.Inventory, online bool) *ent.NodeCreate {
+func (f *world) nodeCreate(c *ent.Client, name string, i inventory.Inventory, online bool) *ent.NodeCreate {
 	st := node.StatusOffline
 	if online {
 		st = node.StatusOnline
@@ -103,18 +80,9 @@ func (f *fixture) nodeCreate(c *ent.Client, name string, i inventory.Inventory, 
 }
 
 // addNode adds a node serving queues.
-func (f *fixture) addNode(t testing.TB, name string, i inventory.Inventory, online bool, queues ...string) string {
+func (f *world) addNode(t testing.TB, name string, i inventory.Inventory, online bool, queues ...string) string {
 	t.Helper()
-	n, err := f.nodeCreate(f.db.Ent, name, i, online).Save(f.sys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range queues {
-		if err := f.db.Ent.Queue.UpdateOneID(q).AddNodeIDs(n.ID).Exec(f.sys); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return n.ID
+	return f.tn.AddNode(t, fixture.Node{Name: name, Inventory: i, Offline: !online, Queues: queues}).ID
 }
 
 // svc is a service request.
@@ -138,7 +106,7 @@ type jobSpec struct {
 
 // addJobs inserts pending jobs in one transaction, in bulk, and returns
 // their IDs in order.
-func (f *fixture) addJobs(t testing.TB, specs []jobSpec) []string {
+func (f *world) addJobs(t testing.TB, specs []jobSpec) []string {
 	t.Helper()
 	var ids []string
 	if err := f.db.InTx(f.sys, func(tx *database.Tx) error { return f.insertJobs(tx, specs, &ids) }); err != nil {
@@ -149,7 +117,7 @@ func (f *fixture) addJobs(t testing.TB, specs []jobSpec) []string {
 
 // insertJobs inserts jobs in batches with CreateBulk, appending their IDs
 // to ids when it is not nil.
-func (f *fixture) insertJobs(tx *database.Tx, specs []jobSpec, ids *[]string) error {
+func (f *world) insertJobs(tx *database.Tx, specs []jobSpec, ids *[]string) error {
 	const batch = 500
 	for start := 0; start < len(specs); start += batch {
 		part := specs[start:min(start+batch, len(specs))]
@@ -187,7 +155,7 @@ func (f *fixture) insertJobs(tx *database.Tx, specs []jobSpec, ids *[]string) er
 }
 
 // addRunning adds a job of queue already running on nodeID.
-func (f *fixture) addRunning(t testing.TB, queue, nodeID string, r svc, gpuType string) string {
+func (f *world) addRunning(t testing.TB, queue, nodeID string, r svc, gpuType string) string {
 	t.Helper()
 	id := f.addJobs(t, []jobSpec{{queue: queue, created: t0, services: []svc{r}}})[0]
 	if err := f.db.Ent.Job.UpdateOneID(id).SetStatus("RUNNING").Exec(f.sys); err != nil {

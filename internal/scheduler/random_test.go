@@ -170,7 +170,7 @@ func TestConcurrentRandom(t *testing.T) {
 }
 
 // churnOnce starts or ends a random placed job, or submits new ones.
-func churnOnce(ctx context.Context, f *fixture, db *database.DB, rng *rand.Rand, queues []string, i int) error {
+func churnOnce(ctx context.Context, f *world, db *database.DB, rng *rand.Rand, queues []string, i int) error {
 	placed, err := db.Ent.Job.Query().
 		Where(job.StatusIn(job.StatusPending, job.StatusRunning), job.HasServicesWith(service.NodeIDNotNil())).
 		IDs(f.sys)
@@ -209,7 +209,7 @@ type held struct {
 }
 
 // load reads the nodes and what their non-terminal services hold.
-func loadNodes(t *testing.T, f *fixture) ([]*ent.Node, map[string]held) {
+func loadNodes(t *testing.T, f *world) ([]*ent.Node, map[string]held) {
 	t.Helper()
 	nodes, err := f.db.Ent.Node.Query().WithQueues().All(f.sys)
 	if err != nil {
@@ -258,7 +258,7 @@ func capacity(n *ent.Node) scheduling.Resources {
 	return r
 }
 
-func checkNoOvercommit(t *testing.T, f *fixture) {
+func checkNoOvercommit(t *testing.T, f *world) {
 	t.Helper()
 	nodes, used := loadNodes(t, f)
 	for _, n := range nodes {
@@ -310,7 +310,7 @@ func checkNoOvercommit(t *testing.T, f *fixture) {
 	}
 }
 
-func checkWaitersFitNowhere(t *testing.T, f *fixture, queues []string) {
+func checkWaitersFitNowhere(t *testing.T, f *world, queues []string) {
 	t.Helper()
 	nodes, used := loadNodes(t, f)
 	waiting, err := f.db.Ent.Job.Query().

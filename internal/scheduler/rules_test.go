@@ -15,7 +15,7 @@ import (
 )
 
 // pass runs one scheduling pass over the default queue.
-func (f *fixture) pass(t *testing.T) int {
+func (f *world) pass(t *testing.T) int {
 	t.Helper()
 	n, err := f.scheduler(f.db).ScheduleQueue(context.Background(), f.queue)
 	if err != nil {
@@ -25,7 +25,7 @@ func (f *fixture) pass(t *testing.T) int {
 }
 
 // devices are the GPU devices booked for a job's services, by service name.
-func (f *fixture) devices(t *testing.T, jobID string) map[string][]string {
+func (f *world) devices(t *testing.T, jobID string) map[string][]string {
 	t.Helper()
 	svcs, err := f.db.Ent.Service.Query().Where(service.JobID(jobID)).All(f.sys)
 	if err != nil {
@@ -40,21 +40,21 @@ func (f *fixture) devices(t *testing.T, jobID string) map[string][]string {
 	return out
 }
 
-func (f *fixture) finish(t *testing.T, jobID string) {
+func (f *world) finish(t *testing.T, jobID string) {
 	t.Helper()
 	if err := f.db.Ent.Service.Update().Where(service.JobID(jobID)).SetStatus(service.StatusComplete).Exec(f.sys); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func waits(t *testing.T, f *fixture, jobID, want string) {
+func waits(t *testing.T, f *world, jobID, want string) {
 	t.Helper()
 	if got, reason := f.placedOn(t, jobID), f.reason(t, jobID); got != "" || !strings.Contains(reason, want) {
 		t.Fatalf("job on %q, reason %q; want waiting with %q", got, reason, want)
 	}
 }
 
-func on(t *testing.T, f *fixture, jobID, want string) {
+func on(t *testing.T, f *world, jobID, want string) {
 	t.Helper()
 	if got := f.placedOn(t, jobID); got != want {
 		t.Fatalf("job on %q (reason %q), want %q", got, f.reason(t, jobID), want)
@@ -244,7 +244,7 @@ func TestScheduleNodeStoragePins(t *testing.T) {
 	})
 }
 
-func (f *fixture) addNodeStorage(t *testing.T, name, nodeID string) string {
+func (f *world) addNodeStorage(t *testing.T, name, nodeID string) string {
 	t.Helper()
 	s, err := f.db.Ent.Storage.Create().SetTenantID(f.ten).SetName(name).SetKind(storage.KindNode).
 		SetPath("/srv/" + name).SetNodeID(nodeID).Save(f.sys)
@@ -254,7 +254,7 @@ func (f *fixture) addNodeStorage(t *testing.T, name, nodeID string) string {
 	return s.ID
 }
 
-func (f *fixture) addBucket(t *testing.T, name, storageID string) string {
+func (f *world) addBucket(t *testing.T, name, storageID string) string {
 	t.Helper()
 	b, err := f.db.Ent.Bucket.Create().SetTenantID(f.ten).SetName(name).SetStorageID(storageID).SetOwnerID(f.user).Save(f.sys)
 	if err != nil {

@@ -15,7 +15,7 @@ const gib = 1024
 
 // placedOn says where a job went: "" while unplaced, else the node's name,
 // then the GPU type of its GPU services if any ("gpu-1 H100").
-func (f *fixture) placedOn(t *testing.T, jobID string) string {
+func (f *world) placedOn(t *testing.T, jobID string) string {
 	t.Helper()
 	svcs, err := f.db.Ent.Service.Query().Where(service.JobID(jobID)).WithNode().All(f.sys)
 	if err != nil {
@@ -41,7 +41,7 @@ func (f *fixture) placedOn(t *testing.T, jobID string) string {
 	return ""
 }
 
-func (f *fixture) reason(t *testing.T, jobID string) string {
+func (f *world) reason(t *testing.T, jobID string) string {
 	t.Helper()
 	j, err := f.db.Ent.Job.Get(f.sys, jobID)
 	if err != nil {
@@ -64,14 +64,14 @@ func TestScheduleQueue(t *testing.T) {
 		name   string
 		placed int
 		// setup seeds nodes and jobs and returns the jobs by label.
-		setup func(t *testing.T, f *fixture) map[string]string
+		setup func(t *testing.T, f *world) map[string]string
 		// want is per label the node (and GPU type) or, for a waiting job,
 		// "wait: " and a part of its reason.
 		want map[string]string
 	}{
 		{
 			name: "fits", placed: 1,
-			setup: func(t *testing.T, f *fixture) map[string]string {
+			setup: func(t *testing.T, f *world) map[string]string {
 				f.addNode(t, "n1", inv(8, 16*gib, nil), true, f.queue)
 				ids := f.addJobs(t, []jobSpec{{queue: f.queue, created: t0, services: []svc{{cpu: 2, mem: gib}, {cpu: 2, mem: gib}}}})
 				return map[string]string{"a": ids[0]}
@@ -80,7 +80,7 @@ func TestScheduleQueue(t *testing.T) {
 		},
 		{
 			name: "too large and no room", placed: 1,
-			setup: func(t *testing.T, f *fixture) map[string]string {
+			setup: func(t *testing.T, f *world) map[string]string {
 				f.addNode(t, "n1", inv(8, 16*gib, nil), true, f.queue)
 				ids := f.addJobs(t, []jobSpec{cpuJob(f.queue, 16, gib), cpuJob(f.queue, 6, gib), cpuJob(f.queue, 6, gib)})
 				return map[string]string{"huge": ids[0], "first": ids[1], "second": ids[2]}
@@ -93,7 +93,7 @@ func TestScheduleQueue(t *testing.T) {
 		},
 		{
 			name: "no online nodes",
-			setup: func(t *testing.T, f *fixture) map[string]string {
+			setup: func(t *testing.T, f *world) map[string]string {
 				f.addNode(t, "off", inv(64, 64*gib, nil), false, f.queue)
 				f.addNode(t, "elsewhere", inv(64, 64*gib, nil), true)
 				return map[string]string{"a": f.addJobs(t, []jobSpec{cpuJob(f.queue, 1, gib)})[0]}
@@ -102,7 +102,7 @@ func TestScheduleQueue(t *testing.T) {
 		},
 		{
 			name: "best fit", placed: 1,
-			setup: func(t *testing.T, f *fixture) map[string]string {
+			setup: func(t *testing.T, f *world) map[string]string {
 				f.addNode(t, "big", inv(64, 256*gib, nil), true, f.queue)
 				f.addNode(t, "small", inv(8, 16*gib, nil), true, f.queue)
 				return map[string]string{"a": f.addJobs(t, []jobSpec{cpuJob(f.queue, 4, 8*gib)})[0]}
@@ -111,7 +111,7 @@ func TestScheduleQueue(t *testing.T) {
 		},
 		{
 			name: "priority then age", placed: 1,
-			setup: func(t *testing.T, f *fixture) map[string]string {
+			setup: func(t *testing.T, f *world) map[string]string {
 				f.addNode(t, "n1", inv(8, 16*gib, nil), true, f.queue)
 				old, urgent, older := cpuJob(f.queue, 6, gib), cpuJob(f.queue, 6, gib), cpuJob(f.queue, 6, gib)
 				urgent.priority, urgent.created = 5, t0.Add(time.Hour)
@@ -123,7 +123,7 @@ func TestScheduleQueue(t *testing.T) {
 		},
 		{
 			name: "GPU preference", placed: 2,
-			setup: func(t *testing.T, f *fixture) map[string]string {
+			setup: func(t *testing.T, f *world) map[string]string {
 				f.addNode(t, "h", inv(32, 64*gib, h100), true, f.queue)
 				f.addNode(t, "a", inv(32, 64*gib, map[string]int{"A100": 4}), true, f.queue)
 				pair := jobSpec{queue: f.queue, created: t0, services: []svc{{cpu: 1, mem: gib, gpus: 2, types: []string{"H100", "A100"}}}}
@@ -135,7 +135,7 @@ func TestScheduleQueue(t *testing.T) {
 		},
 		{
 			name: "GPUs of a type nobody has free",
-			setup: func(t *testing.T, f *fixture) map[string]string {
+			setup: func(t *testing.T, f *world) map[string]string {
 				n := f.addNode(t, "h", inv(32, 64*gib, h100), true, f.queue)
 				f.addRunning(t, f.queue, n, svc{cpu: 1, mem: gib, gpus: 1, types: []string{"H100"}}, "H100")
 				j := jobSpec{queue: f.queue, created: t0, services: []svc{{cpu: 1, mem: gib, gpus: 1, types: []string{"H100"}}}}
@@ -145,7 +145,7 @@ func TestScheduleQueue(t *testing.T) {
 		},
 		{
 			name: "capacity used from another queue", placed: 1,
-			setup: func(t *testing.T, f *fixture) map[string]string {
+			setup: func(t *testing.T, f *world) map[string]string {
 				other := f.addQueue(t, "other")
 				shared := f.addNode(t, "shared", inv(8, 16*gib, nil), true, f.queue, other)
 				f.addNode(t, "mine", inv(16, 32*gib, nil), true, f.queue)
@@ -157,7 +157,7 @@ func TestScheduleQueue(t *testing.T) {
 		},
 		{
 			name: "placed but not started still counts",
-			setup: func(t *testing.T, f *fixture) map[string]string {
+			setup: func(t *testing.T, f *world) map[string]string {
 				f.addNode(t, "n1", inv(8, 16*gib, nil), true, f.queue)
 				ids := f.addJobs(t, []jobSpec{cpuJob(f.queue, 6, gib)})
 				if _, err := f.scheduler(f.db).ScheduleQueue(context.Background(), f.queue); err != nil {
@@ -170,7 +170,7 @@ func TestScheduleQueue(t *testing.T) {
 		},
 		{
 			name: "ended jobs free their node", placed: 1,
-			setup: func(t *testing.T, f *fixture) map[string]string {
+			setup: func(t *testing.T, f *world) map[string]string {
 				n := f.addNode(t, "n1", inv(8, 16*gib, nil), true, f.queue)
 				done := f.addRunning(t, f.queue, n, svc{cpu: 8, mem: gib}, "")
 				if err := f.db.Ent.Service.Update().Where(service.JobID(done)).SetStatus(service.StatusComplete).Exec(f.sys); err != nil {
