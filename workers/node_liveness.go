@@ -8,7 +8,7 @@ import (
 
 	"github.com/riverqueue/river"
 
-	"github.com/levers9/levers9/internal/tunnel"
+	"github.com/levers9/levers9/internal/nodes"
 )
 
 // NodeLivenessArgs asks for one liveness sweep: silent nodes go offline,
@@ -22,7 +22,7 @@ func (NodeLivenessArgs) Kind() string { return "node_liveness" }
 // NodeLivenessWorker runs sweeps.
 type NodeLivenessWorker struct {
 	river.WorkerDefaults[NodeLivenessArgs]
-	Liveness *tunnel.Liveness
+	Liveness *nodes.Liveness
 	Log      *slog.Logger
 }
 
@@ -32,7 +32,7 @@ func (w *NodeLivenessWorker) Work(ctx context.Context, _ *river.Job[NodeLiveness
 	if err != nil {
 		return fmt.Errorf("node liveness: %w", err)
 	}
-	if res != (tunnel.SweepResult{}) {
+	if res != (nodes.SweepResult{}) {
 		w.Log.Info("node liveness", "offline", res.Offline, "failed", res.Failed, "requeued", res.Requeued)
 	}
 	return nil

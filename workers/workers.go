@@ -10,8 +10,8 @@ import (
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/metering"
+	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/scheduler"
-	"github.com/levers9/levers9/internal/tunnel"
 )
 
 // Deps are what the workers need. Meter and Jobs may be nil where no
@@ -24,7 +24,7 @@ type Deps struct {
 	// Files, when set, measures buckets before storage is charged.
 	Files *buckets.Files
 	// Liveness, when set, sweeps for silent nodes periodically.
-	Liveness *tunnel.Liveness
+	Liveness *nodes.Liveness
 	// Scheduler places jobs; NewClients fills in one without a Bus when
 	// nil (nodes then learn of new work only when they resync).
 	Scheduler *scheduler.Service

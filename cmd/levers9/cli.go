@@ -84,11 +84,15 @@ func newRootCommand(a *app) *cobra.Command {
 	// made from its flags.
 	commandHelp := root.HelpFunc()
 	root.SetHelpFunc(func(cmd *cobra.Command, args []string) {
-		if cmd == root {
+		switch {
+		case cmd == root:
 			fmt.Fprint(a.stdout, usage)
-			return
+		case cmd.DisableFlagParsing && !cmd.Hidden:
+			// server and agent read their own flags: their -h lists them.
+			_ = cmd.RunE(cmd, []string{"-h"})
+		default:
+			commandHelp(cmd, args)
 		}
-		commandHelp(cmd, args)
 	})
 
 	global := root.PersistentFlags()

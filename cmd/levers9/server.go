@@ -89,7 +89,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	meter := &metering.Meter{DB: db, Log: log, Now: time.Now}
 	sched := &scheduler.Service{DB: db, Bus: bus, Log: log, Now: time.Now}
 	go sched.Run(ctx)
-	liveness := &tunnel.Liveness{DB: db, Jobs: jobService, Bus: bus, Log: log, Now: time.Now, TTL: cfg.NodeTTL, Grace: cfg.NodeGrace}
+	liveness := &nodes.Liveness{DB: db, Jobs: jobService, Bus: bus, Log: log, Now: time.Now, TTL: cfg.NodeTTL, Grace: cfg.NodeGrace}
 	fileStore := &buckets.Files{Ent: db.Ent, AllowPrivateS3: cfg.AllowPrivateS3}
 	rc, err := workers.NewClients(db, workers.Deps{Ent: db.Ent, Log: log, Meter: meter, Jobs: jobService, Liveness: liveness, Files: fileStore,
 		// With the bus, a placement wakes the node's tunnel at once.
@@ -121,12 +121,13 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", graph.Authenticate(authn, log, graph.NewHandler(resolver)))
 	planner := &mounts.Planner{Ent: db.Ent, Now: time.Now, LocalNode: localNodeID(cfg.LocalNode, dataDir)}
-	tun := &tunnel.Server{DB: db, Jobs: jobService, Bus: bus, Log: log.With("component", "tunnel"), Now: time.Now, Mounts: planner,
-		// Several heartbeats fit in a TTL, so one lost beat is no outage.
-		HeartbeatInterval: min(max(cfg.NodeTTL/3, 100*time.Millisecond), tunnel.DefaultHeartbeatInterval),
+	nodeRules := &nodes.Service{DB: db, Ent: db.Ent, Bus: bus, Log: log.With("component", "nodes"), Now: time.Now,
 		CapacityChanged: func(ctx context.Context, nodeID string) error {
 			return db.InTx(ctx, func(tx *database.Tx) error { return scheduleNode(ctx, tx.SQL, nodeID) })
 		}}
+	tun := &tunnel.Server{DB: db, Jobs: jobService, Nodes: nodeRules, Bus: bus, Log: log.With("component", "tunnel"), Now: time.Now, Mounts: planner,
+		// Several heartbeats fit in a TTL, so one lost beat is no outage.
+		HeartbeatInterval: min(max(cfg.NodeTTL/3, 100*time.Millisecond), tunnel.DefaultHeartbeatInterval)}
 	tun.Routes(mux)
 	fileStore.Nodes = tun.NodeDriver
 	files := &filesapi.API{Files: fileStore, Auth: authn, Log: log.With("component", "files"), MaxUpload: cfg.MaxUpload, Mounts: planner}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/levers9/levers9/agent"
 	"github.com/levers9/levers9/internal/filesapi"
+	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/tenancy"
-	"github.com/levers9/levers9/internal/tunnel"
 	"github.com/spf13/cobra"
 )
 
@@ -154,9 +154,9 @@ func parseServerConfig(args []string, lookup func(string) (string, bool), out io
 	fs.StringVar(&c.DatabaseURL, "database-url", e.str("LEVERS9_DATABASE_URL", ""), "postgres://… to use PostgreSQL; default SQLite in the data directory (LEVERS9_DATABASE_URL)")
 	fs.StringVar(&c.PublicURL, "public-url", e.str("LEVERS9_PUBLIC_URL", ""), "URL clients and agents reach the server at; default http://ADDR (LEVERS9_PUBLIC_URL)")
 	logLevel := fs.String("log-level", e.str("LEVERS9_LOG_LEVEL", "info"), "debug, info, warn or error (LEVERS9_LOG_LEVEL)")
-	e.durationVar(fs, &c.NodeTTL, "node-ttl", "LEVERS9_NODE_TTL", tunnel.DefaultNodeTTL, "a node without heartbeats this long goes offline (LEVERS9_NODE_TTL)")
+	e.durationVar(fs, &c.NodeTTL, "node-ttl", "LEVERS9_NODE_TTL", nodes.DefaultNodeTTL, "a node without heartbeats this long goes offline (LEVERS9_NODE_TTL)")
 	e.int64Var(fs, &c.MaxUpload, "max-upload", "LEVERS9_MAX_UPLOAD", filesapi.DefaultMaxUpload, "largest file upload in bytes (LEVERS9_MAX_UPLOAD)")
-	e.durationVar(fs, &c.NodeGrace, "node-grace", "LEVERS9_NODE_GRACE", tunnel.DefaultNodeGrace, "jobs of an offline node wait this long for it before they fail or are requeued (LEVERS9_NODE_GRACE)")
+	e.durationVar(fs, &c.NodeGrace, "node-grace", "LEVERS9_NODE_GRACE", nodes.DefaultNodeGrace, "jobs of an offline node wait this long for it before they fail or are requeued (LEVERS9_NODE_GRACE)")
 	e.boolVar(fs, &c.AllowPrivateS3, "allow-private-s3", "LEVERS9_ALLOW_PRIVATE_S3", false,
 		"let S3 storages use endpoints on loopback, link-local (cloud metadata) and private addresses; off, tenants cannot make the server reach its internal network (LEVERS9_ALLOW_PRIVATE_S3)")
 	e.boolVar(fs, &c.LocalNode, "local-node", "LEVERS9_LOCAL_NODE", true, "run a built-in node in the default queue (LEVERS9_LOCAL_NODE)")

@@ -8,7 +8,7 @@ import (
 
 	"github.com/levers9/levers9/agent"
 	"github.com/levers9/levers9/internal/filesapi"
-	"github.com/levers9/levers9/internal/tunnel"
+	"github.com/levers9/levers9/internal/nodes"
 )
 
 func lookupIn(vars map[string]string) func(string) (string, bool) {
@@ -20,8 +20,8 @@ func TestServerConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Addr != "127.0.0.1:8080" || c.DataDir != "levers9-data" || c.NodeTTL != tunnel.DefaultNodeTTL ||
-		c.NodeGrace != tunnel.DefaultNodeGrace || c.MaxUpload != filesapi.DefaultMaxUpload || !c.LocalNode ||
+	if c.Addr != "127.0.0.1:8080" || c.DataDir != "levers9-data" || c.NodeTTL != nodes.DefaultNodeTTL ||
+		c.NodeGrace != nodes.DefaultNodeGrace || c.MaxUpload != filesapi.DefaultMaxUpload || !c.LocalNode ||
 		c.AllowPrivateS3 || c.HTTP != defaultHTTPLimits || c.Local.Runtime != runtimeAuto ||
 		c.Local.JobUIDs != defaultJobUIDs || *c.Local.LogQuota != agent.DefaultLogQuota || c.LogLevel.String() != "INFO" {
 		t.Errorf("defaults: %+v", c)

@@ -2,14 +2,11 @@ package nodes
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sort"
 
 	"github.com/levers9/levers9/ent"
-	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/inventory"
-	"github.com/levers9/levers9/internal/viewer"
 )
 
 // Resources are amounts of a node's capacity: booked by placed services,
@@ -18,8 +15,8 @@ type Resources struct {
 	CPU       float64
 	MemoryMiB int64
 	// GPUs per type, in the order of the node's inventory (types a node
-	// no longer reports but still has booked come last). Devices are nil
-	// when not known: services placed before devices were booked.
+	// no longer reports but still has booked come last, by name). Devices
+	// are nil when not known: services placed before devices were booked.
 	GPUs []inventory.GPU
 }
 
@@ -28,85 +25,45 @@ type Usage struct {
 	Booked, Free Resources
 }
 
-// chunk bounds the node IDs of one IN list.
-const chunk = 500
-
-// Usages computes booked and free resources of every node in ns with one
-// query per 500 nodes: the services placed on them that are pending (about
-// to start) or running hold their CPU, memory and GPU devices. The nodes
-// must have been read as the viewer (that is where tenant isolation
-// applies); services are read as the system, since a member may not see
-// other users' jobs but their capacity is taken all the same.
+// Usages computes booked and free resources of every node in ns from what
+// is held on them (HeldOn). The nodes must have been read as the viewer
+// (that is where tenant isolation applies).
 func Usages(ctx context.Context, c *ent.Client, ns []*ent.Node) (map[string]Usage, error) {
 	ids := make([]string, 0, len(ns))
 	for _, n := range ns {
 		ids = append(ids, n.ID)
 	}
-	byNode := map[string][]*ent.Service{}
-	sys := viewer.SystemContext(ctx)
-	for part := range slices.Chunk(ids, chunk) {
-		svcs, err := c.Service.Query().
-			Where(service.NodeIDIn(part...), service.StatusIn(service.StatusPending, service.StatusRunning)).
-			Select(service.FieldNodeID, service.FieldCPU, service.FieldMemoryMib, service.FieldGpus,
-				service.FieldGpuType, service.FieldGpuDevices).
-			All(sys)
-		if err != nil {
-			return nil, fmt.Errorf("loading what is booked on %d nodes: %w", len(part), err)
-		}
-		for _, s := range svcs {
-			byNode[s.NodeID] = append(byNode[s.NodeID], s)
-		}
+	held, err := HeldOn(ctx, c, ids)
+	if err != nil {
+		return nil, err
 	}
 	out := make(map[string]Usage, len(ns))
 	for _, n := range ns {
-		out[n.ID] = usage(n.Inventory, byNode[n.ID])
+		out[n.ID] = usage(n.Inventory, held[n.ID])
 	}
 	return out, nil
 }
 
-// usage is what svcs book of a node with inventory inv.
-func usage(inv inventory.Inventory, svcs []*ent.Service) Usage {
-	var u Usage
-	type gpuBooking struct {
-		count   int
-		devices []string
-		known   bool // every booking of this type named its devices
+// usage is what h holds of a node with inventory inv (nil h: nothing), and
+// what remains free.
+func usage(inv inventory.Inventory, h *Held) Usage {
+	if h == nil {
+		h = &Held{}
 	}
-	gpus := map[string]*gpuBooking{}
-	var extraTypes []string
-	for _, s := range svcs {
-		u.Booked.CPU += s.CPU
-		u.Booked.MemoryMiB += s.MemoryMib
-		if s.Gpus == 0 {
-			continue
-		}
-		g := gpus[s.GpuType]
-		if g == nil {
-			g = &gpuBooking{known: true}
-			gpus[s.GpuType] = g
-			extraTypes = append(extraTypes, s.GpuType)
-		}
-		g.count += s.Gpus
-		g.devices = append(g.devices, s.GpuDevices...)
-		if len(s.GpuDevices) != s.Gpus {
-			g.known = false
-		}
-	}
-	u.Free.CPU = max(inv.CPUs-u.Booked.CPU, 0)
-	u.Free.MemoryMiB = max(inv.MemoryMiB-u.Booked.MemoryMiB, 0)
+	u := Usage{Booked: Resources{CPU: h.CPU, MemoryMiB: h.MemoryMiB}}
+	u.Free.CPU = max(inv.CPUs-h.CPU, 0)
+	u.Free.MemoryMiB = max(inv.MemoryMiB-h.MemoryMiB, 0)
 	inInventory := map[string]bool{}
 	for _, have := range inv.GPUs {
 		inInventory[have.Type] = true
-		g := gpus[have.Type]
-		if g == nil {
-			g = &gpuBooking{known: true}
-		}
-		booked := inventory.GPU{Type: have.Type, Count: g.count}
-		free := inventory.GPU{Type: have.Type, Count: max(have.Count-g.count, 0)}
-		if g.known {
-			booked.Devices = sorted(g.devices)
+		count, devices := h.GPUs[have.Type], h.Devices[have.Type]
+		booked := inventory.GPU{Type: have.Type, Count: count}
+		free := inventory.GPU{Type: have.Type, Count: max(have.Count-count, 0)}
+		// Devices are told only when every booking of the type named its.
+		if !h.Unnamed[have.Type] {
+			booked.Devices = sorted(devices)
 			taken := map[string]bool{}
-			for _, d := range g.devices {
+			for _, d := range devices {
 				taken[d] = true
 			}
 			for _, d := range have.DeviceIDs() {
@@ -118,14 +75,19 @@ func usage(inv inventory.Inventory, svcs []*ent.Service) Usage {
 		u.Booked.GPUs = append(u.Booked.GPUs, booked)
 		u.Free.GPUs = append(u.Free.GPUs, free)
 	}
-	for _, t := range extraTypes {
-		if inInventory[t] {
-			continue
+	// Types the node no longer reports but still has booked come last, in
+	// name order.
+	var extra []string
+	for t := range h.GPUs {
+		if !inInventory[t] {
+			extra = append(extra, t)
 		}
-		g := gpus[t]
-		b := inventory.GPU{Type: t, Count: g.count}
-		if g.known {
-			b.Devices = sorted(g.devices)
+	}
+	slices.Sort(extra)
+	for _, t := range extra {
+		b := inventory.GPU{Type: t, Count: h.GPUs[t]}
+		if !h.Unnamed[t] {
+			b.Devices = sorted(h.Devices[t])
 		}
 		u.Booked.GPUs = append(u.Booked.GPUs, b)
 	}

@@ -20,7 +20,7 @@ func TestUsage(t *testing.T) {
 		{CPU: 1, MemoryMib: 1024, Gpus: 1, GpuType: "A10G", GpuDevices: []string{"1"}},
 		{CPU: 1, MemoryMib: 1024, Gpus: 1, GpuType: "L4"}, // a type the node no longer reports
 	}
-	got := usage(inv, svcs)
+	got := usage(inv, heldBy(svcs...))
 	want := Usage{
 		Booked: Resources{CPU: 6.5, MemoryMiB: 10752, GPUs: []inventory.GPU{
 			{Type: "H100", Count: 2, Devices: []string{"GPU-a", "GPU-c"}},
@@ -39,7 +39,7 @@ func TestUsage(t *testing.T) {
 	// Overbooked (the node reported less after a restart), and a booking
 	// without devices: nothing free, devices unknown.
 	got = usage(inventory.Inventory{CPUs: 1, MemoryMiB: 100, GPUs: []inventory.GPU{{Type: "H100", Count: 1}}},
-		[]*ent.Service{{CPU: 2, MemoryMib: 200, Gpus: 2, GpuType: "H100"}})
+		heldBy(&ent.Service{CPU: 2, MemoryMib: 200, Gpus: 2, GpuType: "H100"}))
 	want = Usage{
 		Booked: Resources{CPU: 2, MemoryMiB: 200, GPUs: []inventory.GPU{{Type: "H100", Count: 2}}},
 		Free:   Resources{GPUs: []inventory.GPU{{Type: "H100"}}},
@@ -47,4 +47,13 @@ func TestUsage(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("overbooked usage =\n%+v\nwant\n%+v", got, want)
 	}
+}
+
+// heldBy is what svcs hold of their node, as HeldOn counts it.
+func heldBy(svcs ...*ent.Service) *Held {
+	h := &Held{}
+	for _, s := range svcs {
+		h.add(s)
+	}
+	return h
 }

@@ -1,5 +1,3 @@
-// Package nodes manages the machines of a tenant: invites to join, and
-// (with the agent) their liveness and inventory.
 package nodes
 
 import (
@@ -18,14 +16,6 @@ const (
 	DefaultInviteTTL = 24 * time.Hour
 	MaxInviteTTL     = 30 * 24 * time.Hour
 )
-
-// Service manages nodes and invites.
-type Service struct {
-	Ent *ent.Client
-	Now func() time.Time
-	// PublicURL is the address agents dial, for the join command.
-	PublicURL string
-}
 
 // CreateInvite makes a single-use invite and returns its code, which is
 // not stored and cannot be shown again. Tenant admins only (ent policy).

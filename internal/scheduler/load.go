@@ -17,6 +17,7 @@ import (
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/inventory"
 	"github.com/levers9/levers9/internal/jobspec"
+	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/scheduling"
 )
 
@@ -73,13 +74,13 @@ func (st *state) loadNodes(ctx context.Context, c *ent.Client, dialectName, queu
 		// SQLite has no row locks and needs none (one writer).
 		q.ForUpdate()
 	}
-	nodes, err := q.All(ctx)
+	locked, err := q.All(ctx)
 	if err != nil {
 		return fmt.Errorf("locking nodes: %w", err)
 	}
-	index := make(map[string]int, len(nodes))
-	ids := make([]string, 0, len(nodes))
-	for _, n := range nodes {
+	index := make(map[string]int, len(locked))
+	ids := make([]string, 0, len(locked))
+	for _, n := range locked {
 		if n.Drain {
 			// Its running jobs go on; their usage matters to no placement here.
 			st.draining = append(st.draining, n.Name)
@@ -95,40 +96,19 @@ func (st *state) loadNodes(ctx context.Context, c *ent.Client, dialectName, queu
 		ids = append(ids, n.ID)
 	}
 	slices.Sort(st.draining)
-	// Usage counts services of every queue: a node may serve several.
-	for part := range slices.Chunk(ids, chunk) {
-		used, err := c.Service.Query().
-			Where(service.NodeIDIn(part...), service.StatusIn(service.StatusPending, service.StatusRunning)).
-			Select(service.FieldNodeID, service.FieldCPU, service.FieldMemoryMib, service.FieldGpus, service.FieldGpuType,
-				service.FieldGpuDevices, service.FieldPorts, service.FieldHostPorts).
-			All(ctx)
-		if err != nil {
-			return fmt.Errorf("loading node usage: %w", err)
-		}
-		for _, u := range used {
-			n := &st.nodes[index[u.NodeID]]
-			r := &n.Used
-			r.CPU += u.CPU
-			r.MemoryMiB += u.MemoryMib
-			if u.Gpus > 0 {
-				if r.GPUs == nil {
-					r.GPUs = map[string]int{}
-				}
-				// Services placed before devices were booked have none:
-				// they count here, and the scheduler books around them.
-				r.GPUs[u.GpuType] += u.Gpus
-				if len(u.GpuDevices) > 0 {
-					if n.Booked == nil {
-						n.Booked = map[string][]string{}
-					}
-					n.Booked[u.GpuType] = append(n.Booked[u.GpuType], u.GpuDevices...)
-				}
-			}
-			// Fixed ports, and those the agent picked (host_ports): a fixed
-			// port of a later job must not be one of either.
-			n.Ports = appendPorts(n.Ports, u.Ports)
-			n.Ports = appendPorts(n.Ports, u.HostPorts)
-		}
+	// What is held counts services of every queue: a node may serve
+	// several. The maps are this pass's own, so placing adds to them.
+	held, err := nodes.HeldOn(ctx, c, ids)
+	if err != nil {
+		return fmt.Errorf("loading node usage: %w", err)
+	}
+	for id, h := range held {
+		n := &st.nodes[index[id]]
+		// Services placed before devices were booked count in Used.GPUs
+		// without devices: the scheduler books around them.
+		n.Used = scheduling.Resources{CPU: h.CPU, MemoryMiB: h.MemoryMiB, GPUs: h.GPUs}
+		n.Booked = h.Devices
+		n.Ports = h.Ports
 	}
 	valid := st.nodes[:0]
 	for _, n := range st.nodes {
@@ -177,16 +157,6 @@ func fixedPorts(ps []jobspec.Port) []int {
 		}
 	}
 	return out
-}
-
-// appendPorts adds the fixed (non-zero, in range) ports of ps to to.
-func appendPorts(to []int, ps []jobspec.Port) []int {
-	for _, p := range ps {
-		if p.Port > 0 && p.Port <= 65535 {
-			to = append(to, p.Port)
-		}
-	}
-	return to
 }
 
 // loadJobs reads the next page of at most limit pending jobs of the queue,

@@ -15,8 +15,8 @@ import (
 	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/notify"
-	"github.com/levers9/levers9/internal/tunnel"
 	"github.com/levers9/levers9/internal/wire"
 )
 
@@ -131,7 +131,7 @@ func TestAttempts(t *testing.T) {
 		a.report(wire.Logs{JobID: id, Attempt: 1, Lines: lines("main", 1, 3, at, "first")})
 
 		// The node goes silent past its grace: the job is requeued.
-		l := &tunnel.Liveness{DB: w.db, Jobs: w.jobs, Bus: w.bus, Log: w.log,
+		l := &nodes.Liveness{DB: w.db, Jobs: w.jobs, Bus: w.bus, Log: w.log,
 			Now: func() time.Time { return time.Now().Add(time.Hour) }, TTL: time.Second, Grace: time.Second}
 		if res, err := l.Sweep(context.Background()); err != nil || res.Requeued != 1 {
 			t.Fatalf("sweep = %+v, %v; want the job requeued", res, err)

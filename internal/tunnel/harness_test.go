@@ -83,7 +83,8 @@ func newWorld(t *testing.T, url string) *world {
 	t.Cleanup(bus.Close)
 	js := &jobs.Service{DB: db, Log: log, Now: time.Now, Bus: bus,
 		Schedule: func(context.Context, *sql.Tx, string) error { return nil }}
-	srv := &tunnel.Server{DB: db, Jobs: js, Bus: bus, Log: log, Now: time.Now, HeartbeatInterval: 200 * time.Millisecond}
+	srv := &tunnel.Server{DB: db, Jobs: js, Bus: bus, Log: log, Now: time.Now, HeartbeatInterval: 200 * time.Millisecond,
+		Nodes: &nodes.Service{DB: db, Ent: db.Ent, Bus: bus, Log: log, Now: time.Now}}
 	mux := http.NewServeMux()
 	srv.Routes(mux)
 	w := &world{}

@@ -1,12 +1,13 @@
 // Package tunnel is the server end of the agent tunnel: nodes join with an
 // invite (POST /agent/join) and then keep a WebSocket open (GET /agent)
 // over which the server starts and stops their jobs and the agent reports
-// states and logs. Every fact goes to the database; a session keeps only
-// what it needs to avoid repeating itself, so any replica can hold a node.
+// states and logs. It is transport only: the node rules (join, presence,
+// liveness) are internal/nodes', the job transitions internal/jobs'. Every
+// fact goes to the database; a session keeps only what it needs to avoid
+// repeating itself, so any replica can hold a node.
 package tunnel
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/mounts"
+	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/notify"
 )
 
@@ -33,9 +35,9 @@ type Server struct {
 	HeartbeatInterval time.Duration
 	// StopGrace is the grace given to services on Stop; default 10s.
 	StopGrace time.Duration
-	// CapacityChanged, when set, asks for the node's queues to be
-	// scheduled again (the node joined, came back or reconnected).
-	CapacityChanged func(ctx context.Context, nodeID string) error
+	// Nodes applies the node rules to what agents ask and report: the
+	// join exchange, their presence and heartbeats.
+	Nodes *nodes.Service
 	// Mounts plans how jobs' buckets reach their node; nil: jobs with
 	// mounts fail to start.
 	Mounts *mounts.Planner

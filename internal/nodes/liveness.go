@@ -1,0 +1,130 @@
+package nodes
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/node"
+	"github.com/levers9/levers9/ent/service"
+	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/jobs"
+	"github.com/levers9/levers9/internal/notify"
+	"github.com/levers9/levers9/internal/viewer"
+)
+
+// Liveness defaults.
+const (
+	DefaultNodeTTL   = 30 * time.Second
+	DefaultNodeGrace = 60 * time.Second
+)
+
+// Liveness marks nodes that stopped heartbeating offline and, after a grace
+// period to reconnect, has the jobs they ran lost (jobs.Service.NodeLost
+// fails or requeues them).
+type Liveness struct {
+	DB   *database.DB
+	Jobs *jobs.Service
+	// Bus, when set, wakes the schedulers of an offline node's queues.
+	Bus *notify.Bus
+	Log *slog.Logger
+	Now func() time.Time
+	// TTL is how long a node may go without a heartbeat before it is
+	// offline (0: DefaultNodeTTL); Grace how long its jobs wait after that
+	// for it to return.
+	TTL, Grace time.Duration
+}
+
+// SweepResult says what one sweep did.
+type SweepResult struct {
+	Offline, Failed, Requeued int
+}
+
+// Sweep runs one pass. Running it twice, or on two replicas, is harmless:
+// every change is conditional on the state it expects.
+func (l *Liveness) Sweep(ctx context.Context) (SweepResult, error) {
+	var res SweepResult
+	now := l.Now()
+	ttl, grace := l.TTL, l.Grace
+	if ttl <= 0 {
+		ttl = DefaultNodeTTL
+	}
+	if grace < 0 {
+		grace = 0
+	}
+	stale := now.Add(-ttl)
+	offline, err := l.markOffline(ctx, stale, ttl)
+	res.Offline = offline
+	if err != nil {
+		return res, err
+	}
+	res.Failed, res.Requeued, err = l.loseJobs(ctx, stale.Add(-grace), now)
+	return res, err
+}
+
+// markOffline marks offline the online nodes silent since before stale and
+// wakes their queues' schedulers; it returns how many it marked.
+func (l *Liveness) markOffline(ctx context.Context, stale time.Time, ttl time.Duration) (int, error) {
+	sys := viewer.SystemContext(ctx)
+	silent := node.And(node.StatusEQ(node.StatusOnline), node.Or(node.LastHeartbeatAtIsNil(), node.LastHeartbeatAtLT(stale)))
+	gone, err := l.DB.Ent.Node.Query().Where(silent).IDs(sys)
+	if err != nil {
+		return 0, fmt.Errorf("finding silent nodes: %w", err)
+	}
+	marked := 0
+	for _, id := range gone {
+		// Conditional: a heartbeat since the query keeps the node online.
+		n, err := l.DB.Ent.Node.Update().Where(node.ID(id), silent).SetStatus(node.StatusOffline).Save(sys)
+		if err != nil {
+			return marked, fmt.Errorf("marking node %s offline: %w", id, err)
+		}
+		if n > 0 {
+			marked++
+			l.Log.Warn("node offline: no heartbeat", "node", id, "ttl", ttl)
+			wakeQueues(ctx, l.DB.Ent, l.Bus, l.Log, id)
+		}
+	}
+	return marked, nil
+}
+
+// loseJobs has the jobs on nodes offline and silent since before lostAt
+// lost, and counts those that failed and those requeued.
+func (l *Liveness) loseJobs(ctx context.Context, lostAt, now time.Time) (failed, requeued int, err error) {
+	sys := viewer.SystemContext(ctx)
+	lost, err := l.DB.Ent.Node.Query().
+		Where(node.StatusEQ(node.StatusOffline), node.Or(node.LastHeartbeatAtIsNil(), node.LastHeartbeatAtLT(lostAt))).
+		IDs(sys)
+	if err != nil {
+		return 0, 0, fmt.Errorf("finding lost nodes: %w", err)
+	}
+	if len(lost) == 0 {
+		return 0, 0, nil
+	}
+	ids, err := l.DB.Ent.Service.Query().
+		// Pending jobs too: placed (or sent) but never started there, they
+		// would otherwise wait for the node forever.
+		Where(service.NodeIDIn(lost...), service.HasJobWith(job.StatusIn(job.StatusPending, job.StatusRunning))).
+		Select(service.FieldJobID).Strings(sys)
+	if err != nil {
+		return 0, 0, fmt.Errorf("finding jobs on lost nodes: %w", err)
+	}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		back, err := l.Jobs.NodeLost(ctx, id, now)
+		if err != nil {
+			return failed, requeued, fmt.Errorf("losing job %s with its node: %w", id, err)
+		}
+		if back {
+			requeued++
+		} else {
+			failed++
+		}
+	}
+	return failed, requeued, nil
+}
