@@ -42,6 +42,7 @@ check: generate
 	@if [ -n "$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*'))" ]; then \
 		echo "unformatted:"; gofmt -l $$(find . -name '*.go' -not -path './.git/*'); exit 1; fi
 	$(GO) vet ./...
+	$(GO) test -count=1 ./internal/layering
 
 $(MINIO):
 	@echo "building the MinIO server for the tests (once; a few minutes)"
