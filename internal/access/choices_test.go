@@ -2,84 +2,47 @@ package access_test
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"slices"
 	"testing"
 
-	"github.com/levers9/levers9/ent"
-	"github.com/levers9/levers9/ent/tenant"
 	"github.com/levers9/levers9/internal/access"
-	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/dbtest"
-	"github.com/levers9/levers9/internal/tenancy"
-	"github.com/levers9/levers9/internal/viewer"
+	"github.com/levers9/levers9/internal/fixture"
 )
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
 
 // TestChoicesOf: a member may pick exactly the queues and projects granted
 // to one of their groups, an admin everything of their tenant, and nobody
-// anything of another tenant; IsProjectMember and CanUseQueue agree item by
+// anything of another tenant; CanUseQueue and IsProjectMember agree item by
 // item with the lists.
 func TestChoicesOf(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		t.Parallel()
-		ctx := context.Background()
-		sys := viewer.SystemContext(ctx)
-		db, err := database.Open(ctx, url, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		if err := db.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
-		ten := &tenancy.Service{DB: db, Log: slog.New(slog.DiscardHandler), LocalStorageRoot: t.TempDir()}
-		if _, err := ten.Bootstrap(ctx, tenancy.Seed{AdminPassword: "correct horse battery", SuperadminPassword: "correct horse battery"}); err != nil {
-			t.Fatal(err)
-		}
-		newTenant := func(slug string) (*ent.Tenant, *viewer.Viewer) {
-			t.Helper()
-			tn, admin, err := ten.CreateTenant(sys, tenancy.NewTenant{Name: slug, Slug: slug, EmailDomains: []string{slug + ".test"},
-				AdminEmail: "admin@" + slug + ".test", AdminPassword: "correct horse battery", BudgetPolicy: tenant.BudgetPolicyStop})
-			if err != nil {
-				t.Fatal(err)
-			}
-			env, err := tenancy.MainEnvironmentID(sys, db.Ent, tn.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return tn, &viewer.Viewer{UserID: admin.ID, TenantID: tn.ID, EnvironmentID: env, Admin: true}
-		}
-		alpha, alphaAdmin := newTenant("alpha")
-		beta, _ := newTenant("beta")
-		c := db.Ent
-		member, err := ten.CreateUser(viewer.NewContext(ctx, alphaAdmin), tenancy.NewUser{Email: "m@alpha.test", Password: "correct horse battery"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		team := c.Group.Create().SetTenantID(alpha.ID).SetName("team").SaveX(sys)
-		other := c.Group.Create().SetTenantID(alpha.ID).SetName("other").SaveX(sys)
-		c.Membership.Create().SetTenantID(alpha.ID).SetUserID(member.ID).SetGroup(team).SaveX(sys)
-		c.Queue.Create().SetTenantID(alpha.ID).SetName("gpu").AddGroups(team).SaveX(sys)
-		c.Queue.Create().SetTenantID(alpha.ID).SetName("private").AddGroups(other).SaveX(sys)
-		c.Project.Create().SetTenantID(alpha.ID).SetName("vision").AddGroups(team, other).SaveX(sys)
-		c.Project.Create().SetTenantID(alpha.ID).SetName("secret").AddGroups(other).SaveX(sys)
-		c.Project.Create().SetTenantID(alpha.ID).SetName("orphan").SaveX(sys)
-		c.Queue.Create().SetTenantID(beta.ID).SetName("beta-queue").SaveX(sys)
-		c.Project.Create().SetTenantID(beta.ID).SetName("beta-project").SaveX(sys)
+		alpha := fixture.New(t, url, fixture.TenantOptions{Slug: "alpha"})
+		beta := fixture.NewTenant(t, alpha.DB, fixture.TenantOptions{Slug: "beta"})
+		member := alpha.AddMember(t, "m")
+		team, other := alpha.AddGroup(t, "team", member), alpha.AddGroup(t, "other")
+		alpha.AddQueue(t, "gpu", team)
+		alpha.AddQueue(t, "private", other)
+		alpha.AddProject(t, "vision", team, other)
+		alpha.AddProject(t, "secret", other)
+		alpha.AddProject(t, "orphan")
+		beta.AddQueue(t, "beta-queue", beta.Group(t, "everyone"))
+		beta.AddProject(t, "beta-project", beta.Group(t, "everyone"))
 
-		memberCtx := viewer.NewContext(ctx, &viewer.Viewer{UserID: member.ID, TenantID: alpha.ID, EnvironmentID: alphaAdmin.EnvironmentID})
+		c, sys := alpha.DB.Ent, fixture.Sys()
 		for _, tc := range []struct {
 			name             string
 			ctx              context.Context
 			queues, projects []string
 		}{
-			// The member's group everyone may use the default queue.
-			{"member", memberCtx, []string{"default", "gpu"}, []string{"vision"}},
-			{"admin", viewer.NewContext(ctx, alphaAdmin), []string{"default", "gpu", "private"}, []string{"orphan", "secret", "vision"}},
+			// Every member is in the group everyone, which may use the
+			// default queue.
+			{"member", alpha.As(member), []string{"default", "gpu"}, []string{"vision"}},
+			{"admin", alpha.AsAdmin(), []string{"default", "gpu", "private"}, []string{"orphan", "secret", "vision"}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				ch, err := access.ChoicesOf(tc.ctx, c)
@@ -101,8 +64,8 @@ func TestChoicesOf(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if want := slices.Contains(tc.queues, q.Name) && q.TenantID == alpha.ID; ok != want {
-						t.Errorf("CanUseQueue(%s) = %v, want %v", q.Name, ok, want)
+					if want := q.TenantID == alpha.ID && slices.Contains(tc.queues, q.Name); ok != want {
+						t.Errorf("CanUseQueue(%s of %s) = %v, want %v", q.Name, q.TenantID, ok, want)
 					}
 				}
 				for _, p := range c.Project.Query().AllX(sys) {
@@ -110,8 +73,8 @@ func TestChoicesOf(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if want := slices.Contains(tc.projects, p.Name) && p.TenantID == alpha.ID; ok != want {
-						t.Errorf("IsProjectMember(%s) = %v, want %v", p.Name, ok, want)
+					if want := p.TenantID == alpha.ID && slices.Contains(tc.projects, p.Name); ok != want {
+						t.Errorf("IsProjectMember(%s of %s) = %v, want %v", p.Name, p.TenantID, ok, want)
 					}
 				}
 			})

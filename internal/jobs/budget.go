@@ -7,6 +7,7 @@ import (
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/tenant"
 	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/jobs/jobstate"
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/viewer"
 )
@@ -54,7 +55,8 @@ func (s *Service) EnforceBudgets(ctx context.Context, payers []ledger.Payer) ([]
 		now := s.Now()
 		for _, id := range ids {
 			err := s.DB.InTx(ctx, func(tx *database.Tx) error {
-				return s.end(ctx, tx, id, job.StatusCancelled, OutOfTokens, now)
+				_, err := s.end(ctx, tx, jobstate.OutOfTokens, id, 0, OutOfTokens, now)
+				return err
 			})
 			if err != nil {
 				return stopped, err

@@ -5,9 +5,9 @@ import (
 	"fmt"
 
 	"github.com/levers9/levers9/ent"
-	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/jobs/jobstate"
 	"github.com/levers9/levers9/internal/viewer"
 )
 
@@ -27,7 +27,7 @@ func (s *Service) Cancel(ctx context.Context, id string) (*ent.Job, error) {
 		if statusTerminal(j.Status) {
 			return fault.Invalid("id", "job %s has already ended (%s)", j.ID, j.Status)
 		}
-		if err := s.end(ctx, tx, j.ID, job.StatusCancelled, "cancelled by "+v.UserID, s.Now()); err != nil {
+		if _, err := s.end(ctx, tx, jobstate.Cancelled, j.ID, 0, "cancelled by "+v.UserID, s.Now()); err != nil {
 			return fmt.Errorf("cancelling job %s: %w", id, err)
 		}
 		j, err = tx.Ent.Job.Get(ctx, id)

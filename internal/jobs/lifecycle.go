@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,94 +11,143 @@ import (
 	"github.com/levers9/levers9/ent/jobevent"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/jobs/jobstate"
 	"github.com/levers9/levers9/internal/metering"
 	"github.com/levers9/levers9/internal/viewer"
 )
 
+// errRefused rolls back a transition whose conditional update found the
+// job no longer in a state the event applies from (or at another
+// attempt): nothing it wrote stays.
+var errRefused = errors.New("transition refused: the job changed meanwhile")
+
 // MarkRunning records that job id started running at at: its prices are
 // fixed and its start fee charged in the same transaction.
 func (s *Service) MarkRunning(ctx context.Context, id string, at time.Time) error {
-	sys := viewer.SystemContext(ctx)
 	defer s.signal(ctx, id)
 	return s.DB.InTx(ctx, func(tx *database.Tx) error {
-		n, err := tx.Ent.Job.Update().
-			Where(job.ID(id), job.StatusEQ(job.StatusPending)).
-			SetStatus(job.StatusRunning).SetStatusReason("running").SetStartedAt(at).
-			Save(sys)
-		if err != nil {
-			return fmt.Errorf("marking job %s running: %w", id, err)
-		}
-		if n == 0 {
-			return nil // not pending any more: cancelled meanwhile, or started already
-		}
-		err = tx.Ent.Service.Update().
-			Where(service.JobID(id), service.StatusEQ(service.StatusPending)).
-			SetStatus(service.StatusRunning).SetStartedAt(at).Exec(sys)
-		if err != nil {
-			return fmt.Errorf("marking services of job %s running: %w", id, err)
-		}
-		j, err := tx.Ent.Job.Get(sys, id)
-		if err != nil {
-			return err
-		}
-		if err := recordEvent(ctx, tx.Ent, j, "", jobevent.StatusRunning, "running", at); err != nil {
-			return err
-		}
-		return metering.Started(sys, tx.Ent, id, at)
+		_, err := running(ctx, tx.Ent, id, at)
+		return err
 	})
+}
+
+// running applies JobRunning to job id through c, inside the caller's
+// transaction; false when the job refused it (not pending any more:
+// cancelled meanwhile, or started already).
+func running(ctx context.Context, c *ent.Client, id string, at time.Time) (bool, error) {
+	sys := viewer.SystemContext(ctx)
+	to, _ := jobstate.To(jobstate.JobRunning)
+	n, err := c.Job.Update().
+		Where(job.ID(id), job.StatusIn(jobstate.From(jobstate.JobRunning)...)).
+		SetStatus(to).SetStatusReason("running").SetStartedAt(at).
+		Save(sys)
+	if err != nil {
+		return false, fmt.Errorf("marking job %s running: %w", id, err)
+	}
+	if n == 0 {
+		return false, nil
+	}
+	svcTo, _ := jobstate.ServiceTo(jobstate.JobRunning)
+	err = c.Service.Update().
+		Where(service.JobID(id), service.StatusIn(jobstate.ServiceFrom(jobstate.JobRunning)...)).
+		SetStatus(svcTo).SetStartedAt(at).Exec(sys)
+	if err != nil {
+		return false, fmt.Errorf("marking services of job %s running: %w", id, err)
+	}
+	j, err := c.Job.Get(sys, id)
+	if err != nil {
+		return false, err
+	}
+	if err := recordEvent(ctx, c, j, "", jobevent.Status(to), "running", at); err != nil {
+		return false, err
+	}
+	return true, metering.Started(sys, c, id, at)
 }
 
 // MarkEnded records that job id ended at at with status (COMPLETE, ERROR or
 // CANCELLED) and reason, and charges its last partial minute.
 func (s *Service) MarkEnded(ctx context.Context, id string, status job.Status, reason string, at time.Time) error {
+	e, ok := jobstate.Ending(status)
+	if !ok {
+		return fmt.Errorf("ending job %s: %s is not an end", id, status)
+	}
 	defer s.signal(ctx, id)
 	return s.DB.InTx(ctx, func(tx *database.Tx) error {
-		return s.end(ctx, tx, id, status, reason, at)
+		_, err := s.end(ctx, tx, e, id, 0, reason, at)
+		return err
 	})
 }
 
-// end ends a job inside tx and has its capacity scheduled again.
-func (s *Service) end(ctx context.Context, tx *database.Tx, id string, status job.Status, reason string, at time.Time) error {
-	if err := end(ctx, tx.Ent, id, status, reason, at); err != nil {
-		return err
+// end applies ending event e to job id inside tx (at attempt attempt,
+// unless 0), charges its last partial minute and has its capacity
+// scheduled again; false when the job refused it (ended already, or
+// requeued to another attempt), and then it wrote nothing.
+func (s *Service) end(ctx context.Context, tx *database.Tx, e jobstate.Event, id string, attempt int, reason string, at time.Time) (bool, error) {
+	ended, err := end(ctx, tx.Ent, e, id, attempt, reason, at)
+	if err != nil || !ended {
+		return false, err
 	}
 	if s.Freed != nil {
 		if err := s.Freed(ctx, tx.SQL, id); err != nil {
-			return fmt.Errorf("scheduling capacity freed by job %s: %w", id, err)
+			return false, fmt.Errorf("scheduling capacity freed by job %s: %w", id, err)
 		}
 	}
-	return nil
+	return true, nil
 }
 
-// end moves a job that has not ended to status, through c.
-func end(ctx context.Context, c *ent.Client, id string, status job.Status, reason string, at time.Time) error {
+// end moves a job that e applies to into e's end state, through c.
+func end(ctx context.Context, c *ent.Client, e jobstate.Event, id string, attempt int, reason string, at time.Time) (bool, error) {
 	sys := viewer.SystemContext(ctx)
-	n, err := c.Job.Update().
-		Where(job.ID(id), job.StatusIn(job.StatusPending, job.StatusRunning)).
-		SetStatus(status).SetStatusReason(reason).SetFinishedAt(at).
-		Save(sys)
+	to, ok := jobstate.To(e)
+	if !ok || !jobstate.Ends(e) {
+		return false, fmt.Errorf("ending job %s: %s does not end a job", id, e)
+	}
+	upd := c.Job.Update().Where(job.ID(id), job.StatusIn(jobstate.From(e)...))
+	if attempt > 0 {
+		upd.Where(job.Attempt(attempt))
+	}
+	n, err := upd.SetStatus(to).SetStatusReason(reason).SetFinishedAt(at).Save(sys)
 	if err != nil {
-		return fmt.Errorf("ending job %s: %w", id, err)
+		return false, fmt.Errorf("ending job %s: %w", id, err)
 	}
 	if n == 0 {
-		return nil // ended already
+		return false, nil
 	}
+	svcTo, _ := jobstate.ServiceTo(e)
 	err = c.Service.Update().
-		Where(service.JobID(id), service.StatusIn(service.StatusPending, service.StatusRunning)).
-		SetStatus(service.Status(status)).SetStatusReason(reason).SetFinishedAt(at).
+		Where(service.JobID(id), service.StatusIn(jobstate.ServiceFrom(e)...)).
+		SetStatus(svcTo).SetStatusReason(reason).SetFinishedAt(at).
 		Exec(sys)
 	if err != nil {
-		return fmt.Errorf("ending services of job %s: %w", id, err)
+		return false, fmt.Errorf("ending services of job %s: %w", id, err)
 	}
 	j, err := c.Job.Get(sys, id)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if err := recordEvent(ctx, c, j, "", jobevent.Status(status), reason, at); err != nil {
-		return err
+	if err := recordEvent(ctx, c, j, "", jobevent.Status(to), reason, at); err != nil {
+		return false, err
 	}
 	if _, err := metering.ChargeRun(sys, c, j, at); err != nil {
-		return err
+		return false, err
 	}
-	return nil
+	return true, nil
+}
+
+// endNow applies ending event e to job id in a transaction of its own and
+// signals the change; false when the job refused it.
+func (s *Service) endNow(ctx context.Context, e jobstate.Event, id, reason string, at time.Time) (bool, error) {
+	var ended bool
+	err := s.DB.InTx(ctx, func(tx *database.Tx) error {
+		var err error
+		ended, err = s.end(ctx, tx, e, id, 0, reason, at)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	if ended {
+		s.signal(ctx, id)
+	}
+	return ended, nil
 }

@@ -11,18 +11,11 @@ import (
 	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/jobs/jobstate"
 	"github.com/levers9/levers9/internal/metering"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/viewer"
 )
-
-// ReasonNodeLost is the reason of a job that failed because its node was
-// lost and it had no retry left.
-const ReasonNodeLost = "node lost"
-
-// errRefused rolls back a transition whose conditional update found the
-// job no longer in the state it applies from: nothing it wrote stays.
-var errRefused = errors.New("transition refused: the job changed meanwhile")
 
 // NodeLost ends or requeues job id, whose node is gone: a job that never
 // started, or that has a retry left, goes back to the scheduler; any other
@@ -42,16 +35,28 @@ func (s *Service) NodeLost(ctx context.Context, id string, now time.Time) (reque
 	}
 	if !retry {
 		s.Log.Warn("job lost with its node", "job", id, "billed_to", alive)
-		defer s.signal(ctx, id)
 		err := s.DB.InTx(ctx, func(tx *database.Tx) error {
+			// Charged up to its last sign of life first: the end then
+			// charges nothing more.
 			if j.StartedAt != nil {
 				if err := metering.Lost(sys, tx.Ent, j, alive); err != nil {
 					return fmt.Errorf("charging lost job %s: %w", id, err)
 				}
 			}
-			return s.end(ctx, tx, id, job.StatusError, ReasonNodeLost, now)
+			ended, err := s.end(ctx, tx, jobstate.NodeLost, id, j.Attempt, ReasonNodeLost, now)
+			if err == nil && !ended {
+				return errRefused
+			}
+			return err
 		})
-		return false, err
+		if errors.Is(err, errRefused) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		s.signal(ctx, id)
+		return false, nil
 	}
 	reason := fmt.Sprintf("node lost; requeued (attempt %d of %d)", j.Attempt+1, j.Retries+1)
 	attempt := j.Attempt + 1
@@ -77,9 +82,10 @@ func (s *Service) NodeLost(ctx context.Context, id string, now time.Time) (reque
 				return err
 			}
 		}
+		to, _ := jobstate.To(jobstate.Requeued)
 		n, err := tx.Ent.Job.Update().
-			Where(job.ID(id), job.StatusEQ(j.Status), job.Attempt(j.Attempt)).
-			SetStatus(job.StatusPending).SetStatusReason(reason).SetAttempt(attempt).ClearStartedAt().
+			Where(job.ID(id), job.StatusEQ(j.Status), job.StatusIn(jobstate.From(jobstate.Requeued)...), job.Attempt(j.Attempt)).
+			SetStatus(to).SetStatusReason(reason).SetAttempt(attempt).ClearStartedAt().
 			Save(sys)
 		if err != nil {
 			return err
@@ -87,14 +93,15 @@ func (s *Service) NodeLost(ctx context.Context, id string, now time.Time) (reque
 		if n == 0 {
 			return errRefused
 		}
-		err = tx.Ent.Service.Update().Where(service.JobID(id)).
-			SetStatus(service.StatusPending).SetStatusReason(reason).
+		svcTo, _ := jobstate.ServiceTo(jobstate.Requeued)
+		err = tx.Ent.Service.Update().Where(service.JobID(id), service.StatusIn(jobstate.ServiceFrom(jobstate.Requeued)...)).
+			SetStatus(svcTo).SetStatusReason(reason).
 			ClearNodeID().ClearDispatchedAt().ClearStartedAt().ClearFinishedAt().ClearExitCode().ClearHostPorts().
 			Exec(sys)
 		if err != nil {
 			return err
 		}
-		return recordEvent(ctx, tx.Ent, j, "", jobevent.StatusPending, reason, now)
+		return recordEvent(ctx, tx.Ent, j, "", jobevent.Status(to), reason, now)
 	})
 	if errors.Is(err, errRefused) {
 		return true, nil

@@ -21,6 +21,7 @@ import (
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/jobs/jobstate"
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/notify"
@@ -361,7 +362,7 @@ func insert(ctx context.Context, client *ent.Client, v *viewer.Viewer, c *checke
 		SetGpus(c.spec.TotalGPUs()).
 		SetEstimatePerMinute(c.estimate.PerMinute).
 		SetEstimateStartFee(c.estimate.StartFee).
-		SetStatusReason(ReasonWaiting)
+		SetStatusReason(jobstate.ReasonWaiting)
 	if c.project != nil {
 		create.SetProjectID(c.project.ID)
 	}

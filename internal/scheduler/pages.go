@@ -9,7 +9,7 @@ import (
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/service"
-	"github.com/levers9/levers9/internal/jobs"
+	"github.com/levers9/levers9/internal/jobs/jobstate"
 	"github.com/levers9/levers9/internal/scheduling"
 )
 
@@ -58,7 +58,7 @@ func (st *state) schedule(ctx context.Context, c *ent.Client, q *ent.Queue) ([]s
 		}
 		if !st.room(*smallest) {
 			err := c.Job.Update().
-				Where(job.QueueID(q.ID), job.StatusEQ(job.StatusPending), job.StatusReason(jobs.ReasonWaiting), after.past()).
+				Where(job.QueueID(q.ID), job.StatusIn(jobstate.From(jobstate.Waiting)...), job.StatusReason(jobstate.ReasonWaiting), after.past()).
 				SetStatusReason(fmt.Sprintf("waiting for free capacity in queue %s", q.Name)).
 				Exec(ctx)
 			if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/service"
+	"github.com/levers9/levers9/internal/jobs/jobstate"
 	"github.com/levers9/levers9/internal/scheduling"
 )
 
@@ -37,7 +38,9 @@ func (st *state) write(ctx context.Context, tx *sql.Tx, dialectName, queueName s
 			services = append(services, row{id, []any{p.NodeID, p.GPUType[name], devices}})
 		}
 	}
-	pending := fmt.Sprintf("%s = '%s'", job.FieldStatus, job.StatusPending)
+	// Which jobs and services may be placed is the job state machine's
+	// rule; this pass only writes it in bulk.
+	pending := inStates(job.FieldStatus, jobstate.From(jobstate.Placed))
 	// Jobs before services, in the order cancelling takes its locks, so
 	// the two never deadlock.
 	n, err := update(ctx, tx, job.Table, pending, cols(job.FieldStatusReason), starting, now)
@@ -49,7 +52,7 @@ func (st *state) write(ctx context.Context, tx *sql.Tx, dialectName, queueName s
 	}
 	// coalesce keeps SQLite off the (node_id, status) index, which would
 	// scan every unplaced service instead of looking up the IDs.
-	unplaced := fmt.Sprintf("coalesce(%s, '') = '' AND %s = '%s'", service.FieldNodeID, service.FieldStatus, service.StatusPending)
+	unplaced := fmt.Sprintf("coalesce(%s, '') = '' AND %s", service.FieldNodeID, inStates(service.FieldStatus, jobstate.ServiceFrom(jobstate.Placed)))
 	// Devices in the same statement as the node: a service is never on a
 	// node without its devices. PostgreSQL types CASE results as text
 	// unless told; the column is jsonb.
@@ -76,10 +79,28 @@ func (st *state) write(ctx context.Context, tx *sql.Tx, dialectName, queueName s
 		}
 	}
 	// A waiting job cancelled meanwhile keeps its own reason: no count check.
-	if _, err := update(ctx, tx, job.Table, pending, cols(job.FieldStatusReason), reasons, now); err != nil {
+	waitingOnes := inStates(job.FieldStatus, jobstate.From(jobstate.Waiting))
+	if _, err := update(ctx, tx, job.Table, waitingOnes, cols(job.FieldStatusReason), reasons, now); err != nil {
 		return fmt.Errorf("storing reasons: %w", err)
 	}
 	return nil
+}
+
+// inStates is the SQL condition that column holds one of states (the
+// machine's enum values, never user input): "=" for one, which keeps
+// SQLite on its usual plan, IN for more.
+func inStates[S ~string](column string, states []S) string {
+	if len(states) == 0 {
+		return "FALSE"
+	}
+	quoted := make([]string, len(states))
+	for i, st := range states {
+		quoted[i] = "'" + string(st) + "'"
+	}
+	if len(quoted) == 1 {
+		return column + " = " + quoted[0]
+	}
+	return fmt.Sprintf("%s IN (%s)", column, strings.Join(quoted, ", "))
 }
 
 // jsonList is ids as the JSON a Strings field stores; nil (SQL NULL) when

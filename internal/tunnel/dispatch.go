@@ -15,9 +15,9 @@ import (
 	"github.com/levers9/levers9/internal/wire"
 )
 
-// Reasons the tunnel gives jobs.
+// Reasons the job state machine gives jobs the tunnel finds lost.
 const (
-	ReasonLostOnRestart = "lost on node restart"
+	ReasonLostOnRestart = jobs.ReasonLostOnRestart
 	ReasonNodeLost      = jobs.ReasonNodeLost
 )
 
@@ -97,13 +97,11 @@ func (s *session) start(ctx context.Context, jobID string) error {
 		}
 		return nil
 	}
-	n, err := s.srv.DB.Ent.Service.Update().
-		Where(service.JobID(jobID), service.NodeID(s.nodeID), service.DispatchedAtIsNil()).
-		SetDispatchedAt(s.srv.now()).Save(sys)
+	sent, err := s.srv.Jobs.Dispatched(ctx, jobID, s.nodeID, s.srv.now())
 	if err != nil {
-		return fmt.Errorf("marking job %s dispatched: %w", jobID, err)
+		return err
 	}
-	if n == 0 {
+	if !sent {
 		return nil // sent by someone else meanwhile
 	}
 	s.markActive(jobID, true)
@@ -165,17 +163,14 @@ func (s *session) reconcile(ctx context.Context, running []wire.RunningService) 
 		}
 		if j.Status == job.StatusRunning {
 			s.log.Warn("agent lost a running job", "job", id)
-			if err := s.srv.Jobs.MarkEnded(ctx, id, job.StatusError, ReasonLostOnRestart, s.srv.now()); err != nil {
-				return fmt.Errorf("failing lost job %s: %w", id, err)
+			if err := s.srv.Jobs.LostOnRestart(ctx, id, s.srv.now()); err != nil {
+				return err
 			}
 			continue
 		}
 		// Sent but never started: send it again (dispatch picks it up).
-		err := s.srv.DB.Ent.Service.Update().
-			Where(service.JobID(id), service.NodeID(s.nodeID)).
-			ClearDispatchedAt().Exec(sys)
-		if err != nil {
-			return fmt.Errorf("resending job %s: %w", id, err)
+		if err := s.srv.Jobs.Resend(ctx, id, s.nodeID); err != nil {
+			return err
 		}
 	}
 	// Stops go before the Reconcile and before any Start a resend makes,

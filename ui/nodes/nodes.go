@@ -21,6 +21,7 @@ import (
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/ui/admin/adminkit"
 	"github.com/levers9/levers9/ui/app"
+	"github.com/levers9/levers9/ui/components"
 )
 
 // InviteListSize is how many of the newest invites the page lists.
@@ -43,18 +44,27 @@ type handlers struct {
 	svc *nodesvc.Service
 }
 
-// nodeRow is one machine as the table shows it.
+// nodeRow is one machine as the table shows it, formatted.
 type nodeRow struct {
-	Node    *ent.Node
-	Usage   nodesvc.Usage
-	Running []*ent.Service
+	ID, Name, Status string
+	Drain            bool
+	Runtime          string
+	CPUs, Memory     string // free / total
+	GPUs             []string
+	Heartbeat, Agent string
+	Running          []running
+}
+
+// running is a service running on a node.
+type running struct {
+	JobID, JobName, Name string
 }
 
 // inviteRow is one invite with its state in words.
 type inviteRow struct {
-	Invite *ent.NodeInvite
-	State  string
-	Active bool
+	ID, NodeName, Created, Expires string
+	State                          string
+	Active                         bool
 }
 
 type page struct {
@@ -108,13 +118,7 @@ func (h *handlers) load(r *http.Request) (page, error) {
 		return p, err
 	}
 	for _, n := range ns {
-		row := nodeRow{Node: n, Usage: usage[n.ID]}
-		for _, s := range running {
-			if s.NodeID == n.ID {
-				row.Running = append(row.Running, s)
-			}
-		}
-		p.Nodes = append(p.Nodes, row)
+		p.Nodes = append(p.Nodes, describeNode(n, usage[n.ID], running))
 	}
 	v := viewer.FromContext(ctx)
 	p.Admin = v.Admin
@@ -133,15 +137,24 @@ func (h *handlers) load(r *http.Request) (page, error) {
 }
 
 func describeInvite(inv *ent.NodeInvite, now time.Time) inviteRow {
-	switch {
-	case inv.UsedAt != nil:
-		return inviteRow{Invite: inv, State: "used"}
-	case inv.RevokedAt != nil:
-		return inviteRow{Invite: inv, State: "revoked"}
-	case !inv.ExpiresAt.After(now):
-		return inviteRow{Invite: inv, State: "expired"}
+	state := nodesvc.InviteState(inv, now)
+	return inviteRow{ID: inv.ID, NodeName: inv.NodeName, Created: components.When(&inv.CreatedAt),
+		Expires: components.When(&inv.ExpiresAt), State: state, Active: state == "open"}
+}
+
+// describeNode formats node n with its usage and, among all, the services
+// running on it (their jobs loaded).
+func describeNode(n *ent.Node, u nodesvc.Usage, all []*ent.Service) nodeRow {
+	row := nodeRow{ID: n.ID, Name: n.Name, Status: string(n.Status), Drain: n.Drain, Runtime: runtime(n.Inventory),
+		CPUs:   cpus(u.Free.CPU) + " / " + cpus(n.Inventory.CPUs),
+		Memory: memory(u.Free.MemoryMiB) + " / " + memory(n.Inventory.MemoryMiB),
+		GPUs:   gpus(n.Inventory, u), Heartbeat: components.When(n.LastHeartbeatAt), Agent: n.AgentVersion}
+	for _, s := range all {
+		if s.NodeID == n.ID {
+			row.Running = append(row.Running, running{JobID: s.JobID, JobName: jobName(s), Name: s.Name})
+		}
 	}
-	return inviteRow{Invite: inv, State: "open", Active: true}
+	return row
 }
 
 // memory is MiB for people.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/group"
@@ -33,10 +34,15 @@ type handlers struct{ rt *app.Router }
 
 var projectFields = adminkit.Shown("name", "description")
 
-// row is a project with its balance.
+// row is a project with its balance, formatted.
 type row struct {
-	Project *ent.Project
-	Balance billing.Tokens
+	ID, Name, Description, Groups string
+	Balance                       string
+}
+
+// grantRow is one grant to a project, formatted.
+type grantRow struct {
+	When, Tokens, Reason string
 }
 
 type listPage struct {
@@ -57,12 +63,17 @@ func (h *handlers) renderList(w http.ResponseWriter, r *http.Request, status int
 		return fmt.Errorf("listing projects: %w", err)
 	}
 	p := listPage{Form: f}
+	ids := make([]string, len(ps))
+	for i, pr := range ps {
+		ids[i] = pr.ID
+	}
+	balances, err := h.rt.Deps.Ledger.ProjectBalances(ctx, ids)
+	if err != nil {
+		return err
+	}
 	for _, pr := range ps {
-		b, err := h.rt.Deps.Ledger.Balance(ctx, ledger.Payer{ProjectID: pr.ID})
-		if err != nil {
-			return fmt.Errorf("balance of %s: %w", pr.ID, err)
-		}
-		p.Projects = append(p.Projects, row{Project: pr, Balance: b})
+		p.Projects = append(p.Projects, row{ID: pr.ID, Name: pr.Name, Description: pr.Description,
+			Groups: groupNames(pr), Balance: balances[pr.ID].String()})
 	}
 	if p.Groups, err = h.groups(r); err != nil {
 		return err
@@ -102,12 +113,12 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
 }
 
 type showPage struct {
-	Project *ent.Project
-	Balance billing.Tokens
-	Grants  []*ent.Charge
-	Groups  []components.Option
-	Edit    *adminkit.Form
-	Grant   *adminkit.Form
+	ID, Name string
+	Balance  string
+	Grants   []grantRow
+	Groups   []components.Option
+	Edit     *adminkit.Form
+	Grant    *adminkit.Form
 }
 
 func (h *handlers) load(r *http.Request) (*ent.Project, error) {
@@ -134,13 +145,19 @@ func values(pr *ent.Project) url.Values {
 func (h *handlers) renderShow(w http.ResponseWriter, r *http.Request, status int, pr *ent.Project, edit, grant *adminkit.Form) error {
 	ctx := r.Context()
 	c := h.rt.Deps.DB.Ent
-	p := showPage{Project: pr, Edit: edit, Grant: grant}
-	var err error
-	if p.Balance, err = h.rt.Deps.Ledger.Balance(ctx, ledger.Payer{ProjectID: pr.ID}); err != nil {
+	p := showPage{ID: pr.ID, Name: pr.Name, Edit: edit, Grant: grant}
+	b, err := h.rt.Deps.Ledger.Balance(ctx, ledger.Payer{ProjectID: pr.ID})
+	if err != nil {
 		return fmt.Errorf("balance of %s: %w", pr.ID, err)
 	}
-	if p.Grants, err = recentGrants(ctx, c, pr.ID); err != nil {
+	p.Balance = b.String()
+	grants, err := recentGrants(ctx, c, pr.ID)
+	if err != nil {
 		return err
+	}
+	for _, g := range grants {
+		p.Grants = append(p.Grants, grantRow{When: components.When(&g.CreatedAt),
+			Tokens: ledger.EntryOf(g.Tokens).BalanceChange().String(), Reason: g.Reason})
 	}
 	if p.Groups, err = h.groups(r); err != nil {
 		return err
@@ -211,4 +228,15 @@ func diff(have, want []string) (add, remove []string) {
 		}
 	}
 	return add, remove
+}
+
+func groupNames(pr *ent.Project) string {
+	var out []string
+	for _, g := range pr.Edges.Groups {
+		out = append(out, g.Name)
+	}
+	if len(out) == 0 {
+		return "—"
+	}
+	return strings.Join(out, ", ")
 }

@@ -11,8 +11,6 @@ import (
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/membership"
 	"github.com/levers9/levers9/ent/user"
-	"github.com/levers9/levers9/internal/billing"
-	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/ui/admin/adminkit"
 	"github.com/levers9/levers9/ui/app"
@@ -37,12 +35,21 @@ var roles = []components.Option{
 }
 
 type page struct {
-	Users    []*ent.User
-	Balances map[string]billing.Tokens // by user ID
-	Options  []components.Option       // the users, for the grant form
-	Form     *adminkit.Form
-	Grant    *adminkit.Form
+	Users   []userRow
+	Options []components.Option // the users, for the grant form
+	Form    *adminkit.Form
+	Grant   *adminkit.Form
 }
+
+// userRow is one user of the table, formatted.
+type userRow struct {
+	ID, Email, Name, Role string
+	Groups                []groupLink
+	Balance               string
+}
+
+// groupLink is a group a user is a member of.
+type groupLink struct{ ID, Name string }
 
 func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 	f := adminkit.NewForm("user", h.rt.CSRFToken(r), nil)
@@ -58,11 +65,23 @@ func (h *handlers) render(w http.ResponseWriter, r *http.Request, status int, f,
 	if err != nil {
 		return fmt.Errorf("listing users: %w", err)
 	}
-	p := page{Users: us, Balances: map[string]billing.Tokens{}, Form: f, Grant: grant}
+	ids := make([]string, len(us))
+	for i, u := range us {
+		ids[i] = u.ID
+	}
+	balances, err := h.rt.Deps.Ledger.UserBalances(ctx, ids)
+	if err != nil {
+		return err
+	}
+	p := page{Form: f, Grant: grant}
 	for _, u := range us {
-		if p.Balances[u.ID], err = h.rt.Deps.Ledger.Balance(ctx, ledger.Payer{UserID: u.ID}); err != nil {
-			return fmt.Errorf("balance of %s: %w", u.ID, err)
+		row := userRow{ID: u.ID, Email: u.Email, Name: u.Name, Role: string(u.Role), Balance: balances[u.ID].String()}
+		for _, m := range u.Edges.Memberships {
+			if m.Edges.Group != nil {
+				row.Groups = append(row.Groups, groupLink{ID: m.GroupID, Name: m.Edges.Group.Name})
+			}
 		}
+		p.Users = append(p.Users, row)
 		p.Options = append(p.Options, components.Option{Value: u.ID, Label: u.Email})
 	}
 	f.Values.Del("password") // never sent back

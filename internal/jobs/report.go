@@ -1,0 +1,194 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/predicate"
+	"github.com/levers9/levers9/ent/service"
+	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/jobs/jobstate"
+	"github.com/levers9/levers9/internal/jobspec"
+	"github.com/levers9/levers9/internal/viewer"
+)
+
+// ServiceRef names the run of one service a node's agent reports on: the
+// job, the service, the node reporting and the attempt it runs (0 means 1).
+type ServiceRef struct {
+	JobID, Service, NodeID string
+	Attempt                int
+}
+
+func (r ServiceRef) attempt() int { return max(r.Attempt, 1) }
+
+// runsHere holds for services placed on r's node whose job is at r's
+// attempt and in one of states. Updates carry it too, so a requeue
+// committed between the check and the write is not overwritten: a late
+// report of attempt 1 never changes attempt 2.
+func (r ServiceRef) runsHere(states ...job.Status) predicate.Service {
+	on := []predicate.Job{job.Attempt(r.attempt())}
+	if len(states) > 0 {
+		on = append(on, job.StatusIn(states...))
+	}
+	return service.And(service.NodeID(r.NodeID), service.HasJobWith(on...))
+}
+
+// OwnService is the service r names, if r's node runs it for the job's
+// current attempt. Reports about anything else (a job never given, or a
+// run the job has since been requeued from) are logged and ignored (nil).
+func (s *Service) OwnService(ctx context.Context, r ServiceRef) (*ent.Service, error) {
+	return s.ownService(ctx, s.DB.Ent, r)
+}
+
+func (s *Service) ownService(ctx context.Context, c *ent.Client, r ServiceRef) (*ent.Service, error) {
+	svc, err := c.Service.Query().
+		Where(service.JobID(r.JobID), service.Name(r.Service), r.runsHere()).
+		Only(viewer.SystemContext(ctx))
+	if ent.IsNotFound(err) {
+		s.Log.Warn("agent reported a service it does not run for the job's current attempt; ignored",
+			"job", r.JobID, "service", r.Service, "attempt", r.Attempt)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("finding service %s of job %s: %w", r.Service, r.JobID, err)
+	}
+	return svc, nil
+}
+
+// ServiceRunning records that the service r names runs since at, with its
+// host ports; once every service of the job has started, the job runs
+// (JobRunning, in the same transaction).
+func (s *Service) ServiceRunning(ctx context.Context, r ServiceRef, ports []jobspec.Port, at time.Time) error {
+	sys := viewer.SystemContext(ctx)
+	started := false
+	err := s.DB.InTx(ctx, func(tx *database.Tx) error {
+		started = false // a transaction may run again
+		svc, err := s.ownService(ctx, tx.Ent, r)
+		if svc == nil || err != nil {
+			return err
+		}
+		to, _ := jobstate.ServiceTo(jobstate.ServiceRunning)
+		err = tx.Ent.Service.Update().
+			Where(service.ID(svc.ID), service.StatusIn(jobstate.ServiceFrom(jobstate.ServiceRunning)...),
+				r.runsHere(jobstate.From(jobstate.ServiceRunning)...)).
+			SetStatus(to).SetStartedAt(at).SetHostPorts(ports).Exec(sys)
+		if err != nil {
+			return fmt.Errorf("recording service %s running: %w", r.Service, err)
+		}
+		waiting, err := tx.Ent.Service.Query().
+			Where(service.JobID(r.JobID), service.StartedAtIsNil()).Count(sys)
+		if err != nil {
+			return fmt.Errorf("counting services of job %s: %w", r.JobID, err)
+		}
+		if waiting > 0 {
+			return nil
+		}
+		started = true
+		_, err = running(ctx, tx.Ent, r.JobID, at)
+		return err
+	})
+	if started {
+		s.signal(ctx, r.JobID)
+	}
+	return err
+}
+
+// ServiceEnd is how a service ended: its exit code if it has one, and
+// whether it failed (with the agent's reason) or exited 0.
+type ServiceEnd struct {
+	ExitCode *int
+	Failed   bool
+	Reason   string
+}
+
+// ServiceEnded records the end of the service r names at at and settles
+// the job when that decides it: one failure fails it (the agent stops the
+// others), all exited completes it. Done says the job is over on r's node:
+// it ended now, or had ended and every service of it has finished.
+func (s *Service) ServiceEnded(ctx context.Context, r ServiceRef, end ServiceEnd, at time.Time) (done bool, err error) {
+	sys := viewer.SystemContext(ctx)
+	e, reason := jobstate.ServiceExited, "exited 0"
+	if end.Failed {
+		e, reason = jobstate.ServiceFailed, end.Reason
+	}
+	settled := false
+	err = s.DB.InTx(ctx, func(tx *database.Tx) error {
+		done, settled = false, false // a transaction may run again
+		svc, err := s.ownService(ctx, tx.Ent, r)
+		if svc == nil || err != nil {
+			return err
+		}
+		to, ok := jobstate.NextService(e, svc.Status)
+		if !ok {
+			return nil
+		}
+		upd := tx.Ent.Service.Update().
+			Where(service.ID(svc.ID), service.StatusEQ(svc.Status), r.runsHere(jobstate.From(e)...)).
+			SetNillableExitCode(end.ExitCode)
+		if to != svc.Status {
+			upd.SetStatus(to).SetStatusReason(clip(reason, 1000)).SetFinishedAt(at)
+		}
+		n, err := upd.Save(sys)
+		if err != nil {
+			return fmt.Errorf("recording end of service %s: %w", r.Service, err)
+		}
+		if n == 0 {
+			return nil // requeued meanwhile: this run no longer counts
+		}
+		done, settled, err = s.settle(ctx, tx, r, e, end.Reason, at)
+		return err
+	})
+	if settled {
+		s.signal(ctx, r.JobID)
+	}
+	return done, err
+}
+
+// settle ends the job r names, inside tx, when the end of its service
+// (event e) decides it; done as for ServiceEnded, settled when it ended it.
+func (s *Service) settle(ctx context.Context, tx *database.Tx, r ServiceRef, e jobstate.Event, failure string, at time.Time) (done, settled bool, err error) {
+	sys := viewer.SystemContext(ctx)
+	j, err := tx.Ent.Job.Query().Where(job.ID(r.JobID)).WithServices().Only(sys)
+	if err != nil {
+		return false, false, fmt.Errorf("loading job %s: %w", r.JobID, err)
+	}
+	if j.Status != job.StatusPending && j.Status != job.StatusRunning {
+		for _, svc := range j.Edges.Services {
+			if svc.FinishedAt == nil {
+				return false, false, nil
+			}
+		}
+		return true, false, nil
+	}
+	if j.Attempt != r.attempt() {
+		return false, false, nil // requeued meanwhile
+	}
+	states := make([]service.Status, len(j.Edges.Services))
+	for i, svc := range j.Edges.Services {
+		states[i] = svc.Status
+	}
+	next, ok := jobstate.Settle(e, states)
+	if !ok {
+		return false, false, nil
+	}
+	reason := "all services exited 0"
+	if next == jobstate.Failed {
+		reason = "service " + r.Service + " failed"
+		if failure != "" {
+			reason += ": " + failure
+		}
+	} else if j.Status == job.StatusPending {
+		// Every service ran and exited before the last one's RUNNING was
+		// counted: record the run so the job is billed and timed.
+		if _, err := running(ctx, tx.Ent, j.ID, at); err != nil {
+			return false, false, err
+		}
+	}
+	if _, err := s.end(ctx, tx, next, j.ID, j.Attempt, clip(reason, 1000), at); err != nil {
+		return false, false, fmt.Errorf("settling job %s: %w", j.ID, err)
+	}
+	return true, true, nil
+}
