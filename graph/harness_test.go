@@ -19,6 +19,7 @@ import (
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/nodes"
@@ -38,6 +39,7 @@ type env struct {
 	auth    *auth.Service
 	tenancy *tenancy.Service
 	jobs    *jobs.Service
+	logs    *joblog.Service
 	bus     *notify.Bus
 	srv     *httptest.Server
 }
@@ -77,11 +79,12 @@ func newEnv(t testing.TB, url string, tune ...func(*graph.Resolver)) *env {
 		Files:          &buckets.Files{Ent: db.Ent, AllowPrivateS3: true},
 		Ledger:         &ledger.Service{DB: db},
 		NodeService:    &nodes.Service{Ent: db.Ent, Now: time.Now, PublicURL: "http://levers9.test"},
-		Bus:            e.bus,
+		Logs:           &joblog.Service{DB: db, Bus: e.bus, Log: log},
 	}
 	for _, f := range tune {
 		f(res)
 	}
+	e.logs = res.Logs
 	e.srv = httptest.NewServer(graph.Authenticate(e.auth, log, graph.NewHandler(res)))
 	t.Cleanup(e.srv.Close)
 	return e

@@ -14,13 +14,13 @@ import (
 
 // JobLogs is the resolver for the jobLogs field.
 func (r *queryResolver) JobLogs(ctx context.Context, jobID string, attempt *int, fromSeq *int, first *int) ([]*joblog.Line, error) {
-	lines, err := joblog.Lines(ctx, r.Ent, jobID, derefOr(attempt, 0), seqArg(fromSeq), derefOr(first, joblog.MaxPage))
+	lines, err := r.Logs.Lines(ctx, jobID, derefOr(attempt, 0), seqArg(fromSeq), derefOr(first, joblog.MaxPage))
 	return ptrs(lines), err
 }
 
 // JobEvents is the resolver for the jobEvents field.
 func (r *queryResolver) JobEvents(ctx context.Context, jobID string) ([]*joblog.Event, error) {
-	events, err := joblog.Events(ctx, r.Ent, jobID)
+	events, err := r.Logs.Events(ctx, jobID)
 	return ptrs(events), err
 }
 
@@ -33,7 +33,7 @@ func (r *subscriptionResolver) JobLogs(ctx context.Context, jobID string, attemp
 	if err != nil {
 		return nil, err
 	}
-	ch, err := joblog.Follow(ctx, r.Ent, r.Bus, jobID, derefOr(attempt, 0), seqArg(fromSeq), opts)
+	ch, err := r.Logs.Follow(ctx, jobID, derefOr(attempt, 0), seqArg(fromSeq), opts)
 	if err != nil {
 		release()
 	}
@@ -49,7 +49,7 @@ func (r *subscriptionResolver) JobEvents(ctx context.Context, jobID string) (<-c
 	if err != nil {
 		return nil, err
 	}
-	ch, err := joblog.FollowEvents(ctx, r.Ent, r.Bus, jobID, opts)
+	ch, err := r.Logs.FollowEvents(ctx, jobID, opts)
 	if err != nil {
 		release()
 	}

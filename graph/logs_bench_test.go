@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/levers9/levers9/internal/dbtest"
-	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/wire"
 )
@@ -69,7 +68,7 @@ func benchFanout(b *testing.B, url string) ([]time.Duration, time.Duration) {
 		}()
 	}
 	// Let every subscription start before timing.
-	waitFor(b, 30*time.Second, func() bool { return joblog.Running() >= fanoutSubscribers })
+	waitFor(b, 30*time.Second, func() bool { return e.logs.Running() >= fanoutSubscribers })
 	start := time.Now()
 	ctx := context.Background()
 	for from := 1; from <= fanoutLines; from += fanoutBatch {
@@ -79,7 +78,7 @@ func benchFanout(b *testing.B, url string) ([]time.Duration, time.Duration) {
 			// The text carries the append time, to measure latency.
 			lines = append(lines, wire.LogLine{Service: "main", Stream: wire.Stdout, Seq: uint64(seq), Time: now, Text: strconv.FormatInt(now.UnixNano(), 10)})
 		}
-		if err := joblog.Append(ctx, e.db.Ent, job, 1, lines); err != nil {
+		if err := e.logs.Append(ctx, job, 1, lines); err != nil {
 			b.Fatal(err)
 		}
 		if err := e.bus.Publish(ctx, notify.TopicJob, job); err != nil {

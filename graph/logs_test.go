@@ -46,7 +46,7 @@ func (e *env) appendLines(job string, from, to int, text ...string) {
 		lines = append(lines, l)
 	}
 	ctx := context.Background()
-	if err := joblog.Append(ctx, e.db.Ent, job, 1, lines); err != nil {
+	if err := e.logs.Append(ctx, job, 1, lines); err != nil {
 		e.t.Fatal(err)
 	}
 	if err := e.bus.Publish(ctx, notify.TopicJob, job); err != nil {
@@ -251,7 +251,7 @@ func TestSlowSubscriberDropped(t *testing.T) {
 		t.Run("websocket", func(t *testing.T) {
 			c := e.dialWS(t, a.memberToken)
 			c.subscribe("1", subLogs, vars{"j": job})
-			waitDropped(t)
+			e.waitDropped(t)
 			// What the client can still read ends with the closed connection
 			// (read timeouts are far longer than the server's write timeout).
 			n := 0
@@ -271,7 +271,7 @@ func TestSlowSubscriberDropped(t *testing.T) {
 		})
 		t.Run("sse", func(t *testing.T) {
 			s := e.sse(t, a.memberToken, subLogs, vars{"j": job})
-			waitDropped(t)
+			e.waitDropped(t)
 			n := 0
 			for s.sc.Scan() {
 				switch line := s.sc.Text(); {
@@ -289,10 +289,10 @@ func TestSlowSubscriberDropped(t *testing.T) {
 }
 
 // waitDropped waits until a follow started and then ended without being read.
-func waitDropped(t *testing.T) {
+func (e *env) waitDropped(t *testing.T) {
 	t.Helper()
-	waitFor(t, 30*time.Second, func() bool { return joblog.Running() > 0 })
-	waitFor(t, 30*time.Second, func() bool { return joblog.Running() == 0 })
+	waitFor(t, 30*time.Second, func() bool { return e.logs.Running() > 0 })
+	waitFor(t, 30*time.Second, func() bool { return e.logs.Running() == 0 })
 }
 
 func waitFor(t testing.TB, d time.Duration, cond func() bool) {

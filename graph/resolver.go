@@ -13,7 +13,6 @@ import (
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/nodes"
-	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/tenancy"
 )
 
@@ -29,8 +28,8 @@ type Resolver struct {
 	NodeService    *nodes.Service
 	Files          *buckets.Files
 	Ledger         *ledger.Service
-	// Bus wakes log and event subscriptions; without it they poll.
-	Bus *notify.Bus
+	// Logs serves job output and events to queries and subscriptions.
+	Logs *joblog.Service
 	// Follow tunes subscriptions (buffer, stall limit); zero means defaults.
 	Follow joblog.Options
 	// Limits bound the cost and answer size of an operation; zero means

@@ -189,7 +189,7 @@ func TestDashboardRendersScriptAsText(t *testing.T) {
 		e := newEnv(t, dbURL)
 		const evil = `<script>alert("x")</script>`
 		j := e.submit(e.admin, "job "+evil, "true")
-		err := joblog.Append(viewer.SystemContext(context.Background()), e.db.Ent, j.ID, 1, []wire.LogLine{
+		err := (&joblog.Service{DB: e.db}).Append(viewer.SystemContext(context.Background()), j.ID, 1, []wire.LogLine{
 			{Seq: 1, Service: "main", Stream: wire.Stdout, Time: time.Now(), Text: "out " + evil},
 		})
 		if err != nil {

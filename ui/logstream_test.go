@@ -85,7 +85,7 @@ func TestDashboardLogStream(t *testing.T) {
 		sys := viewer.SystemContext(context.Background())
 		appendLine := func(seq uint64, text string) {
 			t.Helper()
-			err := joblog.Append(sys, e.db.Ent, j.ID, 1, []wire.LogLine{{Seq: seq, Service: "main", Stream: wire.Stdout, Time: time.Now(), Text: text}})
+			err := (&joblog.Service{DB: e.db}).Append(sys, j.ID, 1, []wire.LogLine{{Seq: seq, Service: "main", Stream: wire.Stdout, Time: time.Now(), Text: text}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -24,7 +24,7 @@ func TestSignOutEndsLogStream(t *testing.T) {
 		sys := viewer.SystemContext(context.Background())
 		appendLine := func(seq uint64) {
 			t.Helper()
-			err := joblog.Append(sys, e.db.Ent, j.ID, 1, []wire.LogLine{{Seq: seq, Service: "main", Stream: wire.Stdout, Time: time.Now(), Text: "x"}})
+			err := (&joblog.Service{DB: e.db}).Append(sys, j.ID, 1, []wire.LogLine{{Seq: seq, Service: "main", Stream: wire.Stdout, Time: time.Now(), Text: "x"}})
 			if err != nil {
 				t.Fatal(err)
 			}

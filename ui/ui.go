@@ -10,9 +10,11 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/levers9/levers9/internal/audit"
 	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/notify"
@@ -68,6 +70,8 @@ func Routes(ctx context.Context, mux *http.ServeMux, cfg Config) error {
 	rt := app.NewRouter(mux, &app.Deps{
 		DB: cfg.DB, Auth: cfg.Auth, Tenancy: cfg.Tenancy, Jobs: cfg.Jobs, Files: cfg.Files, Bus: cfg.Bus,
 		Ledger: &ledger.Service{DB: cfg.DB}, Log: cfg.Log.With("component", "dashboard"),
+		Logs:      &joblog.Service{DB: cfg.DB, Bus: cfg.Bus, Log: cfg.Log.With("component", "dashboard")},
+		Audit:     &audit.Service{Ent: cfg.DB.Ent},
 		PublicURL: cfg.PublicURL, MaxUpload: cfg.MaxUpload,
 		Version:  cfg.Version,
 		Sessions: session.NewManager(store, cfg.IdleTimeout, lifetime),

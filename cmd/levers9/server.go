@@ -19,6 +19,7 @@ import (
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/filesapi"
+	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/metering"
@@ -86,6 +87,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	defer bus.Close()
 	authn.Bus = bus // revoked tokens end their streams on every replica
 	jobService := &jobs.Service{DB: db, Log: log, Now: time.Now, Bus: bus}
+	logs := &joblog.Service{DB: db, Bus: bus, Log: log}
 	meter := &metering.Meter{DB: db, Log: log, Now: time.Now}
 	sched := &scheduler.Service{DB: db, Bus: bus, Log: log, Now: time.Now}
 	go sched.Run(ctx)
@@ -116,7 +118,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		Files:          fileStore,
 		Ledger:         &ledger.Service{DB: db},
 		NodeService:    &nodes.Service{Ent: db.Ent, Now: time.Now, PublicURL: publicURL},
-		Bus:            bus,
+		Logs:           logs,
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", graph.Authenticate(authn, log, graph.NewHandler(resolver)))
@@ -125,7 +127,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		CapacityChanged: func(ctx context.Context, nodeID string) error {
 			return db.InTx(ctx, func(tx *database.Tx) error { return scheduleNode(ctx, tx.SQL, nodeID) })
 		}}
-	tun := &tunnel.Server{DB: db, Jobs: jobService, Nodes: nodeRules, Bus: bus, Log: log.With("component", "tunnel"), Now: time.Now, Mounts: planner,
+	tun := &tunnel.Server{DB: db, Jobs: jobService, Logs: logs, Nodes: nodeRules, Bus: bus, Log: log.With("component", "tunnel"), Now: time.Now, Mounts: planner,
 		// Several heartbeats fit in a TTL, so one lost beat is no outage.
 		HeartbeatInterval: min(max(cfg.NodeTTL/3, 100*time.Millisecond), tunnel.DefaultHeartbeatInterval)}
 	tun.Routes(mux)

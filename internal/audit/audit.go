@@ -124,19 +124,27 @@ func changes(m ent.Mutation) map[string]string {
 	return d
 }
 
+// Service reads the audit log for the front doors. It holds the ent client,
+// not database.DB: database registers this package's hook, so it cannot be
+// imported here. Record and the hook stay functions: they run inside the
+// writer's transaction.
+type Service struct {
+	Ent *ent.Client
+}
+
 // ActorEmails maps the actors of events to their emails. An actor may be a
 // superadmin, whom tenant privacy hides from the tenant's admins; the
 // events themselves were read as the viewer (so they are the viewer's to
 // see), and naming who did them is the point of the log, so the emails are
 // read as the system, for these actors only.
-func ActorEmails(ctx context.Context, c *ent.Client, events []*ent.AuditEvent) (map[string]string, error) {
+func (s *Service) ActorEmails(ctx context.Context, events []*ent.AuditEvent) (map[string]string, error) {
 	ids := make([]string, 0, len(events))
 	for _, e := range events {
 		ids = append(ids, e.ActorID)
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	us, err := c.User.Query().Where(user.IDIn(ids...)).All(viewer.SystemContext(ctx))
+	us, err := s.Ent.User.Query().Where(user.IDIn(ids...)).All(viewer.SystemContext(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("reading the actors of audit events: %w", err)
 	}

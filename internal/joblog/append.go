@@ -6,19 +6,42 @@ package joblog
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"sync/atomic"
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/logline"
+	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/internal/wire"
 )
 
-// Append stores lines that attempt attempt of job jobID wrote, through c.
-// Lines are keyed by (job, attempt, seq), so a batch the agent resends after
-// a reconnect is stored once and a retry's lines never collide with the
+// Service stores the output of jobs and serves it: reads, and follows that
+// the bus wakes.
+type Service struct {
+	DB *database.DB
+	// Bus, when set, wakes followers when a job changes; without it they
+	// poll.
+	Bus *notify.Bus
+	// Log is where follows report how they failed, unless their Options
+	// name another logger.
+	Log *slog.Logger
+	// running counts follow goroutines, so tests and metrics can see that
+	// dropped and cancelled followers really end.
+	running atomic.Int64
+}
+
+// Running is the number of this service's follows in progress.
+func (s *Service) Running() int64 { return s.running.Load() }
+
+// Append stores lines that attempt attempt of job jobID wrote. Lines are
+// keyed by (job, attempt, seq), so a batch the agent resends after a
+// reconnect is stored once and a retry's lines never collide with the
 // earlier attempt's. Callers publish notify.TopicJob after the commit.
-func Append(ctx context.Context, c *ent.Client, jobID string, attempt int, lines []wire.LogLine) error {
+func (s *Service) Append(ctx context.Context, jobID string, attempt int, lines []wire.LogLine) error {
+	c := s.DB.Ent
 	if len(lines) == 0 {
 		return nil
 	}

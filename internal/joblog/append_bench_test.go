@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/levers9/levers9/internal/dbtest"
-	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/wire"
 )
 
@@ -29,7 +28,7 @@ func BenchmarkAppend(b *testing.B) {
 					seq++
 					lines[k] = wire.LogLine{Service: "main", Stream: wire.Stdout, Seq: seq, Time: time.Now(), Text: strconv.FormatUint(seq, 10)}
 				}
-				if err := joblog.Append(context.Background(), w.db.Ent, w.job, 1, lines); err != nil {
+				if err := w.logs.Append(context.Background(), w.job, 1, lines); err != nil {
 					b.Fatal(err)
 				}
 			}

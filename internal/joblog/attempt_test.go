@@ -22,7 +22,7 @@ func (w *world) appendAttempt(t *testing.T, attempt int, svc string, from, to in
 		lines = append(lines, wire.LogLine{Service: svc, Stream: wire.Stdout, Seq: uint64(i), Time: at.Add(time.Duration(i) * time.Millisecond),
 			Text: fmt.Sprintf("attempt %d line %d", attempt, i)})
 	}
-	if err := joblog.Append(context.Background(), w.db.Ent, w.job, attempt, lines); err != nil {
+	if err := w.logs.Append(context.Background(), w.job, attempt, lines); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.other.Publish(context.Background(), notify.TopicJob, w.job); err != nil {
@@ -40,7 +40,7 @@ func TestAttempts(t *testing.T) {
 		at := time.Now().UTC().Truncate(time.Second)
 		w.appendAttempt(t, 1, "main", 1, 3, at)
 		w.appendAttempt(t, 1, "main", 2, 3, at) // a resend: stored once
-		ch, err := joblog.Follow(w.admin, w.db.Ent, w.bus, w.job, 0, 1, joblog.Options{})
+		ch, err := w.logs.Follow(w.admin, w.job, 0, 1, joblog.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func TestAttempts(t *testing.T) {
 		w.appendAttempt(t, 2, "side", 3, 3, at.Add(time.Minute))
 		check := func(attempt int, want []string) {
 			t.Helper()
-			lines, err := joblog.Lines(w.admin, w.db.Ent, w.job, attempt, 1, joblog.MaxPage)
+			lines, err := w.logs.Lines(w.admin, w.job, attempt, 1, joblog.MaxPage)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,14 +79,14 @@ func TestAttempts(t *testing.T) {
 		check(2, []string{"2:attempt 2 line 1", "2:attempt 2 line 2", "2:attempt 2 line 3"})
 		check(0, []string{"2:attempt 2 line 1", "2:attempt 2 line 2", "2:attempt 2 line 3"})
 		for _, bad := range []int{-1, 3} {
-			if _, err := joblog.Lines(w.admin, w.db.Ent, w.job, bad, 1, 10); err == nil {
+			if _, err := w.logs.Lines(w.admin, w.job, bad, 1, 10); err == nil {
 				t.Errorf("attempt %d was accepted", bad)
 			}
 		}
 
 		// The tail of an attempt is its last seq and each service's last
 		// line time.
-		seq, last, err := joblog.Tail(w.admin, w.db.Ent, w.job, 2)
+		seq, last, err := w.logs.Tail(w.admin, w.job, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,12 +94,12 @@ func TestAttempts(t *testing.T) {
 		if seq != 3 || len(last) != 2 || !last["main"].Equal(wantMain) || !last["side"].Equal(wantSide) {
 			t.Errorf("tail of attempt 2 = %d %v; want 3, main %v, side %v", seq, last, wantMain, wantSide)
 		}
-		if seq, last, err := joblog.Tail(w.admin, w.db.Ent, w.job, 3); err != nil || seq != 0 || len(last) != 0 {
+		if seq, last, err := w.logs.Tail(w.admin, w.job, 3); err != nil || seq != 0 || len(last) != 0 {
 			t.Errorf("tail of an attempt without lines = %d %v %v", seq, last, err)
 		}
 
 		// Following a finished attempt replays it and ends.
-		ch, err = joblog.Follow(w.admin, w.db.Ent, w.bus, w.job, 1, 2, joblog.Options{})
+		ch, err = w.logs.Follow(w.admin, w.job, 1, 2, joblog.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/levers9/levers9/ent"
@@ -22,7 +21,7 @@ type Options struct {
 	StallAfter time.Duration // drop a consumer blocked this long (default 30 s)
 	GapWait    time.Duration // wait this long for a missing seq before skipping it (default 5 s)
 	Poll       time.Duration // re-read without a signal this often: signals can be lost (default 30 s)
-	Log        *slog.Logger
+	Log        *slog.Logger  // default: the service's
 	// OnError, when set, is called once before the channel closes because
 	// of an error (ErrTooSlow, a database failure); not on cancellation or
 	// on a normal end.
@@ -31,7 +30,7 @@ type Options struct {
 	OnDone func()
 }
 
-func (o Options) withDefaults() Options {
+func (o Options) withDefaults(log *slog.Logger) Options {
 	if o.Buffer <= 0 {
 		o.Buffer = 256
 	}
@@ -45,27 +44,24 @@ func (o Options) withDefaults() Options {
 		o.Poll = 30 * time.Second
 	}
 	if o.Log == nil {
+		o.Log = log
+	}
+	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	return o
 }
 
-// running counts follow goroutines, so tests and metrics can see that
-// dropped and cancelled followers really end.
-var running atomic.Int64
-
-// Running is the number of follows in progress in this process.
-func Running() int64 { return running.Load() }
-
 // Follow sends the lines that attempt attempt (0: the job's current one)
 // of job jobID wrote, from seq fromSeq on: first the stored ones, then each
-// new one as bus signals it, in seq order without gaps or duplicates, until
+// new one as the bus signals it, in seq order without gaps or duplicates, until
 // the attempt is over (the job has ended, or was requeued as a later
 // attempt) and its last line was sent; then it closes the channel. Queries
 // run as the viewer of ctx, so a job of another tenant is NOT_FOUND.
 // Cancelling ctx ends the follow.
-func Follow(ctx context.Context, c *ent.Client, bus *notify.Bus, jobID string, attempt int, fromSeq int64, opts Options) (<-chan *Line, error) {
-	opts = opts.withDefaults()
+func (s *Service) Follow(ctx context.Context, jobID string, attempt int, fromSeq int64, opts Options) (<-chan *Line, error) {
+	opts = opts.withDefaults(s.Log)
+	c := s.DB.Ent
 	st, err := readJob(ctx, c, jobID)
 	if err != nil {
 		return nil, err
@@ -75,24 +71,25 @@ func Follow(ctx context.Context, c *ent.Client, bus *notify.Bus, jobID string, a
 		return nil, err
 	}
 	// Subscribe before the first read, so no signal falls between them.
-	wake, stop := subscribe(bus, jobID)
+	wake, stop := subscribe(s.Bus, jobID)
 	out := make(chan *Line, opts.Buffer)
 	f := &lineFollow{c: c, jobID: jobID, attempt: attempt, next: max(fromSeq, 1), opts: opts, out: sender[*Line]{ch: out, stall: opts.StallAfter}}
-	start(ctx, opts, jobID, stop, func() { close(out) }, func(ctx context.Context) error { return f.run(ctx, wake) })
+	s.start(ctx, opts, jobID, stop, func() { close(out) }, func(ctx context.Context) error { return f.run(ctx, wake) })
 	return out, nil
 }
 
 // FollowEvents sends the events of job jobID, the stored ones and then each
 // new one, until the job has ended; like Follow otherwise.
-func FollowEvents(ctx context.Context, c *ent.Client, bus *notify.Bus, jobID string, opts Options) (<-chan *Event, error) {
-	opts = opts.withDefaults()
+func (s *Service) FollowEvents(ctx context.Context, jobID string, opts Options) (<-chan *Event, error) {
+	opts = opts.withDefaults(s.Log)
+	c := s.DB.Ent
 	if _, err := readJob(ctx, c, jobID); err != nil {
 		return nil, err
 	}
-	wake, stop := subscribe(bus, jobID)
+	wake, stop := subscribe(s.Bus, jobID)
 	out := make(chan *Event, opts.Buffer)
 	f := &eventFollow{c: c, jobID: jobID, opts: opts, seen: map[string]bool{}, out: sender[*Event]{ch: out, stall: opts.StallAfter}}
-	start(ctx, opts, jobID, stop, func() { close(out) }, func(ctx context.Context) error { return f.run(ctx, wake) })
+	s.start(ctx, opts, jobID, stop, func() { close(out) }, func(ctx context.Context) error { return f.run(ctx, wake) })
 	return out, nil
 }
 
@@ -104,10 +101,10 @@ func subscribe(bus *notify.Bus, jobID string) (<-chan struct{}, func()) {
 }
 
 // start runs one follow in its own goroutine and reports how it ended.
-func start(ctx context.Context, opts Options, jobID string, stop, closeOut func(), run func(context.Context) error) {
-	running.Add(1)
+func (s *Service) start(ctx context.Context, opts Options, jobID string, stop, closeOut func(), run func(context.Context) error) {
+	s.running.Add(1)
 	go func() {
-		defer running.Add(-1)
+		defer s.running.Add(-1)
 		if opts.OnDone != nil {
 			defer opts.OnDone()
 		}

@@ -29,6 +29,7 @@ func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
 type world struct {
 	db         *database.DB
 	jobs       *jobs.Service
+	logs       *joblog.Service
 	bus, other *notify.Bus
 	admin      context.Context
 	job        string
@@ -66,6 +67,7 @@ func newWorld(t testing.TB, url string) *world {
 		t.Fatal(err)
 	}
 	w.admin = viewer.NewContext(ctx, &viewer.Viewer{UserID: admin.ID, TenantID: tn.ID, EnvironmentID: envID, Admin: true})
+	w.logs = &joblog.Service{DB: db, Bus: w.bus, Log: log}
 	w.jobs = &jobs.Service{DB: db, Log: log, Now: time.Now, Bus: w.other,
 		Schedule: func(context.Context, *sql.Tx, string) error { return nil }}
 	j, err := w.jobs.Submit(w.admin, jobspec.Job{Queue: tenancy.DefaultQueue,
@@ -84,7 +86,7 @@ func (w *world) add(t *testing.T, from, to int) {
 	for i := from; i <= to; i++ {
 		lines = append(lines, wire.LogLine{Service: "main", Stream: wire.Stdout, Seq: uint64(i), Time: time.Now(), Text: fmt.Sprint(i)})
 	}
-	if err := joblog.Append(context.Background(), w.db.Ent, w.job, 1, lines); err != nil {
+	if err := w.logs.Append(context.Background(), w.job, 1, lines); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.other.Publish(context.Background(), notify.TopicJob, w.job); err != nil {
@@ -128,7 +130,7 @@ func TestFollow(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, url string) {
 		w := newWorld(t, url)
 		w.add(t, 1, 1200)
-		ch, err := joblog.Follow(w.admin, w.db.Ent, w.bus, w.job, 0, 1, joblog.Options{})
+		ch, err := w.logs.Follow(w.admin, w.job, 0, 1, joblog.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +144,7 @@ func TestFollow(t *testing.T) {
 		expectClosed(t, ch)
 
 		// After the end, a follow from the middle replays the rest and ends.
-		ch, err = joblog.Follow(w.admin, w.db.Ent, w.bus, w.job, 0, 1204, joblog.Options{})
+		ch, err = w.logs.Follow(w.admin, w.job, 0, 1204, joblog.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +160,7 @@ func TestFollowSkipsLostLines(t *testing.T) {
 		w := newWorld(t, url)
 		w.add(t, 1, 2)
 		w.add(t, 4, 5)
-		ch, err := joblog.Follow(w.admin, w.db.Ent, w.bus, w.job, 0, 1, joblog.Options{GapWait: 300 * time.Millisecond})
+		ch, err := w.logs.Follow(w.admin, w.job, 0, 1, joblog.Options{GapWait: 300 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +180,7 @@ func TestFollowEnds(t *testing.T) {
 		w := newWorld(t, url)
 		w.add(t, 1, 50)
 		errc := make(chan error, 1)
-		_, err := joblog.Follow(w.admin, w.db.Ent, w.bus, w.job, 0, 1, joblog.Options{
+		_, err := w.logs.Follow(w.admin, w.job, 0, 1, joblog.Options{
 			Buffer: 4, StallAfter: 200 * time.Millisecond, OnError: func(err error) { errc <- err },
 		})
 		if err != nil {
@@ -192,10 +194,10 @@ func TestFollowEnds(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatal("the slow consumer was not dropped")
 		}
-		waitNone(t)
+		waitNone(t, w.logs)
 
 		ctx, cancel := context.WithCancel(w.admin)
-		ch, err := joblog.Follow(ctx, w.db.Ent, w.bus, w.job, 0, 1, joblog.Options{})
+		ch, err := w.logs.Follow(ctx, w.job, 0, 1, joblog.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,16 +205,16 @@ func TestFollowEnds(t *testing.T) {
 		cancel()
 		for range ch {
 		}
-		waitNone(t)
+		waitNone(t, w.logs)
 	})
 }
 
-func waitNone(t *testing.T) {
+func waitNone(t *testing.T, logs *joblog.Service) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for joblog.Running() != 0 {
+	for logs.Running() != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d follows still running", joblog.Running())
+			t.Fatalf("%d follows still running", logs.Running())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -224,13 +226,13 @@ func TestFollowPrivacyAndEvents(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, url string) {
 		w := newWorld(t, url)
 		stranger := viewer.NewContext(context.Background(), &viewer.Viewer{UserID: "usr_x", TenantID: "tnt_other", EnvironmentID: "env_other"})
-		if _, err := joblog.Follow(stranger, w.db.Ent, w.bus, w.job, 0, 1, joblog.Options{}); err == nil {
+		if _, err := w.logs.Follow(stranger, w.job, 0, 1, joblog.Options{}); err == nil {
 			t.Error("another tenant followed the logs")
 		}
-		if _, err := joblog.FollowEvents(stranger, w.db.Ent, w.bus, w.job, joblog.Options{}); err == nil {
+		if _, err := w.logs.FollowEvents(stranger, w.job, joblog.Options{}); err == nil {
 			t.Error("another tenant followed the events")
 		}
-		ch, err := joblog.FollowEvents(w.admin, w.db.Ent, w.bus, w.job, joblog.Options{})
+		ch, err := w.logs.FollowEvents(w.admin, w.job, joblog.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -78,7 +78,8 @@ func Ended(s job.Status) bool {
 // Lines returns up to limit stored lines of job jobID with seq >= fromSeq
 // written by attempt attempt (0: the job's current one), in order, as the
 // viewer of ctx may see them.
-func Lines(ctx context.Context, c *ent.Client, jobID string, attempt int, fromSeq int64, limit int) ([]Line, error) {
+func (s *Service) Lines(ctx context.Context, jobID string, attempt int, fromSeq int64, limit int) ([]Line, error) {
+	c := s.DB.Ent
 	if limit < 0 || limit > MaxPage {
 		return nil, fault.Invalid("first", "must be between 0 and %d", MaxPage)
 	}
@@ -110,7 +111,8 @@ func readLines(ctx context.Context, c *ent.Client, jobID string, attempt int, fr
 // Tail is where the stored log of an attempt ends: its last seq (0: none)
 // and, per service, the time of that service's last line. A reattaching
 // agent resumes output right after it.
-func Tail(ctx context.Context, c *ent.Client, jobID string, attempt int) (int64, map[string]time.Time, error) {
+func (s *Service) Tail(ctx context.Context, jobID string, attempt int) (int64, map[string]time.Time, error) {
+	c := s.DB.Ent
 	// The last seq per service, then those lines' times: aggregating
 	// times directly does not scan alike on every database.
 	var ends []struct {
@@ -147,11 +149,11 @@ func Tail(ctx context.Context, c *ent.Client, jobID string, attempt int) (int64,
 }
 
 // Events returns the stored events of job jobID in the order they happened.
-func Events(ctx context.Context, c *ent.Client, jobID string) ([]Event, error) {
-	if _, err := readJob(ctx, c, jobID); err != nil {
+func (s *Service) Events(ctx context.Context, jobID string) ([]Event, error) {
+	if _, err := readJob(ctx, s.DB.Ent, jobID); err != nil {
 		return nil, err
 	}
-	return readEvents(ctx, c, jobID)
+	return readEvents(ctx, s.DB.Ent, jobID)
 }
 
 func readEvents(ctx context.Context, c *ent.Client, jobID string) ([]Event, error) {

@@ -9,7 +9,6 @@ import (
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/service"
-	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/internal/wire"
@@ -185,7 +184,7 @@ func (s *session) reconcile(ctx context.Context, running []wire.RunningService) 
 	var keep []wire.RunningService
 	for id, rs := range reported {
 		attempt := wanted[id].Attempt
-		seq, last, err := joblog.Tail(sys, s.srv.DB.Ent, id, attempt)
+		seq, last, err := s.srv.Logs.Tail(sys, id, attempt)
 		if err != nil {
 			return err
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/nodes"
@@ -83,7 +84,7 @@ func newWorld(t *testing.T, url string) *world {
 	t.Cleanup(bus.Close)
 	js := &jobs.Service{DB: db, Log: log, Now: time.Now, Bus: bus,
 		Schedule: func(context.Context, *sql.Tx, string) error { return nil }}
-	srv := &tunnel.Server{DB: db, Jobs: js, Bus: bus, Log: log, Now: time.Now, HeartbeatInterval: 200 * time.Millisecond,
+	srv := &tunnel.Server{DB: db, Jobs: js, Logs: &joblog.Service{DB: db, Bus: bus, Log: log}, Bus: bus, Log: log, Now: time.Now, HeartbeatInterval: 200 * time.Millisecond,
 		Nodes: &nodes.Service{DB: db, Ent: db.Ent, Bus: bus, Log: log, Now: time.Now}}
 	mux := http.NewServeMux()
 	srv.Routes(mux)

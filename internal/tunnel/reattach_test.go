@@ -110,7 +110,7 @@ func TestReattach(t *testing.T) {
 		}
 		kept := w.running(t, st.NodeID, 0)
 		at := time.Now().UTC().Truncate(time.Second).Add(123456 * time.Microsecond)
-		if err := joblog.Append(w.sys, w.db.Ent, kept, 1, lines("main", 1, 3, at, "before")); err != nil {
+		if err := (&joblog.Service{DB: w.db}).Append(w.sys, kept, 1, lines("main", 1, 3, at, "before")); err != nil {
 			t.Fatal(err)
 		}
 		requeued := w.running(t, st.NodeID, 1)

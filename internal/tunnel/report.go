@@ -3,7 +3,6 @@ package tunnel
 import (
 	"context"
 
-	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/notify"
@@ -59,7 +58,7 @@ func (s *session) logs(ctx context.Context, m wire.Logs) error {
 			return err
 		}
 	}
-	if err := joblog.Append(ctx, s.srv.DB.Ent, m.JobID, max(m.Attempt, 1), m.Lines); err != nil {
+	if err := s.srv.Logs.Append(ctx, m.JobID, max(m.Attempt, 1), m.Lines); err != nil {
 		return err
 	}
 	if s.srv.Bus != nil {

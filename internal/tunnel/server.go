@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/mounts"
 	"github.com/levers9/levers9/internal/nodes"
@@ -27,6 +28,8 @@ const DefaultHeartbeatInterval = 5 * time.Second
 type Server struct {
 	DB   *database.DB
 	Jobs *jobs.Service
+	// Logs stores the output agents ship.
+	Logs *joblog.Service
 	Bus  *notify.Bus
 	Log  *slog.Logger
 	Now  func() time.Time

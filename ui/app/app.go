@@ -12,9 +12,11 @@ import (
 
 	"github.com/alexedwards/scs/v2"
 
+	"github.com/levers9/levers9/internal/audit"
 	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/notify"
@@ -30,6 +32,8 @@ type Deps struct {
 	Jobs      *jobs.Service
 	Files     *buckets.Files
 	Ledger    *ledger.Service
+	Logs      *joblog.Service
+	Audit     *audit.Service
 	Bus       *notify.Bus
 	Log       *slog.Logger
 	Sessions  *scs.SessionManager

@@ -19,9 +19,11 @@ import (
 	"time"
 
 	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/internal/audit"
 	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/notify"
@@ -77,7 +79,7 @@ func New(t testing.TB, dbURL string, register ...func(*app.Router)) *Env {
 		DB: db, Auth: auth.NewService(db.Ent, log, nil), Tenancy: ten,
 		Jobs:  &jobs.Service{DB: db, Log: log, Now: time.Now, Bus: bus},
 		Files: &buckets.Files{Ent: db.Ent}, Bus: bus, Log: log, PublicURL: PublicURL,
-		Ledger:    &ledger.Service{DB: db},
+		Ledger: &ledger.Service{DB: db}, Logs: &joblog.Service{DB: db, Bus: bus, Log: log}, Audit: &audit.Service{Ent: db.Ent},
 		MaxUpload: 1 << 20, Version: "test", Sessions: session.NewManager(store, 0, 0),
 	})
 	signin.Register(rt)

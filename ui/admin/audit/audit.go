@@ -14,7 +14,6 @@ import (
 	"entgo.io/contrib/entgql"
 
 	"github.com/levers9/levers9/ent"
-	"github.com/levers9/levers9/internal/audit"
 	"github.com/levers9/levers9/ui/app"
 	"github.com/levers9/levers9/ui/components"
 )
@@ -57,7 +56,7 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 	for _, e := range conn.Edges {
 		events = append(events, e.Node)
 	}
-	emails, err := audit.ActorEmails(ctx, h.rt.Deps.DB.Ent, events)
+	emails, err := h.rt.Deps.Audit.ActorEmails(ctx, events)
 	if err != nil {
 		return err
 	}
