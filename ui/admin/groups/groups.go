@@ -6,6 +6,7 @@ package groups
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/group"
@@ -34,8 +35,13 @@ type handlers struct{ rt *app.Router }
 var groupFields = adminkit.Shown("name", "description")
 
 type listPage struct {
-	Groups []*ent.Group
+	Groups []groupRow
 	Form   *adminkit.Form
+}
+
+// groupRow is one group of the list, formatted.
+type groupRow struct {
+	ID, Name, Description, Members string
 }
 
 func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
@@ -47,7 +53,11 @@ func (h *handlers) renderList(w http.ResponseWriter, r *http.Request, status int
 	if err != nil {
 		return fmt.Errorf("listing groups: %w", err)
 	}
-	return app.Render(w, r, status, list(h.rt.Frame(r, "Groups"), listPage{Groups: gs, Form: f}))
+	p := listPage{Form: f}
+	for _, g := range gs {
+		p.Groups = append(p.Groups, groupRow{ID: g.ID, Name: g.Name, Description: g.Description, Members: strconv.Itoa(len(g.Edges.Memberships))})
+	}
+	return app.Render(w, r, status, list(h.rt.Frame(r, "Groups"), p))
 }
 
 func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
@@ -68,11 +78,11 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
 }
 
 type showPage struct {
-	Group   *ent.Group
-	Members []*ent.Membership // with their users
-	Users   []components.Option
-	Form    *adminkit.Form
-	Special bool // the group everyone: every user is in it, it cannot go
+	ID, Name, Description string
+	Members               []member
+	Users                 []components.Option
+	Form                  *adminkit.Form
+	Special               bool // the group everyone: every user is in it, it cannot go
 }
 
 func (h *handlers) show(w http.ResponseWriter, r *http.Request) error {
@@ -98,7 +108,10 @@ func (h *handlers) renderShow(w http.ResponseWriter, r *http.Request, status int
 	if err != nil {
 		return fmt.Errorf("listing users: %w", err)
 	}
-	p := showPage{Group: g, Members: ms, Form: f, Special: g.Name == tenancy.EveryoneGroup}
+	p := showPage{ID: g.ID, Name: g.Name, Description: g.Description, Form: f, Special: g.Name == tenancy.EveryoneGroup}
+	for _, m := range ms {
+		p.Members = append(p.Members, member{ID: m.ID, Email: email(m)})
+	}
 	for _, u := range us {
 		if !in[u.ID] && !u.Superadmin {
 			p.Users = append(p.Users, components.Option{Value: u.ID, Label: u.Email})

@@ -14,8 +14,8 @@ import (
 // bucketPage changes who may read and write a bucket and who pays for it;
 // its name and storage are fixed.
 type bucketPage struct {
-	Bucket *ent.Bucket
-	Form   *adminkit.Form
+	ID, Name, Storage string
+	Form              *adminkit.Form
 	page
 }
 
@@ -34,7 +34,7 @@ func (h *handlers) showBucket(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handlers) renderBucket(w http.ResponseWriter, r *http.Request, status int, b *ent.Bucket, f *adminkit.Form) error {
-	p := bucketPage{Bucket: b, Form: f}
+	p := bucketPage{ID: b.ID, Name: b.Name, Storage: storageName(b), Form: f}
 	if err := h.options(r, &p.page); err != nil {
 		return err
 	}

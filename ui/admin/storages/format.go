@@ -2,6 +2,7 @@ package storages
 
 import (
 	"context"
+	"strconv"
 	"strings"
 
 	"github.com/levers9/levers9/ent"
@@ -9,6 +10,28 @@ import (
 	"github.com/levers9/levers9/ent/storage"
 	"github.com/levers9/levers9/ui/components"
 )
+
+// storageRow is one storage of the list, formatted.
+type storageRow struct {
+	ID, Name, Kind, Where, Price, Buckets string
+}
+
+// describeStorage formats s, whose node and buckets are loaded.
+func describeStorage(ctx context.Context, s *ent.Storage) storageRow {
+	return storageRow{ID: s.ID, Name: s.Name, Kind: string(s.Kind), Where: where(ctx, s),
+		Price: s.PricePerTbHour.String(), Buckets: strconv.Itoa(len(s.Edges.Buckets))}
+}
+
+// bucketRow is one bucket of the list, formatted.
+type bucketRow struct {
+	ID, Name, Storage, Readers, Writers, Payer, Size string
+}
+
+// describeBucket formats b, whose storage, project and groups are loaded.
+func describeBucket(b *ent.Bucket) bucketRow {
+	return bucketRow{ID: b.ID, Name: b.Name, Storage: storageName(b), Readers: groupNames(b.Edges.ReadGroups),
+		Writers: groupNames(b.Edges.WriteGroups), Payer: payer(b), Size: components.Bytes(b.SizeBytes)}
+}
 
 // where says where a storage keeps its data; host paths only to whom
 // rule.HostPath shows them (the page is the admins', the rule is one).

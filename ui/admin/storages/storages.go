@@ -51,8 +51,8 @@ var kinds = []components.Option{
 }
 
 type page struct {
-	Storages []*ent.Storage
-	Buckets  []*ent.Bucket
+	Storages []storageRow
+	Buckets  []bucketRow
 	Storage  *adminkit.Form
 	Bucket   *adminkit.Form
 	// Options of the forms' selects and checkboxes.
@@ -71,13 +71,20 @@ func (h *handlers) render(w http.ResponseWriter, r *http.Request, status int, sf
 	ctx := r.Context()
 	c := h.rt.Deps.DB.Ent
 	p := page{Storage: sf, Bucket: bf}
-	var err error
-	if p.Storages, err = c.Storage.Query().WithNode().WithBuckets().Order(ent.Asc(storage.FieldName)).All(ctx); err != nil {
+	ss, err := c.Storage.Query().WithNode().WithBuckets().Order(ent.Asc(storage.FieldName)).All(ctx)
+	if err != nil {
 		return fmt.Errorf("listing storages: %w", err)
 	}
-	if p.Buckets, err = c.Bucket.Query().WithStorage().WithProject().WithReadGroups().WithWriteGroups().
-		Order(ent.Asc(bucket.FieldName)).All(ctx); err != nil {
+	for _, s := range ss {
+		p.Storages = append(p.Storages, describeStorage(ctx, s))
+	}
+	bs, err := c.Bucket.Query().WithStorage().WithProject().WithReadGroups().WithWriteGroups().
+		Order(ent.Asc(bucket.FieldName)).All(ctx)
+	if err != nil {
 		return fmt.Errorf("listing buckets: %w", err)
+	}
+	for _, b := range bs {
+		p.Buckets = append(p.Buckets, describeBucket(b))
 	}
 	if err := h.options(r, &p); err != nil {
 		return err
