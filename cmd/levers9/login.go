@@ -49,30 +49,29 @@ func newLoginCommand(a *app) *cobra.Command {
 
 // login signs in as f says, asking on stdin for what is missing.
 func login(ctx context.Context, f loginFlags, stdin io.Reader, stdout, stderr io.Writer) int {
-	server, email, token, name, queue, project := &f.server, &f.email, &f.token, &f.name, &f.queue, &f.project
 	in := bufio.NewReader(stdin)
 	fail := func(err error) int {
 		fmt.Fprintln(stderr, "levers9 login:", err)
 		return exitError
 	}
-	if *server == "" {
+	if f.server == "" {
 		def := first(os.Getenv("LEVERS9_SERVER"), defaultServer)
 		s, err := ask(in, stderr, fmt.Sprintf("Server [%s]: ", def))
 		if err != nil {
 			return fail(err)
 		}
-		*server = first(s, def)
+		f.server = first(s, def)
 	}
-	*server = strings.TrimRight(*server, "/")
-	if err := checkServerURL(*server); err != nil {
+	f.server = strings.TrimRight(f.server, "/")
+	if err := checkServerURL(f.server); err != nil {
 		fmt.Fprintln(stderr, "levers9 login:", err)
 		return exitUsage
 	}
-	if *name == "" {
-		u, _ := url.Parse(*server)
-		*name = u.Host
+	if f.name == "" {
+		u, _ := url.Parse(f.server)
+		f.name = u.Host
 	}
-	if err := checkContextName(*name); err != nil {
+	if err := checkContextName(f.name); err != nil {
 		fmt.Fprintln(stderr, "levers9 login:", err)
 		return exitUsage
 	}
@@ -81,9 +80,9 @@ func login(ctx context.Context, f loginFlags, stdin io.Reader, stdout, stderr io
 	if err != nil {
 		return fail(err)
 	}
-	c := clientFlags{Server: *server, Token: *token}
+	c := clientFlags{Server: f.server, Token: f.token}
 	if c.Token == "" {
-		if c.Token, err = signIn(ctx, c, in, stdin, stderr, *email); err != nil {
+		if c.Token, err = signIn(ctx, c, in, stdin, stderr, f.email); err != nil {
 			return fail(err)
 		}
 	}
@@ -97,7 +96,7 @@ func login(ctx context.Context, f loginFlags, stdin io.Reader, stdout, stderr io
 	if err := c.query(ctx, `{ viewer { user { email } tenant { name } environment { name } } }`, nil, &me); err != nil {
 		return fail(err)
 	}
-	entry := contextEntry{Server: c.Server, Token: c.Token, Queue: *queue, Project: *project}
+	entry := contextEntry{Server: c.Server, Token: c.Token, Queue: f.queue, Project: f.project}
 	tenant := "no tenant"
 	if me.Viewer.Tenant != nil {
 		tenant = "tenant " + me.Viewer.Tenant.Name
@@ -105,12 +104,12 @@ func login(ctx context.Context, f loginFlags, stdin io.Reader, stdout, stderr io
 	if me.Viewer.Environment != nil {
 		entry.Environment = me.Viewer.Environment.Name
 	}
-	cfg.Contexts[*name] = entry
-	cfg.Current = *name
+	cfg.Contexts[f.name] = entry
+	cfg.Current = f.name
 	if err := cfg.save(); err != nil {
 		return fail(err)
 	}
-	fmt.Fprintf(stdout, "Logged in to %s as %s (%s). Context %s is current.\n", c.Server, me.Viewer.User.Email, tenant, *name)
+	fmt.Fprintf(stdout, "Logged in to %s as %s (%s). Context %s is current.\n", c.Server, me.Viewer.User.Email, tenant, f.name)
 	return exitOK
 }
 
