@@ -119,8 +119,14 @@ func TestDashboardSessionRenewedOnEnteringTenant(t *testing.T) {
 		if inside == outside {
 			t.Fatal("entering a tenant kept the session token")
 		}
-		if code, body := b.get("/jobs"); code != http.StatusOK || !strings.Contains(body, `id="tenant-banner"`) {
+		code, body := b.get("/jobs")
+		if code != http.StatusOK || !strings.Contains(body, `id="tenant-banner"`) {
 			t.Fatalf("GET /jobs inside the tenant: %d, banner shown: %v", code, strings.Contains(body, "tenant-banner"))
+		}
+		// The header names the viewer and the tenant, read with the
+		// superadmin's own rights (their user is of no tenant).
+		if _, who, _ := strings.Cut(body, `class="who"`); !strings.Contains(who, superEmail) || !strings.Contains(who, e.tenant.Name) {
+			t.Errorf("the header inside the tenant does not name %s and %s", superEmail, e.tenant.Name)
 		}
 		old := e.browser()
 		old.c.Jar.SetCookies(old.base, []*http.Cookie{{Name: session.CookieName, Value: outside}})
@@ -134,8 +140,12 @@ func TestDashboardSessionRenewedOnEnteringTenant(t *testing.T) {
 		if left := b.cookie(); left == inside || left == outside {
 			t.Error("leaving a tenant kept the session token")
 		}
-		if code, body := b.get("/superadmin"); code != http.StatusOK || strings.Contains(body, `id="tenant-banner"`) {
+		code, body = b.get("/superadmin")
+		if code != http.StatusOK || strings.Contains(body, `id="tenant-banner"`) {
 			t.Errorf("GET /superadmin after leaving: %d, banner still shown: %v", code, strings.Contains(body, "tenant-banner"))
+		}
+		if _, who, _ := strings.Cut(body, `class="who"`); !strings.Contains(who, superEmail) {
+			t.Errorf("the header outside every tenant does not name %s", superEmail)
 		}
 	})
 }

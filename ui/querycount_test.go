@@ -16,6 +16,7 @@ import (
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/ledger"
+	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/viewer"
 )
 
@@ -52,7 +53,7 @@ func TestDashboardQueriesDoNotGrowWithRows(t *testing.T) {
 		ctx := viewer.NewContext(context.Background(), e.admin)
 		sys := viewer.SystemContext(context.Background())
 		rows := 0
-		// addRows adds projects, each with a grant, and jobs.
+		// addRows adds projects, each with a grant, jobs and users.
 		addRows := func(k int) {
 			t.Helper()
 			for range k {
@@ -62,11 +63,14 @@ func TestDashboardQueriesDoNotGrowWithRows(t *testing.T) {
 					t.Fatal(err)
 				}
 				e.submit(e.admin, fmt.Sprintf("job-%03d", rows), "true")
+				if _, err := e.tenancy.CreateUser(ctx, tenancy.NewUser{Email: fmt.Sprintf("user-%03d@levers9.local", rows), Password: testPassword}); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 		a := e.browser()
 		a.signIn(adminEmail)
-		pages := []string{"/tokens", "/jobs", "/submit"}
+		pages := []string{"/tokens", "/jobs", "/submit", "/admin/users", "/admin/projects"}
 		count := func() map[string]int64 {
 			t.Helper()
 			out := map[string]int64{}

@@ -4,6 +4,7 @@ package superadmin
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/tenant"
@@ -22,8 +23,13 @@ func Register(rt *app.Router) {
 type handlers struct{ rt *app.Router }
 
 type page struct {
-	Tenants []*ent.Tenant
-	Current string // the tenant the superadmin is inside, or ""
+	Tenants []tenantRow
+}
+
+// tenantRow is one tenant of the list, formatted.
+type tenantRow struct {
+	ID, Name, Slug, Domains string
+	Current                 bool // the superadmin is inside it
 }
 
 func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
@@ -31,7 +37,13 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return app.Render(w, r, http.StatusOK, view(h.rt.Frame(r, "Tenants"), page{Tenants: ts, Current: app.Viewer(r).TenantID}))
+	var p page
+	inside := app.Viewer(r).TenantID
+	for _, t := range ts {
+		p.Tenants = append(p.Tenants, tenantRow{ID: t.ID, Name: t.Name, Slug: t.Slug,
+			Domains: strings.Join(t.EmailDomains, ", "), Current: t.ID == inside})
+	}
+	return app.Render(w, r, http.StatusOK, view(h.rt.Frame(r, "Tenants"), p))
 }
 
 // enter moves the session into a tenant (tenancy.EnterTenant records it in

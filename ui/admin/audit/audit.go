@@ -31,9 +31,9 @@ type handlers struct{ rt *app.Router }
 
 // row is one event as the page shows it.
 type row struct {
-	Event   *ent.AuditEvent
-	Actor   string // email, or the ID of a user that no longer exists
-	Details []string
+	ID, When, Action, Target string
+	Actor                    string // email, or the ID of a user that no longer exists
+	Details                  []string
 }
 
 type page struct {
@@ -62,7 +62,7 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 	}
 	var p page
 	for _, e := range events {
-		rw := row{Event: e, Actor: emails[e.ActorID]}
+		rw := row{ID: e.ID, When: components.When(&e.CreatedAt), Action: e.Action, Target: e.Target, Actor: emails[e.ActorID]}
 		if rw.Actor == "" {
 			rw.Actor = e.ActorID
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/levers9/levers9/ent/apitoken"
 	"github.com/levers9/levers9/ui/admin/adminkit"
 	"github.com/levers9/levers9/ui/app"
+	"github.com/levers9/levers9/ui/components"
 )
 
 // Register adds the API token pages, for tenant admins.
@@ -29,9 +30,8 @@ type handlers struct{ rt *app.Router }
 const dateLayout = "2006-01-02"
 
 type page struct {
-	Tokens []*ent.APIToken
+	Tokens []tokenRow
 	Form   *adminkit.Form
-	Now    time.Time
 	// Secret is set right after a token is made: the only time it shows.
 	Secret string
 }
@@ -48,7 +48,11 @@ func (h *handlers) render(w http.ResponseWriter, r *http.Request, status int, f 
 	if err != nil {
 		return fmt.Errorf("listing tokens: %w", err)
 	}
-	p := page{Tokens: ts, Form: f, Now: h.rt.Deps.Auth.Now(), Secret: secret}
+	p := page{Form: f, Secret: secret}
+	now := h.rt.Deps.Auth.Now()
+	for _, t := range ts {
+		p.Tokens = append(p.Tokens, describe(t, now))
+	}
 	return app.Render(w, r, status, view(h.rt.Frame(r, "API tokens"), p))
 }
 
@@ -93,6 +97,21 @@ func (h *handlers) revoke(w http.ResponseWriter, r *http.Request) error {
 	}
 	h.rt.Flash(r, "Token "+t.Name+" revoked.")
 	return app.SeeOther(w, r, "/admin/tokens")
+}
+
+// tokenRow is one token of the list, formatted.
+type tokenRow struct {
+	ID, Name, Hint             string
+	Created, LastUsed, Expires string
+	State                      string
+	Active                     bool // it still works, and may be revoked
+}
+
+func describe(t *ent.APIToken, now time.Time) tokenRow {
+	row := tokenRow{ID: t.ID, Name: t.Name, Hint: t.Hint, Created: components.When(&t.CreatedAt),
+		LastUsed: components.When(t.LastUsedAt), Expires: components.When(t.ExpiresAt)}
+	row.State, row.Active = state(t, now)
+	return row
 }
 
 // state says whether t still works.
