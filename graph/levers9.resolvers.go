@@ -288,7 +288,7 @@ func (r *queryResolver) EstimateJobCost(ctx context.Context, spec jobspec.Job, m
 
 // MountableBuckets is the resolver for the mountableBuckets field.
 func (r *queryResolver) MountableBuckets(ctx context.Context, queue string) ([]*ent.Bucket, error) {
-	return buckets.Mountable(ctx, r.Ent, queue)
+	return r.Files.Mountable(ctx, queue)
 }
 
 // BucketObjects is the resolver for the bucketObjects field.

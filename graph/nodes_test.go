@@ -36,6 +36,7 @@ func TestNodeBookedAndFree(t *testing.T) {
 				}
 			})
 			r.Ent = ent.NewClient(ent.Driver(drv))
+			r.NodeService.Ent = r.Ent // booked and free are read through it
 		})
 		a := e.newTenant("booking")
 		sys := viewer.SystemContext(context.Background())

@@ -31,7 +31,7 @@ func withUsageLoader(ctx context.Context) context.Context {
 func (r *Resolver) nodeUsage(ctx context.Context, n *ent.Node) (nodes.Usage, error) {
 	l, _ := ctx.Value(usageLoaderKey{}).(*usageLoader)
 	if l == nil {
-		m, err := nodes.Usages(ctx, r.Ent, []*ent.Node{n})
+		m, err := r.NodeService.Usages(ctx, []*ent.Node{n})
 		return m[n.ID], err
 	}
 	l.mu.Lock()
@@ -45,7 +45,7 @@ func (r *Resolver) nodeUsage(ctx context.Context, n *ent.Node) (nodes.Usage, err
 			batch = append(batch, s)
 		}
 	}
-	m, err := nodes.Usages(ctx, r.Ent, batch)
+	m, err := r.NodeService.Usages(ctx, batch)
 	if err != nil {
 		return nodes.Usage{}, err
 	}

@@ -38,9 +38,9 @@ func TestDashboardSubmitAndCancel(t *testing.T) {
 		if strings.Contains(body, `value="private"`) {
 			t.Error("the form offers a queue none of the member's groups may use")
 		}
-		// The mounts offered are exactly what buckets.Mountable allows.
+		// The mounts offered are exactly what Files.Mountable allows.
 		memberCtx := viewer.NewContext(context.Background(), e.viewerOf(memberEmail))
-		mountable, err := buckets.Mountable(memberCtx, e.db.Ent, "default")
+		mountable, err := (&buckets.Files{Ent: e.db.Ent}).Mountable(memberCtx, "default")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +54,7 @@ func TestDashboardSubmitAndCancel(t *testing.T) {
 			offered = append(offered, m[1])
 		}
 		if strings.Join(offered, ",") != strings.Join(want, ",") {
-			t.Errorf("the form offers mounts %v; buckets.Mountable gives %v", offered, want)
+			t.Errorf("the form offers mounts %v; Files.Mountable gives %v", offered, want)
 		}
 		_, est := b.get("/submit/estimate?queue=default&services=1&services%5B0%5D.name=main&services%5B0%5D.command=true")
 		if !strings.Contains(est, `"mountable":["`+strings.Join(want, `","`)+`"]`) && len(want) > 0 {

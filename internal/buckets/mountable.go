@@ -13,7 +13,8 @@ import (
 // Mountable lists the buckets the viewer may mount into jobs of queue ref
 // (ID or name): those it may read, on a storage the queue reaches. The job
 // form offers exactly these; submitJob applies the same rules.
-func Mountable(ctx context.Context, c *ent.Client, ref string) ([]*ent.Bucket, error) {
+func (f *Files) Mountable(ctx context.Context, ref string) ([]*ent.Bucket, error) {
+	c := f.Ent
 	q, err := c.Queue.Query().Where(queue.Or(queue.ID(ref), queue.Name(ref))).Only(ctx)
 	if ent.IsNotFound(err) {
 		return nil, &fault.Error{Code: fault.NotFound, Field: "queue", Message: fmt.Sprintf("queue %q not found", ref)}

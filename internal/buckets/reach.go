@@ -13,7 +13,9 @@ import (
 
 // Reachable reports whether jobs of queue q can mount a bucket on storage
 // st: s3 and local storages when the queue lists them; a node storage only
-// when the queue contains its node.
+// when the queue contains its node. It reads through c, which may be the
+// client of the caller's transaction (a submission checks its mounts in the
+// transaction that stores the job).
 func Reachable(ctx context.Context, c *ent.Client, q *ent.Queue, st *ent.Storage) (bool, error) {
 	switch st.Kind {
 	case storage.KindNode:

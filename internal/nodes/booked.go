@@ -28,12 +28,12 @@ type Usage struct {
 // Usages computes booked and free resources of every node in ns from what
 // is held on them (HeldOn). The nodes must have been read as the viewer
 // (that is where tenant isolation applies).
-func Usages(ctx context.Context, c *ent.Client, ns []*ent.Node) (map[string]Usage, error) {
+func (s *Service) Usages(ctx context.Context, ns []*ent.Node) (map[string]Usage, error) {
 	ids := make([]string, 0, len(ns))
 	for _, n := range ns {
 		ids = append(ids, n.ID)
 	}
-	held, err := HeldOn(ctx, c, ids)
+	held, err := HeldOn(ctx, s.Ent, ids)
 	if err != nil {
 		return nil, err
 	}

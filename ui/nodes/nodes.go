@@ -113,7 +113,7 @@ func (h *handlers) load(r *http.Request) (page, error) {
 	if err != nil {
 		return p, fmt.Errorf("listing running services: %w", err)
 	}
-	usage, err := nodesvc.Usages(ctx, c, ns)
+	usage, err := h.svc.Usages(ctx, ns)
 	if err != nil {
 		return p, err
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/internal/access"
 	"github.com/levers9/levers9/internal/billing"
-	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/queues"
 	"github.com/levers9/levers9/internal/viewer"
@@ -91,7 +90,7 @@ func (h *handlers) load(r *http.Request, f form) (page, error) {
 		p.Projects = append([]components.Option{{Value: "", Label: "none: my own tokens"}}, p.Projects...)
 	}
 	if p.Selected != nil {
-		bs, err := buckets.Mountable(ctx, c, p.Selected.Name)
+		bs, err := h.rt.Deps.Files.Mountable(ctx, p.Selected.Name)
 		if err != nil {
 			return p, err
 		}
@@ -216,7 +215,7 @@ func (h *handlers) estimate(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if f.Queue != "" {
-		if bs, err := buckets.Mountable(r.Context(), h.rt.Deps.DB.Ent, f.Queue); err == nil {
+		if bs, err := h.rt.Deps.Files.Mountable(r.Context(), f.Queue); err == nil {
 			for _, b := range bs {
 				out.Mountable = append(out.Mountable, b.Name)
 			}
