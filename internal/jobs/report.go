@@ -49,7 +49,7 @@ func (s *Service) ownService(ctx context.Context, c *ent.Client, r ServiceRef) (
 		Only(viewer.SystemContext(ctx))
 	if ent.IsNotFound(err) {
 		s.Log.Warn("agent reported a service it does not run for the job's current attempt; ignored",
-			"job", r.JobID, "service", r.Service, "attempt", r.Attempt)
+			"node", r.NodeID, "job", r.JobID, "service", r.Service, "attempt", r.Attempt)
 		return nil, nil
 	}
 	if err != nil {
