@@ -218,7 +218,7 @@ func (s *Service) tokenViewer(ctx context.Context, unauth error, which predicate
 		return nil, nil, fmt.Errorf("looking up token: %w", err)
 	}
 	now := s.Now()
-	if t.RevokedAt != nil || (t.ExpiresAt != nil && !t.ExpiresAt.After(now)) {
+	if TokenState(t, now) != "active" {
 		return nil, nil, unauth
 	}
 	u := t.Edges.User

@@ -12,6 +12,7 @@ import (
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/apitoken"
+	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/ui/admin/adminkit"
 	"github.com/levers9/levers9/ui/app"
 	"github.com/levers9/levers9/ui/components"
@@ -110,17 +111,7 @@ type tokenRow struct {
 func describe(t *ent.APIToken, now time.Time) tokenRow {
 	row := tokenRow{ID: t.ID, Name: t.Name, Hint: t.Hint, Created: components.When(&t.CreatedAt),
 		LastUsed: components.When(t.LastUsedAt), Expires: components.When(t.ExpiresAt)}
-	row.State, row.Active = state(t, now)
+	row.State = auth.TokenState(t, now)
+	row.Active = row.State == "active"
 	return row
-}
-
-// state says whether t still works.
-func state(t *ent.APIToken, now time.Time) (string, bool) {
-	switch {
-	case t.RevokedAt != nil:
-		return "revoked", false
-	case t.ExpiresAt != nil && !t.ExpiresAt.After(now):
-		return "expired", false
-	}
-	return "active", true
 }
