@@ -10,7 +10,6 @@ import (
 	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/database"
-	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/viewer"
 )
@@ -22,11 +21,10 @@ const (
 )
 
 // Liveness marks nodes that stopped heartbeating offline and, after a grace
-// period to reconnect, has the jobs they ran lost (jobs.Service.NodeLost
-// fails or requeues them).
+// period to reconnect, has the jobs they ran lost.
 type Liveness struct {
 	DB   *database.DB
-	Jobs *jobs.Service
+	Jobs LostJobs
 	// Bus, when set, wakes the schedulers of an offline node's queues.
 	Bus *notify.Bus
 	Log *slog.Logger
@@ -35,6 +33,14 @@ type Liveness struct {
 	// offline (0: DefaultNodeTTL); Grace how long its jobs wait after that
 	// for it to return.
 	TTL, Grace time.Duration
+}
+
+// LostJobs is the job state machine's transition for a job whose node is
+// gone (jobs.Service). Liveness needs only that, so that nodes stays below
+// jobs: the scheduler reads what nodes hold without depending on jobs.
+type LostJobs interface {
+	// NodeLost fails job id, or requeues it when it may run again.
+	NodeLost(ctx context.Context, id string, now time.Time) (requeued bool, err error)
 }
 
 // SweepResult says what one sweep did.
