@@ -50,10 +50,3 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, res)
 	}
 }
-
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
-}

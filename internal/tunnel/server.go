@@ -90,3 +90,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func refuse(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, apiError{Code: code, Error: msg})
 }
+
+// clip cuts s to n bytes, for texts bounded on the wire or in a column.
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
