@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/notify"
 )
 
@@ -270,7 +271,7 @@ func (f *eventFollow) run(ctx context.Context, wake <-chan struct{}) error {
 				return err
 			}
 		}
-		if Ended(st.status) {
+		if jobs.Ended(st.status) {
 			return nil
 		}
 		if err := wait(ctx, wake, f.opts.Poll, nil); err != nil {

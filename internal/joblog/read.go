@@ -10,6 +10,7 @@ import (
 	"github.com/levers9/levers9/ent/jobevent"
 	"github.com/levers9/levers9/ent/logline"
 	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/jobs"
 )
 
 // Line is one stored output line of a job.
@@ -43,7 +44,7 @@ type jobState struct {
 
 // ended reports whether attempt will write no more lines: the job has
 // ended, or a later attempt has begun (reports of earlier ones are refused).
-func (s jobState) ended(attempt int) bool { return Ended(s.status) || s.attempt > attempt }
+func (s jobState) ended(attempt int) bool { return jobs.Ended(s.status) || s.attempt > attempt }
 
 // readJob returns the state of job jobID as the viewer of ctx sees it:
 // ent privacy hides other tenants' jobs, which are NOT_FOUND like missing ones.
@@ -68,11 +69,6 @@ func attemptOf(st jobState, attempt int) (int, error) {
 		return 0, fault.Invalid("attempt", "must be between 1 and %d (the job's current attempt)", st.attempt)
 	}
 	return attempt, nil
-}
-
-// Ended reports whether status is final.
-func Ended(s job.Status) bool {
-	return s == job.StatusComplete || s == job.StatusError || s == job.StatusCancelled
 }
 
 // Lines returns up to limit stored lines of job jobID with seq >= fromSeq

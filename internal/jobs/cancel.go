@@ -21,10 +21,10 @@ func (s *Service) Cancel(ctx context.Context, id string) (*ent.Job, error) {
 		if j, err = tx.Ent.Job.Get(ctx, id); err != nil {
 			return err
 		}
-		if j.OwnerID != v.UserID && !v.Admin {
+		if !owns(v, j) {
 			return fault.New(fault.Forbidden, "only the job's owner or a tenant admin may cancel it")
 		}
-		if statusTerminal(j.Status) {
+		if Ended(j.Status) {
 			return fault.Invalid("id", "job %s has already ended (%s)", j.ID, j.Status)
 		}
 		if _, err := s.end(ctx, tx, jobstate.Cancelled, j.ID, 0, "cancelled by "+v.UserID, s.Now()); err != nil {

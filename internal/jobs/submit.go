@@ -397,7 +397,8 @@ func insert(ctx context.Context, client *ent.Client, v *viewer.Viewer, c *checke
 	return j, nil
 }
 
-// statusTerminal reports whether a job has ended.
-func statusTerminal(s job.Status) bool {
+// Ended reports whether a job in status s has ended: it changes no more and
+// its followers stop.
+func Ended(s job.Status) bool {
 	return s == job.StatusComplete || s == job.StatusError || s == job.StatusCancelled
 }

@@ -83,7 +83,7 @@ func (h *handlers) detail(w http.ResponseWriter, r *http.Request) error {
 				break
 			}
 		}
-		if !joblog.Ended(j.Status) {
+		if !jobs.Ended(j.Status) {
 			p.Follow = "/jobs/" + j.ID + "/logs?service=" + s.Name + "&from=" + itoa(next)
 		}
 	}
