@@ -2,22 +2,20 @@ package joblog_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/tenant"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/fixture"
 	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
-	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/notify"
-	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/internal/wire"
 )
@@ -37,45 +35,19 @@ type world struct {
 
 func newWorld(t testing.TB, url string) *world {
 	t.Helper()
-	ctx := context.Background()
-	log := slog.New(slog.DiscardHandler)
-	db, err := database.Open(ctx, url, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := db.Exclusive(ctx, func() error { return db.Migrate(ctx) }); err != nil {
-		t.Fatal(err)
-	}
-	w := &world{db: db, bus: notify.New(db.Pool, log)}
+	tn := fixture.New(t, url, fixture.TenantOptions{Slug: "acme", Policy: tenant.BudgetPolicyFinish})
+	db, log := tn.DB, fixture.Log()
+	w := &world{db: db, bus: notify.New(db.Pool, log), admin: tn.AsAdmin()}
 	t.Cleanup(w.bus.Close)
 	w.other = w.bus
 	if db.Pool != nil {
 		w.other = notify.New(db.Pool, log)
 		t.Cleanup(w.other.Close)
 	}
-	ts := &tenancy.Service{DB: db, Log: log}
-	tn, admin, err := ts.CreateTenant(viewer.SystemContext(ctx), tenancy.NewTenant{
-		Name: "Acme", Slug: "acme", BudgetPolicy: "FINISH",
-		AdminEmail: "admin@acme.test", AdminPassword: "correct horse battery",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	envID, err := tenancy.MainEnvironmentID(ctx, db.Ent, tn.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.admin = viewer.NewContext(ctx, &viewer.Viewer{UserID: admin.ID, TenantID: tn.ID, EnvironmentID: envID, Admin: true})
 	w.logs = &joblog.Service{DB: db, Bus: w.bus, Log: log}
-	w.jobs = &jobs.Service{DB: db, Log: log, Now: time.Now, Bus: w.other,
-		Schedule: func(context.Context, *sql.Tx, string) error { return nil }}
-	j, err := w.jobs.Submit(w.admin, jobspec.Job{Queue: tenancy.DefaultQueue,
-		Services: []jobspec.Service{{Name: "main", Command: []string{"true"}, CPU: 1, MemoryMiB: 64}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.job = j.ID
+	w.jobs = fixture.Jobs(db, nil)
+	w.jobs.Bus = w.other
+	w.job = tn.Submit(t, w.jobs, nil, fixture.Service(1, 64)).ID
 	return w
 }
 
