@@ -54,9 +54,8 @@ func (h *handlers) signIn(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		in.Error = fs[0].Message
-		status := http.StatusUnauthorized
+		status := fault.HTTPStatus(fs[0].Code) // 401, or 429 with Retry-After
 		if fs[0].Code == fault.RateLimited {
-			status = http.StatusTooManyRequests
 			if secs, ok := fs[0].Details["retryAfter"].(int); ok {
 				w.Header().Set("Retry-After", strconv.Itoa(secs))
 			}
