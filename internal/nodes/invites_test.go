@@ -3,19 +3,16 @@ package nodes_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/levers9/levers9/ent/nodeinvite"
 	"github.com/levers9/levers9/internal/auth"
-	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/fixture"
 	"github.com/levers9/levers9/internal/nodes"
-	"github.com/levers9/levers9/internal/tenancy"
-	"github.com/levers9/levers9/internal/viewer"
 )
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
@@ -29,23 +26,9 @@ func TestCreateServerInvite(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, url string) {
 		t.Parallel()
 		ctx := context.Background()
-		sys := viewer.SystemContext(ctx)
-		log := slog.New(slog.DiscardHandler)
-		db, err := database.Open(ctx, url, log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		if err := db.Exclusive(ctx, func() error { return db.Migrate(ctx) }); err != nil {
-			t.Fatal(err)
-		}
-		tn, _, err := (&tenancy.Service{DB: db, Log: log}).CreateTenant(sys, tenancy.NewTenant{
-			Name: "Acme", Slug: "acme", BudgetPolicy: "STOP",
-			AdminEmail: "admin@acme.test", AdminPassword: "correct horse battery",
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		sys := fixture.Sys()
+		tn := fixture.New(t, url, fixture.TenantOptions{Slug: "acme"})
+		db := tn.DB
 		now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 		ns := &nodes.Service{Ent: db.Ent, Now: func() time.Time { return now }}
 

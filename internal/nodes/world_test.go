@@ -2,7 +2,6 @@ package nodes_test
 
 import (
 	"context"
-	"database/sql"
 	"log/slog"
 	"testing"
 	"time"
@@ -10,12 +9,12 @@ import (
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/fixture"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/tenancy"
-	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/internal/wire"
 )
 
@@ -35,36 +34,15 @@ type world struct {
 
 func newWorld(t *testing.T, url string) *world {
 	t.Helper()
-	ctx := context.Background()
-	log := slog.New(slog.DiscardHandler)
-	db, err := database.Open(ctx, url, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := db.Exclusive(ctx, func() error { return db.Migrate(ctx) }); err != nil {
-		t.Fatal(err)
-	}
-	tn, admin, err := (&tenancy.Service{DB: db, Log: log}).CreateTenant(viewer.SystemContext(ctx), tenancy.NewTenant{
-		Name: "Acme", Slug: "acme", BudgetPolicy: "STOP",
-		AdminEmail: "admin@acme.test", AdminPassword: "correct horse battery",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	envID, err := tenancy.MainEnvironmentID(ctx, db.Ent, tn.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tn := fixture.New(t, url, fixture.TenantOptions{Slug: "acme"})
+	db, log := tn.DB, fixture.Log()
 	bus := notify.New(db.Pool, log)
 	t.Cleanup(bus.Close)
+	js := fixture.Jobs(db, nil)
+	js.Bus = bus
 	w := &world{
-		db: db, bus: bus, log: log, tenant: tn,
-		jobs: &jobs.Service{DB: db, Log: log, Now: time.Now, Bus: bus,
-			Schedule: func(context.Context, *sql.Tx, string) error { return nil }},
-		admin: viewer.NewContext(ctx, &viewer.Viewer{UserID: admin.ID, TenantID: tn.ID, EnvironmentID: envID, Admin: true}),
-		sys:   viewer.SystemContext(ctx),
-		now:   time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC),
+		db: db, bus: bus, log: log, tenant: tn.Ent, jobs: js, admin: tn.AsAdmin(), sys: fixture.Sys(),
+		now: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC),
 	}
 	w.nodes = &nodes.Service{DB: db, Ent: db.Ent, Bus: bus, Log: log, Now: func() time.Time { return w.now }}
 	return w
