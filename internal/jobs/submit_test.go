@@ -16,6 +16,7 @@ import (
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/fixture"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/tenancy"
@@ -34,37 +35,12 @@ type world struct {
 
 func newWorld(t *testing.T, url string) *world {
 	t.Helper()
-	ctx := context.Background()
-	log := slog.New(slog.DiscardHandler)
-	db, err := database.Open(ctx, url, log)
+	tn := fixture.New(t, url, fixture.TenantOptions{Slug: "acme"})
+	rc, err := workers.NewClients(tn.DB, workers.Deps{Ent: tn.DB.Ent, Log: fixture.Log()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	if err := db.Exclusive(ctx, func() error { return db.Migrate(ctx) }); err != nil {
-		t.Fatal(err)
-	}
-	ts := &tenancy.Service{DB: db, Log: log}
-	tn, admin, err := ts.CreateTenant(viewer.SystemContext(ctx), tenancy.NewTenant{
-		Name: "Acme", Slug: "acme", BudgetPolicy: "STOP",
-		AdminEmail: "admin@acme.test", AdminPassword: "correct horse battery",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	envID, err := tenancy.MainEnvironmentID(ctx, db.Ent, tn.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := workers.NewClients(db, workers.Deps{Ent: db.Ent, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &world{
-		db:       db,
-		admin:    viewer.NewContext(ctx, &viewer.Viewer{UserID: admin.ID, TenantID: tn.ID, EnvironmentID: envID, Admin: true}),
-		schedule: workers.InsertScheduleJob(rc.Inserter),
-	}
+	return &world{db: tn.DB, admin: tn.AsAdmin(), schedule: workers.InsertScheduleJob(rc.Inserter)}
 }
 
 func (w *world) service(schedule func(context.Context, *sql.Tx, string) error) *jobs.Service {
