@@ -57,7 +57,9 @@ func TestNodeStorageUnavailable(t *testing.T) {
 				if op.method == "HEAD" {
 					continue // no body
 				}
-				var out struct{ Error struct{ Code, Message string } }
+				var out struct {
+					Error struct{ Code, Message string }
+				}
 				if err := json.Unmarshal(b, &out); err != nil || out.Error.Code != "UNAVAILABLE" {
 					t.Errorf("%s %s: body %s; want code UNAVAILABLE", op.method, op.path, b)
 				}
