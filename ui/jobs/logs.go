@@ -25,7 +25,7 @@ type logLine struct {
 // logs streams one service's log lines as server-sent events, from seq
 // "from" (or the Last-Event-ID a reconnecting EventSource sends) on, until
 // the job has ended: "line" events, then one "end". It follows with
-// joblog.Follow, as the GraphQL subscription does: no polling, lines are
+// joblog.Service.Follow, as the GraphQL subscription does: no polling, lines are
 // pushed as the bus signals them. The session authenticates it, and the
 // viewer's privacy rules apply (another tenant's job is 404); it ends when
 // the session's token does (auth.Hold).

@@ -1,6 +1,6 @@
 // Package projects is the admin page of projects: create and change them
 // and the groups whose users are their members, and grant them tokens
-// (ledger.Grant, as the grantTokens mutation).
+// (ledger.Service.Grant, as the grantTokens mutation).
 package projects
 
 import (

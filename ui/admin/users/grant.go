@@ -9,7 +9,7 @@ import (
 	"github.com/levers9/levers9/ui/app"
 )
 
-// grant adds tokens to a user's own balance (ledger.Grant, as the
+// grant adds tokens to a user's own balance (ledger.Service.Grant, as the
 // grantTokens mutation with a userID): what their jobs without a project
 // are charged to.
 func (h *handlers) grant(w http.ResponseWriter, r *http.Request) error {
