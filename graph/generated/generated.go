@@ -22,17 +22,17 @@ import (
 	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/service"
-	storage1 "github.com/levers9/levers9/ent/storage"
+	"github.com/levers9/levers9/ent/storage"
 	"github.com/levers9/levers9/ent/tenant"
 	"github.com/levers9/levers9/ent/user"
 	"github.com/levers9/levers9/graph/model"
 	"github.com/levers9/levers9/internal/billing"
+	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/inventory"
 	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/nodes"
-	"github.com/levers9/levers9/storage"
 	gqlparser "github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 )
@@ -739,7 +739,7 @@ type QueryResolver interface {
 	Tenant(ctx context.Context) (*ent.Tenant, error)
 	EstimateJobCost(ctx context.Context, spec jobspec.Job, minutes int) (*billing.Estimate, error)
 	MountableBuckets(ctx context.Context, queue string) ([]*ent.Bucket, error)
-	BucketObjects(ctx context.Context, bucket string, prefix *string, after *string, first *int) ([]*storage.Object, error)
+	BucketObjects(ctx context.Context, bucket string, prefix *string, after *string, first *int) ([]*buckets.Object, error)
 	JobLogs(ctx context.Context, jobID string, attempt *int, fromSeq *int, first *int) ([]*joblog.Line, error)
 	JobEvents(ctx context.Context, jobID string) ([]*joblog.Event, error)
 }
@@ -12455,7 +12455,7 @@ func (ec *executionContext) fieldContext_BucketEdge_cursor(_ context.Context, fi
 	return graphql.NewScalarFieldContext("BucketEdge", field, false, false, "Cursor")
 }
 
-func (ec *executionContext) _BucketObject_key(ctx context.Context, field graphql.CollectedField, obj *storage.Object) (ret graphql.Marshaler) {
+func (ec *executionContext) _BucketObject_key(ctx context.Context, field graphql.CollectedField, obj *buckets.Object) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -12478,7 +12478,7 @@ func (ec *executionContext) fieldContext_BucketObject_key(_ context.Context, fie
 	return graphql.NewScalarFieldContext("BucketObject", field, false, false, "String")
 }
 
-func (ec *executionContext) _BucketObject_size(ctx context.Context, field graphql.CollectedField, obj *storage.Object) (ret graphql.Marshaler) {
+func (ec *executionContext) _BucketObject_size(ctx context.Context, field graphql.CollectedField, obj *buckets.Object) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -12501,7 +12501,7 @@ func (ec *executionContext) fieldContext_BucketObject_size(_ context.Context, fi
 	return graphql.NewScalarFieldContext("BucketObject", field, false, false, "Int")
 }
 
-func (ec *executionContext) _BucketObject_modified(ctx context.Context, field graphql.CollectedField, obj *storage.Object) (ret graphql.Marshaler) {
+func (ec *executionContext) _BucketObject_modified(ctx context.Context, field graphql.CollectedField, obj *buckets.Object) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -19523,8 +19523,8 @@ func (ec *executionContext) _Query_bucketObjects(ctx context.Context, field grap
 			return ec.Resolvers.Query().BucketObjects(ctx, fc.Args["bucket"].(string), fc.Args["prefix"].(*string), fc.Args["after"].(*string), fc.Args["first"].(*int))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*storage.Object) graphql.Marshaler {
-			return ec.marshalNBucketObject2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋstorageᚐObjectᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*buckets.Object) graphql.Marshaler {
+			return ec.marshalNBucketObject2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋbucketsᚐObjectᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -21344,7 +21344,7 @@ func (ec *executionContext) _Storage_kind(ctx context.Context, field graphql.Col
 			return obj.Kind, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v storage1.Kind) graphql.Marshaler {
+		func(ctx context.Context, selections ast.SelectionSet, v storage.Kind) graphql.Marshaler {
 			return ec.marshalNStorageKind2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKind(ctx, selections, v)
 		},
 		true,
@@ -37599,7 +37599,7 @@ func (ec *executionContext) _BucketEdge(ctx context.Context, sel ast.SelectionSe
 
 var bucketObjectImplementors = []string{"BucketObject"}
 
-func (ec *executionContext) _BucketObject(ctx context.Context, sel ast.SelectionSet, obj *storage.Object) graphql.Marshaler {
+func (ec *executionContext) _BucketObject(ctx context.Context, sel ast.SelectionSet, obj *buckets.Object) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, bucketObjectImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -41650,11 +41650,11 @@ func (ec *executionContext) marshalNBucketConnection2ᚖgithubᚗcomᚋlevers9�
 	return ec._BucketConnection(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNBucketObject2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋstorageᚐObjectᚄ(ctx context.Context, sel ast.SelectionSet, v []*storage.Object) graphql.Marshaler {
+func (ec *executionContext) marshalNBucketObject2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋbucketsᚐObjectᚄ(ctx context.Context, sel ast.SelectionSet, v []*buckets.Object) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNBucketObject2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋstorageᚐObject(ctx, sel, v[i])
+		return ec.marshalNBucketObject2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋbucketsᚐObject(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -41666,7 +41666,7 @@ func (ec *executionContext) marshalNBucketObject2ᚕᚖgithubᚗcomᚋlevers9ᚋ
 	return ret
 }
 
-func (ec *executionContext) marshalNBucketObject2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋstorageᚐObject(ctx context.Context, sel ast.SelectionSet, v *storage.Object) graphql.Marshaler {
+func (ec *executionContext) marshalNBucketObject2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋbucketsᚐObject(ctx context.Context, sel ast.SelectionSet, v *buckets.Object) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "BucketObject!")
 		return graphql.Null
@@ -42465,13 +42465,13 @@ func (ec *executionContext) marshalNStorageConnection2ᚖgithubᚗcomᚋlevers9�
 	return ec._StorageConnection(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalNStorageKind2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKind(ctx context.Context, v any) (storage1.Kind, error) {
-	var res storage1.Kind
+func (ec *executionContext) unmarshalNStorageKind2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKind(ctx context.Context, v any) (storage.Kind, error) {
+	var res storage.Kind
 	err := res.UnmarshalGQL(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNStorageKind2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKind(ctx context.Context, sel ast.SelectionSet, v storage1.Kind) graphql.Marshaler {
+func (ec *executionContext) marshalNStorageKind2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKind(ctx context.Context, sel ast.SelectionSet, v storage.Kind) graphql.Marshaler {
 	return v
 }
 
@@ -44565,13 +44565,13 @@ func (ec *executionContext) marshalOStorageEdge2ᚖgithubᚗcomᚋlevers9ᚋleve
 	return ec._StorageEdge(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalOStorageKind2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKindᚄ(ctx context.Context, v any) ([]storage1.Kind, error) {
+func (ec *executionContext) unmarshalOStorageKind2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKindᚄ(ctx context.Context, v any) ([]storage.Kind, error) {
 	if v == nil {
 		return nil, nil
 	}
 	vSlice := graphql.CoerceList(v)
 	var err error
-	res := make([]storage1.Kind, len(vSlice))
+	res := make([]storage.Kind, len(vSlice))
 	for i := range vSlice {
 		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
 		res[i], err = ec.unmarshalNStorageKind2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKind(ctx, vSlice[i])
@@ -44582,7 +44582,7 @@ func (ec *executionContext) unmarshalOStorageKind2ᚕgithubᚗcomᚋlevers9ᚋle
 	return res, nil
 }
 
-func (ec *executionContext) marshalOStorageKind2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKindᚄ(ctx context.Context, sel ast.SelectionSet, v []storage1.Kind) graphql.Marshaler {
+func (ec *executionContext) marshalOStorageKind2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKindᚄ(ctx context.Context, sel ast.SelectionSet, v []storage.Kind) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
@@ -44601,16 +44601,16 @@ func (ec *executionContext) marshalOStorageKind2ᚕgithubᚗcomᚋlevers9ᚋleve
 	return ret
 }
 
-func (ec *executionContext) unmarshalOStorageKind2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKind(ctx context.Context, v any) (*storage1.Kind, error) {
+func (ec *executionContext) unmarshalOStorageKind2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKind(ctx context.Context, v any) (*storage.Kind, error) {
 	if v == nil {
 		return nil, nil
 	}
-	var res = new(storage1.Kind)
+	var res = new(storage.Kind)
 	err := res.UnmarshalGQL(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalOStorageKind2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKind(ctx context.Context, sel ast.SelectionSet, v *storage1.Kind) graphql.Marshaler {
+func (ec *executionContext) marshalOStorageKind2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋstorageᚐKind(ctx context.Context, sel ast.SelectionSet, v *storage.Kind) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}

@@ -2,13 +2,20 @@ package buckets
 
 import (
 	"context"
+	"time"
 
 	"github.com/levers9/levers9/internal/fault"
 	store "github.com/levers9/levers9/storage"
 )
 
-// Object is a stored file of a bucket: its key, size and last change.
-type Object = store.Object
+// Object is a stored file of a bucket: its key, size and last change. It
+// is the front doors' type (GraphQL binds BucketObject to it), so they need
+// not import the storage drivers.
+type Object struct {
+	Key      string
+	Size     int64
+	Modified time.Time
+}
 
 // The page sizes of a listing are the storage drivers' own; the files API,
 // GraphQL and the dashboard all page with these.
@@ -63,7 +70,10 @@ func (f *Files) List(ctx context.Context, ref string, opts ListOptions) (Listing
 	if err != nil {
 		return Listing{}, storageFault(err)
 	}
-	page := Listing{Objects: objs}
+	page := Listing{Objects: make([]Object, len(objs))}
+	for i, o := range objs {
+		page.Objects[i] = Object(o)
+	}
 	if len(objs) == limit {
 		page.Next = objs[len(objs)-1].Key
 	}
