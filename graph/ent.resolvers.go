@@ -77,7 +77,7 @@ func (r *queryResolver) NodeInvites(ctx context.Context, after *entgql.Cursor[st
 
 // Projects is the resolver for the projects field.
 func (r *queryResolver) Projects(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ProjectOrder, where *ent.ProjectWhereInput) (*ent.ProjectConnection, error) {
-	return r.Ent.Project.Query().Paginate(ctx, after, first, before, last,
+	return access.UsableProjects(ctx, r.Ent.Project.Query()).Paginate(ctx, after, first, before, last,
 		ent.WithProjectOrder(orderBy), ent.WithProjectFilter(where.Filter))
 }
 

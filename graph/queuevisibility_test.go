@@ -78,3 +78,66 @@ func TestQueuesShowsUsableQueuesOnly(t *testing.T) {
 		}
 	})
 }
+
+// TestProjectsShowsUsableProjectsOnly: projects lists what the viewer may
+// charge (access.UsableProjects, the rule submitJob and the dashboard use):
+// a member their groups' projects, an admin every project of the tenant,
+// and a name filter does not get round it.
+func TestProjectsShowsUsableProjectsOnly(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		e := newEnv(t, url)
+		a, b := e.newTenant("alpha"), e.newTenant("beta")
+		sys := viewer.SystemContext(context.Background())
+		c := e.db.Ent
+		team := c.Group.Create().SetTenantID(a.ent.ID).SetName("team").SaveX(sys)
+		ml := c.Group.Create().SetTenantID(a.ent.ID).SetName("ml").SaveX(sys)
+		c.Membership.Create().SetTenantID(a.ent.ID).SetUserID(a.member.ID).SetGroup(team).SaveX(sys)
+		c.Project.Create().SetTenantID(a.ent.ID).SetName("vision").AddGroups(team, ml).SaveX(sys)
+		c.Project.Create().SetTenantID(a.ent.ID).SetName("secret").AddGroups(ml).SaveX(sys)
+		c.Project.Create().SetTenantID(a.ent.ID).SetName("orphan").SaveX(sys)
+		c.Project.Create().SetTenantID(b.ent.ID).SetName("beta-only").SaveX(sys)
+
+		list := func(token, where string) []string {
+			t.Helper()
+			r := e.gql(token, `{ projects(first: 100, orderBy: {field: NAME, direction: ASC}`+where+`) { totalCount edges { node { name } } } }`, nil)
+			r.ok(t)
+			var out struct {
+				Projects struct {
+					TotalCount int
+					Edges      []struct{ Node struct{ Name string } }
+				}
+			}
+			r.decode(t, &out)
+			var names []string
+			for _, e := range out.Projects.Edges {
+				names = append(names, e.Node.Name)
+			}
+			if out.Projects.TotalCount != len(names) {
+				t.Fatalf("totalCount %d for %d projects %v", out.Projects.TotalCount, len(names), names)
+			}
+			return names
+		}
+		if got, want := list(a.memberToken, ""), []string{"vision"}; !slices.Equal(got, want) {
+			t.Fatalf("member sees projects %v, want %v", got, want)
+		}
+		if got, want := list(a.adminToken, ""), []string{"orphan", "secret", "vision"}; !slices.Equal(got, want) {
+			t.Fatalf("admin sees projects %v, want %v", got, want)
+		}
+		if got := list(a.memberToken, `, where: {name: "secret"}`); len(got) != 0 {
+			t.Fatalf("member finds project secret by name: %v", got)
+		}
+		// What a member sees is what they may charge, project by project.
+		member := viewer.NewContext(context.Background(), &viewer.Viewer{UserID: a.member.ID, TenantID: a.ent.ID, EnvironmentID: a.mainEnv})
+		for _, p := range c.Project.Query().AllX(sys) {
+			ok, err := access.IsProjectMember(member, c, p.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := p.Name == "vision"; ok != want {
+				t.Errorf("member may charge project %s: %v, want %v", p.Name, ok, want)
+			}
+		}
+	})
+}
