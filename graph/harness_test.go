@@ -19,6 +19,7 @@ import (
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/fixture"
 	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/ledger"
@@ -44,7 +45,8 @@ type env struct {
 	srv     *httptest.Server
 }
 
-const testPassword = "correct horse battery"
+// testPassword is every test user's password.
+const testPassword = fixture.Password
 
 // newEnv returns a fresh env; tune adjusts the resolver before it serves.
 func newEnv(t testing.TB, url string, tune ...func(*graph.Resolver)) *env {
@@ -101,32 +103,12 @@ type tenant struct {
 // newTenant creates tenant slug with admin@slug.test and member@slug.test.
 func (e *env) newTenant(slug string) *tenant {
 	e.t.Helper()
-	ctx := viewer.SystemContext(context.Background())
-	t, admin, err := e.tenancy.CreateTenant(ctx, tenancy.NewTenant{
-		Name: strings.ToUpper(slug), Slug: slug, BudgetPolicy: "STOP",
-		AdminEmail: "admin@" + slug + ".test", AdminPassword: testPassword,
+	tn := fixture.NewTenant(e.t, e.db, fixture.TenantOptions{
+		Slug: slug, Name: strings.ToUpper(slug), LocalStorageRoot: e.tenancy.LocalStorageRoot,
 	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	envID, err := tenancy.MainEnvironmentID(ctx, e.db.Ent, t.ID)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	adminCtx := viewer.NewContext(context.Background(), &viewer.Viewer{UserID: admin.ID, TenantID: t.ID, EnvironmentID: envID, Admin: true})
-	member, err := e.tenancy.CreateUser(adminCtx, tenancy.NewUser{Email: "member@" + slug + ".test", Password: testPassword})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	at, err := auth.IssueToken(ctx, e.db.Ent, admin, "test", envID, "")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	mt, err := auth.IssueToken(ctx, e.db.Ent, member, "test", envID, "")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return &tenant{ent: t, admin: admin, member: member, adminToken: at, memberToken: mt, mainEnv: envID}
+	member := tn.AddMember(e.t, "member")
+	return &tenant{ent: tn.Ent, admin: tn.Admin, member: member,
+		adminToken: tn.Token(e.t, tn.Admin), memberToken: tn.Token(e.t, member), mainEnv: tn.Env}
 }
 
 // superadmin creates a superadmin and returns a session token for it.
