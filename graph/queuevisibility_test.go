@@ -32,23 +32,7 @@ func TestQueuesShowsUsableQueuesOnly(t *testing.T) {
 
 		list := func(token string) []string {
 			t.Helper()
-			r := e.gql(token, `{ queues(first: 100, orderBy: {field: NAME, direction: ASC}) { totalCount edges { node { name } } } }`, nil)
-			r.ok(t)
-			var out struct {
-				Queues struct {
-					TotalCount int
-					Edges      []struct{ Node struct{ Name string } }
-				}
-			}
-			r.decode(t, &out)
-			var names []string
-			for _, e := range out.Queues.Edges {
-				names = append(names, e.Node.Name)
-			}
-			if out.Queues.TotalCount != len(names) {
-				t.Fatalf("totalCount %d for %d queues %v", out.Queues.TotalCount, len(names), names)
-			}
-			return names
+			return e.names(t, token, `{ queues(first: 100, orderBy: {field: NAME, direction: ASC}) { totalCount edges { node { name } } } }`, "queues")
 		}
 		if got, want := list(a.memberToken), []string{"default", "gpu"}; !slices.Equal(got, want) {
 			t.Fatalf("member sees queues %v, want %v", got, want)
@@ -101,23 +85,7 @@ func TestProjectsShowsUsableProjectsOnly(t *testing.T) {
 
 		list := func(token, where string) []string {
 			t.Helper()
-			r := e.gql(token, `{ projects(first: 100, orderBy: {field: NAME, direction: ASC}`+where+`) { totalCount edges { node { name } } } }`, nil)
-			r.ok(t)
-			var out struct {
-				Projects struct {
-					TotalCount int
-					Edges      []struct{ Node struct{ Name string } }
-				}
-			}
-			r.decode(t, &out)
-			var names []string
-			for _, e := range out.Projects.Edges {
-				names = append(names, e.Node.Name)
-			}
-			if out.Projects.TotalCount != len(names) {
-				t.Fatalf("totalCount %d for %d projects %v", out.Projects.TotalCount, len(names), names)
-			}
-			return names
+			return e.names(t, token, `{ projects(first: 100, orderBy: {field: NAME, direction: ASC}`+where+`) { totalCount edges { node { name } } } }`, "projects")
 		}
 		if got, want := list(a.memberToken, ""), []string{"vision"}; !slices.Equal(got, want) {
 			t.Fatalf("member sees projects %v, want %v", got, want)
@@ -140,4 +108,25 @@ func TestProjectsShowsUsableProjectsOnly(t *testing.T) {
 			}
 		}
 	})
+}
+
+// names runs query, a connection named field with totalCount and the
+// edges' names, and returns the names after checking the count.
+func (e *env) names(t *testing.T, token, query, field string) []string {
+	t.Helper()
+	r := e.gql(token, query, nil)
+	r.ok(t)
+	var out map[string]struct {
+		TotalCount int
+		Edges      []struct{ Node struct{ Name string } }
+	}
+	r.decode(t, &out)
+	var names []string
+	for _, e := range out[field].Edges {
+		names = append(names, e.Node.Name)
+	}
+	if out[field].TotalCount != len(names) {
+		t.Fatalf("%s: totalCount %d for %d names %v", field, out[field].TotalCount, len(names), names)
+	}
+	return names
 }
