@@ -234,8 +234,9 @@ func TestJobLogsIsolation(t *testing.T) {
 	})
 }
 
-// A subscriber that stops reading is dropped: its follow ends and the
-// server closes its connection instead of holding its lines forever.
+// A subscriber that stops reading is dropped instead of having its lines
+// held forever: its follow ends; on a WebSocket it is told RATE_LIMITED
+// when it reads again, an SSE stream is cut (never completed as if whole).
 func TestSlowSubscriberDropped(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, url string) {
 		e := newEnv(t, url, func(r *graph.Resolver) {
@@ -252,16 +253,23 @@ func TestSlowSubscriberDropped(t *testing.T) {
 			c := e.dialWS(t, a.memberToken)
 			c.subscribe("1", subLogs, vars{"j": job})
 			e.waitDropped(t)
-			// What the client can still read ends with the closed connection
-			// (read timeouts are far longer than the server's write timeout).
+			// Reading late, the client gets the lines the connection held,
+			// then why its stream ended: RATE_LIMITED, not a completion
+			// and not only a cut connection.
 			n := 0
 			for {
 				m, err := c.next(30 * time.Second)
 				if err != nil {
-					break
+					t.Fatalf("after %d messages the connection ended (%v) without RATE_LIMITED", n, err)
 				}
 				if m.Type == "complete" {
 					t.Fatal("the stream completed normally; want it dropped")
+				}
+				if m.Type == "error" {
+					if !strings.Contains(string(m.Payload), "RATE_LIMITED") {
+						t.Fatalf("the stream ended with %s; want RATE_LIMITED", m.Payload)
+					}
+					break
 				}
 				n++
 			}

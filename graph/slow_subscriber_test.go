@@ -1,8 +1,6 @@
 package graph_test
 
 import (
-	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -15,22 +13,19 @@ import (
 // slowHang bounds the waits here: it only tells a hang from a slow machine.
 const slowHang = 90 * time.Second
 
-// A WebSocket subscriber that never reads is cut off, and stalls nobody
-// else: while it holds its connection full, another subscriber of the same
-// job on its own connection gets every stored line, the lines signalled
-// afterwards and the end; then the slow one's follow ends and its
-// connection closes without a normal completion. (No RATE_LIMITED error
-// reaches it, nor is one raised: the write deadline, as long as the
-// follow's stall limit and started first, closes the connection, which
-// cancels the follow before it counts as stalled.)
+// A WebSocket subscriber that never reads stalls nobody else: while it
+// holds its connection full, another subscriber of the same job on its own
+// connection gets every stored line, the lines signalled afterwards and the
+// end, and the slow one's follow is still held (the stall limit is far
+// longer than the test, so this holds on any machine). When the slow client
+// goes away its follow ends too. That a stalled subscriber is dropped and
+// told RATE_LIMITED is TestSlowSubscriberDropped's.
 //
 // Not parallel: it counts the follows of the whole process.
 func TestSlowWebSocketSubscriberStallsNobody(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, url string) {
 		e := newEnv(t, url, func(r *graph.Resolver) {
-			// Ten times what the fast reader takes on a loaded machine, so
-			// the slow one is still held when the fast one is done.
-			r.Follow = joblog.Options{Buffer: 8, StallAfter: 30 * time.Second}
+			r.Follow = joblog.Options{Buffer: 8, StallAfter: time.Hour}
 		})
 		a := e.newTenant("slow")
 		job := e.submit(a)
@@ -67,31 +62,11 @@ func TestSlowWebSocketSubscriberStallsNobody(t *testing.T) {
 		}
 		// The slow follow was held all along, not dropped first so the fast
 		// one could pass.
-		if n := e.logs.Running(); n == 0 {
-			t.Fatal("the slow subscriber was dropped before the fast one finished: the fast one waited behind it")
+		waitFor(t, slowHang, func() bool { return e.logs.Running() == 1 })
+		if n := e.logs.Running(); n != 1 {
+			t.Fatalf("%d follows running; want the slow one still held", n)
 		}
-
+		_ = slow.conn.CloseNow()
 		waitFor(t, slowHang, func() bool { return e.logs.Running() == 0 })
-		n := 0
-		for {
-			m, err := slow.next(slowHang)
-			if errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("after %d messages the slow connection is still open; want it closed by the server", n)
-			}
-			if err != nil {
-				break // the server closed the connection
-			}
-			if m.Type == "complete" {
-				t.Fatal("the slow stream completed normally; want it cut off")
-			}
-			if m.Type == "error" && !strings.Contains(string(m.Payload), "RATE_LIMITED") {
-				t.Fatalf("the slow stream ended with %s; want RATE_LIMITED or a closed connection", m.Payload)
-			}
-			n++
-		}
-		if n >= stored+10 {
-			t.Errorf("the slow subscriber got all %d lines; want it cut off", n)
-		}
-		t.Logf("the slow subscriber read %d messages before its connection closed", n)
 	})
 }

@@ -27,6 +27,14 @@ const (
 	keepAlive       = 15 * time.Second
 	wsInitTimeout   = 10 * time.Second
 	defaultStallFor = 30 * time.Second
+	// wsWriteGrace is how much longer than the follow's stall limit a
+	// WebSocket write may block. A slow subscriber's follow gives up
+	// first, so the RATE_LIMITED error is queued behind the lines it holds
+	// and a client that does read, late, learns why its stream ended; one
+	// that reads nothing is cut off when the grace runs out too. (SSE
+	// cannot carry an error: its writes keep the stall limit, so a dropped
+	// SSE stream is cut, never completed as if whole.)
+	wsWriteGrace = 30 * time.Second
 	// maxSubsPerConn bounds the subscriptions of one WebSocket, each of
 	// which holds a buffer of lines.
 	maxSubsPerConn = 100
@@ -154,9 +162,10 @@ func addSubscriptionError(ctx context.Context, err *gqlerror.Error) {
 	transport.AddSubscriptionError(ctx, err)
 }
 
-// writeDeadline bounds every write of a streaming response to d: a client
-// that stops reading makes the write fail, which ends the request and its
-// subscriptions instead of pinning them forever.
+// writeDeadline bounds every write of a streaming response to d (a
+// WebSocket's to d plus wsWriteGrace): a client that stops reading makes
+// the write fail, which ends the request and its subscriptions instead of
+// pinning them forever.
 func writeDeadline(h http.Handler, d time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !streaming(r) {
@@ -189,7 +198,7 @@ func (w *deadlineWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	dc := &deadlineConn{Conn: conn, d: w.d}
+	dc := &deadlineConn{Conn: conn, d: w.d + wsWriteGrace}
 	// Servers write through brw (coder/websocket does): point it at dc.
 	if err := brw.Writer.Flush(); err != nil {
 		_ = conn.Close()
