@@ -6,9 +6,9 @@ import (
 	"github.com/levers9/levers9/ent"
 )
 
-// InviteState is the state of invite inv at now in words, by the rules the
-// join exchange applies: "open" (a machine may join with it) until it is
-// "revoked", "used" or "expired".
+// InviteState is the state of invite inv at now in words: "open" (a machine
+// may join with it) until it is "revoked", "used" or "expired". It is the
+// rule Join applies and the dashboard shows.
 func InviteState(inv *ent.NodeInvite, now time.Time) string {
 	switch {
 	case inv.RevokedAt != nil:

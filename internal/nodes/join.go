@@ -73,12 +73,12 @@ func (s *Service) Join(ctx context.Context, req wire.JoinRequest) (wire.JoinResp
 			return fmt.Errorf("finding invite: %w", err)
 		}
 		now := s.Now()
-		switch {
-		case inv.RevokedAt != nil:
+		switch InviteState(inv, now) {
+		case "revoked":
 			return refuse(InviteRevoked, "this invite was revoked")
-		case inv.UsedAt != nil:
+		case "used":
 			return refuse(InviteUsed, "this invite was used already; ask for a new one")
-		case !now.Before(inv.ExpiresAt):
+		case "expired":
 			return refuse(InviteExpired, "this invite expired at %s", inv.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC"))
 		}
 		name := firstNonEmpty(req.Name, inv.NodeName, req.Hostname)
