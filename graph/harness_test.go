@@ -25,6 +25,7 @@ import (
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/notify"
+	"github.com/levers9/levers9/internal/queues"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/workers"
@@ -80,6 +81,7 @@ func newEnv(t testing.TB, url string, tune ...func(*graph.Resolver)) *env {
 		StorageService: buckets.Storages{LocalRoot: e.tenancy.LocalStorageRoot, AllowPrivateS3: true},
 		Files:          &buckets.Files{Ent: db.Ent, AllowPrivateS3: true},
 		Ledger:         &ledger.Service{DB: db},
+		QueueService:   &queues.Service{Ent: db.Ent},
 		NodeService:    &nodes.Service{Ent: db.Ent, Now: time.Now, PublicURL: "http://levers9.test"},
 		Logs:           &joblog.Service{DB: db, Bus: e.bus, Log: log},
 	}

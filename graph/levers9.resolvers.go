@@ -19,7 +19,6 @@ import (
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/ledger"
-	"github.com/levers9/levers9/internal/queues"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/viewer"
 )
@@ -141,12 +140,12 @@ func (r *mutationResolver) DeleteMembership(ctx context.Context, id string) (str
 
 // CreateQueue is the resolver for the createQueue field.
 func (r *mutationResolver) CreateQueue(ctx context.Context, input ent.CreateQueueInput) (*ent.Queue, error) {
-	return queues.Create(ctx, r.Ent, input)
+	return r.QueueService.Create(ctx, input)
 }
 
 // UpdateQueue is the resolver for the updateQueue field.
 func (r *mutationResolver) UpdateQueue(ctx context.Context, id string, input ent.UpdateQueueInput) (*ent.Queue, error) {
-	return queues.Update(ctx, r.Ent, id, input)
+	return r.QueueService.Update(ctx, id, input)
 }
 
 // DeleteQueue is the resolver for the deleteQueue field.

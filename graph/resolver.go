@@ -13,6 +13,7 @@ import (
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/nodes"
+	"github.com/levers9/levers9/internal/queues"
 	"github.com/levers9/levers9/internal/tenancy"
 )
 
@@ -26,6 +27,7 @@ type Resolver struct {
 	JobService     *jobs.Service
 	StorageService buckets.Storages
 	NodeService    *nodes.Service
+	QueueService   *queues.Service
 	Files          *buckets.Files
 	Ledger         *ledger.Service
 	// Logs serves job output and events to queries and subscriptions.

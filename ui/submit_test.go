@@ -24,7 +24,7 @@ func TestDashboardSubmitAndCancel(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		e := newEnv(t, dbURL)
-		if _, err := queues.Create(viewer.NewContext(context.Background(), e.admin), e.db.Ent, ent.CreateQueueInput{Name: "private"}); err != nil {
+		if _, err := (&queues.Service{Ent: e.db.Ent}).Create(viewer.NewContext(context.Background(), e.admin), ent.CreateQueueInput{Name: "private"}); err != nil {
 			t.Fatal(err)
 		}
 		e.bucket("results", true)

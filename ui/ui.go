@@ -18,6 +18,7 @@ import (
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/notify"
+	"github.com/levers9/levers9/internal/queues"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/ui/admin"
 	"github.com/levers9/levers9/ui/app"
@@ -69,7 +70,7 @@ func Routes(ctx context.Context, mux *http.ServeMux, cfg Config) error {
 	}
 	rt := app.NewRouter(mux, &app.Deps{
 		DB: cfg.DB, Auth: cfg.Auth, Tenancy: cfg.Tenancy, Jobs: cfg.Jobs, Files: cfg.Files, Bus: cfg.Bus,
-		Ledger: &ledger.Service{DB: cfg.DB}, Log: cfg.Log.With("component", "dashboard"),
+		Ledger: &ledger.Service{DB: cfg.DB}, Queues: &queues.Service{Ent: cfg.DB.Ent}, Log: cfg.Log.With("component", "dashboard"),
 		Logs:      &joblog.Service{DB: cfg.DB, Bus: cfg.Bus, Log: cfg.Log.With("component", "dashboard")},
 		Audit:     &audit.Service{Ent: cfg.DB.Ent},
 		PublicURL: cfg.PublicURL, MaxUpload: cfg.MaxUpload,

@@ -26,6 +26,7 @@ import (
 	"github.com/levers9/levers9/internal/mounts"
 	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/notify"
+	"github.com/levers9/levers9/internal/queues"
 	"github.com/levers9/levers9/internal/scheduler"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/tunnel"
@@ -117,6 +118,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		StorageService: buckets.Storages{LocalRoot: ten.LocalStorageRoot, AllowPrivateS3: cfg.AllowPrivateS3},
 		Files:          fileStore,
 		Ledger:         &ledger.Service{DB: db},
+		QueueService:   &queues.Service{Ent: db.Ent},
 		NodeService:    &nodes.Service{Ent: db.Ent, Now: time.Now, PublicURL: publicURL},
 		Logs:           logs,
 	}

@@ -14,9 +14,15 @@ import (
 	"github.com/levers9/levers9/internal/jobspec"
 )
 
+// Service creates and changes queues for the front doors (GraphQL, the
+// dashboard).
+type Service struct {
+	Ent *ent.Client
+}
+
 // Create stores a new queue. Tenant isolation and the admin rule are the
 // ent policies'; prices are checked here.
-func Create(ctx context.Context, c *ent.Client, in ent.CreateQueueInput) (*ent.Queue, error) {
+func (s *Service) Create(ctx context.Context, in ent.CreateQueueInput) (*ent.Queue, error) {
 	r := billing.Rates{GPU: in.GpuPrices, Multiplier: 1}
 	setRates(&r, in.CPUPrice, in.MemoryPrice, in.StartFee, in.Multiplier)
 	err := errors.Join(validate(r), checkDefaults(limits{
@@ -26,13 +32,13 @@ func Create(ctx context.Context, c *ent.Client, in ent.CreateQueueInput) (*ent.Q
 	if err != nil {
 		return nil, err
 	}
-	return c.Queue.Create().SetInput(in).Save(ctx)
+	return s.Ent.Queue.Create().SetInput(in).Save(ctx)
 }
 
 // Update changes queue id. Price changes apply to minutes charged from now
 // on: charges carry the rates they were computed with.
-func Update(ctx context.Context, c *ent.Client, id string, in ent.UpdateQueueInput) (*ent.Queue, error) {
-	q, err := c.Queue.Get(ctx, id)
+func (s *Service) Update(ctx context.Context, id string, in ent.UpdateQueueInput) (*ent.Queue, error) {
+	q, err := s.Ent.Queue.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}

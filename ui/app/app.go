@@ -20,6 +20,7 @@ import (
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/notify"
+	"github.com/levers9/levers9/internal/queues"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/ui/session"
 )
@@ -32,6 +33,7 @@ type Deps struct {
 	Jobs      *jobs.Service
 	Files     *buckets.Files
 	Ledger    *ledger.Service
+	Queues    *queues.Service
 	Logs      *joblog.Service
 	Audit     *audit.Service
 	Bus       *notify.Bus

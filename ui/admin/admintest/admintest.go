@@ -27,6 +27,7 @@ import (
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/notify"
+	"github.com/levers9/levers9/internal/queues"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/ui/app"
@@ -79,7 +80,7 @@ func New(t testing.TB, dbURL string, register ...func(*app.Router)) *Env {
 		DB: db, Auth: auth.NewService(db.Ent, log, nil), Tenancy: ten,
 		Jobs:  &jobs.Service{DB: db, Log: log, Now: time.Now, Bus: bus},
 		Files: &buckets.Files{Ent: db.Ent}, Bus: bus, Log: log, PublicURL: PublicURL,
-		Ledger: &ledger.Service{DB: db}, Logs: &joblog.Service{DB: db, Bus: bus, Log: log}, Audit: &audit.Service{Ent: db.Ent},
+		Ledger: &ledger.Service{DB: db}, Queues: &queues.Service{Ent: db.Ent}, Logs: &joblog.Service{DB: db, Bus: bus, Log: log}, Audit: &audit.Service{Ent: db.Ent},
 		MaxUpload: 1 << 20, Version: "test", Sessions: session.NewManager(store, 0, 0),
 	})
 	signin.Register(rt)

@@ -13,7 +13,6 @@ import (
 	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/storage"
-	"github.com/levers9/levers9/internal/queues"
 	"github.com/levers9/levers9/ui/admin/adminkit"
 	"github.com/levers9/levers9/ui/app"
 	"github.com/levers9/levers9/ui/components"
@@ -63,7 +62,7 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
 	}
 	s := parse(f)
 	if !f.Invalid() {
-		q, err := queues.Create(r.Context(), h.rt.Deps.DB.Ent, s.create())
+		q, err := h.rt.Deps.Queues.Create(r.Context(), s.create())
 		if err == nil {
 			h.rt.Flash(r, "Queue "+q.Name+" created.")
 			return app.SeeOther(w, r, "/admin/queues")
@@ -100,7 +99,7 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) error {
 	}
 	s := parse(f)
 	if !f.Invalid() {
-		q2, err := queues.Update(r.Context(), h.rt.Deps.DB.Ent, q.ID, s.update(q))
+		q2, err := h.rt.Deps.Queues.Update(r.Context(), q.ID, s.update(q))
 		if err == nil {
 			h.rt.Flash(r, "Queue "+q2.Name+" saved.")
 			return app.SeeOther(w, r, "/admin/queues")
