@@ -24,6 +24,7 @@ import (
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/fixture"
 	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/jobspec"
@@ -68,18 +69,7 @@ func newWorld(t *testing.T, url string) *world {
 	if err := db.Exclusive(ctx, func() error { return db.Migrate(ctx) }); err != nil {
 		t.Fatal(err)
 	}
-	ts := &tenancy.Service{DB: db, Log: log}
-	tn, admin, err := ts.CreateTenant(viewer.SystemContext(ctx), tenancy.NewTenant{
-		Name: "Acme", Slug: "acme", BudgetPolicy: "STOP",
-		AdminEmail: "admin@acme.test", AdminPassword: "correct horse battery",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	envID, err := tenancy.MainEnvironmentID(ctx, db.Ent, tn.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tn := fixture.NewTenant(t, db, fixture.TenantOptions{Slug: "acme", Name: "Acme"})
 	bus := notify.New(db.Pool, log)
 	t.Cleanup(bus.Close)
 	js := &jobs.Service{DB: db, Log: log, Now: time.Now, Bus: bus,
@@ -98,7 +88,7 @@ func newWorld(t *testing.T, url string) *world {
 	t.Cleanup(func() { hs.Close(); w.cut(); w.sessions.Wait() })
 	*w = world{
 		db: db, bus: bus, jobs: js, srv: srv, http: hs, log: log,
-		admin: viewer.NewContext(ctx, &viewer.Viewer{UserID: admin.ID, TenantID: tn.ID, EnvironmentID: envID, Admin: true}),
+		admin: tn.AsAdmin(),
 		sys:   viewer.SystemContext(ctx),
 	}
 	return w
