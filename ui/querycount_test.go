@@ -11,6 +11,8 @@ import (
 	entsql "entgo.io/ent/dialect/sql"
 
 	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/group"
+	"github.com/levers9/levers9/ent/storage"
 	"github.com/levers9/levers9/internal/audit"
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/database"
@@ -53,11 +55,20 @@ func TestDashboardQueriesDoNotGrowWithRows(t *testing.T) {
 		ctx := viewer.NewContext(context.Background(), e.admin)
 		sys := viewer.SystemContext(context.Background())
 		rows := 0
-		// addRows adds projects, each with a grant, jobs and users.
+		everyone := e.db.Ent.Group.Query().Where(group.TenantID(e.tenant.ID), group.Name(tenancy.EveryoneGroup)).OnlyX(sys)
+		local := e.db.Ent.Storage.Query().Where(storage.TenantID(e.tenant.ID)).FirstX(sys)
+		// addRows adds projects, each with a grant, jobs, users and buckets
+		// (the member reads them all and writes every other one).
 		addRows := func(k int) {
 			t.Helper()
 			for range k {
 				rows++
+				bc := e.db.Ent.Bucket.Create().SetTenantID(e.tenant.ID).SetName(fmt.Sprintf("bucket-%03d", rows)).
+					SetStorageID(local.ID).SetOwnerID(e.admin.UserID).AddReadGroups(everyone)
+				if rows%2 == 0 {
+					bc.AddWriteGroups(everyone)
+				}
+				bc.SaveX(sys)
 				pr := e.db.Ent.Project.Create().SetTenantID(e.tenant.ID).SetName(fmt.Sprintf("project-%03d", rows)).SaveX(sys)
 				if _, err := (&ledger.Service{DB: e.db}).Grant(ctx, ledger.Payer{ProjectID: pr.ID}, billing.Unit, "seed"); err != nil {
 					t.Fatal(err)
@@ -71,15 +82,25 @@ func TestDashboardQueriesDoNotGrowWithRows(t *testing.T) {
 		a := e.browser()
 		a.signIn(adminEmail)
 		pages := []string{"/tokens", "/jobs", "/submit", "/admin/users", "/admin/projects"}
+		m := e.browser()
+		m.signIn(memberEmail)
+		// Pages a member sees through their groups' grants.
+		memberPages := []string{"/buckets"}
 		count := func() map[string]int64 {
 			t.Helper()
 			out := map[string]int64{}
-			for _, path := range pages {
+			get := func(b *browser, path string) {
 				n.Store(0)
-				if code, _ := a.get(path); code != http.StatusOK {
+				if code, _ := b.get(path); code != http.StatusOK {
 					t.Fatalf("GET %s: %d", path, code)
 				}
 				out[path] = n.Load()
+			}
+			for _, path := range pages {
+				get(a, path)
+			}
+			for _, path := range memberPages {
+				get(m, path)
 			}
 			return out
 		}
@@ -88,7 +109,7 @@ func TestDashboardQueriesDoNotGrowWithRows(t *testing.T) {
 		few := count()
 		addRows(45)
 		many := count()
-		for _, path := range pages {
+		for _, path := range append(pages, memberPages...) {
 			if few[path] != many[path] {
 				t.Errorf("GET %s: %d queries for 5 rows, %d for 50", path, few[path], many[path])
 			}

@@ -17,20 +17,6 @@ import (
 	"github.com/levers9/levers9/internal/viewer"
 )
 
-// allowed reports whether the viewer may use what via matches, through one
-// of its groups.
-func allowed(ctx context.Context, c *ent.Client, via predicate.Group) (bool, error) {
-	mine, all := viewerGroups(ctx)
-	if all {
-		return true, nil
-	}
-	ok, err := c.Group.Query().Where(mine, via).Exist(ctx)
-	if err != nil {
-		return false, fmt.Errorf("checking group access: %w", err)
-	}
-	return ok, nil
-}
-
 // viewerGroups matches the groups that grant the viewer access; all is true
 // when the viewer may use everything (tenant admins, internal work).
 func viewerGroups(ctx context.Context) (mine predicate.Group, all bool) {
@@ -74,16 +60,41 @@ func IsProjectMember(ctx context.Context, c *ent.Client, id string) (bool, error
 	return ok, nil
 }
 
-// CanReadBucket reports whether the viewer may read bucket id. Writers can
-// read too.
+// ReadableBuckets narrows q to the buckets the viewer may read (writers
+// can read too): every bucket for tenant admins and internal work, for
+// members those granted to one of their groups. CanReadBucket is defined
+// through it, so lists and checks agree.
+func ReadableBuckets(ctx context.Context, q *ent.BucketQuery) *ent.BucketQuery {
+	mine, all := viewerGroups(ctx)
+	if all {
+		return q
+	}
+	return q.Where(bucket.Or(bucket.HasReadGroupsWith(mine), bucket.HasWriteGroupsWith(mine)))
+}
+
+// WritableBuckets narrows q to the buckets the viewer may write.
+func WritableBuckets(ctx context.Context, q *ent.BucketQuery) *ent.BucketQuery {
+	mine, all := viewerGroups(ctx)
+	if all {
+		return q
+	}
+	return q.Where(bucket.HasWriteGroupsWith(mine))
+}
+
+// CanReadBucket reports whether the viewer may read bucket id.
 func CanReadBucket(ctx context.Context, c *ent.Client, id string) (bool, error) {
-	return allowed(ctx, c, group.Or(
-		group.HasReadableBucketsWith(bucket.ID(id)),
-		group.HasWritableBucketsWith(bucket.ID(id)),
-	))
+	ok, err := ReadableBuckets(ctx, c.Bucket.Query().Where(bucket.ID(id))).Exist(ctx)
+	if err != nil {
+		return false, fmt.Errorf("checking read access to bucket %s: %w", id, err)
+	}
+	return ok, nil
 }
 
 // CanWriteBucket reports whether the viewer may write bucket id.
 func CanWriteBucket(ctx context.Context, c *ent.Client, id string) (bool, error) {
-	return allowed(ctx, c, group.HasWritableBucketsWith(bucket.ID(id)))
+	ok, err := WritableBuckets(ctx, c.Bucket.Query().Where(bucket.ID(id))).Exist(ctx)
+	if err != nil {
+		return false, fmt.Errorf("checking write access to bucket %s: %w", id, err)
+	}
+	return ok, nil
 }

@@ -22,23 +22,18 @@ func (f *Files) Mountable(ctx context.Context, ref string) ([]*ent.Bucket, error
 	if err != nil {
 		return nil, fmt.Errorf("looking up queue %q: %w", ref, err)
 	}
-	all, err := c.Bucket.Query().WithStorage().Order(ent.Asc("name")).All(ctx)
+	// Three queries however many buckets there are.
+	readable, err := access.ReadableBuckets(ctx, c.Bucket.Query()).WithStorage().Order(ent.Asc("name")).All(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing buckets: %w", err)
 	}
+	r, err := queueReach(ctx, c, q)
+	if err != nil {
+		return nil, err
+	}
 	var out []*ent.Bucket
-	for _, b := range all {
-		ok, err := access.CanReadBucket(ctx, c, b.ID)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
-		if ok, err = Reachable(ctx, c, q, b.Edges.Storage); err != nil {
-			return nil, err
-		}
-		if ok {
+	for _, b := range readable {
+		if r.reaches(b.Edges.Storage) {
 			out = append(out, b)
 		}
 	}

@@ -17,21 +17,42 @@ import (
 // client of the caller's transaction (a submission checks its mounts in the
 // transaction that stores the job).
 func Reachable(ctx context.Context, c *ent.Client, q *ent.Queue, st *ent.Storage) (bool, error) {
-	switch st.Kind {
-	case storage.KindNode:
+	var r reach
+	var err error
+	if st.Kind == storage.KindNode {
 		if st.NodeID == "" {
 			return false, nil
 		}
-		ok, err := c.Queue.QueryNodes(q).Where(node.ID(st.NodeID)).Exist(ctx)
-		if err != nil {
-			return false, fmt.Errorf("checking node of storage %s: %w", st.ID, err)
-		}
-		return ok, nil
-	default:
-		ids, err := c.Queue.QueryStorages(q).IDs(ctx)
-		if err != nil {
-			return false, fmt.Errorf("listing storages of queue %s: %w", q.ID, err)
-		}
-		return slices.Contains(ids, st.ID), nil
+		r.nodes, err = c.Queue.QueryNodes(q).Where(node.ID(st.NodeID)).IDs(ctx)
+	} else {
+		r.storages, err = c.Queue.QueryStorages(q).IDs(ctx)
 	}
+	if err != nil {
+		return false, fmt.Errorf("reading what queue %s reaches: %w", q.ID, err)
+	}
+	return r.reaches(st), nil
+}
+
+// reach is what a queue's jobs reach: the storages it lists and its nodes.
+type reach struct{ storages, nodes []string }
+
+// queueReach reads all that queue q reaches, for checking many storages.
+func queueReach(ctx context.Context, c *ent.Client, q *ent.Queue) (reach, error) {
+	var r reach
+	var err error
+	if r.storages, err = c.Queue.QueryStorages(q).IDs(ctx); err != nil {
+		return r, fmt.Errorf("listing storages of queue %s: %w", q.ID, err)
+	}
+	if r.nodes, err = c.Queue.QueryNodes(q).IDs(ctx); err != nil {
+		return r, fmt.Errorf("listing nodes of queue %s: %w", q.ID, err)
+	}
+	return r, nil
+}
+
+// reaches is the rule: a node storage through its node, others when listed.
+func (r reach) reaches(st *ent.Storage) bool {
+	if st.Kind == storage.KindNode {
+		return st.NodeID != "" && slices.Contains(r.nodes, st.NodeID)
+	}
+	return slices.Contains(r.storages, st.ID)
 }

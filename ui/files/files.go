@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,31 +40,30 @@ type handlers struct{ rt *app.Router }
 
 // bucketRow is a readable bucket.
 type bucketRow struct {
-	Bucket   *ent.Bucket
-	Writable bool
+	Name, Storage string
+	SizeBytes     int64
+	Writable      bool
 }
 
 func (h *handlers) buckets(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	c := h.rt.Deps.DB.Ent
-	all, err := c.Bucket.Query().WithStorage().Order(ent.Asc(bucket.FieldName)).All(ctx)
+	// Two queries however many buckets there are: the readable ones and,
+	// of those, the writable ones.
+	readable, err := access.ReadableBuckets(ctx, c.Bucket.Query()).WithStorage().Order(ent.Asc(bucket.FieldName)).All(ctx)
 	if err != nil {
 		return err
 	}
-	var rows []bucketRow
-	for _, b := range all {
-		ok, err := access.CanReadBucket(ctx, c, b.ID)
-		if err != nil {
-			return err
+	writable, err := access.WritableBuckets(ctx, c.Bucket.Query()).IDs(ctx)
+	if err != nil {
+		return err
+	}
+	rows := make([]bucketRow, len(readable))
+	for i, b := range readable {
+		rows[i] = bucketRow{Name: b.Name, SizeBytes: b.SizeBytes, Writable: slices.Contains(writable, b.ID)}
+		if b.Edges.Storage != nil {
+			rows[i].Storage = b.Edges.Storage.Name
 		}
-		if !ok {
-			continue
-		}
-		wr, err := access.CanWriteBucket(ctx, c, b.ID)
-		if err != nil {
-			return err
-		}
-		rows = append(rows, bucketRow{Bucket: b, Writable: wr})
 	}
 	return app.Render(w, r, http.StatusOK, bucketsView(h.rt.Frame(r, "Files"), rows))
 }
@@ -71,7 +71,7 @@ func (h *handlers) buckets(w http.ResponseWriter, r *http.Request) error {
 // browsePage is one prefix of a bucket: its "folders" (the next path
 // segments) and objects.
 type browsePage struct {
-	Bucket   *ent.Bucket
+	Bucket   string // its name
 	Writable bool
 	Prefix   string
 	Crumbs   []crumb
@@ -100,7 +100,7 @@ func (h *handlers) browse(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p := browsePage{Bucket: b, Writable: wr, Prefix: prefix, Crumbs: crumbs(prefix)}
+	p := browsePage{Bucket: b.Name, Writable: wr, Prefix: prefix, Crumbs: crumbs(prefix)}
 	folders := map[string]bool{}
 	for _, o := range listing.Objects {
 		rest := strings.TrimPrefix(o.Key, prefix)
