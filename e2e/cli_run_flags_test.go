@@ -109,6 +109,21 @@ func TestCLIRunFlags(t *testing.T) {
 		}
 	})
 
+	t.Run("interactive", func(t *testing.T) {
+		var created struct{ CreateQueue struct{ ID string } }
+		gql(t, s.URL, token, `mutation { createQueue(input: {name: "inter", mode: INTERACTIVE}) { id } }`, nil, &created)
+		id := detached("submit", "--queue", "inter", "--interactive", "--", "true")
+		var out struct{ Node struct{ Interactive bool } }
+		gql(t, s.URL, token, `query($id: ID!) { node(id: $id) { ... on Job { interactive } } }`, map[string]any{"id": id}, &out)
+		if !out.Node.Interactive {
+			t.Fatalf("job %s is not interactive", id)
+		}
+		_, errOut := expect(1, "submit", "--queue", "inter", "--", "true")
+		if !strings.Contains(errOut, "takes interactive jobs only") {
+			t.Fatalf("stderr %q, want the queue's refusal", errOut)
+		}
+	})
+
 	t.Run("gpus", func(t *testing.T) {
 		// The default queue offers no GPUs: N alone has no type to take.
 		_, errOut := expect(1, "run", "--gpus", "1", "--", "true")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/queues"
@@ -92,6 +93,46 @@ func TestDashboardSubmitAndCancel(t *testing.T) {
 		}
 		if _, body := b.get(jobPath); strings.Contains(body, `id="cancel-job"`) {
 			t.Error("a cancelled job still offers cancelling")
+		}
+	})
+}
+
+// The form submits interactive jobs: an interactive-only queue refuses the
+// job at the interactive field until the box is checked, then stores an
+// interactive job (the rule itself is jobs.Submit's).
+func TestDashboardSubmitInteractive(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		e := newEnv(t, dbURL)
+		admin := viewer.NewContext(context.Background(), e.admin)
+		interactive := queue.ModeInteractive
+		if _, err := (&queues.Service{Ent: e.db.Ent}).Create(admin, ent.CreateQueueInput{Name: "inter", Mode: &interactive}); err != nil {
+			t.Fatal(err)
+		}
+		b := e.browser()
+		b.signIn(adminEmail)
+		form := url.Values{"queue": {"inter"}, "services": {"1"}, "services[0].name": {"main"},
+			"services[0].command": {"sleep 60"}, "services[0].cpu": {"0.1"}, "services[0].memoryMiB": {"64"}, "action": {"submit"}}
+		res, body := b.post("/submit", form)
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "takes interactive jobs only") ||
+			!strings.Contains(body, `id="interactive-errors"`) {
+			t.Fatalf("a batch job on an interactive queue: %d, error at the box: %v", res.StatusCode, strings.Contains(body, "interactive-errors"))
+		}
+		if !strings.Contains(body, `id="interactive"`) {
+			t.Fatal("the form has no interactive box")
+		}
+		form.Set("interactive", "on")
+		res, _ = b.post("/submit", form)
+		if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), "/jobs/job_") {
+			t.Fatalf("submitting an interactive job: %d to %q; want the job's page", res.StatusCode, res.Header.Get("Location"))
+		}
+		id := strings.TrimPrefix(res.Header.Get("Location"), "/jobs/")
+		j, err := e.db.Ent.Job.Get(admin, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !j.Interactive {
+			t.Fatalf("job %s is not interactive", id)
 		}
 	})
 }

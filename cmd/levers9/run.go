@@ -57,6 +57,7 @@ type runFlags struct {
 	timeout                     timeoutFlag
 	mounts                      mountFlags
 	detach                      bool
+	interactive                 bool
 }
 
 func (f *runFlags) register(fs *pflag.FlagSet, submit bool) {
@@ -75,6 +76,7 @@ func (f *runFlags) register(fs *pflag.FlagSet, submit bool) {
 		detach = "accepted for symmetry with run: submit always detaches"
 	}
 	fs.BoolVarP(&f.detach, "detach", "d", false, detach)
+	fs.BoolVar(&f.interactive, "interactive", false, "submit an interactive job (for queues that take interactive jobs)")
 }
 
 // runJob submits the job f and command describe; unless f.detach it
@@ -121,6 +123,9 @@ func runJob(ctx context.Context, c clientFlags, name string, f runFlags, command
 	}
 	if len(f.mounts) > 0 {
 		spec["mounts"] = f.mounts
+	}
+	if f.interactive {
+		spec["interactive"] = true
 	}
 	var out struct{ SubmitJob struct{ ID string } }
 	if err := c.query(ctx, submitMutation, map[string]any{"s": spec}, &out); err != nil {

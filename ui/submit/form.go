@@ -32,6 +32,7 @@ type mountForm struct {
 // errors.
 type form struct {
 	Name, Queue, Project, Minutes string
+	Interactive                   bool
 	Services                      []serviceForm
 	Mounts                        map[string]mountForm // by bucket name, the checked ones
 }
@@ -54,13 +55,14 @@ func parseForm(v url.Values) (form, jobspec.Job, int, fieldErrors) {
 	f := form{
 		Name: strings.TrimSpace(v.Get("name")), Queue: v.Get("queue"), Project: v.Get("project"),
 		Minutes: strings.TrimSpace(v.Get("minutes")), Mounts: map[string]mountForm{},
+		Interactive: v.Get("interactive") == "on",
 	}
 	n, err := strconv.Atoi(v.Get("services"))
 	if err != nil || n < 1 {
 		n = 1
 	}
 	n = min(n, MaxFormServices)
-	spec := jobspec.Job{Name: f.Name, Queue: f.Queue, Project: f.Project}
+	spec := jobspec.Job{Name: f.Name, Queue: f.Queue, Project: f.Project, Interactive: f.Interactive}
 	for i := range n {
 		key := func(k string) string { return fmt.Sprintf("services[%d].%s", i, k) }
 		sf := serviceForm{
@@ -124,6 +126,9 @@ func parseForm(v url.Values) (form, jobspec.Job, int, fieldErrors) {
 func formValues(f form) url.Values {
 	v := url.Values{"name": {f.Name}, "queue": {f.Queue}, "project": {f.Project}, "minutes": {f.Minutes},
 		"services": {strconv.Itoa(len(f.Services))}}
+	if f.Interactive {
+		v.Set("interactive", "on")
+	}
 	for i, s := range f.Services {
 		key := func(k string) string { return fmt.Sprintf("services[%d].%s", i, k) }
 		v.Set(key("name"), s.Name)
@@ -149,7 +154,7 @@ func formValues(f form) url.Values {
 // the mounts. "" means no field: the error goes to the summary.
 func fieldKey(field string, services int) string {
 	switch {
-	case field == "name", field == "queue", field == "project", field == "minutes", field == "services":
+	case field == "name", field == "queue", field == "project", field == "minutes", field == "services", field == "interactive":
 		return field
 	case strings.HasPrefix(field, "mounts"):
 		return "mounts"
