@@ -397,8 +397,5 @@ func insert(ctx context.Context, client *ent.Client, v *viewer.Viewer, c *checke
 	return j, nil
 }
 
-// Ended reports whether a job in status s has ended: it changes no more and
-// its followers stop.
-func Ended(s job.Status) bool {
-	return s == job.StatusComplete || s == job.StatusError || s == job.StatusCancelled
-}
+// Ended reports whether a job in status s has ended (jobstate.Ended).
+func Ended(s job.Status) bool { return jobstate.Ended(s) }

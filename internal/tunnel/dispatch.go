@@ -9,15 +9,9 @@ import (
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/service"
-	"github.com/levers9/levers9/internal/jobs"
+	"github.com/levers9/levers9/internal/jobs/jobstate"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/internal/wire"
-)
-
-// Reasons the job state machine gives jobs the tunnel finds lost.
-const (
-	ReasonLostOnRestart = jobs.ReasonLostOnRestart
-	ReasonNodeLost      = jobs.ReasonNodeLost
 )
 
 // dispatch pushes the node's desired state to the agent: a Start for every
@@ -46,7 +40,7 @@ func (s *session) dispatch(ctx context.Context) error {
 		return nil
 	}
 	ended, err := s.srv.DB.Ent.Job.Query().
-		Where(job.IDIn(active...), job.StatusIn(job.StatusComplete, job.StatusError, job.StatusCancelled)).
+		Where(job.IDIn(active...), job.StatusIn(jobstate.EndedStates...)).
 		All(sys)
 	if err != nil {
 		return fmt.Errorf("finding ended jobs: %w", err)

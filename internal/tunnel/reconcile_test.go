@@ -12,9 +12,9 @@ import (
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/tenancy"
-	"github.com/levers9/levers9/internal/tunnel"
 	"github.com/levers9/levers9/internal/wire"
 )
 
@@ -113,7 +113,7 @@ func TestReconcile(t *testing.T) {
 			t.Errorf("reconcile = %+v; want only %s", rec.Running, kept)
 		}
 		j, _ := w.db.Ent.Job.Get(w.sys, lost)
-		if j.Status != job.StatusError || j.StatusReason != tunnel.ReasonLostOnRestart {
+		if j.Status != job.StatusError || j.StatusReason != jobs.ReasonLostOnRestart {
 			t.Errorf("lost job: %s %q", j.Status, j.StatusReason)
 		}
 		// Reports about a job never given are ignored, not fatal.

@@ -18,13 +18,14 @@ import (
 	"github.com/levers9/levers9/internal/access"
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/jobs/jobstate"
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/ui/app"
 	"github.com/levers9/levers9/ui/components"
 )
 
 // statuses are the filter's choices, in a job's order of life.
-var statuses = []job.Status{job.StatusPending, job.StatusRunning, job.StatusComplete, job.StatusError, job.StatusCancelled}
+var statuses = jobstate.JobStates
 
 // PageSize is how many jobs the table shows at once.
 const PageSize = 25

@@ -63,11 +63,17 @@ func Events() []Event {
 		Completed, Failed, Requeued, NodeLost, Cancelled, OutOfTokens, IdleStopped}
 }
 
-// JobStates and ServiceStates list every state, in order.
+// JobStates and ServiceStates list every state, in order; EndedStates are
+// the job states no event leaves.
 var (
 	JobStates     = []job.Status{job.StatusPending, job.StatusRunning, job.StatusComplete, job.StatusError, job.StatusCancelled}
 	ServiceStates = []service.Status{service.StatusPending, service.StatusRunning, service.StatusComplete, service.StatusError, service.StatusCancelled}
+	EndedStates   = []job.Status{job.StatusComplete, job.StatusError, job.StatusCancelled}
 )
+
+// Ended reports whether a job in status s has ended: it changes no more and
+// its followers stop.
+func Ended(s job.Status) bool { return slices.Contains(EndedStates, s) }
 
 const (
 	jp, jr, jc, je, jx = job.StatusPending, job.StatusRunning, job.StatusComplete, job.StatusError, job.StatusCancelled

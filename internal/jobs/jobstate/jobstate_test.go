@@ -188,3 +188,20 @@ func TestEnding(t *testing.T) {
 		}
 	}
 }
+
+// TestEndedStatesAreFinal: Ended holds exactly for the states no event
+// moves a job out of, so the list and the table cannot disagree.
+func TestEndedStatesAreFinal(t *testing.T) {
+	t.Parallel()
+	for _, s := range jobstate.JobStates {
+		final := true
+		for _, e := range jobstate.Events() {
+			if to, ok := jobstate.Next(e, s); ok && to != s {
+				final = false
+			}
+		}
+		if jobstate.Ended(s) != final {
+			t.Errorf("state %s: Ended %v, but no event leaves it: %v", s, jobstate.Ended(s), final)
+		}
+	}
+}
