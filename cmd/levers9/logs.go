@@ -14,6 +14,8 @@ import (
 
 	"github.com/cenkalti/backoff/v5"
 	"github.com/spf13/cobra"
+
+	"github.com/levers9/levers9/internal/fault"
 )
 
 // logLine is one line as the jobLogs query and subscription return it.
@@ -228,13 +230,10 @@ func (c clientFlags) jobState(ctx context.Context, job string) (jobState, error)
 	return *out.Node, nil
 }
 
-// permanent reports whether retrying cannot help.
+// permanent reports whether retrying cannot help (fault.Code.Final).
 func permanent(e apiError) bool {
-	switch e.Extensions["code"] {
-	case "UNAUTHENTICATED", "FORBIDDEN", "NOT_FOUND", "BAD_USER_INPUT":
-		return true
-	}
-	return false
+	code, _ := e.Extensions["code"].(string)
+	return fault.Code(code).Final()
 }
 
 // idleLimit ends a stream that sent nothing, not even the server's

@@ -24,3 +24,11 @@ func HTTPStatus(c Code) int {
 	}
 	return http.StatusInternalServerError
 }
+
+// Final reports whether a request refused with code c fails the same way
+// when sent again unchanged: a client error (4xx) other than RATE_LIMITED.
+// Clients retry the others (UNAVAILABLE, INTERNAL, RATE_LIMITED).
+func (c Code) Final() bool {
+	s := HTTPStatus(c)
+	return s >= 400 && s < 500 && s != http.StatusTooManyRequests
+}

@@ -88,3 +88,16 @@ func declaredCodes(t *testing.T) []string {
 	}
 	return names
 }
+
+// TestFinal: retrying helps only after limits, outages and internal errors.
+func TestFinal(t *testing.T) {
+	t.Parallel()
+	for c, want := range map[Code]bool{
+		Unauthenticated: true, Forbidden: true, NotFound: true, BadUserInput: true, InsufficientTokens: true,
+		RateLimited: false, Unavailable: false, Internal: false, Code("SOMETHING_NEW"): false,
+	} {
+		if got := c.Final(); got != want {
+			t.Errorf("%s.Final() = %v, want %v", c, got, want)
+		}
+	}
+}
