@@ -24,6 +24,7 @@ import (
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/jobspec"
+	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/viewer"
@@ -108,7 +109,7 @@ func newEnv(t testing.TB, url string, opts ...envOptions) *env {
 		public = e.srv.URL
 	}
 	err = ui.Routes(ctx, mux, ui.Config{DB: db, Auth: authn, Tenancy: e.tenancy, Jobs: e.jobs,
-		Files: &buckets.Files{Ent: db.Ent}, Bus: bus, Log: log, PublicURL: public, MaxUpload: 1 << 20, Version: "test",
+		Files: &buckets.Files{Ent: db.Ent}, Nodes: &nodes.Service{Ent: db.Ent, Now: time.Now, PublicURL: public}, Bus: bus, Log: log, PublicURL: public, MaxUpload: 1 << 20, Version: "test",
 		IdleTimeout: o.idle, Lifetime: o.lifetime})
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/ledger"
+	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/queues"
 	"github.com/levers9/levers9/internal/tenancy"
@@ -24,7 +25,7 @@ import (
 	"github.com/levers9/levers9/ui/app"
 	"github.com/levers9/levers9/ui/files"
 	uijobs "github.com/levers9/levers9/ui/jobs"
-	"github.com/levers9/levers9/ui/nodes"
+	uinodes "github.com/levers9/levers9/ui/nodes"
 	"github.com/levers9/levers9/ui/session"
 	"github.com/levers9/levers9/ui/signin"
 	"github.com/levers9/levers9/ui/static"
@@ -40,6 +41,7 @@ type Config struct {
 	Tenancy   *tenancy.Service
 	Jobs      *jobs.Service
 	Files     *buckets.Files
+	Nodes     *nodes.Service
 	Bus       *notify.Bus
 	Log       *slog.Logger
 	PublicURL string
@@ -69,7 +71,7 @@ func Routes(ctx context.Context, mux *http.ServeMux, cfg Config) error {
 		lifetime = auth.SessionTTL // the sign-in token expires then anyway
 	}
 	rt := app.NewRouter(mux, &app.Deps{
-		DB: cfg.DB, Auth: cfg.Auth, Tenancy: cfg.Tenancy, Jobs: cfg.Jobs, Files: cfg.Files, Bus: cfg.Bus,
+		DB: cfg.DB, Auth: cfg.Auth, Tenancy: cfg.Tenancy, Jobs: cfg.Jobs, Files: cfg.Files, Nodes: cfg.Nodes, Bus: cfg.Bus,
 		Ledger: &ledger.Service{DB: cfg.DB}, Queues: &queues.Service{Ent: cfg.DB.Ent}, Log: cfg.Log.With("component", "dashboard"),
 		Logs:      &joblog.Service{DB: cfg.DB, Bus: cfg.Bus, Log: cfg.Log.With("component", "dashboard")},
 		Audit:     &audit.Service{Ent: cfg.DB.Ent},
@@ -84,7 +86,7 @@ func Routes(ctx context.Context, mux *http.ServeMux, cfg Config) error {
 	tokens.Register(rt)
 	files.Register(rt)
 	superadmin.Register(rt)
-	nodes.Register(rt)
+	uinodes.Register(rt)
 	admin.Register(rt)
 	return nil
 }

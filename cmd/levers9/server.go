@@ -112,6 +112,12 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		_ = rc.Runner.Stop(stopCtx)
 	}()
 
+	// One node service for the tunnel (joins, presence), GraphQL and the
+	// dashboard (invites, usage).
+	nodeRules := &nodes.Service{DB: db, Ent: db.Ent, Bus: bus, Log: log.With("component", "nodes"), Now: time.Now, PublicURL: publicURL,
+		CapacityChanged: func(ctx context.Context, nodeID string) error {
+			return db.InTx(ctx, func(tx *database.Tx) error { return scheduleNode(ctx, tx.SQL, nodeID) })
+		}}
 	resolver := &graph.Resolver{
 		DB: db, Ent: db.Ent, Log: log, Auth: authn, Tenancy: ten,
 		JobService:     jobService,
@@ -119,16 +125,12 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		Files:          fileStore,
 		Ledger:         &ledger.Service{DB: db},
 		QueueService:   &queues.Service{Ent: db.Ent},
-		NodeService:    &nodes.Service{Ent: db.Ent, Now: time.Now, PublicURL: publicURL},
+		NodeService:    nodeRules,
 		Logs:           logs,
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", graph.Authenticate(authn, log, graph.NewHandler(resolver)))
 	planner := &mounts.Planner{Ent: db.Ent, Now: time.Now, LocalNode: localNodeID(cfg.LocalNode, dataDir)}
-	nodeRules := &nodes.Service{DB: db, Ent: db.Ent, Bus: bus, Log: log.With("component", "nodes"), Now: time.Now,
-		CapacityChanged: func(ctx context.Context, nodeID string) error {
-			return db.InTx(ctx, func(tx *database.Tx) error { return scheduleNode(ctx, tx.SQL, nodeID) })
-		}}
 	tun := &tunnel.Server{DB: db, Jobs: jobService, Logs: logs, Nodes: nodeRules, Bus: bus, Log: log.With("component", "tunnel"), Now: time.Now, Mounts: planner,
 		// Several heartbeats fit in a TTL, so one lost beat is no outage.
 		HeartbeatInterval: min(max(cfg.NodeTTL/3, 100*time.Millisecond), tunnel.DefaultHeartbeatInterval)}
@@ -136,7 +138,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	fileStore.Nodes = tun.NodeDriver
 	files := &filesapi.API{Files: fileStore, Auth: authn, Log: log.With("component", "files"), MaxUpload: cfg.MaxUpload, Mounts: planner}
 	filesHandler := files.Handler()
-	err = ui.Routes(ctx, mux, ui.Config{DB: db, Auth: authn, Tenancy: ten, Jobs: jobService, Files: fileStore, Bus: bus,
+	err = ui.Routes(ctx, mux, ui.Config{DB: db, Auth: authn, Tenancy: ten, Jobs: jobService, Files: fileStore, Nodes: nodeRules, Bus: bus,
 		Log: log, PublicURL: publicURL, MaxUpload: cfg.MaxUpload, Version: version})
 	if err != nil {
 		return err

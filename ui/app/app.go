@@ -19,6 +19,7 @@ import (
 	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/ledger"
+	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/queues"
 	"github.com/levers9/levers9/internal/tenancy"
@@ -32,6 +33,7 @@ type Deps struct {
 	Tenancy   *tenancy.Service
 	Jobs      *jobs.Service
 	Files     *buckets.Files
+	Nodes     *nodes.Service
 	Ledger    *ledger.Service
 	Queues    *queues.Service
 	Logs      *joblog.Service

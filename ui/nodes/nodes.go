@@ -29,7 +29,7 @@ const InviteListSize = 50
 
 // Register adds the Nodes page and the invite routes.
 func Register(rt *app.Router) {
-	h := &handlers{rt: rt, svc: &nodesvc.Service{Ent: rt.Deps.DB.Ent, Now: time.Now, PublicURL: rt.Deps.PublicURL}}
+	h := &handlers{rt: rt, svc: rt.Deps.Nodes}
 	rt.Nav("Nodes", "/nodes", app.Member)
 	// Members see the machines (ent lets them read nodes); invites are the
 	// admins' (ent hides them from everyone else too).

@@ -26,6 +26,7 @@ import (
 	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/ledger"
+	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/queues"
 	"github.com/levers9/levers9/internal/tenancy"
@@ -79,7 +80,7 @@ func New(t testing.TB, dbURL string, register ...func(*app.Router)) *Env {
 	rt := app.NewRouter(mux, &app.Deps{
 		DB: db, Auth: auth.NewService(db.Ent, log, nil), Tenancy: ten,
 		Jobs:  &jobs.Service{DB: db, Log: log, Now: time.Now, Bus: bus},
-		Files: &buckets.Files{Ent: db.Ent}, Bus: bus, Log: log, PublicURL: PublicURL,
+		Files: &buckets.Files{Ent: db.Ent}, Nodes: &nodes.Service{Ent: db.Ent, Now: time.Now, PublicURL: PublicURL}, Bus: bus, Log: log, PublicURL: PublicURL,
 		Ledger: &ledger.Service{DB: db}, Queues: &queues.Service{Ent: db.Ent}, Logs: &joblog.Service{DB: db, Bus: bus, Log: log}, Audit: &audit.Service{Ent: db.Ent},
 		MaxUpload: 1 << 20, Version: "test", Sessions: session.NewManager(store, 0, 0),
 	})
