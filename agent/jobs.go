@@ -22,9 +22,12 @@ type task struct {
 	over     chan struct{} // closed when the task has ended
 	mu       sync.Mutex
 	services map[string]*wire.RunningService
-	ended    bool
-	stopped  string   // a Stop's reason, when it came before the job started
-	mounts   *mounted // nil without mounts
+	// ports are the host ports of the running services (relay streams
+	// reach only these).
+	ports   map[string][]runtime.Port
+	ended   bool
+	stopped string   // a Stop's reason, when it came before the job started
+	mounts  *mounted // nil without mounts
 	// recovered is a job an earlier agent started, waiting for the
 	// server's Reconcile to be resumed or stopped; nil once decided.
 	recovered runtime.Recovered
@@ -180,6 +183,15 @@ func (a *Agent) forward(id string, t *task, job runtime.Job) {
 				case runtime.Running:
 					rs.PID, rs.StartedAt = ev.PID, ev.Time
 				}
+			}
+			switch ev.State {
+			case runtime.Running:
+				if t.ports == nil {
+					t.ports = map[string][]runtime.Port{}
+				}
+				t.ports[ev.Service] = ev.Ports
+			case runtime.Exited, runtime.Failed:
+				delete(t.ports, ev.Service)
 			}
 			t.mu.Unlock()
 			m := ev.Wire()
@@ -350,4 +362,24 @@ func clipReason(s string) string {
 		return s[:wire.MaxReasonBytes]
 	}
 	return s
+}
+
+// get is the task of job id, or nil.
+func (ts *tasks) get(id string) *task {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.m[id]
+}
+
+// hasPort reports whether service runs with host port port: the only
+// addresses a relayed connection may reach.
+func (t *task) hasPort(service string, port int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, p := range t.ports[service] {
+		if p.Port == port {
+			return true
+		}
+	}
+	return false
 }

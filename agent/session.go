@@ -112,6 +112,7 @@ func (a *Agent) session(ctx context.Context) error {
 		a.cfg.OnConnect()
 	}
 
+	go a.streamTunnel(ctx)
 	nf := newNodeFiles(c, a)
 	defer nf.close()
 	errc := make(chan error, 3)

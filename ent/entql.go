@@ -199,6 +199,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			job.FieldPricePerMinute:    {Type: field.TypeInt64, Column: job.FieldPricePerMinute},
 			job.FieldMeteredMinutes:    {Type: field.TypeInt64, Column: job.FieldMeteredMinutes},
 			job.FieldMeteringClosed:    {Type: field.TypeBool, Column: job.FieldMeteringClosed},
+			job.FieldLastActiveAt:      {Type: field.TypeTime, Column: job.FieldLastActiveAt},
 			job.FieldIdempotencyKey:    {Type: field.TypeString, Column: job.FieldIdempotencyKey},
 		},
 	}
@@ -286,6 +287,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			node.FieldInventory:       {Type: field.TypeJSON, Column: node.FieldInventory},
 			node.FieldCredentialHash:  {Type: field.TypeString, Column: node.FieldCredentialHash},
 			node.FieldAgentVersion:    {Type: field.TypeString, Column: node.FieldAgentVersion},
+			node.FieldStreamReplica:   {Type: field.TypeString, Column: node.FieldStreamReplica},
 		},
 	}
 	graph.Nodes[11] = &sqlgraph.Node{
@@ -356,6 +358,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			queue.FieldMemoryPrice:        {Type: field.TypeInt64, Column: queue.FieldMemoryPrice},
 			queue.FieldStartFee:           {Type: field.TypeInt64, Column: queue.FieldStartFee},
 			queue.FieldMultiplier:         {Type: field.TypeFloat64, Column: queue.FieldMultiplier},
+			queue.FieldIdleTimeoutSeconds: {Type: field.TypeInt, Column: queue.FieldIdleTimeoutSeconds},
 		},
 	}
 	graph.Nodes[14] = &sqlgraph.Node{
@@ -1756,6 +1759,11 @@ func (f *JobFilter) WhereMeteringClosed(p entql.BoolP) {
 	f.Where(p.Field(job.FieldMeteringClosed))
 }
 
+// WhereLastActiveAt applies the entql time.Time predicate on the last_active_at field.
+func (f *JobFilter) WhereLastActiveAt(p entql.TimeP) {
+	f.Where(p.Field(job.FieldLastActiveAt))
+}
+
 // WhereIdempotencyKey applies the entql string predicate on the idempotency_key field.
 func (f *JobFilter) WhereIdempotencyKey(p entql.StringP) {
 	f.Where(p.Field(job.FieldIdempotencyKey))
@@ -2175,6 +2183,11 @@ func (f *NodeFilter) WhereAgentVersion(p entql.StringP) {
 	f.Where(p.Field(node.FieldAgentVersion))
 }
 
+// WhereStreamReplica applies the entql string predicate on the stream_replica field.
+func (f *NodeFilter) WhereStreamReplica(p entql.StringP) {
+	f.Where(p.Field(node.FieldStreamReplica))
+}
+
 // WhereHasQueues applies a predicate to check if query has an edge queues.
 func (f *NodeFilter) WhereHasQueues() {
 	f.Where(entql.HasEdge("queues"))
@@ -2518,6 +2531,11 @@ func (f *QueueFilter) WhereStartFee(p entql.Int64P) {
 // WhereMultiplier applies the entql float64 predicate on the multiplier field.
 func (f *QueueFilter) WhereMultiplier(p entql.Float64P) {
 	f.Where(p.Field(queue.FieldMultiplier))
+}
+
+// WhereIdleTimeoutSeconds applies the entql int predicate on the idle_timeout_seconds field.
+func (f *QueueFilter) WhereIdleTimeoutSeconds(p entql.IntP) {
+	f.Where(p.Field(queue.FieldIdleTimeoutSeconds))
 }
 
 // WhereHasNodes applies a predicate to check if query has an edge nodes.

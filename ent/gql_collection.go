@@ -1173,6 +1173,11 @@ func (_q *JobQuery) collectField(ctx context.Context, oneNode bool, opCtx *graph
 				selectedFields = append(selectedFields, job.FieldMeteredMinutes)
 				fieldSeen[job.FieldMeteredMinutes] = struct{}{}
 			}
+		case "lastActiveAt":
+			if _, ok := fieldSeen[job.FieldLastActiveAt]; !ok {
+				selectedFields = append(selectedFields, job.FieldLastActiveAt)
+				fieldSeen[job.FieldLastActiveAt] = struct{}{}
+			}
 		case "id":
 		case "__typename":
 		default:
@@ -2091,6 +2096,11 @@ func (_q *QueueQuery) collectField(ctx context.Context, oneNode bool, opCtx *gra
 			if _, ok := fieldSeen[queue.FieldMultiplier]; !ok {
 				selectedFields = append(selectedFields, queue.FieldMultiplier)
 				fieldSeen[queue.FieldMultiplier] = struct{}{}
+			}
+		case "idleTimeoutSeconds":
+			if _, ok := fieldSeen[queue.FieldIdleTimeoutSeconds]; !ok {
+				selectedFields = append(selectedFields, queue.FieldIdleTimeoutSeconds)
+				fieldSeen[queue.FieldIdleTimeoutSeconds] = struct{}{}
 			}
 		case "id":
 		case "__typename":

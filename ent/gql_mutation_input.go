@@ -369,6 +369,7 @@ type CreateQueueInput struct {
 	MemoryPrice        *billing.Tokens
 	StartFee           *billing.Tokens
 	Multiplier         *float64
+	IdleTimeoutSeconds *int
 	NodeIDs            []string
 	StorageIDs         []string
 	GroupIDs           []string
@@ -413,6 +414,9 @@ func (i *CreateQueueInput) Mutate(m *QueueMutation) {
 	if v := i.Multiplier; v != nil {
 		m.SetMultiplier(*v)
 	}
+	if v := i.IdleTimeoutSeconds; v != nil {
+		m.SetIdleTimeoutSeconds(*v)
+	}
 	if v := i.NodeIDs; len(v) > 0 {
 		m.AddNodeIDs(v...)
 	}
@@ -447,6 +451,7 @@ type UpdateQueueInput struct {
 	MemoryPrice        *billing.Tokens
 	StartFee           *billing.Tokens
 	Multiplier         *float64
+	IdleTimeoutSeconds *int
 	ClearNodes         bool
 	AddNodeIDs         []string
 	RemoveNodeIDs      []string
@@ -504,6 +509,9 @@ func (i *UpdateQueueInput) Mutate(m *QueueMutation) {
 	}
 	if v := i.Multiplier; v != nil {
 		m.SetMultiplier(*v)
+	}
+	if v := i.IdleTimeoutSeconds; v != nil {
+		m.SetIdleTimeoutSeconds(*v)
 	}
 	if i.ClearNodes {
 		m.ClearNodes()

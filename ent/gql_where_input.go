@@ -5067,6 +5067,16 @@ type QueueWhereInput struct {
 	MultiplierLT    *float64  `json:"multiplierLT,omitempty"`
 	MultiplierLTE   *float64  `json:"multiplierLTE,omitempty"`
 
+	// "idle_timeout_seconds" field predicates.
+	IdleTimeoutSeconds      *int  `json:"idleTimeoutSeconds,omitempty"`
+	IdleTimeoutSecondsNEQ   *int  `json:"idleTimeoutSecondsNEQ,omitempty"`
+	IdleTimeoutSecondsIn    []int `json:"idleTimeoutSecondsIn,omitempty"`
+	IdleTimeoutSecondsNotIn []int `json:"idleTimeoutSecondsNotIn,omitempty"`
+	IdleTimeoutSecondsGT    *int  `json:"idleTimeoutSecondsGT,omitempty"`
+	IdleTimeoutSecondsGTE   *int  `json:"idleTimeoutSecondsGTE,omitempty"`
+	IdleTimeoutSecondsLT    *int  `json:"idleTimeoutSecondsLT,omitempty"`
+	IdleTimeoutSecondsLTE   *int  `json:"idleTimeoutSecondsLTE,omitempty"`
+
 	// "nodes" edge predicates.
 	HasNodes     *bool                    `json:"hasNodes,omitempty"`
 	HasNodesWith []*ComputeNodeWhereInput `json:"hasNodesWith,omitempty"`
@@ -5442,6 +5452,30 @@ func (i *QueueWhereInput) P() (predicate.Queue, error) {
 	}
 	if i.MultiplierLTE != nil {
 		predicates = append(predicates, queue.MultiplierLTE(*i.MultiplierLTE))
+	}
+	if i.IdleTimeoutSeconds != nil {
+		predicates = append(predicates, queue.IdleTimeoutSecondsEQ(*i.IdleTimeoutSeconds))
+	}
+	if i.IdleTimeoutSecondsNEQ != nil {
+		predicates = append(predicates, queue.IdleTimeoutSecondsNEQ(*i.IdleTimeoutSecondsNEQ))
+	}
+	if len(i.IdleTimeoutSecondsIn) > 0 {
+		predicates = append(predicates, queue.IdleTimeoutSecondsIn(i.IdleTimeoutSecondsIn...))
+	}
+	if len(i.IdleTimeoutSecondsNotIn) > 0 {
+		predicates = append(predicates, queue.IdleTimeoutSecondsNotIn(i.IdleTimeoutSecondsNotIn...))
+	}
+	if i.IdleTimeoutSecondsGT != nil {
+		predicates = append(predicates, queue.IdleTimeoutSecondsGT(*i.IdleTimeoutSecondsGT))
+	}
+	if i.IdleTimeoutSecondsGTE != nil {
+		predicates = append(predicates, queue.IdleTimeoutSecondsGTE(*i.IdleTimeoutSecondsGTE))
+	}
+	if i.IdleTimeoutSecondsLT != nil {
+		predicates = append(predicates, queue.IdleTimeoutSecondsLT(*i.IdleTimeoutSecondsLT))
+	}
+	if i.IdleTimeoutSecondsLTE != nil {
+		predicates = append(predicates, queue.IdleTimeoutSecondsLTE(*i.IdleTimeoutSecondsLTE))
 	}
 
 	if i.HasNodes != nil {

@@ -73,6 +73,8 @@ type Job struct {
 	MeteredMinutes int64 `json:"metered_minutes,omitempty"`
 	// the job has ended and its last partial minute is charged
 	MeteringClosed bool `json:"metering_closed,omitempty"`
+	// last relay traffic, attached terminal or exec; idle stop counts from it
+	LastActiveAt *time.Time `json:"last_active_at,omitempty"`
 	// the client's key for this submission; resubmitting with it returns this job
 	IdempotencyKey *string `json:"idempotency_key,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
@@ -155,7 +157,7 @@ func (*Job) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullInt64)
 		case job.FieldID, job.FieldTenantID, job.FieldEnvironmentID, job.FieldName, job.FieldStatus, job.FieldStatusReason, job.FieldQueueID, job.FieldProjectID, job.FieldOwnerID, job.FieldIdempotencyKey:
 			values[i] = new(sql.NullString)
-		case job.FieldCreatedAt, job.FieldUpdatedAt, job.FieldStartedAt, job.FieldFinishedAt:
+		case job.FieldCreatedAt, job.FieldUpdatedAt, job.FieldStartedAt, job.FieldFinishedAt, job.FieldLastActiveAt:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -334,6 +336,13 @@ func (_m *Job) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.MeteringClosed = value.Bool
 			}
+		case job.FieldLastActiveAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field last_active_at", values[i])
+			} else if value.Valid {
+				_m.LastActiveAt = new(time.Time)
+				*_m.LastActiveAt = value.Time
+			}
 		case job.FieldIdempotencyKey:
 			if value, ok := values[i].(*sql.NullString); !ok {
 				return fmt.Errorf("unexpected type %T for field idempotency_key", values[i])
@@ -475,6 +484,11 @@ func (_m *Job) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("metering_closed=")
 	builder.WriteString(fmt.Sprintf("%v", _m.MeteringClosed))
+	builder.WriteString(", ")
+	if v := _m.LastActiveAt; v != nil {
+		builder.WriteString("last_active_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
 	builder.WriteString(", ")
 	if v := _m.IdempotencyKey; v != nil {
 		builder.WriteString("idempotency_key=")

@@ -339,6 +339,20 @@ func (_c *JobCreate) SetNillableMeteringClosed(v *bool) *JobCreate {
 	return _c
 }
 
+// SetLastActiveAt sets the "last_active_at" field.
+func (_c *JobCreate) SetLastActiveAt(v time.Time) *JobCreate {
+	_c.mutation.SetLastActiveAt(v)
+	return _c
+}
+
+// SetNillableLastActiveAt sets the "last_active_at" field if the given value is not nil.
+func (_c *JobCreate) SetNillableLastActiveAt(v *time.Time) *JobCreate {
+	if v != nil {
+		_c.SetLastActiveAt(*v)
+	}
+	return _c
+}
+
 // SetIdempotencyKey sets the "idempotency_key" field.
 func (_c *JobCreate) SetIdempotencyKey(v string) *JobCreate {
 	_c.mutation.SetIdempotencyKey(v)
@@ -734,6 +748,10 @@ func (_c *JobCreate) createSpec() (*Job, *sqlgraph.CreateSpec) {
 		_spec.SetField(job.FieldMeteringClosed, field.TypeBool, value)
 		_node.MeteringClosed = value
 	}
+	if value, ok := _c.mutation.LastActiveAt(); ok {
+		_spec.SetField(job.FieldLastActiveAt, field.TypeTime, value)
+		_node.LastActiveAt = &value
+	}
 	if value, ok := _c.mutation.IdempotencyKey(); ok {
 		_spec.SetField(job.FieldIdempotencyKey, field.TypeString, value)
 		_node.IdempotencyKey = &value
@@ -1079,6 +1097,24 @@ func (u *JobUpsert) UpdateMeteringClosed() *JobUpsert {
 	return u
 }
 
+// SetLastActiveAt sets the "last_active_at" field.
+func (u *JobUpsert) SetLastActiveAt(v time.Time) *JobUpsert {
+	u.Set(job.FieldLastActiveAt, v)
+	return u
+}
+
+// UpdateLastActiveAt sets the "last_active_at" field to the value that was provided on create.
+func (u *JobUpsert) UpdateLastActiveAt() *JobUpsert {
+	u.SetExcluded(job.FieldLastActiveAt)
+	return u
+}
+
+// ClearLastActiveAt clears the value of the "last_active_at" field.
+func (u *JobUpsert) ClearLastActiveAt() *JobUpsert {
+	u.SetNull(job.FieldLastActiveAt)
+	return u
+}
+
 // UpdateNewValues updates the mutable fields using the new values that were set on create except the ID field.
 // Using this option is equivalent to using:
 //
@@ -1419,6 +1455,27 @@ func (u *JobUpsertOne) SetMeteringClosed(v bool) *JobUpsertOne {
 func (u *JobUpsertOne) UpdateMeteringClosed() *JobUpsertOne {
 	return u.Update(func(s *JobUpsert) {
 		s.UpdateMeteringClosed()
+	})
+}
+
+// SetLastActiveAt sets the "last_active_at" field.
+func (u *JobUpsertOne) SetLastActiveAt(v time.Time) *JobUpsertOne {
+	return u.Update(func(s *JobUpsert) {
+		s.SetLastActiveAt(v)
+	})
+}
+
+// UpdateLastActiveAt sets the "last_active_at" field to the value that was provided on create.
+func (u *JobUpsertOne) UpdateLastActiveAt() *JobUpsertOne {
+	return u.Update(func(s *JobUpsert) {
+		s.UpdateLastActiveAt()
+	})
+}
+
+// ClearLastActiveAt clears the value of the "last_active_at" field.
+func (u *JobUpsertOne) ClearLastActiveAt() *JobUpsertOne {
+	return u.Update(func(s *JobUpsert) {
+		s.ClearLastActiveAt()
 	})
 }
 
@@ -1929,6 +1986,27 @@ func (u *JobUpsertBulk) SetMeteringClosed(v bool) *JobUpsertBulk {
 func (u *JobUpsertBulk) UpdateMeteringClosed() *JobUpsertBulk {
 	return u.Update(func(s *JobUpsert) {
 		s.UpdateMeteringClosed()
+	})
+}
+
+// SetLastActiveAt sets the "last_active_at" field.
+func (u *JobUpsertBulk) SetLastActiveAt(v time.Time) *JobUpsertBulk {
+	return u.Update(func(s *JobUpsert) {
+		s.SetLastActiveAt(v)
+	})
+}
+
+// UpdateLastActiveAt sets the "last_active_at" field to the value that was provided on create.
+func (u *JobUpsertBulk) UpdateLastActiveAt() *JobUpsertBulk {
+	return u.Update(func(s *JobUpsert) {
+		s.UpdateLastActiveAt()
+	})
+}
+
+// ClearLastActiveAt clears the value of the "last_active_at" field.
+func (u *JobUpsertBulk) ClearLastActiveAt() *JobUpsertBulk {
+	return u.Update(func(s *JobUpsert) {
+		s.ClearLastActiveAt()
 	})
 }
 

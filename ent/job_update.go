@@ -278,6 +278,26 @@ func (_u *JobUpdate) SetNillableMeteringClosed(v *bool) *JobUpdate {
 	return _u
 }
 
+// SetLastActiveAt sets the "last_active_at" field.
+func (_u *JobUpdate) SetLastActiveAt(v time.Time) *JobUpdate {
+	_u.mutation.SetLastActiveAt(v)
+	return _u
+}
+
+// SetNillableLastActiveAt sets the "last_active_at" field if the given value is not nil.
+func (_u *JobUpdate) SetNillableLastActiveAt(v *time.Time) *JobUpdate {
+	if v != nil {
+		_u.SetLastActiveAt(*v)
+	}
+	return _u
+}
+
+// ClearLastActiveAt clears the value of the "last_active_at" field.
+func (_u *JobUpdate) ClearLastActiveAt() *JobUpdate {
+	_u.mutation.ClearLastActiveAt()
+	return _u
+}
+
 // AddServiceIDs adds the "services" edge to the Service entity by IDs.
 func (_u *JobUpdate) AddServiceIDs(ids ...string) *JobUpdate {
 	_u.mutation.AddServiceIDs(ids...)
@@ -457,6 +477,12 @@ func (_u *JobUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if value, ok := _u.mutation.MeteringClosed(); ok {
 		_spec.SetField(job.FieldMeteringClosed, field.TypeBool, value)
+	}
+	if value, ok := _u.mutation.LastActiveAt(); ok {
+		_spec.SetField(job.FieldLastActiveAt, field.TypeTime, value)
+	}
+	if _u.mutation.LastActiveAtCleared() {
+		_spec.ClearField(job.FieldLastActiveAt, field.TypeTime)
 	}
 	if _u.mutation.IdempotencyKeyCleared() {
 		_spec.ClearField(job.FieldIdempotencyKey, field.TypeString)
@@ -774,6 +800,26 @@ func (_u *JobUpdateOne) SetNillableMeteringClosed(v *bool) *JobUpdateOne {
 	return _u
 }
 
+// SetLastActiveAt sets the "last_active_at" field.
+func (_u *JobUpdateOne) SetLastActiveAt(v time.Time) *JobUpdateOne {
+	_u.mutation.SetLastActiveAt(v)
+	return _u
+}
+
+// SetNillableLastActiveAt sets the "last_active_at" field if the given value is not nil.
+func (_u *JobUpdateOne) SetNillableLastActiveAt(v *time.Time) *JobUpdateOne {
+	if v != nil {
+		_u.SetLastActiveAt(*v)
+	}
+	return _u
+}
+
+// ClearLastActiveAt clears the value of the "last_active_at" field.
+func (_u *JobUpdateOne) ClearLastActiveAt() *JobUpdateOne {
+	_u.mutation.ClearLastActiveAt()
+	return _u
+}
+
 // AddServiceIDs adds the "services" edge to the Service entity by IDs.
 func (_u *JobUpdateOne) AddServiceIDs(ids ...string) *JobUpdateOne {
 	_u.mutation.AddServiceIDs(ids...)
@@ -983,6 +1029,12 @@ func (_u *JobUpdateOne) sqlSave(ctx context.Context) (_node *Job, err error) {
 	}
 	if value, ok := _u.mutation.MeteringClosed(); ok {
 		_spec.SetField(job.FieldMeteringClosed, field.TypeBool, value)
+	}
+	if value, ok := _u.mutation.LastActiveAt(); ok {
+		_spec.SetField(job.FieldLastActiveAt, field.TypeTime, value)
+	}
+	if _u.mutation.LastActiveAtCleared() {
+		_spec.ClearField(job.FieldLastActiveAt, field.TypeTime)
 	}
 	if _u.mutation.IdempotencyKeyCleared() {
 		_spec.ClearField(job.FieldIdempotencyKey, field.TypeString)

@@ -5926,6 +5926,7 @@ type JobMutation struct {
 	metered_minutes        *int64
 	addmetered_minutes     *int64
 	metering_closed        *bool
+	last_active_at         *time.Time
 	idempotency_key        *string
 	clearedFields          map[string]struct{}
 	queue                  *string
@@ -7178,6 +7179,55 @@ func (m *JobMutation) ResetMeteringClosed() {
 	m.metering_closed = nil
 }
 
+// SetLastActiveAt sets the "last_active_at" field.
+func (m *JobMutation) SetLastActiveAt(t time.Time) {
+	m.last_active_at = &t
+}
+
+// LastActiveAt returns the value of the "last_active_at" field in the mutation.
+func (m *JobMutation) LastActiveAt() (r time.Time, exists bool) {
+	v := m.last_active_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastActiveAt returns the old "last_active_at" field's value of the Job entity.
+// If the Job object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobMutation) OldLastActiveAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastActiveAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastActiveAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastActiveAt: %w", err)
+	}
+	return oldValue.LastActiveAt, nil
+}
+
+// ClearLastActiveAt clears the value of the "last_active_at" field.
+func (m *JobMutation) ClearLastActiveAt() {
+	m.last_active_at = nil
+	m.clearedFields[job.FieldLastActiveAt] = struct{}{}
+}
+
+// LastActiveAtCleared returns if the "last_active_at" field was cleared in this mutation.
+func (m *JobMutation) LastActiveAtCleared() bool {
+	_, ok := m.clearedFields[job.FieldLastActiveAt]
+	return ok
+}
+
+// ResetLastActiveAt resets all changes to the "last_active_at" field.
+func (m *JobMutation) ResetLastActiveAt() {
+	m.last_active_at = nil
+	delete(m.clearedFields, job.FieldLastActiveAt)
+}
+
 // SetIdempotencyKey sets the "idempotency_key" field.
 func (m *JobMutation) SetIdempotencyKey(s string) {
 	m.idempotency_key = &s
@@ -7396,7 +7446,7 @@ func (m *JobMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *JobMutation) Fields() []string {
-	fields := make([]string, 0, 26)
+	fields := make([]string, 0, 27)
 	if m.created_at != nil {
 		fields = append(fields, job.FieldCreatedAt)
 	}
@@ -7472,6 +7522,9 @@ func (m *JobMutation) Fields() []string {
 	if m.metering_closed != nil {
 		fields = append(fields, job.FieldMeteringClosed)
 	}
+	if m.last_active_at != nil {
+		fields = append(fields, job.FieldLastActiveAt)
+	}
 	if m.idempotency_key != nil {
 		fields = append(fields, job.FieldIdempotencyKey)
 	}
@@ -7533,6 +7586,8 @@ func (m *JobMutation) Field(name string) (ent.Value, bool) {
 		return m.MeteredMinutes()
 	case job.FieldMeteringClosed:
 		return m.MeteringClosed()
+	case job.FieldLastActiveAt:
+		return m.LastActiveAt()
 	case job.FieldIdempotencyKey:
 		return m.IdempotencyKey()
 	}
@@ -7594,6 +7649,8 @@ func (m *JobMutation) OldField(ctx context.Context, name string) (ent.Value, err
 		return m.OldMeteredMinutes(ctx)
 	case job.FieldMeteringClosed:
 		return m.OldMeteringClosed(ctx)
+	case job.FieldLastActiveAt:
+		return m.OldLastActiveAt(ctx)
 	case job.FieldIdempotencyKey:
 		return m.OldIdempotencyKey(ctx)
 	}
@@ -7780,6 +7837,13 @@ func (m *JobMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetMeteringClosed(v)
 		return nil
+	case job.FieldLastActiveAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastActiveAt(v)
+		return nil
 	case job.FieldIdempotencyKey:
 		v, ok := value.(string)
 		if !ok {
@@ -7940,6 +8004,9 @@ func (m *JobMutation) ClearedFields() []string {
 	if m.FieldCleared(job.FieldRates) {
 		fields = append(fields, job.FieldRates)
 	}
+	if m.FieldCleared(job.FieldLastActiveAt) {
+		fields = append(fields, job.FieldLastActiveAt)
+	}
 	if m.FieldCleared(job.FieldIdempotencyKey) {
 		fields = append(fields, job.FieldIdempotencyKey)
 	}
@@ -7968,6 +8035,9 @@ func (m *JobMutation) ClearField(name string) error {
 		return nil
 	case job.FieldRates:
 		m.ClearRates()
+		return nil
+	case job.FieldLastActiveAt:
+		m.ClearLastActiveAt()
 		return nil
 	case job.FieldIdempotencyKey:
 		m.ClearIdempotencyKey()
@@ -8054,6 +8124,9 @@ func (m *JobMutation) ResetField(name string) error {
 		return nil
 	case job.FieldMeteringClosed:
 		m.ResetMeteringClosed()
+		return nil
+	case job.FieldLastActiveAt:
+		m.ResetLastActiveAt()
 		return nil
 	case job.FieldIdempotencyKey:
 		m.ResetIdempotencyKey()
@@ -10463,6 +10536,7 @@ type NodeMutation struct {
 	inventory         *inventory.Inventory
 	credential_hash   *string
 	agent_version     *string
+	stream_replica    *string
 	clearedFields     map[string]struct{}
 	queues            map[string]struct{}
 	removedqueues     map[string]struct{}
@@ -11033,6 +11107,42 @@ func (m *NodeMutation) ResetAgentVersion() {
 	m.agent_version = nil
 }
 
+// SetStreamReplica sets the "stream_replica" field.
+func (m *NodeMutation) SetStreamReplica(s string) {
+	m.stream_replica = &s
+}
+
+// StreamReplica returns the value of the "stream_replica" field in the mutation.
+func (m *NodeMutation) StreamReplica() (r string, exists bool) {
+	v := m.stream_replica
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStreamReplica returns the old "stream_replica" field's value of the Node entity.
+// If the Node object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *NodeMutation) OldStreamReplica(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStreamReplica is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStreamReplica requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStreamReplica: %w", err)
+	}
+	return oldValue.StreamReplica, nil
+}
+
+// ResetStreamReplica resets all changes to the "stream_replica" field.
+func (m *NodeMutation) ResetStreamReplica() {
+	m.stream_replica = nil
+}
+
 // AddQueueIDs adds the "queues" edge to the Queue entity by ids.
 func (m *NodeMutation) AddQueueIDs(ids ...string) {
 	if m.queues == nil {
@@ -11229,7 +11339,7 @@ func (m *NodeMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *NodeMutation) Fields() []string {
-	fields := make([]string, 0, 11)
+	fields := make([]string, 0, 12)
 	if m.created_at != nil {
 		fields = append(fields, node.FieldCreatedAt)
 	}
@@ -11263,6 +11373,9 @@ func (m *NodeMutation) Fields() []string {
 	if m.agent_version != nil {
 		fields = append(fields, node.FieldAgentVersion)
 	}
+	if m.stream_replica != nil {
+		fields = append(fields, node.FieldStreamReplica)
+	}
 	return fields
 }
 
@@ -11293,6 +11406,8 @@ func (m *NodeMutation) Field(name string) (ent.Value, bool) {
 		return m.CredentialHash()
 	case node.FieldAgentVersion:
 		return m.AgentVersion()
+	case node.FieldStreamReplica:
+		return m.StreamReplica()
 	}
 	return nil, false
 }
@@ -11324,6 +11439,8 @@ func (m *NodeMutation) OldField(ctx context.Context, name string) (ent.Value, er
 		return m.OldCredentialHash(ctx)
 	case node.FieldAgentVersion:
 		return m.OldAgentVersion(ctx)
+	case node.FieldStreamReplica:
+		return m.OldStreamReplica(ctx)
 	}
 	return nil, fmt.Errorf("unknown Node field %s", name)
 }
@@ -11409,6 +11526,13 @@ func (m *NodeMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetAgentVersion(v)
+		return nil
+	case node.FieldStreamReplica:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStreamReplica(v)
 		return nil
 	}
 	return fmt.Errorf("unknown Node field %s", name)
@@ -11512,6 +11636,9 @@ func (m *NodeMutation) ResetField(name string) error {
 		return nil
 	case node.FieldAgentVersion:
 		m.ResetAgentVersion()
+		return nil
+	case node.FieldStreamReplica:
+		m.ResetStreamReplica()
 		return nil
 	}
 	return fmt.Errorf("unknown Node field %s", name)
@@ -13287,6 +13414,8 @@ type QueueMutation struct {
 	addstart_fee              *billing.Tokens
 	multiplier                *float64
 	addmultiplier             *float64
+	idle_timeout_seconds      *int
+	addidle_timeout_seconds   *int
 	clearedFields             map[string]struct{}
 	nodes                     map[string]struct{}
 	removednodes              map[string]struct{}
@@ -14194,6 +14323,62 @@ func (m *QueueMutation) ResetMultiplier() {
 	m.addmultiplier = nil
 }
 
+// SetIdleTimeoutSeconds sets the "idle_timeout_seconds" field.
+func (m *QueueMutation) SetIdleTimeoutSeconds(i int) {
+	m.idle_timeout_seconds = &i
+	m.addidle_timeout_seconds = nil
+}
+
+// IdleTimeoutSeconds returns the value of the "idle_timeout_seconds" field in the mutation.
+func (m *QueueMutation) IdleTimeoutSeconds() (r int, exists bool) {
+	v := m.idle_timeout_seconds
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldIdleTimeoutSeconds returns the old "idle_timeout_seconds" field's value of the Queue entity.
+// If the Queue object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *QueueMutation) OldIdleTimeoutSeconds(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldIdleTimeoutSeconds is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldIdleTimeoutSeconds requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldIdleTimeoutSeconds: %w", err)
+	}
+	return oldValue.IdleTimeoutSeconds, nil
+}
+
+// AddIdleTimeoutSeconds adds i to the "idle_timeout_seconds" field.
+func (m *QueueMutation) AddIdleTimeoutSeconds(i int) {
+	if m.addidle_timeout_seconds != nil {
+		*m.addidle_timeout_seconds += i
+	} else {
+		m.addidle_timeout_seconds = &i
+	}
+}
+
+// AddedIdleTimeoutSeconds returns the value that was added to the "idle_timeout_seconds" field in this mutation.
+func (m *QueueMutation) AddedIdleTimeoutSeconds() (r int, exists bool) {
+	v := m.addidle_timeout_seconds
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetIdleTimeoutSeconds resets all changes to the "idle_timeout_seconds" field.
+func (m *QueueMutation) ResetIdleTimeoutSeconds() {
+	m.idle_timeout_seconds = nil
+	m.addidle_timeout_seconds = nil
+}
+
 // AddNodeIDs adds the "nodes" edge to the Node entity by ids.
 func (m *QueueMutation) AddNodeIDs(ids ...string) {
 	if m.nodes == nil {
@@ -14444,7 +14629,7 @@ func (m *QueueMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *QueueMutation) Fields() []string {
-	fields := make([]string, 0, 16)
+	fields := make([]string, 0, 17)
 	if m.created_at != nil {
 		fields = append(fields, queue.FieldCreatedAt)
 	}
@@ -14493,6 +14678,9 @@ func (m *QueueMutation) Fields() []string {
 	if m.multiplier != nil {
 		fields = append(fields, queue.FieldMultiplier)
 	}
+	if m.idle_timeout_seconds != nil {
+		fields = append(fields, queue.FieldIdleTimeoutSeconds)
+	}
 	return fields
 }
 
@@ -14533,6 +14721,8 @@ func (m *QueueMutation) Field(name string) (ent.Value, bool) {
 		return m.StartFee()
 	case queue.FieldMultiplier:
 		return m.Multiplier()
+	case queue.FieldIdleTimeoutSeconds:
+		return m.IdleTimeoutSeconds()
 	}
 	return nil, false
 }
@@ -14574,6 +14764,8 @@ func (m *QueueMutation) OldField(ctx context.Context, name string) (ent.Value, e
 		return m.OldStartFee(ctx)
 	case queue.FieldMultiplier:
 		return m.OldMultiplier(ctx)
+	case queue.FieldIdleTimeoutSeconds:
+		return m.OldIdleTimeoutSeconds(ctx)
 	}
 	return nil, fmt.Errorf("unknown Queue field %s", name)
 }
@@ -14695,6 +14887,13 @@ func (m *QueueMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetMultiplier(v)
 		return nil
+	case queue.FieldIdleTimeoutSeconds:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetIdleTimeoutSeconds(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Queue field %s", name)
 }
@@ -14730,6 +14929,9 @@ func (m *QueueMutation) AddedFields() []string {
 	if m.addmultiplier != nil {
 		fields = append(fields, queue.FieldMultiplier)
 	}
+	if m.addidle_timeout_seconds != nil {
+		fields = append(fields, queue.FieldIdleTimeoutSeconds)
+	}
 	return fields
 }
 
@@ -14756,6 +14958,8 @@ func (m *QueueMutation) AddedField(name string) (ent.Value, bool) {
 		return m.AddedStartFee()
 	case queue.FieldMultiplier:
 		return m.AddedMultiplier()
+	case queue.FieldIdleTimeoutSeconds:
+		return m.AddedIdleTimeoutSeconds()
 	}
 	return nil, false
 }
@@ -14827,6 +15031,13 @@ func (m *QueueMutation) AddField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.AddMultiplier(v)
+		return nil
+	case queue.FieldIdleTimeoutSeconds:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddIdleTimeoutSeconds(v)
 		return nil
 	}
 	return fmt.Errorf("unknown Queue numeric field %s", name)
@@ -14911,6 +15122,9 @@ func (m *QueueMutation) ResetField(name string) error {
 		return nil
 	case queue.FieldMultiplier:
 		m.ResetMultiplier()
+		return nil
+	case queue.FieldIdleTimeoutSeconds:
+		m.ResetIdleTimeoutSeconds()
 		return nil
 	}
 	return fmt.Errorf("unknown Queue field %s", name)

@@ -41,6 +41,8 @@ type Node struct {
 	CredentialHash string `json:"-"`
 	// AgentVersion holds the value of the "agent_version" field.
 	AgentVersion string `json:"agent_version,omitempty"`
+	// internal URL of the server replica holding the node's stream tunnel; empty when none
+	StreamReplica string `json:"stream_replica,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the NodeQuery when eager-loading is set.
 	Edges        NodeEdges `json:"edges"`
@@ -102,7 +104,7 @@ func (*Node) scanValues(columns []string) ([]any, error) {
 			values[i] = new([]byte)
 		case node.FieldDrain:
 			values[i] = new(sql.NullBool)
-		case node.FieldID, node.FieldTenantID, node.FieldName, node.FieldStatus, node.FieldCredentialHash, node.FieldAgentVersion:
+		case node.FieldID, node.FieldTenantID, node.FieldName, node.FieldStatus, node.FieldCredentialHash, node.FieldAgentVersion, node.FieldStreamReplica:
 			values[i] = new(sql.NullString)
 		case node.FieldCreatedAt, node.FieldUpdatedAt, node.FieldLastHeartbeatAt:
 			values[i] = new(sql.NullTime)
@@ -198,6 +200,12 @@ func (_m *Node) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.AgentVersion = value.String
 			}
+		case node.FieldStreamReplica:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field stream_replica", values[i])
+			} else if value.Valid {
+				_m.StreamReplica = value.String
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -282,6 +290,9 @@ func (_m *Node) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("agent_version=")
 	builder.WriteString(_m.AgentVersion)
+	builder.WriteString(", ")
+	builder.WriteString("stream_replica=")
+	builder.WriteString(_m.StreamReplica)
 	builder.WriteByte(')')
 	return builder.String()
 }

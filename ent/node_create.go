@@ -157,6 +157,20 @@ func (_c *NodeCreate) SetNillableAgentVersion(v *string) *NodeCreate {
 	return _c
 }
 
+// SetStreamReplica sets the "stream_replica" field.
+func (_c *NodeCreate) SetStreamReplica(v string) *NodeCreate {
+	_c.mutation.SetStreamReplica(v)
+	return _c
+}
+
+// SetNillableStreamReplica sets the "stream_replica" field if the given value is not nil.
+func (_c *NodeCreate) SetNillableStreamReplica(v *string) *NodeCreate {
+	if v != nil {
+		_c.SetStreamReplica(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *NodeCreate) SetID(v string) *NodeCreate {
 	_c.mutation.SetID(v)
@@ -283,6 +297,10 @@ func (_c *NodeCreate) defaults() error {
 		v := node.DefaultAgentVersion
 		_c.mutation.SetAgentVersion(v)
 	}
+	if _, ok := _c.mutation.StreamReplica(); !ok {
+		v := node.DefaultStreamReplica
+		_c.mutation.SetStreamReplica(v)
+	}
 	if _, ok := _c.mutation.ID(); !ok {
 		if node.DefaultID == nil {
 			return fmt.Errorf("ent: uninitialized node.DefaultID (forgotten import ent/runtime?)")
@@ -333,6 +351,9 @@ func (_c *NodeCreate) check() error {
 	}
 	if _, ok := _c.mutation.AgentVersion(); !ok {
 		return &ValidationError{Name: "agent_version", err: errors.New(`ent: missing required field "Node.agent_version"`)}
+	}
+	if _, ok := _c.mutation.StreamReplica(); !ok {
+		return &ValidationError{Name: "stream_replica", err: errors.New(`ent: missing required field "Node.stream_replica"`)}
 	}
 	if v, ok := _c.mutation.ID(); ok {
 		if err := node.IDValidator(v); err != nil {
@@ -418,6 +439,10 @@ func (_c *NodeCreate) createSpec() (*Node, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.AgentVersion(); ok {
 		_spec.SetField(node.FieldAgentVersion, field.TypeString, value)
 		_node.AgentVersion = value
+	}
+	if value, ok := _c.mutation.StreamReplica(); ok {
+		_spec.SetField(node.FieldStreamReplica, field.TypeString, value)
+		_node.StreamReplica = value
 	}
 	if nodes := _c.mutation.QueuesIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
@@ -645,6 +670,18 @@ func (u *NodeUpsert) UpdateAgentVersion() *NodeUpsert {
 	return u
 }
 
+// SetStreamReplica sets the "stream_replica" field.
+func (u *NodeUpsert) SetStreamReplica(v string) *NodeUpsert {
+	u.Set(node.FieldStreamReplica, v)
+	return u
+}
+
+// UpdateStreamReplica sets the "stream_replica" field to the value that was provided on create.
+func (u *NodeUpsert) UpdateStreamReplica() *NodeUpsert {
+	u.SetExcluded(node.FieldStreamReplica)
+	return u
+}
+
 // UpdateNewValues updates the mutable fields using the new values that were set on create except the ID field.
 // Using this option is equivalent to using:
 //
@@ -843,6 +880,20 @@ func (u *NodeUpsertOne) SetAgentVersion(v string) *NodeUpsertOne {
 func (u *NodeUpsertOne) UpdateAgentVersion() *NodeUpsertOne {
 	return u.Update(func(s *NodeUpsert) {
 		s.UpdateAgentVersion()
+	})
+}
+
+// SetStreamReplica sets the "stream_replica" field.
+func (u *NodeUpsertOne) SetStreamReplica(v string) *NodeUpsertOne {
+	return u.Update(func(s *NodeUpsert) {
+		s.SetStreamReplica(v)
+	})
+}
+
+// UpdateStreamReplica sets the "stream_replica" field to the value that was provided on create.
+func (u *NodeUpsertOne) UpdateStreamReplica() *NodeUpsertOne {
+	return u.Update(func(s *NodeUpsert) {
+		s.UpdateStreamReplica()
 	})
 }
 
@@ -1211,6 +1262,20 @@ func (u *NodeUpsertBulk) SetAgentVersion(v string) *NodeUpsertBulk {
 func (u *NodeUpsertBulk) UpdateAgentVersion() *NodeUpsertBulk {
 	return u.Update(func(s *NodeUpsert) {
 		s.UpdateAgentVersion()
+	})
+}
+
+// SetStreamReplica sets the "stream_replica" field.
+func (u *NodeUpsertBulk) SetStreamReplica(v string) *NodeUpsertBulk {
+	return u.Update(func(s *NodeUpsert) {
+		s.SetStreamReplica(v)
+	})
+}
+
+// UpdateStreamReplica sets the "stream_replica" field to the value that was provided on create.
+func (u *NodeUpsertBulk) UpdateStreamReplica() *NodeUpsertBulk {
+	return u.Update(func(s *NodeUpsert) {
+		s.UpdateStreamReplica()
 	})
 }
 

@@ -167,6 +167,20 @@ func (_u *NodeUpdate) SetNillableAgentVersion(v *string) *NodeUpdate {
 	return _u
 }
 
+// SetStreamReplica sets the "stream_replica" field.
+func (_u *NodeUpdate) SetStreamReplica(v string) *NodeUpdate {
+	_u.mutation.SetStreamReplica(v)
+	return _u
+}
+
+// SetNillableStreamReplica sets the "stream_replica" field if the given value is not nil.
+func (_u *NodeUpdate) SetNillableStreamReplica(v *string) *NodeUpdate {
+	if v != nil {
+		_u.SetStreamReplica(*v)
+	}
+	return _u
+}
+
 // AddQueueIDs adds the "queues" edge to the Queue entity by IDs.
 func (_u *NodeUpdate) AddQueueIDs(ids ...string) *NodeUpdate {
 	_u.mutation.AddQueueIDs(ids...)
@@ -389,6 +403,9 @@ func (_u *NodeUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if value, ok := _u.mutation.AgentVersion(); ok {
 		_spec.SetField(node.FieldAgentVersion, field.TypeString, value)
+	}
+	if value, ok := _u.mutation.StreamReplica(); ok {
+		_spec.SetField(node.FieldStreamReplica, field.TypeString, value)
 	}
 	if _u.mutation.QueuesCleared() {
 		edge := &sqlgraph.EdgeSpec{
@@ -679,6 +696,20 @@ func (_u *NodeUpdateOne) SetNillableAgentVersion(v *string) *NodeUpdateOne {
 	return _u
 }
 
+// SetStreamReplica sets the "stream_replica" field.
+func (_u *NodeUpdateOne) SetStreamReplica(v string) *NodeUpdateOne {
+	_u.mutation.SetStreamReplica(v)
+	return _u
+}
+
+// SetNillableStreamReplica sets the "stream_replica" field if the given value is not nil.
+func (_u *NodeUpdateOne) SetNillableStreamReplica(v *string) *NodeUpdateOne {
+	if v != nil {
+		_u.SetStreamReplica(*v)
+	}
+	return _u
+}
+
 // AddQueueIDs adds the "queues" edge to the Queue entity by IDs.
 func (_u *NodeUpdateOne) AddQueueIDs(ids ...string) *NodeUpdateOne {
 	_u.mutation.AddQueueIDs(ids...)
@@ -931,6 +962,9 @@ func (_u *NodeUpdateOne) sqlSave(ctx context.Context) (_node *Node, err error) {
 	}
 	if value, ok := _u.mutation.AgentVersion(); ok {
 		_spec.SetField(node.FieldAgentVersion, field.TypeString, value)
+	}
+	if value, ok := _u.mutation.StreamReplica(); ok {
+		_spec.SetField(node.FieldStreamReplica, field.TypeString, value)
 	}
 	if _u.mutation.QueuesCleared() {
 		edge := &sqlgraph.EdgeSpec{

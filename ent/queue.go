@@ -51,6 +51,8 @@ type Queue struct {
 	StartFee billing.Tokens `json:"start_fee,omitempty"`
 	// Multiplier holds the value of the "multiplier" field.
 	Multiplier float64 `json:"multiplier,omitempty"`
+	// stop interactive jobs idle this long; 0 never
+	IdleTimeoutSeconds int `json:"idle_timeout_seconds,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the QueueQuery when eager-loading is set.
 	Edges        QueueEdges `json:"edges"`
@@ -124,7 +126,7 @@ func (*Queue) scanValues(columns []string) ([]any, error) {
 			values[i] = new([]byte)
 		case queue.FieldMaxCPUPerJob, queue.FieldDefaultCPU, queue.FieldMultiplier:
 			values[i] = new(sql.NullFloat64)
-		case queue.FieldMaxGpusPerJob, queue.FieldMaxMemoryMibPerJob, queue.FieldDefaultMemoryMib, queue.FieldCPUPrice, queue.FieldMemoryPrice, queue.FieldStartFee:
+		case queue.FieldMaxGpusPerJob, queue.FieldMaxMemoryMibPerJob, queue.FieldDefaultMemoryMib, queue.FieldCPUPrice, queue.FieldMemoryPrice, queue.FieldStartFee, queue.FieldIdleTimeoutSeconds:
 			values[i] = new(sql.NullInt64)
 		case queue.FieldID, queue.FieldTenantID, queue.FieldName, queue.FieldDescription, queue.FieldMode:
 			values[i] = new(sql.NullString)
@@ -249,6 +251,12 @@ func (_m *Queue) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.Multiplier = value.Float64
 			}
+		case queue.FieldIdleTimeoutSeconds:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field idle_timeout_seconds", values[i])
+			} else if value.Valid {
+				_m.IdleTimeoutSeconds = int(value.Int64)
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -352,6 +360,9 @@ func (_m *Queue) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("multiplier=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Multiplier))
+	builder.WriteString(", ")
+	builder.WriteString("idle_timeout_seconds=")
+	builder.WriteString(fmt.Sprintf("%v", _m.IdleTimeoutSeconds))
 	builder.WriteByte(')')
 	return builder.String()
 }

@@ -228,6 +228,20 @@ func (_c *QueueCreate) SetNillableMultiplier(v *float64) *QueueCreate {
 	return _c
 }
 
+// SetIdleTimeoutSeconds sets the "idle_timeout_seconds" field.
+func (_c *QueueCreate) SetIdleTimeoutSeconds(v int) *QueueCreate {
+	_c.mutation.SetIdleTimeoutSeconds(v)
+	return _c
+}
+
+// SetNillableIdleTimeoutSeconds sets the "idle_timeout_seconds" field if the given value is not nil.
+func (_c *QueueCreate) SetNillableIdleTimeoutSeconds(v *int) *QueueCreate {
+	if v != nil {
+		_c.SetIdleTimeoutSeconds(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *QueueCreate) SetID(v string) *QueueCreate {
 	_c.mutation.SetID(v)
@@ -397,6 +411,10 @@ func (_c *QueueCreate) defaults() error {
 		v := queue.DefaultMultiplier
 		_c.mutation.SetMultiplier(v)
 	}
+	if _, ok := _c.mutation.IdleTimeoutSeconds(); !ok {
+		v := queue.DefaultIdleTimeoutSeconds
+		_c.mutation.SetIdleTimeoutSeconds(v)
+	}
 	if _, ok := _c.mutation.ID(); !ok {
 		if queue.DefaultID == nil {
 			return fmt.Errorf("ent: uninitialized queue.DefaultID (forgotten import ent/runtime?)")
@@ -504,6 +522,14 @@ func (_c *QueueCreate) check() error {
 			return &ValidationError{Name: "multiplier", err: fmt.Errorf(`ent: validator failed for field "Queue.multiplier": %w`, err)}
 		}
 	}
+	if _, ok := _c.mutation.IdleTimeoutSeconds(); !ok {
+		return &ValidationError{Name: "idle_timeout_seconds", err: errors.New(`ent: missing required field "Queue.idle_timeout_seconds"`)}
+	}
+	if v, ok := _c.mutation.IdleTimeoutSeconds(); ok {
+		if err := queue.IdleTimeoutSecondsValidator(v); err != nil {
+			return &ValidationError{Name: "idle_timeout_seconds", err: fmt.Errorf(`ent: validator failed for field "Queue.idle_timeout_seconds": %w`, err)}
+		}
+	}
 	if v, ok := _c.mutation.ID(); ok {
 		if err := queue.IDValidator(v); err != nil {
 			return &ValidationError{Name: "id", err: fmt.Errorf(`ent: validator failed for field "Queue.id": %w`, err)}
@@ -608,6 +634,10 @@ func (_c *QueueCreate) createSpec() (*Queue, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Multiplier(); ok {
 		_spec.SetField(queue.FieldMultiplier, field.TypeFloat64, value)
 		_node.Multiplier = value
+	}
+	if value, ok := _c.mutation.IdleTimeoutSeconds(); ok {
+		_spec.SetField(queue.FieldIdleTimeoutSeconds, field.TypeInt, value)
+		_node.IdleTimeoutSeconds = value
 	}
 	if nodes := _c.mutation.NodesIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
@@ -953,6 +983,24 @@ func (u *QueueUpsert) AddMultiplier(v float64) *QueueUpsert {
 	return u
 }
 
+// SetIdleTimeoutSeconds sets the "idle_timeout_seconds" field.
+func (u *QueueUpsert) SetIdleTimeoutSeconds(v int) *QueueUpsert {
+	u.Set(queue.FieldIdleTimeoutSeconds, v)
+	return u
+}
+
+// UpdateIdleTimeoutSeconds sets the "idle_timeout_seconds" field to the value that was provided on create.
+func (u *QueueUpsert) UpdateIdleTimeoutSeconds() *QueueUpsert {
+	u.SetExcluded(queue.FieldIdleTimeoutSeconds)
+	return u
+}
+
+// AddIdleTimeoutSeconds adds v to the "idle_timeout_seconds" field.
+func (u *QueueUpsert) AddIdleTimeoutSeconds(v int) *QueueUpsert {
+	u.Add(queue.FieldIdleTimeoutSeconds, v)
+	return u
+}
+
 // UpdateNewValues updates the mutable fields using the new values that were set on create except the ID field.
 // Using this option is equivalent to using:
 //
@@ -1270,6 +1318,27 @@ func (u *QueueUpsertOne) AddMultiplier(v float64) *QueueUpsertOne {
 func (u *QueueUpsertOne) UpdateMultiplier() *QueueUpsertOne {
 	return u.Update(func(s *QueueUpsert) {
 		s.UpdateMultiplier()
+	})
+}
+
+// SetIdleTimeoutSeconds sets the "idle_timeout_seconds" field.
+func (u *QueueUpsertOne) SetIdleTimeoutSeconds(v int) *QueueUpsertOne {
+	return u.Update(func(s *QueueUpsert) {
+		s.SetIdleTimeoutSeconds(v)
+	})
+}
+
+// AddIdleTimeoutSeconds adds v to the "idle_timeout_seconds" field.
+func (u *QueueUpsertOne) AddIdleTimeoutSeconds(v int) *QueueUpsertOne {
+	return u.Update(func(s *QueueUpsert) {
+		s.AddIdleTimeoutSeconds(v)
+	})
+}
+
+// UpdateIdleTimeoutSeconds sets the "idle_timeout_seconds" field to the value that was provided on create.
+func (u *QueueUpsertOne) UpdateIdleTimeoutSeconds() *QueueUpsertOne {
+	return u.Update(func(s *QueueUpsert) {
+		s.UpdateIdleTimeoutSeconds()
 	})
 }
 
@@ -1757,6 +1826,27 @@ func (u *QueueUpsertBulk) AddMultiplier(v float64) *QueueUpsertBulk {
 func (u *QueueUpsertBulk) UpdateMultiplier() *QueueUpsertBulk {
 	return u.Update(func(s *QueueUpsert) {
 		s.UpdateMultiplier()
+	})
+}
+
+// SetIdleTimeoutSeconds sets the "idle_timeout_seconds" field.
+func (u *QueueUpsertBulk) SetIdleTimeoutSeconds(v int) *QueueUpsertBulk {
+	return u.Update(func(s *QueueUpsert) {
+		s.SetIdleTimeoutSeconds(v)
+	})
+}
+
+// AddIdleTimeoutSeconds adds v to the "idle_timeout_seconds" field.
+func (u *QueueUpsertBulk) AddIdleTimeoutSeconds(v int) *QueueUpsertBulk {
+	return u.Update(func(s *QueueUpsert) {
+		s.AddIdleTimeoutSeconds(v)
+	})
+}
+
+// UpdateIdleTimeoutSeconds sets the "idle_timeout_seconds" field to the value that was provided on create.
+func (u *QueueUpsertBulk) UpdateIdleTimeoutSeconds() *QueueUpsertBulk {
+	return u.Update(func(s *QueueUpsert) {
+		s.UpdateIdleTimeoutSeconds()
 	})
 }
 

@@ -289,6 +289,27 @@ func (_u *QueueUpdate) AddMultiplier(v float64) *QueueUpdate {
 	return _u
 }
 
+// SetIdleTimeoutSeconds sets the "idle_timeout_seconds" field.
+func (_u *QueueUpdate) SetIdleTimeoutSeconds(v int) *QueueUpdate {
+	_u.mutation.ResetIdleTimeoutSeconds()
+	_u.mutation.SetIdleTimeoutSeconds(v)
+	return _u
+}
+
+// SetNillableIdleTimeoutSeconds sets the "idle_timeout_seconds" field if the given value is not nil.
+func (_u *QueueUpdate) SetNillableIdleTimeoutSeconds(v *int) *QueueUpdate {
+	if v != nil {
+		_u.SetIdleTimeoutSeconds(*v)
+	}
+	return _u
+}
+
+// AddIdleTimeoutSeconds adds value to the "idle_timeout_seconds" field.
+func (_u *QueueUpdate) AddIdleTimeoutSeconds(v int) *QueueUpdate {
+	_u.mutation.AddIdleTimeoutSeconds(v)
+	return _u
+}
+
 // AddNodeIDs adds the "nodes" edge to the Node entity by IDs.
 func (_u *QueueUpdate) AddNodeIDs(ids ...string) *QueueUpdate {
 	_u.mutation.AddNodeIDs(ids...)
@@ -527,6 +548,11 @@ func (_u *QueueUpdate) check() error {
 			return &ValidationError{Name: "multiplier", err: fmt.Errorf(`ent: validator failed for field "Queue.multiplier": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.IdleTimeoutSeconds(); ok {
+		if err := queue.IdleTimeoutSecondsValidator(v); err != nil {
+			return &ValidationError{Name: "idle_timeout_seconds", err: fmt.Errorf(`ent: validator failed for field "Queue.idle_timeout_seconds": %w`, err)}
+		}
+	}
 	return nil
 }
 
@@ -618,6 +644,12 @@ func (_u *QueueUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if value, ok := _u.mutation.AddedMultiplier(); ok {
 		_spec.AddField(queue.FieldMultiplier, field.TypeFloat64, value)
+	}
+	if value, ok := _u.mutation.IdleTimeoutSeconds(); ok {
+		_spec.SetField(queue.FieldIdleTimeoutSeconds, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedIdleTimeoutSeconds(); ok {
+		_spec.AddField(queue.FieldIdleTimeoutSeconds, field.TypeInt, value)
 	}
 	if _u.mutation.NodesCleared() {
 		edge := &sqlgraph.EdgeSpec{
@@ -1074,6 +1106,27 @@ func (_u *QueueUpdateOne) AddMultiplier(v float64) *QueueUpdateOne {
 	return _u
 }
 
+// SetIdleTimeoutSeconds sets the "idle_timeout_seconds" field.
+func (_u *QueueUpdateOne) SetIdleTimeoutSeconds(v int) *QueueUpdateOne {
+	_u.mutation.ResetIdleTimeoutSeconds()
+	_u.mutation.SetIdleTimeoutSeconds(v)
+	return _u
+}
+
+// SetNillableIdleTimeoutSeconds sets the "idle_timeout_seconds" field if the given value is not nil.
+func (_u *QueueUpdateOne) SetNillableIdleTimeoutSeconds(v *int) *QueueUpdateOne {
+	if v != nil {
+		_u.SetIdleTimeoutSeconds(*v)
+	}
+	return _u
+}
+
+// AddIdleTimeoutSeconds adds value to the "idle_timeout_seconds" field.
+func (_u *QueueUpdateOne) AddIdleTimeoutSeconds(v int) *QueueUpdateOne {
+	_u.mutation.AddIdleTimeoutSeconds(v)
+	return _u
+}
+
 // AddNodeIDs adds the "nodes" edge to the Node entity by IDs.
 func (_u *QueueUpdateOne) AddNodeIDs(ids ...string) *QueueUpdateOne {
 	_u.mutation.AddNodeIDs(ids...)
@@ -1325,6 +1378,11 @@ func (_u *QueueUpdateOne) check() error {
 			return &ValidationError{Name: "multiplier", err: fmt.Errorf(`ent: validator failed for field "Queue.multiplier": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.IdleTimeoutSeconds(); ok {
+		if err := queue.IdleTimeoutSecondsValidator(v); err != nil {
+			return &ValidationError{Name: "idle_timeout_seconds", err: fmt.Errorf(`ent: validator failed for field "Queue.idle_timeout_seconds": %w`, err)}
+		}
+	}
 	return nil
 }
 
@@ -1433,6 +1491,12 @@ func (_u *QueueUpdateOne) sqlSave(ctx context.Context) (_node *Queue, err error)
 	}
 	if value, ok := _u.mutation.AddedMultiplier(); ok {
 		_spec.AddField(queue.FieldMultiplier, field.TypeFloat64, value)
+	}
+	if value, ok := _u.mutation.IdleTimeoutSeconds(); ok {
+		_spec.SetField(queue.FieldIdleTimeoutSeconds, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedIdleTimeoutSeconds(); ok {
+		_spec.AddField(queue.FieldIdleTimeoutSeconds, field.TypeInt, value)
 	}
 	if _u.mutation.NodesCleared() {
 		edge := &sqlgraph.EdgeSpec{

@@ -100,6 +100,9 @@ type ServiceSpec struct {
 	CPU       float64
 	MemoryMiB int64
 	GPUs      []string // device IDs booked for this service
+	// TTY runs the process on a pseudo-terminal (stdin open) that
+	// Terminals.Attach joins; the terminal's output is the log (stdout).
+	TTY bool
 }
 
 // EnvVar is one environment variable.

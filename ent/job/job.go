@@ -69,6 +69,8 @@ const (
 	FieldMeteredMinutes = "metered_minutes"
 	// FieldMeteringClosed holds the string denoting the metering_closed field in the database.
 	FieldMeteringClosed = "metering_closed"
+	// FieldLastActiveAt holds the string denoting the last_active_at field in the database.
+	FieldLastActiveAt = "last_active_at"
 	// FieldIdempotencyKey holds the string denoting the idempotency_key field in the database.
 	FieldIdempotencyKey = "idempotency_key"
 	// EdgeQueue holds the string denoting the queue edge name in mutations.
@@ -139,6 +141,7 @@ var Columns = []string{
 	FieldPricePerMinute,
 	FieldMeteredMinutes,
 	FieldMeteringClosed,
+	FieldLastActiveAt,
 	FieldIdempotencyKey,
 }
 
@@ -354,6 +357,11 @@ func ByMeteredMinutes(opts ...sql.OrderTermOption) OrderOption {
 // ByMeteringClosed orders the results by the metering_closed field.
 func ByMeteringClosed(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldMeteringClosed, opts...).ToFunc()
+}
+
+// ByLastActiveAt orders the results by the last_active_at field.
+func ByLastActiveAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldLastActiveAt, opts...).ToFunc()
 }
 
 // ByIdempotencyKey orders the results by the idempotency_key field.

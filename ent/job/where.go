@@ -179,6 +179,11 @@ func MeteringClosed(v bool) predicate.Job {
 	return predicate.Job(sql.FieldEQ(FieldMeteringClosed, v))
 }
 
+// LastActiveAt applies equality check predicate on the "last_active_at" field. It's identical to LastActiveAtEQ.
+func LastActiveAt(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldLastActiveAt, v))
+}
+
 // IdempotencyKey applies equality check predicate on the "idempotency_key" field. It's identical to IdempotencyKeyEQ.
 func IdempotencyKey(v string) predicate.Job {
 	return predicate.Job(sql.FieldEQ(FieldIdempotencyKey, v))
@@ -1279,6 +1284,56 @@ func MeteringClosedEQ(v bool) predicate.Job {
 // MeteringClosedNEQ applies the NEQ predicate on the "metering_closed" field.
 func MeteringClosedNEQ(v bool) predicate.Job {
 	return predicate.Job(sql.FieldNEQ(FieldMeteringClosed, v))
+}
+
+// LastActiveAtEQ applies the EQ predicate on the "last_active_at" field.
+func LastActiveAtEQ(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldLastActiveAt, v))
+}
+
+// LastActiveAtNEQ applies the NEQ predicate on the "last_active_at" field.
+func LastActiveAtNEQ(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldNEQ(FieldLastActiveAt, v))
+}
+
+// LastActiveAtIn applies the In predicate on the "last_active_at" field.
+func LastActiveAtIn(vs ...time.Time) predicate.Job {
+	return predicate.Job(sql.FieldIn(FieldLastActiveAt, vs...))
+}
+
+// LastActiveAtNotIn applies the NotIn predicate on the "last_active_at" field.
+func LastActiveAtNotIn(vs ...time.Time) predicate.Job {
+	return predicate.Job(sql.FieldNotIn(FieldLastActiveAt, vs...))
+}
+
+// LastActiveAtGT applies the GT predicate on the "last_active_at" field.
+func LastActiveAtGT(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldGT(FieldLastActiveAt, v))
+}
+
+// LastActiveAtGTE applies the GTE predicate on the "last_active_at" field.
+func LastActiveAtGTE(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldGTE(FieldLastActiveAt, v))
+}
+
+// LastActiveAtLT applies the LT predicate on the "last_active_at" field.
+func LastActiveAtLT(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldLT(FieldLastActiveAt, v))
+}
+
+// LastActiveAtLTE applies the LTE predicate on the "last_active_at" field.
+func LastActiveAtLTE(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldLTE(FieldLastActiveAt, v))
+}
+
+// LastActiveAtIsNil applies the IsNil predicate on the "last_active_at" field.
+func LastActiveAtIsNil() predicate.Job {
+	return predicate.Job(sql.FieldIsNull(FieldLastActiveAt))
+}
+
+// LastActiveAtNotNil applies the NotNil predicate on the "last_active_at" field.
+func LastActiveAtNotNil() predicate.Job {
+	return predicate.Job(sql.FieldNotNull(FieldLastActiveAt))
 }
 
 // IdempotencyKeyEQ applies the EQ predicate on the "idempotency_key" field.

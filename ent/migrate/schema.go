@@ -263,6 +263,7 @@ var (
 		{Name: "price_per_minute", Type: field.TypeInt64, Default: 0},
 		{Name: "metered_minutes", Type: field.TypeInt64, Default: 0},
 		{Name: "metering_closed", Type: field.TypeBool, Default: false},
+		{Name: "last_active_at", Type: field.TypeTime, Nullable: true},
 		{Name: "idempotency_key", Type: field.TypeString, Nullable: true, Size: 200},
 		{Name: "queue_id", Type: field.TypeString, Size: 40},
 		{Name: "project_id", Type: field.TypeString, Nullable: true, Size: 40},
@@ -276,19 +277,19 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "jobs_queues_queue",
-				Columns:    []*schema.Column{JobsColumns[24]},
+				Columns:    []*schema.Column{JobsColumns[25]},
 				RefColumns: []*schema.Column{QueuesColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "jobs_projects_project",
-				Columns:    []*schema.Column{JobsColumns[25]},
+				Columns:    []*schema.Column{JobsColumns[26]},
 				RefColumns: []*schema.Column{ProjectsColumns[0]},
 				OnDelete:   schema.SetNull,
 			},
 			{
 				Symbol:     "jobs_users_jobs",
-				Columns:    []*schema.Column{JobsColumns[26]},
+				Columns:    []*schema.Column{JobsColumns[27]},
 				RefColumns: []*schema.Column{UsersColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -312,7 +313,7 @@ var (
 			{
 				Name:    "job_queue_id_status_priority",
 				Unique:  false,
-				Columns: []*schema.Column{JobsColumns[24], JobsColumns[7], JobsColumns[12]},
+				Columns: []*schema.Column{JobsColumns[25], JobsColumns[7], JobsColumns[12]},
 			},
 			{
 				Name:    "job_metering_closed_started_at",
@@ -322,7 +323,7 @@ var (
 			{
 				Name:    "job_tenant_id_owner_id_idempotency_key",
 				Unique:  true,
-				Columns: []*schema.Column{JobsColumns[3], JobsColumns[26], JobsColumns[23]},
+				Columns: []*schema.Column{JobsColumns[3], JobsColumns[27], JobsColumns[24]},
 			},
 		},
 	}
@@ -443,6 +444,7 @@ var (
 		{Name: "inventory", Type: field.TypeJSON},
 		{Name: "credential_hash", Type: field.TypeString, Nullable: true},
 		{Name: "agent_version", Type: field.TypeString, Default: ""},
+		{Name: "stream_replica", Type: field.TypeString, Default: ""},
 	}
 	// NodesTable holds the schema information for the "nodes" table.
 	NodesTable = &schema.Table{
@@ -535,6 +537,7 @@ var (
 		{Name: "memory_price", Type: field.TypeInt64, Default: 0},
 		{Name: "start_fee", Type: field.TypeInt64, Default: 0},
 		{Name: "multiplier", Type: field.TypeFloat64, Default: 1},
+		{Name: "idle_timeout_seconds", Type: field.TypeInt, Default: 0},
 	}
 	// QueuesTable holds the schema information for the "queues" table.
 	QueuesTable = &schema.Table{

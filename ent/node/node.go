@@ -41,6 +41,8 @@ const (
 	FieldCredentialHash = "credential_hash"
 	// FieldAgentVersion holds the string denoting the agent_version field in the database.
 	FieldAgentVersion = "agent_version"
+	// FieldStreamReplica holds the string denoting the stream_replica field in the database.
+	FieldStreamReplica = "stream_replica"
 	// EdgeQueues holds the string denoting the queues edge name in mutations.
 	EdgeQueues = "queues"
 	// EdgeServices holds the string denoting the services edge name in mutations.
@@ -84,6 +86,7 @@ var Columns = []string{
 	FieldInventory,
 	FieldCredentialHash,
 	FieldAgentVersion,
+	FieldStreamReplica,
 }
 
 var (
@@ -126,6 +129,8 @@ var (
 	DefaultInventory inventory.Inventory
 	// DefaultAgentVersion holds the default value on creation for the "agent_version" field.
 	DefaultAgentVersion string
+	// DefaultStreamReplica holds the default value on creation for the "stream_replica" field.
+	DefaultStreamReplica string
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() string
 	// IDValidator is a validator for the "id" field. It is called by the builders before save.
@@ -209,6 +214,11 @@ func ByCredentialHash(opts ...sql.OrderTermOption) OrderOption {
 // ByAgentVersion orders the results by the agent_version field.
 func ByAgentVersion(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldAgentVersion, opts...).ToFunc()
+}
+
+// ByStreamReplica orders the results by the stream_replica field.
+func ByStreamReplica(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldStreamReplica, opts...).ToFunc()
 }
 
 // ByQueuesCount orders the results by queues count.

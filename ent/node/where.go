@@ -105,6 +105,11 @@ func AgentVersion(v string) predicate.Node {
 	return predicate.Node(sql.FieldEQ(FieldAgentVersion, v))
 }
 
+// StreamReplica applies equality check predicate on the "stream_replica" field. It's identical to StreamReplicaEQ.
+func StreamReplica(v string) predicate.Node {
+	return predicate.Node(sql.FieldEQ(FieldStreamReplica, v))
+}
+
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.
 func CreatedAtEQ(v time.Time) predicate.Node {
 	return predicate.Node(sql.FieldEQ(FieldCreatedAt, v))
@@ -543,6 +548,71 @@ func AgentVersionEqualFold(v string) predicate.Node {
 // AgentVersionContainsFold applies the ContainsFold predicate on the "agent_version" field.
 func AgentVersionContainsFold(v string) predicate.Node {
 	return predicate.Node(sql.FieldContainsFold(FieldAgentVersion, v))
+}
+
+// StreamReplicaEQ applies the EQ predicate on the "stream_replica" field.
+func StreamReplicaEQ(v string) predicate.Node {
+	return predicate.Node(sql.FieldEQ(FieldStreamReplica, v))
+}
+
+// StreamReplicaNEQ applies the NEQ predicate on the "stream_replica" field.
+func StreamReplicaNEQ(v string) predicate.Node {
+	return predicate.Node(sql.FieldNEQ(FieldStreamReplica, v))
+}
+
+// StreamReplicaIn applies the In predicate on the "stream_replica" field.
+func StreamReplicaIn(vs ...string) predicate.Node {
+	return predicate.Node(sql.FieldIn(FieldStreamReplica, vs...))
+}
+
+// StreamReplicaNotIn applies the NotIn predicate on the "stream_replica" field.
+func StreamReplicaNotIn(vs ...string) predicate.Node {
+	return predicate.Node(sql.FieldNotIn(FieldStreamReplica, vs...))
+}
+
+// StreamReplicaGT applies the GT predicate on the "stream_replica" field.
+func StreamReplicaGT(v string) predicate.Node {
+	return predicate.Node(sql.FieldGT(FieldStreamReplica, v))
+}
+
+// StreamReplicaGTE applies the GTE predicate on the "stream_replica" field.
+func StreamReplicaGTE(v string) predicate.Node {
+	return predicate.Node(sql.FieldGTE(FieldStreamReplica, v))
+}
+
+// StreamReplicaLT applies the LT predicate on the "stream_replica" field.
+func StreamReplicaLT(v string) predicate.Node {
+	return predicate.Node(sql.FieldLT(FieldStreamReplica, v))
+}
+
+// StreamReplicaLTE applies the LTE predicate on the "stream_replica" field.
+func StreamReplicaLTE(v string) predicate.Node {
+	return predicate.Node(sql.FieldLTE(FieldStreamReplica, v))
+}
+
+// StreamReplicaContains applies the Contains predicate on the "stream_replica" field.
+func StreamReplicaContains(v string) predicate.Node {
+	return predicate.Node(sql.FieldContains(FieldStreamReplica, v))
+}
+
+// StreamReplicaHasPrefix applies the HasPrefix predicate on the "stream_replica" field.
+func StreamReplicaHasPrefix(v string) predicate.Node {
+	return predicate.Node(sql.FieldHasPrefix(FieldStreamReplica, v))
+}
+
+// StreamReplicaHasSuffix applies the HasSuffix predicate on the "stream_replica" field.
+func StreamReplicaHasSuffix(v string) predicate.Node {
+	return predicate.Node(sql.FieldHasSuffix(FieldStreamReplica, v))
+}
+
+// StreamReplicaEqualFold applies the EqualFold predicate on the "stream_replica" field.
+func StreamReplicaEqualFold(v string) predicate.Node {
+	return predicate.Node(sql.FieldEqualFold(FieldStreamReplica, v))
+}
+
+// StreamReplicaContainsFold applies the ContainsFold predicate on the "stream_replica" field.
+func StreamReplicaContainsFold(v string) predicate.Node {
+	return predicate.Node(sql.FieldContainsFold(FieldStreamReplica, v))
 }
 
 // HasQueues applies the HasEdge predicate on the "queues" edge.

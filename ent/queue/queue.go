@@ -51,6 +51,8 @@ const (
 	FieldStartFee = "start_fee"
 	// FieldMultiplier holds the string denoting the multiplier field in the database.
 	FieldMultiplier = "multiplier"
+	// FieldIdleTimeoutSeconds holds the string denoting the idle_timeout_seconds field in the database.
+	FieldIdleTimeoutSeconds = "idle_timeout_seconds"
 	// EdgeNodes holds the string denoting the nodes edge name in mutations.
 	EdgeNodes = "nodes"
 	// EdgeStorages holds the string denoting the storages edge name in mutations.
@@ -104,6 +106,7 @@ var Columns = []string{
 	FieldMemoryPrice,
 	FieldStartFee,
 	FieldMultiplier,
+	FieldIdleTimeoutSeconds,
 }
 
 var (
@@ -180,6 +183,10 @@ var (
 	DefaultMultiplier float64
 	// MultiplierValidator is a validator for the "multiplier" field. It is called by the builders before save.
 	MultiplierValidator func(float64) error
+	// DefaultIdleTimeoutSeconds holds the default value on creation for the "idle_timeout_seconds" field.
+	DefaultIdleTimeoutSeconds int
+	// IdleTimeoutSecondsValidator is a validator for the "idle_timeout_seconds" field. It is called by the builders before save.
+	IdleTimeoutSecondsValidator func(int) error
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() string
 	// IDValidator is a validator for the "id" field. It is called by the builders before save.
@@ -294,6 +301,11 @@ func ByStartFee(opts ...sql.OrderTermOption) OrderOption {
 // ByMultiplier orders the results by the multiplier field.
 func ByMultiplier(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldMultiplier, opts...).ToFunc()
+}
+
+// ByIdleTimeoutSeconds orders the results by the idle_timeout_seconds field.
+func ByIdleTimeoutSeconds(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldIdleTimeoutSeconds, opts...).ToFunc()
 }
 
 // ByNodesCount orders the results by nodes count.

@@ -139,6 +139,11 @@ func Multiplier(v float64) predicate.Queue {
 	return predicate.Queue(sql.FieldEQ(FieldMultiplier, v))
 }
 
+// IdleTimeoutSeconds applies equality check predicate on the "idle_timeout_seconds" field. It's identical to IdleTimeoutSecondsEQ.
+func IdleTimeoutSeconds(v int) predicate.Queue {
+	return predicate.Queue(sql.FieldEQ(FieldIdleTimeoutSeconds, v))
+}
+
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.
 func CreatedAtEQ(v time.Time) predicate.Queue {
 	return predicate.Queue(sql.FieldEQ(FieldCreatedAt, v))
@@ -844,6 +849,46 @@ func MultiplierLT(v float64) predicate.Queue {
 // MultiplierLTE applies the LTE predicate on the "multiplier" field.
 func MultiplierLTE(v float64) predicate.Queue {
 	return predicate.Queue(sql.FieldLTE(FieldMultiplier, v))
+}
+
+// IdleTimeoutSecondsEQ applies the EQ predicate on the "idle_timeout_seconds" field.
+func IdleTimeoutSecondsEQ(v int) predicate.Queue {
+	return predicate.Queue(sql.FieldEQ(FieldIdleTimeoutSeconds, v))
+}
+
+// IdleTimeoutSecondsNEQ applies the NEQ predicate on the "idle_timeout_seconds" field.
+func IdleTimeoutSecondsNEQ(v int) predicate.Queue {
+	return predicate.Queue(sql.FieldNEQ(FieldIdleTimeoutSeconds, v))
+}
+
+// IdleTimeoutSecondsIn applies the In predicate on the "idle_timeout_seconds" field.
+func IdleTimeoutSecondsIn(vs ...int) predicate.Queue {
+	return predicate.Queue(sql.FieldIn(FieldIdleTimeoutSeconds, vs...))
+}
+
+// IdleTimeoutSecondsNotIn applies the NotIn predicate on the "idle_timeout_seconds" field.
+func IdleTimeoutSecondsNotIn(vs ...int) predicate.Queue {
+	return predicate.Queue(sql.FieldNotIn(FieldIdleTimeoutSeconds, vs...))
+}
+
+// IdleTimeoutSecondsGT applies the GT predicate on the "idle_timeout_seconds" field.
+func IdleTimeoutSecondsGT(v int) predicate.Queue {
+	return predicate.Queue(sql.FieldGT(FieldIdleTimeoutSeconds, v))
+}
+
+// IdleTimeoutSecondsGTE applies the GTE predicate on the "idle_timeout_seconds" field.
+func IdleTimeoutSecondsGTE(v int) predicate.Queue {
+	return predicate.Queue(sql.FieldGTE(FieldIdleTimeoutSeconds, v))
+}
+
+// IdleTimeoutSecondsLT applies the LT predicate on the "idle_timeout_seconds" field.
+func IdleTimeoutSecondsLT(v int) predicate.Queue {
+	return predicate.Queue(sql.FieldLT(FieldIdleTimeoutSeconds, v))
+}
+
+// IdleTimeoutSecondsLTE applies the LTE predicate on the "idle_timeout_seconds" field.
+func IdleTimeoutSecondsLTE(v int) predicate.Queue {
+	return predicate.Queue(sql.FieldLTE(FieldIdleTimeoutSeconds, v))
 }
 
 // HasNodes applies the HasEdge predicate on the "nodes" edge.

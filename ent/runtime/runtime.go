@@ -515,7 +515,7 @@ func init() {
 	// job.DefaultMeteringClosed holds the default value on creation for the metering_closed field.
 	job.DefaultMeteringClosed = jobDescMeteringClosed.Default.(bool)
 	// jobDescIdempotencyKey is the schema descriptor for idempotency_key field.
-	jobDescIdempotencyKey := jobFields[21].Descriptor()
+	jobDescIdempotencyKey := jobFields[22].Descriptor()
 	// job.IdempotencyKeyValidator is a validator for the "idempotency_key" field. It is called by the builders before save.
 	job.IdempotencyKeyValidator = jobDescIdempotencyKey.Validators[0].(func(string) error)
 	// jobDescID is the schema descriptor for id field.
@@ -768,6 +768,10 @@ func init() {
 	nodeDescAgentVersion := nodeFields[7].Descriptor()
 	// node.DefaultAgentVersion holds the default value on creation for the agent_version field.
 	node.DefaultAgentVersion = nodeDescAgentVersion.Default.(string)
+	// nodeDescStreamReplica is the schema descriptor for stream_replica field.
+	nodeDescStreamReplica := nodeFields[8].Descriptor()
+	// node.DefaultStreamReplica holds the default value on creation for the stream_replica field.
+	node.DefaultStreamReplica = nodeDescStreamReplica.Default.(string)
 	// nodeDescID is the schema descriptor for id field.
 	nodeDescID := nodeMixinFields0[0].Descriptor()
 	// node.DefaultID holds the default value on creation for the id field.
@@ -1024,6 +1028,12 @@ func init() {
 	queue.DefaultMultiplier = queueDescMultiplier.Default.(float64)
 	// queue.MultiplierValidator is a validator for the "multiplier" field. It is called by the builders before save.
 	queue.MultiplierValidator = queueDescMultiplier.Validators[0].(func(float64) error)
+	// queueDescIdleTimeoutSeconds is the schema descriptor for idle_timeout_seconds field.
+	queueDescIdleTimeoutSeconds := queueFields[13].Descriptor()
+	// queue.DefaultIdleTimeoutSeconds holds the default value on creation for the idle_timeout_seconds field.
+	queue.DefaultIdleTimeoutSeconds = queueDescIdleTimeoutSeconds.Default.(int)
+	// queue.IdleTimeoutSecondsValidator is a validator for the "idle_timeout_seconds" field. It is called by the builders before save.
+	queue.IdleTimeoutSecondsValidator = queueDescIdleTimeoutSeconds.Validators[0].(func(int) error)
 	// queueDescID is the schema descriptor for id field.
 	queueDescID := queueMixinFields0[0].Descriptor()
 	// queue.DefaultID holds the default value on creation for the id field.

@@ -72,6 +72,9 @@ func (Job) Fields() []ent.Field {
 		field.Bool("metering_closed").Default(false).
 			Comment("the job has ended and its last partial minute is charged").
 			Annotations(entgql.Skip(entgql.SkipAll)),
+		field.Time("last_active_at").Optional().Nillable().
+			Comment("last relay traffic, attached terminal or exec; idle stop counts from it").
+			Annotations(entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput, entgql.SkipWhereInput)),
 		// NULL when the client sent none: unique indexes let NULLs repeat.
 		field.String("idempotency_key").Optional().Nillable().Immutable().MaxLen(200).
 			Comment("the client's key for this submission; resubmitting with it returns this job").

@@ -43,6 +43,11 @@ func (Node) Fields() []ent.Field {
 			Annotations(entgql.Skip(entgql.SkipAll)),
 		field.String("agent_version").Default("").
 			Annotations(entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)),
+		// Relay streams are served by the replica holding the node's
+		// stream connection; the others forward to it.
+		field.String("stream_replica").Default("").
+			Comment("internal URL of the server replica holding the node's stream tunnel; empty when none").
+			Annotations(entgql.Skip(entgql.SkipAll)),
 	}
 }
 

@@ -45,6 +45,11 @@ func (Queue) Fields() []ent.Field {
 		tokens("memory_price", "tokens per GiB-minute of memory"),
 		tokens("start_fee", "tokens charged once when a job starts"),
 		field.Float("multiplier").Default(1).Positive(),
+		// Interactive jobs nobody uses still cost tokens: after this long
+		// without relay traffic, an attached terminal or an exec they are
+		// warned, then stopped. Batch jobs never idle-stop.
+		field.Int("idle_timeout_seconds").Default(0).Range(0, 30*24*3600).
+			Comment("stop interactive jobs idle this long; 0 never"),
 	}
 }
 

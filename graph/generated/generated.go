@@ -304,6 +304,7 @@ type ComplexityRoot struct {
 		Gpus              func(childComplexity int) int
 		ID                func(childComplexity int) int
 		Interactive       func(childComplexity int) int
+		LastActiveAt      func(childComplexity int) int
 		MeteredMinutes    func(childComplexity int) int
 		Name              func(childComplexity int) int
 		Owner             func(childComplexity int) int
@@ -506,6 +507,7 @@ type ComplexityRoot struct {
 		GpuPrices          func(childComplexity int) int
 		Groups             func(childComplexity int) int
 		ID                 func(childComplexity int) int
+		IdleTimeoutSeconds func(childComplexity int) int
 		Jobs               func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.JobOrder, where *ent.JobWhereInput) int
 		MaxCPUPerJob       func(childComplexity int) int
 		MaxGpusPerJob      func(childComplexity int) int
@@ -1706,6 +1708,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Job.Interactive(childComplexity), true
+	case "Job.lastActiveAt":
+		if e.ComplexityRoot.Job.LastActiveAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.LastActiveAt(childComplexity), true
 	case "Job.meteredMinutes":
 		if e.ComplexityRoot.Job.MeteredMinutes == nil {
 			break
@@ -2871,6 +2879,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Queue.ID(childComplexity), true
+	case "Queue.idleTimeoutSeconds":
+		if e.ComplexityRoot.Queue.IdleTimeoutSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Queue.IdleTimeoutSeconds(childComplexity), true
 	case "Queue.jobs":
 		if e.ComplexityRoot.Queue.Jobs == nil {
 			break
@@ -4806,6 +4820,10 @@ input CreateQueueInput {
   """
   startFee: Tokens
   multiplier: Float
+  """
+  stop interactive jobs idle this long; 0 never
+  """
+  idleTimeoutSeconds: Int
   nodeIDs: [ID!]
   storageIDs: [ID!]
   groupIDs: [ID!]
@@ -5167,6 +5185,10 @@ type Job implements Node {
   minutes of run time charged so far
   """
   meteredMinutes: Int!
+  """
+  last relay traffic, attached terminal or exec; idle stop counts from it
+  """
+  lastActiveAt: Time
   queue: Queue!
   project: Project
   owner: User!
@@ -6477,6 +6499,10 @@ type Queue implements Node {
   """
   startFee: Tokens!
   multiplier: Float!
+  """
+  stop interactive jobs idle this long; 0 never
+  """
+  idleTimeoutSeconds: Int!
   nodes: [ComputeNode!]
   storages: [Storage!]
   groups: [Group!]
@@ -6708,6 +6734,17 @@ input QueueWhereInput {
   multiplierGTE: Float
   multiplierLT: Float
   multiplierLTE: Float
+  """
+  idle_timeout_seconds field predicates
+  """
+  idleTimeoutSeconds: Int
+  idleTimeoutSecondsNEQ: Int
+  idleTimeoutSecondsIn: [Int!]
+  idleTimeoutSecondsNotIn: [Int!]
+  idleTimeoutSecondsGT: Int
+  idleTimeoutSecondsGTE: Int
+  idleTimeoutSecondsLT: Int
+  idleTimeoutSecondsLTE: Int
   """
   nodes edge predicates
   """
@@ -7560,6 +7597,10 @@ input UpdateQueueInput {
   """
   startFee: Tokens
   multiplier: Float
+  """
+  stop interactive jobs idle this long; 0 never
+  """
+  idleTimeoutSeconds: Int
   addNodeIDs: [ID!]
   removeNodeIDs: [ID!]
   clearNodes: Boolean
@@ -7937,6 +7978,8 @@ input ServiceSpecInput {
   "The GPU type, or a preference list: the first type with free GPUs wins."
   gpuTypes: [String!]
   ports: [PortInput!]
+  "Start the service on a terminal that users attach to (levers9 attach); interactive jobs only."
+  tty: Boolean
 }
 
 input EnvVarInput {
@@ -8752,6 +8795,8 @@ func (ec *executionContext) childFields_Job(ctx context.Context, field graphql.C
 		return ec.fieldContext_Job_pricePerMinute(ctx, field)
 	case "meteredMinutes":
 		return ec.fieldContext_Job_meteredMinutes(ctx, field)
+	case "lastActiveAt":
+		return ec.fieldContext_Job_lastActiveAt(ctx, field)
 	case "queue":
 		return ec.fieldContext_Job_queue(ctx, field)
 	case "project":
@@ -9020,6 +9065,8 @@ func (ec *executionContext) childFields_Queue(ctx context.Context, field graphql
 		return ec.fieldContext_Queue_startFee(ctx, field)
 	case "multiplier":
 		return ec.fieldContext_Queue_multiplier(ctx, field)
+	case "idleTimeoutSeconds":
+		return ec.fieldContext_Queue_idleTimeoutSeconds(ctx, field)
 	case "nodes":
 		return ec.fieldContext_Queue_nodes(ctx, field)
 	case "storages":
@@ -15437,6 +15484,29 @@ func (ec *executionContext) fieldContext_Job_meteredMinutes(_ context.Context, f
 	return graphql.NewScalarFieldContext("Job", field, false, false, "Int")
 }
 
+func (ec *executionContext) _Job_lastActiveAt(ctx context.Context, field graphql.CollectedField, obj *ent.Job) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Job_lastActiveAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastActiveAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Job_lastActiveAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Job", field, false, false, "Time")
+}
+
 func (ec *executionContext) _Job_queue(ctx context.Context, field graphql.CollectedField, obj *ent.Job) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -20093,6 +20163,29 @@ func (ec *executionContext) _Queue_multiplier(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_Queue_multiplier(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Queue", field, false, false, "Float")
+}
+
+func (ec *executionContext) _Queue_idleTimeoutSeconds(ctx context.Context, field graphql.CollectedField, obj *ent.Queue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Queue_idleTimeoutSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IdleTimeoutSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Queue_idleTimeoutSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Queue", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Queue_nodes(ctx context.Context, field graphql.CollectedField, obj *ent.Queue) (ret graphql.Marshaler) {
@@ -27664,7 +27757,7 @@ func (ec *executionContext) unmarshalInputCreateQueueInput(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "description", "mode", "maxGpusPerJob", "maxCPUPerJob", "maxMemoryMibPerJob", "defaultCPU", "defaultMemoryMib", "gpuPrices", "cpuPrice", "memoryPrice", "startFee", "multiplier", "nodeIDs", "storageIDs", "groupIDs"}
+	fieldsInOrder := [...]string{"name", "description", "mode", "maxGpusPerJob", "maxCPUPerJob", "maxMemoryMibPerJob", "defaultCPU", "defaultMemoryMib", "gpuPrices", "cpuPrice", "memoryPrice", "startFee", "multiplier", "idleTimeoutSeconds", "nodeIDs", "storageIDs", "groupIDs"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -27762,6 +27855,13 @@ func (ec *executionContext) unmarshalInputCreateQueueInput(ctx context.Context, 
 				return it, err
 			}
 			it.Multiplier = data
+		case "idleTimeoutSeconds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idleTimeoutSeconds"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdleTimeoutSeconds = data
 		case "nodeIDs":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nodeIDs"))
 			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
@@ -32137,7 +32237,7 @@ func (ec *executionContext) unmarshalInputQueueWhereInput(ctx context.Context, o
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "description", "descriptionNEQ", "descriptionIn", "descriptionNotIn", "descriptionGT", "descriptionGTE", "descriptionLT", "descriptionLTE", "descriptionContains", "descriptionHasPrefix", "descriptionHasSuffix", "descriptionEqualFold", "descriptionContainsFold", "mode", "modeNEQ", "modeIn", "modeNotIn", "maxGpusPerJob", "maxGpusPerJobNEQ", "maxGpusPerJobIn", "maxGpusPerJobNotIn", "maxGpusPerJobGT", "maxGpusPerJobGTE", "maxGpusPerJobLT", "maxGpusPerJobLTE", "maxCPUPerJob", "maxCPUPerJobNEQ", "maxCPUPerJobIn", "maxCPUPerJobNotIn", "maxCPUPerJobGT", "maxCPUPerJobGTE", "maxCPUPerJobLT", "maxCPUPerJobLTE", "maxMemoryMibPerJob", "maxMemoryMibPerJobNEQ", "maxMemoryMibPerJobIn", "maxMemoryMibPerJobNotIn", "maxMemoryMibPerJobGT", "maxMemoryMibPerJobGTE", "maxMemoryMibPerJobLT", "maxMemoryMibPerJobLTE", "defaultCPU", "defaultCPUNEQ", "defaultCPUIn", "defaultCPUNotIn", "defaultCPUGT", "defaultCPUGTE", "defaultCPULT", "defaultCPULTE", "defaultMemoryMib", "defaultMemoryMibNEQ", "defaultMemoryMibIn", "defaultMemoryMibNotIn", "defaultMemoryMibGT", "defaultMemoryMibGTE", "defaultMemoryMibLT", "defaultMemoryMibLTE", "multiplier", "multiplierNEQ", "multiplierIn", "multiplierNotIn", "multiplierGT", "multiplierGTE", "multiplierLT", "multiplierLTE", "hasNodes", "hasNodesWith", "hasStorages", "hasStoragesWith", "hasGroups", "hasGroupsWith", "hasJobs", "hasJobsWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "description", "descriptionNEQ", "descriptionIn", "descriptionNotIn", "descriptionGT", "descriptionGTE", "descriptionLT", "descriptionLTE", "descriptionContains", "descriptionHasPrefix", "descriptionHasSuffix", "descriptionEqualFold", "descriptionContainsFold", "mode", "modeNEQ", "modeIn", "modeNotIn", "maxGpusPerJob", "maxGpusPerJobNEQ", "maxGpusPerJobIn", "maxGpusPerJobNotIn", "maxGpusPerJobGT", "maxGpusPerJobGTE", "maxGpusPerJobLT", "maxGpusPerJobLTE", "maxCPUPerJob", "maxCPUPerJobNEQ", "maxCPUPerJobIn", "maxCPUPerJobNotIn", "maxCPUPerJobGT", "maxCPUPerJobGTE", "maxCPUPerJobLT", "maxCPUPerJobLTE", "maxMemoryMibPerJob", "maxMemoryMibPerJobNEQ", "maxMemoryMibPerJobIn", "maxMemoryMibPerJobNotIn", "maxMemoryMibPerJobGT", "maxMemoryMibPerJobGTE", "maxMemoryMibPerJobLT", "maxMemoryMibPerJobLTE", "defaultCPU", "defaultCPUNEQ", "defaultCPUIn", "defaultCPUNotIn", "defaultCPUGT", "defaultCPUGTE", "defaultCPULT", "defaultCPULTE", "defaultMemoryMib", "defaultMemoryMibNEQ", "defaultMemoryMibIn", "defaultMemoryMibNotIn", "defaultMemoryMibGT", "defaultMemoryMibGTE", "defaultMemoryMibLT", "defaultMemoryMibLTE", "multiplier", "multiplierNEQ", "multiplierIn", "multiplierNotIn", "multiplierGT", "multiplierGTE", "multiplierLT", "multiplierLTE", "idleTimeoutSeconds", "idleTimeoutSecondsNEQ", "idleTimeoutSecondsIn", "idleTimeoutSecondsNotIn", "idleTimeoutSecondsGT", "idleTimeoutSecondsGTE", "idleTimeoutSecondsLT", "idleTimeoutSecondsLTE", "hasNodes", "hasNodesWith", "hasStorages", "hasStoragesWith", "hasGroups", "hasGroupsWith", "hasJobs", "hasJobsWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -32837,6 +32937,62 @@ func (ec *executionContext) unmarshalInputQueueWhereInput(ctx context.Context, o
 				return it, err
 			}
 			it.MultiplierLTE = data
+		case "idleTimeoutSeconds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idleTimeoutSeconds"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdleTimeoutSeconds = data
+		case "idleTimeoutSecondsNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idleTimeoutSecondsNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdleTimeoutSecondsNEQ = data
+		case "idleTimeoutSecondsIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idleTimeoutSecondsIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdleTimeoutSecondsIn = data
+		case "idleTimeoutSecondsNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idleTimeoutSecondsNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdleTimeoutSecondsNotIn = data
+		case "idleTimeoutSecondsGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idleTimeoutSecondsGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdleTimeoutSecondsGT = data
+		case "idleTimeoutSecondsGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idleTimeoutSecondsGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdleTimeoutSecondsGTE = data
+		case "idleTimeoutSecondsLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idleTimeoutSecondsLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdleTimeoutSecondsLT = data
+		case "idleTimeoutSecondsLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idleTimeoutSecondsLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdleTimeoutSecondsLTE = data
 		case "hasNodes":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasNodes"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -32974,7 +33130,7 @@ func (ec *executionContext) unmarshalInputServiceSpecInput(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "image", "command", "args", "env", "cpu", "memoryMiB", "gpus", "gpuTypes", "ports"}
+	fieldsInOrder := [...]string{"name", "image", "command", "args", "env", "cpu", "memoryMiB", "gpus", "gpuTypes", "ports", "tty"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -33051,6 +33207,13 @@ func (ec *executionContext) unmarshalInputServiceSpecInput(ctx context.Context, 
 				return it, err
 			}
 			it.Ports = data
+		case "tty":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tty"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TTY = data
 		}
 	}
 	return it, nil
@@ -36034,7 +36197,7 @@ func (ec *executionContext) unmarshalInputUpdateQueueInput(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "description", "mode", "maxGpusPerJob", "maxCPUPerJob", "maxMemoryMibPerJob", "defaultCPU", "defaultMemoryMib", "gpuPrices", "appendGpuPrices", "clearGpuPrices", "cpuPrice", "memoryPrice", "startFee", "multiplier", "addNodeIDs", "removeNodeIDs", "clearNodes", "addStorageIDs", "removeStorageIDs", "clearStorages", "addGroupIDs", "removeGroupIDs", "clearGroups"}
+	fieldsInOrder := [...]string{"name", "description", "mode", "maxGpusPerJob", "maxCPUPerJob", "maxMemoryMibPerJob", "defaultCPU", "defaultMemoryMib", "gpuPrices", "appendGpuPrices", "clearGpuPrices", "cpuPrice", "memoryPrice", "startFee", "multiplier", "idleTimeoutSeconds", "addNodeIDs", "removeNodeIDs", "clearNodes", "addStorageIDs", "removeStorageIDs", "clearStorages", "addGroupIDs", "removeGroupIDs", "clearGroups"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -36146,6 +36309,13 @@ func (ec *executionContext) unmarshalInputUpdateQueueInput(ctx context.Context, 
 				return it, err
 			}
 			it.Multiplier = data
+		case "idleTimeoutSeconds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idleTimeoutSeconds"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdleTimeoutSeconds = data
 		case "addNodeIDs":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("addNodeIDs"))
 			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
@@ -38825,6 +38995,11 @@ func (ec *executionContext) _Job(ctx context.Context, sel ast.SelectionSet, obj 
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "lastActiveAt":
+			out.Values[i] = ec._Job_lastActiveAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "queue":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -40184,6 +40359,11 @@ func (ec *executionContext) _Queue(ctx context.Context, sel ast.SelectionSet, ob
 			}
 		case "multiplier":
 			out.Values[i] = ec._Queue_multiplier(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "idleTimeoutSeconds":
+			out.Values[i] = ec._Queue_idleTimeoutSeconds(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}

@@ -30,6 +30,9 @@ type Service struct {
 	// enough free GPUs wins.
 	GPUTypes []string `json:"gpuTypes,omitempty"`
 	Ports    []Port   `json:"ports,omitempty"`
+	// TTY starts the service with a terminal that users attach to
+	// (levers9 attach); interactive jobs only.
+	TTY bool `json:"tty,omitempty"`
 }
 
 // EnvVar is one environment variable of a service.

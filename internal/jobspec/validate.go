@@ -80,6 +80,9 @@ func Validate(j Job) error {
 		}
 		names[s.Name] = true
 		check(f+".command", wire.CheckCommand(s.Image, s.Command))
+		if s.TTY && !j.Interactive {
+			bad(f+".tty", "a terminal needs an interactive job (set interactive)")
+		}
 		check(f+".image", wire.CheckImage(s.Image))
 		if len(s.Command)+len(s.Args) > MaxArgs {
 			bad(f+".args", "at most %d command words and arguments", MaxArgs)

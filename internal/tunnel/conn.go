@@ -29,21 +29,8 @@ const resyncEvery = 30 * time.Second
 
 // connect authenticates a node and runs its tunnel until it closes.
 func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
-	cred, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || cred == "" {
-		refuse(w, http.StatusUnauthorized, "UNAUTHENTICATED", "send the node credential as Authorization: Bearer …")
-		return
-	}
-	sys := viewer.SystemContext(r.Context())
-	n, err := s.DB.Ent.Node.Query().Where(node.CredentialHash(auth.HashSecret(cred))).Only(sys)
-	if ent.IsNotFound(err) {
-		s.Log.Info("agent refused: unknown node credential", "remote", r.RemoteAddr)
-		refuse(w, http.StatusUnauthorized, "UNAUTHENTICATED", "unknown or revoked node credential; join again with a new invite")
-		return
-	}
-	if err != nil {
-		s.Log.Error("agent authentication failed", "err", err)
-		refuse(w, http.StatusInternalServerError, "INTERNAL", "try again")
+	n, ok := s.authenticateNode(w, r)
+	if !ok {
 		return
 	}
 	c, err := websocket.Accept(w, r, nil)
@@ -61,6 +48,29 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
 	}
 	err = sess.run(r.Context())
 	sess.log.Info("agent disconnected", "reason", err)
+}
+
+// authenticateNode finds the node whose credential r carries, or refuses
+// the request.
+func (s *Server) authenticateNode(w http.ResponseWriter, r *http.Request) (*ent.Node, bool) {
+	cred, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || cred == "" {
+		refuse(w, http.StatusUnauthorized, "UNAUTHENTICATED", "send the node credential as Authorization: Bearer …")
+		return nil, false
+	}
+	sys := viewer.SystemContext(r.Context())
+	n, err := s.DB.Ent.Node.Query().Where(node.CredentialHash(auth.HashSecret(cred))).Only(sys)
+	if ent.IsNotFound(err) {
+		s.Log.Info("agent refused: unknown node credential", "remote", r.RemoteAddr)
+		refuse(w, http.StatusUnauthorized, "UNAUTHENTICATED", "unknown or revoked node credential; join again with a new invite")
+		return nil, false
+	}
+	if err != nil {
+		s.Log.Error("agent authentication failed", "err", err)
+		refuse(w, http.StatusInternalServerError, "INTERNAL", "try again")
+		return nil, false
+	}
+	return n, true
 }
 
 // session is one connected agent.

@@ -7,6 +7,8 @@ import (
 	"io"
 	"sync"
 
+	"github.com/hashicorp/yamux"
+
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/wire"
 	"github.com/levers9/levers9/storage"
@@ -32,6 +34,8 @@ type registry struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	nextID   uint64
+	// streams are the stream tunnels of this process, by node.
+	streams map[string]*yamux.Session
 }
 
 func (s *Server) register(sess *session) {

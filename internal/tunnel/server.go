@@ -44,6 +44,10 @@ type Server struct {
 	// Mounts plans how jobs' buckets reach their node; nil: jobs with
 	// mounts fail to start.
 	Mounts *mounts.Planner
+	// Replica is this process's internal URL, recorded on the nodes whose
+	// stream tunnel it holds so other replicas forward relay streams to
+	// it; empty with one replica.
+	Replica string
 
 	reg registry // connected sessions of this process (node storage files)
 }
@@ -52,6 +56,7 @@ type Server struct {
 func (s *Server) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /agent/join", s.join)
 	mux.HandleFunc("GET /agent", s.connect)
+	mux.HandleFunc("GET /agent/streams", s.connectStreams)
 }
 
 func (s *Server) now() time.Time {

@@ -10,8 +10,10 @@ import (
 // startMessage is the Start for j, its services in the order submitted.
 func startMessage(j *ent.Job) wire.Start {
 	order := map[string]int{}
+	tty := map[string]bool{}
 	for i, sp := range j.Spec.Services {
 		order[sp.Name] = i
+		tty[sp.Name] = sp.TTY
 	}
 	svcs := append([]*ent.Service(nil), j.Edges.Services...)
 	sort.SliceStable(svcs, func(a, b int) bool { return order[svcs[a].Name] < order[svcs[b].Name] })
@@ -19,7 +21,7 @@ func startMessage(j *ent.Job) wire.Start {
 	for _, svc := range svcs {
 		ss := wire.ServiceStart{
 			Name: svc.Name, Image: svc.Image, Command: svc.Command, Args: svc.Args,
-			CPU: svc.CPU, MemoryMiB: svc.MemoryMib, GPUs: svc.GpuDevices,
+			CPU: svc.CPU, MemoryMiB: svc.MemoryMib, GPUs: svc.GpuDevices, TTY: tty[svc.Name],
 		}
 		for _, e := range svc.Env {
 			ss.Env = append(ss.Env, wire.EnvVar{Name: e.Name, Value: e.Value})

@@ -105,6 +105,9 @@ type ServiceStart struct {
 	CPU       float64  `json:"cpu"`
 	MemoryMiB int64    `json:"memoryMiB"`
 	GPUs      []string `json:"gpus,omitempty"` // device IDs assigned by the scheduler
+	// TTY runs the service's process on a pseudo-terminal that users
+	// attach to through the relay; its output is also the service's log.
+	TTY bool `json:"tty,omitempty"`
 }
 
 // EnvVar is one environment variable.
