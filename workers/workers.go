@@ -15,7 +15,7 @@ import (
 )
 
 // Deps are what the workers need. Meter and Jobs may be nil where no
-// metering runs (tests of other parts).
+// metering runs (tests of other parts); without Jobs no idle jobs stop.
 type Deps struct {
 	Ent   *ent.Client
 	Log   *slog.Logger
@@ -39,6 +39,9 @@ func Register(d Deps) *river.Workers {
 		river.AddWorker(w, &MeterRunsWorker{Meter: d.Meter, Jobs: d.Jobs, Log: d.Log})
 		river.AddWorker(w, &MeterStorageWorker{Meter: d.Meter, Files: d.Files, Log: d.Log})
 	}
+	if d.Jobs != nil {
+		river.AddWorker(w, &StopIdleWorker{Jobs: d.Jobs, Log: d.Log})
+	}
 	if d.Liveness != nil {
 		river.AddWorker(w, &NodeLivenessWorker{Liveness: d.Liveness, Log: d.Log})
 	}
@@ -57,6 +60,9 @@ func Periodic(d Deps) []*river.PeriodicJob {
 	periodic := []*river.PeriodicJob{every(30*time.Second, SchedulePendingArgs{})}
 	if d.Meter != nil {
 		periodic = append(periodic, every(time.Minute, MeterRunsArgs{}), every(time.Hour, MeterStorageArgs{}))
+	}
+	if d.Jobs != nil {
+		periodic = append(periodic, every(time.Minute, StopIdleArgs{}))
 	}
 	if d.Liveness != nil {
 		periodic = append(periodic, every(livenessEvery(d.Liveness.TTL), NodeLivenessArgs{}))
