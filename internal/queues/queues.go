@@ -28,7 +28,7 @@ func (s *Service) Create(ctx context.Context, in ent.CreateQueueInput) (*ent.Que
 	err := errors.Join(validate(r), checkDefaults(limits{
 		defaultCPU: or(in.DefaultCPU, queue.DefaultDefaultCPU), defaultMemory: or(in.DefaultMemoryMib, queue.DefaultDefaultMemoryMib),
 		maxCPU: or(in.MaxCPUPerJob, queue.DefaultMaxCPUPerJob), maxMemory: or(in.MaxMemoryMibPerJob, queue.DefaultMaxMemoryMibPerJob),
-	}))
+	}), checkIdleTimeout(in.IdleTimeoutSeconds))
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func (s *Service) Update(ctx context.Context, id string, in ent.UpdateQueueInput
 	err = errors.Join(validate(r), checkDefaults(limits{
 		defaultCPU: or(in.DefaultCPU, q.DefaultCPU), defaultMemory: or(in.DefaultMemoryMib, q.DefaultMemoryMib),
 		maxCPU: or(in.MaxCPUPerJob, q.MaxCPUPerJob), maxMemory: or(in.MaxMemoryMibPerJob, q.MaxMemoryMibPerJob),
-	}))
+	}), checkIdleTimeout(in.IdleTimeoutSeconds))
 	if err != nil {
 		return nil, err
 	}
