@@ -2,6 +2,7 @@ package queues
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -22,6 +23,7 @@ var fields = map[string]string{
 	"cpu_price": "cpuPrice", "memory_price": "memoryPrice", "start_fee": "startFee",
 	"default_cpu": "defaultCpu", "defaultCPU": "defaultCpu",
 	"default_memory_mib": "defaultMemoryMiB", "defaultMemoryMib": "defaultMemoryMiB",
+	"idle_timeout_seconds": "idleTimeout", "idleTimeoutSeconds": "idleTimeout",
 }
 
 // settings are a queue's fields as the form parsed them: the same for a
@@ -34,8 +36,11 @@ type settings struct {
 	MaxMemoryMiB      int64
 	// What a service that names none gets; nil (left empty) keeps the
 	// stored value, or the schema's default for a new queue.
-	DefaultCPU                      *float64
-	DefaultMemoryMiB                *int64
+	DefaultCPU       *float64
+	DefaultMemoryMiB *int64
+	// IdleTimeoutSeconds: interactive jobs idle this long stop (0 never);
+	// nil (left empty) keeps the stored value, or never for a new queue.
+	IdleTimeoutSeconds              *int
 	GPUPrices                       []billing.GPURate
 	CPUPrice, MemoryPrice, StartFee billing.Tokens
 	Multiplier                      float64
@@ -76,6 +81,13 @@ func parse(f *adminkit.Form) settings {
 			s.DefaultMemoryMiB = &mib
 		}
 	}
+	if v := f.Get("idleTimeout"); v != "" {
+		if secs, ok := idleSeconds(v); !ok {
+			f.Add("idleTimeout", "must be a number of minutes, like 30, or 0 for never")
+		} else {
+			s.IdleTimeoutSeconds = &secs
+		}
+	}
 	tokens := func(name string) billing.Tokens {
 		t, err := billing.ParseTokens(f.Get(name))
 		if err != nil {
@@ -89,6 +101,16 @@ func parse(f *adminkit.Form) settings {
 	}
 	s.GPUPrices = parseGPUPrices(f)
 	return s
+}
+
+// idleSeconds reads the form's idle timeout, in minutes, as seconds. The
+// domain checks the range; a number too large for it stays too large.
+func idleSeconds(minutes string) (int, bool) {
+	m, err := strconv.ParseFloat(minutes, 64)
+	if err != nil || math.IsNaN(m) || m < 0 {
+		return 0, false
+	}
+	return int(min(math.Round(m*60), math.MaxInt32)), true
 }
 
 // parseGPUPrices reads one "TYPE PRICE" per line.
@@ -121,7 +143,7 @@ func (s settings) create() ent.CreateQueueInput {
 	return ent.CreateQueueInput{
 		Name: s.Name, Description: &s.Description, Mode: &s.Mode,
 		MaxGpusPerJob: &s.MaxGpus, MaxCPUPerJob: &s.MaxCPU, MaxMemoryMibPerJob: &s.MaxMemoryMiB,
-		DefaultCPU: s.DefaultCPU, DefaultMemoryMib: s.DefaultMemoryMiB,
+		DefaultCPU: s.DefaultCPU, DefaultMemoryMib: s.DefaultMemoryMiB, IdleTimeoutSeconds: s.IdleTimeoutSeconds,
 		GpuPrices: s.GPUPrices, CPUPrice: &s.CPUPrice, MemoryPrice: &s.MemoryPrice, StartFee: &s.StartFee,
 		Multiplier: &s.Multiplier, NodeIDs: s.NodeIDs, StorageIDs: s.StorageIDs, GroupIDs: s.GroupIDs,
 	}
@@ -133,7 +155,7 @@ func (s settings) update(q *ent.Queue) ent.UpdateQueueInput {
 	in := ent.UpdateQueueInput{
 		Name: &s.Name, Description: &s.Description, Mode: &s.Mode,
 		MaxGpusPerJob: &s.MaxGpus, MaxCPUPerJob: &s.MaxCPU, MaxMemoryMibPerJob: &s.MaxMemoryMiB,
-		DefaultCPU: s.DefaultCPU, DefaultMemoryMib: s.DefaultMemoryMiB,
+		DefaultCPU: s.DefaultCPU, DefaultMemoryMib: s.DefaultMemoryMiB, IdleTimeoutSeconds: s.IdleTimeoutSeconds,
 		CPUPrice: &s.CPUPrice, MemoryPrice: &s.MemoryPrice, StartFee: &s.StartFee, Multiplier: &s.Multiplier,
 	}
 	if len(s.GPUPrices) == 0 {
@@ -185,6 +207,7 @@ func defaults() url.Values {
 		"maxMemoryMiB":     {strconv.FormatInt(queue.DefaultMaxMemoryMibPerJob, 10)},
 		"defaultCpu":       {strconv.FormatFloat(queue.DefaultDefaultCPU, 'g', -1, 64)},
 		"defaultMemoryMiB": {strconv.FormatInt(queue.DefaultDefaultMemoryMib, 10)},
+		"idleTimeout":      {minutes(queue.DefaultIdleTimeoutSeconds)},
 		"cpuPrice":         {"0"}, "memoryPrice": {"0"}, "startFee": {"0"},
 		"multiplier": {strconv.FormatFloat(queue.DefaultMultiplier, 'g', -1, 64)},
 	}
@@ -203,9 +226,15 @@ func values(q *ent.Queue) url.Values {
 		"maxMemoryMiB":     {strconv.FormatInt(q.MaxMemoryMibPerJob, 10)},
 		"defaultCpu":       {strconv.FormatFloat(q.DefaultCPU, 'g', -1, 64)},
 		"defaultMemoryMiB": {strconv.FormatInt(q.DefaultMemoryMib, 10)},
+		"idleTimeout":      {minutes(q.IdleTimeoutSeconds)},
 		"gpuPrices":        {strings.Join(gpu, "\n")},
 		"cpuPrice":         {q.CPUPrice.String()}, "memoryPrice": {q.MemoryPrice.String()}, "startFee": {q.StartFee.String()},
 		"multiplier": {strconv.FormatFloat(q.Multiplier, 'g', -1, 64)},
 		"nodes":      nodes, "storages": storages, "groups": groups,
 	}
+}
+
+// minutes writes an idle timeout in seconds as the form's minutes.
+func minutes(seconds int) string {
+	return strconv.FormatFloat(float64(seconds)/60, 'g', -1, 64)
 }

@@ -3,6 +3,7 @@ package queues
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/queue"
@@ -26,18 +27,36 @@ func action(q *ent.Queue) string {
 // row is one queue of the list, formatted.
 type row struct {
 	ID, Name, Mode, Limits, Prices string
+	IdleStop                       string
 	Nodes, Storages, Groups        string
 }
 
 // describe formats q, whose nodes, storages and groups are loaded.
 func describe(q *ent.Queue) row {
-	return row{ID: q.ID, Name: q.Name, Mode: string(q.Mode), Limits: limits(q), Prices: queues.Prices(q),
+	return row{ID: q.ID, Name: q.Name, Mode: string(q.Mode), Limits: limits(q), IdleStop: idleStop(q.IdleTimeoutSeconds), Prices: queues.Prices(q),
 		Nodes: nodeNames(q), Storages: storageNames(q), Groups: groupNames(q)}
 }
 
 func limits(q *ent.Queue) string {
 	return fmt.Sprintf("%d GPUs, %g CPUs, %d MiB; a service naming none gets %g CPU, %d MiB",
 		q.MaxGpusPerJob, q.MaxCPUPerJob, q.MaxMemoryMibPerJob, q.DefaultCPU, q.DefaultMemoryMib)
+}
+
+// idleStop says when a queue's idle interactive jobs stop: "after 30m",
+// "after 2d", "never".
+func idleStop(seconds int) string {
+	d := time.Duration(seconds) * time.Second
+	switch {
+	case d <= 0:
+		return "never"
+	case d%(24*time.Hour) == 0:
+		return fmt.Sprintf("after %dd", d/(24*time.Hour))
+	case d%time.Hour == 0:
+		return fmt.Sprintf("after %dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("after %dm", d/time.Minute)
+	}
+	return "after " + d.String()
 }
 
 func nodeNames(q *ent.Queue) string {

@@ -1,7 +1,8 @@
 // Package queues is the admin page of queues: the list with limits and
 // prices, and the form creating or changing one (limits, prices per CPU,
-// memory and GPU type, start fee, multiplier, and the nodes, storages and
-// groups it uses), through the same domain functions as GraphQL.
+// memory and GPU type, start fee, multiplier, the idle stop of interactive
+// jobs, and the nodes, storages and groups it uses), through the same
+// domain functions as GraphQL.
 package queues
 
 import (

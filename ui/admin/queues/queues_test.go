@@ -71,6 +71,44 @@ func TestCreateAndEdit(t *testing.T) {
 	})
 }
 
+// The idle timeout is set in minutes, stored in seconds, shown on the list;
+// left empty it keeps what is stored.
+func TestIdleTimeout(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		e := admintest.New(t, dbURL, queues.Register)
+		a := e.NewTenant("acme")
+		sys := viewer.SystemContext(context.Background())
+		admin := e.SignIn(a.Admin.Email)
+
+		admin.Get("/admin/queues/new").Want(t, http.StatusOK).Contains(t, `name="idleTimeout"`)
+		admin.Get("/admin/queues").Want(t, http.StatusOK).Contains(t, "Idle stop", "never")
+		admin.Post("/admin/queues", form("notebooks", url.Values{"idleTimeout": {"30"}})).
+			Want(t, http.StatusOK).Contains(t, "Queue notebooks created.", "after 30m")
+		q := e.Ent.Queue.Query().Where(queue.TenantID(a.Ent.ID), queue.Name("notebooks")).OnlyX(sys)
+		if q.IdleTimeoutSeconds != 1800 {
+			t.Fatalf("stored idle timeout %ds; want 1800", q.IdleTimeoutSeconds)
+		}
+		admin.Get("/admin/queues/"+q.ID).Want(t, http.StatusOK).Contains(t, `value="30"`)
+		for _, tc := range []struct {
+			minutes string
+			want    int
+			shown   string
+		}{
+			{"", 1800, "after 30m"}, // left empty: kept
+			{"1.5", 90, "after 1m30s"},
+			{"1440", 24 * 3600, "after 1d"},
+			{"0", 0, "never"},
+		} {
+			admin.Post("/admin/queues/"+q.ID, form("notebooks", url.Values{"idleTimeout": {tc.minutes}})).
+				Want(t, http.StatusOK).Contains(t, "Queue notebooks saved.", tc.shown)
+			if got := e.Ent.Queue.GetX(sys, q.ID).IdleTimeoutSeconds; got != tc.want {
+				t.Fatalf("idle timeout %q minutes stored as %ds; want %d", tc.minutes, got, tc.want)
+			}
+		}
+	})
+}
+
 // TestBadInput: every refused form shows its message next to the field
 // and stores nothing.
 func TestBadInput(t *testing.T) {
@@ -97,6 +135,10 @@ func TestBadInput(t *testing.T) {
 			{"zero default CPU", "defaultCpu", "more than 0", form("q1", url.Values{"defaultCpu": {"0"}})},
 			{"default CPU over the limit", "defaultCpu", "more than the 16 CPUs", form("q1", url.Values{"defaultCpu": {"17"}})},
 			{"default memory over the limit", "defaultMemoryMiB", "more than the 65536 MiB", form("q1", url.Values{"defaultMemoryMiB": {"65537"}})},
+			{"idle timeout not a number", "idleTimeout", "number of minutes", form("q1", url.Values{"idleTimeout": {"soon"}})},
+			{"negative idle timeout", "idleTimeout", "number of minutes", form("q1", url.Values{"idleTimeout": {"-5"}})},
+			{"idle timeout over 30 days", "idleTimeout", "from 0 (never) to 30 days", form("q1", url.Values{"idleTimeout": {"43201"}})},
+			{"idle timeout far over 30 days", "idleTimeout", "from 0 (never) to 30 days", form("q1", url.Values{"idleTimeout": {"1e300"}})},
 		}
 		for _, tc := range tests {
 			res := admin.Post("/admin/queues", tc.form).Want(t, http.StatusBadRequest)
