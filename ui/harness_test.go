@@ -108,7 +108,7 @@ func newEnv(t testing.TB, url string, opts ...envOptions) *env {
 	if public == "" {
 		public = e.srv.URL
 	}
-	err = ui.Routes(ctx, mux, ui.Config{DB: db, Auth: authn, Tenancy: e.tenancy, Jobs: e.jobs,
+	_, err = ui.Routes(ctx, mux, ui.Config{DB: db, Auth: authn, Tenancy: e.tenancy, Jobs: e.jobs,
 		Files: &buckets.Files{Ent: db.Ent}, Nodes: &nodes.Service{Ent: db.Ent, Now: time.Now, PublicURL: public}, Bus: bus, Log: log, PublicURL: public, MaxUpload: 1 << 20, Version: "test",
 		IdleTimeout: o.idle, Lifetime: o.lifetime})
 	if err != nil {

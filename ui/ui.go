@@ -52,9 +52,18 @@ type Config struct {
 	IdleTimeout, Lifetime time.Duration
 }
 
+// Dashboard is the registered dashboard.
+type Dashboard struct{ rt *app.Router }
+
+// WithViewer puts the viewer of the request's dashboard session (if any)
+// in its context, for other front doors that accept the session cookie
+// (the relay). It checks no CSRF token: such handlers accept only
+// WebSocket upgrades (which check Origin) and relayed requests.
+func (d *Dashboard) WithViewer(h http.Handler) http.Handler { return d.rt.WithViewer(h) }
+
 // Routes registers the dashboard on mux. It creates the sessions table
 // when missing and purges expired sessions until ctx ends.
-func Routes(ctx context.Context, mux *http.ServeMux, cfg Config) error {
+func Routes(ctx context.Context, mux *http.ServeMux, cfg Config) (*Dashboard, error) {
 	var store *session.Store
 	// Under the start-up lock: replicas starting together would race to
 	// create the table (PostgreSQL's IF NOT EXISTS is not atomic).
@@ -63,7 +72,7 @@ func Routes(ctx context.Context, mux *http.ServeMux, cfg Config) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("dashboard sessions: %w", err)
+		return nil, fmt.Errorf("dashboard sessions: %w", err)
 	}
 	go store.PurgeEvery(ctx, 10*time.Minute, cfg.Log)
 	lifetime := cfg.Lifetime
@@ -88,5 +97,5 @@ func Routes(ctx context.Context, mux *http.ServeMux, cfg Config) error {
 	superadmin.Register(rt)
 	uinodes.Register(rt)
 	admin.Register(rt)
-	return nil
+	return &Dashboard{rt: rt}, nil
 }

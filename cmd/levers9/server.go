@@ -27,10 +27,12 @@ import (
 	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/queues"
+	"github.com/levers9/levers9/internal/relay"
 	"github.com/levers9/levers9/internal/scheduler"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/tunnel"
 	"github.com/levers9/levers9/ui"
+	"github.com/levers9/levers9/ui/session"
 	"github.com/levers9/levers9/workers"
 )
 
@@ -138,11 +140,17 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	fileStore.Nodes = tun.NodeDriver
 	files := &filesapi.API{Files: fileStore, Auth: authn, Log: log.With("component", "files"), MaxUpload: cfg.MaxUpload, Mounts: planner}
 	filesHandler := files.Handler()
-	err = ui.Routes(ctx, mux, ui.Config{DB: db, Auth: authn, Tenancy: ten, Jobs: jobService, Files: fileStore, Nodes: nodeRules, Bus: bus,
+	dashboard, err := ui.Routes(ctx, mux, ui.Config{DB: db, Auth: authn, Tenancy: ten, Jobs: jobService, Files: fileStore, Nodes: nodeRules, Bus: bus,
 		Log: log, PublicURL: publicURL, MaxUpload: cfg.MaxUpload, Version: version})
 	if err != nil {
 		return err
 	}
+	relays := &relay.Handler{
+		Relay:    &relay.Service{Jobs: jobService, Tunnel: tun, Replicas: nodeRules, Replica: tun.Replica, Log: log.With("component", "relay")},
+		Auth:     authn,
+		Sessions: dashboard.WithViewer, SessionCookie: session.CookieName,
+	}
+	relays.Routes(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := db.SQL.PingContext(r.Context()); err != nil {
 			http.Error(w, "database unavailable", http.StatusServiceUnavailable)

@@ -54,9 +54,11 @@ var rules = []rule{
 		why: "River's jobs call domain packages and ent only; node rules are internal/nodes', not the tunnel's"},
 	{pkgs: []string{"internal/tunnel"}, never: []string{"graph/...", "ui/...", "workers/...", "agent/..."},
 		why: "the tunnel is transport, a front door beside graph and ui (its tests run the real agent against it)"},
+	{pkgs: []string{"internal/relay"}, never: []string{"graph/...", "ui/...", "workers/...", "agent/..."},
+		why: "the relay is a front door (users' streams to services) over the tunnel's streams"},
 
 	// Domain packages.
-	{pkgs: []string{"internal/..."}, except: []string{"internal/tunnel"},
+	{pkgs: []string{"internal/..."}, except: []string{"internal/tunnel", "internal/relay"},
 		never: []string{"graph/...", "ui/...", "workers/...", "cmd/...", "agent/...", "e2e/...", "internal/tunnel"},
 		why:   "imports point down: front doors and cmd call the domain, never the other way round"},
 	{pkgs: []string{"internal/..."}, never: []string{"graph/...", "ui/...", "cmd/...", "e2e/..."}, tests: true,
@@ -214,7 +216,7 @@ func load(t *testing.T) (edges []edge, mentions []string) {
 				all[k] = importer(p, path)
 			}
 		}
-		if p.ID == p.PkgPath && match([]string{"graph/...", "ui/...", "workers/..."}, from) && mentionsSystemContext(p) {
+		if p.ID == p.PkgPath && match([]string{"graph/...", "ui/...", "workers/...", "internal/relay"}, from) && mentionsSystemContext(p) {
 			mentions = append(mentions, p.PkgPath)
 		}
 	}

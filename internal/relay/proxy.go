@@ -1,0 +1,157 @@
+package relay
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strings"
+	"time"
+
+	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/tunnel"
+	"github.com/levers9/levers9/internal/viewer"
+	"github.com/levers9/levers9/internal/wire"
+)
+
+// proxyPath relays /relay/JOB/SERVICE/PORT/… to the service, the prefix
+// cut off and passed on as X-Forwarded-Prefix.
+func (h *Handler) proxyPath(w http.ResponseWriter, r *http.Request) {
+	t, err := h.Relay.Resolve(r.Context(), r.PathValue("job"), r.PathValue("service"), r.PathValue("port"))
+	if err != nil {
+		fail(w, err, h.Relay)
+		return
+	}
+	if h.forward(w, r, t) {
+		return
+	}
+	prefix := "/relay/" + r.PathValue("job") + "/" + r.PathValue("service") + "/" + r.PathValue("port")
+	path := strings.TrimPrefix(r.URL.Path, prefix)
+	raw := strings.TrimPrefix(r.URL.RawPath, prefix)
+	if r.URL.RawPath == "" {
+		raw = ""
+	}
+	// The dashboard's origin serves this page: a page of someone else's
+	// job would run its scripts with the viewer's rights on the
+	// dashboard. Only the owner gets it as is; anyone else gets it
+	// sandboxed (an opaque origin). The relay domain has no such limit.
+	v := viewer.FromContext(r.Context())
+	sandbox := v == nil || v.UserID != t.Job.OwnerID
+	h.proxy(w, r, t, prefix, path, raw, sandbox)
+}
+
+type targetKey struct{}
+
+// proxy relays r to t's port with path (raw: its escaped form, if any).
+func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, t Target, prefix, path, raw string, sandbox bool) {
+	h.Relay.Active.Touch(t.Job.ID)
+	if path == "" {
+		path = "/"
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme = "http"
+			pr.Out.URL.Host = targetHost(t)
+			pr.Out.URL.Path, pr.Out.URL.RawPath = path, raw
+			// Applications check Origin against Host (WebSocket, CSRF):
+			// they see the host the browser used.
+			pr.Out.Host = pr.In.Host
+			pr.SetXForwarded()
+			if prefix != "" {
+				pr.Out.Header.Set("X-Forwarded-Prefix", prefix)
+			}
+			h.stripCredentials(pr.Out)
+			pr.Out = pr.Out.WithContext(context.WithValue(pr.Out.Context(), targetKey{}, t))
+		},
+		Transport: h.transport(),
+		ModifyResponse: func(resp *http.Response) error {
+			h.filterCookies(resp.Header)
+			if sandbox {
+				resp.Header.Set("Content-Security-Policy", "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads")
+			}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if len(fault.Classify(err)) == 0 && !errors.Is(err, context.Canceled) {
+				err = fault.New(fault.Unavailable, "service %s of job %s did not answer on port %d: %v", t.Service.Name, t.Job.ID, t.Port, err)
+			}
+			fail(w, err, h.Relay)
+		},
+	}
+	rp.ServeHTTP(w, r)
+}
+
+// targetHost names t for the transport's connection pool: connections
+// are reused only for the same job attempt, service and port.
+func targetHost(t Target) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s/%d/%s/%d", t.Job.ID, t.Job.Attempt, t.Service.Name, t.Port))
+	return hex.EncodeToString(sum[:12]) + ".relay.invalid"
+}
+
+// transport is the relay's HTTP client side: every connection is a TCP
+// stream to the target in the request's context.
+func (h *Handler) transport() *http.Transport {
+	h.once.Do(func() {
+		h.tr = &http.Transport{
+			DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+				t, ok := ctx.Value(targetKey{}).(Target)
+				if !ok || !strings.HasPrefix(addr, targetHost(t)+":") {
+					return nil, fmt.Errorf("relay: no target for %s", addr)
+				}
+				c, err := h.Relay.Open(ctx, t, wire.StreamOpen{Kind: wire.StreamTCP})
+				if errors.Is(err, tunnel.ErrNotHere) {
+					return nil, fault.New(fault.Unavailable, "the node's tunnel moved to another server replica; try again")
+				}
+				if err != nil {
+					return nil, err
+				}
+				return &activeConn{Conn: c, touch: func() { h.Relay.Active.Touch(t.Job.ID) }}, nil
+			},
+			MaxIdleConnsPerHost: 32,
+			IdleConnTimeout:     90 * time.Second,
+			// The streams already multiplex; one request per stream.
+			ForceAttemptHTTP2: false,
+		}
+	})
+	return h.tr
+}
+
+// filterCookies drops cookies a job's service may not set: levers9's own.
+func (h *Handler) filterCookies(hd http.Header) {
+	all := hd.Values("Set-Cookie")
+	if len(all) == 0 {
+		return
+	}
+	hd.Del("Set-Cookie")
+	for _, sc := range all {
+		name, _, _ := strings.Cut(strings.TrimSpace(sc), "=")
+		name = strings.TrimSpace(name)
+		if h.SessionCookie != "" && strings.EqualFold(name, h.SessionCookie) || strings.HasPrefix(strings.ToLower(name), relayCookiePrefix) {
+			continue
+		}
+		hd.Add("Set-Cookie", sc)
+	}
+}
+
+// activeConn marks its job used whenever bytes flow.
+type activeConn struct {
+	net.Conn
+	touch func()
+}
+
+func (c *activeConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.touch()
+	}
+	return n, err
+}
+
+func (c *activeConn) Write(b []byte) (int, error) {
+	c.touch()
+	return c.Conn.Write(b)
+}

@@ -1,0 +1,145 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/tunnel"
+	"github.com/levers9/levers9/internal/wire"
+)
+
+// drainGrace is how long a stream's output may drain after its client
+// closed.
+const drainGrace = 5 * time.Second
+
+// streamReadLimit bounds one WebSocket message from a client: a frame or
+// a chunk of a TCP stream.
+const streamReadLimit = 1 << 20
+
+// tcp serves GET /streams/tcp/JOB/SERVICE/PORT: a WebSocket whose binary
+// messages are the bytes of one TCP connection to the port
+// (levers9 port-forward).
+func (h *Handler) tcp(w http.ResponseWriter, r *http.Request) {
+	t, err := h.Relay.Resolve(r.Context(), r.PathValue("job"), r.PathValue("service"), r.PathValue("port"))
+	if err != nil {
+		fail(w, err, h.Relay)
+		return
+	}
+	h.bridge(w, r, t, wire.StreamOpen{Kind: wire.StreamTCP})
+}
+
+// exec serves GET /streams/exec/JOB/SERVICE?cmd=…&cmd=…&tty=1&rows=&cols=:
+// a WebSocket carrying terminal frames (wire.WriteFrame) both ways.
+func (h *Handler) exec(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	open := wire.StreamOpen{Kind: wire.StreamExec, Command: q["cmd"], TTY: q.Get("tty") == "1" || q.Get("tty") == "true"}
+	if err := size(&open, q.Get("rows"), q.Get("cols")); err != nil {
+		fail(w, err, h.Relay)
+		return
+	}
+	h.terminal(w, r, open)
+}
+
+// attach serves GET /streams/attach/JOB/SERVICE?rows=&cols=.
+func (h *Handler) attach(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	open := wire.StreamOpen{Kind: wire.StreamAttach}
+	if err := size(&open, q.Get("rows"), q.Get("cols")); err != nil {
+		fail(w, err, h.Relay)
+		return
+	}
+	h.terminal(w, r, open)
+}
+
+func size(open *wire.StreamOpen, rows, cols string) error {
+	for _, p := range []struct {
+		s   string
+		dst *uint16
+	}{{rows, &open.Rows}, {cols, &open.Cols}} {
+		if p.s == "" {
+			continue
+		}
+		n, err := strconv.ParseUint(p.s, 10, 16)
+		if err != nil {
+			return fault.Invalid("rows/cols", "must be whole numbers up to 65535, not %.20q", p.s)
+		}
+		*p.dst = uint16(n)
+	}
+	return nil
+}
+
+func (h *Handler) terminal(w http.ResponseWriter, r *http.Request, open wire.StreamOpen) {
+	t, err := h.Relay.ResolveTerminal(r.Context(), r.PathValue("job"), r.PathValue("service"))
+	if err != nil {
+		fail(w, err, h.Relay)
+		return
+	}
+	check := open
+	check.JobID, check.Service = t.Job.ID, t.Service.Name
+	if err := check.Validate(); err != nil {
+		fail(w, fault.New(fault.BadUserInput, "%s", err.Error()), h.Relay)
+		return
+	}
+	h.bridge(w, r, t, open)
+}
+
+// bridge opens the stream first (so refusals are plain HTTP answers),
+// then upgrades and copies both ways until either end closes.
+func (h *Handler) bridge(w http.ResponseWriter, r *http.Request, t Target, open wire.StreamOpen) {
+	if h.forward(w, r, t) {
+		return
+	}
+	ctx := r.Context()
+	st, err := h.Relay.Open(ctx, t, open)
+	if errors.Is(err, tunnel.ErrNotHere) {
+		err = fault.New(fault.Unavailable, "the node's tunnel moved to another server replica; try again")
+	}
+	if err != nil {
+		fail(w, err, h.Relay)
+		return
+	}
+	defer st.Close()
+	c, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return // Accept answered already
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(streamReadLimit)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if open.Kind != wire.StreamTCP {
+		// An attached terminal keeps the job in use even when idle.
+		go h.Relay.keepActive(ctx, t.Job.ID)
+		if h.Relay.Log != nil {
+			h.Relay.Log.Info("terminal opened", "job", t.Job.ID, "service", t.Service.Name, "kind", open.Kind, "command", open.Command)
+		}
+	}
+	nc := websocket.NetConn(ctx, c, websocket.MessageBinary)
+	touch := func() { h.Relay.Active.Touch(t.Job.ID) }
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = io.Copy(&activeConn{Conn: st, touch: touch}, nc)
+		closeWrite(st)
+		// The client is gone (a WebSocket has no half-close): what the
+		// service still sends has a moment to drain, then the stream ends.
+		_ = st.SetReadDeadline(time.Now().Add(drainGrace))
+	}()
+	_, _ = io.Copy(nc, st)
+	_ = c.Close(websocket.StatusNormalClosure, "")
+	cancel()
+	<-done
+}
+
+// closeWrite ends the sending half of c (the agent sees end of input).
+func closeWrite(c net.Conn) {
+	_ = c.Close() // a yamux stream's Close is a half-close
+}
