@@ -1,9 +1,12 @@
 package docker
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"time"
 	"unicode/utf8"
 
@@ -92,10 +95,50 @@ func (o *output) read(ctx context.Context, opts client.ContainerLogsOptions) err
 		return fmt.Errorf("container logs: %w", err)
 	}
 	defer rc.Close()
+	o.s.mu.Lock()
+	tty := o.s.tty
+	o.s.mu.Unlock()
+	if tty {
+		return o.readTerminal(rc)
+	}
 	if _, err := stdcopy.StdCopy(o.out, o.err, rc); err != nil {
 		return fmt.Errorf("container logs: %w", err)
 	}
 	return nil
+}
+
+// readTerminal reads the log of a service on a terminal: Docker does not
+// multiplex it (there is only the terminal, which becomes stdout), so the
+// messages, "TIMESTAMP TEXT", are told apart by the newline that ends the
+// text (the terminal's CRLF: lineWriter drops the CR). Docker records a
+// line longer than its buffer (16 KiB) as several messages, the first ones
+// without a newline: those run into the next message's timestamp, which
+// then shows in the line.
+func (o *output) readTerminal(rc io.Reader) error {
+	br := bufio.NewReaderSize(rc, 64<<10)
+	var stamp []byte // of the message being read, for its continuations
+	for {
+		msg, err := br.ReadSlice('\n')
+		if len(msg) > 0 {
+			if stamp != nil {
+				// A piece of a message longer than the buffer.
+				msg = append(append(stamp, ' '), msg...)
+			}
+			_, _ = o.out.Write(msg)
+			stamp = nil
+			if errors.Is(err, bufio.ErrBufferFull) {
+				stamp, _, _ = bytes.Cut(msg, []byte(" "))
+				stamp = bytes.Clone(stamp)
+			}
+		}
+		switch {
+		case err == nil || errors.Is(err, bufio.ErrBufferFull):
+		case errors.Is(err, io.EOF):
+			return nil
+		default:
+			return fmt.Errorf("container logs: %w", err)
+		}
+	}
 }
 
 // lineWriter turns Docker's log messages into lines. StdCopy writes each

@@ -140,6 +140,7 @@ func (r *Runtime) recoverJob(ctx context.Context, id string, attempt int, cs []c
 			continue
 		}
 		s.id, s.image, s.memoryMiB = c.ID, c.Config.Image, c.HostConfig.Memory>>20
+		s.tty = c.Config.Tty // the container records it: ServiceSpec.TTY
 		s.ports = parsePorts(c.Config.Labels[labelPorts])
 		switch c.State.Status {
 		case container.StateCreated:

@@ -31,12 +31,17 @@ type service struct {
 	memoryMiB int64
 	missing   bool // recovered without a container
 
+	// screenMu guards screen: a TTY service's terminal (screen.go).
+	screenMu sync.Mutex
+	screen   *screen
+
 	// startMu makes deciding to start and starting one step, so a stop
 	// either prevents the start or sees the container running.
 	startMu sync.Mutex
 
 	mu         sync.Mutex
 	id         string // container ID once created
+	tty        bool   // runs on a pseudo-terminal (ServiceSpec.TTY)
 	created    bool   // created but not started (recovered services)
 	running    bool   // started and not yet seen stopped
 	exited     bool
@@ -75,7 +80,7 @@ func (s *service) start() {
 		s.job.log.Warn("docker warns", "service", s.name, "warning", w)
 	}
 	s.mu.Lock()
-	s.id = res.ID
+	s.id, s.tty = res.ID, s.create.Config.Tty
 	s.mu.Unlock()
 	s.startCreated()
 }
@@ -86,6 +91,12 @@ func (s *service) startCreated() {
 	s.startMu.Lock()
 	reason := s.stoppedBeforeStart()
 	var err error
+	if reason == "" && s.tty {
+		// Attached before the start, so that no output is missed.
+		if _, err := s.openScreen(s.job.rt.ctx, s.id, false); err != nil {
+			s.job.log.Warn("no terminal until the first attach", "service", s.name, "err", err)
+		}
+	}
 	if reason == "" {
 		_, err = s.job.rt.cli.ContainerStart(s.job.rt.ctx, s.id, client.ContainerStartOptions{})
 		if err == nil {
@@ -95,6 +106,9 @@ func (s *service) startCreated() {
 		}
 	}
 	s.startMu.Unlock()
+	if reason != "" || err != nil {
+		s.closeScreen()
+	}
 	switch {
 	case reason != "":
 		s.job.finish(s, runtime.Failed, nil, "stopped: "+reason, true)

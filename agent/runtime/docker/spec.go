@@ -120,6 +120,13 @@ func createOptions(cfg Config, spec runtime.JobSpec, i int, ports []runtime.Port
 		Env:      env,
 		Labels:   labels,
 	}
+	if s.TTY {
+		// Like `docker run -it`: a pseudo-terminal whose input stays open
+		// across attaches; the runtime attaches before the start, so the
+		// first prompt is kept for replay (screen.go).
+		conf.Tty, conf.OpenStdin, conf.StdinOnce = true, true, false
+		conf.AttachStdin, conf.AttachStdout, conf.AttachStderr = true, true, true
+	}
 	// Like `docker run --entrypoint`: a command replaces the image's
 	// entrypoint and command; args alone replace only its command.
 	if len(s.Command) > 0 {

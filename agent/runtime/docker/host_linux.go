@@ -1,0 +1,133 @@
+package docker
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// hostProcess is an exec'd process seen from the agent, held by a pidfd:
+// a signal can never reach another process that reused its PID.
+type hostProcess struct {
+	mu  sync.Mutex
+	pid int
+	fd  int // -1 once released
+}
+
+func openHostProcess(pid int) (*hostProcess, error) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening process %d: %w", pid, err)
+	}
+	return &hostProcess{pid: pid, fd: fd}, nil
+}
+
+var errReleased = errors.New("the exec was closed")
+
+// signal sends sig; a process that ended already is no error.
+func (p *hostProcess) signal(sig syscall.Signal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fd < 0 {
+		return errReleased
+	}
+	err := unix.PidfdSendSignal(p.fd, sig, nil, 0)
+	if err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("signalling process %d: %w", p.pid, err)
+	}
+	return nil
+}
+
+// kill SIGKILLs the process's descendants, then the process: killed alone
+// it would leave its children holding the output open. The process is
+// stopped first, so that it neither goes on when a child dies nor reaps
+// one: while it lives (checked through the pidfd), its PID and those of
+// its children are theirs.
+func (p *hostProcess) kill() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fd < 0 {
+		return nil
+	}
+	if err := unix.PidfdSendSignal(p.fd, unix.SIGSTOP, nil, 0); errors.Is(err, unix.ESRCH) {
+		return nil // ended
+	}
+	// A few rounds: a child may fork while its siblings die.
+	for range 3 {
+		kids := hostDescendants(p.pid)
+		if len(kids) == 0 {
+			break
+		}
+		for _, k := range kids {
+			_ = unix.Kill(k, unix.SIGKILL)
+		}
+	}
+	if err := unix.PidfdSendSignal(p.fd, unix.SIGKILL, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("killing process %d: %w", p.pid, err)
+	}
+	return nil
+}
+
+func (p *hostProcess) release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fd >= 0 {
+		_ = unix.Close(p.fd)
+		p.fd = -1
+	}
+}
+
+// hostDescendants lists the living processes below pid, from /proc.
+func hostDescendants(pid int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	parent := map[int]int{}
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, ok := parentOf(p); ok {
+			parent[p] = ppid
+		}
+	}
+	var out []int
+	for p := range parent {
+		for q, n := parent[p], 0; q > 1 && n < 4096; q, n = parent[q], n+1 {
+			if q == pid {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// parentOf reads the parent of a living (not zombie) process.
+func parentOf(pid int) (int, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The command name is in parentheses and may hold anything: fields
+	// are counted after the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 || f[0] == "Z" {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(f[1])
+	return ppid, err == nil
+}
