@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +32,8 @@ type service struct {
 	pidFile string
 	user    *jobUser // nil: the agent's
 	binds   []bind
+	tty     *ttyHub  // with spec.TTY: the terminal it runs on
+	supArgs []string // the supervisor's options (-uid, -cgroup, -binds), for Exec
 
 	mu         sync.Mutex
 	cmd        *exec.Cmd // the supervisor, or the command itself
@@ -38,7 +41,9 @@ type service struct {
 	status     *bufio.Reader
 	cgroup     *serviceCgroup
 	stopReason string
+	running    bool // the command started (RUNNING was reported)
 	exited     bool
+	execs      map[*execProc]struct{}
 }
 
 // start starts the process and the goroutines that read its output and
@@ -54,8 +59,17 @@ func (s *service) start() {
 			s.job.emitLog(s.spec.Name, Stderr, notice)
 		}
 	}
+	if s.spec.TTY {
+		hub, err := newTTYHub(s.user)
+		if err != nil {
+			s.job.finish(s, Failed, nil, err.Error(), false)
+			return
+		}
+		s.tty = hub
+	}
 	cmd, task, err := s.command()
 	if err != nil {
+		s.tty.release()
 		s.job.finish(s, Failed, nil, err.Error(), false)
 		return
 	}
@@ -65,9 +79,13 @@ func (s *service) start() {
 		// A supervisor, the one loaded ahead when there is one: it is
 		// started with no environment of the job's (LD_PRELOAD must not
 		// reach a program that runs as root) and gets its task on a pipe.
-		w := s.rt.takeWarm()
+		var w *warm
+		if s.tty == nil {
+			// A terminal is handed over at the start: none waits with one.
+			w = s.rt.takeWarm()
+		}
 		if w == nil {
-			if w, err = s.rt.startWarm(); err != nil {
+			if w, err = s.rt.startWarm(nil, s.tty.slaveFile()); err != nil {
 				s.cleanup()
 				s.job.finish(s, Failed, nil, err.Error(), false)
 				return
@@ -81,6 +99,14 @@ func (s *service) start() {
 			}
 		} else {
 			w.discard()
+		}
+		s.mu.Unlock()
+	} else if s.tty != nil {
+		s.mu.Lock()
+		if reason = s.stopReason; reason == "" {
+			if err = cmd.Start(); err == nil {
+				s.cmd, s.pgid = cmd, cmd.Process.Pid
+			}
 		}
 		s.mu.Unlock()
 	} else {
@@ -127,17 +153,29 @@ func (s *service) start() {
 		s.job.log.Warn("recording the service's supervisor", "service", s.spec.Name, "err", err)
 	}
 	var readers sync.WaitGroup
-	s.pipes = []*outputPipe{{f: outR, idle: s.drain}, {f: errR, idle: s.drain}}
-	for i, r := range []struct {
-		f      *os.File
-		stream Stream
-	}{{outR, Stdout}, {errR, Stderr}} {
+	read := func(f *os.File, stream Stream, tee func([]byte)) {
+		p := &outputPipe{f: f, idle: s.drain}
+		s.pipes = append(s.pipes, p)
+		var r io.Reader = p
+		if tee != nil {
+			r = teeReader{r: masterReader{p}, tee: tee}
+		}
 		readers.Go(func() {
-			ReadLinesNoting(s.pipes[i], MaxLineBytes, func(line string) { s.job.emitLog(s.spec.Name, r.stream, line) },
+			ReadLinesNoting(r, MaxLineBytes, func(line string) { s.job.emitLog(s.spec.Name, stream, line) },
 				func(size, pieces int) {
-					s.job.emitLog(s.spec.Name, System, SplitNote(r.stream, size, pieces, MaxLineBytes))
+					s.job.emitLog(s.spec.Name, System, SplitNote(stream, size, pieces, MaxLineBytes))
 				})
 		})
+	}
+	if outR != nil { // a supervisor's, or the command's without a terminal
+		read(outR, Stdout, nil)
+		read(errR, Stderr, nil)
+	}
+	if s.tty != nil {
+		// What the service writes on its terminal is its stdout, and goes
+		// to the attaches as it is.
+		s.tty.handOver()
+		read(s.tty.master, Stdout, s.tty.publish)
 	}
 	pid := cmd.Process.Pid
 	if statusR != nil {
@@ -175,6 +213,9 @@ func (s *service) start() {
 		}
 	}
 	s.job.log.Info("service started", "service", s.spec.Name, "pid", pid, "dir", s.dir)
+	s.mu.Lock()
+	s.running = true
+	s.mu.Unlock()
 	s.job.emitState(StateEvent{Service: s.spec.Name, State: Running, PID: pid, Ports: s.ports})
 	go s.wait(&readers, outR, errR, statusR, "")
 }
@@ -188,6 +229,10 @@ func (s *service) command() (*exec.Cmd, *warmTask, error) {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Dir, cmd.Env = s.dir, s.env
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if s.tty != nil {
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = s.tty.slave, s.tty.slave, s.tty.slave
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		}
 		if u := s.user; u != nil {
 			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.uid, Gid: u.gid, Groups: []uint32{}}
 		}
@@ -219,6 +264,10 @@ func (s *service) command() (*exec.Cmd, *warmTask, error) {
 		}
 		args = append(args, "-binds", string(b))
 	}
+	s.supArgs = slices.Clone(args)
+	if s.tty != nil {
+		args = append(args, "-tty")
+	}
 	args = append(append(args, "--"), argv...)
 	return nil, &warmTask{Args: args, Dir: s.dir, Env: s.env}, nil
 }
@@ -232,6 +281,7 @@ func (s *service) statusLine() (word, rest string) {
 
 // cleanup removes the service's cgroups once its processes are gone.
 func (s *service) cleanup() {
+	s.tty.release()
 	if err := s.cgroup.remove(); err != nil {
 		s.job.log.Warn("removing the service's cgroup", "service", s.spec.Name, "err", err)
 	}
@@ -253,6 +303,8 @@ func (s *service) wait(readers *sync.WaitGroup, outR, errR, statusR *os.File, no
 	stopReason := s.stopReason
 	pgid := s.pgid
 	s.mu.Unlock()
+	// Commands exec'd in the service end with it (and leave its cgroup).
+	s.endExecs()
 
 	// The service is over when its main process is: what it left behind
 	// goes too, which also closes their copies of the pipes. A supervisor
@@ -271,6 +323,9 @@ func (s *service) wait(readers *sync.WaitGroup, outR, errR, statusR *os.File, no
 	}
 	readers.Wait()
 	closeAll(outR, errR)
+	if s.tty != nil {
+		s.tty.outputEnded()
+	}
 
 	state, code, reason := exitState(s.cmd.ProcessState, waitErr)
 	if statusR != nil {
@@ -288,6 +343,9 @@ func (s *service) wait(readers *sync.WaitGroup, outR, errR, statusR *os.File, no
 		state, code, reason = Failed, nil, notStarted
 	case state == Failed && oom:
 		reason = OutOfMemory(s.spec.MemoryMiB)
+	}
+	if s.tty != nil {
+		s.tty.exit(code, reason)
 	}
 	s.job.finish(s, state, code, reason, stopReason != "")
 }

@@ -22,10 +22,13 @@ const prSetChildSubreaper = 36
 // Supervise is the supervisor of one service: the agent starts it (a
 // re-exec of its own binary) with
 //
-//	[-uid N -gid N] [-cgroup DIR=HOME]... -- COMMAND [ARGS...]
+//	[-uid N -gid N] [-cgroup DIR=HOME]... [-binds JSON] [-tty] -- COMMAND [ARGS...]
 //
 // in the service's working directory and environment, with its stdout and
-// stderr on the log pipes and a status pipe as fd 3. It makes itself a
+// stderr on the log pipes and a status pipe as fd 3. The command inherits
+// its stdin, stdout and stderr; with -tty, it runs instead on the
+// terminal passed as fd 5 (the slave of a pseudo-terminal), in a session
+// of its own with that terminal as its controlling terminal. It makes itself a
 // child subreaper, so every process the command starts stays its
 // descendant, even after setsid or double forks; it joins the service's
 // cgroups only while it starts the command (as the job user, in a process
@@ -58,6 +61,7 @@ func Supervise(args []string) int {
 	var moves cgroupMoves
 	fs.Var(&moves, "cgroup", "DIR=HOME: start the command in cgroup DIR, then return to HOME")
 	bindsJSON := fs.String("binds", "", "JSON [{src, dst, ro}]: bind mounts in a mount namespace of the command's own")
+	tty := fs.Bool("tty", false, "run the command on the terminal that is fd 5, as its controlling terminal")
 	if err := fs.Parse(args); err != nil {
 		return 125
 	}
@@ -98,8 +102,19 @@ func Supervise(args []string) int {
 		report("error %v", cmd.Err)
 		return 127
 	}
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	var term *os.File
+	if *tty {
+		if term = terminalFD(); term == nil {
+			report("error -tty: fd 5 is no terminal")
+			return 125
+		}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = term, term, term
+		// A session of its own is a process group of its own too (the
+		// same number), which signals reach as before.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Pdeathsig: syscall.SIGKILL}
+	}
 	if *uid >= 0 {
 		// An empty Groups clears the supplementary groups (the agent's).
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(*uid), Gid: uint32(*gid), Groups: []uint32{}}
@@ -111,6 +126,11 @@ func Supervise(args []string) int {
 		return 125
 	}
 	err := cmd.Start()
+	if term != nil {
+		// Only the command's processes hold the terminal: when they are
+		// gone, the agent reads the end of its output.
+		_ = term.Close()
+	}
 	// The command's memory and CPU are the service's; this process's are not.
 	if lerr := moves.leave(self); lerr != nil && err == nil {
 		fmt.Fprintf(os.Stderr, "levers9: %v\n", lerr)
@@ -259,6 +279,15 @@ func awaitTask() ([]string, error) {
 		}
 	}
 	return t.Args, nil
+}
+
+// terminalFD is fd 5 when it is a terminal.
+func terminalFD() *os.File {
+	if _, err := unix.IoctlGetTermios(5, unix.TCGETS); err != nil {
+		return nil
+	}
+	syscall.CloseOnExec(5)
+	return os.NewFile(5, "tty")
 }
 
 // statusPipe is fd 3 when the agent passed one.

@@ -30,8 +30,10 @@ type warm struct {
 	statusR, taskW *os.File
 }
 
-// startWarm starts a supervisor that waits for its task.
-func (p *Process) startWarm() (*warm, error) {
+// startWarm starts a supervisor that waits for its task. stdin (nil:
+// /dev/null) is its stdin, which the command inherits; tty, when not nil,
+// is the terminal a command started with -tty runs on (fd 5).
+func (p *Process) startWarm(stdin, tty *os.File) (*warm, error) {
 	sup := p.cfg.Supervisor
 	var files []*os.File
 	fail := func(err error) (*warm, error) {
@@ -64,6 +66,12 @@ func (p *Process) startWarm() (*warm, error) {
 	cmd.Dir, cmd.Env = "/", []string{}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	cmd.ExtraFiles = []*os.File{statusW, taskR}
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
+	if tty != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, tty)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// Until it has a task the default action of SIGUSR1, exit, is what
 	// the agent's death should do to it.
@@ -94,7 +102,7 @@ func (p *Process) refillWarm() {
 	if len(p.warm) > 0 || p.shut {
 		return
 	}
-	w, err := p.startWarm()
+	w, err := p.startWarm(nil, nil)
 	if err != nil {
 		p.log.Warn("starting a supervisor ahead", "err", err)
 		return
