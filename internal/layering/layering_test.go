@@ -70,7 +70,7 @@ var rules = []rule{
 
 	// Leaves.
 	{pkgs: []string{"internal/wire", "internal/scheduling", "internal/billing", "internal/viewer", "internal/netguard",
-		"internal/ids", "internal/inventory", "internal/nodes/nodename"}, only: nothing, tests: true,
+		"internal/ids", "internal/inventory", "internal/nodes/nodename", "internal/relayaddr"}, only: nothing, tests: true,
 		why: "pure packages (the wire protocol, rules and values) that everything, the agent and ent included, may use"},
 	{pkgs: []string{"internal/jobspec"}, only: []string{"internal/wire"}, tests: true,
 		why: "the job specification is a pure value; its ports and mounts are the wire's"},

@@ -44,6 +44,9 @@ type Deps struct {
 	PublicURL string // the URL users reach the server at; https makes cookies Secure
 	MaxUpload int64  // largest file upload in bytes
 	Version   string
+	// RelayDomain, when set, is where service ports open
+	// (PORT-SERVICE-JOB.RelayDomain); else under /relay/ on PublicURL.
+	RelayDomain string
 }
 
 // HandlerFunc is a dashboard handler. A returned error becomes an error

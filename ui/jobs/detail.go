@@ -8,9 +8,11 @@ import (
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
+	"github.com/levers9/levers9/internal/relayaddr"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/ui/app"
 )
@@ -29,6 +31,18 @@ type detailPage struct {
 // panel is the open service, formatted.
 type panel struct {
 	ID, Name, Status, Node, ExitCode, Reason string
+	// While it runs: its ports through the relay and the commands that
+	// reach it (Attach only for a terminal the viewer may open).
+	Ports               []portLink
+	PortForward, Attach string
+	Exec                string
+}
+
+// portLink is a service port opened through the relay.
+type portLink struct {
+	Name string
+	Port int // on the node
+	URL  string
 }
 
 func (h *handlers) detail(w http.ResponseWriter, r *http.Request) error {
@@ -61,6 +75,7 @@ func (h *handlers) detail(w http.ResponseWriter, r *http.Request) error {
 			p.Selected.Node = s.Edges.Node.Name
 		}
 		p.Selected.Node = orDash(p.Selected.Node)
+		h.reach(p.Selected, j, s, viewer.FromContext(ctx))
 		// The lines so far are in the page (it works without scripts); the
 		// script follows on from the last one.
 		var next int64 = 1
@@ -88,6 +103,31 @@ func (h *handlers) detail(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	return app.Render(w, r, http.StatusOK, detailView(h.rt.Frame(r, "Job "+j.Name), p))
+}
+
+// reach fills in how a running service is reached: its ports through the
+// relay, port-forward, and the terminal commands the viewer may use.
+func (h *handlers) reach(p *panel, j *ent.Job, s *ent.Service, v *viewer.Viewer) {
+	if j.Status != job.StatusRunning || s.Status != service.StatusRunning {
+		return
+	}
+	d := h.rt.Deps
+	for _, pt := range s.HostPorts {
+		p.Ports = append(p.Ports, portLink{Name: pt.Name, Port: pt.Port,
+			URL: relayaddr.URL(d.PublicURL, d.RelayDomain, j.ID, s.Name, pt.Name)})
+	}
+	if len(p.Ports) > 0 {
+		p.PortForward = fmt.Sprintf("levers9 port-forward %s %s:%s", j.ID, s.Name, p.Ports[0].Name)
+	}
+	if j.Edges.Queue == nil || jobs.TerminalRefusal(v, j, j.Edges.Queue.Mode) != nil {
+		return
+	}
+	p.Exec = fmt.Sprintf("levers9 exec -it %s --service %s -- sh", j.ID, s.Name)
+	for _, sp := range j.Spec.Services {
+		if sp.Name == s.Name && sp.TTY {
+			p.Attach = fmt.Sprintf("levers9 attach %s --service %s", j.ID, s.Name)
+		}
+	}
 }
 
 // maxShownLines bounds the lines a page carries; the rest are a download
