@@ -47,8 +47,8 @@ type Config struct {
 	PublicURL string
 	// RelayDomain is the operator's relay domain (--relay-domain), or "".
 	RelayDomain string
-	MaxUpload int64
-	Version   string
+	MaxUpload   int64
+	Version     string
 	// IdleTimeout and Lifetime bound a session; zero takes the defaults
 	// (session.DefaultIdleTimeout, session.DefaultLifetime).
 	IdleTimeout, Lifetime time.Duration
@@ -87,7 +87,7 @@ func Routes(ctx context.Context, mux *http.ServeMux, cfg Config) (*Dashboard, er
 		Logs:      &joblog.Service{DB: cfg.DB, Bus: cfg.Bus, Log: cfg.Log.With("component", "dashboard")},
 		Audit:     &audit.Service{Ent: cfg.DB.Ent},
 		PublicURL: cfg.PublicURL, MaxUpload: cfg.MaxUpload,
-		Version:  cfg.Version, RelayDomain: cfg.RelayDomain,
+		Version: cfg.Version, RelayDomain: cfg.RelayDomain,
 		Sessions: session.NewManager(store, cfg.IdleTimeout, lifetime),
 	})
 	rt.HandleRaw("GET /static/", static.Handler())
