@@ -1,8 +1,12 @@
 package jobs
 
 import (
+	"context"
+	"strings"
+
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/queue"
+	"github.com/levers9/levers9/internal/audit"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/viewer"
 )
@@ -19,4 +23,29 @@ func TerminalRefusal(v *viewer.Viewer, j *ent.Job, mode queue.Mode) error {
 		return fault.New(fault.Forbidden, "the job's queue is for batch jobs only: it allows no terminals")
 	}
 	return nil
+}
+
+// TerminalOpened records in the tenant's audit log that the viewer in ctx
+// opened a terminal (kind "exec" or "attach", with the command for exec)
+// in service svc of job j: a terminal runs commands as the job, so who did
+// it is kept.
+func (s *Service) TerminalOpened(ctx context.Context, j *ent.Job, svc, kind string, command []string) error {
+	v := viewer.FromContext(ctx)
+	if v == nil {
+		return nil
+	}
+	details := map[string]string{"service": svc}
+	if len(command) > 0 {
+		details["command"] = clipCommand(strings.Join(command, " "))
+	}
+	return audit.Record(ctx, s.DB.Ent, j.TenantID, v.UserID, "job.terminal."+kind, j.ID, details)
+}
+
+// clipCommand bounds a command kept in the audit log.
+func clipCommand(c string) string {
+	const most = 1000
+	if len(c) <= most {
+		return c
+	}
+	return strings.ToValidUTF8(c[:most], "") + "…"
 }

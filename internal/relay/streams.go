@@ -118,8 +118,8 @@ func (h *Handler) bridge(w http.ResponseWriter, r *http.Request, t Target, open 
 	if open.Kind != wire.StreamTCP {
 		// An attached terminal keeps the job in use even when idle.
 		go h.Relay.keepActive(ctx, t.Job.ID)
-		if h.Relay.Log != nil {
-			h.Relay.Log.Info("terminal opened", "job", t.Job.ID, "service", t.Service.Name, "kind", open.Kind, "command", open.Command)
+		if err := h.Relay.Jobs.TerminalOpened(ctx, t.Job, t.Service.Name, open.Kind, open.Command); err != nil && h.Relay.Log != nil {
+			h.Relay.Log.Error("auditing a terminal", "job", t.Job.ID, "err", err)
 		}
 	}
 	nc := websocket.NetConn(ctx, c, websocket.MessageBinary)
