@@ -343,7 +343,9 @@ func (w *relayBench) download(b *testing.B, c *http.Client, url string) int64 {
 	return n
 }
 
-func (w *relayBench) wsURL(path string) string { return "ws" + strings.TrimPrefix(w.url, "http") + path }
+func (w *relayBench) wsURL(path string) string {
+	return "ws" + strings.TrimPrefix(w.url, "http") + path
+}
 
 func (w *relayBench) dialOptions() *websocket.DialOptions {
 	return &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + w.token}}}
