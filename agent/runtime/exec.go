@@ -291,16 +291,28 @@ func (e *execProc) Stdin() io.WriteCloser {
 
 func (e *execProc) Stdout() io.Reader {
 	if e.tty != nil {
-		return masterReader{e.out}
+		return closedEOF{masterReader{e.out}}
 	}
-	return e.out
+	return closedEOF{e.out}
 }
 
 func (e *execProc) Stderr() io.Reader {
 	if e.errs == nil {
 		return nil
 	}
-	return e.errs
+	return closedEOF{e.errs}
+}
+
+// closedEOF reads output that Close may close under the reader: that is
+// its end.
+type closedEOF struct{ r io.Reader }
+
+func (c closedEOF) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	if errors.Is(err, os.ErrClosed) {
+		err = io.EOF
+	}
+	return n, err
 }
 
 func (e *execProc) Resize(size Size) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -201,6 +202,7 @@ func TestTerminalAttachReplayAndSeveral(t *testing.T) {
 		c := start(t, p, JobSpec{ID: "job_replay", Services: []ServiceSpec{
 			{Name: "sh", Command: []string{"sh", "-c", "echo early-bird; exec sh -i"}, TTY: true},
 		}})
+		c.waitFor(t, "RUNNING", isState("sh", Running))
 		lineAfter(t, c, "sh", "early-bird")
 
 		// What came before the attach comes first.
@@ -486,4 +488,38 @@ func TestExecAndAttachRefusals(t *testing.T) {
 			t.Errorf("attach without tty: %v, want ErrNoTTY", err)
 		}
 	})
+}
+
+// Exec'd commands run as the job's uid, in the service's cgroups; the
+// terminals belong to the job's uid, as a login's do.
+func TestExecAsTheJobUser(t *testing.T) {
+	t.Parallel()
+	needRoot(t)
+	r := testUIDs(7, 1)
+	p := newProcessWith(t, ProcessConfig{Root: reachableRoot(t), UIDs: r})
+	const who = `echo "uid=$(id -u) gid=$(id -g) tty=$(stat -c %u $(tty) 2>/dev/null)"; echo "cg=$(sort /proc/self/cgroup | tr '\n' ' ')"`
+	c := start(t, p, JobSpec{ID: "job_exec_uid", Services: []ServiceSpec{
+		{Name: "sh", Command: []string{"sh", "-c", who + "; exec sh -i"}, TTY: true, MemoryMiB: 256},
+	}})
+	c.waitFor(t, "RUNNING", isState("sh", Running))
+	id := strconv.FormatUint(uint64(r.First), 10)
+	user := "uid=" + id + " gid=" + id + " tty="
+	if got := lineAfter(t, c, "sh", "uid="); "uid="+got != user+id {
+		t.Fatalf("the service runs as uid=%s", got)
+	}
+	cgroup := lineAfter(t, c, "sh", "cg=")
+	if own, _ := os.ReadFile("/proc/self/cgroup"); p.cgroups.enforces("memory") && strings.Contains(cgroup, strings.TrimSpace(string(own))) {
+		t.Fatalf("the service is in the agent's cgroup: %q", cgroup)
+	}
+	for _, tty := range []bool{false, true} {
+		term := execIn(t, c, "sh", ExecRequest{Command: []string{"sh", "-c", who}, TTY: tty})
+		out := strings.ReplaceAll(watch(term.Stdout()).end(t), "\r", "")
+		want := user + "\ncg=" + cgroup + "\n"
+		if tty {
+			want = user + id + "\ncg=" + cgroup + "\n"
+		}
+		if out != want {
+			t.Errorf("exec (tty %v) printed %q, want %q", tty, out, want)
+		}
+	}
 }
