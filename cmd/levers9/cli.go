@@ -105,6 +105,7 @@ func newRootCommand(a *app) *cobra.Command {
 		newLoginCommand(a), newContextCommand(a),
 		newRunCommand(a, "run"), newRunCommand(a, "submit"),
 		newJobsCommand(a), newJobCommand(a), newLogsCommand(a), newCancelCommand(a),
+		newExecCommand(a), newAttachCommand(a), newPortForwardCommand(a),
 		newLsCommand(a), newCpCommand(a), newRmCommand(a),
 		newTokensCommand(a), newTokenCommand(a), newInviteCommand(a),
 		newQueuesCommand(a), newNodesCommand(a), newNodeCommand(a),

@@ -28,7 +28,8 @@ Client commands (connection: -c CONTEXT, --server, --token; see below):
   levers9 run [flags] -- CMD [ARGS...]
                            run CMD as a job, print its output, exit with its code
                            (--image, --gpus N[:TYPE], --env K=V, --timeout, --cpu,
-                           --memory, --mount; -d prints the job ID and returns)
+                           --memory, --mount; -d prints the job ID and returns;
+                           -it: an interactive job on a terminal attached here)
   levers9 submit [flags] -- CMD [ARGS...]
                            levers9 run -d: submit, print the job ID
   levers9 jobs [--status S] [-n N]
@@ -37,6 +38,12 @@ Client commands (connection: -c CONTEXT, --server, --token; see below):
   levers9 logs [-f] [--from SEQ] [--json] JOB
                            print a job's output; -f follows it until the job ends
   levers9 cancel JOB...    cancel jobs
+  levers9 exec JOB [--service S] [-i] [-t] -- CMD [ARGS...]
+                           run CMD in a running service (-it for a shell)
+  levers9 attach JOB [--service S]
+                           join a service's terminal (Ctrl-P Ctrl-Q detaches)
+  levers9 port-forward JOB [LOCAL_PORT:]SERVICE:PORT [LOCAL_PORT]
+                           forward a local port to a service's port
   levers9 ls BUCKET[:PREFIX]
                            list a bucket's files
   levers9 cp [-r] SRC DST  copy between the local disk and BUCKET:KEY
@@ -71,7 +78,9 @@ Exit codes: 0 success; 1 an error (the server refused: the message starts
 with its code, such as NOT_FOUND or UNAUTHENTICATED; or it could not be
 reached); 2 bad usage (unknown command or flag, missing arguments, -c
 naming no context). levers9 run exits with the job's exit code when a
-service failed with one, else 1 when the job failed or was cancelled.
+service failed with one, else 1 when the job failed or was cancelled;
+levers9 exec and attach (and run -it) exit with the command's or the
+service's exit code.
 `
 
 // version is set at build time with -ldflags "-X main.version=…".

@@ -29,7 +29,10 @@ func newRunCommand(a *app, name string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   name + " [flags] [--] [CMD [ARGS...]]",
 		Short: short,
-		Long:  short + ".\nCMD is required without --image; everything after CMD (or after --) is the job's, flags included.",
+		Long: short + ".\nCMD is required without --image; everything after CMD (or after --) is the job's, flags included." +
+			"\n\nWith -it (--interactive --tty) the job is interactive and CMD runs on a terminal that this one is\n" +
+			"attached to once it starts, as levers9 attach does: Ctrl-P Ctrl-Q detaches, the job ID printed first\n" +
+			"re-attaches; levers9 " + name + " exits with CMD's exit code.",
 	}
 	// Flags end at CMD: the rest is the job's command line.
 	cmd.Flags().SetInterspersed(false)
@@ -42,7 +45,15 @@ func newRunCommand(a *app, name string) *cobra.Command {
 		if name == "submit" {
 			f.detach = true
 		}
-		return runJob(cmd.Context(), c, name, f, args, a.stdout, a.stderr)
+		if f.tty && !f.interactive {
+			fmt.Fprintf(a.stderr, "levers9 %s: -t needs -i: a terminal is for an interactive job (levers9 %s -it -- CMD)\n", name, name)
+			return exitUsage
+		}
+		if _, ok := terminalFd(a.stdin); f.tty && !f.detach && !ok {
+			fmt.Fprintf(a.stderr, "levers9 %s: %v\n", name, errNotTTY)
+			return exitUsage
+		}
+		return runJob(cmd.Context(), c, name, f, args, a.stdin, a.stdout, a.stderr)
 	})
 	return client(cmd, false)
 }
@@ -58,6 +69,7 @@ type runFlags struct {
 	mounts                      mountFlags
 	detach                      bool
 	interactive                 bool
+	tty                         bool
 }
 
 func (f *runFlags) register(fs *pflag.FlagSet, submit bool) {
@@ -76,12 +88,13 @@ func (f *runFlags) register(fs *pflag.FlagSet, submit bool) {
 		detach = "accepted for symmetry with run: submit always detaches"
 	}
 	fs.BoolVarP(&f.detach, "detach", "d", false, detach)
-	fs.BoolVar(&f.interactive, "interactive", false, "submit an interactive job (for queues that take interactive jobs)")
+	fs.BoolVarP(&f.interactive, "interactive", "i", false, "submit an interactive job (for queues that take interactive jobs)")
+	fs.BoolVarP(&f.tty, "tty", "t", false, "with -i: run CMD on a terminal and attach this one to it (levers9 run -it -- bash)")
 }
 
 // runJob submits the job f and command describe; unless f.detach it
 // follows its output and returns its exit code.
-func runJob(ctx context.Context, c clientFlags, name string, f runFlags, command []string, stdout, stderr io.Writer) int {
+func runJob(ctx context.Context, c clientFlags, name string, f runFlags, command []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	queue, project := first(f.queue, c.Queue, "default"), first(f.project, c.Project)
 	svc := map[string]any{"name": "main"}
 	if len(command) > 0 {
@@ -111,6 +124,9 @@ func runJob(ctx context.Context, c clientFlags, name string, f runFlags, command
 		}
 		svc["gpus"], svc["gpuTypes"] = f.gpus.count, types
 	}
+	if f.tty {
+		svc["tty"] = true
+	}
 	spec := map[string]any{"queue": queue, "services": []any{svc}}
 	if project != "" {
 		spec["project"] = project
@@ -138,6 +154,10 @@ func runJob(ctx context.Context, c clientFlags, name string, f runFlags, command
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "levers9: job %s submitted to queue %s\n", job, queue)
+	if f.tty {
+		call := terminalCall{stdin: stdin, stdout: stdout, stderr: stderr, tty: true, input: true, detachKeys: true}
+		return attachRun(ctx, c, job, svc["name"].(string), call, stdout, stderr)
+	}
 	err := c.followLogs(ctx, job, 1, func(l logLine) {
 		w := stdout
 		if l.Stream != "stdout" {
