@@ -162,6 +162,14 @@ func TestTerminalAttachShell(t *testing.T) {
 		typeIn(t, term, "\x03")
 		typeIn(t, term, "echo ali\"\"ve\r")
 		scr.waitFor(t, "alive\r\n")
+		// Signal reaches the foreground as Ctrl-C does.
+		typeIn(t, term, "sh -c 'echo sle\"\"eping; exec sleep 100'\r")
+		scr.waitFor(t, "sleeping\r\n")
+		if err := term.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		typeIn(t, term, "echo sti\"\"ll\r")
+		scr.waitFor(t, "still\r\n")
 
 		typeIn(t, term, "exit 7\r")
 		scr.end(t)
