@@ -19,6 +19,9 @@ type Activity struct {
 	Mark func(ctx context.Context, ids []string, at time.Time) error
 	Now  func() time.Time
 	Log  *slog.Logger
+	// Every is how often a job's use is written at most, and how often
+	// an open terminal or stream marks its job (activityEvery when 0).
+	Every time.Duration
 
 	mu      sync.Mutex
 	pending map[string]bool
@@ -35,7 +38,7 @@ func (a *Activity) Touch(id string) {
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if at, ok := a.last[id]; ok && now.Sub(at) < activityEvery {
+	if at, ok := a.last[id]; ok && now.Sub(at) < a.every() {
 		return
 	}
 	if a.last == nil {
@@ -48,6 +51,13 @@ func (a *Activity) Touch(id string) {
 		// again is seen at once; the next within the interval wait.
 		a.timer = time.AfterFunc(0, a.flush)
 	}
+}
+
+func (a *Activity) every() time.Duration {
+	if a == nil || a.Every <= 0 {
+		return activityEvery
+	}
+	return a.Every
 }
 
 func (a *Activity) now() time.Time {
@@ -67,7 +77,7 @@ func (a *Activity) flush() {
 	clear(a.pending)
 	now := a.now()
 	for id, at := range a.last {
-		if now.Sub(at) >= activityEvery {
+		if now.Sub(at) >= a.every() {
 			delete(a.last, id)
 		}
 	}

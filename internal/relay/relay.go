@@ -115,7 +115,10 @@ func (s *Service) Elsewhere(ctx context.Context, t Target) (string, error) {
 // keepActive touches job id while ctx lasts (an attached terminal counts
 // as use even when nobody types).
 func (s *Service) keepActive(ctx context.Context, id string) {
-	t := time.NewTicker(activityEvery)
+	if s.Active == nil || s.Active.Mark == nil {
+		return
+	}
+	t := time.NewTicker(s.Active.every())
 	defer t.Stop()
 	for {
 		select {
