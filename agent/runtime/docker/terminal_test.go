@@ -153,8 +153,9 @@ func TestTerminalAttach(t *testing.T) {
 	at = out.waitFor(at, "40 120\r\n")
 
 	// Without Ctrl-C the next command would wait for the sleep, beyond
-	// the test's timeout.
-	typeIn(t, term, "echo mark-$((2+3)); sleep 300\r")
+	// the test's timeout. The mark comes from the foreground command
+	// itself, so the terminal is its own when Ctrl-C is typed.
+	typeIn(t, term, "sh -c 'echo mark-$((2+3)); exec sleep 300'\r")
 	at = out.waitFor(at, "mark-5\r\n")
 	typeIn(t, term, "\x03")
 	typeIn(t, term, "echo after-$((1+1))\r")
@@ -411,4 +412,27 @@ func TestExec(t *testing.T) {
 	for _, l := range e.lines("app") {
 		t.Errorf("exec output in the log: %q", l)
 	}
+}
+
+// TestTerminalAttachSignal: a signal through an attach reaches the
+// service's process (past the container's init).
+func TestTerminalAttachSignal(t *testing.T) {
+	t.Parallel()
+	r := newRuntime(t)
+	j := start(t, r, runtime.ServiceSpec{Name: "shell", TTY: true,
+		Command: sh(`trap 'echo got-term; exit 7' TERM; echo ready; while :; do sleep 0.1; done`)})
+	e := watch(t, j)
+	e.line("shell", "ready")
+	term := attach(t, j, "shell", runtime.Size{})
+	out := readAll(t, term.Stdout())
+	if err := term.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	out.waitFor(0, "got-term\r\n")
+	out.end()
+	if code, err := waitTerm(t, term); code != 7 || err != nil {
+		t.Errorf("Wait = %d, %v; want 7", code, err)
+	}
+	e.end()
+	wantFinal(t, e, "shell", runtime.Failed, 7, "exit status 7")
 }
