@@ -216,4 +216,3 @@ func deref(s *string) any {
 	}
 	return *s
 }
-

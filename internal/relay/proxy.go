@@ -49,6 +49,13 @@ type targetKey struct{}
 // proxy relays r to t's port with path (raw: its escaped form, if any).
 func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, t Target, prefix, path, raw string, sandbox bool) {
 	h.Relay.Active.Touch(t.Job.ID)
+	if r.Header.Get("Upgrade") != "" {
+		// An upgraded connection (a WebSocket) lives on after this one
+		// authentication: it ends when the viewer's token does.
+		ctx, cancel := h.hold(r.Context())
+		defer cancel()
+		r = r.WithContext(ctx)
+	}
 	if path == "" {
 		path = "/"
 	}

@@ -113,14 +113,15 @@ func (h *Handler) bridge(w http.ResponseWriter, r *http.Request, t Target, open 
 	}
 	defer c.CloseNow()
 	c.SetReadLimit(streamReadLimit)
-	ctx, cancel := context.WithCancel(ctx)
+	// The stream outlives the request's one authentication: it ends when
+	// the token or session it was opened with is revoked or expires.
+	ctx, cancel := h.hold(ctx)
 	defer cancel()
-	if open.Kind != wire.StreamTCP {
-		// An attached terminal keeps the job in use even when idle.
-		go h.Relay.keepActive(ctx, t.Job.ID)
-		if err := h.Relay.Jobs.TerminalOpened(ctx, t.Job, t.Service.Name, open.Kind, open.Command); err != nil && h.Relay.Log != nil {
-			h.Relay.Log.Error("auditing a terminal", "job", t.Job.ID, "err", err)
-		}
+	// An open terminal or port-forward keeps the job in use even while
+	// no bytes flow (an idle shell, a database connection at rest).
+	go h.Relay.keepActive(ctx, t.Job.ID)
+	if open.Kind != wire.StreamTCP && h.Relay.Log != nil {
+		h.Relay.Log.Info("terminal opened", "job", t.Job.ID, "service", t.Service.Name, "kind", open.Kind, "command", open.Command)
 	}
 	nc := websocket.NetConn(ctx, c, websocket.MessageBinary)
 	touch := func() { h.Relay.Active.Touch(t.Job.ID) }
@@ -130,13 +131,27 @@ func (h *Handler) bridge(w http.ResponseWriter, r *http.Request, t Target, open 
 		_, _ = io.Copy(&activeConn{Conn: st, touch: touch}, nc)
 		closeWrite(st)
 		// The client is gone (a WebSocket has no half-close): what the
-		// service still sends has a moment to drain, then the stream ends.
-		_ = st.SetReadDeadline(time.Now().Add(drainGrace))
+		// service still sends has a moment to drain, then the stream
+		// ends; at once when the stream was ended (a revoked token).
+		grace := drainGrace
+		if ctx.Err() != nil {
+			grace = 0
+		}
+		_ = st.SetReadDeadline(time.Now().Add(grace))
 	}()
 	_, _ = io.Copy(nc, st)
 	_ = c.Close(websocket.StatusNormalClosure, "")
 	cancel()
 	<-done
+}
+
+// hold is ctx held by the viewer's token (auth.Service.Hold): it ends
+// when the token does.
+func (h *Handler) hold(ctx context.Context) (context.Context, context.CancelFunc) {
+	if h.Auth == nil {
+		return context.WithCancel(ctx)
+	}
+	return h.Auth.Hold(ctx)
 }
 
 // closeWrite ends the sending half of c (the agent sees end of input).
