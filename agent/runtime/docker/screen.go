@@ -190,7 +190,7 @@ func appendRing(ring, p []byte) []byte {
 
 // replay is a copy of ring without a character cut at its front.
 func replay(ring []byte) []byte {
-	for i := 0; i < utf8.UTFMax && len(ring) > 0 && !utf8.RuneStart(ring[0]); i++ {
+	for i := 1; i < utf8.UTFMax && len(ring) > 0 && !utf8.RuneStart(ring[0]); i++ {
 		ring = ring[1:]
 	}
 	return append([]byte(nil), ring...)
