@@ -71,6 +71,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	if publicURL == "" {
 		publicURL = "http://" + ln.Addr().String()
 	}
+	replica := replicaURL(cfg.ReplicaURL, db.Dialect, ln.Addr())
 
 	authn := auth.NewService(db.Ent, log, nil)
 	ten := &tenancy.Service{DB: db, Log: log, LocalStorageRoot: filepath.Join(dataDir, "buckets"), Auth: authn}
@@ -133,7 +134,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", graph.Authenticate(authn, log, graph.NewHandler(resolver)))
 	planner := &mounts.Planner{Ent: db.Ent, Now: time.Now, LocalNode: localNodeID(cfg.LocalNode, dataDir)}
-	tun := &tunnel.Server{DB: db, Jobs: jobService, Logs: logs, Nodes: nodeRules, Bus: bus, Log: log.With("component", "tunnel"), Now: time.Now, Mounts: planner,
+	tun := &tunnel.Server{DB: db, Jobs: jobService, Logs: logs, Nodes: nodeRules, Bus: bus, Log: log.With("component", "tunnel"), Now: time.Now, Mounts: planner, Replica: replica,
 		// Several heartbeats fit in a TTL, so one lost beat is no outage.
 		HeartbeatInterval: min(max(cfg.NodeTTL/3, 100*time.Millisecond), tunnel.DefaultHeartbeatInterval)}
 	tun.Routes(mux)
@@ -141,16 +142,30 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	files := &filesapi.API{Files: fileStore, Auth: authn, Log: log.With("component", "files"), MaxUpload: cfg.MaxUpload, Mounts: planner}
 	filesHandler := files.Handler()
 	dashboard, err := ui.Routes(ctx, mux, ui.Config{DB: db, Auth: authn, Tenancy: ten, Jobs: jobService, Files: fileStore, Nodes: nodeRules, Bus: bus,
-		Log: log, PublicURL: publicURL, MaxUpload: cfg.MaxUpload, Version: version})
+		Log: log, PublicURL: publicURL, MaxUpload: cfg.MaxUpload, Version: version, RelayDomain: cfg.RelayDomain})
 	if err != nil {
 		return err
 	}
+	var replicas relay.Replicas // nil: one replica, nothing to forward to
+	if replica != "" {
+		replicas = nodeRules
+	}
 	relays := &relay.Handler{
-		Relay:    &relay.Service{Jobs: jobService, Tunnel: tun, Replicas: nodeRules, Replica: tun.Replica, Log: log.With("component", "relay")},
+		Relay: &relay.Service{Jobs: jobService, Tunnel: tun, Replicas: replicas, Replica: replica, Log: log.With("component", "relay"),
+			Active: &relay.Activity{Mark: jobService.MarkActive, Log: log.With("component", "relay")}},
 		Auth:     authn,
 		Sessions: dashboard.WithViewer, SessionCookie: session.CookieName,
+		Domain: cfg.RelayDomain,
 	}
 	relays.Routes(mux)
+	// The relay domain's tickets and cookies live beside the dashboard's
+	// sessions (the table exists by now), shared by replicas.
+	relayStore, err := session.NewStore(ctx, db.SQL, db.Dialect)
+	if err != nil {
+		return err
+	}
+	relayDomain := &relay.Domain{Relay: relays, Store: relayStore, PublicURL: publicURL, Now: time.Now}
+	relayDomain.Routes(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := db.SQL.PingContext(r.Context()); err != nil {
 			http.Error(w, "database unavailable", http.StatusServiceUnavailable)
@@ -158,7 +173,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		}
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	srv := newHTTPServer(ctx, cfg.HTTP, withFiles(filesHandler, mux))
+	srv := newHTTPServer(ctx, cfg.HTTP, relayDomain.Front(withFiles(filesHandler, mux)))
 
 	printWelcome(stdout, publicURL, db.Dialect, seeded)
 	log.Info("levers9 server listening", "url", publicURL, "database", db.Dialect)

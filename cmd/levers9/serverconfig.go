@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"entgo.io/ent/dialect"
 
 	"github.com/levers9/levers9/agent"
 	"github.com/levers9/levers9/internal/filesapi"
@@ -35,6 +39,13 @@ type serverConfig struct {
 	// AllowPrivateS3 lets S3 storages use internal endpoints.
 	AllowPrivateS3 bool
 	HTTP           httpLimits
+	// RelayDomain serves job ports at PORT-SERVICE-JOB.RelayDomain; "":
+	// only under /relay/ on the public URL.
+	RelayDomain string
+	// ReplicaURL is this replica's URL for the other replicas (relay
+	// forwarding); "": derived from the listen address on PostgreSQL
+	// (replicaURL), none on SQLite (one replica).
+	ReplicaURL string
 }
 
 // env returns the environment variable name, or def when unset.
@@ -174,6 +185,10 @@ func parseServerConfig(args []string, lookup func(string) (string, bool), out io
 	fs.StringVar(&c.Local.JobUIDs, "local-node-job-uids", e.str("LEVERS9_LOCAL_NODE_JOB_UIDS", defaultJobUIDs),
 		"on the process runtime, FIRST:COUNT, the uids jobs run as, one per running job (at most COUNT jobs at once); no account or group may use them (LEVERS9_LOCAL_NODE_JOB_UIDS)")
 	c.HTTP.flags(fs, e)
+	fs.StringVar(&c.RelayDomain, "relay-domain", e.str("LEVERS9_RELAY_DOMAIN", ""),
+		"serve job ports at PORT-SERVICE-JOB.DOMAIN (e.g. relay.example.com; needs wildcard DNS and TLS for *.DOMAIN); default: only under /relay/ on the public URL (LEVERS9_RELAY_DOMAIN)")
+	fs.StringVar(&c.ReplicaURL, "replica-url", e.str("LEVERS9_REPLICA_URL", ""),
+		"this replica's URL for the other replicas, which forward relay traffic to the one a node's tunnel is on; default on PostgreSQL http://ADDR (the host name when ADDR has no host), none on SQLite (LEVERS9_REPLICA_URL)")
 	c.Seed = tenancy.Seed{
 		TenantName:         e.str("LEVERS9_TENANT_NAME", ""),
 		TenantSlug:         e.str("LEVERS9_TENANT_SLUG", ""),
@@ -195,7 +210,8 @@ func parseServerConfig(args []string, lookup func(string) (string, bool), out io
 		return "--" + flagName
 	}
 	err = errors.Join(e.errors(fs), c.check(*logLevel, source("log-level", "LEVERS9_LOG_LEVEL")),
-		c.checkLocalNode(source("local-node-runtime", "LEVERS9_LOCAL_NODE_RUNTIME"), source("local-node-default-image", "LEVERS9_LOCAL_NODE_DEFAULT_IMAGE")))
+		c.checkLocalNode(source("local-node-runtime", "LEVERS9_LOCAL_NODE_RUNTIME"), source("local-node-default-image", "LEVERS9_LOCAL_NODE_DEFAULT_IMAGE")),
+		c.checkRelay(source("relay-domain", "LEVERS9_RELAY_DOMAIN"), source("replica-url", "LEVERS9_REPLICA_URL")))
 	if err != nil {
 		fmt.Fprintln(out, "levers9 server:", err)
 	}
@@ -229,6 +245,61 @@ func (c *serverConfig) checkLocalNode(runtimeSource, imageSource string) error {
 	msg := strings.NewReplacer(localNodeRuntimeFlags.name("runtime"), runtimeSource,
 		localNodeRuntimeFlags.name("default-image"), imageSource).Replace(err.Error())
 	return errors.New(msg)
+}
+
+// checkRelay checks the relay domain and the replica URL, naming the flag
+// or variable each came from, and normalizes the domain (lower case, no
+// final dot).
+func (c *serverConfig) checkRelay(domainSource, replicaSource string) error {
+	var errs []error
+	if c.RelayDomain != "" {
+		d := strings.TrimSuffix(strings.ToLower(c.RelayDomain), ".")
+		if !isDomainName(d) {
+			errs = append(errs, fmt.Errorf("%s must be a DNS name such as relay.example.com (no scheme, port or path), not %q", domainSource, c.RelayDomain))
+		}
+		c.RelayDomain = d
+	}
+	if c.ReplicaURL != "" {
+		u, err := url.Parse(c.ReplicaURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			errs = append(errs, fmt.Errorf("%s must be an http:// or https:// URL other replicas reach this one at, not %q", replicaSource, c.ReplicaURL))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// replicaURL is this replica's URL for the others: the configured one,
+// else on PostgreSQL (where replicas may share the database) http:// and
+// the listen address, with the machine's host name when that address has
+// no host (0.0.0.0, ::); on SQLite none (one replica, nothing to forward).
+func replicaURL(configured, dialectName string, listen net.Addr) string {
+	if configured != "" || dialectName != dialect.Postgres {
+		return configured
+	}
+	host, port, err := net.SplitHostPort(listen.String())
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		if host, err = os.Hostname(); err != nil {
+			return ""
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// isDomainName reports whether d is lower-case DNS labels (letters,
+// digits, inner '-') joined by dots.
+func isDomainName(d string) bool {
+	if d == "" || len(d) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(d, ".") {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' || strings.Trim(l, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // newServerCommand is levers9 server: its flags default to environment

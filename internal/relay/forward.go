@@ -1,9 +1,13 @@
 package relay
 
 import (
+	"context"
+	"errors"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"time"
 
 	"github.com/levers9/levers9/internal/fault"
 )
@@ -34,14 +38,28 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, t Target) bool
 			pr.SetURL(u)
 			pr.Out.Host = pr.In.Host // Origin checks and the relay domain see the user's host
 			pr.Out.Header.Set(ForwardedHeader, "1")
-			if pr.In.Header.Get("X-Forwarded-For") == "" {
-				pr.SetXForwarded()
-			}
+			pr.SetXForwarded()
 		},
+		Transport: forwardTransport,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if errors.Is(err, context.Canceled) {
+				return // the client left
+			}
 			fail(w, fault.New(fault.Unavailable, "the server replica holding the node did not answer: %v", err), h.Relay)
 		},
 	}
 	rp.ServeHTTP(w, r)
 	return true
+}
+
+// forwardTransport carries requests between replicas. A replica that is
+// gone must make an UNAVAILABLE answer soon, not a hang: dialing is
+// bounded; answers are not (a relayed service may take its time).
+var forwardTransport = &http.Transport{
+	Proxy:                 nil, // replicas reach each other directly
+	DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+	MaxIdleConnsPerHost:   32,
+	IdleConnTimeout:       90 * time.Second,
+	TLSHandshakeTimeout:   5 * time.Second,
+	ExpectContinueTimeout: time.Second,
 }
