@@ -2,9 +2,13 @@ package main
 
 import (
 	"io"
+	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"entgo.io/ent/dialect"
 
 	"github.com/levers9/levers9/agent"
 	"github.com/levers9/levers9/internal/filesapi"
@@ -117,5 +121,68 @@ func TestServerConfigChecksValues(t *testing.T) {
 	var stderr strings.Builder
 	if code := run(t.Context(), []string{"server"}, io.Discard, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "LEVERS9_NODE_TTL") {
 		t.Errorf("exit %d, %q", code, stderr.String())
+	}
+}
+
+func TestServerConfigRelay(t *testing.T) {
+	t.Parallel()
+	c, err := parseServerConfig(nil, lookupIn(nil), io.Discard)
+	if err != nil || c.RelayDomain != "" || c.ReplicaURL != "" {
+		t.Fatalf("defaults: %q %q, %v", c.RelayDomain, c.ReplicaURL, err)
+	}
+	c, err = parseServerConfig(nil, lookupIn(map[string]string{"LEVERS9_RELAY_DOMAIN": "Relay.Example.com.", "LEVERS9_REPLICA_URL": "http://10.0.0.5:8080"}), io.Discard)
+	if err != nil || c.RelayDomain != "relay.example.com" || c.ReplicaURL != "http://10.0.0.5:8080" {
+		t.Fatalf("from the environment: %q %q, %v", c.RelayDomain, c.ReplicaURL, err)
+	}
+	c, err = parseServerConfig([]string{"--relay-domain=localhost", "--replica-url=https://a.internal"}, lookupIn(map[string]string{"LEVERS9_RELAY_DOMAIN": "x y"}), io.Discard)
+	if err != nil || c.RelayDomain != "localhost" || c.ReplicaURL != "https://a.internal" {
+		t.Fatalf("flags: %q %q, %v", c.RelayDomain, c.ReplicaURL, err)
+	}
+	for _, tc := range []struct{ env, value string }{
+		{"LEVERS9_RELAY_DOMAIN", "https://relay.example.com"},
+		{"LEVERS9_RELAY_DOMAIN", "relay.example.com:443"},
+		{"LEVERS9_RELAY_DOMAIN", "*.relay.example.com"},
+		{"LEVERS9_RELAY_DOMAIN", "relay..example.com"},
+		{"LEVERS9_RELAY_DOMAIN", "-relay.example.com"},
+		{"LEVERS9_REPLICA_URL", "10.0.0.5:8080"},
+		{"LEVERS9_REPLICA_URL", "ftp://10.0.0.5"},
+		{"LEVERS9_REPLICA_URL", "http://"},
+		{"LEVERS9_REPLICA_URL", "http://u:p@10.0.0.5"},
+	} {
+		_, err := parseServerConfig(nil, lookupIn(map[string]string{tc.env: tc.value}), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.env) {
+			t.Errorf("%s=%s: %v", tc.env, tc.value, err)
+		}
+		flag := "--" + strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(tc.env, "LEVERS9_")), "_", "-")
+		if _, err := parseServerConfig([]string{flag + "=" + tc.value}, lookupIn(nil), io.Discard); err == nil || !strings.Contains(err.Error(), flag) {
+			t.Errorf("%s=%s: %v", flag, tc.value, err)
+		}
+	}
+}
+
+func TestServerConfigReplicaURL(t *testing.T) {
+	t.Parallel()
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		configured, dialect, listen, want string
+	}{
+		{"", dialect.SQLite, "127.0.0.1:8080", ""}, // one replica
+		{"http://a:1", dialect.SQLite, "127.0.0.1:8080", "http://a:1"},
+		{"http://a:1", dialect.Postgres, "127.0.0.1:8080", "http://a:1"},
+		{"", dialect.Postgres, "10.1.2.3:8080", "http://10.1.2.3:8080"},
+		{"", dialect.Postgres, "[fd00::1]:8080", "http://[fd00::1]:8080"},
+		{"", dialect.Postgres, "0.0.0.0:8080", "http://" + net.JoinHostPort(host, "8080")},
+		{"", dialect.Postgres, "[::]:8080", "http://" + net.JoinHostPort(host, "8080")},
+	} {
+		addr, err := net.ResolveTCPAddr("tcp", tc.listen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := replicaURL(tc.configured, tc.dialect, addr); got != tc.want {
+			t.Errorf("replicaURL(%q, %s, %s) = %q; want %q", tc.configured, tc.dialect, tc.listen, got, tc.want)
+		}
 	}
 }
