@@ -82,6 +82,11 @@ func (h *Handler) terminal(w http.ResponseWriter, r *http.Request, open wire.Str
 		fail(w, err, h.Relay)
 		return
 	}
+	if open.Kind == wire.StreamAttach && !startedWithTTY(t) {
+		// Known here: refused without a stream to the node.
+		fail(w, fault.New(fault.BadUserInput, "service %s of job %s was not started with a terminal (tty: true): use exec", t.Service.Name, t.Job.ID), h.Relay)
+		return
+	}
 	check := open
 	check.JobID, check.Service = t.Job.ID, t.Service.Name
 	if err := check.Validate(); err != nil {
@@ -152,6 +157,17 @@ func (h *Handler) hold(ctx context.Context) (context.Context, context.CancelFunc
 		return context.WithCancel(ctx)
 	}
 	return h.Auth.Hold(ctx)
+}
+
+// startedWithTTY reports whether t's service runs on a terminal (its
+// job's spec says tty).
+func startedWithTTY(t Target) bool {
+	for _, sp := range t.Job.Spec.Services {
+		if sp.Name == t.Service.Name {
+			return sp.TTY
+		}
+	}
+	return false
 }
 
 // closeWrite ends the sending half of c (the agent sees end of input).
