@@ -38,7 +38,9 @@ const startErrorBytes = 4 << 10
 // even one without a shell or kill, and signals exactly the command, where
 // wrapping it in `sh -c` would need a shell in the image; it needs the
 // agent in the daemon's PID namespace, which the runtime assumes already
-// (ports are published on, and relayed from, the node's loopback).
+// (ports are published on, and relayed from, the node's loopback). The
+// process's cgroup must name the container, so an agent elsewhere gets an
+// error rather than signal a stranger.
 //
 // A command that cannot start (not found, not executable) is an error
 // carrying the daemon's message; Docker records exit code 127 or 126 for
@@ -78,7 +80,7 @@ func (j *job) Exec(ctx context.Context, name string, req runtime.ExecRequest) (r
 	}
 	// A process that ended already is not found: then there is nothing to
 	// signal anyway.
-	t.proc, t.procErr = openHostProcess(pid)
+	t.proc, t.procErr = openHostProcess(pid, id)
 	t.output()
 	if req.TTY {
 		// Daemons before API 1.42 ignore the size given at creation.

@@ -20,10 +20,19 @@ type hostProcess struct {
 	fd  int // -1 once released
 }
 
-func openHostProcess(pid int) (*hostProcess, error) {
+// openHostProcess opens the process that the daemon calls pid, if it is
+// in container containerID: an agent in another PID namespace than the
+// daemon's could find another process under that number. Its cgroup,
+// read after the pidfd was opened, names the container.
+func openHostProcess(pid int, containerID string) (*hostProcess, error) {
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		return nil, fmt.Errorf("opening process %d: %w", pid, err)
+	}
+	cgroup, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil || !strings.Contains(string(cgroup), containerID) {
+		_ = unix.Close(fd)
+		return nil, fmt.Errorf("process %d is not the command in container %s as seen from the agent", pid, shortID(containerID))
 	}
 	return &hostProcess{pid: pid, fd: fd}, nil
 }

@@ -10,7 +10,7 @@ import (
 // hostProcess: signalling an exec'd process from the host needs Linux.
 type hostProcess struct{}
 
-func openHostProcess(int) (*hostProcess, error) {
+func openHostProcess(int, string) (*hostProcess, error) {
 	return nil, errors.New("signalling an exec'd process needs a Linux agent")
 }
 
