@@ -406,6 +406,24 @@ func TestExec(t *testing.T) {
 			t.Errorf("processes after Close:\n%s", procs)
 		}
 	})
+	t.Run("close kills on a terminal", func(t *testing.T) {
+		term := execIn(t, j, "app", runtime.ExecRequest{Command: sh(`echo ready; sleep 272; echo not-killed`), TTY: true})
+		out := readAll(t, term.Stdout())
+		out.waitFor(0, "ready\r\n")
+		if err := term.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := out.end(); got != "ready\r\n" {
+			t.Errorf("output %q", got)
+		}
+		if code, err := waitTerm(t, term); code != 137 || err != nil {
+			t.Errorf("Wait after Close = %d, %v; want 137", code, err)
+		}
+		ps := execIn(t, j, "app", runtime.ExecRequest{Command: []string{"ps"}})
+		if procs := readAll(t, ps.Stdout()).end(); strings.Contains(procs, "sleep 272") {
+			t.Errorf("processes after Close:\n%s", procs)
+		}
+	})
 
 	j.Stop("test over", 0)
 	e.end()
