@@ -133,6 +133,13 @@ func (a *Agent) relayTCP(ctx context.Context, st *yamux.Stream, t *task, open wi
 	pipe(st, c.(*net.TCPConn))
 }
 
+// pipeChunk is the most pipe sends at a time from a service, one stream
+// frame: each frame costs two WebSocket messages and their system calls,
+// and 128 KiB frames spend about a fifth less CPU per byte than
+// io.Copy's 32 KiB (BenchmarkRelay in internal/relay). The struct wrapper
+// hides TCPConn.WriteTo, which would copy in 32 KiB again.
+const pipeChunk = 128 << 10
+
 // pipe copies both ways until both directions ended, passing each end of
 // input on as a half-close.
 func pipe(st *yamux.Stream, c *net.TCPConn) {
@@ -142,7 +149,7 @@ func pipe(st *yamux.Stream, c *net.TCPConn) {
 		_, _ = io.Copy(c, st)
 		_ = c.CloseWrite()
 	}()
-	_, _ = io.Copy(st, c)
+	_, _ = io.CopyBuffer(st, struct{ io.Reader }{c}, make([]byte, pipeChunk))
 	_ = st.Close() // yamux's Close is a half-close: reading goes on
 	<-done
 }
