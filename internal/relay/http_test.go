@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -65,6 +66,9 @@ func TestRelayHTTP(t *testing.T) {
 				if got := resp.Header.Get("X-Service"); got != "web" {
 					t.Errorf("X-Service = %q; want the service's header", got)
 				}
+				if sw := resp.Header.Get("Service-Worker-Allowed"); sw != "" {
+					t.Errorf("Service-Worker-Allowed %q reached the dashboard's origin", sw)
+				}
 				var got seen
 				if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
 					t.Fatal(err)
@@ -79,12 +83,13 @@ func TestRelayHTTP(t *testing.T) {
 				if got.Cookie == nil || *got.Cookie != "app=1; theme=dark" {
 					t.Errorf("the service saw Cookie %v; want only app=1; theme=dark", deref(got.Cookie))
 				}
+				// Only the job's own cookies, scoped to its prefix.
 				var set []string
 				for _, c := range resp.Cookies() {
-					set = append(set, c.Name)
+					set = append(set, c.Name+" "+c.Path+" "+c.Domain)
 				}
-				if strings.Join(set, ",") != "app" {
-					t.Errorf("cookies set through the relay: %v; want only app", set)
+				if want := []string{"app " + prefix + "/ ", "scoped " + prefix + "/sub "}; !slices.Equal(set, want) {
+					t.Errorf("cookies set through the relay: %q; want %q", set, want)
 				}
 				csp := resp.Header.Get("Content-Security-Policy")
 				if tc.sandboxed != strings.Contains(csp, "sandbox") {

@@ -76,7 +76,14 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, t Target, prefix
 		},
 		Transport: h.transport(),
 		ModifyResponse: func(resp *http.Response) error {
-			h.filterCookies(resp.Header)
+			h.filterCookies(resp.Header, prefix)
+			if prefix != "" {
+				// Under the dashboard's origin a job may not widen a
+				// service worker's scope past its prefix, nor clear the
+				// dashboard's storage.
+				resp.Header.Del("Service-Worker-Allowed")
+				resp.Header.Del("Clear-Site-Data")
+			}
 			if sandbox {
 				resp.Header.Set("Content-Security-Policy", "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads")
 			}
@@ -128,17 +135,32 @@ func (h *Handler) transport() *http.Transport {
 }
 
 // filterCookies drops cookies a job's service may not set: levers9's own.
-func (h *Handler) filterCookies(hd http.Header) {
+// Under a path prefix (the dashboard's origin, shared by every job) the
+// others are scoped to the prefix and lose any Domain: a job's cookies
+// are sent to that job only, never to another user's job nor to a
+// sibling host.
+func (h *Handler) filterCookies(hd http.Header, prefix string) {
 	all := hd.Values("Set-Cookie")
 	if len(all) == 0 {
 		return
 	}
 	hd.Del("Set-Cookie")
 	for _, sc := range all {
-		name, _, _ := strings.Cut(strings.TrimSpace(sc), "=")
-		name = strings.TrimSpace(name)
-		if h.SessionCookie != "" && strings.EqualFold(name, h.SessionCookie) || strings.HasPrefix(strings.ToLower(name), relayCookiePrefix) {
+		c, err := http.ParseSetCookie(sc)
+		if err != nil {
+			continue // a browser would not take it either
+		}
+		if h.SessionCookie != "" && strings.EqualFold(c.Name, h.SessionCookie) || strings.HasPrefix(strings.ToLower(c.Name), relayCookiePrefix) {
 			continue
+		}
+		if prefix != "" {
+			c.Domain = ""
+			if strings.HasPrefix(c.Path, "/") {
+				c.Path = prefix + c.Path
+			}
+			if sc = c.String(); sc == "" {
+				continue
+			}
 		}
 		hd.Add("Set-Cookie", sc)
 	}

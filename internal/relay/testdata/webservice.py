@@ -6,7 +6,8 @@
 #                     text messages upper-cased
 #   GET /teapot...    418, else 200: a JSON echo of the request as the
 #                     service saw it (path, host, prefix, credentials)
-#   every answer sets the cookies levers9_session, levers9_relay_x and app.
+#   every answer sets the cookies levers9_session, levers9_relay_x, app
+#   (Path=/) and scoped (Path=/sub, Domain=example.com).
 # On $LEVERS9_WEB_PORT_ECHO: a TCP server echoing each line upper-cased.
 import base64, hashlib, http.server, json, os, socketserver, struct, threading
 
@@ -30,6 +31,7 @@ class Web(http.server.BaseHTTPRequestHandler):
         self.send_header("Set-Cookie", "levers9_session=stolen; Path=/")
         self.send_header("Set-Cookie", "levers9_relay_x=stolen; Path=/")
         self.send_header("Set-Cookie", "app=1; Path=/")
+        self.send_header("Set-Cookie", "scoped=1; Path=/sub; Domain=example.com; HttpOnly")
 
     def do_GET(self):
         if self.headers.get("Upgrade", "").lower() == "websocket":
@@ -55,6 +57,7 @@ class Web(http.server.BaseHTTPRequestHandler):
         self.send_response(418 if self.path.startswith("/teapot") else 200)
         self.send_header("Content-Type", "application/json")
         self.send_header("X-Service", "web")
+        self.send_header("Service-Worker-Allowed", "/")
         self.cookies()
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
