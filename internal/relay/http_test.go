@@ -66,6 +66,9 @@ func TestRelayHTTP(t *testing.T) {
 				if got := resp.Header.Get("X-Service"); got != "web" {
 					t.Errorf("X-Service = %q; want the service's header", got)
 				}
+				if cc := resp.Header.Get("Cache-Control"); cc != "private, max-age=60" {
+					t.Errorf("Cache-Control = %q; want the service's made private", cc)
+				}
 				if sw := resp.Header.Get("Service-Worker-Allowed"); sw != "" {
 					t.Errorf("Service-Worker-Allowed %q reached the dashboard's origin", sw)
 				}

@@ -84,13 +84,19 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, t Target, prefix
 				resp.Header.Del("Service-Worker-Allowed")
 				resp.Header.Del("Clear-Site-Data")
 			}
+			// Every answer was for an authenticated user: a shared cache
+			// must never hand it to anyone else.
+			resp.Header.Set("Cache-Control", privateCache(resp.Header.Values("Cache-Control")))
 			if sandbox {
 				resp.Header.Set("Content-Security-Policy", "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads")
 			}
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if len(fault.Classify(err)) == 0 && !errors.Is(err, context.Canceled) {
+			if r.Context().Err() != nil {
+				return // the client is gone: nobody to answer
+			}
+			if len(fault.Classify(err)) == 0 {
 				err = fault.New(fault.Unavailable, "service %s of job %s did not answer on port %d: %v", t.Service.Name, t.Job.ID, t.Port, err)
 			}
 			fail(w, err, h.Relay)
@@ -164,6 +170,25 @@ func (h *Handler) filterCookies(hd http.Header, prefix string) {
 		}
 		hd.Add("Set-Cookie", sc)
 	}
+}
+
+// privateCache is the Cache-Control directives cc with those letting a
+// shared cache store the answer (public, s-maxage, proxy-revalidate)
+// replaced by private.
+func privateCache(cc []string) string {
+	out := []string{"private"}
+	for _, v := range cc {
+		for d := range strings.SplitSeq(v, ",") {
+			d = strings.TrimSpace(d)
+			name, _, _ := strings.Cut(strings.ToLower(d), "=")
+			switch strings.TrimSpace(name) {
+			case "", "public", "private", "s-maxage", "proxy-revalidate":
+				continue
+			}
+			out = append(out, d)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // activeConn marks its job used whenever bytes flow.

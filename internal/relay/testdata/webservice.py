@@ -58,6 +58,7 @@ class Web(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("X-Service", "web")
         self.send_header("Service-Worker-Allowed", "/")
+        self.send_header("Cache-Control", "public, max-age=60, s-maxage=600")
         self.cookies()
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
