@@ -1,0 +1,116 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/coder/websocket"
+
+	"github.com/levers9/levers9/internal/dbtest"
+)
+
+// webApp answers every GET with "hello from the job" and the path, on the
+// port named http of service web.
+const webApp = `
+import http.server, os
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        b = ("hello from the job " + self.path).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(os.environ["LEVERS9_WEB_PORT_HTTP"])), H).serve_forever()
+`
+
+// Two server replicas share one PostgreSQL database; a node's agent is
+// joined to replica B. Replica A, which does not hold the node's stream
+// tunnel, forwards relay requests (HTTP and a port-forward WebSocket) to
+// B with the user's credentials, and B serves them; with B stopped, A
+// answers UNAVAILABLE at once instead of hanging.
+func TestRelayReplicas(t *testing.T) {
+	t.Parallel()
+	pg := dbtest.PostgresURL(t)
+	// Neither replica runs a built-in node; their replica URLs are the
+	// default, derived from their listen addresses (PostgreSQL).
+	a := startServer(t, t.TempDir(), pg, "LEVERS9_LOCAL_NODE=false")
+	c := a.credentials()
+	b := startServer(t, t.TempDir(), pg, "LEVERS9_LOCAL_NODE=false")
+	grant(t, a.URL, c.Token)
+	joinAgent(t, b, c.Token, "relay-node", "--runtime", "process")
+
+	var sub struct{ SubmitJob struct{ ID string } }
+	gql(t, a.URL, c.Token, `mutation($c: [String!]!) { submitJob(spec: {name: "web", queue: "default",
+		services: [{name: "web", command: $c, cpu: 1, memoryMiB: 64, ports: [{name: "http"}]}]}) { id } }`,
+		map[string]any{"c": []string{"/usr/bin/python3", "-c", webApp}}, &sub)
+	id := sub.SubmitJob.ID
+	poll(t, "the job running", func() bool { return jobByID(t, a.URL, c.Token, id).Status == "RUNNING" })
+
+	client := &http.Client{Timeout: stopTimeout} // only catches hangs
+	relayGet := func(base string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, base+"/relay/"+id+"/web/http/some/page?x=1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("relay request to %s: %v", base, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	// The service runs before it listens: poll through A.
+	const want = "hello from the job /some/page?x=1"
+	var status int
+	var body string
+	poll(t, "the service answering through replica A", func() bool {
+		status, body = relayGet(a.URL)
+		return status == http.StatusOK
+	})
+	if body != want {
+		t.Errorf("through A: %q; want %q", body, want)
+	}
+	if status, body := relayGet(b.URL); status != http.StatusOK || body != want {
+		t.Errorf("through B: %d %q", status, body)
+	}
+	// Without credentials A refuses, forwarding nothing.
+	if resp, err := client.Get(a.URL + "/relay/" + id + "/web/http/"); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("anonymous request: %v, %v", resp.StatusCode, err)
+	} else {
+		resp.Body.Close()
+	}
+
+	// Port-forward through A: a WebSocket carrying one TCP connection.
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	ws, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(a.URL, "http")+"/streams/tcp/"+id+"/web/http",
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + c.Token}}})
+	if err != nil {
+		t.Fatalf("port-forward through A: %v (%v)", err, resp)
+	}
+	defer ws.CloseNow()
+	conn := websocket.NetConn(ctx, ws, websocket.MessageBinary)
+	if _, err := io.WriteString(conn, "GET /tcp HTTP/1.0\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(conn) // the service closes after an HTTP/1.0 answer
+	if !strings.HasPrefix(string(raw), "HTTP/1.0 200") || !strings.HasSuffix(string(raw), "hello from the job /tcp") {
+		t.Errorf("port-forward answer: %q", raw)
+	}
+
+	// B gone: A cannot reach the node's tunnel and says so.
+	b.stop()
+	status, body = relayGet(a.URL)
+	var refusal struct{ Code, Error string }
+	if err := json.Unmarshal([]byte(body), &refusal); err != nil || status != http.StatusServiceUnavailable || refusal.Code != "UNAVAILABLE" {
+		t.Errorf("with B stopped: %d %q; want 503 UNAVAILABLE", status, body)
+	}
+}
