@@ -62,7 +62,7 @@ test: check $(MINIO)
 
 ## bench: benchmarks; they print their numbers
 bench:
-	$(WITHDOCKER) $(WITHPG) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./graph/ ./internal/metering/ ./internal/scheduling/ ./internal/scheduler/ ./e2e/ ./ui/ ./agent/runtime/docker/ ./internal/relay/ | grep -v -E '^(goos|goarch|pkg|cpu):'
+	$(WITHDOCKER) $(WITHPG) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./graph/ ./internal/metering/ ./internal/scheduling/ ./internal/scheduler/ ./e2e/ ./ui/ ./agent/runtime/docker/ ./internal/relay/ ./internal/wire/ | grep -v -E '^(goos|goarch|pkg|cpu):'
 
 ## fuzz: a short run of every fuzz target
 fuzz:
