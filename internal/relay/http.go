@@ -38,9 +38,9 @@ type Handler struct {
 func (h *Handler) Routes(mux *http.ServeMux) {
 	mux.Handle("/relay/{job}/{service}/{port}/", h.authenticated(http.HandlerFunc(h.proxyPath)))
 	mux.Handle("/relay/{job}/{service}/{port}", http.HandlerFunc(addSlash))
-	mux.Handle("GET /streams/tcp/{job}/{service}/{port}", h.authenticated(http.HandlerFunc(h.tcp)))
-	mux.Handle("GET /streams/exec/{job}/{service}", h.authenticated(http.HandlerFunc(h.exec)))
-	mux.Handle("GET /streams/attach/{job}/{service}", h.authenticated(http.HandlerFunc(h.attach)))
+	mux.Handle("GET /streams/tcp/{job}/{service}/{port}", h.ownPages(h.authenticated(http.HandlerFunc(h.tcp))))
+	mux.Handle("GET /streams/exec/{job}/{service}", h.ownPages(h.authenticated(http.HandlerFunc(h.exec))))
+	mux.Handle("GET /streams/attach/{job}/{service}", h.ownPages(h.authenticated(http.HandlerFunc(h.attach))))
 }
 
 // addSlash sends /relay/J/S/P to /relay/J/S/P/, so an application's

@@ -66,6 +66,22 @@ func TestRelayRefusals(t *testing.T) {
 			{"exec with a bad size", exec(mine.ID) + "&rows=x", w.aliceTok, 400, "BAD_USER_INPUT", []string{"rows"}},
 			{"attach to a service without a terminal", attach(mine.ID), w.aliceTok, 400, "BAD_USER_INPUT", nil},
 		}
+		// A page of another origin (a job on the relay domain: the same
+		// site, so the dashboard's cookie goes along) opens no stream.
+		for _, path := range []string{exec(mine.ID), tcp(mine.ID, "/web/echo"), attach(mine.ID)} {
+			t.Run("another origin, "+path, func(t *testing.T) {
+				t.Parallel()
+				hdr := http.Header{"Origin": {"http://http-web-" + mine.ID + ".relay.test"}, "Connection": {"Upgrade"}, "Upgrade": {"websocket"},
+					"Sec-Websocket-Version": {"13"}, "Sec-Websocket-Key": {"dGhlIHNhbXBsZSBub25jZQ=="}}
+				resp, err := w.do(t, http.MethodGet, path, w.aliceTok, hdr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r := readRefusal(t, resp); resp.StatusCode != http.StatusForbidden || r.Code != "FORBIDDEN" {
+					t.Fatalf("%d %+v; want 403 FORBIDDEN", resp.StatusCode, r)
+				}
+			})
+		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()

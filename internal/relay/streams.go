@@ -6,7 +6,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/coder/websocket"
@@ -157,6 +159,28 @@ func (h *Handler) hold(ctx context.Context) (context.Context, context.CancelFunc
 		return context.WithCancel(ctx)
 	}
 	return h.Auth.Hold(ctx)
+}
+
+// ownPages refuses a stream asked for by a page of another origin. The
+// WebSocket handshake checks this too, but only after the stream was
+// opened (an exec'd command started): a page of another origin of the
+// same site (a job on the relay domain) gets the dashboard's Lax session
+// cookie sent along, and must not get that far.
+func (h *Handler) ownPages(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" && !sameHost(o, r.Host) {
+			fail(w, fault.New(fault.Forbidden, "streams open only from the server's own pages, not from %.100q", o), h.Relay)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// sameHost reports whether origin (an Origin header) is of host, as the
+// WebSocket handshake decides.
+func sameHost(origin, host string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && strings.EqualFold(u.Host, host)
 }
 
 // startedWithTTY reports whether t's service runs on a terminal (its
