@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/creack/pty"
 
 	"github.com/levers9/levers9/agent"
 	"github.com/levers9/levers9/agent/runtime"
@@ -48,7 +49,8 @@ import (
 // server and an API token: HTTP download throughput and small-request
 // latency through /relay/, TCP throughput and one-byte echo through
 // /streams/tcp, and a keystroke's echo from `cat` through /streams/exec
-// beside a pipe to a local `cat`. The service is a small Go program
+// beside a pipe to a local `cat` (and on a terminal, beside a local
+// pseudo-terminal). The service is a small Go program
 // (testdata/benchservice), so the path to it is what is measured.
 func BenchmarkRelay(b *testing.B) {
 	w := newRelayBench(b)
@@ -154,6 +156,32 @@ func BenchmarkRelay(b *testing.B) {
 		in.Close()
 		_ = cat.Wait()
 		w.reportLatency(b, "a keystroke echoed by cat", relayed, direct, "/streams/exec against a pipe to a local cat")
+	})
+
+	// A keystroke on a terminal, as in a shell: the pseudo-terminal
+	// echoes it (cat sees the line only at its end; roundTrips' 2,100
+	// keystrokes stay within a terminal line's 4,095).
+	b.Run("ExecTTYEcho", func(b *testing.B) {
+		ctx := context.Background()
+		ws, _, err := websocket.Dial(ctx, w.wsURL("/streams/exec/"+w.job.ID+"/web?cmd=cat&tty=1&rows=24&cols=80"), w.dialOptions())
+		if err != nil {
+			b.Skipf("exec through the relay: %v (the process runtime's terminals may not have landed)", err)
+		}
+		ws.SetReadLimit(4 << 20)
+		nc := websocket.NetConn(ctx, ws, websocket.MessageBinary)
+		defer nc.Close()
+		relayed := roundTrips(b, &frameWriter{nc}, &frameReader{r: nc})
+
+		cat := exec.Command("cat")
+		tty, err := pty.Start(cat)
+		if err != nil {
+			b.Fatal(err)
+		}
+		direct := roundTrips(b, tty, tty)
+		_ = cat.Process.Kill()
+		_ = cat.Wait()
+		tty.Close()
+		w.reportLatency(b, "a keystroke echoed by a terminal running cat", relayed, direct, "/streams/exec with tty against a local pseudo-terminal")
 	})
 }
 
