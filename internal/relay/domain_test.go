@@ -18,6 +18,7 @@ import (
 	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/fixture"
+	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/relay"
 	"github.com/levers9/levers9/internal/relayaddr"
@@ -99,6 +100,8 @@ func FuzzDomainParseHost(f *testing.F) {
 // tunnel dials it).
 type domainWorld struct {
 	srv         *httptest.Server
+	jobs        *jobs.Service
+	app         string // the service's address
 	tn          *fixture.Tenant
 	authn       *auth.Service
 	store       *session.Store
@@ -148,7 +151,7 @@ func newDomainWorld(t *testing.T, dbURL string) *domainWorld {
 		SetHostPorts([]jobspec.Port{{Name: "http", Port: 40000}}).Exec(sys); err != nil {
 		t.Fatal(err)
 	}
-	w.jobID = j.ID
+	w.jobID, w.jobs, w.app = j.ID, js, app.Listener.Addr().String()
 
 	h := &relay.Handler{
 		Relay:  &relay.Service{Jobs: js, Tunnel: dialTunnel{app.Listener.Addr().String()}},
