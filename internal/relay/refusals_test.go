@@ -82,6 +82,19 @@ func TestRelayRefusals(t *testing.T) {
 				}
 			})
 		}
+		// Nor does a plain GET (an <img> of such a page sends no Origin).
+		for _, path := range []string{exec(mine.ID), tcp(mine.ID, "/web/echo")} {
+			t.Run("not a WebSocket, "+path, func(t *testing.T) {
+				t.Parallel()
+				resp, err := w.do(t, http.MethodGet, path, w.aliceTok, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r := readRefusal(t, resp); resp.StatusCode != http.StatusBadRequest || r.Code != "BAD_USER_INPUT" {
+					t.Fatalf("%d %+v; want 400 BAD_USER_INPUT", resp.StatusCode, r)
+				}
+			})
+		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()

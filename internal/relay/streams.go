@@ -161,19 +161,36 @@ func (h *Handler) hold(ctx context.Context) (context.Context, context.CancelFunc
 	return h.Auth.Hold(ctx)
 }
 
-// ownPages refuses a stream asked for by a page of another origin. The
-// WebSocket handshake checks this too, but only after the stream was
-// opened (an exec'd command started): a page of another origin of the
-// same site (a job on the relay domain) gets the dashboard's Lax session
-// cookie sent along, and must not get that far.
+// ownPages refuses, before anything is opened, a stream request that is
+// not a WebSocket handshake or comes from a page of another origin. The
+// handshake checks both, but only after the stream was opened (an exec'd
+// command started): a page of another origin of the same site (a job on
+// the relay domain) has the dashboard's Lax session cookie sent along, by
+// a WebSocket (with its Origin) or by a plain GET (an <img>, no Origin).
 func (h *Handler) ownPages(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !hasToken(r.Header, "Connection", "upgrade") || !hasToken(r.Header, "Upgrade", "websocket") || r.Header.Get("Sec-WebSocket-Key") == "" {
+			fail(w, fault.New(fault.BadUserInput, "streams are WebSockets: send a WebSocket handshake"), h.Relay)
+			return
+		}
 		if o := r.Header.Get("Origin"); o != "" && !sameHost(o, r.Host) {
 			fail(w, fault.New(fault.Forbidden, "streams open only from the server's own pages, not from %.100q", o), h.Relay)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// hasToken reports whether header name of h lists token (any case).
+func hasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // sameHost reports whether origin (an Origin header) is of host, as the
