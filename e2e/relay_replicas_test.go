@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -39,9 +40,9 @@ func TestRelayReplicas(t *testing.T) {
 	pg := dbtest.PostgresURL(t)
 	// Neither replica runs a built-in node; their replica URLs are the
 	// default, derived from their listen addresses (PostgreSQL).
-	a := startServer(t, t.TempDir(), pg, "LEVERS9_LOCAL_NODE=false")
+	a := startServer(t, t.TempDir(), pg, "LEVERS9_LOCAL_NODE=false", "LEVERS9_RELAY_DOMAIN=relay.test")
 	c := a.credentials()
-	b := startServer(t, t.TempDir(), pg, "LEVERS9_LOCAL_NODE=false")
+	b := startServer(t, t.TempDir(), pg, "LEVERS9_LOCAL_NODE=false", "LEVERS9_RELAY_DOMAIN=relay.test")
 	grant(t, a.URL, c.Token)
 	joinAgent(t, b, c.Token, "relay-node", "--runtime", "process")
 
@@ -86,6 +87,35 @@ func TestRelayReplicas(t *testing.T) {
 		t.Errorf("anonymous request: %v, %v", resp.StatusCode, err)
 	} else {
 		resp.Body.Close()
+	}
+
+	// The relay domain through A: the job's host, served at its root.
+	noRedirect := &http.Client{Timeout: stopTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	onDomain := func(token string) *http.Response {
+		req, err := http.NewRequest(http.MethodGet, a.URL+"/root?x=1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = "http-web-" + id + ".relay.test"
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	if resp := onDomain(c.Token); resp.StatusCode != http.StatusOK {
+		t.Errorf("relay domain with a token: %d", resp.StatusCode)
+	} else if body, _ := io.ReadAll(resp.Body); string(body) != "hello from the job /root?x=1" {
+		t.Errorf("relay domain with a token: %q", body)
+	}
+	// A browser is sent to sign in on the dashboard.
+	wantSignIn := a.URL + "/relay/auth?to=" + url.QueryEscape("http://http-web-"+id+".relay.test/root?x=1")
+	if resp := onDomain(""); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != wantSignIn {
+		t.Errorf("relay domain without credentials: %d to %q; want %q", resp.StatusCode, resp.Header.Get("Location"), wantSignIn)
 	}
 
 	// Port-forward through A: a WebSocket carrying one TCP connection.
