@@ -36,7 +36,7 @@ func TestRelayHTTP(t *testing.T) {
 		j := w.run(t, w.alice, jobspec.Job{Services: []jobspec.Service{webService(t)}})
 		hostPort := strconv.Itoa(w.hostPorts(t, j.ID, "web")["http"])
 		host := strings.TrimPrefix(w.http.URL, "http://")
-		cookies := http.Header{"Cookie": {"levers9_session=secret; app=1; levers9_relay_abc=secret2; theme=dark"}}
+		cookies := http.Header{"Cookie": {"levers9_session=secret; app=1; levers9_relay_abc=secret2; theme=dark"}, "X-Forwarded-Prefix": {"/evil"}}
 
 		cases := []struct {
 			name, token, port, path string

@@ -68,6 +68,9 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, t Target, prefix
 			// they see the host the browser used.
 			pr.Out.Host = pr.In.Host
 			pr.SetXForwarded()
+			// Never the client's own: links the application builds from it
+			// must lead where the relay serves it.
+			pr.Out.Header.Del("X-Forwarded-Prefix")
 			if prefix != "" {
 				pr.Out.Header.Set("X-Forwarded-Prefix", prefix)
 			}
