@@ -8,12 +8,12 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
-	"github.com/coder/websocket"
 	"github.com/hashicorp/yamux"
 
 	"github.com/levers9/levers9/agent/runtime"
@@ -52,16 +52,17 @@ func (a *Agent) streamTunnel(ctx context.Context) {
 }
 
 func (a *Agent) streamSession(ctx context.Context) error {
-	ws, _, err := websocket.Dial(ctx, wsURL(a.st.Server)+"/streams", &websocket.DialOptions{
-		HTTPClient: a.cfg.Client,
-		HTTPHeader: http.Header{"Authorization": {"Bearer " + a.st.Credential}},
-	})
+	req, err := http.NewRequest(http.MethodGet, strings.TrimRight(a.st.Server, "/")+"/agent/streams", nil)
+	if err != nil {
+		return fmt.Errorf("stream tunnel request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+a.st.Credential)
+	c, err := wire.DialStreams(ctx, a.cfg.Client, req)
 	if err != nil {
 		return fmt.Errorf("connecting the stream tunnel: %w", err)
 	}
-	defer ws.CloseNow()
-	ws.SetReadLimit(wire.StreamReadLimit)
-	ys, err := yamux.Client(websocket.NetConn(ctx, ws, websocket.MessageBinary), wire.YamuxConfig(a.log))
+	defer c.Close()
+	ys, err := yamux.Client(c, wire.YamuxConfig(a.log))
 	if err != nil {
 		return fmt.Errorf("starting the stream tunnel: %w", err)
 	}

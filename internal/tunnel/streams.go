@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/hashicorp/yamux"
 
 	"github.com/levers9/levers9/internal/fault"
@@ -23,25 +22,24 @@ const streamOpenTimeout = 15 * time.Second
 var ErrNotHere = errors.New("this server replica does not hold the node's stream tunnel")
 
 // connectStreams authenticates a node and serves its stream tunnel: a
-// yamux session over a binary WebSocket, on which this replica opens
+// yamux session on the upgraded connection (wire.StreamUpgrade), on which this replica opens
 // streams to the node's services.
 func (s *Server) connectStreams(w http.ResponseWriter, r *http.Request) {
 	n, ok := s.authenticateNode(w, r)
 	if !ok {
 		return
 	}
-	c, err := websocket.Accept(w, r, nil)
+	c, err := wire.AcceptStreams(w, r)
 	if err != nil {
-		s.Log.Info("agent stream websocket upgrade failed", "node", n.ID, "err", err)
+		s.Log.Info("agent stream tunnel upgrade failed", "node", n.ID, "err", err)
 		return
 	}
-	c.SetReadLimit(wire.StreamReadLimit)
 	ctx := r.Context()
 	log := s.Log.With("node", n.ID, "nodeName", n.Name)
-	ys, err := yamux.Server(websocket.NetConn(ctx, c, websocket.MessageBinary), wire.YamuxConfig(log))
+	ys, err := yamux.Server(c, wire.YamuxConfig(log))
 	if err != nil {
 		log.Error("starting the stream tunnel", "err", err)
-		_ = c.CloseNow()
+		_ = c.Close()
 		return
 	}
 	defer ys.Close()

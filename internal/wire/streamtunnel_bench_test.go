@@ -11,15 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/hashicorp/yamux"
 )
 
 // BenchmarkStreamTunnel sends 256 MiB down one yamux stream, the agent's
 // way (the agent is yamux's client and writes 128 KiB at a time), over a
-// binary WebSocket as the stream tunnel runs today (the agent is the
-// WebSocket client, so it masks what it sends), beside the same over a
-// plain loopback TCP connection: the CPU per MB the tunnel itself costs.
+// connection upgraded as the stream tunnel's (wire.StreamUpgrade), beside
+// the same over a plain loopback TCP connection: the CPU per MB the
+// tunnel itself costs.
 func BenchmarkStreamTunnel(b *testing.B) {
 	b.Run("TCP", func(b *testing.B) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -41,27 +40,24 @@ func BenchmarkStreamTunnel(b *testing.B) {
 		}
 		tunnelThroughput(b, agent, <-accepted)
 	})
-	b.Run("WebSocket", func(b *testing.B) {
-		ctx := context.Background()
+	b.Run("Upgrade", func(b *testing.B) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
 		accepted := make(chan net.Conn, 1)
 		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			c, err := websocket.Accept(w, r, nil)
+			c, err := AcceptStreams(w, r)
 			if err != nil {
 				b.Error(err)
 				return
 			}
-			c.SetReadLimit(StreamReadLimit)
-			nc := websocket.NetConn(ctx, c, websocket.MessageBinary)
-			accepted <- nc
-			<-r.Context().Done()
+			accepted <- c
 		}))
 		defer hs.Close()
-		ws, _, err := websocket.Dial(ctx, "ws"+hs.URL[len("http"):], nil)
+		req, _ := http.NewRequest(http.MethodGet, hs.URL, nil)
+		agent, err := DialStreams(ctx, nil, req)
 		if err != nil {
 			b.Fatal(err)
 		}
-		ws.SetReadLimit(StreamReadLimit)
-		agent := websocket.NetConn(ctx, ws, websocket.MessageBinary)
 		defer agent.Close()
 		tunnelThroughput(b, agent, <-accepted)
 	})
@@ -69,7 +65,7 @@ func BenchmarkStreamTunnel(b *testing.B) {
 
 // tunnelThroughput runs yamux on agent (client) and server, opens a stream
 // from the server, and times the agent sending 256 MiB down it.
-func tunnelThroughput(b *testing.B, agent, server net.Conn) {
+func tunnelThroughput(b *testing.B, agent io.ReadWriteCloser, server net.Conn) {
 	const size = 256 << 20
 	log := slog.New(slog.DiscardHandler)
 	ya, err := yamux.Client(agent, YamuxConfig(log))
