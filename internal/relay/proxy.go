@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/levers9/levers9/internal/fault"
@@ -77,7 +78,8 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, t Target, prefix
 			h.stripCredentials(pr.Out)
 			pr.Out = pr.Out.WithContext(context.WithValue(pr.Out.Context(), targetKey{}, t))
 		},
-		Transport: h.transport(),
+		Transport:  h.transport(),
+		BufferPool: &copyBuffers,
 		ModifyResponse: func(resp *http.Response) error {
 			h.filterCookies(resp.Header, prefix)
 			if prefix != "" {
@@ -135,7 +137,11 @@ func (h *Handler) transport() *http.Transport {
 				return &activeConn{Conn: c, touch: func() { h.Relay.Active.Touch(t.Job.ID) }}, nil
 			},
 			MaxIdleConnsPerHost: 32,
-			IdleConnTimeout:     90 * time.Second,
+			// Fewer, larger reads of the stream: each costs a trip
+			// through yamux.
+			ReadBufferSize:  64 << 10,
+			WriteBufferSize: 64 << 10,
+			IdleConnTimeout: 90 * time.Second,
 			// The streams already multiplex; one request per stream.
 			ForceAttemptHTTP2: false,
 		}
@@ -212,3 +218,12 @@ func (c *activeConn) Write(b []byte) (int, error) {
 	c.touch()
 	return c.Conn.Write(b)
 }
+
+// copyBuffers are the relay's copy buffers: large, since every chunk
+// through the relay costs a yamux frame and system calls at each hop.
+var copyBuffers = bufferPool{p: sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}}
+
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte  { return *(b.p.Get().(*[]byte)) }
+func (b *bufferPool) Put(p []byte) { b.p.Put(&p) }

@@ -135,7 +135,9 @@ func (h *Handler) bridge(w http.ResponseWriter, r *http.Request, t Target, open 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = io.Copy(&activeConn{Conn: st, touch: touch}, nc)
+		buf := copyBuffers.Get()
+		defer copyBuffers.Put(buf)
+		_, _ = io.CopyBuffer(&activeConn{Conn: st, touch: touch}, nc, buf)
 		closeWrite(st)
 		// The client is gone (a WebSocket has no half-close): what the
 		// service still sends has a moment to drain, then the stream
@@ -146,7 +148,9 @@ func (h *Handler) bridge(w http.ResponseWriter, r *http.Request, t Target, open 
 		}
 		_ = st.SetReadDeadline(time.Now().Add(grace))
 	}()
-	_, _ = io.Copy(nc, st)
+	buf := copyBuffers.Get()
+	_, _ = io.CopyBuffer(nc, st, buf)
+	copyBuffers.Put(buf)
 	_ = c.Close(websocket.StatusNormalClosure, "")
 	cancel()
 	<-done
