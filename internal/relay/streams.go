@@ -127,8 +127,10 @@ func (h *Handler) bridge(w http.ResponseWriter, r *http.Request, t Target, open 
 	// An open terminal or port-forward keeps the job in use even while
 	// no bytes flow (an idle shell, a database connection at rest).
 	go h.Relay.keepActive(ctx, t.Job.ID)
-	if open.Kind != wire.StreamTCP && h.Relay.Log != nil {
-		h.Relay.Log.Info("terminal opened", "job", t.Job.ID, "service", t.Service.Name, "kind", open.Kind, "command", open.Command)
+	if open.Kind != wire.StreamTCP {
+		if err := h.Relay.Jobs.TerminalOpened(ctx, t.Job, t.Service.Name, open.Kind, open.Command); err != nil && h.Relay.Log != nil {
+			h.Relay.Log.Error("auditing a terminal", "job", t.Job.ID, "err", err)
+		}
 	}
 	nc := websocket.NetConn(ctx, c, websocket.MessageBinary)
 	touch := func() { h.Relay.Active.Touch(t.Job.ID) }

@@ -9,12 +9,15 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/coder/websocket"
 
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/auditevent"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/jobspec"
@@ -160,6 +163,21 @@ func TestRelayTerminals(t *testing.T) {
 				stdout, stderr, last := readTerminal(t, c)
 				if stdout != tc.stdout || stderr != tc.stderr || last != (frame{wire.FrameExit, string(wire.ExitPayload(tc.exit))}) {
 					t.Errorf("stdout %q, stderr %q, last frame %v; want %q, %q, exit %d", stdout, stderr, last, tc.stdout, tc.stderr, tc.exit)
+				}
+				// Who ran what is in the tenant's audit log.
+				v, err := w.auth.Authenticate(ctx, tc.token)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n, err := w.db.Ent.AuditEvent.Query().Where(auditevent.Action("job.terminal.exec"), auditevent.Target(j.ID),
+					auditevent.ActorID(v.UserID)).All(w.sys)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.ContainsFunc(n, func(e *ent.AuditEvent) bool {
+					return e.Details["command"] == strings.Join(tc.command, " ") && e.Details["service"] == "web"
+				}) {
+					t.Errorf("no audit event of the exec of %q by %s", tc.command, v.UserID)
 				}
 			})
 		}
