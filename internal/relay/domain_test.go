@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,7 +25,6 @@ import (
 	"github.com/levers9/levers9/internal/relayaddr"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/internal/wire"
-	"github.com/levers9/levers9/ui/session"
 )
 
 func TestDomainParseHost(t *testing.T) {
@@ -104,7 +104,7 @@ type domainWorld struct {
 	app         string // the service's address
 	tn          *fixture.Tenant
 	authn       *auth.Service
-	store       *session.Store
+	store       *memStore
 	clock       *fixture.Clock
 	jobID       string
 	host        string // the job's relay host, with the test server's port
@@ -119,10 +119,7 @@ func newDomainWorld(t *testing.T, dbURL string) *domainWorld {
 	t.Helper()
 	db := fixture.Open(t, dbURL)
 	tn := fixture.NewTenant(t, db, fixture.TenantOptions{Slug: "acme"})
-	store, err := session.NewStore(context.Background(), db.SQL, db.Dialect)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := &memStore{m: map[string][]byte{}}
 	authn := auth.NewService(db.Ent, fixture.Log(), nil)
 	w := &domainWorld{tn: tn, authn: authn, store: store, clock: fixture.NewClock(time.Now()), seen: make(chan *http.Request, 16)}
 	alice := tn.AddMember(t, "alice")
@@ -161,7 +158,7 @@ func newDomainWorld(t *testing.T, dbURL string) *domainWorld {
 		// token's ID (scs keeps it in the session's data).
 		Sessions: func(next http.Handler) http.Handler {
 			return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-				if c, err := r.Cookie(session.CookieName); err == nil {
+				if c, err := r.Cookie(sessionCookie); err == nil {
 					if v, err := authn.AuthenticateSession(r.Context(), c.Value); err == nil {
 						r = r.WithContext(viewer.NewContext(r.Context(), v))
 					}
@@ -169,7 +166,7 @@ func newDomainWorld(t *testing.T, dbURL string) *domainWorld {
 				next.ServeHTTP(rw, r)
 			})
 		},
-		SessionCookie: session.CookieName,
+		SessionCookie: sessionCookie,
 	}
 	mux := http.NewServeMux()
 	h.Routes(mux)
@@ -182,6 +179,34 @@ func newDomainWorld(t *testing.T, dbURL string) *domainWorld {
 	_, port, _ := net.SplitHostPort(w.srv.Listener.Addr().String())
 	w.host = relayaddr.Host(testDomain, j.ID, "web", "http") + ":" + port
 	return w
+}
+
+// memStore is a relay.Store in memory (production uses the dashboard's
+// session table, which this package may not import).
+type memStore struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (s *memStore) CommitCtx(_ context.Context, key string, b []byte, _ time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[key] = b
+	return nil
+}
+
+func (s *memStore) FindCtx(_ context.Context, key string) ([]byte, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.m[key]
+	return b, ok, nil
+}
+
+func (s *memStore) DeleteCtx(_ context.Context, key string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, key)
+	return nil
 }
 
 // dialTunnel is a node whose every stream is a connection to addr.
@@ -221,7 +246,7 @@ func (w *domainWorld) signIn(t *testing.T, c *http.Client, email string) string 
 		t.Fatal(err)
 	}
 	u, _ := url.Parse(w.srv.URL)
-	c.Jar.SetCookies(u, []*http.Cookie{{Name: session.CookieName, Value: tok.ID, Path: "/"}})
+	c.Jar.SetCookies(u, []*http.Cookie{{Name: sessionCookie, Value: tok.ID, Path: "/"}})
 	return tok.ID
 }
 
