@@ -3,9 +3,13 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"html"
 	"io"
+	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -118,6 +122,26 @@ func TestRelayReplicas(t *testing.T) {
 		t.Errorf("relay domain without credentials: %d to %q; want %q", resp.StatusCode, resp.Header.Get("Location"), wantSignIn)
 	}
 
+	// A browser signed in on A's dashboard: the handoff's ticket, made by
+	// A, is redeemed on B (replicas share tickets), and the relay cookie
+	// then works through A too (forwarded); signing out ends it.
+	br := newRelayBrowser(t)
+	br.signIn(a.URL, c.AdminEmail, c.AdminPassword)
+	relayPage := "http://http-web-" + id + ".relay.test/page"
+	br.relayAt = b.URL
+	if status, body := br.get(relayPage); status != http.StatusOK || body != "hello from the job /page" {
+		t.Errorf("signed in through the handoff on B: %d %q", status, body)
+	}
+	br.relayAt = a.URL
+	br.noRedirects = true
+	if status, body := br.get(relayPage); status != http.StatusOK || body != "hello from the job /page" {
+		t.Errorf("with the relay cookie through A: %d %q", status, body)
+	}
+	br.signOut(a.URL)
+	if status, _ := br.get(relayPage); status != http.StatusSeeOther {
+		t.Errorf("after signing out: %d; want a redirect to sign in again", status)
+	}
+
 	// Port-forward through A: a WebSocket carrying one TCP connection.
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
@@ -143,4 +167,83 @@ func TestRelayReplicas(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &refusal); err != nil || status != http.StatusServiceUnavailable || refusal.Code != "UNAVAILABLE" {
 		t.Errorf("with B stopped: %d %q; want 503 UNAVAILABLE", status, body)
 	}
+}
+
+// relayBrowser is an HTTP client with cookies, as a browser: relay
+// domain hosts resolve to relayAt (wildcard DNS), other hosts as named.
+type relayBrowser struct {
+	t           *testing.T
+	c           *http.Client
+	relayAt     string // a replica's URL
+	noRedirects bool
+}
+
+func newRelayBrowser(t *testing.T) *relayBrowser {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := &relayBrowser{t: t}
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if host, _, _ := net.SplitHostPort(addr); strings.HasSuffix(host, ".relay.test") {
+			addr = strings.TrimPrefix(br.relayAt, "http://")
+		}
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	br.c = &http.Client{Jar: jar, Transport: tr, Timeout: stopTimeout, CheckRedirect: func(*http.Request, []*http.Request) error {
+		if br.noRedirects {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}
+	return br
+}
+
+func (br *relayBrowser) get(u string) (int, string) {
+	br.t.Helper()
+	resp, err := br.c.Get(u)
+	if err != nil {
+		br.t.Fatalf("GET %s: %v", u, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// post sends the form on page (for its CSRF token) to action.
+func (br *relayBrowser) post(base, page, action string, form url.Values) {
+	br.t.Helper()
+	_, body := br.get(base + page)
+	m := csrfField.FindStringSubmatch(body)
+	if m == nil {
+		br.t.Fatalf("no CSRF token on %s", page)
+	}
+	form.Set("csrf", html.UnescapeString(m[1]))
+	req, err := http.NewRequest(http.MethodPost, base+action, strings.NewReader(form.Encode()))
+	if err != nil {
+		br.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", base)
+	resp, err := br.c.Do(req)
+	if err != nil {
+		br.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode >= 400 {
+		br.t.Fatalf("POST %s: %d", action, resp.StatusCode)
+	}
+}
+
+func (br *relayBrowser) signIn(base, email, password string) {
+	br.t.Helper()
+	br.post(base, "/signin", "/signin", url.Values{"email": {email}, "password": {password}})
+}
+
+func (br *relayBrowser) signOut(base string) {
+	br.t.Helper()
+	br.post(base, "/jobs", "/signout", url.Values{})
 }
