@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/levers9/levers9/internal/fault"
-	"github.com/levers9/levers9/internal/tunnel"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/internal/wire"
 )
@@ -49,7 +47,8 @@ type targetKey struct{}
 
 // proxy relays r to t's port with path (raw: its escaped form, if any).
 func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, t Target, prefix, path, raw string, sandbox bool) {
-	h.Relay.Active.Touch(t.Job.ID)
+	// The job is marked used when bytes flow to it (activeConn), not for
+	// a request that never reached it.
 	if r.Header.Get("Upgrade") != "" {
 		// An upgraded connection (a WebSocket) lives on after this one
 		// authentication: it ends when the viewer's token does.
@@ -128,9 +127,6 @@ func (h *Handler) transport() *http.Transport {
 					return nil, fmt.Errorf("relay: no target for %s", addr)
 				}
 				c, err := h.Relay.Open(ctx, t, wire.StreamOpen{Kind: wire.StreamTCP})
-				if errors.Is(err, tunnel.ErrNotHere) {
-					return nil, fault.New(fault.Unavailable, "the node's tunnel moved to another server replica; try again")
-				}
 				if err != nil {
 					return nil, err
 				}

@@ -29,6 +29,9 @@ func TestRelayRefusals(t *testing.T) {
 		}
 		batchJob := w.run(t, nil, jobspec.Job{Queue: "batch", Services: []jobspec.Service{webService(t)}})
 		pending := w.tn.SubmitSpec(t, w.jobs, w.alice, jobspec.Job{Name: "p", Queue: "default", Services: []jobspec.Service{webService(t)}})
+		// A job whose node is not connected to this replica right now.
+		away := w.run(t, w.alice, jobspec.Job{Services: []jobspec.Service{webService(t)}})
+		w.tunnel.away.Store(away.ID, true)
 		revoked := w.tn.Token(t, w.alice)
 		w.revoke(t, revoked)
 
@@ -62,6 +65,8 @@ func TestRelayRefusals(t *testing.T) {
 			{"an unknown service", relay(mine.ID, "/db/http/"), w.aliceTok, 404, "NOT_FOUND", []string{`"db"`}},
 			{"an unknown port, relay", relay(mine.ID, "/web/grpc/x"), w.aliceTok, 404, "NOT_FOUND", []string{`"grpc"`, "http (", "echo ("}},
 			{"an unknown port, port-forward", tcp(mine.ID, "/web/22"), w.aliceTok, 404, "NOT_FOUND", []string{`"22"`, "http (", "echo ("}},
+			{"a node not connected, relay", relay(away.ID, "/web/http/"), w.aliceTok, 503, "UNAVAILABLE", []string{"not connected"}},
+			{"a node not connected, port-forward", tcp(away.ID, "/web/echo"), w.aliceTok, 503, "UNAVAILABLE", []string{"not connected"}},
 			{"exec without a command", "/streams/exec/" + mine.ID + "/web", w.aliceTok, 400, "BAD_USER_INPUT", nil},
 			{"exec with a bad size", exec(mine.ID) + "&rows=x", w.aliceTok, 400, "BAD_USER_INPUT", []string{"rows"}},
 			{"attach to a service without a terminal", attach(mine.ID), w.aliceTok, 400, "BAD_USER_INPUT", nil},
@@ -125,7 +130,7 @@ func TestRelayRefusals(t *testing.T) {
 			if n := w.tunnel.opened.Load(); n != 0 {
 				t.Errorf("refusals opened %d streams", n)
 			}
-			for _, id := range []string{mine.ID, batchJob.ID, pending.ID} {
+			for _, id := range []string{mine.ID, batchJob.ID, pending.ID, away.ID} {
 				j, err := w.db.Ent.Job.Query().Where(job.ID(id)).Only(fixture.Sys())
 				if err != nil || j.LastActiveAt != nil || w.marksOf(id) != 0 {
 					t.Errorf("job %s after refusals: %v, last active %v, %d marks; want none", id, err, j.LastActiveAt, w.marksOf(id))

@@ -8,11 +8,14 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"time"
 
+	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/jobs"
+	"github.com/levers9/levers9/internal/tunnel"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/internal/wire"
 )
@@ -80,14 +83,19 @@ func (s *Service) ResolveTerminal(ctx context.Context, jobID, svc string) (Targe
 }
 
 // Open opens a stream of kind open.Kind to t on this replica (filling in
-// the job, attempt, service and port); tunnel.ErrNotHere when another
-// replica holds the node (see Elsewhere).
+// the job, attempt, service and port); UNAVAILABLE when this replica does
+// not hold the node's tunnel (forward first: see Elsewhere).
 func (s *Service) Open(ctx context.Context, t Target, open wire.StreamOpen) (net.Conn, error) {
 	open.JobID, open.Attempt, open.Service = t.Job.ID, t.Job.Attempt, t.Service.Name
 	if open.Kind == wire.StreamTCP {
 		open.Port = t.Port
 	}
 	c, err := s.Tunnel.OpenStream(ctx, t.Service.NodeID, open)
+	if errors.Is(err, tunnel.ErrNotHere) {
+		// Elsewhere found no other replica holding it: with one replica,
+		// the node is not connected (down, or reconnecting).
+		return nil, fault.New(fault.Unavailable, "the node running service %s of job %s is not connected to this server right now (it may be reconnecting); try again", t.Service.Name, t.Job.ID)
+	}
 	if err != nil {
 		return nil, err
 	}

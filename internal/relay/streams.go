@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/levers9/levers9/internal/fault"
-	"github.com/levers9/levers9/internal/tunnel"
 	"github.com/levers9/levers9/internal/wire"
 )
 
@@ -106,9 +104,6 @@ func (h *Handler) bridge(w http.ResponseWriter, r *http.Request, t Target, open 
 	}
 	ctx := r.Context()
 	st, err := h.Relay.Open(ctx, t, open)
-	if errors.Is(err, tunnel.ErrNotHere) {
-		err = fault.New(fault.Unavailable, "the node's tunnel moved to another server replica; try again")
-	}
 	if err != nil {
 		fail(w, err, h.Relay)
 		return

@@ -157,9 +157,14 @@ func (w *relayWorld) marksOf(id string) int {
 type countingTunnel struct {
 	relay.Tunnel
 	opened atomic.Int64
+	// away holds jobs whose node this replica does not hold right now.
+	away sync.Map
 }
 
 func (c *countingTunnel) OpenStream(ctx context.Context, nodeID string, open wire.StreamOpen) (net.Conn, error) {
+	if _, ok := c.away.Load(open.JobID); ok {
+		return nil, tunnel.ErrNotHere
+	}
 	c.opened.Add(1)
 	return c.Tunnel.OpenStream(ctx, nodeID, open)
 }
