@@ -176,7 +176,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	srv := newHTTPServer(ctx, cfg.HTTP, relayDomain.Front(withFiles(filesHandler, mux)))
 
 	printWelcome(stdout, publicURL, db.Dialect, seeded)
-	log.Info("levers9 server listening", "url", publicURL, "database", db.Dialect)
+	log.Info("levers9 server listening", "url", publicURL, "database", db.Dialect, "replica", replica, "relayDomain", cfg.RelayDomain)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -233,8 +233,13 @@ func (d *Domain) handoff(w http.ResponseWriter, r *http.Request) {
 		fail(w, err, h.Relay)
 		return
 	}
+	// Over https, the ticket never travels in clear, whatever `to` says.
+	scheme := u.Scheme
+	if d.scheme(r) == "https" {
+		scheme = "https"
+	}
 	w.Header().Set("Cache-Control", "no-store")
-	http.Redirect(w, r, u.Scheme+"://"+u.Host+AuthPath+"?ticket="+url.QueryEscape(secret), http.StatusSeeOther)
+	http.Redirect(w, r, scheme+"://"+u.Host+AuthPath+"?ticket="+url.QueryEscape(secret), http.StatusSeeOther)
 }
 
 // redeem serves HOST/.levers9/auth?ticket=T: a ticket for this host, not

@@ -100,6 +100,7 @@ func FuzzDomainParseHost(f *testing.F) {
 // tunnel dials it).
 type domainWorld struct {
 	srv         *httptest.Server
+	domain      *relay.Domain
 	jobs        *jobs.Service
 	app         string // the service's address
 	tn          *fixture.Tenant
@@ -175,7 +176,7 @@ func newDomainWorld(t *testing.T, dbURL string) *domainWorld {
 	d.Routes(mux)
 	w.srv = httptest.NewServer(d.Front(mux))
 	t.Cleanup(w.srv.Close)
-	d.PublicURL = w.srv.URL
+	d.PublicURL, w.domain = w.srv.URL, d
 	_, port, _ := net.SplitHostPort(w.srv.Listener.Addr().String())
 	w.host = relayaddr.Host(testDomain, j.ID, "web", "http") + ":" + port
 	return w
@@ -409,6 +410,14 @@ func TestDomainHandoff(t *testing.T) {
 		resp = get(t, c, "http://"+w.host+"/p")
 		if resp.StatusCode != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Location"), "/relay/auth?") {
 			t.Errorf("after signing out: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+		}
+
+		// Behind https, a ticket goes to the relay host over https even
+		// when asked for http.
+		w.domain.PublicURL = "https://dashboard.test"
+		resp = get(t, w.signedIn(t, "alice@acme.test"), w.srv.URL+"/relay/auth?to="+url.QueryEscape("http://"+w.host+"/"))
+		if loc := resp.Header.Get("Location"); !strings.HasPrefix(loc, "https://"+w.host+relay.AuthPath+"?ticket=") {
+			t.Errorf("behind https, the ticket goes to %q", loc)
 		}
 	})
 }
