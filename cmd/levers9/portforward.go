@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -136,6 +137,12 @@ type halfCloser interface {
 	CloseWrite() error
 }
 
+// halfCloseGrace is how long the remote side may go on sending after the
+// local end of input before the stream is closed: a server that does not
+// pass half-closes on would otherwise keep the stream (and the service's
+// connection) open for as long as the service waits for more input.
+const halfCloseGrace = 10 * time.Second
+
 // relayBoth copies both ways until both directions ended. The local end
 // of input goes to the server as an empty message, which carries no bytes
 // (a stream reader skips it) and tells a server that knows it to pass the
@@ -143,6 +150,7 @@ type halfCloser interface {
 // connection. Either side failing ends both.
 func relayBoth(local, remote net.Conn) {
 	up := make(chan struct{})
+	var grace *time.Timer
 	go func() {
 		defer close(up)
 		_, err := io.Copy(remote, local)
@@ -152,6 +160,7 @@ func relayBoth(local, remote net.Conn) {
 			return
 		}
 		_, _ = remote.Write(nil)
+		grace = time.AfterFunc(halfCloseGrace, func() { _ = remote.Close() })
 	}()
 	_, err := io.Copy(local, remote)
 	if hc, ok := local.(halfCloser); ok && err == nil {
@@ -160,4 +169,7 @@ func relayBoth(local, remote net.Conn) {
 		_ = local.Close()
 	}
 	<-up
+	if grace != nil {
+		grace.Stop()
+	}
 }

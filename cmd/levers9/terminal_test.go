@@ -6,10 +6,16 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 
 	"github.com/levers9/levers9/internal/wire"
 )
@@ -90,11 +96,33 @@ func (f *fakeTerminal) send(t *testing.T, typ byte, p []byte) {
 	}
 }
 
+// stall bounds a wait for the client, so that a client that never sends
+// what a test waits for fails the test instead of hanging it.
+const stall = 10 * time.Second
+
 // next is the client's next frame; ok is false once it closed.
 func (f *fakeTerminal) next(t *testing.T) (frame, bool) {
 	t.Helper()
-	fr, ok := <-f.frames
-	return fr, ok
+	select {
+	case fr, ok := <-f.frames:
+		return fr, ok
+	case <-time.After(stall):
+		t.Fatalf("the client sent nothing for %v", stall)
+		return frame{}, false
+	}
+}
+
+// rest is the client's frames until it closed.
+func (f *fakeTerminal) rest(t *testing.T) []frame {
+	t.Helper()
+	var frames []frame
+	for {
+		fr, ok := f.next(t)
+		if !ok {
+			return frames
+		}
+		frames = append(frames, fr)
+	}
 }
 
 // runSession runs s in the background and returns how it ended.
@@ -219,10 +247,7 @@ func TestTerminalSessionDetach(t *testing.T) {
 		_, _ = typing.Write([]byte("top\x10"))
 		_, _ = typing.Write([]byte("\x11"))
 	}()
-	var got []frame
-	for fr := range peer.frames {
-		got = append(got, fr)
-	}
+	got := peer.rest(t)
 	if want := []frame{{wire.FrameStdin, "top"}}; !slices.Equal(got, want) {
 		t.Errorf("frames %+v, want %+v and the connection closed", got, want)
 	}
@@ -263,5 +288,81 @@ func TestTerminalSessionEndsWithoutExitCode(t *testing.T) {
 				t.Errorf("session ended %+v, %v", r.end, r.err)
 			}
 		})
+	}
+}
+
+// On a terminal, -it puts it in raw mode while the session runs (keys go
+// as typed, Ctrl-P Ctrl-Q included), passes its size on at the start and
+// on SIGWINCH, and restores it when the session ends.
+func TestTerminalCallRawModeResizeRestore(t *testing.T) {
+	ptm, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer ptm.Close()
+	defer tty.Close()
+	if err := pty.Setsize(ptm, &pty.Winsize{Rows: 40, Cols: 100}); err != nil {
+		t.Fatal(err)
+	}
+	canonical := func() bool {
+		tio, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tio.Lflag&(unix.ICANON|unix.ECHO) != 0
+	}
+	if !canonical() {
+		t.Fatal("a new terminal is not in canonical mode")
+	}
+	peer, conn := newFakeTerminal(t)
+	var dialed termSize
+	call := terminalCall{stdin: tty, stdout: io.Discard, stderr: io.Discard, tty: true, input: true, detachKeys: true}
+	done := make(chan sessionResult, 1)
+	go func() {
+		end, err := call.run(t.Context(), func(_ context.Context, size termSize) (net.Conn, error) {
+			dialed = size
+			return conn, nil
+		})
+		done <- sessionResult{end, err}
+	}()
+	want := func(typ byte, payload string) {
+		t.Helper()
+		fr, ok := peer.next(t)
+		if !ok || fr.typ != typ || fr.payload != payload {
+			t.Fatalf("frame %+v (open %v), want type %d %q", fr, ok, typ, payload)
+		}
+	}
+	want(wire.FrameResize, string(wire.ResizePayload(40, 100)))
+	if canonical() {
+		t.Error("the terminal is not in raw mode during the session")
+	}
+	if err := pty.Setsize(ptm, &pty.Winsize{Rows: 50, Cols: 120}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGWINCH); err != nil {
+		t.Fatal(err)
+	}
+	want(wire.FrameResize, string(wire.ResizePayload(50, 120)))
+	if _, err := ptm.Write([]byte("ls\r\x03\x10\x11")); err != nil {
+		t.Fatal(err)
+	}
+	var typed []byte
+	for _, fr := range peer.rest(t) {
+		if fr.typ != wire.FrameStdin {
+			t.Errorf("frame %+v, want only input", fr)
+		}
+		typed = append(typed, fr.payload...)
+	}
+	if string(typed) != "ls\r\x03" {
+		t.Errorf("sent %q, want the keys as typed up to the detach keys", typed)
+	}
+	if r := <-done; r.err != nil || !r.end.detached {
+		t.Errorf("session ended %+v, %v; want detached", r.end, r.err)
+	}
+	if dialed != (termSize{rows: 40, cols: 100}) {
+		t.Errorf("dialed with size %+v", dialed)
+	}
+	if !canonical() {
+		t.Error("the terminal was left in raw mode")
 	}
 }
