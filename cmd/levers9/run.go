@@ -65,6 +65,7 @@ type runFlags struct {
 	memory                      int
 	gpus                        gpuFlag
 	env                         envFlags
+	ports                       portFlags
 	timeout                     timeoutFlag
 	mounts                      mountFlags
 	detach                      bool
@@ -81,6 +82,7 @@ func (f *runFlags) register(fs *pflag.FlagSet, submit bool) {
 	fs.IntVar(&f.memory, "memory", 0, "memory in MiB (0: the queue's default)")
 	fs.Var(&f.gpus, "gpus", "GPUs: N:TYPE, N:TYPE1,TYPE2 (a preference list), or N when the queue offers one GPU type")
 	fs.Var(&f.env, "env", "an environment variable K=V (repeatable)")
+	fs.Var(&f.ports, "port", "a port the service listens on, reachable through the relay: NAME=NUMBER, or NAME for a free one (repeatable)")
 	fs.Var(&f.timeout, "timeout", "stop the job after this long: a duration (90m, 2h30m, 1d) or seconds")
 	fs.Var(&f.mounts, "mount", "mount a bucket: BUCKET:/PATH, or BUCKET:/PATH:ro for read-only (repeatable)")
 	detach := "detach: print the job's ID and return (like levers9 submit)"
@@ -111,6 +113,9 @@ func runJob(ctx context.Context, c clientFlags, name string, f runFlags, command
 	}
 	if len(f.env) > 0 {
 		svc["env"] = f.env
+	}
+	if len(f.ports) > 0 {
+		svc["ports"] = f.ports
 	}
 	if f.gpus.count > 0 {
 		types := f.gpus.types
@@ -257,6 +262,30 @@ func (e *envFlags) Set(v string) error {
 		return fmt.Errorf("%q: want NAME=VALUE", v)
 	}
 	*e = append(*e, map[string]any{"name": k, "value": val})
+	return nil
+}
+
+// portFlags are --port NAME=NUMBER or NAME (0: the node picks one); the
+// server checks names and numbers.
+type portFlags []map[string]any
+
+func (p *portFlags) String() string { return "" }
+func (p *portFlags) Type() string   { return "NAME[=PORT]" }
+
+func (p *portFlags) Set(v string) error {
+	name, num, hasNum := strings.Cut(v, "=")
+	if name == "" {
+		return fmt.Errorf("%q: want NAME=PORT or NAME", v)
+	}
+	port := 0
+	if hasNum {
+		n, err := strconv.Atoi(num)
+		if err != nil {
+			return fmt.Errorf("%q: the port must be a number", v)
+		}
+		port = n
+	}
+	*p = append(*p, map[string]any{"name": name, "port": port})
 	return nil
 }
 
