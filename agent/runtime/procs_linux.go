@@ -46,8 +46,9 @@ func processStart(pid int) uint64 {
 	return st.started
 }
 
-// descendants lists the living processes below pid (zombies excluded).
-func descendants(pid int) []int {
+// Descendants lists the living processes below pid (zombies excluded),
+// from /proc: the tree a stop or kill must reach.
+func Descendants(pid int) []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -80,7 +81,7 @@ func descendants(pid int) []int {
 // rather than escape to init.
 func killTree(pid, pgid int, deadline time.Time) error {
 	for {
-		kids := descendants(pid)
+		kids := Descendants(pid)
 		for _, k := range kids {
 			_ = syscall.Kill(k, syscall.SIGKILL)
 		}

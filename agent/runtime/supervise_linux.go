@@ -213,7 +213,7 @@ func killDescendants(self, main int, mainStatus **syscall.WaitStatus) {
 		if !hasChildren(main, mainStatus) {
 			return
 		}
-		for _, p := range descendants(self) {
+		for _, p := range Descendants(self) {
 			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
 		for {

@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/levers9/levers9/agent/runtime"
 )
 
 // hostProcess is an exec'd process seen from the agent, held by a pidfd:
@@ -69,7 +71,7 @@ func (p *hostProcess) kill() error {
 	}
 	// A few rounds: a child may fork while its siblings die.
 	for range 3 {
-		kids := hostDescendants(p.pid)
+		kids := runtime.Descendants(p.pid)
 		if len(kids) == 0 {
 			break
 		}
@@ -90,53 +92,4 @@ func (p *hostProcess) release() {
 		_ = unix.Close(p.fd)
 		p.fd = -1
 	}
-}
-
-// hostDescendants lists the living processes below pid, from /proc.
-func hostDescendants(pid int) []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	parent := map[int]int{}
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if ppid, ok := parentOf(p); ok {
-			parent[p] = ppid
-		}
-	}
-	var out []int
-	for p := range parent {
-		for q, n := parent[p], 0; q > 1 && n < 4096; q, n = parent[q], n+1 {
-			if q == pid {
-				out = append(out, p)
-				break
-			}
-		}
-	}
-	return out
-}
-
-// parentOf reads the parent of a living (not zombie) process.
-func parentOf(pid int) (int, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	// The command name is in parentheses and may hold anything: fields
-	// are counted after the last ')'.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 || f[0] == "Z" {
-		return 0, false
-	}
-	ppid, err := strconv.Atoi(f[1])
-	return ppid, err == nil
 }
