@@ -128,8 +128,14 @@ const (
 // submitted to run, then attaches call to it. A job that ended first has
 // its output printed and ends as levers9 run ends.
 func attachRun(ctx context.Context, c clientFlags, job, service string, call terminalCall, stdout, stderr io.Writer) int {
+	said := false
 	for tries := 0; ; tries++ {
-		st, err := c.waitStarted(ctx, job)
+		st, err := c.waitStarted(ctx, job, func(st jobState) {
+			if !said {
+				said = true
+				fmt.Fprintf(stderr, "levers9: waiting for job %s to start (%s: %s)\n", job, st.Status, st.StatusReason)
+			}
+		})
 		switch {
 		case errors.Is(err, context.Canceled):
 			fmt.Fprintf(stderr, "levers9 run: stopped waiting; job %s keeps going (levers9 attach %s attaches)\n", job, job)
@@ -173,13 +179,15 @@ func printEnded(ctx context.Context, c clientFlags, st jobState, job string, std
 	return exitCodeOf(st, job, stderr)
 }
 
-// waitStarted polls the job until all its services run or it has ended.
-func (c clientFlags) waitStarted(ctx context.Context, job string) (jobState, error) {
+// waitStarted polls the job until all its services run or it has ended;
+// waiting is told each state on the way.
+func (c clientFlags) waitStarted(ctx context.Context, job string, waiting func(jobState)) (jobState, error) {
 	for {
 		st, err := c.jobState(ctx, job)
 		if err != nil || st.ended() || st.running() {
 			return st, err
 		}
+		waiting(st)
 		select {
 		case <-time.After(startPoll):
 		case <-ctx.Done():
