@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/coder/websocket"
+	"github.com/creack/pty"
 
 	"github.com/levers9/levers9/internal/wire"
 )
@@ -22,10 +23,11 @@ import (
 // runs services sidecar (no terminal) and shell (a terminal); the streams
 // speak the contract's frames.
 type fakeStreams struct {
-	mu      sync.Mutex
-	opened  []string // path?query of each stream asked for
-	refuse  map[string]int
-	tcpSeen int
+	mu        sync.Mutex
+	opened    []string // path?query of each stream asked for
+	tcpSeen   int
+	submitted map[string]any // levers9 run's spec
+	polls     int            // state queries of job_it
 }
 
 func newFakeStreams(t *testing.T) (*fakeStreams, string) {
@@ -46,6 +48,25 @@ func (f *fakeStreams) graphql(w http.ResponseWriter, r *http.Request) {
 		Variables map[string]any
 	}
 	_ = json.NewDecoder(r.Body).Decode(&req)
+	switch {
+	case strings.Contains(req.Query, "submitJob"):
+		f.mu.Lock()
+		f.submitted = req.Variables["s"].(map[string]any)
+		f.mu.Unlock()
+		fmt.Fprint(w, `{"data":{"submitJob":{"id":"job_it"}}}`)
+		return
+	case req.Variables["id"] == "job_it":
+		// levers9 run -it's job: pending once, then running.
+		f.mu.Lock()
+		f.polls++
+		status := "RUNNING"
+		if f.polls == 1 {
+			status = "PENDING"
+		}
+		f.mu.Unlock()
+		fmt.Fprintf(w, `{"data":{"node":{"attempt":1,"status":%q,"statusReason":"","services":[{"name":"main","status":%[1]q}]}}}`, status)
+		return
+	}
 	if req.Variables["id"] != "job_1" {
 		fmt.Fprint(w, `{"data":{"node":null}}`)
 		return
@@ -94,11 +115,11 @@ func (f *fakeStreams) exec(w http.ResponseWriter, r *http.Request) {
 	_ = wire.WriteFrame(conn, wire.FrameExit, wire.ExitPayload(3))
 }
 
-// attach refuses sidecar (no terminal); on shell it prints a prompt,
-// echoes the input until its end, then exits with 5.
+// attach refuses sidecar (no terminal); on the others it prints a
+// prompt, echoes the input until its end or Ctrl-D, then exits with 5.
 func (f *fakeStreams) attach(w http.ResponseWriter, r *http.Request) {
 	f.record(r)
-	if r.PathValue("service") != "shell" {
+	if r.PathValue("service") == "sidecar" {
 		refused(w, http.StatusBadRequest, "BAD_USER_INPUT", "the service was not started with a terminal (tty)")
 		return
 	}
@@ -116,6 +137,10 @@ func (f *fakeStreams) attach(w http.ResponseWriter, r *http.Request) {
 		switch typ {
 		case wire.FrameStdin:
 			_ = wire.WriteFrame(conn, wire.FrameStdout, p)
+			if bytes.IndexByte(p, 4) >= 0 {
+				_ = wire.WriteFrame(conn, wire.FrameExit, wire.ExitPayload(5))
+				return
+			}
 		case wire.FrameCloseStdin:
 			_ = wire.WriteFrame(conn, wire.FrameExit, wire.ExitPayload(5))
 			return
@@ -263,4 +288,70 @@ func TestRunTTYNeedsInteractiveAndATerminal(t *testing.T) {
 	if spec["interactive"] != true || svc["tty"] != true {
 		t.Errorf("submitted %v, want interactive with a tty service", spec)
 	}
+}
+
+// levers9 run -it submits an interactive job with a tty service, waits
+// for it to run, attaches this terminal to it and exits with its code.
+func TestRunITAttaches(t *testing.T) {
+	t.Parallel()
+	ptm, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer ptm.Close()
+	defer tty.Close()
+	f, srv := newFakeStreams(t)
+	var stderr syncBuffer
+	stdout := &promptWatch{prompted: make(chan struct{})}
+	root := newRootCommand(&app{stdin: tty, stdout: stdout, stderr: &stderr})
+	root.SetArgs([]string{"run", "-it", "--server", srv, "--token", "lv9_x", "--", "bash"})
+	done := make(chan int, 1)
+	go func() {
+		cmd, err := root.ExecuteContextC(t.Context())
+		done <- exitCodeOfRun(cmd, err, &stderr)
+	}()
+	// Typed once attached (the terminal is raw then), so that Ctrl-D is
+	// a byte rather than the end of a line.
+	select {
+	case <-stdout.prompted:
+	case code := <-done:
+		t.Fatalf("exit %d before the prompt; stderr %q", code, stderr.String())
+	}
+	if _, err := ptm.Write([]byte("ls\r\x04")); err != nil {
+		t.Fatal(err)
+	}
+	if code := <-done; code != 5 {
+		t.Fatalf("exit %d, want 5; stderr %q", code, stderr.String())
+	}
+	if !strings.HasPrefix(stdout.String(), "$ ls\r") {
+		t.Errorf("stdout %q, want the prompt and the echo", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "job job_it submitted") || !strings.Contains(stderr.String(), "waiting for job job_it to start") {
+		t.Errorf("stderr %q, want the job ID and the wait said", stderr.String())
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	svc := f.submitted["services"].([]any)[0].(map[string]any)
+	if f.submitted["interactive"] != true || svc["tty"] != true || svc["name"] != "main" {
+		t.Errorf("submitted %v, want an interactive job whose service has a tty", f.submitted)
+	}
+	if got := f.opened; len(got) != 1 || !strings.HasPrefix(got[0], "/streams/attach/job_it/main?") {
+		t.Errorf("streams %q, want one attach to main", got)
+	}
+}
+
+// promptWatch is the output of an attach: prompted is closed once the
+// prompt came.
+type promptWatch struct {
+	syncBuffer
+	once     sync.Once
+	prompted chan struct{}
+}
+
+func (p *promptWatch) Write(b []byte) (int, error) {
+	n, err := p.syncBuffer.Write(b)
+	if strings.Contains(p.String(), "$ ") {
+		p.once.Do(func() { close(p.prompted) })
+	}
+	return n, err
 }
