@@ -251,6 +251,7 @@ func terminalSession(t *testing.T, runtime string) {
 		}
 	}
 
+	run.type_("LEFT=behind\r")
 	run.type_("\x10\x11") // Ctrl-P Ctrl-Q
 	run.expect(`detached from service main of job ` + id)
 	if code := run.wait(); code != 0 {
@@ -281,11 +282,22 @@ func terminalSession(t *testing.T, runtime string) {
 		}
 	})
 
-	// Re-attached: the shell is the one left behind (its variables kept),
-	// and its exit code is levers9 attach's and the job's.
+	// A command with a terminal of its own beside the shell.
+	execTTY := startPTY(t, env, "exec", "-it", id, "--", "sh")
+	execTTY.type_("stty size; tty\r")
+	execTTY.expect(`24 80\r\n/dev/pts/\d+\r\n`)
+	execTTY.type_("exit 5\r")
+	if code := execTTY.wait(); code != 5 {
+		t.Fatalf("levers9 exec -it after exit 5: exit %d, want 5", code)
+	}
+
+	// Re-attached: the earlier output is shown again, the shell is the one
+	// left behind (its variables kept), and its exit code is levers9
+	// attach's and the job's.
 	attach := startPTY(t, env, "attach", id)
-	attach.type_("echo re$((3+4))\r")
-	attach.expect(`re7\r\n`)
+	attach.expect(`42\r\n`)
+	attach.type_("echo $LEFT-$((3+4))\r")
+	attach.expect(`behind-7\r\n`)
 	attach.type_("exit 7\r")
 	if code := attach.wait(); code != 7 {
 		t.Fatalf("levers9 attach after exit 7: exit %d, want 7", code)
