@@ -54,6 +54,8 @@ type Store interface {
 	CommitCtx(ctx context.Context, key string, b []byte, expiry time.Time) error
 	FindCtx(ctx context.Context, key string) ([]byte, bool, error)
 	DeleteCtx(ctx context.Context, key string) error
+	// TakeCtx deletes the record and returns its data, atomically.
+	TakeCtx(ctx context.Context, key string) ([]byte, bool, error)
 }
 
 // Domain serves the relay domain (Relay.Domain) in front of the server's
@@ -332,6 +334,28 @@ func (d *Domain) find(ctx context.Context, kind, secret, host string) (*record, 
 	if err != nil || !ok {
 		return nil, err
 	}
+	return d.check(kind, data, host)
+}
+
+// take is find that also deletes the record, in one statement: a ticket
+// is used once, whatever the outcome, even when two replicas redeem it at
+// the same moment.
+func (d *Domain) take(ctx context.Context, kind, secret, host string) (*record, error) {
+	if secret == "" || len(secret) > 100 {
+		return nil, nil
+	}
+	data, ok, err := d.Store.TakeCtx(ctx, key(kind, secret))
+	if err != nil {
+		return nil, fmt.Errorf("using a relay %s: %w", kind, err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	return d.check(kind, data, host)
+}
+
+// check decodes a record and accepts it for host while unexpired.
+func (d *Domain) check(kind string, data []byte, host string) (*record, error) {
 	var rec record
 	if err := json.Unmarshal(data, &rec); err != nil {
 		return nil, fmt.Errorf("reading a relay %s: %w", kind, err)
@@ -340,19 +364,6 @@ func (d *Domain) find(ctx context.Context, kind, secret, host string) (*record, 
 		return nil, nil
 	}
 	return &rec, nil
-}
-
-// take is find that also deletes the record: a ticket is used once,
-// whatever the outcome.
-func (d *Domain) take(ctx context.Context, kind, secret, host string) (*record, error) {
-	rec, err := d.find(ctx, kind, secret, host)
-	if err != nil || secret == "" || len(secret) > 100 {
-		return nil, err
-	}
-	if err := d.Store.DeleteCtx(ctx, key(kind, secret)); err != nil {
-		return nil, fmt.Errorf("using a relay %s: %w", kind, err)
-	}
-	return rec, nil
 }
 
 // scheme is the scheme browsers use for r: https when it came over TLS or

@@ -210,6 +210,14 @@ func (s *memStore) DeleteCtx(_ context.Context, key string) error {
 	return nil
 }
 
+func (s *memStore) TakeCtx(_ context.Context, key string) ([]byte, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.m[key]
+	delete(s.m, key)
+	return b, ok, nil
+}
+
 // dialTunnel is a node whose every stream is a connection to addr.
 type dialTunnel struct{ addr string }
 

@@ -24,7 +24,7 @@ const Table = "dashboard_sessions"
 type Store struct {
 	db *sql.DB
 	// The statements differ only in their placeholders.
-	find, upsert, del, purge string
+	find, upsert, del, take, purge string
 }
 
 var _ scs.CtxStore = (*Store)(nil)
@@ -51,6 +51,7 @@ func NewStore(ctx context.Context, db *sql.DB, dialectName string) (*Store, erro
 		find:   `SELECT data FROM ` + Table + ` WHERE token = $1 AND expiry > $2`,
 		upsert: `INSERT INTO ` + Table + ` (token, data, expiry) VALUES ($1, $2, $3) ON CONFLICT (token) DO UPDATE SET data = excluded.data, expiry = excluded.expiry`,
 		del:    `DELETE FROM ` + Table + ` WHERE token = $1`,
+		take:   `DELETE FROM ` + Table + ` WHERE token = $1 AND expiry > $2 RETURNING data`,
 		purge:  `DELETE FROM ` + Table + ` WHERE expiry <= $1`,
 	}, nil
 }
@@ -82,6 +83,21 @@ func (s *Store) DeleteCtx(ctx context.Context, token string) error {
 		return fmt.Errorf("deleting session: %w", err)
 	}
 	return nil
+}
+
+// TakeCtx deletes an unexpired record and returns its data, in one
+// statement: of two replicas taking the same token at once, one gets it
+// (single-use tickets).
+func (s *Store) TakeCtx(ctx context.Context, token string) ([]byte, bool, error) {
+	var b []byte
+	err := s.db.QueryRowContext(ctx, s.take, token, time.Now().Unix()).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("taking session: %w", err)
+	}
+	return b, true, nil
 }
 
 // Find, Commit and Delete are the context-free scs.Store methods; scs
