@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/wire"
@@ -170,7 +171,7 @@ func (h *Handler) hold(ctx context.Context) (context.Context, context.CancelFunc
 // a WebSocket (with its Origin) or by a plain GET (an <img>, no Origin).
 func (h *Handler) ownPages(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !hasToken(r.Header, "Connection", "upgrade") || !hasToken(r.Header, "Upgrade", "websocket") || r.Header.Get("Sec-WebSocket-Key") == "" {
+		if !httpguts.HeaderValuesContainsToken(r.Header.Values("Connection"), "upgrade") || !httpguts.HeaderValuesContainsToken(r.Header.Values("Upgrade"), "websocket") || r.Header.Get("Sec-WebSocket-Key") == "" {
 			fail(w, fault.New(fault.BadUserInput, "streams are WebSockets: send a WebSocket handshake"), h.Relay)
 			return
 		}
@@ -182,17 +183,6 @@ func (h *Handler) ownPages(next http.Handler) http.Handler {
 	})
 }
 
-// hasToken reports whether header name of h lists token (any case).
-func hasToken(h http.Header, name, token string) bool {
-	for _, v := range h.Values(name) {
-		for t := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(t), token) {
-				return true
-			}
-		}
-	}
-	return false
-}
 
 // sameHost reports whether origin (an Origin header) is of host, as the
 // WebSocket handshake decides.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/yamux"
+	"golang.org/x/net/http/httpguts"
 )
 
 // StreamWindow is the most unread bytes one stream of the stream tunnel
@@ -80,7 +81,7 @@ func (e *UpgradeError) Error() string {
 // the caller owns it. An error means nothing was written to w unless the
 // request asked for no upgrade (answered 426).
 func AcceptStreams(w http.ResponseWriter, r *http.Request) (net.Conn, error) {
-	if !strings.EqualFold(r.Header.Get("Upgrade"), StreamUpgrade) || !hasToken(r.Header.Values("Connection"), "upgrade") {
+	if !strings.EqualFold(r.Header.Get("Upgrade"), StreamUpgrade) || !httpguts.HeaderValuesContainsToken(r.Header.Values("Connection"), "upgrade") {
 		w.Header().Set("Upgrade", StreamUpgrade)
 		w.Header().Set("Connection", "Upgrade")
 		http.Error(w, "upgrade to "+StreamUpgrade, http.StatusUpgradeRequired)
@@ -100,17 +101,6 @@ func AcceptStreams(w http.ResponseWriter, r *http.Request) (net.Conn, error) {
 		return nil, err
 	}
 	return &bufferedConn{Conn: c, r: brw.Reader}, nil
-}
-
-func hasToken(values []string, token string) bool {
-	for _, v := range values {
-		for t := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(t), token) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // bufferedConn reads first what the server's reader already buffered.
