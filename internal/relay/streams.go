@@ -183,7 +183,6 @@ func (h *Handler) ownPages(next http.Handler) http.Handler {
 	})
 }
 
-
 // sameHost reports whether origin (an Origin header) is of host, as the
 // WebSocket handshake decides.
 func sameHost(origin, host string) bool {
