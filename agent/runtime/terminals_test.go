@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -288,9 +289,11 @@ func TestTerminalStopEndsTTYService(t *testing.T) {
 func TestTerminalAttachSlowIsDetached(t *testing.T) {
 	t.Parallel()
 	p := newProcess(t)
-	// More output than an attach may fall behind, while nobody reads.
+	// More output than an attach may fall behind, while nobody reads, in
+	// 256 KiB chunks the fast attach asks for one at a time: it is never
+	// more than a chunk behind however slowly the machine runs it.
 	c := start(t, p, JobSpec{ID: "job_slow", Services: []ServiceSpec{
-		{Name: "sh", Command: []string{"sh", "-c", "read x; head -c 3000000 /dev/zero | tr '\\0' x; echo; echo do\"\"ne; exec sleep 100"}, TTY: true},
+		{Name: "sh", Command: []string{"sh", "-c", "for i in 1 2 3 4 5 6; do read x; head -c 262144 /dev/zero | tr '\\0' x; echo; echo chu\"\"nk$i; done; echo do\"\"ne; exec sleep 100"}, TTY: true},
 	}})
 	c.waitFor(t, "RUNNING", isState("sh", Running))
 	slow, err := c.job.(Terminals).Attach(context.Background(), "sh", Size{})
@@ -299,7 +302,10 @@ func TestTerminalAttachSlowIsDetached(t *testing.T) {
 	}
 	defer slow.Close()
 	fast, scr := attach(t, c, "sh", Size{})
-	typeIn(t, fast, "go\r")
+	for i := 1; i <= 6; i++ {
+		typeIn(t, fast, "go\r")
+		scr.waitFor(t, fmt.Sprintf("chunk%d", i))
+	}
 	scr.waitFor(t, "done")
 	lineAfter(t, c, "sh", "done")
 	// The slow one is detached: its output ends, and Wait says why.

@@ -200,15 +200,24 @@ func (s *service) follow(after time.Time) {
 		s.job.log.Warn("reading the last output", "service", s.name, "err", err)
 	}
 
-	state, code, reason := s.exitState(ctx, waitErr)
+	state, code, reason := s.exitState(ctx, waitErr, stopReason == "")
 	if stopReason != "" {
 		state, reason = runtime.Failed, "stopped: "+stopReason
 	}
 	s.job.finish(s, state, code, reason, stopReason != "")
 }
 
+// oomRechecks and oomRecheckEvery bound the second looks at a container
+// killed by SIGKILL for the daemon's late out-of-memory flag.
+const (
+	oomRechecks     = 5
+	oomRecheckEvery = 100 * time.Millisecond
+)
+
 // exitState turns a stopped container into a final state.
-func (s *service) exitState(ctx context.Context, waitErr error) (runtime.State, *int, string) {
+// A service that was not stopped (unstopped) and died by SIGKILL is looked
+// at again for the daemon's late out-of-memory flag.
+func (s *service) exitState(ctx context.Context, waitErr error, unstopped bool) (runtime.State, *int, string) {
 	res, err := s.job.rt.cli.ContainerInspect(ctx, s.id, client.ContainerInspectOptions{})
 	if err != nil || res.Container.State == nil {
 		if waitErr != nil {
@@ -217,6 +226,22 @@ func (s *service) exitState(ctx context.Context, waitErr error) (runtime.State, 
 		return runtime.Failed, nil, fmt.Sprintf("container lost: %v", err)
 	}
 	st := res.Container.State
+	// The daemon may learn of an OOM kill just after the exit (the kernel's
+	// event and the exit race), so a SIGKILL death is looked at again for a
+	// moment before it is called anything but out of memory.
+	for try := 0; unstopped && st.ExitCode == 137 && !st.OOMKilled && try < oomRechecks; try++ {
+		select {
+		case <-ctx.Done():
+			try = oomRechecks
+			continue
+		case <-time.After(oomRecheckEvery):
+		}
+		again, err := s.job.rt.cli.ContainerInspect(ctx, s.id, client.ContainerInspectOptions{})
+		if err != nil || again.Container.State == nil {
+			break
+		}
+		st = again.Container.State
+	}
 	code := st.ExitCode
 	switch {
 	case code == 0:
