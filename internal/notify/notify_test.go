@@ -45,9 +45,12 @@ func TestSignalsReachSubscribers(t *testing.T) {
 		if db.Pool != nil {
 			chB, stopB := b.Subscribe(notify.TopicNode, "n1")
 			defer stopB()
-			// Let the listeners start (their first wake-up is harmless).
-			time.Sleep(200 * time.Millisecond)
-			drain(chA, chB, other)
+			// Each listener's first LISTEN wakes its subscribers (signals
+			// sent before it are lost): wait for both, however slowly the
+			// connections come, so the next wake-ups are the signal's.
+			waitSignal(t, other)
+			waitSignal(t, chB)
+			drain(chA)
 			if err := a.Publish(ctx, notify.TopicNode, "n1"); err != nil {
 				t.Fatal(err)
 			}
