@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/relayaddr"
 	"github.com/levers9/levers9/internal/viewer"
 )
 
@@ -74,53 +74,6 @@ type Domain struct {
 	Now      func() time.Time
 }
 
-// ParseHost reads the job, service and port a relay domain host names:
-// PORT-SERVICE-JOB.DOMAIN, any case, with or without a :port. Job IDs have
-// no '-' and ports (names or numbers) none either, so the port ends at the
-// first '-' and the job starts after the last; services are DNS labels.
-func ParseHost(host, domain string) (job, svc, port string, ok bool) {
-	domain = strings.TrimSuffix(strings.ToLower(domain), ".")
-	if domain == "" {
-		return "", "", "", false
-	}
-	host = strings.ToLower(host)
-	if h, p, err := net.SplitHostPort(host); err == nil {
-		if p == "" || strings.Trim(p, "0123456789") != "" {
-			return "", "", "", false
-		}
-		host = h
-	}
-	host = strings.TrimSuffix(host, ".")
-	label, ok := strings.CutSuffix(host, "."+domain)
-	if !ok || label == "" || strings.Contains(label, ".") {
-		return "", "", "", false
-	}
-	first, last := strings.IndexByte(label, '-'), strings.LastIndexByte(label, '-')
-	if first < 0 || last <= first+1 {
-		return "", "", "", false
-	}
-	port, svc, job = label[:first], label[first+1:last], label[last+1:]
-	if !isWord(port, "") || !isWord(job, "_") || !isWord(svc, "-") || svc[0] == '-' || svc[len(svc)-1] == '-' {
-		return "", "", "", false
-	}
-	return job, svc, port, true
-}
-
-// isWord reports whether s is non-empty lower-case letters, digits and
-// the bytes of extra.
-func isWord(s, extra string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte(extra, c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
-
 // Routes adds the dashboard side of the handoff, GET /relay/auth?to=URL.
 func (d *Domain) Routes(mux *http.ServeMux) {
 	if d.Relay.Domain == "" {
@@ -140,7 +93,7 @@ func (d *Domain) Front(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		job, svc, port, ok := ParseHost(r.Host, d.Relay.Domain)
+		job, svc, port, ok := relayaddr.ParseHost(r.Host, d.Relay.Domain)
 		if !ok {
 			next.ServeHTTP(w, r)
 			return
@@ -206,7 +159,7 @@ func (d *Domain) handoff(w http.ResponseWriter, r *http.Request) {
 	var job, svc, port string
 	ok := err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.User == nil && u.Opaque == ""
 	if ok {
-		job, svc, port, ok = ParseHost(u.Host, h.Domain)
+		job, svc, port, ok = relayaddr.ParseHost(u.Host, h.Domain)
 	}
 	if !ok {
 		fail(w, fault.Invalid("to", "must be an address on the relay domain %s, not %.200q", h.Domain, to), h.Relay)
