@@ -8,7 +8,6 @@ import (
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/job"
-	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/viewer"
@@ -19,8 +18,6 @@ import (
 type Reach struct {
 	Job     *ent.Job
 	Service *ent.Service
-	// QueueMode is the job's queue's (terminals are refused on BATCH).
-	QueueMode queue.Mode
 }
 
 // Reach finds service svc of job jobID, both running, as the viewer in
@@ -36,9 +33,8 @@ func (s *Service) Reach(ctx context.Context, jobID, svc string) (Reach, error) {
 	if j.Status != job.StatusRunning {
 		return Reach{}, fault.New(fault.BadUserInput, "job %s is %s: only a running job's services can be reached", j.ID, strings.ToLower(string(j.Status)))
 	}
-	// The job is the viewer's to see: its service and queue are read by ID.
-	sys := viewer.SystemContext(ctx)
-	sv, err := s.DB.Ent.Service.Query().Where(service.JobID(j.ID), service.Name(svc)).Only(sys)
+	// The job is the viewer's to see: its service is read by ID.
+	sv, err := s.DB.Ent.Service.Query().Where(service.JobID(j.ID), service.Name(svc)).Only(viewer.SystemContext(ctx))
 	if ent.IsNotFound(err) {
 		return Reach{}, fault.Missing(fmt.Sprintf("service %.64q of job %s", svc, j.ID))
 	}
@@ -48,11 +44,7 @@ func (s *Service) Reach(ctx context.Context, jobID, svc string) (Reach, error) {
 	if sv.Status != service.StatusRunning || sv.NodeID == "" {
 		return Reach{}, fault.New(fault.BadUserInput, "service %s of job %s is %s, not running", sv.Name, j.ID, strings.ToLower(string(sv.Status)))
 	}
-	q, err := s.DB.Ent.Queue.Query().Where(queue.ID(j.QueueID)).Select(queue.FieldMode).Only(sys)
-	if err != nil {
-		return Reach{}, fmt.Errorf("finding the queue of job %s: %w", j.ID, err)
-	}
-	return Reach{Job: j, Service: sv, QueueMode: q.Mode}, nil
+	return Reach{Job: j, Service: sv}, nil
 }
 
 // HostPort is the host port of sv's port named port, or numbered port (its

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/levers9/levers9/ent"
@@ -23,6 +24,17 @@ func TerminalRefusal(v *viewer.Viewer, j *ent.Job, mode queue.Mode) error {
 		return fault.New(fault.Forbidden, "the job's queue is for batch jobs only: it allows no terminals")
 	}
 	return nil
+}
+
+// MayOpenTerminal is TerminalRefusal for the viewer in ctx and job j,
+// reading j's queue mode: only terminals need it, so relayed requests do
+// not pay for it.
+func (s *Service) MayOpenTerminal(ctx context.Context, j *ent.Job) error {
+	q, err := s.DB.Ent.Queue.Query().Where(queue.ID(j.QueueID)).Select(queue.FieldMode).Only(viewer.SystemContext(ctx))
+	if err != nil {
+		return fmt.Errorf("finding the queue of job %s: %w", j.ID, err)
+	}
+	return TerminalRefusal(viewer.FromContext(ctx), j, q.Mode)
 }
 
 // TerminalOpened records in the tenant's audit log that the viewer in ctx

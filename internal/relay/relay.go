@@ -16,7 +16,6 @@ import (
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/tunnel"
-	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/internal/wire"
 )
 
@@ -76,7 +75,7 @@ func (s *Service) ResolveTerminal(ctx context.Context, jobID, svc string) (Targe
 	if err != nil {
 		return Target{}, err
 	}
-	if err := jobs.TerminalRefusal(viewer.FromContext(ctx), t.Job, t.QueueMode); err != nil {
+	if err := s.Jobs.MayOpenTerminal(ctx, t.Job); err != nil {
 		return Target{}, err
 	}
 	return t, nil
