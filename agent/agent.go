@@ -31,7 +31,14 @@ type Config struct {
 	// stored per job attempt; later lines are dropped and the log says
 	// which. 0: no quota.
 	LogQuota int64
+	// MaxStreams bounds the relayed connections and terminals open on the
+	// node at once, so no user can spend its file descriptors and
+	// goroutines; 0: DefaultMaxStreams.
+	MaxStreams int
 }
+
+// DefaultMaxStreams is Config.MaxStreams's default.
+const DefaultMaxStreams = 1024
 
 // Reconnect backoff: jittered (see jittered), doubling, capped, and back
 // to the start after a session that lasted.

@@ -69,14 +69,25 @@ func (a *Agent) streamSession(ctx context.Context) error {
 	defer ys.Close()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	most := a.cfg.MaxStreams
+	if most <= 0 {
+		most = DefaultMaxStreams
+	}
+	slots := make(chan struct{}, most)
 	for {
 		st, err := ys.AcceptStream()
 		if err != nil {
 			return fmt.Errorf("stream tunnel: %w", err)
 		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			go refuseBusy(st, most)
+			continue
+		}
 		wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer func() { <-slots; wg.Done() }()
 			a.serveStream(ctx, st)
 		}()
 	}
@@ -107,6 +118,16 @@ func (a *Agent) serveStream(ctx context.Context, st *yamux.Stream) {
 		a.relayTCP(ctx, st, t, open)
 	default:
 		a.terminal(ctx, st, t, open)
+	}
+}
+
+// refuseBusy answers a stream over the node's limit.
+func refuseBusy(st *yamux.Stream, most int) {
+	defer st.Close()
+	_ = st.SetDeadline(time.Now().Add(streamHeaderTimeout))
+	var open wire.StreamOpen
+	if wire.ReadHeader(st, &open) == nil {
+		refuseStream(st, "UNAVAILABLE", fmt.Sprintf("the node has %d relayed connections and terminals open, its limit: close some", most))
 	}
 }
 

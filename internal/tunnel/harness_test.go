@@ -160,6 +160,13 @@ func (w *world) joinRaw(t *testing.T, body any) (int, map[string]any) {
 // ends.
 func (w *world) startAgent(t *testing.T, name string) *agent.State {
 	t.Helper()
+	return w.startAgentWith(t, name, nil)
+}
+
+// startAgentWith is startAgent with the agent's configuration changed by
+// configure.
+func (w *world) startAgentWith(t *testing.T, name string, configure func(*agent.Config)) *agent.State {
+	t.Helper()
 	code, _ := w.invite(t, nil)
 	dir := t.TempDir()
 	inv := wire.Inventory{CPUs: 8, MemoryMiB: 16384}
@@ -178,7 +185,11 @@ func (w *world) startAgent(t *testing.T, name string) *agent.State {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- agent.Run(ctx, agent.Config{StateDir: dir, Inventory: inv, Runtime: rt, Log: w.log.With("agent", name)})
+		cfg := agent.Config{StateDir: dir, Inventory: inv, Runtime: rt, Log: w.log.With("agent", name)}
+		if configure != nil {
+			configure(&cfg)
+		}
+		done <- agent.Run(ctx, cfg)
 	}()
 	t.Cleanup(func() {
 		cancel()

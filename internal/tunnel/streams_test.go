@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 
+	"github.com/levers9/levers9/agent"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/fault"
@@ -87,6 +89,53 @@ func TestStreamTCP(t *testing.T) {
 		if _, err := w.srv.OpenStream(ctx, "nod_elsewhere", open); !errors.Is(err, tunnel.ErrNotHere) {
 			t.Errorf("node not connected here: err = %v; want ErrNotHere", err)
 		}
+	})
+}
+
+// A node serves at most its limit of streams at once; one more is refused
+// as UNAVAILABLE, and a closed one frees its place.
+func TestStreamLimit(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		w := newWorld(t, url)
+		st := w.startAgentWith(t, "n1", func(c *agent.Config) { c.MaxStreams = 2 })
+		j := w.runOn(t, st.NodeID, jobspec.Service{Name: "web", Command: []string{"python3", "-c", echoServer},
+			CPU: 1, MemoryMiB: 64, Ports: []jobspec.Port{{Name: "echo"}}})
+		var port int
+		w.waitFor(t, "service running with its port", func() bool {
+			s, err := w.db.Ent.Service.Query().Where(service.JobID(j.ID)).Only(w.sys)
+			if err != nil || string(s.Status) != "RUNNING" || len(s.HostPorts) != 1 {
+				return false
+			}
+			port = s.HostPorts[0].Port
+			return true
+		})
+		ctx := context.Background()
+		open := wire.StreamOpen{Kind: wire.StreamTCP, JobID: j.ID, Attempt: 1, Service: "web", Port: port}
+		var held []io.ReadWriteCloser
+		w.waitFor(t, "two streams", func() bool {
+			c, err := w.srv.OpenStream(ctx, st.NodeID, open)
+			if err == nil {
+				held = append(held, c)
+			}
+			return len(held) == 2
+		})
+		_, err := w.srv.OpenStream(ctx, st.NodeID, open)
+		var fe *fault.Error
+		if !errors.As(err, &fe) || fe.Code != fault.Unavailable || !strings.Contains(fe.Message, "limit") {
+			t.Fatalf("a third stream: err = %v; want UNAVAILABLE naming the limit", err)
+		}
+		held[0].Close()
+		w.waitFor(t, "a place freed by a closed stream", func() bool {
+			c, err := w.srv.OpenStream(ctx, st.NodeID, open)
+			if err != nil {
+				return false
+			}
+			c.Close()
+			return true
+		})
+		held[1].Close()
 	})
 }
 
