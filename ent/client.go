@@ -16,10 +16,15 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/levers9/levers9/ent/apitoken"
+	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
+	"github.com/levers9/levers9/ent/blob"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/charge"
+	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/environment"
+	"github.com/levers9/levers9/ent/function"
+	"github.com/levers9/levers9/ent/functionmap"
 	"github.com/levers9/levers9/ent/group"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/jobevent"
@@ -31,6 +36,7 @@ import (
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
+	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/ent/tenant"
 	"github.com/levers9/levers9/ent/user"
 
@@ -44,14 +50,24 @@ type Client struct {
 	Schema *migrate.Schema
 	// APIToken is the client for interacting with the APIToken builders.
 	APIToken *APITokenClient
+	// App is the client for interacting with the App builders.
+	App *AppClient
 	// AuditEvent is the client for interacting with the AuditEvent builders.
 	AuditEvent *AuditEventClient
+	// Blob is the client for interacting with the Blob builders.
+	Blob *BlobClient
 	// Bucket is the client for interacting with the Bucket builders.
 	Bucket *BucketClient
 	// Charge is the client for interacting with the Charge builders.
 	Charge *ChargeClient
+	// Container is the client for interacting with the Container builders.
+	Container *ContainerClient
 	// Environment is the client for interacting with the Environment builders.
 	Environment *EnvironmentClient
+	// Function is the client for interacting with the Function builders.
+	Function *FunctionClient
+	// FunctionMap is the client for interacting with the FunctionMap builders.
+	FunctionMap *FunctionMapClient
 	// Group is the client for interacting with the Group builders.
 	Group *GroupClient
 	// Job is the client for interacting with the Job builders.
@@ -74,6 +90,8 @@ type Client struct {
 	Service *ServiceClient
 	// Storage is the client for interacting with the Storage builders.
 	Storage *StorageClient
+	// Task is the client for interacting with the Task builders.
+	Task *TaskClient
 	// Tenant is the client for interacting with the Tenant builders.
 	Tenant *TenantClient
 	// User is the client for interacting with the User builders.
@@ -90,10 +108,15 @@ func NewClient(opts ...Option) *Client {
 func (c *Client) init() {
 	c.Schema = migrate.NewSchema(c.driver)
 	c.APIToken = NewAPITokenClient(c.config)
+	c.App = NewAppClient(c.config)
 	c.AuditEvent = NewAuditEventClient(c.config)
+	c.Blob = NewBlobClient(c.config)
 	c.Bucket = NewBucketClient(c.config)
 	c.Charge = NewChargeClient(c.config)
+	c.Container = NewContainerClient(c.config)
 	c.Environment = NewEnvironmentClient(c.config)
+	c.Function = NewFunctionClient(c.config)
+	c.FunctionMap = NewFunctionMapClient(c.config)
 	c.Group = NewGroupClient(c.config)
 	c.Job = NewJobClient(c.config)
 	c.JobEvent = NewJobEventClient(c.config)
@@ -105,6 +128,7 @@ func (c *Client) init() {
 	c.Queue = NewQueueClient(c.config)
 	c.Service = NewServiceClient(c.config)
 	c.Storage = NewStorageClient(c.config)
+	c.Task = NewTaskClient(c.config)
 	c.Tenant = NewTenantClient(c.config)
 	c.User = NewUserClient(c.config)
 }
@@ -200,10 +224,15 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		ctx:         ctx,
 		config:      cfg,
 		APIToken:    NewAPITokenClient(cfg),
+		App:         NewAppClient(cfg),
 		AuditEvent:  NewAuditEventClient(cfg),
+		Blob:        NewBlobClient(cfg),
 		Bucket:      NewBucketClient(cfg),
 		Charge:      NewChargeClient(cfg),
+		Container:   NewContainerClient(cfg),
 		Environment: NewEnvironmentClient(cfg),
+		Function:    NewFunctionClient(cfg),
+		FunctionMap: NewFunctionMapClient(cfg),
 		Group:       NewGroupClient(cfg),
 		Job:         NewJobClient(cfg),
 		JobEvent:    NewJobEventClient(cfg),
@@ -215,6 +244,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		Queue:       NewQueueClient(cfg),
 		Service:     NewServiceClient(cfg),
 		Storage:     NewStorageClient(cfg),
+		Task:        NewTaskClient(cfg),
 		Tenant:      NewTenantClient(cfg),
 		User:        NewUserClient(cfg),
 	}, nil
@@ -237,10 +267,15 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		ctx:         ctx,
 		config:      cfg,
 		APIToken:    NewAPITokenClient(cfg),
+		App:         NewAppClient(cfg),
 		AuditEvent:  NewAuditEventClient(cfg),
+		Blob:        NewBlobClient(cfg),
 		Bucket:      NewBucketClient(cfg),
 		Charge:      NewChargeClient(cfg),
+		Container:   NewContainerClient(cfg),
 		Environment: NewEnvironmentClient(cfg),
+		Function:    NewFunctionClient(cfg),
+		FunctionMap: NewFunctionMapClient(cfg),
 		Group:       NewGroupClient(cfg),
 		Job:         NewJobClient(cfg),
 		JobEvent:    NewJobEventClient(cfg),
@@ -252,6 +287,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		Queue:       NewQueueClient(cfg),
 		Service:     NewServiceClient(cfg),
 		Storage:     NewStorageClient(cfg),
+		Task:        NewTaskClient(cfg),
 		Tenant:      NewTenantClient(cfg),
 		User:        NewUserClient(cfg),
 	}, nil
@@ -283,9 +319,10 @@ func (c *Client) Close() error {
 // In order to add hooks to a specific client, call: `client.Node.Use(...)`.
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
-		c.APIToken, c.AuditEvent, c.Bucket, c.Charge, c.Environment, c.Group, c.Job,
-		c.JobEvent, c.LogLine, c.Membership, c.Node, c.NodeInvite, c.Project, c.Queue,
-		c.Service, c.Storage, c.Tenant, c.User,
+		c.APIToken, c.App, c.AuditEvent, c.Blob, c.Bucket, c.Charge, c.Container,
+		c.Environment, c.Function, c.FunctionMap, c.Group, c.Job, c.JobEvent,
+		c.LogLine, c.Membership, c.Node, c.NodeInvite, c.Project, c.Queue, c.Service,
+		c.Storage, c.Task, c.Tenant, c.User,
 	} {
 		n.Use(hooks...)
 	}
@@ -295,9 +332,10 @@ func (c *Client) Use(hooks ...Hook) {
 // In order to add interceptors to a specific client, call: `client.Node.Intercept(...)`.
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
-		c.APIToken, c.AuditEvent, c.Bucket, c.Charge, c.Environment, c.Group, c.Job,
-		c.JobEvent, c.LogLine, c.Membership, c.Node, c.NodeInvite, c.Project, c.Queue,
-		c.Service, c.Storage, c.Tenant, c.User,
+		c.APIToken, c.App, c.AuditEvent, c.Blob, c.Bucket, c.Charge, c.Container,
+		c.Environment, c.Function, c.FunctionMap, c.Group, c.Job, c.JobEvent,
+		c.LogLine, c.Membership, c.Node, c.NodeInvite, c.Project, c.Queue, c.Service,
+		c.Storage, c.Task, c.Tenant, c.User,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -308,14 +346,24 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 	switch m := m.(type) {
 	case *APITokenMutation:
 		return c.APIToken.mutate(ctx, m)
+	case *AppMutation:
+		return c.App.mutate(ctx, m)
 	case *AuditEventMutation:
 		return c.AuditEvent.mutate(ctx, m)
+	case *BlobMutation:
+		return c.Blob.mutate(ctx, m)
 	case *BucketMutation:
 		return c.Bucket.mutate(ctx, m)
 	case *ChargeMutation:
 		return c.Charge.mutate(ctx, m)
+	case *ContainerMutation:
+		return c.Container.mutate(ctx, m)
 	case *EnvironmentMutation:
 		return c.Environment.mutate(ctx, m)
+	case *FunctionMutation:
+		return c.Function.mutate(ctx, m)
+	case *FunctionMapMutation:
+		return c.FunctionMap.mutate(ctx, m)
 	case *GroupMutation:
 		return c.Group.mutate(ctx, m)
 	case *JobMutation:
@@ -338,6 +386,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Service.mutate(ctx, m)
 	case *StorageMutation:
 		return c.Storage.mutate(ctx, m)
+	case *TaskMutation:
+		return c.Task.mutate(ctx, m)
 	case *TenantMutation:
 		return c.Tenant.mutate(ctx, m)
 	case *UserMutation:
@@ -497,6 +547,172 @@ func (c *APITokenClient) mutate(ctx context.Context, m *APITokenMutation) (Value
 	}
 }
 
+// AppClient is a client for the App schema.
+type AppClient struct {
+	config
+}
+
+// NewAppClient returns a client for the App from the given config.
+func NewAppClient(c config) *AppClient {
+	return &AppClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `app.Hooks(f(g(h())))`.
+func (c *AppClient) Use(hooks ...Hook) {
+	c.hooks.App = append(c.hooks.App, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `app.Intercept(f(g(h())))`.
+func (c *AppClient) Intercept(interceptors ...Interceptor) {
+	c.inters.App = append(c.inters.App, interceptors...)
+}
+
+// Create returns a builder for creating a App entity.
+func (c *AppClient) Create() *AppCreate {
+	mutation := newAppMutation(c.config, OpCreate)
+	return &AppCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of App entities.
+func (c *AppClient) CreateBulk(builders ...*AppCreate) *AppCreateBulk {
+	return &AppCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *AppClient) MapCreateBulk(slice any, setFunc func(*AppCreate, int)) *AppCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &AppCreateBulk{err: fmt.Errorf("calling to AppClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*AppCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &AppCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for App.
+func (c *AppClient) Update() *AppUpdate {
+	mutation := newAppMutation(c.config, OpUpdate)
+	return &AppUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *AppClient) UpdateOne(_m *App) *AppUpdateOne {
+	mutation := newAppMutation(c.config, OpUpdateOne, withApp(_m))
+	return &AppUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *AppClient) UpdateOneID(id string) *AppUpdateOne {
+	mutation := newAppMutation(c.config, OpUpdateOne, withAppID(id))
+	return &AppUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for App.
+func (c *AppClient) Delete() *AppDelete {
+	mutation := newAppMutation(c.config, OpDelete)
+	return &AppDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *AppClient) DeleteOne(_m *App) *AppDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *AppClient) DeleteOneID(id string) *AppDeleteOne {
+	builder := c.Delete().Where(app.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &AppDeleteOne{builder}
+}
+
+// Query returns a query builder for App.
+func (c *AppClient) Query() *AppQuery {
+	return &AppQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeApp},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a App entity by its id.
+func (c *AppClient) Get(ctx context.Context, id string) (*App, error) {
+	return c.Query().Where(app.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *AppClient) GetX(ctx context.Context, id string) *App {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// QueryOwner queries the owner edge of a App.
+func (c *AppClient) QueryOwner(_m *App) *UserQuery {
+	query := (&UserClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(app.Table, app.FieldID, id),
+			sqlgraph.To(user.Table, user.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, false, app.OwnerTable, app.OwnerColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// QueryFunctions queries the functions edge of a App.
+func (c *AppClient) QueryFunctions(_m *App) *FunctionQuery {
+	query := (&FunctionClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(app.Table, app.FieldID, id),
+			sqlgraph.To(function.Table, function.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, app.FunctionsTable, app.FunctionsColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// Hooks returns the client hooks.
+func (c *AppClient) Hooks() []Hook {
+	hooks := c.hooks.App
+	return append(hooks[:len(hooks):len(hooks)], app.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *AppClient) Interceptors() []Interceptor {
+	return c.inters.App
+}
+
+func (c *AppClient) mutate(ctx context.Context, m *AppMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&AppCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&AppUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&AppUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&AppDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown App mutation op: %q", m.Op())
+	}
+}
+
 // AuditEventClient is a client for the AuditEvent schema.
 type AuditEventClient struct {
 	config
@@ -628,6 +844,140 @@ func (c *AuditEventClient) mutate(ctx context.Context, m *AuditEventMutation) (V
 		return (&AuditEventDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown AuditEvent mutation op: %q", m.Op())
+	}
+}
+
+// BlobClient is a client for the Blob schema.
+type BlobClient struct {
+	config
+}
+
+// NewBlobClient returns a client for the Blob from the given config.
+func NewBlobClient(c config) *BlobClient {
+	return &BlobClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `blob.Hooks(f(g(h())))`.
+func (c *BlobClient) Use(hooks ...Hook) {
+	c.hooks.Blob = append(c.hooks.Blob, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `blob.Intercept(f(g(h())))`.
+func (c *BlobClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Blob = append(c.inters.Blob, interceptors...)
+}
+
+// Create returns a builder for creating a Blob entity.
+func (c *BlobClient) Create() *BlobCreate {
+	mutation := newBlobMutation(c.config, OpCreate)
+	return &BlobCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Blob entities.
+func (c *BlobClient) CreateBulk(builders ...*BlobCreate) *BlobCreateBulk {
+	return &BlobCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *BlobClient) MapCreateBulk(slice any, setFunc func(*BlobCreate, int)) *BlobCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &BlobCreateBulk{err: fmt.Errorf("calling to BlobClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*BlobCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &BlobCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Blob.
+func (c *BlobClient) Update() *BlobUpdate {
+	mutation := newBlobMutation(c.config, OpUpdate)
+	return &BlobUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *BlobClient) UpdateOne(_m *Blob) *BlobUpdateOne {
+	mutation := newBlobMutation(c.config, OpUpdateOne, withBlob(_m))
+	return &BlobUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *BlobClient) UpdateOneID(id string) *BlobUpdateOne {
+	mutation := newBlobMutation(c.config, OpUpdateOne, withBlobID(id))
+	return &BlobUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Blob.
+func (c *BlobClient) Delete() *BlobDelete {
+	mutation := newBlobMutation(c.config, OpDelete)
+	return &BlobDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *BlobClient) DeleteOne(_m *Blob) *BlobDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *BlobClient) DeleteOneID(id string) *BlobDeleteOne {
+	builder := c.Delete().Where(blob.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &BlobDeleteOne{builder}
+}
+
+// Query returns a query builder for Blob.
+func (c *BlobClient) Query() *BlobQuery {
+	return &BlobQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeBlob},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Blob entity by its id.
+func (c *BlobClient) Get(ctx context.Context, id string) (*Blob, error) {
+	return c.Query().Where(blob.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *BlobClient) GetX(ctx context.Context, id string) *Blob {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *BlobClient) Hooks() []Hook {
+	hooks := c.hooks.Blob
+	return append(hooks[:len(hooks):len(hooks)], blob.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *BlobClient) Interceptors() []Interceptor {
+	return c.inters.Blob
+}
+
+func (c *BlobClient) mutate(ctx context.Context, m *BlobMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&BlobCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&BlobUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&BlobUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&BlobDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Blob mutation op: %q", m.Op())
 	}
 }
 
@@ -1011,6 +1361,172 @@ func (c *ChargeClient) mutate(ctx context.Context, m *ChargeMutation) (Value, er
 	}
 }
 
+// ContainerClient is a client for the Container schema.
+type ContainerClient struct {
+	config
+}
+
+// NewContainerClient returns a client for the Container from the given config.
+func NewContainerClient(c config) *ContainerClient {
+	return &ContainerClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `container.Hooks(f(g(h())))`.
+func (c *ContainerClient) Use(hooks ...Hook) {
+	c.hooks.Container = append(c.hooks.Container, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `container.Intercept(f(g(h())))`.
+func (c *ContainerClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Container = append(c.inters.Container, interceptors...)
+}
+
+// Create returns a builder for creating a Container entity.
+func (c *ContainerClient) Create() *ContainerCreate {
+	mutation := newContainerMutation(c.config, OpCreate)
+	return &ContainerCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Container entities.
+func (c *ContainerClient) CreateBulk(builders ...*ContainerCreate) *ContainerCreateBulk {
+	return &ContainerCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *ContainerClient) MapCreateBulk(slice any, setFunc func(*ContainerCreate, int)) *ContainerCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &ContainerCreateBulk{err: fmt.Errorf("calling to ContainerClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*ContainerCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &ContainerCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Container.
+func (c *ContainerClient) Update() *ContainerUpdate {
+	mutation := newContainerMutation(c.config, OpUpdate)
+	return &ContainerUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *ContainerClient) UpdateOne(_m *Container) *ContainerUpdateOne {
+	mutation := newContainerMutation(c.config, OpUpdateOne, withContainer(_m))
+	return &ContainerUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *ContainerClient) UpdateOneID(id string) *ContainerUpdateOne {
+	mutation := newContainerMutation(c.config, OpUpdateOne, withContainerID(id))
+	return &ContainerUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Container.
+func (c *ContainerClient) Delete() *ContainerDelete {
+	mutation := newContainerMutation(c.config, OpDelete)
+	return &ContainerDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *ContainerClient) DeleteOne(_m *Container) *ContainerDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *ContainerClient) DeleteOneID(id string) *ContainerDeleteOne {
+	builder := c.Delete().Where(container.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &ContainerDeleteOne{builder}
+}
+
+// Query returns a query builder for Container.
+func (c *ContainerClient) Query() *ContainerQuery {
+	return &ContainerQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeContainer},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Container entity by its id.
+func (c *ContainerClient) Get(ctx context.Context, id string) (*Container, error) {
+	return c.Query().Where(container.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *ContainerClient) GetX(ctx context.Context, id string) *Container {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// QueryFunction queries the function edge of a Container.
+func (c *ContainerClient) QueryFunction(_m *Container) *FunctionQuery {
+	query := (&FunctionClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(container.Table, container.FieldID, id),
+			sqlgraph.To(function.Table, function.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, true, container.FunctionTable, container.FunctionColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// QueryJob queries the job edge of a Container.
+func (c *ContainerClient) QueryJob(_m *Container) *JobQuery {
+	query := (&JobClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(container.Table, container.FieldID, id),
+			sqlgraph.To(job.Table, job.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, false, container.JobTable, container.JobColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// Hooks returns the client hooks.
+func (c *ContainerClient) Hooks() []Hook {
+	hooks := c.hooks.Container
+	return append(hooks[:len(hooks):len(hooks)], container.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *ContainerClient) Interceptors() []Interceptor {
+	return c.inters.Container
+}
+
+func (c *ContainerClient) mutate(ctx context.Context, m *ContainerMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&ContainerCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&ContainerUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&ContainerUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&ContainerDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Container mutation op: %q", m.Op())
+	}
+}
+
 // EnvironmentClient is a client for the Environment schema.
 type EnvironmentClient struct {
 	config
@@ -1142,6 +1658,370 @@ func (c *EnvironmentClient) mutate(ctx context.Context, m *EnvironmentMutation) 
 		return (&EnvironmentDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown Environment mutation op: %q", m.Op())
+	}
+}
+
+// FunctionClient is a client for the Function schema.
+type FunctionClient struct {
+	config
+}
+
+// NewFunctionClient returns a client for the Function from the given config.
+func NewFunctionClient(c config) *FunctionClient {
+	return &FunctionClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `function.Hooks(f(g(h())))`.
+func (c *FunctionClient) Use(hooks ...Hook) {
+	c.hooks.Function = append(c.hooks.Function, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `function.Intercept(f(g(h())))`.
+func (c *FunctionClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Function = append(c.inters.Function, interceptors...)
+}
+
+// Create returns a builder for creating a Function entity.
+func (c *FunctionClient) Create() *FunctionCreate {
+	mutation := newFunctionMutation(c.config, OpCreate)
+	return &FunctionCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Function entities.
+func (c *FunctionClient) CreateBulk(builders ...*FunctionCreate) *FunctionCreateBulk {
+	return &FunctionCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *FunctionClient) MapCreateBulk(slice any, setFunc func(*FunctionCreate, int)) *FunctionCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &FunctionCreateBulk{err: fmt.Errorf("calling to FunctionClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*FunctionCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &FunctionCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Function.
+func (c *FunctionClient) Update() *FunctionUpdate {
+	mutation := newFunctionMutation(c.config, OpUpdate)
+	return &FunctionUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *FunctionClient) UpdateOne(_m *Function) *FunctionUpdateOne {
+	mutation := newFunctionMutation(c.config, OpUpdateOne, withFunction(_m))
+	return &FunctionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *FunctionClient) UpdateOneID(id string) *FunctionUpdateOne {
+	mutation := newFunctionMutation(c.config, OpUpdateOne, withFunctionID(id))
+	return &FunctionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Function.
+func (c *FunctionClient) Delete() *FunctionDelete {
+	mutation := newFunctionMutation(c.config, OpDelete)
+	return &FunctionDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *FunctionClient) DeleteOne(_m *Function) *FunctionDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *FunctionClient) DeleteOneID(id string) *FunctionDeleteOne {
+	builder := c.Delete().Where(function.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &FunctionDeleteOne{builder}
+}
+
+// Query returns a query builder for Function.
+func (c *FunctionClient) Query() *FunctionQuery {
+	return &FunctionQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeFunction},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Function entity by its id.
+func (c *FunctionClient) Get(ctx context.Context, id string) (*Function, error) {
+	return c.Query().Where(function.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *FunctionClient) GetX(ctx context.Context, id string) *Function {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// QueryApp queries the app edge of a Function.
+func (c *FunctionClient) QueryApp(_m *Function) *AppQuery {
+	query := (&AppClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(function.Table, function.FieldID, id),
+			sqlgraph.To(app.Table, app.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, true, function.AppTable, function.AppColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// QueryQueue queries the queue edge of a Function.
+func (c *FunctionClient) QueryQueue(_m *Function) *QueueQuery {
+	query := (&QueueClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(function.Table, function.FieldID, id),
+			sqlgraph.To(queue.Table, queue.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, false, function.QueueTable, function.QueueColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// QueryTasks queries the tasks edge of a Function.
+func (c *FunctionClient) QueryTasks(_m *Function) *TaskQuery {
+	query := (&TaskClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(function.Table, function.FieldID, id),
+			sqlgraph.To(task.Table, task.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, function.TasksTable, function.TasksColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// QueryContainers queries the containers edge of a Function.
+func (c *FunctionClient) QueryContainers(_m *Function) *ContainerQuery {
+	query := (&ContainerClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(function.Table, function.FieldID, id),
+			sqlgraph.To(container.Table, container.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, function.ContainersTable, function.ContainersColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// Hooks returns the client hooks.
+func (c *FunctionClient) Hooks() []Hook {
+	hooks := c.hooks.Function
+	return append(hooks[:len(hooks):len(hooks)], function.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *FunctionClient) Interceptors() []Interceptor {
+	return c.inters.Function
+}
+
+func (c *FunctionClient) mutate(ctx context.Context, m *FunctionMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&FunctionCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&FunctionUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&FunctionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&FunctionDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Function mutation op: %q", m.Op())
+	}
+}
+
+// FunctionMapClient is a client for the FunctionMap schema.
+type FunctionMapClient struct {
+	config
+}
+
+// NewFunctionMapClient returns a client for the FunctionMap from the given config.
+func NewFunctionMapClient(c config) *FunctionMapClient {
+	return &FunctionMapClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `functionmap.Hooks(f(g(h())))`.
+func (c *FunctionMapClient) Use(hooks ...Hook) {
+	c.hooks.FunctionMap = append(c.hooks.FunctionMap, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `functionmap.Intercept(f(g(h())))`.
+func (c *FunctionMapClient) Intercept(interceptors ...Interceptor) {
+	c.inters.FunctionMap = append(c.inters.FunctionMap, interceptors...)
+}
+
+// Create returns a builder for creating a FunctionMap entity.
+func (c *FunctionMapClient) Create() *FunctionMapCreate {
+	mutation := newFunctionMapMutation(c.config, OpCreate)
+	return &FunctionMapCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of FunctionMap entities.
+func (c *FunctionMapClient) CreateBulk(builders ...*FunctionMapCreate) *FunctionMapCreateBulk {
+	return &FunctionMapCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *FunctionMapClient) MapCreateBulk(slice any, setFunc func(*FunctionMapCreate, int)) *FunctionMapCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &FunctionMapCreateBulk{err: fmt.Errorf("calling to FunctionMapClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*FunctionMapCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &FunctionMapCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for FunctionMap.
+func (c *FunctionMapClient) Update() *FunctionMapUpdate {
+	mutation := newFunctionMapMutation(c.config, OpUpdate)
+	return &FunctionMapUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *FunctionMapClient) UpdateOne(_m *FunctionMap) *FunctionMapUpdateOne {
+	mutation := newFunctionMapMutation(c.config, OpUpdateOne, withFunctionMap(_m))
+	return &FunctionMapUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *FunctionMapClient) UpdateOneID(id string) *FunctionMapUpdateOne {
+	mutation := newFunctionMapMutation(c.config, OpUpdateOne, withFunctionMapID(id))
+	return &FunctionMapUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for FunctionMap.
+func (c *FunctionMapClient) Delete() *FunctionMapDelete {
+	mutation := newFunctionMapMutation(c.config, OpDelete)
+	return &FunctionMapDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *FunctionMapClient) DeleteOne(_m *FunctionMap) *FunctionMapDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *FunctionMapClient) DeleteOneID(id string) *FunctionMapDeleteOne {
+	builder := c.Delete().Where(functionmap.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &FunctionMapDeleteOne{builder}
+}
+
+// Query returns a query builder for FunctionMap.
+func (c *FunctionMapClient) Query() *FunctionMapQuery {
+	return &FunctionMapQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeFunctionMap},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a FunctionMap entity by its id.
+func (c *FunctionMapClient) Get(ctx context.Context, id string) (*FunctionMap, error) {
+	return c.Query().Where(functionmap.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *FunctionMapClient) GetX(ctx context.Context, id string) *FunctionMap {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// QueryFunction queries the function edge of a FunctionMap.
+func (c *FunctionMapClient) QueryFunction(_m *FunctionMap) *FunctionQuery {
+	query := (&FunctionClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(functionmap.Table, functionmap.FieldID, id),
+			sqlgraph.To(function.Table, function.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, false, functionmap.FunctionTable, functionmap.FunctionColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// QueryTasks queries the tasks edge of a FunctionMap.
+func (c *FunctionMapClient) QueryTasks(_m *FunctionMap) *TaskQuery {
+	query := (&TaskClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(functionmap.Table, functionmap.FieldID, id),
+			sqlgraph.To(task.Table, task.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, functionmap.TasksTable, functionmap.TasksColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// Hooks returns the client hooks.
+func (c *FunctionMapClient) Hooks() []Hook {
+	hooks := c.hooks.FunctionMap
+	return append(hooks[:len(hooks):len(hooks)], functionmap.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *FunctionMapClient) Interceptors() []Interceptor {
+	return c.inters.FunctionMap
+}
+
+func (c *FunctionMapClient) mutate(ctx context.Context, m *FunctionMapMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&FunctionMapCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&FunctionMapUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&FunctionMapUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&FunctionMapDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown FunctionMap mutation op: %q", m.Op())
 	}
 }
 
@@ -3019,6 +3899,172 @@ func (c *StorageClient) mutate(ctx context.Context, m *StorageMutation) (Value, 
 	}
 }
 
+// TaskClient is a client for the Task schema.
+type TaskClient struct {
+	config
+}
+
+// NewTaskClient returns a client for the Task from the given config.
+func NewTaskClient(c config) *TaskClient {
+	return &TaskClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `task.Hooks(f(g(h())))`.
+func (c *TaskClient) Use(hooks ...Hook) {
+	c.hooks.Task = append(c.hooks.Task, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `task.Intercept(f(g(h())))`.
+func (c *TaskClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Task = append(c.inters.Task, interceptors...)
+}
+
+// Create returns a builder for creating a Task entity.
+func (c *TaskClient) Create() *TaskCreate {
+	mutation := newTaskMutation(c.config, OpCreate)
+	return &TaskCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Task entities.
+func (c *TaskClient) CreateBulk(builders ...*TaskCreate) *TaskCreateBulk {
+	return &TaskCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *TaskClient) MapCreateBulk(slice any, setFunc func(*TaskCreate, int)) *TaskCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &TaskCreateBulk{err: fmt.Errorf("calling to TaskClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*TaskCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &TaskCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Task.
+func (c *TaskClient) Update() *TaskUpdate {
+	mutation := newTaskMutation(c.config, OpUpdate)
+	return &TaskUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *TaskClient) UpdateOne(_m *Task) *TaskUpdateOne {
+	mutation := newTaskMutation(c.config, OpUpdateOne, withTask(_m))
+	return &TaskUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *TaskClient) UpdateOneID(id string) *TaskUpdateOne {
+	mutation := newTaskMutation(c.config, OpUpdateOne, withTaskID(id))
+	return &TaskUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Task.
+func (c *TaskClient) Delete() *TaskDelete {
+	mutation := newTaskMutation(c.config, OpDelete)
+	return &TaskDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *TaskClient) DeleteOne(_m *Task) *TaskDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *TaskClient) DeleteOneID(id string) *TaskDeleteOne {
+	builder := c.Delete().Where(task.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &TaskDeleteOne{builder}
+}
+
+// Query returns a query builder for Task.
+func (c *TaskClient) Query() *TaskQuery {
+	return &TaskQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeTask},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Task entity by its id.
+func (c *TaskClient) Get(ctx context.Context, id string) (*Task, error) {
+	return c.Query().Where(task.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *TaskClient) GetX(ctx context.Context, id string) *Task {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// QueryFunction queries the function edge of a Task.
+func (c *TaskClient) QueryFunction(_m *Task) *FunctionQuery {
+	query := (&FunctionClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(task.Table, task.FieldID, id),
+			sqlgraph.To(function.Table, function.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, true, task.FunctionTable, task.FunctionColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// QueryMap queries the map edge of a Task.
+func (c *TaskClient) QueryMap(_m *Task) *FunctionMapQuery {
+	query := (&FunctionMapClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(task.Table, task.FieldID, id),
+			sqlgraph.To(functionmap.Table, functionmap.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, true, task.MapTable, task.MapColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// Hooks returns the client hooks.
+func (c *TaskClient) Hooks() []Hook {
+	hooks := c.hooks.Task
+	return append(hooks[:len(hooks):len(hooks)], task.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *TaskClient) Interceptors() []Interceptor {
+	return c.inters.Task
+}
+
+func (c *TaskClient) mutate(ctx context.Context, m *TaskMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&TaskCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&TaskUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&TaskUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&TaskDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Task mutation op: %q", m.Op())
+	}
+}
+
 // TenantClient is a client for the Tenant schema.
 type TenantClient struct {
 	config
@@ -3338,14 +4384,15 @@ func (c *UserClient) mutate(ctx context.Context, m *UserMutation) (Value, error)
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		APIToken, AuditEvent, Bucket, Charge, Environment, Group, Job, JobEvent,
-		LogLine, Membership, Node, NodeInvite, Project, Queue, Service, Storage,
-		Tenant, User []ent.Hook
+		APIToken, App, AuditEvent, Blob, Bucket, Charge, Container, Environment,
+		Function, FunctionMap, Group, Job, JobEvent, LogLine, Membership, Node,
+		NodeInvite, Project, Queue, Service, Storage, Task, Tenant, User []ent.Hook
 	}
 	inters struct {
-		APIToken, AuditEvent, Bucket, Charge, Environment, Group, Job, JobEvent,
-		LogLine, Membership, Node, NodeInvite, Project, Queue, Service, Storage,
-		Tenant, User []ent.Interceptor
+		APIToken, App, AuditEvent, Blob, Bucket, Charge, Container, Environment,
+		Function, FunctionMap, Group, Job, JobEvent, LogLine, Membership, Node,
+		NodeInvite, Project, Queue, Service, Storage, Task, Tenant,
+		User []ent.Interceptor
 	}
 )
 

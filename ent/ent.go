@@ -13,10 +13,15 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/levers9/levers9/ent/apitoken"
+	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
+	"github.com/levers9/levers9/ent/blob"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/charge"
+	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/environment"
+	"github.com/levers9/levers9/ent/function"
+	"github.com/levers9/levers9/ent/functionmap"
 	"github.com/levers9/levers9/ent/group"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/jobevent"
@@ -28,6 +33,7 @@ import (
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
+	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/ent/tenant"
 	"github.com/levers9/levers9/ent/user"
 )
@@ -91,10 +97,15 @@ func checkColumn(t, c string) error {
 	initCheck.Do(func() {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
 			apitoken.Table:    apitoken.ValidColumn,
+			app.Table:         app.ValidColumn,
 			auditevent.Table:  auditevent.ValidColumn,
+			blob.Table:        blob.ValidColumn,
 			bucket.Table:      bucket.ValidColumn,
 			charge.Table:      charge.ValidColumn,
+			container.Table:   container.ValidColumn,
 			environment.Table: environment.ValidColumn,
+			function.Table:    function.ValidColumn,
+			functionmap.Table: functionmap.ValidColumn,
 			group.Table:       group.ValidColumn,
 			job.Table:         job.ValidColumn,
 			jobevent.Table:    jobevent.ValidColumn,
@@ -106,6 +117,7 @@ func checkColumn(t, c string) error {
 			queue.Table:       queue.ValidColumn,
 			service.Table:     service.ValidColumn,
 			storage.Table:     storage.ValidColumn,
+			task.Table:        task.ValidColumn,
 			tenant.Table:      tenant.ValidColumn,
 			user.Table:        user.ValidColumn,
 		})

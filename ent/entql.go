@@ -4,10 +4,15 @@ package ent
 
 import (
 	"github.com/levers9/levers9/ent/apitoken"
+	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
+	"github.com/levers9/levers9/ent/blob"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/charge"
+	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/environment"
+	"github.com/levers9/levers9/ent/function"
+	"github.com/levers9/levers9/ent/functionmap"
 	"github.com/levers9/levers9/ent/group"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/jobevent"
@@ -20,6 +25,7 @@ import (
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
+	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/ent/tenant"
 	"github.com/levers9/levers9/ent/user"
 
@@ -31,7 +37,7 @@ import (
 
 // schemaGraph holds a representation of ent/schema at runtime.
 var schemaGraph = func() *sqlgraph.Schema {
-	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 18)}
+	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 24)}
 	graph.Nodes[0] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   apitoken.Table,
@@ -60,6 +66,30 @@ var schemaGraph = func() *sqlgraph.Schema {
 	}
 	graph.Nodes[1] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
+			Table:   app.Table,
+			Columns: app.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeString,
+				Column: app.FieldID,
+			},
+		},
+		Type: "App",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			app.FieldCreatedAt:     {Type: field.TypeTime, Column: app.FieldCreatedAt},
+			app.FieldUpdatedAt:     {Type: field.TypeTime, Column: app.FieldUpdatedAt},
+			app.FieldTenantID:      {Type: field.TypeString, Column: app.FieldTenantID},
+			app.FieldEnvironmentID: {Type: field.TypeString, Column: app.FieldEnvironmentID},
+			app.FieldName:          {Type: field.TypeString, Column: app.FieldName},
+			app.FieldState:         {Type: field.TypeEnum, Column: app.FieldState},
+			app.FieldEphemeral:     {Type: field.TypeBool, Column: app.FieldEphemeral},
+			app.FieldCodeHash:      {Type: field.TypeString, Column: app.FieldCodeHash},
+			app.FieldOwnerID:       {Type: field.TypeString, Column: app.FieldOwnerID},
+			app.FieldStoppedAt:     {Type: field.TypeTime, Column: app.FieldStoppedAt},
+			app.FieldStopReason:    {Type: field.TypeString, Column: app.FieldStopReason},
+		},
+	}
+	graph.Nodes[2] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
 			Table:   auditevent.Table,
 			Columns: auditevent.Columns,
 			ID: &sqlgraph.FieldSpec{
@@ -78,7 +108,26 @@ var schemaGraph = func() *sqlgraph.Schema {
 			auditevent.FieldDetails:   {Type: field.TypeJSON, Column: auditevent.FieldDetails},
 		},
 	}
-	graph.Nodes[2] = &sqlgraph.Node{
+	graph.Nodes[3] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
+			Table:   blob.Table,
+			Columns: blob.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeString,
+				Column: blob.FieldID,
+			},
+		},
+		Type: "Blob",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			blob.FieldCreatedAt: {Type: field.TypeTime, Column: blob.FieldCreatedAt},
+			blob.FieldUpdatedAt: {Type: field.TypeTime, Column: blob.FieldUpdatedAt},
+			blob.FieldTenantID:  {Type: field.TypeString, Column: blob.FieldTenantID},
+			blob.FieldHash:      {Type: field.TypeString, Column: blob.FieldHash},
+			blob.FieldSize:      {Type: field.TypeInt64, Column: blob.FieldSize},
+			blob.FieldKind:      {Type: field.TypeString, Column: blob.FieldKind},
+		},
+	}
+	graph.Nodes[4] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   bucket.Table,
 			Columns: bucket.Columns,
@@ -100,7 +149,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			bucket.FieldMeteredHour: {Type: field.TypeInt64, Column: bucket.FieldMeteredHour},
 		},
 	}
-	graph.Nodes[3] = &sqlgraph.Node{
+	graph.Nodes[5] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   charge.Table,
 			Columns: charge.Columns,
@@ -128,7 +177,36 @@ var schemaGraph = func() *sqlgraph.Schema {
 			charge.FieldIdempotencyKey: {Type: field.TypeString, Column: charge.FieldIdempotencyKey},
 		},
 	}
-	graph.Nodes[4] = &sqlgraph.Node{
+	graph.Nodes[6] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
+			Table:   container.Table,
+			Columns: container.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeString,
+				Column: container.FieldID,
+			},
+		},
+		Type: "Container",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			container.FieldCreatedAt:        {Type: field.TypeTime, Column: container.FieldCreatedAt},
+			container.FieldUpdatedAt:        {Type: field.TypeTime, Column: container.FieldUpdatedAt},
+			container.FieldTenantID:         {Type: field.TypeString, Column: container.FieldTenantID},
+			container.FieldEnvironmentID:    {Type: field.TypeString, Column: container.FieldEnvironmentID},
+			container.FieldFunctionID:       {Type: field.TypeString, Column: container.FieldFunctionID},
+			container.FieldOwnerID:          {Type: field.TypeString, Column: container.FieldOwnerID},
+			container.FieldJobID:            {Type: field.TypeString, Column: container.FieldJobID},
+			container.FieldState:            {Type: field.TypeEnum, Column: container.FieldState},
+			container.FieldStopReason:       {Type: field.TypeString, Column: container.FieldStopReason},
+			container.FieldScheduledAt:      {Type: field.TypeTime, Column: container.FieldScheduledAt},
+			container.FieldImageReadyAt:     {Type: field.TypeTime, Column: container.FieldImageReadyAt},
+			container.FieldCodeFetchedAt:    {Type: field.TypeTime, Column: container.FieldCodeFetchedAt},
+			container.FieldProcessStartedAt: {Type: field.TypeTime, Column: container.FieldProcessStartedAt},
+			container.FieldImportedAt:       {Type: field.TypeTime, Column: container.FieldImportedAt},
+			container.FieldLastTaskAt:       {Type: field.TypeTime, Column: container.FieldLastTaskAt},
+			container.FieldStoppedAt:        {Type: field.TypeTime, Column: container.FieldStoppedAt},
+		},
+	}
+	graph.Nodes[7] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   environment.Table,
 			Columns: environment.Columns,
@@ -145,7 +223,67 @@ var schemaGraph = func() *sqlgraph.Schema {
 			environment.FieldName:      {Type: field.TypeString, Column: environment.FieldName},
 		},
 	}
-	graph.Nodes[5] = &sqlgraph.Node{
+	graph.Nodes[8] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
+			Table:   function.Table,
+			Columns: function.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeString,
+				Column: function.FieldID,
+			},
+		},
+		Type: "Function",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			function.FieldCreatedAt:              {Type: field.TypeTime, Column: function.FieldCreatedAt},
+			function.FieldUpdatedAt:              {Type: field.TypeTime, Column: function.FieldUpdatedAt},
+			function.FieldTenantID:               {Type: field.TypeString, Column: function.FieldTenantID},
+			function.FieldEnvironmentID:          {Type: field.TypeString, Column: function.FieldEnvironmentID},
+			function.FieldAppID:                  {Type: field.TypeString, Column: function.FieldAppID},
+			function.FieldName:                   {Type: field.TypeString, Column: function.FieldName},
+			function.FieldModule:                 {Type: field.TypeString, Column: function.FieldModule},
+			function.FieldQualname:               {Type: field.TypeString, Column: function.FieldQualname},
+			function.FieldOwnerID:                {Type: field.TypeString, Column: function.FieldOwnerID},
+			function.FieldQueueID:                {Type: field.TypeString, Column: function.FieldQueueID},
+			function.FieldProjectID:              {Type: field.TypeString, Column: function.FieldProjectID},
+			function.FieldImage:                  {Type: field.TypeString, Column: function.FieldImage},
+			function.FieldGpus:                   {Type: field.TypeInt, Column: function.FieldGpus},
+			function.FieldGpuTypes:               {Type: field.TypeJSON, Column: function.FieldGpuTypes},
+			function.FieldCPU:                    {Type: field.TypeFloat64, Column: function.FieldCPU},
+			function.FieldMemoryMib:              {Type: field.TypeInt64, Column: function.FieldMemoryMib},
+			function.FieldTimeoutSeconds:         {Type: field.TypeInt, Column: function.FieldTimeoutSeconds},
+			function.FieldRetries:                {Type: field.TypeInt, Column: function.FieldRetries},
+			function.FieldMinContainers:          {Type: field.TypeInt, Column: function.FieldMinContainers},
+			function.FieldMaxContainers:          {Type: field.TypeInt, Column: function.FieldMaxContainers},
+			function.FieldKeepWarm:               {Type: field.TypeInt, Column: function.FieldKeepWarm},
+			function.FieldConcurrency:            {Type: field.TypeInt, Column: function.FieldConcurrency},
+			function.FieldScaledownWindowSeconds: {Type: field.TypeInt, Column: function.FieldScaledownWindowSeconds},
+		},
+	}
+	graph.Nodes[9] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
+			Table:   functionmap.Table,
+			Columns: functionmap.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeString,
+				Column: functionmap.FieldID,
+			},
+		},
+		Type: "FunctionMap",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			functionmap.FieldCreatedAt:     {Type: field.TypeTime, Column: functionmap.FieldCreatedAt},
+			functionmap.FieldUpdatedAt:     {Type: field.TypeTime, Column: functionmap.FieldUpdatedAt},
+			functionmap.FieldTenantID:      {Type: field.TypeString, Column: functionmap.FieldTenantID},
+			functionmap.FieldEnvironmentID: {Type: field.TypeString, Column: functionmap.FieldEnvironmentID},
+			functionmap.FieldFunctionID:    {Type: field.TypeString, Column: functionmap.FieldFunctionID},
+			functionmap.FieldAppID:         {Type: field.TypeString, Column: functionmap.FieldAppID},
+			functionmap.FieldOwnerID:       {Type: field.TypeString, Column: functionmap.FieldOwnerID},
+			functionmap.FieldTotal:         {Type: field.TypeInt, Column: functionmap.FieldTotal},
+			functionmap.FieldSucceeded:     {Type: field.TypeInt, Column: functionmap.FieldSucceeded},
+			functionmap.FieldFailed:        {Type: field.TypeInt, Column: functionmap.FieldFailed},
+			functionmap.FieldFinishedAt:    {Type: field.TypeTime, Column: functionmap.FieldFinishedAt},
+		},
+	}
+	graph.Nodes[10] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   group.Table,
 			Columns: group.Columns,
@@ -163,7 +301,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			group.FieldDescription: {Type: field.TypeString, Column: group.FieldDescription},
 		},
 	}
-	graph.Nodes[6] = &sqlgraph.Node{
+	graph.Nodes[11] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   job.Table,
 			Columns: job.Columns,
@@ -203,7 +341,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			job.FieldIdempotencyKey:    {Type: field.TypeString, Column: job.FieldIdempotencyKey},
 		},
 	}
-	graph.Nodes[7] = &sqlgraph.Node{
+	graph.Nodes[12] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   jobevent.Table,
 			Columns: jobevent.Columns,
@@ -225,7 +363,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			jobevent.FieldAt:            {Type: field.TypeTime, Column: jobevent.FieldAt},
 		},
 	}
-	graph.Nodes[8] = &sqlgraph.Node{
+	graph.Nodes[13] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   logline.Table,
 			Columns: logline.Columns,
@@ -247,7 +385,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			logline.FieldText:          {Type: field.TypeString, Column: logline.FieldText},
 		},
 	}
-	graph.Nodes[9] = &sqlgraph.Node{
+	graph.Nodes[14] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   membership.Table,
 			Columns: membership.Columns,
@@ -265,7 +403,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			membership.FieldGroupID:   {Type: field.TypeString, Column: membership.FieldGroupID},
 		},
 	}
-	graph.Nodes[10] = &sqlgraph.Node{
+	graph.Nodes[15] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   node.Table,
 			Columns: node.Columns,
@@ -290,7 +428,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			node.FieldStreamReplica:   {Type: field.TypeString, Column: node.FieldStreamReplica},
 		},
 	}
-	graph.Nodes[11] = &sqlgraph.Node{
+	graph.Nodes[16] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   nodeinvite.Table,
 			Columns: nodeinvite.Columns,
@@ -313,7 +451,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			nodeinvite.FieldRevokedAt:   {Type: field.TypeTime, Column: nodeinvite.FieldRevokedAt},
 		},
 	}
-	graph.Nodes[12] = &sqlgraph.Node{
+	graph.Nodes[17] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   project.Table,
 			Columns: project.Columns,
@@ -331,7 +469,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			project.FieldDescription: {Type: field.TypeString, Column: project.FieldDescription},
 		},
 	}
-	graph.Nodes[13] = &sqlgraph.Node{
+	graph.Nodes[18] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   queue.Table,
 			Columns: queue.Columns,
@@ -361,7 +499,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			queue.FieldIdleTimeoutSeconds: {Type: field.TypeInt, Column: queue.FieldIdleTimeoutSeconds},
 		},
 	}
-	graph.Nodes[14] = &sqlgraph.Node{
+	graph.Nodes[19] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   service.Table,
 			Columns: service.Columns,
@@ -399,7 +537,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			service.FieldFinishedAt:    {Type: field.TypeTime, Column: service.FieldFinishedAt},
 		},
 	}
-	graph.Nodes[15] = &sqlgraph.Node{
+	graph.Nodes[20] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   storage.Table,
 			Columns: storage.Columns,
@@ -425,7 +563,51 @@ var schemaGraph = func() *sqlgraph.Schema {
 			storage.FieldPricePerTbHour:  {Type: field.TypeInt64, Column: storage.FieldPricePerTbHour},
 		},
 	}
-	graph.Nodes[16] = &sqlgraph.Node{
+	graph.Nodes[21] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
+			Table:   task.Table,
+			Columns: task.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeString,
+				Column: task.FieldID,
+			},
+		},
+		Type: "Task",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			task.FieldCreatedAt:        {Type: field.TypeTime, Column: task.FieldCreatedAt},
+			task.FieldUpdatedAt:        {Type: field.TypeTime, Column: task.FieldUpdatedAt},
+			task.FieldTenantID:         {Type: field.TypeString, Column: task.FieldTenantID},
+			task.FieldEnvironmentID:    {Type: field.TypeString, Column: task.FieldEnvironmentID},
+			task.FieldFunctionID:       {Type: field.TypeString, Column: task.FieldFunctionID},
+			task.FieldAppID:            {Type: field.TypeString, Column: task.FieldAppID},
+			task.FieldOwnerID:          {Type: field.TypeString, Column: task.FieldOwnerID},
+			task.FieldMapID:            {Type: field.TypeString, Column: task.FieldMapID},
+			task.FieldMapIndex:         {Type: field.TypeInt, Column: task.FieldMapIndex},
+			task.FieldState:            {Type: field.TypeEnum, Column: task.FieldState},
+			task.FieldAttempt:          {Type: field.TypeInt, Column: task.FieldAttempt},
+			task.FieldMaxAttempts:      {Type: field.TypeInt, Column: task.FieldMaxAttempts},
+			task.FieldTimeoutSeconds:   {Type: field.TypeInt, Column: task.FieldTimeoutSeconds},
+			task.FieldNotBefore:        {Type: field.TypeTime, Column: task.FieldNotBefore},
+			task.FieldDeadline:         {Type: field.TypeTime, Column: task.FieldDeadline},
+			task.FieldArgs:             {Type: field.TypeBytes, Column: task.FieldArgs},
+			task.FieldArgsBlob:         {Type: field.TypeString, Column: task.FieldArgsBlob},
+			task.FieldResult:           {Type: field.TypeBytes, Column: task.FieldResult},
+			task.FieldResultBlob:       {Type: field.TypeString, Column: task.FieldResultBlob},
+			task.FieldErrorKind:        {Type: field.TypeString, Column: task.FieldErrorKind},
+			task.FieldErrorMessage:     {Type: field.TypeString, Column: task.FieldErrorMessage},
+			task.FieldErrorTraceback:   {Type: field.TypeString, Column: task.FieldErrorTraceback},
+			task.FieldErrorException:   {Type: field.TypeBytes, Column: task.FieldErrorException},
+			task.FieldContainerID:      {Type: field.TypeString, Column: task.FieldContainerID},
+			task.FieldScheduledAt:      {Type: field.TypeTime, Column: task.FieldScheduledAt},
+			task.FieldImageReadyAt:     {Type: field.TypeTime, Column: task.FieldImageReadyAt},
+			task.FieldCodeFetchedAt:    {Type: field.TypeTime, Column: task.FieldCodeFetchedAt},
+			task.FieldProcessStartedAt: {Type: field.TypeTime, Column: task.FieldProcessStartedAt},
+			task.FieldImportedAt:       {Type: field.TypeTime, Column: task.FieldImportedAt},
+			task.FieldStartedAt:        {Type: field.TypeTime, Column: task.FieldStartedAt},
+			task.FieldFinishedAt:       {Type: field.TypeTime, Column: task.FieldFinishedAt},
+		},
+	}
+	graph.Nodes[22] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   tenant.Table,
 			Columns: tenant.Columns,
@@ -445,7 +627,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			tenant.FieldBudgetPolicy:   {Type: field.TypeEnum, Column: tenant.FieldBudgetPolicy},
 		},
 	}
-	graph.Nodes[17] = &sqlgraph.Node{
+	graph.Nodes[23] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   user.Table,
 			Columns: user.Columns,
@@ -477,6 +659,30 @@ var schemaGraph = func() *sqlgraph.Schema {
 		},
 		"APIToken",
 		"User",
+	)
+	graph.MustAddE(
+		"owner",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: false,
+			Table:   app.OwnerTable,
+			Columns: []string{app.OwnerColumn},
+			Bidi:    false,
+		},
+		"App",
+		"User",
+	)
+	graph.MustAddE(
+		"functions",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   app.FunctionsTable,
+			Columns: []string{app.FunctionsColumn},
+			Bidi:    false,
+		},
+		"App",
+		"Function",
 	)
 	graph.MustAddE(
 		"storage",
@@ -561,6 +767,102 @@ var schemaGraph = func() *sqlgraph.Schema {
 		},
 		"Charge",
 		"Job",
+	)
+	graph.MustAddE(
+		"function",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: true,
+			Table:   container.FunctionTable,
+			Columns: []string{container.FunctionColumn},
+			Bidi:    false,
+		},
+		"Container",
+		"Function",
+	)
+	graph.MustAddE(
+		"job",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: false,
+			Table:   container.JobTable,
+			Columns: []string{container.JobColumn},
+			Bidi:    false,
+		},
+		"Container",
+		"Job",
+	)
+	graph.MustAddE(
+		"app",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: true,
+			Table:   function.AppTable,
+			Columns: []string{function.AppColumn},
+			Bidi:    false,
+		},
+		"Function",
+		"App",
+	)
+	graph.MustAddE(
+		"queue",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: false,
+			Table:   function.QueueTable,
+			Columns: []string{function.QueueColumn},
+			Bidi:    false,
+		},
+		"Function",
+		"Queue",
+	)
+	graph.MustAddE(
+		"tasks",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   function.TasksTable,
+			Columns: []string{function.TasksColumn},
+			Bidi:    false,
+		},
+		"Function",
+		"Task",
+	)
+	graph.MustAddE(
+		"containers",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   function.ContainersTable,
+			Columns: []string{function.ContainersColumn},
+			Bidi:    false,
+		},
+		"Function",
+		"Container",
+	)
+	graph.MustAddE(
+		"function",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: false,
+			Table:   functionmap.FunctionTable,
+			Columns: []string{functionmap.FunctionColumn},
+			Bidi:    false,
+		},
+		"FunctionMap",
+		"Function",
+	)
+	graph.MustAddE(
+		"tasks",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   functionmap.TasksTable,
+			Columns: []string{functionmap.TasksColumn},
+			Bidi:    false,
+		},
+		"FunctionMap",
+		"Task",
 	)
 	graph.MustAddE(
 		"memberships",
@@ -863,6 +1165,30 @@ var schemaGraph = func() *sqlgraph.Schema {
 		"Bucket",
 	)
 	graph.MustAddE(
+		"function",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: true,
+			Table:   task.FunctionTable,
+			Columns: []string{task.FunctionColumn},
+			Bidi:    false,
+		},
+		"Task",
+		"Function",
+	)
+	graph.MustAddE(
+		"map",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: true,
+			Table:   task.MapTable,
+			Columns: []string{task.MapColumn},
+			Bidi:    false,
+		},
+		"Task",
+		"FunctionMap",
+	)
+	graph.MustAddE(
 		"memberships",
 		&sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.O2M,
@@ -1027,6 +1353,129 @@ func (f *APITokenFilter) WhereHasUserWith(preds ...predicate.User) {
 }
 
 // addPredicate implements the predicateAdder interface.
+func (_q *AppQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the AppQuery builder.
+func (_q *AppQuery) Filter() *AppFilter {
+	return &AppFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *AppMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the AppMutation builder.
+func (m *AppMutation) Filter() *AppFilter {
+	return &AppFilter{config: m.config, predicateAdder: m}
+}
+
+// AppFilter provides a generic filtering capability at runtime for AppQuery.
+type AppFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *AppFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[1].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql string predicate on the id field.
+func (f *AppFilter) WhereID(p entql.StringP) {
+	f.Where(p.Field(app.FieldID))
+}
+
+// WhereCreatedAt applies the entql time.Time predicate on the created_at field.
+func (f *AppFilter) WhereCreatedAt(p entql.TimeP) {
+	f.Where(p.Field(app.FieldCreatedAt))
+}
+
+// WhereUpdatedAt applies the entql time.Time predicate on the updated_at field.
+func (f *AppFilter) WhereUpdatedAt(p entql.TimeP) {
+	f.Where(p.Field(app.FieldUpdatedAt))
+}
+
+// WhereTenantID applies the entql string predicate on the tenant_id field.
+func (f *AppFilter) WhereTenantID(p entql.StringP) {
+	f.Where(p.Field(app.FieldTenantID))
+}
+
+// WhereEnvironmentID applies the entql string predicate on the environment_id field.
+func (f *AppFilter) WhereEnvironmentID(p entql.StringP) {
+	f.Where(p.Field(app.FieldEnvironmentID))
+}
+
+// WhereName applies the entql string predicate on the name field.
+func (f *AppFilter) WhereName(p entql.StringP) {
+	f.Where(p.Field(app.FieldName))
+}
+
+// WhereState applies the entql string predicate on the state field.
+func (f *AppFilter) WhereState(p entql.StringP) {
+	f.Where(p.Field(app.FieldState))
+}
+
+// WhereEphemeral applies the entql bool predicate on the ephemeral field.
+func (f *AppFilter) WhereEphemeral(p entql.BoolP) {
+	f.Where(p.Field(app.FieldEphemeral))
+}
+
+// WhereCodeHash applies the entql string predicate on the code_hash field.
+func (f *AppFilter) WhereCodeHash(p entql.StringP) {
+	f.Where(p.Field(app.FieldCodeHash))
+}
+
+// WhereOwnerID applies the entql string predicate on the owner_id field.
+func (f *AppFilter) WhereOwnerID(p entql.StringP) {
+	f.Where(p.Field(app.FieldOwnerID))
+}
+
+// WhereStoppedAt applies the entql time.Time predicate on the stopped_at field.
+func (f *AppFilter) WhereStoppedAt(p entql.TimeP) {
+	f.Where(p.Field(app.FieldStoppedAt))
+}
+
+// WhereStopReason applies the entql string predicate on the stop_reason field.
+func (f *AppFilter) WhereStopReason(p entql.StringP) {
+	f.Where(p.Field(app.FieldStopReason))
+}
+
+// WhereHasOwner applies a predicate to check if query has an edge owner.
+func (f *AppFilter) WhereHasOwner() {
+	f.Where(entql.HasEdge("owner"))
+}
+
+// WhereHasOwnerWith applies a predicate to check if query has an edge owner with a given conditions (other predicates).
+func (f *AppFilter) WhereHasOwnerWith(preds ...predicate.User) {
+	f.Where(entql.HasEdgeWith("owner", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// WhereHasFunctions applies a predicate to check if query has an edge functions.
+func (f *AppFilter) WhereHasFunctions() {
+	f.Where(entql.HasEdge("functions"))
+}
+
+// WhereHasFunctionsWith applies a predicate to check if query has an edge functions with a given conditions (other predicates).
+func (f *AppFilter) WhereHasFunctionsWith(preds ...predicate.Function) {
+	f.Where(entql.HasEdgeWith("functions", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// addPredicate implements the predicateAdder interface.
 func (_q *AuditEventQuery) addPredicate(pred func(s *sql.Selector)) {
 	_q.predicates = append(_q.predicates, pred)
 }
@@ -1055,7 +1504,7 @@ type AuditEventFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *AuditEventFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[1].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[2].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1102,6 +1551,76 @@ func (f *AuditEventFilter) WhereDetails(p entql.BytesP) {
 }
 
 // addPredicate implements the predicateAdder interface.
+func (_q *BlobQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the BlobQuery builder.
+func (_q *BlobQuery) Filter() *BlobFilter {
+	return &BlobFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *BlobMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the BlobMutation builder.
+func (m *BlobMutation) Filter() *BlobFilter {
+	return &BlobFilter{config: m.config, predicateAdder: m}
+}
+
+// BlobFilter provides a generic filtering capability at runtime for BlobQuery.
+type BlobFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *BlobFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[3].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql string predicate on the id field.
+func (f *BlobFilter) WhereID(p entql.StringP) {
+	f.Where(p.Field(blob.FieldID))
+}
+
+// WhereCreatedAt applies the entql time.Time predicate on the created_at field.
+func (f *BlobFilter) WhereCreatedAt(p entql.TimeP) {
+	f.Where(p.Field(blob.FieldCreatedAt))
+}
+
+// WhereUpdatedAt applies the entql time.Time predicate on the updated_at field.
+func (f *BlobFilter) WhereUpdatedAt(p entql.TimeP) {
+	f.Where(p.Field(blob.FieldUpdatedAt))
+}
+
+// WhereTenantID applies the entql string predicate on the tenant_id field.
+func (f *BlobFilter) WhereTenantID(p entql.StringP) {
+	f.Where(p.Field(blob.FieldTenantID))
+}
+
+// WhereHash applies the entql string predicate on the hash field.
+func (f *BlobFilter) WhereHash(p entql.StringP) {
+	f.Where(p.Field(blob.FieldHash))
+}
+
+// WhereSize applies the entql int64 predicate on the size field.
+func (f *BlobFilter) WhereSize(p entql.Int64P) {
+	f.Where(p.Field(blob.FieldSize))
+}
+
+// WhereKind applies the entql string predicate on the kind field.
+func (f *BlobFilter) WhereKind(p entql.StringP) {
+	f.Where(p.Field(blob.FieldKind))
+}
+
+// addPredicate implements the predicateAdder interface.
 func (_q *BucketQuery) addPredicate(pred func(s *sql.Selector)) {
 	_q.predicates = append(_q.predicates, pred)
 }
@@ -1130,7 +1649,7 @@ type BucketFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *BucketFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[2].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[4].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1271,7 +1790,7 @@ type ChargeFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *ChargeFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[3].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[5].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1400,6 +1919,154 @@ func (f *ChargeFilter) WhereHasJobWith(preds ...predicate.Job) {
 }
 
 // addPredicate implements the predicateAdder interface.
+func (_q *ContainerQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the ContainerQuery builder.
+func (_q *ContainerQuery) Filter() *ContainerFilter {
+	return &ContainerFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *ContainerMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the ContainerMutation builder.
+func (m *ContainerMutation) Filter() *ContainerFilter {
+	return &ContainerFilter{config: m.config, predicateAdder: m}
+}
+
+// ContainerFilter provides a generic filtering capability at runtime for ContainerQuery.
+type ContainerFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *ContainerFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[6].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql string predicate on the id field.
+func (f *ContainerFilter) WhereID(p entql.StringP) {
+	f.Where(p.Field(container.FieldID))
+}
+
+// WhereCreatedAt applies the entql time.Time predicate on the created_at field.
+func (f *ContainerFilter) WhereCreatedAt(p entql.TimeP) {
+	f.Where(p.Field(container.FieldCreatedAt))
+}
+
+// WhereUpdatedAt applies the entql time.Time predicate on the updated_at field.
+func (f *ContainerFilter) WhereUpdatedAt(p entql.TimeP) {
+	f.Where(p.Field(container.FieldUpdatedAt))
+}
+
+// WhereTenantID applies the entql string predicate on the tenant_id field.
+func (f *ContainerFilter) WhereTenantID(p entql.StringP) {
+	f.Where(p.Field(container.FieldTenantID))
+}
+
+// WhereEnvironmentID applies the entql string predicate on the environment_id field.
+func (f *ContainerFilter) WhereEnvironmentID(p entql.StringP) {
+	f.Where(p.Field(container.FieldEnvironmentID))
+}
+
+// WhereFunctionID applies the entql string predicate on the function_id field.
+func (f *ContainerFilter) WhereFunctionID(p entql.StringP) {
+	f.Where(p.Field(container.FieldFunctionID))
+}
+
+// WhereOwnerID applies the entql string predicate on the owner_id field.
+func (f *ContainerFilter) WhereOwnerID(p entql.StringP) {
+	f.Where(p.Field(container.FieldOwnerID))
+}
+
+// WhereJobID applies the entql string predicate on the job_id field.
+func (f *ContainerFilter) WhereJobID(p entql.StringP) {
+	f.Where(p.Field(container.FieldJobID))
+}
+
+// WhereState applies the entql string predicate on the state field.
+func (f *ContainerFilter) WhereState(p entql.StringP) {
+	f.Where(p.Field(container.FieldState))
+}
+
+// WhereStopReason applies the entql string predicate on the stop_reason field.
+func (f *ContainerFilter) WhereStopReason(p entql.StringP) {
+	f.Where(p.Field(container.FieldStopReason))
+}
+
+// WhereScheduledAt applies the entql time.Time predicate on the scheduled_at field.
+func (f *ContainerFilter) WhereScheduledAt(p entql.TimeP) {
+	f.Where(p.Field(container.FieldScheduledAt))
+}
+
+// WhereImageReadyAt applies the entql time.Time predicate on the image_ready_at field.
+func (f *ContainerFilter) WhereImageReadyAt(p entql.TimeP) {
+	f.Where(p.Field(container.FieldImageReadyAt))
+}
+
+// WhereCodeFetchedAt applies the entql time.Time predicate on the code_fetched_at field.
+func (f *ContainerFilter) WhereCodeFetchedAt(p entql.TimeP) {
+	f.Where(p.Field(container.FieldCodeFetchedAt))
+}
+
+// WhereProcessStartedAt applies the entql time.Time predicate on the process_started_at field.
+func (f *ContainerFilter) WhereProcessStartedAt(p entql.TimeP) {
+	f.Where(p.Field(container.FieldProcessStartedAt))
+}
+
+// WhereImportedAt applies the entql time.Time predicate on the imported_at field.
+func (f *ContainerFilter) WhereImportedAt(p entql.TimeP) {
+	f.Where(p.Field(container.FieldImportedAt))
+}
+
+// WhereLastTaskAt applies the entql time.Time predicate on the last_task_at field.
+func (f *ContainerFilter) WhereLastTaskAt(p entql.TimeP) {
+	f.Where(p.Field(container.FieldLastTaskAt))
+}
+
+// WhereStoppedAt applies the entql time.Time predicate on the stopped_at field.
+func (f *ContainerFilter) WhereStoppedAt(p entql.TimeP) {
+	f.Where(p.Field(container.FieldStoppedAt))
+}
+
+// WhereHasFunction applies a predicate to check if query has an edge function.
+func (f *ContainerFilter) WhereHasFunction() {
+	f.Where(entql.HasEdge("function"))
+}
+
+// WhereHasFunctionWith applies a predicate to check if query has an edge function with a given conditions (other predicates).
+func (f *ContainerFilter) WhereHasFunctionWith(preds ...predicate.Function) {
+	f.Where(entql.HasEdgeWith("function", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// WhereHasJob applies a predicate to check if query has an edge job.
+func (f *ContainerFilter) WhereHasJob() {
+	f.Where(entql.HasEdge("job"))
+}
+
+// WhereHasJobWith applies a predicate to check if query has an edge job with a given conditions (other predicates).
+func (f *ContainerFilter) WhereHasJobWith(preds ...predicate.Job) {
+	f.Where(entql.HasEdgeWith("job", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// addPredicate implements the predicateAdder interface.
 func (_q *EnvironmentQuery) addPredicate(pred func(s *sql.Selector)) {
 	_q.predicates = append(_q.predicates, pred)
 }
@@ -1428,7 +2095,7 @@ type EnvironmentFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *EnvironmentFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[4].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[7].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1460,6 +2127,340 @@ func (f *EnvironmentFilter) WhereName(p entql.StringP) {
 }
 
 // addPredicate implements the predicateAdder interface.
+func (_q *FunctionQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the FunctionQuery builder.
+func (_q *FunctionQuery) Filter() *FunctionFilter {
+	return &FunctionFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *FunctionMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the FunctionMutation builder.
+func (m *FunctionMutation) Filter() *FunctionFilter {
+	return &FunctionFilter{config: m.config, predicateAdder: m}
+}
+
+// FunctionFilter provides a generic filtering capability at runtime for FunctionQuery.
+type FunctionFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *FunctionFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[8].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql string predicate on the id field.
+func (f *FunctionFilter) WhereID(p entql.StringP) {
+	f.Where(p.Field(function.FieldID))
+}
+
+// WhereCreatedAt applies the entql time.Time predicate on the created_at field.
+func (f *FunctionFilter) WhereCreatedAt(p entql.TimeP) {
+	f.Where(p.Field(function.FieldCreatedAt))
+}
+
+// WhereUpdatedAt applies the entql time.Time predicate on the updated_at field.
+func (f *FunctionFilter) WhereUpdatedAt(p entql.TimeP) {
+	f.Where(p.Field(function.FieldUpdatedAt))
+}
+
+// WhereTenantID applies the entql string predicate on the tenant_id field.
+func (f *FunctionFilter) WhereTenantID(p entql.StringP) {
+	f.Where(p.Field(function.FieldTenantID))
+}
+
+// WhereEnvironmentID applies the entql string predicate on the environment_id field.
+func (f *FunctionFilter) WhereEnvironmentID(p entql.StringP) {
+	f.Where(p.Field(function.FieldEnvironmentID))
+}
+
+// WhereAppID applies the entql string predicate on the app_id field.
+func (f *FunctionFilter) WhereAppID(p entql.StringP) {
+	f.Where(p.Field(function.FieldAppID))
+}
+
+// WhereName applies the entql string predicate on the name field.
+func (f *FunctionFilter) WhereName(p entql.StringP) {
+	f.Where(p.Field(function.FieldName))
+}
+
+// WhereModule applies the entql string predicate on the module field.
+func (f *FunctionFilter) WhereModule(p entql.StringP) {
+	f.Where(p.Field(function.FieldModule))
+}
+
+// WhereQualname applies the entql string predicate on the qualname field.
+func (f *FunctionFilter) WhereQualname(p entql.StringP) {
+	f.Where(p.Field(function.FieldQualname))
+}
+
+// WhereOwnerID applies the entql string predicate on the owner_id field.
+func (f *FunctionFilter) WhereOwnerID(p entql.StringP) {
+	f.Where(p.Field(function.FieldOwnerID))
+}
+
+// WhereQueueID applies the entql string predicate on the queue_id field.
+func (f *FunctionFilter) WhereQueueID(p entql.StringP) {
+	f.Where(p.Field(function.FieldQueueID))
+}
+
+// WhereProjectID applies the entql string predicate on the project_id field.
+func (f *FunctionFilter) WhereProjectID(p entql.StringP) {
+	f.Where(p.Field(function.FieldProjectID))
+}
+
+// WhereImage applies the entql string predicate on the image field.
+func (f *FunctionFilter) WhereImage(p entql.StringP) {
+	f.Where(p.Field(function.FieldImage))
+}
+
+// WhereGpus applies the entql int predicate on the gpus field.
+func (f *FunctionFilter) WhereGpus(p entql.IntP) {
+	f.Where(p.Field(function.FieldGpus))
+}
+
+// WhereGpuTypes applies the entql json.RawMessage predicate on the gpu_types field.
+func (f *FunctionFilter) WhereGpuTypes(p entql.BytesP) {
+	f.Where(p.Field(function.FieldGpuTypes))
+}
+
+// WhereCPU applies the entql float64 predicate on the cpu field.
+func (f *FunctionFilter) WhereCPU(p entql.Float64P) {
+	f.Where(p.Field(function.FieldCPU))
+}
+
+// WhereMemoryMib applies the entql int64 predicate on the memory_mib field.
+func (f *FunctionFilter) WhereMemoryMib(p entql.Int64P) {
+	f.Where(p.Field(function.FieldMemoryMib))
+}
+
+// WhereTimeoutSeconds applies the entql int predicate on the timeout_seconds field.
+func (f *FunctionFilter) WhereTimeoutSeconds(p entql.IntP) {
+	f.Where(p.Field(function.FieldTimeoutSeconds))
+}
+
+// WhereRetries applies the entql int predicate on the retries field.
+func (f *FunctionFilter) WhereRetries(p entql.IntP) {
+	f.Where(p.Field(function.FieldRetries))
+}
+
+// WhereMinContainers applies the entql int predicate on the min_containers field.
+func (f *FunctionFilter) WhereMinContainers(p entql.IntP) {
+	f.Where(p.Field(function.FieldMinContainers))
+}
+
+// WhereMaxContainers applies the entql int predicate on the max_containers field.
+func (f *FunctionFilter) WhereMaxContainers(p entql.IntP) {
+	f.Where(p.Field(function.FieldMaxContainers))
+}
+
+// WhereKeepWarm applies the entql int predicate on the keep_warm field.
+func (f *FunctionFilter) WhereKeepWarm(p entql.IntP) {
+	f.Where(p.Field(function.FieldKeepWarm))
+}
+
+// WhereConcurrency applies the entql int predicate on the concurrency field.
+func (f *FunctionFilter) WhereConcurrency(p entql.IntP) {
+	f.Where(p.Field(function.FieldConcurrency))
+}
+
+// WhereScaledownWindowSeconds applies the entql int predicate on the scaledown_window_seconds field.
+func (f *FunctionFilter) WhereScaledownWindowSeconds(p entql.IntP) {
+	f.Where(p.Field(function.FieldScaledownWindowSeconds))
+}
+
+// WhereHasApp applies a predicate to check if query has an edge app.
+func (f *FunctionFilter) WhereHasApp() {
+	f.Where(entql.HasEdge("app"))
+}
+
+// WhereHasAppWith applies a predicate to check if query has an edge app with a given conditions (other predicates).
+func (f *FunctionFilter) WhereHasAppWith(preds ...predicate.App) {
+	f.Where(entql.HasEdgeWith("app", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// WhereHasQueue applies a predicate to check if query has an edge queue.
+func (f *FunctionFilter) WhereHasQueue() {
+	f.Where(entql.HasEdge("queue"))
+}
+
+// WhereHasQueueWith applies a predicate to check if query has an edge queue with a given conditions (other predicates).
+func (f *FunctionFilter) WhereHasQueueWith(preds ...predicate.Queue) {
+	f.Where(entql.HasEdgeWith("queue", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// WhereHasTasks applies a predicate to check if query has an edge tasks.
+func (f *FunctionFilter) WhereHasTasks() {
+	f.Where(entql.HasEdge("tasks"))
+}
+
+// WhereHasTasksWith applies a predicate to check if query has an edge tasks with a given conditions (other predicates).
+func (f *FunctionFilter) WhereHasTasksWith(preds ...predicate.Task) {
+	f.Where(entql.HasEdgeWith("tasks", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// WhereHasContainers applies a predicate to check if query has an edge containers.
+func (f *FunctionFilter) WhereHasContainers() {
+	f.Where(entql.HasEdge("containers"))
+}
+
+// WhereHasContainersWith applies a predicate to check if query has an edge containers with a given conditions (other predicates).
+func (f *FunctionFilter) WhereHasContainersWith(preds ...predicate.Container) {
+	f.Where(entql.HasEdgeWith("containers", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// addPredicate implements the predicateAdder interface.
+func (_q *FunctionMapQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the FunctionMapQuery builder.
+func (_q *FunctionMapQuery) Filter() *FunctionMapFilter {
+	return &FunctionMapFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *FunctionMapMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the FunctionMapMutation builder.
+func (m *FunctionMapMutation) Filter() *FunctionMapFilter {
+	return &FunctionMapFilter{config: m.config, predicateAdder: m}
+}
+
+// FunctionMapFilter provides a generic filtering capability at runtime for FunctionMapQuery.
+type FunctionMapFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *FunctionMapFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[9].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql string predicate on the id field.
+func (f *FunctionMapFilter) WhereID(p entql.StringP) {
+	f.Where(p.Field(functionmap.FieldID))
+}
+
+// WhereCreatedAt applies the entql time.Time predicate on the created_at field.
+func (f *FunctionMapFilter) WhereCreatedAt(p entql.TimeP) {
+	f.Where(p.Field(functionmap.FieldCreatedAt))
+}
+
+// WhereUpdatedAt applies the entql time.Time predicate on the updated_at field.
+func (f *FunctionMapFilter) WhereUpdatedAt(p entql.TimeP) {
+	f.Where(p.Field(functionmap.FieldUpdatedAt))
+}
+
+// WhereTenantID applies the entql string predicate on the tenant_id field.
+func (f *FunctionMapFilter) WhereTenantID(p entql.StringP) {
+	f.Where(p.Field(functionmap.FieldTenantID))
+}
+
+// WhereEnvironmentID applies the entql string predicate on the environment_id field.
+func (f *FunctionMapFilter) WhereEnvironmentID(p entql.StringP) {
+	f.Where(p.Field(functionmap.FieldEnvironmentID))
+}
+
+// WhereFunctionID applies the entql string predicate on the function_id field.
+func (f *FunctionMapFilter) WhereFunctionID(p entql.StringP) {
+	f.Where(p.Field(functionmap.FieldFunctionID))
+}
+
+// WhereAppID applies the entql string predicate on the app_id field.
+func (f *FunctionMapFilter) WhereAppID(p entql.StringP) {
+	f.Where(p.Field(functionmap.FieldAppID))
+}
+
+// WhereOwnerID applies the entql string predicate on the owner_id field.
+func (f *FunctionMapFilter) WhereOwnerID(p entql.StringP) {
+	f.Where(p.Field(functionmap.FieldOwnerID))
+}
+
+// WhereTotal applies the entql int predicate on the total field.
+func (f *FunctionMapFilter) WhereTotal(p entql.IntP) {
+	f.Where(p.Field(functionmap.FieldTotal))
+}
+
+// WhereSucceeded applies the entql int predicate on the succeeded field.
+func (f *FunctionMapFilter) WhereSucceeded(p entql.IntP) {
+	f.Where(p.Field(functionmap.FieldSucceeded))
+}
+
+// WhereFailed applies the entql int predicate on the failed field.
+func (f *FunctionMapFilter) WhereFailed(p entql.IntP) {
+	f.Where(p.Field(functionmap.FieldFailed))
+}
+
+// WhereFinishedAt applies the entql time.Time predicate on the finished_at field.
+func (f *FunctionMapFilter) WhereFinishedAt(p entql.TimeP) {
+	f.Where(p.Field(functionmap.FieldFinishedAt))
+}
+
+// WhereHasFunction applies a predicate to check if query has an edge function.
+func (f *FunctionMapFilter) WhereHasFunction() {
+	f.Where(entql.HasEdge("function"))
+}
+
+// WhereHasFunctionWith applies a predicate to check if query has an edge function with a given conditions (other predicates).
+func (f *FunctionMapFilter) WhereHasFunctionWith(preds ...predicate.Function) {
+	f.Where(entql.HasEdgeWith("function", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// WhereHasTasks applies a predicate to check if query has an edge tasks.
+func (f *FunctionMapFilter) WhereHasTasks() {
+	f.Where(entql.HasEdge("tasks"))
+}
+
+// WhereHasTasksWith applies a predicate to check if query has an edge tasks with a given conditions (other predicates).
+func (f *FunctionMapFilter) WhereHasTasksWith(preds ...predicate.Task) {
+	f.Where(entql.HasEdgeWith("tasks", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// addPredicate implements the predicateAdder interface.
 func (_q *GroupQuery) addPredicate(pred func(s *sql.Selector)) {
 	_q.predicates = append(_q.predicates, pred)
 }
@@ -1488,7 +2489,7 @@ type GroupFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *GroupFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[5].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[10].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1623,7 +2624,7 @@ type JobFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *JobFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[6].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[11].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1854,7 +2855,7 @@ type JobEventFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *JobEventFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[7].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[12].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1939,7 +2940,7 @@ type LogLineFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *LogLineFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[8].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[13].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2024,7 +3025,7 @@ type MembershipFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *MembershipFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[9].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[14].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2117,7 +3118,7 @@ type NodeFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *NodeFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[10].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[15].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2259,7 +3260,7 @@ type NodeInviteFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *NodeInviteFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[11].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[16].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2349,7 +3350,7 @@ type ProjectFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *ProjectFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[12].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[17].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2442,7 +3443,7 @@ type QueueFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *QueueFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[13].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[18].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2623,7 +3624,7 @@ type ServiceFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *ServiceFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[14].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[19].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2816,7 +3817,7 @@ type StorageFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *StorageFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[15].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[20].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2935,6 +3936,229 @@ func (f *StorageFilter) WhereHasBucketsWith(preds ...predicate.Bucket) {
 }
 
 // addPredicate implements the predicateAdder interface.
+func (_q *TaskQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the TaskQuery builder.
+func (_q *TaskQuery) Filter() *TaskFilter {
+	return &TaskFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *TaskMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the TaskMutation builder.
+func (m *TaskMutation) Filter() *TaskFilter {
+	return &TaskFilter{config: m.config, predicateAdder: m}
+}
+
+// TaskFilter provides a generic filtering capability at runtime for TaskQuery.
+type TaskFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *TaskFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[21].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql string predicate on the id field.
+func (f *TaskFilter) WhereID(p entql.StringP) {
+	f.Where(p.Field(task.FieldID))
+}
+
+// WhereCreatedAt applies the entql time.Time predicate on the created_at field.
+func (f *TaskFilter) WhereCreatedAt(p entql.TimeP) {
+	f.Where(p.Field(task.FieldCreatedAt))
+}
+
+// WhereUpdatedAt applies the entql time.Time predicate on the updated_at field.
+func (f *TaskFilter) WhereUpdatedAt(p entql.TimeP) {
+	f.Where(p.Field(task.FieldUpdatedAt))
+}
+
+// WhereTenantID applies the entql string predicate on the tenant_id field.
+func (f *TaskFilter) WhereTenantID(p entql.StringP) {
+	f.Where(p.Field(task.FieldTenantID))
+}
+
+// WhereEnvironmentID applies the entql string predicate on the environment_id field.
+func (f *TaskFilter) WhereEnvironmentID(p entql.StringP) {
+	f.Where(p.Field(task.FieldEnvironmentID))
+}
+
+// WhereFunctionID applies the entql string predicate on the function_id field.
+func (f *TaskFilter) WhereFunctionID(p entql.StringP) {
+	f.Where(p.Field(task.FieldFunctionID))
+}
+
+// WhereAppID applies the entql string predicate on the app_id field.
+func (f *TaskFilter) WhereAppID(p entql.StringP) {
+	f.Where(p.Field(task.FieldAppID))
+}
+
+// WhereOwnerID applies the entql string predicate on the owner_id field.
+func (f *TaskFilter) WhereOwnerID(p entql.StringP) {
+	f.Where(p.Field(task.FieldOwnerID))
+}
+
+// WhereMapID applies the entql string predicate on the map_id field.
+func (f *TaskFilter) WhereMapID(p entql.StringP) {
+	f.Where(p.Field(task.FieldMapID))
+}
+
+// WhereMapIndex applies the entql int predicate on the map_index field.
+func (f *TaskFilter) WhereMapIndex(p entql.IntP) {
+	f.Where(p.Field(task.FieldMapIndex))
+}
+
+// WhereState applies the entql string predicate on the state field.
+func (f *TaskFilter) WhereState(p entql.StringP) {
+	f.Where(p.Field(task.FieldState))
+}
+
+// WhereAttempt applies the entql int predicate on the attempt field.
+func (f *TaskFilter) WhereAttempt(p entql.IntP) {
+	f.Where(p.Field(task.FieldAttempt))
+}
+
+// WhereMaxAttempts applies the entql int predicate on the max_attempts field.
+func (f *TaskFilter) WhereMaxAttempts(p entql.IntP) {
+	f.Where(p.Field(task.FieldMaxAttempts))
+}
+
+// WhereTimeoutSeconds applies the entql int predicate on the timeout_seconds field.
+func (f *TaskFilter) WhereTimeoutSeconds(p entql.IntP) {
+	f.Where(p.Field(task.FieldTimeoutSeconds))
+}
+
+// WhereNotBefore applies the entql time.Time predicate on the not_before field.
+func (f *TaskFilter) WhereNotBefore(p entql.TimeP) {
+	f.Where(p.Field(task.FieldNotBefore))
+}
+
+// WhereDeadline applies the entql time.Time predicate on the deadline field.
+func (f *TaskFilter) WhereDeadline(p entql.TimeP) {
+	f.Where(p.Field(task.FieldDeadline))
+}
+
+// WhereArgs applies the entql []byte predicate on the args field.
+func (f *TaskFilter) WhereArgs(p entql.BytesP) {
+	f.Where(p.Field(task.FieldArgs))
+}
+
+// WhereArgsBlob applies the entql string predicate on the args_blob field.
+func (f *TaskFilter) WhereArgsBlob(p entql.StringP) {
+	f.Where(p.Field(task.FieldArgsBlob))
+}
+
+// WhereResult applies the entql []byte predicate on the result field.
+func (f *TaskFilter) WhereResult(p entql.BytesP) {
+	f.Where(p.Field(task.FieldResult))
+}
+
+// WhereResultBlob applies the entql string predicate on the result_blob field.
+func (f *TaskFilter) WhereResultBlob(p entql.StringP) {
+	f.Where(p.Field(task.FieldResultBlob))
+}
+
+// WhereErrorKind applies the entql string predicate on the error_kind field.
+func (f *TaskFilter) WhereErrorKind(p entql.StringP) {
+	f.Where(p.Field(task.FieldErrorKind))
+}
+
+// WhereErrorMessage applies the entql string predicate on the error_message field.
+func (f *TaskFilter) WhereErrorMessage(p entql.StringP) {
+	f.Where(p.Field(task.FieldErrorMessage))
+}
+
+// WhereErrorTraceback applies the entql string predicate on the error_traceback field.
+func (f *TaskFilter) WhereErrorTraceback(p entql.StringP) {
+	f.Where(p.Field(task.FieldErrorTraceback))
+}
+
+// WhereErrorException applies the entql []byte predicate on the error_exception field.
+func (f *TaskFilter) WhereErrorException(p entql.BytesP) {
+	f.Where(p.Field(task.FieldErrorException))
+}
+
+// WhereContainerID applies the entql string predicate on the container_id field.
+func (f *TaskFilter) WhereContainerID(p entql.StringP) {
+	f.Where(p.Field(task.FieldContainerID))
+}
+
+// WhereScheduledAt applies the entql time.Time predicate on the scheduled_at field.
+func (f *TaskFilter) WhereScheduledAt(p entql.TimeP) {
+	f.Where(p.Field(task.FieldScheduledAt))
+}
+
+// WhereImageReadyAt applies the entql time.Time predicate on the image_ready_at field.
+func (f *TaskFilter) WhereImageReadyAt(p entql.TimeP) {
+	f.Where(p.Field(task.FieldImageReadyAt))
+}
+
+// WhereCodeFetchedAt applies the entql time.Time predicate on the code_fetched_at field.
+func (f *TaskFilter) WhereCodeFetchedAt(p entql.TimeP) {
+	f.Where(p.Field(task.FieldCodeFetchedAt))
+}
+
+// WhereProcessStartedAt applies the entql time.Time predicate on the process_started_at field.
+func (f *TaskFilter) WhereProcessStartedAt(p entql.TimeP) {
+	f.Where(p.Field(task.FieldProcessStartedAt))
+}
+
+// WhereImportedAt applies the entql time.Time predicate on the imported_at field.
+func (f *TaskFilter) WhereImportedAt(p entql.TimeP) {
+	f.Where(p.Field(task.FieldImportedAt))
+}
+
+// WhereStartedAt applies the entql time.Time predicate on the started_at field.
+func (f *TaskFilter) WhereStartedAt(p entql.TimeP) {
+	f.Where(p.Field(task.FieldStartedAt))
+}
+
+// WhereFinishedAt applies the entql time.Time predicate on the finished_at field.
+func (f *TaskFilter) WhereFinishedAt(p entql.TimeP) {
+	f.Where(p.Field(task.FieldFinishedAt))
+}
+
+// WhereHasFunction applies a predicate to check if query has an edge function.
+func (f *TaskFilter) WhereHasFunction() {
+	f.Where(entql.HasEdge("function"))
+}
+
+// WhereHasFunctionWith applies a predicate to check if query has an edge function with a given conditions (other predicates).
+func (f *TaskFilter) WhereHasFunctionWith(preds ...predicate.Function) {
+	f.Where(entql.HasEdgeWith("function", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// WhereHasMap applies a predicate to check if query has an edge map.
+func (f *TaskFilter) WhereHasMap() {
+	f.Where(entql.HasEdge("map"))
+}
+
+// WhereHasMapWith applies a predicate to check if query has an edge map with a given conditions (other predicates).
+func (f *TaskFilter) WhereHasMapWith(preds ...predicate.FunctionMap) {
+	f.Where(entql.HasEdgeWith("map", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// addPredicate implements the predicateAdder interface.
 func (_q *TenantQuery) addPredicate(pred func(s *sql.Selector)) {
 	_q.predicates = append(_q.predicates, pred)
 }
@@ -2963,7 +4187,7 @@ type TenantFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *TenantFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[16].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[22].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -3038,7 +4262,7 @@ type UserFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *UserFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[17].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[23].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})

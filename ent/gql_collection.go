@@ -11,10 +11,14 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/levers9/levers9/ent/apitoken"
+	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/charge"
+	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/environment"
+	"github.com/levers9/levers9/ent/function"
+	"github.com/levers9/levers9/ent/functionmap"
 	"github.com/levers9/levers9/ent/group"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/membership"
@@ -24,6 +28,7 @@ import (
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
+	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/ent/tenant"
 	"github.com/levers9/levers9/ent/user"
 )
@@ -173,6 +178,163 @@ func newAPITokenPaginateArgs(rv map[string]any) *apitokenPaginateArgs {
 	}
 	if v, ok := rv[whereField].(*APITokenWhereInput); ok {
 		args.opts = append(args.opts, WithAPITokenFilter(v.Filter))
+	}
+	return args
+}
+
+// CollectFields tells the query-builder to eagerly load connected nodes by resolver context.
+func (_q *AppQuery) CollectFields(ctx context.Context, satisfies ...string) (*AppQuery, error) {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil {
+		return _q, nil
+	}
+	if err := _q.collectField(ctx, false, graphql.GetOperationContext(ctx), fc.Field, nil, satisfies...); err != nil {
+		return nil, err
+	}
+	return _q, nil
+}
+
+func (_q *AppQuery) collectField(ctx context.Context, oneNode bool, opCtx *graphql.OperationContext, collected graphql.CollectedField, path []string, satisfies ...string) error {
+	path = append([]string(nil), path...)
+	var (
+		unknownSeen    bool
+		fieldSeen      = make(map[string]struct{}, len(app.Columns))
+		selectedFields = []string{app.FieldID}
+	)
+	for _, field := range graphql.CollectFields(opCtx, collected.Selections, satisfies) {
+		switch field.Name {
+
+		case "owner":
+			var (
+				alias = field.Alias
+				path  = append(path, alias)
+				query = (&UserClient{config: _q.config}).Query()
+			)
+			if err := query.collectField(ctx, oneNode, opCtx, field, path, mayAddCondition(satisfies, userImplementors)...); err != nil {
+				return err
+			}
+			_q.withOwner = query
+			if _, ok := fieldSeen[app.FieldOwnerID]; !ok {
+				selectedFields = append(selectedFields, app.FieldOwnerID)
+				fieldSeen[app.FieldOwnerID] = struct{}{}
+			}
+
+		case "functions":
+			var (
+				alias = field.Alias
+				path  = append(path, alias)
+				query = (&FunctionClient{config: _q.config}).Query()
+			)
+			if err := query.collectField(ctx, false, opCtx, field, path, mayAddCondition(satisfies, functionImplementors)...); err != nil {
+				return err
+			}
+			_q.WithNamedFunctions(alias, func(wq *FunctionQuery) {
+				*wq = *query
+			})
+		case "createdAt":
+			if _, ok := fieldSeen[app.FieldCreatedAt]; !ok {
+				selectedFields = append(selectedFields, app.FieldCreatedAt)
+				fieldSeen[app.FieldCreatedAt] = struct{}{}
+			}
+		case "updatedAt":
+			if _, ok := fieldSeen[app.FieldUpdatedAt]; !ok {
+				selectedFields = append(selectedFields, app.FieldUpdatedAt)
+				fieldSeen[app.FieldUpdatedAt] = struct{}{}
+			}
+		case "name":
+			if _, ok := fieldSeen[app.FieldName]; !ok {
+				selectedFields = append(selectedFields, app.FieldName)
+				fieldSeen[app.FieldName] = struct{}{}
+			}
+		case "state":
+			if _, ok := fieldSeen[app.FieldState]; !ok {
+				selectedFields = append(selectedFields, app.FieldState)
+				fieldSeen[app.FieldState] = struct{}{}
+			}
+		case "ephemeral":
+			if _, ok := fieldSeen[app.FieldEphemeral]; !ok {
+				selectedFields = append(selectedFields, app.FieldEphemeral)
+				fieldSeen[app.FieldEphemeral] = struct{}{}
+			}
+		case "codeHash":
+			if _, ok := fieldSeen[app.FieldCodeHash]; !ok {
+				selectedFields = append(selectedFields, app.FieldCodeHash)
+				fieldSeen[app.FieldCodeHash] = struct{}{}
+			}
+		case "ownerID":
+			if _, ok := fieldSeen[app.FieldOwnerID]; !ok {
+				selectedFields = append(selectedFields, app.FieldOwnerID)
+				fieldSeen[app.FieldOwnerID] = struct{}{}
+			}
+		case "stoppedAt":
+			if _, ok := fieldSeen[app.FieldStoppedAt]; !ok {
+				selectedFields = append(selectedFields, app.FieldStoppedAt)
+				fieldSeen[app.FieldStoppedAt] = struct{}{}
+			}
+		case "stopReason":
+			if _, ok := fieldSeen[app.FieldStopReason]; !ok {
+				selectedFields = append(selectedFields, app.FieldStopReason)
+				fieldSeen[app.FieldStopReason] = struct{}{}
+			}
+		case "id":
+		case "__typename":
+		default:
+			unknownSeen = true
+		}
+	}
+	if !unknownSeen {
+		_q.Select(selectedFields...)
+	}
+	return nil
+}
+
+type appPaginateArgs struct {
+	first, last   *int
+	after, before *Cursor
+	opts          []AppPaginateOption
+}
+
+func newAppPaginateArgs(rv map[string]any) *appPaginateArgs {
+	args := &appPaginateArgs{}
+	if rv == nil {
+		return args
+	}
+	if v := rv[firstField]; v != nil {
+		args.first = v.(*int)
+	}
+	if v := rv[lastField]; v != nil {
+		args.last = v.(*int)
+	}
+	if v := rv[afterField]; v != nil {
+		args.after = v.(*Cursor)
+	}
+	if v := rv[beforeField]; v != nil {
+		args.before = v.(*Cursor)
+	}
+	if v, ok := rv[orderByField]; ok {
+		switch v := v.(type) {
+		case map[string]any:
+			var (
+				err1, err2 error
+				order      = &AppOrder{Field: &AppOrderField{}, Direction: entgql.OrderDirectionAsc}
+			)
+			if d, ok := v[directionField]; ok {
+				err1 = order.Direction.UnmarshalGQL(d)
+			}
+			if f, ok := v[fieldField]; ok {
+				err2 = order.Field.UnmarshalGQL(f)
+			}
+			if err1 == nil && err2 == nil {
+				args.opts = append(args.opts, WithAppOrder(order))
+			}
+		case *AppOrder:
+			if v != nil {
+				args.opts = append(args.opts, WithAppOrder(v))
+			}
+		}
+	}
+	if v, ok := rv[whereField].(*AppWhereInput); ok {
+		args.opts = append(args.opts, WithAppFilter(v.Filter))
 	}
 	return args
 }
@@ -651,6 +813,190 @@ func newChargePaginateArgs(rv map[string]any) *chargePaginateArgs {
 }
 
 // CollectFields tells the query-builder to eagerly load connected nodes by resolver context.
+func (_q *ContainerQuery) CollectFields(ctx context.Context, satisfies ...string) (*ContainerQuery, error) {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil {
+		return _q, nil
+	}
+	if err := _q.collectField(ctx, false, graphql.GetOperationContext(ctx), fc.Field, nil, satisfies...); err != nil {
+		return nil, err
+	}
+	return _q, nil
+}
+
+func (_q *ContainerQuery) collectField(ctx context.Context, oneNode bool, opCtx *graphql.OperationContext, collected graphql.CollectedField, path []string, satisfies ...string) error {
+	path = append([]string(nil), path...)
+	var (
+		unknownSeen    bool
+		fieldSeen      = make(map[string]struct{}, len(container.Columns))
+		selectedFields = []string{container.FieldID}
+	)
+	for _, field := range graphql.CollectFields(opCtx, collected.Selections, satisfies) {
+		switch field.Name {
+
+		case "function":
+			var (
+				alias = field.Alias
+				path  = append(path, alias)
+				query = (&FunctionClient{config: _q.config}).Query()
+			)
+			if err := query.collectField(ctx, oneNode, opCtx, field, path, mayAddCondition(satisfies, functionImplementors)...); err != nil {
+				return err
+			}
+			_q.withFunction = query
+			if _, ok := fieldSeen[container.FieldFunctionID]; !ok {
+				selectedFields = append(selectedFields, container.FieldFunctionID)
+				fieldSeen[container.FieldFunctionID] = struct{}{}
+			}
+
+		case "job":
+			var (
+				alias = field.Alias
+				path  = append(path, alias)
+				query = (&JobClient{config: _q.config}).Query()
+			)
+			if err := query.collectField(ctx, oneNode, opCtx, field, path, mayAddCondition(satisfies, jobImplementors)...); err != nil {
+				return err
+			}
+			_q.withJob = query
+			if _, ok := fieldSeen[container.FieldJobID]; !ok {
+				selectedFields = append(selectedFields, container.FieldJobID)
+				fieldSeen[container.FieldJobID] = struct{}{}
+			}
+		case "createdAt":
+			if _, ok := fieldSeen[container.FieldCreatedAt]; !ok {
+				selectedFields = append(selectedFields, container.FieldCreatedAt)
+				fieldSeen[container.FieldCreatedAt] = struct{}{}
+			}
+		case "updatedAt":
+			if _, ok := fieldSeen[container.FieldUpdatedAt]; !ok {
+				selectedFields = append(selectedFields, container.FieldUpdatedAt)
+				fieldSeen[container.FieldUpdatedAt] = struct{}{}
+			}
+		case "functionID":
+			if _, ok := fieldSeen[container.FieldFunctionID]; !ok {
+				selectedFields = append(selectedFields, container.FieldFunctionID)
+				fieldSeen[container.FieldFunctionID] = struct{}{}
+			}
+		case "ownerID":
+			if _, ok := fieldSeen[container.FieldOwnerID]; !ok {
+				selectedFields = append(selectedFields, container.FieldOwnerID)
+				fieldSeen[container.FieldOwnerID] = struct{}{}
+			}
+		case "jobID":
+			if _, ok := fieldSeen[container.FieldJobID]; !ok {
+				selectedFields = append(selectedFields, container.FieldJobID)
+				fieldSeen[container.FieldJobID] = struct{}{}
+			}
+		case "state":
+			if _, ok := fieldSeen[container.FieldState]; !ok {
+				selectedFields = append(selectedFields, container.FieldState)
+				fieldSeen[container.FieldState] = struct{}{}
+			}
+		case "stopReason":
+			if _, ok := fieldSeen[container.FieldStopReason]; !ok {
+				selectedFields = append(selectedFields, container.FieldStopReason)
+				fieldSeen[container.FieldStopReason] = struct{}{}
+			}
+		case "scheduledAt":
+			if _, ok := fieldSeen[container.FieldScheduledAt]; !ok {
+				selectedFields = append(selectedFields, container.FieldScheduledAt)
+				fieldSeen[container.FieldScheduledAt] = struct{}{}
+			}
+		case "imageReadyAt":
+			if _, ok := fieldSeen[container.FieldImageReadyAt]; !ok {
+				selectedFields = append(selectedFields, container.FieldImageReadyAt)
+				fieldSeen[container.FieldImageReadyAt] = struct{}{}
+			}
+		case "codeFetchedAt":
+			if _, ok := fieldSeen[container.FieldCodeFetchedAt]; !ok {
+				selectedFields = append(selectedFields, container.FieldCodeFetchedAt)
+				fieldSeen[container.FieldCodeFetchedAt] = struct{}{}
+			}
+		case "processStartedAt":
+			if _, ok := fieldSeen[container.FieldProcessStartedAt]; !ok {
+				selectedFields = append(selectedFields, container.FieldProcessStartedAt)
+				fieldSeen[container.FieldProcessStartedAt] = struct{}{}
+			}
+		case "importedAt":
+			if _, ok := fieldSeen[container.FieldImportedAt]; !ok {
+				selectedFields = append(selectedFields, container.FieldImportedAt)
+				fieldSeen[container.FieldImportedAt] = struct{}{}
+			}
+		case "lastTaskAt":
+			if _, ok := fieldSeen[container.FieldLastTaskAt]; !ok {
+				selectedFields = append(selectedFields, container.FieldLastTaskAt)
+				fieldSeen[container.FieldLastTaskAt] = struct{}{}
+			}
+		case "stoppedAt":
+			if _, ok := fieldSeen[container.FieldStoppedAt]; !ok {
+				selectedFields = append(selectedFields, container.FieldStoppedAt)
+				fieldSeen[container.FieldStoppedAt] = struct{}{}
+			}
+		case "id":
+		case "__typename":
+		default:
+			unknownSeen = true
+		}
+	}
+	if !unknownSeen {
+		_q.Select(selectedFields...)
+	}
+	return nil
+}
+
+type containerPaginateArgs struct {
+	first, last   *int
+	after, before *Cursor
+	opts          []ContainerPaginateOption
+}
+
+func newContainerPaginateArgs(rv map[string]any) *containerPaginateArgs {
+	args := &containerPaginateArgs{}
+	if rv == nil {
+		return args
+	}
+	if v := rv[firstField]; v != nil {
+		args.first = v.(*int)
+	}
+	if v := rv[lastField]; v != nil {
+		args.last = v.(*int)
+	}
+	if v := rv[afterField]; v != nil {
+		args.after = v.(*Cursor)
+	}
+	if v := rv[beforeField]; v != nil {
+		args.before = v.(*Cursor)
+	}
+	if v, ok := rv[orderByField]; ok {
+		switch v := v.(type) {
+		case map[string]any:
+			var (
+				err1, err2 error
+				order      = &ContainerOrder{Field: &ContainerOrderField{}, Direction: entgql.OrderDirectionAsc}
+			)
+			if d, ok := v[directionField]; ok {
+				err1 = order.Direction.UnmarshalGQL(d)
+			}
+			if f, ok := v[fieldField]; ok {
+				err2 = order.Field.UnmarshalGQL(f)
+			}
+			if err1 == nil && err2 == nil {
+				args.opts = append(args.opts, WithContainerOrder(order))
+			}
+		case *ContainerOrder:
+			if v != nil {
+				args.opts = append(args.opts, WithContainerOrder(v))
+			}
+		}
+	}
+	if v, ok := rv[whereField].(*ContainerWhereInput); ok {
+		args.opts = append(args.opts, WithContainerFilter(v.Filter))
+	}
+	return args
+}
+
+// CollectFields tells the query-builder to eagerly load connected nodes by resolver context.
 func (_q *EnvironmentQuery) CollectFields(ctx context.Context, satisfies ...string) (*EnvironmentQuery, error) {
 	fc := graphql.GetFieldContext(ctx)
 	if fc == nil {
@@ -745,6 +1091,560 @@ func newEnvironmentPaginateArgs(rv map[string]any) *environmentPaginateArgs {
 	}
 	if v, ok := rv[whereField].(*EnvironmentWhereInput); ok {
 		args.opts = append(args.opts, WithEnvironmentFilter(v.Filter))
+	}
+	return args
+}
+
+// CollectFields tells the query-builder to eagerly load connected nodes by resolver context.
+func (_q *FunctionQuery) CollectFields(ctx context.Context, satisfies ...string) (*FunctionQuery, error) {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil {
+		return _q, nil
+	}
+	if err := _q.collectField(ctx, false, graphql.GetOperationContext(ctx), fc.Field, nil, satisfies...); err != nil {
+		return nil, err
+	}
+	return _q, nil
+}
+
+func (_q *FunctionQuery) collectField(ctx context.Context, oneNode bool, opCtx *graphql.OperationContext, collected graphql.CollectedField, path []string, satisfies ...string) error {
+	path = append([]string(nil), path...)
+	var (
+		unknownSeen    bool
+		fieldSeen      = make(map[string]struct{}, len(function.Columns))
+		selectedFields = []string{function.FieldID}
+	)
+	for _, field := range graphql.CollectFields(opCtx, collected.Selections, satisfies) {
+		switch field.Name {
+
+		case "app":
+			var (
+				alias = field.Alias
+				path  = append(path, alias)
+				query = (&AppClient{config: _q.config}).Query()
+			)
+			if err := query.collectField(ctx, oneNode, opCtx, field, path, mayAddCondition(satisfies, appImplementors)...); err != nil {
+				return err
+			}
+			_q.withApp = query
+			if _, ok := fieldSeen[function.FieldAppID]; !ok {
+				selectedFields = append(selectedFields, function.FieldAppID)
+				fieldSeen[function.FieldAppID] = struct{}{}
+			}
+
+		case "queue":
+			var (
+				alias = field.Alias
+				path  = append(path, alias)
+				query = (&QueueClient{config: _q.config}).Query()
+			)
+			if err := query.collectField(ctx, oneNode, opCtx, field, path, mayAddCondition(satisfies, queueImplementors)...); err != nil {
+				return err
+			}
+			_q.withQueue = query
+			if _, ok := fieldSeen[function.FieldQueueID]; !ok {
+				selectedFields = append(selectedFields, function.FieldQueueID)
+				fieldSeen[function.FieldQueueID] = struct{}{}
+			}
+
+		case "tasks":
+			var (
+				alias = field.Alias
+				path  = append(path, alias)
+				query = (&TaskClient{config: _q.config}).Query()
+			)
+			args := newTaskPaginateArgs(fieldArgs(ctx, new(TaskWhereInput), path...))
+			if err := validateFirstLast(args.first, args.last); err != nil {
+				return fmt.Errorf("validate first and last in path %q: %w", path, err)
+			}
+			pager, err := newTaskPager(args.opts, args.last != nil)
+			if err != nil {
+				return fmt.Errorf("create new pager in path %q: %w", path, err)
+			}
+			if query, err = pager.applyFilter(query); err != nil {
+				return err
+			}
+			ignoredEdges := !hasCollectedField(ctx, append(path, edgesField)...)
+			if hasCollectedField(ctx, append(path, totalCountField)...) || hasCollectedField(ctx, append(path, pageInfoField)...) {
+				hasPagination := args.after != nil || args.first != nil || args.before != nil || args.last != nil
+				if hasPagination || ignoredEdges {
+					query := query.Clone()
+					_q.loadTotal = append(_q.loadTotal, func(ctx context.Context, nodes []*Function) error {
+						ids := make([]driver.Value, len(nodes))
+						for i := range nodes {
+							ids[i] = nodes[i].ID
+						}
+						var v []struct {
+							NodeID string `sql:"function_id"`
+							Count  int    `sql:"count"`
+						}
+						query.Where(func(s *sql.Selector) {
+							s.Where(sql.InValues(s.C(function.TasksColumn), ids...))
+						})
+						if err := query.GroupBy(function.TasksColumn).Aggregate(Count()).Scan(ctx, &v); err != nil {
+							return err
+						}
+						m := make(map[string]int, len(v))
+						for i := range v {
+							m[v[i].NodeID] = v[i].Count
+						}
+						for i := range nodes {
+							n := m[nodes[i].ID]
+							if nodes[i].Edges.totalCount[2] == nil {
+								nodes[i].Edges.totalCount[2] = make(map[string]int)
+							}
+							nodes[i].Edges.totalCount[2][alias] = n
+						}
+						return nil
+					})
+				} else {
+					_q.loadTotal = append(_q.loadTotal, func(_ context.Context, nodes []*Function) error {
+						for i := range nodes {
+							n := len(nodes[i].Edges.Tasks)
+							if nodes[i].Edges.totalCount[2] == nil {
+								nodes[i].Edges.totalCount[2] = make(map[string]int)
+							}
+							nodes[i].Edges.totalCount[2][alias] = n
+						}
+						return nil
+					})
+				}
+			}
+			if ignoredEdges || (args.first != nil && *args.first == 0) || (args.last != nil && *args.last == 0) {
+				continue
+			}
+			if query, err = pager.applyCursors(query, args.after, args.before); err != nil {
+				return err
+			}
+			path = append(path, edgesField, nodeField)
+			if field := collectedField(ctx, path...); field != nil {
+				if err := query.collectField(ctx, false, opCtx, *field, path, mayAddCondition(satisfies, taskImplementors)...); err != nil {
+					return err
+				}
+			}
+			if limit := paginateLimit(args.first, args.last); limit > 0 {
+				if oneNode {
+					pager.applyOrder(query.Limit(limit))
+				} else {
+					modify := entgql.LimitPerRow(function.TasksColumn, limit, pager.orderExpr(query))
+					query.modifiers = append(query.modifiers, modify)
+				}
+			} else {
+				query = pager.applyOrder(query)
+			}
+			_q.WithNamedTasks(alias, func(wq *TaskQuery) {
+				*wq = *query
+			})
+
+		case "containers":
+			var (
+				alias = field.Alias
+				path  = append(path, alias)
+				query = (&ContainerClient{config: _q.config}).Query()
+			)
+			if err := query.collectField(ctx, false, opCtx, field, path, mayAddCondition(satisfies, containerImplementors)...); err != nil {
+				return err
+			}
+			_q.WithNamedContainers(alias, func(wq *ContainerQuery) {
+				*wq = *query
+			})
+		case "createdAt":
+			if _, ok := fieldSeen[function.FieldCreatedAt]; !ok {
+				selectedFields = append(selectedFields, function.FieldCreatedAt)
+				fieldSeen[function.FieldCreatedAt] = struct{}{}
+			}
+		case "updatedAt":
+			if _, ok := fieldSeen[function.FieldUpdatedAt]; !ok {
+				selectedFields = append(selectedFields, function.FieldUpdatedAt)
+				fieldSeen[function.FieldUpdatedAt] = struct{}{}
+			}
+		case "appID":
+			if _, ok := fieldSeen[function.FieldAppID]; !ok {
+				selectedFields = append(selectedFields, function.FieldAppID)
+				fieldSeen[function.FieldAppID] = struct{}{}
+			}
+		case "name":
+			if _, ok := fieldSeen[function.FieldName]; !ok {
+				selectedFields = append(selectedFields, function.FieldName)
+				fieldSeen[function.FieldName] = struct{}{}
+			}
+		case "module":
+			if _, ok := fieldSeen[function.FieldModule]; !ok {
+				selectedFields = append(selectedFields, function.FieldModule)
+				fieldSeen[function.FieldModule] = struct{}{}
+			}
+		case "qualname":
+			if _, ok := fieldSeen[function.FieldQualname]; !ok {
+				selectedFields = append(selectedFields, function.FieldQualname)
+				fieldSeen[function.FieldQualname] = struct{}{}
+			}
+		case "ownerID":
+			if _, ok := fieldSeen[function.FieldOwnerID]; !ok {
+				selectedFields = append(selectedFields, function.FieldOwnerID)
+				fieldSeen[function.FieldOwnerID] = struct{}{}
+			}
+		case "queueID":
+			if _, ok := fieldSeen[function.FieldQueueID]; !ok {
+				selectedFields = append(selectedFields, function.FieldQueueID)
+				fieldSeen[function.FieldQueueID] = struct{}{}
+			}
+		case "projectID":
+			if _, ok := fieldSeen[function.FieldProjectID]; !ok {
+				selectedFields = append(selectedFields, function.FieldProjectID)
+				fieldSeen[function.FieldProjectID] = struct{}{}
+			}
+		case "image":
+			if _, ok := fieldSeen[function.FieldImage]; !ok {
+				selectedFields = append(selectedFields, function.FieldImage)
+				fieldSeen[function.FieldImage] = struct{}{}
+			}
+		case "gpus":
+			if _, ok := fieldSeen[function.FieldGpus]; !ok {
+				selectedFields = append(selectedFields, function.FieldGpus)
+				fieldSeen[function.FieldGpus] = struct{}{}
+			}
+		case "gpuTypes":
+			if _, ok := fieldSeen[function.FieldGpuTypes]; !ok {
+				selectedFields = append(selectedFields, function.FieldGpuTypes)
+				fieldSeen[function.FieldGpuTypes] = struct{}{}
+			}
+		case "cpu":
+			if _, ok := fieldSeen[function.FieldCPU]; !ok {
+				selectedFields = append(selectedFields, function.FieldCPU)
+				fieldSeen[function.FieldCPU] = struct{}{}
+			}
+		case "memoryMib":
+			if _, ok := fieldSeen[function.FieldMemoryMib]; !ok {
+				selectedFields = append(selectedFields, function.FieldMemoryMib)
+				fieldSeen[function.FieldMemoryMib] = struct{}{}
+			}
+		case "timeoutSeconds":
+			if _, ok := fieldSeen[function.FieldTimeoutSeconds]; !ok {
+				selectedFields = append(selectedFields, function.FieldTimeoutSeconds)
+				fieldSeen[function.FieldTimeoutSeconds] = struct{}{}
+			}
+		case "retries":
+			if _, ok := fieldSeen[function.FieldRetries]; !ok {
+				selectedFields = append(selectedFields, function.FieldRetries)
+				fieldSeen[function.FieldRetries] = struct{}{}
+			}
+		case "minContainers":
+			if _, ok := fieldSeen[function.FieldMinContainers]; !ok {
+				selectedFields = append(selectedFields, function.FieldMinContainers)
+				fieldSeen[function.FieldMinContainers] = struct{}{}
+			}
+		case "maxContainers":
+			if _, ok := fieldSeen[function.FieldMaxContainers]; !ok {
+				selectedFields = append(selectedFields, function.FieldMaxContainers)
+				fieldSeen[function.FieldMaxContainers] = struct{}{}
+			}
+		case "keepWarm":
+			if _, ok := fieldSeen[function.FieldKeepWarm]; !ok {
+				selectedFields = append(selectedFields, function.FieldKeepWarm)
+				fieldSeen[function.FieldKeepWarm] = struct{}{}
+			}
+		case "concurrency":
+			if _, ok := fieldSeen[function.FieldConcurrency]; !ok {
+				selectedFields = append(selectedFields, function.FieldConcurrency)
+				fieldSeen[function.FieldConcurrency] = struct{}{}
+			}
+		case "scaledownWindowSeconds":
+			if _, ok := fieldSeen[function.FieldScaledownWindowSeconds]; !ok {
+				selectedFields = append(selectedFields, function.FieldScaledownWindowSeconds)
+				fieldSeen[function.FieldScaledownWindowSeconds] = struct{}{}
+			}
+		case "id":
+		case "__typename":
+		default:
+			unknownSeen = true
+		}
+	}
+	if !unknownSeen {
+		_q.Select(selectedFields...)
+	}
+	return nil
+}
+
+type functionPaginateArgs struct {
+	first, last   *int
+	after, before *Cursor
+	opts          []FunctionPaginateOption
+}
+
+func newFunctionPaginateArgs(rv map[string]any) *functionPaginateArgs {
+	args := &functionPaginateArgs{}
+	if rv == nil {
+		return args
+	}
+	if v := rv[firstField]; v != nil {
+		args.first = v.(*int)
+	}
+	if v := rv[lastField]; v != nil {
+		args.last = v.(*int)
+	}
+	if v := rv[afterField]; v != nil {
+		args.after = v.(*Cursor)
+	}
+	if v := rv[beforeField]; v != nil {
+		args.before = v.(*Cursor)
+	}
+	if v, ok := rv[orderByField]; ok {
+		switch v := v.(type) {
+		case map[string]any:
+			var (
+				err1, err2 error
+				order      = &FunctionOrder{Field: &FunctionOrderField{}, Direction: entgql.OrderDirectionAsc}
+			)
+			if d, ok := v[directionField]; ok {
+				err1 = order.Direction.UnmarshalGQL(d)
+			}
+			if f, ok := v[fieldField]; ok {
+				err2 = order.Field.UnmarshalGQL(f)
+			}
+			if err1 == nil && err2 == nil {
+				args.opts = append(args.opts, WithFunctionOrder(order))
+			}
+		case *FunctionOrder:
+			if v != nil {
+				args.opts = append(args.opts, WithFunctionOrder(v))
+			}
+		}
+	}
+	if v, ok := rv[whereField].(*FunctionWhereInput); ok {
+		args.opts = append(args.opts, WithFunctionFilter(v.Filter))
+	}
+	return args
+}
+
+// CollectFields tells the query-builder to eagerly load connected nodes by resolver context.
+func (_q *FunctionMapQuery) CollectFields(ctx context.Context, satisfies ...string) (*FunctionMapQuery, error) {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil {
+		return _q, nil
+	}
+	if err := _q.collectField(ctx, false, graphql.GetOperationContext(ctx), fc.Field, nil, satisfies...); err != nil {
+		return nil, err
+	}
+	return _q, nil
+}
+
+func (_q *FunctionMapQuery) collectField(ctx context.Context, oneNode bool, opCtx *graphql.OperationContext, collected graphql.CollectedField, path []string, satisfies ...string) error {
+	path = append([]string(nil), path...)
+	var (
+		unknownSeen    bool
+		fieldSeen      = make(map[string]struct{}, len(functionmap.Columns))
+		selectedFields = []string{functionmap.FieldID}
+	)
+	for _, field := range graphql.CollectFields(opCtx, collected.Selections, satisfies) {
+		switch field.Name {
+
+		case "function":
+			var (
+				alias = field.Alias
+				path  = append(path, alias)
+				query = (&FunctionClient{config: _q.config}).Query()
+			)
+			if err := query.collectField(ctx, oneNode, opCtx, field, path, mayAddCondition(satisfies, functionImplementors)...); err != nil {
+				return err
+			}
+			_q.withFunction = query
+			if _, ok := fieldSeen[functionmap.FieldFunctionID]; !ok {
+				selectedFields = append(selectedFields, functionmap.FieldFunctionID)
+				fieldSeen[functionmap.FieldFunctionID] = struct{}{}
+			}
+
+		case "tasks":
+			var (
+				alias = field.Alias
+				path  = append(path, alias)
+				query = (&TaskClient{config: _q.config}).Query()
+			)
+			args := newTaskPaginateArgs(fieldArgs(ctx, new(TaskWhereInput), path...))
+			if err := validateFirstLast(args.first, args.last); err != nil {
+				return fmt.Errorf("validate first and last in path %q: %w", path, err)
+			}
+			pager, err := newTaskPager(args.opts, args.last != nil)
+			if err != nil {
+				return fmt.Errorf("create new pager in path %q: %w", path, err)
+			}
+			if query, err = pager.applyFilter(query); err != nil {
+				return err
+			}
+			ignoredEdges := !hasCollectedField(ctx, append(path, edgesField)...)
+			if hasCollectedField(ctx, append(path, totalCountField)...) || hasCollectedField(ctx, append(path, pageInfoField)...) {
+				hasPagination := args.after != nil || args.first != nil || args.before != nil || args.last != nil
+				if hasPagination || ignoredEdges {
+					query := query.Clone()
+					_q.loadTotal = append(_q.loadTotal, func(ctx context.Context, nodes []*FunctionMap) error {
+						ids := make([]driver.Value, len(nodes))
+						for i := range nodes {
+							ids[i] = nodes[i].ID
+						}
+						var v []struct {
+							NodeID string `sql:"map_id"`
+							Count  int    `sql:"count"`
+						}
+						query.Where(func(s *sql.Selector) {
+							s.Where(sql.InValues(s.C(functionmap.TasksColumn), ids...))
+						})
+						if err := query.GroupBy(functionmap.TasksColumn).Aggregate(Count()).Scan(ctx, &v); err != nil {
+							return err
+						}
+						m := make(map[string]int, len(v))
+						for i := range v {
+							m[v[i].NodeID] = v[i].Count
+						}
+						for i := range nodes {
+							n := m[nodes[i].ID]
+							if nodes[i].Edges.totalCount[1] == nil {
+								nodes[i].Edges.totalCount[1] = make(map[string]int)
+							}
+							nodes[i].Edges.totalCount[1][alias] = n
+						}
+						return nil
+					})
+				} else {
+					_q.loadTotal = append(_q.loadTotal, func(_ context.Context, nodes []*FunctionMap) error {
+						for i := range nodes {
+							n := len(nodes[i].Edges.Tasks)
+							if nodes[i].Edges.totalCount[1] == nil {
+								nodes[i].Edges.totalCount[1] = make(map[string]int)
+							}
+							nodes[i].Edges.totalCount[1][alias] = n
+						}
+						return nil
+					})
+				}
+			}
+			if ignoredEdges || (args.first != nil && *args.first == 0) || (args.last != nil && *args.last == 0) {
+				continue
+			}
+			if query, err = pager.applyCursors(query, args.after, args.before); err != nil {
+				return err
+			}
+			path = append(path, edgesField, nodeField)
+			if field := collectedField(ctx, path...); field != nil {
+				if err := query.collectField(ctx, false, opCtx, *field, path, mayAddCondition(satisfies, taskImplementors)...); err != nil {
+					return err
+				}
+			}
+			if limit := paginateLimit(args.first, args.last); limit > 0 {
+				if oneNode {
+					pager.applyOrder(query.Limit(limit))
+				} else {
+					modify := entgql.LimitPerRow(functionmap.TasksColumn, limit, pager.orderExpr(query))
+					query.modifiers = append(query.modifiers, modify)
+				}
+			} else {
+				query = pager.applyOrder(query)
+			}
+			_q.WithNamedTasks(alias, func(wq *TaskQuery) {
+				*wq = *query
+			})
+		case "createdAt":
+			if _, ok := fieldSeen[functionmap.FieldCreatedAt]; !ok {
+				selectedFields = append(selectedFields, functionmap.FieldCreatedAt)
+				fieldSeen[functionmap.FieldCreatedAt] = struct{}{}
+			}
+		case "updatedAt":
+			if _, ok := fieldSeen[functionmap.FieldUpdatedAt]; !ok {
+				selectedFields = append(selectedFields, functionmap.FieldUpdatedAt)
+				fieldSeen[functionmap.FieldUpdatedAt] = struct{}{}
+			}
+		case "functionID":
+			if _, ok := fieldSeen[functionmap.FieldFunctionID]; !ok {
+				selectedFields = append(selectedFields, functionmap.FieldFunctionID)
+				fieldSeen[functionmap.FieldFunctionID] = struct{}{}
+			}
+		case "appID":
+			if _, ok := fieldSeen[functionmap.FieldAppID]; !ok {
+				selectedFields = append(selectedFields, functionmap.FieldAppID)
+				fieldSeen[functionmap.FieldAppID] = struct{}{}
+			}
+		case "ownerID":
+			if _, ok := fieldSeen[functionmap.FieldOwnerID]; !ok {
+				selectedFields = append(selectedFields, functionmap.FieldOwnerID)
+				fieldSeen[functionmap.FieldOwnerID] = struct{}{}
+			}
+		case "total":
+			if _, ok := fieldSeen[functionmap.FieldTotal]; !ok {
+				selectedFields = append(selectedFields, functionmap.FieldTotal)
+				fieldSeen[functionmap.FieldTotal] = struct{}{}
+			}
+		case "succeeded":
+			if _, ok := fieldSeen[functionmap.FieldSucceeded]; !ok {
+				selectedFields = append(selectedFields, functionmap.FieldSucceeded)
+				fieldSeen[functionmap.FieldSucceeded] = struct{}{}
+			}
+		case "failed":
+			if _, ok := fieldSeen[functionmap.FieldFailed]; !ok {
+				selectedFields = append(selectedFields, functionmap.FieldFailed)
+				fieldSeen[functionmap.FieldFailed] = struct{}{}
+			}
+		case "finishedAt":
+			if _, ok := fieldSeen[functionmap.FieldFinishedAt]; !ok {
+				selectedFields = append(selectedFields, functionmap.FieldFinishedAt)
+				fieldSeen[functionmap.FieldFinishedAt] = struct{}{}
+			}
+		case "id":
+		case "__typename":
+		default:
+			unknownSeen = true
+		}
+	}
+	if !unknownSeen {
+		_q.Select(selectedFields...)
+	}
+	return nil
+}
+
+type functionmapPaginateArgs struct {
+	first, last   *int
+	after, before *Cursor
+	opts          []FunctionMapPaginateOption
+}
+
+func newFunctionMapPaginateArgs(rv map[string]any) *functionmapPaginateArgs {
+	args := &functionmapPaginateArgs{}
+	if rv == nil {
+		return args
+	}
+	if v := rv[firstField]; v != nil {
+		args.first = v.(*int)
+	}
+	if v := rv[lastField]; v != nil {
+		args.last = v.(*int)
+	}
+	if v := rv[afterField]; v != nil {
+		args.after = v.(*Cursor)
+	}
+	if v := rv[beforeField]; v != nil {
+		args.before = v.(*Cursor)
+	}
+	if v, ok := rv[orderByField]; ok {
+		switch v := v.(type) {
+		case map[string]any:
+			var (
+				err1, err2 error
+				order      = &FunctionMapOrder{Field: &FunctionMapOrderField{}, Direction: entgql.OrderDirectionAsc}
+			)
+			if d, ok := v[directionField]; ok {
+				err1 = order.Direction.UnmarshalGQL(d)
+			}
+			if f, ok := v[fieldField]; ok {
+				err2 = order.Field.UnmarshalGQL(f)
+			}
+			if err1 == nil && err2 == nil {
+				args.opts = append(args.opts, WithFunctionMapOrder(order))
+			}
+		case *FunctionMapOrder:
+			if v != nil {
+				args.opts = append(args.opts, WithFunctionMapOrder(v))
+			}
+		}
+	}
+	if v, ok := rv[whereField].(*FunctionMapWhereInput); ok {
+		args.opts = append(args.opts, WithFunctionMapFilter(v.Filter))
 	}
 	return args
 }
@@ -2565,6 +3465,230 @@ func newStoragePaginateArgs(rv map[string]any) *storagePaginateArgs {
 	}
 	if v, ok := rv[whereField].(*StorageWhereInput); ok {
 		args.opts = append(args.opts, WithStorageFilter(v.Filter))
+	}
+	return args
+}
+
+// CollectFields tells the query-builder to eagerly load connected nodes by resolver context.
+func (_q *TaskQuery) CollectFields(ctx context.Context, satisfies ...string) (*TaskQuery, error) {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil {
+		return _q, nil
+	}
+	if err := _q.collectField(ctx, false, graphql.GetOperationContext(ctx), fc.Field, nil, satisfies...); err != nil {
+		return nil, err
+	}
+	return _q, nil
+}
+
+func (_q *TaskQuery) collectField(ctx context.Context, oneNode bool, opCtx *graphql.OperationContext, collected graphql.CollectedField, path []string, satisfies ...string) error {
+	path = append([]string(nil), path...)
+	var (
+		unknownSeen    bool
+		fieldSeen      = make(map[string]struct{}, len(task.Columns))
+		selectedFields = []string{task.FieldID}
+	)
+	for _, field := range graphql.CollectFields(opCtx, collected.Selections, satisfies) {
+		switch field.Name {
+
+		case "function":
+			var (
+				alias = field.Alias
+				path  = append(path, alias)
+				query = (&FunctionClient{config: _q.config}).Query()
+			)
+			if err := query.collectField(ctx, oneNode, opCtx, field, path, mayAddCondition(satisfies, functionImplementors)...); err != nil {
+				return err
+			}
+			_q.withFunction = query
+			if _, ok := fieldSeen[task.FieldFunctionID]; !ok {
+				selectedFields = append(selectedFields, task.FieldFunctionID)
+				fieldSeen[task.FieldFunctionID] = struct{}{}
+			}
+
+		case "map":
+			var (
+				alias = field.Alias
+				path  = append(path, alias)
+				query = (&FunctionMapClient{config: _q.config}).Query()
+			)
+			if err := query.collectField(ctx, oneNode, opCtx, field, path, mayAddCondition(satisfies, functionmapImplementors)...); err != nil {
+				return err
+			}
+			_q.withMap = query
+			if _, ok := fieldSeen[task.FieldMapID]; !ok {
+				selectedFields = append(selectedFields, task.FieldMapID)
+				fieldSeen[task.FieldMapID] = struct{}{}
+			}
+		case "createdAt":
+			if _, ok := fieldSeen[task.FieldCreatedAt]; !ok {
+				selectedFields = append(selectedFields, task.FieldCreatedAt)
+				fieldSeen[task.FieldCreatedAt] = struct{}{}
+			}
+		case "updatedAt":
+			if _, ok := fieldSeen[task.FieldUpdatedAt]; !ok {
+				selectedFields = append(selectedFields, task.FieldUpdatedAt)
+				fieldSeen[task.FieldUpdatedAt] = struct{}{}
+			}
+		case "functionID":
+			if _, ok := fieldSeen[task.FieldFunctionID]; !ok {
+				selectedFields = append(selectedFields, task.FieldFunctionID)
+				fieldSeen[task.FieldFunctionID] = struct{}{}
+			}
+		case "appID":
+			if _, ok := fieldSeen[task.FieldAppID]; !ok {
+				selectedFields = append(selectedFields, task.FieldAppID)
+				fieldSeen[task.FieldAppID] = struct{}{}
+			}
+		case "ownerID":
+			if _, ok := fieldSeen[task.FieldOwnerID]; !ok {
+				selectedFields = append(selectedFields, task.FieldOwnerID)
+				fieldSeen[task.FieldOwnerID] = struct{}{}
+			}
+		case "mapID":
+			if _, ok := fieldSeen[task.FieldMapID]; !ok {
+				selectedFields = append(selectedFields, task.FieldMapID)
+				fieldSeen[task.FieldMapID] = struct{}{}
+			}
+		case "mapIndex":
+			if _, ok := fieldSeen[task.FieldMapIndex]; !ok {
+				selectedFields = append(selectedFields, task.FieldMapIndex)
+				fieldSeen[task.FieldMapIndex] = struct{}{}
+			}
+		case "state":
+			if _, ok := fieldSeen[task.FieldState]; !ok {
+				selectedFields = append(selectedFields, task.FieldState)
+				fieldSeen[task.FieldState] = struct{}{}
+			}
+		case "attempt":
+			if _, ok := fieldSeen[task.FieldAttempt]; !ok {
+				selectedFields = append(selectedFields, task.FieldAttempt)
+				fieldSeen[task.FieldAttempt] = struct{}{}
+			}
+		case "maxAttempts":
+			if _, ok := fieldSeen[task.FieldMaxAttempts]; !ok {
+				selectedFields = append(selectedFields, task.FieldMaxAttempts)
+				fieldSeen[task.FieldMaxAttempts] = struct{}{}
+			}
+		case "timeoutSeconds":
+			if _, ok := fieldSeen[task.FieldTimeoutSeconds]; !ok {
+				selectedFields = append(selectedFields, task.FieldTimeoutSeconds)
+				fieldSeen[task.FieldTimeoutSeconds] = struct{}{}
+			}
+		case "errorKind":
+			if _, ok := fieldSeen[task.FieldErrorKind]; !ok {
+				selectedFields = append(selectedFields, task.FieldErrorKind)
+				fieldSeen[task.FieldErrorKind] = struct{}{}
+			}
+		case "errorMessage":
+			if _, ok := fieldSeen[task.FieldErrorMessage]; !ok {
+				selectedFields = append(selectedFields, task.FieldErrorMessage)
+				fieldSeen[task.FieldErrorMessage] = struct{}{}
+			}
+		case "errorTraceback":
+			if _, ok := fieldSeen[task.FieldErrorTraceback]; !ok {
+				selectedFields = append(selectedFields, task.FieldErrorTraceback)
+				fieldSeen[task.FieldErrorTraceback] = struct{}{}
+			}
+		case "containerID":
+			if _, ok := fieldSeen[task.FieldContainerID]; !ok {
+				selectedFields = append(selectedFields, task.FieldContainerID)
+				fieldSeen[task.FieldContainerID] = struct{}{}
+			}
+		case "scheduledAt":
+			if _, ok := fieldSeen[task.FieldScheduledAt]; !ok {
+				selectedFields = append(selectedFields, task.FieldScheduledAt)
+				fieldSeen[task.FieldScheduledAt] = struct{}{}
+			}
+		case "imageReadyAt":
+			if _, ok := fieldSeen[task.FieldImageReadyAt]; !ok {
+				selectedFields = append(selectedFields, task.FieldImageReadyAt)
+				fieldSeen[task.FieldImageReadyAt] = struct{}{}
+			}
+		case "codeFetchedAt":
+			if _, ok := fieldSeen[task.FieldCodeFetchedAt]; !ok {
+				selectedFields = append(selectedFields, task.FieldCodeFetchedAt)
+				fieldSeen[task.FieldCodeFetchedAt] = struct{}{}
+			}
+		case "processStartedAt":
+			if _, ok := fieldSeen[task.FieldProcessStartedAt]; !ok {
+				selectedFields = append(selectedFields, task.FieldProcessStartedAt)
+				fieldSeen[task.FieldProcessStartedAt] = struct{}{}
+			}
+		case "importedAt":
+			if _, ok := fieldSeen[task.FieldImportedAt]; !ok {
+				selectedFields = append(selectedFields, task.FieldImportedAt)
+				fieldSeen[task.FieldImportedAt] = struct{}{}
+			}
+		case "startedAt":
+			if _, ok := fieldSeen[task.FieldStartedAt]; !ok {
+				selectedFields = append(selectedFields, task.FieldStartedAt)
+				fieldSeen[task.FieldStartedAt] = struct{}{}
+			}
+		case "finishedAt":
+			if _, ok := fieldSeen[task.FieldFinishedAt]; !ok {
+				selectedFields = append(selectedFields, task.FieldFinishedAt)
+				fieldSeen[task.FieldFinishedAt] = struct{}{}
+			}
+		case "id":
+		case "__typename":
+		default:
+			unknownSeen = true
+		}
+	}
+	if !unknownSeen {
+		_q.Select(selectedFields...)
+	}
+	return nil
+}
+
+type taskPaginateArgs struct {
+	first, last   *int
+	after, before *Cursor
+	opts          []TaskPaginateOption
+}
+
+func newTaskPaginateArgs(rv map[string]any) *taskPaginateArgs {
+	args := &taskPaginateArgs{}
+	if rv == nil {
+		return args
+	}
+	if v := rv[firstField]; v != nil {
+		args.first = v.(*int)
+	}
+	if v := rv[lastField]; v != nil {
+		args.last = v.(*int)
+	}
+	if v := rv[afterField]; v != nil {
+		args.after = v.(*Cursor)
+	}
+	if v := rv[beforeField]; v != nil {
+		args.before = v.(*Cursor)
+	}
+	if v, ok := rv[orderByField]; ok {
+		switch v := v.(type) {
+		case map[string]any:
+			var (
+				err1, err2 error
+				order      = &TaskOrder{Field: &TaskOrderField{}, Direction: entgql.OrderDirectionAsc}
+			)
+			if d, ok := v[directionField]; ok {
+				err1 = order.Direction.UnmarshalGQL(d)
+			}
+			if f, ok := v[fieldField]; ok {
+				err2 = order.Field.UnmarshalGQL(f)
+			}
+			if err1 == nil && err2 == nil {
+				args.opts = append(args.opts, WithTaskOrder(order))
+			}
+		case *TaskOrder:
+			if v != nil {
+				args.opts = append(args.opts, WithTaskOrder(v))
+			}
+		}
+	}
+	if v, ok := rv[whereField].(*TaskWhereInput); ok {
+		args.opts = append(args.opts, WithTaskFilter(v.Filter))
 	}
 	return args
 }

@@ -16,6 +16,26 @@ func (_m *APIToken) User(ctx context.Context) (*User, error) {
 	return result, err
 }
 
+func (_m *App) Owner(ctx context.Context) (*User, error) {
+	result, err := _m.Edges.OwnerOrErr()
+	if IsNotLoaded(err) {
+		result, err = _m.QueryOwner().Only(ctx)
+	}
+	return result, err
+}
+
+func (_m *App) Functions(ctx context.Context) (result []*Function, err error) {
+	if fc := graphql.GetFieldContext(ctx); fc != nil && fc.Field.Alias != "" {
+		result, err = _m.NamedFunctions(graphql.GetFieldContext(ctx).Field.Alias)
+	} else {
+		result, err = _m.Edges.FunctionsOrErr()
+	}
+	if IsNotLoaded(err) {
+		result, err = _m.QueryFunctions().All(ctx)
+	}
+	return result, err
+}
+
 func (_m *Bucket) Storage(ctx context.Context) (*Storage, error) {
 	result, err := _m.Edges.StorageOrErr()
 	if IsNotLoaded(err) {
@@ -78,6 +98,100 @@ func (_m *Charge) Job(ctx context.Context) (*Job, error) {
 		result, err = _m.QueryJob().Only(ctx)
 	}
 	return result, MaskNotFound(err)
+}
+
+func (_m *Container) Function(ctx context.Context) (*Function, error) {
+	result, err := _m.Edges.FunctionOrErr()
+	if IsNotLoaded(err) {
+		result, err = _m.QueryFunction().Only(ctx)
+	}
+	return result, err
+}
+
+func (_m *Container) Job(ctx context.Context) (*Job, error) {
+	result, err := _m.Edges.JobOrErr()
+	if IsNotLoaded(err) {
+		result, err = _m.QueryJob().Only(ctx)
+	}
+	return result, MaskNotFound(err)
+}
+
+func (_m *Function) App(ctx context.Context) (*App, error) {
+	result, err := _m.Edges.AppOrErr()
+	if IsNotLoaded(err) {
+		result, err = _m.QueryApp().Only(ctx)
+	}
+	return result, err
+}
+
+func (_m *Function) Queue(ctx context.Context) (*Queue, error) {
+	result, err := _m.Edges.QueueOrErr()
+	if IsNotLoaded(err) {
+		result, err = _m.QueryQueue().Only(ctx)
+	}
+	return result, err
+}
+
+func (_m *Function) Tasks(
+	ctx context.Context, after *Cursor, first *int, before *Cursor, last *int, orderBy *TaskOrder, where *TaskWhereInput,
+) (*TaskConnection, error) {
+	opts := []TaskPaginateOption{
+		WithTaskOrder(orderBy),
+		WithTaskFilter(where.Filter),
+	}
+	alias := graphql.GetFieldContext(ctx).Field.Alias
+	totalCount, hasTotalCount := _m.Edges.totalCount[2][alias]
+	if nodes, err := _m.NamedTasks(alias); err == nil || hasTotalCount {
+		pager, err := newTaskPager(opts, last != nil)
+		if err != nil {
+			return nil, err
+		}
+		conn := &TaskConnection{Edges: []*TaskEdge{}, TotalCount: totalCount}
+		conn.build(nodes, pager, after, first, before, last)
+		return conn, nil
+	}
+	return _m.QueryTasks().Paginate(ctx, after, first, before, last, opts...)
+}
+
+func (_m *Function) Containers(ctx context.Context) (result []*Container, err error) {
+	if fc := graphql.GetFieldContext(ctx); fc != nil && fc.Field.Alias != "" {
+		result, err = _m.NamedContainers(graphql.GetFieldContext(ctx).Field.Alias)
+	} else {
+		result, err = _m.Edges.ContainersOrErr()
+	}
+	if IsNotLoaded(err) {
+		result, err = _m.QueryContainers().All(ctx)
+	}
+	return result, err
+}
+
+func (_m *FunctionMap) Function(ctx context.Context) (*Function, error) {
+	result, err := _m.Edges.FunctionOrErr()
+	if IsNotLoaded(err) {
+		result, err = _m.QueryFunction().Only(ctx)
+	}
+	return result, err
+}
+
+func (_m *FunctionMap) Tasks(
+	ctx context.Context, after *Cursor, first *int, before *Cursor, last *int, orderBy *TaskOrder, where *TaskWhereInput,
+) (*TaskConnection, error) {
+	opts := []TaskPaginateOption{
+		WithTaskOrder(orderBy),
+		WithTaskFilter(where.Filter),
+	}
+	alias := graphql.GetFieldContext(ctx).Field.Alias
+	totalCount, hasTotalCount := _m.Edges.totalCount[1][alias]
+	if nodes, err := _m.NamedTasks(alias); err == nil || hasTotalCount {
+		pager, err := newTaskPager(opts, last != nil)
+		if err != nil {
+			return nil, err
+		}
+		conn := &TaskConnection{Edges: []*TaskEdge{}, TotalCount: totalCount}
+		conn.build(nodes, pager, after, first, before, last)
+		return conn, nil
+	}
+	return _m.QueryTasks().Paginate(ctx, after, first, before, last, opts...)
 }
 
 func (_m *Group) Memberships(
@@ -373,6 +487,22 @@ func (_m *Storage) Buckets(ctx context.Context) (result []*Bucket, err error) {
 		result, err = _m.QueryBuckets().All(ctx)
 	}
 	return result, err
+}
+
+func (_m *Task) Function(ctx context.Context) (*Function, error) {
+	result, err := _m.Edges.FunctionOrErr()
+	if IsNotLoaded(err) {
+		result, err = _m.QueryFunction().Only(ctx)
+	}
+	return result, err
+}
+
+func (_m *Task) Map(ctx context.Context) (*FunctionMap, error) {
+	result, err := _m.Edges.MapOrErr()
+	if IsNotLoaded(err) {
+		result, err = _m.QueryMap().Only(ctx)
+	}
+	return result, MaskNotFound(err)
 }
 
 func (_m *User) Memberships(

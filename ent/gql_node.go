@@ -10,10 +10,14 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/hashicorp/go-multierror"
 	"github.com/levers9/levers9/ent/apitoken"
+	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/charge"
+	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/environment"
+	"github.com/levers9/levers9/ent/function"
+	"github.com/levers9/levers9/ent/functionmap"
 	"github.com/levers9/levers9/ent/group"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/membership"
@@ -23,6 +27,7 @@ import (
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
+	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/ent/tenant"
 	"github.com/levers9/levers9/ent/user"
 )
@@ -36,6 +41,11 @@ var apitokenImplementors = []string{"APIToken", "Node"}
 
 // IsNode implements the Node interface check for GQLGen.
 func (*APIToken) IsNode() {}
+
+var appImplementors = []string{"App", "Node"}
+
+// IsNode implements the Node interface check for GQLGen.
+func (*App) IsNode() {}
 
 var auditeventImplementors = []string{"AuditEvent", "Node"}
 
@@ -52,10 +62,25 @@ var chargeImplementors = []string{"Charge", "Node"}
 // IsNode implements the Node interface check for GQLGen.
 func (*Charge) IsNode() {}
 
+var containerImplementors = []string{"Container", "Node"}
+
+// IsNode implements the Node interface check for GQLGen.
+func (*Container) IsNode() {}
+
 var environmentImplementors = []string{"Environment", "Node"}
 
 // IsNode implements the Node interface check for GQLGen.
 func (*Environment) IsNode() {}
+
+var functionImplementors = []string{"Function", "Node"}
+
+// IsNode implements the Node interface check for GQLGen.
+func (*Function) IsNode() {}
+
+var functionmapImplementors = []string{"FunctionMap", "Node"}
+
+// IsNode implements the Node interface check for GQLGen.
+func (*FunctionMap) IsNode() {}
 
 var groupImplementors = []string{"Group", "Node"}
 
@@ -101,6 +126,11 @@ var storageImplementors = []string{"Storage", "Node"}
 
 // IsNode implements the Node interface check for GQLGen.
 func (*Storage) IsNode() {}
+
+var taskImplementors = []string{"Task", "Node"}
+
+// IsNode implements the Node interface check for GQLGen.
+func (*Task) IsNode() {}
 
 var tenantImplementors = []string{"Tenant", "Node"}
 
@@ -179,6 +209,15 @@ func (c *Client) noder(ctx context.Context, table string, id string) (Noder, err
 			}
 		}
 		return query.Only(ctx)
+	case app.Table:
+		query := c.App.Query().
+			Where(app.ID(id))
+		if fc := graphql.GetFieldContext(ctx); fc != nil {
+			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, appImplementors...); err != nil {
+				return nil, err
+			}
+		}
+		return query.Only(ctx)
 	case auditevent.Table:
 		query := c.AuditEvent.Query().
 			Where(auditevent.ID(id))
@@ -206,11 +245,38 @@ func (c *Client) noder(ctx context.Context, table string, id string) (Noder, err
 			}
 		}
 		return query.Only(ctx)
+	case container.Table:
+		query := c.Container.Query().
+			Where(container.ID(id))
+		if fc := graphql.GetFieldContext(ctx); fc != nil {
+			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, containerImplementors...); err != nil {
+				return nil, err
+			}
+		}
+		return query.Only(ctx)
 	case environment.Table:
 		query := c.Environment.Query().
 			Where(environment.ID(id))
 		if fc := graphql.GetFieldContext(ctx); fc != nil {
 			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, environmentImplementors...); err != nil {
+				return nil, err
+			}
+		}
+		return query.Only(ctx)
+	case function.Table:
+		query := c.Function.Query().
+			Where(function.ID(id))
+		if fc := graphql.GetFieldContext(ctx); fc != nil {
+			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, functionImplementors...); err != nil {
+				return nil, err
+			}
+		}
+		return query.Only(ctx)
+	case functionmap.Table:
+		query := c.FunctionMap.Query().
+			Where(functionmap.ID(id))
+		if fc := graphql.GetFieldContext(ctx); fc != nil {
+			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, functionmapImplementors...); err != nil {
 				return nil, err
 			}
 		}
@@ -292,6 +358,15 @@ func (c *Client) noder(ctx context.Context, table string, id string) (Noder, err
 			Where(storage.ID(id))
 		if fc := graphql.GetFieldContext(ctx); fc != nil {
 			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, storageImplementors...); err != nil {
+				return nil, err
+			}
+		}
+		return query.Only(ctx)
+	case task.Table:
+		query := c.Task.Query().
+			Where(task.ID(id))
+		if fc := graphql.GetFieldContext(ctx); fc != nil {
+			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, taskImplementors...); err != nil {
 				return nil, err
 			}
 		}
@@ -403,6 +478,22 @@ func (c *Client) noders(ctx context.Context, table string, ids []string) ([]Node
 				*noder = node
 			}
 		}
+	case app.Table:
+		query := c.App.Query().
+			Where(app.IDIn(ids...))
+		query, err := query.CollectFields(ctx, appImplementors...)
+		if err != nil {
+			return nil, err
+		}
+		nodes, err := query.All(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, node := range nodes {
+			for _, noder := range idmap[node.ID] {
+				*noder = node
+			}
+		}
 	case auditevent.Table:
 		query := c.AuditEvent.Query().
 			Where(auditevent.IDIn(ids...))
@@ -451,10 +542,58 @@ func (c *Client) noders(ctx context.Context, table string, ids []string) ([]Node
 				*noder = node
 			}
 		}
+	case container.Table:
+		query := c.Container.Query().
+			Where(container.IDIn(ids...))
+		query, err := query.CollectFields(ctx, containerImplementors...)
+		if err != nil {
+			return nil, err
+		}
+		nodes, err := query.All(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, node := range nodes {
+			for _, noder := range idmap[node.ID] {
+				*noder = node
+			}
+		}
 	case environment.Table:
 		query := c.Environment.Query().
 			Where(environment.IDIn(ids...))
 		query, err := query.CollectFields(ctx, environmentImplementors...)
+		if err != nil {
+			return nil, err
+		}
+		nodes, err := query.All(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, node := range nodes {
+			for _, noder := range idmap[node.ID] {
+				*noder = node
+			}
+		}
+	case function.Table:
+		query := c.Function.Query().
+			Where(function.IDIn(ids...))
+		query, err := query.CollectFields(ctx, functionImplementors...)
+		if err != nil {
+			return nil, err
+		}
+		nodes, err := query.All(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, node := range nodes {
+			for _, noder := range idmap[node.ID] {
+				*noder = node
+			}
+		}
+	case functionmap.Table:
+		query := c.FunctionMap.Query().
+			Where(functionmap.IDIn(ids...))
+		query, err := query.CollectFields(ctx, functionmapImplementors...)
 		if err != nil {
 			return nil, err
 		}
@@ -599,6 +738,22 @@ func (c *Client) noders(ctx context.Context, table string, ids []string) ([]Node
 		query := c.Storage.Query().
 			Where(storage.IDIn(ids...))
 		query, err := query.CollectFields(ctx, storageImplementors...)
+		if err != nil {
+			return nil, err
+		}
+		nodes, err := query.All(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, node := range nodes {
+			for _, noder := range idmap[node.ID] {
+				*noder = node
+			}
+		}
+	case task.Table:
+		query := c.Task.Query().
+			Where(task.IDIn(ids...))
+		query, err := query.CollectFields(ctx, taskImplementors...)
 		if err != nil {
 			return nil, err
 		}

@@ -15,10 +15,14 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/levers9/levers9/ent/apitoken"
+	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/charge"
+	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/environment"
+	"github.com/levers9/levers9/ent/function"
+	"github.com/levers9/levers9/ent/functionmap"
 	"github.com/levers9/levers9/ent/group"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/membership"
@@ -28,6 +32,7 @@ import (
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
+	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/ent/tenant"
 	"github.com/levers9/levers9/ent/user"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -440,6 +445,338 @@ func (_m *APIToken) ToEdge(order *APITokenOrder) *APITokenEdge {
 		order = DefaultAPITokenOrder
 	}
 	return &APITokenEdge{
+		Node:   _m,
+		Cursor: order.Field.toCursor(_m),
+	}
+}
+
+// AppEdge is the edge representation of App.
+type AppEdge struct {
+	Node   *App   `json:"node"`
+	Cursor Cursor `json:"cursor"`
+}
+
+// AppConnection is the connection containing edges to App.
+type AppConnection struct {
+	Edges      []*AppEdge `json:"edges"`
+	PageInfo   PageInfo   `json:"pageInfo"`
+	TotalCount int        `json:"totalCount"`
+}
+
+func (c *AppConnection) build(nodes []*App, pager *appPager, after *Cursor, first *int, before *Cursor, last *int) {
+	c.PageInfo.HasNextPage = before != nil
+	c.PageInfo.HasPreviousPage = after != nil
+	if first != nil && *first+1 == len(nodes) {
+		c.PageInfo.HasNextPage = true
+		nodes = nodes[:len(nodes)-1]
+	} else if last != nil && *last+1 == len(nodes) {
+		c.PageInfo.HasPreviousPage = true
+		nodes = nodes[:len(nodes)-1]
+	}
+	var nodeAt func(int) *App
+	if last != nil {
+		n := len(nodes) - 1
+		nodeAt = func(i int) *App {
+			return nodes[n-i]
+		}
+	} else {
+		nodeAt = func(i int) *App {
+			return nodes[i]
+		}
+	}
+	c.Edges = make([]*AppEdge, len(nodes))
+	for i := range nodes {
+		node := nodeAt(i)
+		c.Edges[i] = &AppEdge{
+			Node:   node,
+			Cursor: pager.toCursor(node),
+		}
+	}
+	if l := len(c.Edges); l > 0 {
+		c.PageInfo.StartCursor = &c.Edges[0].Cursor
+		c.PageInfo.EndCursor = &c.Edges[l-1].Cursor
+	}
+	if c.TotalCount == 0 {
+		c.TotalCount = len(nodes)
+	}
+}
+
+// AppPaginateOption enables pagination customization.
+type AppPaginateOption func(*appPager) error
+
+// WithAppOrder configures pagination ordering.
+func WithAppOrder(order *AppOrder) AppPaginateOption {
+	if order == nil {
+		order = DefaultAppOrder
+	}
+	o := *order
+	return func(pager *appPager) error {
+		if err := o.Direction.Validate(); err != nil {
+			return err
+		}
+		if o.Field == nil {
+			o.Field = DefaultAppOrder.Field
+		}
+		pager.order = &o
+		return nil
+	}
+}
+
+// WithAppFilter configures pagination filter.
+func WithAppFilter(filter func(*AppQuery) (*AppQuery, error)) AppPaginateOption {
+	return func(pager *appPager) error {
+		if filter == nil {
+			return errors.New("AppQuery filter cannot be nil")
+		}
+		pager.filter = filter
+		return nil
+	}
+}
+
+type appPager struct {
+	reverse bool
+	order   *AppOrder
+	filter  func(*AppQuery) (*AppQuery, error)
+}
+
+func newAppPager(opts []AppPaginateOption, reverse bool) (*appPager, error) {
+	pager := &appPager{reverse: reverse}
+	for _, opt := range opts {
+		if err := opt(pager); err != nil {
+			return nil, err
+		}
+	}
+	if pager.order == nil {
+		pager.order = DefaultAppOrder
+	}
+	return pager, nil
+}
+
+func (p *appPager) applyFilter(query *AppQuery) (*AppQuery, error) {
+	if p.filter != nil {
+		return p.filter(query)
+	}
+	return query, nil
+}
+
+func (p *appPager) toCursor(_m *App) Cursor {
+	return p.order.Field.toCursor(_m)
+}
+
+func (p *appPager) applyCursors(query *AppQuery, after, before *Cursor) (*AppQuery, error) {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	for _, predicate := range entgql.CursorsPredicate(after, before, DefaultAppOrder.Field.column, p.order.Field.column, direction) {
+		query = query.Where(predicate)
+	}
+	return query, nil
+}
+
+func (p *appPager) applyOrder(query *AppQuery) *AppQuery {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	query = query.Order(p.order.Field.toTerm(direction.OrderTermOption()))
+	if p.order.Field != DefaultAppOrder.Field {
+		query = query.Order(DefaultAppOrder.Field.toTerm(direction.OrderTermOption()))
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return query
+}
+
+func (p *appPager) orderExpr(query *AppQuery) sql.Querier {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return sql.ExprFunc(func(b *sql.Builder) {
+		b.Ident(p.order.Field.column).Pad().WriteString(string(direction))
+		if p.order.Field != DefaultAppOrder.Field {
+			b.Comma().Ident(DefaultAppOrder.Field.column).Pad().WriteString(string(direction))
+		}
+	})
+}
+
+// Paginate executes the query and returns a relay based cursor connection to App.
+func (_m *AppQuery) Paginate(
+	ctx context.Context, after *Cursor, first *int,
+	before *Cursor, last *int, opts ...AppPaginateOption,
+) (*AppConnection, error) {
+	if err := validateFirstLast(first, last); err != nil {
+		return nil, err
+	}
+	pager, err := newAppPager(opts, last != nil)
+	if err != nil {
+		return nil, err
+	}
+	if _m, err = pager.applyFilter(_m); err != nil {
+		return nil, err
+	}
+	conn := &AppConnection{Edges: []*AppEdge{}}
+	ignoredEdges := !hasCollectedField(ctx, edgesField)
+	if hasCollectedField(ctx, totalCountField) || (ignoredEdges && hasCollectedField(ctx, pageInfoField)) {
+		hasPagination := after != nil || first != nil || before != nil || last != nil
+		if hasPagination || ignoredEdges {
+			c := _m.Clone()
+			c.ctx.Fields = nil
+			if conn.TotalCount, err = c.Count(ctx); err != nil {
+				return nil, err
+			}
+			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
+			conn.PageInfo.HasPreviousPage = last != nil && conn.TotalCount > 0
+		}
+	}
+	if ignoredEdges || (first != nil && *first == 0) || (last != nil && *last == 0) {
+		return conn, nil
+	}
+	if _m, err = pager.applyCursors(_m, after, before); err != nil {
+		return nil, err
+	}
+	limit := paginateLimit(first, last)
+	if limit != 0 {
+		_m.Limit(limit)
+	}
+	if field := collectedField(ctx, edgesField, nodeField); field != nil {
+		if err := _m.collectField(ctx, limit == 1, graphql.GetOperationContext(ctx), *field, []string{edgesField, nodeField}); err != nil {
+			return nil, err
+		}
+	}
+	_m = pager.applyOrder(_m)
+	nodes, err := _m.All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn.build(nodes, pager, after, first, before, last)
+	return conn, nil
+}
+
+var (
+	// AppOrderFieldID orders App by id.
+	AppOrderFieldID = &AppOrderField{
+		Value: func(_m *App) (ent.Value, error) {
+			return _m.ID, nil
+		},
+		column: app.FieldID,
+		toTerm: app.ByID,
+		toCursor: func(_m *App) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.ID,
+			}
+		},
+	}
+	// AppOrderFieldCreatedAt orders App by created_at.
+	AppOrderFieldCreatedAt = &AppOrderField{
+		Value: func(_m *App) (ent.Value, error) {
+			return _m.CreatedAt, nil
+		},
+		column: app.FieldCreatedAt,
+		toTerm: app.ByCreatedAt,
+		toCursor: func(_m *App) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.CreatedAt,
+			}
+		},
+	}
+	// AppOrderFieldName orders App by name.
+	AppOrderFieldName = &AppOrderField{
+		Value: func(_m *App) (ent.Value, error) {
+			return _m.Name, nil
+		},
+		column: app.FieldName,
+		toTerm: app.ByName,
+		toCursor: func(_m *App) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.Name,
+			}
+		},
+	}
+)
+
+// String implement fmt.Stringer interface.
+func (f AppOrderField) String() string {
+	var str string
+	switch f.column {
+	case AppOrderFieldID.column:
+		str = "ID"
+	case AppOrderFieldCreatedAt.column:
+		str = "CREATED_AT"
+	case AppOrderFieldName.column:
+		str = "NAME"
+	}
+	return str
+}
+
+// MarshalGQL implements graphql.Marshaler interface.
+func (f AppOrderField) MarshalGQL(w io.Writer) {
+	io.WriteString(w, strconv.Quote(f.String()))
+}
+
+// UnmarshalGQL implements graphql.Unmarshaler interface.
+func (f *AppOrderField) UnmarshalGQL(v interface{}) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("AppOrderField %T must be a string", v)
+	}
+	switch str {
+	case "ID":
+		*f = *AppOrderFieldID
+	case "CREATED_AT":
+		*f = *AppOrderFieldCreatedAt
+	case "NAME":
+		*f = *AppOrderFieldName
+	default:
+		return fmt.Errorf("%s is not a valid AppOrderField", str)
+	}
+	return nil
+}
+
+// AppOrderField defines the ordering field of App.
+type AppOrderField struct {
+	// Value extracts the ordering value from the given App.
+	Value    func(*App) (ent.Value, error)
+	column   string // field or computed.
+	toTerm   func(...sql.OrderTermOption) app.OrderOption
+	toCursor func(*App) Cursor
+}
+
+// AppOrder defines the ordering of App.
+type AppOrder struct {
+	Direction OrderDirection `json:"direction"`
+	Field     *AppOrderField `json:"field"`
+}
+
+// DefaultAppOrder is the default ordering of App.
+var DefaultAppOrder = &AppOrder{
+	Direction: entgql.OrderDirectionAsc,
+	Field: &AppOrderField{
+		Value: func(_m *App) (ent.Value, error) {
+			return _m.ID, nil
+		},
+		column: app.FieldID,
+		toTerm: app.ByID,
+		toCursor: func(_m *App) Cursor {
+			return Cursor{ID: _m.ID}
+		},
+	},
+}
+
+// ToEdge converts App into AppEdge.
+func (_m *App) ToEdge(order *AppOrder) *AppEdge {
+	if order == nil {
+		order = DefaultAppOrder
+	}
+	return &AppEdge{
 		Node:   _m,
 		Cursor: order.Field.toCursor(_m),
 	}
@@ -1405,6 +1742,320 @@ func (_m *Charge) ToEdge(order *ChargeOrder) *ChargeEdge {
 	}
 }
 
+// ContainerEdge is the edge representation of Container.
+type ContainerEdge struct {
+	Node   *Container `json:"node"`
+	Cursor Cursor     `json:"cursor"`
+}
+
+// ContainerConnection is the connection containing edges to Container.
+type ContainerConnection struct {
+	Edges      []*ContainerEdge `json:"edges"`
+	PageInfo   PageInfo         `json:"pageInfo"`
+	TotalCount int              `json:"totalCount"`
+}
+
+func (c *ContainerConnection) build(nodes []*Container, pager *containerPager, after *Cursor, first *int, before *Cursor, last *int) {
+	c.PageInfo.HasNextPage = before != nil
+	c.PageInfo.HasPreviousPage = after != nil
+	if first != nil && *first+1 == len(nodes) {
+		c.PageInfo.HasNextPage = true
+		nodes = nodes[:len(nodes)-1]
+	} else if last != nil && *last+1 == len(nodes) {
+		c.PageInfo.HasPreviousPage = true
+		nodes = nodes[:len(nodes)-1]
+	}
+	var nodeAt func(int) *Container
+	if last != nil {
+		n := len(nodes) - 1
+		nodeAt = func(i int) *Container {
+			return nodes[n-i]
+		}
+	} else {
+		nodeAt = func(i int) *Container {
+			return nodes[i]
+		}
+	}
+	c.Edges = make([]*ContainerEdge, len(nodes))
+	for i := range nodes {
+		node := nodeAt(i)
+		c.Edges[i] = &ContainerEdge{
+			Node:   node,
+			Cursor: pager.toCursor(node),
+		}
+	}
+	if l := len(c.Edges); l > 0 {
+		c.PageInfo.StartCursor = &c.Edges[0].Cursor
+		c.PageInfo.EndCursor = &c.Edges[l-1].Cursor
+	}
+	if c.TotalCount == 0 {
+		c.TotalCount = len(nodes)
+	}
+}
+
+// ContainerPaginateOption enables pagination customization.
+type ContainerPaginateOption func(*containerPager) error
+
+// WithContainerOrder configures pagination ordering.
+func WithContainerOrder(order *ContainerOrder) ContainerPaginateOption {
+	if order == nil {
+		order = DefaultContainerOrder
+	}
+	o := *order
+	return func(pager *containerPager) error {
+		if err := o.Direction.Validate(); err != nil {
+			return err
+		}
+		if o.Field == nil {
+			o.Field = DefaultContainerOrder.Field
+		}
+		pager.order = &o
+		return nil
+	}
+}
+
+// WithContainerFilter configures pagination filter.
+func WithContainerFilter(filter func(*ContainerQuery) (*ContainerQuery, error)) ContainerPaginateOption {
+	return func(pager *containerPager) error {
+		if filter == nil {
+			return errors.New("ContainerQuery filter cannot be nil")
+		}
+		pager.filter = filter
+		return nil
+	}
+}
+
+type containerPager struct {
+	reverse bool
+	order   *ContainerOrder
+	filter  func(*ContainerQuery) (*ContainerQuery, error)
+}
+
+func newContainerPager(opts []ContainerPaginateOption, reverse bool) (*containerPager, error) {
+	pager := &containerPager{reverse: reverse}
+	for _, opt := range opts {
+		if err := opt(pager); err != nil {
+			return nil, err
+		}
+	}
+	if pager.order == nil {
+		pager.order = DefaultContainerOrder
+	}
+	return pager, nil
+}
+
+func (p *containerPager) applyFilter(query *ContainerQuery) (*ContainerQuery, error) {
+	if p.filter != nil {
+		return p.filter(query)
+	}
+	return query, nil
+}
+
+func (p *containerPager) toCursor(_m *Container) Cursor {
+	return p.order.Field.toCursor(_m)
+}
+
+func (p *containerPager) applyCursors(query *ContainerQuery, after, before *Cursor) (*ContainerQuery, error) {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	for _, predicate := range entgql.CursorsPredicate(after, before, DefaultContainerOrder.Field.column, p.order.Field.column, direction) {
+		query = query.Where(predicate)
+	}
+	return query, nil
+}
+
+func (p *containerPager) applyOrder(query *ContainerQuery) *ContainerQuery {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	query = query.Order(p.order.Field.toTerm(direction.OrderTermOption()))
+	if p.order.Field != DefaultContainerOrder.Field {
+		query = query.Order(DefaultContainerOrder.Field.toTerm(direction.OrderTermOption()))
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return query
+}
+
+func (p *containerPager) orderExpr(query *ContainerQuery) sql.Querier {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return sql.ExprFunc(func(b *sql.Builder) {
+		b.Ident(p.order.Field.column).Pad().WriteString(string(direction))
+		if p.order.Field != DefaultContainerOrder.Field {
+			b.Comma().Ident(DefaultContainerOrder.Field.column).Pad().WriteString(string(direction))
+		}
+	})
+}
+
+// Paginate executes the query and returns a relay based cursor connection to Container.
+func (_m *ContainerQuery) Paginate(
+	ctx context.Context, after *Cursor, first *int,
+	before *Cursor, last *int, opts ...ContainerPaginateOption,
+) (*ContainerConnection, error) {
+	if err := validateFirstLast(first, last); err != nil {
+		return nil, err
+	}
+	pager, err := newContainerPager(opts, last != nil)
+	if err != nil {
+		return nil, err
+	}
+	if _m, err = pager.applyFilter(_m); err != nil {
+		return nil, err
+	}
+	conn := &ContainerConnection{Edges: []*ContainerEdge{}}
+	ignoredEdges := !hasCollectedField(ctx, edgesField)
+	if hasCollectedField(ctx, totalCountField) || (ignoredEdges && hasCollectedField(ctx, pageInfoField)) {
+		hasPagination := after != nil || first != nil || before != nil || last != nil
+		if hasPagination || ignoredEdges {
+			c := _m.Clone()
+			c.ctx.Fields = nil
+			if conn.TotalCount, err = c.Count(ctx); err != nil {
+				return nil, err
+			}
+			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
+			conn.PageInfo.HasPreviousPage = last != nil && conn.TotalCount > 0
+		}
+	}
+	if ignoredEdges || (first != nil && *first == 0) || (last != nil && *last == 0) {
+		return conn, nil
+	}
+	if _m, err = pager.applyCursors(_m, after, before); err != nil {
+		return nil, err
+	}
+	limit := paginateLimit(first, last)
+	if limit != 0 {
+		_m.Limit(limit)
+	}
+	if field := collectedField(ctx, edgesField, nodeField); field != nil {
+		if err := _m.collectField(ctx, limit == 1, graphql.GetOperationContext(ctx), *field, []string{edgesField, nodeField}); err != nil {
+			return nil, err
+		}
+	}
+	_m = pager.applyOrder(_m)
+	nodes, err := _m.All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn.build(nodes, pager, after, first, before, last)
+	return conn, nil
+}
+
+var (
+	// ContainerOrderFieldID orders Container by id.
+	ContainerOrderFieldID = &ContainerOrderField{
+		Value: func(_m *Container) (ent.Value, error) {
+			return _m.ID, nil
+		},
+		column: container.FieldID,
+		toTerm: container.ByID,
+		toCursor: func(_m *Container) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.ID,
+			}
+		},
+	}
+	// ContainerOrderFieldCreatedAt orders Container by created_at.
+	ContainerOrderFieldCreatedAt = &ContainerOrderField{
+		Value: func(_m *Container) (ent.Value, error) {
+			return _m.CreatedAt, nil
+		},
+		column: container.FieldCreatedAt,
+		toTerm: container.ByCreatedAt,
+		toCursor: func(_m *Container) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.CreatedAt,
+			}
+		},
+	}
+)
+
+// String implement fmt.Stringer interface.
+func (f ContainerOrderField) String() string {
+	var str string
+	switch f.column {
+	case ContainerOrderFieldID.column:
+		str = "ID"
+	case ContainerOrderFieldCreatedAt.column:
+		str = "CREATED_AT"
+	}
+	return str
+}
+
+// MarshalGQL implements graphql.Marshaler interface.
+func (f ContainerOrderField) MarshalGQL(w io.Writer) {
+	io.WriteString(w, strconv.Quote(f.String()))
+}
+
+// UnmarshalGQL implements graphql.Unmarshaler interface.
+func (f *ContainerOrderField) UnmarshalGQL(v interface{}) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("ContainerOrderField %T must be a string", v)
+	}
+	switch str {
+	case "ID":
+		*f = *ContainerOrderFieldID
+	case "CREATED_AT":
+		*f = *ContainerOrderFieldCreatedAt
+	default:
+		return fmt.Errorf("%s is not a valid ContainerOrderField", str)
+	}
+	return nil
+}
+
+// ContainerOrderField defines the ordering field of Container.
+type ContainerOrderField struct {
+	// Value extracts the ordering value from the given Container.
+	Value    func(*Container) (ent.Value, error)
+	column   string // field or computed.
+	toTerm   func(...sql.OrderTermOption) container.OrderOption
+	toCursor func(*Container) Cursor
+}
+
+// ContainerOrder defines the ordering of Container.
+type ContainerOrder struct {
+	Direction OrderDirection       `json:"direction"`
+	Field     *ContainerOrderField `json:"field"`
+}
+
+// DefaultContainerOrder is the default ordering of Container.
+var DefaultContainerOrder = &ContainerOrder{
+	Direction: entgql.OrderDirectionAsc,
+	Field: &ContainerOrderField{
+		Value: func(_m *Container) (ent.Value, error) {
+			return _m.ID, nil
+		},
+		column: container.FieldID,
+		toTerm: container.ByID,
+		toCursor: func(_m *Container) Cursor {
+			return Cursor{ID: _m.ID}
+		},
+	},
+}
+
+// ToEdge converts Container into ContainerEdge.
+func (_m *Container) ToEdge(order *ContainerOrder) *ContainerEdge {
+	if order == nil {
+		order = DefaultContainerOrder
+	}
+	return &ContainerEdge{
+		Node:   _m,
+		Cursor: order.Field.toCursor(_m),
+	}
+}
+
 // EnvironmentEdge is the edge representation of Environment.
 type EnvironmentEdge struct {
 	Node   *Environment `json:"node"`
@@ -1732,6 +2383,652 @@ func (_m *Environment) ToEdge(order *EnvironmentOrder) *EnvironmentEdge {
 		order = DefaultEnvironmentOrder
 	}
 	return &EnvironmentEdge{
+		Node:   _m,
+		Cursor: order.Field.toCursor(_m),
+	}
+}
+
+// FunctionEdge is the edge representation of Function.
+type FunctionEdge struct {
+	Node   *Function `json:"node"`
+	Cursor Cursor    `json:"cursor"`
+}
+
+// FunctionConnection is the connection containing edges to Function.
+type FunctionConnection struct {
+	Edges      []*FunctionEdge `json:"edges"`
+	PageInfo   PageInfo        `json:"pageInfo"`
+	TotalCount int             `json:"totalCount"`
+}
+
+func (c *FunctionConnection) build(nodes []*Function, pager *functionPager, after *Cursor, first *int, before *Cursor, last *int) {
+	c.PageInfo.HasNextPage = before != nil
+	c.PageInfo.HasPreviousPage = after != nil
+	if first != nil && *first+1 == len(nodes) {
+		c.PageInfo.HasNextPage = true
+		nodes = nodes[:len(nodes)-1]
+	} else if last != nil && *last+1 == len(nodes) {
+		c.PageInfo.HasPreviousPage = true
+		nodes = nodes[:len(nodes)-1]
+	}
+	var nodeAt func(int) *Function
+	if last != nil {
+		n := len(nodes) - 1
+		nodeAt = func(i int) *Function {
+			return nodes[n-i]
+		}
+	} else {
+		nodeAt = func(i int) *Function {
+			return nodes[i]
+		}
+	}
+	c.Edges = make([]*FunctionEdge, len(nodes))
+	for i := range nodes {
+		node := nodeAt(i)
+		c.Edges[i] = &FunctionEdge{
+			Node:   node,
+			Cursor: pager.toCursor(node),
+		}
+	}
+	if l := len(c.Edges); l > 0 {
+		c.PageInfo.StartCursor = &c.Edges[0].Cursor
+		c.PageInfo.EndCursor = &c.Edges[l-1].Cursor
+	}
+	if c.TotalCount == 0 {
+		c.TotalCount = len(nodes)
+	}
+}
+
+// FunctionPaginateOption enables pagination customization.
+type FunctionPaginateOption func(*functionPager) error
+
+// WithFunctionOrder configures pagination ordering.
+func WithFunctionOrder(order *FunctionOrder) FunctionPaginateOption {
+	if order == nil {
+		order = DefaultFunctionOrder
+	}
+	o := *order
+	return func(pager *functionPager) error {
+		if err := o.Direction.Validate(); err != nil {
+			return err
+		}
+		if o.Field == nil {
+			o.Field = DefaultFunctionOrder.Field
+		}
+		pager.order = &o
+		return nil
+	}
+}
+
+// WithFunctionFilter configures pagination filter.
+func WithFunctionFilter(filter func(*FunctionQuery) (*FunctionQuery, error)) FunctionPaginateOption {
+	return func(pager *functionPager) error {
+		if filter == nil {
+			return errors.New("FunctionQuery filter cannot be nil")
+		}
+		pager.filter = filter
+		return nil
+	}
+}
+
+type functionPager struct {
+	reverse bool
+	order   *FunctionOrder
+	filter  func(*FunctionQuery) (*FunctionQuery, error)
+}
+
+func newFunctionPager(opts []FunctionPaginateOption, reverse bool) (*functionPager, error) {
+	pager := &functionPager{reverse: reverse}
+	for _, opt := range opts {
+		if err := opt(pager); err != nil {
+			return nil, err
+		}
+	}
+	if pager.order == nil {
+		pager.order = DefaultFunctionOrder
+	}
+	return pager, nil
+}
+
+func (p *functionPager) applyFilter(query *FunctionQuery) (*FunctionQuery, error) {
+	if p.filter != nil {
+		return p.filter(query)
+	}
+	return query, nil
+}
+
+func (p *functionPager) toCursor(_m *Function) Cursor {
+	return p.order.Field.toCursor(_m)
+}
+
+func (p *functionPager) applyCursors(query *FunctionQuery, after, before *Cursor) (*FunctionQuery, error) {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	for _, predicate := range entgql.CursorsPredicate(after, before, DefaultFunctionOrder.Field.column, p.order.Field.column, direction) {
+		query = query.Where(predicate)
+	}
+	return query, nil
+}
+
+func (p *functionPager) applyOrder(query *FunctionQuery) *FunctionQuery {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	query = query.Order(p.order.Field.toTerm(direction.OrderTermOption()))
+	if p.order.Field != DefaultFunctionOrder.Field {
+		query = query.Order(DefaultFunctionOrder.Field.toTerm(direction.OrderTermOption()))
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return query
+}
+
+func (p *functionPager) orderExpr(query *FunctionQuery) sql.Querier {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return sql.ExprFunc(func(b *sql.Builder) {
+		b.Ident(p.order.Field.column).Pad().WriteString(string(direction))
+		if p.order.Field != DefaultFunctionOrder.Field {
+			b.Comma().Ident(DefaultFunctionOrder.Field.column).Pad().WriteString(string(direction))
+		}
+	})
+}
+
+// Paginate executes the query and returns a relay based cursor connection to Function.
+func (_m *FunctionQuery) Paginate(
+	ctx context.Context, after *Cursor, first *int,
+	before *Cursor, last *int, opts ...FunctionPaginateOption,
+) (*FunctionConnection, error) {
+	if err := validateFirstLast(first, last); err != nil {
+		return nil, err
+	}
+	pager, err := newFunctionPager(opts, last != nil)
+	if err != nil {
+		return nil, err
+	}
+	if _m, err = pager.applyFilter(_m); err != nil {
+		return nil, err
+	}
+	conn := &FunctionConnection{Edges: []*FunctionEdge{}}
+	ignoredEdges := !hasCollectedField(ctx, edgesField)
+	if hasCollectedField(ctx, totalCountField) || (ignoredEdges && hasCollectedField(ctx, pageInfoField)) {
+		hasPagination := after != nil || first != nil || before != nil || last != nil
+		if hasPagination || ignoredEdges {
+			c := _m.Clone()
+			c.ctx.Fields = nil
+			if conn.TotalCount, err = c.Count(ctx); err != nil {
+				return nil, err
+			}
+			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
+			conn.PageInfo.HasPreviousPage = last != nil && conn.TotalCount > 0
+		}
+	}
+	if ignoredEdges || (first != nil && *first == 0) || (last != nil && *last == 0) {
+		return conn, nil
+	}
+	if _m, err = pager.applyCursors(_m, after, before); err != nil {
+		return nil, err
+	}
+	limit := paginateLimit(first, last)
+	if limit != 0 {
+		_m.Limit(limit)
+	}
+	if field := collectedField(ctx, edgesField, nodeField); field != nil {
+		if err := _m.collectField(ctx, limit == 1, graphql.GetOperationContext(ctx), *field, []string{edgesField, nodeField}); err != nil {
+			return nil, err
+		}
+	}
+	_m = pager.applyOrder(_m)
+	nodes, err := _m.All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn.build(nodes, pager, after, first, before, last)
+	return conn, nil
+}
+
+var (
+	// FunctionOrderFieldID orders Function by id.
+	FunctionOrderFieldID = &FunctionOrderField{
+		Value: func(_m *Function) (ent.Value, error) {
+			return _m.ID, nil
+		},
+		column: function.FieldID,
+		toTerm: function.ByID,
+		toCursor: func(_m *Function) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.ID,
+			}
+		},
+	}
+	// FunctionOrderFieldCreatedAt orders Function by created_at.
+	FunctionOrderFieldCreatedAt = &FunctionOrderField{
+		Value: func(_m *Function) (ent.Value, error) {
+			return _m.CreatedAt, nil
+		},
+		column: function.FieldCreatedAt,
+		toTerm: function.ByCreatedAt,
+		toCursor: func(_m *Function) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.CreatedAt,
+			}
+		},
+	}
+	// FunctionOrderFieldName orders Function by name.
+	FunctionOrderFieldName = &FunctionOrderField{
+		Value: func(_m *Function) (ent.Value, error) {
+			return _m.Name, nil
+		},
+		column: function.FieldName,
+		toTerm: function.ByName,
+		toCursor: func(_m *Function) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.Name,
+			}
+		},
+	}
+)
+
+// String implement fmt.Stringer interface.
+func (f FunctionOrderField) String() string {
+	var str string
+	switch f.column {
+	case FunctionOrderFieldID.column:
+		str = "ID"
+	case FunctionOrderFieldCreatedAt.column:
+		str = "CREATED_AT"
+	case FunctionOrderFieldName.column:
+		str = "NAME"
+	}
+	return str
+}
+
+// MarshalGQL implements graphql.Marshaler interface.
+func (f FunctionOrderField) MarshalGQL(w io.Writer) {
+	io.WriteString(w, strconv.Quote(f.String()))
+}
+
+// UnmarshalGQL implements graphql.Unmarshaler interface.
+func (f *FunctionOrderField) UnmarshalGQL(v interface{}) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("FunctionOrderField %T must be a string", v)
+	}
+	switch str {
+	case "ID":
+		*f = *FunctionOrderFieldID
+	case "CREATED_AT":
+		*f = *FunctionOrderFieldCreatedAt
+	case "NAME":
+		*f = *FunctionOrderFieldName
+	default:
+		return fmt.Errorf("%s is not a valid FunctionOrderField", str)
+	}
+	return nil
+}
+
+// FunctionOrderField defines the ordering field of Function.
+type FunctionOrderField struct {
+	// Value extracts the ordering value from the given Function.
+	Value    func(*Function) (ent.Value, error)
+	column   string // field or computed.
+	toTerm   func(...sql.OrderTermOption) function.OrderOption
+	toCursor func(*Function) Cursor
+}
+
+// FunctionOrder defines the ordering of Function.
+type FunctionOrder struct {
+	Direction OrderDirection      `json:"direction"`
+	Field     *FunctionOrderField `json:"field"`
+}
+
+// DefaultFunctionOrder is the default ordering of Function.
+var DefaultFunctionOrder = &FunctionOrder{
+	Direction: entgql.OrderDirectionAsc,
+	Field: &FunctionOrderField{
+		Value: func(_m *Function) (ent.Value, error) {
+			return _m.ID, nil
+		},
+		column: function.FieldID,
+		toTerm: function.ByID,
+		toCursor: func(_m *Function) Cursor {
+			return Cursor{ID: _m.ID}
+		},
+	},
+}
+
+// ToEdge converts Function into FunctionEdge.
+func (_m *Function) ToEdge(order *FunctionOrder) *FunctionEdge {
+	if order == nil {
+		order = DefaultFunctionOrder
+	}
+	return &FunctionEdge{
+		Node:   _m,
+		Cursor: order.Field.toCursor(_m),
+	}
+}
+
+// FunctionMapEdge is the edge representation of FunctionMap.
+type FunctionMapEdge struct {
+	Node   *FunctionMap `json:"node"`
+	Cursor Cursor       `json:"cursor"`
+}
+
+// FunctionMapConnection is the connection containing edges to FunctionMap.
+type FunctionMapConnection struct {
+	Edges      []*FunctionMapEdge `json:"edges"`
+	PageInfo   PageInfo           `json:"pageInfo"`
+	TotalCount int                `json:"totalCount"`
+}
+
+func (c *FunctionMapConnection) build(nodes []*FunctionMap, pager *functionmapPager, after *Cursor, first *int, before *Cursor, last *int) {
+	c.PageInfo.HasNextPage = before != nil
+	c.PageInfo.HasPreviousPage = after != nil
+	if first != nil && *first+1 == len(nodes) {
+		c.PageInfo.HasNextPage = true
+		nodes = nodes[:len(nodes)-1]
+	} else if last != nil && *last+1 == len(nodes) {
+		c.PageInfo.HasPreviousPage = true
+		nodes = nodes[:len(nodes)-1]
+	}
+	var nodeAt func(int) *FunctionMap
+	if last != nil {
+		n := len(nodes) - 1
+		nodeAt = func(i int) *FunctionMap {
+			return nodes[n-i]
+		}
+	} else {
+		nodeAt = func(i int) *FunctionMap {
+			return nodes[i]
+		}
+	}
+	c.Edges = make([]*FunctionMapEdge, len(nodes))
+	for i := range nodes {
+		node := nodeAt(i)
+		c.Edges[i] = &FunctionMapEdge{
+			Node:   node,
+			Cursor: pager.toCursor(node),
+		}
+	}
+	if l := len(c.Edges); l > 0 {
+		c.PageInfo.StartCursor = &c.Edges[0].Cursor
+		c.PageInfo.EndCursor = &c.Edges[l-1].Cursor
+	}
+	if c.TotalCount == 0 {
+		c.TotalCount = len(nodes)
+	}
+}
+
+// FunctionMapPaginateOption enables pagination customization.
+type FunctionMapPaginateOption func(*functionmapPager) error
+
+// WithFunctionMapOrder configures pagination ordering.
+func WithFunctionMapOrder(order *FunctionMapOrder) FunctionMapPaginateOption {
+	if order == nil {
+		order = DefaultFunctionMapOrder
+	}
+	o := *order
+	return func(pager *functionmapPager) error {
+		if err := o.Direction.Validate(); err != nil {
+			return err
+		}
+		if o.Field == nil {
+			o.Field = DefaultFunctionMapOrder.Field
+		}
+		pager.order = &o
+		return nil
+	}
+}
+
+// WithFunctionMapFilter configures pagination filter.
+func WithFunctionMapFilter(filter func(*FunctionMapQuery) (*FunctionMapQuery, error)) FunctionMapPaginateOption {
+	return func(pager *functionmapPager) error {
+		if filter == nil {
+			return errors.New("FunctionMapQuery filter cannot be nil")
+		}
+		pager.filter = filter
+		return nil
+	}
+}
+
+type functionmapPager struct {
+	reverse bool
+	order   *FunctionMapOrder
+	filter  func(*FunctionMapQuery) (*FunctionMapQuery, error)
+}
+
+func newFunctionMapPager(opts []FunctionMapPaginateOption, reverse bool) (*functionmapPager, error) {
+	pager := &functionmapPager{reverse: reverse}
+	for _, opt := range opts {
+		if err := opt(pager); err != nil {
+			return nil, err
+		}
+	}
+	if pager.order == nil {
+		pager.order = DefaultFunctionMapOrder
+	}
+	return pager, nil
+}
+
+func (p *functionmapPager) applyFilter(query *FunctionMapQuery) (*FunctionMapQuery, error) {
+	if p.filter != nil {
+		return p.filter(query)
+	}
+	return query, nil
+}
+
+func (p *functionmapPager) toCursor(_m *FunctionMap) Cursor {
+	return p.order.Field.toCursor(_m)
+}
+
+func (p *functionmapPager) applyCursors(query *FunctionMapQuery, after, before *Cursor) (*FunctionMapQuery, error) {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	for _, predicate := range entgql.CursorsPredicate(after, before, DefaultFunctionMapOrder.Field.column, p.order.Field.column, direction) {
+		query = query.Where(predicate)
+	}
+	return query, nil
+}
+
+func (p *functionmapPager) applyOrder(query *FunctionMapQuery) *FunctionMapQuery {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	query = query.Order(p.order.Field.toTerm(direction.OrderTermOption()))
+	if p.order.Field != DefaultFunctionMapOrder.Field {
+		query = query.Order(DefaultFunctionMapOrder.Field.toTerm(direction.OrderTermOption()))
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return query
+}
+
+func (p *functionmapPager) orderExpr(query *FunctionMapQuery) sql.Querier {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return sql.ExprFunc(func(b *sql.Builder) {
+		b.Ident(p.order.Field.column).Pad().WriteString(string(direction))
+		if p.order.Field != DefaultFunctionMapOrder.Field {
+			b.Comma().Ident(DefaultFunctionMapOrder.Field.column).Pad().WriteString(string(direction))
+		}
+	})
+}
+
+// Paginate executes the query and returns a relay based cursor connection to FunctionMap.
+func (_m *FunctionMapQuery) Paginate(
+	ctx context.Context, after *Cursor, first *int,
+	before *Cursor, last *int, opts ...FunctionMapPaginateOption,
+) (*FunctionMapConnection, error) {
+	if err := validateFirstLast(first, last); err != nil {
+		return nil, err
+	}
+	pager, err := newFunctionMapPager(opts, last != nil)
+	if err != nil {
+		return nil, err
+	}
+	if _m, err = pager.applyFilter(_m); err != nil {
+		return nil, err
+	}
+	conn := &FunctionMapConnection{Edges: []*FunctionMapEdge{}}
+	ignoredEdges := !hasCollectedField(ctx, edgesField)
+	if hasCollectedField(ctx, totalCountField) || (ignoredEdges && hasCollectedField(ctx, pageInfoField)) {
+		hasPagination := after != nil || first != nil || before != nil || last != nil
+		if hasPagination || ignoredEdges {
+			c := _m.Clone()
+			c.ctx.Fields = nil
+			if conn.TotalCount, err = c.Count(ctx); err != nil {
+				return nil, err
+			}
+			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
+			conn.PageInfo.HasPreviousPage = last != nil && conn.TotalCount > 0
+		}
+	}
+	if ignoredEdges || (first != nil && *first == 0) || (last != nil && *last == 0) {
+		return conn, nil
+	}
+	if _m, err = pager.applyCursors(_m, after, before); err != nil {
+		return nil, err
+	}
+	limit := paginateLimit(first, last)
+	if limit != 0 {
+		_m.Limit(limit)
+	}
+	if field := collectedField(ctx, edgesField, nodeField); field != nil {
+		if err := _m.collectField(ctx, limit == 1, graphql.GetOperationContext(ctx), *field, []string{edgesField, nodeField}); err != nil {
+			return nil, err
+		}
+	}
+	_m = pager.applyOrder(_m)
+	nodes, err := _m.All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn.build(nodes, pager, after, first, before, last)
+	return conn, nil
+}
+
+var (
+	// FunctionMapOrderFieldID orders FunctionMap by id.
+	FunctionMapOrderFieldID = &FunctionMapOrderField{
+		Value: func(_m *FunctionMap) (ent.Value, error) {
+			return _m.ID, nil
+		},
+		column: functionmap.FieldID,
+		toTerm: functionmap.ByID,
+		toCursor: func(_m *FunctionMap) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.ID,
+			}
+		},
+	}
+	// FunctionMapOrderFieldCreatedAt orders FunctionMap by created_at.
+	FunctionMapOrderFieldCreatedAt = &FunctionMapOrderField{
+		Value: func(_m *FunctionMap) (ent.Value, error) {
+			return _m.CreatedAt, nil
+		},
+		column: functionmap.FieldCreatedAt,
+		toTerm: functionmap.ByCreatedAt,
+		toCursor: func(_m *FunctionMap) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.CreatedAt,
+			}
+		},
+	}
+)
+
+// String implement fmt.Stringer interface.
+func (f FunctionMapOrderField) String() string {
+	var str string
+	switch f.column {
+	case FunctionMapOrderFieldID.column:
+		str = "ID"
+	case FunctionMapOrderFieldCreatedAt.column:
+		str = "CREATED_AT"
+	}
+	return str
+}
+
+// MarshalGQL implements graphql.Marshaler interface.
+func (f FunctionMapOrderField) MarshalGQL(w io.Writer) {
+	io.WriteString(w, strconv.Quote(f.String()))
+}
+
+// UnmarshalGQL implements graphql.Unmarshaler interface.
+func (f *FunctionMapOrderField) UnmarshalGQL(v interface{}) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("FunctionMapOrderField %T must be a string", v)
+	}
+	switch str {
+	case "ID":
+		*f = *FunctionMapOrderFieldID
+	case "CREATED_AT":
+		*f = *FunctionMapOrderFieldCreatedAt
+	default:
+		return fmt.Errorf("%s is not a valid FunctionMapOrderField", str)
+	}
+	return nil
+}
+
+// FunctionMapOrderField defines the ordering field of FunctionMap.
+type FunctionMapOrderField struct {
+	// Value extracts the ordering value from the given FunctionMap.
+	Value    func(*FunctionMap) (ent.Value, error)
+	column   string // field or computed.
+	toTerm   func(...sql.OrderTermOption) functionmap.OrderOption
+	toCursor func(*FunctionMap) Cursor
+}
+
+// FunctionMapOrder defines the ordering of FunctionMap.
+type FunctionMapOrder struct {
+	Direction OrderDirection         `json:"direction"`
+	Field     *FunctionMapOrderField `json:"field"`
+}
+
+// DefaultFunctionMapOrder is the default ordering of FunctionMap.
+var DefaultFunctionMapOrder = &FunctionMapOrder{
+	Direction: entgql.OrderDirectionAsc,
+	Field: &FunctionMapOrderField{
+		Value: func(_m *FunctionMap) (ent.Value, error) {
+			return _m.ID, nil
+		},
+		column: functionmap.FieldID,
+		toTerm: functionmap.ByID,
+		toCursor: func(_m *FunctionMap) Cursor {
+			return Cursor{ID: _m.ID}
+		},
+	},
+}
+
+// ToEdge converts FunctionMap into FunctionMapEdge.
+func (_m *FunctionMap) ToEdge(order *FunctionMapOrder) *FunctionMapEdge {
+	if order == nil {
+		order = DefaultFunctionMapOrder
+	}
+	return &FunctionMapEdge{
 		Node:   _m,
 		Cursor: order.Field.toCursor(_m),
 	}
@@ -4741,6 +6038,338 @@ func (_m *Storage) ToEdge(order *StorageOrder) *StorageEdge {
 		order = DefaultStorageOrder
 	}
 	return &StorageEdge{
+		Node:   _m,
+		Cursor: order.Field.toCursor(_m),
+	}
+}
+
+// TaskEdge is the edge representation of Task.
+type TaskEdge struct {
+	Node   *Task  `json:"node"`
+	Cursor Cursor `json:"cursor"`
+}
+
+// TaskConnection is the connection containing edges to Task.
+type TaskConnection struct {
+	Edges      []*TaskEdge `json:"edges"`
+	PageInfo   PageInfo    `json:"pageInfo"`
+	TotalCount int         `json:"totalCount"`
+}
+
+func (c *TaskConnection) build(nodes []*Task, pager *taskPager, after *Cursor, first *int, before *Cursor, last *int) {
+	c.PageInfo.HasNextPage = before != nil
+	c.PageInfo.HasPreviousPage = after != nil
+	if first != nil && *first+1 == len(nodes) {
+		c.PageInfo.HasNextPage = true
+		nodes = nodes[:len(nodes)-1]
+	} else if last != nil && *last+1 == len(nodes) {
+		c.PageInfo.HasPreviousPage = true
+		nodes = nodes[:len(nodes)-1]
+	}
+	var nodeAt func(int) *Task
+	if last != nil {
+		n := len(nodes) - 1
+		nodeAt = func(i int) *Task {
+			return nodes[n-i]
+		}
+	} else {
+		nodeAt = func(i int) *Task {
+			return nodes[i]
+		}
+	}
+	c.Edges = make([]*TaskEdge, len(nodes))
+	for i := range nodes {
+		node := nodeAt(i)
+		c.Edges[i] = &TaskEdge{
+			Node:   node,
+			Cursor: pager.toCursor(node),
+		}
+	}
+	if l := len(c.Edges); l > 0 {
+		c.PageInfo.StartCursor = &c.Edges[0].Cursor
+		c.PageInfo.EndCursor = &c.Edges[l-1].Cursor
+	}
+	if c.TotalCount == 0 {
+		c.TotalCount = len(nodes)
+	}
+}
+
+// TaskPaginateOption enables pagination customization.
+type TaskPaginateOption func(*taskPager) error
+
+// WithTaskOrder configures pagination ordering.
+func WithTaskOrder(order *TaskOrder) TaskPaginateOption {
+	if order == nil {
+		order = DefaultTaskOrder
+	}
+	o := *order
+	return func(pager *taskPager) error {
+		if err := o.Direction.Validate(); err != nil {
+			return err
+		}
+		if o.Field == nil {
+			o.Field = DefaultTaskOrder.Field
+		}
+		pager.order = &o
+		return nil
+	}
+}
+
+// WithTaskFilter configures pagination filter.
+func WithTaskFilter(filter func(*TaskQuery) (*TaskQuery, error)) TaskPaginateOption {
+	return func(pager *taskPager) error {
+		if filter == nil {
+			return errors.New("TaskQuery filter cannot be nil")
+		}
+		pager.filter = filter
+		return nil
+	}
+}
+
+type taskPager struct {
+	reverse bool
+	order   *TaskOrder
+	filter  func(*TaskQuery) (*TaskQuery, error)
+}
+
+func newTaskPager(opts []TaskPaginateOption, reverse bool) (*taskPager, error) {
+	pager := &taskPager{reverse: reverse}
+	for _, opt := range opts {
+		if err := opt(pager); err != nil {
+			return nil, err
+		}
+	}
+	if pager.order == nil {
+		pager.order = DefaultTaskOrder
+	}
+	return pager, nil
+}
+
+func (p *taskPager) applyFilter(query *TaskQuery) (*TaskQuery, error) {
+	if p.filter != nil {
+		return p.filter(query)
+	}
+	return query, nil
+}
+
+func (p *taskPager) toCursor(_m *Task) Cursor {
+	return p.order.Field.toCursor(_m)
+}
+
+func (p *taskPager) applyCursors(query *TaskQuery, after, before *Cursor) (*TaskQuery, error) {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	for _, predicate := range entgql.CursorsPredicate(after, before, DefaultTaskOrder.Field.column, p.order.Field.column, direction) {
+		query = query.Where(predicate)
+	}
+	return query, nil
+}
+
+func (p *taskPager) applyOrder(query *TaskQuery) *TaskQuery {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	query = query.Order(p.order.Field.toTerm(direction.OrderTermOption()))
+	if p.order.Field != DefaultTaskOrder.Field {
+		query = query.Order(DefaultTaskOrder.Field.toTerm(direction.OrderTermOption()))
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return query
+}
+
+func (p *taskPager) orderExpr(query *TaskQuery) sql.Querier {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return sql.ExprFunc(func(b *sql.Builder) {
+		b.Ident(p.order.Field.column).Pad().WriteString(string(direction))
+		if p.order.Field != DefaultTaskOrder.Field {
+			b.Comma().Ident(DefaultTaskOrder.Field.column).Pad().WriteString(string(direction))
+		}
+	})
+}
+
+// Paginate executes the query and returns a relay based cursor connection to Task.
+func (_m *TaskQuery) Paginate(
+	ctx context.Context, after *Cursor, first *int,
+	before *Cursor, last *int, opts ...TaskPaginateOption,
+) (*TaskConnection, error) {
+	if err := validateFirstLast(first, last); err != nil {
+		return nil, err
+	}
+	pager, err := newTaskPager(opts, last != nil)
+	if err != nil {
+		return nil, err
+	}
+	if _m, err = pager.applyFilter(_m); err != nil {
+		return nil, err
+	}
+	conn := &TaskConnection{Edges: []*TaskEdge{}}
+	ignoredEdges := !hasCollectedField(ctx, edgesField)
+	if hasCollectedField(ctx, totalCountField) || (ignoredEdges && hasCollectedField(ctx, pageInfoField)) {
+		hasPagination := after != nil || first != nil || before != nil || last != nil
+		if hasPagination || ignoredEdges {
+			c := _m.Clone()
+			c.ctx.Fields = nil
+			if conn.TotalCount, err = c.Count(ctx); err != nil {
+				return nil, err
+			}
+			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
+			conn.PageInfo.HasPreviousPage = last != nil && conn.TotalCount > 0
+		}
+	}
+	if ignoredEdges || (first != nil && *first == 0) || (last != nil && *last == 0) {
+		return conn, nil
+	}
+	if _m, err = pager.applyCursors(_m, after, before); err != nil {
+		return nil, err
+	}
+	limit := paginateLimit(first, last)
+	if limit != 0 {
+		_m.Limit(limit)
+	}
+	if field := collectedField(ctx, edgesField, nodeField); field != nil {
+		if err := _m.collectField(ctx, limit == 1, graphql.GetOperationContext(ctx), *field, []string{edgesField, nodeField}); err != nil {
+			return nil, err
+		}
+	}
+	_m = pager.applyOrder(_m)
+	nodes, err := _m.All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn.build(nodes, pager, after, first, before, last)
+	return conn, nil
+}
+
+var (
+	// TaskOrderFieldID orders Task by id.
+	TaskOrderFieldID = &TaskOrderField{
+		Value: func(_m *Task) (ent.Value, error) {
+			return _m.ID, nil
+		},
+		column: task.FieldID,
+		toTerm: task.ByID,
+		toCursor: func(_m *Task) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.ID,
+			}
+		},
+	}
+	// TaskOrderFieldCreatedAt orders Task by created_at.
+	TaskOrderFieldCreatedAt = &TaskOrderField{
+		Value: func(_m *Task) (ent.Value, error) {
+			return _m.CreatedAt, nil
+		},
+		column: task.FieldCreatedAt,
+		toTerm: task.ByCreatedAt,
+		toCursor: func(_m *Task) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.CreatedAt,
+			}
+		},
+	}
+	// TaskOrderFieldState orders Task by state.
+	TaskOrderFieldState = &TaskOrderField{
+		Value: func(_m *Task) (ent.Value, error) {
+			return _m.State, nil
+		},
+		column: task.FieldState,
+		toTerm: task.ByState,
+		toCursor: func(_m *Task) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.State,
+			}
+		},
+	}
+)
+
+// String implement fmt.Stringer interface.
+func (f TaskOrderField) String() string {
+	var str string
+	switch f.column {
+	case TaskOrderFieldID.column:
+		str = "ID"
+	case TaskOrderFieldCreatedAt.column:
+		str = "CREATED_AT"
+	case TaskOrderFieldState.column:
+		str = "STATE"
+	}
+	return str
+}
+
+// MarshalGQL implements graphql.Marshaler interface.
+func (f TaskOrderField) MarshalGQL(w io.Writer) {
+	io.WriteString(w, strconv.Quote(f.String()))
+}
+
+// UnmarshalGQL implements graphql.Unmarshaler interface.
+func (f *TaskOrderField) UnmarshalGQL(v interface{}) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("TaskOrderField %T must be a string", v)
+	}
+	switch str {
+	case "ID":
+		*f = *TaskOrderFieldID
+	case "CREATED_AT":
+		*f = *TaskOrderFieldCreatedAt
+	case "STATE":
+		*f = *TaskOrderFieldState
+	default:
+		return fmt.Errorf("%s is not a valid TaskOrderField", str)
+	}
+	return nil
+}
+
+// TaskOrderField defines the ordering field of Task.
+type TaskOrderField struct {
+	// Value extracts the ordering value from the given Task.
+	Value    func(*Task) (ent.Value, error)
+	column   string // field or computed.
+	toTerm   func(...sql.OrderTermOption) task.OrderOption
+	toCursor func(*Task) Cursor
+}
+
+// TaskOrder defines the ordering of Task.
+type TaskOrder struct {
+	Direction OrderDirection  `json:"direction"`
+	Field     *TaskOrderField `json:"field"`
+}
+
+// DefaultTaskOrder is the default ordering of Task.
+var DefaultTaskOrder = &TaskOrder{
+	Direction: entgql.OrderDirectionAsc,
+	Field: &TaskOrderField{
+		Value: func(_m *Task) (ent.Value, error) {
+			return _m.ID, nil
+		},
+		column: task.FieldID,
+		toTerm: task.ByID,
+		toCursor: func(_m *Task) Cursor {
+			return Cursor{ID: _m.ID}
+		},
+	},
+}
+
+// ToEdge converts Task into TaskEdge.
+func (_m *Task) ToEdge(order *TaskOrder) *TaskEdge {
+	if order == nil {
+		order = DefaultTaskOrder
+	}
+	return &TaskEdge{
 		Node:   _m,
 		Cursor: order.Field.toCursor(_m),
 	}

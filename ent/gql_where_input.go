@@ -8,10 +8,14 @@ import (
 	"time"
 
 	"github.com/levers9/levers9/ent/apitoken"
+	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/charge"
+	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/environment"
+	"github.com/levers9/levers9/ent/function"
+	"github.com/levers9/levers9/ent/functionmap"
 	"github.com/levers9/levers9/ent/group"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/membership"
@@ -22,6 +26,7 @@ import (
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
+	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/ent/tenant"
 	"github.com/levers9/levers9/ent/user"
 )
@@ -527,6 +532,502 @@ func (i *APITokenWhereInput) P() (predicate.APIToken, error) {
 		return predicates[0], nil
 	default:
 		return apitoken.And(predicates...), nil
+	}
+}
+
+// AppWhereInput represents a where input for filtering App queries.
+type AppWhereInput struct {
+	Predicates []predicate.App  `json:"-"`
+	Not        *AppWhereInput   `json:"not,omitempty"`
+	Or         []*AppWhereInput `json:"or,omitempty"`
+	And        []*AppWhereInput `json:"and,omitempty"`
+
+	// "id" field predicates.
+	ID             *string  `json:"id,omitempty"`
+	IDNEQ          *string  `json:"idNEQ,omitempty"`
+	IDIn           []string `json:"idIn,omitempty"`
+	IDNotIn        []string `json:"idNotIn,omitempty"`
+	IDGT           *string  `json:"idGT,omitempty"`
+	IDGTE          *string  `json:"idGTE,omitempty"`
+	IDLT           *string  `json:"idLT,omitempty"`
+	IDLTE          *string  `json:"idLTE,omitempty"`
+	IDEqualFold    *string  `json:"idEqualFold,omitempty"`
+	IDContainsFold *string  `json:"idContainsFold,omitempty"`
+
+	// "created_at" field predicates.
+	CreatedAt      *time.Time  `json:"createdAt,omitempty"`
+	CreatedAtNEQ   *time.Time  `json:"createdAtNEQ,omitempty"`
+	CreatedAtIn    []time.Time `json:"createdAtIn,omitempty"`
+	CreatedAtNotIn []time.Time `json:"createdAtNotIn,omitempty"`
+	CreatedAtGT    *time.Time  `json:"createdAtGT,omitempty"`
+	CreatedAtGTE   *time.Time  `json:"createdAtGTE,omitempty"`
+	CreatedAtLT    *time.Time  `json:"createdAtLT,omitempty"`
+	CreatedAtLTE   *time.Time  `json:"createdAtLTE,omitempty"`
+
+	// "name" field predicates.
+	Name             *string  `json:"name,omitempty"`
+	NameNEQ          *string  `json:"nameNEQ,omitempty"`
+	NameIn           []string `json:"nameIn,omitempty"`
+	NameNotIn        []string `json:"nameNotIn,omitempty"`
+	NameGT           *string  `json:"nameGT,omitempty"`
+	NameGTE          *string  `json:"nameGTE,omitempty"`
+	NameLT           *string  `json:"nameLT,omitempty"`
+	NameLTE          *string  `json:"nameLTE,omitempty"`
+	NameContains     *string  `json:"nameContains,omitempty"`
+	NameHasPrefix    *string  `json:"nameHasPrefix,omitempty"`
+	NameHasSuffix    *string  `json:"nameHasSuffix,omitempty"`
+	NameEqualFold    *string  `json:"nameEqualFold,omitempty"`
+	NameContainsFold *string  `json:"nameContainsFold,omitempty"`
+
+	// "state" field predicates.
+	State      *app.State  `json:"state,omitempty"`
+	StateNEQ   *app.State  `json:"stateNEQ,omitempty"`
+	StateIn    []app.State `json:"stateIn,omitempty"`
+	StateNotIn []app.State `json:"stateNotIn,omitempty"`
+
+	// "ephemeral" field predicates.
+	Ephemeral    *bool `json:"ephemeral,omitempty"`
+	EphemeralNEQ *bool `json:"ephemeralNEQ,omitempty"`
+
+	// "code_hash" field predicates.
+	CodeHash             *string  `json:"codeHash,omitempty"`
+	CodeHashNEQ          *string  `json:"codeHashNEQ,omitempty"`
+	CodeHashIn           []string `json:"codeHashIn,omitempty"`
+	CodeHashNotIn        []string `json:"codeHashNotIn,omitempty"`
+	CodeHashGT           *string  `json:"codeHashGT,omitempty"`
+	CodeHashGTE          *string  `json:"codeHashGTE,omitempty"`
+	CodeHashLT           *string  `json:"codeHashLT,omitempty"`
+	CodeHashLTE          *string  `json:"codeHashLTE,omitempty"`
+	CodeHashContains     *string  `json:"codeHashContains,omitempty"`
+	CodeHashHasPrefix    *string  `json:"codeHashHasPrefix,omitempty"`
+	CodeHashHasSuffix    *string  `json:"codeHashHasSuffix,omitempty"`
+	CodeHashEqualFold    *string  `json:"codeHashEqualFold,omitempty"`
+	CodeHashContainsFold *string  `json:"codeHashContainsFold,omitempty"`
+
+	// "owner_id" field predicates.
+	OwnerID             *string  `json:"ownerID,omitempty"`
+	OwnerIDNEQ          *string  `json:"ownerIDNEQ,omitempty"`
+	OwnerIDIn           []string `json:"ownerIDIn,omitempty"`
+	OwnerIDNotIn        []string `json:"ownerIDNotIn,omitempty"`
+	OwnerIDGT           *string  `json:"ownerIDGT,omitempty"`
+	OwnerIDGTE          *string  `json:"ownerIDGTE,omitempty"`
+	OwnerIDLT           *string  `json:"ownerIDLT,omitempty"`
+	OwnerIDLTE          *string  `json:"ownerIDLTE,omitempty"`
+	OwnerIDContains     *string  `json:"ownerIDContains,omitempty"`
+	OwnerIDHasPrefix    *string  `json:"ownerIDHasPrefix,omitempty"`
+	OwnerIDHasSuffix    *string  `json:"ownerIDHasSuffix,omitempty"`
+	OwnerIDEqualFold    *string  `json:"ownerIDEqualFold,omitempty"`
+	OwnerIDContainsFold *string  `json:"ownerIDContainsFold,omitempty"`
+
+	// "stopped_at" field predicates.
+	StoppedAt       *time.Time  `json:"stoppedAt,omitempty"`
+	StoppedAtNEQ    *time.Time  `json:"stoppedAtNEQ,omitempty"`
+	StoppedAtIn     []time.Time `json:"stoppedAtIn,omitempty"`
+	StoppedAtNotIn  []time.Time `json:"stoppedAtNotIn,omitempty"`
+	StoppedAtGT     *time.Time  `json:"stoppedAtGT,omitempty"`
+	StoppedAtGTE    *time.Time  `json:"stoppedAtGTE,omitempty"`
+	StoppedAtLT     *time.Time  `json:"stoppedAtLT,omitempty"`
+	StoppedAtLTE    *time.Time  `json:"stoppedAtLTE,omitempty"`
+	StoppedAtIsNil  bool        `json:"stoppedAtIsNil,omitempty"`
+	StoppedAtNotNil bool        `json:"stoppedAtNotNil,omitempty"`
+
+	// "stop_reason" field predicates.
+	StopReason             *string  `json:"stopReason,omitempty"`
+	StopReasonNEQ          *string  `json:"stopReasonNEQ,omitempty"`
+	StopReasonIn           []string `json:"stopReasonIn,omitempty"`
+	StopReasonNotIn        []string `json:"stopReasonNotIn,omitempty"`
+	StopReasonGT           *string  `json:"stopReasonGT,omitempty"`
+	StopReasonGTE          *string  `json:"stopReasonGTE,omitempty"`
+	StopReasonLT           *string  `json:"stopReasonLT,omitempty"`
+	StopReasonLTE          *string  `json:"stopReasonLTE,omitempty"`
+	StopReasonContains     *string  `json:"stopReasonContains,omitempty"`
+	StopReasonHasPrefix    *string  `json:"stopReasonHasPrefix,omitempty"`
+	StopReasonHasSuffix    *string  `json:"stopReasonHasSuffix,omitempty"`
+	StopReasonEqualFold    *string  `json:"stopReasonEqualFold,omitempty"`
+	StopReasonContainsFold *string  `json:"stopReasonContainsFold,omitempty"`
+
+	// "owner" edge predicates.
+	HasOwner     *bool             `json:"hasOwner,omitempty"`
+	HasOwnerWith []*UserWhereInput `json:"hasOwnerWith,omitempty"`
+
+	// "functions" edge predicates.
+	HasFunctions     *bool                 `json:"hasFunctions,omitempty"`
+	HasFunctionsWith []*FunctionWhereInput `json:"hasFunctionsWith,omitempty"`
+}
+
+// AddPredicates adds custom predicates to the where input to be used during the filtering phase.
+func (i *AppWhereInput) AddPredicates(predicates ...predicate.App) {
+	i.Predicates = append(i.Predicates, predicates...)
+}
+
+// Filter applies the AppWhereInput filter on the AppQuery builder.
+func (i *AppWhereInput) Filter(q *AppQuery) (*AppQuery, error) {
+	if i == nil {
+		return q, nil
+	}
+	p, err := i.P()
+	if err != nil {
+		if err == ErrEmptyAppWhereInput {
+			return q, nil
+		}
+		return nil, err
+	}
+	return q.Where(p), nil
+}
+
+// ErrEmptyAppWhereInput is returned in case the AppWhereInput is empty.
+var ErrEmptyAppWhereInput = errors.New("ent: empty predicate AppWhereInput")
+
+// P returns a predicate for filtering apps.
+// An error is returned if the input is empty or invalid.
+func (i *AppWhereInput) P() (predicate.App, error) {
+	var predicates []predicate.App
+	if i.Not != nil {
+		p, err := i.Not.P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'not'", err)
+		}
+		predicates = append(predicates, app.Not(p))
+	}
+	switch n := len(i.Or); {
+	case n == 1:
+		p, err := i.Or[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'or'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		or := make([]predicate.App, 0, n)
+		for _, w := range i.Or {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'or'", err)
+			}
+			or = append(or, p)
+		}
+		predicates = append(predicates, app.Or(or...))
+	}
+	switch n := len(i.And); {
+	case n == 1:
+		p, err := i.And[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'and'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		and := make([]predicate.App, 0, n)
+		for _, w := range i.And {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'and'", err)
+			}
+			and = append(and, p)
+		}
+		predicates = append(predicates, app.And(and...))
+	}
+	predicates = append(predicates, i.Predicates...)
+	if i.ID != nil {
+		predicates = append(predicates, app.IDEQ(*i.ID))
+	}
+	if i.IDNEQ != nil {
+		predicates = append(predicates, app.IDNEQ(*i.IDNEQ))
+	}
+	if len(i.IDIn) > 0 {
+		predicates = append(predicates, app.IDIn(i.IDIn...))
+	}
+	if len(i.IDNotIn) > 0 {
+		predicates = append(predicates, app.IDNotIn(i.IDNotIn...))
+	}
+	if i.IDGT != nil {
+		predicates = append(predicates, app.IDGT(*i.IDGT))
+	}
+	if i.IDGTE != nil {
+		predicates = append(predicates, app.IDGTE(*i.IDGTE))
+	}
+	if i.IDLT != nil {
+		predicates = append(predicates, app.IDLT(*i.IDLT))
+	}
+	if i.IDLTE != nil {
+		predicates = append(predicates, app.IDLTE(*i.IDLTE))
+	}
+	if i.IDEqualFold != nil {
+		predicates = append(predicates, app.IDEqualFold(*i.IDEqualFold))
+	}
+	if i.IDContainsFold != nil {
+		predicates = append(predicates, app.IDContainsFold(*i.IDContainsFold))
+	}
+	if i.CreatedAt != nil {
+		predicates = append(predicates, app.CreatedAtEQ(*i.CreatedAt))
+	}
+	if i.CreatedAtNEQ != nil {
+		predicates = append(predicates, app.CreatedAtNEQ(*i.CreatedAtNEQ))
+	}
+	if len(i.CreatedAtIn) > 0 {
+		predicates = append(predicates, app.CreatedAtIn(i.CreatedAtIn...))
+	}
+	if len(i.CreatedAtNotIn) > 0 {
+		predicates = append(predicates, app.CreatedAtNotIn(i.CreatedAtNotIn...))
+	}
+	if i.CreatedAtGT != nil {
+		predicates = append(predicates, app.CreatedAtGT(*i.CreatedAtGT))
+	}
+	if i.CreatedAtGTE != nil {
+		predicates = append(predicates, app.CreatedAtGTE(*i.CreatedAtGTE))
+	}
+	if i.CreatedAtLT != nil {
+		predicates = append(predicates, app.CreatedAtLT(*i.CreatedAtLT))
+	}
+	if i.CreatedAtLTE != nil {
+		predicates = append(predicates, app.CreatedAtLTE(*i.CreatedAtLTE))
+	}
+	if i.Name != nil {
+		predicates = append(predicates, app.NameEQ(*i.Name))
+	}
+	if i.NameNEQ != nil {
+		predicates = append(predicates, app.NameNEQ(*i.NameNEQ))
+	}
+	if len(i.NameIn) > 0 {
+		predicates = append(predicates, app.NameIn(i.NameIn...))
+	}
+	if len(i.NameNotIn) > 0 {
+		predicates = append(predicates, app.NameNotIn(i.NameNotIn...))
+	}
+	if i.NameGT != nil {
+		predicates = append(predicates, app.NameGT(*i.NameGT))
+	}
+	if i.NameGTE != nil {
+		predicates = append(predicates, app.NameGTE(*i.NameGTE))
+	}
+	if i.NameLT != nil {
+		predicates = append(predicates, app.NameLT(*i.NameLT))
+	}
+	if i.NameLTE != nil {
+		predicates = append(predicates, app.NameLTE(*i.NameLTE))
+	}
+	if i.NameContains != nil {
+		predicates = append(predicates, app.NameContains(*i.NameContains))
+	}
+	if i.NameHasPrefix != nil {
+		predicates = append(predicates, app.NameHasPrefix(*i.NameHasPrefix))
+	}
+	if i.NameHasSuffix != nil {
+		predicates = append(predicates, app.NameHasSuffix(*i.NameHasSuffix))
+	}
+	if i.NameEqualFold != nil {
+		predicates = append(predicates, app.NameEqualFold(*i.NameEqualFold))
+	}
+	if i.NameContainsFold != nil {
+		predicates = append(predicates, app.NameContainsFold(*i.NameContainsFold))
+	}
+	if i.State != nil {
+		predicates = append(predicates, app.StateEQ(*i.State))
+	}
+	if i.StateNEQ != nil {
+		predicates = append(predicates, app.StateNEQ(*i.StateNEQ))
+	}
+	if len(i.StateIn) > 0 {
+		predicates = append(predicates, app.StateIn(i.StateIn...))
+	}
+	if len(i.StateNotIn) > 0 {
+		predicates = append(predicates, app.StateNotIn(i.StateNotIn...))
+	}
+	if i.Ephemeral != nil {
+		predicates = append(predicates, app.EphemeralEQ(*i.Ephemeral))
+	}
+	if i.EphemeralNEQ != nil {
+		predicates = append(predicates, app.EphemeralNEQ(*i.EphemeralNEQ))
+	}
+	if i.CodeHash != nil {
+		predicates = append(predicates, app.CodeHashEQ(*i.CodeHash))
+	}
+	if i.CodeHashNEQ != nil {
+		predicates = append(predicates, app.CodeHashNEQ(*i.CodeHashNEQ))
+	}
+	if len(i.CodeHashIn) > 0 {
+		predicates = append(predicates, app.CodeHashIn(i.CodeHashIn...))
+	}
+	if len(i.CodeHashNotIn) > 0 {
+		predicates = append(predicates, app.CodeHashNotIn(i.CodeHashNotIn...))
+	}
+	if i.CodeHashGT != nil {
+		predicates = append(predicates, app.CodeHashGT(*i.CodeHashGT))
+	}
+	if i.CodeHashGTE != nil {
+		predicates = append(predicates, app.CodeHashGTE(*i.CodeHashGTE))
+	}
+	if i.CodeHashLT != nil {
+		predicates = append(predicates, app.CodeHashLT(*i.CodeHashLT))
+	}
+	if i.CodeHashLTE != nil {
+		predicates = append(predicates, app.CodeHashLTE(*i.CodeHashLTE))
+	}
+	if i.CodeHashContains != nil {
+		predicates = append(predicates, app.CodeHashContains(*i.CodeHashContains))
+	}
+	if i.CodeHashHasPrefix != nil {
+		predicates = append(predicates, app.CodeHashHasPrefix(*i.CodeHashHasPrefix))
+	}
+	if i.CodeHashHasSuffix != nil {
+		predicates = append(predicates, app.CodeHashHasSuffix(*i.CodeHashHasSuffix))
+	}
+	if i.CodeHashEqualFold != nil {
+		predicates = append(predicates, app.CodeHashEqualFold(*i.CodeHashEqualFold))
+	}
+	if i.CodeHashContainsFold != nil {
+		predicates = append(predicates, app.CodeHashContainsFold(*i.CodeHashContainsFold))
+	}
+	if i.OwnerID != nil {
+		predicates = append(predicates, app.OwnerIDEQ(*i.OwnerID))
+	}
+	if i.OwnerIDNEQ != nil {
+		predicates = append(predicates, app.OwnerIDNEQ(*i.OwnerIDNEQ))
+	}
+	if len(i.OwnerIDIn) > 0 {
+		predicates = append(predicates, app.OwnerIDIn(i.OwnerIDIn...))
+	}
+	if len(i.OwnerIDNotIn) > 0 {
+		predicates = append(predicates, app.OwnerIDNotIn(i.OwnerIDNotIn...))
+	}
+	if i.OwnerIDGT != nil {
+		predicates = append(predicates, app.OwnerIDGT(*i.OwnerIDGT))
+	}
+	if i.OwnerIDGTE != nil {
+		predicates = append(predicates, app.OwnerIDGTE(*i.OwnerIDGTE))
+	}
+	if i.OwnerIDLT != nil {
+		predicates = append(predicates, app.OwnerIDLT(*i.OwnerIDLT))
+	}
+	if i.OwnerIDLTE != nil {
+		predicates = append(predicates, app.OwnerIDLTE(*i.OwnerIDLTE))
+	}
+	if i.OwnerIDContains != nil {
+		predicates = append(predicates, app.OwnerIDContains(*i.OwnerIDContains))
+	}
+	if i.OwnerIDHasPrefix != nil {
+		predicates = append(predicates, app.OwnerIDHasPrefix(*i.OwnerIDHasPrefix))
+	}
+	if i.OwnerIDHasSuffix != nil {
+		predicates = append(predicates, app.OwnerIDHasSuffix(*i.OwnerIDHasSuffix))
+	}
+	if i.OwnerIDEqualFold != nil {
+		predicates = append(predicates, app.OwnerIDEqualFold(*i.OwnerIDEqualFold))
+	}
+	if i.OwnerIDContainsFold != nil {
+		predicates = append(predicates, app.OwnerIDContainsFold(*i.OwnerIDContainsFold))
+	}
+	if i.StoppedAt != nil {
+		predicates = append(predicates, app.StoppedAtEQ(*i.StoppedAt))
+	}
+	if i.StoppedAtNEQ != nil {
+		predicates = append(predicates, app.StoppedAtNEQ(*i.StoppedAtNEQ))
+	}
+	if len(i.StoppedAtIn) > 0 {
+		predicates = append(predicates, app.StoppedAtIn(i.StoppedAtIn...))
+	}
+	if len(i.StoppedAtNotIn) > 0 {
+		predicates = append(predicates, app.StoppedAtNotIn(i.StoppedAtNotIn...))
+	}
+	if i.StoppedAtGT != nil {
+		predicates = append(predicates, app.StoppedAtGT(*i.StoppedAtGT))
+	}
+	if i.StoppedAtGTE != nil {
+		predicates = append(predicates, app.StoppedAtGTE(*i.StoppedAtGTE))
+	}
+	if i.StoppedAtLT != nil {
+		predicates = append(predicates, app.StoppedAtLT(*i.StoppedAtLT))
+	}
+	if i.StoppedAtLTE != nil {
+		predicates = append(predicates, app.StoppedAtLTE(*i.StoppedAtLTE))
+	}
+	if i.StoppedAtIsNil {
+		predicates = append(predicates, app.StoppedAtIsNil())
+	}
+	if i.StoppedAtNotNil {
+		predicates = append(predicates, app.StoppedAtNotNil())
+	}
+	if i.StopReason != nil {
+		predicates = append(predicates, app.StopReasonEQ(*i.StopReason))
+	}
+	if i.StopReasonNEQ != nil {
+		predicates = append(predicates, app.StopReasonNEQ(*i.StopReasonNEQ))
+	}
+	if len(i.StopReasonIn) > 0 {
+		predicates = append(predicates, app.StopReasonIn(i.StopReasonIn...))
+	}
+	if len(i.StopReasonNotIn) > 0 {
+		predicates = append(predicates, app.StopReasonNotIn(i.StopReasonNotIn...))
+	}
+	if i.StopReasonGT != nil {
+		predicates = append(predicates, app.StopReasonGT(*i.StopReasonGT))
+	}
+	if i.StopReasonGTE != nil {
+		predicates = append(predicates, app.StopReasonGTE(*i.StopReasonGTE))
+	}
+	if i.StopReasonLT != nil {
+		predicates = append(predicates, app.StopReasonLT(*i.StopReasonLT))
+	}
+	if i.StopReasonLTE != nil {
+		predicates = append(predicates, app.StopReasonLTE(*i.StopReasonLTE))
+	}
+	if i.StopReasonContains != nil {
+		predicates = append(predicates, app.StopReasonContains(*i.StopReasonContains))
+	}
+	if i.StopReasonHasPrefix != nil {
+		predicates = append(predicates, app.StopReasonHasPrefix(*i.StopReasonHasPrefix))
+	}
+	if i.StopReasonHasSuffix != nil {
+		predicates = append(predicates, app.StopReasonHasSuffix(*i.StopReasonHasSuffix))
+	}
+	if i.StopReasonEqualFold != nil {
+		predicates = append(predicates, app.StopReasonEqualFold(*i.StopReasonEqualFold))
+	}
+	if i.StopReasonContainsFold != nil {
+		predicates = append(predicates, app.StopReasonContainsFold(*i.StopReasonContainsFold))
+	}
+
+	if i.HasOwner != nil {
+		p := app.HasOwner()
+		if !*i.HasOwner {
+			p = app.Not(p)
+		}
+		predicates = append(predicates, p)
+	}
+	if len(i.HasOwnerWith) > 0 {
+		with := make([]predicate.User, 0, len(i.HasOwnerWith))
+		for _, w := range i.HasOwnerWith {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'HasOwnerWith'", err)
+			}
+			with = append(with, p)
+		}
+		predicates = append(predicates, app.HasOwnerWith(with...))
+	}
+	if i.HasFunctions != nil {
+		p := app.HasFunctions()
+		if !*i.HasFunctions {
+			p = app.Not(p)
+		}
+		predicates = append(predicates, p)
+	}
+	if len(i.HasFunctionsWith) > 0 {
+		with := make([]predicate.Function, 0, len(i.HasFunctionsWith))
+		for _, w := range i.HasFunctionsWith {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'HasFunctionsWith'", err)
+			}
+			with = append(with, p)
+		}
+		predicates = append(predicates, app.HasFunctionsWith(with...))
+	}
+	switch len(predicates) {
+	case 0:
+		return nil, ErrEmptyAppWhereInput
+	case 1:
+		return predicates[0], nil
+	default:
+		return app.And(predicates...), nil
 	}
 }
 
@@ -2024,6 +2525,752 @@ func (i *ChargeWhereInput) P() (predicate.Charge, error) {
 	}
 }
 
+// ContainerWhereInput represents a where input for filtering Container queries.
+type ContainerWhereInput struct {
+	Predicates []predicate.Container  `json:"-"`
+	Not        *ContainerWhereInput   `json:"not,omitempty"`
+	Or         []*ContainerWhereInput `json:"or,omitempty"`
+	And        []*ContainerWhereInput `json:"and,omitempty"`
+
+	// "id" field predicates.
+	ID             *string  `json:"id,omitempty"`
+	IDNEQ          *string  `json:"idNEQ,omitempty"`
+	IDIn           []string `json:"idIn,omitempty"`
+	IDNotIn        []string `json:"idNotIn,omitempty"`
+	IDGT           *string  `json:"idGT,omitempty"`
+	IDGTE          *string  `json:"idGTE,omitempty"`
+	IDLT           *string  `json:"idLT,omitempty"`
+	IDLTE          *string  `json:"idLTE,omitempty"`
+	IDEqualFold    *string  `json:"idEqualFold,omitempty"`
+	IDContainsFold *string  `json:"idContainsFold,omitempty"`
+
+	// "created_at" field predicates.
+	CreatedAt      *time.Time  `json:"createdAt,omitempty"`
+	CreatedAtNEQ   *time.Time  `json:"createdAtNEQ,omitempty"`
+	CreatedAtIn    []time.Time `json:"createdAtIn,omitempty"`
+	CreatedAtNotIn []time.Time `json:"createdAtNotIn,omitempty"`
+	CreatedAtGT    *time.Time  `json:"createdAtGT,omitempty"`
+	CreatedAtGTE   *time.Time  `json:"createdAtGTE,omitempty"`
+	CreatedAtLT    *time.Time  `json:"createdAtLT,omitempty"`
+	CreatedAtLTE   *time.Time  `json:"createdAtLTE,omitempty"`
+
+	// "function_id" field predicates.
+	FunctionID             *string  `json:"functionID,omitempty"`
+	FunctionIDNEQ          *string  `json:"functionIDNEQ,omitempty"`
+	FunctionIDIn           []string `json:"functionIDIn,omitempty"`
+	FunctionIDNotIn        []string `json:"functionIDNotIn,omitempty"`
+	FunctionIDGT           *string  `json:"functionIDGT,omitempty"`
+	FunctionIDGTE          *string  `json:"functionIDGTE,omitempty"`
+	FunctionIDLT           *string  `json:"functionIDLT,omitempty"`
+	FunctionIDLTE          *string  `json:"functionIDLTE,omitempty"`
+	FunctionIDContains     *string  `json:"functionIDContains,omitempty"`
+	FunctionIDHasPrefix    *string  `json:"functionIDHasPrefix,omitempty"`
+	FunctionIDHasSuffix    *string  `json:"functionIDHasSuffix,omitempty"`
+	FunctionIDEqualFold    *string  `json:"functionIDEqualFold,omitempty"`
+	FunctionIDContainsFold *string  `json:"functionIDContainsFold,omitempty"`
+
+	// "owner_id" field predicates.
+	OwnerID             *string  `json:"ownerID,omitempty"`
+	OwnerIDNEQ          *string  `json:"ownerIDNEQ,omitempty"`
+	OwnerIDIn           []string `json:"ownerIDIn,omitempty"`
+	OwnerIDNotIn        []string `json:"ownerIDNotIn,omitempty"`
+	OwnerIDGT           *string  `json:"ownerIDGT,omitempty"`
+	OwnerIDGTE          *string  `json:"ownerIDGTE,omitempty"`
+	OwnerIDLT           *string  `json:"ownerIDLT,omitempty"`
+	OwnerIDLTE          *string  `json:"ownerIDLTE,omitempty"`
+	OwnerIDContains     *string  `json:"ownerIDContains,omitempty"`
+	OwnerIDHasPrefix    *string  `json:"ownerIDHasPrefix,omitempty"`
+	OwnerIDHasSuffix    *string  `json:"ownerIDHasSuffix,omitempty"`
+	OwnerIDEqualFold    *string  `json:"ownerIDEqualFold,omitempty"`
+	OwnerIDContainsFold *string  `json:"ownerIDContainsFold,omitempty"`
+
+	// "job_id" field predicates.
+	JobID             *string  `json:"jobID,omitempty"`
+	JobIDNEQ          *string  `json:"jobIDNEQ,omitempty"`
+	JobIDIn           []string `json:"jobIDIn,omitempty"`
+	JobIDNotIn        []string `json:"jobIDNotIn,omitempty"`
+	JobIDGT           *string  `json:"jobIDGT,omitempty"`
+	JobIDGTE          *string  `json:"jobIDGTE,omitempty"`
+	JobIDLT           *string  `json:"jobIDLT,omitempty"`
+	JobIDLTE          *string  `json:"jobIDLTE,omitempty"`
+	JobIDContains     *string  `json:"jobIDContains,omitempty"`
+	JobIDHasPrefix    *string  `json:"jobIDHasPrefix,omitempty"`
+	JobIDHasSuffix    *string  `json:"jobIDHasSuffix,omitempty"`
+	JobIDIsNil        bool     `json:"jobIDIsNil,omitempty"`
+	JobIDNotNil       bool     `json:"jobIDNotNil,omitempty"`
+	JobIDEqualFold    *string  `json:"jobIDEqualFold,omitempty"`
+	JobIDContainsFold *string  `json:"jobIDContainsFold,omitempty"`
+
+	// "state" field predicates.
+	State      *container.State  `json:"state,omitempty"`
+	StateNEQ   *container.State  `json:"stateNEQ,omitempty"`
+	StateIn    []container.State `json:"stateIn,omitempty"`
+	StateNotIn []container.State `json:"stateNotIn,omitempty"`
+
+	// "stop_reason" field predicates.
+	StopReason             *string  `json:"stopReason,omitempty"`
+	StopReasonNEQ          *string  `json:"stopReasonNEQ,omitempty"`
+	StopReasonIn           []string `json:"stopReasonIn,omitempty"`
+	StopReasonNotIn        []string `json:"stopReasonNotIn,omitempty"`
+	StopReasonGT           *string  `json:"stopReasonGT,omitempty"`
+	StopReasonGTE          *string  `json:"stopReasonGTE,omitempty"`
+	StopReasonLT           *string  `json:"stopReasonLT,omitempty"`
+	StopReasonLTE          *string  `json:"stopReasonLTE,omitempty"`
+	StopReasonContains     *string  `json:"stopReasonContains,omitempty"`
+	StopReasonHasPrefix    *string  `json:"stopReasonHasPrefix,omitempty"`
+	StopReasonHasSuffix    *string  `json:"stopReasonHasSuffix,omitempty"`
+	StopReasonEqualFold    *string  `json:"stopReasonEqualFold,omitempty"`
+	StopReasonContainsFold *string  `json:"stopReasonContainsFold,omitempty"`
+
+	// "scheduled_at" field predicates.
+	ScheduledAt       *time.Time  `json:"scheduledAt,omitempty"`
+	ScheduledAtNEQ    *time.Time  `json:"scheduledAtNEQ,omitempty"`
+	ScheduledAtIn     []time.Time `json:"scheduledAtIn,omitempty"`
+	ScheduledAtNotIn  []time.Time `json:"scheduledAtNotIn,omitempty"`
+	ScheduledAtGT     *time.Time  `json:"scheduledAtGT,omitempty"`
+	ScheduledAtGTE    *time.Time  `json:"scheduledAtGTE,omitempty"`
+	ScheduledAtLT     *time.Time  `json:"scheduledAtLT,omitempty"`
+	ScheduledAtLTE    *time.Time  `json:"scheduledAtLTE,omitempty"`
+	ScheduledAtIsNil  bool        `json:"scheduledAtIsNil,omitempty"`
+	ScheduledAtNotNil bool        `json:"scheduledAtNotNil,omitempty"`
+
+	// "image_ready_at" field predicates.
+	ImageReadyAt       *time.Time  `json:"imageReadyAt,omitempty"`
+	ImageReadyAtNEQ    *time.Time  `json:"imageReadyAtNEQ,omitempty"`
+	ImageReadyAtIn     []time.Time `json:"imageReadyAtIn,omitempty"`
+	ImageReadyAtNotIn  []time.Time `json:"imageReadyAtNotIn,omitempty"`
+	ImageReadyAtGT     *time.Time  `json:"imageReadyAtGT,omitempty"`
+	ImageReadyAtGTE    *time.Time  `json:"imageReadyAtGTE,omitempty"`
+	ImageReadyAtLT     *time.Time  `json:"imageReadyAtLT,omitempty"`
+	ImageReadyAtLTE    *time.Time  `json:"imageReadyAtLTE,omitempty"`
+	ImageReadyAtIsNil  bool        `json:"imageReadyAtIsNil,omitempty"`
+	ImageReadyAtNotNil bool        `json:"imageReadyAtNotNil,omitempty"`
+
+	// "code_fetched_at" field predicates.
+	CodeFetchedAt       *time.Time  `json:"codeFetchedAt,omitempty"`
+	CodeFetchedAtNEQ    *time.Time  `json:"codeFetchedAtNEQ,omitempty"`
+	CodeFetchedAtIn     []time.Time `json:"codeFetchedAtIn,omitempty"`
+	CodeFetchedAtNotIn  []time.Time `json:"codeFetchedAtNotIn,omitempty"`
+	CodeFetchedAtGT     *time.Time  `json:"codeFetchedAtGT,omitempty"`
+	CodeFetchedAtGTE    *time.Time  `json:"codeFetchedAtGTE,omitempty"`
+	CodeFetchedAtLT     *time.Time  `json:"codeFetchedAtLT,omitempty"`
+	CodeFetchedAtLTE    *time.Time  `json:"codeFetchedAtLTE,omitempty"`
+	CodeFetchedAtIsNil  bool        `json:"codeFetchedAtIsNil,omitempty"`
+	CodeFetchedAtNotNil bool        `json:"codeFetchedAtNotNil,omitempty"`
+
+	// "process_started_at" field predicates.
+	ProcessStartedAt       *time.Time  `json:"processStartedAt,omitempty"`
+	ProcessStartedAtNEQ    *time.Time  `json:"processStartedAtNEQ,omitempty"`
+	ProcessStartedAtIn     []time.Time `json:"processStartedAtIn,omitempty"`
+	ProcessStartedAtNotIn  []time.Time `json:"processStartedAtNotIn,omitempty"`
+	ProcessStartedAtGT     *time.Time  `json:"processStartedAtGT,omitempty"`
+	ProcessStartedAtGTE    *time.Time  `json:"processStartedAtGTE,omitempty"`
+	ProcessStartedAtLT     *time.Time  `json:"processStartedAtLT,omitempty"`
+	ProcessStartedAtLTE    *time.Time  `json:"processStartedAtLTE,omitempty"`
+	ProcessStartedAtIsNil  bool        `json:"processStartedAtIsNil,omitempty"`
+	ProcessStartedAtNotNil bool        `json:"processStartedAtNotNil,omitempty"`
+
+	// "imported_at" field predicates.
+	ImportedAt       *time.Time  `json:"importedAt,omitempty"`
+	ImportedAtNEQ    *time.Time  `json:"importedAtNEQ,omitempty"`
+	ImportedAtIn     []time.Time `json:"importedAtIn,omitempty"`
+	ImportedAtNotIn  []time.Time `json:"importedAtNotIn,omitempty"`
+	ImportedAtGT     *time.Time  `json:"importedAtGT,omitempty"`
+	ImportedAtGTE    *time.Time  `json:"importedAtGTE,omitempty"`
+	ImportedAtLT     *time.Time  `json:"importedAtLT,omitempty"`
+	ImportedAtLTE    *time.Time  `json:"importedAtLTE,omitempty"`
+	ImportedAtIsNil  bool        `json:"importedAtIsNil,omitempty"`
+	ImportedAtNotNil bool        `json:"importedAtNotNil,omitempty"`
+
+	// "last_task_at" field predicates.
+	LastTaskAt       *time.Time  `json:"lastTaskAt,omitempty"`
+	LastTaskAtNEQ    *time.Time  `json:"lastTaskAtNEQ,omitempty"`
+	LastTaskAtIn     []time.Time `json:"lastTaskAtIn,omitempty"`
+	LastTaskAtNotIn  []time.Time `json:"lastTaskAtNotIn,omitempty"`
+	LastTaskAtGT     *time.Time  `json:"lastTaskAtGT,omitempty"`
+	LastTaskAtGTE    *time.Time  `json:"lastTaskAtGTE,omitempty"`
+	LastTaskAtLT     *time.Time  `json:"lastTaskAtLT,omitempty"`
+	LastTaskAtLTE    *time.Time  `json:"lastTaskAtLTE,omitempty"`
+	LastTaskAtIsNil  bool        `json:"lastTaskAtIsNil,omitempty"`
+	LastTaskAtNotNil bool        `json:"lastTaskAtNotNil,omitempty"`
+
+	// "stopped_at" field predicates.
+	StoppedAt       *time.Time  `json:"stoppedAt,omitempty"`
+	StoppedAtNEQ    *time.Time  `json:"stoppedAtNEQ,omitempty"`
+	StoppedAtIn     []time.Time `json:"stoppedAtIn,omitempty"`
+	StoppedAtNotIn  []time.Time `json:"stoppedAtNotIn,omitempty"`
+	StoppedAtGT     *time.Time  `json:"stoppedAtGT,omitempty"`
+	StoppedAtGTE    *time.Time  `json:"stoppedAtGTE,omitempty"`
+	StoppedAtLT     *time.Time  `json:"stoppedAtLT,omitempty"`
+	StoppedAtLTE    *time.Time  `json:"stoppedAtLTE,omitempty"`
+	StoppedAtIsNil  bool        `json:"stoppedAtIsNil,omitempty"`
+	StoppedAtNotNil bool        `json:"stoppedAtNotNil,omitempty"`
+
+	// "function" edge predicates.
+	HasFunction     *bool                 `json:"hasFunction,omitempty"`
+	HasFunctionWith []*FunctionWhereInput `json:"hasFunctionWith,omitempty"`
+
+	// "job" edge predicates.
+	HasJob     *bool            `json:"hasJob,omitempty"`
+	HasJobWith []*JobWhereInput `json:"hasJobWith,omitempty"`
+}
+
+// AddPredicates adds custom predicates to the where input to be used during the filtering phase.
+func (i *ContainerWhereInput) AddPredicates(predicates ...predicate.Container) {
+	i.Predicates = append(i.Predicates, predicates...)
+}
+
+// Filter applies the ContainerWhereInput filter on the ContainerQuery builder.
+func (i *ContainerWhereInput) Filter(q *ContainerQuery) (*ContainerQuery, error) {
+	if i == nil {
+		return q, nil
+	}
+	p, err := i.P()
+	if err != nil {
+		if err == ErrEmptyContainerWhereInput {
+			return q, nil
+		}
+		return nil, err
+	}
+	return q.Where(p), nil
+}
+
+// ErrEmptyContainerWhereInput is returned in case the ContainerWhereInput is empty.
+var ErrEmptyContainerWhereInput = errors.New("ent: empty predicate ContainerWhereInput")
+
+// P returns a predicate for filtering containers.
+// An error is returned if the input is empty or invalid.
+func (i *ContainerWhereInput) P() (predicate.Container, error) {
+	var predicates []predicate.Container
+	if i.Not != nil {
+		p, err := i.Not.P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'not'", err)
+		}
+		predicates = append(predicates, container.Not(p))
+	}
+	switch n := len(i.Or); {
+	case n == 1:
+		p, err := i.Or[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'or'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		or := make([]predicate.Container, 0, n)
+		for _, w := range i.Or {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'or'", err)
+			}
+			or = append(or, p)
+		}
+		predicates = append(predicates, container.Or(or...))
+	}
+	switch n := len(i.And); {
+	case n == 1:
+		p, err := i.And[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'and'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		and := make([]predicate.Container, 0, n)
+		for _, w := range i.And {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'and'", err)
+			}
+			and = append(and, p)
+		}
+		predicates = append(predicates, container.And(and...))
+	}
+	predicates = append(predicates, i.Predicates...)
+	if i.ID != nil {
+		predicates = append(predicates, container.IDEQ(*i.ID))
+	}
+	if i.IDNEQ != nil {
+		predicates = append(predicates, container.IDNEQ(*i.IDNEQ))
+	}
+	if len(i.IDIn) > 0 {
+		predicates = append(predicates, container.IDIn(i.IDIn...))
+	}
+	if len(i.IDNotIn) > 0 {
+		predicates = append(predicates, container.IDNotIn(i.IDNotIn...))
+	}
+	if i.IDGT != nil {
+		predicates = append(predicates, container.IDGT(*i.IDGT))
+	}
+	if i.IDGTE != nil {
+		predicates = append(predicates, container.IDGTE(*i.IDGTE))
+	}
+	if i.IDLT != nil {
+		predicates = append(predicates, container.IDLT(*i.IDLT))
+	}
+	if i.IDLTE != nil {
+		predicates = append(predicates, container.IDLTE(*i.IDLTE))
+	}
+	if i.IDEqualFold != nil {
+		predicates = append(predicates, container.IDEqualFold(*i.IDEqualFold))
+	}
+	if i.IDContainsFold != nil {
+		predicates = append(predicates, container.IDContainsFold(*i.IDContainsFold))
+	}
+	if i.CreatedAt != nil {
+		predicates = append(predicates, container.CreatedAtEQ(*i.CreatedAt))
+	}
+	if i.CreatedAtNEQ != nil {
+		predicates = append(predicates, container.CreatedAtNEQ(*i.CreatedAtNEQ))
+	}
+	if len(i.CreatedAtIn) > 0 {
+		predicates = append(predicates, container.CreatedAtIn(i.CreatedAtIn...))
+	}
+	if len(i.CreatedAtNotIn) > 0 {
+		predicates = append(predicates, container.CreatedAtNotIn(i.CreatedAtNotIn...))
+	}
+	if i.CreatedAtGT != nil {
+		predicates = append(predicates, container.CreatedAtGT(*i.CreatedAtGT))
+	}
+	if i.CreatedAtGTE != nil {
+		predicates = append(predicates, container.CreatedAtGTE(*i.CreatedAtGTE))
+	}
+	if i.CreatedAtLT != nil {
+		predicates = append(predicates, container.CreatedAtLT(*i.CreatedAtLT))
+	}
+	if i.CreatedAtLTE != nil {
+		predicates = append(predicates, container.CreatedAtLTE(*i.CreatedAtLTE))
+	}
+	if i.FunctionID != nil {
+		predicates = append(predicates, container.FunctionIDEQ(*i.FunctionID))
+	}
+	if i.FunctionIDNEQ != nil {
+		predicates = append(predicates, container.FunctionIDNEQ(*i.FunctionIDNEQ))
+	}
+	if len(i.FunctionIDIn) > 0 {
+		predicates = append(predicates, container.FunctionIDIn(i.FunctionIDIn...))
+	}
+	if len(i.FunctionIDNotIn) > 0 {
+		predicates = append(predicates, container.FunctionIDNotIn(i.FunctionIDNotIn...))
+	}
+	if i.FunctionIDGT != nil {
+		predicates = append(predicates, container.FunctionIDGT(*i.FunctionIDGT))
+	}
+	if i.FunctionIDGTE != nil {
+		predicates = append(predicates, container.FunctionIDGTE(*i.FunctionIDGTE))
+	}
+	if i.FunctionIDLT != nil {
+		predicates = append(predicates, container.FunctionIDLT(*i.FunctionIDLT))
+	}
+	if i.FunctionIDLTE != nil {
+		predicates = append(predicates, container.FunctionIDLTE(*i.FunctionIDLTE))
+	}
+	if i.FunctionIDContains != nil {
+		predicates = append(predicates, container.FunctionIDContains(*i.FunctionIDContains))
+	}
+	if i.FunctionIDHasPrefix != nil {
+		predicates = append(predicates, container.FunctionIDHasPrefix(*i.FunctionIDHasPrefix))
+	}
+	if i.FunctionIDHasSuffix != nil {
+		predicates = append(predicates, container.FunctionIDHasSuffix(*i.FunctionIDHasSuffix))
+	}
+	if i.FunctionIDEqualFold != nil {
+		predicates = append(predicates, container.FunctionIDEqualFold(*i.FunctionIDEqualFold))
+	}
+	if i.FunctionIDContainsFold != nil {
+		predicates = append(predicates, container.FunctionIDContainsFold(*i.FunctionIDContainsFold))
+	}
+	if i.OwnerID != nil {
+		predicates = append(predicates, container.OwnerIDEQ(*i.OwnerID))
+	}
+	if i.OwnerIDNEQ != nil {
+		predicates = append(predicates, container.OwnerIDNEQ(*i.OwnerIDNEQ))
+	}
+	if len(i.OwnerIDIn) > 0 {
+		predicates = append(predicates, container.OwnerIDIn(i.OwnerIDIn...))
+	}
+	if len(i.OwnerIDNotIn) > 0 {
+		predicates = append(predicates, container.OwnerIDNotIn(i.OwnerIDNotIn...))
+	}
+	if i.OwnerIDGT != nil {
+		predicates = append(predicates, container.OwnerIDGT(*i.OwnerIDGT))
+	}
+	if i.OwnerIDGTE != nil {
+		predicates = append(predicates, container.OwnerIDGTE(*i.OwnerIDGTE))
+	}
+	if i.OwnerIDLT != nil {
+		predicates = append(predicates, container.OwnerIDLT(*i.OwnerIDLT))
+	}
+	if i.OwnerIDLTE != nil {
+		predicates = append(predicates, container.OwnerIDLTE(*i.OwnerIDLTE))
+	}
+	if i.OwnerIDContains != nil {
+		predicates = append(predicates, container.OwnerIDContains(*i.OwnerIDContains))
+	}
+	if i.OwnerIDHasPrefix != nil {
+		predicates = append(predicates, container.OwnerIDHasPrefix(*i.OwnerIDHasPrefix))
+	}
+	if i.OwnerIDHasSuffix != nil {
+		predicates = append(predicates, container.OwnerIDHasSuffix(*i.OwnerIDHasSuffix))
+	}
+	if i.OwnerIDEqualFold != nil {
+		predicates = append(predicates, container.OwnerIDEqualFold(*i.OwnerIDEqualFold))
+	}
+	if i.OwnerIDContainsFold != nil {
+		predicates = append(predicates, container.OwnerIDContainsFold(*i.OwnerIDContainsFold))
+	}
+	if i.JobID != nil {
+		predicates = append(predicates, container.JobIDEQ(*i.JobID))
+	}
+	if i.JobIDNEQ != nil {
+		predicates = append(predicates, container.JobIDNEQ(*i.JobIDNEQ))
+	}
+	if len(i.JobIDIn) > 0 {
+		predicates = append(predicates, container.JobIDIn(i.JobIDIn...))
+	}
+	if len(i.JobIDNotIn) > 0 {
+		predicates = append(predicates, container.JobIDNotIn(i.JobIDNotIn...))
+	}
+	if i.JobIDGT != nil {
+		predicates = append(predicates, container.JobIDGT(*i.JobIDGT))
+	}
+	if i.JobIDGTE != nil {
+		predicates = append(predicates, container.JobIDGTE(*i.JobIDGTE))
+	}
+	if i.JobIDLT != nil {
+		predicates = append(predicates, container.JobIDLT(*i.JobIDLT))
+	}
+	if i.JobIDLTE != nil {
+		predicates = append(predicates, container.JobIDLTE(*i.JobIDLTE))
+	}
+	if i.JobIDContains != nil {
+		predicates = append(predicates, container.JobIDContains(*i.JobIDContains))
+	}
+	if i.JobIDHasPrefix != nil {
+		predicates = append(predicates, container.JobIDHasPrefix(*i.JobIDHasPrefix))
+	}
+	if i.JobIDHasSuffix != nil {
+		predicates = append(predicates, container.JobIDHasSuffix(*i.JobIDHasSuffix))
+	}
+	if i.JobIDIsNil {
+		predicates = append(predicates, container.JobIDIsNil())
+	}
+	if i.JobIDNotNil {
+		predicates = append(predicates, container.JobIDNotNil())
+	}
+	if i.JobIDEqualFold != nil {
+		predicates = append(predicates, container.JobIDEqualFold(*i.JobIDEqualFold))
+	}
+	if i.JobIDContainsFold != nil {
+		predicates = append(predicates, container.JobIDContainsFold(*i.JobIDContainsFold))
+	}
+	if i.State != nil {
+		predicates = append(predicates, container.StateEQ(*i.State))
+	}
+	if i.StateNEQ != nil {
+		predicates = append(predicates, container.StateNEQ(*i.StateNEQ))
+	}
+	if len(i.StateIn) > 0 {
+		predicates = append(predicates, container.StateIn(i.StateIn...))
+	}
+	if len(i.StateNotIn) > 0 {
+		predicates = append(predicates, container.StateNotIn(i.StateNotIn...))
+	}
+	if i.StopReason != nil {
+		predicates = append(predicates, container.StopReasonEQ(*i.StopReason))
+	}
+	if i.StopReasonNEQ != nil {
+		predicates = append(predicates, container.StopReasonNEQ(*i.StopReasonNEQ))
+	}
+	if len(i.StopReasonIn) > 0 {
+		predicates = append(predicates, container.StopReasonIn(i.StopReasonIn...))
+	}
+	if len(i.StopReasonNotIn) > 0 {
+		predicates = append(predicates, container.StopReasonNotIn(i.StopReasonNotIn...))
+	}
+	if i.StopReasonGT != nil {
+		predicates = append(predicates, container.StopReasonGT(*i.StopReasonGT))
+	}
+	if i.StopReasonGTE != nil {
+		predicates = append(predicates, container.StopReasonGTE(*i.StopReasonGTE))
+	}
+	if i.StopReasonLT != nil {
+		predicates = append(predicates, container.StopReasonLT(*i.StopReasonLT))
+	}
+	if i.StopReasonLTE != nil {
+		predicates = append(predicates, container.StopReasonLTE(*i.StopReasonLTE))
+	}
+	if i.StopReasonContains != nil {
+		predicates = append(predicates, container.StopReasonContains(*i.StopReasonContains))
+	}
+	if i.StopReasonHasPrefix != nil {
+		predicates = append(predicates, container.StopReasonHasPrefix(*i.StopReasonHasPrefix))
+	}
+	if i.StopReasonHasSuffix != nil {
+		predicates = append(predicates, container.StopReasonHasSuffix(*i.StopReasonHasSuffix))
+	}
+	if i.StopReasonEqualFold != nil {
+		predicates = append(predicates, container.StopReasonEqualFold(*i.StopReasonEqualFold))
+	}
+	if i.StopReasonContainsFold != nil {
+		predicates = append(predicates, container.StopReasonContainsFold(*i.StopReasonContainsFold))
+	}
+	if i.ScheduledAt != nil {
+		predicates = append(predicates, container.ScheduledAtEQ(*i.ScheduledAt))
+	}
+	if i.ScheduledAtNEQ != nil {
+		predicates = append(predicates, container.ScheduledAtNEQ(*i.ScheduledAtNEQ))
+	}
+	if len(i.ScheduledAtIn) > 0 {
+		predicates = append(predicates, container.ScheduledAtIn(i.ScheduledAtIn...))
+	}
+	if len(i.ScheduledAtNotIn) > 0 {
+		predicates = append(predicates, container.ScheduledAtNotIn(i.ScheduledAtNotIn...))
+	}
+	if i.ScheduledAtGT != nil {
+		predicates = append(predicates, container.ScheduledAtGT(*i.ScheduledAtGT))
+	}
+	if i.ScheduledAtGTE != nil {
+		predicates = append(predicates, container.ScheduledAtGTE(*i.ScheduledAtGTE))
+	}
+	if i.ScheduledAtLT != nil {
+		predicates = append(predicates, container.ScheduledAtLT(*i.ScheduledAtLT))
+	}
+	if i.ScheduledAtLTE != nil {
+		predicates = append(predicates, container.ScheduledAtLTE(*i.ScheduledAtLTE))
+	}
+	if i.ScheduledAtIsNil {
+		predicates = append(predicates, container.ScheduledAtIsNil())
+	}
+	if i.ScheduledAtNotNil {
+		predicates = append(predicates, container.ScheduledAtNotNil())
+	}
+	if i.ImageReadyAt != nil {
+		predicates = append(predicates, container.ImageReadyAtEQ(*i.ImageReadyAt))
+	}
+	if i.ImageReadyAtNEQ != nil {
+		predicates = append(predicates, container.ImageReadyAtNEQ(*i.ImageReadyAtNEQ))
+	}
+	if len(i.ImageReadyAtIn) > 0 {
+		predicates = append(predicates, container.ImageReadyAtIn(i.ImageReadyAtIn...))
+	}
+	if len(i.ImageReadyAtNotIn) > 0 {
+		predicates = append(predicates, container.ImageReadyAtNotIn(i.ImageReadyAtNotIn...))
+	}
+	if i.ImageReadyAtGT != nil {
+		predicates = append(predicates, container.ImageReadyAtGT(*i.ImageReadyAtGT))
+	}
+	if i.ImageReadyAtGTE != nil {
+		predicates = append(predicates, container.ImageReadyAtGTE(*i.ImageReadyAtGTE))
+	}
+	if i.ImageReadyAtLT != nil {
+		predicates = append(predicates, container.ImageReadyAtLT(*i.ImageReadyAtLT))
+	}
+	if i.ImageReadyAtLTE != nil {
+		predicates = append(predicates, container.ImageReadyAtLTE(*i.ImageReadyAtLTE))
+	}
+	if i.ImageReadyAtIsNil {
+		predicates = append(predicates, container.ImageReadyAtIsNil())
+	}
+	if i.ImageReadyAtNotNil {
+		predicates = append(predicates, container.ImageReadyAtNotNil())
+	}
+	if i.CodeFetchedAt != nil {
+		predicates = append(predicates, container.CodeFetchedAtEQ(*i.CodeFetchedAt))
+	}
+	if i.CodeFetchedAtNEQ != nil {
+		predicates = append(predicates, container.CodeFetchedAtNEQ(*i.CodeFetchedAtNEQ))
+	}
+	if len(i.CodeFetchedAtIn) > 0 {
+		predicates = append(predicates, container.CodeFetchedAtIn(i.CodeFetchedAtIn...))
+	}
+	if len(i.CodeFetchedAtNotIn) > 0 {
+		predicates = append(predicates, container.CodeFetchedAtNotIn(i.CodeFetchedAtNotIn...))
+	}
+	if i.CodeFetchedAtGT != nil {
+		predicates = append(predicates, container.CodeFetchedAtGT(*i.CodeFetchedAtGT))
+	}
+	if i.CodeFetchedAtGTE != nil {
+		predicates = append(predicates, container.CodeFetchedAtGTE(*i.CodeFetchedAtGTE))
+	}
+	if i.CodeFetchedAtLT != nil {
+		predicates = append(predicates, container.CodeFetchedAtLT(*i.CodeFetchedAtLT))
+	}
+	if i.CodeFetchedAtLTE != nil {
+		predicates = append(predicates, container.CodeFetchedAtLTE(*i.CodeFetchedAtLTE))
+	}
+	if i.CodeFetchedAtIsNil {
+		predicates = append(predicates, container.CodeFetchedAtIsNil())
+	}
+	if i.CodeFetchedAtNotNil {
+		predicates = append(predicates, container.CodeFetchedAtNotNil())
+	}
+	if i.ProcessStartedAt != nil {
+		predicates = append(predicates, container.ProcessStartedAtEQ(*i.ProcessStartedAt))
+	}
+	if i.ProcessStartedAtNEQ != nil {
+		predicates = append(predicates, container.ProcessStartedAtNEQ(*i.ProcessStartedAtNEQ))
+	}
+	if len(i.ProcessStartedAtIn) > 0 {
+		predicates = append(predicates, container.ProcessStartedAtIn(i.ProcessStartedAtIn...))
+	}
+	if len(i.ProcessStartedAtNotIn) > 0 {
+		predicates = append(predicates, container.ProcessStartedAtNotIn(i.ProcessStartedAtNotIn...))
+	}
+	if i.ProcessStartedAtGT != nil {
+		predicates = append(predicates, container.ProcessStartedAtGT(*i.ProcessStartedAtGT))
+	}
+	if i.ProcessStartedAtGTE != nil {
+		predicates = append(predicates, container.ProcessStartedAtGTE(*i.ProcessStartedAtGTE))
+	}
+	if i.ProcessStartedAtLT != nil {
+		predicates = append(predicates, container.ProcessStartedAtLT(*i.ProcessStartedAtLT))
+	}
+	if i.ProcessStartedAtLTE != nil {
+		predicates = append(predicates, container.ProcessStartedAtLTE(*i.ProcessStartedAtLTE))
+	}
+	if i.ProcessStartedAtIsNil {
+		predicates = append(predicates, container.ProcessStartedAtIsNil())
+	}
+	if i.ProcessStartedAtNotNil {
+		predicates = append(predicates, container.ProcessStartedAtNotNil())
+	}
+	if i.ImportedAt != nil {
+		predicates = append(predicates, container.ImportedAtEQ(*i.ImportedAt))
+	}
+	if i.ImportedAtNEQ != nil {
+		predicates = append(predicates, container.ImportedAtNEQ(*i.ImportedAtNEQ))
+	}
+	if len(i.ImportedAtIn) > 0 {
+		predicates = append(predicates, container.ImportedAtIn(i.ImportedAtIn...))
+	}
+	if len(i.ImportedAtNotIn) > 0 {
+		predicates = append(predicates, container.ImportedAtNotIn(i.ImportedAtNotIn...))
+	}
+	if i.ImportedAtGT != nil {
+		predicates = append(predicates, container.ImportedAtGT(*i.ImportedAtGT))
+	}
+	if i.ImportedAtGTE != nil {
+		predicates = append(predicates, container.ImportedAtGTE(*i.ImportedAtGTE))
+	}
+	if i.ImportedAtLT != nil {
+		predicates = append(predicates, container.ImportedAtLT(*i.ImportedAtLT))
+	}
+	if i.ImportedAtLTE != nil {
+		predicates = append(predicates, container.ImportedAtLTE(*i.ImportedAtLTE))
+	}
+	if i.ImportedAtIsNil {
+		predicates = append(predicates, container.ImportedAtIsNil())
+	}
+	if i.ImportedAtNotNil {
+		predicates = append(predicates, container.ImportedAtNotNil())
+	}
+	if i.LastTaskAt != nil {
+		predicates = append(predicates, container.LastTaskAtEQ(*i.LastTaskAt))
+	}
+	if i.LastTaskAtNEQ != nil {
+		predicates = append(predicates, container.LastTaskAtNEQ(*i.LastTaskAtNEQ))
+	}
+	if len(i.LastTaskAtIn) > 0 {
+		predicates = append(predicates, container.LastTaskAtIn(i.LastTaskAtIn...))
+	}
+	if len(i.LastTaskAtNotIn) > 0 {
+		predicates = append(predicates, container.LastTaskAtNotIn(i.LastTaskAtNotIn...))
+	}
+	if i.LastTaskAtGT != nil {
+		predicates = append(predicates, container.LastTaskAtGT(*i.LastTaskAtGT))
+	}
+	if i.LastTaskAtGTE != nil {
+		predicates = append(predicates, container.LastTaskAtGTE(*i.LastTaskAtGTE))
+	}
+	if i.LastTaskAtLT != nil {
+		predicates = append(predicates, container.LastTaskAtLT(*i.LastTaskAtLT))
+	}
+	if i.LastTaskAtLTE != nil {
+		predicates = append(predicates, container.LastTaskAtLTE(*i.LastTaskAtLTE))
+	}
+	if i.LastTaskAtIsNil {
+		predicates = append(predicates, container.LastTaskAtIsNil())
+	}
+	if i.LastTaskAtNotNil {
+		predicates = append(predicates, container.LastTaskAtNotNil())
+	}
+	if i.StoppedAt != nil {
+		predicates = append(predicates, container.StoppedAtEQ(*i.StoppedAt))
+	}
+	if i.StoppedAtNEQ != nil {
+		predicates = append(predicates, container.StoppedAtNEQ(*i.StoppedAtNEQ))
+	}
+	if len(i.StoppedAtIn) > 0 {
+		predicates = append(predicates, container.StoppedAtIn(i.StoppedAtIn...))
+	}
+	if len(i.StoppedAtNotIn) > 0 {
+		predicates = append(predicates, container.StoppedAtNotIn(i.StoppedAtNotIn...))
+	}
+	if i.StoppedAtGT != nil {
+		predicates = append(predicates, container.StoppedAtGT(*i.StoppedAtGT))
+	}
+	if i.StoppedAtGTE != nil {
+		predicates = append(predicates, container.StoppedAtGTE(*i.StoppedAtGTE))
+	}
+	if i.StoppedAtLT != nil {
+		predicates = append(predicates, container.StoppedAtLT(*i.StoppedAtLT))
+	}
+	if i.StoppedAtLTE != nil {
+		predicates = append(predicates, container.StoppedAtLTE(*i.StoppedAtLTE))
+	}
+	if i.StoppedAtIsNil {
+		predicates = append(predicates, container.StoppedAtIsNil())
+	}
+	if i.StoppedAtNotNil {
+		predicates = append(predicates, container.StoppedAtNotNil())
+	}
+
+	if i.HasFunction != nil {
+		p := container.HasFunction()
+		if !*i.HasFunction {
+			p = container.Not(p)
+		}
+		predicates = append(predicates, p)
+	}
+	if len(i.HasFunctionWith) > 0 {
+		with := make([]predicate.Function, 0, len(i.HasFunctionWith))
+		for _, w := range i.HasFunctionWith {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'HasFunctionWith'", err)
+			}
+			with = append(with, p)
+		}
+		predicates = append(predicates, container.HasFunctionWith(with...))
+	}
+	if i.HasJob != nil {
+		p := container.HasJob()
+		if !*i.HasJob {
+			p = container.Not(p)
+		}
+		predicates = append(predicates, p)
+	}
+	if len(i.HasJobWith) > 0 {
+		with := make([]predicate.Job, 0, len(i.HasJobWith))
+		for _, w := range i.HasJobWith {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'HasJobWith'", err)
+			}
+			with = append(with, p)
+		}
+		predicates = append(predicates, container.HasJobWith(with...))
+	}
+	switch len(predicates) {
+	case 0:
+		return nil, ErrEmptyContainerWhereInput
+	case 1:
+		return predicates[0], nil
+	default:
+		return container.And(predicates...), nil
+	}
+}
+
 // EnvironmentWhereInput represents a where input for filtering Environment queries.
 type EnvironmentWhereInput struct {
 	Predicates []predicate.Environment  `json:"-"`
@@ -2241,6 +3488,1556 @@ func (i *EnvironmentWhereInput) P() (predicate.Environment, error) {
 		return predicates[0], nil
 	default:
 		return environment.And(predicates...), nil
+	}
+}
+
+// FunctionWhereInput represents a where input for filtering Function queries.
+type FunctionWhereInput struct {
+	Predicates []predicate.Function  `json:"-"`
+	Not        *FunctionWhereInput   `json:"not,omitempty"`
+	Or         []*FunctionWhereInput `json:"or,omitempty"`
+	And        []*FunctionWhereInput `json:"and,omitempty"`
+
+	// "id" field predicates.
+	ID             *string  `json:"id,omitempty"`
+	IDNEQ          *string  `json:"idNEQ,omitempty"`
+	IDIn           []string `json:"idIn,omitempty"`
+	IDNotIn        []string `json:"idNotIn,omitempty"`
+	IDGT           *string  `json:"idGT,omitempty"`
+	IDGTE          *string  `json:"idGTE,omitempty"`
+	IDLT           *string  `json:"idLT,omitempty"`
+	IDLTE          *string  `json:"idLTE,omitempty"`
+	IDEqualFold    *string  `json:"idEqualFold,omitempty"`
+	IDContainsFold *string  `json:"idContainsFold,omitempty"`
+
+	// "created_at" field predicates.
+	CreatedAt      *time.Time  `json:"createdAt,omitempty"`
+	CreatedAtNEQ   *time.Time  `json:"createdAtNEQ,omitempty"`
+	CreatedAtIn    []time.Time `json:"createdAtIn,omitempty"`
+	CreatedAtNotIn []time.Time `json:"createdAtNotIn,omitempty"`
+	CreatedAtGT    *time.Time  `json:"createdAtGT,omitempty"`
+	CreatedAtGTE   *time.Time  `json:"createdAtGTE,omitempty"`
+	CreatedAtLT    *time.Time  `json:"createdAtLT,omitempty"`
+	CreatedAtLTE   *time.Time  `json:"createdAtLTE,omitempty"`
+
+	// "app_id" field predicates.
+	AppID             *string  `json:"appID,omitempty"`
+	AppIDNEQ          *string  `json:"appIDNEQ,omitempty"`
+	AppIDIn           []string `json:"appIDIn,omitempty"`
+	AppIDNotIn        []string `json:"appIDNotIn,omitempty"`
+	AppIDGT           *string  `json:"appIDGT,omitempty"`
+	AppIDGTE          *string  `json:"appIDGTE,omitempty"`
+	AppIDLT           *string  `json:"appIDLT,omitempty"`
+	AppIDLTE          *string  `json:"appIDLTE,omitempty"`
+	AppIDContains     *string  `json:"appIDContains,omitempty"`
+	AppIDHasPrefix    *string  `json:"appIDHasPrefix,omitempty"`
+	AppIDHasSuffix    *string  `json:"appIDHasSuffix,omitempty"`
+	AppIDEqualFold    *string  `json:"appIDEqualFold,omitempty"`
+	AppIDContainsFold *string  `json:"appIDContainsFold,omitempty"`
+
+	// "name" field predicates.
+	Name             *string  `json:"name,omitempty"`
+	NameNEQ          *string  `json:"nameNEQ,omitempty"`
+	NameIn           []string `json:"nameIn,omitempty"`
+	NameNotIn        []string `json:"nameNotIn,omitempty"`
+	NameGT           *string  `json:"nameGT,omitempty"`
+	NameGTE          *string  `json:"nameGTE,omitempty"`
+	NameLT           *string  `json:"nameLT,omitempty"`
+	NameLTE          *string  `json:"nameLTE,omitempty"`
+	NameContains     *string  `json:"nameContains,omitempty"`
+	NameHasPrefix    *string  `json:"nameHasPrefix,omitempty"`
+	NameHasSuffix    *string  `json:"nameHasSuffix,omitempty"`
+	NameEqualFold    *string  `json:"nameEqualFold,omitempty"`
+	NameContainsFold *string  `json:"nameContainsFold,omitempty"`
+
+	// "module" field predicates.
+	Module             *string  `json:"module,omitempty"`
+	ModuleNEQ          *string  `json:"moduleNEQ,omitempty"`
+	ModuleIn           []string `json:"moduleIn,omitempty"`
+	ModuleNotIn        []string `json:"moduleNotIn,omitempty"`
+	ModuleGT           *string  `json:"moduleGT,omitempty"`
+	ModuleGTE          *string  `json:"moduleGTE,omitempty"`
+	ModuleLT           *string  `json:"moduleLT,omitempty"`
+	ModuleLTE          *string  `json:"moduleLTE,omitempty"`
+	ModuleContains     *string  `json:"moduleContains,omitempty"`
+	ModuleHasPrefix    *string  `json:"moduleHasPrefix,omitempty"`
+	ModuleHasSuffix    *string  `json:"moduleHasSuffix,omitempty"`
+	ModuleEqualFold    *string  `json:"moduleEqualFold,omitempty"`
+	ModuleContainsFold *string  `json:"moduleContainsFold,omitempty"`
+
+	// "qualname" field predicates.
+	Qualname             *string  `json:"qualname,omitempty"`
+	QualnameNEQ          *string  `json:"qualnameNEQ,omitempty"`
+	QualnameIn           []string `json:"qualnameIn,omitempty"`
+	QualnameNotIn        []string `json:"qualnameNotIn,omitempty"`
+	QualnameGT           *string  `json:"qualnameGT,omitempty"`
+	QualnameGTE          *string  `json:"qualnameGTE,omitempty"`
+	QualnameLT           *string  `json:"qualnameLT,omitempty"`
+	QualnameLTE          *string  `json:"qualnameLTE,omitempty"`
+	QualnameContains     *string  `json:"qualnameContains,omitempty"`
+	QualnameHasPrefix    *string  `json:"qualnameHasPrefix,omitempty"`
+	QualnameHasSuffix    *string  `json:"qualnameHasSuffix,omitempty"`
+	QualnameEqualFold    *string  `json:"qualnameEqualFold,omitempty"`
+	QualnameContainsFold *string  `json:"qualnameContainsFold,omitempty"`
+
+	// "owner_id" field predicates.
+	OwnerID             *string  `json:"ownerID,omitempty"`
+	OwnerIDNEQ          *string  `json:"ownerIDNEQ,omitempty"`
+	OwnerIDIn           []string `json:"ownerIDIn,omitempty"`
+	OwnerIDNotIn        []string `json:"ownerIDNotIn,omitempty"`
+	OwnerIDGT           *string  `json:"ownerIDGT,omitempty"`
+	OwnerIDGTE          *string  `json:"ownerIDGTE,omitempty"`
+	OwnerIDLT           *string  `json:"ownerIDLT,omitempty"`
+	OwnerIDLTE          *string  `json:"ownerIDLTE,omitempty"`
+	OwnerIDContains     *string  `json:"ownerIDContains,omitempty"`
+	OwnerIDHasPrefix    *string  `json:"ownerIDHasPrefix,omitempty"`
+	OwnerIDHasSuffix    *string  `json:"ownerIDHasSuffix,omitempty"`
+	OwnerIDEqualFold    *string  `json:"ownerIDEqualFold,omitempty"`
+	OwnerIDContainsFold *string  `json:"ownerIDContainsFold,omitempty"`
+
+	// "queue_id" field predicates.
+	QueueID             *string  `json:"queueID,omitempty"`
+	QueueIDNEQ          *string  `json:"queueIDNEQ,omitempty"`
+	QueueIDIn           []string `json:"queueIDIn,omitempty"`
+	QueueIDNotIn        []string `json:"queueIDNotIn,omitempty"`
+	QueueIDGT           *string  `json:"queueIDGT,omitempty"`
+	QueueIDGTE          *string  `json:"queueIDGTE,omitempty"`
+	QueueIDLT           *string  `json:"queueIDLT,omitempty"`
+	QueueIDLTE          *string  `json:"queueIDLTE,omitempty"`
+	QueueIDContains     *string  `json:"queueIDContains,omitempty"`
+	QueueIDHasPrefix    *string  `json:"queueIDHasPrefix,omitempty"`
+	QueueIDHasSuffix    *string  `json:"queueIDHasSuffix,omitempty"`
+	QueueIDEqualFold    *string  `json:"queueIDEqualFold,omitempty"`
+	QueueIDContainsFold *string  `json:"queueIDContainsFold,omitempty"`
+
+	// "project_id" field predicates.
+	ProjectID             *string  `json:"projectID,omitempty"`
+	ProjectIDNEQ          *string  `json:"projectIDNEQ,omitempty"`
+	ProjectIDIn           []string `json:"projectIDIn,omitempty"`
+	ProjectIDNotIn        []string `json:"projectIDNotIn,omitempty"`
+	ProjectIDGT           *string  `json:"projectIDGT,omitempty"`
+	ProjectIDGTE          *string  `json:"projectIDGTE,omitempty"`
+	ProjectIDLT           *string  `json:"projectIDLT,omitempty"`
+	ProjectIDLTE          *string  `json:"projectIDLTE,omitempty"`
+	ProjectIDContains     *string  `json:"projectIDContains,omitempty"`
+	ProjectIDHasPrefix    *string  `json:"projectIDHasPrefix,omitempty"`
+	ProjectIDHasSuffix    *string  `json:"projectIDHasSuffix,omitempty"`
+	ProjectIDIsNil        bool     `json:"projectIDIsNil,omitempty"`
+	ProjectIDNotNil       bool     `json:"projectIDNotNil,omitempty"`
+	ProjectIDEqualFold    *string  `json:"projectIDEqualFold,omitempty"`
+	ProjectIDContainsFold *string  `json:"projectIDContainsFold,omitempty"`
+
+	// "image" field predicates.
+	Image             *string  `json:"image,omitempty"`
+	ImageNEQ          *string  `json:"imageNEQ,omitempty"`
+	ImageIn           []string `json:"imageIn,omitempty"`
+	ImageNotIn        []string `json:"imageNotIn,omitempty"`
+	ImageGT           *string  `json:"imageGT,omitempty"`
+	ImageGTE          *string  `json:"imageGTE,omitempty"`
+	ImageLT           *string  `json:"imageLT,omitempty"`
+	ImageLTE          *string  `json:"imageLTE,omitempty"`
+	ImageContains     *string  `json:"imageContains,omitempty"`
+	ImageHasPrefix    *string  `json:"imageHasPrefix,omitempty"`
+	ImageHasSuffix    *string  `json:"imageHasSuffix,omitempty"`
+	ImageEqualFold    *string  `json:"imageEqualFold,omitempty"`
+	ImageContainsFold *string  `json:"imageContainsFold,omitempty"`
+
+	// "gpus" field predicates.
+	Gpus      *int  `json:"gpus,omitempty"`
+	GpusNEQ   *int  `json:"gpusNEQ,omitempty"`
+	GpusIn    []int `json:"gpusIn,omitempty"`
+	GpusNotIn []int `json:"gpusNotIn,omitempty"`
+	GpusGT    *int  `json:"gpusGT,omitempty"`
+	GpusGTE   *int  `json:"gpusGTE,omitempty"`
+	GpusLT    *int  `json:"gpusLT,omitempty"`
+	GpusLTE   *int  `json:"gpusLTE,omitempty"`
+
+	// "cpu" field predicates.
+	CPU      *float64  `json:"cpu,omitempty"`
+	CPUNEQ   *float64  `json:"cpuNEQ,omitempty"`
+	CPUIn    []float64 `json:"cpuIn,omitempty"`
+	CPUNotIn []float64 `json:"cpuNotIn,omitempty"`
+	CPUGT    *float64  `json:"cpuGT,omitempty"`
+	CPUGTE   *float64  `json:"cpuGTE,omitempty"`
+	CPULT    *float64  `json:"cpuLT,omitempty"`
+	CPULTE   *float64  `json:"cpuLTE,omitempty"`
+
+	// "memory_mib" field predicates.
+	MemoryMib      *int64  `json:"memoryMib,omitempty"`
+	MemoryMibNEQ   *int64  `json:"memoryMibNEQ,omitempty"`
+	MemoryMibIn    []int64 `json:"memoryMibIn,omitempty"`
+	MemoryMibNotIn []int64 `json:"memoryMibNotIn,omitempty"`
+	MemoryMibGT    *int64  `json:"memoryMibGT,omitempty"`
+	MemoryMibGTE   *int64  `json:"memoryMibGTE,omitempty"`
+	MemoryMibLT    *int64  `json:"memoryMibLT,omitempty"`
+	MemoryMibLTE   *int64  `json:"memoryMibLTE,omitempty"`
+
+	// "timeout_seconds" field predicates.
+	TimeoutSeconds      *int  `json:"timeoutSeconds,omitempty"`
+	TimeoutSecondsNEQ   *int  `json:"timeoutSecondsNEQ,omitempty"`
+	TimeoutSecondsIn    []int `json:"timeoutSecondsIn,omitempty"`
+	TimeoutSecondsNotIn []int `json:"timeoutSecondsNotIn,omitempty"`
+	TimeoutSecondsGT    *int  `json:"timeoutSecondsGT,omitempty"`
+	TimeoutSecondsGTE   *int  `json:"timeoutSecondsGTE,omitempty"`
+	TimeoutSecondsLT    *int  `json:"timeoutSecondsLT,omitempty"`
+	TimeoutSecondsLTE   *int  `json:"timeoutSecondsLTE,omitempty"`
+
+	// "retries" field predicates.
+	Retries      *int  `json:"retries,omitempty"`
+	RetriesNEQ   *int  `json:"retriesNEQ,omitempty"`
+	RetriesIn    []int `json:"retriesIn,omitempty"`
+	RetriesNotIn []int `json:"retriesNotIn,omitempty"`
+	RetriesGT    *int  `json:"retriesGT,omitempty"`
+	RetriesGTE   *int  `json:"retriesGTE,omitempty"`
+	RetriesLT    *int  `json:"retriesLT,omitempty"`
+	RetriesLTE   *int  `json:"retriesLTE,omitempty"`
+
+	// "min_containers" field predicates.
+	MinContainers      *int  `json:"minContainers,omitempty"`
+	MinContainersNEQ   *int  `json:"minContainersNEQ,omitempty"`
+	MinContainersIn    []int `json:"minContainersIn,omitempty"`
+	MinContainersNotIn []int `json:"minContainersNotIn,omitempty"`
+	MinContainersGT    *int  `json:"minContainersGT,omitempty"`
+	MinContainersGTE   *int  `json:"minContainersGTE,omitempty"`
+	MinContainersLT    *int  `json:"minContainersLT,omitempty"`
+	MinContainersLTE   *int  `json:"minContainersLTE,omitempty"`
+
+	// "max_containers" field predicates.
+	MaxContainers      *int  `json:"maxContainers,omitempty"`
+	MaxContainersNEQ   *int  `json:"maxContainersNEQ,omitempty"`
+	MaxContainersIn    []int `json:"maxContainersIn,omitempty"`
+	MaxContainersNotIn []int `json:"maxContainersNotIn,omitempty"`
+	MaxContainersGT    *int  `json:"maxContainersGT,omitempty"`
+	MaxContainersGTE   *int  `json:"maxContainersGTE,omitempty"`
+	MaxContainersLT    *int  `json:"maxContainersLT,omitempty"`
+	MaxContainersLTE   *int  `json:"maxContainersLTE,omitempty"`
+
+	// "keep_warm" field predicates.
+	KeepWarm      *int  `json:"keepWarm,omitempty"`
+	KeepWarmNEQ   *int  `json:"keepWarmNEQ,omitempty"`
+	KeepWarmIn    []int `json:"keepWarmIn,omitempty"`
+	KeepWarmNotIn []int `json:"keepWarmNotIn,omitempty"`
+	KeepWarmGT    *int  `json:"keepWarmGT,omitempty"`
+	KeepWarmGTE   *int  `json:"keepWarmGTE,omitempty"`
+	KeepWarmLT    *int  `json:"keepWarmLT,omitempty"`
+	KeepWarmLTE   *int  `json:"keepWarmLTE,omitempty"`
+
+	// "concurrency" field predicates.
+	Concurrency      *int  `json:"concurrency,omitempty"`
+	ConcurrencyNEQ   *int  `json:"concurrencyNEQ,omitempty"`
+	ConcurrencyIn    []int `json:"concurrencyIn,omitempty"`
+	ConcurrencyNotIn []int `json:"concurrencyNotIn,omitempty"`
+	ConcurrencyGT    *int  `json:"concurrencyGT,omitempty"`
+	ConcurrencyGTE   *int  `json:"concurrencyGTE,omitempty"`
+	ConcurrencyLT    *int  `json:"concurrencyLT,omitempty"`
+	ConcurrencyLTE   *int  `json:"concurrencyLTE,omitempty"`
+
+	// "scaledown_window_seconds" field predicates.
+	ScaledownWindowSeconds      *int  `json:"scaledownWindowSeconds,omitempty"`
+	ScaledownWindowSecondsNEQ   *int  `json:"scaledownWindowSecondsNEQ,omitempty"`
+	ScaledownWindowSecondsIn    []int `json:"scaledownWindowSecondsIn,omitempty"`
+	ScaledownWindowSecondsNotIn []int `json:"scaledownWindowSecondsNotIn,omitempty"`
+	ScaledownWindowSecondsGT    *int  `json:"scaledownWindowSecondsGT,omitempty"`
+	ScaledownWindowSecondsGTE   *int  `json:"scaledownWindowSecondsGTE,omitempty"`
+	ScaledownWindowSecondsLT    *int  `json:"scaledownWindowSecondsLT,omitempty"`
+	ScaledownWindowSecondsLTE   *int  `json:"scaledownWindowSecondsLTE,omitempty"`
+
+	// "app" edge predicates.
+	HasApp     *bool            `json:"hasApp,omitempty"`
+	HasAppWith []*AppWhereInput `json:"hasAppWith,omitempty"`
+
+	// "queue" edge predicates.
+	HasQueue     *bool              `json:"hasQueue,omitempty"`
+	HasQueueWith []*QueueWhereInput `json:"hasQueueWith,omitempty"`
+
+	// "tasks" edge predicates.
+	HasTasks     *bool             `json:"hasTasks,omitempty"`
+	HasTasksWith []*TaskWhereInput `json:"hasTasksWith,omitempty"`
+
+	// "containers" edge predicates.
+	HasContainers     *bool                  `json:"hasContainers,omitempty"`
+	HasContainersWith []*ContainerWhereInput `json:"hasContainersWith,omitempty"`
+}
+
+// AddPredicates adds custom predicates to the where input to be used during the filtering phase.
+func (i *FunctionWhereInput) AddPredicates(predicates ...predicate.Function) {
+	i.Predicates = append(i.Predicates, predicates...)
+}
+
+// Filter applies the FunctionWhereInput filter on the FunctionQuery builder.
+func (i *FunctionWhereInput) Filter(q *FunctionQuery) (*FunctionQuery, error) {
+	if i == nil {
+		return q, nil
+	}
+	p, err := i.P()
+	if err != nil {
+		if err == ErrEmptyFunctionWhereInput {
+			return q, nil
+		}
+		return nil, err
+	}
+	return q.Where(p), nil
+}
+
+// ErrEmptyFunctionWhereInput is returned in case the FunctionWhereInput is empty.
+var ErrEmptyFunctionWhereInput = errors.New("ent: empty predicate FunctionWhereInput")
+
+// P returns a predicate for filtering functions.
+// An error is returned if the input is empty or invalid.
+func (i *FunctionWhereInput) P() (predicate.Function, error) {
+	var predicates []predicate.Function
+	if i.Not != nil {
+		p, err := i.Not.P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'not'", err)
+		}
+		predicates = append(predicates, function.Not(p))
+	}
+	switch n := len(i.Or); {
+	case n == 1:
+		p, err := i.Or[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'or'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		or := make([]predicate.Function, 0, n)
+		for _, w := range i.Or {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'or'", err)
+			}
+			or = append(or, p)
+		}
+		predicates = append(predicates, function.Or(or...))
+	}
+	switch n := len(i.And); {
+	case n == 1:
+		p, err := i.And[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'and'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		and := make([]predicate.Function, 0, n)
+		for _, w := range i.And {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'and'", err)
+			}
+			and = append(and, p)
+		}
+		predicates = append(predicates, function.And(and...))
+	}
+	predicates = append(predicates, i.Predicates...)
+	if i.ID != nil {
+		predicates = append(predicates, function.IDEQ(*i.ID))
+	}
+	if i.IDNEQ != nil {
+		predicates = append(predicates, function.IDNEQ(*i.IDNEQ))
+	}
+	if len(i.IDIn) > 0 {
+		predicates = append(predicates, function.IDIn(i.IDIn...))
+	}
+	if len(i.IDNotIn) > 0 {
+		predicates = append(predicates, function.IDNotIn(i.IDNotIn...))
+	}
+	if i.IDGT != nil {
+		predicates = append(predicates, function.IDGT(*i.IDGT))
+	}
+	if i.IDGTE != nil {
+		predicates = append(predicates, function.IDGTE(*i.IDGTE))
+	}
+	if i.IDLT != nil {
+		predicates = append(predicates, function.IDLT(*i.IDLT))
+	}
+	if i.IDLTE != nil {
+		predicates = append(predicates, function.IDLTE(*i.IDLTE))
+	}
+	if i.IDEqualFold != nil {
+		predicates = append(predicates, function.IDEqualFold(*i.IDEqualFold))
+	}
+	if i.IDContainsFold != nil {
+		predicates = append(predicates, function.IDContainsFold(*i.IDContainsFold))
+	}
+	if i.CreatedAt != nil {
+		predicates = append(predicates, function.CreatedAtEQ(*i.CreatedAt))
+	}
+	if i.CreatedAtNEQ != nil {
+		predicates = append(predicates, function.CreatedAtNEQ(*i.CreatedAtNEQ))
+	}
+	if len(i.CreatedAtIn) > 0 {
+		predicates = append(predicates, function.CreatedAtIn(i.CreatedAtIn...))
+	}
+	if len(i.CreatedAtNotIn) > 0 {
+		predicates = append(predicates, function.CreatedAtNotIn(i.CreatedAtNotIn...))
+	}
+	if i.CreatedAtGT != nil {
+		predicates = append(predicates, function.CreatedAtGT(*i.CreatedAtGT))
+	}
+	if i.CreatedAtGTE != nil {
+		predicates = append(predicates, function.CreatedAtGTE(*i.CreatedAtGTE))
+	}
+	if i.CreatedAtLT != nil {
+		predicates = append(predicates, function.CreatedAtLT(*i.CreatedAtLT))
+	}
+	if i.CreatedAtLTE != nil {
+		predicates = append(predicates, function.CreatedAtLTE(*i.CreatedAtLTE))
+	}
+	if i.AppID != nil {
+		predicates = append(predicates, function.AppIDEQ(*i.AppID))
+	}
+	if i.AppIDNEQ != nil {
+		predicates = append(predicates, function.AppIDNEQ(*i.AppIDNEQ))
+	}
+	if len(i.AppIDIn) > 0 {
+		predicates = append(predicates, function.AppIDIn(i.AppIDIn...))
+	}
+	if len(i.AppIDNotIn) > 0 {
+		predicates = append(predicates, function.AppIDNotIn(i.AppIDNotIn...))
+	}
+	if i.AppIDGT != nil {
+		predicates = append(predicates, function.AppIDGT(*i.AppIDGT))
+	}
+	if i.AppIDGTE != nil {
+		predicates = append(predicates, function.AppIDGTE(*i.AppIDGTE))
+	}
+	if i.AppIDLT != nil {
+		predicates = append(predicates, function.AppIDLT(*i.AppIDLT))
+	}
+	if i.AppIDLTE != nil {
+		predicates = append(predicates, function.AppIDLTE(*i.AppIDLTE))
+	}
+	if i.AppIDContains != nil {
+		predicates = append(predicates, function.AppIDContains(*i.AppIDContains))
+	}
+	if i.AppIDHasPrefix != nil {
+		predicates = append(predicates, function.AppIDHasPrefix(*i.AppIDHasPrefix))
+	}
+	if i.AppIDHasSuffix != nil {
+		predicates = append(predicates, function.AppIDHasSuffix(*i.AppIDHasSuffix))
+	}
+	if i.AppIDEqualFold != nil {
+		predicates = append(predicates, function.AppIDEqualFold(*i.AppIDEqualFold))
+	}
+	if i.AppIDContainsFold != nil {
+		predicates = append(predicates, function.AppIDContainsFold(*i.AppIDContainsFold))
+	}
+	if i.Name != nil {
+		predicates = append(predicates, function.NameEQ(*i.Name))
+	}
+	if i.NameNEQ != nil {
+		predicates = append(predicates, function.NameNEQ(*i.NameNEQ))
+	}
+	if len(i.NameIn) > 0 {
+		predicates = append(predicates, function.NameIn(i.NameIn...))
+	}
+	if len(i.NameNotIn) > 0 {
+		predicates = append(predicates, function.NameNotIn(i.NameNotIn...))
+	}
+	if i.NameGT != nil {
+		predicates = append(predicates, function.NameGT(*i.NameGT))
+	}
+	if i.NameGTE != nil {
+		predicates = append(predicates, function.NameGTE(*i.NameGTE))
+	}
+	if i.NameLT != nil {
+		predicates = append(predicates, function.NameLT(*i.NameLT))
+	}
+	if i.NameLTE != nil {
+		predicates = append(predicates, function.NameLTE(*i.NameLTE))
+	}
+	if i.NameContains != nil {
+		predicates = append(predicates, function.NameContains(*i.NameContains))
+	}
+	if i.NameHasPrefix != nil {
+		predicates = append(predicates, function.NameHasPrefix(*i.NameHasPrefix))
+	}
+	if i.NameHasSuffix != nil {
+		predicates = append(predicates, function.NameHasSuffix(*i.NameHasSuffix))
+	}
+	if i.NameEqualFold != nil {
+		predicates = append(predicates, function.NameEqualFold(*i.NameEqualFold))
+	}
+	if i.NameContainsFold != nil {
+		predicates = append(predicates, function.NameContainsFold(*i.NameContainsFold))
+	}
+	if i.Module != nil {
+		predicates = append(predicates, function.ModuleEQ(*i.Module))
+	}
+	if i.ModuleNEQ != nil {
+		predicates = append(predicates, function.ModuleNEQ(*i.ModuleNEQ))
+	}
+	if len(i.ModuleIn) > 0 {
+		predicates = append(predicates, function.ModuleIn(i.ModuleIn...))
+	}
+	if len(i.ModuleNotIn) > 0 {
+		predicates = append(predicates, function.ModuleNotIn(i.ModuleNotIn...))
+	}
+	if i.ModuleGT != nil {
+		predicates = append(predicates, function.ModuleGT(*i.ModuleGT))
+	}
+	if i.ModuleGTE != nil {
+		predicates = append(predicates, function.ModuleGTE(*i.ModuleGTE))
+	}
+	if i.ModuleLT != nil {
+		predicates = append(predicates, function.ModuleLT(*i.ModuleLT))
+	}
+	if i.ModuleLTE != nil {
+		predicates = append(predicates, function.ModuleLTE(*i.ModuleLTE))
+	}
+	if i.ModuleContains != nil {
+		predicates = append(predicates, function.ModuleContains(*i.ModuleContains))
+	}
+	if i.ModuleHasPrefix != nil {
+		predicates = append(predicates, function.ModuleHasPrefix(*i.ModuleHasPrefix))
+	}
+	if i.ModuleHasSuffix != nil {
+		predicates = append(predicates, function.ModuleHasSuffix(*i.ModuleHasSuffix))
+	}
+	if i.ModuleEqualFold != nil {
+		predicates = append(predicates, function.ModuleEqualFold(*i.ModuleEqualFold))
+	}
+	if i.ModuleContainsFold != nil {
+		predicates = append(predicates, function.ModuleContainsFold(*i.ModuleContainsFold))
+	}
+	if i.Qualname != nil {
+		predicates = append(predicates, function.QualnameEQ(*i.Qualname))
+	}
+	if i.QualnameNEQ != nil {
+		predicates = append(predicates, function.QualnameNEQ(*i.QualnameNEQ))
+	}
+	if len(i.QualnameIn) > 0 {
+		predicates = append(predicates, function.QualnameIn(i.QualnameIn...))
+	}
+	if len(i.QualnameNotIn) > 0 {
+		predicates = append(predicates, function.QualnameNotIn(i.QualnameNotIn...))
+	}
+	if i.QualnameGT != nil {
+		predicates = append(predicates, function.QualnameGT(*i.QualnameGT))
+	}
+	if i.QualnameGTE != nil {
+		predicates = append(predicates, function.QualnameGTE(*i.QualnameGTE))
+	}
+	if i.QualnameLT != nil {
+		predicates = append(predicates, function.QualnameLT(*i.QualnameLT))
+	}
+	if i.QualnameLTE != nil {
+		predicates = append(predicates, function.QualnameLTE(*i.QualnameLTE))
+	}
+	if i.QualnameContains != nil {
+		predicates = append(predicates, function.QualnameContains(*i.QualnameContains))
+	}
+	if i.QualnameHasPrefix != nil {
+		predicates = append(predicates, function.QualnameHasPrefix(*i.QualnameHasPrefix))
+	}
+	if i.QualnameHasSuffix != nil {
+		predicates = append(predicates, function.QualnameHasSuffix(*i.QualnameHasSuffix))
+	}
+	if i.QualnameEqualFold != nil {
+		predicates = append(predicates, function.QualnameEqualFold(*i.QualnameEqualFold))
+	}
+	if i.QualnameContainsFold != nil {
+		predicates = append(predicates, function.QualnameContainsFold(*i.QualnameContainsFold))
+	}
+	if i.OwnerID != nil {
+		predicates = append(predicates, function.OwnerIDEQ(*i.OwnerID))
+	}
+	if i.OwnerIDNEQ != nil {
+		predicates = append(predicates, function.OwnerIDNEQ(*i.OwnerIDNEQ))
+	}
+	if len(i.OwnerIDIn) > 0 {
+		predicates = append(predicates, function.OwnerIDIn(i.OwnerIDIn...))
+	}
+	if len(i.OwnerIDNotIn) > 0 {
+		predicates = append(predicates, function.OwnerIDNotIn(i.OwnerIDNotIn...))
+	}
+	if i.OwnerIDGT != nil {
+		predicates = append(predicates, function.OwnerIDGT(*i.OwnerIDGT))
+	}
+	if i.OwnerIDGTE != nil {
+		predicates = append(predicates, function.OwnerIDGTE(*i.OwnerIDGTE))
+	}
+	if i.OwnerIDLT != nil {
+		predicates = append(predicates, function.OwnerIDLT(*i.OwnerIDLT))
+	}
+	if i.OwnerIDLTE != nil {
+		predicates = append(predicates, function.OwnerIDLTE(*i.OwnerIDLTE))
+	}
+	if i.OwnerIDContains != nil {
+		predicates = append(predicates, function.OwnerIDContains(*i.OwnerIDContains))
+	}
+	if i.OwnerIDHasPrefix != nil {
+		predicates = append(predicates, function.OwnerIDHasPrefix(*i.OwnerIDHasPrefix))
+	}
+	if i.OwnerIDHasSuffix != nil {
+		predicates = append(predicates, function.OwnerIDHasSuffix(*i.OwnerIDHasSuffix))
+	}
+	if i.OwnerIDEqualFold != nil {
+		predicates = append(predicates, function.OwnerIDEqualFold(*i.OwnerIDEqualFold))
+	}
+	if i.OwnerIDContainsFold != nil {
+		predicates = append(predicates, function.OwnerIDContainsFold(*i.OwnerIDContainsFold))
+	}
+	if i.QueueID != nil {
+		predicates = append(predicates, function.QueueIDEQ(*i.QueueID))
+	}
+	if i.QueueIDNEQ != nil {
+		predicates = append(predicates, function.QueueIDNEQ(*i.QueueIDNEQ))
+	}
+	if len(i.QueueIDIn) > 0 {
+		predicates = append(predicates, function.QueueIDIn(i.QueueIDIn...))
+	}
+	if len(i.QueueIDNotIn) > 0 {
+		predicates = append(predicates, function.QueueIDNotIn(i.QueueIDNotIn...))
+	}
+	if i.QueueIDGT != nil {
+		predicates = append(predicates, function.QueueIDGT(*i.QueueIDGT))
+	}
+	if i.QueueIDGTE != nil {
+		predicates = append(predicates, function.QueueIDGTE(*i.QueueIDGTE))
+	}
+	if i.QueueIDLT != nil {
+		predicates = append(predicates, function.QueueIDLT(*i.QueueIDLT))
+	}
+	if i.QueueIDLTE != nil {
+		predicates = append(predicates, function.QueueIDLTE(*i.QueueIDLTE))
+	}
+	if i.QueueIDContains != nil {
+		predicates = append(predicates, function.QueueIDContains(*i.QueueIDContains))
+	}
+	if i.QueueIDHasPrefix != nil {
+		predicates = append(predicates, function.QueueIDHasPrefix(*i.QueueIDHasPrefix))
+	}
+	if i.QueueIDHasSuffix != nil {
+		predicates = append(predicates, function.QueueIDHasSuffix(*i.QueueIDHasSuffix))
+	}
+	if i.QueueIDEqualFold != nil {
+		predicates = append(predicates, function.QueueIDEqualFold(*i.QueueIDEqualFold))
+	}
+	if i.QueueIDContainsFold != nil {
+		predicates = append(predicates, function.QueueIDContainsFold(*i.QueueIDContainsFold))
+	}
+	if i.ProjectID != nil {
+		predicates = append(predicates, function.ProjectIDEQ(*i.ProjectID))
+	}
+	if i.ProjectIDNEQ != nil {
+		predicates = append(predicates, function.ProjectIDNEQ(*i.ProjectIDNEQ))
+	}
+	if len(i.ProjectIDIn) > 0 {
+		predicates = append(predicates, function.ProjectIDIn(i.ProjectIDIn...))
+	}
+	if len(i.ProjectIDNotIn) > 0 {
+		predicates = append(predicates, function.ProjectIDNotIn(i.ProjectIDNotIn...))
+	}
+	if i.ProjectIDGT != nil {
+		predicates = append(predicates, function.ProjectIDGT(*i.ProjectIDGT))
+	}
+	if i.ProjectIDGTE != nil {
+		predicates = append(predicates, function.ProjectIDGTE(*i.ProjectIDGTE))
+	}
+	if i.ProjectIDLT != nil {
+		predicates = append(predicates, function.ProjectIDLT(*i.ProjectIDLT))
+	}
+	if i.ProjectIDLTE != nil {
+		predicates = append(predicates, function.ProjectIDLTE(*i.ProjectIDLTE))
+	}
+	if i.ProjectIDContains != nil {
+		predicates = append(predicates, function.ProjectIDContains(*i.ProjectIDContains))
+	}
+	if i.ProjectIDHasPrefix != nil {
+		predicates = append(predicates, function.ProjectIDHasPrefix(*i.ProjectIDHasPrefix))
+	}
+	if i.ProjectIDHasSuffix != nil {
+		predicates = append(predicates, function.ProjectIDHasSuffix(*i.ProjectIDHasSuffix))
+	}
+	if i.ProjectIDIsNil {
+		predicates = append(predicates, function.ProjectIDIsNil())
+	}
+	if i.ProjectIDNotNil {
+		predicates = append(predicates, function.ProjectIDNotNil())
+	}
+	if i.ProjectIDEqualFold != nil {
+		predicates = append(predicates, function.ProjectIDEqualFold(*i.ProjectIDEqualFold))
+	}
+	if i.ProjectIDContainsFold != nil {
+		predicates = append(predicates, function.ProjectIDContainsFold(*i.ProjectIDContainsFold))
+	}
+	if i.Image != nil {
+		predicates = append(predicates, function.ImageEQ(*i.Image))
+	}
+	if i.ImageNEQ != nil {
+		predicates = append(predicates, function.ImageNEQ(*i.ImageNEQ))
+	}
+	if len(i.ImageIn) > 0 {
+		predicates = append(predicates, function.ImageIn(i.ImageIn...))
+	}
+	if len(i.ImageNotIn) > 0 {
+		predicates = append(predicates, function.ImageNotIn(i.ImageNotIn...))
+	}
+	if i.ImageGT != nil {
+		predicates = append(predicates, function.ImageGT(*i.ImageGT))
+	}
+	if i.ImageGTE != nil {
+		predicates = append(predicates, function.ImageGTE(*i.ImageGTE))
+	}
+	if i.ImageLT != nil {
+		predicates = append(predicates, function.ImageLT(*i.ImageLT))
+	}
+	if i.ImageLTE != nil {
+		predicates = append(predicates, function.ImageLTE(*i.ImageLTE))
+	}
+	if i.ImageContains != nil {
+		predicates = append(predicates, function.ImageContains(*i.ImageContains))
+	}
+	if i.ImageHasPrefix != nil {
+		predicates = append(predicates, function.ImageHasPrefix(*i.ImageHasPrefix))
+	}
+	if i.ImageHasSuffix != nil {
+		predicates = append(predicates, function.ImageHasSuffix(*i.ImageHasSuffix))
+	}
+	if i.ImageEqualFold != nil {
+		predicates = append(predicates, function.ImageEqualFold(*i.ImageEqualFold))
+	}
+	if i.ImageContainsFold != nil {
+		predicates = append(predicates, function.ImageContainsFold(*i.ImageContainsFold))
+	}
+	if i.Gpus != nil {
+		predicates = append(predicates, function.GpusEQ(*i.Gpus))
+	}
+	if i.GpusNEQ != nil {
+		predicates = append(predicates, function.GpusNEQ(*i.GpusNEQ))
+	}
+	if len(i.GpusIn) > 0 {
+		predicates = append(predicates, function.GpusIn(i.GpusIn...))
+	}
+	if len(i.GpusNotIn) > 0 {
+		predicates = append(predicates, function.GpusNotIn(i.GpusNotIn...))
+	}
+	if i.GpusGT != nil {
+		predicates = append(predicates, function.GpusGT(*i.GpusGT))
+	}
+	if i.GpusGTE != nil {
+		predicates = append(predicates, function.GpusGTE(*i.GpusGTE))
+	}
+	if i.GpusLT != nil {
+		predicates = append(predicates, function.GpusLT(*i.GpusLT))
+	}
+	if i.GpusLTE != nil {
+		predicates = append(predicates, function.GpusLTE(*i.GpusLTE))
+	}
+	if i.CPU != nil {
+		predicates = append(predicates, function.CPUEQ(*i.CPU))
+	}
+	if i.CPUNEQ != nil {
+		predicates = append(predicates, function.CPUNEQ(*i.CPUNEQ))
+	}
+	if len(i.CPUIn) > 0 {
+		predicates = append(predicates, function.CPUIn(i.CPUIn...))
+	}
+	if len(i.CPUNotIn) > 0 {
+		predicates = append(predicates, function.CPUNotIn(i.CPUNotIn...))
+	}
+	if i.CPUGT != nil {
+		predicates = append(predicates, function.CPUGT(*i.CPUGT))
+	}
+	if i.CPUGTE != nil {
+		predicates = append(predicates, function.CPUGTE(*i.CPUGTE))
+	}
+	if i.CPULT != nil {
+		predicates = append(predicates, function.CPULT(*i.CPULT))
+	}
+	if i.CPULTE != nil {
+		predicates = append(predicates, function.CPULTE(*i.CPULTE))
+	}
+	if i.MemoryMib != nil {
+		predicates = append(predicates, function.MemoryMibEQ(*i.MemoryMib))
+	}
+	if i.MemoryMibNEQ != nil {
+		predicates = append(predicates, function.MemoryMibNEQ(*i.MemoryMibNEQ))
+	}
+	if len(i.MemoryMibIn) > 0 {
+		predicates = append(predicates, function.MemoryMibIn(i.MemoryMibIn...))
+	}
+	if len(i.MemoryMibNotIn) > 0 {
+		predicates = append(predicates, function.MemoryMibNotIn(i.MemoryMibNotIn...))
+	}
+	if i.MemoryMibGT != nil {
+		predicates = append(predicates, function.MemoryMibGT(*i.MemoryMibGT))
+	}
+	if i.MemoryMibGTE != nil {
+		predicates = append(predicates, function.MemoryMibGTE(*i.MemoryMibGTE))
+	}
+	if i.MemoryMibLT != nil {
+		predicates = append(predicates, function.MemoryMibLT(*i.MemoryMibLT))
+	}
+	if i.MemoryMibLTE != nil {
+		predicates = append(predicates, function.MemoryMibLTE(*i.MemoryMibLTE))
+	}
+	if i.TimeoutSeconds != nil {
+		predicates = append(predicates, function.TimeoutSecondsEQ(*i.TimeoutSeconds))
+	}
+	if i.TimeoutSecondsNEQ != nil {
+		predicates = append(predicates, function.TimeoutSecondsNEQ(*i.TimeoutSecondsNEQ))
+	}
+	if len(i.TimeoutSecondsIn) > 0 {
+		predicates = append(predicates, function.TimeoutSecondsIn(i.TimeoutSecondsIn...))
+	}
+	if len(i.TimeoutSecondsNotIn) > 0 {
+		predicates = append(predicates, function.TimeoutSecondsNotIn(i.TimeoutSecondsNotIn...))
+	}
+	if i.TimeoutSecondsGT != nil {
+		predicates = append(predicates, function.TimeoutSecondsGT(*i.TimeoutSecondsGT))
+	}
+	if i.TimeoutSecondsGTE != nil {
+		predicates = append(predicates, function.TimeoutSecondsGTE(*i.TimeoutSecondsGTE))
+	}
+	if i.TimeoutSecondsLT != nil {
+		predicates = append(predicates, function.TimeoutSecondsLT(*i.TimeoutSecondsLT))
+	}
+	if i.TimeoutSecondsLTE != nil {
+		predicates = append(predicates, function.TimeoutSecondsLTE(*i.TimeoutSecondsLTE))
+	}
+	if i.Retries != nil {
+		predicates = append(predicates, function.RetriesEQ(*i.Retries))
+	}
+	if i.RetriesNEQ != nil {
+		predicates = append(predicates, function.RetriesNEQ(*i.RetriesNEQ))
+	}
+	if len(i.RetriesIn) > 0 {
+		predicates = append(predicates, function.RetriesIn(i.RetriesIn...))
+	}
+	if len(i.RetriesNotIn) > 0 {
+		predicates = append(predicates, function.RetriesNotIn(i.RetriesNotIn...))
+	}
+	if i.RetriesGT != nil {
+		predicates = append(predicates, function.RetriesGT(*i.RetriesGT))
+	}
+	if i.RetriesGTE != nil {
+		predicates = append(predicates, function.RetriesGTE(*i.RetriesGTE))
+	}
+	if i.RetriesLT != nil {
+		predicates = append(predicates, function.RetriesLT(*i.RetriesLT))
+	}
+	if i.RetriesLTE != nil {
+		predicates = append(predicates, function.RetriesLTE(*i.RetriesLTE))
+	}
+	if i.MinContainers != nil {
+		predicates = append(predicates, function.MinContainersEQ(*i.MinContainers))
+	}
+	if i.MinContainersNEQ != nil {
+		predicates = append(predicates, function.MinContainersNEQ(*i.MinContainersNEQ))
+	}
+	if len(i.MinContainersIn) > 0 {
+		predicates = append(predicates, function.MinContainersIn(i.MinContainersIn...))
+	}
+	if len(i.MinContainersNotIn) > 0 {
+		predicates = append(predicates, function.MinContainersNotIn(i.MinContainersNotIn...))
+	}
+	if i.MinContainersGT != nil {
+		predicates = append(predicates, function.MinContainersGT(*i.MinContainersGT))
+	}
+	if i.MinContainersGTE != nil {
+		predicates = append(predicates, function.MinContainersGTE(*i.MinContainersGTE))
+	}
+	if i.MinContainersLT != nil {
+		predicates = append(predicates, function.MinContainersLT(*i.MinContainersLT))
+	}
+	if i.MinContainersLTE != nil {
+		predicates = append(predicates, function.MinContainersLTE(*i.MinContainersLTE))
+	}
+	if i.MaxContainers != nil {
+		predicates = append(predicates, function.MaxContainersEQ(*i.MaxContainers))
+	}
+	if i.MaxContainersNEQ != nil {
+		predicates = append(predicates, function.MaxContainersNEQ(*i.MaxContainersNEQ))
+	}
+	if len(i.MaxContainersIn) > 0 {
+		predicates = append(predicates, function.MaxContainersIn(i.MaxContainersIn...))
+	}
+	if len(i.MaxContainersNotIn) > 0 {
+		predicates = append(predicates, function.MaxContainersNotIn(i.MaxContainersNotIn...))
+	}
+	if i.MaxContainersGT != nil {
+		predicates = append(predicates, function.MaxContainersGT(*i.MaxContainersGT))
+	}
+	if i.MaxContainersGTE != nil {
+		predicates = append(predicates, function.MaxContainersGTE(*i.MaxContainersGTE))
+	}
+	if i.MaxContainersLT != nil {
+		predicates = append(predicates, function.MaxContainersLT(*i.MaxContainersLT))
+	}
+	if i.MaxContainersLTE != nil {
+		predicates = append(predicates, function.MaxContainersLTE(*i.MaxContainersLTE))
+	}
+	if i.KeepWarm != nil {
+		predicates = append(predicates, function.KeepWarmEQ(*i.KeepWarm))
+	}
+	if i.KeepWarmNEQ != nil {
+		predicates = append(predicates, function.KeepWarmNEQ(*i.KeepWarmNEQ))
+	}
+	if len(i.KeepWarmIn) > 0 {
+		predicates = append(predicates, function.KeepWarmIn(i.KeepWarmIn...))
+	}
+	if len(i.KeepWarmNotIn) > 0 {
+		predicates = append(predicates, function.KeepWarmNotIn(i.KeepWarmNotIn...))
+	}
+	if i.KeepWarmGT != nil {
+		predicates = append(predicates, function.KeepWarmGT(*i.KeepWarmGT))
+	}
+	if i.KeepWarmGTE != nil {
+		predicates = append(predicates, function.KeepWarmGTE(*i.KeepWarmGTE))
+	}
+	if i.KeepWarmLT != nil {
+		predicates = append(predicates, function.KeepWarmLT(*i.KeepWarmLT))
+	}
+	if i.KeepWarmLTE != nil {
+		predicates = append(predicates, function.KeepWarmLTE(*i.KeepWarmLTE))
+	}
+	if i.Concurrency != nil {
+		predicates = append(predicates, function.ConcurrencyEQ(*i.Concurrency))
+	}
+	if i.ConcurrencyNEQ != nil {
+		predicates = append(predicates, function.ConcurrencyNEQ(*i.ConcurrencyNEQ))
+	}
+	if len(i.ConcurrencyIn) > 0 {
+		predicates = append(predicates, function.ConcurrencyIn(i.ConcurrencyIn...))
+	}
+	if len(i.ConcurrencyNotIn) > 0 {
+		predicates = append(predicates, function.ConcurrencyNotIn(i.ConcurrencyNotIn...))
+	}
+	if i.ConcurrencyGT != nil {
+		predicates = append(predicates, function.ConcurrencyGT(*i.ConcurrencyGT))
+	}
+	if i.ConcurrencyGTE != nil {
+		predicates = append(predicates, function.ConcurrencyGTE(*i.ConcurrencyGTE))
+	}
+	if i.ConcurrencyLT != nil {
+		predicates = append(predicates, function.ConcurrencyLT(*i.ConcurrencyLT))
+	}
+	if i.ConcurrencyLTE != nil {
+		predicates = append(predicates, function.ConcurrencyLTE(*i.ConcurrencyLTE))
+	}
+	if i.ScaledownWindowSeconds != nil {
+		predicates = append(predicates, function.ScaledownWindowSecondsEQ(*i.ScaledownWindowSeconds))
+	}
+	if i.ScaledownWindowSecondsNEQ != nil {
+		predicates = append(predicates, function.ScaledownWindowSecondsNEQ(*i.ScaledownWindowSecondsNEQ))
+	}
+	if len(i.ScaledownWindowSecondsIn) > 0 {
+		predicates = append(predicates, function.ScaledownWindowSecondsIn(i.ScaledownWindowSecondsIn...))
+	}
+	if len(i.ScaledownWindowSecondsNotIn) > 0 {
+		predicates = append(predicates, function.ScaledownWindowSecondsNotIn(i.ScaledownWindowSecondsNotIn...))
+	}
+	if i.ScaledownWindowSecondsGT != nil {
+		predicates = append(predicates, function.ScaledownWindowSecondsGT(*i.ScaledownWindowSecondsGT))
+	}
+	if i.ScaledownWindowSecondsGTE != nil {
+		predicates = append(predicates, function.ScaledownWindowSecondsGTE(*i.ScaledownWindowSecondsGTE))
+	}
+	if i.ScaledownWindowSecondsLT != nil {
+		predicates = append(predicates, function.ScaledownWindowSecondsLT(*i.ScaledownWindowSecondsLT))
+	}
+	if i.ScaledownWindowSecondsLTE != nil {
+		predicates = append(predicates, function.ScaledownWindowSecondsLTE(*i.ScaledownWindowSecondsLTE))
+	}
+
+	if i.HasApp != nil {
+		p := function.HasApp()
+		if !*i.HasApp {
+			p = function.Not(p)
+		}
+		predicates = append(predicates, p)
+	}
+	if len(i.HasAppWith) > 0 {
+		with := make([]predicate.App, 0, len(i.HasAppWith))
+		for _, w := range i.HasAppWith {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'HasAppWith'", err)
+			}
+			with = append(with, p)
+		}
+		predicates = append(predicates, function.HasAppWith(with...))
+	}
+	if i.HasQueue != nil {
+		p := function.HasQueue()
+		if !*i.HasQueue {
+			p = function.Not(p)
+		}
+		predicates = append(predicates, p)
+	}
+	if len(i.HasQueueWith) > 0 {
+		with := make([]predicate.Queue, 0, len(i.HasQueueWith))
+		for _, w := range i.HasQueueWith {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'HasQueueWith'", err)
+			}
+			with = append(with, p)
+		}
+		predicates = append(predicates, function.HasQueueWith(with...))
+	}
+	if i.HasTasks != nil {
+		p := function.HasTasks()
+		if !*i.HasTasks {
+			p = function.Not(p)
+		}
+		predicates = append(predicates, p)
+	}
+	if len(i.HasTasksWith) > 0 {
+		with := make([]predicate.Task, 0, len(i.HasTasksWith))
+		for _, w := range i.HasTasksWith {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'HasTasksWith'", err)
+			}
+			with = append(with, p)
+		}
+		predicates = append(predicates, function.HasTasksWith(with...))
+	}
+	if i.HasContainers != nil {
+		p := function.HasContainers()
+		if !*i.HasContainers {
+			p = function.Not(p)
+		}
+		predicates = append(predicates, p)
+	}
+	if len(i.HasContainersWith) > 0 {
+		with := make([]predicate.Container, 0, len(i.HasContainersWith))
+		for _, w := range i.HasContainersWith {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'HasContainersWith'", err)
+			}
+			with = append(with, p)
+		}
+		predicates = append(predicates, function.HasContainersWith(with...))
+	}
+	switch len(predicates) {
+	case 0:
+		return nil, ErrEmptyFunctionWhereInput
+	case 1:
+		return predicates[0], nil
+	default:
+		return function.And(predicates...), nil
+	}
+}
+
+// FunctionMapWhereInput represents a where input for filtering FunctionMap queries.
+type FunctionMapWhereInput struct {
+	Predicates []predicate.FunctionMap  `json:"-"`
+	Not        *FunctionMapWhereInput   `json:"not,omitempty"`
+	Or         []*FunctionMapWhereInput `json:"or,omitempty"`
+	And        []*FunctionMapWhereInput `json:"and,omitempty"`
+
+	// "id" field predicates.
+	ID             *string  `json:"id,omitempty"`
+	IDNEQ          *string  `json:"idNEQ,omitempty"`
+	IDIn           []string `json:"idIn,omitempty"`
+	IDNotIn        []string `json:"idNotIn,omitempty"`
+	IDGT           *string  `json:"idGT,omitempty"`
+	IDGTE          *string  `json:"idGTE,omitempty"`
+	IDLT           *string  `json:"idLT,omitempty"`
+	IDLTE          *string  `json:"idLTE,omitempty"`
+	IDEqualFold    *string  `json:"idEqualFold,omitempty"`
+	IDContainsFold *string  `json:"idContainsFold,omitempty"`
+
+	// "created_at" field predicates.
+	CreatedAt      *time.Time  `json:"createdAt,omitempty"`
+	CreatedAtNEQ   *time.Time  `json:"createdAtNEQ,omitempty"`
+	CreatedAtIn    []time.Time `json:"createdAtIn,omitempty"`
+	CreatedAtNotIn []time.Time `json:"createdAtNotIn,omitempty"`
+	CreatedAtGT    *time.Time  `json:"createdAtGT,omitempty"`
+	CreatedAtGTE   *time.Time  `json:"createdAtGTE,omitempty"`
+	CreatedAtLT    *time.Time  `json:"createdAtLT,omitempty"`
+	CreatedAtLTE   *time.Time  `json:"createdAtLTE,omitempty"`
+
+	// "function_id" field predicates.
+	FunctionID             *string  `json:"functionID,omitempty"`
+	FunctionIDNEQ          *string  `json:"functionIDNEQ,omitempty"`
+	FunctionIDIn           []string `json:"functionIDIn,omitempty"`
+	FunctionIDNotIn        []string `json:"functionIDNotIn,omitempty"`
+	FunctionIDGT           *string  `json:"functionIDGT,omitempty"`
+	FunctionIDGTE          *string  `json:"functionIDGTE,omitempty"`
+	FunctionIDLT           *string  `json:"functionIDLT,omitempty"`
+	FunctionIDLTE          *string  `json:"functionIDLTE,omitempty"`
+	FunctionIDContains     *string  `json:"functionIDContains,omitempty"`
+	FunctionIDHasPrefix    *string  `json:"functionIDHasPrefix,omitempty"`
+	FunctionIDHasSuffix    *string  `json:"functionIDHasSuffix,omitempty"`
+	FunctionIDEqualFold    *string  `json:"functionIDEqualFold,omitempty"`
+	FunctionIDContainsFold *string  `json:"functionIDContainsFold,omitempty"`
+
+	// "app_id" field predicates.
+	AppID             *string  `json:"appID,omitempty"`
+	AppIDNEQ          *string  `json:"appIDNEQ,omitempty"`
+	AppIDIn           []string `json:"appIDIn,omitempty"`
+	AppIDNotIn        []string `json:"appIDNotIn,omitempty"`
+	AppIDGT           *string  `json:"appIDGT,omitempty"`
+	AppIDGTE          *string  `json:"appIDGTE,omitempty"`
+	AppIDLT           *string  `json:"appIDLT,omitempty"`
+	AppIDLTE          *string  `json:"appIDLTE,omitempty"`
+	AppIDContains     *string  `json:"appIDContains,omitempty"`
+	AppIDHasPrefix    *string  `json:"appIDHasPrefix,omitempty"`
+	AppIDHasSuffix    *string  `json:"appIDHasSuffix,omitempty"`
+	AppIDEqualFold    *string  `json:"appIDEqualFold,omitempty"`
+	AppIDContainsFold *string  `json:"appIDContainsFold,omitempty"`
+
+	// "owner_id" field predicates.
+	OwnerID             *string  `json:"ownerID,omitempty"`
+	OwnerIDNEQ          *string  `json:"ownerIDNEQ,omitempty"`
+	OwnerIDIn           []string `json:"ownerIDIn,omitempty"`
+	OwnerIDNotIn        []string `json:"ownerIDNotIn,omitempty"`
+	OwnerIDGT           *string  `json:"ownerIDGT,omitempty"`
+	OwnerIDGTE          *string  `json:"ownerIDGTE,omitempty"`
+	OwnerIDLT           *string  `json:"ownerIDLT,omitempty"`
+	OwnerIDLTE          *string  `json:"ownerIDLTE,omitempty"`
+	OwnerIDContains     *string  `json:"ownerIDContains,omitempty"`
+	OwnerIDHasPrefix    *string  `json:"ownerIDHasPrefix,omitempty"`
+	OwnerIDHasSuffix    *string  `json:"ownerIDHasSuffix,omitempty"`
+	OwnerIDEqualFold    *string  `json:"ownerIDEqualFold,omitempty"`
+	OwnerIDContainsFold *string  `json:"ownerIDContainsFold,omitempty"`
+
+	// "total" field predicates.
+	Total      *int  `json:"total,omitempty"`
+	TotalNEQ   *int  `json:"totalNEQ,omitempty"`
+	TotalIn    []int `json:"totalIn,omitempty"`
+	TotalNotIn []int `json:"totalNotIn,omitempty"`
+	TotalGT    *int  `json:"totalGT,omitempty"`
+	TotalGTE   *int  `json:"totalGTE,omitempty"`
+	TotalLT    *int  `json:"totalLT,omitempty"`
+	TotalLTE   *int  `json:"totalLTE,omitempty"`
+
+	// "succeeded" field predicates.
+	Succeeded      *int  `json:"succeeded,omitempty"`
+	SucceededNEQ   *int  `json:"succeededNEQ,omitempty"`
+	SucceededIn    []int `json:"succeededIn,omitempty"`
+	SucceededNotIn []int `json:"succeededNotIn,omitempty"`
+	SucceededGT    *int  `json:"succeededGT,omitempty"`
+	SucceededGTE   *int  `json:"succeededGTE,omitempty"`
+	SucceededLT    *int  `json:"succeededLT,omitempty"`
+	SucceededLTE   *int  `json:"succeededLTE,omitempty"`
+
+	// "failed" field predicates.
+	Failed      *int  `json:"failed,omitempty"`
+	FailedNEQ   *int  `json:"failedNEQ,omitempty"`
+	FailedIn    []int `json:"failedIn,omitempty"`
+	FailedNotIn []int `json:"failedNotIn,omitempty"`
+	FailedGT    *int  `json:"failedGT,omitempty"`
+	FailedGTE   *int  `json:"failedGTE,omitempty"`
+	FailedLT    *int  `json:"failedLT,omitempty"`
+	FailedLTE   *int  `json:"failedLTE,omitempty"`
+
+	// "finished_at" field predicates.
+	FinishedAt       *time.Time  `json:"finishedAt,omitempty"`
+	FinishedAtNEQ    *time.Time  `json:"finishedAtNEQ,omitempty"`
+	FinishedAtIn     []time.Time `json:"finishedAtIn,omitempty"`
+	FinishedAtNotIn  []time.Time `json:"finishedAtNotIn,omitempty"`
+	FinishedAtGT     *time.Time  `json:"finishedAtGT,omitempty"`
+	FinishedAtGTE    *time.Time  `json:"finishedAtGTE,omitempty"`
+	FinishedAtLT     *time.Time  `json:"finishedAtLT,omitempty"`
+	FinishedAtLTE    *time.Time  `json:"finishedAtLTE,omitempty"`
+	FinishedAtIsNil  bool        `json:"finishedAtIsNil,omitempty"`
+	FinishedAtNotNil bool        `json:"finishedAtNotNil,omitempty"`
+
+	// "function" edge predicates.
+	HasFunction     *bool                 `json:"hasFunction,omitempty"`
+	HasFunctionWith []*FunctionWhereInput `json:"hasFunctionWith,omitempty"`
+
+	// "tasks" edge predicates.
+	HasTasks     *bool             `json:"hasTasks,omitempty"`
+	HasTasksWith []*TaskWhereInput `json:"hasTasksWith,omitempty"`
+}
+
+// AddPredicates adds custom predicates to the where input to be used during the filtering phase.
+func (i *FunctionMapWhereInput) AddPredicates(predicates ...predicate.FunctionMap) {
+	i.Predicates = append(i.Predicates, predicates...)
+}
+
+// Filter applies the FunctionMapWhereInput filter on the FunctionMapQuery builder.
+func (i *FunctionMapWhereInput) Filter(q *FunctionMapQuery) (*FunctionMapQuery, error) {
+	if i == nil {
+		return q, nil
+	}
+	p, err := i.P()
+	if err != nil {
+		if err == ErrEmptyFunctionMapWhereInput {
+			return q, nil
+		}
+		return nil, err
+	}
+	return q.Where(p), nil
+}
+
+// ErrEmptyFunctionMapWhereInput is returned in case the FunctionMapWhereInput is empty.
+var ErrEmptyFunctionMapWhereInput = errors.New("ent: empty predicate FunctionMapWhereInput")
+
+// P returns a predicate for filtering functionmaps.
+// An error is returned if the input is empty or invalid.
+func (i *FunctionMapWhereInput) P() (predicate.FunctionMap, error) {
+	var predicates []predicate.FunctionMap
+	if i.Not != nil {
+		p, err := i.Not.P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'not'", err)
+		}
+		predicates = append(predicates, functionmap.Not(p))
+	}
+	switch n := len(i.Or); {
+	case n == 1:
+		p, err := i.Or[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'or'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		or := make([]predicate.FunctionMap, 0, n)
+		for _, w := range i.Or {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'or'", err)
+			}
+			or = append(or, p)
+		}
+		predicates = append(predicates, functionmap.Or(or...))
+	}
+	switch n := len(i.And); {
+	case n == 1:
+		p, err := i.And[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'and'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		and := make([]predicate.FunctionMap, 0, n)
+		for _, w := range i.And {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'and'", err)
+			}
+			and = append(and, p)
+		}
+		predicates = append(predicates, functionmap.And(and...))
+	}
+	predicates = append(predicates, i.Predicates...)
+	if i.ID != nil {
+		predicates = append(predicates, functionmap.IDEQ(*i.ID))
+	}
+	if i.IDNEQ != nil {
+		predicates = append(predicates, functionmap.IDNEQ(*i.IDNEQ))
+	}
+	if len(i.IDIn) > 0 {
+		predicates = append(predicates, functionmap.IDIn(i.IDIn...))
+	}
+	if len(i.IDNotIn) > 0 {
+		predicates = append(predicates, functionmap.IDNotIn(i.IDNotIn...))
+	}
+	if i.IDGT != nil {
+		predicates = append(predicates, functionmap.IDGT(*i.IDGT))
+	}
+	if i.IDGTE != nil {
+		predicates = append(predicates, functionmap.IDGTE(*i.IDGTE))
+	}
+	if i.IDLT != nil {
+		predicates = append(predicates, functionmap.IDLT(*i.IDLT))
+	}
+	if i.IDLTE != nil {
+		predicates = append(predicates, functionmap.IDLTE(*i.IDLTE))
+	}
+	if i.IDEqualFold != nil {
+		predicates = append(predicates, functionmap.IDEqualFold(*i.IDEqualFold))
+	}
+	if i.IDContainsFold != nil {
+		predicates = append(predicates, functionmap.IDContainsFold(*i.IDContainsFold))
+	}
+	if i.CreatedAt != nil {
+		predicates = append(predicates, functionmap.CreatedAtEQ(*i.CreatedAt))
+	}
+	if i.CreatedAtNEQ != nil {
+		predicates = append(predicates, functionmap.CreatedAtNEQ(*i.CreatedAtNEQ))
+	}
+	if len(i.CreatedAtIn) > 0 {
+		predicates = append(predicates, functionmap.CreatedAtIn(i.CreatedAtIn...))
+	}
+	if len(i.CreatedAtNotIn) > 0 {
+		predicates = append(predicates, functionmap.CreatedAtNotIn(i.CreatedAtNotIn...))
+	}
+	if i.CreatedAtGT != nil {
+		predicates = append(predicates, functionmap.CreatedAtGT(*i.CreatedAtGT))
+	}
+	if i.CreatedAtGTE != nil {
+		predicates = append(predicates, functionmap.CreatedAtGTE(*i.CreatedAtGTE))
+	}
+	if i.CreatedAtLT != nil {
+		predicates = append(predicates, functionmap.CreatedAtLT(*i.CreatedAtLT))
+	}
+	if i.CreatedAtLTE != nil {
+		predicates = append(predicates, functionmap.CreatedAtLTE(*i.CreatedAtLTE))
+	}
+	if i.FunctionID != nil {
+		predicates = append(predicates, functionmap.FunctionIDEQ(*i.FunctionID))
+	}
+	if i.FunctionIDNEQ != nil {
+		predicates = append(predicates, functionmap.FunctionIDNEQ(*i.FunctionIDNEQ))
+	}
+	if len(i.FunctionIDIn) > 0 {
+		predicates = append(predicates, functionmap.FunctionIDIn(i.FunctionIDIn...))
+	}
+	if len(i.FunctionIDNotIn) > 0 {
+		predicates = append(predicates, functionmap.FunctionIDNotIn(i.FunctionIDNotIn...))
+	}
+	if i.FunctionIDGT != nil {
+		predicates = append(predicates, functionmap.FunctionIDGT(*i.FunctionIDGT))
+	}
+	if i.FunctionIDGTE != nil {
+		predicates = append(predicates, functionmap.FunctionIDGTE(*i.FunctionIDGTE))
+	}
+	if i.FunctionIDLT != nil {
+		predicates = append(predicates, functionmap.FunctionIDLT(*i.FunctionIDLT))
+	}
+	if i.FunctionIDLTE != nil {
+		predicates = append(predicates, functionmap.FunctionIDLTE(*i.FunctionIDLTE))
+	}
+	if i.FunctionIDContains != nil {
+		predicates = append(predicates, functionmap.FunctionIDContains(*i.FunctionIDContains))
+	}
+	if i.FunctionIDHasPrefix != nil {
+		predicates = append(predicates, functionmap.FunctionIDHasPrefix(*i.FunctionIDHasPrefix))
+	}
+	if i.FunctionIDHasSuffix != nil {
+		predicates = append(predicates, functionmap.FunctionIDHasSuffix(*i.FunctionIDHasSuffix))
+	}
+	if i.FunctionIDEqualFold != nil {
+		predicates = append(predicates, functionmap.FunctionIDEqualFold(*i.FunctionIDEqualFold))
+	}
+	if i.FunctionIDContainsFold != nil {
+		predicates = append(predicates, functionmap.FunctionIDContainsFold(*i.FunctionIDContainsFold))
+	}
+	if i.AppID != nil {
+		predicates = append(predicates, functionmap.AppIDEQ(*i.AppID))
+	}
+	if i.AppIDNEQ != nil {
+		predicates = append(predicates, functionmap.AppIDNEQ(*i.AppIDNEQ))
+	}
+	if len(i.AppIDIn) > 0 {
+		predicates = append(predicates, functionmap.AppIDIn(i.AppIDIn...))
+	}
+	if len(i.AppIDNotIn) > 0 {
+		predicates = append(predicates, functionmap.AppIDNotIn(i.AppIDNotIn...))
+	}
+	if i.AppIDGT != nil {
+		predicates = append(predicates, functionmap.AppIDGT(*i.AppIDGT))
+	}
+	if i.AppIDGTE != nil {
+		predicates = append(predicates, functionmap.AppIDGTE(*i.AppIDGTE))
+	}
+	if i.AppIDLT != nil {
+		predicates = append(predicates, functionmap.AppIDLT(*i.AppIDLT))
+	}
+	if i.AppIDLTE != nil {
+		predicates = append(predicates, functionmap.AppIDLTE(*i.AppIDLTE))
+	}
+	if i.AppIDContains != nil {
+		predicates = append(predicates, functionmap.AppIDContains(*i.AppIDContains))
+	}
+	if i.AppIDHasPrefix != nil {
+		predicates = append(predicates, functionmap.AppIDHasPrefix(*i.AppIDHasPrefix))
+	}
+	if i.AppIDHasSuffix != nil {
+		predicates = append(predicates, functionmap.AppIDHasSuffix(*i.AppIDHasSuffix))
+	}
+	if i.AppIDEqualFold != nil {
+		predicates = append(predicates, functionmap.AppIDEqualFold(*i.AppIDEqualFold))
+	}
+	if i.AppIDContainsFold != nil {
+		predicates = append(predicates, functionmap.AppIDContainsFold(*i.AppIDContainsFold))
+	}
+	if i.OwnerID != nil {
+		predicates = append(predicates, functionmap.OwnerIDEQ(*i.OwnerID))
+	}
+	if i.OwnerIDNEQ != nil {
+		predicates = append(predicates, functionmap.OwnerIDNEQ(*i.OwnerIDNEQ))
+	}
+	if len(i.OwnerIDIn) > 0 {
+		predicates = append(predicates, functionmap.OwnerIDIn(i.OwnerIDIn...))
+	}
+	if len(i.OwnerIDNotIn) > 0 {
+		predicates = append(predicates, functionmap.OwnerIDNotIn(i.OwnerIDNotIn...))
+	}
+	if i.OwnerIDGT != nil {
+		predicates = append(predicates, functionmap.OwnerIDGT(*i.OwnerIDGT))
+	}
+	if i.OwnerIDGTE != nil {
+		predicates = append(predicates, functionmap.OwnerIDGTE(*i.OwnerIDGTE))
+	}
+	if i.OwnerIDLT != nil {
+		predicates = append(predicates, functionmap.OwnerIDLT(*i.OwnerIDLT))
+	}
+	if i.OwnerIDLTE != nil {
+		predicates = append(predicates, functionmap.OwnerIDLTE(*i.OwnerIDLTE))
+	}
+	if i.OwnerIDContains != nil {
+		predicates = append(predicates, functionmap.OwnerIDContains(*i.OwnerIDContains))
+	}
+	if i.OwnerIDHasPrefix != nil {
+		predicates = append(predicates, functionmap.OwnerIDHasPrefix(*i.OwnerIDHasPrefix))
+	}
+	if i.OwnerIDHasSuffix != nil {
+		predicates = append(predicates, functionmap.OwnerIDHasSuffix(*i.OwnerIDHasSuffix))
+	}
+	if i.OwnerIDEqualFold != nil {
+		predicates = append(predicates, functionmap.OwnerIDEqualFold(*i.OwnerIDEqualFold))
+	}
+	if i.OwnerIDContainsFold != nil {
+		predicates = append(predicates, functionmap.OwnerIDContainsFold(*i.OwnerIDContainsFold))
+	}
+	if i.Total != nil {
+		predicates = append(predicates, functionmap.TotalEQ(*i.Total))
+	}
+	if i.TotalNEQ != nil {
+		predicates = append(predicates, functionmap.TotalNEQ(*i.TotalNEQ))
+	}
+	if len(i.TotalIn) > 0 {
+		predicates = append(predicates, functionmap.TotalIn(i.TotalIn...))
+	}
+	if len(i.TotalNotIn) > 0 {
+		predicates = append(predicates, functionmap.TotalNotIn(i.TotalNotIn...))
+	}
+	if i.TotalGT != nil {
+		predicates = append(predicates, functionmap.TotalGT(*i.TotalGT))
+	}
+	if i.TotalGTE != nil {
+		predicates = append(predicates, functionmap.TotalGTE(*i.TotalGTE))
+	}
+	if i.TotalLT != nil {
+		predicates = append(predicates, functionmap.TotalLT(*i.TotalLT))
+	}
+	if i.TotalLTE != nil {
+		predicates = append(predicates, functionmap.TotalLTE(*i.TotalLTE))
+	}
+	if i.Succeeded != nil {
+		predicates = append(predicates, functionmap.SucceededEQ(*i.Succeeded))
+	}
+	if i.SucceededNEQ != nil {
+		predicates = append(predicates, functionmap.SucceededNEQ(*i.SucceededNEQ))
+	}
+	if len(i.SucceededIn) > 0 {
+		predicates = append(predicates, functionmap.SucceededIn(i.SucceededIn...))
+	}
+	if len(i.SucceededNotIn) > 0 {
+		predicates = append(predicates, functionmap.SucceededNotIn(i.SucceededNotIn...))
+	}
+	if i.SucceededGT != nil {
+		predicates = append(predicates, functionmap.SucceededGT(*i.SucceededGT))
+	}
+	if i.SucceededGTE != nil {
+		predicates = append(predicates, functionmap.SucceededGTE(*i.SucceededGTE))
+	}
+	if i.SucceededLT != nil {
+		predicates = append(predicates, functionmap.SucceededLT(*i.SucceededLT))
+	}
+	if i.SucceededLTE != nil {
+		predicates = append(predicates, functionmap.SucceededLTE(*i.SucceededLTE))
+	}
+	if i.Failed != nil {
+		predicates = append(predicates, functionmap.FailedEQ(*i.Failed))
+	}
+	if i.FailedNEQ != nil {
+		predicates = append(predicates, functionmap.FailedNEQ(*i.FailedNEQ))
+	}
+	if len(i.FailedIn) > 0 {
+		predicates = append(predicates, functionmap.FailedIn(i.FailedIn...))
+	}
+	if len(i.FailedNotIn) > 0 {
+		predicates = append(predicates, functionmap.FailedNotIn(i.FailedNotIn...))
+	}
+	if i.FailedGT != nil {
+		predicates = append(predicates, functionmap.FailedGT(*i.FailedGT))
+	}
+	if i.FailedGTE != nil {
+		predicates = append(predicates, functionmap.FailedGTE(*i.FailedGTE))
+	}
+	if i.FailedLT != nil {
+		predicates = append(predicates, functionmap.FailedLT(*i.FailedLT))
+	}
+	if i.FailedLTE != nil {
+		predicates = append(predicates, functionmap.FailedLTE(*i.FailedLTE))
+	}
+	if i.FinishedAt != nil {
+		predicates = append(predicates, functionmap.FinishedAtEQ(*i.FinishedAt))
+	}
+	if i.FinishedAtNEQ != nil {
+		predicates = append(predicates, functionmap.FinishedAtNEQ(*i.FinishedAtNEQ))
+	}
+	if len(i.FinishedAtIn) > 0 {
+		predicates = append(predicates, functionmap.FinishedAtIn(i.FinishedAtIn...))
+	}
+	if len(i.FinishedAtNotIn) > 0 {
+		predicates = append(predicates, functionmap.FinishedAtNotIn(i.FinishedAtNotIn...))
+	}
+	if i.FinishedAtGT != nil {
+		predicates = append(predicates, functionmap.FinishedAtGT(*i.FinishedAtGT))
+	}
+	if i.FinishedAtGTE != nil {
+		predicates = append(predicates, functionmap.FinishedAtGTE(*i.FinishedAtGTE))
+	}
+	if i.FinishedAtLT != nil {
+		predicates = append(predicates, functionmap.FinishedAtLT(*i.FinishedAtLT))
+	}
+	if i.FinishedAtLTE != nil {
+		predicates = append(predicates, functionmap.FinishedAtLTE(*i.FinishedAtLTE))
+	}
+	if i.FinishedAtIsNil {
+		predicates = append(predicates, functionmap.FinishedAtIsNil())
+	}
+	if i.FinishedAtNotNil {
+		predicates = append(predicates, functionmap.FinishedAtNotNil())
+	}
+
+	if i.HasFunction != nil {
+		p := functionmap.HasFunction()
+		if !*i.HasFunction {
+			p = functionmap.Not(p)
+		}
+		predicates = append(predicates, p)
+	}
+	if len(i.HasFunctionWith) > 0 {
+		with := make([]predicate.Function, 0, len(i.HasFunctionWith))
+		for _, w := range i.HasFunctionWith {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'HasFunctionWith'", err)
+			}
+			with = append(with, p)
+		}
+		predicates = append(predicates, functionmap.HasFunctionWith(with...))
+	}
+	if i.HasTasks != nil {
+		p := functionmap.HasTasks()
+		if !*i.HasTasks {
+			p = functionmap.Not(p)
+		}
+		predicates = append(predicates, p)
+	}
+	if len(i.HasTasksWith) > 0 {
+		with := make([]predicate.Task, 0, len(i.HasTasksWith))
+		for _, w := range i.HasTasksWith {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'HasTasksWith'", err)
+			}
+			with = append(with, p)
+		}
+		predicates = append(predicates, functionmap.HasTasksWith(with...))
+	}
+	switch len(predicates) {
+	case 0:
+		return nil, ErrEmptyFunctionMapWhereInput
+	case 1:
+		return predicates[0], nil
+	default:
+		return functionmap.And(predicates...), nil
 	}
 }
 
@@ -6969,6 +9766,1112 @@ func (i *StorageWhereInput) P() (predicate.Storage, error) {
 		return predicates[0], nil
 	default:
 		return storage.And(predicates...), nil
+	}
+}
+
+// TaskWhereInput represents a where input for filtering Task queries.
+type TaskWhereInput struct {
+	Predicates []predicate.Task  `json:"-"`
+	Not        *TaskWhereInput   `json:"not,omitempty"`
+	Or         []*TaskWhereInput `json:"or,omitempty"`
+	And        []*TaskWhereInput `json:"and,omitempty"`
+
+	// "id" field predicates.
+	ID             *string  `json:"id,omitempty"`
+	IDNEQ          *string  `json:"idNEQ,omitempty"`
+	IDIn           []string `json:"idIn,omitempty"`
+	IDNotIn        []string `json:"idNotIn,omitempty"`
+	IDGT           *string  `json:"idGT,omitempty"`
+	IDGTE          *string  `json:"idGTE,omitempty"`
+	IDLT           *string  `json:"idLT,omitempty"`
+	IDLTE          *string  `json:"idLTE,omitempty"`
+	IDEqualFold    *string  `json:"idEqualFold,omitempty"`
+	IDContainsFold *string  `json:"idContainsFold,omitempty"`
+
+	// "created_at" field predicates.
+	CreatedAt      *time.Time  `json:"createdAt,omitempty"`
+	CreatedAtNEQ   *time.Time  `json:"createdAtNEQ,omitempty"`
+	CreatedAtIn    []time.Time `json:"createdAtIn,omitempty"`
+	CreatedAtNotIn []time.Time `json:"createdAtNotIn,omitempty"`
+	CreatedAtGT    *time.Time  `json:"createdAtGT,omitempty"`
+	CreatedAtGTE   *time.Time  `json:"createdAtGTE,omitempty"`
+	CreatedAtLT    *time.Time  `json:"createdAtLT,omitempty"`
+	CreatedAtLTE   *time.Time  `json:"createdAtLTE,omitempty"`
+
+	// "function_id" field predicates.
+	FunctionID             *string  `json:"functionID,omitempty"`
+	FunctionIDNEQ          *string  `json:"functionIDNEQ,omitempty"`
+	FunctionIDIn           []string `json:"functionIDIn,omitempty"`
+	FunctionIDNotIn        []string `json:"functionIDNotIn,omitempty"`
+	FunctionIDGT           *string  `json:"functionIDGT,omitempty"`
+	FunctionIDGTE          *string  `json:"functionIDGTE,omitempty"`
+	FunctionIDLT           *string  `json:"functionIDLT,omitempty"`
+	FunctionIDLTE          *string  `json:"functionIDLTE,omitempty"`
+	FunctionIDContains     *string  `json:"functionIDContains,omitempty"`
+	FunctionIDHasPrefix    *string  `json:"functionIDHasPrefix,omitempty"`
+	FunctionIDHasSuffix    *string  `json:"functionIDHasSuffix,omitempty"`
+	FunctionIDEqualFold    *string  `json:"functionIDEqualFold,omitempty"`
+	FunctionIDContainsFold *string  `json:"functionIDContainsFold,omitempty"`
+
+	// "app_id" field predicates.
+	AppID             *string  `json:"appID,omitempty"`
+	AppIDNEQ          *string  `json:"appIDNEQ,omitempty"`
+	AppIDIn           []string `json:"appIDIn,omitempty"`
+	AppIDNotIn        []string `json:"appIDNotIn,omitempty"`
+	AppIDGT           *string  `json:"appIDGT,omitempty"`
+	AppIDGTE          *string  `json:"appIDGTE,omitempty"`
+	AppIDLT           *string  `json:"appIDLT,omitempty"`
+	AppIDLTE          *string  `json:"appIDLTE,omitempty"`
+	AppIDContains     *string  `json:"appIDContains,omitempty"`
+	AppIDHasPrefix    *string  `json:"appIDHasPrefix,omitempty"`
+	AppIDHasSuffix    *string  `json:"appIDHasSuffix,omitempty"`
+	AppIDEqualFold    *string  `json:"appIDEqualFold,omitempty"`
+	AppIDContainsFold *string  `json:"appIDContainsFold,omitempty"`
+
+	// "owner_id" field predicates.
+	OwnerID             *string  `json:"ownerID,omitempty"`
+	OwnerIDNEQ          *string  `json:"ownerIDNEQ,omitempty"`
+	OwnerIDIn           []string `json:"ownerIDIn,omitempty"`
+	OwnerIDNotIn        []string `json:"ownerIDNotIn,omitempty"`
+	OwnerIDGT           *string  `json:"ownerIDGT,omitempty"`
+	OwnerIDGTE          *string  `json:"ownerIDGTE,omitempty"`
+	OwnerIDLT           *string  `json:"ownerIDLT,omitempty"`
+	OwnerIDLTE          *string  `json:"ownerIDLTE,omitempty"`
+	OwnerIDContains     *string  `json:"ownerIDContains,omitempty"`
+	OwnerIDHasPrefix    *string  `json:"ownerIDHasPrefix,omitempty"`
+	OwnerIDHasSuffix    *string  `json:"ownerIDHasSuffix,omitempty"`
+	OwnerIDEqualFold    *string  `json:"ownerIDEqualFold,omitempty"`
+	OwnerIDContainsFold *string  `json:"ownerIDContainsFold,omitempty"`
+
+	// "map_id" field predicates.
+	MapID             *string  `json:"mapID,omitempty"`
+	MapIDNEQ          *string  `json:"mapIDNEQ,omitempty"`
+	MapIDIn           []string `json:"mapIDIn,omitempty"`
+	MapIDNotIn        []string `json:"mapIDNotIn,omitempty"`
+	MapIDGT           *string  `json:"mapIDGT,omitempty"`
+	MapIDGTE          *string  `json:"mapIDGTE,omitempty"`
+	MapIDLT           *string  `json:"mapIDLT,omitempty"`
+	MapIDLTE          *string  `json:"mapIDLTE,omitempty"`
+	MapIDContains     *string  `json:"mapIDContains,omitempty"`
+	MapIDHasPrefix    *string  `json:"mapIDHasPrefix,omitempty"`
+	MapIDHasSuffix    *string  `json:"mapIDHasSuffix,omitempty"`
+	MapIDIsNil        bool     `json:"mapIDIsNil,omitempty"`
+	MapIDNotNil       bool     `json:"mapIDNotNil,omitempty"`
+	MapIDEqualFold    *string  `json:"mapIDEqualFold,omitempty"`
+	MapIDContainsFold *string  `json:"mapIDContainsFold,omitempty"`
+
+	// "map_index" field predicates.
+	MapIndex      *int  `json:"mapIndex,omitempty"`
+	MapIndexNEQ   *int  `json:"mapIndexNEQ,omitempty"`
+	MapIndexIn    []int `json:"mapIndexIn,omitempty"`
+	MapIndexNotIn []int `json:"mapIndexNotIn,omitempty"`
+	MapIndexGT    *int  `json:"mapIndexGT,omitempty"`
+	MapIndexGTE   *int  `json:"mapIndexGTE,omitempty"`
+	MapIndexLT    *int  `json:"mapIndexLT,omitempty"`
+	MapIndexLTE   *int  `json:"mapIndexLTE,omitempty"`
+
+	// "state" field predicates.
+	State      *task.State  `json:"state,omitempty"`
+	StateNEQ   *task.State  `json:"stateNEQ,omitempty"`
+	StateIn    []task.State `json:"stateIn,omitempty"`
+	StateNotIn []task.State `json:"stateNotIn,omitempty"`
+
+	// "attempt" field predicates.
+	Attempt      *int  `json:"attempt,omitempty"`
+	AttemptNEQ   *int  `json:"attemptNEQ,omitempty"`
+	AttemptIn    []int `json:"attemptIn,omitempty"`
+	AttemptNotIn []int `json:"attemptNotIn,omitempty"`
+	AttemptGT    *int  `json:"attemptGT,omitempty"`
+	AttemptGTE   *int  `json:"attemptGTE,omitempty"`
+	AttemptLT    *int  `json:"attemptLT,omitempty"`
+	AttemptLTE   *int  `json:"attemptLTE,omitempty"`
+
+	// "max_attempts" field predicates.
+	MaxAttempts      *int  `json:"maxAttempts,omitempty"`
+	MaxAttemptsNEQ   *int  `json:"maxAttemptsNEQ,omitempty"`
+	MaxAttemptsIn    []int `json:"maxAttemptsIn,omitempty"`
+	MaxAttemptsNotIn []int `json:"maxAttemptsNotIn,omitempty"`
+	MaxAttemptsGT    *int  `json:"maxAttemptsGT,omitempty"`
+	MaxAttemptsGTE   *int  `json:"maxAttemptsGTE,omitempty"`
+	MaxAttemptsLT    *int  `json:"maxAttemptsLT,omitempty"`
+	MaxAttemptsLTE   *int  `json:"maxAttemptsLTE,omitempty"`
+
+	// "timeout_seconds" field predicates.
+	TimeoutSeconds      *int  `json:"timeoutSeconds,omitempty"`
+	TimeoutSecondsNEQ   *int  `json:"timeoutSecondsNEQ,omitempty"`
+	TimeoutSecondsIn    []int `json:"timeoutSecondsIn,omitempty"`
+	TimeoutSecondsNotIn []int `json:"timeoutSecondsNotIn,omitempty"`
+	TimeoutSecondsGT    *int  `json:"timeoutSecondsGT,omitempty"`
+	TimeoutSecondsGTE   *int  `json:"timeoutSecondsGTE,omitempty"`
+	TimeoutSecondsLT    *int  `json:"timeoutSecondsLT,omitempty"`
+	TimeoutSecondsLTE   *int  `json:"timeoutSecondsLTE,omitempty"`
+
+	// "error_kind" field predicates.
+	ErrorKind             *string  `json:"errorKind,omitempty"`
+	ErrorKindNEQ          *string  `json:"errorKindNEQ,omitempty"`
+	ErrorKindIn           []string `json:"errorKindIn,omitempty"`
+	ErrorKindNotIn        []string `json:"errorKindNotIn,omitempty"`
+	ErrorKindGT           *string  `json:"errorKindGT,omitempty"`
+	ErrorKindGTE          *string  `json:"errorKindGTE,omitempty"`
+	ErrorKindLT           *string  `json:"errorKindLT,omitempty"`
+	ErrorKindLTE          *string  `json:"errorKindLTE,omitempty"`
+	ErrorKindContains     *string  `json:"errorKindContains,omitempty"`
+	ErrorKindHasPrefix    *string  `json:"errorKindHasPrefix,omitempty"`
+	ErrorKindHasSuffix    *string  `json:"errorKindHasSuffix,omitempty"`
+	ErrorKindEqualFold    *string  `json:"errorKindEqualFold,omitempty"`
+	ErrorKindContainsFold *string  `json:"errorKindContainsFold,omitempty"`
+
+	// "error_message" field predicates.
+	ErrorMessage             *string  `json:"errorMessage,omitempty"`
+	ErrorMessageNEQ          *string  `json:"errorMessageNEQ,omitempty"`
+	ErrorMessageIn           []string `json:"errorMessageIn,omitempty"`
+	ErrorMessageNotIn        []string `json:"errorMessageNotIn,omitempty"`
+	ErrorMessageGT           *string  `json:"errorMessageGT,omitempty"`
+	ErrorMessageGTE          *string  `json:"errorMessageGTE,omitempty"`
+	ErrorMessageLT           *string  `json:"errorMessageLT,omitempty"`
+	ErrorMessageLTE          *string  `json:"errorMessageLTE,omitempty"`
+	ErrorMessageContains     *string  `json:"errorMessageContains,omitempty"`
+	ErrorMessageHasPrefix    *string  `json:"errorMessageHasPrefix,omitempty"`
+	ErrorMessageHasSuffix    *string  `json:"errorMessageHasSuffix,omitempty"`
+	ErrorMessageEqualFold    *string  `json:"errorMessageEqualFold,omitempty"`
+	ErrorMessageContainsFold *string  `json:"errorMessageContainsFold,omitempty"`
+
+	// "error_traceback" field predicates.
+	ErrorTraceback             *string  `json:"errorTraceback,omitempty"`
+	ErrorTracebackNEQ          *string  `json:"errorTracebackNEQ,omitempty"`
+	ErrorTracebackIn           []string `json:"errorTracebackIn,omitempty"`
+	ErrorTracebackNotIn        []string `json:"errorTracebackNotIn,omitempty"`
+	ErrorTracebackGT           *string  `json:"errorTracebackGT,omitempty"`
+	ErrorTracebackGTE          *string  `json:"errorTracebackGTE,omitempty"`
+	ErrorTracebackLT           *string  `json:"errorTracebackLT,omitempty"`
+	ErrorTracebackLTE          *string  `json:"errorTracebackLTE,omitempty"`
+	ErrorTracebackContains     *string  `json:"errorTracebackContains,omitempty"`
+	ErrorTracebackHasPrefix    *string  `json:"errorTracebackHasPrefix,omitempty"`
+	ErrorTracebackHasSuffix    *string  `json:"errorTracebackHasSuffix,omitempty"`
+	ErrorTracebackEqualFold    *string  `json:"errorTracebackEqualFold,omitempty"`
+	ErrorTracebackContainsFold *string  `json:"errorTracebackContainsFold,omitempty"`
+
+	// "container_id" field predicates.
+	ContainerID             *string  `json:"containerID,omitempty"`
+	ContainerIDNEQ          *string  `json:"containerIDNEQ,omitempty"`
+	ContainerIDIn           []string `json:"containerIDIn,omitempty"`
+	ContainerIDNotIn        []string `json:"containerIDNotIn,omitempty"`
+	ContainerIDGT           *string  `json:"containerIDGT,omitempty"`
+	ContainerIDGTE          *string  `json:"containerIDGTE,omitempty"`
+	ContainerIDLT           *string  `json:"containerIDLT,omitempty"`
+	ContainerIDLTE          *string  `json:"containerIDLTE,omitempty"`
+	ContainerIDContains     *string  `json:"containerIDContains,omitempty"`
+	ContainerIDHasPrefix    *string  `json:"containerIDHasPrefix,omitempty"`
+	ContainerIDHasSuffix    *string  `json:"containerIDHasSuffix,omitempty"`
+	ContainerIDIsNil        bool     `json:"containerIDIsNil,omitempty"`
+	ContainerIDNotNil       bool     `json:"containerIDNotNil,omitempty"`
+	ContainerIDEqualFold    *string  `json:"containerIDEqualFold,omitempty"`
+	ContainerIDContainsFold *string  `json:"containerIDContainsFold,omitempty"`
+
+	// "scheduled_at" field predicates.
+	ScheduledAt       *time.Time  `json:"scheduledAt,omitempty"`
+	ScheduledAtNEQ    *time.Time  `json:"scheduledAtNEQ,omitempty"`
+	ScheduledAtIn     []time.Time `json:"scheduledAtIn,omitempty"`
+	ScheduledAtNotIn  []time.Time `json:"scheduledAtNotIn,omitempty"`
+	ScheduledAtGT     *time.Time  `json:"scheduledAtGT,omitempty"`
+	ScheduledAtGTE    *time.Time  `json:"scheduledAtGTE,omitempty"`
+	ScheduledAtLT     *time.Time  `json:"scheduledAtLT,omitempty"`
+	ScheduledAtLTE    *time.Time  `json:"scheduledAtLTE,omitempty"`
+	ScheduledAtIsNil  bool        `json:"scheduledAtIsNil,omitempty"`
+	ScheduledAtNotNil bool        `json:"scheduledAtNotNil,omitempty"`
+
+	// "image_ready_at" field predicates.
+	ImageReadyAt       *time.Time  `json:"imageReadyAt,omitempty"`
+	ImageReadyAtNEQ    *time.Time  `json:"imageReadyAtNEQ,omitempty"`
+	ImageReadyAtIn     []time.Time `json:"imageReadyAtIn,omitempty"`
+	ImageReadyAtNotIn  []time.Time `json:"imageReadyAtNotIn,omitempty"`
+	ImageReadyAtGT     *time.Time  `json:"imageReadyAtGT,omitempty"`
+	ImageReadyAtGTE    *time.Time  `json:"imageReadyAtGTE,omitempty"`
+	ImageReadyAtLT     *time.Time  `json:"imageReadyAtLT,omitempty"`
+	ImageReadyAtLTE    *time.Time  `json:"imageReadyAtLTE,omitempty"`
+	ImageReadyAtIsNil  bool        `json:"imageReadyAtIsNil,omitempty"`
+	ImageReadyAtNotNil bool        `json:"imageReadyAtNotNil,omitempty"`
+
+	// "code_fetched_at" field predicates.
+	CodeFetchedAt       *time.Time  `json:"codeFetchedAt,omitempty"`
+	CodeFetchedAtNEQ    *time.Time  `json:"codeFetchedAtNEQ,omitempty"`
+	CodeFetchedAtIn     []time.Time `json:"codeFetchedAtIn,omitempty"`
+	CodeFetchedAtNotIn  []time.Time `json:"codeFetchedAtNotIn,omitempty"`
+	CodeFetchedAtGT     *time.Time  `json:"codeFetchedAtGT,omitempty"`
+	CodeFetchedAtGTE    *time.Time  `json:"codeFetchedAtGTE,omitempty"`
+	CodeFetchedAtLT     *time.Time  `json:"codeFetchedAtLT,omitempty"`
+	CodeFetchedAtLTE    *time.Time  `json:"codeFetchedAtLTE,omitempty"`
+	CodeFetchedAtIsNil  bool        `json:"codeFetchedAtIsNil,omitempty"`
+	CodeFetchedAtNotNil bool        `json:"codeFetchedAtNotNil,omitempty"`
+
+	// "process_started_at" field predicates.
+	ProcessStartedAt       *time.Time  `json:"processStartedAt,omitempty"`
+	ProcessStartedAtNEQ    *time.Time  `json:"processStartedAtNEQ,omitempty"`
+	ProcessStartedAtIn     []time.Time `json:"processStartedAtIn,omitempty"`
+	ProcessStartedAtNotIn  []time.Time `json:"processStartedAtNotIn,omitempty"`
+	ProcessStartedAtGT     *time.Time  `json:"processStartedAtGT,omitempty"`
+	ProcessStartedAtGTE    *time.Time  `json:"processStartedAtGTE,omitempty"`
+	ProcessStartedAtLT     *time.Time  `json:"processStartedAtLT,omitempty"`
+	ProcessStartedAtLTE    *time.Time  `json:"processStartedAtLTE,omitempty"`
+	ProcessStartedAtIsNil  bool        `json:"processStartedAtIsNil,omitempty"`
+	ProcessStartedAtNotNil bool        `json:"processStartedAtNotNil,omitempty"`
+
+	// "imported_at" field predicates.
+	ImportedAt       *time.Time  `json:"importedAt,omitempty"`
+	ImportedAtNEQ    *time.Time  `json:"importedAtNEQ,omitempty"`
+	ImportedAtIn     []time.Time `json:"importedAtIn,omitempty"`
+	ImportedAtNotIn  []time.Time `json:"importedAtNotIn,omitempty"`
+	ImportedAtGT     *time.Time  `json:"importedAtGT,omitempty"`
+	ImportedAtGTE    *time.Time  `json:"importedAtGTE,omitempty"`
+	ImportedAtLT     *time.Time  `json:"importedAtLT,omitempty"`
+	ImportedAtLTE    *time.Time  `json:"importedAtLTE,omitempty"`
+	ImportedAtIsNil  bool        `json:"importedAtIsNil,omitempty"`
+	ImportedAtNotNil bool        `json:"importedAtNotNil,omitempty"`
+
+	// "started_at" field predicates.
+	StartedAt       *time.Time  `json:"startedAt,omitempty"`
+	StartedAtNEQ    *time.Time  `json:"startedAtNEQ,omitempty"`
+	StartedAtIn     []time.Time `json:"startedAtIn,omitempty"`
+	StartedAtNotIn  []time.Time `json:"startedAtNotIn,omitempty"`
+	StartedAtGT     *time.Time  `json:"startedAtGT,omitempty"`
+	StartedAtGTE    *time.Time  `json:"startedAtGTE,omitempty"`
+	StartedAtLT     *time.Time  `json:"startedAtLT,omitempty"`
+	StartedAtLTE    *time.Time  `json:"startedAtLTE,omitempty"`
+	StartedAtIsNil  bool        `json:"startedAtIsNil,omitempty"`
+	StartedAtNotNil bool        `json:"startedAtNotNil,omitempty"`
+
+	// "finished_at" field predicates.
+	FinishedAt       *time.Time  `json:"finishedAt,omitempty"`
+	FinishedAtNEQ    *time.Time  `json:"finishedAtNEQ,omitempty"`
+	FinishedAtIn     []time.Time `json:"finishedAtIn,omitempty"`
+	FinishedAtNotIn  []time.Time `json:"finishedAtNotIn,omitempty"`
+	FinishedAtGT     *time.Time  `json:"finishedAtGT,omitempty"`
+	FinishedAtGTE    *time.Time  `json:"finishedAtGTE,omitempty"`
+	FinishedAtLT     *time.Time  `json:"finishedAtLT,omitempty"`
+	FinishedAtLTE    *time.Time  `json:"finishedAtLTE,omitempty"`
+	FinishedAtIsNil  bool        `json:"finishedAtIsNil,omitempty"`
+	FinishedAtNotNil bool        `json:"finishedAtNotNil,omitempty"`
+
+	// "function" edge predicates.
+	HasFunction     *bool                 `json:"hasFunction,omitempty"`
+	HasFunctionWith []*FunctionWhereInput `json:"hasFunctionWith,omitempty"`
+
+	// "map" edge predicates.
+	HasMap     *bool                    `json:"hasMap,omitempty"`
+	HasMapWith []*FunctionMapWhereInput `json:"hasMapWith,omitempty"`
+}
+
+// AddPredicates adds custom predicates to the where input to be used during the filtering phase.
+func (i *TaskWhereInput) AddPredicates(predicates ...predicate.Task) {
+	i.Predicates = append(i.Predicates, predicates...)
+}
+
+// Filter applies the TaskWhereInput filter on the TaskQuery builder.
+func (i *TaskWhereInput) Filter(q *TaskQuery) (*TaskQuery, error) {
+	if i == nil {
+		return q, nil
+	}
+	p, err := i.P()
+	if err != nil {
+		if err == ErrEmptyTaskWhereInput {
+			return q, nil
+		}
+		return nil, err
+	}
+	return q.Where(p), nil
+}
+
+// ErrEmptyTaskWhereInput is returned in case the TaskWhereInput is empty.
+var ErrEmptyTaskWhereInput = errors.New("ent: empty predicate TaskWhereInput")
+
+// P returns a predicate for filtering tasks.
+// An error is returned if the input is empty or invalid.
+func (i *TaskWhereInput) P() (predicate.Task, error) {
+	var predicates []predicate.Task
+	if i.Not != nil {
+		p, err := i.Not.P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'not'", err)
+		}
+		predicates = append(predicates, task.Not(p))
+	}
+	switch n := len(i.Or); {
+	case n == 1:
+		p, err := i.Or[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'or'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		or := make([]predicate.Task, 0, n)
+		for _, w := range i.Or {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'or'", err)
+			}
+			or = append(or, p)
+		}
+		predicates = append(predicates, task.Or(or...))
+	}
+	switch n := len(i.And); {
+	case n == 1:
+		p, err := i.And[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'and'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		and := make([]predicate.Task, 0, n)
+		for _, w := range i.And {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'and'", err)
+			}
+			and = append(and, p)
+		}
+		predicates = append(predicates, task.And(and...))
+	}
+	predicates = append(predicates, i.Predicates...)
+	if i.ID != nil {
+		predicates = append(predicates, task.IDEQ(*i.ID))
+	}
+	if i.IDNEQ != nil {
+		predicates = append(predicates, task.IDNEQ(*i.IDNEQ))
+	}
+	if len(i.IDIn) > 0 {
+		predicates = append(predicates, task.IDIn(i.IDIn...))
+	}
+	if len(i.IDNotIn) > 0 {
+		predicates = append(predicates, task.IDNotIn(i.IDNotIn...))
+	}
+	if i.IDGT != nil {
+		predicates = append(predicates, task.IDGT(*i.IDGT))
+	}
+	if i.IDGTE != nil {
+		predicates = append(predicates, task.IDGTE(*i.IDGTE))
+	}
+	if i.IDLT != nil {
+		predicates = append(predicates, task.IDLT(*i.IDLT))
+	}
+	if i.IDLTE != nil {
+		predicates = append(predicates, task.IDLTE(*i.IDLTE))
+	}
+	if i.IDEqualFold != nil {
+		predicates = append(predicates, task.IDEqualFold(*i.IDEqualFold))
+	}
+	if i.IDContainsFold != nil {
+		predicates = append(predicates, task.IDContainsFold(*i.IDContainsFold))
+	}
+	if i.CreatedAt != nil {
+		predicates = append(predicates, task.CreatedAtEQ(*i.CreatedAt))
+	}
+	if i.CreatedAtNEQ != nil {
+		predicates = append(predicates, task.CreatedAtNEQ(*i.CreatedAtNEQ))
+	}
+	if len(i.CreatedAtIn) > 0 {
+		predicates = append(predicates, task.CreatedAtIn(i.CreatedAtIn...))
+	}
+	if len(i.CreatedAtNotIn) > 0 {
+		predicates = append(predicates, task.CreatedAtNotIn(i.CreatedAtNotIn...))
+	}
+	if i.CreatedAtGT != nil {
+		predicates = append(predicates, task.CreatedAtGT(*i.CreatedAtGT))
+	}
+	if i.CreatedAtGTE != nil {
+		predicates = append(predicates, task.CreatedAtGTE(*i.CreatedAtGTE))
+	}
+	if i.CreatedAtLT != nil {
+		predicates = append(predicates, task.CreatedAtLT(*i.CreatedAtLT))
+	}
+	if i.CreatedAtLTE != nil {
+		predicates = append(predicates, task.CreatedAtLTE(*i.CreatedAtLTE))
+	}
+	if i.FunctionID != nil {
+		predicates = append(predicates, task.FunctionIDEQ(*i.FunctionID))
+	}
+	if i.FunctionIDNEQ != nil {
+		predicates = append(predicates, task.FunctionIDNEQ(*i.FunctionIDNEQ))
+	}
+	if len(i.FunctionIDIn) > 0 {
+		predicates = append(predicates, task.FunctionIDIn(i.FunctionIDIn...))
+	}
+	if len(i.FunctionIDNotIn) > 0 {
+		predicates = append(predicates, task.FunctionIDNotIn(i.FunctionIDNotIn...))
+	}
+	if i.FunctionIDGT != nil {
+		predicates = append(predicates, task.FunctionIDGT(*i.FunctionIDGT))
+	}
+	if i.FunctionIDGTE != nil {
+		predicates = append(predicates, task.FunctionIDGTE(*i.FunctionIDGTE))
+	}
+	if i.FunctionIDLT != nil {
+		predicates = append(predicates, task.FunctionIDLT(*i.FunctionIDLT))
+	}
+	if i.FunctionIDLTE != nil {
+		predicates = append(predicates, task.FunctionIDLTE(*i.FunctionIDLTE))
+	}
+	if i.FunctionIDContains != nil {
+		predicates = append(predicates, task.FunctionIDContains(*i.FunctionIDContains))
+	}
+	if i.FunctionIDHasPrefix != nil {
+		predicates = append(predicates, task.FunctionIDHasPrefix(*i.FunctionIDHasPrefix))
+	}
+	if i.FunctionIDHasSuffix != nil {
+		predicates = append(predicates, task.FunctionIDHasSuffix(*i.FunctionIDHasSuffix))
+	}
+	if i.FunctionIDEqualFold != nil {
+		predicates = append(predicates, task.FunctionIDEqualFold(*i.FunctionIDEqualFold))
+	}
+	if i.FunctionIDContainsFold != nil {
+		predicates = append(predicates, task.FunctionIDContainsFold(*i.FunctionIDContainsFold))
+	}
+	if i.AppID != nil {
+		predicates = append(predicates, task.AppIDEQ(*i.AppID))
+	}
+	if i.AppIDNEQ != nil {
+		predicates = append(predicates, task.AppIDNEQ(*i.AppIDNEQ))
+	}
+	if len(i.AppIDIn) > 0 {
+		predicates = append(predicates, task.AppIDIn(i.AppIDIn...))
+	}
+	if len(i.AppIDNotIn) > 0 {
+		predicates = append(predicates, task.AppIDNotIn(i.AppIDNotIn...))
+	}
+	if i.AppIDGT != nil {
+		predicates = append(predicates, task.AppIDGT(*i.AppIDGT))
+	}
+	if i.AppIDGTE != nil {
+		predicates = append(predicates, task.AppIDGTE(*i.AppIDGTE))
+	}
+	if i.AppIDLT != nil {
+		predicates = append(predicates, task.AppIDLT(*i.AppIDLT))
+	}
+	if i.AppIDLTE != nil {
+		predicates = append(predicates, task.AppIDLTE(*i.AppIDLTE))
+	}
+	if i.AppIDContains != nil {
+		predicates = append(predicates, task.AppIDContains(*i.AppIDContains))
+	}
+	if i.AppIDHasPrefix != nil {
+		predicates = append(predicates, task.AppIDHasPrefix(*i.AppIDHasPrefix))
+	}
+	if i.AppIDHasSuffix != nil {
+		predicates = append(predicates, task.AppIDHasSuffix(*i.AppIDHasSuffix))
+	}
+	if i.AppIDEqualFold != nil {
+		predicates = append(predicates, task.AppIDEqualFold(*i.AppIDEqualFold))
+	}
+	if i.AppIDContainsFold != nil {
+		predicates = append(predicates, task.AppIDContainsFold(*i.AppIDContainsFold))
+	}
+	if i.OwnerID != nil {
+		predicates = append(predicates, task.OwnerIDEQ(*i.OwnerID))
+	}
+	if i.OwnerIDNEQ != nil {
+		predicates = append(predicates, task.OwnerIDNEQ(*i.OwnerIDNEQ))
+	}
+	if len(i.OwnerIDIn) > 0 {
+		predicates = append(predicates, task.OwnerIDIn(i.OwnerIDIn...))
+	}
+	if len(i.OwnerIDNotIn) > 0 {
+		predicates = append(predicates, task.OwnerIDNotIn(i.OwnerIDNotIn...))
+	}
+	if i.OwnerIDGT != nil {
+		predicates = append(predicates, task.OwnerIDGT(*i.OwnerIDGT))
+	}
+	if i.OwnerIDGTE != nil {
+		predicates = append(predicates, task.OwnerIDGTE(*i.OwnerIDGTE))
+	}
+	if i.OwnerIDLT != nil {
+		predicates = append(predicates, task.OwnerIDLT(*i.OwnerIDLT))
+	}
+	if i.OwnerIDLTE != nil {
+		predicates = append(predicates, task.OwnerIDLTE(*i.OwnerIDLTE))
+	}
+	if i.OwnerIDContains != nil {
+		predicates = append(predicates, task.OwnerIDContains(*i.OwnerIDContains))
+	}
+	if i.OwnerIDHasPrefix != nil {
+		predicates = append(predicates, task.OwnerIDHasPrefix(*i.OwnerIDHasPrefix))
+	}
+	if i.OwnerIDHasSuffix != nil {
+		predicates = append(predicates, task.OwnerIDHasSuffix(*i.OwnerIDHasSuffix))
+	}
+	if i.OwnerIDEqualFold != nil {
+		predicates = append(predicates, task.OwnerIDEqualFold(*i.OwnerIDEqualFold))
+	}
+	if i.OwnerIDContainsFold != nil {
+		predicates = append(predicates, task.OwnerIDContainsFold(*i.OwnerIDContainsFold))
+	}
+	if i.MapID != nil {
+		predicates = append(predicates, task.MapIDEQ(*i.MapID))
+	}
+	if i.MapIDNEQ != nil {
+		predicates = append(predicates, task.MapIDNEQ(*i.MapIDNEQ))
+	}
+	if len(i.MapIDIn) > 0 {
+		predicates = append(predicates, task.MapIDIn(i.MapIDIn...))
+	}
+	if len(i.MapIDNotIn) > 0 {
+		predicates = append(predicates, task.MapIDNotIn(i.MapIDNotIn...))
+	}
+	if i.MapIDGT != nil {
+		predicates = append(predicates, task.MapIDGT(*i.MapIDGT))
+	}
+	if i.MapIDGTE != nil {
+		predicates = append(predicates, task.MapIDGTE(*i.MapIDGTE))
+	}
+	if i.MapIDLT != nil {
+		predicates = append(predicates, task.MapIDLT(*i.MapIDLT))
+	}
+	if i.MapIDLTE != nil {
+		predicates = append(predicates, task.MapIDLTE(*i.MapIDLTE))
+	}
+	if i.MapIDContains != nil {
+		predicates = append(predicates, task.MapIDContains(*i.MapIDContains))
+	}
+	if i.MapIDHasPrefix != nil {
+		predicates = append(predicates, task.MapIDHasPrefix(*i.MapIDHasPrefix))
+	}
+	if i.MapIDHasSuffix != nil {
+		predicates = append(predicates, task.MapIDHasSuffix(*i.MapIDHasSuffix))
+	}
+	if i.MapIDIsNil {
+		predicates = append(predicates, task.MapIDIsNil())
+	}
+	if i.MapIDNotNil {
+		predicates = append(predicates, task.MapIDNotNil())
+	}
+	if i.MapIDEqualFold != nil {
+		predicates = append(predicates, task.MapIDEqualFold(*i.MapIDEqualFold))
+	}
+	if i.MapIDContainsFold != nil {
+		predicates = append(predicates, task.MapIDContainsFold(*i.MapIDContainsFold))
+	}
+	if i.MapIndex != nil {
+		predicates = append(predicates, task.MapIndexEQ(*i.MapIndex))
+	}
+	if i.MapIndexNEQ != nil {
+		predicates = append(predicates, task.MapIndexNEQ(*i.MapIndexNEQ))
+	}
+	if len(i.MapIndexIn) > 0 {
+		predicates = append(predicates, task.MapIndexIn(i.MapIndexIn...))
+	}
+	if len(i.MapIndexNotIn) > 0 {
+		predicates = append(predicates, task.MapIndexNotIn(i.MapIndexNotIn...))
+	}
+	if i.MapIndexGT != nil {
+		predicates = append(predicates, task.MapIndexGT(*i.MapIndexGT))
+	}
+	if i.MapIndexGTE != nil {
+		predicates = append(predicates, task.MapIndexGTE(*i.MapIndexGTE))
+	}
+	if i.MapIndexLT != nil {
+		predicates = append(predicates, task.MapIndexLT(*i.MapIndexLT))
+	}
+	if i.MapIndexLTE != nil {
+		predicates = append(predicates, task.MapIndexLTE(*i.MapIndexLTE))
+	}
+	if i.State != nil {
+		predicates = append(predicates, task.StateEQ(*i.State))
+	}
+	if i.StateNEQ != nil {
+		predicates = append(predicates, task.StateNEQ(*i.StateNEQ))
+	}
+	if len(i.StateIn) > 0 {
+		predicates = append(predicates, task.StateIn(i.StateIn...))
+	}
+	if len(i.StateNotIn) > 0 {
+		predicates = append(predicates, task.StateNotIn(i.StateNotIn...))
+	}
+	if i.Attempt != nil {
+		predicates = append(predicates, task.AttemptEQ(*i.Attempt))
+	}
+	if i.AttemptNEQ != nil {
+		predicates = append(predicates, task.AttemptNEQ(*i.AttemptNEQ))
+	}
+	if len(i.AttemptIn) > 0 {
+		predicates = append(predicates, task.AttemptIn(i.AttemptIn...))
+	}
+	if len(i.AttemptNotIn) > 0 {
+		predicates = append(predicates, task.AttemptNotIn(i.AttemptNotIn...))
+	}
+	if i.AttemptGT != nil {
+		predicates = append(predicates, task.AttemptGT(*i.AttemptGT))
+	}
+	if i.AttemptGTE != nil {
+		predicates = append(predicates, task.AttemptGTE(*i.AttemptGTE))
+	}
+	if i.AttemptLT != nil {
+		predicates = append(predicates, task.AttemptLT(*i.AttemptLT))
+	}
+	if i.AttemptLTE != nil {
+		predicates = append(predicates, task.AttemptLTE(*i.AttemptLTE))
+	}
+	if i.MaxAttempts != nil {
+		predicates = append(predicates, task.MaxAttemptsEQ(*i.MaxAttempts))
+	}
+	if i.MaxAttemptsNEQ != nil {
+		predicates = append(predicates, task.MaxAttemptsNEQ(*i.MaxAttemptsNEQ))
+	}
+	if len(i.MaxAttemptsIn) > 0 {
+		predicates = append(predicates, task.MaxAttemptsIn(i.MaxAttemptsIn...))
+	}
+	if len(i.MaxAttemptsNotIn) > 0 {
+		predicates = append(predicates, task.MaxAttemptsNotIn(i.MaxAttemptsNotIn...))
+	}
+	if i.MaxAttemptsGT != nil {
+		predicates = append(predicates, task.MaxAttemptsGT(*i.MaxAttemptsGT))
+	}
+	if i.MaxAttemptsGTE != nil {
+		predicates = append(predicates, task.MaxAttemptsGTE(*i.MaxAttemptsGTE))
+	}
+	if i.MaxAttemptsLT != nil {
+		predicates = append(predicates, task.MaxAttemptsLT(*i.MaxAttemptsLT))
+	}
+	if i.MaxAttemptsLTE != nil {
+		predicates = append(predicates, task.MaxAttemptsLTE(*i.MaxAttemptsLTE))
+	}
+	if i.TimeoutSeconds != nil {
+		predicates = append(predicates, task.TimeoutSecondsEQ(*i.TimeoutSeconds))
+	}
+	if i.TimeoutSecondsNEQ != nil {
+		predicates = append(predicates, task.TimeoutSecondsNEQ(*i.TimeoutSecondsNEQ))
+	}
+	if len(i.TimeoutSecondsIn) > 0 {
+		predicates = append(predicates, task.TimeoutSecondsIn(i.TimeoutSecondsIn...))
+	}
+	if len(i.TimeoutSecondsNotIn) > 0 {
+		predicates = append(predicates, task.TimeoutSecondsNotIn(i.TimeoutSecondsNotIn...))
+	}
+	if i.TimeoutSecondsGT != nil {
+		predicates = append(predicates, task.TimeoutSecondsGT(*i.TimeoutSecondsGT))
+	}
+	if i.TimeoutSecondsGTE != nil {
+		predicates = append(predicates, task.TimeoutSecondsGTE(*i.TimeoutSecondsGTE))
+	}
+	if i.TimeoutSecondsLT != nil {
+		predicates = append(predicates, task.TimeoutSecondsLT(*i.TimeoutSecondsLT))
+	}
+	if i.TimeoutSecondsLTE != nil {
+		predicates = append(predicates, task.TimeoutSecondsLTE(*i.TimeoutSecondsLTE))
+	}
+	if i.ErrorKind != nil {
+		predicates = append(predicates, task.ErrorKindEQ(*i.ErrorKind))
+	}
+	if i.ErrorKindNEQ != nil {
+		predicates = append(predicates, task.ErrorKindNEQ(*i.ErrorKindNEQ))
+	}
+	if len(i.ErrorKindIn) > 0 {
+		predicates = append(predicates, task.ErrorKindIn(i.ErrorKindIn...))
+	}
+	if len(i.ErrorKindNotIn) > 0 {
+		predicates = append(predicates, task.ErrorKindNotIn(i.ErrorKindNotIn...))
+	}
+	if i.ErrorKindGT != nil {
+		predicates = append(predicates, task.ErrorKindGT(*i.ErrorKindGT))
+	}
+	if i.ErrorKindGTE != nil {
+		predicates = append(predicates, task.ErrorKindGTE(*i.ErrorKindGTE))
+	}
+	if i.ErrorKindLT != nil {
+		predicates = append(predicates, task.ErrorKindLT(*i.ErrorKindLT))
+	}
+	if i.ErrorKindLTE != nil {
+		predicates = append(predicates, task.ErrorKindLTE(*i.ErrorKindLTE))
+	}
+	if i.ErrorKindContains != nil {
+		predicates = append(predicates, task.ErrorKindContains(*i.ErrorKindContains))
+	}
+	if i.ErrorKindHasPrefix != nil {
+		predicates = append(predicates, task.ErrorKindHasPrefix(*i.ErrorKindHasPrefix))
+	}
+	if i.ErrorKindHasSuffix != nil {
+		predicates = append(predicates, task.ErrorKindHasSuffix(*i.ErrorKindHasSuffix))
+	}
+	if i.ErrorKindEqualFold != nil {
+		predicates = append(predicates, task.ErrorKindEqualFold(*i.ErrorKindEqualFold))
+	}
+	if i.ErrorKindContainsFold != nil {
+		predicates = append(predicates, task.ErrorKindContainsFold(*i.ErrorKindContainsFold))
+	}
+	if i.ErrorMessage != nil {
+		predicates = append(predicates, task.ErrorMessageEQ(*i.ErrorMessage))
+	}
+	if i.ErrorMessageNEQ != nil {
+		predicates = append(predicates, task.ErrorMessageNEQ(*i.ErrorMessageNEQ))
+	}
+	if len(i.ErrorMessageIn) > 0 {
+		predicates = append(predicates, task.ErrorMessageIn(i.ErrorMessageIn...))
+	}
+	if len(i.ErrorMessageNotIn) > 0 {
+		predicates = append(predicates, task.ErrorMessageNotIn(i.ErrorMessageNotIn...))
+	}
+	if i.ErrorMessageGT != nil {
+		predicates = append(predicates, task.ErrorMessageGT(*i.ErrorMessageGT))
+	}
+	if i.ErrorMessageGTE != nil {
+		predicates = append(predicates, task.ErrorMessageGTE(*i.ErrorMessageGTE))
+	}
+	if i.ErrorMessageLT != nil {
+		predicates = append(predicates, task.ErrorMessageLT(*i.ErrorMessageLT))
+	}
+	if i.ErrorMessageLTE != nil {
+		predicates = append(predicates, task.ErrorMessageLTE(*i.ErrorMessageLTE))
+	}
+	if i.ErrorMessageContains != nil {
+		predicates = append(predicates, task.ErrorMessageContains(*i.ErrorMessageContains))
+	}
+	if i.ErrorMessageHasPrefix != nil {
+		predicates = append(predicates, task.ErrorMessageHasPrefix(*i.ErrorMessageHasPrefix))
+	}
+	if i.ErrorMessageHasSuffix != nil {
+		predicates = append(predicates, task.ErrorMessageHasSuffix(*i.ErrorMessageHasSuffix))
+	}
+	if i.ErrorMessageEqualFold != nil {
+		predicates = append(predicates, task.ErrorMessageEqualFold(*i.ErrorMessageEqualFold))
+	}
+	if i.ErrorMessageContainsFold != nil {
+		predicates = append(predicates, task.ErrorMessageContainsFold(*i.ErrorMessageContainsFold))
+	}
+	if i.ErrorTraceback != nil {
+		predicates = append(predicates, task.ErrorTracebackEQ(*i.ErrorTraceback))
+	}
+	if i.ErrorTracebackNEQ != nil {
+		predicates = append(predicates, task.ErrorTracebackNEQ(*i.ErrorTracebackNEQ))
+	}
+	if len(i.ErrorTracebackIn) > 0 {
+		predicates = append(predicates, task.ErrorTracebackIn(i.ErrorTracebackIn...))
+	}
+	if len(i.ErrorTracebackNotIn) > 0 {
+		predicates = append(predicates, task.ErrorTracebackNotIn(i.ErrorTracebackNotIn...))
+	}
+	if i.ErrorTracebackGT != nil {
+		predicates = append(predicates, task.ErrorTracebackGT(*i.ErrorTracebackGT))
+	}
+	if i.ErrorTracebackGTE != nil {
+		predicates = append(predicates, task.ErrorTracebackGTE(*i.ErrorTracebackGTE))
+	}
+	if i.ErrorTracebackLT != nil {
+		predicates = append(predicates, task.ErrorTracebackLT(*i.ErrorTracebackLT))
+	}
+	if i.ErrorTracebackLTE != nil {
+		predicates = append(predicates, task.ErrorTracebackLTE(*i.ErrorTracebackLTE))
+	}
+	if i.ErrorTracebackContains != nil {
+		predicates = append(predicates, task.ErrorTracebackContains(*i.ErrorTracebackContains))
+	}
+	if i.ErrorTracebackHasPrefix != nil {
+		predicates = append(predicates, task.ErrorTracebackHasPrefix(*i.ErrorTracebackHasPrefix))
+	}
+	if i.ErrorTracebackHasSuffix != nil {
+		predicates = append(predicates, task.ErrorTracebackHasSuffix(*i.ErrorTracebackHasSuffix))
+	}
+	if i.ErrorTracebackEqualFold != nil {
+		predicates = append(predicates, task.ErrorTracebackEqualFold(*i.ErrorTracebackEqualFold))
+	}
+	if i.ErrorTracebackContainsFold != nil {
+		predicates = append(predicates, task.ErrorTracebackContainsFold(*i.ErrorTracebackContainsFold))
+	}
+	if i.ContainerID != nil {
+		predicates = append(predicates, task.ContainerIDEQ(*i.ContainerID))
+	}
+	if i.ContainerIDNEQ != nil {
+		predicates = append(predicates, task.ContainerIDNEQ(*i.ContainerIDNEQ))
+	}
+	if len(i.ContainerIDIn) > 0 {
+		predicates = append(predicates, task.ContainerIDIn(i.ContainerIDIn...))
+	}
+	if len(i.ContainerIDNotIn) > 0 {
+		predicates = append(predicates, task.ContainerIDNotIn(i.ContainerIDNotIn...))
+	}
+	if i.ContainerIDGT != nil {
+		predicates = append(predicates, task.ContainerIDGT(*i.ContainerIDGT))
+	}
+	if i.ContainerIDGTE != nil {
+		predicates = append(predicates, task.ContainerIDGTE(*i.ContainerIDGTE))
+	}
+	if i.ContainerIDLT != nil {
+		predicates = append(predicates, task.ContainerIDLT(*i.ContainerIDLT))
+	}
+	if i.ContainerIDLTE != nil {
+		predicates = append(predicates, task.ContainerIDLTE(*i.ContainerIDLTE))
+	}
+	if i.ContainerIDContains != nil {
+		predicates = append(predicates, task.ContainerIDContains(*i.ContainerIDContains))
+	}
+	if i.ContainerIDHasPrefix != nil {
+		predicates = append(predicates, task.ContainerIDHasPrefix(*i.ContainerIDHasPrefix))
+	}
+	if i.ContainerIDHasSuffix != nil {
+		predicates = append(predicates, task.ContainerIDHasSuffix(*i.ContainerIDHasSuffix))
+	}
+	if i.ContainerIDIsNil {
+		predicates = append(predicates, task.ContainerIDIsNil())
+	}
+	if i.ContainerIDNotNil {
+		predicates = append(predicates, task.ContainerIDNotNil())
+	}
+	if i.ContainerIDEqualFold != nil {
+		predicates = append(predicates, task.ContainerIDEqualFold(*i.ContainerIDEqualFold))
+	}
+	if i.ContainerIDContainsFold != nil {
+		predicates = append(predicates, task.ContainerIDContainsFold(*i.ContainerIDContainsFold))
+	}
+	if i.ScheduledAt != nil {
+		predicates = append(predicates, task.ScheduledAtEQ(*i.ScheduledAt))
+	}
+	if i.ScheduledAtNEQ != nil {
+		predicates = append(predicates, task.ScheduledAtNEQ(*i.ScheduledAtNEQ))
+	}
+	if len(i.ScheduledAtIn) > 0 {
+		predicates = append(predicates, task.ScheduledAtIn(i.ScheduledAtIn...))
+	}
+	if len(i.ScheduledAtNotIn) > 0 {
+		predicates = append(predicates, task.ScheduledAtNotIn(i.ScheduledAtNotIn...))
+	}
+	if i.ScheduledAtGT != nil {
+		predicates = append(predicates, task.ScheduledAtGT(*i.ScheduledAtGT))
+	}
+	if i.ScheduledAtGTE != nil {
+		predicates = append(predicates, task.ScheduledAtGTE(*i.ScheduledAtGTE))
+	}
+	if i.ScheduledAtLT != nil {
+		predicates = append(predicates, task.ScheduledAtLT(*i.ScheduledAtLT))
+	}
+	if i.ScheduledAtLTE != nil {
+		predicates = append(predicates, task.ScheduledAtLTE(*i.ScheduledAtLTE))
+	}
+	if i.ScheduledAtIsNil {
+		predicates = append(predicates, task.ScheduledAtIsNil())
+	}
+	if i.ScheduledAtNotNil {
+		predicates = append(predicates, task.ScheduledAtNotNil())
+	}
+	if i.ImageReadyAt != nil {
+		predicates = append(predicates, task.ImageReadyAtEQ(*i.ImageReadyAt))
+	}
+	if i.ImageReadyAtNEQ != nil {
+		predicates = append(predicates, task.ImageReadyAtNEQ(*i.ImageReadyAtNEQ))
+	}
+	if len(i.ImageReadyAtIn) > 0 {
+		predicates = append(predicates, task.ImageReadyAtIn(i.ImageReadyAtIn...))
+	}
+	if len(i.ImageReadyAtNotIn) > 0 {
+		predicates = append(predicates, task.ImageReadyAtNotIn(i.ImageReadyAtNotIn...))
+	}
+	if i.ImageReadyAtGT != nil {
+		predicates = append(predicates, task.ImageReadyAtGT(*i.ImageReadyAtGT))
+	}
+	if i.ImageReadyAtGTE != nil {
+		predicates = append(predicates, task.ImageReadyAtGTE(*i.ImageReadyAtGTE))
+	}
+	if i.ImageReadyAtLT != nil {
+		predicates = append(predicates, task.ImageReadyAtLT(*i.ImageReadyAtLT))
+	}
+	if i.ImageReadyAtLTE != nil {
+		predicates = append(predicates, task.ImageReadyAtLTE(*i.ImageReadyAtLTE))
+	}
+	if i.ImageReadyAtIsNil {
+		predicates = append(predicates, task.ImageReadyAtIsNil())
+	}
+	if i.ImageReadyAtNotNil {
+		predicates = append(predicates, task.ImageReadyAtNotNil())
+	}
+	if i.CodeFetchedAt != nil {
+		predicates = append(predicates, task.CodeFetchedAtEQ(*i.CodeFetchedAt))
+	}
+	if i.CodeFetchedAtNEQ != nil {
+		predicates = append(predicates, task.CodeFetchedAtNEQ(*i.CodeFetchedAtNEQ))
+	}
+	if len(i.CodeFetchedAtIn) > 0 {
+		predicates = append(predicates, task.CodeFetchedAtIn(i.CodeFetchedAtIn...))
+	}
+	if len(i.CodeFetchedAtNotIn) > 0 {
+		predicates = append(predicates, task.CodeFetchedAtNotIn(i.CodeFetchedAtNotIn...))
+	}
+	if i.CodeFetchedAtGT != nil {
+		predicates = append(predicates, task.CodeFetchedAtGT(*i.CodeFetchedAtGT))
+	}
+	if i.CodeFetchedAtGTE != nil {
+		predicates = append(predicates, task.CodeFetchedAtGTE(*i.CodeFetchedAtGTE))
+	}
+	if i.CodeFetchedAtLT != nil {
+		predicates = append(predicates, task.CodeFetchedAtLT(*i.CodeFetchedAtLT))
+	}
+	if i.CodeFetchedAtLTE != nil {
+		predicates = append(predicates, task.CodeFetchedAtLTE(*i.CodeFetchedAtLTE))
+	}
+	if i.CodeFetchedAtIsNil {
+		predicates = append(predicates, task.CodeFetchedAtIsNil())
+	}
+	if i.CodeFetchedAtNotNil {
+		predicates = append(predicates, task.CodeFetchedAtNotNil())
+	}
+	if i.ProcessStartedAt != nil {
+		predicates = append(predicates, task.ProcessStartedAtEQ(*i.ProcessStartedAt))
+	}
+	if i.ProcessStartedAtNEQ != nil {
+		predicates = append(predicates, task.ProcessStartedAtNEQ(*i.ProcessStartedAtNEQ))
+	}
+	if len(i.ProcessStartedAtIn) > 0 {
+		predicates = append(predicates, task.ProcessStartedAtIn(i.ProcessStartedAtIn...))
+	}
+	if len(i.ProcessStartedAtNotIn) > 0 {
+		predicates = append(predicates, task.ProcessStartedAtNotIn(i.ProcessStartedAtNotIn...))
+	}
+	if i.ProcessStartedAtGT != nil {
+		predicates = append(predicates, task.ProcessStartedAtGT(*i.ProcessStartedAtGT))
+	}
+	if i.ProcessStartedAtGTE != nil {
+		predicates = append(predicates, task.ProcessStartedAtGTE(*i.ProcessStartedAtGTE))
+	}
+	if i.ProcessStartedAtLT != nil {
+		predicates = append(predicates, task.ProcessStartedAtLT(*i.ProcessStartedAtLT))
+	}
+	if i.ProcessStartedAtLTE != nil {
+		predicates = append(predicates, task.ProcessStartedAtLTE(*i.ProcessStartedAtLTE))
+	}
+	if i.ProcessStartedAtIsNil {
+		predicates = append(predicates, task.ProcessStartedAtIsNil())
+	}
+	if i.ProcessStartedAtNotNil {
+		predicates = append(predicates, task.ProcessStartedAtNotNil())
+	}
+	if i.ImportedAt != nil {
+		predicates = append(predicates, task.ImportedAtEQ(*i.ImportedAt))
+	}
+	if i.ImportedAtNEQ != nil {
+		predicates = append(predicates, task.ImportedAtNEQ(*i.ImportedAtNEQ))
+	}
+	if len(i.ImportedAtIn) > 0 {
+		predicates = append(predicates, task.ImportedAtIn(i.ImportedAtIn...))
+	}
+	if len(i.ImportedAtNotIn) > 0 {
+		predicates = append(predicates, task.ImportedAtNotIn(i.ImportedAtNotIn...))
+	}
+	if i.ImportedAtGT != nil {
+		predicates = append(predicates, task.ImportedAtGT(*i.ImportedAtGT))
+	}
+	if i.ImportedAtGTE != nil {
+		predicates = append(predicates, task.ImportedAtGTE(*i.ImportedAtGTE))
+	}
+	if i.ImportedAtLT != nil {
+		predicates = append(predicates, task.ImportedAtLT(*i.ImportedAtLT))
+	}
+	if i.ImportedAtLTE != nil {
+		predicates = append(predicates, task.ImportedAtLTE(*i.ImportedAtLTE))
+	}
+	if i.ImportedAtIsNil {
+		predicates = append(predicates, task.ImportedAtIsNil())
+	}
+	if i.ImportedAtNotNil {
+		predicates = append(predicates, task.ImportedAtNotNil())
+	}
+	if i.StartedAt != nil {
+		predicates = append(predicates, task.StartedAtEQ(*i.StartedAt))
+	}
+	if i.StartedAtNEQ != nil {
+		predicates = append(predicates, task.StartedAtNEQ(*i.StartedAtNEQ))
+	}
+	if len(i.StartedAtIn) > 0 {
+		predicates = append(predicates, task.StartedAtIn(i.StartedAtIn...))
+	}
+	if len(i.StartedAtNotIn) > 0 {
+		predicates = append(predicates, task.StartedAtNotIn(i.StartedAtNotIn...))
+	}
+	if i.StartedAtGT != nil {
+		predicates = append(predicates, task.StartedAtGT(*i.StartedAtGT))
+	}
+	if i.StartedAtGTE != nil {
+		predicates = append(predicates, task.StartedAtGTE(*i.StartedAtGTE))
+	}
+	if i.StartedAtLT != nil {
+		predicates = append(predicates, task.StartedAtLT(*i.StartedAtLT))
+	}
+	if i.StartedAtLTE != nil {
+		predicates = append(predicates, task.StartedAtLTE(*i.StartedAtLTE))
+	}
+	if i.StartedAtIsNil {
+		predicates = append(predicates, task.StartedAtIsNil())
+	}
+	if i.StartedAtNotNil {
+		predicates = append(predicates, task.StartedAtNotNil())
+	}
+	if i.FinishedAt != nil {
+		predicates = append(predicates, task.FinishedAtEQ(*i.FinishedAt))
+	}
+	if i.FinishedAtNEQ != nil {
+		predicates = append(predicates, task.FinishedAtNEQ(*i.FinishedAtNEQ))
+	}
+	if len(i.FinishedAtIn) > 0 {
+		predicates = append(predicates, task.FinishedAtIn(i.FinishedAtIn...))
+	}
+	if len(i.FinishedAtNotIn) > 0 {
+		predicates = append(predicates, task.FinishedAtNotIn(i.FinishedAtNotIn...))
+	}
+	if i.FinishedAtGT != nil {
+		predicates = append(predicates, task.FinishedAtGT(*i.FinishedAtGT))
+	}
+	if i.FinishedAtGTE != nil {
+		predicates = append(predicates, task.FinishedAtGTE(*i.FinishedAtGTE))
+	}
+	if i.FinishedAtLT != nil {
+		predicates = append(predicates, task.FinishedAtLT(*i.FinishedAtLT))
+	}
+	if i.FinishedAtLTE != nil {
+		predicates = append(predicates, task.FinishedAtLTE(*i.FinishedAtLTE))
+	}
+	if i.FinishedAtIsNil {
+		predicates = append(predicates, task.FinishedAtIsNil())
+	}
+	if i.FinishedAtNotNil {
+		predicates = append(predicates, task.FinishedAtNotNil())
+	}
+
+	if i.HasFunction != nil {
+		p := task.HasFunction()
+		if !*i.HasFunction {
+			p = task.Not(p)
+		}
+		predicates = append(predicates, p)
+	}
+	if len(i.HasFunctionWith) > 0 {
+		with := make([]predicate.Function, 0, len(i.HasFunctionWith))
+		for _, w := range i.HasFunctionWith {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'HasFunctionWith'", err)
+			}
+			with = append(with, p)
+		}
+		predicates = append(predicates, task.HasFunctionWith(with...))
+	}
+	if i.HasMap != nil {
+		p := task.HasMap()
+		if !*i.HasMap {
+			p = task.Not(p)
+		}
+		predicates = append(predicates, p)
+	}
+	if len(i.HasMapWith) > 0 {
+		with := make([]predicate.FunctionMap, 0, len(i.HasMapWith))
+		for _, w := range i.HasMapWith {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'HasMapWith'", err)
+			}
+			with = append(with, p)
+		}
+		predicates = append(predicates, task.HasMapWith(with...))
+	}
+	switch len(predicates) {
+	case 0:
+		return nil, ErrEmptyTaskWhereInput
+	case 1:
+		return predicates[0], nil
+	default:
+		return task.And(predicates...), nil
 	}
 }
 

@@ -12,10 +12,15 @@ import (
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
 	"github.com/levers9/levers9/ent/apitoken"
+	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
+	"github.com/levers9/levers9/ent/blob"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/charge"
+	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/environment"
+	"github.com/levers9/levers9/ent/function"
+	"github.com/levers9/levers9/ent/functionmap"
 	"github.com/levers9/levers9/ent/group"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/jobevent"
@@ -28,6 +33,7 @@ import (
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
+	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/ent/tenant"
 	"github.com/levers9/levers9/ent/user"
 	"github.com/levers9/levers9/internal/billing"
@@ -45,10 +51,15 @@ const (
 
 	// Node types.
 	TypeAPIToken    = "APIToken"
+	TypeApp         = "App"
 	TypeAuditEvent  = "AuditEvent"
+	TypeBlob        = "Blob"
 	TypeBucket      = "Bucket"
 	TypeCharge      = "Charge"
+	TypeContainer   = "Container"
 	TypeEnvironment = "Environment"
+	TypeFunction    = "Function"
+	TypeFunctionMap = "FunctionMap"
 	TypeGroup       = "Group"
 	TypeJob         = "Job"
 	TypeJobEvent    = "JobEvent"
@@ -60,6 +71,7 @@ const (
 	TypeQueue       = "Queue"
 	TypeService     = "Service"
 	TypeStorage     = "Storage"
+	TypeTask        = "Task"
 	TypeTenant      = "Tenant"
 	TypeUser        = "User"
 )
@@ -1196,6 +1208,1039 @@ func (m *APITokenMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown APIToken edge %s", name)
 }
 
+// AppMutation represents an operation that mutates the App nodes in the graph.
+type AppMutation struct {
+	config
+	op               Op
+	typ              string
+	id               *string
+	created_at       *time.Time
+	updated_at       *time.Time
+	tenant_id        *string
+	environment_id   *string
+	name             *string
+	state            *app.State
+	ephemeral        *bool
+	code_hash        *string
+	stopped_at       *time.Time
+	stop_reason      *string
+	clearedFields    map[string]struct{}
+	owner            *string
+	clearedowner     bool
+	functions        map[string]struct{}
+	removedfunctions map[string]struct{}
+	clearedfunctions bool
+	done             bool
+	oldValue         func(context.Context) (*App, error)
+	predicates       []predicate.App
+}
+
+var _ ent.Mutation = (*AppMutation)(nil)
+
+// appOption allows management of the mutation configuration using functional options.
+type appOption func(*AppMutation)
+
+// newAppMutation creates new mutation for the App entity.
+func newAppMutation(c config, op Op, opts ...appOption) *AppMutation {
+	m := &AppMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeApp,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withAppID sets the ID field of the mutation.
+func withAppID(id string) appOption {
+	return func(m *AppMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *App
+		)
+		m.oldValue = func(ctx context.Context) (*App, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().App.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withApp sets the old App of the mutation.
+func withApp(node *App) appOption {
+	return func(m *AppMutation) {
+		m.oldValue = func(context.Context) (*App, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m AppMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m AppMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of App entities.
+func (m *AppMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *AppMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *AppMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().App.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *AppMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *AppMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the App entity.
+// If the App object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AppMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *AppMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *AppMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *AppMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the App entity.
+// If the App object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AppMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *AppMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// SetTenantID sets the "tenant_id" field.
+func (m *AppMutation) SetTenantID(s string) {
+	m.tenant_id = &s
+}
+
+// TenantID returns the value of the "tenant_id" field in the mutation.
+func (m *AppMutation) TenantID() (r string, exists bool) {
+	v := m.tenant_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTenantID returns the old "tenant_id" field's value of the App entity.
+// If the App object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AppMutation) OldTenantID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTenantID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTenantID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTenantID: %w", err)
+	}
+	return oldValue.TenantID, nil
+}
+
+// ResetTenantID resets all changes to the "tenant_id" field.
+func (m *AppMutation) ResetTenantID() {
+	m.tenant_id = nil
+}
+
+// SetEnvironmentID sets the "environment_id" field.
+func (m *AppMutation) SetEnvironmentID(s string) {
+	m.environment_id = &s
+}
+
+// EnvironmentID returns the value of the "environment_id" field in the mutation.
+func (m *AppMutation) EnvironmentID() (r string, exists bool) {
+	v := m.environment_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEnvironmentID returns the old "environment_id" field's value of the App entity.
+// If the App object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AppMutation) OldEnvironmentID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEnvironmentID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEnvironmentID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEnvironmentID: %w", err)
+	}
+	return oldValue.EnvironmentID, nil
+}
+
+// ResetEnvironmentID resets all changes to the "environment_id" field.
+func (m *AppMutation) ResetEnvironmentID() {
+	m.environment_id = nil
+}
+
+// SetName sets the "name" field.
+func (m *AppMutation) SetName(s string) {
+	m.name = &s
+}
+
+// Name returns the value of the "name" field in the mutation.
+func (m *AppMutation) Name() (r string, exists bool) {
+	v := m.name
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldName returns the old "name" field's value of the App entity.
+// If the App object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AppMutation) OldName(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldName is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldName requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldName: %w", err)
+	}
+	return oldValue.Name, nil
+}
+
+// ResetName resets all changes to the "name" field.
+func (m *AppMutation) ResetName() {
+	m.name = nil
+}
+
+// SetState sets the "state" field.
+func (m *AppMutation) SetState(a app.State) {
+	m.state = &a
+}
+
+// State returns the value of the "state" field in the mutation.
+func (m *AppMutation) State() (r app.State, exists bool) {
+	v := m.state
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldState returns the old "state" field's value of the App entity.
+// If the App object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AppMutation) OldState(ctx context.Context) (v app.State, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldState is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldState requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldState: %w", err)
+	}
+	return oldValue.State, nil
+}
+
+// ResetState resets all changes to the "state" field.
+func (m *AppMutation) ResetState() {
+	m.state = nil
+}
+
+// SetEphemeral sets the "ephemeral" field.
+func (m *AppMutation) SetEphemeral(b bool) {
+	m.ephemeral = &b
+}
+
+// Ephemeral returns the value of the "ephemeral" field in the mutation.
+func (m *AppMutation) Ephemeral() (r bool, exists bool) {
+	v := m.ephemeral
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEphemeral returns the old "ephemeral" field's value of the App entity.
+// If the App object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AppMutation) OldEphemeral(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEphemeral is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEphemeral requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEphemeral: %w", err)
+	}
+	return oldValue.Ephemeral, nil
+}
+
+// ResetEphemeral resets all changes to the "ephemeral" field.
+func (m *AppMutation) ResetEphemeral() {
+	m.ephemeral = nil
+}
+
+// SetCodeHash sets the "code_hash" field.
+func (m *AppMutation) SetCodeHash(s string) {
+	m.code_hash = &s
+}
+
+// CodeHash returns the value of the "code_hash" field in the mutation.
+func (m *AppMutation) CodeHash() (r string, exists bool) {
+	v := m.code_hash
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCodeHash returns the old "code_hash" field's value of the App entity.
+// If the App object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AppMutation) OldCodeHash(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCodeHash is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCodeHash requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCodeHash: %w", err)
+	}
+	return oldValue.CodeHash, nil
+}
+
+// ResetCodeHash resets all changes to the "code_hash" field.
+func (m *AppMutation) ResetCodeHash() {
+	m.code_hash = nil
+}
+
+// SetOwnerID sets the "owner_id" field.
+func (m *AppMutation) SetOwnerID(s string) {
+	m.owner = &s
+}
+
+// OwnerID returns the value of the "owner_id" field in the mutation.
+func (m *AppMutation) OwnerID() (r string, exists bool) {
+	v := m.owner
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOwnerID returns the old "owner_id" field's value of the App entity.
+// If the App object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AppMutation) OldOwnerID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOwnerID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOwnerID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOwnerID: %w", err)
+	}
+	return oldValue.OwnerID, nil
+}
+
+// ResetOwnerID resets all changes to the "owner_id" field.
+func (m *AppMutation) ResetOwnerID() {
+	m.owner = nil
+}
+
+// SetStoppedAt sets the "stopped_at" field.
+func (m *AppMutation) SetStoppedAt(t time.Time) {
+	m.stopped_at = &t
+}
+
+// StoppedAt returns the value of the "stopped_at" field in the mutation.
+func (m *AppMutation) StoppedAt() (r time.Time, exists bool) {
+	v := m.stopped_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStoppedAt returns the old "stopped_at" field's value of the App entity.
+// If the App object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AppMutation) OldStoppedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStoppedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStoppedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStoppedAt: %w", err)
+	}
+	return oldValue.StoppedAt, nil
+}
+
+// ClearStoppedAt clears the value of the "stopped_at" field.
+func (m *AppMutation) ClearStoppedAt() {
+	m.stopped_at = nil
+	m.clearedFields[app.FieldStoppedAt] = struct{}{}
+}
+
+// StoppedAtCleared returns if the "stopped_at" field was cleared in this mutation.
+func (m *AppMutation) StoppedAtCleared() bool {
+	_, ok := m.clearedFields[app.FieldStoppedAt]
+	return ok
+}
+
+// ResetStoppedAt resets all changes to the "stopped_at" field.
+func (m *AppMutation) ResetStoppedAt() {
+	m.stopped_at = nil
+	delete(m.clearedFields, app.FieldStoppedAt)
+}
+
+// SetStopReason sets the "stop_reason" field.
+func (m *AppMutation) SetStopReason(s string) {
+	m.stop_reason = &s
+}
+
+// StopReason returns the value of the "stop_reason" field in the mutation.
+func (m *AppMutation) StopReason() (r string, exists bool) {
+	v := m.stop_reason
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStopReason returns the old "stop_reason" field's value of the App entity.
+// If the App object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AppMutation) OldStopReason(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStopReason is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStopReason requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStopReason: %w", err)
+	}
+	return oldValue.StopReason, nil
+}
+
+// ResetStopReason resets all changes to the "stop_reason" field.
+func (m *AppMutation) ResetStopReason() {
+	m.stop_reason = nil
+}
+
+// ClearOwner clears the "owner" edge to the User entity.
+func (m *AppMutation) ClearOwner() {
+	m.clearedowner = true
+	m.clearedFields[app.FieldOwnerID] = struct{}{}
+}
+
+// OwnerCleared reports if the "owner" edge to the User entity was cleared.
+func (m *AppMutation) OwnerCleared() bool {
+	return m.clearedowner
+}
+
+// OwnerIDs returns the "owner" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// OwnerID instead. It exists only for internal usage by the builders.
+func (m *AppMutation) OwnerIDs() (ids []string) {
+	if id := m.owner; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetOwner resets all changes to the "owner" edge.
+func (m *AppMutation) ResetOwner() {
+	m.owner = nil
+	m.clearedowner = false
+}
+
+// AddFunctionIDs adds the "functions" edge to the Function entity by ids.
+func (m *AppMutation) AddFunctionIDs(ids ...string) {
+	if m.functions == nil {
+		m.functions = make(map[string]struct{})
+	}
+	for i := range ids {
+		m.functions[ids[i]] = struct{}{}
+	}
+}
+
+// ClearFunctions clears the "functions" edge to the Function entity.
+func (m *AppMutation) ClearFunctions() {
+	m.clearedfunctions = true
+}
+
+// FunctionsCleared reports if the "functions" edge to the Function entity was cleared.
+func (m *AppMutation) FunctionsCleared() bool {
+	return m.clearedfunctions
+}
+
+// RemoveFunctionIDs removes the "functions" edge to the Function entity by IDs.
+func (m *AppMutation) RemoveFunctionIDs(ids ...string) {
+	if m.removedfunctions == nil {
+		m.removedfunctions = make(map[string]struct{})
+	}
+	for i := range ids {
+		delete(m.functions, ids[i])
+		m.removedfunctions[ids[i]] = struct{}{}
+	}
+}
+
+// RemovedFunctions returns the removed IDs of the "functions" edge to the Function entity.
+func (m *AppMutation) RemovedFunctionsIDs() (ids []string) {
+	for id := range m.removedfunctions {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// FunctionsIDs returns the "functions" edge IDs in the mutation.
+func (m *AppMutation) FunctionsIDs() (ids []string) {
+	for id := range m.functions {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// ResetFunctions resets all changes to the "functions" edge.
+func (m *AppMutation) ResetFunctions() {
+	m.functions = nil
+	m.clearedfunctions = false
+	m.removedfunctions = nil
+}
+
+// Where appends a list predicates to the AppMutation builder.
+func (m *AppMutation) Where(ps ...predicate.App) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the AppMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *AppMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.App, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *AppMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *AppMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (App).
+func (m *AppMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *AppMutation) Fields() []string {
+	fields := make([]string, 0, 11)
+	if m.created_at != nil {
+		fields = append(fields, app.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, app.FieldUpdatedAt)
+	}
+	if m.tenant_id != nil {
+		fields = append(fields, app.FieldTenantID)
+	}
+	if m.environment_id != nil {
+		fields = append(fields, app.FieldEnvironmentID)
+	}
+	if m.name != nil {
+		fields = append(fields, app.FieldName)
+	}
+	if m.state != nil {
+		fields = append(fields, app.FieldState)
+	}
+	if m.ephemeral != nil {
+		fields = append(fields, app.FieldEphemeral)
+	}
+	if m.code_hash != nil {
+		fields = append(fields, app.FieldCodeHash)
+	}
+	if m.owner != nil {
+		fields = append(fields, app.FieldOwnerID)
+	}
+	if m.stopped_at != nil {
+		fields = append(fields, app.FieldStoppedAt)
+	}
+	if m.stop_reason != nil {
+		fields = append(fields, app.FieldStopReason)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *AppMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case app.FieldCreatedAt:
+		return m.CreatedAt()
+	case app.FieldUpdatedAt:
+		return m.UpdatedAt()
+	case app.FieldTenantID:
+		return m.TenantID()
+	case app.FieldEnvironmentID:
+		return m.EnvironmentID()
+	case app.FieldName:
+		return m.Name()
+	case app.FieldState:
+		return m.State()
+	case app.FieldEphemeral:
+		return m.Ephemeral()
+	case app.FieldCodeHash:
+		return m.CodeHash()
+	case app.FieldOwnerID:
+		return m.OwnerID()
+	case app.FieldStoppedAt:
+		return m.StoppedAt()
+	case app.FieldStopReason:
+		return m.StopReason()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *AppMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case app.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case app.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	case app.FieldTenantID:
+		return m.OldTenantID(ctx)
+	case app.FieldEnvironmentID:
+		return m.OldEnvironmentID(ctx)
+	case app.FieldName:
+		return m.OldName(ctx)
+	case app.FieldState:
+		return m.OldState(ctx)
+	case app.FieldEphemeral:
+		return m.OldEphemeral(ctx)
+	case app.FieldCodeHash:
+		return m.OldCodeHash(ctx)
+	case app.FieldOwnerID:
+		return m.OldOwnerID(ctx)
+	case app.FieldStoppedAt:
+		return m.OldStoppedAt(ctx)
+	case app.FieldStopReason:
+		return m.OldStopReason(ctx)
+	}
+	return nil, fmt.Errorf("unknown App field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *AppMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case app.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case app.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	case app.FieldTenantID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTenantID(v)
+		return nil
+	case app.FieldEnvironmentID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEnvironmentID(v)
+		return nil
+	case app.FieldName:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetName(v)
+		return nil
+	case app.FieldState:
+		v, ok := value.(app.State)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetState(v)
+		return nil
+	case app.FieldEphemeral:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEphemeral(v)
+		return nil
+	case app.FieldCodeHash:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCodeHash(v)
+		return nil
+	case app.FieldOwnerID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOwnerID(v)
+		return nil
+	case app.FieldStoppedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStoppedAt(v)
+		return nil
+	case app.FieldStopReason:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStopReason(v)
+		return nil
+	}
+	return fmt.Errorf("unknown App field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *AppMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *AppMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *AppMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown App numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *AppMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(app.FieldStoppedAt) {
+		fields = append(fields, app.FieldStoppedAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *AppMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *AppMutation) ClearField(name string) error {
+	switch name {
+	case app.FieldStoppedAt:
+		m.ClearStoppedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown App nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *AppMutation) ResetField(name string) error {
+	switch name {
+	case app.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case app.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	case app.FieldTenantID:
+		m.ResetTenantID()
+		return nil
+	case app.FieldEnvironmentID:
+		m.ResetEnvironmentID()
+		return nil
+	case app.FieldName:
+		m.ResetName()
+		return nil
+	case app.FieldState:
+		m.ResetState()
+		return nil
+	case app.FieldEphemeral:
+		m.ResetEphemeral()
+		return nil
+	case app.FieldCodeHash:
+		m.ResetCodeHash()
+		return nil
+	case app.FieldOwnerID:
+		m.ResetOwnerID()
+		return nil
+	case app.FieldStoppedAt:
+		m.ResetStoppedAt()
+		return nil
+	case app.FieldStopReason:
+		m.ResetStopReason()
+		return nil
+	}
+	return fmt.Errorf("unknown App field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *AppMutation) AddedEdges() []string {
+	edges := make([]string, 0, 2)
+	if m.owner != nil {
+		edges = append(edges, app.EdgeOwner)
+	}
+	if m.functions != nil {
+		edges = append(edges, app.EdgeFunctions)
+	}
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *AppMutation) AddedIDs(name string) []ent.Value {
+	switch name {
+	case app.EdgeOwner:
+		if id := m.owner; id != nil {
+			return []ent.Value{*id}
+		}
+	case app.EdgeFunctions:
+		ids := make([]ent.Value, 0, len(m.functions))
+		for id := range m.functions {
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *AppMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 2)
+	if m.removedfunctions != nil {
+		edges = append(edges, app.EdgeFunctions)
+	}
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *AppMutation) RemovedIDs(name string) []ent.Value {
+	switch name {
+	case app.EdgeFunctions:
+		ids := make([]ent.Value, 0, len(m.removedfunctions))
+		for id := range m.removedfunctions {
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *AppMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 2)
+	if m.clearedowner {
+		edges = append(edges, app.EdgeOwner)
+	}
+	if m.clearedfunctions {
+		edges = append(edges, app.EdgeFunctions)
+	}
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *AppMutation) EdgeCleared(name string) bool {
+	switch name {
+	case app.EdgeOwner:
+		return m.clearedowner
+	case app.EdgeFunctions:
+		return m.clearedfunctions
+	}
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *AppMutation) ClearEdge(name string) error {
+	switch name {
+	case app.EdgeOwner:
+		m.ClearOwner()
+		return nil
+	}
+	return fmt.Errorf("unknown App unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *AppMutation) ResetEdge(name string) error {
+	switch name {
+	case app.EdgeOwner:
+		m.ResetOwner()
+		return nil
+	case app.EdgeFunctions:
+		m.ResetFunctions()
+		return nil
+	}
+	return fmt.Errorf("unknown App edge %s", name)
+}
+
 // AuditEventMutation represents an operation that mutates the AuditEvent nodes in the graph.
 type AuditEventMutation struct {
 	config
@@ -1891,6 +2936,644 @@ func (m *AuditEventMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *AuditEventMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown AuditEvent edge %s", name)
+}
+
+// BlobMutation represents an operation that mutates the Blob nodes in the graph.
+type BlobMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *string
+	created_at    *time.Time
+	updated_at    *time.Time
+	tenant_id     *string
+	hash          *string
+	size          *int64
+	addsize       *int64
+	kind          *string
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*Blob, error)
+	predicates    []predicate.Blob
+}
+
+var _ ent.Mutation = (*BlobMutation)(nil)
+
+// blobOption allows management of the mutation configuration using functional options.
+type blobOption func(*BlobMutation)
+
+// newBlobMutation creates new mutation for the Blob entity.
+func newBlobMutation(c config, op Op, opts ...blobOption) *BlobMutation {
+	m := &BlobMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeBlob,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withBlobID sets the ID field of the mutation.
+func withBlobID(id string) blobOption {
+	return func(m *BlobMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Blob
+		)
+		m.oldValue = func(ctx context.Context) (*Blob, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Blob.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withBlob sets the old Blob of the mutation.
+func withBlob(node *Blob) blobOption {
+	return func(m *BlobMutation) {
+		m.oldValue = func(context.Context) (*Blob, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m BlobMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m BlobMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of Blob entities.
+func (m *BlobMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *BlobMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *BlobMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Blob.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *BlobMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *BlobMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the Blob entity.
+// If the Blob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlobMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *BlobMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *BlobMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *BlobMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the Blob entity.
+// If the Blob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlobMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *BlobMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// SetTenantID sets the "tenant_id" field.
+func (m *BlobMutation) SetTenantID(s string) {
+	m.tenant_id = &s
+}
+
+// TenantID returns the value of the "tenant_id" field in the mutation.
+func (m *BlobMutation) TenantID() (r string, exists bool) {
+	v := m.tenant_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTenantID returns the old "tenant_id" field's value of the Blob entity.
+// If the Blob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlobMutation) OldTenantID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTenantID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTenantID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTenantID: %w", err)
+	}
+	return oldValue.TenantID, nil
+}
+
+// ResetTenantID resets all changes to the "tenant_id" field.
+func (m *BlobMutation) ResetTenantID() {
+	m.tenant_id = nil
+}
+
+// SetHash sets the "hash" field.
+func (m *BlobMutation) SetHash(s string) {
+	m.hash = &s
+}
+
+// Hash returns the value of the "hash" field in the mutation.
+func (m *BlobMutation) Hash() (r string, exists bool) {
+	v := m.hash
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldHash returns the old "hash" field's value of the Blob entity.
+// If the Blob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlobMutation) OldHash(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldHash is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldHash requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldHash: %w", err)
+	}
+	return oldValue.Hash, nil
+}
+
+// ResetHash resets all changes to the "hash" field.
+func (m *BlobMutation) ResetHash() {
+	m.hash = nil
+}
+
+// SetSize sets the "size" field.
+func (m *BlobMutation) SetSize(i int64) {
+	m.size = &i
+	m.addsize = nil
+}
+
+// Size returns the value of the "size" field in the mutation.
+func (m *BlobMutation) Size() (r int64, exists bool) {
+	v := m.size
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSize returns the old "size" field's value of the Blob entity.
+// If the Blob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlobMutation) OldSize(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSize is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSize requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSize: %w", err)
+	}
+	return oldValue.Size, nil
+}
+
+// AddSize adds i to the "size" field.
+func (m *BlobMutation) AddSize(i int64) {
+	if m.addsize != nil {
+		*m.addsize += i
+	} else {
+		m.addsize = &i
+	}
+}
+
+// AddedSize returns the value that was added to the "size" field in this mutation.
+func (m *BlobMutation) AddedSize() (r int64, exists bool) {
+	v := m.addsize
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetSize resets all changes to the "size" field.
+func (m *BlobMutation) ResetSize() {
+	m.size = nil
+	m.addsize = nil
+}
+
+// SetKind sets the "kind" field.
+func (m *BlobMutation) SetKind(s string) {
+	m.kind = &s
+}
+
+// Kind returns the value of the "kind" field in the mutation.
+func (m *BlobMutation) Kind() (r string, exists bool) {
+	v := m.kind
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKind returns the old "kind" field's value of the Blob entity.
+// If the Blob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlobMutation) OldKind(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKind is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKind requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKind: %w", err)
+	}
+	return oldValue.Kind, nil
+}
+
+// ResetKind resets all changes to the "kind" field.
+func (m *BlobMutation) ResetKind() {
+	m.kind = nil
+}
+
+// Where appends a list predicates to the BlobMutation builder.
+func (m *BlobMutation) Where(ps ...predicate.Blob) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the BlobMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *BlobMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Blob, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *BlobMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *BlobMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Blob).
+func (m *BlobMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *BlobMutation) Fields() []string {
+	fields := make([]string, 0, 6)
+	if m.created_at != nil {
+		fields = append(fields, blob.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, blob.FieldUpdatedAt)
+	}
+	if m.tenant_id != nil {
+		fields = append(fields, blob.FieldTenantID)
+	}
+	if m.hash != nil {
+		fields = append(fields, blob.FieldHash)
+	}
+	if m.size != nil {
+		fields = append(fields, blob.FieldSize)
+	}
+	if m.kind != nil {
+		fields = append(fields, blob.FieldKind)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *BlobMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case blob.FieldCreatedAt:
+		return m.CreatedAt()
+	case blob.FieldUpdatedAt:
+		return m.UpdatedAt()
+	case blob.FieldTenantID:
+		return m.TenantID()
+	case blob.FieldHash:
+		return m.Hash()
+	case blob.FieldSize:
+		return m.Size()
+	case blob.FieldKind:
+		return m.Kind()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *BlobMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case blob.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case blob.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	case blob.FieldTenantID:
+		return m.OldTenantID(ctx)
+	case blob.FieldHash:
+		return m.OldHash(ctx)
+	case blob.FieldSize:
+		return m.OldSize(ctx)
+	case blob.FieldKind:
+		return m.OldKind(ctx)
+	}
+	return nil, fmt.Errorf("unknown Blob field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *BlobMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case blob.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case blob.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	case blob.FieldTenantID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTenantID(v)
+		return nil
+	case blob.FieldHash:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetHash(v)
+		return nil
+	case blob.FieldSize:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSize(v)
+		return nil
+	case blob.FieldKind:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKind(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Blob field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *BlobMutation) AddedFields() []string {
+	var fields []string
+	if m.addsize != nil {
+		fields = append(fields, blob.FieldSize)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *BlobMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case blob.FieldSize:
+		return m.AddedSize()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *BlobMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case blob.FieldSize:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddSize(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Blob numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *BlobMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *BlobMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *BlobMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown Blob nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *BlobMutation) ResetField(name string) error {
+	switch name {
+	case blob.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case blob.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	case blob.FieldTenantID:
+		m.ResetTenantID()
+		return nil
+	case blob.FieldHash:
+		m.ResetHash()
+		return nil
+	case blob.FieldSize:
+		m.ResetSize()
+		return nil
+	case blob.FieldKind:
+		m.ResetKind()
+		return nil
+	}
+	return fmt.Errorf("unknown Blob field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *BlobMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *BlobMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *BlobMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *BlobMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *BlobMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *BlobMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *BlobMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown Blob unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *BlobMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown Blob edge %s", name)
 }
 
 // BucketMutation represents an operation that mutates the Bucket nodes in the graph.
@@ -4422,6 +6105,1403 @@ func (m *ChargeMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown Charge edge %s", name)
 }
 
+// ContainerMutation represents an operation that mutates the Container nodes in the graph.
+type ContainerMutation struct {
+	config
+	op                 Op
+	typ                string
+	id                 *string
+	created_at         *time.Time
+	updated_at         *time.Time
+	tenant_id          *string
+	environment_id     *string
+	owner_id           *string
+	state              *container.State
+	stop_reason        *string
+	scheduled_at       *time.Time
+	image_ready_at     *time.Time
+	code_fetched_at    *time.Time
+	process_started_at *time.Time
+	imported_at        *time.Time
+	last_task_at       *time.Time
+	stopped_at         *time.Time
+	clearedFields      map[string]struct{}
+	function           *string
+	clearedfunction    bool
+	job                *string
+	clearedjob         bool
+	done               bool
+	oldValue           func(context.Context) (*Container, error)
+	predicates         []predicate.Container
+}
+
+var _ ent.Mutation = (*ContainerMutation)(nil)
+
+// containerOption allows management of the mutation configuration using functional options.
+type containerOption func(*ContainerMutation)
+
+// newContainerMutation creates new mutation for the Container entity.
+func newContainerMutation(c config, op Op, opts ...containerOption) *ContainerMutation {
+	m := &ContainerMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeContainer,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withContainerID sets the ID field of the mutation.
+func withContainerID(id string) containerOption {
+	return func(m *ContainerMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Container
+		)
+		m.oldValue = func(ctx context.Context) (*Container, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Container.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withContainer sets the old Container of the mutation.
+func withContainer(node *Container) containerOption {
+	return func(m *ContainerMutation) {
+		m.oldValue = func(context.Context) (*Container, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m ContainerMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m ContainerMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of Container entities.
+func (m *ContainerMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *ContainerMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *ContainerMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Container.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *ContainerMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *ContainerMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the Container entity.
+// If the Container object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ContainerMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *ContainerMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *ContainerMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *ContainerMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the Container entity.
+// If the Container object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ContainerMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *ContainerMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// SetTenantID sets the "tenant_id" field.
+func (m *ContainerMutation) SetTenantID(s string) {
+	m.tenant_id = &s
+}
+
+// TenantID returns the value of the "tenant_id" field in the mutation.
+func (m *ContainerMutation) TenantID() (r string, exists bool) {
+	v := m.tenant_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTenantID returns the old "tenant_id" field's value of the Container entity.
+// If the Container object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ContainerMutation) OldTenantID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTenantID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTenantID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTenantID: %w", err)
+	}
+	return oldValue.TenantID, nil
+}
+
+// ResetTenantID resets all changes to the "tenant_id" field.
+func (m *ContainerMutation) ResetTenantID() {
+	m.tenant_id = nil
+}
+
+// SetEnvironmentID sets the "environment_id" field.
+func (m *ContainerMutation) SetEnvironmentID(s string) {
+	m.environment_id = &s
+}
+
+// EnvironmentID returns the value of the "environment_id" field in the mutation.
+func (m *ContainerMutation) EnvironmentID() (r string, exists bool) {
+	v := m.environment_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEnvironmentID returns the old "environment_id" field's value of the Container entity.
+// If the Container object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ContainerMutation) OldEnvironmentID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEnvironmentID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEnvironmentID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEnvironmentID: %w", err)
+	}
+	return oldValue.EnvironmentID, nil
+}
+
+// ResetEnvironmentID resets all changes to the "environment_id" field.
+func (m *ContainerMutation) ResetEnvironmentID() {
+	m.environment_id = nil
+}
+
+// SetFunctionID sets the "function_id" field.
+func (m *ContainerMutation) SetFunctionID(s string) {
+	m.function = &s
+}
+
+// FunctionID returns the value of the "function_id" field in the mutation.
+func (m *ContainerMutation) FunctionID() (r string, exists bool) {
+	v := m.function
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFunctionID returns the old "function_id" field's value of the Container entity.
+// If the Container object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ContainerMutation) OldFunctionID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFunctionID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFunctionID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFunctionID: %w", err)
+	}
+	return oldValue.FunctionID, nil
+}
+
+// ResetFunctionID resets all changes to the "function_id" field.
+func (m *ContainerMutation) ResetFunctionID() {
+	m.function = nil
+}
+
+// SetOwnerID sets the "owner_id" field.
+func (m *ContainerMutation) SetOwnerID(s string) {
+	m.owner_id = &s
+}
+
+// OwnerID returns the value of the "owner_id" field in the mutation.
+func (m *ContainerMutation) OwnerID() (r string, exists bool) {
+	v := m.owner_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOwnerID returns the old "owner_id" field's value of the Container entity.
+// If the Container object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ContainerMutation) OldOwnerID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOwnerID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOwnerID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOwnerID: %w", err)
+	}
+	return oldValue.OwnerID, nil
+}
+
+// ResetOwnerID resets all changes to the "owner_id" field.
+func (m *ContainerMutation) ResetOwnerID() {
+	m.owner_id = nil
+}
+
+// SetJobID sets the "job_id" field.
+func (m *ContainerMutation) SetJobID(s string) {
+	m.job = &s
+}
+
+// JobID returns the value of the "job_id" field in the mutation.
+func (m *ContainerMutation) JobID() (r string, exists bool) {
+	v := m.job
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldJobID returns the old "job_id" field's value of the Container entity.
+// If the Container object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ContainerMutation) OldJobID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldJobID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldJobID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldJobID: %w", err)
+	}
+	return oldValue.JobID, nil
+}
+
+// ClearJobID clears the value of the "job_id" field.
+func (m *ContainerMutation) ClearJobID() {
+	m.job = nil
+	m.clearedFields[container.FieldJobID] = struct{}{}
+}
+
+// JobIDCleared returns if the "job_id" field was cleared in this mutation.
+func (m *ContainerMutation) JobIDCleared() bool {
+	_, ok := m.clearedFields[container.FieldJobID]
+	return ok
+}
+
+// ResetJobID resets all changes to the "job_id" field.
+func (m *ContainerMutation) ResetJobID() {
+	m.job = nil
+	delete(m.clearedFields, container.FieldJobID)
+}
+
+// SetState sets the "state" field.
+func (m *ContainerMutation) SetState(c container.State) {
+	m.state = &c
+}
+
+// State returns the value of the "state" field in the mutation.
+func (m *ContainerMutation) State() (r container.State, exists bool) {
+	v := m.state
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldState returns the old "state" field's value of the Container entity.
+// If the Container object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ContainerMutation) OldState(ctx context.Context) (v container.State, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldState is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldState requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldState: %w", err)
+	}
+	return oldValue.State, nil
+}
+
+// ResetState resets all changes to the "state" field.
+func (m *ContainerMutation) ResetState() {
+	m.state = nil
+}
+
+// SetStopReason sets the "stop_reason" field.
+func (m *ContainerMutation) SetStopReason(s string) {
+	m.stop_reason = &s
+}
+
+// StopReason returns the value of the "stop_reason" field in the mutation.
+func (m *ContainerMutation) StopReason() (r string, exists bool) {
+	v := m.stop_reason
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStopReason returns the old "stop_reason" field's value of the Container entity.
+// If the Container object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ContainerMutation) OldStopReason(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStopReason is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStopReason requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStopReason: %w", err)
+	}
+	return oldValue.StopReason, nil
+}
+
+// ResetStopReason resets all changes to the "stop_reason" field.
+func (m *ContainerMutation) ResetStopReason() {
+	m.stop_reason = nil
+}
+
+// SetScheduledAt sets the "scheduled_at" field.
+func (m *ContainerMutation) SetScheduledAt(t time.Time) {
+	m.scheduled_at = &t
+}
+
+// ScheduledAt returns the value of the "scheduled_at" field in the mutation.
+func (m *ContainerMutation) ScheduledAt() (r time.Time, exists bool) {
+	v := m.scheduled_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldScheduledAt returns the old "scheduled_at" field's value of the Container entity.
+// If the Container object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ContainerMutation) OldScheduledAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldScheduledAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldScheduledAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldScheduledAt: %w", err)
+	}
+	return oldValue.ScheduledAt, nil
+}
+
+// ClearScheduledAt clears the value of the "scheduled_at" field.
+func (m *ContainerMutation) ClearScheduledAt() {
+	m.scheduled_at = nil
+	m.clearedFields[container.FieldScheduledAt] = struct{}{}
+}
+
+// ScheduledAtCleared returns if the "scheduled_at" field was cleared in this mutation.
+func (m *ContainerMutation) ScheduledAtCleared() bool {
+	_, ok := m.clearedFields[container.FieldScheduledAt]
+	return ok
+}
+
+// ResetScheduledAt resets all changes to the "scheduled_at" field.
+func (m *ContainerMutation) ResetScheduledAt() {
+	m.scheduled_at = nil
+	delete(m.clearedFields, container.FieldScheduledAt)
+}
+
+// SetImageReadyAt sets the "image_ready_at" field.
+func (m *ContainerMutation) SetImageReadyAt(t time.Time) {
+	m.image_ready_at = &t
+}
+
+// ImageReadyAt returns the value of the "image_ready_at" field in the mutation.
+func (m *ContainerMutation) ImageReadyAt() (r time.Time, exists bool) {
+	v := m.image_ready_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldImageReadyAt returns the old "image_ready_at" field's value of the Container entity.
+// If the Container object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ContainerMutation) OldImageReadyAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldImageReadyAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldImageReadyAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldImageReadyAt: %w", err)
+	}
+	return oldValue.ImageReadyAt, nil
+}
+
+// ClearImageReadyAt clears the value of the "image_ready_at" field.
+func (m *ContainerMutation) ClearImageReadyAt() {
+	m.image_ready_at = nil
+	m.clearedFields[container.FieldImageReadyAt] = struct{}{}
+}
+
+// ImageReadyAtCleared returns if the "image_ready_at" field was cleared in this mutation.
+func (m *ContainerMutation) ImageReadyAtCleared() bool {
+	_, ok := m.clearedFields[container.FieldImageReadyAt]
+	return ok
+}
+
+// ResetImageReadyAt resets all changes to the "image_ready_at" field.
+func (m *ContainerMutation) ResetImageReadyAt() {
+	m.image_ready_at = nil
+	delete(m.clearedFields, container.FieldImageReadyAt)
+}
+
+// SetCodeFetchedAt sets the "code_fetched_at" field.
+func (m *ContainerMutation) SetCodeFetchedAt(t time.Time) {
+	m.code_fetched_at = &t
+}
+
+// CodeFetchedAt returns the value of the "code_fetched_at" field in the mutation.
+func (m *ContainerMutation) CodeFetchedAt() (r time.Time, exists bool) {
+	v := m.code_fetched_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCodeFetchedAt returns the old "code_fetched_at" field's value of the Container entity.
+// If the Container object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ContainerMutation) OldCodeFetchedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCodeFetchedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCodeFetchedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCodeFetchedAt: %w", err)
+	}
+	return oldValue.CodeFetchedAt, nil
+}
+
+// ClearCodeFetchedAt clears the value of the "code_fetched_at" field.
+func (m *ContainerMutation) ClearCodeFetchedAt() {
+	m.code_fetched_at = nil
+	m.clearedFields[container.FieldCodeFetchedAt] = struct{}{}
+}
+
+// CodeFetchedAtCleared returns if the "code_fetched_at" field was cleared in this mutation.
+func (m *ContainerMutation) CodeFetchedAtCleared() bool {
+	_, ok := m.clearedFields[container.FieldCodeFetchedAt]
+	return ok
+}
+
+// ResetCodeFetchedAt resets all changes to the "code_fetched_at" field.
+func (m *ContainerMutation) ResetCodeFetchedAt() {
+	m.code_fetched_at = nil
+	delete(m.clearedFields, container.FieldCodeFetchedAt)
+}
+
+// SetProcessStartedAt sets the "process_started_at" field.
+func (m *ContainerMutation) SetProcessStartedAt(t time.Time) {
+	m.process_started_at = &t
+}
+
+// ProcessStartedAt returns the value of the "process_started_at" field in the mutation.
+func (m *ContainerMutation) ProcessStartedAt() (r time.Time, exists bool) {
+	v := m.process_started_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldProcessStartedAt returns the old "process_started_at" field's value of the Container entity.
+// If the Container object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ContainerMutation) OldProcessStartedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldProcessStartedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldProcessStartedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldProcessStartedAt: %w", err)
+	}
+	return oldValue.ProcessStartedAt, nil
+}
+
+// ClearProcessStartedAt clears the value of the "process_started_at" field.
+func (m *ContainerMutation) ClearProcessStartedAt() {
+	m.process_started_at = nil
+	m.clearedFields[container.FieldProcessStartedAt] = struct{}{}
+}
+
+// ProcessStartedAtCleared returns if the "process_started_at" field was cleared in this mutation.
+func (m *ContainerMutation) ProcessStartedAtCleared() bool {
+	_, ok := m.clearedFields[container.FieldProcessStartedAt]
+	return ok
+}
+
+// ResetProcessStartedAt resets all changes to the "process_started_at" field.
+func (m *ContainerMutation) ResetProcessStartedAt() {
+	m.process_started_at = nil
+	delete(m.clearedFields, container.FieldProcessStartedAt)
+}
+
+// SetImportedAt sets the "imported_at" field.
+func (m *ContainerMutation) SetImportedAt(t time.Time) {
+	m.imported_at = &t
+}
+
+// ImportedAt returns the value of the "imported_at" field in the mutation.
+func (m *ContainerMutation) ImportedAt() (r time.Time, exists bool) {
+	v := m.imported_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldImportedAt returns the old "imported_at" field's value of the Container entity.
+// If the Container object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ContainerMutation) OldImportedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldImportedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldImportedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldImportedAt: %w", err)
+	}
+	return oldValue.ImportedAt, nil
+}
+
+// ClearImportedAt clears the value of the "imported_at" field.
+func (m *ContainerMutation) ClearImportedAt() {
+	m.imported_at = nil
+	m.clearedFields[container.FieldImportedAt] = struct{}{}
+}
+
+// ImportedAtCleared returns if the "imported_at" field was cleared in this mutation.
+func (m *ContainerMutation) ImportedAtCleared() bool {
+	_, ok := m.clearedFields[container.FieldImportedAt]
+	return ok
+}
+
+// ResetImportedAt resets all changes to the "imported_at" field.
+func (m *ContainerMutation) ResetImportedAt() {
+	m.imported_at = nil
+	delete(m.clearedFields, container.FieldImportedAt)
+}
+
+// SetLastTaskAt sets the "last_task_at" field.
+func (m *ContainerMutation) SetLastTaskAt(t time.Time) {
+	m.last_task_at = &t
+}
+
+// LastTaskAt returns the value of the "last_task_at" field in the mutation.
+func (m *ContainerMutation) LastTaskAt() (r time.Time, exists bool) {
+	v := m.last_task_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastTaskAt returns the old "last_task_at" field's value of the Container entity.
+// If the Container object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ContainerMutation) OldLastTaskAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastTaskAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastTaskAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastTaskAt: %w", err)
+	}
+	return oldValue.LastTaskAt, nil
+}
+
+// ClearLastTaskAt clears the value of the "last_task_at" field.
+func (m *ContainerMutation) ClearLastTaskAt() {
+	m.last_task_at = nil
+	m.clearedFields[container.FieldLastTaskAt] = struct{}{}
+}
+
+// LastTaskAtCleared returns if the "last_task_at" field was cleared in this mutation.
+func (m *ContainerMutation) LastTaskAtCleared() bool {
+	_, ok := m.clearedFields[container.FieldLastTaskAt]
+	return ok
+}
+
+// ResetLastTaskAt resets all changes to the "last_task_at" field.
+func (m *ContainerMutation) ResetLastTaskAt() {
+	m.last_task_at = nil
+	delete(m.clearedFields, container.FieldLastTaskAt)
+}
+
+// SetStoppedAt sets the "stopped_at" field.
+func (m *ContainerMutation) SetStoppedAt(t time.Time) {
+	m.stopped_at = &t
+}
+
+// StoppedAt returns the value of the "stopped_at" field in the mutation.
+func (m *ContainerMutation) StoppedAt() (r time.Time, exists bool) {
+	v := m.stopped_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStoppedAt returns the old "stopped_at" field's value of the Container entity.
+// If the Container object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ContainerMutation) OldStoppedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStoppedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStoppedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStoppedAt: %w", err)
+	}
+	return oldValue.StoppedAt, nil
+}
+
+// ClearStoppedAt clears the value of the "stopped_at" field.
+func (m *ContainerMutation) ClearStoppedAt() {
+	m.stopped_at = nil
+	m.clearedFields[container.FieldStoppedAt] = struct{}{}
+}
+
+// StoppedAtCleared returns if the "stopped_at" field was cleared in this mutation.
+func (m *ContainerMutation) StoppedAtCleared() bool {
+	_, ok := m.clearedFields[container.FieldStoppedAt]
+	return ok
+}
+
+// ResetStoppedAt resets all changes to the "stopped_at" field.
+func (m *ContainerMutation) ResetStoppedAt() {
+	m.stopped_at = nil
+	delete(m.clearedFields, container.FieldStoppedAt)
+}
+
+// ClearFunction clears the "function" edge to the Function entity.
+func (m *ContainerMutation) ClearFunction() {
+	m.clearedfunction = true
+	m.clearedFields[container.FieldFunctionID] = struct{}{}
+}
+
+// FunctionCleared reports if the "function" edge to the Function entity was cleared.
+func (m *ContainerMutation) FunctionCleared() bool {
+	return m.clearedfunction
+}
+
+// FunctionIDs returns the "function" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// FunctionID instead. It exists only for internal usage by the builders.
+func (m *ContainerMutation) FunctionIDs() (ids []string) {
+	if id := m.function; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetFunction resets all changes to the "function" edge.
+func (m *ContainerMutation) ResetFunction() {
+	m.function = nil
+	m.clearedfunction = false
+}
+
+// ClearJob clears the "job" edge to the Job entity.
+func (m *ContainerMutation) ClearJob() {
+	m.clearedjob = true
+	m.clearedFields[container.FieldJobID] = struct{}{}
+}
+
+// JobCleared reports if the "job" edge to the Job entity was cleared.
+func (m *ContainerMutation) JobCleared() bool {
+	return m.JobIDCleared() || m.clearedjob
+}
+
+// JobIDs returns the "job" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// JobID instead. It exists only for internal usage by the builders.
+func (m *ContainerMutation) JobIDs() (ids []string) {
+	if id := m.job; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetJob resets all changes to the "job" edge.
+func (m *ContainerMutation) ResetJob() {
+	m.job = nil
+	m.clearedjob = false
+}
+
+// Where appends a list predicates to the ContainerMutation builder.
+func (m *ContainerMutation) Where(ps ...predicate.Container) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the ContainerMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *ContainerMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Container, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *ContainerMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *ContainerMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Container).
+func (m *ContainerMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *ContainerMutation) Fields() []string {
+	fields := make([]string, 0, 16)
+	if m.created_at != nil {
+		fields = append(fields, container.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, container.FieldUpdatedAt)
+	}
+	if m.tenant_id != nil {
+		fields = append(fields, container.FieldTenantID)
+	}
+	if m.environment_id != nil {
+		fields = append(fields, container.FieldEnvironmentID)
+	}
+	if m.function != nil {
+		fields = append(fields, container.FieldFunctionID)
+	}
+	if m.owner_id != nil {
+		fields = append(fields, container.FieldOwnerID)
+	}
+	if m.job != nil {
+		fields = append(fields, container.FieldJobID)
+	}
+	if m.state != nil {
+		fields = append(fields, container.FieldState)
+	}
+	if m.stop_reason != nil {
+		fields = append(fields, container.FieldStopReason)
+	}
+	if m.scheduled_at != nil {
+		fields = append(fields, container.FieldScheduledAt)
+	}
+	if m.image_ready_at != nil {
+		fields = append(fields, container.FieldImageReadyAt)
+	}
+	if m.code_fetched_at != nil {
+		fields = append(fields, container.FieldCodeFetchedAt)
+	}
+	if m.process_started_at != nil {
+		fields = append(fields, container.FieldProcessStartedAt)
+	}
+	if m.imported_at != nil {
+		fields = append(fields, container.FieldImportedAt)
+	}
+	if m.last_task_at != nil {
+		fields = append(fields, container.FieldLastTaskAt)
+	}
+	if m.stopped_at != nil {
+		fields = append(fields, container.FieldStoppedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *ContainerMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case container.FieldCreatedAt:
+		return m.CreatedAt()
+	case container.FieldUpdatedAt:
+		return m.UpdatedAt()
+	case container.FieldTenantID:
+		return m.TenantID()
+	case container.FieldEnvironmentID:
+		return m.EnvironmentID()
+	case container.FieldFunctionID:
+		return m.FunctionID()
+	case container.FieldOwnerID:
+		return m.OwnerID()
+	case container.FieldJobID:
+		return m.JobID()
+	case container.FieldState:
+		return m.State()
+	case container.FieldStopReason:
+		return m.StopReason()
+	case container.FieldScheduledAt:
+		return m.ScheduledAt()
+	case container.FieldImageReadyAt:
+		return m.ImageReadyAt()
+	case container.FieldCodeFetchedAt:
+		return m.CodeFetchedAt()
+	case container.FieldProcessStartedAt:
+		return m.ProcessStartedAt()
+	case container.FieldImportedAt:
+		return m.ImportedAt()
+	case container.FieldLastTaskAt:
+		return m.LastTaskAt()
+	case container.FieldStoppedAt:
+		return m.StoppedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *ContainerMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case container.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case container.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	case container.FieldTenantID:
+		return m.OldTenantID(ctx)
+	case container.FieldEnvironmentID:
+		return m.OldEnvironmentID(ctx)
+	case container.FieldFunctionID:
+		return m.OldFunctionID(ctx)
+	case container.FieldOwnerID:
+		return m.OldOwnerID(ctx)
+	case container.FieldJobID:
+		return m.OldJobID(ctx)
+	case container.FieldState:
+		return m.OldState(ctx)
+	case container.FieldStopReason:
+		return m.OldStopReason(ctx)
+	case container.FieldScheduledAt:
+		return m.OldScheduledAt(ctx)
+	case container.FieldImageReadyAt:
+		return m.OldImageReadyAt(ctx)
+	case container.FieldCodeFetchedAt:
+		return m.OldCodeFetchedAt(ctx)
+	case container.FieldProcessStartedAt:
+		return m.OldProcessStartedAt(ctx)
+	case container.FieldImportedAt:
+		return m.OldImportedAt(ctx)
+	case container.FieldLastTaskAt:
+		return m.OldLastTaskAt(ctx)
+	case container.FieldStoppedAt:
+		return m.OldStoppedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown Container field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ContainerMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case container.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case container.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	case container.FieldTenantID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTenantID(v)
+		return nil
+	case container.FieldEnvironmentID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEnvironmentID(v)
+		return nil
+	case container.FieldFunctionID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFunctionID(v)
+		return nil
+	case container.FieldOwnerID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOwnerID(v)
+		return nil
+	case container.FieldJobID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetJobID(v)
+		return nil
+	case container.FieldState:
+		v, ok := value.(container.State)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetState(v)
+		return nil
+	case container.FieldStopReason:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStopReason(v)
+		return nil
+	case container.FieldScheduledAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetScheduledAt(v)
+		return nil
+	case container.FieldImageReadyAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetImageReadyAt(v)
+		return nil
+	case container.FieldCodeFetchedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCodeFetchedAt(v)
+		return nil
+	case container.FieldProcessStartedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetProcessStartedAt(v)
+		return nil
+	case container.FieldImportedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetImportedAt(v)
+		return nil
+	case container.FieldLastTaskAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastTaskAt(v)
+		return nil
+	case container.FieldStoppedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStoppedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Container field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *ContainerMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *ContainerMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ContainerMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown Container numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *ContainerMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(container.FieldJobID) {
+		fields = append(fields, container.FieldJobID)
+	}
+	if m.FieldCleared(container.FieldScheduledAt) {
+		fields = append(fields, container.FieldScheduledAt)
+	}
+	if m.FieldCleared(container.FieldImageReadyAt) {
+		fields = append(fields, container.FieldImageReadyAt)
+	}
+	if m.FieldCleared(container.FieldCodeFetchedAt) {
+		fields = append(fields, container.FieldCodeFetchedAt)
+	}
+	if m.FieldCleared(container.FieldProcessStartedAt) {
+		fields = append(fields, container.FieldProcessStartedAt)
+	}
+	if m.FieldCleared(container.FieldImportedAt) {
+		fields = append(fields, container.FieldImportedAt)
+	}
+	if m.FieldCleared(container.FieldLastTaskAt) {
+		fields = append(fields, container.FieldLastTaskAt)
+	}
+	if m.FieldCleared(container.FieldStoppedAt) {
+		fields = append(fields, container.FieldStoppedAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *ContainerMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *ContainerMutation) ClearField(name string) error {
+	switch name {
+	case container.FieldJobID:
+		m.ClearJobID()
+		return nil
+	case container.FieldScheduledAt:
+		m.ClearScheduledAt()
+		return nil
+	case container.FieldImageReadyAt:
+		m.ClearImageReadyAt()
+		return nil
+	case container.FieldCodeFetchedAt:
+		m.ClearCodeFetchedAt()
+		return nil
+	case container.FieldProcessStartedAt:
+		m.ClearProcessStartedAt()
+		return nil
+	case container.FieldImportedAt:
+		m.ClearImportedAt()
+		return nil
+	case container.FieldLastTaskAt:
+		m.ClearLastTaskAt()
+		return nil
+	case container.FieldStoppedAt:
+		m.ClearStoppedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown Container nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *ContainerMutation) ResetField(name string) error {
+	switch name {
+	case container.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case container.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	case container.FieldTenantID:
+		m.ResetTenantID()
+		return nil
+	case container.FieldEnvironmentID:
+		m.ResetEnvironmentID()
+		return nil
+	case container.FieldFunctionID:
+		m.ResetFunctionID()
+		return nil
+	case container.FieldOwnerID:
+		m.ResetOwnerID()
+		return nil
+	case container.FieldJobID:
+		m.ResetJobID()
+		return nil
+	case container.FieldState:
+		m.ResetState()
+		return nil
+	case container.FieldStopReason:
+		m.ResetStopReason()
+		return nil
+	case container.FieldScheduledAt:
+		m.ResetScheduledAt()
+		return nil
+	case container.FieldImageReadyAt:
+		m.ResetImageReadyAt()
+		return nil
+	case container.FieldCodeFetchedAt:
+		m.ResetCodeFetchedAt()
+		return nil
+	case container.FieldProcessStartedAt:
+		m.ResetProcessStartedAt()
+		return nil
+	case container.FieldImportedAt:
+		m.ResetImportedAt()
+		return nil
+	case container.FieldLastTaskAt:
+		m.ResetLastTaskAt()
+		return nil
+	case container.FieldStoppedAt:
+		m.ResetStoppedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown Container field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *ContainerMutation) AddedEdges() []string {
+	edges := make([]string, 0, 2)
+	if m.function != nil {
+		edges = append(edges, container.EdgeFunction)
+	}
+	if m.job != nil {
+		edges = append(edges, container.EdgeJob)
+	}
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *ContainerMutation) AddedIDs(name string) []ent.Value {
+	switch name {
+	case container.EdgeFunction:
+		if id := m.function; id != nil {
+			return []ent.Value{*id}
+		}
+	case container.EdgeJob:
+		if id := m.job; id != nil {
+			return []ent.Value{*id}
+		}
+	}
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *ContainerMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 2)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *ContainerMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *ContainerMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 2)
+	if m.clearedfunction {
+		edges = append(edges, container.EdgeFunction)
+	}
+	if m.clearedjob {
+		edges = append(edges, container.EdgeJob)
+	}
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *ContainerMutation) EdgeCleared(name string) bool {
+	switch name {
+	case container.EdgeFunction:
+		return m.clearedfunction
+	case container.EdgeJob:
+		return m.clearedjob
+	}
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *ContainerMutation) ClearEdge(name string) error {
+	switch name {
+	case container.EdgeFunction:
+		m.ClearFunction()
+		return nil
+	case container.EdgeJob:
+		m.ClearJob()
+		return nil
+	}
+	return fmt.Errorf("unknown Container unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *ContainerMutation) ResetEdge(name string) error {
+	switch name {
+	case container.EdgeFunction:
+		m.ResetFunction()
+		return nil
+	case container.EdgeJob:
+		m.ResetJob()
+		return nil
+	}
+	return fmt.Errorf("unknown Container edge %s", name)
+}
+
 // EnvironmentMutation represents an operation that mutates the Environment nodes in the graph.
 type EnvironmentMutation struct {
 	config
@@ -4914,6 +7994,3320 @@ func (m *EnvironmentMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *EnvironmentMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown Environment edge %s", name)
+}
+
+// FunctionMutation represents an operation that mutates the Function nodes in the graph.
+type FunctionMutation struct {
+	config
+	op                          Op
+	typ                         string
+	id                          *string
+	created_at                  *time.Time
+	updated_at                  *time.Time
+	tenant_id                   *string
+	environment_id              *string
+	name                        *string
+	module                      *string
+	qualname                    *string
+	owner_id                    *string
+	project_id                  *string
+	image                       *string
+	gpus                        *int
+	addgpus                     *int
+	gpu_types                   *[]string
+	appendgpu_types             []string
+	cpu                         *float64
+	addcpu                      *float64
+	memory_mib                  *int64
+	addmemory_mib               *int64
+	timeout_seconds             *int
+	addtimeout_seconds          *int
+	retries                     *int
+	addretries                  *int
+	min_containers              *int
+	addmin_containers           *int
+	max_containers              *int
+	addmax_containers           *int
+	keep_warm                   *int
+	addkeep_warm                *int
+	concurrency                 *int
+	addconcurrency              *int
+	scaledown_window_seconds    *int
+	addscaledown_window_seconds *int
+	clearedFields               map[string]struct{}
+	app                         *string
+	clearedapp                  bool
+	queue                       *string
+	clearedqueue                bool
+	tasks                       map[string]struct{}
+	removedtasks                map[string]struct{}
+	clearedtasks                bool
+	containers                  map[string]struct{}
+	removedcontainers           map[string]struct{}
+	clearedcontainers           bool
+	done                        bool
+	oldValue                    func(context.Context) (*Function, error)
+	predicates                  []predicate.Function
+}
+
+var _ ent.Mutation = (*FunctionMutation)(nil)
+
+// functionOption allows management of the mutation configuration using functional options.
+type functionOption func(*FunctionMutation)
+
+// newFunctionMutation creates new mutation for the Function entity.
+func newFunctionMutation(c config, op Op, opts ...functionOption) *FunctionMutation {
+	m := &FunctionMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeFunction,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withFunctionID sets the ID field of the mutation.
+func withFunctionID(id string) functionOption {
+	return func(m *FunctionMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Function
+		)
+		m.oldValue = func(ctx context.Context) (*Function, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Function.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withFunction sets the old Function of the mutation.
+func withFunction(node *Function) functionOption {
+	return func(m *FunctionMutation) {
+		m.oldValue = func(context.Context) (*Function, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m FunctionMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m FunctionMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of Function entities.
+func (m *FunctionMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *FunctionMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *FunctionMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Function.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *FunctionMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *FunctionMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *FunctionMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *FunctionMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *FunctionMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *FunctionMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// SetTenantID sets the "tenant_id" field.
+func (m *FunctionMutation) SetTenantID(s string) {
+	m.tenant_id = &s
+}
+
+// TenantID returns the value of the "tenant_id" field in the mutation.
+func (m *FunctionMutation) TenantID() (r string, exists bool) {
+	v := m.tenant_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTenantID returns the old "tenant_id" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldTenantID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTenantID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTenantID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTenantID: %w", err)
+	}
+	return oldValue.TenantID, nil
+}
+
+// ResetTenantID resets all changes to the "tenant_id" field.
+func (m *FunctionMutation) ResetTenantID() {
+	m.tenant_id = nil
+}
+
+// SetEnvironmentID sets the "environment_id" field.
+func (m *FunctionMutation) SetEnvironmentID(s string) {
+	m.environment_id = &s
+}
+
+// EnvironmentID returns the value of the "environment_id" field in the mutation.
+func (m *FunctionMutation) EnvironmentID() (r string, exists bool) {
+	v := m.environment_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEnvironmentID returns the old "environment_id" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldEnvironmentID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEnvironmentID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEnvironmentID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEnvironmentID: %w", err)
+	}
+	return oldValue.EnvironmentID, nil
+}
+
+// ResetEnvironmentID resets all changes to the "environment_id" field.
+func (m *FunctionMutation) ResetEnvironmentID() {
+	m.environment_id = nil
+}
+
+// SetAppID sets the "app_id" field.
+func (m *FunctionMutation) SetAppID(s string) {
+	m.app = &s
+}
+
+// AppID returns the value of the "app_id" field in the mutation.
+func (m *FunctionMutation) AppID() (r string, exists bool) {
+	v := m.app
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAppID returns the old "app_id" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldAppID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAppID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAppID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAppID: %w", err)
+	}
+	return oldValue.AppID, nil
+}
+
+// ResetAppID resets all changes to the "app_id" field.
+func (m *FunctionMutation) ResetAppID() {
+	m.app = nil
+}
+
+// SetName sets the "name" field.
+func (m *FunctionMutation) SetName(s string) {
+	m.name = &s
+}
+
+// Name returns the value of the "name" field in the mutation.
+func (m *FunctionMutation) Name() (r string, exists bool) {
+	v := m.name
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldName returns the old "name" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldName(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldName is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldName requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldName: %w", err)
+	}
+	return oldValue.Name, nil
+}
+
+// ResetName resets all changes to the "name" field.
+func (m *FunctionMutation) ResetName() {
+	m.name = nil
+}
+
+// SetModule sets the "module" field.
+func (m *FunctionMutation) SetModule(s string) {
+	m.module = &s
+}
+
+// Module returns the value of the "module" field in the mutation.
+func (m *FunctionMutation) Module() (r string, exists bool) {
+	v := m.module
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldModule returns the old "module" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldModule(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldModule is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldModule requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldModule: %w", err)
+	}
+	return oldValue.Module, nil
+}
+
+// ResetModule resets all changes to the "module" field.
+func (m *FunctionMutation) ResetModule() {
+	m.module = nil
+}
+
+// SetQualname sets the "qualname" field.
+func (m *FunctionMutation) SetQualname(s string) {
+	m.qualname = &s
+}
+
+// Qualname returns the value of the "qualname" field in the mutation.
+func (m *FunctionMutation) Qualname() (r string, exists bool) {
+	v := m.qualname
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldQualname returns the old "qualname" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldQualname(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldQualname is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldQualname requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldQualname: %w", err)
+	}
+	return oldValue.Qualname, nil
+}
+
+// ResetQualname resets all changes to the "qualname" field.
+func (m *FunctionMutation) ResetQualname() {
+	m.qualname = nil
+}
+
+// SetOwnerID sets the "owner_id" field.
+func (m *FunctionMutation) SetOwnerID(s string) {
+	m.owner_id = &s
+}
+
+// OwnerID returns the value of the "owner_id" field in the mutation.
+func (m *FunctionMutation) OwnerID() (r string, exists bool) {
+	v := m.owner_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOwnerID returns the old "owner_id" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldOwnerID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOwnerID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOwnerID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOwnerID: %w", err)
+	}
+	return oldValue.OwnerID, nil
+}
+
+// ResetOwnerID resets all changes to the "owner_id" field.
+func (m *FunctionMutation) ResetOwnerID() {
+	m.owner_id = nil
+}
+
+// SetQueueID sets the "queue_id" field.
+func (m *FunctionMutation) SetQueueID(s string) {
+	m.queue = &s
+}
+
+// QueueID returns the value of the "queue_id" field in the mutation.
+func (m *FunctionMutation) QueueID() (r string, exists bool) {
+	v := m.queue
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldQueueID returns the old "queue_id" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldQueueID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldQueueID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldQueueID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldQueueID: %w", err)
+	}
+	return oldValue.QueueID, nil
+}
+
+// ResetQueueID resets all changes to the "queue_id" field.
+func (m *FunctionMutation) ResetQueueID() {
+	m.queue = nil
+}
+
+// SetProjectID sets the "project_id" field.
+func (m *FunctionMutation) SetProjectID(s string) {
+	m.project_id = &s
+}
+
+// ProjectID returns the value of the "project_id" field in the mutation.
+func (m *FunctionMutation) ProjectID() (r string, exists bool) {
+	v := m.project_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldProjectID returns the old "project_id" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldProjectID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldProjectID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldProjectID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldProjectID: %w", err)
+	}
+	return oldValue.ProjectID, nil
+}
+
+// ClearProjectID clears the value of the "project_id" field.
+func (m *FunctionMutation) ClearProjectID() {
+	m.project_id = nil
+	m.clearedFields[function.FieldProjectID] = struct{}{}
+}
+
+// ProjectIDCleared returns if the "project_id" field was cleared in this mutation.
+func (m *FunctionMutation) ProjectIDCleared() bool {
+	_, ok := m.clearedFields[function.FieldProjectID]
+	return ok
+}
+
+// ResetProjectID resets all changes to the "project_id" field.
+func (m *FunctionMutation) ResetProjectID() {
+	m.project_id = nil
+	delete(m.clearedFields, function.FieldProjectID)
+}
+
+// SetImage sets the "image" field.
+func (m *FunctionMutation) SetImage(s string) {
+	m.image = &s
+}
+
+// Image returns the value of the "image" field in the mutation.
+func (m *FunctionMutation) Image() (r string, exists bool) {
+	v := m.image
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldImage returns the old "image" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldImage(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldImage is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldImage requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldImage: %w", err)
+	}
+	return oldValue.Image, nil
+}
+
+// ResetImage resets all changes to the "image" field.
+func (m *FunctionMutation) ResetImage() {
+	m.image = nil
+}
+
+// SetGpus sets the "gpus" field.
+func (m *FunctionMutation) SetGpus(i int) {
+	m.gpus = &i
+	m.addgpus = nil
+}
+
+// Gpus returns the value of the "gpus" field in the mutation.
+func (m *FunctionMutation) Gpus() (r int, exists bool) {
+	v := m.gpus
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldGpus returns the old "gpus" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldGpus(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldGpus is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldGpus requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldGpus: %w", err)
+	}
+	return oldValue.Gpus, nil
+}
+
+// AddGpus adds i to the "gpus" field.
+func (m *FunctionMutation) AddGpus(i int) {
+	if m.addgpus != nil {
+		*m.addgpus += i
+	} else {
+		m.addgpus = &i
+	}
+}
+
+// AddedGpus returns the value that was added to the "gpus" field in this mutation.
+func (m *FunctionMutation) AddedGpus() (r int, exists bool) {
+	v := m.addgpus
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetGpus resets all changes to the "gpus" field.
+func (m *FunctionMutation) ResetGpus() {
+	m.gpus = nil
+	m.addgpus = nil
+}
+
+// SetGpuTypes sets the "gpu_types" field.
+func (m *FunctionMutation) SetGpuTypes(s []string) {
+	m.gpu_types = &s
+	m.appendgpu_types = nil
+}
+
+// GpuTypes returns the value of the "gpu_types" field in the mutation.
+func (m *FunctionMutation) GpuTypes() (r []string, exists bool) {
+	v := m.gpu_types
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldGpuTypes returns the old "gpu_types" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldGpuTypes(ctx context.Context) (v []string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldGpuTypes is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldGpuTypes requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldGpuTypes: %w", err)
+	}
+	return oldValue.GpuTypes, nil
+}
+
+// AppendGpuTypes adds s to the "gpu_types" field.
+func (m *FunctionMutation) AppendGpuTypes(s []string) {
+	m.appendgpu_types = append(m.appendgpu_types, s...)
+}
+
+// AppendedGpuTypes returns the list of values that were appended to the "gpu_types" field in this mutation.
+func (m *FunctionMutation) AppendedGpuTypes() ([]string, bool) {
+	if len(m.appendgpu_types) == 0 {
+		return nil, false
+	}
+	return m.appendgpu_types, true
+}
+
+// ClearGpuTypes clears the value of the "gpu_types" field.
+func (m *FunctionMutation) ClearGpuTypes() {
+	m.gpu_types = nil
+	m.appendgpu_types = nil
+	m.clearedFields[function.FieldGpuTypes] = struct{}{}
+}
+
+// GpuTypesCleared returns if the "gpu_types" field was cleared in this mutation.
+func (m *FunctionMutation) GpuTypesCleared() bool {
+	_, ok := m.clearedFields[function.FieldGpuTypes]
+	return ok
+}
+
+// ResetGpuTypes resets all changes to the "gpu_types" field.
+func (m *FunctionMutation) ResetGpuTypes() {
+	m.gpu_types = nil
+	m.appendgpu_types = nil
+	delete(m.clearedFields, function.FieldGpuTypes)
+}
+
+// SetCPU sets the "cpu" field.
+func (m *FunctionMutation) SetCPU(f float64) {
+	m.cpu = &f
+	m.addcpu = nil
+}
+
+// CPU returns the value of the "cpu" field in the mutation.
+func (m *FunctionMutation) CPU() (r float64, exists bool) {
+	v := m.cpu
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCPU returns the old "cpu" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldCPU(ctx context.Context) (v float64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCPU is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCPU requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCPU: %w", err)
+	}
+	return oldValue.CPU, nil
+}
+
+// AddCPU adds f to the "cpu" field.
+func (m *FunctionMutation) AddCPU(f float64) {
+	if m.addcpu != nil {
+		*m.addcpu += f
+	} else {
+		m.addcpu = &f
+	}
+}
+
+// AddedCPU returns the value that was added to the "cpu" field in this mutation.
+func (m *FunctionMutation) AddedCPU() (r float64, exists bool) {
+	v := m.addcpu
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetCPU resets all changes to the "cpu" field.
+func (m *FunctionMutation) ResetCPU() {
+	m.cpu = nil
+	m.addcpu = nil
+}
+
+// SetMemoryMib sets the "memory_mib" field.
+func (m *FunctionMutation) SetMemoryMib(i int64) {
+	m.memory_mib = &i
+	m.addmemory_mib = nil
+}
+
+// MemoryMib returns the value of the "memory_mib" field in the mutation.
+func (m *FunctionMutation) MemoryMib() (r int64, exists bool) {
+	v := m.memory_mib
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMemoryMib returns the old "memory_mib" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldMemoryMib(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMemoryMib is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMemoryMib requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMemoryMib: %w", err)
+	}
+	return oldValue.MemoryMib, nil
+}
+
+// AddMemoryMib adds i to the "memory_mib" field.
+func (m *FunctionMutation) AddMemoryMib(i int64) {
+	if m.addmemory_mib != nil {
+		*m.addmemory_mib += i
+	} else {
+		m.addmemory_mib = &i
+	}
+}
+
+// AddedMemoryMib returns the value that was added to the "memory_mib" field in this mutation.
+func (m *FunctionMutation) AddedMemoryMib() (r int64, exists bool) {
+	v := m.addmemory_mib
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetMemoryMib resets all changes to the "memory_mib" field.
+func (m *FunctionMutation) ResetMemoryMib() {
+	m.memory_mib = nil
+	m.addmemory_mib = nil
+}
+
+// SetTimeoutSeconds sets the "timeout_seconds" field.
+func (m *FunctionMutation) SetTimeoutSeconds(i int) {
+	m.timeout_seconds = &i
+	m.addtimeout_seconds = nil
+}
+
+// TimeoutSeconds returns the value of the "timeout_seconds" field in the mutation.
+func (m *FunctionMutation) TimeoutSeconds() (r int, exists bool) {
+	v := m.timeout_seconds
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTimeoutSeconds returns the old "timeout_seconds" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldTimeoutSeconds(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTimeoutSeconds is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTimeoutSeconds requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTimeoutSeconds: %w", err)
+	}
+	return oldValue.TimeoutSeconds, nil
+}
+
+// AddTimeoutSeconds adds i to the "timeout_seconds" field.
+func (m *FunctionMutation) AddTimeoutSeconds(i int) {
+	if m.addtimeout_seconds != nil {
+		*m.addtimeout_seconds += i
+	} else {
+		m.addtimeout_seconds = &i
+	}
+}
+
+// AddedTimeoutSeconds returns the value that was added to the "timeout_seconds" field in this mutation.
+func (m *FunctionMutation) AddedTimeoutSeconds() (r int, exists bool) {
+	v := m.addtimeout_seconds
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetTimeoutSeconds resets all changes to the "timeout_seconds" field.
+func (m *FunctionMutation) ResetTimeoutSeconds() {
+	m.timeout_seconds = nil
+	m.addtimeout_seconds = nil
+}
+
+// SetRetries sets the "retries" field.
+func (m *FunctionMutation) SetRetries(i int) {
+	m.retries = &i
+	m.addretries = nil
+}
+
+// Retries returns the value of the "retries" field in the mutation.
+func (m *FunctionMutation) Retries() (r int, exists bool) {
+	v := m.retries
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRetries returns the old "retries" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldRetries(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRetries is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRetries requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRetries: %w", err)
+	}
+	return oldValue.Retries, nil
+}
+
+// AddRetries adds i to the "retries" field.
+func (m *FunctionMutation) AddRetries(i int) {
+	if m.addretries != nil {
+		*m.addretries += i
+	} else {
+		m.addretries = &i
+	}
+}
+
+// AddedRetries returns the value that was added to the "retries" field in this mutation.
+func (m *FunctionMutation) AddedRetries() (r int, exists bool) {
+	v := m.addretries
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetRetries resets all changes to the "retries" field.
+func (m *FunctionMutation) ResetRetries() {
+	m.retries = nil
+	m.addretries = nil
+}
+
+// SetMinContainers sets the "min_containers" field.
+func (m *FunctionMutation) SetMinContainers(i int) {
+	m.min_containers = &i
+	m.addmin_containers = nil
+}
+
+// MinContainers returns the value of the "min_containers" field in the mutation.
+func (m *FunctionMutation) MinContainers() (r int, exists bool) {
+	v := m.min_containers
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMinContainers returns the old "min_containers" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldMinContainers(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMinContainers is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMinContainers requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMinContainers: %w", err)
+	}
+	return oldValue.MinContainers, nil
+}
+
+// AddMinContainers adds i to the "min_containers" field.
+func (m *FunctionMutation) AddMinContainers(i int) {
+	if m.addmin_containers != nil {
+		*m.addmin_containers += i
+	} else {
+		m.addmin_containers = &i
+	}
+}
+
+// AddedMinContainers returns the value that was added to the "min_containers" field in this mutation.
+func (m *FunctionMutation) AddedMinContainers() (r int, exists bool) {
+	v := m.addmin_containers
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetMinContainers resets all changes to the "min_containers" field.
+func (m *FunctionMutation) ResetMinContainers() {
+	m.min_containers = nil
+	m.addmin_containers = nil
+}
+
+// SetMaxContainers sets the "max_containers" field.
+func (m *FunctionMutation) SetMaxContainers(i int) {
+	m.max_containers = &i
+	m.addmax_containers = nil
+}
+
+// MaxContainers returns the value of the "max_containers" field in the mutation.
+func (m *FunctionMutation) MaxContainers() (r int, exists bool) {
+	v := m.max_containers
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMaxContainers returns the old "max_containers" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldMaxContainers(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMaxContainers is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMaxContainers requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMaxContainers: %w", err)
+	}
+	return oldValue.MaxContainers, nil
+}
+
+// AddMaxContainers adds i to the "max_containers" field.
+func (m *FunctionMutation) AddMaxContainers(i int) {
+	if m.addmax_containers != nil {
+		*m.addmax_containers += i
+	} else {
+		m.addmax_containers = &i
+	}
+}
+
+// AddedMaxContainers returns the value that was added to the "max_containers" field in this mutation.
+func (m *FunctionMutation) AddedMaxContainers() (r int, exists bool) {
+	v := m.addmax_containers
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetMaxContainers resets all changes to the "max_containers" field.
+func (m *FunctionMutation) ResetMaxContainers() {
+	m.max_containers = nil
+	m.addmax_containers = nil
+}
+
+// SetKeepWarm sets the "keep_warm" field.
+func (m *FunctionMutation) SetKeepWarm(i int) {
+	m.keep_warm = &i
+	m.addkeep_warm = nil
+}
+
+// KeepWarm returns the value of the "keep_warm" field in the mutation.
+func (m *FunctionMutation) KeepWarm() (r int, exists bool) {
+	v := m.keep_warm
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKeepWarm returns the old "keep_warm" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldKeepWarm(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKeepWarm is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKeepWarm requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKeepWarm: %w", err)
+	}
+	return oldValue.KeepWarm, nil
+}
+
+// AddKeepWarm adds i to the "keep_warm" field.
+func (m *FunctionMutation) AddKeepWarm(i int) {
+	if m.addkeep_warm != nil {
+		*m.addkeep_warm += i
+	} else {
+		m.addkeep_warm = &i
+	}
+}
+
+// AddedKeepWarm returns the value that was added to the "keep_warm" field in this mutation.
+func (m *FunctionMutation) AddedKeepWarm() (r int, exists bool) {
+	v := m.addkeep_warm
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetKeepWarm resets all changes to the "keep_warm" field.
+func (m *FunctionMutation) ResetKeepWarm() {
+	m.keep_warm = nil
+	m.addkeep_warm = nil
+}
+
+// SetConcurrency sets the "concurrency" field.
+func (m *FunctionMutation) SetConcurrency(i int) {
+	m.concurrency = &i
+	m.addconcurrency = nil
+}
+
+// Concurrency returns the value of the "concurrency" field in the mutation.
+func (m *FunctionMutation) Concurrency() (r int, exists bool) {
+	v := m.concurrency
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldConcurrency returns the old "concurrency" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldConcurrency(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldConcurrency is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldConcurrency requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldConcurrency: %w", err)
+	}
+	return oldValue.Concurrency, nil
+}
+
+// AddConcurrency adds i to the "concurrency" field.
+func (m *FunctionMutation) AddConcurrency(i int) {
+	if m.addconcurrency != nil {
+		*m.addconcurrency += i
+	} else {
+		m.addconcurrency = &i
+	}
+}
+
+// AddedConcurrency returns the value that was added to the "concurrency" field in this mutation.
+func (m *FunctionMutation) AddedConcurrency() (r int, exists bool) {
+	v := m.addconcurrency
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetConcurrency resets all changes to the "concurrency" field.
+func (m *FunctionMutation) ResetConcurrency() {
+	m.concurrency = nil
+	m.addconcurrency = nil
+}
+
+// SetScaledownWindowSeconds sets the "scaledown_window_seconds" field.
+func (m *FunctionMutation) SetScaledownWindowSeconds(i int) {
+	m.scaledown_window_seconds = &i
+	m.addscaledown_window_seconds = nil
+}
+
+// ScaledownWindowSeconds returns the value of the "scaledown_window_seconds" field in the mutation.
+func (m *FunctionMutation) ScaledownWindowSeconds() (r int, exists bool) {
+	v := m.scaledown_window_seconds
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldScaledownWindowSeconds returns the old "scaledown_window_seconds" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldScaledownWindowSeconds(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldScaledownWindowSeconds is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldScaledownWindowSeconds requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldScaledownWindowSeconds: %w", err)
+	}
+	return oldValue.ScaledownWindowSeconds, nil
+}
+
+// AddScaledownWindowSeconds adds i to the "scaledown_window_seconds" field.
+func (m *FunctionMutation) AddScaledownWindowSeconds(i int) {
+	if m.addscaledown_window_seconds != nil {
+		*m.addscaledown_window_seconds += i
+	} else {
+		m.addscaledown_window_seconds = &i
+	}
+}
+
+// AddedScaledownWindowSeconds returns the value that was added to the "scaledown_window_seconds" field in this mutation.
+func (m *FunctionMutation) AddedScaledownWindowSeconds() (r int, exists bool) {
+	v := m.addscaledown_window_seconds
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetScaledownWindowSeconds resets all changes to the "scaledown_window_seconds" field.
+func (m *FunctionMutation) ResetScaledownWindowSeconds() {
+	m.scaledown_window_seconds = nil
+	m.addscaledown_window_seconds = nil
+}
+
+// ClearApp clears the "app" edge to the App entity.
+func (m *FunctionMutation) ClearApp() {
+	m.clearedapp = true
+	m.clearedFields[function.FieldAppID] = struct{}{}
+}
+
+// AppCleared reports if the "app" edge to the App entity was cleared.
+func (m *FunctionMutation) AppCleared() bool {
+	return m.clearedapp
+}
+
+// AppIDs returns the "app" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// AppID instead. It exists only for internal usage by the builders.
+func (m *FunctionMutation) AppIDs() (ids []string) {
+	if id := m.app; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetApp resets all changes to the "app" edge.
+func (m *FunctionMutation) ResetApp() {
+	m.app = nil
+	m.clearedapp = false
+}
+
+// ClearQueue clears the "queue" edge to the Queue entity.
+func (m *FunctionMutation) ClearQueue() {
+	m.clearedqueue = true
+	m.clearedFields[function.FieldQueueID] = struct{}{}
+}
+
+// QueueCleared reports if the "queue" edge to the Queue entity was cleared.
+func (m *FunctionMutation) QueueCleared() bool {
+	return m.clearedqueue
+}
+
+// QueueIDs returns the "queue" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// QueueID instead. It exists only for internal usage by the builders.
+func (m *FunctionMutation) QueueIDs() (ids []string) {
+	if id := m.queue; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetQueue resets all changes to the "queue" edge.
+func (m *FunctionMutation) ResetQueue() {
+	m.queue = nil
+	m.clearedqueue = false
+}
+
+// AddTaskIDs adds the "tasks" edge to the Task entity by ids.
+func (m *FunctionMutation) AddTaskIDs(ids ...string) {
+	if m.tasks == nil {
+		m.tasks = make(map[string]struct{})
+	}
+	for i := range ids {
+		m.tasks[ids[i]] = struct{}{}
+	}
+}
+
+// ClearTasks clears the "tasks" edge to the Task entity.
+func (m *FunctionMutation) ClearTasks() {
+	m.clearedtasks = true
+}
+
+// TasksCleared reports if the "tasks" edge to the Task entity was cleared.
+func (m *FunctionMutation) TasksCleared() bool {
+	return m.clearedtasks
+}
+
+// RemoveTaskIDs removes the "tasks" edge to the Task entity by IDs.
+func (m *FunctionMutation) RemoveTaskIDs(ids ...string) {
+	if m.removedtasks == nil {
+		m.removedtasks = make(map[string]struct{})
+	}
+	for i := range ids {
+		delete(m.tasks, ids[i])
+		m.removedtasks[ids[i]] = struct{}{}
+	}
+}
+
+// RemovedTasks returns the removed IDs of the "tasks" edge to the Task entity.
+func (m *FunctionMutation) RemovedTasksIDs() (ids []string) {
+	for id := range m.removedtasks {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// TasksIDs returns the "tasks" edge IDs in the mutation.
+func (m *FunctionMutation) TasksIDs() (ids []string) {
+	for id := range m.tasks {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// ResetTasks resets all changes to the "tasks" edge.
+func (m *FunctionMutation) ResetTasks() {
+	m.tasks = nil
+	m.clearedtasks = false
+	m.removedtasks = nil
+}
+
+// AddContainerIDs adds the "containers" edge to the Container entity by ids.
+func (m *FunctionMutation) AddContainerIDs(ids ...string) {
+	if m.containers == nil {
+		m.containers = make(map[string]struct{})
+	}
+	for i := range ids {
+		m.containers[ids[i]] = struct{}{}
+	}
+}
+
+// ClearContainers clears the "containers" edge to the Container entity.
+func (m *FunctionMutation) ClearContainers() {
+	m.clearedcontainers = true
+}
+
+// ContainersCleared reports if the "containers" edge to the Container entity was cleared.
+func (m *FunctionMutation) ContainersCleared() bool {
+	return m.clearedcontainers
+}
+
+// RemoveContainerIDs removes the "containers" edge to the Container entity by IDs.
+func (m *FunctionMutation) RemoveContainerIDs(ids ...string) {
+	if m.removedcontainers == nil {
+		m.removedcontainers = make(map[string]struct{})
+	}
+	for i := range ids {
+		delete(m.containers, ids[i])
+		m.removedcontainers[ids[i]] = struct{}{}
+	}
+}
+
+// RemovedContainers returns the removed IDs of the "containers" edge to the Container entity.
+func (m *FunctionMutation) RemovedContainersIDs() (ids []string) {
+	for id := range m.removedcontainers {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// ContainersIDs returns the "containers" edge IDs in the mutation.
+func (m *FunctionMutation) ContainersIDs() (ids []string) {
+	for id := range m.containers {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// ResetContainers resets all changes to the "containers" edge.
+func (m *FunctionMutation) ResetContainers() {
+	m.containers = nil
+	m.clearedcontainers = false
+	m.removedcontainers = nil
+}
+
+// Where appends a list predicates to the FunctionMutation builder.
+func (m *FunctionMutation) Where(ps ...predicate.Function) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the FunctionMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *FunctionMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Function, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *FunctionMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *FunctionMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Function).
+func (m *FunctionMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *FunctionMutation) Fields() []string {
+	fields := make([]string, 0, 23)
+	if m.created_at != nil {
+		fields = append(fields, function.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, function.FieldUpdatedAt)
+	}
+	if m.tenant_id != nil {
+		fields = append(fields, function.FieldTenantID)
+	}
+	if m.environment_id != nil {
+		fields = append(fields, function.FieldEnvironmentID)
+	}
+	if m.app != nil {
+		fields = append(fields, function.FieldAppID)
+	}
+	if m.name != nil {
+		fields = append(fields, function.FieldName)
+	}
+	if m.module != nil {
+		fields = append(fields, function.FieldModule)
+	}
+	if m.qualname != nil {
+		fields = append(fields, function.FieldQualname)
+	}
+	if m.owner_id != nil {
+		fields = append(fields, function.FieldOwnerID)
+	}
+	if m.queue != nil {
+		fields = append(fields, function.FieldQueueID)
+	}
+	if m.project_id != nil {
+		fields = append(fields, function.FieldProjectID)
+	}
+	if m.image != nil {
+		fields = append(fields, function.FieldImage)
+	}
+	if m.gpus != nil {
+		fields = append(fields, function.FieldGpus)
+	}
+	if m.gpu_types != nil {
+		fields = append(fields, function.FieldGpuTypes)
+	}
+	if m.cpu != nil {
+		fields = append(fields, function.FieldCPU)
+	}
+	if m.memory_mib != nil {
+		fields = append(fields, function.FieldMemoryMib)
+	}
+	if m.timeout_seconds != nil {
+		fields = append(fields, function.FieldTimeoutSeconds)
+	}
+	if m.retries != nil {
+		fields = append(fields, function.FieldRetries)
+	}
+	if m.min_containers != nil {
+		fields = append(fields, function.FieldMinContainers)
+	}
+	if m.max_containers != nil {
+		fields = append(fields, function.FieldMaxContainers)
+	}
+	if m.keep_warm != nil {
+		fields = append(fields, function.FieldKeepWarm)
+	}
+	if m.concurrency != nil {
+		fields = append(fields, function.FieldConcurrency)
+	}
+	if m.scaledown_window_seconds != nil {
+		fields = append(fields, function.FieldScaledownWindowSeconds)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *FunctionMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case function.FieldCreatedAt:
+		return m.CreatedAt()
+	case function.FieldUpdatedAt:
+		return m.UpdatedAt()
+	case function.FieldTenantID:
+		return m.TenantID()
+	case function.FieldEnvironmentID:
+		return m.EnvironmentID()
+	case function.FieldAppID:
+		return m.AppID()
+	case function.FieldName:
+		return m.Name()
+	case function.FieldModule:
+		return m.Module()
+	case function.FieldQualname:
+		return m.Qualname()
+	case function.FieldOwnerID:
+		return m.OwnerID()
+	case function.FieldQueueID:
+		return m.QueueID()
+	case function.FieldProjectID:
+		return m.ProjectID()
+	case function.FieldImage:
+		return m.Image()
+	case function.FieldGpus:
+		return m.Gpus()
+	case function.FieldGpuTypes:
+		return m.GpuTypes()
+	case function.FieldCPU:
+		return m.CPU()
+	case function.FieldMemoryMib:
+		return m.MemoryMib()
+	case function.FieldTimeoutSeconds:
+		return m.TimeoutSeconds()
+	case function.FieldRetries:
+		return m.Retries()
+	case function.FieldMinContainers:
+		return m.MinContainers()
+	case function.FieldMaxContainers:
+		return m.MaxContainers()
+	case function.FieldKeepWarm:
+		return m.KeepWarm()
+	case function.FieldConcurrency:
+		return m.Concurrency()
+	case function.FieldScaledownWindowSeconds:
+		return m.ScaledownWindowSeconds()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *FunctionMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case function.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case function.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	case function.FieldTenantID:
+		return m.OldTenantID(ctx)
+	case function.FieldEnvironmentID:
+		return m.OldEnvironmentID(ctx)
+	case function.FieldAppID:
+		return m.OldAppID(ctx)
+	case function.FieldName:
+		return m.OldName(ctx)
+	case function.FieldModule:
+		return m.OldModule(ctx)
+	case function.FieldQualname:
+		return m.OldQualname(ctx)
+	case function.FieldOwnerID:
+		return m.OldOwnerID(ctx)
+	case function.FieldQueueID:
+		return m.OldQueueID(ctx)
+	case function.FieldProjectID:
+		return m.OldProjectID(ctx)
+	case function.FieldImage:
+		return m.OldImage(ctx)
+	case function.FieldGpus:
+		return m.OldGpus(ctx)
+	case function.FieldGpuTypes:
+		return m.OldGpuTypes(ctx)
+	case function.FieldCPU:
+		return m.OldCPU(ctx)
+	case function.FieldMemoryMib:
+		return m.OldMemoryMib(ctx)
+	case function.FieldTimeoutSeconds:
+		return m.OldTimeoutSeconds(ctx)
+	case function.FieldRetries:
+		return m.OldRetries(ctx)
+	case function.FieldMinContainers:
+		return m.OldMinContainers(ctx)
+	case function.FieldMaxContainers:
+		return m.OldMaxContainers(ctx)
+	case function.FieldKeepWarm:
+		return m.OldKeepWarm(ctx)
+	case function.FieldConcurrency:
+		return m.OldConcurrency(ctx)
+	case function.FieldScaledownWindowSeconds:
+		return m.OldScaledownWindowSeconds(ctx)
+	}
+	return nil, fmt.Errorf("unknown Function field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *FunctionMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case function.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case function.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	case function.FieldTenantID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTenantID(v)
+		return nil
+	case function.FieldEnvironmentID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEnvironmentID(v)
+		return nil
+	case function.FieldAppID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAppID(v)
+		return nil
+	case function.FieldName:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetName(v)
+		return nil
+	case function.FieldModule:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetModule(v)
+		return nil
+	case function.FieldQualname:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetQualname(v)
+		return nil
+	case function.FieldOwnerID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOwnerID(v)
+		return nil
+	case function.FieldQueueID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetQueueID(v)
+		return nil
+	case function.FieldProjectID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetProjectID(v)
+		return nil
+	case function.FieldImage:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetImage(v)
+		return nil
+	case function.FieldGpus:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetGpus(v)
+		return nil
+	case function.FieldGpuTypes:
+		v, ok := value.([]string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetGpuTypes(v)
+		return nil
+	case function.FieldCPU:
+		v, ok := value.(float64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCPU(v)
+		return nil
+	case function.FieldMemoryMib:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMemoryMib(v)
+		return nil
+	case function.FieldTimeoutSeconds:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTimeoutSeconds(v)
+		return nil
+	case function.FieldRetries:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRetries(v)
+		return nil
+	case function.FieldMinContainers:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMinContainers(v)
+		return nil
+	case function.FieldMaxContainers:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMaxContainers(v)
+		return nil
+	case function.FieldKeepWarm:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKeepWarm(v)
+		return nil
+	case function.FieldConcurrency:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetConcurrency(v)
+		return nil
+	case function.FieldScaledownWindowSeconds:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetScaledownWindowSeconds(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Function field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *FunctionMutation) AddedFields() []string {
+	var fields []string
+	if m.addgpus != nil {
+		fields = append(fields, function.FieldGpus)
+	}
+	if m.addcpu != nil {
+		fields = append(fields, function.FieldCPU)
+	}
+	if m.addmemory_mib != nil {
+		fields = append(fields, function.FieldMemoryMib)
+	}
+	if m.addtimeout_seconds != nil {
+		fields = append(fields, function.FieldTimeoutSeconds)
+	}
+	if m.addretries != nil {
+		fields = append(fields, function.FieldRetries)
+	}
+	if m.addmin_containers != nil {
+		fields = append(fields, function.FieldMinContainers)
+	}
+	if m.addmax_containers != nil {
+		fields = append(fields, function.FieldMaxContainers)
+	}
+	if m.addkeep_warm != nil {
+		fields = append(fields, function.FieldKeepWarm)
+	}
+	if m.addconcurrency != nil {
+		fields = append(fields, function.FieldConcurrency)
+	}
+	if m.addscaledown_window_seconds != nil {
+		fields = append(fields, function.FieldScaledownWindowSeconds)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *FunctionMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case function.FieldGpus:
+		return m.AddedGpus()
+	case function.FieldCPU:
+		return m.AddedCPU()
+	case function.FieldMemoryMib:
+		return m.AddedMemoryMib()
+	case function.FieldTimeoutSeconds:
+		return m.AddedTimeoutSeconds()
+	case function.FieldRetries:
+		return m.AddedRetries()
+	case function.FieldMinContainers:
+		return m.AddedMinContainers()
+	case function.FieldMaxContainers:
+		return m.AddedMaxContainers()
+	case function.FieldKeepWarm:
+		return m.AddedKeepWarm()
+	case function.FieldConcurrency:
+		return m.AddedConcurrency()
+	case function.FieldScaledownWindowSeconds:
+		return m.AddedScaledownWindowSeconds()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *FunctionMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case function.FieldGpus:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddGpus(v)
+		return nil
+	case function.FieldCPU:
+		v, ok := value.(float64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddCPU(v)
+		return nil
+	case function.FieldMemoryMib:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddMemoryMib(v)
+		return nil
+	case function.FieldTimeoutSeconds:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddTimeoutSeconds(v)
+		return nil
+	case function.FieldRetries:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddRetries(v)
+		return nil
+	case function.FieldMinContainers:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddMinContainers(v)
+		return nil
+	case function.FieldMaxContainers:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddMaxContainers(v)
+		return nil
+	case function.FieldKeepWarm:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddKeepWarm(v)
+		return nil
+	case function.FieldConcurrency:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddConcurrency(v)
+		return nil
+	case function.FieldScaledownWindowSeconds:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddScaledownWindowSeconds(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Function numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *FunctionMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(function.FieldProjectID) {
+		fields = append(fields, function.FieldProjectID)
+	}
+	if m.FieldCleared(function.FieldGpuTypes) {
+		fields = append(fields, function.FieldGpuTypes)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *FunctionMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *FunctionMutation) ClearField(name string) error {
+	switch name {
+	case function.FieldProjectID:
+		m.ClearProjectID()
+		return nil
+	case function.FieldGpuTypes:
+		m.ClearGpuTypes()
+		return nil
+	}
+	return fmt.Errorf("unknown Function nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *FunctionMutation) ResetField(name string) error {
+	switch name {
+	case function.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case function.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	case function.FieldTenantID:
+		m.ResetTenantID()
+		return nil
+	case function.FieldEnvironmentID:
+		m.ResetEnvironmentID()
+		return nil
+	case function.FieldAppID:
+		m.ResetAppID()
+		return nil
+	case function.FieldName:
+		m.ResetName()
+		return nil
+	case function.FieldModule:
+		m.ResetModule()
+		return nil
+	case function.FieldQualname:
+		m.ResetQualname()
+		return nil
+	case function.FieldOwnerID:
+		m.ResetOwnerID()
+		return nil
+	case function.FieldQueueID:
+		m.ResetQueueID()
+		return nil
+	case function.FieldProjectID:
+		m.ResetProjectID()
+		return nil
+	case function.FieldImage:
+		m.ResetImage()
+		return nil
+	case function.FieldGpus:
+		m.ResetGpus()
+		return nil
+	case function.FieldGpuTypes:
+		m.ResetGpuTypes()
+		return nil
+	case function.FieldCPU:
+		m.ResetCPU()
+		return nil
+	case function.FieldMemoryMib:
+		m.ResetMemoryMib()
+		return nil
+	case function.FieldTimeoutSeconds:
+		m.ResetTimeoutSeconds()
+		return nil
+	case function.FieldRetries:
+		m.ResetRetries()
+		return nil
+	case function.FieldMinContainers:
+		m.ResetMinContainers()
+		return nil
+	case function.FieldMaxContainers:
+		m.ResetMaxContainers()
+		return nil
+	case function.FieldKeepWarm:
+		m.ResetKeepWarm()
+		return nil
+	case function.FieldConcurrency:
+		m.ResetConcurrency()
+		return nil
+	case function.FieldScaledownWindowSeconds:
+		m.ResetScaledownWindowSeconds()
+		return nil
+	}
+	return fmt.Errorf("unknown Function field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *FunctionMutation) AddedEdges() []string {
+	edges := make([]string, 0, 4)
+	if m.app != nil {
+		edges = append(edges, function.EdgeApp)
+	}
+	if m.queue != nil {
+		edges = append(edges, function.EdgeQueue)
+	}
+	if m.tasks != nil {
+		edges = append(edges, function.EdgeTasks)
+	}
+	if m.containers != nil {
+		edges = append(edges, function.EdgeContainers)
+	}
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *FunctionMutation) AddedIDs(name string) []ent.Value {
+	switch name {
+	case function.EdgeApp:
+		if id := m.app; id != nil {
+			return []ent.Value{*id}
+		}
+	case function.EdgeQueue:
+		if id := m.queue; id != nil {
+			return []ent.Value{*id}
+		}
+	case function.EdgeTasks:
+		ids := make([]ent.Value, 0, len(m.tasks))
+		for id := range m.tasks {
+			ids = append(ids, id)
+		}
+		return ids
+	case function.EdgeContainers:
+		ids := make([]ent.Value, 0, len(m.containers))
+		for id := range m.containers {
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *FunctionMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 4)
+	if m.removedtasks != nil {
+		edges = append(edges, function.EdgeTasks)
+	}
+	if m.removedcontainers != nil {
+		edges = append(edges, function.EdgeContainers)
+	}
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *FunctionMutation) RemovedIDs(name string) []ent.Value {
+	switch name {
+	case function.EdgeTasks:
+		ids := make([]ent.Value, 0, len(m.removedtasks))
+		for id := range m.removedtasks {
+			ids = append(ids, id)
+		}
+		return ids
+	case function.EdgeContainers:
+		ids := make([]ent.Value, 0, len(m.removedcontainers))
+		for id := range m.removedcontainers {
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *FunctionMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 4)
+	if m.clearedapp {
+		edges = append(edges, function.EdgeApp)
+	}
+	if m.clearedqueue {
+		edges = append(edges, function.EdgeQueue)
+	}
+	if m.clearedtasks {
+		edges = append(edges, function.EdgeTasks)
+	}
+	if m.clearedcontainers {
+		edges = append(edges, function.EdgeContainers)
+	}
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *FunctionMutation) EdgeCleared(name string) bool {
+	switch name {
+	case function.EdgeApp:
+		return m.clearedapp
+	case function.EdgeQueue:
+		return m.clearedqueue
+	case function.EdgeTasks:
+		return m.clearedtasks
+	case function.EdgeContainers:
+		return m.clearedcontainers
+	}
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *FunctionMutation) ClearEdge(name string) error {
+	switch name {
+	case function.EdgeApp:
+		m.ClearApp()
+		return nil
+	case function.EdgeQueue:
+		m.ClearQueue()
+		return nil
+	}
+	return fmt.Errorf("unknown Function unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *FunctionMutation) ResetEdge(name string) error {
+	switch name {
+	case function.EdgeApp:
+		m.ResetApp()
+		return nil
+	case function.EdgeQueue:
+		m.ResetQueue()
+		return nil
+	case function.EdgeTasks:
+		m.ResetTasks()
+		return nil
+	case function.EdgeContainers:
+		m.ResetContainers()
+		return nil
+	}
+	return fmt.Errorf("unknown Function edge %s", name)
+}
+
+// FunctionMapMutation represents an operation that mutates the FunctionMap nodes in the graph.
+type FunctionMapMutation struct {
+	config
+	op              Op
+	typ             string
+	id              *string
+	created_at      *time.Time
+	updated_at      *time.Time
+	tenant_id       *string
+	environment_id  *string
+	app_id          *string
+	owner_id        *string
+	total           *int
+	addtotal        *int
+	succeeded       *int
+	addsucceeded    *int
+	failed          *int
+	addfailed       *int
+	finished_at     *time.Time
+	clearedFields   map[string]struct{}
+	function        *string
+	clearedfunction bool
+	tasks           map[string]struct{}
+	removedtasks    map[string]struct{}
+	clearedtasks    bool
+	done            bool
+	oldValue        func(context.Context) (*FunctionMap, error)
+	predicates      []predicate.FunctionMap
+}
+
+var _ ent.Mutation = (*FunctionMapMutation)(nil)
+
+// functionmapOption allows management of the mutation configuration using functional options.
+type functionmapOption func(*FunctionMapMutation)
+
+// newFunctionMapMutation creates new mutation for the FunctionMap entity.
+func newFunctionMapMutation(c config, op Op, opts ...functionmapOption) *FunctionMapMutation {
+	m := &FunctionMapMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeFunctionMap,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withFunctionMapID sets the ID field of the mutation.
+func withFunctionMapID(id string) functionmapOption {
+	return func(m *FunctionMapMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *FunctionMap
+		)
+		m.oldValue = func(ctx context.Context) (*FunctionMap, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().FunctionMap.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withFunctionMap sets the old FunctionMap of the mutation.
+func withFunctionMap(node *FunctionMap) functionmapOption {
+	return func(m *FunctionMapMutation) {
+		m.oldValue = func(context.Context) (*FunctionMap, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m FunctionMapMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m FunctionMapMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of FunctionMap entities.
+func (m *FunctionMapMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *FunctionMapMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *FunctionMapMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().FunctionMap.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *FunctionMapMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *FunctionMapMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the FunctionMap entity.
+// If the FunctionMap object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMapMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *FunctionMapMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *FunctionMapMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *FunctionMapMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the FunctionMap entity.
+// If the FunctionMap object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMapMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *FunctionMapMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// SetTenantID sets the "tenant_id" field.
+func (m *FunctionMapMutation) SetTenantID(s string) {
+	m.tenant_id = &s
+}
+
+// TenantID returns the value of the "tenant_id" field in the mutation.
+func (m *FunctionMapMutation) TenantID() (r string, exists bool) {
+	v := m.tenant_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTenantID returns the old "tenant_id" field's value of the FunctionMap entity.
+// If the FunctionMap object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMapMutation) OldTenantID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTenantID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTenantID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTenantID: %w", err)
+	}
+	return oldValue.TenantID, nil
+}
+
+// ResetTenantID resets all changes to the "tenant_id" field.
+func (m *FunctionMapMutation) ResetTenantID() {
+	m.tenant_id = nil
+}
+
+// SetEnvironmentID sets the "environment_id" field.
+func (m *FunctionMapMutation) SetEnvironmentID(s string) {
+	m.environment_id = &s
+}
+
+// EnvironmentID returns the value of the "environment_id" field in the mutation.
+func (m *FunctionMapMutation) EnvironmentID() (r string, exists bool) {
+	v := m.environment_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEnvironmentID returns the old "environment_id" field's value of the FunctionMap entity.
+// If the FunctionMap object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMapMutation) OldEnvironmentID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEnvironmentID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEnvironmentID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEnvironmentID: %w", err)
+	}
+	return oldValue.EnvironmentID, nil
+}
+
+// ResetEnvironmentID resets all changes to the "environment_id" field.
+func (m *FunctionMapMutation) ResetEnvironmentID() {
+	m.environment_id = nil
+}
+
+// SetFunctionID sets the "function_id" field.
+func (m *FunctionMapMutation) SetFunctionID(s string) {
+	m.function = &s
+}
+
+// FunctionID returns the value of the "function_id" field in the mutation.
+func (m *FunctionMapMutation) FunctionID() (r string, exists bool) {
+	v := m.function
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFunctionID returns the old "function_id" field's value of the FunctionMap entity.
+// If the FunctionMap object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMapMutation) OldFunctionID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFunctionID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFunctionID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFunctionID: %w", err)
+	}
+	return oldValue.FunctionID, nil
+}
+
+// ResetFunctionID resets all changes to the "function_id" field.
+func (m *FunctionMapMutation) ResetFunctionID() {
+	m.function = nil
+}
+
+// SetAppID sets the "app_id" field.
+func (m *FunctionMapMutation) SetAppID(s string) {
+	m.app_id = &s
+}
+
+// AppID returns the value of the "app_id" field in the mutation.
+func (m *FunctionMapMutation) AppID() (r string, exists bool) {
+	v := m.app_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAppID returns the old "app_id" field's value of the FunctionMap entity.
+// If the FunctionMap object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMapMutation) OldAppID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAppID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAppID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAppID: %w", err)
+	}
+	return oldValue.AppID, nil
+}
+
+// ResetAppID resets all changes to the "app_id" field.
+func (m *FunctionMapMutation) ResetAppID() {
+	m.app_id = nil
+}
+
+// SetOwnerID sets the "owner_id" field.
+func (m *FunctionMapMutation) SetOwnerID(s string) {
+	m.owner_id = &s
+}
+
+// OwnerID returns the value of the "owner_id" field in the mutation.
+func (m *FunctionMapMutation) OwnerID() (r string, exists bool) {
+	v := m.owner_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOwnerID returns the old "owner_id" field's value of the FunctionMap entity.
+// If the FunctionMap object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMapMutation) OldOwnerID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOwnerID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOwnerID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOwnerID: %w", err)
+	}
+	return oldValue.OwnerID, nil
+}
+
+// ResetOwnerID resets all changes to the "owner_id" field.
+func (m *FunctionMapMutation) ResetOwnerID() {
+	m.owner_id = nil
+}
+
+// SetTotal sets the "total" field.
+func (m *FunctionMapMutation) SetTotal(i int) {
+	m.total = &i
+	m.addtotal = nil
+}
+
+// Total returns the value of the "total" field in the mutation.
+func (m *FunctionMapMutation) Total() (r int, exists bool) {
+	v := m.total
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTotal returns the old "total" field's value of the FunctionMap entity.
+// If the FunctionMap object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMapMutation) OldTotal(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTotal is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTotal requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTotal: %w", err)
+	}
+	return oldValue.Total, nil
+}
+
+// AddTotal adds i to the "total" field.
+func (m *FunctionMapMutation) AddTotal(i int) {
+	if m.addtotal != nil {
+		*m.addtotal += i
+	} else {
+		m.addtotal = &i
+	}
+}
+
+// AddedTotal returns the value that was added to the "total" field in this mutation.
+func (m *FunctionMapMutation) AddedTotal() (r int, exists bool) {
+	v := m.addtotal
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetTotal resets all changes to the "total" field.
+func (m *FunctionMapMutation) ResetTotal() {
+	m.total = nil
+	m.addtotal = nil
+}
+
+// SetSucceeded sets the "succeeded" field.
+func (m *FunctionMapMutation) SetSucceeded(i int) {
+	m.succeeded = &i
+	m.addsucceeded = nil
+}
+
+// Succeeded returns the value of the "succeeded" field in the mutation.
+func (m *FunctionMapMutation) Succeeded() (r int, exists bool) {
+	v := m.succeeded
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSucceeded returns the old "succeeded" field's value of the FunctionMap entity.
+// If the FunctionMap object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMapMutation) OldSucceeded(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSucceeded is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSucceeded requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSucceeded: %w", err)
+	}
+	return oldValue.Succeeded, nil
+}
+
+// AddSucceeded adds i to the "succeeded" field.
+func (m *FunctionMapMutation) AddSucceeded(i int) {
+	if m.addsucceeded != nil {
+		*m.addsucceeded += i
+	} else {
+		m.addsucceeded = &i
+	}
+}
+
+// AddedSucceeded returns the value that was added to the "succeeded" field in this mutation.
+func (m *FunctionMapMutation) AddedSucceeded() (r int, exists bool) {
+	v := m.addsucceeded
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetSucceeded resets all changes to the "succeeded" field.
+func (m *FunctionMapMutation) ResetSucceeded() {
+	m.succeeded = nil
+	m.addsucceeded = nil
+}
+
+// SetFailed sets the "failed" field.
+func (m *FunctionMapMutation) SetFailed(i int) {
+	m.failed = &i
+	m.addfailed = nil
+}
+
+// Failed returns the value of the "failed" field in the mutation.
+func (m *FunctionMapMutation) Failed() (r int, exists bool) {
+	v := m.failed
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFailed returns the old "failed" field's value of the FunctionMap entity.
+// If the FunctionMap object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMapMutation) OldFailed(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFailed is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFailed requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFailed: %w", err)
+	}
+	return oldValue.Failed, nil
+}
+
+// AddFailed adds i to the "failed" field.
+func (m *FunctionMapMutation) AddFailed(i int) {
+	if m.addfailed != nil {
+		*m.addfailed += i
+	} else {
+		m.addfailed = &i
+	}
+}
+
+// AddedFailed returns the value that was added to the "failed" field in this mutation.
+func (m *FunctionMapMutation) AddedFailed() (r int, exists bool) {
+	v := m.addfailed
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetFailed resets all changes to the "failed" field.
+func (m *FunctionMapMutation) ResetFailed() {
+	m.failed = nil
+	m.addfailed = nil
+}
+
+// SetFinishedAt sets the "finished_at" field.
+func (m *FunctionMapMutation) SetFinishedAt(t time.Time) {
+	m.finished_at = &t
+}
+
+// FinishedAt returns the value of the "finished_at" field in the mutation.
+func (m *FunctionMapMutation) FinishedAt() (r time.Time, exists bool) {
+	v := m.finished_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFinishedAt returns the old "finished_at" field's value of the FunctionMap entity.
+// If the FunctionMap object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMapMutation) OldFinishedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFinishedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFinishedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFinishedAt: %w", err)
+	}
+	return oldValue.FinishedAt, nil
+}
+
+// ClearFinishedAt clears the value of the "finished_at" field.
+func (m *FunctionMapMutation) ClearFinishedAt() {
+	m.finished_at = nil
+	m.clearedFields[functionmap.FieldFinishedAt] = struct{}{}
+}
+
+// FinishedAtCleared returns if the "finished_at" field was cleared in this mutation.
+func (m *FunctionMapMutation) FinishedAtCleared() bool {
+	_, ok := m.clearedFields[functionmap.FieldFinishedAt]
+	return ok
+}
+
+// ResetFinishedAt resets all changes to the "finished_at" field.
+func (m *FunctionMapMutation) ResetFinishedAt() {
+	m.finished_at = nil
+	delete(m.clearedFields, functionmap.FieldFinishedAt)
+}
+
+// ClearFunction clears the "function" edge to the Function entity.
+func (m *FunctionMapMutation) ClearFunction() {
+	m.clearedfunction = true
+	m.clearedFields[functionmap.FieldFunctionID] = struct{}{}
+}
+
+// FunctionCleared reports if the "function" edge to the Function entity was cleared.
+func (m *FunctionMapMutation) FunctionCleared() bool {
+	return m.clearedfunction
+}
+
+// FunctionIDs returns the "function" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// FunctionID instead. It exists only for internal usage by the builders.
+func (m *FunctionMapMutation) FunctionIDs() (ids []string) {
+	if id := m.function; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetFunction resets all changes to the "function" edge.
+func (m *FunctionMapMutation) ResetFunction() {
+	m.function = nil
+	m.clearedfunction = false
+}
+
+// AddTaskIDs adds the "tasks" edge to the Task entity by ids.
+func (m *FunctionMapMutation) AddTaskIDs(ids ...string) {
+	if m.tasks == nil {
+		m.tasks = make(map[string]struct{})
+	}
+	for i := range ids {
+		m.tasks[ids[i]] = struct{}{}
+	}
+}
+
+// ClearTasks clears the "tasks" edge to the Task entity.
+func (m *FunctionMapMutation) ClearTasks() {
+	m.clearedtasks = true
+}
+
+// TasksCleared reports if the "tasks" edge to the Task entity was cleared.
+func (m *FunctionMapMutation) TasksCleared() bool {
+	return m.clearedtasks
+}
+
+// RemoveTaskIDs removes the "tasks" edge to the Task entity by IDs.
+func (m *FunctionMapMutation) RemoveTaskIDs(ids ...string) {
+	if m.removedtasks == nil {
+		m.removedtasks = make(map[string]struct{})
+	}
+	for i := range ids {
+		delete(m.tasks, ids[i])
+		m.removedtasks[ids[i]] = struct{}{}
+	}
+}
+
+// RemovedTasks returns the removed IDs of the "tasks" edge to the Task entity.
+func (m *FunctionMapMutation) RemovedTasksIDs() (ids []string) {
+	for id := range m.removedtasks {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// TasksIDs returns the "tasks" edge IDs in the mutation.
+func (m *FunctionMapMutation) TasksIDs() (ids []string) {
+	for id := range m.tasks {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// ResetTasks resets all changes to the "tasks" edge.
+func (m *FunctionMapMutation) ResetTasks() {
+	m.tasks = nil
+	m.clearedtasks = false
+	m.removedtasks = nil
+}
+
+// Where appends a list predicates to the FunctionMapMutation builder.
+func (m *FunctionMapMutation) Where(ps ...predicate.FunctionMap) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the FunctionMapMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *FunctionMapMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.FunctionMap, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *FunctionMapMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *FunctionMapMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (FunctionMap).
+func (m *FunctionMapMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *FunctionMapMutation) Fields() []string {
+	fields := make([]string, 0, 11)
+	if m.created_at != nil {
+		fields = append(fields, functionmap.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, functionmap.FieldUpdatedAt)
+	}
+	if m.tenant_id != nil {
+		fields = append(fields, functionmap.FieldTenantID)
+	}
+	if m.environment_id != nil {
+		fields = append(fields, functionmap.FieldEnvironmentID)
+	}
+	if m.function != nil {
+		fields = append(fields, functionmap.FieldFunctionID)
+	}
+	if m.app_id != nil {
+		fields = append(fields, functionmap.FieldAppID)
+	}
+	if m.owner_id != nil {
+		fields = append(fields, functionmap.FieldOwnerID)
+	}
+	if m.total != nil {
+		fields = append(fields, functionmap.FieldTotal)
+	}
+	if m.succeeded != nil {
+		fields = append(fields, functionmap.FieldSucceeded)
+	}
+	if m.failed != nil {
+		fields = append(fields, functionmap.FieldFailed)
+	}
+	if m.finished_at != nil {
+		fields = append(fields, functionmap.FieldFinishedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *FunctionMapMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case functionmap.FieldCreatedAt:
+		return m.CreatedAt()
+	case functionmap.FieldUpdatedAt:
+		return m.UpdatedAt()
+	case functionmap.FieldTenantID:
+		return m.TenantID()
+	case functionmap.FieldEnvironmentID:
+		return m.EnvironmentID()
+	case functionmap.FieldFunctionID:
+		return m.FunctionID()
+	case functionmap.FieldAppID:
+		return m.AppID()
+	case functionmap.FieldOwnerID:
+		return m.OwnerID()
+	case functionmap.FieldTotal:
+		return m.Total()
+	case functionmap.FieldSucceeded:
+		return m.Succeeded()
+	case functionmap.FieldFailed:
+		return m.Failed()
+	case functionmap.FieldFinishedAt:
+		return m.FinishedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *FunctionMapMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case functionmap.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case functionmap.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	case functionmap.FieldTenantID:
+		return m.OldTenantID(ctx)
+	case functionmap.FieldEnvironmentID:
+		return m.OldEnvironmentID(ctx)
+	case functionmap.FieldFunctionID:
+		return m.OldFunctionID(ctx)
+	case functionmap.FieldAppID:
+		return m.OldAppID(ctx)
+	case functionmap.FieldOwnerID:
+		return m.OldOwnerID(ctx)
+	case functionmap.FieldTotal:
+		return m.OldTotal(ctx)
+	case functionmap.FieldSucceeded:
+		return m.OldSucceeded(ctx)
+	case functionmap.FieldFailed:
+		return m.OldFailed(ctx)
+	case functionmap.FieldFinishedAt:
+		return m.OldFinishedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown FunctionMap field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *FunctionMapMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case functionmap.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case functionmap.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	case functionmap.FieldTenantID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTenantID(v)
+		return nil
+	case functionmap.FieldEnvironmentID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEnvironmentID(v)
+		return nil
+	case functionmap.FieldFunctionID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFunctionID(v)
+		return nil
+	case functionmap.FieldAppID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAppID(v)
+		return nil
+	case functionmap.FieldOwnerID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOwnerID(v)
+		return nil
+	case functionmap.FieldTotal:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTotal(v)
+		return nil
+	case functionmap.FieldSucceeded:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSucceeded(v)
+		return nil
+	case functionmap.FieldFailed:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFailed(v)
+		return nil
+	case functionmap.FieldFinishedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFinishedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown FunctionMap field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *FunctionMapMutation) AddedFields() []string {
+	var fields []string
+	if m.addtotal != nil {
+		fields = append(fields, functionmap.FieldTotal)
+	}
+	if m.addsucceeded != nil {
+		fields = append(fields, functionmap.FieldSucceeded)
+	}
+	if m.addfailed != nil {
+		fields = append(fields, functionmap.FieldFailed)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *FunctionMapMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case functionmap.FieldTotal:
+		return m.AddedTotal()
+	case functionmap.FieldSucceeded:
+		return m.AddedSucceeded()
+	case functionmap.FieldFailed:
+		return m.AddedFailed()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *FunctionMapMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case functionmap.FieldTotal:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddTotal(v)
+		return nil
+	case functionmap.FieldSucceeded:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddSucceeded(v)
+		return nil
+	case functionmap.FieldFailed:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddFailed(v)
+		return nil
+	}
+	return fmt.Errorf("unknown FunctionMap numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *FunctionMapMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(functionmap.FieldFinishedAt) {
+		fields = append(fields, functionmap.FieldFinishedAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *FunctionMapMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *FunctionMapMutation) ClearField(name string) error {
+	switch name {
+	case functionmap.FieldFinishedAt:
+		m.ClearFinishedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown FunctionMap nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *FunctionMapMutation) ResetField(name string) error {
+	switch name {
+	case functionmap.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case functionmap.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	case functionmap.FieldTenantID:
+		m.ResetTenantID()
+		return nil
+	case functionmap.FieldEnvironmentID:
+		m.ResetEnvironmentID()
+		return nil
+	case functionmap.FieldFunctionID:
+		m.ResetFunctionID()
+		return nil
+	case functionmap.FieldAppID:
+		m.ResetAppID()
+		return nil
+	case functionmap.FieldOwnerID:
+		m.ResetOwnerID()
+		return nil
+	case functionmap.FieldTotal:
+		m.ResetTotal()
+		return nil
+	case functionmap.FieldSucceeded:
+		m.ResetSucceeded()
+		return nil
+	case functionmap.FieldFailed:
+		m.ResetFailed()
+		return nil
+	case functionmap.FieldFinishedAt:
+		m.ResetFinishedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown FunctionMap field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *FunctionMapMutation) AddedEdges() []string {
+	edges := make([]string, 0, 2)
+	if m.function != nil {
+		edges = append(edges, functionmap.EdgeFunction)
+	}
+	if m.tasks != nil {
+		edges = append(edges, functionmap.EdgeTasks)
+	}
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *FunctionMapMutation) AddedIDs(name string) []ent.Value {
+	switch name {
+	case functionmap.EdgeFunction:
+		if id := m.function; id != nil {
+			return []ent.Value{*id}
+		}
+	case functionmap.EdgeTasks:
+		ids := make([]ent.Value, 0, len(m.tasks))
+		for id := range m.tasks {
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *FunctionMapMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 2)
+	if m.removedtasks != nil {
+		edges = append(edges, functionmap.EdgeTasks)
+	}
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *FunctionMapMutation) RemovedIDs(name string) []ent.Value {
+	switch name {
+	case functionmap.EdgeTasks:
+		ids := make([]ent.Value, 0, len(m.removedtasks))
+		for id := range m.removedtasks {
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *FunctionMapMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 2)
+	if m.clearedfunction {
+		edges = append(edges, functionmap.EdgeFunction)
+	}
+	if m.clearedtasks {
+		edges = append(edges, functionmap.EdgeTasks)
+	}
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *FunctionMapMutation) EdgeCleared(name string) bool {
+	switch name {
+	case functionmap.EdgeFunction:
+		return m.clearedfunction
+	case functionmap.EdgeTasks:
+		return m.clearedtasks
+	}
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *FunctionMapMutation) ClearEdge(name string) error {
+	switch name {
+	case functionmap.EdgeFunction:
+		m.ClearFunction()
+		return nil
+	}
+	return fmt.Errorf("unknown FunctionMap unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *FunctionMapMutation) ResetEdge(name string) error {
+	switch name {
+	case functionmap.EdgeFunction:
+		m.ResetFunction()
+		return nil
+	case functionmap.EdgeTasks:
+		m.ResetTasks()
+		return nil
+	}
+	return fmt.Errorf("unknown FunctionMap edge %s", name)
 }
 
 // GroupMutation represents an operation that mutates the Group nodes in the graph.
@@ -18764,6 +25158,2462 @@ func (m *StorageMutation) ResetEdge(name string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown Storage edge %s", name)
+}
+
+// TaskMutation represents an operation that mutates the Task nodes in the graph.
+type TaskMutation struct {
+	config
+	op                 Op
+	typ                string
+	id                 *string
+	created_at         *time.Time
+	updated_at         *time.Time
+	tenant_id          *string
+	environment_id     *string
+	app_id             *string
+	owner_id           *string
+	map_index          *int
+	addmap_index       *int
+	state              *task.State
+	attempt            *int
+	addattempt         *int
+	max_attempts       *int
+	addmax_attempts    *int
+	timeout_seconds    *int
+	addtimeout_seconds *int
+	not_before         *time.Time
+	deadline           *time.Time
+	args               *[]byte
+	args_blob          *string
+	result             *[]byte
+	result_blob        *string
+	error_kind         *string
+	error_message      *string
+	error_traceback    *string
+	error_exception    *[]byte
+	container_id       *string
+	scheduled_at       *time.Time
+	image_ready_at     *time.Time
+	code_fetched_at    *time.Time
+	process_started_at *time.Time
+	imported_at        *time.Time
+	started_at         *time.Time
+	finished_at        *time.Time
+	clearedFields      map[string]struct{}
+	function           *string
+	clearedfunction    bool
+	_map               *string
+	cleared_map        bool
+	done               bool
+	oldValue           func(context.Context) (*Task, error)
+	predicates         []predicate.Task
+}
+
+var _ ent.Mutation = (*TaskMutation)(nil)
+
+// taskOption allows management of the mutation configuration using functional options.
+type taskOption func(*TaskMutation)
+
+// newTaskMutation creates new mutation for the Task entity.
+func newTaskMutation(c config, op Op, opts ...taskOption) *TaskMutation {
+	m := &TaskMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeTask,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withTaskID sets the ID field of the mutation.
+func withTaskID(id string) taskOption {
+	return func(m *TaskMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Task
+		)
+		m.oldValue = func(ctx context.Context) (*Task, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Task.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withTask sets the old Task of the mutation.
+func withTask(node *Task) taskOption {
+	return func(m *TaskMutation) {
+		m.oldValue = func(context.Context) (*Task, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m TaskMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m TaskMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of Task entities.
+func (m *TaskMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *TaskMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *TaskMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Task.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *TaskMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *TaskMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *TaskMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *TaskMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *TaskMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *TaskMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// SetTenantID sets the "tenant_id" field.
+func (m *TaskMutation) SetTenantID(s string) {
+	m.tenant_id = &s
+}
+
+// TenantID returns the value of the "tenant_id" field in the mutation.
+func (m *TaskMutation) TenantID() (r string, exists bool) {
+	v := m.tenant_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTenantID returns the old "tenant_id" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldTenantID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTenantID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTenantID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTenantID: %w", err)
+	}
+	return oldValue.TenantID, nil
+}
+
+// ResetTenantID resets all changes to the "tenant_id" field.
+func (m *TaskMutation) ResetTenantID() {
+	m.tenant_id = nil
+}
+
+// SetEnvironmentID sets the "environment_id" field.
+func (m *TaskMutation) SetEnvironmentID(s string) {
+	m.environment_id = &s
+}
+
+// EnvironmentID returns the value of the "environment_id" field in the mutation.
+func (m *TaskMutation) EnvironmentID() (r string, exists bool) {
+	v := m.environment_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEnvironmentID returns the old "environment_id" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldEnvironmentID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEnvironmentID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEnvironmentID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEnvironmentID: %w", err)
+	}
+	return oldValue.EnvironmentID, nil
+}
+
+// ResetEnvironmentID resets all changes to the "environment_id" field.
+func (m *TaskMutation) ResetEnvironmentID() {
+	m.environment_id = nil
+}
+
+// SetFunctionID sets the "function_id" field.
+func (m *TaskMutation) SetFunctionID(s string) {
+	m.function = &s
+}
+
+// FunctionID returns the value of the "function_id" field in the mutation.
+func (m *TaskMutation) FunctionID() (r string, exists bool) {
+	v := m.function
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFunctionID returns the old "function_id" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldFunctionID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFunctionID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFunctionID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFunctionID: %w", err)
+	}
+	return oldValue.FunctionID, nil
+}
+
+// ResetFunctionID resets all changes to the "function_id" field.
+func (m *TaskMutation) ResetFunctionID() {
+	m.function = nil
+}
+
+// SetAppID sets the "app_id" field.
+func (m *TaskMutation) SetAppID(s string) {
+	m.app_id = &s
+}
+
+// AppID returns the value of the "app_id" field in the mutation.
+func (m *TaskMutation) AppID() (r string, exists bool) {
+	v := m.app_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAppID returns the old "app_id" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldAppID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAppID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAppID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAppID: %w", err)
+	}
+	return oldValue.AppID, nil
+}
+
+// ResetAppID resets all changes to the "app_id" field.
+func (m *TaskMutation) ResetAppID() {
+	m.app_id = nil
+}
+
+// SetOwnerID sets the "owner_id" field.
+func (m *TaskMutation) SetOwnerID(s string) {
+	m.owner_id = &s
+}
+
+// OwnerID returns the value of the "owner_id" field in the mutation.
+func (m *TaskMutation) OwnerID() (r string, exists bool) {
+	v := m.owner_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOwnerID returns the old "owner_id" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldOwnerID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOwnerID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOwnerID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOwnerID: %w", err)
+	}
+	return oldValue.OwnerID, nil
+}
+
+// ResetOwnerID resets all changes to the "owner_id" field.
+func (m *TaskMutation) ResetOwnerID() {
+	m.owner_id = nil
+}
+
+// SetMapID sets the "map_id" field.
+func (m *TaskMutation) SetMapID(s string) {
+	m._map = &s
+}
+
+// MapID returns the value of the "map_id" field in the mutation.
+func (m *TaskMutation) MapID() (r string, exists bool) {
+	v := m._map
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMapID returns the old "map_id" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldMapID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMapID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMapID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMapID: %w", err)
+	}
+	return oldValue.MapID, nil
+}
+
+// ClearMapID clears the value of the "map_id" field.
+func (m *TaskMutation) ClearMapID() {
+	m._map = nil
+	m.clearedFields[task.FieldMapID] = struct{}{}
+}
+
+// MapIDCleared returns if the "map_id" field was cleared in this mutation.
+func (m *TaskMutation) MapIDCleared() bool {
+	_, ok := m.clearedFields[task.FieldMapID]
+	return ok
+}
+
+// ResetMapID resets all changes to the "map_id" field.
+func (m *TaskMutation) ResetMapID() {
+	m._map = nil
+	delete(m.clearedFields, task.FieldMapID)
+}
+
+// SetMapIndex sets the "map_index" field.
+func (m *TaskMutation) SetMapIndex(i int) {
+	m.map_index = &i
+	m.addmap_index = nil
+}
+
+// MapIndex returns the value of the "map_index" field in the mutation.
+func (m *TaskMutation) MapIndex() (r int, exists bool) {
+	v := m.map_index
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMapIndex returns the old "map_index" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldMapIndex(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMapIndex is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMapIndex requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMapIndex: %w", err)
+	}
+	return oldValue.MapIndex, nil
+}
+
+// AddMapIndex adds i to the "map_index" field.
+func (m *TaskMutation) AddMapIndex(i int) {
+	if m.addmap_index != nil {
+		*m.addmap_index += i
+	} else {
+		m.addmap_index = &i
+	}
+}
+
+// AddedMapIndex returns the value that was added to the "map_index" field in this mutation.
+func (m *TaskMutation) AddedMapIndex() (r int, exists bool) {
+	v := m.addmap_index
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetMapIndex resets all changes to the "map_index" field.
+func (m *TaskMutation) ResetMapIndex() {
+	m.map_index = nil
+	m.addmap_index = nil
+}
+
+// SetState sets the "state" field.
+func (m *TaskMutation) SetState(t task.State) {
+	m.state = &t
+}
+
+// State returns the value of the "state" field in the mutation.
+func (m *TaskMutation) State() (r task.State, exists bool) {
+	v := m.state
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldState returns the old "state" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldState(ctx context.Context) (v task.State, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldState is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldState requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldState: %w", err)
+	}
+	return oldValue.State, nil
+}
+
+// ResetState resets all changes to the "state" field.
+func (m *TaskMutation) ResetState() {
+	m.state = nil
+}
+
+// SetAttempt sets the "attempt" field.
+func (m *TaskMutation) SetAttempt(i int) {
+	m.attempt = &i
+	m.addattempt = nil
+}
+
+// Attempt returns the value of the "attempt" field in the mutation.
+func (m *TaskMutation) Attempt() (r int, exists bool) {
+	v := m.attempt
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAttempt returns the old "attempt" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldAttempt(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAttempt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAttempt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAttempt: %w", err)
+	}
+	return oldValue.Attempt, nil
+}
+
+// AddAttempt adds i to the "attempt" field.
+func (m *TaskMutation) AddAttempt(i int) {
+	if m.addattempt != nil {
+		*m.addattempt += i
+	} else {
+		m.addattempt = &i
+	}
+}
+
+// AddedAttempt returns the value that was added to the "attempt" field in this mutation.
+func (m *TaskMutation) AddedAttempt() (r int, exists bool) {
+	v := m.addattempt
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetAttempt resets all changes to the "attempt" field.
+func (m *TaskMutation) ResetAttempt() {
+	m.attempt = nil
+	m.addattempt = nil
+}
+
+// SetMaxAttempts sets the "max_attempts" field.
+func (m *TaskMutation) SetMaxAttempts(i int) {
+	m.max_attempts = &i
+	m.addmax_attempts = nil
+}
+
+// MaxAttempts returns the value of the "max_attempts" field in the mutation.
+func (m *TaskMutation) MaxAttempts() (r int, exists bool) {
+	v := m.max_attempts
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMaxAttempts returns the old "max_attempts" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldMaxAttempts(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMaxAttempts is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMaxAttempts requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMaxAttempts: %w", err)
+	}
+	return oldValue.MaxAttempts, nil
+}
+
+// AddMaxAttempts adds i to the "max_attempts" field.
+func (m *TaskMutation) AddMaxAttempts(i int) {
+	if m.addmax_attempts != nil {
+		*m.addmax_attempts += i
+	} else {
+		m.addmax_attempts = &i
+	}
+}
+
+// AddedMaxAttempts returns the value that was added to the "max_attempts" field in this mutation.
+func (m *TaskMutation) AddedMaxAttempts() (r int, exists bool) {
+	v := m.addmax_attempts
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetMaxAttempts resets all changes to the "max_attempts" field.
+func (m *TaskMutation) ResetMaxAttempts() {
+	m.max_attempts = nil
+	m.addmax_attempts = nil
+}
+
+// SetTimeoutSeconds sets the "timeout_seconds" field.
+func (m *TaskMutation) SetTimeoutSeconds(i int) {
+	m.timeout_seconds = &i
+	m.addtimeout_seconds = nil
+}
+
+// TimeoutSeconds returns the value of the "timeout_seconds" field in the mutation.
+func (m *TaskMutation) TimeoutSeconds() (r int, exists bool) {
+	v := m.timeout_seconds
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTimeoutSeconds returns the old "timeout_seconds" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldTimeoutSeconds(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTimeoutSeconds is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTimeoutSeconds requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTimeoutSeconds: %w", err)
+	}
+	return oldValue.TimeoutSeconds, nil
+}
+
+// AddTimeoutSeconds adds i to the "timeout_seconds" field.
+func (m *TaskMutation) AddTimeoutSeconds(i int) {
+	if m.addtimeout_seconds != nil {
+		*m.addtimeout_seconds += i
+	} else {
+		m.addtimeout_seconds = &i
+	}
+}
+
+// AddedTimeoutSeconds returns the value that was added to the "timeout_seconds" field in this mutation.
+func (m *TaskMutation) AddedTimeoutSeconds() (r int, exists bool) {
+	v := m.addtimeout_seconds
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetTimeoutSeconds resets all changes to the "timeout_seconds" field.
+func (m *TaskMutation) ResetTimeoutSeconds() {
+	m.timeout_seconds = nil
+	m.addtimeout_seconds = nil
+}
+
+// SetNotBefore sets the "not_before" field.
+func (m *TaskMutation) SetNotBefore(t time.Time) {
+	m.not_before = &t
+}
+
+// NotBefore returns the value of the "not_before" field in the mutation.
+func (m *TaskMutation) NotBefore() (r time.Time, exists bool) {
+	v := m.not_before
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldNotBefore returns the old "not_before" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldNotBefore(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldNotBefore is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldNotBefore requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldNotBefore: %w", err)
+	}
+	return oldValue.NotBefore, nil
+}
+
+// ClearNotBefore clears the value of the "not_before" field.
+func (m *TaskMutation) ClearNotBefore() {
+	m.not_before = nil
+	m.clearedFields[task.FieldNotBefore] = struct{}{}
+}
+
+// NotBeforeCleared returns if the "not_before" field was cleared in this mutation.
+func (m *TaskMutation) NotBeforeCleared() bool {
+	_, ok := m.clearedFields[task.FieldNotBefore]
+	return ok
+}
+
+// ResetNotBefore resets all changes to the "not_before" field.
+func (m *TaskMutation) ResetNotBefore() {
+	m.not_before = nil
+	delete(m.clearedFields, task.FieldNotBefore)
+}
+
+// SetDeadline sets the "deadline" field.
+func (m *TaskMutation) SetDeadline(t time.Time) {
+	m.deadline = &t
+}
+
+// Deadline returns the value of the "deadline" field in the mutation.
+func (m *TaskMutation) Deadline() (r time.Time, exists bool) {
+	v := m.deadline
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDeadline returns the old "deadline" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldDeadline(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDeadline is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDeadline requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDeadline: %w", err)
+	}
+	return oldValue.Deadline, nil
+}
+
+// ClearDeadline clears the value of the "deadline" field.
+func (m *TaskMutation) ClearDeadline() {
+	m.deadline = nil
+	m.clearedFields[task.FieldDeadline] = struct{}{}
+}
+
+// DeadlineCleared returns if the "deadline" field was cleared in this mutation.
+func (m *TaskMutation) DeadlineCleared() bool {
+	_, ok := m.clearedFields[task.FieldDeadline]
+	return ok
+}
+
+// ResetDeadline resets all changes to the "deadline" field.
+func (m *TaskMutation) ResetDeadline() {
+	m.deadline = nil
+	delete(m.clearedFields, task.FieldDeadline)
+}
+
+// SetArgs sets the "args" field.
+func (m *TaskMutation) SetArgs(b []byte) {
+	m.args = &b
+}
+
+// Args returns the value of the "args" field in the mutation.
+func (m *TaskMutation) Args() (r []byte, exists bool) {
+	v := m.args
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldArgs returns the old "args" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldArgs(ctx context.Context) (v []byte, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldArgs is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldArgs requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldArgs: %w", err)
+	}
+	return oldValue.Args, nil
+}
+
+// ClearArgs clears the value of the "args" field.
+func (m *TaskMutation) ClearArgs() {
+	m.args = nil
+	m.clearedFields[task.FieldArgs] = struct{}{}
+}
+
+// ArgsCleared returns if the "args" field was cleared in this mutation.
+func (m *TaskMutation) ArgsCleared() bool {
+	_, ok := m.clearedFields[task.FieldArgs]
+	return ok
+}
+
+// ResetArgs resets all changes to the "args" field.
+func (m *TaskMutation) ResetArgs() {
+	m.args = nil
+	delete(m.clearedFields, task.FieldArgs)
+}
+
+// SetArgsBlob sets the "args_blob" field.
+func (m *TaskMutation) SetArgsBlob(s string) {
+	m.args_blob = &s
+}
+
+// ArgsBlob returns the value of the "args_blob" field in the mutation.
+func (m *TaskMutation) ArgsBlob() (r string, exists bool) {
+	v := m.args_blob
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldArgsBlob returns the old "args_blob" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldArgsBlob(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldArgsBlob is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldArgsBlob requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldArgsBlob: %w", err)
+	}
+	return oldValue.ArgsBlob, nil
+}
+
+// ResetArgsBlob resets all changes to the "args_blob" field.
+func (m *TaskMutation) ResetArgsBlob() {
+	m.args_blob = nil
+}
+
+// SetResult sets the "result" field.
+func (m *TaskMutation) SetResult(b []byte) {
+	m.result = &b
+}
+
+// Result returns the value of the "result" field in the mutation.
+func (m *TaskMutation) Result() (r []byte, exists bool) {
+	v := m.result
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldResult returns the old "result" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldResult(ctx context.Context) (v []byte, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldResult is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldResult requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldResult: %w", err)
+	}
+	return oldValue.Result, nil
+}
+
+// ClearResult clears the value of the "result" field.
+func (m *TaskMutation) ClearResult() {
+	m.result = nil
+	m.clearedFields[task.FieldResult] = struct{}{}
+}
+
+// ResultCleared returns if the "result" field was cleared in this mutation.
+func (m *TaskMutation) ResultCleared() bool {
+	_, ok := m.clearedFields[task.FieldResult]
+	return ok
+}
+
+// ResetResult resets all changes to the "result" field.
+func (m *TaskMutation) ResetResult() {
+	m.result = nil
+	delete(m.clearedFields, task.FieldResult)
+}
+
+// SetResultBlob sets the "result_blob" field.
+func (m *TaskMutation) SetResultBlob(s string) {
+	m.result_blob = &s
+}
+
+// ResultBlob returns the value of the "result_blob" field in the mutation.
+func (m *TaskMutation) ResultBlob() (r string, exists bool) {
+	v := m.result_blob
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldResultBlob returns the old "result_blob" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldResultBlob(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldResultBlob is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldResultBlob requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldResultBlob: %w", err)
+	}
+	return oldValue.ResultBlob, nil
+}
+
+// ResetResultBlob resets all changes to the "result_blob" field.
+func (m *TaskMutation) ResetResultBlob() {
+	m.result_blob = nil
+}
+
+// SetErrorKind sets the "error_kind" field.
+func (m *TaskMutation) SetErrorKind(s string) {
+	m.error_kind = &s
+}
+
+// ErrorKind returns the value of the "error_kind" field in the mutation.
+func (m *TaskMutation) ErrorKind() (r string, exists bool) {
+	v := m.error_kind
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldErrorKind returns the old "error_kind" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldErrorKind(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldErrorKind is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldErrorKind requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldErrorKind: %w", err)
+	}
+	return oldValue.ErrorKind, nil
+}
+
+// ResetErrorKind resets all changes to the "error_kind" field.
+func (m *TaskMutation) ResetErrorKind() {
+	m.error_kind = nil
+}
+
+// SetErrorMessage sets the "error_message" field.
+func (m *TaskMutation) SetErrorMessage(s string) {
+	m.error_message = &s
+}
+
+// ErrorMessage returns the value of the "error_message" field in the mutation.
+func (m *TaskMutation) ErrorMessage() (r string, exists bool) {
+	v := m.error_message
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldErrorMessage returns the old "error_message" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldErrorMessage(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldErrorMessage is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldErrorMessage requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldErrorMessage: %w", err)
+	}
+	return oldValue.ErrorMessage, nil
+}
+
+// ResetErrorMessage resets all changes to the "error_message" field.
+func (m *TaskMutation) ResetErrorMessage() {
+	m.error_message = nil
+}
+
+// SetErrorTraceback sets the "error_traceback" field.
+func (m *TaskMutation) SetErrorTraceback(s string) {
+	m.error_traceback = &s
+}
+
+// ErrorTraceback returns the value of the "error_traceback" field in the mutation.
+func (m *TaskMutation) ErrorTraceback() (r string, exists bool) {
+	v := m.error_traceback
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldErrorTraceback returns the old "error_traceback" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldErrorTraceback(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldErrorTraceback is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldErrorTraceback requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldErrorTraceback: %w", err)
+	}
+	return oldValue.ErrorTraceback, nil
+}
+
+// ResetErrorTraceback resets all changes to the "error_traceback" field.
+func (m *TaskMutation) ResetErrorTraceback() {
+	m.error_traceback = nil
+}
+
+// SetErrorException sets the "error_exception" field.
+func (m *TaskMutation) SetErrorException(b []byte) {
+	m.error_exception = &b
+}
+
+// ErrorException returns the value of the "error_exception" field in the mutation.
+func (m *TaskMutation) ErrorException() (r []byte, exists bool) {
+	v := m.error_exception
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldErrorException returns the old "error_exception" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldErrorException(ctx context.Context) (v []byte, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldErrorException is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldErrorException requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldErrorException: %w", err)
+	}
+	return oldValue.ErrorException, nil
+}
+
+// ClearErrorException clears the value of the "error_exception" field.
+func (m *TaskMutation) ClearErrorException() {
+	m.error_exception = nil
+	m.clearedFields[task.FieldErrorException] = struct{}{}
+}
+
+// ErrorExceptionCleared returns if the "error_exception" field was cleared in this mutation.
+func (m *TaskMutation) ErrorExceptionCleared() bool {
+	_, ok := m.clearedFields[task.FieldErrorException]
+	return ok
+}
+
+// ResetErrorException resets all changes to the "error_exception" field.
+func (m *TaskMutation) ResetErrorException() {
+	m.error_exception = nil
+	delete(m.clearedFields, task.FieldErrorException)
+}
+
+// SetContainerID sets the "container_id" field.
+func (m *TaskMutation) SetContainerID(s string) {
+	m.container_id = &s
+}
+
+// ContainerID returns the value of the "container_id" field in the mutation.
+func (m *TaskMutation) ContainerID() (r string, exists bool) {
+	v := m.container_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldContainerID returns the old "container_id" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldContainerID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldContainerID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldContainerID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldContainerID: %w", err)
+	}
+	return oldValue.ContainerID, nil
+}
+
+// ClearContainerID clears the value of the "container_id" field.
+func (m *TaskMutation) ClearContainerID() {
+	m.container_id = nil
+	m.clearedFields[task.FieldContainerID] = struct{}{}
+}
+
+// ContainerIDCleared returns if the "container_id" field was cleared in this mutation.
+func (m *TaskMutation) ContainerIDCleared() bool {
+	_, ok := m.clearedFields[task.FieldContainerID]
+	return ok
+}
+
+// ResetContainerID resets all changes to the "container_id" field.
+func (m *TaskMutation) ResetContainerID() {
+	m.container_id = nil
+	delete(m.clearedFields, task.FieldContainerID)
+}
+
+// SetScheduledAt sets the "scheduled_at" field.
+func (m *TaskMutation) SetScheduledAt(t time.Time) {
+	m.scheduled_at = &t
+}
+
+// ScheduledAt returns the value of the "scheduled_at" field in the mutation.
+func (m *TaskMutation) ScheduledAt() (r time.Time, exists bool) {
+	v := m.scheduled_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldScheduledAt returns the old "scheduled_at" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldScheduledAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldScheduledAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldScheduledAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldScheduledAt: %w", err)
+	}
+	return oldValue.ScheduledAt, nil
+}
+
+// ClearScheduledAt clears the value of the "scheduled_at" field.
+func (m *TaskMutation) ClearScheduledAt() {
+	m.scheduled_at = nil
+	m.clearedFields[task.FieldScheduledAt] = struct{}{}
+}
+
+// ScheduledAtCleared returns if the "scheduled_at" field was cleared in this mutation.
+func (m *TaskMutation) ScheduledAtCleared() bool {
+	_, ok := m.clearedFields[task.FieldScheduledAt]
+	return ok
+}
+
+// ResetScheduledAt resets all changes to the "scheduled_at" field.
+func (m *TaskMutation) ResetScheduledAt() {
+	m.scheduled_at = nil
+	delete(m.clearedFields, task.FieldScheduledAt)
+}
+
+// SetImageReadyAt sets the "image_ready_at" field.
+func (m *TaskMutation) SetImageReadyAt(t time.Time) {
+	m.image_ready_at = &t
+}
+
+// ImageReadyAt returns the value of the "image_ready_at" field in the mutation.
+func (m *TaskMutation) ImageReadyAt() (r time.Time, exists bool) {
+	v := m.image_ready_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldImageReadyAt returns the old "image_ready_at" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldImageReadyAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldImageReadyAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldImageReadyAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldImageReadyAt: %w", err)
+	}
+	return oldValue.ImageReadyAt, nil
+}
+
+// ClearImageReadyAt clears the value of the "image_ready_at" field.
+func (m *TaskMutation) ClearImageReadyAt() {
+	m.image_ready_at = nil
+	m.clearedFields[task.FieldImageReadyAt] = struct{}{}
+}
+
+// ImageReadyAtCleared returns if the "image_ready_at" field was cleared in this mutation.
+func (m *TaskMutation) ImageReadyAtCleared() bool {
+	_, ok := m.clearedFields[task.FieldImageReadyAt]
+	return ok
+}
+
+// ResetImageReadyAt resets all changes to the "image_ready_at" field.
+func (m *TaskMutation) ResetImageReadyAt() {
+	m.image_ready_at = nil
+	delete(m.clearedFields, task.FieldImageReadyAt)
+}
+
+// SetCodeFetchedAt sets the "code_fetched_at" field.
+func (m *TaskMutation) SetCodeFetchedAt(t time.Time) {
+	m.code_fetched_at = &t
+}
+
+// CodeFetchedAt returns the value of the "code_fetched_at" field in the mutation.
+func (m *TaskMutation) CodeFetchedAt() (r time.Time, exists bool) {
+	v := m.code_fetched_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCodeFetchedAt returns the old "code_fetched_at" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldCodeFetchedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCodeFetchedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCodeFetchedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCodeFetchedAt: %w", err)
+	}
+	return oldValue.CodeFetchedAt, nil
+}
+
+// ClearCodeFetchedAt clears the value of the "code_fetched_at" field.
+func (m *TaskMutation) ClearCodeFetchedAt() {
+	m.code_fetched_at = nil
+	m.clearedFields[task.FieldCodeFetchedAt] = struct{}{}
+}
+
+// CodeFetchedAtCleared returns if the "code_fetched_at" field was cleared in this mutation.
+func (m *TaskMutation) CodeFetchedAtCleared() bool {
+	_, ok := m.clearedFields[task.FieldCodeFetchedAt]
+	return ok
+}
+
+// ResetCodeFetchedAt resets all changes to the "code_fetched_at" field.
+func (m *TaskMutation) ResetCodeFetchedAt() {
+	m.code_fetched_at = nil
+	delete(m.clearedFields, task.FieldCodeFetchedAt)
+}
+
+// SetProcessStartedAt sets the "process_started_at" field.
+func (m *TaskMutation) SetProcessStartedAt(t time.Time) {
+	m.process_started_at = &t
+}
+
+// ProcessStartedAt returns the value of the "process_started_at" field in the mutation.
+func (m *TaskMutation) ProcessStartedAt() (r time.Time, exists bool) {
+	v := m.process_started_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldProcessStartedAt returns the old "process_started_at" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldProcessStartedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldProcessStartedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldProcessStartedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldProcessStartedAt: %w", err)
+	}
+	return oldValue.ProcessStartedAt, nil
+}
+
+// ClearProcessStartedAt clears the value of the "process_started_at" field.
+func (m *TaskMutation) ClearProcessStartedAt() {
+	m.process_started_at = nil
+	m.clearedFields[task.FieldProcessStartedAt] = struct{}{}
+}
+
+// ProcessStartedAtCleared returns if the "process_started_at" field was cleared in this mutation.
+func (m *TaskMutation) ProcessStartedAtCleared() bool {
+	_, ok := m.clearedFields[task.FieldProcessStartedAt]
+	return ok
+}
+
+// ResetProcessStartedAt resets all changes to the "process_started_at" field.
+func (m *TaskMutation) ResetProcessStartedAt() {
+	m.process_started_at = nil
+	delete(m.clearedFields, task.FieldProcessStartedAt)
+}
+
+// SetImportedAt sets the "imported_at" field.
+func (m *TaskMutation) SetImportedAt(t time.Time) {
+	m.imported_at = &t
+}
+
+// ImportedAt returns the value of the "imported_at" field in the mutation.
+func (m *TaskMutation) ImportedAt() (r time.Time, exists bool) {
+	v := m.imported_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldImportedAt returns the old "imported_at" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldImportedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldImportedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldImportedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldImportedAt: %w", err)
+	}
+	return oldValue.ImportedAt, nil
+}
+
+// ClearImportedAt clears the value of the "imported_at" field.
+func (m *TaskMutation) ClearImportedAt() {
+	m.imported_at = nil
+	m.clearedFields[task.FieldImportedAt] = struct{}{}
+}
+
+// ImportedAtCleared returns if the "imported_at" field was cleared in this mutation.
+func (m *TaskMutation) ImportedAtCleared() bool {
+	_, ok := m.clearedFields[task.FieldImportedAt]
+	return ok
+}
+
+// ResetImportedAt resets all changes to the "imported_at" field.
+func (m *TaskMutation) ResetImportedAt() {
+	m.imported_at = nil
+	delete(m.clearedFields, task.FieldImportedAt)
+}
+
+// SetStartedAt sets the "started_at" field.
+func (m *TaskMutation) SetStartedAt(t time.Time) {
+	m.started_at = &t
+}
+
+// StartedAt returns the value of the "started_at" field in the mutation.
+func (m *TaskMutation) StartedAt() (r time.Time, exists bool) {
+	v := m.started_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStartedAt returns the old "started_at" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldStartedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStartedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStartedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStartedAt: %w", err)
+	}
+	return oldValue.StartedAt, nil
+}
+
+// ClearStartedAt clears the value of the "started_at" field.
+func (m *TaskMutation) ClearStartedAt() {
+	m.started_at = nil
+	m.clearedFields[task.FieldStartedAt] = struct{}{}
+}
+
+// StartedAtCleared returns if the "started_at" field was cleared in this mutation.
+func (m *TaskMutation) StartedAtCleared() bool {
+	_, ok := m.clearedFields[task.FieldStartedAt]
+	return ok
+}
+
+// ResetStartedAt resets all changes to the "started_at" field.
+func (m *TaskMutation) ResetStartedAt() {
+	m.started_at = nil
+	delete(m.clearedFields, task.FieldStartedAt)
+}
+
+// SetFinishedAt sets the "finished_at" field.
+func (m *TaskMutation) SetFinishedAt(t time.Time) {
+	m.finished_at = &t
+}
+
+// FinishedAt returns the value of the "finished_at" field in the mutation.
+func (m *TaskMutation) FinishedAt() (r time.Time, exists bool) {
+	v := m.finished_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFinishedAt returns the old "finished_at" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldFinishedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFinishedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFinishedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFinishedAt: %w", err)
+	}
+	return oldValue.FinishedAt, nil
+}
+
+// ClearFinishedAt clears the value of the "finished_at" field.
+func (m *TaskMutation) ClearFinishedAt() {
+	m.finished_at = nil
+	m.clearedFields[task.FieldFinishedAt] = struct{}{}
+}
+
+// FinishedAtCleared returns if the "finished_at" field was cleared in this mutation.
+func (m *TaskMutation) FinishedAtCleared() bool {
+	_, ok := m.clearedFields[task.FieldFinishedAt]
+	return ok
+}
+
+// ResetFinishedAt resets all changes to the "finished_at" field.
+func (m *TaskMutation) ResetFinishedAt() {
+	m.finished_at = nil
+	delete(m.clearedFields, task.FieldFinishedAt)
+}
+
+// ClearFunction clears the "function" edge to the Function entity.
+func (m *TaskMutation) ClearFunction() {
+	m.clearedfunction = true
+	m.clearedFields[task.FieldFunctionID] = struct{}{}
+}
+
+// FunctionCleared reports if the "function" edge to the Function entity was cleared.
+func (m *TaskMutation) FunctionCleared() bool {
+	return m.clearedfunction
+}
+
+// FunctionIDs returns the "function" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// FunctionID instead. It exists only for internal usage by the builders.
+func (m *TaskMutation) FunctionIDs() (ids []string) {
+	if id := m.function; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetFunction resets all changes to the "function" edge.
+func (m *TaskMutation) ResetFunction() {
+	m.function = nil
+	m.clearedfunction = false
+}
+
+// ClearMap clears the "map" edge to the FunctionMap entity.
+func (m *TaskMutation) ClearMap() {
+	m.cleared_map = true
+	m.clearedFields[task.FieldMapID] = struct{}{}
+}
+
+// MapCleared reports if the "map" edge to the FunctionMap entity was cleared.
+func (m *TaskMutation) MapCleared() bool {
+	return m.MapIDCleared() || m.cleared_map
+}
+
+// MapIDs returns the "map" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// MapID instead. It exists only for internal usage by the builders.
+func (m *TaskMutation) MapIDs() (ids []string) {
+	if id := m._map; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetMap resets all changes to the "map" edge.
+func (m *TaskMutation) ResetMap() {
+	m._map = nil
+	m.cleared_map = false
+}
+
+// Where appends a list predicates to the TaskMutation builder.
+func (m *TaskMutation) Where(ps ...predicate.Task) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the TaskMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *TaskMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Task, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *TaskMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *TaskMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Task).
+func (m *TaskMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *TaskMutation) Fields() []string {
+	fields := make([]string, 0, 31)
+	if m.created_at != nil {
+		fields = append(fields, task.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, task.FieldUpdatedAt)
+	}
+	if m.tenant_id != nil {
+		fields = append(fields, task.FieldTenantID)
+	}
+	if m.environment_id != nil {
+		fields = append(fields, task.FieldEnvironmentID)
+	}
+	if m.function != nil {
+		fields = append(fields, task.FieldFunctionID)
+	}
+	if m.app_id != nil {
+		fields = append(fields, task.FieldAppID)
+	}
+	if m.owner_id != nil {
+		fields = append(fields, task.FieldOwnerID)
+	}
+	if m._map != nil {
+		fields = append(fields, task.FieldMapID)
+	}
+	if m.map_index != nil {
+		fields = append(fields, task.FieldMapIndex)
+	}
+	if m.state != nil {
+		fields = append(fields, task.FieldState)
+	}
+	if m.attempt != nil {
+		fields = append(fields, task.FieldAttempt)
+	}
+	if m.max_attempts != nil {
+		fields = append(fields, task.FieldMaxAttempts)
+	}
+	if m.timeout_seconds != nil {
+		fields = append(fields, task.FieldTimeoutSeconds)
+	}
+	if m.not_before != nil {
+		fields = append(fields, task.FieldNotBefore)
+	}
+	if m.deadline != nil {
+		fields = append(fields, task.FieldDeadline)
+	}
+	if m.args != nil {
+		fields = append(fields, task.FieldArgs)
+	}
+	if m.args_blob != nil {
+		fields = append(fields, task.FieldArgsBlob)
+	}
+	if m.result != nil {
+		fields = append(fields, task.FieldResult)
+	}
+	if m.result_blob != nil {
+		fields = append(fields, task.FieldResultBlob)
+	}
+	if m.error_kind != nil {
+		fields = append(fields, task.FieldErrorKind)
+	}
+	if m.error_message != nil {
+		fields = append(fields, task.FieldErrorMessage)
+	}
+	if m.error_traceback != nil {
+		fields = append(fields, task.FieldErrorTraceback)
+	}
+	if m.error_exception != nil {
+		fields = append(fields, task.FieldErrorException)
+	}
+	if m.container_id != nil {
+		fields = append(fields, task.FieldContainerID)
+	}
+	if m.scheduled_at != nil {
+		fields = append(fields, task.FieldScheduledAt)
+	}
+	if m.image_ready_at != nil {
+		fields = append(fields, task.FieldImageReadyAt)
+	}
+	if m.code_fetched_at != nil {
+		fields = append(fields, task.FieldCodeFetchedAt)
+	}
+	if m.process_started_at != nil {
+		fields = append(fields, task.FieldProcessStartedAt)
+	}
+	if m.imported_at != nil {
+		fields = append(fields, task.FieldImportedAt)
+	}
+	if m.started_at != nil {
+		fields = append(fields, task.FieldStartedAt)
+	}
+	if m.finished_at != nil {
+		fields = append(fields, task.FieldFinishedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *TaskMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case task.FieldCreatedAt:
+		return m.CreatedAt()
+	case task.FieldUpdatedAt:
+		return m.UpdatedAt()
+	case task.FieldTenantID:
+		return m.TenantID()
+	case task.FieldEnvironmentID:
+		return m.EnvironmentID()
+	case task.FieldFunctionID:
+		return m.FunctionID()
+	case task.FieldAppID:
+		return m.AppID()
+	case task.FieldOwnerID:
+		return m.OwnerID()
+	case task.FieldMapID:
+		return m.MapID()
+	case task.FieldMapIndex:
+		return m.MapIndex()
+	case task.FieldState:
+		return m.State()
+	case task.FieldAttempt:
+		return m.Attempt()
+	case task.FieldMaxAttempts:
+		return m.MaxAttempts()
+	case task.FieldTimeoutSeconds:
+		return m.TimeoutSeconds()
+	case task.FieldNotBefore:
+		return m.NotBefore()
+	case task.FieldDeadline:
+		return m.Deadline()
+	case task.FieldArgs:
+		return m.Args()
+	case task.FieldArgsBlob:
+		return m.ArgsBlob()
+	case task.FieldResult:
+		return m.Result()
+	case task.FieldResultBlob:
+		return m.ResultBlob()
+	case task.FieldErrorKind:
+		return m.ErrorKind()
+	case task.FieldErrorMessage:
+		return m.ErrorMessage()
+	case task.FieldErrorTraceback:
+		return m.ErrorTraceback()
+	case task.FieldErrorException:
+		return m.ErrorException()
+	case task.FieldContainerID:
+		return m.ContainerID()
+	case task.FieldScheduledAt:
+		return m.ScheduledAt()
+	case task.FieldImageReadyAt:
+		return m.ImageReadyAt()
+	case task.FieldCodeFetchedAt:
+		return m.CodeFetchedAt()
+	case task.FieldProcessStartedAt:
+		return m.ProcessStartedAt()
+	case task.FieldImportedAt:
+		return m.ImportedAt()
+	case task.FieldStartedAt:
+		return m.StartedAt()
+	case task.FieldFinishedAt:
+		return m.FinishedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *TaskMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case task.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case task.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	case task.FieldTenantID:
+		return m.OldTenantID(ctx)
+	case task.FieldEnvironmentID:
+		return m.OldEnvironmentID(ctx)
+	case task.FieldFunctionID:
+		return m.OldFunctionID(ctx)
+	case task.FieldAppID:
+		return m.OldAppID(ctx)
+	case task.FieldOwnerID:
+		return m.OldOwnerID(ctx)
+	case task.FieldMapID:
+		return m.OldMapID(ctx)
+	case task.FieldMapIndex:
+		return m.OldMapIndex(ctx)
+	case task.FieldState:
+		return m.OldState(ctx)
+	case task.FieldAttempt:
+		return m.OldAttempt(ctx)
+	case task.FieldMaxAttempts:
+		return m.OldMaxAttempts(ctx)
+	case task.FieldTimeoutSeconds:
+		return m.OldTimeoutSeconds(ctx)
+	case task.FieldNotBefore:
+		return m.OldNotBefore(ctx)
+	case task.FieldDeadline:
+		return m.OldDeadline(ctx)
+	case task.FieldArgs:
+		return m.OldArgs(ctx)
+	case task.FieldArgsBlob:
+		return m.OldArgsBlob(ctx)
+	case task.FieldResult:
+		return m.OldResult(ctx)
+	case task.FieldResultBlob:
+		return m.OldResultBlob(ctx)
+	case task.FieldErrorKind:
+		return m.OldErrorKind(ctx)
+	case task.FieldErrorMessage:
+		return m.OldErrorMessage(ctx)
+	case task.FieldErrorTraceback:
+		return m.OldErrorTraceback(ctx)
+	case task.FieldErrorException:
+		return m.OldErrorException(ctx)
+	case task.FieldContainerID:
+		return m.OldContainerID(ctx)
+	case task.FieldScheduledAt:
+		return m.OldScheduledAt(ctx)
+	case task.FieldImageReadyAt:
+		return m.OldImageReadyAt(ctx)
+	case task.FieldCodeFetchedAt:
+		return m.OldCodeFetchedAt(ctx)
+	case task.FieldProcessStartedAt:
+		return m.OldProcessStartedAt(ctx)
+	case task.FieldImportedAt:
+		return m.OldImportedAt(ctx)
+	case task.FieldStartedAt:
+		return m.OldStartedAt(ctx)
+	case task.FieldFinishedAt:
+		return m.OldFinishedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown Task field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *TaskMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case task.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case task.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	case task.FieldTenantID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTenantID(v)
+		return nil
+	case task.FieldEnvironmentID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEnvironmentID(v)
+		return nil
+	case task.FieldFunctionID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFunctionID(v)
+		return nil
+	case task.FieldAppID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAppID(v)
+		return nil
+	case task.FieldOwnerID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOwnerID(v)
+		return nil
+	case task.FieldMapID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMapID(v)
+		return nil
+	case task.FieldMapIndex:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMapIndex(v)
+		return nil
+	case task.FieldState:
+		v, ok := value.(task.State)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetState(v)
+		return nil
+	case task.FieldAttempt:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAttempt(v)
+		return nil
+	case task.FieldMaxAttempts:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMaxAttempts(v)
+		return nil
+	case task.FieldTimeoutSeconds:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTimeoutSeconds(v)
+		return nil
+	case task.FieldNotBefore:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetNotBefore(v)
+		return nil
+	case task.FieldDeadline:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDeadline(v)
+		return nil
+	case task.FieldArgs:
+		v, ok := value.([]byte)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetArgs(v)
+		return nil
+	case task.FieldArgsBlob:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetArgsBlob(v)
+		return nil
+	case task.FieldResult:
+		v, ok := value.([]byte)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetResult(v)
+		return nil
+	case task.FieldResultBlob:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetResultBlob(v)
+		return nil
+	case task.FieldErrorKind:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetErrorKind(v)
+		return nil
+	case task.FieldErrorMessage:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetErrorMessage(v)
+		return nil
+	case task.FieldErrorTraceback:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetErrorTraceback(v)
+		return nil
+	case task.FieldErrorException:
+		v, ok := value.([]byte)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetErrorException(v)
+		return nil
+	case task.FieldContainerID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetContainerID(v)
+		return nil
+	case task.FieldScheduledAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetScheduledAt(v)
+		return nil
+	case task.FieldImageReadyAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetImageReadyAt(v)
+		return nil
+	case task.FieldCodeFetchedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCodeFetchedAt(v)
+		return nil
+	case task.FieldProcessStartedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetProcessStartedAt(v)
+		return nil
+	case task.FieldImportedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetImportedAt(v)
+		return nil
+	case task.FieldStartedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStartedAt(v)
+		return nil
+	case task.FieldFinishedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFinishedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Task field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *TaskMutation) AddedFields() []string {
+	var fields []string
+	if m.addmap_index != nil {
+		fields = append(fields, task.FieldMapIndex)
+	}
+	if m.addattempt != nil {
+		fields = append(fields, task.FieldAttempt)
+	}
+	if m.addmax_attempts != nil {
+		fields = append(fields, task.FieldMaxAttempts)
+	}
+	if m.addtimeout_seconds != nil {
+		fields = append(fields, task.FieldTimeoutSeconds)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *TaskMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case task.FieldMapIndex:
+		return m.AddedMapIndex()
+	case task.FieldAttempt:
+		return m.AddedAttempt()
+	case task.FieldMaxAttempts:
+		return m.AddedMaxAttempts()
+	case task.FieldTimeoutSeconds:
+		return m.AddedTimeoutSeconds()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *TaskMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case task.FieldMapIndex:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddMapIndex(v)
+		return nil
+	case task.FieldAttempt:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddAttempt(v)
+		return nil
+	case task.FieldMaxAttempts:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddMaxAttempts(v)
+		return nil
+	case task.FieldTimeoutSeconds:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddTimeoutSeconds(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Task numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *TaskMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(task.FieldMapID) {
+		fields = append(fields, task.FieldMapID)
+	}
+	if m.FieldCleared(task.FieldNotBefore) {
+		fields = append(fields, task.FieldNotBefore)
+	}
+	if m.FieldCleared(task.FieldDeadline) {
+		fields = append(fields, task.FieldDeadline)
+	}
+	if m.FieldCleared(task.FieldArgs) {
+		fields = append(fields, task.FieldArgs)
+	}
+	if m.FieldCleared(task.FieldResult) {
+		fields = append(fields, task.FieldResult)
+	}
+	if m.FieldCleared(task.FieldErrorException) {
+		fields = append(fields, task.FieldErrorException)
+	}
+	if m.FieldCleared(task.FieldContainerID) {
+		fields = append(fields, task.FieldContainerID)
+	}
+	if m.FieldCleared(task.FieldScheduledAt) {
+		fields = append(fields, task.FieldScheduledAt)
+	}
+	if m.FieldCleared(task.FieldImageReadyAt) {
+		fields = append(fields, task.FieldImageReadyAt)
+	}
+	if m.FieldCleared(task.FieldCodeFetchedAt) {
+		fields = append(fields, task.FieldCodeFetchedAt)
+	}
+	if m.FieldCleared(task.FieldProcessStartedAt) {
+		fields = append(fields, task.FieldProcessStartedAt)
+	}
+	if m.FieldCleared(task.FieldImportedAt) {
+		fields = append(fields, task.FieldImportedAt)
+	}
+	if m.FieldCleared(task.FieldStartedAt) {
+		fields = append(fields, task.FieldStartedAt)
+	}
+	if m.FieldCleared(task.FieldFinishedAt) {
+		fields = append(fields, task.FieldFinishedAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *TaskMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *TaskMutation) ClearField(name string) error {
+	switch name {
+	case task.FieldMapID:
+		m.ClearMapID()
+		return nil
+	case task.FieldNotBefore:
+		m.ClearNotBefore()
+		return nil
+	case task.FieldDeadline:
+		m.ClearDeadline()
+		return nil
+	case task.FieldArgs:
+		m.ClearArgs()
+		return nil
+	case task.FieldResult:
+		m.ClearResult()
+		return nil
+	case task.FieldErrorException:
+		m.ClearErrorException()
+		return nil
+	case task.FieldContainerID:
+		m.ClearContainerID()
+		return nil
+	case task.FieldScheduledAt:
+		m.ClearScheduledAt()
+		return nil
+	case task.FieldImageReadyAt:
+		m.ClearImageReadyAt()
+		return nil
+	case task.FieldCodeFetchedAt:
+		m.ClearCodeFetchedAt()
+		return nil
+	case task.FieldProcessStartedAt:
+		m.ClearProcessStartedAt()
+		return nil
+	case task.FieldImportedAt:
+		m.ClearImportedAt()
+		return nil
+	case task.FieldStartedAt:
+		m.ClearStartedAt()
+		return nil
+	case task.FieldFinishedAt:
+		m.ClearFinishedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown Task nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *TaskMutation) ResetField(name string) error {
+	switch name {
+	case task.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case task.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	case task.FieldTenantID:
+		m.ResetTenantID()
+		return nil
+	case task.FieldEnvironmentID:
+		m.ResetEnvironmentID()
+		return nil
+	case task.FieldFunctionID:
+		m.ResetFunctionID()
+		return nil
+	case task.FieldAppID:
+		m.ResetAppID()
+		return nil
+	case task.FieldOwnerID:
+		m.ResetOwnerID()
+		return nil
+	case task.FieldMapID:
+		m.ResetMapID()
+		return nil
+	case task.FieldMapIndex:
+		m.ResetMapIndex()
+		return nil
+	case task.FieldState:
+		m.ResetState()
+		return nil
+	case task.FieldAttempt:
+		m.ResetAttempt()
+		return nil
+	case task.FieldMaxAttempts:
+		m.ResetMaxAttempts()
+		return nil
+	case task.FieldTimeoutSeconds:
+		m.ResetTimeoutSeconds()
+		return nil
+	case task.FieldNotBefore:
+		m.ResetNotBefore()
+		return nil
+	case task.FieldDeadline:
+		m.ResetDeadline()
+		return nil
+	case task.FieldArgs:
+		m.ResetArgs()
+		return nil
+	case task.FieldArgsBlob:
+		m.ResetArgsBlob()
+		return nil
+	case task.FieldResult:
+		m.ResetResult()
+		return nil
+	case task.FieldResultBlob:
+		m.ResetResultBlob()
+		return nil
+	case task.FieldErrorKind:
+		m.ResetErrorKind()
+		return nil
+	case task.FieldErrorMessage:
+		m.ResetErrorMessage()
+		return nil
+	case task.FieldErrorTraceback:
+		m.ResetErrorTraceback()
+		return nil
+	case task.FieldErrorException:
+		m.ResetErrorException()
+		return nil
+	case task.FieldContainerID:
+		m.ResetContainerID()
+		return nil
+	case task.FieldScheduledAt:
+		m.ResetScheduledAt()
+		return nil
+	case task.FieldImageReadyAt:
+		m.ResetImageReadyAt()
+		return nil
+	case task.FieldCodeFetchedAt:
+		m.ResetCodeFetchedAt()
+		return nil
+	case task.FieldProcessStartedAt:
+		m.ResetProcessStartedAt()
+		return nil
+	case task.FieldImportedAt:
+		m.ResetImportedAt()
+		return nil
+	case task.FieldStartedAt:
+		m.ResetStartedAt()
+		return nil
+	case task.FieldFinishedAt:
+		m.ResetFinishedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown Task field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *TaskMutation) AddedEdges() []string {
+	edges := make([]string, 0, 2)
+	if m.function != nil {
+		edges = append(edges, task.EdgeFunction)
+	}
+	if m._map != nil {
+		edges = append(edges, task.EdgeMap)
+	}
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *TaskMutation) AddedIDs(name string) []ent.Value {
+	switch name {
+	case task.EdgeFunction:
+		if id := m.function; id != nil {
+			return []ent.Value{*id}
+		}
+	case task.EdgeMap:
+		if id := m._map; id != nil {
+			return []ent.Value{*id}
+		}
+	}
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *TaskMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 2)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *TaskMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *TaskMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 2)
+	if m.clearedfunction {
+		edges = append(edges, task.EdgeFunction)
+	}
+	if m.cleared_map {
+		edges = append(edges, task.EdgeMap)
+	}
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *TaskMutation) EdgeCleared(name string) bool {
+	switch name {
+	case task.EdgeFunction:
+		return m.clearedfunction
+	case task.EdgeMap:
+		return m.cleared_map
+	}
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *TaskMutation) ClearEdge(name string) error {
+	switch name {
+	case task.EdgeFunction:
+		m.ClearFunction()
+		return nil
+	case task.EdgeMap:
+		m.ClearMap()
+		return nil
+	}
+	return fmt.Errorf("unknown Task unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *TaskMutation) ResetEdge(name string) error {
+	switch name {
+	case task.EdgeFunction:
+		m.ResetFunction()
+		return nil
+	case task.EdgeMap:
+		m.ResetMap()
+		return nil
+	}
+	return fmt.Errorf("unknown Task edge %s", name)
 }
 
 // TenantMutation represents an operation that mutates the Tenant nodes in the graph.

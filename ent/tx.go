@@ -16,14 +16,24 @@ type Tx struct {
 	config
 	// APIToken is the client for interacting with the APIToken builders.
 	APIToken *APITokenClient
+	// App is the client for interacting with the App builders.
+	App *AppClient
 	// AuditEvent is the client for interacting with the AuditEvent builders.
 	AuditEvent *AuditEventClient
+	// Blob is the client for interacting with the Blob builders.
+	Blob *BlobClient
 	// Bucket is the client for interacting with the Bucket builders.
 	Bucket *BucketClient
 	// Charge is the client for interacting with the Charge builders.
 	Charge *ChargeClient
+	// Container is the client for interacting with the Container builders.
+	Container *ContainerClient
 	// Environment is the client for interacting with the Environment builders.
 	Environment *EnvironmentClient
+	// Function is the client for interacting with the Function builders.
+	Function *FunctionClient
+	// FunctionMap is the client for interacting with the FunctionMap builders.
+	FunctionMap *FunctionMapClient
 	// Group is the client for interacting with the Group builders.
 	Group *GroupClient
 	// Job is the client for interacting with the Job builders.
@@ -46,6 +56,8 @@ type Tx struct {
 	Service *ServiceClient
 	// Storage is the client for interacting with the Storage builders.
 	Storage *StorageClient
+	// Task is the client for interacting with the Task builders.
+	Task *TaskClient
 	// Tenant is the client for interacting with the Tenant builders.
 	Tenant *TenantClient
 	// User is the client for interacting with the User builders.
@@ -182,10 +194,15 @@ func (tx *Tx) Client() *Client {
 
 func (tx *Tx) init() {
 	tx.APIToken = NewAPITokenClient(tx.config)
+	tx.App = NewAppClient(tx.config)
 	tx.AuditEvent = NewAuditEventClient(tx.config)
+	tx.Blob = NewBlobClient(tx.config)
 	tx.Bucket = NewBucketClient(tx.config)
 	tx.Charge = NewChargeClient(tx.config)
+	tx.Container = NewContainerClient(tx.config)
 	tx.Environment = NewEnvironmentClient(tx.config)
+	tx.Function = NewFunctionClient(tx.config)
+	tx.FunctionMap = NewFunctionMapClient(tx.config)
 	tx.Group = NewGroupClient(tx.config)
 	tx.Job = NewJobClient(tx.config)
 	tx.JobEvent = NewJobEventClient(tx.config)
@@ -197,6 +214,7 @@ func (tx *Tx) init() {
 	tx.Queue = NewQueueClient(tx.config)
 	tx.Service = NewServiceClient(tx.config)
 	tx.Storage = NewStorageClient(tx.config)
+	tx.Task = NewTaskClient(tx.config)
 	tx.Tenant = NewTenantClient(tx.config)
 	tx.User = NewUserClient(tx.config)
 }

@@ -7,6 +7,7 @@ package graph
 
 import (
 	"context"
+	"fmt"
 
 	"entgo.io/contrib/entgql"
 	"github.com/levers9/levers9/ent"
@@ -25,6 +26,11 @@ func (r *queryResolver) Node(ctx context.Context, id string) (ent.Noder, error) 
 func (r *queryResolver) APITokens(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.APITokenOrder, where *ent.APITokenWhereInput) (*ent.APITokenConnection, error) {
 	return r.Ent.APIToken.Query().Paginate(ctx, after, first, before, last,
 		ent.WithAPITokenOrder(orderBy), ent.WithAPITokenFilter(where.Filter))
+}
+
+// Apps is the resolver for the apps field.
+func (r *queryResolver) Apps(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.AppOrder, where *ent.AppWhereInput) (*ent.AppConnection, error) {
+	panic(fmt.Errorf("not implemented: Apps - apps"))
 }
 
 // AuditEvents is the resolver for the auditEvents field.
@@ -91,6 +97,11 @@ func (r *queryResolver) Queues(ctx context.Context, after *entgql.Cursor[string]
 func (r *queryResolver) Storages(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.StorageOrder, where *ent.StorageWhereInput) (*ent.StorageConnection, error) {
 	return r.Ent.Storage.Query().Paginate(ctx, after, first, before, last,
 		ent.WithStorageOrder(orderBy), ent.WithStorageFilter(where.Filter))
+}
+
+// Tasks is the resolver for the tasks field.
+func (r *queryResolver) Tasks(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TaskOrder, where *ent.TaskWhereInput) (*ent.TaskConnection, error) {
+	panic(fmt.Errorf("not implemented: Tasks - tasks"))
 }
 
 // Tenants is the resolver for the tenants field.

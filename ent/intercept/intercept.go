@@ -9,10 +9,15 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/apitoken"
+	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
+	"github.com/levers9/levers9/ent/blob"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/charge"
+	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/environment"
+	"github.com/levers9/levers9/ent/function"
+	"github.com/levers9/levers9/ent/functionmap"
 	"github.com/levers9/levers9/ent/group"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/jobevent"
@@ -25,6 +30,7 @@ import (
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
+	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/ent/tenant"
 	"github.com/levers9/levers9/ent/user"
 )
@@ -112,6 +118,33 @@ func (f TraverseAPIToken) Traverse(ctx context.Context, q ent.Query) error {
 	return fmt.Errorf("unexpected query type %T. expect *ent.APITokenQuery", q)
 }
 
+// The AppFunc type is an adapter to allow the use of ordinary function as a Querier.
+type AppFunc func(context.Context, *ent.AppQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f AppFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.AppQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.AppQuery", q)
+}
+
+// The TraverseApp type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseApp func(context.Context, *ent.AppQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseApp) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseApp) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.AppQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.AppQuery", q)
+}
+
 // The AuditEventFunc type is an adapter to allow the use of ordinary function as a Querier.
 type AuditEventFunc func(context.Context, *ent.AuditEventQuery) (ent.Value, error)
 
@@ -137,6 +170,33 @@ func (f TraverseAuditEvent) Traverse(ctx context.Context, q ent.Query) error {
 		return f(ctx, q)
 	}
 	return fmt.Errorf("unexpected query type %T. expect *ent.AuditEventQuery", q)
+}
+
+// The BlobFunc type is an adapter to allow the use of ordinary function as a Querier.
+type BlobFunc func(context.Context, *ent.BlobQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f BlobFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.BlobQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.BlobQuery", q)
+}
+
+// The TraverseBlob type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseBlob func(context.Context, *ent.BlobQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseBlob) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseBlob) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.BlobQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.BlobQuery", q)
 }
 
 // The BucketFunc type is an adapter to allow the use of ordinary function as a Querier.
@@ -193,6 +253,33 @@ func (f TraverseCharge) Traverse(ctx context.Context, q ent.Query) error {
 	return fmt.Errorf("unexpected query type %T. expect *ent.ChargeQuery", q)
 }
 
+// The ContainerFunc type is an adapter to allow the use of ordinary function as a Querier.
+type ContainerFunc func(context.Context, *ent.ContainerQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f ContainerFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.ContainerQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.ContainerQuery", q)
+}
+
+// The TraverseContainer type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseContainer func(context.Context, *ent.ContainerQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseContainer) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseContainer) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.ContainerQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.ContainerQuery", q)
+}
+
 // The EnvironmentFunc type is an adapter to allow the use of ordinary function as a Querier.
 type EnvironmentFunc func(context.Context, *ent.EnvironmentQuery) (ent.Value, error)
 
@@ -218,6 +305,60 @@ func (f TraverseEnvironment) Traverse(ctx context.Context, q ent.Query) error {
 		return f(ctx, q)
 	}
 	return fmt.Errorf("unexpected query type %T. expect *ent.EnvironmentQuery", q)
+}
+
+// The FunctionFunc type is an adapter to allow the use of ordinary function as a Querier.
+type FunctionFunc func(context.Context, *ent.FunctionQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f FunctionFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.FunctionQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.FunctionQuery", q)
+}
+
+// The TraverseFunction type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseFunction func(context.Context, *ent.FunctionQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseFunction) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseFunction) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.FunctionQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.FunctionQuery", q)
+}
+
+// The FunctionMapFunc type is an adapter to allow the use of ordinary function as a Querier.
+type FunctionMapFunc func(context.Context, *ent.FunctionMapQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f FunctionMapFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.FunctionMapQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.FunctionMapQuery", q)
+}
+
+// The TraverseFunctionMap type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseFunctionMap func(context.Context, *ent.FunctionMapQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseFunctionMap) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseFunctionMap) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.FunctionMapQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.FunctionMapQuery", q)
 }
 
 // The GroupFunc type is an adapter to allow the use of ordinary function as a Querier.
@@ -517,6 +658,33 @@ func (f TraverseStorage) Traverse(ctx context.Context, q ent.Query) error {
 	return fmt.Errorf("unexpected query type %T. expect *ent.StorageQuery", q)
 }
 
+// The TaskFunc type is an adapter to allow the use of ordinary function as a Querier.
+type TaskFunc func(context.Context, *ent.TaskQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f TaskFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.TaskQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.TaskQuery", q)
+}
+
+// The TraverseTask type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseTask func(context.Context, *ent.TaskQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseTask) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseTask) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.TaskQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.TaskQuery", q)
+}
+
 // The TenantFunc type is an adapter to allow the use of ordinary function as a Querier.
 type TenantFunc func(context.Context, *ent.TenantQuery) (ent.Value, error)
 
@@ -576,14 +744,24 @@ func NewQuery(q ent.Query) (Query, error) {
 	switch q := q.(type) {
 	case *ent.APITokenQuery:
 		return &query[*ent.APITokenQuery, predicate.APIToken, apitoken.OrderOption]{typ: ent.TypeAPIToken, tq: q}, nil
+	case *ent.AppQuery:
+		return &query[*ent.AppQuery, predicate.App, app.OrderOption]{typ: ent.TypeApp, tq: q}, nil
 	case *ent.AuditEventQuery:
 		return &query[*ent.AuditEventQuery, predicate.AuditEvent, auditevent.OrderOption]{typ: ent.TypeAuditEvent, tq: q}, nil
+	case *ent.BlobQuery:
+		return &query[*ent.BlobQuery, predicate.Blob, blob.OrderOption]{typ: ent.TypeBlob, tq: q}, nil
 	case *ent.BucketQuery:
 		return &query[*ent.BucketQuery, predicate.Bucket, bucket.OrderOption]{typ: ent.TypeBucket, tq: q}, nil
 	case *ent.ChargeQuery:
 		return &query[*ent.ChargeQuery, predicate.Charge, charge.OrderOption]{typ: ent.TypeCharge, tq: q}, nil
+	case *ent.ContainerQuery:
+		return &query[*ent.ContainerQuery, predicate.Container, container.OrderOption]{typ: ent.TypeContainer, tq: q}, nil
 	case *ent.EnvironmentQuery:
 		return &query[*ent.EnvironmentQuery, predicate.Environment, environment.OrderOption]{typ: ent.TypeEnvironment, tq: q}, nil
+	case *ent.FunctionQuery:
+		return &query[*ent.FunctionQuery, predicate.Function, function.OrderOption]{typ: ent.TypeFunction, tq: q}, nil
+	case *ent.FunctionMapQuery:
+		return &query[*ent.FunctionMapQuery, predicate.FunctionMap, functionmap.OrderOption]{typ: ent.TypeFunctionMap, tq: q}, nil
 	case *ent.GroupQuery:
 		return &query[*ent.GroupQuery, predicate.Group, group.OrderOption]{typ: ent.TypeGroup, tq: q}, nil
 	case *ent.JobQuery:
@@ -606,6 +784,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.ServiceQuery, predicate.Service, service.OrderOption]{typ: ent.TypeService, tq: q}, nil
 	case *ent.StorageQuery:
 		return &query[*ent.StorageQuery, predicate.Storage, storage.OrderOption]{typ: ent.TypeStorage, tq: q}, nil
+	case *ent.TaskQuery:
+		return &query[*ent.TaskQuery, predicate.Task, task.OrderOption]{typ: ent.TypeTask, tq: q}, nil
 	case *ent.TenantQuery:
 		return &query[*ent.TenantQuery, predicate.Tenant, tenant.OrderOption]{typ: ent.TypeTenant, tq: q}, nil
 	case *ent.UserQuery:

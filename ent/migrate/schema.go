@@ -39,6 +39,47 @@ var (
 			},
 		},
 	}
+	// AppsColumns holds the columns for the "apps" table.
+	AppsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 40},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "tenant_id", Type: field.TypeString},
+		{Name: "environment_id", Type: field.TypeString},
+		{Name: "name", Type: field.TypeString},
+		{Name: "state", Type: field.TypeEnum, Enums: []string{"RUNNING", "STOPPED"}, Default: "RUNNING"},
+		{Name: "ephemeral", Type: field.TypeBool, Default: true},
+		{Name: "code_hash", Type: field.TypeString},
+		{Name: "stopped_at", Type: field.TypeTime, Nullable: true},
+		{Name: "stop_reason", Type: field.TypeString, Default: ""},
+		{Name: "owner_id", Type: field.TypeString, Size: 40},
+	}
+	// AppsTable holds the schema information for the "apps" table.
+	AppsTable = &schema.Table{
+		Name:       "apps",
+		Columns:    AppsColumns,
+		PrimaryKey: []*schema.Column{AppsColumns[0]},
+		ForeignKeys: []*schema.ForeignKey{
+			{
+				Symbol:     "apps_users_owner",
+				Columns:    []*schema.Column{AppsColumns[11]},
+				RefColumns: []*schema.Column{UsersColumns[0]},
+				OnDelete:   schema.NoAction,
+			},
+		},
+		Indexes: []*schema.Index{
+			{
+				Name:    "app_tenant_id",
+				Unique:  false,
+				Columns: []*schema.Column{AppsColumns[3]},
+			},
+			{
+				Name:    "app_tenant_id_environment_id_created_at",
+				Unique:  false,
+				Columns: []*schema.Column{AppsColumns[3], AppsColumns[4], AppsColumns[1]},
+			},
+		},
+	}
 	// AuditEventsColumns holds the columns for the "audit_events" table.
 	AuditEventsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 40},
@@ -60,6 +101,34 @@ var (
 				Name:    "auditevent_tenant_id_created_at",
 				Unique:  false,
 				Columns: []*schema.Column{AuditEventsColumns[3], AuditEventsColumns[1]},
+			},
+		},
+	}
+	// BlobsColumns holds the columns for the "blobs" table.
+	BlobsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 40},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "tenant_id", Type: field.TypeString},
+		{Name: "hash", Type: field.TypeString},
+		{Name: "size", Type: field.TypeInt64},
+		{Name: "kind", Type: field.TypeString},
+	}
+	// BlobsTable holds the schema information for the "blobs" table.
+	BlobsTable = &schema.Table{
+		Name:       "blobs",
+		Columns:    BlobsColumns,
+		PrimaryKey: []*schema.Column{BlobsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "blob_tenant_id",
+				Unique:  false,
+				Columns: []*schema.Column{BlobsColumns[3]},
+			},
+			{
+				Name:    "blob_tenant_id_hash",
+				Unique:  true,
+				Columns: []*schema.Column{BlobsColumns[3], BlobsColumns[4]},
 			},
 		},
 	}
@@ -185,6 +254,63 @@ var (
 			},
 		},
 	}
+	// ContainersColumns holds the columns for the "containers" table.
+	ContainersColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 40},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "tenant_id", Type: field.TypeString},
+		{Name: "environment_id", Type: field.TypeString},
+		{Name: "owner_id", Type: field.TypeString},
+		{Name: "state", Type: field.TypeEnum, Enums: []string{"STARTING", "READY", "STOPPING", "STOPPED"}, Default: "STARTING"},
+		{Name: "stop_reason", Type: field.TypeString, Default: ""},
+		{Name: "scheduled_at", Type: field.TypeTime, Nullable: true},
+		{Name: "image_ready_at", Type: field.TypeTime, Nullable: true},
+		{Name: "code_fetched_at", Type: field.TypeTime, Nullable: true},
+		{Name: "process_started_at", Type: field.TypeTime, Nullable: true},
+		{Name: "imported_at", Type: field.TypeTime, Nullable: true},
+		{Name: "last_task_at", Type: field.TypeTime, Nullable: true},
+		{Name: "stopped_at", Type: field.TypeTime, Nullable: true},
+		{Name: "job_id", Type: field.TypeString, Nullable: true, Size: 40},
+		{Name: "function_id", Type: field.TypeString, Size: 40},
+	}
+	// ContainersTable holds the schema information for the "containers" table.
+	ContainersTable = &schema.Table{
+		Name:       "containers",
+		Columns:    ContainersColumns,
+		PrimaryKey: []*schema.Column{ContainersColumns[0]},
+		ForeignKeys: []*schema.ForeignKey{
+			{
+				Symbol:     "containers_jobs_job",
+				Columns:    []*schema.Column{ContainersColumns[15]},
+				RefColumns: []*schema.Column{JobsColumns[0]},
+				OnDelete:   schema.SetNull,
+			},
+			{
+				Symbol:     "containers_functions_containers",
+				Columns:    []*schema.Column{ContainersColumns[16]},
+				RefColumns: []*schema.Column{FunctionsColumns[0]},
+				OnDelete:   schema.NoAction,
+			},
+		},
+		Indexes: []*schema.Index{
+			{
+				Name:    "container_tenant_id",
+				Unique:  false,
+				Columns: []*schema.Column{ContainersColumns[3]},
+			},
+			{
+				Name:    "container_function_id_state",
+				Unique:  false,
+				Columns: []*schema.Column{ContainersColumns[16], ContainersColumns[6]},
+			},
+			{
+				Name:    "container_job_id",
+				Unique:  false,
+				Columns: []*schema.Column{ContainersColumns[15]},
+			},
+		},
+	}
 	// EnvironmentsColumns holds the columns for the "environments" table.
 	EnvironmentsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 40},
@@ -208,6 +334,101 @@ var (
 				Name:    "environment_tenant_id_name",
 				Unique:  true,
 				Columns: []*schema.Column{EnvironmentsColumns[3], EnvironmentsColumns[4]},
+			},
+		},
+	}
+	// FunctionsColumns holds the columns for the "functions" table.
+	FunctionsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 40},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "tenant_id", Type: field.TypeString},
+		{Name: "environment_id", Type: field.TypeString},
+		{Name: "name", Type: field.TypeString},
+		{Name: "module", Type: field.TypeString},
+		{Name: "qualname", Type: field.TypeString},
+		{Name: "owner_id", Type: field.TypeString},
+		{Name: "project_id", Type: field.TypeString, Nullable: true},
+		{Name: "image", Type: field.TypeString, Default: ""},
+		{Name: "gpus", Type: field.TypeInt, Default: 0},
+		{Name: "gpu_types", Type: field.TypeJSON, Nullable: true},
+		{Name: "cpu", Type: field.TypeFloat64, Default: 1},
+		{Name: "memory_mib", Type: field.TypeInt64, Default: 1024},
+		{Name: "timeout_seconds", Type: field.TypeInt, Default: 300},
+		{Name: "retries", Type: field.TypeInt, Default: 0},
+		{Name: "min_containers", Type: field.TypeInt, Default: 0},
+		{Name: "max_containers", Type: field.TypeInt, Default: 10},
+		{Name: "keep_warm", Type: field.TypeInt, Default: 0},
+		{Name: "concurrency", Type: field.TypeInt, Default: 1},
+		{Name: "scaledown_window_seconds", Type: field.TypeInt, Default: 60},
+		{Name: "app_id", Type: field.TypeString, Size: 40},
+		{Name: "queue_id", Type: field.TypeString, Size: 40},
+	}
+	// FunctionsTable holds the schema information for the "functions" table.
+	FunctionsTable = &schema.Table{
+		Name:       "functions",
+		Columns:    FunctionsColumns,
+		PrimaryKey: []*schema.Column{FunctionsColumns[0]},
+		ForeignKeys: []*schema.ForeignKey{
+			{
+				Symbol:     "functions_apps_functions",
+				Columns:    []*schema.Column{FunctionsColumns[22]},
+				RefColumns: []*schema.Column{AppsColumns[0]},
+				OnDelete:   schema.NoAction,
+			},
+			{
+				Symbol:     "functions_queues_queue",
+				Columns:    []*schema.Column{FunctionsColumns[23]},
+				RefColumns: []*schema.Column{QueuesColumns[0]},
+				OnDelete:   schema.NoAction,
+			},
+		},
+		Indexes: []*schema.Index{
+			{
+				Name:    "function_tenant_id",
+				Unique:  false,
+				Columns: []*schema.Column{FunctionsColumns[3]},
+			},
+			{
+				Name:    "function_app_id_name",
+				Unique:  true,
+				Columns: []*schema.Column{FunctionsColumns[22], FunctionsColumns[5]},
+			},
+		},
+	}
+	// FunctionMapsColumns holds the columns for the "function_maps" table.
+	FunctionMapsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 40},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "tenant_id", Type: field.TypeString},
+		{Name: "environment_id", Type: field.TypeString},
+		{Name: "app_id", Type: field.TypeString},
+		{Name: "owner_id", Type: field.TypeString},
+		{Name: "total", Type: field.TypeInt},
+		{Name: "succeeded", Type: field.TypeInt, Default: 0},
+		{Name: "failed", Type: field.TypeInt, Default: 0},
+		{Name: "finished_at", Type: field.TypeTime, Nullable: true},
+		{Name: "function_id", Type: field.TypeString, Size: 40},
+	}
+	// FunctionMapsTable holds the schema information for the "function_maps" table.
+	FunctionMapsTable = &schema.Table{
+		Name:       "function_maps",
+		Columns:    FunctionMapsColumns,
+		PrimaryKey: []*schema.Column{FunctionMapsColumns[0]},
+		ForeignKeys: []*schema.ForeignKey{
+			{
+				Symbol:     "function_maps_functions_function",
+				Columns:    []*schema.Column{FunctionMapsColumns[11]},
+				RefColumns: []*schema.Column{FunctionsColumns[0]},
+				OnDelete:   schema.NoAction,
+			},
+		},
+		Indexes: []*schema.Index{
+			{
+				Name:    "functionmap_tenant_id",
+				Unique:  false,
+				Columns: []*schema.Column{FunctionMapsColumns[3]},
 			},
 		},
 	}
@@ -666,6 +887,93 @@ var (
 			},
 		},
 	}
+	// TasksColumns holds the columns for the "tasks" table.
+	TasksColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 40},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "tenant_id", Type: field.TypeString},
+		{Name: "environment_id", Type: field.TypeString},
+		{Name: "app_id", Type: field.TypeString},
+		{Name: "owner_id", Type: field.TypeString},
+		{Name: "map_index", Type: field.TypeInt, Default: 0},
+		{Name: "state", Type: field.TypeEnum, Enums: []string{"PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELLED"}, Default: "PENDING"},
+		{Name: "attempt", Type: field.TypeInt, Default: 0},
+		{Name: "max_attempts", Type: field.TypeInt, Default: 1},
+		{Name: "timeout_seconds", Type: field.TypeInt, Default: 300},
+		{Name: "not_before", Type: field.TypeTime, Nullable: true},
+		{Name: "deadline", Type: field.TypeTime, Nullable: true},
+		{Name: "args", Type: field.TypeBytes, Nullable: true},
+		{Name: "args_blob", Type: field.TypeString, Default: ""},
+		{Name: "result", Type: field.TypeBytes, Nullable: true},
+		{Name: "result_blob", Type: field.TypeString, Default: ""},
+		{Name: "error_kind", Type: field.TypeString, Default: ""},
+		{Name: "error_message", Type: field.TypeString, Default: ""},
+		{Name: "error_traceback", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "error_exception", Type: field.TypeBytes, Nullable: true},
+		{Name: "container_id", Type: field.TypeString, Nullable: true},
+		{Name: "scheduled_at", Type: field.TypeTime, Nullable: true},
+		{Name: "image_ready_at", Type: field.TypeTime, Nullable: true},
+		{Name: "code_fetched_at", Type: field.TypeTime, Nullable: true},
+		{Name: "process_started_at", Type: field.TypeTime, Nullable: true},
+		{Name: "imported_at", Type: field.TypeTime, Nullable: true},
+		{Name: "started_at", Type: field.TypeTime, Nullable: true},
+		{Name: "finished_at", Type: field.TypeTime, Nullable: true},
+		{Name: "function_id", Type: field.TypeString, Size: 40},
+		{Name: "map_id", Type: field.TypeString, Nullable: true, Size: 40},
+	}
+	// TasksTable holds the schema information for the "tasks" table.
+	TasksTable = &schema.Table{
+		Name:       "tasks",
+		Columns:    TasksColumns,
+		PrimaryKey: []*schema.Column{TasksColumns[0]},
+		ForeignKeys: []*schema.ForeignKey{
+			{
+				Symbol:     "tasks_functions_tasks",
+				Columns:    []*schema.Column{TasksColumns[30]},
+				RefColumns: []*schema.Column{FunctionsColumns[0]},
+				OnDelete:   schema.NoAction,
+			},
+			{
+				Symbol:     "tasks_function_maps_tasks",
+				Columns:    []*schema.Column{TasksColumns[31]},
+				RefColumns: []*schema.Column{FunctionMapsColumns[0]},
+				OnDelete:   schema.SetNull,
+			},
+		},
+		Indexes: []*schema.Index{
+			{
+				Name:    "task_tenant_id",
+				Unique:  false,
+				Columns: []*schema.Column{TasksColumns[3]},
+			},
+			{
+				Name:    "task_function_id_state_created_at",
+				Unique:  false,
+				Columns: []*schema.Column{TasksColumns[30], TasksColumns[8], TasksColumns[1]},
+			},
+			{
+				Name:    "task_map_id_map_index",
+				Unique:  false,
+				Columns: []*schema.Column{TasksColumns[31], TasksColumns[7]},
+			},
+			{
+				Name:    "task_container_id_state",
+				Unique:  false,
+				Columns: []*schema.Column{TasksColumns[22], TasksColumns[8]},
+			},
+			{
+				Name:    "task_app_id_state",
+				Unique:  false,
+				Columns: []*schema.Column{TasksColumns[5], TasksColumns[8]},
+			},
+			{
+				Name:    "task_tenant_id_environment_id_created_at",
+				Unique:  false,
+				Columns: []*schema.Column{TasksColumns[3], TasksColumns[4], TasksColumns[1]},
+			},
+		},
+	}
 	// TenantsColumns holds the columns for the "tenants" table.
 	TenantsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 40},
@@ -861,10 +1169,15 @@ var (
 	// Tables holds all the tables in the schema.
 	Tables = []*schema.Table{
 		APITokensTable,
+		AppsTable,
 		AuditEventsTable,
+		BlobsTable,
 		BucketsTable,
 		ChargesTable,
+		ContainersTable,
 		EnvironmentsTable,
+		FunctionsTable,
+		FunctionMapsTable,
 		GroupsTable,
 		JobsTable,
 		JobEventsTable,
@@ -876,6 +1189,7 @@ var (
 		QueuesTable,
 		ServicesTable,
 		StoragesTable,
+		TasksTable,
 		TenantsTable,
 		UsersTable,
 		BucketReadGroupsTable,
@@ -889,11 +1203,17 @@ var (
 
 func init() {
 	APITokensTable.ForeignKeys[0].RefTable = UsersTable
+	AppsTable.ForeignKeys[0].RefTable = UsersTable
 	BucketsTable.ForeignKeys[0].RefTable = StoragesTable
 	BucketsTable.ForeignKeys[1].RefTable = ProjectsTable
 	ChargesTable.ForeignKeys[0].RefTable = UsersTable
 	ChargesTable.ForeignKeys[1].RefTable = ProjectsTable
 	ChargesTable.ForeignKeys[2].RefTable = JobsTable
+	ContainersTable.ForeignKeys[0].RefTable = JobsTable
+	ContainersTable.ForeignKeys[1].RefTable = FunctionsTable
+	FunctionsTable.ForeignKeys[0].RefTable = AppsTable
+	FunctionsTable.ForeignKeys[1].RefTable = QueuesTable
+	FunctionMapsTable.ForeignKeys[0].RefTable = FunctionsTable
 	JobsTable.ForeignKeys[0].RefTable = QueuesTable
 	JobsTable.ForeignKeys[1].RefTable = ProjectsTable
 	JobsTable.ForeignKeys[2].RefTable = UsersTable
@@ -902,6 +1222,8 @@ func init() {
 	ServicesTable.ForeignKeys[0].RefTable = JobsTable
 	ServicesTable.ForeignKeys[1].RefTable = NodesTable
 	StoragesTable.ForeignKeys[0].RefTable = NodesTable
+	TasksTable.ForeignKeys[0].RefTable = FunctionsTable
+	TasksTable.ForeignKeys[1].RefTable = FunctionMapsTable
 	BucketReadGroupsTable.ForeignKeys[0].RefTable = BucketsTable
 	BucketReadGroupsTable.ForeignKeys[1].RefTable = GroupsTable
 	BucketWriteGroupsTable.ForeignKeys[0].RefTable = BucketsTable

@@ -9,8 +9,14 @@ import (
 // APIToken is the predicate function for apitoken builders.
 type APIToken func(*sql.Selector)
 
+// App is the predicate function for app builders.
+type App func(*sql.Selector)
+
 // AuditEvent is the predicate function for auditevent builders.
 type AuditEvent func(*sql.Selector)
+
+// Blob is the predicate function for blob builders.
+type Blob func(*sql.Selector)
 
 // Bucket is the predicate function for bucket builders.
 type Bucket func(*sql.Selector)
@@ -18,8 +24,17 @@ type Bucket func(*sql.Selector)
 // Charge is the predicate function for charge builders.
 type Charge func(*sql.Selector)
 
+// Container is the predicate function for container builders.
+type Container func(*sql.Selector)
+
 // Environment is the predicate function for environment builders.
 type Environment func(*sql.Selector)
+
+// Function is the predicate function for function builders.
+type Function func(*sql.Selector)
+
+// FunctionMap is the predicate function for functionmap builders.
+type FunctionMap func(*sql.Selector)
 
 // Group is the predicate function for group builders.
 type Group func(*sql.Selector)
@@ -53,6 +68,9 @@ type Service func(*sql.Selector)
 
 // Storage is the predicate function for storage builders.
 type Storage func(*sql.Selector)
+
+// Task is the predicate function for task builders.
+type Task func(*sql.Selector)
 
 // Tenant is the predicate function for tenant builders.
 type Tenant func(*sql.Selector)

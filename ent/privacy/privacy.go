@@ -135,6 +135,30 @@ func (f APITokenMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutati
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.APITokenMutation", m)
 }
 
+// The AppQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type AppQueryRuleFunc func(context.Context, *ent.AppQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f AppQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.AppQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.AppQuery", q)
+}
+
+// The AppMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type AppMutationRuleFunc func(context.Context, *ent.AppMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f AppMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.AppMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.AppMutation", m)
+}
+
 // The AuditEventQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type AuditEventQueryRuleFunc func(context.Context, *ent.AuditEventQuery) error
@@ -157,6 +181,30 @@ func (f AuditEventMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Muta
 		return f(ctx, m)
 	}
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.AuditEventMutation", m)
+}
+
+// The BlobQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type BlobQueryRuleFunc func(context.Context, *ent.BlobQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f BlobQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.BlobQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.BlobQuery", q)
+}
+
+// The BlobMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type BlobMutationRuleFunc func(context.Context, *ent.BlobMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f BlobMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.BlobMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.BlobMutation", m)
 }
 
 // The BucketQueryRuleFunc type is an adapter to allow the use of ordinary
@@ -207,6 +255,30 @@ func (f ChargeMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.ChargeMutation", m)
 }
 
+// The ContainerQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type ContainerQueryRuleFunc func(context.Context, *ent.ContainerQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f ContainerQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.ContainerQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.ContainerQuery", q)
+}
+
+// The ContainerMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type ContainerMutationRuleFunc func(context.Context, *ent.ContainerMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f ContainerMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.ContainerMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.ContainerMutation", m)
+}
+
 // The EnvironmentQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type EnvironmentQueryRuleFunc func(context.Context, *ent.EnvironmentQuery) error
@@ -229,6 +301,54 @@ func (f EnvironmentMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mut
 		return f(ctx, m)
 	}
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.EnvironmentMutation", m)
+}
+
+// The FunctionQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type FunctionQueryRuleFunc func(context.Context, *ent.FunctionQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f FunctionQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.FunctionQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.FunctionQuery", q)
+}
+
+// The FunctionMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type FunctionMutationRuleFunc func(context.Context, *ent.FunctionMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f FunctionMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.FunctionMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.FunctionMutation", m)
+}
+
+// The FunctionMapQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type FunctionMapQueryRuleFunc func(context.Context, *ent.FunctionMapQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f FunctionMapQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.FunctionMapQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.FunctionMapQuery", q)
+}
+
+// The FunctionMapMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type FunctionMapMutationRuleFunc func(context.Context, *ent.FunctionMapMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f FunctionMapMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.FunctionMapMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.FunctionMapMutation", m)
 }
 
 // The GroupQueryRuleFunc type is an adapter to allow the use of ordinary
@@ -495,6 +615,30 @@ func (f StorageMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutatio
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.StorageMutation", m)
 }
 
+// The TaskQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type TaskQueryRuleFunc func(context.Context, *ent.TaskQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f TaskQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.TaskQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.TaskQuery", q)
+}
+
+// The TaskMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type TaskMutationRuleFunc func(context.Context, *ent.TaskMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f TaskMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.TaskMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.TaskMutation", m)
+}
+
 // The TenantQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type TenantQueryRuleFunc func(context.Context, *ent.TenantQuery) error
@@ -580,13 +724,23 @@ func queryFilter(q ent.Query) (Filter, error) {
 	switch q := q.(type) {
 	case *ent.APITokenQuery:
 		return q.Filter(), nil
+	case *ent.AppQuery:
+		return q.Filter(), nil
 	case *ent.AuditEventQuery:
+		return q.Filter(), nil
+	case *ent.BlobQuery:
 		return q.Filter(), nil
 	case *ent.BucketQuery:
 		return q.Filter(), nil
 	case *ent.ChargeQuery:
 		return q.Filter(), nil
+	case *ent.ContainerQuery:
+		return q.Filter(), nil
 	case *ent.EnvironmentQuery:
+		return q.Filter(), nil
+	case *ent.FunctionQuery:
+		return q.Filter(), nil
+	case *ent.FunctionMapQuery:
 		return q.Filter(), nil
 	case *ent.GroupQuery:
 		return q.Filter(), nil
@@ -610,6 +764,8 @@ func queryFilter(q ent.Query) (Filter, error) {
 		return q.Filter(), nil
 	case *ent.StorageQuery:
 		return q.Filter(), nil
+	case *ent.TaskQuery:
+		return q.Filter(), nil
 	case *ent.TenantQuery:
 		return q.Filter(), nil
 	case *ent.UserQuery:
@@ -623,13 +779,23 @@ func mutationFilter(m ent.Mutation) (Filter, error) {
 	switch m := m.(type) {
 	case *ent.APITokenMutation:
 		return m.Filter(), nil
+	case *ent.AppMutation:
+		return m.Filter(), nil
 	case *ent.AuditEventMutation:
+		return m.Filter(), nil
+	case *ent.BlobMutation:
 		return m.Filter(), nil
 	case *ent.BucketMutation:
 		return m.Filter(), nil
 	case *ent.ChargeMutation:
 		return m.Filter(), nil
+	case *ent.ContainerMutation:
+		return m.Filter(), nil
 	case *ent.EnvironmentMutation:
+		return m.Filter(), nil
+	case *ent.FunctionMutation:
+		return m.Filter(), nil
+	case *ent.FunctionMapMutation:
 		return m.Filter(), nil
 	case *ent.GroupMutation:
 		return m.Filter(), nil
@@ -652,6 +818,8 @@ func mutationFilter(m ent.Mutation) (Filter, error) {
 	case *ent.ServiceMutation:
 		return m.Filter(), nil
 	case *ent.StorageMutation:
+		return m.Filter(), nil
+	case *ent.TaskMutation:
 		return m.Filter(), nil
 	case *ent.TenantMutation:
 		return m.Filter(), nil

@@ -7,10 +7,15 @@ import (
 	"time"
 
 	"github.com/levers9/levers9/ent/apitoken"
+	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
+	"github.com/levers9/levers9/ent/blob"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/charge"
+	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/environment"
+	"github.com/levers9/levers9/ent/function"
+	"github.com/levers9/levers9/ent/functionmap"
 	"github.com/levers9/levers9/ent/group"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/jobevent"
@@ -23,6 +28,7 @@ import (
 	"github.com/levers9/levers9/ent/schema"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
+	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/ent/tenant"
 	"github.com/levers9/levers9/ent/user"
 	"github.com/levers9/levers9/internal/billing"
@@ -104,6 +110,90 @@ func init() {
 			return nil
 		}
 	}()
+	appMixin := schema.App{}.Mixin()
+	app.Policy = privacy.NewPolicies(appMixin[2], appMixin[3], schema.App{})
+	app.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := app.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	appMixinFields0 := appMixin[0].Fields()
+	_ = appMixinFields0
+	appMixinFields1 := appMixin[1].Fields()
+	_ = appMixinFields1
+	appMixinFields2 := appMixin[2].Fields()
+	_ = appMixinFields2
+	appMixinFields3 := appMixin[3].Fields()
+	_ = appMixinFields3
+	appFields := schema.App{}.Fields()
+	_ = appFields
+	// appDescCreatedAt is the schema descriptor for created_at field.
+	appDescCreatedAt := appMixinFields1[0].Descriptor()
+	// app.DefaultCreatedAt holds the default value on creation for the created_at field.
+	app.DefaultCreatedAt = appDescCreatedAt.Default.(func() time.Time)
+	// appDescUpdatedAt is the schema descriptor for updated_at field.
+	appDescUpdatedAt := appMixinFields1[1].Descriptor()
+	// app.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	app.DefaultUpdatedAt = appDescUpdatedAt.Default.(func() time.Time)
+	// app.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	app.UpdateDefaultUpdatedAt = appDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// appDescTenantID is the schema descriptor for tenant_id field.
+	appDescTenantID := appMixinFields2[0].Descriptor()
+	// app.TenantIDValidator is a validator for the "tenant_id" field. It is called by the builders before save.
+	app.TenantIDValidator = appDescTenantID.Validators[0].(func(string) error)
+	// appDescEnvironmentID is the schema descriptor for environment_id field.
+	appDescEnvironmentID := appMixinFields3[0].Descriptor()
+	// app.EnvironmentIDValidator is a validator for the "environment_id" field. It is called by the builders before save.
+	app.EnvironmentIDValidator = appDescEnvironmentID.Validators[0].(func(string) error)
+	// appDescName is the schema descriptor for name field.
+	appDescName := appFields[0].Descriptor()
+	// app.NameValidator is a validator for the "name" field. It is called by the builders before save.
+	app.NameValidator = func() func(string) error {
+		validators := appDescName.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(name string) error {
+			for _, fn := range fns {
+				if err := fn(name); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// appDescEphemeral is the schema descriptor for ephemeral field.
+	appDescEphemeral := appFields[2].Descriptor()
+	// app.DefaultEphemeral holds the default value on creation for the ephemeral field.
+	app.DefaultEphemeral = appDescEphemeral.Default.(bool)
+	// appDescStopReason is the schema descriptor for stop_reason field.
+	appDescStopReason := appFields[6].Descriptor()
+	// app.DefaultStopReason holds the default value on creation for the stop_reason field.
+	app.DefaultStopReason = appDescStopReason.Default.(string)
+	// appDescID is the schema descriptor for id field.
+	appDescID := appMixinFields0[0].Descriptor()
+	// app.DefaultID holds the default value on creation for the id field.
+	app.DefaultID = appDescID.Default.(func() string)
+	// app.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	app.IDValidator = func() func(string) error {
+		validators := appDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
 	auditeventMixin := schema.AuditEvent{}.Mixin()
 	auditevent.Policy = privacy.NewPolicies(schema.AuditEvent{})
 	auditevent.Hooks[0] = func(next ent.Mutator) ent.Mutator {
@@ -145,6 +235,58 @@ func init() {
 	// auditevent.IDValidator is a validator for the "id" field. It is called by the builders before save.
 	auditevent.IDValidator = func() func(string) error {
 		validators := auditeventDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	blobMixin := schema.Blob{}.Mixin()
+	blob.Policy = privacy.NewPolicies(blobMixin[2], schema.Blob{})
+	blob.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := blob.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	blobMixinFields0 := blobMixin[0].Fields()
+	_ = blobMixinFields0
+	blobMixinFields1 := blobMixin[1].Fields()
+	_ = blobMixinFields1
+	blobMixinFields2 := blobMixin[2].Fields()
+	_ = blobMixinFields2
+	blobFields := schema.Blob{}.Fields()
+	_ = blobFields
+	// blobDescCreatedAt is the schema descriptor for created_at field.
+	blobDescCreatedAt := blobMixinFields1[0].Descriptor()
+	// blob.DefaultCreatedAt holds the default value on creation for the created_at field.
+	blob.DefaultCreatedAt = blobDescCreatedAt.Default.(func() time.Time)
+	// blobDescUpdatedAt is the schema descriptor for updated_at field.
+	blobDescUpdatedAt := blobMixinFields1[1].Descriptor()
+	// blob.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	blob.DefaultUpdatedAt = blobDescUpdatedAt.Default.(func() time.Time)
+	// blob.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	blob.UpdateDefaultUpdatedAt = blobDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// blobDescTenantID is the schema descriptor for tenant_id field.
+	blobDescTenantID := blobMixinFields2[0].Descriptor()
+	// blob.TenantIDValidator is a validator for the "tenant_id" field. It is called by the builders before save.
+	blob.TenantIDValidator = blobDescTenantID.Validators[0].(func(string) error)
+	// blobDescID is the schema descriptor for id field.
+	blobDescID := blobMixinFields0[0].Descriptor()
+	// blob.DefaultID holds the default value on creation for the id field.
+	blob.DefaultID = blobDescID.Default.(func() string)
+	// blob.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	blob.IDValidator = func() func(string) error {
+		validators := blobDescID.Validators
 		fns := [...]func(string) error{
 			validators[0].(func(string) error),
 			validators[1].(func(string) error),
@@ -278,6 +420,68 @@ func init() {
 			return nil
 		}
 	}()
+	containerMixin := schema.Container{}.Mixin()
+	container.Policy = privacy.NewPolicies(containerMixin[2], containerMixin[3], schema.Container{})
+	container.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := container.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	containerMixinFields0 := containerMixin[0].Fields()
+	_ = containerMixinFields0
+	containerMixinFields1 := containerMixin[1].Fields()
+	_ = containerMixinFields1
+	containerMixinFields2 := containerMixin[2].Fields()
+	_ = containerMixinFields2
+	containerMixinFields3 := containerMixin[3].Fields()
+	_ = containerMixinFields3
+	containerFields := schema.Container{}.Fields()
+	_ = containerFields
+	// containerDescCreatedAt is the schema descriptor for created_at field.
+	containerDescCreatedAt := containerMixinFields1[0].Descriptor()
+	// container.DefaultCreatedAt holds the default value on creation for the created_at field.
+	container.DefaultCreatedAt = containerDescCreatedAt.Default.(func() time.Time)
+	// containerDescUpdatedAt is the schema descriptor for updated_at field.
+	containerDescUpdatedAt := containerMixinFields1[1].Descriptor()
+	// container.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	container.DefaultUpdatedAt = containerDescUpdatedAt.Default.(func() time.Time)
+	// container.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	container.UpdateDefaultUpdatedAt = containerDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// containerDescTenantID is the schema descriptor for tenant_id field.
+	containerDescTenantID := containerMixinFields2[0].Descriptor()
+	// container.TenantIDValidator is a validator for the "tenant_id" field. It is called by the builders before save.
+	container.TenantIDValidator = containerDescTenantID.Validators[0].(func(string) error)
+	// containerDescEnvironmentID is the schema descriptor for environment_id field.
+	containerDescEnvironmentID := containerMixinFields3[0].Descriptor()
+	// container.EnvironmentIDValidator is a validator for the "environment_id" field. It is called by the builders before save.
+	container.EnvironmentIDValidator = containerDescEnvironmentID.Validators[0].(func(string) error)
+	// containerDescStopReason is the schema descriptor for stop_reason field.
+	containerDescStopReason := containerFields[4].Descriptor()
+	// container.DefaultStopReason holds the default value on creation for the stop_reason field.
+	container.DefaultStopReason = containerDescStopReason.Default.(string)
+	// containerDescID is the schema descriptor for id field.
+	containerDescID := containerMixinFields0[0].Descriptor()
+	// container.DefaultID holds the default value on creation for the id field.
+	container.DefaultID = containerDescID.Default.(func() string)
+	// container.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	container.IDValidator = func() func(string) error {
+		validators := containerDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
 	environmentMixin := schema.Environment{}.Mixin()
 	environment.Policy = privacy.NewPolicies(environmentMixin[2], schema.Environment{})
 	environment.Hooks[0] = func(next ent.Mutator) ent.Mutator {
@@ -335,6 +539,186 @@ func init() {
 	// environment.IDValidator is a validator for the "id" field. It is called by the builders before save.
 	environment.IDValidator = func() func(string) error {
 		validators := environmentDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	functionMixin := schema.Function{}.Mixin()
+	function.Policy = privacy.NewPolicies(functionMixin[2], functionMixin[3], schema.Function{})
+	function.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := function.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	functionMixinFields0 := functionMixin[0].Fields()
+	_ = functionMixinFields0
+	functionMixinFields1 := functionMixin[1].Fields()
+	_ = functionMixinFields1
+	functionMixinFields2 := functionMixin[2].Fields()
+	_ = functionMixinFields2
+	functionMixinFields3 := functionMixin[3].Fields()
+	_ = functionMixinFields3
+	functionFields := schema.Function{}.Fields()
+	_ = functionFields
+	// functionDescCreatedAt is the schema descriptor for created_at field.
+	functionDescCreatedAt := functionMixinFields1[0].Descriptor()
+	// function.DefaultCreatedAt holds the default value on creation for the created_at field.
+	function.DefaultCreatedAt = functionDescCreatedAt.Default.(func() time.Time)
+	// functionDescUpdatedAt is the schema descriptor for updated_at field.
+	functionDescUpdatedAt := functionMixinFields1[1].Descriptor()
+	// function.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	function.DefaultUpdatedAt = functionDescUpdatedAt.Default.(func() time.Time)
+	// function.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	function.UpdateDefaultUpdatedAt = functionDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// functionDescTenantID is the schema descriptor for tenant_id field.
+	functionDescTenantID := functionMixinFields2[0].Descriptor()
+	// function.TenantIDValidator is a validator for the "tenant_id" field. It is called by the builders before save.
+	function.TenantIDValidator = functionDescTenantID.Validators[0].(func(string) error)
+	// functionDescEnvironmentID is the schema descriptor for environment_id field.
+	functionDescEnvironmentID := functionMixinFields3[0].Descriptor()
+	// function.EnvironmentIDValidator is a validator for the "environment_id" field. It is called by the builders before save.
+	function.EnvironmentIDValidator = functionDescEnvironmentID.Validators[0].(func(string) error)
+	// functionDescName is the schema descriptor for name field.
+	functionDescName := functionFields[1].Descriptor()
+	// function.NameValidator is a validator for the "name" field. It is called by the builders before save.
+	function.NameValidator = functionDescName.Validators[0].(func(string) error)
+	// functionDescModule is the schema descriptor for module field.
+	functionDescModule := functionFields[2].Descriptor()
+	// function.ModuleValidator is a validator for the "module" field. It is called by the builders before save.
+	function.ModuleValidator = functionDescModule.Validators[0].(func(string) error)
+	// functionDescQualname is the schema descriptor for qualname field.
+	functionDescQualname := functionFields[3].Descriptor()
+	// function.QualnameValidator is a validator for the "qualname" field. It is called by the builders before save.
+	function.QualnameValidator = functionDescQualname.Validators[0].(func(string) error)
+	// functionDescImage is the schema descriptor for image field.
+	functionDescImage := functionFields[7].Descriptor()
+	// function.DefaultImage holds the default value on creation for the image field.
+	function.DefaultImage = functionDescImage.Default.(string)
+	// functionDescGpus is the schema descriptor for gpus field.
+	functionDescGpus := functionFields[8].Descriptor()
+	// function.DefaultGpus holds the default value on creation for the gpus field.
+	function.DefaultGpus = functionDescGpus.Default.(int)
+	// functionDescCPU is the schema descriptor for cpu field.
+	functionDescCPU := functionFields[10].Descriptor()
+	// function.DefaultCPU holds the default value on creation for the cpu field.
+	function.DefaultCPU = functionDescCPU.Default.(float64)
+	// functionDescMemoryMib is the schema descriptor for memory_mib field.
+	functionDescMemoryMib := functionFields[11].Descriptor()
+	// function.DefaultMemoryMib holds the default value on creation for the memory_mib field.
+	function.DefaultMemoryMib = functionDescMemoryMib.Default.(int64)
+	// functionDescTimeoutSeconds is the schema descriptor for timeout_seconds field.
+	functionDescTimeoutSeconds := functionFields[12].Descriptor()
+	// function.DefaultTimeoutSeconds holds the default value on creation for the timeout_seconds field.
+	function.DefaultTimeoutSeconds = functionDescTimeoutSeconds.Default.(int)
+	// functionDescRetries is the schema descriptor for retries field.
+	functionDescRetries := functionFields[13].Descriptor()
+	// function.DefaultRetries holds the default value on creation for the retries field.
+	function.DefaultRetries = functionDescRetries.Default.(int)
+	// functionDescMinContainers is the schema descriptor for min_containers field.
+	functionDescMinContainers := functionFields[14].Descriptor()
+	// function.DefaultMinContainers holds the default value on creation for the min_containers field.
+	function.DefaultMinContainers = functionDescMinContainers.Default.(int)
+	// functionDescMaxContainers is the schema descriptor for max_containers field.
+	functionDescMaxContainers := functionFields[15].Descriptor()
+	// function.DefaultMaxContainers holds the default value on creation for the max_containers field.
+	function.DefaultMaxContainers = functionDescMaxContainers.Default.(int)
+	// functionDescKeepWarm is the schema descriptor for keep_warm field.
+	functionDescKeepWarm := functionFields[16].Descriptor()
+	// function.DefaultKeepWarm holds the default value on creation for the keep_warm field.
+	function.DefaultKeepWarm = functionDescKeepWarm.Default.(int)
+	// functionDescConcurrency is the schema descriptor for concurrency field.
+	functionDescConcurrency := functionFields[17].Descriptor()
+	// function.DefaultConcurrency holds the default value on creation for the concurrency field.
+	function.DefaultConcurrency = functionDescConcurrency.Default.(int)
+	// functionDescScaledownWindowSeconds is the schema descriptor for scaledown_window_seconds field.
+	functionDescScaledownWindowSeconds := functionFields[18].Descriptor()
+	// function.DefaultScaledownWindowSeconds holds the default value on creation for the scaledown_window_seconds field.
+	function.DefaultScaledownWindowSeconds = functionDescScaledownWindowSeconds.Default.(int)
+	// functionDescID is the schema descriptor for id field.
+	functionDescID := functionMixinFields0[0].Descriptor()
+	// function.DefaultID holds the default value on creation for the id field.
+	function.DefaultID = functionDescID.Default.(func() string)
+	// function.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	function.IDValidator = func() func(string) error {
+		validators := functionDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	functionmapMixin := schema.FunctionMap{}.Mixin()
+	functionmap.Policy = privacy.NewPolicies(functionmapMixin[2], functionmapMixin[3], schema.FunctionMap{})
+	functionmap.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := functionmap.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	functionmapMixinFields0 := functionmapMixin[0].Fields()
+	_ = functionmapMixinFields0
+	functionmapMixinFields1 := functionmapMixin[1].Fields()
+	_ = functionmapMixinFields1
+	functionmapMixinFields2 := functionmapMixin[2].Fields()
+	_ = functionmapMixinFields2
+	functionmapMixinFields3 := functionmapMixin[3].Fields()
+	_ = functionmapMixinFields3
+	functionmapFields := schema.FunctionMap{}.Fields()
+	_ = functionmapFields
+	// functionmapDescCreatedAt is the schema descriptor for created_at field.
+	functionmapDescCreatedAt := functionmapMixinFields1[0].Descriptor()
+	// functionmap.DefaultCreatedAt holds the default value on creation for the created_at field.
+	functionmap.DefaultCreatedAt = functionmapDescCreatedAt.Default.(func() time.Time)
+	// functionmapDescUpdatedAt is the schema descriptor for updated_at field.
+	functionmapDescUpdatedAt := functionmapMixinFields1[1].Descriptor()
+	// functionmap.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	functionmap.DefaultUpdatedAt = functionmapDescUpdatedAt.Default.(func() time.Time)
+	// functionmap.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	functionmap.UpdateDefaultUpdatedAt = functionmapDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// functionmapDescTenantID is the schema descriptor for tenant_id field.
+	functionmapDescTenantID := functionmapMixinFields2[0].Descriptor()
+	// functionmap.TenantIDValidator is a validator for the "tenant_id" field. It is called by the builders before save.
+	functionmap.TenantIDValidator = functionmapDescTenantID.Validators[0].(func(string) error)
+	// functionmapDescEnvironmentID is the schema descriptor for environment_id field.
+	functionmapDescEnvironmentID := functionmapMixinFields3[0].Descriptor()
+	// functionmap.EnvironmentIDValidator is a validator for the "environment_id" field. It is called by the builders before save.
+	functionmap.EnvironmentIDValidator = functionmapDescEnvironmentID.Validators[0].(func(string) error)
+	// functionmapDescSucceeded is the schema descriptor for succeeded field.
+	functionmapDescSucceeded := functionmapFields[4].Descriptor()
+	// functionmap.DefaultSucceeded holds the default value on creation for the succeeded field.
+	functionmap.DefaultSucceeded = functionmapDescSucceeded.Default.(int)
+	// functionmapDescFailed is the schema descriptor for failed field.
+	functionmapDescFailed := functionmapFields[5].Descriptor()
+	// functionmap.DefaultFailed holds the default value on creation for the failed field.
+	functionmap.DefaultFailed = functionmapDescFailed.Default.(int)
+	// functionmapDescID is the schema descriptor for id field.
+	functionmapDescID := functionmapMixinFields0[0].Descriptor()
+	// functionmap.DefaultID holds the default value on creation for the id field.
+	functionmap.DefaultID = functionmapDescID.Default.(func() string)
+	// functionmap.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	functionmap.IDValidator = func() func(string) error {
+		validators := functionmapDescID.Validators
 		fns := [...]func(string) error{
 			validators[0].(func(string) error),
 			validators[1].(func(string) error),
@@ -1225,6 +1609,100 @@ func init() {
 	// storage.IDValidator is a validator for the "id" field. It is called by the builders before save.
 	storage.IDValidator = func() func(string) error {
 		validators := storageDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	taskMixin := schema.Task{}.Mixin()
+	task.Policy = privacy.NewPolicies(taskMixin[2], taskMixin[3], schema.Task{})
+	task.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := task.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	taskMixinFields0 := taskMixin[0].Fields()
+	_ = taskMixinFields0
+	taskMixinFields1 := taskMixin[1].Fields()
+	_ = taskMixinFields1
+	taskMixinFields2 := taskMixin[2].Fields()
+	_ = taskMixinFields2
+	taskMixinFields3 := taskMixin[3].Fields()
+	_ = taskMixinFields3
+	taskFields := schema.Task{}.Fields()
+	_ = taskFields
+	// taskDescCreatedAt is the schema descriptor for created_at field.
+	taskDescCreatedAt := taskMixinFields1[0].Descriptor()
+	// task.DefaultCreatedAt holds the default value on creation for the created_at field.
+	task.DefaultCreatedAt = taskDescCreatedAt.Default.(func() time.Time)
+	// taskDescUpdatedAt is the schema descriptor for updated_at field.
+	taskDescUpdatedAt := taskMixinFields1[1].Descriptor()
+	// task.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	task.DefaultUpdatedAt = taskDescUpdatedAt.Default.(func() time.Time)
+	// task.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	task.UpdateDefaultUpdatedAt = taskDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// taskDescTenantID is the schema descriptor for tenant_id field.
+	taskDescTenantID := taskMixinFields2[0].Descriptor()
+	// task.TenantIDValidator is a validator for the "tenant_id" field. It is called by the builders before save.
+	task.TenantIDValidator = taskDescTenantID.Validators[0].(func(string) error)
+	// taskDescEnvironmentID is the schema descriptor for environment_id field.
+	taskDescEnvironmentID := taskMixinFields3[0].Descriptor()
+	// task.EnvironmentIDValidator is a validator for the "environment_id" field. It is called by the builders before save.
+	task.EnvironmentIDValidator = taskDescEnvironmentID.Validators[0].(func(string) error)
+	// taskDescMapIndex is the schema descriptor for map_index field.
+	taskDescMapIndex := taskFields[4].Descriptor()
+	// task.DefaultMapIndex holds the default value on creation for the map_index field.
+	task.DefaultMapIndex = taskDescMapIndex.Default.(int)
+	// taskDescAttempt is the schema descriptor for attempt field.
+	taskDescAttempt := taskFields[6].Descriptor()
+	// task.DefaultAttempt holds the default value on creation for the attempt field.
+	task.DefaultAttempt = taskDescAttempt.Default.(int)
+	// taskDescMaxAttempts is the schema descriptor for max_attempts field.
+	taskDescMaxAttempts := taskFields[7].Descriptor()
+	// task.DefaultMaxAttempts holds the default value on creation for the max_attempts field.
+	task.DefaultMaxAttempts = taskDescMaxAttempts.Default.(int)
+	// taskDescTimeoutSeconds is the schema descriptor for timeout_seconds field.
+	taskDescTimeoutSeconds := taskFields[8].Descriptor()
+	// task.DefaultTimeoutSeconds holds the default value on creation for the timeout_seconds field.
+	task.DefaultTimeoutSeconds = taskDescTimeoutSeconds.Default.(int)
+	// taskDescArgsBlob is the schema descriptor for args_blob field.
+	taskDescArgsBlob := taskFields[12].Descriptor()
+	// task.DefaultArgsBlob holds the default value on creation for the args_blob field.
+	task.DefaultArgsBlob = taskDescArgsBlob.Default.(string)
+	// taskDescResultBlob is the schema descriptor for result_blob field.
+	taskDescResultBlob := taskFields[14].Descriptor()
+	// task.DefaultResultBlob holds the default value on creation for the result_blob field.
+	task.DefaultResultBlob = taskDescResultBlob.Default.(string)
+	// taskDescErrorKind is the schema descriptor for error_kind field.
+	taskDescErrorKind := taskFields[15].Descriptor()
+	// task.DefaultErrorKind holds the default value on creation for the error_kind field.
+	task.DefaultErrorKind = taskDescErrorKind.Default.(string)
+	// taskDescErrorMessage is the schema descriptor for error_message field.
+	taskDescErrorMessage := taskFields[16].Descriptor()
+	// task.DefaultErrorMessage holds the default value on creation for the error_message field.
+	task.DefaultErrorMessage = taskDescErrorMessage.Default.(string)
+	// taskDescErrorTraceback is the schema descriptor for error_traceback field.
+	taskDescErrorTraceback := taskFields[17].Descriptor()
+	// task.DefaultErrorTraceback holds the default value on creation for the error_traceback field.
+	task.DefaultErrorTraceback = taskDescErrorTraceback.Default.(string)
+	// taskDescID is the schema descriptor for id field.
+	taskDescID := taskMixinFields0[0].Descriptor()
+	// task.DefaultID holds the default value on creation for the id field.
+	task.DefaultID = taskDescID.Default.(func() string)
+	// task.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	task.IDValidator = func() func(string) error {
+		validators := taskDescID.Validators
 		fns := [...]func(string) error{
 			validators[0].(func(string) error),
 			validators[1].(func(string) error),

@@ -17,12 +17,15 @@ import (
 	"github.com/99designs/gqlgen/graphql/introspection"
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/apitoken"
+	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/charge"
+	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
+	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/ent/tenant"
 	"github.com/levers9/levers9/ent/user"
 	"github.com/levers9/levers9/graph/model"
@@ -83,6 +86,32 @@ type ComplexityRoot struct {
 	}
 
 	APITokenEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	App struct {
+		CodeHash   func(childComplexity int) int
+		CreatedAt  func(childComplexity int) int
+		Ephemeral  func(childComplexity int) int
+		Functions  func(childComplexity int) int
+		ID         func(childComplexity int) int
+		Name       func(childComplexity int) int
+		Owner      func(childComplexity int) int
+		OwnerID    func(childComplexity int) int
+		State      func(childComplexity int) int
+		StopReason func(childComplexity int) int
+		StoppedAt  func(childComplexity int) int
+		UpdatedAt  func(childComplexity int) int
+	}
+
+	AppConnection struct {
+		Edges      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	AppEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
 	}
@@ -207,6 +236,37 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	Container struct {
+		CodeFetchedAt    func(childComplexity int) int
+		CreatedAt        func(childComplexity int) int
+		Function         func(childComplexity int) int
+		FunctionID       func(childComplexity int) int
+		ID               func(childComplexity int) int
+		ImageReadyAt     func(childComplexity int) int
+		ImportedAt       func(childComplexity int) int
+		Job              func(childComplexity int) int
+		JobID            func(childComplexity int) int
+		LastTaskAt       func(childComplexity int) int
+		OwnerID          func(childComplexity int) int
+		ProcessStartedAt func(childComplexity int) int
+		ScheduledAt      func(childComplexity int) int
+		State            func(childComplexity int) int
+		StopReason       func(childComplexity int) int
+		StoppedAt        func(childComplexity int) int
+		UpdatedAt        func(childComplexity int) int
+	}
+
+	ContainerConnection struct {
+		Edges      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	ContainerEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
 	CostEstimate struct {
 		Minutes   func(childComplexity int) int
 		PerMinute func(childComplexity int) int
@@ -249,6 +309,72 @@ type ComplexityRoot struct {
 	}
 
 	EnvironmentEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	Function struct {
+		App                    func(childComplexity int) int
+		AppID                  func(childComplexity int) int
+		CPU                    func(childComplexity int) int
+		Concurrency            func(childComplexity int) int
+		Containers             func(childComplexity int) int
+		CreatedAt              func(childComplexity int) int
+		GpuTypes               func(childComplexity int) int
+		Gpus                   func(childComplexity int) int
+		ID                     func(childComplexity int) int
+		Image                  func(childComplexity int) int
+		KeepWarm               func(childComplexity int) int
+		MaxContainers          func(childComplexity int) int
+		MemoryMib              func(childComplexity int) int
+		MinContainers          func(childComplexity int) int
+		Module                 func(childComplexity int) int
+		Name                   func(childComplexity int) int
+		OwnerID                func(childComplexity int) int
+		ProjectID              func(childComplexity int) int
+		Qualname               func(childComplexity int) int
+		Queue                  func(childComplexity int) int
+		QueueID                func(childComplexity int) int
+		Retries                func(childComplexity int) int
+		ScaledownWindowSeconds func(childComplexity int) int
+		Tasks                  func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TaskOrder, where *ent.TaskWhereInput) int
+		TimeoutSeconds         func(childComplexity int) int
+		UpdatedAt              func(childComplexity int) int
+	}
+
+	FunctionConnection struct {
+		Edges      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	FunctionEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	FunctionMap struct {
+		AppID      func(childComplexity int) int
+		CreatedAt  func(childComplexity int) int
+		Failed     func(childComplexity int) int
+		FinishedAt func(childComplexity int) int
+		Function   func(childComplexity int) int
+		FunctionID func(childComplexity int) int
+		ID         func(childComplexity int) int
+		OwnerID    func(childComplexity int) int
+		Succeeded  func(childComplexity int) int
+		Tasks      func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TaskOrder, where *ent.TaskWhereInput) int
+		Total      func(childComplexity int) int
+		UpdatedAt  func(childComplexity int) int
+	}
+
+	FunctionMapConnection struct {
+		Edges      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	FunctionMapEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
 	}
@@ -474,6 +600,7 @@ type ComplexityRoot struct {
 
 	Query struct {
 		APITokens        func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.APITokenOrder, where *ent.APITokenWhereInput) int
+		Apps             func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.AppOrder, where *ent.AppWhereInput) int
 		AuditEvents      func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.AuditEventOrder, where *ent.AuditEventWhereInput) int
 		BucketObjects    func(childComplexity int, bucket string, prefix *string, after *string, first *int) int
 		Buckets          func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.BucketOrder, where *ent.BucketWhereInput) int
@@ -492,6 +619,7 @@ type ComplexityRoot struct {
 		Projects         func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ProjectOrder, where *ent.ProjectWhereInput) int
 		Queues           func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.QueueOrder, where *ent.QueueWhereInput) int
 		Storages         func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.StorageOrder, where *ent.StorageWhereInput) int
+		Tasks            func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TaskOrder, where *ent.TaskWhereInput) int
 		Tenant           func(childComplexity int) int
 		Tenants          func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TenantOrder, where *ent.TenantWhereInput) int
 		Users            func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.UserOrder, where *ent.UserWhereInput) int
@@ -613,6 +741,45 @@ type ComplexityRoot struct {
 		JobLogs   func(childComplexity int, jobID string, attempt *int, fromSeq *int) int
 	}
 
+	Task struct {
+		AppID            func(childComplexity int) int
+		Attempt          func(childComplexity int) int
+		CodeFetchedAt    func(childComplexity int) int
+		ContainerID      func(childComplexity int) int
+		CreatedAt        func(childComplexity int) int
+		ErrorKind        func(childComplexity int) int
+		ErrorMessage     func(childComplexity int) int
+		ErrorTraceback   func(childComplexity int) int
+		FinishedAt       func(childComplexity int) int
+		Function         func(childComplexity int) int
+		FunctionID       func(childComplexity int) int
+		ID               func(childComplexity int) int
+		ImageReadyAt     func(childComplexity int) int
+		ImportedAt       func(childComplexity int) int
+		Map              func(childComplexity int) int
+		MapID            func(childComplexity int) int
+		MapIndex         func(childComplexity int) int
+		MaxAttempts      func(childComplexity int) int
+		OwnerID          func(childComplexity int) int
+		ProcessStartedAt func(childComplexity int) int
+		ScheduledAt      func(childComplexity int) int
+		StartedAt        func(childComplexity int) int
+		State            func(childComplexity int) int
+		TimeoutSeconds   func(childComplexity int) int
+		UpdatedAt        func(childComplexity int) int
+	}
+
+	TaskConnection struct {
+		Edges      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	TaskEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
 	Tenant struct {
 		BudgetPolicy   func(childComplexity int) int
 		CreatedAt      func(childComplexity int) int
@@ -723,6 +890,7 @@ type ProjectResolver interface {
 type QueryResolver interface {
 	Node(ctx context.Context, id string) (ent.Noder, error)
 	APITokens(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.APITokenOrder, where *ent.APITokenWhereInput) (*ent.APITokenConnection, error)
+	Apps(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.AppOrder, where *ent.AppWhereInput) (*ent.AppConnection, error)
 	AuditEvents(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.AuditEventOrder, where *ent.AuditEventWhereInput) (*ent.AuditEventConnection, error)
 	Buckets(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.BucketOrder, where *ent.BucketWhereInput) (*ent.BucketConnection, error)
 	Charges(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ChargeOrder, where *ent.ChargeWhereInput) (*ent.ChargeConnection, error)
@@ -734,6 +902,7 @@ type QueryResolver interface {
 	Projects(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ProjectOrder, where *ent.ProjectWhereInput) (*ent.ProjectConnection, error)
 	Queues(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.QueueOrder, where *ent.QueueWhereInput) (*ent.QueueConnection, error)
 	Storages(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.StorageOrder, where *ent.StorageWhereInput) (*ent.StorageConnection, error)
+	Tasks(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TaskOrder, where *ent.TaskWhereInput) (*ent.TaskConnection, error)
 	Tenants(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TenantOrder, where *ent.TenantWhereInput) (*ent.TenantConnection, error)
 	Users(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.UserOrder, where *ent.UserWhereInput) (*ent.UserConnection, error)
 	Viewer(ctx context.Context) (*model.Viewer, error)
@@ -882,6 +1051,111 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.APITokenEdge.Node(childComplexity), true
+
+	case "App.codeHash":
+		if e.ComplexityRoot.App.CodeHash == nil {
+			break
+		}
+
+		return e.ComplexityRoot.App.CodeHash(childComplexity), true
+	case "App.createdAt":
+		if e.ComplexityRoot.App.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.App.CreatedAt(childComplexity), true
+	case "App.ephemeral":
+		if e.ComplexityRoot.App.Ephemeral == nil {
+			break
+		}
+
+		return e.ComplexityRoot.App.Ephemeral(childComplexity), true
+	case "App.functions":
+		if e.ComplexityRoot.App.Functions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.App.Functions(childComplexity), true
+	case "App.id":
+		if e.ComplexityRoot.App.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.App.ID(childComplexity), true
+	case "App.name":
+		if e.ComplexityRoot.App.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.App.Name(childComplexity), true
+	case "App.owner":
+		if e.ComplexityRoot.App.Owner == nil {
+			break
+		}
+
+		return e.ComplexityRoot.App.Owner(childComplexity), true
+	case "App.ownerID":
+		if e.ComplexityRoot.App.OwnerID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.App.OwnerID(childComplexity), true
+	case "App.state":
+		if e.ComplexityRoot.App.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.App.State(childComplexity), true
+	case "App.stopReason":
+		if e.ComplexityRoot.App.StopReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.App.StopReason(childComplexity), true
+	case "App.stoppedAt":
+		if e.ComplexityRoot.App.StoppedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.App.StoppedAt(childComplexity), true
+	case "App.updatedAt":
+		if e.ComplexityRoot.App.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.App.UpdatedAt(childComplexity), true
+
+	case "AppConnection.edges":
+		if e.ComplexityRoot.AppConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AppConnection.Edges(childComplexity), true
+	case "AppConnection.pageInfo":
+		if e.ComplexityRoot.AppConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AppConnection.PageInfo(childComplexity), true
+	case "AppConnection.totalCount":
+		if e.ComplexityRoot.AppConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AppConnection.TotalCount(childComplexity), true
+
+	case "AppEdge.cursor":
+		if e.ComplexityRoot.AppEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AppEdge.Cursor(childComplexity), true
+	case "AppEdge.node":
+		if e.ComplexityRoot.AppEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AppEdge.Node(childComplexity), true
 
 	case "AuditEvent.action":
 		if e.ComplexityRoot.AuditEvent.Action == nil {
@@ -1365,6 +1639,141 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ComputeNodeEdge.Node(childComplexity), true
 
+	case "Container.codeFetchedAt":
+		if e.ComplexityRoot.Container.CodeFetchedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Container.CodeFetchedAt(childComplexity), true
+	case "Container.createdAt":
+		if e.ComplexityRoot.Container.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Container.CreatedAt(childComplexity), true
+	case "Container.function":
+		if e.ComplexityRoot.Container.Function == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Container.Function(childComplexity), true
+	case "Container.functionID":
+		if e.ComplexityRoot.Container.FunctionID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Container.FunctionID(childComplexity), true
+	case "Container.id":
+		if e.ComplexityRoot.Container.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Container.ID(childComplexity), true
+	case "Container.imageReadyAt":
+		if e.ComplexityRoot.Container.ImageReadyAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Container.ImageReadyAt(childComplexity), true
+	case "Container.importedAt":
+		if e.ComplexityRoot.Container.ImportedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Container.ImportedAt(childComplexity), true
+	case "Container.job":
+		if e.ComplexityRoot.Container.Job == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Container.Job(childComplexity), true
+	case "Container.jobID":
+		if e.ComplexityRoot.Container.JobID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Container.JobID(childComplexity), true
+	case "Container.lastTaskAt":
+		if e.ComplexityRoot.Container.LastTaskAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Container.LastTaskAt(childComplexity), true
+	case "Container.ownerID":
+		if e.ComplexityRoot.Container.OwnerID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Container.OwnerID(childComplexity), true
+	case "Container.processStartedAt":
+		if e.ComplexityRoot.Container.ProcessStartedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Container.ProcessStartedAt(childComplexity), true
+	case "Container.scheduledAt":
+		if e.ComplexityRoot.Container.ScheduledAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Container.ScheduledAt(childComplexity), true
+	case "Container.state":
+		if e.ComplexityRoot.Container.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Container.State(childComplexity), true
+	case "Container.stopReason":
+		if e.ComplexityRoot.Container.StopReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Container.StopReason(childComplexity), true
+	case "Container.stoppedAt":
+		if e.ComplexityRoot.Container.StoppedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Container.StoppedAt(childComplexity), true
+	case "Container.updatedAt":
+		if e.ComplexityRoot.Container.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Container.UpdatedAt(childComplexity), true
+
+	case "ContainerConnection.edges":
+		if e.ComplexityRoot.ContainerConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerConnection.Edges(childComplexity), true
+	case "ContainerConnection.pageInfo":
+		if e.ComplexityRoot.ContainerConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerConnection.PageInfo(childComplexity), true
+	case "ContainerConnection.totalCount":
+		if e.ComplexityRoot.ContainerConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerConnection.TotalCount(childComplexity), true
+
+	case "ContainerEdge.cursor":
+		if e.ComplexityRoot.ContainerEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerEdge.Cursor(childComplexity), true
+	case "ContainerEdge.node":
+		if e.ComplexityRoot.ContainerEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerEdge.Node(childComplexity), true
+
 	case "CostEstimate.minutes":
 		if e.ComplexityRoot.CostEstimate.Minutes == nil {
 			break
@@ -1504,6 +1913,310 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.EnvironmentEdge.Node(childComplexity), true
+
+	case "Function.app":
+		if e.ComplexityRoot.Function.App == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.App(childComplexity), true
+	case "Function.appID":
+		if e.ComplexityRoot.Function.AppID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.AppID(childComplexity), true
+	case "Function.cpu":
+		if e.ComplexityRoot.Function.CPU == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.CPU(childComplexity), true
+	case "Function.concurrency":
+		if e.ComplexityRoot.Function.Concurrency == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.Concurrency(childComplexity), true
+	case "Function.containers":
+		if e.ComplexityRoot.Function.Containers == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.Containers(childComplexity), true
+	case "Function.createdAt":
+		if e.ComplexityRoot.Function.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.CreatedAt(childComplexity), true
+	case "Function.gpuTypes":
+		if e.ComplexityRoot.Function.GpuTypes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.GpuTypes(childComplexity), true
+	case "Function.gpus":
+		if e.ComplexityRoot.Function.Gpus == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.Gpus(childComplexity), true
+	case "Function.id":
+		if e.ComplexityRoot.Function.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.ID(childComplexity), true
+	case "Function.image":
+		if e.ComplexityRoot.Function.Image == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.Image(childComplexity), true
+	case "Function.keepWarm":
+		if e.ComplexityRoot.Function.KeepWarm == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.KeepWarm(childComplexity), true
+	case "Function.maxContainers":
+		if e.ComplexityRoot.Function.MaxContainers == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.MaxContainers(childComplexity), true
+	case "Function.memoryMib":
+		if e.ComplexityRoot.Function.MemoryMib == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.MemoryMib(childComplexity), true
+	case "Function.minContainers":
+		if e.ComplexityRoot.Function.MinContainers == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.MinContainers(childComplexity), true
+	case "Function.module":
+		if e.ComplexityRoot.Function.Module == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.Module(childComplexity), true
+	case "Function.name":
+		if e.ComplexityRoot.Function.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.Name(childComplexity), true
+	case "Function.ownerID":
+		if e.ComplexityRoot.Function.OwnerID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.OwnerID(childComplexity), true
+	case "Function.projectID":
+		if e.ComplexityRoot.Function.ProjectID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.ProjectID(childComplexity), true
+	case "Function.qualname":
+		if e.ComplexityRoot.Function.Qualname == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.Qualname(childComplexity), true
+	case "Function.queue":
+		if e.ComplexityRoot.Function.Queue == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.Queue(childComplexity), true
+	case "Function.queueID":
+		if e.ComplexityRoot.Function.QueueID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.QueueID(childComplexity), true
+	case "Function.retries":
+		if e.ComplexityRoot.Function.Retries == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.Retries(childComplexity), true
+	case "Function.scaledownWindowSeconds":
+		if e.ComplexityRoot.Function.ScaledownWindowSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.ScaledownWindowSeconds(childComplexity), true
+	case "Function.tasks":
+		if e.ComplexityRoot.Function.Tasks == nil {
+			break
+		}
+
+		args, err := ec.field_Function_tasks_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Function.Tasks(childComplexity, args["after"].(*entgql.Cursor[string]), args["first"].(*int), args["before"].(*entgql.Cursor[string]), args["last"].(*int), args["orderBy"].(*ent.TaskOrder), args["where"].(*ent.TaskWhereInput)), true
+	case "Function.timeoutSeconds":
+		if e.ComplexityRoot.Function.TimeoutSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.TimeoutSeconds(childComplexity), true
+	case "Function.updatedAt":
+		if e.ComplexityRoot.Function.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.UpdatedAt(childComplexity), true
+
+	case "FunctionConnection.edges":
+		if e.ComplexityRoot.FunctionConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FunctionConnection.Edges(childComplexity), true
+	case "FunctionConnection.pageInfo":
+		if e.ComplexityRoot.FunctionConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FunctionConnection.PageInfo(childComplexity), true
+	case "FunctionConnection.totalCount":
+		if e.ComplexityRoot.FunctionConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FunctionConnection.TotalCount(childComplexity), true
+
+	case "FunctionEdge.cursor":
+		if e.ComplexityRoot.FunctionEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FunctionEdge.Cursor(childComplexity), true
+	case "FunctionEdge.node":
+		if e.ComplexityRoot.FunctionEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FunctionEdge.Node(childComplexity), true
+
+	case "FunctionMap.appID":
+		if e.ComplexityRoot.FunctionMap.AppID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FunctionMap.AppID(childComplexity), true
+	case "FunctionMap.createdAt":
+		if e.ComplexityRoot.FunctionMap.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FunctionMap.CreatedAt(childComplexity), true
+	case "FunctionMap.failed":
+		if e.ComplexityRoot.FunctionMap.Failed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FunctionMap.Failed(childComplexity), true
+	case "FunctionMap.finishedAt":
+		if e.ComplexityRoot.FunctionMap.FinishedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FunctionMap.FinishedAt(childComplexity), true
+	case "FunctionMap.function":
+		if e.ComplexityRoot.FunctionMap.Function == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FunctionMap.Function(childComplexity), true
+	case "FunctionMap.functionID":
+		if e.ComplexityRoot.FunctionMap.FunctionID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FunctionMap.FunctionID(childComplexity), true
+	case "FunctionMap.id":
+		if e.ComplexityRoot.FunctionMap.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FunctionMap.ID(childComplexity), true
+	case "FunctionMap.ownerID":
+		if e.ComplexityRoot.FunctionMap.OwnerID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FunctionMap.OwnerID(childComplexity), true
+	case "FunctionMap.succeeded":
+		if e.ComplexityRoot.FunctionMap.Succeeded == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FunctionMap.Succeeded(childComplexity), true
+	case "FunctionMap.tasks":
+		if e.ComplexityRoot.FunctionMap.Tasks == nil {
+			break
+		}
+
+		args, err := ec.field_FunctionMap_tasks_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.FunctionMap.Tasks(childComplexity, args["after"].(*entgql.Cursor[string]), args["first"].(*int), args["before"].(*entgql.Cursor[string]), args["last"].(*int), args["orderBy"].(*ent.TaskOrder), args["where"].(*ent.TaskWhereInput)), true
+	case "FunctionMap.total":
+		if e.ComplexityRoot.FunctionMap.Total == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FunctionMap.Total(childComplexity), true
+	case "FunctionMap.updatedAt":
+		if e.ComplexityRoot.FunctionMap.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FunctionMap.UpdatedAt(childComplexity), true
+
+	case "FunctionMapConnection.edges":
+		if e.ComplexityRoot.FunctionMapConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FunctionMapConnection.Edges(childComplexity), true
+	case "FunctionMapConnection.pageInfo":
+		if e.ComplexityRoot.FunctionMapConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FunctionMapConnection.PageInfo(childComplexity), true
+	case "FunctionMapConnection.totalCount":
+		if e.ComplexityRoot.FunctionMapConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FunctionMapConnection.TotalCount(childComplexity), true
+
+	case "FunctionMapEdge.cursor":
+		if e.ComplexityRoot.FunctionMapEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FunctionMapEdge.Cursor(childComplexity), true
+	case "FunctionMapEdge.node":
+		if e.ComplexityRoot.FunctionMapEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FunctionMapEdge.Node(childComplexity), true
 
 	case "GPUInventory.count":
 		if e.ComplexityRoot.GPUInventory.Count == nil {
@@ -2597,6 +3310,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.APITokens(childComplexity, args["after"].(*entgql.Cursor[string]), args["first"].(*int), args["before"].(*entgql.Cursor[string]), args["last"].(*int), args["orderBy"].(*ent.APITokenOrder), args["where"].(*ent.APITokenWhereInput)), true
+	case "Query.apps":
+		if e.ComplexityRoot.Query.Apps == nil {
+			break
+		}
+
+		args, err := ec.field_Query_apps_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Apps(childComplexity, args["after"].(*entgql.Cursor[string]), args["first"].(*int), args["before"].(*entgql.Cursor[string]), args["last"].(*int), args["orderBy"].(*ent.AppOrder), args["where"].(*ent.AppWhereInput)), true
 	case "Query.auditEvents":
 		if e.ComplexityRoot.Query.AuditEvents == nil {
 			break
@@ -2796,6 +3520,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Storages(childComplexity, args["after"].(*entgql.Cursor[string]), args["first"].(*int), args["before"].(*entgql.Cursor[string]), args["last"].(*int), args["orderBy"].(*ent.StorageOrder), args["where"].(*ent.StorageWhereInput)), true
+	case "Query.tasks":
+		if e.ComplexityRoot.Query.Tasks == nil {
+			break
+		}
+
+		args, err := ec.field_Query_tasks_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Tasks(childComplexity, args["after"].(*entgql.Cursor[string]), args["first"].(*int), args["before"].(*entgql.Cursor[string]), args["last"].(*int), args["orderBy"].(*ent.TaskOrder), args["where"].(*ent.TaskWhereInput)), true
 	case "Query.tenant":
 		if e.ComplexityRoot.Query.Tenant == nil {
 			break
@@ -3349,6 +4084,189 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Subscription.JobLogs(childComplexity, args["jobId"].(string), args["attempt"].(*int), args["fromSeq"].(*int)), true
 
+	case "Task.appID":
+		if e.ComplexityRoot.Task.AppID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.AppID(childComplexity), true
+	case "Task.attempt":
+		if e.ComplexityRoot.Task.Attempt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.Attempt(childComplexity), true
+	case "Task.codeFetchedAt":
+		if e.ComplexityRoot.Task.CodeFetchedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.CodeFetchedAt(childComplexity), true
+	case "Task.containerID":
+		if e.ComplexityRoot.Task.ContainerID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.ContainerID(childComplexity), true
+	case "Task.createdAt":
+		if e.ComplexityRoot.Task.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.CreatedAt(childComplexity), true
+	case "Task.errorKind":
+		if e.ComplexityRoot.Task.ErrorKind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.ErrorKind(childComplexity), true
+	case "Task.errorMessage":
+		if e.ComplexityRoot.Task.ErrorMessage == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.ErrorMessage(childComplexity), true
+	case "Task.errorTraceback":
+		if e.ComplexityRoot.Task.ErrorTraceback == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.ErrorTraceback(childComplexity), true
+	case "Task.finishedAt":
+		if e.ComplexityRoot.Task.FinishedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.FinishedAt(childComplexity), true
+	case "Task.function":
+		if e.ComplexityRoot.Task.Function == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.Function(childComplexity), true
+	case "Task.functionID":
+		if e.ComplexityRoot.Task.FunctionID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.FunctionID(childComplexity), true
+	case "Task.id":
+		if e.ComplexityRoot.Task.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.ID(childComplexity), true
+	case "Task.imageReadyAt":
+		if e.ComplexityRoot.Task.ImageReadyAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.ImageReadyAt(childComplexity), true
+	case "Task.importedAt":
+		if e.ComplexityRoot.Task.ImportedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.ImportedAt(childComplexity), true
+	case "Task.map":
+		if e.ComplexityRoot.Task.Map == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.Map(childComplexity), true
+	case "Task.mapID":
+		if e.ComplexityRoot.Task.MapID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.MapID(childComplexity), true
+	case "Task.mapIndex":
+		if e.ComplexityRoot.Task.MapIndex == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.MapIndex(childComplexity), true
+	case "Task.maxAttempts":
+		if e.ComplexityRoot.Task.MaxAttempts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.MaxAttempts(childComplexity), true
+	case "Task.ownerID":
+		if e.ComplexityRoot.Task.OwnerID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.OwnerID(childComplexity), true
+	case "Task.processStartedAt":
+		if e.ComplexityRoot.Task.ProcessStartedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.ProcessStartedAt(childComplexity), true
+	case "Task.scheduledAt":
+		if e.ComplexityRoot.Task.ScheduledAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.ScheduledAt(childComplexity), true
+	case "Task.startedAt":
+		if e.ComplexityRoot.Task.StartedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.StartedAt(childComplexity), true
+	case "Task.state":
+		if e.ComplexityRoot.Task.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.State(childComplexity), true
+	case "Task.timeoutSeconds":
+		if e.ComplexityRoot.Task.TimeoutSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.TimeoutSeconds(childComplexity), true
+	case "Task.updatedAt":
+		if e.ComplexityRoot.Task.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.UpdatedAt(childComplexity), true
+
+	case "TaskConnection.edges":
+		if e.ComplexityRoot.TaskConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaskConnection.Edges(childComplexity), true
+	case "TaskConnection.pageInfo":
+		if e.ComplexityRoot.TaskConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaskConnection.PageInfo(childComplexity), true
+	case "TaskConnection.totalCount":
+		if e.ComplexityRoot.TaskConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaskConnection.TotalCount(childComplexity), true
+
+	case "TaskEdge.cursor":
+		if e.ComplexityRoot.TaskEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaskEdge.Cursor(childComplexity), true
+	case "TaskEdge.node":
+		if e.ComplexityRoot.TaskEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaskEdge.Node(childComplexity), true
+
 	case "Tenant.budgetPolicy":
 		if e.ComplexityRoot.Tenant.BudgetPolicy == nil {
 			break
@@ -3575,6 +4493,8 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		return graphql.NewInputUnmarshalerIndex(
 			graphql.NewInputUnmarshaler("APITokenOrder", ec.unmarshalInputAPITokenOrder),
 			graphql.NewInputUnmarshaler("APITokenWhereInput", ec.unmarshalInputAPITokenWhereInput),
+			graphql.NewInputUnmarshaler("AppOrder", ec.unmarshalInputAppOrder),
+			graphql.NewInputUnmarshaler("AppWhereInput", ec.unmarshalInputAppWhereInput),
 			graphql.NewInputUnmarshaler("AuditEventOrder", ec.unmarshalInputAuditEventOrder),
 			graphql.NewInputUnmarshaler("AuditEventWhereInput", ec.unmarshalInputAuditEventWhereInput),
 			graphql.NewInputUnmarshaler("BucketOrder", ec.unmarshalInputBucketOrder),
@@ -3583,6 +4503,8 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("ChargeWhereInput", ec.unmarshalInputChargeWhereInput),
 			graphql.NewInputUnmarshaler("ComputeNodeOrder", ec.unmarshalInputComputeNodeOrder),
 			graphql.NewInputUnmarshaler("ComputeNodeWhereInput", ec.unmarshalInputComputeNodeWhereInput),
+			graphql.NewInputUnmarshaler("ContainerOrder", ec.unmarshalInputContainerOrder),
+			graphql.NewInputUnmarshaler("ContainerWhereInput", ec.unmarshalInputContainerWhereInput),
 			graphql.NewInputUnmarshaler("CreateBucketInput", ec.unmarshalInputCreateBucketInput),
 			graphql.NewInputUnmarshaler("CreateEnvironmentInput", ec.unmarshalInputCreateEnvironmentInput),
 			graphql.NewInputUnmarshaler("CreateGroupInput", ec.unmarshalInputCreateGroupInput),
@@ -3595,6 +4517,10 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("EnvVarInput", ec.unmarshalInputEnvVarInput),
 			graphql.NewInputUnmarshaler("EnvironmentOrder", ec.unmarshalInputEnvironmentOrder),
 			graphql.NewInputUnmarshaler("EnvironmentWhereInput", ec.unmarshalInputEnvironmentWhereInput),
+			graphql.NewInputUnmarshaler("FunctionMapOrder", ec.unmarshalInputFunctionMapOrder),
+			graphql.NewInputUnmarshaler("FunctionMapWhereInput", ec.unmarshalInputFunctionMapWhereInput),
+			graphql.NewInputUnmarshaler("FunctionOrder", ec.unmarshalInputFunctionOrder),
+			graphql.NewInputUnmarshaler("FunctionWhereInput", ec.unmarshalInputFunctionWhereInput),
 			graphql.NewInputUnmarshaler("GPURateInput", ec.unmarshalInputGPURateInput),
 			graphql.NewInputUnmarshaler("GrantTokensInput", ec.unmarshalInputGrantTokensInput),
 			graphql.NewInputUnmarshaler("GroupOrder", ec.unmarshalInputGroupOrder),
@@ -3617,6 +4543,8 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("ServiceWhereInput", ec.unmarshalInputServiceWhereInput),
 			graphql.NewInputUnmarshaler("StorageOrder", ec.unmarshalInputStorageOrder),
 			graphql.NewInputUnmarshaler("StorageWhereInput", ec.unmarshalInputStorageWhereInput),
+			graphql.NewInputUnmarshaler("TaskOrder", ec.unmarshalInputTaskOrder),
+			graphql.NewInputUnmarshaler("TaskWhereInput", ec.unmarshalInputTaskWhereInput),
 			graphql.NewInputUnmarshaler("TenantOrder", ec.unmarshalInputTenantOrder),
 			graphql.NewInputUnmarshaler("TenantWhereInput", ec.unmarshalInputTenantWhereInput),
 			graphql.NewInputUnmarshaler("UpdateBucketInput", ec.unmarshalInputUpdateBucketInput),
@@ -3941,6 +4869,213 @@ input APITokenWhereInput {
   """
   hasUser: Boolean
   hasUserWith: [UserWhereInput!]
+}
+type App implements Node {
+  id: ID!
+  createdAt: Time!
+  updatedAt: Time!
+  name: String!
+  state: AppState!
+  ephemeral: Boolean!
+  """
+  SHA-256 of the code package the functions import from
+  """
+  codeHash: String!
+  ownerID: ID!
+  stoppedAt: Time
+  stopReason: String!
+  owner: User!
+  functions: [Function!]
+}
+"""
+A connection to a list of items.
+"""
+type AppConnection {
+  """
+  A list of edges.
+  """
+  edges: [AppEdge]
+  """
+  Information to aid in pagination.
+  """
+  pageInfo: PageInfo!
+  """
+  Identifies the total count of items in the connection.
+  """
+  totalCount: Int!
+}
+"""
+An edge in a connection.
+"""
+type AppEdge {
+  """
+  The item at the end of the edge.
+  """
+  node: App
+  """
+  A cursor for use in pagination.
+  """
+  cursor: Cursor!
+}
+"""
+Ordering options for App connections
+"""
+input AppOrder {
+  """
+  The ordering direction.
+  """
+  direction: OrderDirection! = ASC
+  """
+  The field by which to order Apps.
+  """
+  field: AppOrderField!
+}
+"""
+Properties by which App connections can be ordered.
+"""
+enum AppOrderField {
+  ID
+  CREATED_AT
+  NAME
+}
+"""
+AppState is enum for the field state
+"""
+enum AppState @goModel(model: "github.com/levers9/levers9/ent/app.State") {
+  RUNNING
+  STOPPED
+}
+"""
+AppWhereInput is used for filtering App objects.
+Input was generated by ent.
+"""
+input AppWhereInput {
+  not: AppWhereInput
+  and: [AppWhereInput!]
+  or: [AppWhereInput!]
+  """
+  id field predicates
+  """
+  id: ID
+  idNEQ: ID
+  idIn: [ID!]
+  idNotIn: [ID!]
+  idGT: ID
+  idGTE: ID
+  idLT: ID
+  idLTE: ID
+  idEqualFold: ID
+  idContainsFold: ID
+  """
+  created_at field predicates
+  """
+  createdAt: Time
+  createdAtNEQ: Time
+  createdAtIn: [Time!]
+  createdAtNotIn: [Time!]
+  createdAtGT: Time
+  createdAtGTE: Time
+  createdAtLT: Time
+  createdAtLTE: Time
+  """
+  name field predicates
+  """
+  name: String
+  nameNEQ: String
+  nameIn: [String!]
+  nameNotIn: [String!]
+  nameGT: String
+  nameGTE: String
+  nameLT: String
+  nameLTE: String
+  nameContains: String
+  nameHasPrefix: String
+  nameHasSuffix: String
+  nameEqualFold: String
+  nameContainsFold: String
+  """
+  state field predicates
+  """
+  state: AppState
+  stateNEQ: AppState
+  stateIn: [AppState!]
+  stateNotIn: [AppState!]
+  """
+  ephemeral field predicates
+  """
+  ephemeral: Boolean
+  ephemeralNEQ: Boolean
+  """
+  code_hash field predicates
+  """
+  codeHash: String
+  codeHashNEQ: String
+  codeHashIn: [String!]
+  codeHashNotIn: [String!]
+  codeHashGT: String
+  codeHashGTE: String
+  codeHashLT: String
+  codeHashLTE: String
+  codeHashContains: String
+  codeHashHasPrefix: String
+  codeHashHasSuffix: String
+  codeHashEqualFold: String
+  codeHashContainsFold: String
+  """
+  owner_id field predicates
+  """
+  ownerID: ID
+  ownerIDNEQ: ID
+  ownerIDIn: [ID!]
+  ownerIDNotIn: [ID!]
+  ownerIDGT: ID
+  ownerIDGTE: ID
+  ownerIDLT: ID
+  ownerIDLTE: ID
+  ownerIDContains: ID
+  ownerIDHasPrefix: ID
+  ownerIDHasSuffix: ID
+  ownerIDEqualFold: ID
+  ownerIDContainsFold: ID
+  """
+  stopped_at field predicates
+  """
+  stoppedAt: Time
+  stoppedAtNEQ: Time
+  stoppedAtIn: [Time!]
+  stoppedAtNotIn: [Time!]
+  stoppedAtGT: Time
+  stoppedAtGTE: Time
+  stoppedAtLT: Time
+  stoppedAtLTE: Time
+  stoppedAtIsNil: Boolean
+  stoppedAtNotNil: Boolean
+  """
+  stop_reason field predicates
+  """
+  stopReason: String
+  stopReasonNEQ: String
+  stopReasonIn: [String!]
+  stopReasonNotIn: [String!]
+  stopReasonGT: String
+  stopReasonGTE: String
+  stopReasonLT: String
+  stopReasonLTE: String
+  stopReasonContains: String
+  stopReasonHasPrefix: String
+  stopReasonHasSuffix: String
+  stopReasonEqualFold: String
+  stopReasonContainsFold: String
+  """
+  owner edge predicates
+  """
+  hasOwner: Boolean
+  hasOwnerWith: [UserWhereInput!]
+  """
+  functions edge predicates
+  """
+  hasFunctions: Boolean
+  hasFunctionsWith: [FunctionWhereInput!]
 }
 type AuditEvent implements Node {
   id: ID!
@@ -4737,6 +5872,297 @@ input ComputeNodeWhereInput {
   hasStorages: Boolean
   hasStoragesWith: [StorageWhereInput!]
 }
+type Container implements Node {
+  id: ID!
+  createdAt: Time!
+  updatedAt: Time!
+  functionID: ID!
+  ownerID: String!
+  """
+  set once its job is submitted
+  """
+  jobID: ID
+  state: ContainerState!
+  stopReason: String!
+  scheduledAt: Time
+  imageReadyAt: Time
+  codeFetchedAt: Time
+  processStartedAt: Time
+  importedAt: Time
+  """
+  when it last finished or took a call; idle time counts from it
+  """
+  lastTaskAt: Time
+  stoppedAt: Time
+  function: Function!
+  job: Job
+}
+"""
+A connection to a list of items.
+"""
+type ContainerConnection {
+  """
+  A list of edges.
+  """
+  edges: [ContainerEdge]
+  """
+  Information to aid in pagination.
+  """
+  pageInfo: PageInfo!
+  """
+  Identifies the total count of items in the connection.
+  """
+  totalCount: Int!
+}
+"""
+An edge in a connection.
+"""
+type ContainerEdge {
+  """
+  The item at the end of the edge.
+  """
+  node: Container
+  """
+  A cursor for use in pagination.
+  """
+  cursor: Cursor!
+}
+"""
+Ordering options for Container connections
+"""
+input ContainerOrder {
+  """
+  The ordering direction.
+  """
+  direction: OrderDirection! = ASC
+  """
+  The field by which to order Containers.
+  """
+  field: ContainerOrderField!
+}
+"""
+Properties by which Container connections can be ordered.
+"""
+enum ContainerOrderField {
+  ID
+  CREATED_AT
+}
+"""
+ContainerState is enum for the field state
+"""
+enum ContainerState @goModel(model: "github.com/levers9/levers9/ent/container.State") {
+  STARTING
+  READY
+  STOPPING
+  STOPPED
+}
+"""
+ContainerWhereInput is used for filtering Container objects.
+Input was generated by ent.
+"""
+input ContainerWhereInput {
+  not: ContainerWhereInput
+  and: [ContainerWhereInput!]
+  or: [ContainerWhereInput!]
+  """
+  id field predicates
+  """
+  id: ID
+  idNEQ: ID
+  idIn: [ID!]
+  idNotIn: [ID!]
+  idGT: ID
+  idGTE: ID
+  idLT: ID
+  idLTE: ID
+  idEqualFold: ID
+  idContainsFold: ID
+  """
+  created_at field predicates
+  """
+  createdAt: Time
+  createdAtNEQ: Time
+  createdAtIn: [Time!]
+  createdAtNotIn: [Time!]
+  createdAtGT: Time
+  createdAtGTE: Time
+  createdAtLT: Time
+  createdAtLTE: Time
+  """
+  function_id field predicates
+  """
+  functionID: ID
+  functionIDNEQ: ID
+  functionIDIn: [ID!]
+  functionIDNotIn: [ID!]
+  functionIDGT: ID
+  functionIDGTE: ID
+  functionIDLT: ID
+  functionIDLTE: ID
+  functionIDContains: ID
+  functionIDHasPrefix: ID
+  functionIDHasSuffix: ID
+  functionIDEqualFold: ID
+  functionIDContainsFold: ID
+  """
+  owner_id field predicates
+  """
+  ownerID: String
+  ownerIDNEQ: String
+  ownerIDIn: [String!]
+  ownerIDNotIn: [String!]
+  ownerIDGT: String
+  ownerIDGTE: String
+  ownerIDLT: String
+  ownerIDLTE: String
+  ownerIDContains: String
+  ownerIDHasPrefix: String
+  ownerIDHasSuffix: String
+  ownerIDEqualFold: String
+  ownerIDContainsFold: String
+  """
+  job_id field predicates
+  """
+  jobID: ID
+  jobIDNEQ: ID
+  jobIDIn: [ID!]
+  jobIDNotIn: [ID!]
+  jobIDGT: ID
+  jobIDGTE: ID
+  jobIDLT: ID
+  jobIDLTE: ID
+  jobIDContains: ID
+  jobIDHasPrefix: ID
+  jobIDHasSuffix: ID
+  jobIDIsNil: Boolean
+  jobIDNotNil: Boolean
+  jobIDEqualFold: ID
+  jobIDContainsFold: ID
+  """
+  state field predicates
+  """
+  state: ContainerState
+  stateNEQ: ContainerState
+  stateIn: [ContainerState!]
+  stateNotIn: [ContainerState!]
+  """
+  stop_reason field predicates
+  """
+  stopReason: String
+  stopReasonNEQ: String
+  stopReasonIn: [String!]
+  stopReasonNotIn: [String!]
+  stopReasonGT: String
+  stopReasonGTE: String
+  stopReasonLT: String
+  stopReasonLTE: String
+  stopReasonContains: String
+  stopReasonHasPrefix: String
+  stopReasonHasSuffix: String
+  stopReasonEqualFold: String
+  stopReasonContainsFold: String
+  """
+  scheduled_at field predicates
+  """
+  scheduledAt: Time
+  scheduledAtNEQ: Time
+  scheduledAtIn: [Time!]
+  scheduledAtNotIn: [Time!]
+  scheduledAtGT: Time
+  scheduledAtGTE: Time
+  scheduledAtLT: Time
+  scheduledAtLTE: Time
+  scheduledAtIsNil: Boolean
+  scheduledAtNotNil: Boolean
+  """
+  image_ready_at field predicates
+  """
+  imageReadyAt: Time
+  imageReadyAtNEQ: Time
+  imageReadyAtIn: [Time!]
+  imageReadyAtNotIn: [Time!]
+  imageReadyAtGT: Time
+  imageReadyAtGTE: Time
+  imageReadyAtLT: Time
+  imageReadyAtLTE: Time
+  imageReadyAtIsNil: Boolean
+  imageReadyAtNotNil: Boolean
+  """
+  code_fetched_at field predicates
+  """
+  codeFetchedAt: Time
+  codeFetchedAtNEQ: Time
+  codeFetchedAtIn: [Time!]
+  codeFetchedAtNotIn: [Time!]
+  codeFetchedAtGT: Time
+  codeFetchedAtGTE: Time
+  codeFetchedAtLT: Time
+  codeFetchedAtLTE: Time
+  codeFetchedAtIsNil: Boolean
+  codeFetchedAtNotNil: Boolean
+  """
+  process_started_at field predicates
+  """
+  processStartedAt: Time
+  processStartedAtNEQ: Time
+  processStartedAtIn: [Time!]
+  processStartedAtNotIn: [Time!]
+  processStartedAtGT: Time
+  processStartedAtGTE: Time
+  processStartedAtLT: Time
+  processStartedAtLTE: Time
+  processStartedAtIsNil: Boolean
+  processStartedAtNotNil: Boolean
+  """
+  imported_at field predicates
+  """
+  importedAt: Time
+  importedAtNEQ: Time
+  importedAtIn: [Time!]
+  importedAtNotIn: [Time!]
+  importedAtGT: Time
+  importedAtGTE: Time
+  importedAtLT: Time
+  importedAtLTE: Time
+  importedAtIsNil: Boolean
+  importedAtNotNil: Boolean
+  """
+  last_task_at field predicates
+  """
+  lastTaskAt: Time
+  lastTaskAtNEQ: Time
+  lastTaskAtIn: [Time!]
+  lastTaskAtNotIn: [Time!]
+  lastTaskAtGT: Time
+  lastTaskAtGTE: Time
+  lastTaskAtLT: Time
+  lastTaskAtLTE: Time
+  lastTaskAtIsNil: Boolean
+  lastTaskAtNotNil: Boolean
+  """
+  stopped_at field predicates
+  """
+  stoppedAt: Time
+  stoppedAtNEQ: Time
+  stoppedAtIn: [Time!]
+  stoppedAtNotIn: [Time!]
+  stoppedAtGT: Time
+  stoppedAtGTE: Time
+  stoppedAtLT: Time
+  stoppedAtLTE: Time
+  stoppedAtIsNil: Boolean
+  stoppedAtNotNil: Boolean
+  """
+  function edge predicates
+  """
+  hasFunction: Boolean
+  hasFunctionWith: [FunctionWhereInput!]
+  """
+  job edge predicates
+  """
+  hasJob: Boolean
+  hasJobWith: [JobWhereInput!]
+}
 """
 CreateBucketInput is used for create Bucket object.
 Input was generated by ent.
@@ -4964,6 +6390,657 @@ input EnvironmentWhereInput {
   nameHasSuffix: String
   nameEqualFold: String
   nameContainsFold: String
+}
+type Function implements Node {
+  id: ID!
+  createdAt: Time!
+  updatedAt: Time!
+  appID: ID!
+  name: String!
+  """
+  module to import, relative to the code package
+  """
+  module: String!
+  qualname: String!
+  ownerID: String!
+  queueID: ID!
+  projectID: String
+  image: String!
+  gpus: Int!
+  """
+  acceptable types, first preferred
+  """
+  gpuTypes: [String!]
+  cpu: Float!
+  memoryMib: Int!
+  """
+  per call
+  """
+  timeoutSeconds: Int!
+  retries: Int!
+  minContainers: Int!
+  maxContainers: Int!
+  keepWarm: Int!
+  """
+  calls one container runs at once
+  """
+  concurrency: Int!
+  """
+  an idle container above the floor stops after this long without a call
+  """
+  scaledownWindowSeconds: Int!
+  app: App!
+  queue: Queue!
+  tasks(
+    """
+    Returns the elements in the list that come after the specified cursor.
+    """
+    after: Cursor
+
+    """
+    Returns the first _n_ elements from the list.
+    """
+    first: Int
+
+    """
+    Returns the elements in the list that come before the specified cursor.
+    """
+    before: Cursor
+
+    """
+    Returns the last _n_ elements from the list.
+    """
+    last: Int
+
+    """
+    Ordering options for Tasks returned from the connection.
+    """
+    orderBy: TaskOrder
+
+    """
+    Filtering options for Tasks returned from the connection.
+    """
+    where: TaskWhereInput
+  ): TaskConnection!
+  containers: [Container!]
+}
+"""
+A connection to a list of items.
+"""
+type FunctionConnection {
+  """
+  A list of edges.
+  """
+  edges: [FunctionEdge]
+  """
+  Information to aid in pagination.
+  """
+  pageInfo: PageInfo!
+  """
+  Identifies the total count of items in the connection.
+  """
+  totalCount: Int!
+}
+"""
+An edge in a connection.
+"""
+type FunctionEdge {
+  """
+  The item at the end of the edge.
+  """
+  node: Function
+  """
+  A cursor for use in pagination.
+  """
+  cursor: Cursor!
+}
+type FunctionMap implements Node {
+  id: ID!
+  createdAt: Time!
+  updatedAt: Time!
+  functionID: ID!
+  appID: String!
+  ownerID: String!
+  total: Int!
+  succeeded: Int!
+  """
+  ended in error or cancelled
+  """
+  failed: Int!
+  finishedAt: Time
+  function: Function!
+  tasks(
+    """
+    Returns the elements in the list that come after the specified cursor.
+    """
+    after: Cursor
+
+    """
+    Returns the first _n_ elements from the list.
+    """
+    first: Int
+
+    """
+    Returns the elements in the list that come before the specified cursor.
+    """
+    before: Cursor
+
+    """
+    Returns the last _n_ elements from the list.
+    """
+    last: Int
+
+    """
+    Ordering options for Tasks returned from the connection.
+    """
+    orderBy: TaskOrder
+
+    """
+    Filtering options for Tasks returned from the connection.
+    """
+    where: TaskWhereInput
+  ): TaskConnection!
+}
+"""
+A connection to a list of items.
+"""
+type FunctionMapConnection {
+  """
+  A list of edges.
+  """
+  edges: [FunctionMapEdge]
+  """
+  Information to aid in pagination.
+  """
+  pageInfo: PageInfo!
+  """
+  Identifies the total count of items in the connection.
+  """
+  totalCount: Int!
+}
+"""
+An edge in a connection.
+"""
+type FunctionMapEdge {
+  """
+  The item at the end of the edge.
+  """
+  node: FunctionMap
+  """
+  A cursor for use in pagination.
+  """
+  cursor: Cursor!
+}
+"""
+Ordering options for FunctionMap connections
+"""
+input FunctionMapOrder {
+  """
+  The ordering direction.
+  """
+  direction: OrderDirection! = ASC
+  """
+  The field by which to order FunctionMaps.
+  """
+  field: FunctionMapOrderField!
+}
+"""
+Properties by which FunctionMap connections can be ordered.
+"""
+enum FunctionMapOrderField {
+  ID
+  CREATED_AT
+}
+"""
+FunctionMapWhereInput is used for filtering FunctionMap objects.
+Input was generated by ent.
+"""
+input FunctionMapWhereInput {
+  not: FunctionMapWhereInput
+  and: [FunctionMapWhereInput!]
+  or: [FunctionMapWhereInput!]
+  """
+  id field predicates
+  """
+  id: ID
+  idNEQ: ID
+  idIn: [ID!]
+  idNotIn: [ID!]
+  idGT: ID
+  idGTE: ID
+  idLT: ID
+  idLTE: ID
+  idEqualFold: ID
+  idContainsFold: ID
+  """
+  created_at field predicates
+  """
+  createdAt: Time
+  createdAtNEQ: Time
+  createdAtIn: [Time!]
+  createdAtNotIn: [Time!]
+  createdAtGT: Time
+  createdAtGTE: Time
+  createdAtLT: Time
+  createdAtLTE: Time
+  """
+  function_id field predicates
+  """
+  functionID: ID
+  functionIDNEQ: ID
+  functionIDIn: [ID!]
+  functionIDNotIn: [ID!]
+  functionIDGT: ID
+  functionIDGTE: ID
+  functionIDLT: ID
+  functionIDLTE: ID
+  functionIDContains: ID
+  functionIDHasPrefix: ID
+  functionIDHasSuffix: ID
+  functionIDEqualFold: ID
+  functionIDContainsFold: ID
+  """
+  app_id field predicates
+  """
+  appID: String
+  appIDNEQ: String
+  appIDIn: [String!]
+  appIDNotIn: [String!]
+  appIDGT: String
+  appIDGTE: String
+  appIDLT: String
+  appIDLTE: String
+  appIDContains: String
+  appIDHasPrefix: String
+  appIDHasSuffix: String
+  appIDEqualFold: String
+  appIDContainsFold: String
+  """
+  owner_id field predicates
+  """
+  ownerID: String
+  ownerIDNEQ: String
+  ownerIDIn: [String!]
+  ownerIDNotIn: [String!]
+  ownerIDGT: String
+  ownerIDGTE: String
+  ownerIDLT: String
+  ownerIDLTE: String
+  ownerIDContains: String
+  ownerIDHasPrefix: String
+  ownerIDHasSuffix: String
+  ownerIDEqualFold: String
+  ownerIDContainsFold: String
+  """
+  total field predicates
+  """
+  total: Int
+  totalNEQ: Int
+  totalIn: [Int!]
+  totalNotIn: [Int!]
+  totalGT: Int
+  totalGTE: Int
+  totalLT: Int
+  totalLTE: Int
+  """
+  succeeded field predicates
+  """
+  succeeded: Int
+  succeededNEQ: Int
+  succeededIn: [Int!]
+  succeededNotIn: [Int!]
+  succeededGT: Int
+  succeededGTE: Int
+  succeededLT: Int
+  succeededLTE: Int
+  """
+  failed field predicates
+  """
+  failed: Int
+  failedNEQ: Int
+  failedIn: [Int!]
+  failedNotIn: [Int!]
+  failedGT: Int
+  failedGTE: Int
+  failedLT: Int
+  failedLTE: Int
+  """
+  finished_at field predicates
+  """
+  finishedAt: Time
+  finishedAtNEQ: Time
+  finishedAtIn: [Time!]
+  finishedAtNotIn: [Time!]
+  finishedAtGT: Time
+  finishedAtGTE: Time
+  finishedAtLT: Time
+  finishedAtLTE: Time
+  finishedAtIsNil: Boolean
+  finishedAtNotNil: Boolean
+  """
+  function edge predicates
+  """
+  hasFunction: Boolean
+  hasFunctionWith: [FunctionWhereInput!]
+  """
+  tasks edge predicates
+  """
+  hasTasks: Boolean
+  hasTasksWith: [TaskWhereInput!]
+}
+"""
+Ordering options for Function connections
+"""
+input FunctionOrder {
+  """
+  The ordering direction.
+  """
+  direction: OrderDirection! = ASC
+  """
+  The field by which to order Functions.
+  """
+  field: FunctionOrderField!
+}
+"""
+Properties by which Function connections can be ordered.
+"""
+enum FunctionOrderField {
+  ID
+  CREATED_AT
+  NAME
+}
+"""
+FunctionWhereInput is used for filtering Function objects.
+Input was generated by ent.
+"""
+input FunctionWhereInput {
+  not: FunctionWhereInput
+  and: [FunctionWhereInput!]
+  or: [FunctionWhereInput!]
+  """
+  id field predicates
+  """
+  id: ID
+  idNEQ: ID
+  idIn: [ID!]
+  idNotIn: [ID!]
+  idGT: ID
+  idGTE: ID
+  idLT: ID
+  idLTE: ID
+  idEqualFold: ID
+  idContainsFold: ID
+  """
+  created_at field predicates
+  """
+  createdAt: Time
+  createdAtNEQ: Time
+  createdAtIn: [Time!]
+  createdAtNotIn: [Time!]
+  createdAtGT: Time
+  createdAtGTE: Time
+  createdAtLT: Time
+  createdAtLTE: Time
+  """
+  app_id field predicates
+  """
+  appID: ID
+  appIDNEQ: ID
+  appIDIn: [ID!]
+  appIDNotIn: [ID!]
+  appIDGT: ID
+  appIDGTE: ID
+  appIDLT: ID
+  appIDLTE: ID
+  appIDContains: ID
+  appIDHasPrefix: ID
+  appIDHasSuffix: ID
+  appIDEqualFold: ID
+  appIDContainsFold: ID
+  """
+  name field predicates
+  """
+  name: String
+  nameNEQ: String
+  nameIn: [String!]
+  nameNotIn: [String!]
+  nameGT: String
+  nameGTE: String
+  nameLT: String
+  nameLTE: String
+  nameContains: String
+  nameHasPrefix: String
+  nameHasSuffix: String
+  nameEqualFold: String
+  nameContainsFold: String
+  """
+  module field predicates
+  """
+  module: String
+  moduleNEQ: String
+  moduleIn: [String!]
+  moduleNotIn: [String!]
+  moduleGT: String
+  moduleGTE: String
+  moduleLT: String
+  moduleLTE: String
+  moduleContains: String
+  moduleHasPrefix: String
+  moduleHasSuffix: String
+  moduleEqualFold: String
+  moduleContainsFold: String
+  """
+  qualname field predicates
+  """
+  qualname: String
+  qualnameNEQ: String
+  qualnameIn: [String!]
+  qualnameNotIn: [String!]
+  qualnameGT: String
+  qualnameGTE: String
+  qualnameLT: String
+  qualnameLTE: String
+  qualnameContains: String
+  qualnameHasPrefix: String
+  qualnameHasSuffix: String
+  qualnameEqualFold: String
+  qualnameContainsFold: String
+  """
+  owner_id field predicates
+  """
+  ownerID: String
+  ownerIDNEQ: String
+  ownerIDIn: [String!]
+  ownerIDNotIn: [String!]
+  ownerIDGT: String
+  ownerIDGTE: String
+  ownerIDLT: String
+  ownerIDLTE: String
+  ownerIDContains: String
+  ownerIDHasPrefix: String
+  ownerIDHasSuffix: String
+  ownerIDEqualFold: String
+  ownerIDContainsFold: String
+  """
+  queue_id field predicates
+  """
+  queueID: ID
+  queueIDNEQ: ID
+  queueIDIn: [ID!]
+  queueIDNotIn: [ID!]
+  queueIDGT: ID
+  queueIDGTE: ID
+  queueIDLT: ID
+  queueIDLTE: ID
+  queueIDContains: ID
+  queueIDHasPrefix: ID
+  queueIDHasSuffix: ID
+  queueIDEqualFold: ID
+  queueIDContainsFold: ID
+  """
+  project_id field predicates
+  """
+  projectID: String
+  projectIDNEQ: String
+  projectIDIn: [String!]
+  projectIDNotIn: [String!]
+  projectIDGT: String
+  projectIDGTE: String
+  projectIDLT: String
+  projectIDLTE: String
+  projectIDContains: String
+  projectIDHasPrefix: String
+  projectIDHasSuffix: String
+  projectIDIsNil: Boolean
+  projectIDNotNil: Boolean
+  projectIDEqualFold: String
+  projectIDContainsFold: String
+  """
+  image field predicates
+  """
+  image: String
+  imageNEQ: String
+  imageIn: [String!]
+  imageNotIn: [String!]
+  imageGT: String
+  imageGTE: String
+  imageLT: String
+  imageLTE: String
+  imageContains: String
+  imageHasPrefix: String
+  imageHasSuffix: String
+  imageEqualFold: String
+  imageContainsFold: String
+  """
+  gpus field predicates
+  """
+  gpus: Int
+  gpusNEQ: Int
+  gpusIn: [Int!]
+  gpusNotIn: [Int!]
+  gpusGT: Int
+  gpusGTE: Int
+  gpusLT: Int
+  gpusLTE: Int
+  """
+  cpu field predicates
+  """
+  cpu: Float
+  cpuNEQ: Float
+  cpuIn: [Float!]
+  cpuNotIn: [Float!]
+  cpuGT: Float
+  cpuGTE: Float
+  cpuLT: Float
+  cpuLTE: Float
+  """
+  memory_mib field predicates
+  """
+  memoryMib: Int
+  memoryMibNEQ: Int
+  memoryMibIn: [Int!]
+  memoryMibNotIn: [Int!]
+  memoryMibGT: Int
+  memoryMibGTE: Int
+  memoryMibLT: Int
+  memoryMibLTE: Int
+  """
+  timeout_seconds field predicates
+  """
+  timeoutSeconds: Int
+  timeoutSecondsNEQ: Int
+  timeoutSecondsIn: [Int!]
+  timeoutSecondsNotIn: [Int!]
+  timeoutSecondsGT: Int
+  timeoutSecondsGTE: Int
+  timeoutSecondsLT: Int
+  timeoutSecondsLTE: Int
+  """
+  retries field predicates
+  """
+  retries: Int
+  retriesNEQ: Int
+  retriesIn: [Int!]
+  retriesNotIn: [Int!]
+  retriesGT: Int
+  retriesGTE: Int
+  retriesLT: Int
+  retriesLTE: Int
+  """
+  min_containers field predicates
+  """
+  minContainers: Int
+  minContainersNEQ: Int
+  minContainersIn: [Int!]
+  minContainersNotIn: [Int!]
+  minContainersGT: Int
+  minContainersGTE: Int
+  minContainersLT: Int
+  minContainersLTE: Int
+  """
+  max_containers field predicates
+  """
+  maxContainers: Int
+  maxContainersNEQ: Int
+  maxContainersIn: [Int!]
+  maxContainersNotIn: [Int!]
+  maxContainersGT: Int
+  maxContainersGTE: Int
+  maxContainersLT: Int
+  maxContainersLTE: Int
+  """
+  keep_warm field predicates
+  """
+  keepWarm: Int
+  keepWarmNEQ: Int
+  keepWarmIn: [Int!]
+  keepWarmNotIn: [Int!]
+  keepWarmGT: Int
+  keepWarmGTE: Int
+  keepWarmLT: Int
+  keepWarmLTE: Int
+  """
+  concurrency field predicates
+  """
+  concurrency: Int
+  concurrencyNEQ: Int
+  concurrencyIn: [Int!]
+  concurrencyNotIn: [Int!]
+  concurrencyGT: Int
+  concurrencyGTE: Int
+  concurrencyLT: Int
+  concurrencyLTE: Int
+  """
+  scaledown_window_seconds field predicates
+  """
+  scaledownWindowSeconds: Int
+  scaledownWindowSecondsNEQ: Int
+  scaledownWindowSecondsIn: [Int!]
+  scaledownWindowSecondsNotIn: [Int!]
+  scaledownWindowSecondsGT: Int
+  scaledownWindowSecondsGTE: Int
+  scaledownWindowSecondsLT: Int
+  scaledownWindowSecondsLTE: Int
+  """
+  app edge predicates
+  """
+  hasApp: Boolean
+  hasAppWith: [AppWhereInput!]
+  """
+  queue edge predicates
+  """
+  hasQueue: Boolean
+  hasQueueWith: [QueueWhereInput!]
+  """
+  tasks edge predicates
+  """
+  hasTasks: Boolean
+  hasTasksWith: [TaskWhereInput!]
+  """
+  containers edge predicates
+  """
+  hasContainers: Boolean
+  hasContainersWith: [ContainerWhereInput!]
 }
 type Group implements Node {
   id: ID!
@@ -6057,6 +8134,37 @@ type Query {
     """
     where: APITokenWhereInput
   ): APITokenConnection!
+  apps(
+    """
+    Returns the elements in the list that come after the specified cursor.
+    """
+    after: Cursor
+
+    """
+    Returns the first _n_ elements from the list.
+    """
+    first: Int
+
+    """
+    Returns the elements in the list that come before the specified cursor.
+    """
+    before: Cursor
+
+    """
+    Returns the last _n_ elements from the list.
+    """
+    last: Int
+
+    """
+    Ordering options for Apps returned from the connection.
+    """
+    orderBy: AppOrder
+
+    """
+    Filtering options for Apps returned from the connection.
+    """
+    where: AppWhereInput
+  ): AppConnection!
   auditEvents(
     """
     Returns the elements in the list that come after the specified cursor.
@@ -6398,6 +8506,37 @@ type Query {
     """
     where: StorageWhereInput
   ): StorageConnection!
+  tasks(
+    """
+    Returns the elements in the list that come after the specified cursor.
+    """
+    after: Cursor
+
+    """
+    Returns the first _n_ elements from the list.
+    """
+    first: Int
+
+    """
+    Returns the elements in the list that come before the specified cursor.
+    """
+    before: Cursor
+
+    """
+    Returns the last _n_ elements from the list.
+    """
+    last: Int
+
+    """
+    Ordering options for Tasks returned from the connection.
+    """
+    orderBy: TaskOrder
+
+    """
+    Filtering options for Tasks returned from the connection.
+    """
+    where: TaskWhereInput
+  ): TaskConnection!
   """
   All tenants: superadmins only.
   """
@@ -7336,6 +9475,420 @@ input StorageWhereInput {
   """
   hasBuckets: Boolean
   hasBucketsWith: [BucketWhereInput!]
+}
+type Task implements Node {
+  id: ID!
+  createdAt: Time!
+  updatedAt: Time!
+  functionID: ID!
+  appID: String!
+  ownerID: String!
+  mapID: ID
+  mapIndex: Int!
+  state: TaskState!
+  """
+  runs started so far; 1 + retries at most
+  """
+  attempt: Int!
+  maxAttempts: Int!
+  timeoutSeconds: Int!
+  """
+  exception, timeout, cancelled, container lost, ...
+  """
+  errorKind: String!
+  errorMessage: String!
+  errorTraceback: String!
+  """
+  the container running or that ran the last attempt
+  """
+  containerID: String
+  scheduledAt: Time
+  imageReadyAt: Time
+  codeFetchedAt: Time
+  processStartedAt: Time
+  importedAt: Time
+  startedAt: Time
+  finishedAt: Time
+  function: Function!
+  map: FunctionMap
+}
+"""
+A connection to a list of items.
+"""
+type TaskConnection {
+  """
+  A list of edges.
+  """
+  edges: [TaskEdge]
+  """
+  Information to aid in pagination.
+  """
+  pageInfo: PageInfo!
+  """
+  Identifies the total count of items in the connection.
+  """
+  totalCount: Int!
+}
+"""
+An edge in a connection.
+"""
+type TaskEdge {
+  """
+  The item at the end of the edge.
+  """
+  node: Task
+  """
+  A cursor for use in pagination.
+  """
+  cursor: Cursor!
+}
+"""
+Ordering options for Task connections
+"""
+input TaskOrder {
+  """
+  The ordering direction.
+  """
+  direction: OrderDirection! = ASC
+  """
+  The field by which to order Tasks.
+  """
+  field: TaskOrderField!
+}
+"""
+Properties by which Task connections can be ordered.
+"""
+enum TaskOrderField {
+  ID
+  CREATED_AT
+  STATE
+}
+"""
+TaskState is enum for the field state
+"""
+enum TaskState @goModel(model: "github.com/levers9/levers9/ent/task.State") {
+  PENDING
+  RUNNING
+  COMPLETE
+  ERROR
+  CANCELLED
+}
+"""
+TaskWhereInput is used for filtering Task objects.
+Input was generated by ent.
+"""
+input TaskWhereInput {
+  not: TaskWhereInput
+  and: [TaskWhereInput!]
+  or: [TaskWhereInput!]
+  """
+  id field predicates
+  """
+  id: ID
+  idNEQ: ID
+  idIn: [ID!]
+  idNotIn: [ID!]
+  idGT: ID
+  idGTE: ID
+  idLT: ID
+  idLTE: ID
+  idEqualFold: ID
+  idContainsFold: ID
+  """
+  created_at field predicates
+  """
+  createdAt: Time
+  createdAtNEQ: Time
+  createdAtIn: [Time!]
+  createdAtNotIn: [Time!]
+  createdAtGT: Time
+  createdAtGTE: Time
+  createdAtLT: Time
+  createdAtLTE: Time
+  """
+  function_id field predicates
+  """
+  functionID: ID
+  functionIDNEQ: ID
+  functionIDIn: [ID!]
+  functionIDNotIn: [ID!]
+  functionIDGT: ID
+  functionIDGTE: ID
+  functionIDLT: ID
+  functionIDLTE: ID
+  functionIDContains: ID
+  functionIDHasPrefix: ID
+  functionIDHasSuffix: ID
+  functionIDEqualFold: ID
+  functionIDContainsFold: ID
+  """
+  app_id field predicates
+  """
+  appID: String
+  appIDNEQ: String
+  appIDIn: [String!]
+  appIDNotIn: [String!]
+  appIDGT: String
+  appIDGTE: String
+  appIDLT: String
+  appIDLTE: String
+  appIDContains: String
+  appIDHasPrefix: String
+  appIDHasSuffix: String
+  appIDEqualFold: String
+  appIDContainsFold: String
+  """
+  owner_id field predicates
+  """
+  ownerID: String
+  ownerIDNEQ: String
+  ownerIDIn: [String!]
+  ownerIDNotIn: [String!]
+  ownerIDGT: String
+  ownerIDGTE: String
+  ownerIDLT: String
+  ownerIDLTE: String
+  ownerIDContains: String
+  ownerIDHasPrefix: String
+  ownerIDHasSuffix: String
+  ownerIDEqualFold: String
+  ownerIDContainsFold: String
+  """
+  map_id field predicates
+  """
+  mapID: ID
+  mapIDNEQ: ID
+  mapIDIn: [ID!]
+  mapIDNotIn: [ID!]
+  mapIDGT: ID
+  mapIDGTE: ID
+  mapIDLT: ID
+  mapIDLTE: ID
+  mapIDContains: ID
+  mapIDHasPrefix: ID
+  mapIDHasSuffix: ID
+  mapIDIsNil: Boolean
+  mapIDNotNil: Boolean
+  mapIDEqualFold: ID
+  mapIDContainsFold: ID
+  """
+  map_index field predicates
+  """
+  mapIndex: Int
+  mapIndexNEQ: Int
+  mapIndexIn: [Int!]
+  mapIndexNotIn: [Int!]
+  mapIndexGT: Int
+  mapIndexGTE: Int
+  mapIndexLT: Int
+  mapIndexLTE: Int
+  """
+  state field predicates
+  """
+  state: TaskState
+  stateNEQ: TaskState
+  stateIn: [TaskState!]
+  stateNotIn: [TaskState!]
+  """
+  attempt field predicates
+  """
+  attempt: Int
+  attemptNEQ: Int
+  attemptIn: [Int!]
+  attemptNotIn: [Int!]
+  attemptGT: Int
+  attemptGTE: Int
+  attemptLT: Int
+  attemptLTE: Int
+  """
+  max_attempts field predicates
+  """
+  maxAttempts: Int
+  maxAttemptsNEQ: Int
+  maxAttemptsIn: [Int!]
+  maxAttemptsNotIn: [Int!]
+  maxAttemptsGT: Int
+  maxAttemptsGTE: Int
+  maxAttemptsLT: Int
+  maxAttemptsLTE: Int
+  """
+  timeout_seconds field predicates
+  """
+  timeoutSeconds: Int
+  timeoutSecondsNEQ: Int
+  timeoutSecondsIn: [Int!]
+  timeoutSecondsNotIn: [Int!]
+  timeoutSecondsGT: Int
+  timeoutSecondsGTE: Int
+  timeoutSecondsLT: Int
+  timeoutSecondsLTE: Int
+  """
+  error_kind field predicates
+  """
+  errorKind: String
+  errorKindNEQ: String
+  errorKindIn: [String!]
+  errorKindNotIn: [String!]
+  errorKindGT: String
+  errorKindGTE: String
+  errorKindLT: String
+  errorKindLTE: String
+  errorKindContains: String
+  errorKindHasPrefix: String
+  errorKindHasSuffix: String
+  errorKindEqualFold: String
+  errorKindContainsFold: String
+  """
+  error_message field predicates
+  """
+  errorMessage: String
+  errorMessageNEQ: String
+  errorMessageIn: [String!]
+  errorMessageNotIn: [String!]
+  errorMessageGT: String
+  errorMessageGTE: String
+  errorMessageLT: String
+  errorMessageLTE: String
+  errorMessageContains: String
+  errorMessageHasPrefix: String
+  errorMessageHasSuffix: String
+  errorMessageEqualFold: String
+  errorMessageContainsFold: String
+  """
+  error_traceback field predicates
+  """
+  errorTraceback: String
+  errorTracebackNEQ: String
+  errorTracebackIn: [String!]
+  errorTracebackNotIn: [String!]
+  errorTracebackGT: String
+  errorTracebackGTE: String
+  errorTracebackLT: String
+  errorTracebackLTE: String
+  errorTracebackContains: String
+  errorTracebackHasPrefix: String
+  errorTracebackHasSuffix: String
+  errorTracebackEqualFold: String
+  errorTracebackContainsFold: String
+  """
+  container_id field predicates
+  """
+  containerID: String
+  containerIDNEQ: String
+  containerIDIn: [String!]
+  containerIDNotIn: [String!]
+  containerIDGT: String
+  containerIDGTE: String
+  containerIDLT: String
+  containerIDLTE: String
+  containerIDContains: String
+  containerIDHasPrefix: String
+  containerIDHasSuffix: String
+  containerIDIsNil: Boolean
+  containerIDNotNil: Boolean
+  containerIDEqualFold: String
+  containerIDContainsFold: String
+  """
+  scheduled_at field predicates
+  """
+  scheduledAt: Time
+  scheduledAtNEQ: Time
+  scheduledAtIn: [Time!]
+  scheduledAtNotIn: [Time!]
+  scheduledAtGT: Time
+  scheduledAtGTE: Time
+  scheduledAtLT: Time
+  scheduledAtLTE: Time
+  scheduledAtIsNil: Boolean
+  scheduledAtNotNil: Boolean
+  """
+  image_ready_at field predicates
+  """
+  imageReadyAt: Time
+  imageReadyAtNEQ: Time
+  imageReadyAtIn: [Time!]
+  imageReadyAtNotIn: [Time!]
+  imageReadyAtGT: Time
+  imageReadyAtGTE: Time
+  imageReadyAtLT: Time
+  imageReadyAtLTE: Time
+  imageReadyAtIsNil: Boolean
+  imageReadyAtNotNil: Boolean
+  """
+  code_fetched_at field predicates
+  """
+  codeFetchedAt: Time
+  codeFetchedAtNEQ: Time
+  codeFetchedAtIn: [Time!]
+  codeFetchedAtNotIn: [Time!]
+  codeFetchedAtGT: Time
+  codeFetchedAtGTE: Time
+  codeFetchedAtLT: Time
+  codeFetchedAtLTE: Time
+  codeFetchedAtIsNil: Boolean
+  codeFetchedAtNotNil: Boolean
+  """
+  process_started_at field predicates
+  """
+  processStartedAt: Time
+  processStartedAtNEQ: Time
+  processStartedAtIn: [Time!]
+  processStartedAtNotIn: [Time!]
+  processStartedAtGT: Time
+  processStartedAtGTE: Time
+  processStartedAtLT: Time
+  processStartedAtLTE: Time
+  processStartedAtIsNil: Boolean
+  processStartedAtNotNil: Boolean
+  """
+  imported_at field predicates
+  """
+  importedAt: Time
+  importedAtNEQ: Time
+  importedAtIn: [Time!]
+  importedAtNotIn: [Time!]
+  importedAtGT: Time
+  importedAtGTE: Time
+  importedAtLT: Time
+  importedAtLTE: Time
+  importedAtIsNil: Boolean
+  importedAtNotNil: Boolean
+  """
+  started_at field predicates
+  """
+  startedAt: Time
+  startedAtNEQ: Time
+  startedAtIn: [Time!]
+  startedAtNotIn: [Time!]
+  startedAtGT: Time
+  startedAtGTE: Time
+  startedAtLT: Time
+  startedAtLTE: Time
+  startedAtIsNil: Boolean
+  startedAtNotNil: Boolean
+  """
+  finished_at field predicates
+  """
+  finishedAt: Time
+  finishedAtNEQ: Time
+  finishedAtIn: [Time!]
+  finishedAtNotIn: [Time!]
+  finishedAtGT: Time
+  finishedAtGTE: Time
+  finishedAtLT: Time
+  finishedAtLTE: Time
+  finishedAtIsNil: Boolean
+  finishedAtNotNil: Boolean
+  """
+  function edge predicates
+  """
+  hasFunction: Boolean
+  hasFunctionWith: [FunctionWhereInput!]
+  """
+  map edge predicates
+  """
+  hasMap: Boolean
+  hasMapWith: [FunctionMapWhereInput!]
 }
 type Tenant implements Node {
   id: ID!
@@ -8335,6 +10888,58 @@ func (ec *executionContext) childFields_APITokenEdge(ctx context.Context, field 
 	return nil, fmt.Errorf("no field named %q was found under type APITokenEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_App(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_App_id(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_App_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_App_updatedAt(ctx, field)
+	case "name":
+		return ec.fieldContext_App_name(ctx, field)
+	case "state":
+		return ec.fieldContext_App_state(ctx, field)
+	case "ephemeral":
+		return ec.fieldContext_App_ephemeral(ctx, field)
+	case "codeHash":
+		return ec.fieldContext_App_codeHash(ctx, field)
+	case "ownerID":
+		return ec.fieldContext_App_ownerID(ctx, field)
+	case "stoppedAt":
+		return ec.fieldContext_App_stoppedAt(ctx, field)
+	case "stopReason":
+		return ec.fieldContext_App_stopReason(ctx, field)
+	case "owner":
+		return ec.fieldContext_App_owner(ctx, field)
+	case "functions":
+		return ec.fieldContext_App_functions(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type App", field.Name)
+}
+
+func (ec *executionContext) childFields_AppConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_AppConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_AppConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_AppConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AppConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_AppEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "node":
+		return ec.fieldContext_AppEdge_node(ctx, field)
+	case "cursor":
+		return ec.fieldContext_AppEdge_cursor(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AppEdge", field.Name)
+}
+
 func (ec *executionContext) childFields_AuditEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -8575,6 +11180,56 @@ func (ec *executionContext) childFields_ComputeNodeEdge(ctx context.Context, fie
 	return nil, fmt.Errorf("no field named %q was found under type ComputeNodeEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_Container(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Container_id(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Container_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_Container_updatedAt(ctx, field)
+	case "functionID":
+		return ec.fieldContext_Container_functionID(ctx, field)
+	case "ownerID":
+		return ec.fieldContext_Container_ownerID(ctx, field)
+	case "jobID":
+		return ec.fieldContext_Container_jobID(ctx, field)
+	case "state":
+		return ec.fieldContext_Container_state(ctx, field)
+	case "stopReason":
+		return ec.fieldContext_Container_stopReason(ctx, field)
+	case "scheduledAt":
+		return ec.fieldContext_Container_scheduledAt(ctx, field)
+	case "imageReadyAt":
+		return ec.fieldContext_Container_imageReadyAt(ctx, field)
+	case "codeFetchedAt":
+		return ec.fieldContext_Container_codeFetchedAt(ctx, field)
+	case "processStartedAt":
+		return ec.fieldContext_Container_processStartedAt(ctx, field)
+	case "importedAt":
+		return ec.fieldContext_Container_importedAt(ctx, field)
+	case "lastTaskAt":
+		return ec.fieldContext_Container_lastTaskAt(ctx, field)
+	case "stoppedAt":
+		return ec.fieldContext_Container_stoppedAt(ctx, field)
+	case "function":
+		return ec.fieldContext_Container_function(ctx, field)
+	case "job":
+		return ec.fieldContext_Container_job(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Container", field.Name)
+}
+
+func (ec *executionContext) childFields_ContainerEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "node":
+		return ec.fieldContext_ContainerEdge_node(ctx, field)
+	case "cursor":
+		return ec.fieldContext_ContainerEdge_cursor(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ContainerEdge", field.Name)
+}
+
 func (ec *executionContext) childFields_CostEstimate(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "startFee":
@@ -8665,6 +11320,114 @@ func (ec *executionContext) childFields_EnvironmentEdge(ctx context.Context, fie
 		return ec.fieldContext_EnvironmentEdge_cursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type EnvironmentEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_Function(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Function_id(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Function_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_Function_updatedAt(ctx, field)
+	case "appID":
+		return ec.fieldContext_Function_appID(ctx, field)
+	case "name":
+		return ec.fieldContext_Function_name(ctx, field)
+	case "module":
+		return ec.fieldContext_Function_module(ctx, field)
+	case "qualname":
+		return ec.fieldContext_Function_qualname(ctx, field)
+	case "ownerID":
+		return ec.fieldContext_Function_ownerID(ctx, field)
+	case "queueID":
+		return ec.fieldContext_Function_queueID(ctx, field)
+	case "projectID":
+		return ec.fieldContext_Function_projectID(ctx, field)
+	case "image":
+		return ec.fieldContext_Function_image(ctx, field)
+	case "gpus":
+		return ec.fieldContext_Function_gpus(ctx, field)
+	case "gpuTypes":
+		return ec.fieldContext_Function_gpuTypes(ctx, field)
+	case "cpu":
+		return ec.fieldContext_Function_cpu(ctx, field)
+	case "memoryMib":
+		return ec.fieldContext_Function_memoryMib(ctx, field)
+	case "timeoutSeconds":
+		return ec.fieldContext_Function_timeoutSeconds(ctx, field)
+	case "retries":
+		return ec.fieldContext_Function_retries(ctx, field)
+	case "minContainers":
+		return ec.fieldContext_Function_minContainers(ctx, field)
+	case "maxContainers":
+		return ec.fieldContext_Function_maxContainers(ctx, field)
+	case "keepWarm":
+		return ec.fieldContext_Function_keepWarm(ctx, field)
+	case "concurrency":
+		return ec.fieldContext_Function_concurrency(ctx, field)
+	case "scaledownWindowSeconds":
+		return ec.fieldContext_Function_scaledownWindowSeconds(ctx, field)
+	case "app":
+		return ec.fieldContext_Function_app(ctx, field)
+	case "queue":
+		return ec.fieldContext_Function_queue(ctx, field)
+	case "tasks":
+		return ec.fieldContext_Function_tasks(ctx, field)
+	case "containers":
+		return ec.fieldContext_Function_containers(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Function", field.Name)
+}
+
+func (ec *executionContext) childFields_FunctionEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "node":
+		return ec.fieldContext_FunctionEdge_node(ctx, field)
+	case "cursor":
+		return ec.fieldContext_FunctionEdge_cursor(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FunctionEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_FunctionMap(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_FunctionMap_id(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_FunctionMap_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_FunctionMap_updatedAt(ctx, field)
+	case "functionID":
+		return ec.fieldContext_FunctionMap_functionID(ctx, field)
+	case "appID":
+		return ec.fieldContext_FunctionMap_appID(ctx, field)
+	case "ownerID":
+		return ec.fieldContext_FunctionMap_ownerID(ctx, field)
+	case "total":
+		return ec.fieldContext_FunctionMap_total(ctx, field)
+	case "succeeded":
+		return ec.fieldContext_FunctionMap_succeeded(ctx, field)
+	case "failed":
+		return ec.fieldContext_FunctionMap_failed(ctx, field)
+	case "finishedAt":
+		return ec.fieldContext_FunctionMap_finishedAt(ctx, field)
+	case "function":
+		return ec.fieldContext_FunctionMap_function(ctx, field)
+	case "tasks":
+		return ec.fieldContext_FunctionMap_tasks(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FunctionMap", field.Name)
+}
+
+func (ec *executionContext) childFields_FunctionMapEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "node":
+		return ec.fieldContext_FunctionMapEdge_node(ctx, field)
+	case "cursor":
+		return ec.fieldContext_FunctionMapEdge_cursor(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FunctionMapEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_GPUInventory(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -9239,6 +12002,84 @@ func (ec *executionContext) childFields_StorageEdge(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type StorageEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_Task(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Task_id(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Task_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_Task_updatedAt(ctx, field)
+	case "functionID":
+		return ec.fieldContext_Task_functionID(ctx, field)
+	case "appID":
+		return ec.fieldContext_Task_appID(ctx, field)
+	case "ownerID":
+		return ec.fieldContext_Task_ownerID(ctx, field)
+	case "mapID":
+		return ec.fieldContext_Task_mapID(ctx, field)
+	case "mapIndex":
+		return ec.fieldContext_Task_mapIndex(ctx, field)
+	case "state":
+		return ec.fieldContext_Task_state(ctx, field)
+	case "attempt":
+		return ec.fieldContext_Task_attempt(ctx, field)
+	case "maxAttempts":
+		return ec.fieldContext_Task_maxAttempts(ctx, field)
+	case "timeoutSeconds":
+		return ec.fieldContext_Task_timeoutSeconds(ctx, field)
+	case "errorKind":
+		return ec.fieldContext_Task_errorKind(ctx, field)
+	case "errorMessage":
+		return ec.fieldContext_Task_errorMessage(ctx, field)
+	case "errorTraceback":
+		return ec.fieldContext_Task_errorTraceback(ctx, field)
+	case "containerID":
+		return ec.fieldContext_Task_containerID(ctx, field)
+	case "scheduledAt":
+		return ec.fieldContext_Task_scheduledAt(ctx, field)
+	case "imageReadyAt":
+		return ec.fieldContext_Task_imageReadyAt(ctx, field)
+	case "codeFetchedAt":
+		return ec.fieldContext_Task_codeFetchedAt(ctx, field)
+	case "processStartedAt":
+		return ec.fieldContext_Task_processStartedAt(ctx, field)
+	case "importedAt":
+		return ec.fieldContext_Task_importedAt(ctx, field)
+	case "startedAt":
+		return ec.fieldContext_Task_startedAt(ctx, field)
+	case "finishedAt":
+		return ec.fieldContext_Task_finishedAt(ctx, field)
+	case "function":
+		return ec.fieldContext_Task_function(ctx, field)
+	case "map":
+		return ec.fieldContext_Task_map(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Task", field.Name)
+}
+
+func (ec *executionContext) childFields_TaskConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_TaskConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_TaskConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_TaskConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TaskConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_TaskEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "node":
+		return ec.fieldContext_TaskEdge_node(ctx, field)
+	case "cursor":
+		return ec.fieldContext_TaskEdge_cursor(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TaskEdge", field.Name)
+}
+
 func (ec *executionContext) childFields_Tenant(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -9462,6 +12303,114 @@ func (ec *executionContext) childFields___Type(ctx context.Context, field graphq
 // endregion ************************** internal!.gotpl ***************************
 
 // region    ***************************** args.gotpl *****************************
+
+func (ec *executionContext) field_FunctionMap_tasks_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*entgql.Cursor[string], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*entgql.Cursor[string], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*ent.TaskOrder, error) {
+			return ec.unmarshalOTaskOrder2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "where",
+		func(ctx context.Context, v any) (*ent.TaskWhereInput, error) {
+			return ec.unmarshalOTaskWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskWhereInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["where"] = arg5
+	return args, nil
+}
+
+func (ec *executionContext) field_Function_tasks_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*entgql.Cursor[string], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*entgql.Cursor[string], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*ent.TaskOrder, error) {
+			return ec.unmarshalOTaskOrder2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "where",
+		func(ctx context.Context, v any) (*ent.TaskWhereInput, error) {
+			return ec.unmarshalOTaskWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskWhereInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["where"] = arg5
+	return args, nil
+}
 
 func (ec *executionContext) field_Group_memberships_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
@@ -10189,6 +13138,60 @@ func (ec *executionContext) field_Query_apiTokens_args(ctx context.Context, rawA
 	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "where",
 		func(ctx context.Context, v any) (*ent.APITokenWhereInput, error) {
 			return ec.unmarshalOAPITokenWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐAPITokenWhereInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["where"] = arg5
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_apps_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*entgql.Cursor[string], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*entgql.Cursor[string], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*ent.AppOrder, error) {
+			return ec.unmarshalOAppOrder2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐAppOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "where",
+		func(ctx context.Context, v any) (*ent.AppWhereInput, error) {
+			return ec.unmarshalOAppWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐAppWhereInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -10945,6 +13948,60 @@ func (ec *executionContext) field_Query_storages_args(ctx context.Context, rawAr
 	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "where",
 		func(ctx context.Context, v any) (*ent.StorageWhereInput, error) {
 			return ec.unmarshalOStorageWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐStorageWhereInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["where"] = arg5
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_tasks_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*entgql.Cursor[string], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*entgql.Cursor[string], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*ent.TaskOrder, error) {
+			return ec.unmarshalOTaskOrder2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "where",
+		func(ctx context.Context, v any) (*ent.TaskWhereInput, error) {
+			return ec.unmarshalOTaskWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskWhereInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -11766,6 +14823,442 @@ func (ec *executionContext) _APITokenEdge_cursor(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_APITokenEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("APITokenEdge", field, false, false, "Cursor")
+}
+
+func (ec *executionContext) _App_id(ctx context.Context, field graphql.CollectedField, obj *ent.App) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_App_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_App_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("App", field, false, false, "ID")
+}
+
+func (ec *executionContext) _App_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.App) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_App_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_App_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("App", field, false, false, "Time")
+}
+
+func (ec *executionContext) _App_updatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.App) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_App_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_App_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("App", field, false, false, "Time")
+}
+
+func (ec *executionContext) _App_name(ctx context.Context, field graphql.CollectedField, obj *ent.App) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_App_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_App_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("App", field, false, false, "String")
+}
+
+func (ec *executionContext) _App_state(ctx context.Context, field graphql.CollectedField, obj *ent.App) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_App_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.State, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v app.State) graphql.Marshaler {
+			return ec.marshalNAppState2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋappᚐState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_App_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("App", field, false, false, "AppState")
+}
+
+func (ec *executionContext) _App_ephemeral(ctx context.Context, field graphql.CollectedField, obj *ent.App) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_App_ephemeral(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Ephemeral, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_App_ephemeral(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("App", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _App_codeHash(ctx context.Context, field graphql.CollectedField, obj *ent.App) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_App_codeHash(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CodeHash, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_App_codeHash(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("App", field, false, false, "String")
+}
+
+func (ec *executionContext) _App_ownerID(ctx context.Context, field graphql.CollectedField, obj *ent.App) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_App_ownerID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OwnerID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_App_ownerID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("App", field, false, false, "ID")
+}
+
+func (ec *executionContext) _App_stoppedAt(ctx context.Context, field graphql.CollectedField, obj *ent.App) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_App_stoppedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StoppedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_App_stoppedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("App", field, false, false, "Time")
+}
+
+func (ec *executionContext) _App_stopReason(ctx context.Context, field graphql.CollectedField, obj *ent.App) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_App_stopReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StopReason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_App_stopReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("App", field, false, false, "String")
+}
+
+func (ec *executionContext) _App_owner(ctx context.Context, field graphql.CollectedField, obj *ent.App) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_App_owner(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Owner(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_App_owner(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "App",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _App_functions(ctx context.Context, field graphql.CollectedField, obj *ent.App) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_App_functions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Functions(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Function) graphql.Marshaler {
+			return ec.marshalOFunction2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_App_functions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "App",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Function(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AppConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.AppConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AppConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.AppEdge) graphql.Marshaler {
+			return ec.marshalOAppEdge2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐAppEdge(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AppConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AppConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AppEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AppConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *ent.AppConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AppConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v entgql.PageInfo[string]) graphql.Marshaler {
+			return ec.marshalNPageInfo2entgoᚗioᚋcontribᚋentgqlᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AppConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AppConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AppConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *ent.AppConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AppConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AppConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AppConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _AppEdge_node(ctx context.Context, field graphql.CollectedField, obj *ent.AppEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AppEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.App) graphql.Marshaler {
+			return ec.marshalOApp2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐApp(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AppEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AppEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_App(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AppEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *ent.AppEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AppEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v entgql.Cursor[string]) graphql.Marshaler {
+			return ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AppEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AppEdge", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _AuditEvent_id(ctx context.Context, field graphql.CollectedField, obj *ent.AuditEvent) (ret graphql.Marshaler) {
@@ -13787,6 +17280,557 @@ func (ec *executionContext) fieldContext_ComputeNodeEdge_cursor(_ context.Contex
 	return graphql.NewScalarFieldContext("ComputeNodeEdge", field, false, false, "Cursor")
 }
 
+func (ec *executionContext) _Container_id(ctx context.Context, field graphql.CollectedField, obj *ent.Container) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Container_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Container_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Container", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Container_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Container) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Container_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Container_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Container", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Container_updatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Container) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Container_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Container_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Container", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Container_functionID(ctx context.Context, field graphql.CollectedField, obj *ent.Container) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Container_functionID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FunctionID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Container_functionID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Container", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Container_ownerID(ctx context.Context, field graphql.CollectedField, obj *ent.Container) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Container_ownerID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OwnerID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Container_ownerID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Container", field, false, false, "String")
+}
+
+func (ec *executionContext) _Container_jobID(ctx context.Context, field graphql.CollectedField, obj *ent.Container) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Container_jobID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.JobID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOID2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Container_jobID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Container", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Container_state(ctx context.Context, field graphql.CollectedField, obj *ent.Container) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Container_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.State, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v container.State) graphql.Marshaler {
+			return ec.marshalNContainerState2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋcontainerᚐState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Container_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Container", field, false, false, "ContainerState")
+}
+
+func (ec *executionContext) _Container_stopReason(ctx context.Context, field graphql.CollectedField, obj *ent.Container) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Container_stopReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StopReason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Container_stopReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Container", field, false, false, "String")
+}
+
+func (ec *executionContext) _Container_scheduledAt(ctx context.Context, field graphql.CollectedField, obj *ent.Container) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Container_scheduledAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ScheduledAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Container_scheduledAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Container", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Container_imageReadyAt(ctx context.Context, field graphql.CollectedField, obj *ent.Container) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Container_imageReadyAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ImageReadyAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Container_imageReadyAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Container", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Container_codeFetchedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Container) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Container_codeFetchedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CodeFetchedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Container_codeFetchedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Container", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Container_processStartedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Container) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Container_processStartedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProcessStartedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Container_processStartedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Container", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Container_importedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Container) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Container_importedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ImportedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Container_importedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Container", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Container_lastTaskAt(ctx context.Context, field graphql.CollectedField, obj *ent.Container) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Container_lastTaskAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastTaskAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Container_lastTaskAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Container", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Container_stoppedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Container) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Container_stoppedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StoppedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Container_stoppedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Container", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Container_function(ctx context.Context, field graphql.CollectedField, obj *ent.Container) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Container_function(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Function(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Function) graphql.Marshaler {
+			return ec.marshalNFunction2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunction(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Container_function(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Container",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Function(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Container_job(ctx context.Context, field graphql.CollectedField, obj *ent.Container) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Container_job(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Job(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Job) graphql.Marshaler {
+			return ec.marshalOJob2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐJob(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Container_job(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Container",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Job(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ContainerConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.ContainerConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.ContainerEdge) graphql.Marshaler {
+			return ec.marshalOContainerEdge2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐContainerEdge(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ContainerConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ContainerEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ContainerConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *ent.ContainerConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v entgql.PageInfo[string]) graphql.Marshaler {
+			return ec.marshalNPageInfo2entgoᚗioᚋcontribᚋentgqlᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ContainerConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ContainerConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *ent.ContainerConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ContainerEdge_node(ctx context.Context, field graphql.CollectedField, obj *ent.ContainerEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Container) graphql.Marshaler {
+			return ec.marshalOContainer2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐContainer(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ContainerEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Container(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ContainerEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *ent.ContainerEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v entgql.Cursor[string]) graphql.Marshaler {
+			return ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerEdge", field, false, false, "Cursor")
+}
+
 func (ec *executionContext) _CostEstimate_startFee(ctx context.Context, field graphql.CollectedField, obj *billing.Estimate) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -14354,6 +18398,1242 @@ func (ec *executionContext) _EnvironmentEdge_cursor(ctx context.Context, field g
 }
 func (ec *executionContext) fieldContext_EnvironmentEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("EnvironmentEdge", field, false, false, "Cursor")
+}
+
+func (ec *executionContext) _Function_id(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Function_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Function_updatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Function_appID(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_appID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AppID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_appID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Function_name(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "String")
+}
+
+func (ec *executionContext) _Function_module(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_module(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Module, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_module(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "String")
+}
+
+func (ec *executionContext) _Function_qualname(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_qualname(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Qualname, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_qualname(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "String")
+}
+
+func (ec *executionContext) _Function_ownerID(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_ownerID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OwnerID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_ownerID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "String")
+}
+
+func (ec *executionContext) _Function_queueID(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_queueID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.QueueID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_queueID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Function_projectID(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_projectID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProjectID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Function_projectID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "String")
+}
+
+func (ec *executionContext) _Function_image(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_image(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Image, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_image(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "String")
+}
+
+func (ec *executionContext) _Function_gpus(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_gpus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Gpus, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_gpus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Function_gpuTypes(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_gpuTypes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.GpuTypes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Function_gpuTypes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "String")
+}
+
+func (ec *executionContext) _Function_cpu(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_cpu(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CPU, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_cpu(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "Float")
+}
+
+func (ec *executionContext) _Function_memoryMib(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_memoryMib(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MemoryMib, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_memoryMib(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Function_timeoutSeconds(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_timeoutSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TimeoutSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_timeoutSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Function_retries(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_retries(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Retries, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_retries(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Function_minContainers(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_minContainers(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MinContainers, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_minContainers(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Function_maxContainers(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_maxContainers(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MaxContainers, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_maxContainers(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Function_keepWarm(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_keepWarm(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.KeepWarm, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_keepWarm(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Function_concurrency(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_concurrency(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Concurrency, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_concurrency(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Function_scaledownWindowSeconds(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_scaledownWindowSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ScaledownWindowSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_scaledownWindowSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Function_app(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_app(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.App(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.App) graphql.Marshaler {
+			return ec.marshalNApp2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐApp(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_app(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Function",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_App(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Function_queue(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_queue(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Queue(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Queue) graphql.Marshaler {
+			return ec.marshalNQueue2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐQueue(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_queue(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Function",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Queue(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Function_tasks(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_tasks(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return obj.Tasks(ctx, fc.Args["after"].(*entgql.Cursor[string]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[string]), fc.Args["last"].(*int), fc.Args["orderBy"].(*ent.TaskOrder), fc.Args["where"].(*ent.TaskWhereInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.TaskConnection) graphql.Marshaler {
+			return ec.marshalNTaskConnection2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_tasks(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Function",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TaskConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Function_tasks_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Function_containers(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_containers(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Containers(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Container) graphql.Marshaler {
+			return ec.marshalOContainer2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐContainerᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Function_containers(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Function",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Container(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FunctionConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.FunctionConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FunctionConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.FunctionEdge) graphql.Marshaler {
+			return ec.marshalOFunctionEdge2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionEdge(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FunctionConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FunctionConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FunctionEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FunctionConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *ent.FunctionConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FunctionConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v entgql.PageInfo[string]) graphql.Marshaler {
+			return ec.marshalNPageInfo2entgoᚗioᚋcontribᚋentgqlᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FunctionConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FunctionConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FunctionConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *ent.FunctionConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FunctionConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FunctionConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FunctionConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _FunctionEdge_node(ctx context.Context, field graphql.CollectedField, obj *ent.FunctionEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FunctionEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Function) graphql.Marshaler {
+			return ec.marshalOFunction2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunction(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FunctionEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FunctionEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Function(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FunctionEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *ent.FunctionEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FunctionEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v entgql.Cursor[string]) graphql.Marshaler {
+			return ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FunctionEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FunctionEdge", field, false, false, "Cursor")
+}
+
+func (ec *executionContext) _FunctionMap_id(ctx context.Context, field graphql.CollectedField, obj *ent.FunctionMap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FunctionMap_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FunctionMap_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FunctionMap", field, false, false, "ID")
+}
+
+func (ec *executionContext) _FunctionMap_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.FunctionMap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FunctionMap_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FunctionMap_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FunctionMap", field, false, false, "Time")
+}
+
+func (ec *executionContext) _FunctionMap_updatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.FunctionMap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FunctionMap_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FunctionMap_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FunctionMap", field, false, false, "Time")
+}
+
+func (ec *executionContext) _FunctionMap_functionID(ctx context.Context, field graphql.CollectedField, obj *ent.FunctionMap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FunctionMap_functionID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FunctionID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FunctionMap_functionID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FunctionMap", field, false, false, "ID")
+}
+
+func (ec *executionContext) _FunctionMap_appID(ctx context.Context, field graphql.CollectedField, obj *ent.FunctionMap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FunctionMap_appID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AppID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FunctionMap_appID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FunctionMap", field, false, false, "String")
+}
+
+func (ec *executionContext) _FunctionMap_ownerID(ctx context.Context, field graphql.CollectedField, obj *ent.FunctionMap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FunctionMap_ownerID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OwnerID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FunctionMap_ownerID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FunctionMap", field, false, false, "String")
+}
+
+func (ec *executionContext) _FunctionMap_total(ctx context.Context, field graphql.CollectedField, obj *ent.FunctionMap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FunctionMap_total(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Total, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FunctionMap_total(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FunctionMap", field, false, false, "Int")
+}
+
+func (ec *executionContext) _FunctionMap_succeeded(ctx context.Context, field graphql.CollectedField, obj *ent.FunctionMap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FunctionMap_succeeded(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Succeeded, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FunctionMap_succeeded(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FunctionMap", field, false, false, "Int")
+}
+
+func (ec *executionContext) _FunctionMap_failed(ctx context.Context, field graphql.CollectedField, obj *ent.FunctionMap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FunctionMap_failed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FunctionMap_failed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FunctionMap", field, false, false, "Int")
+}
+
+func (ec *executionContext) _FunctionMap_finishedAt(ctx context.Context, field graphql.CollectedField, obj *ent.FunctionMap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FunctionMap_finishedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FinishedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FunctionMap_finishedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FunctionMap", field, false, false, "Time")
+}
+
+func (ec *executionContext) _FunctionMap_function(ctx context.Context, field graphql.CollectedField, obj *ent.FunctionMap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FunctionMap_function(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Function(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Function) graphql.Marshaler {
+			return ec.marshalNFunction2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunction(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FunctionMap_function(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FunctionMap",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Function(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FunctionMap_tasks(ctx context.Context, field graphql.CollectedField, obj *ent.FunctionMap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FunctionMap_tasks(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return obj.Tasks(ctx, fc.Args["after"].(*entgql.Cursor[string]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[string]), fc.Args["last"].(*int), fc.Args["orderBy"].(*ent.TaskOrder), fc.Args["where"].(*ent.TaskWhereInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.TaskConnection) graphql.Marshaler {
+			return ec.marshalNTaskConnection2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FunctionMap_tasks(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FunctionMap",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TaskConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_FunctionMap_tasks_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FunctionMapConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.FunctionMapConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FunctionMapConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.FunctionMapEdge) graphql.Marshaler {
+			return ec.marshalOFunctionMapEdge2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMapEdge(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FunctionMapConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FunctionMapConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FunctionMapEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FunctionMapConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *ent.FunctionMapConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FunctionMapConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v entgql.PageInfo[string]) graphql.Marshaler {
+			return ec.marshalNPageInfo2entgoᚗioᚋcontribᚋentgqlᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FunctionMapConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FunctionMapConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FunctionMapConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *ent.FunctionMapConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FunctionMapConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FunctionMapConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FunctionMapConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _FunctionMapEdge_node(ctx context.Context, field graphql.CollectedField, obj *ent.FunctionMapEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FunctionMapEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.FunctionMap) graphql.Marshaler {
+			return ec.marshalOFunctionMap2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMap(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FunctionMapEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FunctionMapEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FunctionMap(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FunctionMapEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *ent.FunctionMapEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FunctionMapEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v entgql.Cursor[string]) graphql.Marshaler {
+			return ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FunctionMapEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FunctionMapEdge", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _GPUInventory_type(ctx context.Context, field graphql.CollectedField, obj *inventory.GPU) (ret graphql.Marshaler) {
@@ -18812,6 +24092,50 @@ func (ec *executionContext) fieldContext_Query_apiTokens(ctx context.Context, fi
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_apps(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_apps(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Apps(ctx, fc.Args["after"].(*entgql.Cursor[string]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[string]), fc.Args["last"].(*int), fc.Args["orderBy"].(*ent.AppOrder), fc.Args["where"].(*ent.AppWhereInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.AppConnection) graphql.Marshaler {
+			return ec.marshalNAppConnection2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐAppConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_apps(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AppConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_apps_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_auditEvents(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -19290,6 +24614,50 @@ func (ec *executionContext) fieldContext_Query_storages(ctx context.Context, fie
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_storages_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_tasks(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_tasks(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Tasks(ctx, fc.Args["after"].(*entgql.Cursor[string]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[string]), fc.Args["last"].(*int), fc.Args["orderBy"].(*ent.TaskOrder), fc.Args["where"].(*ent.TaskWhereInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.TaskConnection) graphql.Marshaler {
+			return ec.marshalNTaskConnection2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_tasks(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TaskConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_tasks_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -21933,6 +27301,741 @@ func (ec *executionContext) fieldContext_Subscription_jobEvents(ctx context.Cont
 		return fc, err
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Task_id(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Task_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Task_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Task_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Task_updatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Task_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Task_functionID(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_functionID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FunctionID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Task_functionID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Task_appID(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_appID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AppID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Task_appID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "String")
+}
+
+func (ec *executionContext) _Task_ownerID(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_ownerID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OwnerID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Task_ownerID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "String")
+}
+
+func (ec *executionContext) _Task_mapID(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_mapID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MapID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOID2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Task_mapID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Task_mapIndex(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_mapIndex(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MapIndex, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Task_mapIndex(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Task_state(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.State, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v task.State) graphql.Marshaler {
+			return ec.marshalNTaskState2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Task_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "TaskState")
+}
+
+func (ec *executionContext) _Task_attempt(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_attempt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Attempt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Task_attempt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Task_maxAttempts(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_maxAttempts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MaxAttempts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Task_maxAttempts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Task_timeoutSeconds(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_timeoutSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TimeoutSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Task_timeoutSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Task_errorKind(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_errorKind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ErrorKind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Task_errorKind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "String")
+}
+
+func (ec *executionContext) _Task_errorMessage(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_errorMessage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ErrorMessage, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Task_errorMessage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "String")
+}
+
+func (ec *executionContext) _Task_errorTraceback(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_errorTraceback(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ErrorTraceback, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Task_errorTraceback(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "String")
+}
+
+func (ec *executionContext) _Task_containerID(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_containerID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ContainerID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Task_containerID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "String")
+}
+
+func (ec *executionContext) _Task_scheduledAt(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_scheduledAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ScheduledAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Task_scheduledAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Task_imageReadyAt(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_imageReadyAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ImageReadyAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Task_imageReadyAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Task_codeFetchedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_codeFetchedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CodeFetchedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Task_codeFetchedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Task_processStartedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_processStartedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProcessStartedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Task_processStartedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Task_importedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_importedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ImportedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Task_importedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Task_startedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_startedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StartedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Task_startedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Task_finishedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_finishedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FinishedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Task_finishedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Task_function(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_function(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Function(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Function) graphql.Marshaler {
+			return ec.marshalNFunction2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunction(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Task_function(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Task",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Function(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Task_map(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_map(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Map(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.FunctionMap) graphql.Marshaler {
+			return ec.marshalOFunctionMap2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMap(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Task_map(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Task",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FunctionMap(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TaskConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.TaskConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaskConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.TaskEdge) graphql.Marshaler {
+			return ec.marshalOTaskEdge2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskEdge(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TaskConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TaskConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TaskEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TaskConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *ent.TaskConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaskConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v entgql.PageInfo[string]) graphql.Marshaler {
+			return ec.marshalNPageInfo2entgoᚗioᚋcontribᚋentgqlᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TaskConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TaskConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TaskConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *ent.TaskConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaskConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TaskConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaskConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _TaskEdge_node(ctx context.Context, field graphql.CollectedField, obj *ent.TaskEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaskEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Task) graphql.Marshaler {
+			return ec.marshalOTask2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTask(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TaskEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TaskEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Task(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TaskEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *ent.TaskEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaskEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v entgql.Cursor[string]) graphql.Marshaler {
+			return ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TaskEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaskEdge", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _Tenant_id(ctx context.Context, field graphql.CollectedField, obj *ent.Tenant) (ret graphql.Marshaler) {
@@ -24661,6 +30764,745 @@ func (ec *executionContext) unmarshalInputAPITokenWhereInput(ctx context.Context
 func UnmarshalAPITokenWhereInput(ctx context.Context, raw any) (ent.APITokenWhereInput, error) {
 	var out ent.APITokenWhereInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "APITokenWhereInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputAppOrder(ctx context.Context, obj any) (ent.AppOrder, error) {
+	var it ent.AppOrder
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["direction"]; !present {
+		asMap["direction"] = "ASC"
+	}
+
+	fieldsInOrder := [...]string{"direction", "field"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "direction":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("direction"))
+			data, err := ec.unmarshalNOrderDirection2entgoᚗioᚋcontribᚋentgqlᚐOrderDirection(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Direction = data
+		case "field":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
+			data, err := ec.unmarshalNAppOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐAppOrderField(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Field = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalAppOrder unmarshals raw into the AppOrder input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalAppOrder(ctx context.Context, raw any) (ent.AppOrder, error) {
+	var out ent.AppOrder
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "AppOrder", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputAppWhereInput(ctx context.Context, obj any) (ent.AppWhereInput, error) {
+	var it ent.AppWhereInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "state", "stateNEQ", "stateIn", "stateNotIn", "ephemeral", "ephemeralNEQ", "codeHash", "codeHashNEQ", "codeHashIn", "codeHashNotIn", "codeHashGT", "codeHashGTE", "codeHashLT", "codeHashLTE", "codeHashContains", "codeHashHasPrefix", "codeHashHasSuffix", "codeHashEqualFold", "codeHashContainsFold", "ownerID", "ownerIDNEQ", "ownerIDIn", "ownerIDNotIn", "ownerIDGT", "ownerIDGTE", "ownerIDLT", "ownerIDLTE", "ownerIDContains", "ownerIDHasPrefix", "ownerIDHasSuffix", "ownerIDEqualFold", "ownerIDContainsFold", "stoppedAt", "stoppedAtNEQ", "stoppedAtIn", "stoppedAtNotIn", "stoppedAtGT", "stoppedAtGTE", "stoppedAtLT", "stoppedAtLTE", "stoppedAtIsNil", "stoppedAtNotNil", "stopReason", "stopReasonNEQ", "stopReasonIn", "stopReasonNotIn", "stopReasonGT", "stopReasonGTE", "stopReasonLT", "stopReasonLTE", "stopReasonContains", "stopReasonHasPrefix", "stopReasonHasSuffix", "stopReasonEqualFold", "stopReasonContainsFold", "hasOwner", "hasOwnerWith", "hasFunctions", "hasFunctionsWith"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "not":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("not"))
+			data, err := ec.unmarshalOAppWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐAppWhereInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Not = data
+		case "and":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("and"))
+			data, err := ec.unmarshalOAppWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐAppWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.And = data
+		case "or":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("or"))
+			data, err := ec.unmarshalOAppWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐAppWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Or = data
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "idNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNEQ"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNEQ = data
+		case "idIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDIn = data
+		case "idNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNotIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNotIn = data
+		case "idGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGT = data
+		case "idGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGTE = data
+		case "idLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLT = data
+		case "idLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLTE = data
+		case "idEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idEqualFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDEqualFold = data
+		case "idContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idContainsFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDContainsFold = data
+		case "createdAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAt = data
+		case "createdAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtNEQ = data
+		case "createdAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtIn = data
+		case "createdAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtNotIn = data
+		case "createdAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtGT = data
+		case "createdAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtGTE = data
+		case "createdAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtLT = data
+		case "createdAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtLTE = data
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "nameNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameNEQ = data
+		case "nameIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameIn = data
+		case "nameNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameNotIn = data
+		case "nameGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameGT = data
+		case "nameGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameGTE = data
+		case "nameLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameLT = data
+		case "nameLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameLTE = data
+		case "nameContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameContains = data
+		case "nameHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameHasPrefix = data
+		case "nameHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameHasSuffix = data
+		case "nameEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameEqualFold = data
+		case "nameContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameContainsFold = data
+		case "state":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("state"))
+			data, err := ec.unmarshalOAppState2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋappᚐState(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.State = data
+		case "stateNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stateNEQ"))
+			data, err := ec.unmarshalOAppState2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋappᚐState(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StateNEQ = data
+		case "stateIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stateIn"))
+			data, err := ec.unmarshalOAppState2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋappᚐStateᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StateIn = data
+		case "stateNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stateNotIn"))
+			data, err := ec.unmarshalOAppState2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋappᚐStateᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StateNotIn = data
+		case "ephemeral":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ephemeral"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ephemeral = data
+		case "ephemeralNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ephemeralNEQ"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EphemeralNEQ = data
+		case "codeHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeHash = data
+		case "codeHashNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHashNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeHashNEQ = data
+		case "codeHashIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHashIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeHashIn = data
+		case "codeHashNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHashNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeHashNotIn = data
+		case "codeHashGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHashGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeHashGT = data
+		case "codeHashGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHashGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeHashGTE = data
+		case "codeHashLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHashLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeHashLT = data
+		case "codeHashLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHashLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeHashLTE = data
+		case "codeHashContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHashContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeHashContains = data
+		case "codeHashHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHashHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeHashHasPrefix = data
+		case "codeHashHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHashHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeHashHasSuffix = data
+		case "codeHashEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHashEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeHashEqualFold = data
+		case "codeHashContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHashContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeHashContainsFold = data
+		case "ownerID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerID"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerID = data
+		case "ownerIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDNEQ"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDNEQ = data
+		case "ownerIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDIn = data
+		case "ownerIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDNotIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDNotIn = data
+		case "ownerIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDGT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDGT = data
+		case "ownerIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDGTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDGTE = data
+		case "ownerIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDLT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDLT = data
+		case "ownerIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDLTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDLTE = data
+		case "ownerIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDContains"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDContains = data
+		case "ownerIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDHasPrefix"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDHasPrefix = data
+		case "ownerIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDHasSuffix"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDHasSuffix = data
+		case "ownerIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDEqualFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDEqualFold = data
+		case "ownerIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDContainsFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDContainsFold = data
+		case "stoppedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAt = data
+		case "stoppedAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtNEQ = data
+		case "stoppedAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtIn = data
+		case "stoppedAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtNotIn = data
+		case "stoppedAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtGT = data
+		case "stoppedAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtGTE = data
+		case "stoppedAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtLT = data
+		case "stoppedAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtLTE = data
+		case "stoppedAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtIsNil = data
+		case "stoppedAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtNotNil = data
+		case "stopReason":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReason"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReason = data
+		case "stopReasonNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReasonNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReasonNEQ = data
+		case "stopReasonIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReasonIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReasonIn = data
+		case "stopReasonNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReasonNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReasonNotIn = data
+		case "stopReasonGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReasonGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReasonGT = data
+		case "stopReasonGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReasonGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReasonGTE = data
+		case "stopReasonLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReasonLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReasonLT = data
+		case "stopReasonLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReasonLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReasonLTE = data
+		case "stopReasonContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReasonContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReasonContains = data
+		case "stopReasonHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReasonHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReasonHasPrefix = data
+		case "stopReasonHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReasonHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReasonHasSuffix = data
+		case "stopReasonEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReasonEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReasonEqualFold = data
+		case "stopReasonContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReasonContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReasonContainsFold = data
+		case "hasOwner":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasOwner"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasOwner = data
+		case "hasOwnerWith":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasOwnerWith"))
+			data, err := ec.unmarshalOUserWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐUserWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasOwnerWith = data
+		case "hasFunctions":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasFunctions"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasFunctions = data
+		case "hasFunctionsWith":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasFunctionsWith"))
+			data, err := ec.unmarshalOFunctionWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasFunctionsWith = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalAppWhereInput unmarshals raw into the AppWhereInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalAppWhereInput(ctx context.Context, raw any) (ent.AppWhereInput, error) {
+	var out ent.AppWhereInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "AppWhereInput", raw, &out)
 	return out, err
 }
 
@@ -27452,6 +34294,1165 @@ func UnmarshalComputeNodeWhereInput(ctx context.Context, raw any) (ent.ComputeNo
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputContainerOrder(ctx context.Context, obj any) (ent.ContainerOrder, error) {
+	var it ent.ContainerOrder
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["direction"]; !present {
+		asMap["direction"] = "ASC"
+	}
+
+	fieldsInOrder := [...]string{"direction", "field"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "direction":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("direction"))
+			data, err := ec.unmarshalNOrderDirection2entgoᚗioᚋcontribᚋentgqlᚐOrderDirection(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Direction = data
+		case "field":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
+			data, err := ec.unmarshalNContainerOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐContainerOrderField(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Field = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalContainerOrder unmarshals raw into the ContainerOrder input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalContainerOrder(ctx context.Context, raw any) (ent.ContainerOrder, error) {
+	var out ent.ContainerOrder
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ContainerOrder", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputContainerWhereInput(ctx context.Context, obj any) (ent.ContainerWhereInput, error) {
+	var it ent.ContainerWhereInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "functionID", "functionIDNEQ", "functionIDIn", "functionIDNotIn", "functionIDGT", "functionIDGTE", "functionIDLT", "functionIDLTE", "functionIDContains", "functionIDHasPrefix", "functionIDHasSuffix", "functionIDEqualFold", "functionIDContainsFold", "ownerID", "ownerIDNEQ", "ownerIDIn", "ownerIDNotIn", "ownerIDGT", "ownerIDGTE", "ownerIDLT", "ownerIDLTE", "ownerIDContains", "ownerIDHasPrefix", "ownerIDHasSuffix", "ownerIDEqualFold", "ownerIDContainsFold", "jobID", "jobIDNEQ", "jobIDIn", "jobIDNotIn", "jobIDGT", "jobIDGTE", "jobIDLT", "jobIDLTE", "jobIDContains", "jobIDHasPrefix", "jobIDHasSuffix", "jobIDIsNil", "jobIDNotNil", "jobIDEqualFold", "jobIDContainsFold", "state", "stateNEQ", "stateIn", "stateNotIn", "stopReason", "stopReasonNEQ", "stopReasonIn", "stopReasonNotIn", "stopReasonGT", "stopReasonGTE", "stopReasonLT", "stopReasonLTE", "stopReasonContains", "stopReasonHasPrefix", "stopReasonHasSuffix", "stopReasonEqualFold", "stopReasonContainsFold", "scheduledAt", "scheduledAtNEQ", "scheduledAtIn", "scheduledAtNotIn", "scheduledAtGT", "scheduledAtGTE", "scheduledAtLT", "scheduledAtLTE", "scheduledAtIsNil", "scheduledAtNotNil", "imageReadyAt", "imageReadyAtNEQ", "imageReadyAtIn", "imageReadyAtNotIn", "imageReadyAtGT", "imageReadyAtGTE", "imageReadyAtLT", "imageReadyAtLTE", "imageReadyAtIsNil", "imageReadyAtNotNil", "codeFetchedAt", "codeFetchedAtNEQ", "codeFetchedAtIn", "codeFetchedAtNotIn", "codeFetchedAtGT", "codeFetchedAtGTE", "codeFetchedAtLT", "codeFetchedAtLTE", "codeFetchedAtIsNil", "codeFetchedAtNotNil", "processStartedAt", "processStartedAtNEQ", "processStartedAtIn", "processStartedAtNotIn", "processStartedAtGT", "processStartedAtGTE", "processStartedAtLT", "processStartedAtLTE", "processStartedAtIsNil", "processStartedAtNotNil", "importedAt", "importedAtNEQ", "importedAtIn", "importedAtNotIn", "importedAtGT", "importedAtGTE", "importedAtLT", "importedAtLTE", "importedAtIsNil", "importedAtNotNil", "lastTaskAt", "lastTaskAtNEQ", "lastTaskAtIn", "lastTaskAtNotIn", "lastTaskAtGT", "lastTaskAtGTE", "lastTaskAtLT", "lastTaskAtLTE", "lastTaskAtIsNil", "lastTaskAtNotNil", "stoppedAt", "stoppedAtNEQ", "stoppedAtIn", "stoppedAtNotIn", "stoppedAtGT", "stoppedAtGTE", "stoppedAtLT", "stoppedAtLTE", "stoppedAtIsNil", "stoppedAtNotNil", "hasFunction", "hasFunctionWith", "hasJob", "hasJobWith"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "not":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("not"))
+			data, err := ec.unmarshalOContainerWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐContainerWhereInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Not = data
+		case "and":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("and"))
+			data, err := ec.unmarshalOContainerWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐContainerWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.And = data
+		case "or":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("or"))
+			data, err := ec.unmarshalOContainerWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐContainerWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Or = data
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "idNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNEQ"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNEQ = data
+		case "idIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDIn = data
+		case "idNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNotIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNotIn = data
+		case "idGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGT = data
+		case "idGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGTE = data
+		case "idLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLT = data
+		case "idLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLTE = data
+		case "idEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idEqualFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDEqualFold = data
+		case "idContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idContainsFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDContainsFold = data
+		case "createdAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAt = data
+		case "createdAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtNEQ = data
+		case "createdAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtIn = data
+		case "createdAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtNotIn = data
+		case "createdAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtGT = data
+		case "createdAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtGTE = data
+		case "createdAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtLT = data
+		case "createdAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtLTE = data
+		case "functionID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionID"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionID = data
+		case "functionIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDNEQ"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDNEQ = data
+		case "functionIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDIn = data
+		case "functionIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDNotIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDNotIn = data
+		case "functionIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDGT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDGT = data
+		case "functionIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDGTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDGTE = data
+		case "functionIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDLT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDLT = data
+		case "functionIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDLTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDLTE = data
+		case "functionIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDContains"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDContains = data
+		case "functionIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDHasPrefix"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDHasPrefix = data
+		case "functionIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDHasSuffix"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDHasSuffix = data
+		case "functionIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDEqualFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDEqualFold = data
+		case "functionIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDContainsFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDContainsFold = data
+		case "ownerID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerID"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerID = data
+		case "ownerIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDNEQ = data
+		case "ownerIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDIn = data
+		case "ownerIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDNotIn = data
+		case "ownerIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDGT = data
+		case "ownerIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDGTE = data
+		case "ownerIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDLT = data
+		case "ownerIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDLTE = data
+		case "ownerIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDContains = data
+		case "ownerIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDHasPrefix = data
+		case "ownerIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDHasSuffix = data
+		case "ownerIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDEqualFold = data
+		case "ownerIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDContainsFold = data
+		case "jobID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobID"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobID = data
+		case "jobIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDNEQ"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDNEQ = data
+		case "jobIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDIn = data
+		case "jobIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDNotIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDNotIn = data
+		case "jobIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDGT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDGT = data
+		case "jobIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDGTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDGTE = data
+		case "jobIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDLT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDLT = data
+		case "jobIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDLTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDLTE = data
+		case "jobIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDContains"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDContains = data
+		case "jobIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDHasPrefix"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDHasPrefix = data
+		case "jobIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDHasSuffix"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDHasSuffix = data
+		case "jobIDIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDIsNil = data
+		case "jobIDNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDNotNil = data
+		case "jobIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDEqualFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDEqualFold = data
+		case "jobIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDContainsFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDContainsFold = data
+		case "state":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("state"))
+			data, err := ec.unmarshalOContainerState2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋcontainerᚐState(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.State = data
+		case "stateNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stateNEQ"))
+			data, err := ec.unmarshalOContainerState2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋcontainerᚐState(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StateNEQ = data
+		case "stateIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stateIn"))
+			data, err := ec.unmarshalOContainerState2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋcontainerᚐStateᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StateIn = data
+		case "stateNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stateNotIn"))
+			data, err := ec.unmarshalOContainerState2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋcontainerᚐStateᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StateNotIn = data
+		case "stopReason":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReason"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReason = data
+		case "stopReasonNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReasonNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReasonNEQ = data
+		case "stopReasonIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReasonIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReasonIn = data
+		case "stopReasonNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReasonNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReasonNotIn = data
+		case "stopReasonGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReasonGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReasonGT = data
+		case "stopReasonGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReasonGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReasonGTE = data
+		case "stopReasonLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReasonLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReasonLT = data
+		case "stopReasonLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReasonLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReasonLTE = data
+		case "stopReasonContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReasonContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReasonContains = data
+		case "stopReasonHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReasonHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReasonHasPrefix = data
+		case "stopReasonHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReasonHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReasonHasSuffix = data
+		case "stopReasonEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReasonEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReasonEqualFold = data
+		case "stopReasonContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stopReasonContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StopReasonContainsFold = data
+		case "scheduledAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scheduledAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScheduledAt = data
+		case "scheduledAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scheduledAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScheduledAtNEQ = data
+		case "scheduledAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scheduledAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScheduledAtIn = data
+		case "scheduledAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scheduledAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScheduledAtNotIn = data
+		case "scheduledAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scheduledAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScheduledAtGT = data
+		case "scheduledAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scheduledAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScheduledAtGTE = data
+		case "scheduledAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scheduledAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScheduledAtLT = data
+		case "scheduledAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scheduledAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScheduledAtLTE = data
+		case "scheduledAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scheduledAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScheduledAtIsNil = data
+		case "scheduledAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scheduledAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScheduledAtNotNil = data
+		case "imageReadyAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageReadyAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageReadyAt = data
+		case "imageReadyAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageReadyAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageReadyAtNEQ = data
+		case "imageReadyAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageReadyAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageReadyAtIn = data
+		case "imageReadyAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageReadyAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageReadyAtNotIn = data
+		case "imageReadyAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageReadyAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageReadyAtGT = data
+		case "imageReadyAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageReadyAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageReadyAtGTE = data
+		case "imageReadyAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageReadyAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageReadyAtLT = data
+		case "imageReadyAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageReadyAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageReadyAtLTE = data
+		case "imageReadyAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageReadyAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageReadyAtIsNil = data
+		case "imageReadyAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageReadyAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageReadyAtNotNil = data
+		case "codeFetchedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeFetchedAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeFetchedAt = data
+		case "codeFetchedAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeFetchedAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeFetchedAtNEQ = data
+		case "codeFetchedAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeFetchedAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeFetchedAtIn = data
+		case "codeFetchedAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeFetchedAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeFetchedAtNotIn = data
+		case "codeFetchedAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeFetchedAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeFetchedAtGT = data
+		case "codeFetchedAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeFetchedAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeFetchedAtGTE = data
+		case "codeFetchedAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeFetchedAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeFetchedAtLT = data
+		case "codeFetchedAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeFetchedAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeFetchedAtLTE = data
+		case "codeFetchedAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeFetchedAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeFetchedAtIsNil = data
+		case "codeFetchedAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeFetchedAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeFetchedAtNotNil = data
+		case "processStartedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("processStartedAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProcessStartedAt = data
+		case "processStartedAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("processStartedAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProcessStartedAtNEQ = data
+		case "processStartedAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("processStartedAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProcessStartedAtIn = data
+		case "processStartedAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("processStartedAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProcessStartedAtNotIn = data
+		case "processStartedAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("processStartedAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProcessStartedAtGT = data
+		case "processStartedAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("processStartedAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProcessStartedAtGTE = data
+		case "processStartedAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("processStartedAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProcessStartedAtLT = data
+		case "processStartedAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("processStartedAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProcessStartedAtLTE = data
+		case "processStartedAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("processStartedAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProcessStartedAtIsNil = data
+		case "processStartedAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("processStartedAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProcessStartedAtNotNil = data
+		case "importedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("importedAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImportedAt = data
+		case "importedAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("importedAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImportedAtNEQ = data
+		case "importedAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("importedAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImportedAtIn = data
+		case "importedAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("importedAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImportedAtNotIn = data
+		case "importedAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("importedAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImportedAtGT = data
+		case "importedAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("importedAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImportedAtGTE = data
+		case "importedAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("importedAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImportedAtLT = data
+		case "importedAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("importedAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImportedAtLTE = data
+		case "importedAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("importedAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImportedAtIsNil = data
+		case "importedAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("importedAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImportedAtNotNil = data
+		case "lastTaskAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastTaskAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastTaskAt = data
+		case "lastTaskAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastTaskAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastTaskAtNEQ = data
+		case "lastTaskAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastTaskAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastTaskAtIn = data
+		case "lastTaskAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastTaskAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastTaskAtNotIn = data
+		case "lastTaskAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastTaskAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastTaskAtGT = data
+		case "lastTaskAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastTaskAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastTaskAtGTE = data
+		case "lastTaskAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastTaskAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastTaskAtLT = data
+		case "lastTaskAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastTaskAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastTaskAtLTE = data
+		case "lastTaskAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastTaskAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastTaskAtIsNil = data
+		case "lastTaskAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastTaskAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastTaskAtNotNil = data
+		case "stoppedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAt = data
+		case "stoppedAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtNEQ = data
+		case "stoppedAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtIn = data
+		case "stoppedAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtNotIn = data
+		case "stoppedAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtGT = data
+		case "stoppedAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtGTE = data
+		case "stoppedAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtLT = data
+		case "stoppedAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtLTE = data
+		case "stoppedAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtIsNil = data
+		case "stoppedAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtNotNil = data
+		case "hasFunction":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasFunction"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasFunction = data
+		case "hasFunctionWith":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasFunctionWith"))
+			data, err := ec.unmarshalOFunctionWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasFunctionWith = data
+		case "hasJob":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasJob"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasJob = data
+		case "hasJobWith":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasJobWith"))
+			data, err := ec.unmarshalOJobWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐJobWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasJobWith = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalContainerWhereInput unmarshals raw into the ContainerWhereInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalContainerWhereInput(ctx context.Context, raw any) (ent.ContainerWhereInput, error) {
+	var out ent.ContainerWhereInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ContainerWhereInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputCreateBucketInput(ctx context.Context, obj any) (ent.CreateBucketInput, error) {
 	var it ent.CreateBucketInput
 	if obj == nil {
@@ -28538,6 +36539,2373 @@ func (ec *executionContext) unmarshalInputEnvironmentWhereInput(ctx context.Cont
 func UnmarshalEnvironmentWhereInput(ctx context.Context, raw any) (ent.EnvironmentWhereInput, error) {
 	var out ent.EnvironmentWhereInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "EnvironmentWhereInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputFunctionMapOrder(ctx context.Context, obj any) (ent.FunctionMapOrder, error) {
+	var it ent.FunctionMapOrder
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["direction"]; !present {
+		asMap["direction"] = "ASC"
+	}
+
+	fieldsInOrder := [...]string{"direction", "field"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "direction":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("direction"))
+			data, err := ec.unmarshalNOrderDirection2entgoᚗioᚋcontribᚋentgqlᚐOrderDirection(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Direction = data
+		case "field":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
+			data, err := ec.unmarshalNFunctionMapOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMapOrderField(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Field = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalFunctionMapOrder unmarshals raw into the FunctionMapOrder input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalFunctionMapOrder(ctx context.Context, raw any) (ent.FunctionMapOrder, error) {
+	var out ent.FunctionMapOrder
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "FunctionMapOrder", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputFunctionMapWhereInput(ctx context.Context, obj any) (ent.FunctionMapWhereInput, error) {
+	var it ent.FunctionMapWhereInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "functionID", "functionIDNEQ", "functionIDIn", "functionIDNotIn", "functionIDGT", "functionIDGTE", "functionIDLT", "functionIDLTE", "functionIDContains", "functionIDHasPrefix", "functionIDHasSuffix", "functionIDEqualFold", "functionIDContainsFold", "appID", "appIDNEQ", "appIDIn", "appIDNotIn", "appIDGT", "appIDGTE", "appIDLT", "appIDLTE", "appIDContains", "appIDHasPrefix", "appIDHasSuffix", "appIDEqualFold", "appIDContainsFold", "ownerID", "ownerIDNEQ", "ownerIDIn", "ownerIDNotIn", "ownerIDGT", "ownerIDGTE", "ownerIDLT", "ownerIDLTE", "ownerIDContains", "ownerIDHasPrefix", "ownerIDHasSuffix", "ownerIDEqualFold", "ownerIDContainsFold", "total", "totalNEQ", "totalIn", "totalNotIn", "totalGT", "totalGTE", "totalLT", "totalLTE", "succeeded", "succeededNEQ", "succeededIn", "succeededNotIn", "succeededGT", "succeededGTE", "succeededLT", "succeededLTE", "failed", "failedNEQ", "failedIn", "failedNotIn", "failedGT", "failedGTE", "failedLT", "failedLTE", "finishedAt", "finishedAtNEQ", "finishedAtIn", "finishedAtNotIn", "finishedAtGT", "finishedAtGTE", "finishedAtLT", "finishedAtLTE", "finishedAtIsNil", "finishedAtNotNil", "hasFunction", "hasFunctionWith", "hasTasks", "hasTasksWith"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "not":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("not"))
+			data, err := ec.unmarshalOFunctionMapWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMapWhereInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Not = data
+		case "and":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("and"))
+			data, err := ec.unmarshalOFunctionMapWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMapWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.And = data
+		case "or":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("or"))
+			data, err := ec.unmarshalOFunctionMapWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMapWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Or = data
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "idNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNEQ"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNEQ = data
+		case "idIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDIn = data
+		case "idNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNotIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNotIn = data
+		case "idGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGT = data
+		case "idGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGTE = data
+		case "idLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLT = data
+		case "idLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLTE = data
+		case "idEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idEqualFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDEqualFold = data
+		case "idContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idContainsFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDContainsFold = data
+		case "createdAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAt = data
+		case "createdAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtNEQ = data
+		case "createdAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtIn = data
+		case "createdAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtNotIn = data
+		case "createdAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtGT = data
+		case "createdAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtGTE = data
+		case "createdAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtLT = data
+		case "createdAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtLTE = data
+		case "functionID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionID"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionID = data
+		case "functionIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDNEQ"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDNEQ = data
+		case "functionIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDIn = data
+		case "functionIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDNotIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDNotIn = data
+		case "functionIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDGT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDGT = data
+		case "functionIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDGTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDGTE = data
+		case "functionIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDLT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDLT = data
+		case "functionIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDLTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDLTE = data
+		case "functionIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDContains"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDContains = data
+		case "functionIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDHasPrefix"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDHasPrefix = data
+		case "functionIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDHasSuffix"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDHasSuffix = data
+		case "functionIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDEqualFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDEqualFold = data
+		case "functionIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDContainsFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDContainsFold = data
+		case "appID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appID"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppID = data
+		case "appIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDNEQ = data
+		case "appIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDIn = data
+		case "appIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDNotIn = data
+		case "appIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDGT = data
+		case "appIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDGTE = data
+		case "appIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDLT = data
+		case "appIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDLTE = data
+		case "appIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDContains = data
+		case "appIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDHasPrefix = data
+		case "appIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDHasSuffix = data
+		case "appIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDEqualFold = data
+		case "appIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDContainsFold = data
+		case "ownerID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerID"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerID = data
+		case "ownerIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDNEQ = data
+		case "ownerIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDIn = data
+		case "ownerIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDNotIn = data
+		case "ownerIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDGT = data
+		case "ownerIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDGTE = data
+		case "ownerIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDLT = data
+		case "ownerIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDLTE = data
+		case "ownerIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDContains = data
+		case "ownerIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDHasPrefix = data
+		case "ownerIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDHasSuffix = data
+		case "ownerIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDEqualFold = data
+		case "ownerIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDContainsFold = data
+		case "total":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("total"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Total = data
+		case "totalNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("totalNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TotalNEQ = data
+		case "totalIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("totalIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TotalIn = data
+		case "totalNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("totalNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TotalNotIn = data
+		case "totalGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("totalGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TotalGT = data
+		case "totalGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("totalGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TotalGTE = data
+		case "totalLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("totalLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TotalLT = data
+		case "totalLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("totalLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TotalLTE = data
+		case "succeeded":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("succeeded"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Succeeded = data
+		case "succeededNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("succeededNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SucceededNEQ = data
+		case "succeededIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("succeededIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SucceededIn = data
+		case "succeededNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("succeededNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SucceededNotIn = data
+		case "succeededGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("succeededGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SucceededGT = data
+		case "succeededGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("succeededGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SucceededGTE = data
+		case "succeededLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("succeededLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SucceededLT = data
+		case "succeededLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("succeededLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SucceededLTE = data
+		case "failed":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("failed"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Failed = data
+		case "failedNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("failedNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FailedNEQ = data
+		case "failedIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("failedIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FailedIn = data
+		case "failedNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("failedNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FailedNotIn = data
+		case "failedGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("failedGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FailedGT = data
+		case "failedGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("failedGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FailedGTE = data
+		case "failedLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("failedLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FailedLT = data
+		case "failedLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("failedLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FailedLTE = data
+		case "finishedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finishedAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinishedAt = data
+		case "finishedAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finishedAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinishedAtNEQ = data
+		case "finishedAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finishedAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinishedAtIn = data
+		case "finishedAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finishedAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinishedAtNotIn = data
+		case "finishedAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finishedAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinishedAtGT = data
+		case "finishedAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finishedAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinishedAtGTE = data
+		case "finishedAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finishedAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinishedAtLT = data
+		case "finishedAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finishedAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinishedAtLTE = data
+		case "finishedAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finishedAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinishedAtIsNil = data
+		case "finishedAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finishedAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinishedAtNotNil = data
+		case "hasFunction":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasFunction"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasFunction = data
+		case "hasFunctionWith":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasFunctionWith"))
+			data, err := ec.unmarshalOFunctionWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasFunctionWith = data
+		case "hasTasks":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasTasks"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasTasks = data
+		case "hasTasksWith":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasTasksWith"))
+			data, err := ec.unmarshalOTaskWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasTasksWith = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalFunctionMapWhereInput unmarshals raw into the FunctionMapWhereInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalFunctionMapWhereInput(ctx context.Context, raw any) (ent.FunctionMapWhereInput, error) {
+	var out ent.FunctionMapWhereInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "FunctionMapWhereInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputFunctionOrder(ctx context.Context, obj any) (ent.FunctionOrder, error) {
+	var it ent.FunctionOrder
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["direction"]; !present {
+		asMap["direction"] = "ASC"
+	}
+
+	fieldsInOrder := [...]string{"direction", "field"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "direction":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("direction"))
+			data, err := ec.unmarshalNOrderDirection2entgoᚗioᚋcontribᚋentgqlᚐOrderDirection(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Direction = data
+		case "field":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
+			data, err := ec.unmarshalNFunctionOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionOrderField(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Field = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalFunctionOrder unmarshals raw into the FunctionOrder input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalFunctionOrder(ctx context.Context, raw any) (ent.FunctionOrder, error) {
+	var out ent.FunctionOrder
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "FunctionOrder", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputFunctionWhereInput(ctx context.Context, obj any) (ent.FunctionWhereInput, error) {
+	var it ent.FunctionWhereInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "appID", "appIDNEQ", "appIDIn", "appIDNotIn", "appIDGT", "appIDGTE", "appIDLT", "appIDLTE", "appIDContains", "appIDHasPrefix", "appIDHasSuffix", "appIDEqualFold", "appIDContainsFold", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "module", "moduleNEQ", "moduleIn", "moduleNotIn", "moduleGT", "moduleGTE", "moduleLT", "moduleLTE", "moduleContains", "moduleHasPrefix", "moduleHasSuffix", "moduleEqualFold", "moduleContainsFold", "qualname", "qualnameNEQ", "qualnameIn", "qualnameNotIn", "qualnameGT", "qualnameGTE", "qualnameLT", "qualnameLTE", "qualnameContains", "qualnameHasPrefix", "qualnameHasSuffix", "qualnameEqualFold", "qualnameContainsFold", "ownerID", "ownerIDNEQ", "ownerIDIn", "ownerIDNotIn", "ownerIDGT", "ownerIDGTE", "ownerIDLT", "ownerIDLTE", "ownerIDContains", "ownerIDHasPrefix", "ownerIDHasSuffix", "ownerIDEqualFold", "ownerIDContainsFold", "queueID", "queueIDNEQ", "queueIDIn", "queueIDNotIn", "queueIDGT", "queueIDGTE", "queueIDLT", "queueIDLTE", "queueIDContains", "queueIDHasPrefix", "queueIDHasSuffix", "queueIDEqualFold", "queueIDContainsFold", "projectID", "projectIDNEQ", "projectIDIn", "projectIDNotIn", "projectIDGT", "projectIDGTE", "projectIDLT", "projectIDLTE", "projectIDContains", "projectIDHasPrefix", "projectIDHasSuffix", "projectIDIsNil", "projectIDNotNil", "projectIDEqualFold", "projectIDContainsFold", "image", "imageNEQ", "imageIn", "imageNotIn", "imageGT", "imageGTE", "imageLT", "imageLTE", "imageContains", "imageHasPrefix", "imageHasSuffix", "imageEqualFold", "imageContainsFold", "gpus", "gpusNEQ", "gpusIn", "gpusNotIn", "gpusGT", "gpusGTE", "gpusLT", "gpusLTE", "cpu", "cpuNEQ", "cpuIn", "cpuNotIn", "cpuGT", "cpuGTE", "cpuLT", "cpuLTE", "memoryMib", "memoryMibNEQ", "memoryMibIn", "memoryMibNotIn", "memoryMibGT", "memoryMibGTE", "memoryMibLT", "memoryMibLTE", "timeoutSeconds", "timeoutSecondsNEQ", "timeoutSecondsIn", "timeoutSecondsNotIn", "timeoutSecondsGT", "timeoutSecondsGTE", "timeoutSecondsLT", "timeoutSecondsLTE", "retries", "retriesNEQ", "retriesIn", "retriesNotIn", "retriesGT", "retriesGTE", "retriesLT", "retriesLTE", "minContainers", "minContainersNEQ", "minContainersIn", "minContainersNotIn", "minContainersGT", "minContainersGTE", "minContainersLT", "minContainersLTE", "maxContainers", "maxContainersNEQ", "maxContainersIn", "maxContainersNotIn", "maxContainersGT", "maxContainersGTE", "maxContainersLT", "maxContainersLTE", "keepWarm", "keepWarmNEQ", "keepWarmIn", "keepWarmNotIn", "keepWarmGT", "keepWarmGTE", "keepWarmLT", "keepWarmLTE", "concurrency", "concurrencyNEQ", "concurrencyIn", "concurrencyNotIn", "concurrencyGT", "concurrencyGTE", "concurrencyLT", "concurrencyLTE", "scaledownWindowSeconds", "scaledownWindowSecondsNEQ", "scaledownWindowSecondsIn", "scaledownWindowSecondsNotIn", "scaledownWindowSecondsGT", "scaledownWindowSecondsGTE", "scaledownWindowSecondsLT", "scaledownWindowSecondsLTE", "hasApp", "hasAppWith", "hasQueue", "hasQueueWith", "hasTasks", "hasTasksWith", "hasContainers", "hasContainersWith"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "not":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("not"))
+			data, err := ec.unmarshalOFunctionWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionWhereInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Not = data
+		case "and":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("and"))
+			data, err := ec.unmarshalOFunctionWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.And = data
+		case "or":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("or"))
+			data, err := ec.unmarshalOFunctionWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Or = data
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "idNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNEQ"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNEQ = data
+		case "idIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDIn = data
+		case "idNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNotIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNotIn = data
+		case "idGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGT = data
+		case "idGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGTE = data
+		case "idLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLT = data
+		case "idLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLTE = data
+		case "idEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idEqualFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDEqualFold = data
+		case "idContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idContainsFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDContainsFold = data
+		case "createdAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAt = data
+		case "createdAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtNEQ = data
+		case "createdAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtIn = data
+		case "createdAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtNotIn = data
+		case "createdAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtGT = data
+		case "createdAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtGTE = data
+		case "createdAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtLT = data
+		case "createdAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtLTE = data
+		case "appID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appID"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppID = data
+		case "appIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDNEQ"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDNEQ = data
+		case "appIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDIn = data
+		case "appIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDNotIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDNotIn = data
+		case "appIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDGT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDGT = data
+		case "appIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDGTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDGTE = data
+		case "appIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDLT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDLT = data
+		case "appIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDLTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDLTE = data
+		case "appIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDContains"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDContains = data
+		case "appIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDHasPrefix"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDHasPrefix = data
+		case "appIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDHasSuffix"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDHasSuffix = data
+		case "appIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDEqualFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDEqualFold = data
+		case "appIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDContainsFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDContainsFold = data
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "nameNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameNEQ = data
+		case "nameIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameIn = data
+		case "nameNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameNotIn = data
+		case "nameGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameGT = data
+		case "nameGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameGTE = data
+		case "nameLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameLT = data
+		case "nameLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameLTE = data
+		case "nameContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameContains = data
+		case "nameHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameHasPrefix = data
+		case "nameHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameHasSuffix = data
+		case "nameEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameEqualFold = data
+		case "nameContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameContainsFold = data
+		case "module":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("module"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Module = data
+		case "moduleNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("moduleNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ModuleNEQ = data
+		case "moduleIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("moduleIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ModuleIn = data
+		case "moduleNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("moduleNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ModuleNotIn = data
+		case "moduleGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("moduleGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ModuleGT = data
+		case "moduleGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("moduleGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ModuleGTE = data
+		case "moduleLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("moduleLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ModuleLT = data
+		case "moduleLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("moduleLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ModuleLTE = data
+		case "moduleContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("moduleContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ModuleContains = data
+		case "moduleHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("moduleHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ModuleHasPrefix = data
+		case "moduleHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("moduleHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ModuleHasSuffix = data
+		case "moduleEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("moduleEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ModuleEqualFold = data
+		case "moduleContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("moduleContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ModuleContainsFold = data
+		case "qualname":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("qualname"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Qualname = data
+		case "qualnameNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("qualnameNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QualnameNEQ = data
+		case "qualnameIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("qualnameIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QualnameIn = data
+		case "qualnameNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("qualnameNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QualnameNotIn = data
+		case "qualnameGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("qualnameGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QualnameGT = data
+		case "qualnameGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("qualnameGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QualnameGTE = data
+		case "qualnameLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("qualnameLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QualnameLT = data
+		case "qualnameLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("qualnameLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QualnameLTE = data
+		case "qualnameContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("qualnameContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QualnameContains = data
+		case "qualnameHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("qualnameHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QualnameHasPrefix = data
+		case "qualnameHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("qualnameHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QualnameHasSuffix = data
+		case "qualnameEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("qualnameEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QualnameEqualFold = data
+		case "qualnameContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("qualnameContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QualnameContainsFold = data
+		case "ownerID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerID"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerID = data
+		case "ownerIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDNEQ = data
+		case "ownerIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDIn = data
+		case "ownerIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDNotIn = data
+		case "ownerIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDGT = data
+		case "ownerIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDGTE = data
+		case "ownerIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDLT = data
+		case "ownerIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDLTE = data
+		case "ownerIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDContains = data
+		case "ownerIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDHasPrefix = data
+		case "ownerIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDHasSuffix = data
+		case "ownerIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDEqualFold = data
+		case "ownerIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDContainsFold = data
+		case "queueID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("queueID"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QueueID = data
+		case "queueIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("queueIDNEQ"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QueueIDNEQ = data
+		case "queueIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("queueIDIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QueueIDIn = data
+		case "queueIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("queueIDNotIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QueueIDNotIn = data
+		case "queueIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("queueIDGT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QueueIDGT = data
+		case "queueIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("queueIDGTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QueueIDGTE = data
+		case "queueIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("queueIDLT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QueueIDLT = data
+		case "queueIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("queueIDLTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QueueIDLTE = data
+		case "queueIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("queueIDContains"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QueueIDContains = data
+		case "queueIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("queueIDHasPrefix"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QueueIDHasPrefix = data
+		case "queueIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("queueIDHasSuffix"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QueueIDHasSuffix = data
+		case "queueIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("queueIDEqualFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QueueIDEqualFold = data
+		case "queueIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("queueIDContainsFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QueueIDContainsFold = data
+		case "projectID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectID"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectID = data
+		case "projectIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDNEQ = data
+		case "projectIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDIn = data
+		case "projectIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDNotIn = data
+		case "projectIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDGT = data
+		case "projectIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDGTE = data
+		case "projectIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDLT = data
+		case "projectIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDLTE = data
+		case "projectIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDContains = data
+		case "projectIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDHasPrefix = data
+		case "projectIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDHasSuffix = data
+		case "projectIDIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDIsNil = data
+		case "projectIDNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDNotNil = data
+		case "projectIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDEqualFold = data
+		case "projectIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIDContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIDContainsFold = data
+		case "image":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("image"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Image = data
+		case "imageNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageNEQ = data
+		case "imageIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageIn = data
+		case "imageNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageNotIn = data
+		case "imageGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageGT = data
+		case "imageGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageGTE = data
+		case "imageLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageLT = data
+		case "imageLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageLTE = data
+		case "imageContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageContains = data
+		case "imageHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageHasPrefix = data
+		case "imageHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageHasSuffix = data
+		case "imageEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageEqualFold = data
+		case "imageContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageContainsFold = data
+		case "gpus":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("gpus"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Gpus = data
+		case "gpusNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("gpusNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.GpusNEQ = data
+		case "gpusIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("gpusIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.GpusIn = data
+		case "gpusNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("gpusNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.GpusNotIn = data
+		case "gpusGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("gpusGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.GpusGT = data
+		case "gpusGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("gpusGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.GpusGTE = data
+		case "gpusLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("gpusLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.GpusLT = data
+		case "gpusLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("gpusLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.GpusLTE = data
+		case "cpu":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cpu"))
+			data, err := ec.unmarshalOFloat2ᚖfloat64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CPU = data
+		case "cpuNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cpuNEQ"))
+			data, err := ec.unmarshalOFloat2ᚖfloat64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CPUNEQ = data
+		case "cpuIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cpuIn"))
+			data, err := ec.unmarshalOFloat2ᚕfloat64ᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CPUIn = data
+		case "cpuNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cpuNotIn"))
+			data, err := ec.unmarshalOFloat2ᚕfloat64ᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CPUNotIn = data
+		case "cpuGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cpuGT"))
+			data, err := ec.unmarshalOFloat2ᚖfloat64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CPUGT = data
+		case "cpuGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cpuGTE"))
+			data, err := ec.unmarshalOFloat2ᚖfloat64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CPUGTE = data
+		case "cpuLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cpuLT"))
+			data, err := ec.unmarshalOFloat2ᚖfloat64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CPULT = data
+		case "cpuLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cpuLTE"))
+			data, err := ec.unmarshalOFloat2ᚖfloat64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CPULTE = data
+		case "memoryMib":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("memoryMib"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MemoryMib = data
+		case "memoryMibNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("memoryMibNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MemoryMibNEQ = data
+		case "memoryMibIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("memoryMibIn"))
+			data, err := ec.unmarshalOInt2ᚕint64ᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MemoryMibIn = data
+		case "memoryMibNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("memoryMibNotIn"))
+			data, err := ec.unmarshalOInt2ᚕint64ᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MemoryMibNotIn = data
+		case "memoryMibGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("memoryMibGT"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MemoryMibGT = data
+		case "memoryMibGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("memoryMibGTE"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MemoryMibGTE = data
+		case "memoryMibLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("memoryMibLT"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MemoryMibLT = data
+		case "memoryMibLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("memoryMibLTE"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MemoryMibLTE = data
+		case "timeoutSeconds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeoutSeconds"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeoutSeconds = data
+		case "timeoutSecondsNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeoutSecondsNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeoutSecondsNEQ = data
+		case "timeoutSecondsIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeoutSecondsIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeoutSecondsIn = data
+		case "timeoutSecondsNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeoutSecondsNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeoutSecondsNotIn = data
+		case "timeoutSecondsGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeoutSecondsGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeoutSecondsGT = data
+		case "timeoutSecondsGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeoutSecondsGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeoutSecondsGTE = data
+		case "timeoutSecondsLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeoutSecondsLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeoutSecondsLT = data
+		case "timeoutSecondsLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeoutSecondsLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeoutSecondsLTE = data
+		case "retries":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("retries"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Retries = data
+		case "retriesNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("retriesNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RetriesNEQ = data
+		case "retriesIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("retriesIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RetriesIn = data
+		case "retriesNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("retriesNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RetriesNotIn = data
+		case "retriesGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("retriesGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RetriesGT = data
+		case "retriesGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("retriesGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RetriesGTE = data
+		case "retriesLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("retriesLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RetriesLT = data
+		case "retriesLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("retriesLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RetriesLTE = data
+		case "minContainers":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minContainers"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinContainers = data
+		case "minContainersNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minContainersNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinContainersNEQ = data
+		case "minContainersIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minContainersIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinContainersIn = data
+		case "minContainersNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minContainersNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinContainersNotIn = data
+		case "minContainersGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minContainersGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinContainersGT = data
+		case "minContainersGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minContainersGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinContainersGTE = data
+		case "minContainersLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minContainersLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinContainersLT = data
+		case "minContainersLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minContainersLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinContainersLTE = data
+		case "maxContainers":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxContainers"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MaxContainers = data
+		case "maxContainersNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxContainersNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MaxContainersNEQ = data
+		case "maxContainersIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxContainersIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MaxContainersIn = data
+		case "maxContainersNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxContainersNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MaxContainersNotIn = data
+		case "maxContainersGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxContainersGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MaxContainersGT = data
+		case "maxContainersGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxContainersGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MaxContainersGTE = data
+		case "maxContainersLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxContainersLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MaxContainersLT = data
+		case "maxContainersLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxContainersLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MaxContainersLTE = data
+		case "keepWarm":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("keepWarm"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KeepWarm = data
+		case "keepWarmNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("keepWarmNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KeepWarmNEQ = data
+		case "keepWarmIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("keepWarmIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KeepWarmIn = data
+		case "keepWarmNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("keepWarmNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KeepWarmNotIn = data
+		case "keepWarmGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("keepWarmGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KeepWarmGT = data
+		case "keepWarmGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("keepWarmGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KeepWarmGTE = data
+		case "keepWarmLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("keepWarmLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KeepWarmLT = data
+		case "keepWarmLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("keepWarmLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KeepWarmLTE = data
+		case "concurrency":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("concurrency"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Concurrency = data
+		case "concurrencyNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("concurrencyNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ConcurrencyNEQ = data
+		case "concurrencyIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("concurrencyIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ConcurrencyIn = data
+		case "concurrencyNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("concurrencyNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ConcurrencyNotIn = data
+		case "concurrencyGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("concurrencyGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ConcurrencyGT = data
+		case "concurrencyGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("concurrencyGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ConcurrencyGTE = data
+		case "concurrencyLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("concurrencyLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ConcurrencyLT = data
+		case "concurrencyLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("concurrencyLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ConcurrencyLTE = data
+		case "scaledownWindowSeconds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scaledownWindowSeconds"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScaledownWindowSeconds = data
+		case "scaledownWindowSecondsNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scaledownWindowSecondsNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScaledownWindowSecondsNEQ = data
+		case "scaledownWindowSecondsIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scaledownWindowSecondsIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScaledownWindowSecondsIn = data
+		case "scaledownWindowSecondsNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scaledownWindowSecondsNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScaledownWindowSecondsNotIn = data
+		case "scaledownWindowSecondsGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scaledownWindowSecondsGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScaledownWindowSecondsGT = data
+		case "scaledownWindowSecondsGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scaledownWindowSecondsGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScaledownWindowSecondsGTE = data
+		case "scaledownWindowSecondsLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scaledownWindowSecondsLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScaledownWindowSecondsLT = data
+		case "scaledownWindowSecondsLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scaledownWindowSecondsLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScaledownWindowSecondsLTE = data
+		case "hasApp":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasApp"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasApp = data
+		case "hasAppWith":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasAppWith"))
+			data, err := ec.unmarshalOAppWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐAppWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasAppWith = data
+		case "hasQueue":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasQueue"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasQueue = data
+		case "hasQueueWith":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasQueueWith"))
+			data, err := ec.unmarshalOQueueWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐQueueWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasQueueWith = data
+		case "hasTasks":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasTasks"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasTasks = data
+		case "hasTasksWith":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasTasksWith"))
+			data, err := ec.unmarshalOTaskWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasTasksWith = data
+		case "hasContainers":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasContainers"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasContainers = data
+		case "hasContainersWith":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasContainersWith"))
+			data, err := ec.unmarshalOContainerWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐContainerWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasContainersWith = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalFunctionWhereInput unmarshals raw into the FunctionWhereInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalFunctionWhereInput(ctx context.Context, raw any) (ent.FunctionWhereInput, error) {
+	var out ent.FunctionWhereInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "FunctionWhereInput", raw, &out)
 	return out, err
 }
 
@@ -35342,6 +45710,1767 @@ func UnmarshalStorageWhereInput(ctx context.Context, raw any) (ent.StorageWhereI
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputTaskOrder(ctx context.Context, obj any) (ent.TaskOrder, error) {
+	var it ent.TaskOrder
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["direction"]; !present {
+		asMap["direction"] = "ASC"
+	}
+
+	fieldsInOrder := [...]string{"direction", "field"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "direction":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("direction"))
+			data, err := ec.unmarshalNOrderDirection2entgoᚗioᚋcontribᚋentgqlᚐOrderDirection(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Direction = data
+		case "field":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
+			data, err := ec.unmarshalNTaskOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskOrderField(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Field = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalTaskOrder unmarshals raw into the TaskOrder input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalTaskOrder(ctx context.Context, raw any) (ent.TaskOrder, error) {
+	var out ent.TaskOrder
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "TaskOrder", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputTaskWhereInput(ctx context.Context, obj any) (ent.TaskWhereInput, error) {
+	var it ent.TaskWhereInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "functionID", "functionIDNEQ", "functionIDIn", "functionIDNotIn", "functionIDGT", "functionIDGTE", "functionIDLT", "functionIDLTE", "functionIDContains", "functionIDHasPrefix", "functionIDHasSuffix", "functionIDEqualFold", "functionIDContainsFold", "appID", "appIDNEQ", "appIDIn", "appIDNotIn", "appIDGT", "appIDGTE", "appIDLT", "appIDLTE", "appIDContains", "appIDHasPrefix", "appIDHasSuffix", "appIDEqualFold", "appIDContainsFold", "ownerID", "ownerIDNEQ", "ownerIDIn", "ownerIDNotIn", "ownerIDGT", "ownerIDGTE", "ownerIDLT", "ownerIDLTE", "ownerIDContains", "ownerIDHasPrefix", "ownerIDHasSuffix", "ownerIDEqualFold", "ownerIDContainsFold", "mapID", "mapIDNEQ", "mapIDIn", "mapIDNotIn", "mapIDGT", "mapIDGTE", "mapIDLT", "mapIDLTE", "mapIDContains", "mapIDHasPrefix", "mapIDHasSuffix", "mapIDIsNil", "mapIDNotNil", "mapIDEqualFold", "mapIDContainsFold", "mapIndex", "mapIndexNEQ", "mapIndexIn", "mapIndexNotIn", "mapIndexGT", "mapIndexGTE", "mapIndexLT", "mapIndexLTE", "state", "stateNEQ", "stateIn", "stateNotIn", "attempt", "attemptNEQ", "attemptIn", "attemptNotIn", "attemptGT", "attemptGTE", "attemptLT", "attemptLTE", "maxAttempts", "maxAttemptsNEQ", "maxAttemptsIn", "maxAttemptsNotIn", "maxAttemptsGT", "maxAttemptsGTE", "maxAttemptsLT", "maxAttemptsLTE", "timeoutSeconds", "timeoutSecondsNEQ", "timeoutSecondsIn", "timeoutSecondsNotIn", "timeoutSecondsGT", "timeoutSecondsGTE", "timeoutSecondsLT", "timeoutSecondsLTE", "errorKind", "errorKindNEQ", "errorKindIn", "errorKindNotIn", "errorKindGT", "errorKindGTE", "errorKindLT", "errorKindLTE", "errorKindContains", "errorKindHasPrefix", "errorKindHasSuffix", "errorKindEqualFold", "errorKindContainsFold", "errorMessage", "errorMessageNEQ", "errorMessageIn", "errorMessageNotIn", "errorMessageGT", "errorMessageGTE", "errorMessageLT", "errorMessageLTE", "errorMessageContains", "errorMessageHasPrefix", "errorMessageHasSuffix", "errorMessageEqualFold", "errorMessageContainsFold", "errorTraceback", "errorTracebackNEQ", "errorTracebackIn", "errorTracebackNotIn", "errorTracebackGT", "errorTracebackGTE", "errorTracebackLT", "errorTracebackLTE", "errorTracebackContains", "errorTracebackHasPrefix", "errorTracebackHasSuffix", "errorTracebackEqualFold", "errorTracebackContainsFold", "containerID", "containerIDNEQ", "containerIDIn", "containerIDNotIn", "containerIDGT", "containerIDGTE", "containerIDLT", "containerIDLTE", "containerIDContains", "containerIDHasPrefix", "containerIDHasSuffix", "containerIDIsNil", "containerIDNotNil", "containerIDEqualFold", "containerIDContainsFold", "scheduledAt", "scheduledAtNEQ", "scheduledAtIn", "scheduledAtNotIn", "scheduledAtGT", "scheduledAtGTE", "scheduledAtLT", "scheduledAtLTE", "scheduledAtIsNil", "scheduledAtNotNil", "imageReadyAt", "imageReadyAtNEQ", "imageReadyAtIn", "imageReadyAtNotIn", "imageReadyAtGT", "imageReadyAtGTE", "imageReadyAtLT", "imageReadyAtLTE", "imageReadyAtIsNil", "imageReadyAtNotNil", "codeFetchedAt", "codeFetchedAtNEQ", "codeFetchedAtIn", "codeFetchedAtNotIn", "codeFetchedAtGT", "codeFetchedAtGTE", "codeFetchedAtLT", "codeFetchedAtLTE", "codeFetchedAtIsNil", "codeFetchedAtNotNil", "processStartedAt", "processStartedAtNEQ", "processStartedAtIn", "processStartedAtNotIn", "processStartedAtGT", "processStartedAtGTE", "processStartedAtLT", "processStartedAtLTE", "processStartedAtIsNil", "processStartedAtNotNil", "importedAt", "importedAtNEQ", "importedAtIn", "importedAtNotIn", "importedAtGT", "importedAtGTE", "importedAtLT", "importedAtLTE", "importedAtIsNil", "importedAtNotNil", "startedAt", "startedAtNEQ", "startedAtIn", "startedAtNotIn", "startedAtGT", "startedAtGTE", "startedAtLT", "startedAtLTE", "startedAtIsNil", "startedAtNotNil", "finishedAt", "finishedAtNEQ", "finishedAtIn", "finishedAtNotIn", "finishedAtGT", "finishedAtGTE", "finishedAtLT", "finishedAtLTE", "finishedAtIsNil", "finishedAtNotNil", "hasFunction", "hasFunctionWith", "hasMap", "hasMapWith"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "not":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("not"))
+			data, err := ec.unmarshalOTaskWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskWhereInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Not = data
+		case "and":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("and"))
+			data, err := ec.unmarshalOTaskWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.And = data
+		case "or":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("or"))
+			data, err := ec.unmarshalOTaskWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Or = data
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "idNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNEQ"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNEQ = data
+		case "idIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDIn = data
+		case "idNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNotIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNotIn = data
+		case "idGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGT = data
+		case "idGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGTE = data
+		case "idLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLT = data
+		case "idLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLTE = data
+		case "idEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idEqualFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDEqualFold = data
+		case "idContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idContainsFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDContainsFold = data
+		case "createdAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAt = data
+		case "createdAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtNEQ = data
+		case "createdAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtIn = data
+		case "createdAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtNotIn = data
+		case "createdAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtGT = data
+		case "createdAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtGTE = data
+		case "createdAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtLT = data
+		case "createdAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtLTE = data
+		case "functionID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionID"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionID = data
+		case "functionIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDNEQ"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDNEQ = data
+		case "functionIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDIn = data
+		case "functionIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDNotIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDNotIn = data
+		case "functionIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDGT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDGT = data
+		case "functionIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDGTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDGTE = data
+		case "functionIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDLT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDLT = data
+		case "functionIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDLTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDLTE = data
+		case "functionIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDContains"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDContains = data
+		case "functionIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDHasPrefix"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDHasPrefix = data
+		case "functionIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDHasSuffix"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDHasSuffix = data
+		case "functionIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDEqualFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDEqualFold = data
+		case "functionIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functionIDContainsFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FunctionIDContainsFold = data
+		case "appID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appID"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppID = data
+		case "appIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDNEQ = data
+		case "appIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDIn = data
+		case "appIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDNotIn = data
+		case "appIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDGT = data
+		case "appIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDGTE = data
+		case "appIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDLT = data
+		case "appIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDLTE = data
+		case "appIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDContains = data
+		case "appIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDHasPrefix = data
+		case "appIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDHasSuffix = data
+		case "appIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDEqualFold = data
+		case "appIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDContainsFold = data
+		case "ownerID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerID"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerID = data
+		case "ownerIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDNEQ = data
+		case "ownerIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDIn = data
+		case "ownerIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDNotIn = data
+		case "ownerIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDGT = data
+		case "ownerIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDGTE = data
+		case "ownerIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDLT = data
+		case "ownerIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDLTE = data
+		case "ownerIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDContains = data
+		case "ownerIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDHasPrefix = data
+		case "ownerIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDHasSuffix = data
+		case "ownerIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDEqualFold = data
+		case "ownerIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDContainsFold = data
+		case "mapID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mapID"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MapID = data
+		case "mapIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mapIDNEQ"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MapIDNEQ = data
+		case "mapIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mapIDIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MapIDIn = data
+		case "mapIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mapIDNotIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MapIDNotIn = data
+		case "mapIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mapIDGT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MapIDGT = data
+		case "mapIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mapIDGTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MapIDGTE = data
+		case "mapIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mapIDLT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MapIDLT = data
+		case "mapIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mapIDLTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MapIDLTE = data
+		case "mapIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mapIDContains"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MapIDContains = data
+		case "mapIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mapIDHasPrefix"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MapIDHasPrefix = data
+		case "mapIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mapIDHasSuffix"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MapIDHasSuffix = data
+		case "mapIDIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mapIDIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MapIDIsNil = data
+		case "mapIDNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mapIDNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MapIDNotNil = data
+		case "mapIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mapIDEqualFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MapIDEqualFold = data
+		case "mapIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mapIDContainsFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MapIDContainsFold = data
+		case "mapIndex":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mapIndex"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MapIndex = data
+		case "mapIndexNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mapIndexNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MapIndexNEQ = data
+		case "mapIndexIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mapIndexIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MapIndexIn = data
+		case "mapIndexNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mapIndexNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MapIndexNotIn = data
+		case "mapIndexGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mapIndexGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MapIndexGT = data
+		case "mapIndexGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mapIndexGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MapIndexGTE = data
+		case "mapIndexLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mapIndexLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MapIndexLT = data
+		case "mapIndexLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mapIndexLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MapIndexLTE = data
+		case "state":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("state"))
+			data, err := ec.unmarshalOTaskState2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐState(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.State = data
+		case "stateNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stateNEQ"))
+			data, err := ec.unmarshalOTaskState2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐState(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StateNEQ = data
+		case "stateIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stateIn"))
+			data, err := ec.unmarshalOTaskState2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐStateᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StateIn = data
+		case "stateNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stateNotIn"))
+			data, err := ec.unmarshalOTaskState2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐStateᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StateNotIn = data
+		case "attempt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attempt"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Attempt = data
+		case "attemptNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attemptNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AttemptNEQ = data
+		case "attemptIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attemptIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AttemptIn = data
+		case "attemptNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attemptNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AttemptNotIn = data
+		case "attemptGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attemptGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AttemptGT = data
+		case "attemptGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attemptGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AttemptGTE = data
+		case "attemptLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attemptLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AttemptLT = data
+		case "attemptLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attemptLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AttemptLTE = data
+		case "maxAttempts":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxAttempts"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MaxAttempts = data
+		case "maxAttemptsNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxAttemptsNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MaxAttemptsNEQ = data
+		case "maxAttemptsIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxAttemptsIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MaxAttemptsIn = data
+		case "maxAttemptsNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxAttemptsNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MaxAttemptsNotIn = data
+		case "maxAttemptsGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxAttemptsGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MaxAttemptsGT = data
+		case "maxAttemptsGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxAttemptsGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MaxAttemptsGTE = data
+		case "maxAttemptsLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxAttemptsLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MaxAttemptsLT = data
+		case "maxAttemptsLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxAttemptsLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MaxAttemptsLTE = data
+		case "timeoutSeconds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeoutSeconds"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeoutSeconds = data
+		case "timeoutSecondsNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeoutSecondsNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeoutSecondsNEQ = data
+		case "timeoutSecondsIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeoutSecondsIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeoutSecondsIn = data
+		case "timeoutSecondsNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeoutSecondsNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeoutSecondsNotIn = data
+		case "timeoutSecondsGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeoutSecondsGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeoutSecondsGT = data
+		case "timeoutSecondsGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeoutSecondsGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeoutSecondsGTE = data
+		case "timeoutSecondsLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeoutSecondsLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeoutSecondsLT = data
+		case "timeoutSecondsLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeoutSecondsLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeoutSecondsLTE = data
+		case "errorKind":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorKind"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorKind = data
+		case "errorKindNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorKindNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorKindNEQ = data
+		case "errorKindIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorKindIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorKindIn = data
+		case "errorKindNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorKindNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorKindNotIn = data
+		case "errorKindGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorKindGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorKindGT = data
+		case "errorKindGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorKindGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorKindGTE = data
+		case "errorKindLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorKindLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorKindLT = data
+		case "errorKindLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorKindLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorKindLTE = data
+		case "errorKindContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorKindContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorKindContains = data
+		case "errorKindHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorKindHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorKindHasPrefix = data
+		case "errorKindHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorKindHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorKindHasSuffix = data
+		case "errorKindEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorKindEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorKindEqualFold = data
+		case "errorKindContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorKindContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorKindContainsFold = data
+		case "errorMessage":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorMessage"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorMessage = data
+		case "errorMessageNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorMessageNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorMessageNEQ = data
+		case "errorMessageIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorMessageIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorMessageIn = data
+		case "errorMessageNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorMessageNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorMessageNotIn = data
+		case "errorMessageGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorMessageGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorMessageGT = data
+		case "errorMessageGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorMessageGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorMessageGTE = data
+		case "errorMessageLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorMessageLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorMessageLT = data
+		case "errorMessageLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorMessageLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorMessageLTE = data
+		case "errorMessageContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorMessageContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorMessageContains = data
+		case "errorMessageHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorMessageHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorMessageHasPrefix = data
+		case "errorMessageHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorMessageHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorMessageHasSuffix = data
+		case "errorMessageEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorMessageEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorMessageEqualFold = data
+		case "errorMessageContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorMessageContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorMessageContainsFold = data
+		case "errorTraceback":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorTraceback"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorTraceback = data
+		case "errorTracebackNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorTracebackNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorTracebackNEQ = data
+		case "errorTracebackIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorTracebackIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorTracebackIn = data
+		case "errorTracebackNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorTracebackNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorTracebackNotIn = data
+		case "errorTracebackGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorTracebackGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorTracebackGT = data
+		case "errorTracebackGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorTracebackGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorTracebackGTE = data
+		case "errorTracebackLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorTracebackLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorTracebackLT = data
+		case "errorTracebackLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorTracebackLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorTracebackLTE = data
+		case "errorTracebackContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorTracebackContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorTracebackContains = data
+		case "errorTracebackHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorTracebackHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorTracebackHasPrefix = data
+		case "errorTracebackHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorTracebackHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorTracebackHasSuffix = data
+		case "errorTracebackEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorTracebackEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorTracebackEqualFold = data
+		case "errorTracebackContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorTracebackContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorTracebackContainsFold = data
+		case "containerID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("containerID"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ContainerID = data
+		case "containerIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("containerIDNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ContainerIDNEQ = data
+		case "containerIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("containerIDIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ContainerIDIn = data
+		case "containerIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("containerIDNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ContainerIDNotIn = data
+		case "containerIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("containerIDGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ContainerIDGT = data
+		case "containerIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("containerIDGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ContainerIDGTE = data
+		case "containerIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("containerIDLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ContainerIDLT = data
+		case "containerIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("containerIDLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ContainerIDLTE = data
+		case "containerIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("containerIDContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ContainerIDContains = data
+		case "containerIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("containerIDHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ContainerIDHasPrefix = data
+		case "containerIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("containerIDHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ContainerIDHasSuffix = data
+		case "containerIDIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("containerIDIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ContainerIDIsNil = data
+		case "containerIDNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("containerIDNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ContainerIDNotNil = data
+		case "containerIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("containerIDEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ContainerIDEqualFold = data
+		case "containerIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("containerIDContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ContainerIDContainsFold = data
+		case "scheduledAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scheduledAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScheduledAt = data
+		case "scheduledAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scheduledAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScheduledAtNEQ = data
+		case "scheduledAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scheduledAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScheduledAtIn = data
+		case "scheduledAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scheduledAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScheduledAtNotIn = data
+		case "scheduledAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scheduledAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScheduledAtGT = data
+		case "scheduledAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scheduledAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScheduledAtGTE = data
+		case "scheduledAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scheduledAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScheduledAtLT = data
+		case "scheduledAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scheduledAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScheduledAtLTE = data
+		case "scheduledAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scheduledAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScheduledAtIsNil = data
+		case "scheduledAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scheduledAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScheduledAtNotNil = data
+		case "imageReadyAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageReadyAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageReadyAt = data
+		case "imageReadyAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageReadyAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageReadyAtNEQ = data
+		case "imageReadyAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageReadyAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageReadyAtIn = data
+		case "imageReadyAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageReadyAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageReadyAtNotIn = data
+		case "imageReadyAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageReadyAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageReadyAtGT = data
+		case "imageReadyAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageReadyAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageReadyAtGTE = data
+		case "imageReadyAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageReadyAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageReadyAtLT = data
+		case "imageReadyAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageReadyAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageReadyAtLTE = data
+		case "imageReadyAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageReadyAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageReadyAtIsNil = data
+		case "imageReadyAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageReadyAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageReadyAtNotNil = data
+		case "codeFetchedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeFetchedAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeFetchedAt = data
+		case "codeFetchedAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeFetchedAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeFetchedAtNEQ = data
+		case "codeFetchedAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeFetchedAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeFetchedAtIn = data
+		case "codeFetchedAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeFetchedAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeFetchedAtNotIn = data
+		case "codeFetchedAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeFetchedAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeFetchedAtGT = data
+		case "codeFetchedAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeFetchedAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeFetchedAtGTE = data
+		case "codeFetchedAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeFetchedAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeFetchedAtLT = data
+		case "codeFetchedAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeFetchedAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeFetchedAtLTE = data
+		case "codeFetchedAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeFetchedAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeFetchedAtIsNil = data
+		case "codeFetchedAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeFetchedAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeFetchedAtNotNil = data
+		case "processStartedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("processStartedAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProcessStartedAt = data
+		case "processStartedAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("processStartedAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProcessStartedAtNEQ = data
+		case "processStartedAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("processStartedAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProcessStartedAtIn = data
+		case "processStartedAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("processStartedAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProcessStartedAtNotIn = data
+		case "processStartedAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("processStartedAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProcessStartedAtGT = data
+		case "processStartedAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("processStartedAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProcessStartedAtGTE = data
+		case "processStartedAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("processStartedAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProcessStartedAtLT = data
+		case "processStartedAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("processStartedAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProcessStartedAtLTE = data
+		case "processStartedAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("processStartedAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProcessStartedAtIsNil = data
+		case "processStartedAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("processStartedAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProcessStartedAtNotNil = data
+		case "importedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("importedAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImportedAt = data
+		case "importedAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("importedAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImportedAtNEQ = data
+		case "importedAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("importedAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImportedAtIn = data
+		case "importedAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("importedAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImportedAtNotIn = data
+		case "importedAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("importedAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImportedAtGT = data
+		case "importedAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("importedAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImportedAtGTE = data
+		case "importedAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("importedAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImportedAtLT = data
+		case "importedAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("importedAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImportedAtLTE = data
+		case "importedAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("importedAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImportedAtIsNil = data
+		case "importedAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("importedAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImportedAtNotNil = data
+		case "startedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("startedAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StartedAt = data
+		case "startedAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("startedAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StartedAtNEQ = data
+		case "startedAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("startedAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StartedAtIn = data
+		case "startedAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("startedAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StartedAtNotIn = data
+		case "startedAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("startedAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StartedAtGT = data
+		case "startedAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("startedAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StartedAtGTE = data
+		case "startedAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("startedAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StartedAtLT = data
+		case "startedAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("startedAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StartedAtLTE = data
+		case "startedAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("startedAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StartedAtIsNil = data
+		case "startedAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("startedAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StartedAtNotNil = data
+		case "finishedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finishedAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinishedAt = data
+		case "finishedAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finishedAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinishedAtNEQ = data
+		case "finishedAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finishedAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinishedAtIn = data
+		case "finishedAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finishedAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinishedAtNotIn = data
+		case "finishedAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finishedAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinishedAtGT = data
+		case "finishedAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finishedAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinishedAtGTE = data
+		case "finishedAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finishedAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinishedAtLT = data
+		case "finishedAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finishedAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinishedAtLTE = data
+		case "finishedAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finishedAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinishedAtIsNil = data
+		case "finishedAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finishedAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinishedAtNotNil = data
+		case "hasFunction":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasFunction"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasFunction = data
+		case "hasFunctionWith":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasFunctionWith"))
+			data, err := ec.unmarshalOFunctionWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasFunctionWith = data
+		case "hasMap":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasMap"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasMap = data
+		case "hasMapWith":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasMapWith"))
+			data, err := ec.unmarshalOFunctionMapWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMapWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasMapWith = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalTaskWhereInput unmarshals raw into the TaskWhereInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalTaskWhereInput(ctx context.Context, raw any) (ent.TaskWhereInput, error) {
+	var out ent.TaskWhereInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "TaskWhereInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputTenantOrder(ctx context.Context, obj any) (ent.TenantOrder, error) {
 	var it ent.TenantOrder
 	if obj == nil {
@@ -37202,6 +49331,11 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._Tenant(ctx, sel, obj)
+	case *ent.Task:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Task(ctx, sel, obj)
 	case *ent.Storage:
 		if obj == nil {
 			return graphql.Null
@@ -37242,11 +49376,26 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._Group(ctx, sel, obj)
+	case *ent.FunctionMap:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._FunctionMap(ctx, sel, obj)
+	case *ent.Function:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Function(ctx, sel, obj)
 	case *ent.Environment:
 		if obj == nil {
 			return graphql.Null
 		}
 		return ec._Environment(ctx, sel, obj)
+	case *ent.Container:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Container(ctx, sel, obj)
 	case *ent.Node:
 		if obj == nil {
 			return graphql.Null
@@ -37267,6 +49416,11 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._AuditEvent(ctx, sel, obj)
+	case *ent.App:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._App(ctx, sel, obj)
 	case *ent.APIToken:
 		if obj == nil {
 			return graphql.Null
@@ -37435,6 +49589,177 @@ func (ec *executionContext) _APITokenEdge(ctx context.Context, sel ast.Selection
 			}
 		case "cursor":
 			out.Values[i] = ec._APITokenEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var appImplementors = []string{"App", "Node"}
+
+func (ec *executionContext) _App(ctx context.Context, sel ast.SelectionSet, obj *ent.App) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, appImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("App")
+		case "id":
+			out.Values[i] = ec._App_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._App_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "updatedAt":
+			out.Values[i] = ec._App_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "name":
+			out.Values[i] = ec._App_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "state":
+			out.Values[i] = ec._App_state(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "ephemeral":
+			out.Values[i] = ec._App_ephemeral(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "codeHash":
+			out.Values[i] = ec._App_codeHash(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "ownerID":
+			out.Values[i] = ec._App_ownerID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "stoppedAt":
+			out.Values[i] = ec._App_stoppedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "stopReason":
+			out.Values[i] = ec._App_stopReason(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "owner":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._App_owner(ctx, field, obj)
+				})
+		case "functions":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._App_functions(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var appConnectionImplementors = []string{"AppConnection"}
+
+func (ec *executionContext) _AppConnection(ctx context.Context, sel ast.SelectionSet, obj *ent.AppConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, appConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AppConnection")
+		case "edges":
+			out.Values[i] = ec._AppConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._AppConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._AppConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var appEdgeImplementors = []string{"AppEdge"}
+
+func (ec *executionContext) _AppEdge(ctx context.Context, sel ast.SelectionSet, obj *ent.AppEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, appEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AppEdge")
+		case "node":
+			out.Values[i] = ec._AppEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "cursor":
+			out.Values[i] = ec._AppEdge_cursor(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -38252,6 +50577,202 @@ func (ec *executionContext) _ComputeNodeEdge(ctx context.Context, sel ast.Select
 	return out
 }
 
+var containerImplementors = []string{"Container", "Node"}
+
+func (ec *executionContext) _Container(ctx context.Context, sel ast.SelectionSet, obj *ent.Container) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, containerImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Container")
+		case "id":
+			out.Values[i] = ec._Container_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._Container_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "updatedAt":
+			out.Values[i] = ec._Container_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "functionID":
+			out.Values[i] = ec._Container_functionID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "ownerID":
+			out.Values[i] = ec._Container_ownerID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "jobID":
+			out.Values[i] = ec._Container_jobID(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "state":
+			out.Values[i] = ec._Container_state(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "stopReason":
+			out.Values[i] = ec._Container_stopReason(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "scheduledAt":
+			out.Values[i] = ec._Container_scheduledAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "imageReadyAt":
+			out.Values[i] = ec._Container_imageReadyAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "codeFetchedAt":
+			out.Values[i] = ec._Container_codeFetchedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "processStartedAt":
+			out.Values[i] = ec._Container_processStartedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "importedAt":
+			out.Values[i] = ec._Container_importedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "lastTaskAt":
+			out.Values[i] = ec._Container_lastTaskAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "stoppedAt":
+			out.Values[i] = ec._Container_stoppedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "function":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Container_function(ctx, field, obj)
+				})
+		case "job":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Container_job(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var containerConnectionImplementors = []string{"ContainerConnection"}
+
+func (ec *executionContext) _ContainerConnection(ctx context.Context, sel ast.SelectionSet, obj *ent.ContainerConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, containerConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ContainerConnection")
+		case "edges":
+			out.Values[i] = ec._ContainerConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._ContainerConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._ContainerConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var containerEdgeImplementors = []string{"ContainerEdge"}
+
+func (ec *executionContext) _ContainerEdge(ctx context.Context, sel ast.SelectionSet, obj *ent.ContainerEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, containerEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ContainerEdge")
+		case "node":
+			out.Values[i] = ec._ContainerEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "cursor":
+			out.Values[i] = ec._ContainerEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var costEstimateImplementors = []string{"CostEstimate"}
 
 func (ec *executionContext) _CostEstimate(ctx context.Context, sel ast.SelectionSet, obj *billing.Estimate) graphql.Marshaler {
@@ -38566,6 +51087,420 @@ func (ec *executionContext) _EnvironmentEdge(ctx context.Context, sel ast.Select
 			}
 		case "cursor":
 			out.Values[i] = ec._EnvironmentEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var functionImplementors = []string{"Function", "Node"}
+
+func (ec *executionContext) _Function(ctx context.Context, sel ast.SelectionSet, obj *ent.Function) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, functionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Function")
+		case "id":
+			out.Values[i] = ec._Function_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._Function_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "updatedAt":
+			out.Values[i] = ec._Function_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "appID":
+			out.Values[i] = ec._Function_appID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "name":
+			out.Values[i] = ec._Function_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "module":
+			out.Values[i] = ec._Function_module(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "qualname":
+			out.Values[i] = ec._Function_qualname(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "ownerID":
+			out.Values[i] = ec._Function_ownerID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "queueID":
+			out.Values[i] = ec._Function_queueID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "projectID":
+			out.Values[i] = ec._Function_projectID(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "image":
+			out.Values[i] = ec._Function_image(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "gpus":
+			out.Values[i] = ec._Function_gpus(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "gpuTypes":
+			out.Values[i] = ec._Function_gpuTypes(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "cpu":
+			out.Values[i] = ec._Function_cpu(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "memoryMib":
+			out.Values[i] = ec._Function_memoryMib(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "timeoutSeconds":
+			out.Values[i] = ec._Function_timeoutSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "retries":
+			out.Values[i] = ec._Function_retries(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "minContainers":
+			out.Values[i] = ec._Function_minContainers(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "maxContainers":
+			out.Values[i] = ec._Function_maxContainers(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "keepWarm":
+			out.Values[i] = ec._Function_keepWarm(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "concurrency":
+			out.Values[i] = ec._Function_concurrency(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "scaledownWindowSeconds":
+			out.Values[i] = ec._Function_scaledownWindowSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "app":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Function_app(ctx, field, obj)
+				})
+		case "queue":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Function_queue(ctx, field, obj)
+				})
+		case "tasks":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Function_tasks(ctx, field, obj)
+				})
+		case "containers":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Function_containers(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var functionConnectionImplementors = []string{"FunctionConnection"}
+
+func (ec *executionContext) _FunctionConnection(ctx context.Context, sel ast.SelectionSet, obj *ent.FunctionConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, functionConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FunctionConnection")
+		case "edges":
+			out.Values[i] = ec._FunctionConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._FunctionConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._FunctionConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var functionEdgeImplementors = []string{"FunctionEdge"}
+
+func (ec *executionContext) _FunctionEdge(ctx context.Context, sel ast.SelectionSet, obj *ent.FunctionEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, functionEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FunctionEdge")
+		case "node":
+			out.Values[i] = ec._FunctionEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "cursor":
+			out.Values[i] = ec._FunctionEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var functionMapImplementors = []string{"FunctionMap", "Node"}
+
+func (ec *executionContext) _FunctionMap(ctx context.Context, sel ast.SelectionSet, obj *ent.FunctionMap) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, functionMapImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FunctionMap")
+		case "id":
+			out.Values[i] = ec._FunctionMap_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._FunctionMap_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "updatedAt":
+			out.Values[i] = ec._FunctionMap_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "functionID":
+			out.Values[i] = ec._FunctionMap_functionID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "appID":
+			out.Values[i] = ec._FunctionMap_appID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "ownerID":
+			out.Values[i] = ec._FunctionMap_ownerID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "total":
+			out.Values[i] = ec._FunctionMap_total(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "succeeded":
+			out.Values[i] = ec._FunctionMap_succeeded(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "failed":
+			out.Values[i] = ec._FunctionMap_failed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "finishedAt":
+			out.Values[i] = ec._FunctionMap_finishedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "function":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._FunctionMap_function(ctx, field, obj)
+				})
+		case "tasks":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._FunctionMap_tasks(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var functionMapConnectionImplementors = []string{"FunctionMapConnection"}
+
+func (ec *executionContext) _FunctionMapConnection(ctx context.Context, sel ast.SelectionSet, obj *ent.FunctionMapConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, functionMapConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FunctionMapConnection")
+		case "edges":
+			out.Values[i] = ec._FunctionMapConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._FunctionMapConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._FunctionMapConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var functionMapEdgeImplementors = []string{"FunctionMapEdge"}
+
+func (ec *executionContext) _FunctionMapEdge(ctx context.Context, sel ast.SelectionSet, obj *ent.FunctionMapEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, functionMapEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FunctionMapEdge")
+		case "node":
+			out.Values[i] = ec._FunctionMapEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "cursor":
+			out.Values[i] = ec._FunctionMapEdge_cursor(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -40114,6 +53049,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_apiTokens(ctx, field)
 				})
+		case "apps":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_apps(ctx, field)
+				})
 		case "auditEvents":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -40179,6 +53120,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_storages(ctx, field)
+				})
+		case "tasks":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_tasks(ctx, field)
 				})
 		case "tenants":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -40983,6 +53930,242 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	}
 }
 
+var taskImplementors = []string{"Task", "Node"}
+
+func (ec *executionContext) _Task(ctx context.Context, sel ast.SelectionSet, obj *ent.Task) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, taskImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Task")
+		case "id":
+			out.Values[i] = ec._Task_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._Task_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "updatedAt":
+			out.Values[i] = ec._Task_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "functionID":
+			out.Values[i] = ec._Task_functionID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "appID":
+			out.Values[i] = ec._Task_appID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "ownerID":
+			out.Values[i] = ec._Task_ownerID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "mapID":
+			out.Values[i] = ec._Task_mapID(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "mapIndex":
+			out.Values[i] = ec._Task_mapIndex(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "state":
+			out.Values[i] = ec._Task_state(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "attempt":
+			out.Values[i] = ec._Task_attempt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "maxAttempts":
+			out.Values[i] = ec._Task_maxAttempts(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "timeoutSeconds":
+			out.Values[i] = ec._Task_timeoutSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "errorKind":
+			out.Values[i] = ec._Task_errorKind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "errorMessage":
+			out.Values[i] = ec._Task_errorMessage(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "errorTraceback":
+			out.Values[i] = ec._Task_errorTraceback(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "containerID":
+			out.Values[i] = ec._Task_containerID(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "scheduledAt":
+			out.Values[i] = ec._Task_scheduledAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "imageReadyAt":
+			out.Values[i] = ec._Task_imageReadyAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "codeFetchedAt":
+			out.Values[i] = ec._Task_codeFetchedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "processStartedAt":
+			out.Values[i] = ec._Task_processStartedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "importedAt":
+			out.Values[i] = ec._Task_importedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "startedAt":
+			out.Values[i] = ec._Task_startedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "finishedAt":
+			out.Values[i] = ec._Task_finishedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "function":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Task_function(ctx, field, obj)
+				})
+		case "map":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Task_map(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var taskConnectionImplementors = []string{"TaskConnection"}
+
+func (ec *executionContext) _TaskConnection(ctx context.Context, sel ast.SelectionSet, obj *ent.TaskConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, taskConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TaskConnection")
+		case "edges":
+			out.Values[i] = ec._TaskConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._TaskConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._TaskConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var taskEdgeImplementors = []string{"TaskEdge"}
+
+func (ec *executionContext) _TaskEdge(ctx context.Context, sel ast.SelectionSet, obj *ent.TaskEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, taskEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TaskEdge")
+		case "node":
+			out.Values[i] = ec._TaskEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "cursor":
+			out.Values[i] = ec._TaskEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var tenantImplementors = []string{"Tenant", "Node"}
 
 func (ec *executionContext) _Tenant(ctx context.Context, sel ast.SelectionSet, obj *ent.Tenant) graphql.Marshaler {
@@ -41757,6 +54940,51 @@ func (ec *executionContext) unmarshalNAPITokenWhereInput2ᚖgithubᚗcomᚋlever
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNApp2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐApp(ctx context.Context, sel ast.SelectionSet, v *ent.App) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "App!")
+		return graphql.Null
+	}
+	return ec._App(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAppConnection2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐAppConnection(ctx context.Context, sel ast.SelectionSet, v *ent.AppConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AppConnection!")
+		return graphql.Null
+	}
+	return ec._AppConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNAppOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐAppOrderField(ctx context.Context, v any) (*ent.AppOrderField, error) {
+	var res = new(ent.AppOrderField)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAppOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐAppOrderField(ctx context.Context, sel ast.SelectionSet, v *ent.AppOrderField) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AppOrderField!")
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) unmarshalNAppState2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋappᚐState(ctx context.Context, v any) (app.State, error) {
+	var res app.State
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAppState2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋappᚐState(ctx context.Context, sel ast.SelectionSet, v app.State) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNAppWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐAppWhereInput(ctx context.Context, v any) (*ent.AppWhereInput, error) {
+	res, err := ec.unmarshalInputAppWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalNAuditEventConnection2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐAuditEventConnection(ctx context.Context, sel ast.SelectionSet, v *ent.AuditEventConnection) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "AuditEventConnection!")
@@ -42017,6 +55245,43 @@ func (ec *executionContext) unmarshalNComputeNodeWhereInput2ᚖgithubᚗcomᚋle
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNContainer2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐContainer(ctx context.Context, sel ast.SelectionSet, v *ent.Container) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Container!")
+		return graphql.Null
+	}
+	return ec._Container(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNContainerOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐContainerOrderField(ctx context.Context, v any) (*ent.ContainerOrderField, error) {
+	var res = new(ent.ContainerOrderField)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNContainerOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐContainerOrderField(ctx context.Context, sel ast.SelectionSet, v *ent.ContainerOrderField) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ContainerOrderField!")
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) unmarshalNContainerState2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋcontainerᚐState(ctx context.Context, v any) (container.State, error) {
+	var res container.State
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNContainerState2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋcontainerᚐState(ctx context.Context, sel ast.SelectionSet, v container.State) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNContainerWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐContainerWhereInput(ctx context.Context, v any) (*ent.ContainerWhereInput, error) {
+	res, err := ec.unmarshalInputContainerWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalNCostEstimate2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋbillingᚐEstimate(ctx context.Context, sel ast.SelectionSet, v *billing.Estimate) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "CostEstimate!")
@@ -42164,6 +55429,52 @@ func (ec *executionContext) marshalNFloat2float64(ctx context.Context, sel ast.S
 		graphql.AddInvalidNullFromMarshaler(ctx, "Float!")
 	}
 	return graphql.WrapContextMarshaler(ctx, res)
+}
+
+func (ec *executionContext) marshalNFunction2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunction(ctx context.Context, sel ast.SelectionSet, v *ent.Function) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Function!")
+		return graphql.Null
+	}
+	return ec._Function(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNFunctionMapOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMapOrderField(ctx context.Context, v any) (*ent.FunctionMapOrderField, error) {
+	var res = new(ent.FunctionMapOrderField)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNFunctionMapOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMapOrderField(ctx context.Context, sel ast.SelectionSet, v *ent.FunctionMapOrderField) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "FunctionMapOrderField!")
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) unmarshalNFunctionMapWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMapWhereInput(ctx context.Context, v any) (*ent.FunctionMapWhereInput, error) {
+	res, err := ec.unmarshalInputFunctionMapWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNFunctionOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionOrderField(ctx context.Context, v any) (*ent.FunctionOrderField, error) {
+	var res = new(ent.FunctionOrderField)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNFunctionOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionOrderField(ctx context.Context, sel ast.SelectionSet, v *ent.FunctionOrderField) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "FunctionOrderField!")
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) unmarshalNFunctionWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionWhereInput(ctx context.Context, v any) (*ent.FunctionWhereInput, error) {
+	res, err := ec.unmarshalInputFunctionWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNGPUInventory2githubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋinventoryᚐGPU(ctx context.Context, sel ast.SelectionSet, v inventory.GPU) graphql.Marshaler {
@@ -42688,6 +55999,43 @@ func (ec *executionContext) marshalNString2string(ctx context.Context, sel ast.S
 	return res
 }
 
+func (ec *executionContext) marshalNTaskConnection2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskConnection(ctx context.Context, sel ast.SelectionSet, v *ent.TaskConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "TaskConnection!")
+		return graphql.Null
+	}
+	return ec._TaskConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNTaskOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskOrderField(ctx context.Context, v any) (*ent.TaskOrderField, error) {
+	var res = new(ent.TaskOrderField)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNTaskOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskOrderField(ctx context.Context, sel ast.SelectionSet, v *ent.TaskOrderField) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "TaskOrderField!")
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) unmarshalNTaskState2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐState(ctx context.Context, v any) (task.State, error) {
+	var res task.State
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNTaskState2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐState(ctx context.Context, sel ast.SelectionSet, v task.State) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNTaskWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskWhereInput(ctx context.Context, v any) (*ent.TaskWhereInput, error) {
+	res, err := ec.unmarshalInputTaskWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalNTenant2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTenant(ctx context.Context, sel ast.SelectionSet, v *ent.Tenant) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Tenant!")
@@ -43101,6 +56449,118 @@ func (ec *executionContext) unmarshalOAPITokenWhereInput2ᚖgithubᚗcomᚋlever
 		return nil, nil
 	}
 	res, err := ec.unmarshalInputAPITokenWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOApp2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐApp(ctx context.Context, sel ast.SelectionSet, v *ent.App) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._App(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOAppEdge2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐAppEdge(ctx context.Context, sel ast.SelectionSet, v []*ent.AppEdge) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalOAppEdge2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐAppEdge(ctx, sel, v[i])
+	})
+
+	return ret
+}
+
+func (ec *executionContext) marshalOAppEdge2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐAppEdge(ctx context.Context, sel ast.SelectionSet, v *ent.AppEdge) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._AppEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOAppOrder2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐAppOrder(ctx context.Context, v any) (*ent.AppOrder, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputAppOrder(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOAppState2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋappᚐStateᚄ(ctx context.Context, v any) ([]app.State, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]app.State, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNAppState2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋappᚐState(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOAppState2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋappᚐStateᚄ(ctx context.Context, sel ast.SelectionSet, v []app.State) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAppState2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋappᚐState(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalOAppState2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋappᚐState(ctx context.Context, v any) (*app.State, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(app.State)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOAppState2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋappᚐState(ctx context.Context, sel ast.SelectionSet, v *app.State) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) unmarshalOAppWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐAppWhereInputᚄ(ctx context.Context, v any) ([]*ent.AppWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*ent.AppWhereInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNAppWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐAppWhereInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalOAppWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐAppWhereInput(ctx context.Context, v any) (*ent.AppWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputAppWhereInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -43568,6 +57028,129 @@ func (ec *executionContext) unmarshalOComputeNodeWhereInput2ᚖgithubᚗcomᚋle
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalOContainer2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐContainerᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Container) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNContainer2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐContainer(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalOContainer2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐContainer(ctx context.Context, sel ast.SelectionSet, v *ent.Container) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Container(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOContainerEdge2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐContainerEdge(ctx context.Context, sel ast.SelectionSet, v []*ent.ContainerEdge) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalOContainerEdge2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐContainerEdge(ctx, sel, v[i])
+	})
+
+	return ret
+}
+
+func (ec *executionContext) marshalOContainerEdge2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐContainerEdge(ctx context.Context, sel ast.SelectionSet, v *ent.ContainerEdge) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ContainerEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOContainerState2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋcontainerᚐStateᚄ(ctx context.Context, v any) ([]container.State, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]container.State, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNContainerState2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋcontainerᚐState(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOContainerState2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋcontainerᚐStateᚄ(ctx context.Context, sel ast.SelectionSet, v []container.State) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNContainerState2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋcontainerᚐState(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalOContainerState2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋcontainerᚐState(ctx context.Context, v any) (*container.State, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(container.State)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOContainerState2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋcontainerᚐState(ctx context.Context, sel ast.SelectionSet, v *container.State) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) unmarshalOContainerWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐContainerWhereInputᚄ(ctx context.Context, v any) ([]*ent.ContainerWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*ent.ContainerWhereInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNContainerWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐContainerWhereInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalOContainerWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐContainerWhereInput(ctx context.Context, v any) (*ent.ContainerWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputContainerWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx context.Context, v any) (*entgql.Cursor[string], error) {
 	if v == nil {
 		return nil, nil
@@ -43743,6 +57326,129 @@ func (ec *executionContext) marshalOFloat2ᚖfloat64(ctx context.Context, sel as
 	_ = sel
 	res := graphql.MarshalFloatContext(*v)
 	return graphql.WrapContextMarshaler(ctx, res)
+}
+
+func (ec *executionContext) marshalOFunction2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Function) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNFunction2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunction(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalOFunction2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunction(ctx context.Context, sel ast.SelectionSet, v *ent.Function) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Function(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOFunctionEdge2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionEdge(ctx context.Context, sel ast.SelectionSet, v []*ent.FunctionEdge) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalOFunctionEdge2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionEdge(ctx, sel, v[i])
+	})
+
+	return ret
+}
+
+func (ec *executionContext) marshalOFunctionEdge2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionEdge(ctx context.Context, sel ast.SelectionSet, v *ent.FunctionEdge) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._FunctionEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOFunctionMap2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMap(ctx context.Context, sel ast.SelectionSet, v *ent.FunctionMap) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._FunctionMap(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOFunctionMapEdge2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMapEdge(ctx context.Context, sel ast.SelectionSet, v []*ent.FunctionMapEdge) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalOFunctionMapEdge2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMapEdge(ctx, sel, v[i])
+	})
+
+	return ret
+}
+
+func (ec *executionContext) marshalOFunctionMapEdge2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMapEdge(ctx context.Context, sel ast.SelectionSet, v *ent.FunctionMapEdge) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._FunctionMapEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOFunctionMapWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMapWhereInputᚄ(ctx context.Context, v any) ([]*ent.FunctionMapWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*ent.FunctionMapWhereInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNFunctionMapWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMapWhereInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalOFunctionMapWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMapWhereInput(ctx context.Context, v any) (*ent.FunctionMapWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputFunctionMapWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOFunctionWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionWhereInputᚄ(ctx context.Context, v any) ([]*ent.FunctionWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*ent.FunctionWhereInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNFunctionWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionWhereInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalOFunctionWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionWhereInput(ctx context.Context, v any) (*ent.FunctionWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputFunctionWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalOGPUInventory2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋinventoryᚐGPUᚄ(ctx context.Context, sel ast.SelectionSet, v []inventory.GPU) graphql.Marshaler {
@@ -44893,6 +58599,118 @@ func (ec *executionContext) marshalOString2ᚖstring(ctx context.Context, sel as
 	_ = ctx
 	res := graphql.MarshalString(*v)
 	return res
+}
+
+func (ec *executionContext) marshalOTask2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTask(ctx context.Context, sel ast.SelectionSet, v *ent.Task) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Task(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOTaskEdge2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskEdge(ctx context.Context, sel ast.SelectionSet, v []*ent.TaskEdge) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalOTaskEdge2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskEdge(ctx, sel, v[i])
+	})
+
+	return ret
+}
+
+func (ec *executionContext) marshalOTaskEdge2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskEdge(ctx context.Context, sel ast.SelectionSet, v *ent.TaskEdge) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._TaskEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOTaskOrder2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskOrder(ctx context.Context, v any) (*ent.TaskOrder, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputTaskOrder(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOTaskState2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐStateᚄ(ctx context.Context, v any) ([]task.State, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]task.State, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNTaskState2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐState(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOTaskState2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐStateᚄ(ctx context.Context, sel ast.SelectionSet, v []task.State) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTaskState2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐState(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalOTaskState2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐState(ctx context.Context, v any) (*task.State, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(task.State)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOTaskState2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐState(ctx context.Context, sel ast.SelectionSet, v *task.State) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) unmarshalOTaskWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskWhereInputᚄ(ctx context.Context, v any) ([]*ent.TaskWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*ent.TaskWhereInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNTaskWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskWhereInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalOTaskWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskWhereInput(ctx context.Context, v any) (*ent.TaskWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputTaskWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalOTenant2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTenant(ctx context.Context, sel ast.SelectionSet, v *ent.Tenant) graphql.Marshaler {

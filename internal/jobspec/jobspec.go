@@ -3,6 +3,8 @@
 // same types are the GraphQL input and the JSON stored on the job.
 package jobspec
 
+import "github.com/levers9/levers9/internal/wire"
+
 // Job is a job specification.
 type Job struct {
 	Name           string    `json:"name"`
@@ -14,6 +16,9 @@ type Job struct {
 	Retries        int       `json:"retries,omitempty"`
 	Services       []Service `json:"services"`
 	Mounts         []Mount   `json:"mounts,omitempty"`
+	// Runner is set only by the functions layer for a function's
+	// container; no front door lets a user set it.
+	Runner *wire.Runner `json:"runner,omitempty"`
 }
 
 // Service is one container of a job.

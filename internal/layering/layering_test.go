@@ -39,8 +39,11 @@ var nothing = []string{}
 var rules = []rule{
 	{pkgs: []string{"cmd/..."},
 		why: "cmd wires the server, the agent and the CLI: it may import anything"},
-	{pkgs: []string{"agent/..."}, only: []string{"agent/...", "internal/wire", "storage", "internal/netguard"}, tests: true,
-		why: "the agent shares with the server the wire protocol and storage's drivers (README), with what storage needs"},
+	{pkgs: []string{"agent/..."}, only: []string{"agent/...", "internal/wire", "storage", "internal/netguard", "sdk/python"}, tests: true,
+		why: "the agent shares with the server the wire protocol and storage's drivers (README), with what storage needs, " +
+			"and puts the embedded Python package into function containers"},
+	{pkgs: []string{"sdk/..."}, only: nothing, tests: true,
+		why: "the embedded Python SDK is files, importing nothing"},
 	{pkgs: []string{"e2e/..."}, only: nothing, tests: true,
 		why: "end-to-end tests drive the binary, the SDK, the browser and public clients, not internal packages"},
 
@@ -70,7 +73,7 @@ var rules = []rule{
 
 	// Leaves.
 	{pkgs: []string{"internal/wire", "internal/scheduling", "internal/billing", "internal/viewer", "internal/netguard",
-		"internal/ids", "internal/inventory", "internal/nodes/nodename", "internal/relayaddr"}, only: nothing, tests: true,
+		"internal/ids", "internal/inventory", "internal/nodes/nodename", "internal/relayaddr", "internal/autoscaling"}, only: nothing, tests: true,
 		why: "pure packages (the wire protocol, rules and values) that everything, the agent and ent included, may use"},
 	{pkgs: []string{"internal/jobspec"}, only: []string{"internal/wire"}, tests: true,
 		why: "the job specification is a pure value; its ports and mounts are the wire's"},

@@ -80,6 +80,18 @@ type Start struct {
 	TimeoutSeconds int            `json:"timeoutSeconds,omitempty"` // 0 = none
 	Services       []ServiceStart `json:"services"`
 	Mounts         []Mount        `json:"mounts,omitempty"`
+	// Runner, when set, makes the job a container of a function: the agent
+	// puts the function's code and the levers9 package into it and gives
+	// it a socket to the server (see Runner).
+	Runner *Runner `json:"runner,omitempty"`
+}
+
+// Runner is what a function's container needs from its agent: the code
+// package to fetch (by hash) and the identity its socket carries.
+type Runner struct {
+	ContainerID string `json:"containerId"`
+	FunctionID  string `json:"functionId"`
+	CodeHash    string `json:"codeHash"` // hex SHA-256 of the zip the SDK uploaded
 }
 
 // Mount puts a bucket at Path inside the job. With Link the bucket's files

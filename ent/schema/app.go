@@ -1,0 +1,61 @@
+package schema
+
+import (
+	"entgo.io/contrib/entgql"
+	"entgo.io/ent"
+	"entgo.io/ent/schema"
+	"entgo.io/ent/schema/edge"
+	"entgo.io/ent/schema/field"
+	"entgo.io/ent/schema/index"
+	"github.com/levers9/levers9/ent/privacy"
+	"github.com/levers9/levers9/ent/schema/rule"
+)
+
+// App groups the functions of one script. An ephemeral app lives while
+// the script that made it runs (`levers9 run app.py`) and is stopped when
+// it ends; stopping an app cancels its calls and stops its containers.
+type App struct{ ent.Schema }
+
+// Mixin of the App.
+func (App) Mixin() []ent.Mixin {
+	return []ent.Mixin{IDMixin{Prefix: "app"}, TimeMixin{}, TenantMixin{}, EnvironmentMixin{}}
+}
+
+// Fields of the App.
+func (App) Fields() []ent.Field {
+	return []ent.Field{
+		field.String("name").NotEmpty().Match(namePattern).Immutable().
+			Annotations(entgql.OrderField("NAME")),
+		field.Enum("state").Values("RUNNING", "STOPPED").Default("RUNNING"),
+		field.Bool("ephemeral").Default(true).Immutable(),
+		field.String("code_hash").Immutable().
+			Comment("SHA-256 of the code package the functions import from"),
+		field.String("owner_id").Immutable(),
+		field.Time("stopped_at").Optional().Nillable(),
+		field.String("stop_reason").Default(""),
+	}
+}
+
+// Edges of the App.
+func (App) Edges() []ent.Edge {
+	return []ent.Edge{
+		edge.To("owner", User.Type).Field("owner_id").Unique().Required().Immutable(),
+		edge.To("functions", Function.Type),
+	}
+}
+
+// Indexes of the App.
+func (App) Indexes() []ent.Index {
+	return []ent.Index{index.Fields("tenant_id", "environment_id", "created_at")}
+}
+
+// Annotations of the App.
+func (App) Annotations() []schema.Annotation {
+	return []schema.Annotation{entgql.RelayConnection(), entgql.QueryField("apps")}
+}
+
+// Policy of the App: members read the tenant's apps; only their owner or
+// an admin changes one.
+func (App) Policy() ent.Policy {
+	return privacy.Policy{Mutation: privacy.MutationPolicy{rule.FilterSelfUnlessAdmin("owner_id")}}
+}
