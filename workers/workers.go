@@ -8,6 +8,7 @@ import (
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/internal/buckets"
+	"github.com/levers9/levers9/internal/functions"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/metering"
 	"github.com/levers9/levers9/internal/nodes"
@@ -28,6 +29,8 @@ type Deps struct {
 	// Scheduler places jobs; NewClients fills in one without a Bus when
 	// nil (nodes then learn of new work only when they resync).
 	Scheduler *scheduler.Service
+	// Functions, when set, reconciles functions' containers and calls.
+	Functions *functions.Service
 }
 
 // Register returns every worker of levers9.
@@ -44,6 +47,9 @@ func Register(d Deps) *river.Workers {
 	}
 	if d.Liveness != nil {
 		river.AddWorker(w, &NodeLivenessWorker{Liveness: d.Liveness, Log: d.Log})
+	}
+	if d.Functions != nil {
+		river.AddWorker(w, &ReconcileFunctionsWorker{Functions: d.Functions, Log: d.Log})
 	}
 	return w
 }
@@ -66,6 +72,9 @@ func Periodic(d Deps) []*river.PeriodicJob {
 	}
 	if d.Liveness != nil {
 		periodic = append(periodic, every(livenessEvery(d.Liveness.TTL), NodeLivenessArgs{}))
+	}
+	if d.Functions != nil {
+		periodic = append(periodic, every(reconcileFunctionsEvery, ReconcileFunctionsArgs{}))
 	}
 	return periodic
 }

@@ -213,3 +213,15 @@ type Ack struct {
 	Seq   uint64 `json:"seq"`
 	Error string `json:"error,omitempty"`
 }
+
+// RunnerOpen heads a stream the agent opens to the server for a
+// connection a function's runner made on its socket; the server answers
+// with a StreamReply, then serves the runner API (HTTP/1.1) on the
+// stream. The server trusts the node only for jobs placed on it.
+type RunnerOpen struct {
+	JobID   string `json:"jobId"`
+	Attempt int    `json:"attempt"`
+	// Phases the agent saw while starting the container (node clock).
+	CodeFetchedAt time.Time `json:"codeFetchedAt,omitzero"`
+	ImageReadyAt  time.Time `json:"imageReadyAt,omitzero"`
+}
