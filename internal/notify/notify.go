@@ -28,6 +28,10 @@ const (
 	TopicJob   = "job"   // key: job ID; new log lines or events
 	TopicQueue = "queue" // key: queue ID; capacity or demand changed
 	TopicToken = "token" // key: API token ID; revoked, expired or moved to another tenant
+	// Serverless functions.
+	TopicFunction = "function" // key: function ID; calls are waiting for its containers
+	TopicTask     = "task"     // key: task ID; the call changed state
+	TopicMap      = "map"      // key: map ID; items of the map ended
 )
 
 // Bus delivers signals to subscribers.
