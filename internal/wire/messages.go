@@ -221,7 +221,10 @@ type Ack struct {
 type RunnerOpen struct {
 	JobID   string `json:"jobId"`
 	Attempt int    `json:"attempt"`
-	// Phases the agent saw while starting the container (node clock).
+	// Phases the agent saw while starting the container (node clock):
+	// the Start arrived (the container was scheduled), the code was in
+	// place, the runtime had the image and started the container.
+	ScheduledAt   time.Time `json:"scheduledAt,omitzero"`
 	CodeFetchedAt time.Time `json:"codeFetchedAt,omitzero"`
 	ImageReadyAt  time.Time `json:"imageReadyAt,omitzero"`
 }
