@@ -13,8 +13,9 @@ Standard library only. Start with :class:`Client`::
 from .buckets import Buckets, Object
 from .client import Client, Estimate
 from .config import Connection, config_path, resolve
-from .errors import (BadInput, ConfigError, Error, Forbidden, InsufficientTokens, NetworkError, NotFound,
-                     RateLimited, Unauthenticated)
+from .errors import (BadInput, CallCancelledError, ConfigError, Error, Forbidden, FunctionTimeoutError,
+                     InsufficientTokens, NetworkError, NotFound, RateLimited, RemoteError, Unauthenticated)
+from .functions import App, Function, FunctionCall, FunctionMap
 from .jobs import Job, LogLine
 
 __version__ = "0.1.0"
@@ -22,5 +23,6 @@ __version__ = "0.1.0"
 __all__ = [
     "Client", "Job", "LogLine", "Estimate", "Buckets", "Object", "Connection", "config_path", "resolve",
     "Error", "Unauthenticated", "Forbidden", "NotFound", "BadInput", "InsufficientTokens", "RateLimited",
-    "NetworkError", "ConfigError",
+    "NetworkError", "ConfigError", "App", "Function", "FunctionCall", "FunctionMap", "RemoteError",
+    "FunctionTimeoutError", "CallCancelledError",
 ]

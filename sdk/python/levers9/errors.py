@@ -95,3 +95,53 @@ def from_graphql(err: Dict[str, Any], status: Optional[int] = None) -> Error:
     code = ext.pop("code", None)
     field = ext.pop("field", None)
     return from_server(err.get("message", ""), code, field, ext, status)
+
+
+class RemoteError(Error):
+    """A function call failed in its container.
+
+    Raised by ``.remote()``, ``FunctionCall.get()`` and the iterator of
+    ``.map()``. Attributes:
+        task_id: the failed call's task ID.
+        kind: why it failed: "exception", "timeout", "cancelled",
+            "container lost", ...
+        traceback: the remote traceback text ("" when there is none).
+        exception: the function's own exception, unpickled, when it
+            pickled in the container and unpickles here; else None. It is
+            also this error's ``__cause__``, so a printed traceback shows
+            both, and ``isinstance(e.exception, ValueError)`` tells what
+            the function raised.
+    """
+
+    def __init__(self, message: str, task_id: str = "", kind: str = "exception", traceback: str = "",
+                 exception: Optional[BaseException] = None):
+        super().__init__(message)
+        self.task_id = task_id
+        self.kind = kind
+        self.traceback = traceback
+        self.exception = exception
+
+    def __str__(self) -> str:
+        text = "%s failed: %s" % (self.task_id or "call", self.message)
+        if self.traceback:
+            text += "\n\nRemote traceback:\n" + self.traceback.rstrip("\n")
+        return text
+
+    def __reduce__(self):
+        # Keep every attribute when the error itself is pickled (a function
+        # that re-raises another call's error).
+        return (_remote_error, (type(self), self.message, self.task_id, self.kind, self.traceback, self.exception))
+
+
+def _remote_error(cls, message, task_id, kind, traceback, exception):
+    return cls(message, task_id=task_id, kind=kind, traceback=traceback, exception=exception)
+
+
+class FunctionTimeoutError(RemoteError):
+    """The call ran longer than its function's ``timeout`` (kind "timeout").
+    Waiting on the client side (``get(timeout=...)``) raises the built-in
+    TimeoutError instead: the call goes on."""
+
+
+class CallCancelledError(RemoteError):
+    """The call was cancelled (``call.cancel()``, its map or app stopped)."""

@@ -1,0 +1,565 @@
+"""Serverless functions: App, Function, FunctionCall, FunctionMap.
+
+::
+
+    app = levers9.App("vision")
+
+    @app.function(queue="gpu", gpu="H100", timeout=600, retries=2)
+    def embed(path): ...
+
+    @app.local_entrypoint()
+    def main():
+        print(embed.remote("a.jpg"))
+
+``python -m levers9 run app.py`` deploys the app (ephemeral: stopped when
+the entrypoint returns), then runs ``main`` here. Inside a function's
+container the same calls go through the runner API.
+"""
+
+import contextlib
+import inspect
+import os
+import re
+import sys
+import time
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+from . import backend as backends
+from . import errors, payload
+
+ENDED = ("COMPLETE", "ERROR", "CANCELLED")
+# The most items one map takes (the server's limit per mapFunction).
+MAX_MAP_ITEMS = 10_000
+# Results asked for per mapResults request.
+MAP_PAGE = 1000
+
+_GPU = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(:[1-9][0-9]*)?$")
+
+
+def gpu_spec(gpu: Union[None, str, Sequence[str]]) -> Optional[str]:
+    """The wire form of gpu=: "H100", "H100:2", or a preference list
+    ["H100", "A100"] sent as "H100,A100" (the first type with free
+    capacity wins). None: no GPU."""
+    if gpu is None:
+        return None
+    items = [gpu] if isinstance(gpu, str) else list(gpu)
+    if not items:
+        raise errors.BadInput("gpu: give a type such as 'H100', 'H100:2' or a list of types", code="BAD_USER_INPUT",
+                              field="gpu")
+    for g in items:
+        if not isinstance(g, str) or not _GPU.match(g):
+            raise errors.BadInput("gpu: %r is not a GPU type such as 'H100' or 'H100:2'" % (g,), code="BAD_USER_INPUT",
+                                  field="gpu")
+    counts = {g.partition(":")[2] for g in items}
+    if len(counts) > 1:
+        raise errors.BadInput("gpu: the types of a preference list must ask for the same count", code="BAD_USER_INPUT",
+                              field="gpu")
+    return ",".join(items)
+
+
+class _Deployment:
+    def __init__(self, backend: "backends.GraphQLBackend", app_id: str, function_ids: Dict[str, str]):
+        self.backend = backend
+        self.app_id = app_id
+        self.function_ids = function_ids
+
+
+class App:
+    """A named group of functions deployed and stopped together.
+
+    Args:
+        name: the app's name.
+        client: the levers9.Client deployments use (default: ``levers9.Client()``).
+    """
+
+    def __init__(self, name: str, client=None):
+        if not name or not isinstance(name, str):
+            raise errors.BadInput("an app needs a name", code="BAD_USER_INPUT", field="name")
+        self.name = name
+        self.client = client
+        self.functions: Dict[str, "Function"] = {}
+        self.entrypoints: Dict[str, Callable[..., Any]] = {}
+        self._deployment: Optional[_Deployment] = None
+
+    def __repr__(self) -> str:
+        return "App(%r)" % self.name
+
+    @property
+    def app_id(self) -> Optional[str]:
+        """The deployed app's ID, while it is deployed from here."""
+        return self._deployment.app_id if self._deployment else None
+
+    def function(self, *, name: Optional[str] = None, queue: Optional[str] = None, project: Optional[str] = None,
+                 image: Optional[str] = None, gpu: Union[None, str, Sequence[str]] = None,
+                 cpu: Optional[float] = None, memory: Optional[int] = None, timeout: Optional[int] = None,
+                 retries: Optional[int] = None, max_containers: Optional[int] = None,
+                 min_containers: Optional[int] = None, keep_warm: Optional[int] = None,
+                 concurrency: Optional[int] = None, scaledown_window: Optional[int] = None
+                 ) -> Callable[[Callable[..., Any]], "Function"]:
+        """Declares a function of this app (a decorator).
+
+        queue and project default to the client's context; memory is in
+        MiB, timeout and scaledown_window in seconds. Unset values take
+        the server's defaults (1 CPU, 1024 MiB, 300 s, no retries, at
+        most 10 containers, 1 call at a time, 60 s).
+        """
+        spec: Dict[str, Any] = {"queue": queue, "project": project, "image": image, "gpu": gpu_spec(gpu)}
+        for key, value in (("cpu", cpu), ("memoryMiB", memory), ("timeoutSeconds", timeout), ("retries", retries),
+                           ("maxContainers", max_containers), ("minContainers", min_containers),
+                           ("keepWarm", keep_warm), ("concurrency", concurrency),
+                           ("scaledownWindowSeconds", scaledown_window)):
+            if value is not None:
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                    raise errors.BadInput("%s must be a number >= 0, not %r" % (key, value), code="BAD_USER_INPUT",
+                                          field=key)
+                if key != "cpu" and value != int(value):
+                    raise errors.BadInput("%s must be a whole number, not %r" % (key, value), code="BAD_USER_INPUT",
+                                          field=key)
+                spec[key] = value if key == "cpu" else int(value)
+
+        def wrap(f: Callable[..., Any]) -> "Function":
+            if isinstance(f, Function):
+                f = f.raw_f
+            if not callable(f):
+                raise errors.BadInput("@app.function() decorates a function", code="BAD_USER_INPUT", field="function")
+            qualname = getattr(f, "__qualname__", "")
+            if "<locals>" in qualname or "<lambda>" in qualname:
+                raise errors.BadInput("%s: a function must be defined at the top level of its module" % qualname,
+                                      code="BAD_USER_INPUT", field="function")
+            fn = Function(self, f, name or f.__name__, spec)
+            if fn.name in self.functions and self.functions[fn.name].raw_f is not f:
+                raise errors.BadInput("app %s has two functions named %s" % (self.name, fn.name),
+                                      code="BAD_USER_INPUT", field="name")
+            self.functions[fn.name] = fn
+            return fn
+
+        return wrap
+
+    def local_entrypoint(self, name: Optional[str] = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Marks the function ``python -m levers9 run app.py[::name]`` runs
+        here, with the app deployed (a decorator; the function is returned
+        as it is)."""
+
+        def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
+            self.entrypoints[name or f.__name__] = f
+            return f
+
+        return wrap
+
+    # Deployment
+
+    def _client(self):
+        if self.client is None:
+            from .client import Client
+            self.client = Client()
+        return self.client
+
+    def deploy_ephemeral(self, project_dir: str, module_names: Optional[Dict[str, str]] = None,
+                         log: Optional[Callable[[str], None]] = None) -> str:
+        """Packs project_dir, uploads it unless the server has it, and deploys
+        the app as an ephemeral app; returns its ID. module_names maps a
+        module as Python named it here (such as "__main__") to the name
+        the container imports."""
+        from . import packaging
+        if not self.functions:
+            raise errors.BadInput("app %s has no functions: decorate them with @app.function()" % self.name,
+                                  code="BAD_USER_INPUT", field="functions")
+        client = self._client()
+        be = backends.GraphQLBackend(client)
+        data, digest = packaging.pack(project_dir)
+        sent = be.upload_code(digest, data)
+        if log:
+            log("code %s (%d bytes, %s)" % (digest[:12], len(data), "uploaded" if sent else "already there"))
+        specs = []
+        for fn in self.functions.values():
+            module = fn.raw_f.__module__
+            module = (module_names or {}).get(module, module)
+            if module == "__main__":
+                raise errors.BadInput("function %s is in __main__: run the script with `python -m levers9 run`"
+                                      % fn.name, code="BAD_USER_INPUT", field="module")
+            specs.append(fn._input(module, client))
+        app = be.deploy(self.name, digest, specs)
+        self._deployment = _Deployment(be, app["id"], {f["name"]: f["id"] for f in app.get("functions") or []})
+        return app["id"]
+
+    def stop(self) -> None:
+        """Stops the deployed app (its running calls are cancelled)."""
+        dep, self._deployment = self._deployment, None
+        if dep is not None:
+            dep.backend.stop_app(dep.app_id)
+
+    @contextlib.contextmanager
+    def run(self, project_dir: Optional[str] = None):
+        """Deploys the app ephemerally for the ``with`` block, for scripts
+        run with plain ``python app.py``::
+
+            if __name__ == "__main__":
+                with app.run():
+                    print(square.remote(3))
+
+        The container imports the script as a module (``app`` for
+        app.py), so anything at its top level runs there too: keep the
+        ``with`` under ``if __name__ == "__main__"``. project_dir is the
+        folder packed (default: the folder holding the functions' module,
+        above its packages).
+        """
+        names: Dict[str, str] = {}
+        if project_dir is None:
+            project_dir, names = _project_of(self)
+        self.deploy_ephemeral(project_dir, names)
+        try:
+            yield self
+        finally:
+            self.stop()
+
+
+def _project_of(app: App) -> Tuple[str, Dict[str, str]]:
+    """The project folder of an app's functions and the module names the
+    container imports, from where Python found their module."""
+    fn = next(iter(app.functions.values()), None)
+    if fn is None:
+        raise errors.BadInput("app %s has no functions" % app.name, code="BAD_USER_INPUT", field="functions")
+    module = fn.raw_f.__module__
+    mod = sys.modules.get(module)
+    path = getattr(mod, "__file__", None)
+    if not path:
+        raise errors.BadInput("cannot tell which file module %s is in; pass project_dir=" % module,
+                              code="BAD_USER_INPUT", field="project_dir")
+    path = os.path.abspath(path)
+    if module == "__main__":
+        stem = os.path.splitext(os.path.basename(path))[0]
+        return os.path.dirname(path), {"__main__": stem}
+    root = os.path.dirname(path)
+    depth = module.count(".") + (1 if os.path.basename(path) == "__init__.py" else 0)
+    for _ in range(depth):
+        root = os.path.dirname(root)
+    return root, {}
+
+
+class Function:
+    """A function of an app: call it in its containers with remote(),
+    spawn() or map(); local() (or calling it) runs it here."""
+
+    def __init__(self, app: App, f: Callable[..., Any], name: str, spec: Dict[str, Any]):
+        self.app = app
+        self.raw_f = f
+        self.name = name
+        self.spec = spec
+        self.__doc__ = f.__doc__
+        self.__name__ = getattr(f, "__name__", name)
+        self.__qualname__ = getattr(f, "__qualname__", name)
+        self.__module__ = getattr(f, "__module__", None)
+        self.__wrapped__ = f
+
+    def __repr__(self) -> str:
+        return "Function(%s.%s)" % (self.app.name, self.name)
+
+    def _input(self, module: str, client) -> Dict[str, Any]:
+        d = {"name": self.name, "module": module, "qualname": self.raw_f.__qualname__,
+             "queue": self.spec.get("queue") or client.default_queue}
+        project = self.spec.get("project") or client.default_project
+        if project:
+            d["project"] = project
+        for k, v in self.spec.items():
+            if k not in ("queue", "project") and v is not None:
+                d[k] = v
+        return d
+
+    def _target(self) -> Tuple[backends.Backend, str]:
+        if backends.in_container():
+            return backends.runner_backend(), self.name
+        dep = self.app._deployment
+        if dep is None:
+            raise errors.Error(
+                "app %s is not deployed, so %s cannot run remotely: run the script with "
+                "`python -m levers9 run app.py` (or `levers9 run app.py`), or call it inside `with app.run():`"
+                % (self.app.name, self.name))
+        if self.name not in dep.function_ids:
+            raise errors.Error("function %s was not deployed with app %s" % (self.name, self.app.name))
+        return dep.backend, dep.function_ids[self.name]
+
+    def local(self, *args: Any, **kwargs: Any) -> Any:
+        """Runs the function here, in this process."""
+        return self.raw_f(*args, **kwargs)
+
+    __call__ = local
+
+    def remote(self, *args: Any, **kwargs: Any) -> Any:
+        """Runs one call in a container and returns its result; raises
+        RemoteError (FunctionTimeoutError, CallCancelledError) when it
+        failed."""
+        return self.spawn(*args, **kwargs).get()
+
+    def spawn(self, *args: Any, **kwargs: Any) -> "FunctionCall":
+        """Starts one call and returns at once (get() waits for it)."""
+        be, ref = self._target()
+        task = be.call(ref, payload.encode_args(args, kwargs, be.put_blob, be.inline_limit))
+        return FunctionCall(be, task["id"], task)
+
+    def map(self, *iterables: Iterable[Any], order_outputs: bool = True, return_exceptions: bool = False,
+            kwargs: Optional[Dict[str, Any]] = None) -> "FunctionMap":
+        """Calls the function once per item (several iterables are zipped
+        into positional arguments), as one server-side map.
+
+        The map is created before this returns; the FunctionMap returned
+        yields the results in input order (order_outputs=False: as they
+        end). A failed item raises its RemoteError when reached, unless
+        return_exceptions=True yields the error instead. At most 10,000
+        items per map.
+        """
+        if not iterables:
+            raise errors.BadInput("map needs an iterable", code="BAD_USER_INPUT", field="items")
+        return self.starmap(zip(*iterables), order_outputs=order_outputs, return_exceptions=return_exceptions,
+                            kwargs=kwargs)
+
+    def starmap(self, items: Iterable[Sequence[Any]], order_outputs: bool = True, return_exceptions: bool = False,
+                kwargs: Optional[Dict[str, Any]] = None) -> "FunctionMap":
+        """Like map, each item being the tuple of positional arguments."""
+        be, ref = self._target()
+        encoded: List[Dict[str, str]] = []
+        used = 0
+        for args in items:
+            if len(encoded) >= MAX_MAP_ITEMS:
+                raise errors.BadInput("a map takes at most %d items: split the input" % MAX_MAP_ITEMS,
+                                      code="BAD_USER_INPUT", field="items")
+            data = payload.dumps((tuple(args), dict(kwargs or {})))
+            inline = (len(data) + 2) // 3 * 4 + 16
+            if len(data) <= be.inline_limit and used + inline <= be.map_budget:
+                p = payload.encode(data, None)
+                used += inline
+            else:  # over the limit, or the request would grow too large
+                p = payload.encode(data, be.put_blob, limit=-1)
+                used += 90
+            encoded.append(p)
+        if not encoded:
+            return FunctionMap(be, None, order_outputs=order_outputs, return_exceptions=return_exceptions, total=0)
+        m = be.map(ref, encoded)
+        return FunctionMap(be, m["id"], order_outputs=order_outputs, return_exceptions=return_exceptions,
+                           total=m.get("total", len(encoded)))
+
+    def map_resume(self, map_id: str, start: int = 0, order_outputs: bool = True,
+                   return_exceptions: bool = False) -> "FunctionMap":
+        """The results of an earlier map of this function, from item start."""
+        be, _ = self._target()
+        return FunctionMap(be, map_id, start=start, order_outputs=order_outputs, return_exceptions=return_exceptions)
+
+
+def _backend_for(client) -> backends.Backend:
+    if backends.in_container() and client is None:
+        return backends.runner_backend()
+    if client is None:
+        from .client import Client
+        client = Client()
+    return backends.GraphQLBackend(client)
+
+
+class FunctionCall:
+    """One call, started by spawn() (or found again with from_id)."""
+
+    def __init__(self, be: backends.Backend, task_id: str, task: Optional[Dict[str, Any]] = None):
+        self._backend = be
+        self.object_id = task_id
+        self._task = task or {"id": task_id}
+
+    def __repr__(self) -> str:
+        return "FunctionCall(%r)" % self.object_id
+
+    @classmethod
+    def from_id(cls, call_id: str, client=None) -> "FunctionCall":
+        """The call with this ID (a task ID), through client (default:
+        levers9.Client(), or the runner API inside a container)."""
+        return cls(_backend_for(client), call_id)
+
+    @property
+    def state(self) -> str:
+        """The state last seen: PENDING, RUNNING, COMPLETE, ERROR, CANCELLED."""
+        return self._task.get("state", "")
+
+    def get(self, timeout: Optional[float] = None) -> Any:
+        """Waits for the call's end and returns its result, or raises its
+        RemoteError. After timeout seconds (None: no limit) raises the
+        built-in TimeoutError; the call goes on."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._task.get("state") not in ENDED:
+            wait = backends.POLL_SECONDS
+            if deadline is not None:
+                wait = max(0.0, min(wait, deadline - time.monotonic()))
+            self._task = self._backend.await_task(self.object_id, wait)
+            if self._task.get("state") in ENDED:
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError("call %s has not ended after %s s (state %s)"
+                                   % (self.object_id, timeout, self._task.get("state")))
+        return payload.outcome(self._task, self._backend.get_blob)
+
+    def cancel(self) -> None:
+        """Cancels the call (a running attempt is stopped with its
+        container); get() then raises CallCancelledError."""
+        self._task = self._backend.cancel(self.object_id)
+
+
+class FunctionMap:
+    """The results of a map, as an iterator; ``object_id`` names the map,
+    so ``FunctionMap.from_id(id)`` reads its results again, from any
+    item, after the client that started it is gone."""
+
+    def __init__(self, be: backends.Backend, map_id: Optional[str], start: int = 0, order_outputs: bool = True,
+                 return_exceptions: bool = False, total: Optional[int] = None):
+        self._backend = be
+        self.object_id = map_id
+        self.order_outputs = order_outputs
+        self.return_exceptions = return_exceptions
+        self.total = total
+        self._start = start
+        self._received: Optional[bytearray] = None  # 1 per item received (or skipped: before start)
+        self._count = 0
+        self._low = start       # the lowest item not received
+        self._scan = start      # where the next mapResults starts
+        self._ready: Dict[int, Dict[str, Any]] = {}
+        self._next = start      # the next item to yield in order
+        self._queue: List[Dict[str, Any]] = []  # unordered: received, not yet yielded
+        self._gen: Optional[Iterator[Any]] = None
+
+    def __repr__(self) -> str:
+        return "FunctionMap(%r)" % self.object_id
+
+    @classmethod
+    def from_id(cls, map_id: str, start: int = 0, order_outputs: bool = True, return_exceptions: bool = False,
+                client=None) -> "FunctionMap":
+        """The map with this ID, yielding from item start on."""
+        return cls(_backend_for(client), map_id, start=start, order_outputs=order_outputs,
+                   return_exceptions=return_exceptions)
+
+    def cancel(self) -> None:
+        """Cancels the map's calls that have not ended."""
+        if self.object_id:
+            self._backend.cancel_map(self.object_id)
+
+    def __iter__(self) -> "FunctionMap":
+        return self
+
+    def __next__(self) -> Any:
+        if self._gen is None:
+            self._gen = self._results()
+        return next(self._gen)
+
+    def _value(self, task: Dict[str, Any]) -> Any:
+        try:
+            return payload.outcome(task, self._backend.get_blob)
+        except errors.RemoteError as e:
+            if self.return_exceptions:
+                return e
+            raise
+
+    def _results(self) -> Iterator[Any]:
+        if self.object_id is None:
+            return
+        while True:
+            if self.order_outputs:
+                while self._next in self._ready:
+                    yield self._value(self._ready.pop(self._next))
+                    self._next += 1
+                if self.total is not None and self._next >= self.total:
+                    return
+            else:
+                while self._queue:
+                    yield self._value(self._queue.pop(0))
+                if self.total is not None and self._count >= self.total:
+                    return
+            for t in self._fetch():
+                if self.order_outputs:
+                    self._ready[t["mapIndex"]] = t
+                else:
+                    self._queue.append(t)
+
+    def _setup(self, total: int) -> None:
+        self.total = total
+        self._received = bytearray(total)
+        for i in range(min(self._start, total)):
+            self._received[i] = 1
+        self._count = min(self._start, total)
+
+    def _advance(self, i: int) -> int:
+        assert self._received is not None
+        while i < self.total and self._received[i]:  # type: ignore[operator]
+            i += 1
+        return i
+
+    def _fetch(self) -> List[Dict[str, Any]]:
+        """Results not seen before, at least one (it waits for them).
+
+        mapResults gives the ended items from an index on, so a slow item
+        is stepped over: the scan moves past what it got and sweeps again
+        from the lowest missing item, without waiting while items behind
+        it are missing, sleeping a little after a sweep found nothing."""
+        idle = 0
+        while True:
+            behind = self._received is not None and self._low < self._scan
+            wait = 0.0 if behind else backends.POLL_SECONDS
+            m, tasks = self._backend.map_results(self.object_id, self._scan, MAP_PAGE, wait)
+            if self._received is None:
+                self._setup(int(m["total"]))
+                self._low = self._advance(self._low)
+            new = []
+            for t in tasks:
+                i = int(t["mapIndex"])
+                if 0 <= i < self.total and not self._received[i]:
+                    self._received[i] = 1
+                    self._count += 1
+                    new.append(t)
+            self._low = self._advance(self._low)
+            if tasks:
+                self._scan = self._advance(int(tasks[-1]["mapIndex"]) + 1)
+            if not tasks or self._scan >= self.total:
+                self._scan = self._low
+            if new or self._count >= self.total:
+                return new
+            if wait == 0 or tasks:
+                backends.backoff_sleep(idle)
+                idle += 1
+
+
+def parse_entrypoint_args(f: Callable[..., Any], argv: List[str]) -> Tuple[List[Any], Dict[str, Any]]:
+    """Command-line arguments for a local entrypoint: ``--name value`` or
+    ``--name=value`` are keyword arguments, others positional; values are
+    converted to the parameter's annotation when it is int, float or bool."""
+    sig = inspect.signature(f)
+    args: List[Any] = []
+    kwargs: Dict[str, Any] = {}
+    positional = [p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a.startswith("--") and len(a) > 2:
+            key, eq, value = a[2:].partition("=")
+            key = key.replace("-", "_")
+            if not eq:
+                p = sig.parameters.get(key)
+                if p is not None and p.annotation is bool:
+                    value = "true"
+                elif i + 1 < len(argv):
+                    i += 1
+                    value = argv[i]
+                else:
+                    raise errors.BadInput("--%s needs a value" % key, code="BAD_USER_INPUT", field=key)
+            kwargs[key] = _convert(sig.parameters.get(key), value)
+        else:
+            p = positional[len(args)] if len(args) < len(positional) else None
+            args.append(_convert(p, a))
+        i += 1
+    return args, kwargs
+
+
+def _convert(p: Optional[inspect.Parameter], value: str) -> Any:
+    ann = p.annotation if p is not None else None
+    try:
+        if ann is int:
+            return int(value)
+        if ann is float:
+            return float(value)
+        if ann is bool:
+            return value.lower() in ("1", "true", "yes", "on")
+    except ValueError:
+        raise errors.BadInput("%s: %r is not a %s" % (p.name, value, ann.__name__), code="BAD_USER_INPUT",
+                              field=p.name) from None
+    return value

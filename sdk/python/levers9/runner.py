@@ -1,0 +1,301 @@
+"""The runner: ``python -m levers9.runner`` in a function's container.
+
+It imports the container's function, then claims calls from the server
+through the runner API (HTTP on the unix socket the agent mounts at
+LEVERS9_RUNNER_SOCKET), runs them on ``concurrency`` threads and reports
+each outcome with its next claim. It prints one line per call start and
+end: the container's job log.
+"""
+
+import datetime
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+PROCESS_STARTED_AT = _now()  # as early as the process can tell
+
+import base64  # noqa: E402  (after the timestamp on purpose)
+import concurrent.futures  # noqa: E402
+import importlib  # noqa: E402
+import os  # noqa: E402
+import pickle  # noqa: E402
+import sys  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+from typing import Any, Callable, Dict, List, Optional  # noqa: E402
+
+from . import errors, payload  # noqa: E402
+from .backend import RunnerAPI  # noqa: E402
+
+CLAIM_WAIT_MS = 30_000
+# Extra tasks claimed beyond the free threads while calls are short.
+PREFETCH = 64
+SHORT_CALL = 0.010
+# How long the server may stay unreachable before the runner gives up.
+RECONNECT_FOR = 60.0
+
+
+def resolve(module: str, qualname: str) -> Callable[..., Any]:
+    """Imports module and returns the function at qualname (dotted), the
+    raw function when it is an @app.function wrapper."""
+    obj: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return getattr(obj, "raw_f", obj)
+
+
+class Runner:
+    def __init__(self, socket_path: str, log: Callable[[str], None] = None,
+                 exit: Callable[[int], None] = os._exit):
+        self.api = RunnerAPI(socket_path, timeout=CLAIM_WAIT_MS / 1000 + 60)
+        self.log = log or (lambda s: print(s, flush=True))
+        self._exit = exit
+        self.fn: Optional[Callable[..., Any]] = None
+        self.import_failure: Optional[Dict[str, str]] = None
+        self.concurrency = 1
+        self._cond = threading.Condition()
+        self._done: List[Dict[str, Any]] = []
+        self._running: Dict[str, Dict[str, Any]] = {}  # task ID -> {"t0", "timeout", "attempt"}
+        self._queued = 0
+        self._polling = False
+        self._calls = 0
+        self._call_seconds = 0.0
+        self._phases: Optional[Dict[str, str]] = None
+
+    # Requests, with reconnection
+
+    def _request(self, method: str, path: str, doc: Any = None) -> Any:
+        """A runner API request, retried with backoff while the agent is
+        unreachable (connection errors, 5xx) for up to RECONNECT_FOR s."""
+        deadline = time.monotonic() + RECONNECT_FOR
+        delay = 0.1
+        while True:
+            try:
+                return self.api.json(method, path, doc)
+            except errors.NetworkError as e:
+                err: errors.Error = e
+            except errors.Error as e:
+                if e.status is None or e.status < 500:
+                    raise
+                err = e
+            if time.monotonic() + delay > deadline:
+                self.log("levers9 runner: the runner API stays unreachable (%s): exiting" % err)
+                self._exit(1)
+                raise err
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+    def _claim(self, n: int, wait_ms: int, done: List[Dict[str, Any]]) -> Dict[str, Any]:
+        doc: Dict[str, Any] = {"max": n, "waitMs": wait_ms, "done": done}
+        if self._phases:
+            doc["phases"] = self._phases
+        resp = self._request("POST", "/runner/v1/claim", doc)
+        self._phases = None  # the container's start phases go once
+        return resp
+
+    # Start
+
+    def load(self) -> Dict[str, Any]:
+        info = self._request("GET", "/runner/v1/function")
+        self.concurrency = max(1, int(info.get("concurrency") or 1))
+        try:
+            self.fn = resolve(info["module"], info["qualname"])
+        except BaseException as e:  # noqa: B902: any import failure becomes every call's failure
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            tb = traceback.format_exc()
+            self.import_failure = {"kind": "exception",
+                                   "message": "importing %s.%s: %s: %s" % (info["module"], info["qualname"],
+                                                                           type(e).__name__, e),
+                                   "traceback": tb}
+            self.log("levers9 runner: importing %s failed:\n%s" % (info["module"], tb.rstrip()))
+        self._phases = {"processStartedAt": PROCESS_STARTED_AT, "importedAt": _now()}
+        self.log("levers9 runner: function %s (%s.%s), %d at a time" % (
+            info.get("name"), info.get("module"), info.get("qualname"), self.concurrency))
+        return info
+
+    # The claim loop
+
+    def _extra(self) -> int:
+        """Tasks claimed beyond the free threads: only while calls are
+        short, so that a slow call never holds others another container
+        could run."""
+        if self._calls >= 8 and self._call_seconds / self._calls < SHORT_CALL:
+            return PREFETCH
+        return 0
+
+    def run(self) -> int:
+        """Loads the function and serves calls until the server says exit."""
+        self.load()
+        pool = concurrent.futures.ThreadPoolExecutor(self.concurrency, thread_name_prefix="call")
+        threading.Thread(target=self._watchdog, name="timeouts", daemon=True).start()
+        while True:
+            with self._cond:
+                while True:
+                    extra = self._extra()
+                    outstanding = len(self._running) + self._queued
+                    free = self.concurrency + extra - outstanding
+                    # With prefetched work still queued, outcomes wait for
+                    # a batch: one claim then reports many.
+                    if free > 0 and (self._queued <= extra // 2 or not self._done):
+                        break
+                    self._cond.wait(1.0)
+                done, self._done = self._done, []
+                self._polling = True
+            try:
+                resp = self._claim(free, CLAIM_WAIT_MS, done)
+            except errors.Error as e:
+                self.log("levers9 runner: claim refused: %s" % e)
+                self._exit(1)
+                return 1
+            finally:
+                with self._cond:
+                    self._polling = False
+            tasks = resp.get("tasks") or []
+            with self._cond:
+                self._queued += len(tasks)
+            for t in tasks:
+                pool.submit(self._execute, t)
+            if resp.get("exit"):
+                self.log("levers9 runner: told to exit")
+                return 0
+
+    def _report_now(self, outcomes: List[Dict[str, Any]]) -> None:
+        """Reports outcomes at once (the main loop is in a long poll)."""
+        try:
+            self._request("POST", "/runner/v1/claim", {"max": 0, "waitMs": 0, "done": outcomes})
+        except errors.Error as e:
+            self.log("levers9 runner: reporting failed (%s): retried with the next claim" % e)
+            with self._cond:
+                self._done.extend(outcomes)
+                self._cond.notify_all()
+
+    def _finish(self, task_id: str, outcome: Dict[str, Any], seconds: float) -> None:
+        with self._cond:
+            if self._running.pop(task_id, None) is None:
+                return  # reported already (it timed out)
+            self._calls += 1
+            self._call_seconds += seconds
+            if self._calls > 1000:  # a moving average of recent calls
+                self._call_seconds *= 0.5
+                self._calls //= 2
+            direct = self._polling
+            if not direct:
+                self._done.append(outcome)
+                self._cond.notify_all()
+        if direct:
+            self._report_now([outcome])
+
+    def _execute(self, task: Dict[str, Any]) -> None:
+        task_id, attempt = task["id"], int(task.get("attempt") or 1)
+        t0 = time.monotonic()
+        started = _now()
+        with self._cond:
+            self._queued -= 1
+            self._running[task_id] = {"t0": t0, "timeout": float(task.get("timeoutSeconds") or 0),
+                                      "attempt": attempt, "startedAt": started}
+        self.log("%s attempt %d: started" % (task_id, attempt))
+        outcome: Dict[str, Any] = {"task": task_id, "attempt": attempt, "startedAt": started}
+        try:
+            if self.import_failure is not None:
+                outcome["failure"] = dict(self.import_failure)
+            else:
+                outcome.update(self._call(task))
+        except BaseException as e:  # noqa: B902: whatever happened, the call gets an outcome
+            outcome["failure"] = {"kind": "exception", "message": "levers9 runner: %s: %s" % (type(e).__name__, e),
+                                  "traceback": traceback.format_exc()}
+        seconds = time.monotonic() - t0
+        outcome["finishedAt"] = _now()
+        f = outcome.get("failure")
+        self.log("%s attempt %d: %s in %.1f ms" % (task_id, attempt,
+                                                   "failed (%s)" % f["message"].splitlines()[0] if f else "complete",
+                                                   seconds * 1000))
+        self._finish(task_id, outcome, seconds)
+
+    def _call(self, task: Dict[str, Any]) -> Dict[str, Any]:
+        args, kwargs = payload.decode_args(task.get("args"), self._get_blob)
+        try:
+            result = self.fn(*args, **kwargs)  # type: ignore[misc]
+        except BaseException as e:  # noqa: B902: SystemExit from a function is its failure too
+            return {"failure": exception_failure(e)}
+        try:
+            data = pickle.dumps(result, protocol=payload.PROTOCOL)
+        except Exception as e:
+            return {"failure": {"kind": "exception", "traceback": traceback.format_exc(),
+                                "message": "the result (%s) does not pickle: %s: %s" % (type(result).__name__,
+                                                                                      type(e).__name__, e)}}
+        return {"result": payload.encode(data, self._put_blob)}
+
+    def _get_blob(self, digest: str) -> bytes:
+        return self.api.raw("GET", "/runner/v1/blobs/" + digest)
+
+    def _put_blob(self, digest: str, data: bytes) -> None:
+        self.api.raw("PUT", "/runner/v1/blobs/" + digest, data, "application/octet-stream")
+
+    def _watchdog(self) -> None:
+        """Fails a call that outlives its timeout, then ends the process:
+        a thread cannot be stopped, and a new container replaces this one."""
+        while True:
+            time.sleep(0.05)
+            now = time.monotonic()
+            with self._cond:
+                late = [(tid, r) for tid, r in self._running.items() if r["timeout"] > 0 and now - r["t0"] > r["timeout"]]
+                if not late:
+                    continue
+                outcomes = self._done
+                self._done = []
+                for tid, r in late:
+                    del self._running[tid]
+                    outcomes.append({"task": tid, "attempt": r["attempt"], "startedAt": r["startedAt"],
+                                     "finishedAt": _now(),
+                                     "failure": {"kind": "timeout",
+                                                 "message": "the call ran longer than its timeout of %g s" % r["timeout"],
+                                                 "traceback": ""}})
+                    self.log("%s attempt %d: timed out after %g s" % (tid, r["attempt"], r["timeout"]))
+            try:
+                self._request("POST", "/runner/v1/claim", {"max": 0, "waitMs": 0, "done": outcomes})
+            finally:
+                self.log("levers9 runner: exiting after a timeout")
+                sys.stdout.flush()
+                self._exit(1)
+            return
+
+
+def exception_failure(e: BaseException) -> Dict[str, Any]:
+    """The failure JSON of a function's exception: "Type: message", the
+    traceback without the runner's own frame, and the pickled exception
+    when it pickles and unpickles."""
+    tb = e.__traceback__
+    if tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next  # the runner's frame that called the function
+    text = "".join(traceback.format_exception(type(e), e, tb))
+    f: Dict[str, Any] = {"kind": "exception", "message": "%s: %s" % (type(e).__name__, e) if str(e) else
+                         type(e).__name__, "traceback": text}
+    try:
+        data = pickle.dumps(e, protocol=payload.PROTOCOL)
+        pickle.loads(data)  # an exception that cannot be rebuilt helps no one
+        f["exception"] = base64.b64encode(data).decode("ascii")
+    except Exception:
+        pass
+    return f
+
+
+def main() -> int:
+    path = os.environ.get("LEVERS9_RUNNER_SOCKET")
+    if not path:
+        print("levers9 runner: LEVERS9_RUNNER_SOCKET is not set: the runner runs inside a function's container",
+              file=sys.stderr)
+        return 2
+    # The agent may set PYTHONPATH relative to the working directory:
+    # pin it, so a function that changes directory still imports.
+    sys.path[:] = [os.path.abspath(p) if p else p for p in sys.path]
+    code = Runner(path).run()
+    sys.stdout.flush()
+    os._exit(code)  # worker threads may still hold a call of a stopped app
+
+
+if __name__ == "__main__":
+    sys.exit(main())
