@@ -75,6 +75,8 @@ class GraphQLBackend(Backend):
     def __init__(self, client):
         self.client = client
         self._http = client._http
+        # A long poll must end before the client's HTTP timeout does.
+        self.poll = max(1.0, min(POLL_SECONDS, self._http.timeout - 5))
 
     def put_blob(self, digest: str, data: bytes, kind: str = "payload") -> None:
         # PUT is idempotent (200 when the tenant already had the blob).
@@ -119,18 +121,27 @@ class GraphQLBackend(Backend):
 
     def await_task(self, task_id: str, wait: float) -> Dict[str, Any]:
         return self.client.graphql("query($id: ID!, $w: Float) { awaitTask(id: $id, waitSeconds: $w) { %s } }"
-                                   % TASK_FIELDS, {"id": task_id, "w": min(wait, POLL_SECONDS)})["awaitTask"]
+                                   % TASK_FIELDS, {"id": task_id, "w": min(wait, self.poll)})["awaitTask"]
 
     def map_results(self, map_id, start, limit, wait):
         r = self.client.graphql(
             "query($id: ID!, $f: Int!, $n: Int, $w: Float) { mapResults(id: $id, from: $f, limit: $n, waitSeconds: $w)"
             " { map { %s } tasks { %s } } }" % (MAP_FIELDS, TASK_FIELDS),
-            {"id": map_id, "f": start, "n": limit, "w": min(wait, POLL_SECONDS)})["mapResults"]
+            {"id": map_id, "f": start, "n": limit, "w": min(wait, self.poll)})["mapResults"]
         return r["map"], r["tasks"] or []
 
     def cancel(self, task_id: str) -> Dict[str, Any]:
         return self.client.graphql("mutation($id: ID!) { cancelTask(id: $id) { %s } }" % TASK_FIELDS,
                                    {"id": task_id}, idempotent=True)["cancelTask"]
+
+    def task_info(self, task_id: str) -> Dict[str, Any]:
+        node = self.client.graphql(
+            "query($id: ID!) { node(id: $id) { ... on Task { id state attempt maxAttempts waitReason containerID"
+            " phases { queuedAt scheduledAt imageReadyAt codeFetchedAt processStartedAt importedAt startedAt"
+            " finishedAt } } } }", {"id": task_id})["node"]
+        if not node:
+            raise errors.NotFound("task %s not found" % task_id, code="NOT_FOUND")
+        return node
 
     def cancel_map(self, map_id: str) -> Dict[str, Any]:
         return self.client.graphql("mutation($id: ID!) { cancelMap(id: $id) { %s } }" % MAP_FIELDS,

@@ -392,6 +392,19 @@ class FunctionCall:
                                    % (self.object_id, timeout, self._task.get("state")))
         return payload.outcome(self._task, self._backend.get_blob)
 
+    def info(self) -> Dict[str, Any]:
+        """The call as the server sees it now: state, attempt, maxAttempts,
+        containerID, waitReason (why a PENDING call waits: no capacity,
+        container starting, image pulling) and phases: when its last
+        attempt was queued, its container scheduled, the image ready, the
+        code fetched, the process started, the module imported, the call
+        started and finished (RFC 3339; None for a phase not passed: a warm
+        container skips the start phases). Not available inside a
+        container."""
+        if not isinstance(self._backend, backends.GraphQLBackend):
+            raise errors.Error("a call's phases are read through GraphQL, outside containers")
+        return self._backend.task_info(self.object_id)
+
     def cancel(self) -> None:
         """Cancels the call (a running attempt is stopped with its
         container); get() then raises CallCancelledError."""

@@ -292,7 +292,11 @@ def main() -> int:
     # The agent may set PYTHONPATH relative to the working directory:
     # pin it, so a function that changes directory still imports.
     sys.path[:] = [os.path.abspath(p) if p else p for p in sys.path]
-    code = Runner(path).run()
+    try:
+        code = Runner(path).run()
+    except errors.Error as e:  # refused by the server: nothing to retry
+        print("levers9 runner: %s" % e, flush=True)
+        code = 1
     sys.stdout.flush()
     os._exit(code)  # worker threads may still hold a call of a stopped app
 

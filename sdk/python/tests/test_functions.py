@@ -60,6 +60,10 @@ class FunctionsTest(unittest.TestCase):
         call = self.fnapp.square.spawn(12)
         self.assertTrue(call.object_id.startswith("task_"))
         self.assertEqual(call.get(timeout=120), 144)
+        info = call.info()
+        self.assertEqual(info["state"], "COMPLETE")
+        self.assertLessEqual(info["phases"]["queuedAt"], info["phases"]["startedAt"])
+        self.assertLessEqual(info["phases"]["startedAt"], info["phases"]["finishedAt"])
         again = levers9.FunctionCall.from_id(call.object_id, client=self.client)
         self.assertEqual(again.get(timeout=10), 144)
 
