@@ -1,0 +1,287 @@
+package functions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/app"
+	"github.com/levers9/levers9/ent/project"
+	"github.com/levers9/levers9/ent/queue"
+	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/jobspec"
+	"github.com/levers9/levers9/internal/viewer"
+	"github.com/levers9/levers9/internal/wire"
+)
+
+// Limits of what an app declares.
+const (
+	MaxFunctions      = 100
+	MaxContainersCap  = 1000
+	MaxConcurrency    = 1000
+	MaxTimeoutSeconds = 24 * 60 * 60
+	MaxRetries        = 10
+	MaxScaledown      = 24 * 60 * 60
+)
+
+var (
+	appName      = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$`)
+	functionName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+	moduleName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
+	hashPattern  = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	gpuType      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+)
+
+// runnerCommand starts the runner in a container: the agent puts the
+// levers9 package on its PYTHONPATH.
+var runnerCommand = []string{"python3", "-m", "levers9.runner"}
+
+// runnerService names the one service of a container's job.
+const runnerService = "runner"
+
+// DeployEphemeral stores an app that lives while its script runs, with
+// its functions, after checking every function against its queue as a
+// container of it would be checked at submission. Bad input writes
+// nothing.
+func (s *Service) DeployEphemeral(ctx context.Context, spec AppSpec) (*ent.App, error) {
+	v := viewer.FromContext(ctx)
+	if !v.InTenant() || v.UserID == "" {
+		return nil, fault.New(fault.Forbidden, "deploy apps from inside a tenant")
+	}
+	if !appName.MatchString(spec.Name) {
+		return nil, fault.Invalid("name", "app name %q must be 1-63 letters, digits, '.', '_' or '-', starting and ending with a letter or digit", clip(spec.Name))
+	}
+	if !hashPattern.MatchString(spec.CodeHash) {
+		return nil, fault.Invalid("codeHash", "must be the hex SHA-256 of the uploaded code package")
+	}
+	if len(spec.Functions) == 0 || len(spec.Functions) > MaxFunctions {
+		return nil, fault.Invalid("functions", "an app has between 1 and %d functions", MaxFunctions)
+	}
+	if s.Blobs != nil {
+		ok, err := s.Blobs.Has(ctx, spec.CodeHash)
+		if err != nil {
+			return nil, fmt.Errorf("looking up code package: %w", err)
+		}
+		if !ok {
+			return nil, fault.Invalid("codeHash", "no code package %s was uploaded (PUT /api/blobs/%s?kind=code first)", spec.CodeHash[:12], spec.CodeHash)
+		}
+	}
+	seen := map[string]bool{}
+	var creates []*functionPlan
+	for i, f := range spec.Functions {
+		p, err := s.plan(ctx, i, f)
+		if err != nil {
+			return nil, err
+		}
+		if seen[f.Name] {
+			return nil, fault.Invalid(fmt.Sprintf("functions[%d].name", i), "function %q is declared twice", f.Name)
+		}
+		seen[f.Name] = true
+		creates = append(creates, p)
+	}
+	var out *ent.App
+	err := s.DB.InTx(ctx, func(tx *database.Tx) error {
+		a, err := tx.Ent.App.Create().
+			SetTenantID(v.TenantID).SetEnvironmentID(v.EnvironmentID).
+			SetName(spec.Name).SetEphemeral(true).SetCodeHash(spec.CodeHash).SetOwnerID(v.UserID).
+			Save(ctx)
+		if err != nil {
+			return fmt.Errorf("storing app %s: %w", spec.Name, err)
+		}
+		for _, p := range creates {
+			c := tx.Ent.Function.Create().
+				SetTenantID(v.TenantID).SetEnvironmentID(v.EnvironmentID).SetAppID(a.ID).SetOwnerID(v.UserID).
+				SetName(p.spec.Name).SetModule(p.spec.Module).SetQualname(p.spec.Qualname).
+				SetQueueID(p.queueID).SetImage(p.spec.Image).SetGpus(p.gpus).SetGpuTypes(p.gpuTypes).
+				SetCPU(p.spec.CPU).SetMemoryMib(p.spec.MemoryMiB).SetTimeoutSeconds(p.spec.TimeoutSeconds).
+				SetRetries(p.spec.Retries).SetMinContainers(p.spec.MinContainers).SetMaxContainers(p.spec.MaxContainers).
+				SetKeepWarm(p.spec.KeepWarm).SetConcurrency(p.spec.Concurrency).
+				SetScaledownWindowSeconds(p.spec.ScaledownWindowSeconds)
+			if p.projectID != "" {
+				c.SetProjectID(p.projectID)
+			}
+			if _, err := c.Save(ctx); err != nil {
+				return fmt.Errorf("storing function %s: %w", p.spec.Name, err)
+			}
+		}
+		out, err = tx.Ent.App.Query().Where(app.ID(a.ID)).WithFunctions().Only(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Functions that keep containers warm start them now.
+	for _, f := range out.Edges.Functions {
+		if f.KeepWarm > 0 || f.MinContainers > 0 {
+			s.scale(ctx, f.ID)
+		}
+	}
+	s.Log.Info("app deployed", "app", out.ID, "name", out.Name, "functions", len(out.Edges.Functions))
+	return out, nil
+}
+
+// functionPlan is a checked function with what was looked up.
+type functionPlan struct {
+	spec      FunctionSpec
+	queueID   string
+	projectID string
+	gpus      int
+	gpuTypes  []string
+}
+
+// plan checks function i and fills in its defaults.
+func (s *Service) plan(ctx context.Context, i int, f FunctionSpec) (*functionPlan, error) {
+	field := func(name string) string { return fmt.Sprintf("functions[%d].%s", i, name) }
+	if !functionName.MatchString(f.Name) {
+		return nil, fault.Invalid(field("name"), "function name %q must be a Python identifier of at most 63 characters", clip(f.Name))
+	}
+	if !moduleName.MatchString(f.Module) || len(f.Module) > 255 {
+		return nil, fault.Invalid(field("module"), "module %q is not a dotted Python module name", clip(f.Module))
+	}
+	if !moduleName.MatchString(f.Qualname) || len(f.Qualname) > 255 {
+		return nil, fault.Invalid(field("qualname"), "qualname %q is not a dotted Python name", clip(f.Qualname))
+	}
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	if f.CPU == 0 {
+		f.CPU = 1
+	}
+	if f.MemoryMiB == 0 {
+		f.MemoryMiB = 1024
+	}
+	def(&f.TimeoutSeconds, 300)
+	def(&f.MaxContainers, 10)
+	def(&f.Concurrency, 1)
+	def(&f.ScaledownWindowSeconds, 60)
+	for _, c := range []struct {
+		name   string
+		v, top int
+		lo     int
+	}{
+		{"timeoutSeconds", f.TimeoutSeconds, MaxTimeoutSeconds, 1},
+		{"retries", f.Retries, MaxRetries, 0},
+		{"minContainers", f.MinContainers, MaxContainersCap, 0},
+		{"maxContainers", f.MaxContainers, MaxContainersCap, 1},
+		{"keepWarm", f.KeepWarm, MaxContainersCap, 0},
+		{"concurrency", f.Concurrency, MaxConcurrency, 1},
+		{"scaledownWindowSeconds", f.ScaledownWindowSeconds, MaxScaledown, 1},
+	} {
+		if c.v < c.lo || c.v > c.top {
+			return nil, fault.Invalid(field(c.name), "must be between %d and %d", c.lo, c.top)
+		}
+	}
+	if f.MinContainers > f.MaxContainers || f.KeepWarm > f.MaxContainers {
+		return nil, fault.Invalid(field("maxContainers"), "must be at least minContainers and keepWarm")
+	}
+	n, types, err := ParseGPU(f.GPU)
+	if err != nil {
+		return nil, fault.Invalid(field("gpu"), "%v", err)
+	}
+	p := &functionPlan{spec: f, gpus: n, gpuTypes: types}
+	// The container's job must pass the queue's rules now, not at its
+	// first call: group access, per-job limits, project, prices.
+	js := containerJob(f.Queue, f.Project, f.Name, f.Image, f.CPU, f.MemoryMiB, n, types, nil)
+	if _, err := s.Jobs.Estimate(ctx, js, 1); err != nil {
+		return nil, onFunction(err, i, f.Name)
+	}
+	client := s.DB.Ent
+	q, err := client.Queue.Query().Where(queue.Or(queue.ID(f.Queue), queue.Name(f.Queue))).Only(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("looking up queue %q: %w", f.Queue, err)
+	}
+	p.queueID = q.ID
+	if f.Project != "" {
+		pr, err := client.Project.Query().Where(project.Or(project.ID(f.Project), project.Name(f.Project))).Only(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("looking up project %q: %w", f.Project, err)
+		}
+		p.projectID = pr.ID
+	}
+	return p, nil
+}
+
+// onFunction names function i in a submission error about its container.
+func onFunction(err error, i int, name string) error {
+	var fe *fault.Error
+	if !errors.As(err, &fe) {
+		return err
+	}
+	out := *fe
+	f := strings.TrimPrefix(fe.Field, "services[0].")
+	switch f {
+	case "memoryMiB", "cpu", "image", "queue", "project":
+	case "gpus", "gpuTypes":
+		f = "gpu"
+	default:
+		if f == "" {
+			f = "queue"
+		}
+	}
+	out.Field = fmt.Sprintf("functions[%d].%s", i, f)
+	out.Message = fmt.Sprintf("function %s: %s", name, fe.Message)
+	return &out
+}
+
+// ParseGPU reads a GPU request: "" (none), "H100" (one), "H100:2" (two of
+// a type), "H100,A100" (one of the first type with free capacity, in
+// order), "H100,A100:2", or "2" (two of any type).
+func ParseGPU(s string) (int, []string, error) {
+	if s == "" {
+		return 0, nil, nil
+	}
+	if len(s) > 512 {
+		return 0, nil, errors.New("GPU request is too long")
+	}
+	n := 1
+	kinds := s
+	if i := strings.LastIndexByte(s, ':'); i >= 0 {
+		c, err := strconv.Atoi(s[i+1:])
+		if err != nil || c < 1 || c > 64 {
+			return 0, nil, fmt.Errorf("GPU count in %q must be a number from 1 to 64", s)
+		}
+		n, kinds = c, s[:i]
+	} else if c, err := strconv.Atoi(s); err == nil {
+		if c < 0 || c > 64 {
+			return 0, nil, fmt.Errorf("GPU count %q must be from 0 to 64", s)
+		}
+		return c, nil, nil
+	}
+	var types []string
+	for _, t := range strings.Split(kinds, ",") {
+		t = strings.TrimSpace(t)
+		if !gpuType.MatchString(t) {
+			return 0, nil, fmt.Errorf("GPU type %q is not a type name (e.g. H100, A100-80GB)", clip(t))
+		}
+		types = append(types, t)
+	}
+	return n, types, nil
+}
+
+// containerJob is the job that runs one container of a function.
+func containerJob(queue, project, fnName, image string, cpu float64, mem int64, gpus int, types []string, r *wire.Runner) jobspec.Job {
+	return jobspec.Job{
+		Name:    "fn-" + fnName,
+		Queue:   queue,
+		Project: project,
+		Services: []jobspec.Service{{
+			Name: runnerService, Image: image, Command: runnerCommand,
+			CPU: cpu, MemoryMiB: mem, GPUs: gpus, GPUTypes: types,
+		}},
+		Runner: r,
+	}
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}

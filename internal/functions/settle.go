@@ -1,0 +1,143 @@
+package functions
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/task"
+	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/notify"
+	"github.com/levers9/levers9/internal/viewer"
+)
+
+// maxBackoff caps the wait before a retry.
+const maxBackoff = time.Minute
+
+// backoff is the wait before attempt+1: 1 s, 2 s, 4 s, … up to a minute.
+func backoff(attempt int) time.Duration {
+	d := time.Second << min(max(attempt-1, 0), 6)
+	return min(d, maxBackoff)
+}
+
+// settle records the outcomes a runner reports. An outcome for a call
+// that is no longer this container's running attempt (cancelled, timed
+// out, handed elsewhere) is dropped: the call has moved on.
+func (s *Service) settle(ctx context.Context, r *Runner, done []Outcome) error {
+	sys := viewer.SystemContext(ctx)
+	var ended []*ent.Task
+	retried := false
+	err := s.DB.InTx(sys, func(tx *database.Tx) error {
+		ended, retried = nil, false
+		ids := make([]string, 0, len(done))
+		for _, o := range done {
+			ids = append(ids, o.TaskID)
+		}
+		ts, err := tx.Ent.Task.Query().Where(task.IDIn(ids...), task.FunctionID(r.FunctionID),
+			task.ContainerID(r.ContainerID), task.StateEQ(task.StateRUNNING)).All(sys)
+		if err != nil {
+			return fmt.Errorf("reading calls of container %s: %w", r.ContainerID, err)
+		}
+		byID := make(map[string]*ent.Task, len(ts))
+		for _, t := range ts {
+			byID[t.ID] = t
+		}
+		now := s.now()
+		for _, o := range done {
+			t := byID[o.TaskID]
+			if t == nil || t.Attempt != o.Attempt {
+				continue
+			}
+			if o.Result != nil {
+				if err := s.checkPayload(r.Context(ctx), "result", *o.Result); err != nil {
+					o.Result, o.Failure = nil, &Failure{Kind: KindException, Message: "the result could not be stored: " + err.Error()}
+				}
+			}
+			u := tx.Ent.Task.UpdateOneID(t.ID).ClearDeadline()
+			if st := s.within(o.StartedAt, t.CreatedAt, now); !st.IsZero() {
+				u.SetStartedAt(st)
+			}
+			fin := s.within(o.FinishedAt, t.CreatedAt, now)
+			if fin.IsZero() {
+				fin = now
+			}
+			switch {
+			case o.Result != nil:
+				u.SetState(task.StateCOMPLETE).SetFinishedAt(fin).
+					SetErrorKind("").SetErrorMessage("").SetErrorTraceback("").ClearErrorException()
+				if o.Result.Blob != "" {
+					u.SetResultBlob(o.Result.Blob)
+				} else {
+					u.SetResult(o.Result.Data)
+				}
+				ended = append(ended, t)
+			default:
+				f := o.Failure
+				if f == nil {
+					f = &Failure{Kind: KindException, Message: "the runner reported neither a result nor an error"}
+				}
+				if again := failAttempt(u, t, *f, fin, now); again {
+					retried = true
+				} else {
+					ended = append(ended, t)
+				}
+			}
+			if err := u.Exec(sys); err != nil {
+				return fmt.Errorf("recording call %s: %w", t.ID, err)
+			}
+		}
+		if err := tx.Ent.Container.UpdateOneID(r.ContainerID).SetLastTaskAt(now).Exec(sys); err != nil {
+			return fmt.Errorf("recording container %s busy: %w", r.ContainerID, err)
+		}
+		return s.refreshMaps(ctx, tx.Ent, mapsOf(ended))
+	})
+	if err != nil {
+		return err
+	}
+	s.ended(ctx, ended)
+	if retried {
+		s.publish(ctx, notify.TopicFunction, r.FunctionID)
+	}
+	return nil
+}
+
+// failAttempt ends the running attempt of t with f: back to the queue
+// after a backoff while attempts remain, else the call fails. It reports
+// whether the call will run again.
+func failAttempt(u *ent.TaskUpdateOne, t *ent.Task, f Failure, fin, now time.Time) bool {
+	u.SetErrorKind(clipTo(f.Kind, 64)).SetErrorMessage(clipTo(f.Message, 4000)).SetErrorTraceback(clipTo(f.Traceback, 64000))
+	if len(f.Exception) > 0 && len(f.Exception) <= InlineLimit {
+		u.SetErrorException(f.Exception)
+	} else {
+		u.ClearErrorException()
+	}
+	if t.Attempt < t.MaxAttempts && f.Kind != KindCancelled {
+		u.SetState(task.StatePENDING).SetNotBefore(now.Add(backoff(t.Attempt))).ClearContainerID().ClearDeadline()
+		return true
+	}
+	u.SetState(task.StateERROR).SetFinishedAt(fin)
+	return false
+}
+
+// within keeps a time a runner reported (its node's clock) between the
+// call's creation and now; zero when it reported none.
+func (s *Service) within(at, lo, hi time.Time) time.Time {
+	if at.IsZero() {
+		return at
+	}
+	if at.Before(lo) {
+		return lo
+	}
+	if at.After(hi) {
+		return hi
+	}
+	return at
+}
+
+func clipTo(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
