@@ -288,11 +288,11 @@ func TestBadInputWritesNothing(t *testing.T) {
 			},
 			{
 				name: "10 MB body", body: bigBody,
-				wantStatus: http.StatusRequestEntityTooLarge, wantCode: "BAD_USER_INPUT", wantMsg: []string{"larger than 1 MiB"},
+				wantStatus: http.StatusRequestEntityTooLarge, wantCode: "BAD_USER_INPUT", wantMsg: []string{"larger than 8 MiB"},
 			},
 			{
 				name: "10 MB body without Content-Length", body: bigBody, chunked: true,
-				wantStatus: http.StatusRequestEntityTooLarge, wantCode: "BAD_USER_INPUT", wantMsg: []string{"larger than 1 MiB"},
+				wantStatus: http.StatusRequestEntityTooLarge, wantCode: "BAD_USER_INPUT", wantMsg: []string{"larger than 8 MiB"},
 			},
 			{
 				name: "query nested 50 deep", body: gqlBody(`{ viewer { user { jobs { edges { node { ` + tooDeep + ` } } } } } }`),

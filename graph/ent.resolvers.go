@@ -134,10 +134,14 @@ func (r *Resolver) Query() generated.QueryResolver { return &queryResolver{r} }
 // Storage returns generated.StorageResolver implementation.
 func (r *Resolver) Storage() generated.StorageResolver { return &storageResolver{r} }
 
+// Task returns generated.TaskResolver implementation.
+func (r *Resolver) Task() generated.TaskResolver { return &taskResolver{r} }
+
 type (
 	chargeResolver      struct{ *Resolver }
 	computeNodeResolver struct{ *Resolver }
 	projectResolver     struct{ *Resolver }
 	queryResolver       struct{ *Resolver }
 	storageResolver     struct{ *Resolver }
+	taskResolver        struct{ *Resolver }
 )

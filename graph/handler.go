@@ -30,7 +30,10 @@ import (
 // Limits on what one request may ask for; the cost and answer size limits
 // are Limits (complexity.go).
 const (
-	MaxBodyBytes = 1 << 20 // 1 MiB: job specs are small; files go elsewhere
+	// MaxBodyBytes fits a function call's largest inline argument (1 MiB,
+	// 1.4 MiB in base64) and a map of thousands of small items; larger
+	// payloads and files go elsewhere (/api/blobs, /files).
+	MaxBodyBytes = 8 << 20
 	// MaxAnonymousBodyBytes bounds a request without a token: a sign-in
 	// (or a query that will be refused) fits with room to spare.
 	MaxAnonymousBodyBytes = 16 << 10
@@ -334,7 +337,7 @@ func Authenticate(a Authenticator, log *slog.Logger, h http.Handler) http.Handle
 				return
 			}
 			ctx = viewer.NewContext(ctx, v)
-			limit, tooLarge = MaxBodyBytes, "request body larger than 1 MiB"
+			limit, tooLarge = MaxBodyBytes, "request body larger than 8 MiB"
 		}
 		if r.ContentLength > limit {
 			refuse(http.StatusRequestEntityTooLarge, fault.BadUserInput, tooLarge)

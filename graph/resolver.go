@@ -9,6 +9,7 @@ import (
 	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/functions"
 	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/ledger"
@@ -30,6 +31,8 @@ type Resolver struct {
 	QueueService   *queues.Service
 	Files          *buckets.Files
 	Ledger         *ledger.Service
+	// Functions runs serverless apps, their calls and maps.
+	Functions *functions.Service
 	// Logs serves job output and events to queries and subscriptions.
 	Logs *joblog.Service
 	// Follow tunes subscriptions (buffer, stall limit); zero means defaults.

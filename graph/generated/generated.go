@@ -57,6 +57,7 @@ type ResolverRoot interface {
 	Query() QueryResolver
 	Storage() StorageResolver
 	Subscription() SubscriptionResolver
+	Task() TaskResolver
 	Viewer() ViewerResolver
 }
 
@@ -477,6 +478,11 @@ type ComplexityRoot struct {
 		Time    func(childComplexity int) int
 	}
 
+	MapResults struct {
+		Map   func(childComplexity int) int
+		Tasks func(childComplexity int) int
+	}
+
 	Membership struct {
 		CreatedAt func(childComplexity int) int
 		Group     func(childComplexity int) int
@@ -499,7 +505,10 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
+		CallFunction       func(childComplexity int, function string, args model.PayloadInput) int
 		CancelJob          func(childComplexity int, id string) int
+		CancelMap          func(childComplexity int, id string) int
+		CancelTask         func(childComplexity int, id string) int
 		CreateAPIToken     func(childComplexity int, name string, expiresAt *time.Time) int
 		CreateBucket       func(childComplexity int, input ent.CreateBucketInput) int
 		CreateEnvironment  func(childComplexity int, input ent.CreateEnvironmentInput) int
@@ -518,12 +527,15 @@ type ComplexityRoot struct {
 		DeleteProject      func(childComplexity int, id string) int
 		DeleteQueue        func(childComplexity int, id string) int
 		DeleteStorage      func(childComplexity int, id string) int
+		DeployApp          func(childComplexity int, input model.DeployAppInput) int
 		EnterTenant        func(childComplexity int, id string) int
 		GrantTokens        func(childComplexity int, input model.GrantTokensInput) int
 		LeaveTenant        func(childComplexity int) int
+		MapFunction        func(childComplexity int, function string, items []*model.PayloadInput) int
 		RevokeAPIToken     func(childComplexity int, id string) int
 		RevokeNodeInvite   func(childComplexity int, id string) int
 		SignIn             func(childComplexity int, email string, password string) int
+		StopApp            func(childComplexity int, id string) int
 		SubmitJob          func(childComplexity int, spec jobspec.Job, idempotencyKey *string) int
 		UpdateBucket       func(childComplexity int, id string, input ent.UpdateBucketInput) int
 		UpdateGroup        func(childComplexity int, id string, input ent.UpdateGroupInput) int
@@ -571,6 +583,11 @@ type ComplexityRoot struct {
 		StartCursor     func(childComplexity int) int
 	}
 
+	Payload struct {
+		Blob func(childComplexity int) int
+		Data func(childComplexity int) int
+	}
+
 	Port struct {
 		Name func(childComplexity int) int
 		Port func(childComplexity int) int
@@ -602,6 +619,7 @@ type ComplexityRoot struct {
 		APITokens        func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.APITokenOrder, where *ent.APITokenWhereInput) int
 		Apps             func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.AppOrder, where *ent.AppWhereInput) int
 		AuditEvents      func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.AuditEventOrder, where *ent.AuditEventWhereInput) int
+		AwaitTask        func(childComplexity int, id string, waitSeconds *float64) int
 		BucketObjects    func(childComplexity int, bucket string, prefix *string, after *string, first *int) int
 		Buckets          func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.BucketOrder, where *ent.BucketWhereInput) int
 		ChargeTotals     func(childComplexity int, where *ent.ChargeWhereInput, groupBy ledger.Grouping) int
@@ -612,6 +630,7 @@ type ComplexityRoot struct {
 		JobEvents        func(childComplexity int, jobID string) int
 		JobLogs          func(childComplexity int, jobID string, attempt *int, fromSeq *int, first *int) int
 		Jobs             func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.JobOrder, where *ent.JobWhereInput) int
+		MapResults       func(childComplexity int, id string, from int, limit *int, waitSeconds *float64) int
 		MountableBuckets func(childComplexity int, queue string) int
 		Node             func(childComplexity int, id string) int
 		NodeInvites      func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.NodeInviteOrder, where *ent.NodeInviteWhereInput) int
@@ -737,8 +756,10 @@ type ComplexityRoot struct {
 	}
 
 	Subscription struct {
-		JobEvents func(childComplexity int, jobID string) int
-		JobLogs   func(childComplexity int, jobID string, attempt *int, fromSeq *int) int
+		JobEvents   func(childComplexity int, jobID string) int
+		JobLogs     func(childComplexity int, jobID string, attempt *int, fromSeq *int) int
+		MapProgress func(childComplexity int, id string) int
+		TaskUpdated func(childComplexity int, id string) int
 	}
 
 	Task struct {
@@ -747,6 +768,7 @@ type ComplexityRoot struct {
 		CodeFetchedAt    func(childComplexity int) int
 		ContainerID      func(childComplexity int) int
 		CreatedAt        func(childComplexity int) int
+		ErrorException   func(childComplexity int) int
 		ErrorKind        func(childComplexity int) int
 		ErrorMessage     func(childComplexity int) int
 		ErrorTraceback   func(childComplexity int) int
@@ -761,12 +783,15 @@ type ComplexityRoot struct {
 		MapIndex         func(childComplexity int) int
 		MaxAttempts      func(childComplexity int) int
 		OwnerID          func(childComplexity int) int
+		Phases           func(childComplexity int) int
 		ProcessStartedAt func(childComplexity int) int
+		Result           func(childComplexity int) int
 		ScheduledAt      func(childComplexity int) int
 		StartedAt        func(childComplexity int) int
 		State            func(childComplexity int) int
 		TimeoutSeconds   func(childComplexity int) int
 		UpdatedAt        func(childComplexity int) int
+		WaitReason       func(childComplexity int) int
 	}
 
 	TaskConnection struct {
@@ -778,6 +803,17 @@ type ComplexityRoot struct {
 	TaskEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
+	}
+
+	TaskPhases struct {
+		CodeFetchedAt    func(childComplexity int) int
+		FinishedAt       func(childComplexity int) int
+		ImageReadyAt     func(childComplexity int) int
+		ImportedAt       func(childComplexity int) int
+		ProcessStartedAt func(childComplexity int) int
+		QueuedAt         func(childComplexity int) int
+		ScheduledAt      func(childComplexity int) int
+		StartedAt        func(childComplexity int) int
 	}
 
 	Tenant struct {
@@ -882,6 +918,12 @@ type MutationResolver interface {
 	SubmitJob(ctx context.Context, spec jobspec.Job, idempotencyKey *string) (*ent.Job, error)
 	CancelJob(ctx context.Context, id string) (*ent.Job, error)
 	GrantTokens(ctx context.Context, input model.GrantTokensInput) (*ent.Charge, error)
+	DeployApp(ctx context.Context, input model.DeployAppInput) (*ent.App, error)
+	StopApp(ctx context.Context, id string) (*ent.App, error)
+	CallFunction(ctx context.Context, function string, args model.PayloadInput) (*ent.Task, error)
+	MapFunction(ctx context.Context, function string, items []*model.PayloadInput) (*ent.FunctionMap, error)
+	CancelTask(ctx context.Context, id string) (*ent.Task, error)
+	CancelMap(ctx context.Context, id string) (*ent.FunctionMap, error)
 	DeleteBucketObject(ctx context.Context, bucket string, key string) (bool, error)
 }
 type ProjectResolver interface {
@@ -905,6 +947,8 @@ type QueryResolver interface {
 	Tasks(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TaskOrder, where *ent.TaskWhereInput) (*ent.TaskConnection, error)
 	Tenants(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TenantOrder, where *ent.TenantWhereInput) (*ent.TenantConnection, error)
 	Users(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.UserOrder, where *ent.UserWhereInput) (*ent.UserConnection, error)
+	AwaitTask(ctx context.Context, id string, waitSeconds *float64) (*ent.Task, error)
+	MapResults(ctx context.Context, id string, from int, limit *int, waitSeconds *float64) (*model.MapResults, error)
 	Viewer(ctx context.Context) (*model.Viewer, error)
 	ChargeTotals(ctx context.Context, where *ent.ChargeWhereInput, groupBy ledger.Grouping) ([]*ledger.Total, error)
 	Tenant(ctx context.Context) (*ent.Tenant, error)
@@ -920,6 +964,14 @@ type StorageResolver interface {
 type SubscriptionResolver interface {
 	JobLogs(ctx context.Context, jobID string, attempt *int, fromSeq *int) (<-chan *joblog.Line, error)
 	JobEvents(ctx context.Context, jobID string) (<-chan *joblog.Event, error)
+	TaskUpdated(ctx context.Context, id string) (<-chan *ent.Task, error)
+	MapProgress(ctx context.Context, id string) (<-chan *ent.FunctionMap, error)
+}
+type TaskResolver interface {
+	Result(ctx context.Context, obj *ent.Task) (*model.Payload, error)
+	ErrorException(ctx context.Context, obj *ent.Task) (*string, error)
+	Phases(ctx context.Context, obj *ent.Task) (*model.TaskPhases, error)
+	WaitReason(ctx context.Context, obj *ent.Task) (*string, error)
 }
 type ViewerResolver interface {
 	User(ctx context.Context, obj *model.Viewer) (*ent.User, error)
@@ -2624,6 +2676,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.LogLine.Time(childComplexity), true
 
+	case "MapResults.map":
+		if e.ComplexityRoot.MapResults.Map == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MapResults.Map(childComplexity), true
+	case "MapResults.tasks":
+		if e.ComplexityRoot.MapResults.Tasks == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MapResults.Tasks(childComplexity), true
+
 	case "Membership.createdAt":
 		if e.ComplexityRoot.Membership.CreatedAt == nil {
 			break
@@ -2699,6 +2764,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MembershipEdge.Node(childComplexity), true
 
+	case "Mutation.callFunction":
+		if e.ComplexityRoot.Mutation.CallFunction == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_callFunction_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CallFunction(childComplexity, args["function"].(string), args["args"].(model.PayloadInput)), true
 	case "Mutation.cancelJob":
 		if e.ComplexityRoot.Mutation.CancelJob == nil {
 			break
@@ -2710,6 +2786,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CancelJob(childComplexity, args["id"].(string)), true
+	case "Mutation.cancelMap":
+		if e.ComplexityRoot.Mutation.CancelMap == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_cancelMap_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CancelMap(childComplexity, args["id"].(string)), true
+	case "Mutation.cancelTask":
+		if e.ComplexityRoot.Mutation.CancelTask == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_cancelTask_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CancelTask(childComplexity, args["id"].(string)), true
 	case "Mutation.createAPIToken":
 		if e.ComplexityRoot.Mutation.CreateAPIToken == nil {
 			break
@@ -2908,6 +3006,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteStorage(childComplexity, args["id"].(string)), true
+	case "Mutation.deployApp":
+		if e.ComplexityRoot.Mutation.DeployApp == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deployApp_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeployApp(childComplexity, args["input"].(model.DeployAppInput)), true
 	case "Mutation.enterTenant":
 		if e.ComplexityRoot.Mutation.EnterTenant == nil {
 			break
@@ -2936,6 +3045,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.LeaveTenant(childComplexity), true
+	case "Mutation.mapFunction":
+		if e.ComplexityRoot.Mutation.MapFunction == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_mapFunction_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.MapFunction(childComplexity, args["function"].(string), args["items"].([]*model.PayloadInput)), true
 	case "Mutation.revokeAPIToken":
 		if e.ComplexityRoot.Mutation.RevokeAPIToken == nil {
 			break
@@ -2969,6 +3089,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SignIn(childComplexity, args["email"].(string), args["password"].(string)), true
+	case "Mutation.stopApp":
+		if e.ComplexityRoot.Mutation.StopApp == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_stopApp_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.StopApp(childComplexity, args["id"].(string)), true
 	case "Mutation.submitJob":
 		if e.ComplexityRoot.Mutation.SubmitJob == nil {
 			break
@@ -3200,6 +3331,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
 
+	case "Payload.blob":
+		if e.ComplexityRoot.Payload.Blob == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payload.Blob(childComplexity), true
+	case "Payload.data":
+		if e.ComplexityRoot.Payload.Data == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payload.Data(childComplexity), true
+
 	case "Port.name":
 		if e.ComplexityRoot.Port.Name == nil {
 			break
@@ -3332,6 +3476,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.AuditEvents(childComplexity, args["after"].(*entgql.Cursor[string]), args["first"].(*int), args["before"].(*entgql.Cursor[string]), args["last"].(*int), args["orderBy"].(*ent.AuditEventOrder), args["where"].(*ent.AuditEventWhereInput)), true
+	case "Query.awaitTask":
+		if e.ComplexityRoot.Query.AwaitTask == nil {
+			break
+		}
+
+		args, err := ec.field_Query_awaitTask_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.AwaitTask(childComplexity, args["id"].(string), args["waitSeconds"].(*float64)), true
 	case "Query.bucketObjects":
 		if e.ComplexityRoot.Query.BucketObjects == nil {
 			break
@@ -3443,6 +3598,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Jobs(childComplexity, args["after"].(*entgql.Cursor[string]), args["first"].(*int), args["before"].(*entgql.Cursor[string]), args["last"].(*int), args["orderBy"].(*ent.JobOrder), args["where"].(*ent.JobWhereInput)), true
+	case "Query.mapResults":
+		if e.ComplexityRoot.Query.MapResults == nil {
+			break
+		}
+
+		args, err := ec.field_Query_mapResults_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.MapResults(childComplexity, args["id"].(string), args["from"].(int), args["limit"].(*int), args["waitSeconds"].(*float64)), true
 	case "Query.mountableBuckets":
 		if e.ComplexityRoot.Query.MountableBuckets == nil {
 			break
@@ -4083,6 +4249,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.JobLogs(childComplexity, args["jobId"].(string), args["attempt"].(*int), args["fromSeq"].(*int)), true
+	case "Subscription.mapProgress":
+		if e.ComplexityRoot.Subscription.MapProgress == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_mapProgress_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.MapProgress(childComplexity, args["id"].(string)), true
+	case "Subscription.taskUpdated":
+		if e.ComplexityRoot.Subscription.TaskUpdated == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_taskUpdated_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.TaskUpdated(childComplexity, args["id"].(string)), true
 
 	case "Task.appID":
 		if e.ComplexityRoot.Task.AppID == nil {
@@ -4114,6 +4302,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Task.CreatedAt(childComplexity), true
+	case "Task.errorException":
+		if e.ComplexityRoot.Task.ErrorException == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.ErrorException(childComplexity), true
 	case "Task.errorKind":
 		if e.ComplexityRoot.Task.ErrorKind == nil {
 			break
@@ -4198,12 +4392,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Task.OwnerID(childComplexity), true
+	case "Task.phases":
+		if e.ComplexityRoot.Task.Phases == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.Phases(childComplexity), true
 	case "Task.processStartedAt":
 		if e.ComplexityRoot.Task.ProcessStartedAt == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Task.ProcessStartedAt(childComplexity), true
+	case "Task.result":
+		if e.ComplexityRoot.Task.Result == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.Result(childComplexity), true
 	case "Task.scheduledAt":
 		if e.ComplexityRoot.Task.ScheduledAt == nil {
 			break
@@ -4234,6 +4440,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Task.UpdatedAt(childComplexity), true
+	case "Task.waitReason":
+		if e.ComplexityRoot.Task.WaitReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.WaitReason(childComplexity), true
 
 	case "TaskConnection.edges":
 		if e.ComplexityRoot.TaskConnection.Edges == nil {
@@ -4266,6 +4478,55 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TaskEdge.Node(childComplexity), true
+
+	case "TaskPhases.codeFetchedAt":
+		if e.ComplexityRoot.TaskPhases.CodeFetchedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaskPhases.CodeFetchedAt(childComplexity), true
+	case "TaskPhases.finishedAt":
+		if e.ComplexityRoot.TaskPhases.FinishedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaskPhases.FinishedAt(childComplexity), true
+	case "TaskPhases.imageReadyAt":
+		if e.ComplexityRoot.TaskPhases.ImageReadyAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaskPhases.ImageReadyAt(childComplexity), true
+	case "TaskPhases.importedAt":
+		if e.ComplexityRoot.TaskPhases.ImportedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaskPhases.ImportedAt(childComplexity), true
+	case "TaskPhases.processStartedAt":
+		if e.ComplexityRoot.TaskPhases.ProcessStartedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaskPhases.ProcessStartedAt(childComplexity), true
+	case "TaskPhases.queuedAt":
+		if e.ComplexityRoot.TaskPhases.QueuedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaskPhases.QueuedAt(childComplexity), true
+	case "TaskPhases.scheduledAt":
+		if e.ComplexityRoot.TaskPhases.ScheduledAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaskPhases.ScheduledAt(childComplexity), true
+	case "TaskPhases.startedAt":
+		if e.ComplexityRoot.TaskPhases.StartedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TaskPhases.StartedAt(childComplexity), true
 
 	case "Tenant.budgetPolicy":
 		if e.ComplexityRoot.Tenant.BudgetPolicy == nil {
@@ -4514,9 +4775,11 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("CreateStorageInput", ec.unmarshalInputCreateStorageInput),
 			graphql.NewInputUnmarshaler("CreateTenantInput", ec.unmarshalInputCreateTenantInput),
 			graphql.NewInputUnmarshaler("CreateUserInput", ec.unmarshalInputCreateUserInput),
+			graphql.NewInputUnmarshaler("DeployAppInput", ec.unmarshalInputDeployAppInput),
 			graphql.NewInputUnmarshaler("EnvVarInput", ec.unmarshalInputEnvVarInput),
 			graphql.NewInputUnmarshaler("EnvironmentOrder", ec.unmarshalInputEnvironmentOrder),
 			graphql.NewInputUnmarshaler("EnvironmentWhereInput", ec.unmarshalInputEnvironmentWhereInput),
+			graphql.NewInputUnmarshaler("FunctionInput", ec.unmarshalInputFunctionInput),
 			graphql.NewInputUnmarshaler("FunctionMapOrder", ec.unmarshalInputFunctionMapOrder),
 			graphql.NewInputUnmarshaler("FunctionMapWhereInput", ec.unmarshalInputFunctionMapWhereInput),
 			graphql.NewInputUnmarshaler("FunctionOrder", ec.unmarshalInputFunctionOrder),
@@ -4533,6 +4796,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("MountInput", ec.unmarshalInputMountInput),
 			graphql.NewInputUnmarshaler("NodeInviteOrder", ec.unmarshalInputNodeInviteOrder),
 			graphql.NewInputUnmarshaler("NodeInviteWhereInput", ec.unmarshalInputNodeInviteWhereInput),
+			graphql.NewInputUnmarshaler("PayloadInput", ec.unmarshalInputPayloadInput),
 			graphql.NewInputUnmarshaler("PortInput", ec.unmarshalInputPortInput),
 			graphql.NewInputUnmarshaler("ProjectOrder", ec.unmarshalInputProjectOrder),
 			graphql.NewInputUnmarshaler("ProjectWhereInput", ec.unmarshalInputProjectWhereInput),
@@ -10452,6 +10716,120 @@ input UserWhereInput {
   hasJobsWith: [JobWhereInput!]
 }
 `, BuiltIn: false},
+	{Name: "../schema/functions.graphqls", Input: `# Serverless functions: apps of Python functions, their calls (tasks) and maps.
+# Payloads are pickles: inline as base64 (standard encoding, at most 1 MiB
+# decoded) or uploaded first to /api/blobs/{sha256} and named by hash.
+
+"One function of an app as the SDK declares it."
+input FunctionInput {
+  name: String!
+  "Module to import, relative to the code package."
+  module: String!
+  "The function's name in its module; may be dotted (Class.method)."
+  qualname: String!
+  "Queue (ID or name) its containers run on."
+  queue: String!
+  "Project (ID or name) its containers are charged to."
+  project: String
+  image: String
+  "A GPU type (H100), a count of one (H100:2) or a preference list (H100,A100)."
+  gpu: String
+  cpu: Float
+  memoryMiB: Int
+  "Per call."
+  timeoutSeconds: Int
+  retries: Int
+  minContainers: Int
+  maxContainers: Int
+  keepWarm: Int
+  "Calls one container runs at once."
+  concurrency: Int
+  "An idle container above the floor stops after this long without a call."
+  scaledownWindowSeconds: Int
+}
+
+input DeployAppInput {
+  name: String!
+  "SHA-256 of the code package, uploaded first as a blob of kind code."
+  codeHash: String!
+  functions: [FunctionInput!]!
+}
+
+"A pickle: inline (data, base64) or a blob (its SHA-256); exactly one."
+input PayloadInput {
+  data: String
+  blob: String
+}
+
+"A pickle: inline (data, base64) or a blob (its SHA-256, GET /api/blobs/{sha256})."
+type Payload {
+  data: String
+  blob: String
+}
+
+"When a call passed each step of its last attempt; null: not (yet) passed."
+type TaskPhases {
+  queuedAt: Time!
+  scheduledAt: Time
+  imageReadyAt: Time
+  codeFetchedAt: Time
+  processStartedAt: Time
+  importedAt: Time
+  startedAt: Time
+  finishedAt: Time
+}
+
+extend type Task {
+  "The return value once COMPLETE."
+  result: Payload
+  "The pickled exception (base64) of a failed call, when it pickled."
+  errorException: String
+  phases: TaskPhases!
+  "Why a PENDING call has not started yet (no capacity, image pulling, …); null otherwise."
+  waitReason: String
+}
+
+type MapResults {
+  map: FunctionMap!
+  "Ended items with mapIndex >= from, in index order."
+  tasks: [Task!]!
+}
+
+extend type Query {
+  """
+  A call, once it has ended or after waitSeconds (at most 60; default 0: at
+  once), whichever comes first.
+  """
+  awaitTask(id: ID!, waitSeconds: Float): Task!
+  """
+  Ended items of a map with mapIndex >= from, in index order (at most limit,
+  default and most 1000); waits up to waitSeconds (at most 60) for the first.
+  """
+  mapResults(id: ID!, from: Int!, limit: Int, waitSeconds: Float): MapResults!
+}
+
+extend type Mutation {
+  "Deploys an ephemeral app: it stops when its client stops it (or is gone)."
+  deployApp(input: DeployAppInput!): App!
+  stopApp(id: ID!): App!
+  "Calls a function once."
+  callFunction(function: ID!, args: PayloadInput!): Task!
+  """
+  Calls a function once per item (at most 10,000 per request; send more in
+  several requests). Items are numbered from 0 in order (Task.mapIndex).
+  """
+  mapFunction(function: ID!, items: [PayloadInput!]!): FunctionMap!
+  cancelTask(id: ID!): Task!
+  cancelMap(id: ID!): FunctionMap!
+}
+
+extend type Subscription {
+  "The call now, then after each change, until it has ended."
+  taskUpdated(id: ID!): Task!
+  "The map now, then as items end, until all have."
+  mapProgress(id: ID!): FunctionMap!
+}
+`, BuiltIn: false},
 	{Name: "../schema/levers9.graphqls", Input: `# The hand-written part of the levers9 API. ent.graphqls beside it is
 # generated from ent/schema by ` + "`" + `make generate` + "`" + `.
 
@@ -11626,6 +12004,16 @@ func (ec *executionContext) childFields_LogLine(ctx context.Context, field graph
 	return nil, fmt.Errorf("no field named %q was found under type LogLine", field.Name)
 }
 
+func (ec *executionContext) childFields_MapResults(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "map":
+		return ec.fieldContext_MapResults_map(ctx, field)
+	case "tasks":
+		return ec.fieldContext_MapResults_tasks(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MapResults", field.Name)
+}
+
 func (ec *executionContext) childFields_Membership(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -11738,6 +12126,16 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 		return ec.fieldContext_PageInfo_endCursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PageInfo", field.Name)
+}
+
+func (ec *executionContext) childFields_Payload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "data":
+		return ec.fieldContext_Payload_data(ctx, field)
+	case "blob":
+		return ec.fieldContext_Payload_blob(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Payload", field.Name)
 }
 
 func (ec *executionContext) childFields_Port(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -12054,6 +12452,14 @@ func (ec *executionContext) childFields_Task(ctx context.Context, field graphql.
 		return ec.fieldContext_Task_function(ctx, field)
 	case "map":
 		return ec.fieldContext_Task_map(ctx, field)
+	case "result":
+		return ec.fieldContext_Task_result(ctx, field)
+	case "errorException":
+		return ec.fieldContext_Task_errorException(ctx, field)
+	case "phases":
+		return ec.fieldContext_Task_phases(ctx, field)
+	case "waitReason":
+		return ec.fieldContext_Task_waitReason(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Task", field.Name)
 }
@@ -12078,6 +12484,28 @@ func (ec *executionContext) childFields_TaskEdge(ctx context.Context, field grap
 		return ec.fieldContext_TaskEdge_cursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TaskEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_TaskPhases(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "queuedAt":
+		return ec.fieldContext_TaskPhases_queuedAt(ctx, field)
+	case "scheduledAt":
+		return ec.fieldContext_TaskPhases_scheduledAt(ctx, field)
+	case "imageReadyAt":
+		return ec.fieldContext_TaskPhases_imageReadyAt(ctx, field)
+	case "codeFetchedAt":
+		return ec.fieldContext_TaskPhases_codeFetchedAt(ctx, field)
+	case "processStartedAt":
+		return ec.fieldContext_TaskPhases_processStartedAt(ctx, field)
+	case "importedAt":
+		return ec.fieldContext_TaskPhases_importedAt(ctx, field)
+	case "startedAt":
+		return ec.fieldContext_TaskPhases_startedAt(ctx, field)
+	case "finishedAt":
+		return ec.fieldContext_TaskPhases_finishedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TaskPhases", field.Name)
 }
 
 func (ec *executionContext) childFields_Tenant(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -12466,7 +12894,57 @@ func (ec *executionContext) field_Group_memberships_args(ctx context.Context, ra
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_callFunction_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "function",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["function"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "args",
+		func(ctx context.Context, v any) (model.PayloadInput, error) {
+			return ec.unmarshalNPayloadInput2githubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐPayloadInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["args"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_cancelJob_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_cancelMap_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_cancelTask_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
@@ -12756,6 +13234,20 @@ func (ec *executionContext) field_Mutation_deleteStorage_args(ctx context.Contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_deployApp_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.DeployAppInput, error) {
+			return ec.unmarshalNDeployAppInput2githubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐDeployAppInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_enterTenant_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -12781,6 +13273,28 @@ func (ec *executionContext) field_Mutation_grantTokens_args(ctx context.Context,
 		return nil, err
 	}
 	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_mapFunction_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "function",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["function"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "items",
+		func(ctx context.Context, v any) ([]*model.PayloadInput, error) {
+			return ec.unmarshalNPayloadInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐPayloadInputᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["items"] = arg1
 	return args, nil
 }
 
@@ -12831,6 +13345,20 @@ func (ec *executionContext) field_Mutation_signIn_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["password"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_stopApp_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -13254,6 +13782,28 @@ func (ec *executionContext) field_Query_auditEvents_args(ctx context.Context, ra
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_awaitTask_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "waitSeconds",
+		func(ctx context.Context, v any) (*float64, error) {
+			return ec.unmarshalOFloat2ᚖfloat64(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["waitSeconds"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_bucketObjects_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -13655,6 +14205,44 @@ func (ec *executionContext) field_Query_jobs_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["where"] = arg5
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_mapResults_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "from",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNInt2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["from"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "limit",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["limit"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "waitSeconds",
+		func(ctx context.Context, v any) (*float64, error) {
+			return ec.unmarshalOFloat2ᚖfloat64(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["waitSeconds"] = arg3
 	return args, nil
 }
 
@@ -14213,6 +14801,34 @@ func (ec *executionContext) field_Subscription_jobLogs_args(ctx context.Context,
 		return nil, err
 	}
 	args["fromSeq"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_mapProgress_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_taskUpdated_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -21287,6 +21903,70 @@ func (ec *executionContext) fieldContext_LogLine_text(_ context.Context, field g
 	return graphql.NewScalarFieldContext("LogLine", field, false, false, "String")
 }
 
+func (ec *executionContext) _MapResults_map(ctx context.Context, field graphql.CollectedField, obj *model.MapResults) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MapResults_map(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Map, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.FunctionMap) graphql.Marshaler {
+			return ec.marshalNFunctionMap2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMap(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MapResults_map(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MapResults",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FunctionMap(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MapResults_tasks(ctx context.Context, field graphql.CollectedField, obj *model.MapResults) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MapResults_tasks(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Tasks, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Task) graphql.Marshaler {
+			return ec.marshalNTask2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MapResults_tasks(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MapResults",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Task(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Membership_id(ctx context.Context, field graphql.CollectedField, obj *ent.Membership) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -23039,6 +23719,270 @@ func (ec *executionContext) fieldContext_Mutation_grantTokens(ctx context.Contex
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_deployApp(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deployApp(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeployApp(ctx, fc.Args["input"].(model.DeployAppInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.App) graphql.Marshaler {
+			return ec.marshalNApp2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐApp(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deployApp(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_App(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deployApp_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_stopApp(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_stopApp(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().StopApp(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.App) graphql.Marshaler {
+			return ec.marshalNApp2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐApp(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_stopApp(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_App(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_stopApp_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_callFunction(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_callFunction(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CallFunction(ctx, fc.Args["function"].(string), fc.Args["args"].(model.PayloadInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Task) graphql.Marshaler {
+			return ec.marshalNTask2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTask(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_callFunction(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Task(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_callFunction_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_mapFunction(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_mapFunction(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().MapFunction(ctx, fc.Args["function"].(string), fc.Args["items"].([]*model.PayloadInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.FunctionMap) graphql.Marshaler {
+			return ec.marshalNFunctionMap2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMap(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_mapFunction(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FunctionMap(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_mapFunction_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_cancelTask(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_cancelTask(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CancelTask(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Task) graphql.Marshaler {
+			return ec.marshalNTask2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTask(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_cancelTask(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Task(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_cancelTask_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_cancelMap(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_cancelMap(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CancelMap(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.FunctionMap) graphql.Marshaler {
+			return ec.marshalNFunctionMap2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMap(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_cancelMap(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FunctionMap(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_cancelMap_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_deleteBucketObject(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -23600,6 +24544,52 @@ func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_PageInfo_endCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "Cursor")
+}
+
+func (ec *executionContext) _Payload_data(ctx context.Context, field graphql.CollectedField, obj *model.Payload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payload_data(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Data, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Payload_data(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Payload", field, false, false, "String")
+}
+
+func (ec *executionContext) _Payload_blob(ctx context.Context, field graphql.CollectedField, obj *model.Payload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payload_blob(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Blob, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Payload_blob(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Payload", field, false, false, "String")
 }
 
 func (ec *executionContext) _Port_name(ctx context.Context, field graphql.CollectedField, obj *jobspec.Port) (ret graphql.Marshaler) {
@@ -24746,6 +25736,94 @@ func (ec *executionContext) fieldContext_Query_users(ctx context.Context, field 
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_users_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_awaitTask(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_awaitTask(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().AwaitTask(ctx, fc.Args["id"].(string), fc.Args["waitSeconds"].(*float64))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Task) graphql.Marshaler {
+			return ec.marshalNTask2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTask(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_awaitTask(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Task(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_awaitTask_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_mapResults(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_mapResults(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().MapResults(ctx, fc.Args["id"].(string), fc.Args["from"].(int), fc.Args["limit"].(*int), fc.Args["waitSeconds"].(*float64))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MapResults) graphql.Marshaler {
+			return ec.marshalNMapResults2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐMapResults(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_mapResults(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MapResults(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_mapResults_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -27303,6 +28381,94 @@ func (ec *executionContext) fieldContext_Subscription_jobEvents(ctx context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Subscription_taskUpdated(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_taskUpdated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().TaskUpdated(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Task) graphql.Marshaler {
+			return ec.marshalNTask2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTask(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_taskUpdated(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Task(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_taskUpdated_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_mapProgress(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_mapProgress(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().MapProgress(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.FunctionMap) graphql.Marshaler {
+			return ec.marshalNFunctionMap2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMap(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_mapProgress(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FunctionMap(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_mapProgress_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Task_id(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -27896,6 +29062,116 @@ func (ec *executionContext) fieldContext_Task_map(_ context.Context, field graph
 	return fc, nil
 }
 
+func (ec *executionContext) _Task_result(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_result(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Task().Result(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Payload) graphql.Marshaler {
+			return ec.marshalOPayload2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐPayload(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Task_result(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Task",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Payload(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Task_errorException(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_errorException(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Task().ErrorException(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Task_errorException(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, true, true, "String")
+}
+
+func (ec *executionContext) _Task_phases(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_phases(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Task().Phases(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.TaskPhases) graphql.Marshaler {
+			return ec.marshalNTaskPhases2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐTaskPhases(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Task_phases(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Task",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TaskPhases(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Task_waitReason(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_waitReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Task().WaitReason(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Task_waitReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, true, true, "String")
+}
+
 func (ec *executionContext) _TaskConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.TaskConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -28036,6 +29312,190 @@ func (ec *executionContext) _TaskEdge_cursor(ctx context.Context, field graphql.
 }
 func (ec *executionContext) fieldContext_TaskEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("TaskEdge", field, false, false, "Cursor")
+}
+
+func (ec *executionContext) _TaskPhases_queuedAt(ctx context.Context, field graphql.CollectedField, obj *model.TaskPhases) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaskPhases_queuedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.QueuedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TaskPhases_queuedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaskPhases", field, false, false, "Time")
+}
+
+func (ec *executionContext) _TaskPhases_scheduledAt(ctx context.Context, field graphql.CollectedField, obj *model.TaskPhases) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaskPhases_scheduledAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ScheduledAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TaskPhases_scheduledAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaskPhases", field, false, false, "Time")
+}
+
+func (ec *executionContext) _TaskPhases_imageReadyAt(ctx context.Context, field graphql.CollectedField, obj *model.TaskPhases) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaskPhases_imageReadyAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ImageReadyAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TaskPhases_imageReadyAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaskPhases", field, false, false, "Time")
+}
+
+func (ec *executionContext) _TaskPhases_codeFetchedAt(ctx context.Context, field graphql.CollectedField, obj *model.TaskPhases) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaskPhases_codeFetchedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CodeFetchedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TaskPhases_codeFetchedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaskPhases", field, false, false, "Time")
+}
+
+func (ec *executionContext) _TaskPhases_processStartedAt(ctx context.Context, field graphql.CollectedField, obj *model.TaskPhases) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaskPhases_processStartedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProcessStartedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TaskPhases_processStartedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaskPhases", field, false, false, "Time")
+}
+
+func (ec *executionContext) _TaskPhases_importedAt(ctx context.Context, field graphql.CollectedField, obj *model.TaskPhases) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaskPhases_importedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ImportedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TaskPhases_importedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaskPhases", field, false, false, "Time")
+}
+
+func (ec *executionContext) _TaskPhases_startedAt(ctx context.Context, field graphql.CollectedField, obj *model.TaskPhases) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaskPhases_startedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StartedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TaskPhases_startedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaskPhases", field, false, false, "Time")
+}
+
+func (ec *executionContext) _TaskPhases_finishedAt(ctx context.Context, field graphql.CollectedField, obj *model.TaskPhases) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TaskPhases_finishedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FinishedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TaskPhases_finishedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TaskPhases", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Tenant_id(ctx context.Context, field graphql.CollectedField, obj *ent.Tenant) (ret graphql.Marshaler) {
@@ -36167,6 +37627,62 @@ func UnmarshalCreateUserInput(ctx context.Context, raw any) (model.CreateUserInp
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputDeployAppInput(ctx context.Context, obj any) (model.DeployAppInput, error) {
+	var it model.DeployAppInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "codeHash", "functions"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "codeHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHash"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CodeHash = data
+		case "functions":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functions"))
+			data, err := ec.unmarshalNFunctionInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐFunctionInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Functions = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalDeployAppInput unmarshals raw into the DeployAppInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalDeployAppInput(ctx context.Context, raw any) (model.DeployAppInput, error) {
+	var out model.DeployAppInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DeployAppInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputEnvVarInput(ctx context.Context, obj any) (jobspec.EnvVar, error) {
 	var it jobspec.EnvVar
 	if obj == nil {
@@ -36539,6 +38055,153 @@ func (ec *executionContext) unmarshalInputEnvironmentWhereInput(ctx context.Cont
 func UnmarshalEnvironmentWhereInput(ctx context.Context, raw any) (ent.EnvironmentWhereInput, error) {
 	var out ent.EnvironmentWhereInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "EnvironmentWhereInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputFunctionInput(ctx context.Context, obj any) (model.FunctionInput, error) {
+	var it model.FunctionInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "module", "qualname", "queue", "project", "image", "gpu", "cpu", "memoryMiB", "timeoutSeconds", "retries", "minContainers", "maxContainers", "keepWarm", "concurrency", "scaledownWindowSeconds"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "module":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("module"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Module = data
+		case "qualname":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("qualname"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Qualname = data
+		case "queue":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("queue"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Queue = data
+		case "project":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("project"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Project = data
+		case "image":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("image"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Image = data
+		case "gpu":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("gpu"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Gpu = data
+		case "cpu":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cpu"))
+			data, err := ec.unmarshalOFloat2ᚖfloat64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CPU = data
+		case "memoryMiB":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("memoryMiB"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MemoryMiB = data
+		case "timeoutSeconds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeoutSeconds"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeoutSeconds = data
+		case "retries":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("retries"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Retries = data
+		case "minContainers":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minContainers"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinContainers = data
+		case "maxContainers":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxContainers"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MaxContainers = data
+		case "keepWarm":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("keepWarm"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KeepWarm = data
+		case "concurrency":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("concurrency"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Concurrency = data
+		case "scaledownWindowSeconds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scaledownWindowSeconds"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ScaledownWindowSeconds = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalFunctionInput unmarshals raw into the FunctionInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalFunctionInput(ctx context.Context, raw any) (model.FunctionInput, error) {
+	var out model.FunctionInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "FunctionInput", raw, &out)
 	return out, err
 }
 
@@ -42044,6 +43707,55 @@ func (ec *executionContext) unmarshalInputNodeInviteWhereInput(ctx context.Conte
 func UnmarshalNodeInviteWhereInput(ctx context.Context, raw any) (ent.NodeInviteWhereInput, error) {
 	var out ent.NodeInviteWhereInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "NodeInviteWhereInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputPayloadInput(ctx context.Context, obj any) (model.PayloadInput, error) {
+	var it model.PayloadInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"data", "blob"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "data":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("data"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Data = data
+		case "blob":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("blob"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Blob = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalPayloadInput unmarshals raw into the PayloadInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalPayloadInput(ctx context.Context, raw any) (model.PayloadInput, error) {
+	var out model.PayloadInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "PayloadInput", raw, &out)
 	return out, err
 }
 
@@ -52163,6 +53875,44 @@ func (ec *executionContext) _LogLine(ctx context.Context, sel ast.SelectionSet, 
 	return out
 }
 
+var mapResultsImplementors = []string{"MapResults"}
+
+func (ec *executionContext) _MapResults(ctx context.Context, sel ast.SelectionSet, obj *model.MapResults) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, mapResultsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MapResults")
+		case "map":
+			out.Values[i] = ec._MapResults_map(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "tasks":
+			out.Values[i] = ec._MapResults_tasks(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var membershipImplementors = []string{"Membership", "Node"}
 
 func (ec *executionContext) _Membership(ctx context.Context, sel ast.SelectionSet, obj *ent.Membership) graphql.Marshaler {
@@ -52559,6 +54309,48 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "deployApp":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deployApp(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "stopApp":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_stopApp(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "callFunction":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_callFunction(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "mapFunction":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_mapFunction(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cancelTask":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_cancelTask(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cancelMap":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_cancelMap(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "deleteBucketObject":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_deleteBucketObject(ctx, field)
@@ -52808,6 +54600,44 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 			}
 		case "endCursor":
 			out.Values[i] = ec._PageInfo_endCursor(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var payloadImplementors = []string{"Payload"}
+
+func (ec *executionContext) _Payload(ctx context.Context, sel ast.SelectionSet, obj *model.Payload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, payloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Payload")
+		case "data":
+			out.Values[i] = ec._Payload_data(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "blob":
+			out.Values[i] = ec._Payload_blob(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -53138,6 +54968,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_users(ctx, field)
+				})
+		case "awaitTask":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_awaitTask(ctx, field)
+				})
+		case "mapResults":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_mapResults(ctx, field)
 				})
 		case "viewer":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -53925,6 +55767,10 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 		return ec._Subscription_jobLogs(ctx, fields[0])
 	case "jobEvents":
 		return ec._Subscription_jobEvents(ctx, fields[0])
+	case "taskUpdated":
+		return ec._Subscription_taskUpdated(ctx, fields[0])
+	case "mapProgress":
+		return ec._Subscription_mapProgress(ctx, fields[0])
 	default:
 		panic("unknown field " + strconv.Quote(fields[0].Name))
 	}
@@ -54068,6 +55914,30 @@ func (ec *executionContext) _Task(ctx context.Context, sel ast.SelectionSet, obj
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Task_map(ctx, field, obj)
 				})
+		case "result":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Task_result(ctx, field, obj)
+				})
+		case "errorException":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Task_errorException(ctx, field, obj)
+				})
+		case "phases":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Task_phases(ctx, field, obj)
+				})
+		case "waitReason":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Task_waitReason(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -54147,6 +56017,74 @@ func (ec *executionContext) _TaskEdge(ctx context.Context, sel ast.SelectionSet,
 		case "cursor":
 			out.Values[i] = ec._TaskEdge_cursor(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var taskPhasesImplementors = []string{"TaskPhases"}
+
+func (ec *executionContext) _TaskPhases(ctx context.Context, sel ast.SelectionSet, obj *model.TaskPhases) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, taskPhasesImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TaskPhases")
+		case "queuedAt":
+			out.Values[i] = ec._TaskPhases_queuedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "scheduledAt":
+			out.Values[i] = ec._TaskPhases_scheduledAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "imageReadyAt":
+			out.Values[i] = ec._TaskPhases_imageReadyAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "codeFetchedAt":
+			out.Values[i] = ec._TaskPhases_codeFetchedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "processStartedAt":
+			out.Values[i] = ec._TaskPhases_processStartedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "importedAt":
+			out.Values[i] = ec._TaskPhases_importedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "startedAt":
+			out.Values[i] = ec._TaskPhases_startedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "finishedAt":
+			out.Values[i] = ec._TaskPhases_finishedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -55373,6 +57311,11 @@ func (ec *executionContext) marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCurso
 	return res
 }
 
+func (ec *executionContext) unmarshalNDeployAppInput2githubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐDeployAppInput(ctx context.Context, v any) (model.DeployAppInput, error) {
+	res, err := ec.unmarshalInputDeployAppInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalNEnvVar2githubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋjobspecᚐEnvVar(ctx context.Context, sel ast.SelectionSet, v jobspec.EnvVar) graphql.Marshaler {
 	return ec._EnvVar(ctx, sel, &v)
 }
@@ -55437,6 +57380,33 @@ func (ec *executionContext) marshalNFunction2ᚖgithubᚗcomᚋlevers9ᚋlevers9
 		return graphql.Null
 	}
 	return ec._Function(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNFunctionInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐFunctionInputᚄ(ctx context.Context, v any) ([]*model.FunctionInput, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*model.FunctionInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNFunctionInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐFunctionInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalNFunctionInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐFunctionInput(ctx context.Context, v any) (*model.FunctionInput, error) {
+	res, err := ec.unmarshalInputFunctionInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNFunctionMap2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMap(ctx context.Context, sel ast.SelectionSet, v *ent.FunctionMap) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "FunctionMap!")
+		return graphql.Null
+	}
+	return ec._FunctionMap(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNFunctionMapOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMapOrderField(ctx context.Context, v any) (*ent.FunctionMapOrderField, error) {
@@ -55690,6 +57660,14 @@ func (ec *executionContext) marshalNLogLine2ᚖgithubᚗcomᚋlevers9ᚋlevers9�
 	return ec._LogLine(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNMapResults2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐMapResults(ctx context.Context, sel ast.SelectionSet, v *model.MapResults) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MapResults!")
+		return graphql.Null
+	}
+	return ec._MapResults(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNMembership2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐMembership(ctx context.Context, sel ast.SelectionSet, v *ent.Membership) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Membership!")
@@ -55785,6 +57763,30 @@ func (ec *executionContext) marshalNOrderDirection2entgoᚗioᚋcontribᚋentgql
 
 func (ec *executionContext) marshalNPageInfo2entgoᚗioᚋcontribᚋentgqlᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v entgql.PageInfo[string]) graphql.Marshaler {
 	return ec._PageInfo(ctx, sel, &v)
+}
+
+func (ec *executionContext) unmarshalNPayloadInput2githubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐPayloadInput(ctx context.Context, v any) (model.PayloadInput, error) {
+	res, err := ec.unmarshalInputPayloadInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNPayloadInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐPayloadInputᚄ(ctx context.Context, v any) ([]*model.PayloadInput, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*model.PayloadInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNPayloadInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐPayloadInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalNPayloadInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐPayloadInput(ctx context.Context, v any) (*model.PayloadInput, error) {
+	res, err := ec.unmarshalInputPayloadInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNPort2githubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋjobspecᚐPort(ctx context.Context, sel ast.SelectionSet, v jobspec.Port) graphql.Marshaler {
@@ -55999,6 +58001,30 @@ func (ec *executionContext) marshalNString2string(ctx context.Context, sel ast.S
 	return res
 }
 
+func (ec *executionContext) marshalNTask2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Task) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTask2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTask(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNTask2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTask(ctx context.Context, sel ast.SelectionSet, v *ent.Task) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Task!")
+		return graphql.Null
+	}
+	return ec._Task(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNTaskConnection2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskConnection(ctx context.Context, sel ast.SelectionSet, v *ent.TaskConnection) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "TaskConnection!")
@@ -56019,6 +58045,14 @@ func (ec *executionContext) marshalNTaskOrderField2ᚖgithubᚗcomᚋlevers9ᚋl
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) marshalNTaskPhases2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐTaskPhases(ctx context.Context, sel ast.SelectionSet, v *model.TaskPhases) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "TaskPhases!")
+		return graphql.Null
+	}
+	return ec._TaskPhases(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNTaskState2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐState(ctx context.Context, v any) (task.State, error) {
@@ -58034,6 +60068,13 @@ func (ec *executionContext) unmarshalONodeInviteWhereInput2ᚖgithubᚗcomᚋlev
 	}
 	res, err := ec.unmarshalInputNodeInviteWhereInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOPayload2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐPayload(ctx context.Context, sel ast.SelectionSet, v *model.Payload) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Payload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOPort2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋjobspecᚐPortᚄ(ctx context.Context, sel ast.SelectionSet, v []jobspec.Port) graphql.Marshaler {

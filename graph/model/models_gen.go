@@ -49,11 +49,64 @@ type CreateUserInput struct {
 	Role     *user.Role `json:"role,omitempty"`
 }
 
+type DeployAppInput struct {
+	Name string `json:"name"`
+	// SHA-256 of the code package, uploaded first as a blob of kind code.
+	CodeHash  string           `json:"codeHash"`
+	Functions []*FunctionInput `json:"functions"`
+}
+
+// One function of an app as the SDK declares it.
+type FunctionInput struct {
+	Name string `json:"name"`
+	// Module to import, relative to the code package.
+	Module string `json:"module"`
+	// The function's name in its module; may be dotted (Class.method).
+	Qualname string `json:"qualname"`
+	// Queue (ID or name) its containers run on.
+	Queue string `json:"queue"`
+	// Project (ID or name) its containers are charged to.
+	Project *string `json:"project,omitempty"`
+	Image   *string `json:"image,omitempty"`
+	// A GPU type (H100), a count of one (H100:2) or a preference list (H100,A100).
+	Gpu       *string  `json:"gpu,omitempty"`
+	CPU       *float64 `json:"cpu,omitempty"`
+	MemoryMiB *int     `json:"memoryMiB,omitempty"`
+	// Per call.
+	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
+	Retries        *int `json:"retries,omitempty"`
+	MinContainers  *int `json:"minContainers,omitempty"`
+	MaxContainers  *int `json:"maxContainers,omitempty"`
+	KeepWarm       *int `json:"keepWarm,omitempty"`
+	// Calls one container runs at once.
+	Concurrency *int `json:"concurrency,omitempty"`
+	// An idle container above the floor stops after this long without a call.
+	ScaledownWindowSeconds *int `json:"scaledownWindowSeconds,omitempty"`
+}
+
 type GrantTokensInput struct {
 	ProjectID *string        `json:"projectID,omitempty"`
 	UserID    *string        `json:"userID,omitempty"`
 	Tokens    billing.Tokens `json:"tokens"`
 	Reason    string         `json:"reason"`
+}
+
+type MapResults struct {
+	Map *ent.FunctionMap `json:"map"`
+	// Ended items with mapIndex >= from, in index order.
+	Tasks []*ent.Task `json:"tasks"`
+}
+
+// A pickle: inline (data, base64) or a blob (its SHA-256, GET /api/blobs/{sha256}).
+type Payload struct {
+	Data *string `json:"data,omitempty"`
+	Blob *string `json:"blob,omitempty"`
+}
+
+// A pickle: inline (data, base64) or a blob (its SHA-256); exactly one.
+type PayloadInput struct {
+	Data *string `json:"data,omitempty"`
+	Blob *string `json:"blob,omitempty"`
 }
 
 type SignInPayload struct {
@@ -64,4 +117,16 @@ type SignInPayload struct {
 }
 
 type Subscription struct {
+}
+
+// When a call passed each step of its last attempt; null: not (yet) passed.
+type TaskPhases struct {
+	QueuedAt         time.Time  `json:"queuedAt"`
+	ScheduledAt      *time.Time `json:"scheduledAt,omitempty"`
+	ImageReadyAt     *time.Time `json:"imageReadyAt,omitempty"`
+	CodeFetchedAt    *time.Time `json:"codeFetchedAt,omitempty"`
+	ProcessStartedAt *time.Time `json:"processStartedAt,omitempty"`
+	ImportedAt       *time.Time `json:"importedAt,omitempty"`
+	StartedAt        *time.Time `json:"startedAt,omitempty"`
+	FinishedAt       *time.Time `json:"finishedAt,omitempty"`
 }
