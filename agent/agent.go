@@ -63,6 +63,10 @@ type Agent struct {
 	// next one (a Recoverer runtime): their ends are not this agent's to
 	// report or clean up.
 	exiting atomic.Bool
+	// code caches the code packages of function containers; runners
+	// carries their sockets' connections to the server.
+	code    codeCache
+	runners runnerHub
 }
 
 // Run connects to the server with the identity in cfg.StateDir and serves

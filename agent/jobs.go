@@ -26,8 +26,9 @@ type task struct {
 	// reach only these).
 	ports   map[string][]runtime.Port
 	ended   bool
-	stopped string   // a Stop's reason, when it came before the job started
-	mounts  *mounted // nil without mounts
+	stopped string     // a Stop's reason, when it came before the job started
+	mounts  *mounted   // nil without mounts
+	runner  *runnerJob // a function's container; nil for other jobs
 	// recovered is a job an earlier agent started, waiting for the
 	// server's Reconcile to be resumed or stopped; nil once decided.
 	recovered runtime.Recovered
@@ -103,6 +104,16 @@ func (a *Agent) start(ctx context.Context, m wire.Start) {
 			}
 			spec.Mounts = mt.spec
 		}
+		if m.Runner != nil {
+			rj, err := a.prepareRunner(ctx, m, &spec)
+			if err != nil {
+				a.fail(m, t, fmt.Sprintf("could not prepare the function's container: %v", err))
+				return
+			}
+			t.mu.Lock()
+			t.runner = rj
+			t.mu.Unlock()
+		}
 		a.launch(ctx, m, t, spec)
 	}()
 }
@@ -131,6 +142,7 @@ func (a *Agent) launch(ctx context.Context, m wire.Start, t *task, spec runtime.
 	t.mu.Unlock()
 	a.log.Info("job started", "job", m.JobID, "attempt", t.attempt, "services", len(m.Services))
 	go a.forward(m.JobID, t, job)
+	a.runnerStarted(t)
 	if stopped != "" {
 		job.Stop(stopped, stopGraceWhileStarting)
 	}
@@ -256,7 +268,9 @@ func (a *Agent) finished(id string, t *task) {
 		t.ended = true
 		close(t.over)
 	}
+	rj := t.runner
 	t.mu.Unlock()
+	rj.close()
 	a.forgetIfDone(id)
 }
 

@@ -67,6 +67,9 @@ func (a *Agent) streamSession(ctx context.Context) error {
 		return fmt.Errorf("starting the stream tunnel: %w", err)
 	}
 	defer ys.Close()
+	// Function containers' connections open their streams on it.
+	a.runners.session.Store(ys)
+	defer a.runners.session.CompareAndSwap(ys, nil)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	most := a.cfg.MaxStreams

@@ -48,6 +48,9 @@ type Server struct {
 	// stream tunnel it holds so other replicas forward relay streams to
 	// it; empty with one replica.
 	Replica string
+	// Runners serves function containers' connections, which their
+	// agents carry on the stream tunnel; nil: refused.
+	Runners *Runners
 
 	reg registry // connected sessions of this process (node storage files)
 }

@@ -23,7 +23,8 @@ var ErrNotHere = errors.New("this server replica does not hold the node's stream
 
 // connectStreams authenticates a node and serves its stream tunnel: a
 // yamux session on the upgraded connection (wire.StreamUpgrade), on which this replica opens
-// streams to the node's services.
+// streams to the node's services and the agent opens streams for its
+// function containers' connections.
 func (s *Server) connectStreams(w http.ResponseWriter, r *http.Request) {
 	n, ok := s.authenticateNode(w, r)
 	if !ok {
@@ -56,17 +57,9 @@ func (s *Server) connectStreams(w http.ResponseWriter, r *http.Request) {
 		}()
 	}
 	log.Info("agent stream tunnel connected")
-	// The agent opens no streams; an attempt is a protocol violation.
-	go func() {
-		for {
-			st, err := ys.AcceptStream()
-			if err != nil {
-				return
-			}
-			log.Warn("the agent opened a stream; closing it")
-			_ = st.Close()
-		}
-	}()
+	// The agent opens a stream for each connection of a function's
+	// container (Runners).
+	go s.acceptAgentStreams(ctx, n.ID, ys, log)
 	select {
 	case <-ys.CloseChan():
 	case <-ctx.Done():

@@ -1,0 +1,292 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/yamux"
+
+	"github.com/levers9/levers9/agent/runtime"
+	"github.com/levers9/levers9/internal/wire"
+)
+
+// Where a function's container finds what the agent gives it.
+const (
+	RunnerCodePath   = "/levers9/code"
+	RunnerSDKPath    = "/levers9/sdk"
+	RunnerRunPath    = "/levers9/run"
+	RunnerSocketName = "runner.sock"
+)
+
+// maxRunnerConns bounds the connections one container holds on its
+// socket at once: each costs the agent two file descriptors and a stream.
+const maxRunnerConns = 256
+
+// runnerHub is the agent's side of every function container's socket:
+// the stream tunnel session the connections go through.
+type runnerHub struct {
+	session atomic.Pointer[yamux.Session] // nil while the stream tunnel is down
+}
+
+// runnerJob is one attempt of a function's container: its socket and the
+// folder holding it (and, on the process runtime, its copies of the code).
+type runnerJob struct {
+	jobID    string
+	attempt  int
+	dir      string // <state>/runners/<random>, removed at the end
+	ln       *net.UnixListener
+	codeAt   time.Time // when the code package was there
+	readyAt  time.Time // when the runtime had started the container; set by serve
+	log      *slog.Logger
+	mu       sync.Mutex
+	conns    map[net.Conn]bool
+	closed   bool
+	serveOne sync.Once
+}
+
+// runnersRoot holds one folder per function container. Nobody but the
+// agent may list it: a container's folder name is what keeps others from
+// its socket.
+func (a *Agent) runnersRoot() string { return filepath.Join(a.cfg.StateDir, "runners") }
+
+// prepareRunner readies a function's container: fetches its code, puts
+// the code, the levers9 package and a socket to the server into spec's
+// mounts and tells its services where they are. The caller closes the
+// returned runnerJob when the attempt has ended.
+func (a *Agent) prepareRunner(ctx context.Context, m wire.Start, spec *runtime.JobSpec) (_ *runnerJob, err error) {
+	code, err := a.codeDir(ctx, m.JobID, m.Runner.CodeHash)
+	if err != nil {
+		return nil, err
+	}
+	codeAt := time.Now()
+	sdk, err := a.sdkDir()
+	if err != nil {
+		return nil, fmt.Errorf("writing the levers9 package: %w", err)
+	}
+	root := a.runnersRoot()
+	if err := os.MkdirAll(root, 0o711); err != nil {
+		return nil, fmt.Errorf("runner folder: %w", err)
+	}
+	if err := os.Chmod(root, 0o711); err != nil {
+		return nil, fmt.Errorf("runner folder: %w", err)
+	}
+	var name [8]byte
+	_, _ = rand.Read(name[:])
+	dir := filepath.Join(root, hex.EncodeToString(name[:]))
+	if err := mkdirMode(dir, 0o711); err != nil {
+		return nil, fmt.Errorf("runner folder: %w", err)
+	}
+	rj := &runnerJob{jobID: m.JobID, attempt: max(m.Attempt, 1), dir: dir, codeAt: codeAt, log: a.log.With("job", m.JobID), conns: map[net.Conn]bool{}}
+	defer func() {
+		if err != nil {
+			rj.close()
+		}
+	}()
+	run := filepath.Join(dir, "run")
+	if err := mkdirMode(run, 0o711); err != nil {
+		return nil, fmt.Errorf("runner folder: %w", err)
+	}
+	sock := filepath.Join(run, RunnerSocketName)
+	if len(sock) >= 108 {
+		return nil, fmt.Errorf("the runner socket's path %s is longer than a socket's path may be (107 bytes): use a shorter state directory", sock)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("runner socket: %w", err)
+	}
+	rj.ln = ln
+	// Whichever user the container runs as connects; only its own
+	// container can reach the folder.
+	if err := os.Chmod(sock, 0o666); err != nil {
+		return nil, fmt.Errorf("runner socket: %w", err)
+	}
+	process := a.cfg.Runtime.Name() == wire.RuntimeProcess
+	if process {
+		// The process runtime cannot bind read-only and gives its mounts
+		// to the job's user: the container gets copies, the cache stays
+		// untouched.
+		codeCopy, sdkCopy := filepath.Join(dir, "code"), filepath.Join(dir, "sdk")
+		if err := copyTree(code, codeCopy); err != nil {
+			return nil, fmt.Errorf("copying the code: %w", err)
+		}
+		if err := copyTree(sdk, sdkCopy); err != nil {
+			return nil, fmt.Errorf("copying the levers9 package: %w", err)
+		}
+		code, sdk = codeCopy, sdkCopy
+	}
+	spec.Mounts = append(spec.Mounts,
+		runtime.Mount{Path: RunnerCodePath, Dir: code, ReadOnly: true},
+		runtime.Mount{Path: RunnerSDKPath, Dir: sdk, ReadOnly: true},
+		runtime.Mount{Path: RunnerRunPath, Dir: run},
+	)
+	env := runnerEnv(m.Runner, process)
+	for i := range spec.Services {
+		spec.Services[i].Env = append(spec.Services[i].Env, env...)
+	}
+	return rj, nil
+}
+
+// runnerEnv tells the runner where things are. The process runtime links
+// mounts into each service's working directory, whose absolute path the
+// agent does not know: there the paths are relative to it (Python makes
+// PYTHONPATH's absolute at startup; the runner must do so with the socket's
+// before it changes directory).
+func runnerEnv(r *wire.Runner, process bool) []runtime.EnvVar {
+	code, sdk, sock := RunnerCodePath, RunnerSDKPath, RunnerRunPath+"/"+RunnerSocketName
+	if process {
+		code, sdk, sock = code[1:], sdk[1:], sock[1:]
+	}
+	return []runtime.EnvVar{
+		{Name: "PYTHONPATH", Value: sdk + ":" + code},
+		{Name: "PYTHONUNBUFFERED", Value: "1"},
+		{Name: "PYTHONDONTWRITEBYTECODE", Value: "1"},
+		{Name: "LEVERS9_RUNNER_SOCKET", Value: sock},
+		{Name: "LEVERS9_CONTAINER_ID", Value: r.ContainerID},
+		{Name: "LEVERS9_FUNCTION_ID", Value: r.FunctionID},
+	}
+}
+
+// mkdirMode makes dir with exactly mode, whatever the umask.
+func mkdirMode(dir string, mode os.FileMode) error {
+	if err := os.Mkdir(dir, mode); err != nil {
+		return err
+	}
+	return os.Chmod(dir, mode)
+}
+
+// runnerStarted starts serving t's socket, if it is a function's
+// container, now that the runtime has started it: connections made
+// meanwhile waited in the socket's backlog.
+func (a *Agent) runnerStarted(t *task) {
+	t.mu.Lock()
+	rj := t.runner
+	t.mu.Unlock()
+	if rj != nil {
+		rj.serveOne.Do(func() {
+			rj.readyAt = time.Now()
+			go a.acceptRunner(rj)
+		})
+	}
+}
+
+func (a *Agent) acceptRunner(rj *runnerJob) {
+	slots := make(chan struct{}, maxRunnerConns)
+	for {
+		c, err := rj.ln.AcceptUnix()
+		if err != nil {
+			return // closed at the job's end
+		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			rj.log.Warn("a function container has too many connections open to the server; refusing one", "most", maxRunnerConns)
+			_ = c.Close()
+			continue
+		}
+		if !rj.track(c) {
+			<-slots
+			return
+		}
+		go func() {
+			defer func() { rj.untrack(c); <-slots }()
+			a.serveRunnerConn(rj, c)
+		}()
+	}
+}
+
+// serveRunnerConn carries one connection of a runner to the server over
+// a stream of the stream tunnel; without one the connection is closed and
+// the runner tries again.
+func (a *Agent) serveRunnerConn(rj *runnerJob, c *net.UnixConn) {
+	defer c.Close()
+	ys := a.runners.session.Load()
+	if ys == nil || ys.IsClosed() {
+		return
+	}
+	st, err := ys.OpenStream()
+	if err != nil {
+		return
+	}
+	defer st.Close()
+	_ = st.SetDeadline(time.Now().Add(streamHeaderTimeout))
+	open := wire.RunnerOpen{JobID: rj.jobID, Attempt: rj.attempt, CodeFetchedAt: rj.codeAt, ImageReadyAt: rj.readyAt}
+	if err := wire.WriteHeader(st, open); err != nil {
+		return
+	}
+	var reply wire.StreamReply
+	if err := wire.ReadHeader(st, &reply); err != nil {
+		rj.log.Warn("the server did not answer a runner's connection", "err", err)
+		return
+	}
+	if reply.Error != "" {
+		rj.log.Warn("the server refused a runner's connection", "code", reply.Code, "err", reply.Error)
+		return
+	}
+	_ = st.SetDeadline(time.Time{})
+	pipeUnix(st, c)
+}
+
+// pipeUnix copies both ways until both directions ended, passing each
+// end of input on as a half-close.
+func pipeUnix(st *yamux.Stream, c *net.UnixConn) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = io.Copy(c, st)
+		_ = c.CloseWrite()
+	}()
+	_, _ = io.CopyBuffer(st, struct{ io.Reader }{c}, make([]byte, pipeChunk))
+	_ = st.Close() // a half-close: reading goes on
+	<-done
+}
+
+func (rj *runnerJob) track(c net.Conn) bool {
+	rj.mu.Lock()
+	defer rj.mu.Unlock()
+	if rj.closed {
+		_ = c.Close()
+		return false
+	}
+	rj.conns[c] = true
+	return true
+}
+
+func (rj *runnerJob) untrack(c net.Conn) {
+	rj.mu.Lock()
+	defer rj.mu.Unlock()
+	delete(rj.conns, c)
+}
+
+// close ends the socket and its connections and removes the container's
+// folder. Safe on nil and more than once.
+func (rj *runnerJob) close() {
+	if rj == nil {
+		return
+	}
+	rj.mu.Lock()
+	if rj.closed {
+		rj.mu.Unlock()
+		return
+	}
+	rj.closed = true
+	for c := range rj.conns {
+		_ = c.Close()
+	}
+	rj.mu.Unlock()
+	if rj.ln != nil {
+		_ = rj.ln.Close()
+	}
+	if err := os.RemoveAll(rj.dir); err != nil {
+		rj.log.Warn("removing a function container's folder", "err", err, "dir", rj.dir)
+	}
+}
