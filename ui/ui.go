@@ -14,6 +14,7 @@ import (
 	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/functions"
 	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/ledger"
@@ -23,6 +24,7 @@ import (
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/ui/admin"
 	"github.com/levers9/levers9/ui/app"
+	"github.com/levers9/levers9/ui/apps"
 	"github.com/levers9/levers9/ui/files"
 	uijobs "github.com/levers9/levers9/ui/jobs"
 	uinodes "github.com/levers9/levers9/ui/nodes"
@@ -36,13 +38,16 @@ import (
 
 // Config is what the dashboard needs from the server.
 type Config struct {
-	DB        *database.DB
-	Auth      *auth.Service
-	Tenancy   *tenancy.Service
-	Jobs      *jobs.Service
-	Files     *buckets.Files
-	Nodes     *nodes.Service
-	Bus       *notify.Bus
+	DB      *database.DB
+	Auth    *auth.Service
+	Tenancy *tenancy.Service
+	Jobs    *jobs.Service
+	Files   *buckets.Files
+	Nodes   *nodes.Service
+	Bus     *notify.Bus
+	// Functions answers the serverless pages' rules (why a call waits);
+	// nil leaves those out.
+	Functions *functions.Service
 	Log       *slog.Logger
 	PublicURL string
 	// RelayDomain is the operator's relay domain (--relay-domain), or "".
@@ -93,6 +98,7 @@ func Routes(ctx context.Context, mux *http.ServeMux, cfg Config) (*Dashboard, er
 	rt.HandleRaw("GET /static/", static.Handler())
 	signin.Register(rt)
 	uijobs.Register(rt)
+	apps.Register(rt, cfg.Functions)
 	submit.Register(rt)
 	tokens.Register(rt)
 	files.Register(rt)
