@@ -267,7 +267,7 @@ func errCode(errs []gqlError) string {
 
 // fnCommand is `levers9 run SCRIPT ARGS…` for a script of fnDir, with the
 // CLI's environment env plus extra.
-func fnCommand(ctx context.Context, t *testing.T, env, extra []string, script string, args ...string) *exec.Cmd {
+func fnCommand(ctx context.Context, t testing.TB, env, extra []string, script string, args ...string) *exec.Cmd {
 	t.Helper()
 	path, err := filepath.Abs(filepath.Join(fnDir, script))
 	if err != nil {
