@@ -36,7 +36,7 @@ class Backend:
     # together stay under map_budget bytes of JSON (larger items become
     # blobs), since the request carries them all.
     inline_limit = payload.INLINE_LIMIT
-    map_budget = 8 << 20
+    map_budget = 64_000_000  # the runner API takes bodies up to 128 MiB
 
     def put_blob(self, digest: str, data: bytes) -> None:
         raise NotImplementedError
@@ -66,11 +66,10 @@ class Backend:
 class GraphQLBackend(Backend):
     """Calls through /graphql and /api/blobs with a levers9.Client."""
 
-    # The GraphQL endpoint takes bodies up to 1 MiB: base64 makes a pickle
-    # a third larger, so inline pickles stop at 700 KiB here and a map's
-    # items share 900 kB of body.
-    inline_limit = 700 << 10
-    map_budget = 900_000
+    # The GraphQL endpoint takes bodies up to 8 MiB: a map's inline items
+    # share 6 MB of it (base64 makes a pickle a third larger); later items
+    # go as blobs.
+    map_budget = 6_000_000
 
     def __init__(self, client):
         self.client = client
