@@ -16,9 +16,12 @@ import (
 
 	"github.com/levers9/levers9/graph"
 	"github.com/levers9/levers9/internal/auth"
+	"github.com/levers9/levers9/internal/blobs"
+	"github.com/levers9/levers9/internal/blobsapi"
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/filesapi"
+	"github.com/levers9/levers9/internal/functions"
 	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/ledger"
@@ -28,9 +31,11 @@ import (
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/queues"
 	"github.com/levers9/levers9/internal/relay"
+	"github.com/levers9/levers9/internal/runnerapi"
 	"github.com/levers9/levers9/internal/scheduler"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/tunnel"
+	"github.com/levers9/levers9/storage"
 	"github.com/levers9/levers9/ui"
 	"github.com/levers9/levers9/ui/session"
 	"github.com/levers9/levers9/workers"
@@ -97,9 +102,18 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	go sched.Run(ctx)
 	liveness := &nodes.Liveness{DB: db, Jobs: jobService, Bus: bus, Log: log, Now: time.Now, TTL: cfg.NodeTTL, Grace: cfg.NodeGrace}
 	fileStore := &buckets.Files{Ent: db.Ent, AllowPrivateS3: cfg.AllowPrivateS3}
+	// Serverless functions: code packages and large payloads are blobs
+	// in the data directory.
+	blobDriver, err := storage.OpenLocal(filepath.Join(dataDir, "blobs"))
+	if err != nil {
+		return err
+	}
+	defer blobDriver.Close()
+	blobStore := &blobs.Store{DB: db, Driver: blobDriver, Log: log.With("component", "blobs")}
+	fnService := &functions.Service{DB: db, Log: log.With("component", "functions"), Now: time.Now, Bus: bus, Jobs: jobService, Blobs: blobStore}
 	rc, err := workers.NewClients(db, workers.Deps{Ent: db.Ent, Log: log, Meter: meter, Jobs: jobService, Liveness: liveness, Files: fileStore,
 		// With the bus, a placement wakes the node's tunnel at once.
-		Scheduler: sched})
+		Scheduler: sched, Functions: fnService})
 	if err != nil {
 		return err
 	}
@@ -130,6 +144,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		QueueService:   &queues.Service{Ent: db.Ent},
 		NodeService:    nodeRules,
 		Logs:           logs,
+		Functions:      fnService,
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", graph.Authenticate(authn, log, graph.NewHandler(resolver)))
@@ -137,7 +152,12 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	tun := &tunnel.Server{DB: db, Jobs: jobService, Logs: logs, Nodes: nodeRules, Bus: bus, Log: log.With("component", "tunnel"), Now: time.Now, Mounts: planner, Replica: replica,
 		// Several heartbeats fit in a TTL, so one lost beat is no outage.
 		HeartbeatInterval: min(max(cfg.NodeTTL/3, 100*time.Millisecond), tunnel.DefaultHeartbeatInterval)}
+	runners := runnerapi.New(fnService, blobStore, log.With("component", "runner-api"))
+	tun.Runners = &tunnel.Runners{Identify: runners.Identify, Handler: runners.Handler()}
 	tun.Routes(mux)
+	blobsAPI := blobsapi.New(blobsapi.Config{Blobs: blobStore, Auth: authn, Log: log.With("component", "blobs")})
+	mux.Handle("/api/blobs/", blobsAPI.SDKHandler())
+	mux.Handle("/agent/code/", blobsAPI.AgentHandler())
 	fileStore.Nodes = tun.NodeDriver
 	files := &filesapi.API{Files: fileStore, Auth: authn, Log: log.With("component", "files"), MaxUpload: cfg.MaxUpload, Mounts: planner}
 	filesHandler := files.Handler()
