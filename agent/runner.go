@@ -131,7 +131,7 @@ func (a *Agent) prepareRunner(ctx context.Context, m wire.Start, spec *runtime.J
 	)
 	env := runnerEnv(m.Runner, process)
 	for i := range spec.Services {
-		spec.Services[i].Env = append(spec.Services[i].Env, env...)
+		spec.Services[i].SystemEnv = append(spec.Services[i].SystemEnv, env...)
 	}
 	return rj, nil
 }

@@ -54,6 +54,9 @@ func serviceEnv(base []string, jobID string, s ServiceSpec, dir string, addresse
 	for _, e := range s.Env {
 		env.set(e.Name + "=" + e.Value)
 	}
+	for _, e := range s.SystemEnv {
+		env.set(e.Name + "=" + e.Value)
+	}
 	// A service sees only the GPUs it was given; none when it asked for
 	// none. CUDA reads the first; NVIDIA's container tools the second, where
 	// "void" means none.

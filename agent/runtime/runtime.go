@@ -91,11 +91,15 @@ type Mount struct {
 
 // ServiceSpec is one service of a job.
 type ServiceSpec struct {
-	Name      string
-	Image     string // container runtimes only; Process ignores it
-	Command   []string
-	Args      []string
-	Env       []EnvVar
+	Name    string
+	Image   string // container runtimes only; Process ignores it
+	Command []string
+	Args    []string
+	Env     []EnvVar
+	// SystemEnv are variables the agent itself sets (a function
+	// container's LEVERS9_RUNNER_SOCKET): not checked against the names
+	// reserved for levers9, and they win over Env.
+	SystemEnv []EnvVar
 	Ports     []Port // Port 0: the runtime picks a free host port
 	CPU       float64
 	MemoryMiB int64

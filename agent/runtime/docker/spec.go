@@ -85,6 +85,9 @@ func serviceEnv(jobID string, s runtime.ServiceSpec, addresses []string) []strin
 	for _, e := range s.Env {
 		set(e.Name, e.Value)
 	}
+	for _, e := range s.SystemEnv {
+		set(e.Name, e.Value)
+	}
 	set("LEVERS9_JOB_ID", jobID)
 	set("LEVERS9_SERVICE", s.Name)
 	for _, kv := range addresses {
