@@ -5,10 +5,14 @@ import (
 	"fmt"
 
 	"github.com/levers9/levers9/ent/apitoken"
+	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/charge"
+	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/environment"
+	"github.com/levers9/levers9/ent/function"
+	"github.com/levers9/levers9/ent/functionmap"
 	"github.com/levers9/levers9/ent/group"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/membership"
@@ -18,6 +22,7 @@ import (
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
+	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/ent/tenant"
 	"github.com/levers9/levers9/ent/user"
 	"github.com/levers9/levers9/internal/ids"
@@ -31,6 +36,7 @@ var tablesByPrefix = map[string]string{
 	"inv": nodeinvite.Table, "prj": project.Table, "que": queue.Table,
 	"svc": service.Table, "sto": storage.Table, "tnt": tenant.Table,
 	"usr": user.Table,
+	"app": app.Table, "fn": function.Table, "task": task.Table, "map": functionmap.Table, "ctr": container.Table,
 }
 
 // NodeType resolves the table of an ID from its prefix, for Noder.

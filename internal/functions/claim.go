@@ -71,7 +71,14 @@ func (s *Service) Claim(ctx context.Context, r *Runner, req ClaimRequest) ([]Cla
 		sig = ch
 	}
 	most := min(max(req.Max, 0), MaxClaim)
-	until := s.now().Add(capWait(req.Wait))
+	// The long poll ends on a real timer; retry and idle times are read
+	// on the service's clock.
+	var over <-chan time.Time
+	if req.Wait > 0 {
+		t := time.NewTimer(capWait(req.Wait))
+		defer t.Stop()
+		over = t.C
+	}
 	sys := viewer.SystemContext(ctx)
 	for {
 		ctr, err := s.DB.Ent.Container.Query().Where(container.ID(r.ContainerID)).WithFunction(func(q *ent.FunctionQuery) { q.WithApp() }).Only(sys)
@@ -90,25 +97,28 @@ func (s *Service) Claim(ctx context.Context, r *Runner, req ClaimRequest) ([]Cla
 			return got, false, err
 		}
 		now := s.now()
-		wake := until
-		if next != nil && next.Before(wake) {
-			wake = *next
-		}
-		if idle, err := s.mayLeave(sys, ctr, f, now); err != nil {
+		idle, err := s.mayLeave(sys, ctr, f, now)
+		if err != nil {
 			return nil, false, err
-		} else if idle.IsZero() {
+		}
+		if idle.IsZero() {
 			s.Log.Info("container scaled down", "container", ctr.ID, "function", f.ID)
 			return nil, true, nil
-		} else if idle.Before(wake) {
-			wake = idle
 		}
-		if !now.Before(until) {
+		if over == nil {
 			return nil, false, nil
+		}
+		wake := idle
+		if next != nil && next.Before(wake) {
+			wake = *next
 		}
 		t := time.NewTimer(max(wake.Sub(now), time.Millisecond))
 		select {
 		case <-sig:
 		case <-t.C:
+		case <-over:
+			t.Stop()
+			return nil, false, nil
 		case <-ctx.Done():
 			t.Stop()
 			return nil, false, nil

@@ -146,5 +146,8 @@ func (s *Service) stopContainer(ctx context.Context, ctr *ent.Container, reason 
 
 func endedJob(st job.Status) bool { return jobs.Ended(st) }
 
+// EndedJobStatus reports whether a container's job is over.
+func EndedJobStatus(st job.Status) bool { return endedJob(st) }
+
 // reconciling marks a context of the reconcile pass.
 type reconciling struct{}

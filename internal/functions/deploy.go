@@ -212,7 +212,13 @@ func (s *Service) plan(ctx context.Context, i int, f FunctionSpec) (*functionPla
 func onFunction(err error, i int, name string) error {
 	var fe *fault.Error
 	if !errors.As(err, &fe) {
-		return err
+		// The job spec's own checks name the field in their text.
+		msg := err.Error()
+		field, rest, ok := strings.Cut(msg, ": ")
+		if !ok || !strings.HasPrefix(field, "services[0].") {
+			return fault.Invalid(fmt.Sprintf("functions[%d]", i), "function %s: %s", name, msg)
+		}
+		fe = &fault.Error{Code: fault.BadUserInput, Field: field, Message: rest}
 	}
 	out := *fe
 	f := strings.TrimPrefix(fe.Field, "services[0].")
