@@ -7,7 +7,7 @@ import (
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/container"
-		"github.com/levers9/levers9/ent/task"
+	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/notify"
