@@ -117,6 +117,11 @@ func TestUnpackCode(t *testing.T) {
 	}
 }
 
+func hashHex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
 func testAgent(t *testing.T, server string) *Agent {
 	t.Helper()
 	dir := t.TempDir()
