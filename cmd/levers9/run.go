@@ -30,6 +30,7 @@ func newRunCommand(a *app, name string) *cobra.Command {
 		Use:   name + " [flags] [--] [CMD [ARGS...]]",
 		Short: short,
 		Long: short + ".\nCMD is required without --image; everything after CMD (or after --) is the job's, flags included." +
+			pythonRunHelp(name) +
 			"\n\nWith -it (--interactive --tty) the job is interactive and CMD runs on a terminal that this one is\n" +
 			"attached to once it starts, as levers9 attach does: Ctrl-P Ctrl-Q detaches, the job ID printed first\n" +
 			"re-attaches; levers9 " + name + " exits with CMD's exit code.",
@@ -38,6 +39,20 @@ func newRunCommand(a *app, name string) *cobra.Command {
 	cmd.Flags().SetInterspersed(false)
 	f.register(cmd.Flags(), name == "submit")
 	cmd.RunE = a.connected(func(cmd *cobra.Command, c clientFlags, args []string) int {
+		if name == "run" && len(args) > 0 && isPythonTarget(args[0]) {
+			var set []string
+			cmd.Flags().Visit(func(fl *pflag.Flag) {
+				if cmd.InheritedFlags().Lookup(fl.Name) == nil { // not -c, --server, --token
+					set = append(set, "--"+fl.Name)
+				}
+			})
+			if len(set) > 0 {
+				fmt.Fprintf(a.stderr, "levers9 run: %s: a Python app's functions declare their own queue and resources; "+
+					"flags for the entrypoint go after the script\n", strings.Join(set, ", "))
+				return exitUsage
+			}
+			return runPython(cmd.Context(), c, args, a.stdin, a.stdout, a.stderr)
+		}
 		if len(args) == 0 && f.image == "" {
 			fmt.Fprintf(a.stderr, "Usage: levers9 %s [flags] [--] [CMD [ARGS...]]   (CMD is required without --image)\n%s", name, cmd.Flags().FlagUsages())
 			return exitUsage
