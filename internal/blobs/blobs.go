@@ -83,7 +83,7 @@ func (s *Store) Put(ctx context.Context, kind, hash string, r io.Reader, size in
 	if err != nil {
 		return false, fmt.Errorf("storing blob %s: %w", hash, err)
 	}
-	if !v.checked {
+	if !v.passed() {
 		// Only a driver that stopped reading early gets here; what it
 		// stored is not known to be the content.
 		if derr := s.Driver.Delete(ctx, Bucket, key(tenantID, hash)); derr != nil {
