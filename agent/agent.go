@@ -100,6 +100,8 @@ func Run(ctx context.Context, cfg Config) error {
 		if err := a.recover(ctx, rc); err != nil {
 			return err
 		}
+	} else {
+		a.recoverRunners(nil) // what an agent that died left
 	}
 	defer a.stopAll()
 
@@ -133,6 +135,11 @@ func (a *Agent) recover(ctx context.Context, rc runtime.Recoverer) error {
 	if err != nil {
 		return fmt.Errorf("finding the jobs an earlier agent left running: %w", err)
 	}
+	attempts := map[string]int{}
+	for _, r := range found {
+		attempts[r.ID()] = max(r.Attempt(), 1)
+	}
+	runners := a.recoverRunners(attempts)
 	a.tasks.mu.Lock()
 	defer a.tasks.mu.Unlock()
 	for _, r := range found {
@@ -140,6 +147,7 @@ func (a *Agent) recover(ctx context.Context, rc runtime.Recoverer) error {
 		t := newTask(r.Attempt(), r.StartedAt())
 		t.job, t.recovered = r, r
 		t.mounts = a.loadMounts(id)
+		t.runner = runners[id]
 		for _, name := range r.Services() {
 			t.services[name] = &wire.RunningService{JobID: id, Service: name, Attempt: t.attempt, StartedAt: t.received}
 		}

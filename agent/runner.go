@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -105,6 +108,9 @@ func (a *Agent) prepareRunner(ctx context.Context, m wire.Start, spec *runtime.J
 		return nil, fmt.Errorf("runner socket: %w", err)
 	}
 	rj.ln = ln
+	if err := rj.record(); err != nil {
+		return nil, err
+	}
 	// Whichever user the container runs as connects; only its own
 	// container can reach the folder.
 	if err := os.Chmod(sock, 0o666); err != nil {
@@ -174,6 +180,9 @@ func (a *Agent) runnerStarted(t *task) {
 	if rj != nil {
 		rj.serveOne.Do(func() {
 			rj.readyAt = time.Now()
+			if err := rj.record(); err != nil {
+				rj.log.Warn("recording a function container's socket", "err", err)
+			}
 			go a.acceptRunner(rj)
 		})
 	}
@@ -289,4 +298,79 @@ func (rj *runnerJob) close() {
 	if err := os.RemoveAll(rj.dir); err != nil {
 		rj.log.Warn("removing a function container's folder", "err", err, "dir", rj.dir)
 	}
+}
+
+// runnerFile, in a container's runner folder (not the part bound into
+// it), says whose it is: an agent that restarts takes the socket of a
+// container it finds running over again.
+const runnerFile = "runner.json"
+
+type runnerRecord struct {
+	JobID         string    `json:"jobId"`
+	Attempt       int       `json:"attempt"`
+	CodeFetchedAt time.Time `json:"codeFetchedAt,omitzero"`
+	ImageReadyAt  time.Time `json:"imageReadyAt,omitzero"`
+}
+
+func (rj *runnerJob) record() error {
+	b, err := json.Marshal(runnerRecord{JobID: rj.jobID, Attempt: rj.attempt, CodeFetchedAt: rj.codeAt, ImageReadyAt: rj.readyAt})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(rj.dir, runnerFile), b, 0o600); err != nil {
+		return fmt.Errorf("recording the runner socket: %w", err)
+	}
+	return nil
+}
+
+// recoverRunners listens again on the sockets of the function containers
+// an earlier agent left running (jobs: their attempts by job ID), whose
+// runners retry meanwhile, and removes every other runner folder: what an
+// agent that died left. The sockets are served at once.
+func (a *Agent) recoverRunners(jobs map[string]int) map[string]*runnerJob {
+	root := a.runnersRoot()
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	out := map[string]*runnerJob{}
+	for _, e := range ents {
+		dir := filepath.Join(root, e.Name())
+		var rec runnerRecord
+		b, err := os.ReadFile(filepath.Join(dir, runnerFile))
+		if err == nil {
+			err = json.Unmarshal(b, &rec)
+		}
+		if err == nil && rec.JobID != "" && jobs[rec.JobID] == rec.Attempt && out[rec.JobID] == nil {
+			rj := &runnerJob{jobID: rec.JobID, attempt: rec.Attempt, dir: dir, codeAt: rec.CodeFetchedAt, readyAt: rec.ImageReadyAt,
+				log: a.log.With("job", rec.JobID), conns: map[net.Conn]bool{}}
+			if err := rj.relisten(); err != nil {
+				a.log.Warn("a function container found running has no socket to the server", "job", rec.JobID, "err", err)
+				rj.close()
+				continue
+			}
+			rj.serveOne.Do(func() { go a.acceptRunner(rj) })
+			out[rec.JobID] = rj
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			a.log.Warn("removing a runner folder left behind", "dir", dir, "err", err)
+		}
+	}
+	return out
+}
+
+// relisten replaces the dead socket of an earlier agent: the container
+// has the folder bound, so it sees the new one.
+func (rj *runnerJob) relisten() error {
+	sock := filepath.Join(rj.dir, "run", RunnerSocketName)
+	if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		return err
+	}
+	rj.ln = ln
+	return os.Chmod(sock, 0o666)
 }
