@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"html"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,9 +15,12 @@ import (
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/task"
+	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/functions"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/viewer"
+	"github.com/levers9/levers9/ui"
 )
 
 // seededApp is an app stored directly, as the functions service would
@@ -215,6 +220,45 @@ func TestDashboardAppQueriesDoNotGrowWithRows(t *testing.T) {
 		}
 		if l := count("/apps"); l > 12 {
 			t.Errorf("GET /apps: %d queries; want at most 12", l)
+		}
+	})
+}
+
+// With the functions service, a pending call's page says why it waits,
+// in the service's words.
+func TestDashboardTaskWaitReason(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		e := newEnv(t, dbURL)
+		s := e.seedApp(e.admin, "waiting", 2, 4)
+		// The harness's dashboard has no functions service: serve one that
+		// has, on the same database and sessions.
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		log := slog.New(slog.DiscardHandler)
+		mux := http.NewServeMux()
+		srv := httptest.NewServer(mux)
+		t.Cleanup(srv.Close)
+		fns := &functions.Service{DB: e.db, Log: log, Now: time.Now, Jobs: e.jobs}
+		if _, err := ui.Routes(ctx, mux, ui.Config{DB: e.db, Auth: auth.NewService(e.db.Ent, log, nil), Tenancy: e.tenancy,
+			Jobs: e.jobs, Functions: fns, Log: log, PublicURL: srv.URL, Version: "test"}); err != nil {
+			t.Fatal(err)
+		}
+		withFns := *e
+		withFns.srv = srv
+		b := withFns.browser()
+		b.signIn(memberEmail)
+		want, err := fns.WaitReason(viewer.NewContext(ctx, e.viewerOf(memberEmail)), s.pending)
+		if err != nil || want == "" {
+			t.Fatalf("the service gives no wait reason (%q, %v): the test proves nothing", want, err)
+		}
+		code, body := b.get("/tasks/" + s.pending.ID)
+		if code != http.StatusOK {
+			t.Fatalf("GET /tasks/%s: %d", s.pending.ID, code)
+		}
+		expectIn(t, "a pending call's page", html.UnescapeString(body), `id="wait-reason"`, want)
+		if _, body := b.get("/tasks/" + s.cold.ID); strings.Contains(body, `id="wait-reason"`) {
+			t.Error("a finished call's page shows a wait reason")
 		}
 	})
 }
