@@ -30,6 +30,11 @@ Client commands (connection: -c CONTEXT, --server, --token; see below):
                            (--image, --gpus N[:TYPE], --env K=V, --timeout, --cpu,
                            --memory, --mount; -d prints the job ID and returns;
                            -it: an interactive job on a terminal attached here)
+  levers9 run app.py[::ENTRYPOINT] [ARGS...]
+                           run a Python app's local entrypoint here, its functions
+                           deployed for as long as it runs (python3 -m levers9 run)
+  levers9 task show TASK   a function call: state, error, cold-start phases
+  levers9 app list|stop    serverless apps; stop cancels their calls
   levers9 submit [flags] -- CMD [ARGS...]
                            levers9 run -d: submit, print the job ID
   levers9 jobs [--status S] [-n N]
@@ -62,8 +67,8 @@ Client commands (connection: -c CONTEXT, --server, --token; see below):
   levers9 completion bash|zsh|fish|powershell
                            print a shell completion script (see levers9 completion -h)
 
-jobs, job show, logs, tokens, token, invite, queues, nodes and context
-list take --json for scripts. Run "levers9 COMMAND -h" for a command's flags.
+jobs, job show, logs, tokens, token, invite, queues, nodes, context list,
+task show and app list take --json for scripts. Run "levers9 COMMAND -h" for a command's flags.
 
 Connection: the --server and --token flags, else LEVERS9_SERVER and
 LEVERS9_TOKEN, else the context named by -c, else the current context of
