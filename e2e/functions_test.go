@@ -265,7 +265,8 @@ func errCode(errs []gqlError) string {
 	return code
 }
 
-// fnCommand is `levers9 run SCRIPT ARGS…` for a script of fnDir, with the
+// fnCommand is `levers9 run SCRIPT ARGS…` of the built binary for a
+// script of fnDir (it runs python3 with the package it embeds), with the
 // CLI's environment env plus extra.
 func fnCommand(ctx context.Context, t testing.TB, env, extra []string, script string, args ...string) *exec.Cmd {
 	t.Helper()
@@ -273,12 +274,8 @@ func fnCommand(ctx context.Context, t testing.TB, env, extra []string, script st
 	if err != nil {
 		t.Fatal(err)
 	}
-	sdk, err := filepath.Abs(sdkDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(ctx, "python3", append([]string{"-m", "levers9", "run", path}, args...)...)
-	cmd.Env = append(append(cleanEnv(), env...), "PYTHONPATH="+sdk, "PYTHONDONTWRITEBYTECODE=1")
+	cmd := exec.CommandContext(ctx, binary, append([]string{"run", path}, args...)...)
+	cmd.Env = append(append(cleanEnv(), env...), "PYTHONDONTWRITEBYTECODE=1", "XDG_CACHE_HOME="+t.TempDir())
 	cmd.Env = append(cmd.Env, extra...)
 	cmd.Dir = t.TempDir()
 	return cmd
