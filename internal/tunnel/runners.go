@@ -108,7 +108,7 @@ func (s *Server) acceptAgentStreams(ctx context.Context, nodeID string, ys *yamu
 			continue
 		}
 		go func() {
-			c := s.identifyRunner(ctx, nodeID, st, log)
+			c := identifyRunner(ctx, rs, nodeID, st, log)
 			if c == nil {
 				<-slots
 				return
@@ -123,7 +123,7 @@ func (s *Server) acceptAgentStreams(ctx context.Context, nodeID string, ys *yamu
 
 // identifyRunner reads a runner stream's header and answers it: a conn
 // carrying the container's identity, or nil when refused.
-func (s *Server) identifyRunner(ctx context.Context, nodeID string, st *yamux.Stream, log *slog.Logger) *runnerConn {
+func identifyRunner(ctx context.Context, rs *Runners, nodeID string, st *yamux.Stream, log *slog.Logger) *runnerConn {
 	_ = st.SetDeadline(time.Now().Add(runnerHeaderTimeout))
 	var open wire.RunnerOpen
 	if err := wire.ReadHeader(st, &open); err != nil {
@@ -131,7 +131,7 @@ func (s *Server) identifyRunner(ctx context.Context, nodeID string, st *yamux.St
 		_ = st.Close()
 		return nil
 	}
-	rctx, err := s.Runners.Identify(ctx, nodeID, open)
+	rctx, err := rs.Identify(ctx, nodeID, open)
 	if err != nil {
 		code, msg := string(fault.Internal), "internal error"
 		if fe := fault.Classify(err); len(fe) > 0 {

@@ -2,6 +2,7 @@ package tunnel_test
 
 import (
 	"archive/zip"
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -15,6 +16,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/hashicorp/yamux"
 
 	"github.com/levers9/levers9/agent"
 	"github.com/levers9/levers9/ent"
@@ -263,4 +267,126 @@ sys.exit(0 if got == b"" else 1)
 func hashOf(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// rawStreams joins a node without running its agent and opens its stream
+// tunnel, as the agent would.
+func (rw *runnerWorld) rawStreams(t *testing.T) (*agent.State, *yamux.Session) {
+	t.Helper()
+	code, _ := rw.invite(t, nil)
+	st, err := agent.Join(context.Background(), agent.JoinConfig{Server: rw.http.URL, Invite: code, Name: "raw", StateDir: t.TempDir(),
+		Inventory: wire.Inventory{CPUs: 1, MemoryMiB: 1024}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodGet, rw.http.URL+"/agent/streams", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+st.Credential)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c, err := wire.DialStreams(ctx, nil, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ys, err := yamux.Client(c, wire.YamuxConfig(rw.log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ys.Close() })
+	return st, ys
+}
+
+// openRunner opens a runner stream for job and returns it with the
+// server's reply.
+func openRunner(t *testing.T, ys *yamux.Session, job string) (*yamux.Stream, wire.StreamReply) {
+	t.Helper()
+	s, err := ys.OpenStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.SetDeadline(time.Now().Add(hang))
+	var reply wire.StreamReply
+	if err := wire.WriteHeader(s, wire.RunnerOpen{JobID: job, Attempt: 1, CodeFetchedAt: time.Now(), ImageReadyAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wire.ReadHeader(s, &reply); err != nil {
+		t.Fatal(err)
+	}
+	return s, reply
+}
+
+// The server identifies each runner stream by its node and header, serves
+// HTTP/1.1 on it with that identity, refuses what Identify refuses with
+// its code, and holds at most MaxStreams of a node's at once.
+func TestRunnerStreams(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		rw := newRunnerWorld(t, url)
+		rw.srv.Runners.MaxStreams = 2
+		rw.refuse.Store("job_refused", true)
+		st, ys := rw.rawStreams(t)
+
+		s1, reply := openRunner(t, ys, "job_a")
+		if reply.Error != "" {
+			t.Fatalf("reply = %+v; want OK", reply)
+		}
+		br := bufio.NewReader(s1)
+		for range 2 { // one connection, two requests
+			req, _ := http.NewRequest(http.MethodGet, "http://runner/runner/v1/function", nil)
+			if err := req.Write(s1); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(br, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got identity
+			err = json.NewDecoder(resp.Body).Decode(&got)
+			resp.Body.Close()
+			if err != nil || got != (identity{Node: st.NodeID, Job: "job_a", Attempt: 1, Phases: true}) {
+				t.Fatalf("identity = %+v, %v; want job_a on %s", got, err, st.NodeID)
+			}
+		}
+
+		if s, reply := openRunner(t, ys, "job_refused"); reply.Code != string(fault.NotFound) || !strings.Contains(reply.Error, "job_refused") {
+			t.Errorf("refused: reply = %+v; want NOT_FOUND naming the job", reply)
+		} else {
+			s.Close()
+		}
+		s2, reply := openRunner(t, ys, "job_b")
+		if reply.Error != "" {
+			t.Fatalf("second stream: reply = %+v; want OK", reply)
+		}
+		defer s2.Close()
+		if s, reply := openRunner(t, ys, "job_c"); reply.Code != string(fault.Unavailable) || !strings.Contains(reply.Error, "limit") {
+			t.Errorf("over the limit: reply = %+v; want UNAVAILABLE naming the limit", reply)
+		} else {
+			s.Close()
+		}
+		s1.Close() // frees its place once the server has closed it
+		rw.waitFor(t, "a place after closing a stream", func() bool {
+			s, reply := openRunner(t, ys, "job_d")
+			defer s.Close()
+			return reply.Error == ""
+		})
+
+	})
+}
+
+// A server without Runners refuses runner streams.
+func TestRunnerStreamsWithoutRunners(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		plain := &runnerWorld{world: newWorld(t, url)}
+		_, ys := plain.rawStreams(t)
+		if s, reply := openRunner(t, ys, "job_a"); reply.Code != string(fault.Unavailable) {
+			t.Errorf("reply = %+v; want UNAVAILABLE", reply)
+		} else {
+			s.Close()
+		}
+	})
 }
