@@ -169,7 +169,7 @@ func TestTaskUpdated(t *testing.T) {
 				t.Fatalf("got complete=%v %+v, want a task", ev.Complete, ev.Errors)
 			}
 			var d struct{ TaskUpdated gqlTask }
-			if err := jsonUnmarshal(ev.Data, &d); err != nil {
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
 				t.Fatal(err)
 			}
 			return d.TaskUpdated.State
@@ -192,4 +192,42 @@ func TestTaskUpdated(t *testing.T) {
 	})
 }
 
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// mapProgress sends the map now, then as items end, until all have.
+func TestMapProgress(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		e := newEnv(t, url, withFunctions)
+		a := e.newTenant("fnmap")
+		fn := e.deployEcho(t, a)
+		r := e.gql(a.memberToken, mapFn, vars{"f": fn, "items": []vars{{"data": b64("1")}, {"data": b64("2")}}})
+		r.ok(t)
+		var m struct{ MapFunction struct{ ID string } }
+		r.decode(t, &m)
+		s := e.sse(t, a.memberToken, `subscription($id: ID!) { mapProgress(id: $id) { id total failed finishedAt } }`, vars{"id": m.MapFunction.ID})
+		type progress struct {
+			Total, Failed int
+			FinishedAt    *time.Time
+		}
+		next := func() progress {
+			t.Helper()
+			ev := s.event()
+			if ev.Complete || len(ev.Errors) > 0 {
+				t.Fatalf("got complete=%v %+v, want the map", ev.Complete, ev.Errors)
+			}
+			var d struct{ MapProgress progress }
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			return d.MapProgress
+		}
+		if p := next(); p.Total != 2 || p.FinishedAt != nil {
+			t.Fatalf("first event %+v", p)
+		}
+		e.gql(a.memberToken, `mutation($id: ID!) { cancelMap(id: $id) { id } }`, vars{"id": m.MapFunction.ID}).ok(t)
+		if p := next(); p.Failed != 2 || p.FinishedAt == nil {
+			t.Fatalf("after cancelMap: %+v", p)
+		}
+		expectComplete(t, s)
+	})
+}
