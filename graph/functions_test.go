@@ -192,7 +192,6 @@ func TestTaskUpdated(t *testing.T) {
 	})
 }
 
-
 // mapProgress sends the map now, then as items end, until all have.
 func TestMapProgress(t *testing.T) {
 	t.Parallel()
