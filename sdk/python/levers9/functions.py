@@ -520,10 +520,13 @@ class FunctionMap:
                     self._received[i] = 1
                     self._count += 1
                     new.append(t)
+            low = self._low
             self._low = self._advance(self._low)
             if tasks:
                 self._scan = self._advance(int(tasks[-1]["mapIndex"]) + 1)
-            if not tasks or self._scan >= self.total:
+            # In order, the lowest missing item holds the rest back: go
+            # back to it whenever it moved (containers end stripes of items).
+            if not tasks or self._scan >= self.total or (self.order_outputs and self._low > low):
                 self._scan = self._low
             if new or self._count >= self.total:
                 return new

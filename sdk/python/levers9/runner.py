@@ -4,7 +4,9 @@ It imports the container's function, then claims calls from the server
 through the runner API (HTTP on the unix socket the agent mounts at
 LEVERS9_RUNNER_SOCKET), runs them on ``concurrency`` threads and reports
 each outcome with its next claim. It prints one line per call start and
-end: the container's job log.
+end (the container's job log), except while calls are short (under 10 ms
+on average): then a failed or slower call still gets its lines, and the
+others one line a second that counts them.
 """
 
 import datetime
@@ -64,6 +66,9 @@ class Runner:
         self._calls = 0
         self._call_seconds = 0.0
         self._phases: Optional[Dict[str, str]] = None
+        # While calls are short, their lines are summed up once a second:
+        # thousands of lines a second would cost more than the calls.
+        self._quiet = 0
 
     # Requests, with reconnection
 
@@ -119,13 +124,22 @@ class Runner:
 
     # The claim loop
 
+    def _short(self) -> bool:
+        """Whether recent calls took under SHORT_CALL on average."""
+        return self._calls >= 8 and self._call_seconds / self._calls < SHORT_CALL
+
     def _extra(self) -> int:
         """Tasks claimed beyond the free threads: only while calls are
         short, so that a slow call never holds others another container
         could run."""
-        if self._calls >= 8 and self._call_seconds / self._calls < SHORT_CALL:
-            return PREFETCH
-        return 0
+        return PREFETCH if self._short() else 0
+
+    def _summarize(self) -> None:
+        """Logs the quiet calls of the last second in one line."""
+        with self._cond:
+            n, self._quiet = self._quiet, 0
+        if n:
+            self.log("levers9 runner: %d short calls complete in the last second" % n)
 
     def run(self) -> int:
         """Loads the function and serves calls until the server says exit."""
@@ -197,7 +211,9 @@ class Runner:
             self._queued -= 1
             self._running[task_id] = {"t0": t0, "timeout": float(task.get("timeoutSeconds") or 0),
                                       "attempt": attempt, "startedAt": started}
-        self.log("%s attempt %d: started" % (task_id, attempt))
+        loud = not self._short()
+        if loud:
+            self.log("%s attempt %d: started" % (task_id, attempt))
         outcome: Dict[str, Any] = {"task": task_id, "attempt": attempt, "startedAt": started}
         try:
             if self.import_failure is not None:
@@ -210,9 +226,15 @@ class Runner:
         seconds = time.monotonic() - t0
         outcome["finishedAt"] = _now()
         f = outcome.get("failure")
-        self.log("%s attempt %d: %s in %.1f ms" % (task_id, attempt,
-                                                   "failed (%s)" % f["message"].splitlines()[0] if f else "complete",
-                                                   seconds * 1000))
+        if loud or f or seconds >= SHORT_CALL:
+            if not loud:
+                self.log("%s attempt %d: started at %s" % (task_id, attempt, started))
+            self.log("%s attempt %d: %s in %.1f ms" % (task_id, attempt,
+                                                       "failed (%s)" % f["message"].splitlines()[0] if f else "complete",
+                                                       seconds * 1000))
+        else:
+            with self._cond:
+                self._quiet += 1
         self._finish(task_id, outcome, seconds)
 
     def _call(self, task: Dict[str, Any]) -> Dict[str, Any]:
@@ -238,9 +260,13 @@ class Runner:
     def _watchdog(self) -> None:
         """Fails a call that outlives its timeout, then ends the process:
         a thread cannot be stopped, and a new container replaces this one."""
+        summarized = time.monotonic()
         while True:
             time.sleep(0.05)
             now = time.monotonic()
+            if now - summarized >= 1.0:
+                summarized = now
+                self._summarize()
             with self._cond:
                 late = [(tid, r) for tid, r in self._running.items() if r["timeout"] > 0 and now - r["t0"] > r["timeout"]]
                 if not late:

@@ -407,8 +407,9 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(set(f.claims[0]["phases"]), {"processStartedAt", "importedAt"})
         self.assertTrue(all("phases" not in c for c in f.claims[1:]))
         self.assertLessEqual(max(c["max"] for c in f.claims), 2 + runner.PREFETCH)
-        self.assertIn("task_3 attempt 1: started", proc.stdout)
-        self.assertIn("task_3 attempt 1: complete in", proc.stdout)
+        self.assertIn("task_0 attempt 1: started", proc.stdout)
+        self.assertIn("task_0 attempt 1: complete in", proc.stdout)
+        self.assertIn("task_bad attempt 1: failed (TypeError", proc.stdout)  # failures always
         del digest
 
     def test_blob_arguments_and_results(self):
