@@ -31,6 +31,10 @@ const (
 	RunnerSocketName = "runner.sock"
 )
 
+// maxSocketPath is the longest path of a unix socket (sun_path holds 108
+// bytes with the terminating NUL).
+const maxSocketPath = 107
+
 // maxRunnerConns bounds the connections one container holds on its
 // socket at once: each costs the agent two file descriptors and a stream.
 const maxRunnerConns = 256
@@ -100,8 +104,8 @@ func (a *Agent) prepareRunner(ctx context.Context, m wire.Start, spec *runtime.J
 		return nil, fmt.Errorf("runner folder: %w", err)
 	}
 	sock := filepath.Join(run, RunnerSocketName)
-	if len(sock) >= 108 {
-		return nil, fmt.Errorf("the runner socket's path %s is longer than a socket's path may be (107 bytes): use a shorter state directory", sock)
+	if len(sock) > maxSocketPath {
+		return nil, fmt.Errorf("the runner socket's path %s is longer than a socket's path may be (%d bytes): use a shorter state directory", sock, maxSocketPath)
 	}
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
 	if err != nil {
@@ -135,22 +139,39 @@ func (a *Agent) prepareRunner(ctx context.Context, m wire.Start, spec *runtime.J
 		runtime.Mount{Path: RunnerSDKPath, Dir: sdk, ReadOnly: true},
 		runtime.Mount{Path: RunnerRunPath, Dir: run},
 	)
-	env := runnerEnv(m.Runner, process)
-	for i := range spec.Services {
-		spec.Services[i].SystemEnv = append(spec.Services[i].SystemEnv, env...)
+	wd, _ := a.cfg.Runtime.(workDirs)
+	for i, s := range spec.Services {
+		at := "/" // a container runtime binds the mounts at their paths
+		if process {
+			at = "" // relative to the working directory
+			if wd != nil {
+				at = wd.WorkDir(spec.ID, s.Name) + "/"
+			}
+		}
+		spec.Services[i].SystemEnv = append(spec.Services[i].SystemEnv, runnerEnv(m.Runner, at)...)
 	}
 	return rj, nil
 }
 
-// runnerEnv tells the runner where things are. The process runtime links
-// mounts into each service's working directory, whose absolute path the
-// agent does not know: there the paths are relative to it (Python makes
-// PYTHONPATH's absolute at startup; the runner must do so with the socket's
-// before it changes directory).
-func runnerEnv(r *wire.Runner, process bool) []runtime.EnvVar {
-	code, sdk, sock := RunnerCodePath, RunnerSDKPath, RunnerRunPath+"/"+RunnerSocketName
-	if process {
-		code, sdk, sock = code[1:], sdk[1:], sock[1:]
+// workDirs is a runtime that puts mounts below each service's working
+// directory (the process runtime) and says where that is.
+type workDirs interface {
+	WorkDir(jobID, service string) string
+}
+
+// runnerEnv tells the runner where things are: the mounts' paths with
+// their leading slash replaced by at, where they are seen from the
+// service ("/" in a container, the working directory on the process
+// runtime, or "" for paths relative to it when the runtime does not say
+// where it is: Python makes PYTHONPATH's absolute at startup, the runner
+// must do so with the socket's before it changes directory).
+func runnerEnv(r *wire.Runner, at string) []runtime.EnvVar {
+	code := at + RunnerCodePath[1:]
+	sdk := at + RunnerSDKPath[1:]
+	sock := at + RunnerRunPath[1:] + "/" + RunnerSocketName
+	if len(sock) > maxSocketPath {
+		// Too long to connect to: relative to the working directory.
+		sock = RunnerRunPath[1:] + "/" + RunnerSocketName
 	}
 	return []runtime.EnvVar{
 		{Name: "PYTHONPATH", Value: sdk + ":" + code},

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"github.com/levers9/levers9/agent/runtime"
 	"github.com/levers9/levers9/agent/runtime/docker"
 	"github.com/levers9/levers9/internal/dockertest"
@@ -50,7 +52,24 @@ func TestRunnerDocker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = rt.Close() })
+	t.Cleanup(func() {
+		_ = rt.Close()
+		// Whatever a failed test left goes (labelled with its node).
+		cli := dockertest.Client(t)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		f := client.Filters{}.Add("label", "levers9.node="+node)
+		if cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f}); err == nil {
+			for _, c := range cs.Items {
+				_, _ = cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true})
+			}
+		}
+		if ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f}); err == nil {
+			for _, n := range ns.Items {
+				_, _ = cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
+			}
+		}
+	})
 	a := testAgent(t, srv.URL)
 	a.cfg.Runtime = rt
 	const script = `test -S /levers9/run/runner.sock &&

@@ -31,6 +31,8 @@ assert os.getuid() != 0, "runs as root"
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.connect(os.environ["LEVERS9_RUNNER_SOCKET"])
 s.close()
+assert os.path.isabs(os.environ["LEVERS9_RUNNER_SOCKET"]), os.environ["LEVERS9_RUNNER_SOCKET"]
+os.chdir("/")  # absolute paths work from anywhere
 import levers9, hello
 print("connected as", os.getuid(), hello.GREETING)
 `

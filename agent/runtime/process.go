@@ -183,6 +183,13 @@ func NewProcess(cfg ProcessConfig) (*Process, error) {
 // Name implements Runtime.
 func (p *Process) Name() string { return "process" }
 
+// WorkDir is the working directory service of job jobID runs in, below
+// which its mounts appear: the agent tells a function's runner the
+// absolute paths of its code and socket.
+func (p *Process) WorkDir(jobID, service string) string {
+	return filepath.Join(p.cfg.Root, jobID, service)
+}
+
 // Start implements Runtime.
 func (p *Process) Start(ctx context.Context, spec JobSpec) (Job, error) {
 	if err := validate(spec); err != nil {

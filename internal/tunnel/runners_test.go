@@ -53,6 +53,8 @@ for i in range(2):
 import levers9, hello
 print("sdk", os.path.relpath(os.path.realpath(levers9.__file__), os.path.realpath("levers9/sdk")))
 print("code", hello.GREETING)
+print("socket", os.path.realpath(os.environ["LEVERS9_RUNNER_SOCKET"]) == os.path.realpath("levers9/run/runner.sock"))
+print("pythonpath", [os.path.isabs(p) for p in os.environ["PYTHONPATH"].split(":")])
 for k in ["LEVERS9_CONTAINER_ID", "LEVERS9_FUNCTION_ID", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE"]:
     print(k, os.environ[k])
 `
@@ -198,7 +200,7 @@ func TestRunnerReachesServer(t *testing.T) {
 			want, _ := json.Marshal(identity{Node: st.NodeID, Job: j.ID, Attempt: 1, Phases: true})
 			for _, line := range []string{
 				"answer " + string(want), "sdk levers9/__init__.py", "code hi from the package",
-				"LEVERS9_CONTAINER_ID ctr_1", "LEVERS9_FUNCTION_ID fn_1", "PYTHONUNBUFFERED 1", "PYTHONDONTWRITEBYTECODE 1",
+				"socket True", "pythonpath [True, True]", "LEVERS9_CONTAINER_ID ctr_1", "LEVERS9_FUNCTION_ID fn_1", "PYTHONUNBUFFERED 1", "PYTHONDONTWRITEBYTECODE 1",
 			} {
 				if !strings.Contains(out, line+"\n") {
 					t.Errorf("function job %s: output lacks %q:\n%s", j.ID, line, out)
