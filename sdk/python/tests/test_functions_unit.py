@@ -128,6 +128,12 @@ class SpecTest(unittest.TestCase):
         self.assertIn("levers9 run app.py", str(cm.exception))
         self.assertEqual(unitfns.add.local(1, 2), 3)
 
+    def test_project_of_a_module(self):
+        from tests.apps.unit import unitfns
+        # Imported as a package's module: the folder above the package is
+        # packed, and the container imports the same dotted name.
+        self.assertEqual(functions._project_of(unitfns.app), (SDK, {}))
+
     def test_entrypoint_args(self):
         def main(n: int, name="x", ratio: float = 1.0, dry: bool = False):
             pass
