@@ -13,6 +13,7 @@ import http.client
 import json
 import os
 import random
+import select
 import socket
 import threading
 import time
@@ -175,6 +176,11 @@ class RunnerAPI:
 
     def _conn(self) -> UnixConnection:
         conn = getattr(self._local, "conn", None)
+        if conn is not None and conn.sock is not None and select.select([conn.sock], [], [], 0)[0]:
+            # Readable while idle: the agent closed it (EOF). A call must
+            # not be sent on it, since it would not be retried.
+            self.close()
+            conn = None
         if conn is None:
             conn = UnixConnection(self.path, self.timeout)
             self._local.conn = conn
