@@ -948,9 +948,9 @@ var (
 				Columns: []*schema.Column{TasksColumns[3]},
 			},
 			{
-				Name:    "task_function_id_state_created_at",
+				Name:    "task_function_id_state_created_at_map_index",
 				Unique:  false,
-				Columns: []*schema.Column{TasksColumns[30], TasksColumns[8], TasksColumns[1]},
+				Columns: []*schema.Column{TasksColumns[30], TasksColumns[8], TasksColumns[1], TasksColumns[7]},
 			},
 			{
 				Name:    "task_map_id_map_index",

@@ -64,7 +64,7 @@ func (Task) Edges() []ent.Edge {
 // Indexes of the Task.
 func (Task) Indexes() []ent.Index {
 	return []ent.Index{
-		index.Fields("function_id", "state", "created_at"),
+		index.Fields("function_id", "state", "created_at", "map_index"),
 		index.Fields("map_id", "map_index"),
 		index.Fields("container_id", "state"),
 		index.Fields("app_id", "state"),

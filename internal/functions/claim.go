@@ -137,7 +137,7 @@ func (s *Service) take(ctx context.Context, ctr *ent.Container, f *ent.Function,
 		now := s.now()
 		q := tx.Ent.Task.Query().
 			Where(task.FunctionID(f.ID), task.StateEQ(task.StatePENDING), task.Or(task.NotBeforeIsNil(), task.NotBeforeLTE(now))).
-			Order(ent.Asc(task.FieldCreatedAt), ent.Asc(task.FieldMapIndex), ent.Asc(task.FieldID)).Limit(n)
+			Order(ent.Asc(task.FieldCreatedAt), ent.Asc(task.FieldMapIndex)).Limit(n)
 		if s.DB.Dialect == dialect.Postgres {
 			// Two runners never take the same call: rows another claim
 			// holds are skipped, not waited for.

@@ -59,3 +59,19 @@ func mapsOf(ts []*ent.Task) []string {
 	}
 	return out
 }
+
+// countMap adds calls that just ended to map id's counters, inside the
+// transaction that ended them, and stamps it finished when all have.
+func (s *Service) countMap(sys context.Context, c *ent.Client, id string, ok, failed int) error {
+	if err := c.FunctionMap.Update().Where(functionmap.ID(id)).AddSucceeded(ok).AddFailed(failed).Exec(sys); err != nil {
+		return fmt.Errorf("counting items of map %s: %w", id, err)
+	}
+	m, err := c.FunctionMap.Get(sys, id)
+	if err != nil {
+		return fmt.Errorf("reading map %s: %w", id, err)
+	}
+	if m.FinishedAt == nil && m.Succeeded+m.Failed >= m.Total {
+		return c.FunctionMap.Update().Where(functionmap.ID(id), functionmap.FinishedAtIsNil()).SetFinishedAt(s.now()).Exec(sys)
+	}
+	return nil
+}

@@ -109,7 +109,7 @@ func (s *Service) failAll(sys context.Context, ts []*ent.Task, f Failure) error 
 	now := s.now()
 	for _, t := range ts {
 		u := s.DB.Ent.Task.UpdateOneID(t.ID).Where(task.StateEQ(task.StateRUNNING), task.Attempt(t.Attempt))
-		if !failAttempt(u, t, f, now, now) {
+		if !failAttempt(u.Mutation(), t, f, now, now) {
 			ended = append(ended, t)
 		}
 		fns[t.FunctionID] = true

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/notify"
@@ -44,6 +45,16 @@ func (s *Service) settle(ctx context.Context, r *Runner, done []Outcome) error {
 			byID[t.ID] = t
 		}
 		now := s.now()
+		counts := map[string]*[2]int{} // map → succeeded, failed
+		count := func(t *ent.Task, k int) {
+			if t.MapID == "" {
+				return
+			}
+			if counts[t.MapID] == nil {
+				counts[t.MapID] = &[2]int{}
+			}
+			counts[t.MapID][k]++
+		}
 		for _, o := range done {
 			t := byID[o.TaskID]
 			if t == nil || t.Attempt != o.Attempt {
@@ -54,7 +65,10 @@ func (s *Service) settle(ctx context.Context, r *Runner, done []Outcome) error {
 					o.Result, o.Failure = nil, &Failure{Kind: KindException, Message: "the result could not be stored: " + err.Error()}
 				}
 			}
-			u := tx.Ent.Task.UpdateOneID(t.ID).ClearDeadline()
+			// Only this container's running attempt moves: a call
+			// cancelled meanwhile stays cancelled.
+			u := tx.Ent.Task.Update().Where(task.ID(t.ID), task.StateEQ(task.StateRUNNING),
+				task.Attempt(t.Attempt), task.ContainerID(r.ContainerID)).ClearDeadline()
 			if st := s.within(o.StartedAt, t.CreatedAt, now); !st.IsZero() {
 				u.SetStartedAt(st)
 			}
@@ -62,6 +76,7 @@ func (s *Service) settle(ctx context.Context, r *Runner, done []Outcome) error {
 			if fin.IsZero() {
 				fin = now
 			}
+			var isEnd, isOK bool
 			switch {
 			case o.Result != nil:
 				u.SetState(task.StateCOMPLETE).SetFinishedAt(fin).
@@ -71,26 +86,40 @@ func (s *Service) settle(ctx context.Context, r *Runner, done []Outcome) error {
 				} else {
 					u.SetResult(o.Result.Data)
 				}
-				ended = append(ended, t)
+				isEnd, isOK = true, true
 			default:
 				f := o.Failure
 				if f == nil {
 					f = &Failure{Kind: KindException, Message: "the runner reported neither a result nor an error"}
 				}
-				if again := failAttempt(u, t, *f, fin, now); again {
+				if failAttempt(u.Mutation(), t, *f, fin, now) {
 					retried = true
 				} else {
-					ended = append(ended, t)
+					isEnd = true
 				}
 			}
-			if err := u.Exec(sys); err != nil {
+			n, err := u.Save(sys)
+			if err != nil {
 				return fmt.Errorf("recording call %s: %w", t.ID, err)
 			}
+			if n == 1 && isEnd {
+				ended = append(ended, t)
+				if isOK {
+					count(t, 0)
+				} else {
+					count(t, 1)
+				}
+			}
 		}
-		if err := tx.Ent.Container.UpdateOneID(r.ContainerID).SetLastTaskAt(now).Exec(sys); err != nil {
+		if err := tx.Ent.Container.Update().Where(container.ID(r.ContainerID)).SetLastTaskAt(now).Exec(sys); err != nil {
 			return fmt.Errorf("recording container %s busy: %w", r.ContainerID, err)
 		}
-		return s.refreshMaps(ctx, tx.Ent, mapsOf(ended))
+		for id, c := range counts {
+			if err := s.countMap(sys, tx.Ent, id, c[0], c[1]); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return err
@@ -105,18 +134,24 @@ func (s *Service) settle(ctx context.Context, r *Runner, done []Outcome) error {
 // failAttempt ends the running attempt of t with f: back to the queue
 // after a backoff while attempts remain, else the call fails. It reports
 // whether the call will run again.
-func failAttempt(u *ent.TaskUpdateOne, t *ent.Task, f Failure, fin, now time.Time) bool {
-	u.SetErrorKind(clipTo(f.Kind, 64)).SetErrorMessage(clipTo(f.Message, 4000)).SetErrorTraceback(clipTo(f.Traceback, 64000))
+func failAttempt(u *ent.TaskMutation, t *ent.Task, f Failure, fin, now time.Time) bool {
+	u.SetErrorKind(clipTo(f.Kind, 64))
+	u.SetErrorMessage(clipTo(f.Message, 4000))
+	u.SetErrorTraceback(clipTo(f.Traceback, 64000))
 	if len(f.Exception) > 0 && len(f.Exception) <= InlineLimit {
 		u.SetErrorException(f.Exception)
 	} else {
 		u.ClearErrorException()
 	}
 	if t.Attempt < t.MaxAttempts && f.Kind != KindCancelled {
-		u.SetState(task.StatePENDING).SetNotBefore(now.Add(backoff(t.Attempt))).ClearContainerID().ClearDeadline()
+		u.SetState(task.StatePENDING)
+		u.SetNotBefore(now.Add(backoff(t.Attempt)))
+		u.ClearContainerID()
+		u.ClearDeadline()
 		return true
 	}
-	u.SetState(task.StateERROR).SetFinishedAt(fin)
+	u.SetState(task.StateERROR)
+	u.SetFinishedAt(fin)
 	return false
 }
 

@@ -54,7 +54,9 @@ type world struct {
 	blobs *uploads
 }
 
-func newWorld(t *testing.T, url string) *world {
+func newWorld(t *testing.T, url string) *world { return newBenchWorld(t, url) }
+
+func newBenchWorld(t testing.TB, url string) *world {
 	t.Helper()
 	tn := fixture.New(t, url, fixture.TenantOptions{Slug: "acme"})
 	clock := fixture.NewClock(time.Now())
@@ -94,7 +96,7 @@ func (w *world) deploy(t *testing.T, ctx context.Context, name string, fns ...fu
 }
 
 // containers lists fn's containers, oldest first.
-func (w *world) containers(t *testing.T, fnID string) []*ent.Container {
+func (w *world) containers(t testing.TB, fnID string) []*ent.Container {
 	t.Helper()
 	cs, err := w.tn.DB.Ent.Container.Query().Where(container.FunctionID(fnID)).
 		Order(ent.Asc(container.FieldCreatedAt)).All(fixture.Sys())
@@ -106,7 +108,9 @@ func (w *world) containers(t *testing.T, fnID string) []*ent.Container {
 
 // runner places container c's job on the world's node and identifies its
 // runner as the node's agent would.
-func (w *world) runner(t *testing.T, c *ent.Container) *functions.Runner {
+func (w *world) runner(t *testing.T, c *ent.Container) *functions.Runner { return w.benchRunner(t, c) }
+
+func (w *world) benchRunner(t testing.TB, c *ent.Container) *functions.Runner {
 	t.Helper()
 	if c.JobID == "" {
 		t.Fatalf("container %s has no job (%s)", c.ID, c.StopReason)
