@@ -27,6 +27,17 @@ func backoff(attempt int) time.Duration {
 // out, handed elsewhere) is dropped: the call has moved on.
 func (s *Service) settle(ctx context.Context, r *Runner, done []Outcome) error {
 	sys := viewer.SystemContext(ctx)
+	// Results are checked before the transaction: a blob is looked up in
+	// the database, which on SQLite has one connection, held by the
+	// transaction.
+	for i, o := range done {
+		if o.Result == nil {
+			continue
+		}
+		if err := s.checkPayload(r.Context(ctx), "result", *o.Result); err != nil {
+			done[i].Result, done[i].Failure = nil, &Failure{Kind: KindException, Message: "the result could not be stored: " + err.Error()}
+		}
+	}
 	var ended []*ent.Task
 	retried := false
 	err := s.DB.InTx(sys, func(tx *database.Tx) error {
@@ -59,11 +70,6 @@ func (s *Service) settle(ctx context.Context, r *Runner, done []Outcome) error {
 			t := byID[o.TaskID]
 			if t == nil || t.Attempt != o.Attempt {
 				continue
-			}
-			if o.Result != nil {
-				if err := s.checkPayload(r.Context(ctx), "result", *o.Result); err != nil {
-					o.Result, o.Failure = nil, &Failure{Kind: KindException, Message: "the result could not be stored: " + err.Error()}
-				}
 			}
 			// Only this container's running attempt moves: a call
 			// cancelled meanwhile stays cancelled.
