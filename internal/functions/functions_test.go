@@ -227,6 +227,9 @@ func TestMapInOrder(t *testing.T) {
 			w.claim(t, r, 0, done...)
 		}
 		mm, ts, err := w.fn.MapResults(ctx, m.ID, 0, n, 0)
+		if mm.Succeeded != n || mm.Failed != 0 {
+			t.Fatalf("map counted %d succeeded, %d failed", mm.Succeeded, mm.Failed)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -530,6 +533,48 @@ func TestReconcile(t *testing.T) {
 		j, _ := w.tn.DB.Ent.Job.Get(fixture.Sys(), cs[1].JobID)
 		if !functions.EndedJobStatus(j.Status) {
 			t.Fatalf("the stuck container's job is %s", j.Status)
+		}
+	})
+}
+
+// TestBlobPayloads: large arguments and results travel as blobs of the
+// tenant; a result naming a blob the tenant does not hold fails the call
+// instead of pointing at another tenant's bytes.
+func TestBlobPayloads(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		w := newWorld(t, url)
+		ctx := w.tn.AsAdmin()
+		a := w.deploy(t, ctx, "vision", functions.FunctionSpec{Name: "embed"})
+		f := a.Edges.Functions[0]
+		big := w.upload(t, ctx, "payload", make([]byte, functions.InlineLimit+1))
+		call, err := w.fn.Call(ctx, f.ID, functions.Payload{Blob: big})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.fn.Call(ctx, f.ID, functions.Payload{Data: make([]byte, functions.InlineLimit+1)}); code(err) != fault.BadUserInput {
+			t.Fatalf("an inline payload over the limit: %v", err)
+		}
+		evil := fixture.NewTenant(t, w.tn.DB, fixture.TenantOptions{Slug: "evil"})
+		theirs := w.upload(t, evil.AsAdmin(), "payload", []byte("their secret"))
+		second, _ := w.fn.Call(ctx, f.ID, args("x"))
+		r := w.runner(t, w.containers(t, f.ID)[0])
+		got, _ := w.claim(t, r, 2)
+		if len(got) != 2 || got[0].Args.Blob != big {
+			t.Fatalf("claimed %+v", got)
+		}
+		result := w.upload(t, ctx, "payload", []byte("a big result"))
+		w.claim(t, r, 0,
+			functions.Outcome{TaskID: got[0].ID, Attempt: 1, Result: &functions.Payload{Blob: result}},
+			functions.Outcome{TaskID: got[1].ID, Attempt: 1, Result: &functions.Payload{Blob: theirs}})
+		c1, _ := w.fn.Await(ctx, call.ID, 0)
+		if p := functions.ResultOf(c1); p == nil || p.Blob != result {
+			t.Fatalf("blob result: %s %+v", c1.State, p)
+		}
+		c2, _ := w.fn.Await(ctx, second.ID, 0)
+		if c2.State != task.StateERROR || functions.ResultOf(c2) != nil {
+			t.Fatalf("a result naming another tenant's blob: %s", c2.State)
 		}
 	})
 }

@@ -1,10 +1,11 @@
 package functions_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"fmt"
 	"os"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,36 +13,31 @@ import (
 	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/blobs"
 	"github.com/levers9/levers9/internal/fixture"
 	"github.com/levers9/levers9/internal/functions"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/tenancy"
-	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/internal/wire"
+	"github.com/levers9/levers9/storage"
 )
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
 
-// codeHash is the code package every test app names.
-var codeHash = strings.Repeat("ab", 32)
+// codePackage is the code every test app names; codeHash its SHA-256.
+var (
+	codePackage = []byte("PK fake zip of app.py")
+	codeHash    = fmt.Sprintf("%x", sha256.Sum256(codePackage))
+)
 
-// uploads is what each tenant uploaded: the blob store's answer to Has,
-// keyed by the viewer's tenant as the real store is.
-type uploads struct {
-	mu   sync.Mutex
-	have map[string]bool // tenant/hash
-}
-
-func (u *uploads) Has(ctx context.Context, hash string) (bool, error) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.have[viewer.FromContext(ctx).TenantID+"/"+hash], nil
-}
-
-func (u *uploads) add(tenant, hash string) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.have[tenant+"/"+hash] = true
+// upload stores b as a blob of the tenant ctx acts in and returns its hash.
+func (w *world) upload(t testing.TB, ctx context.Context, kind string, b []byte) string {
+	t.Helper()
+	h := fmt.Sprintf("%x", sha256.Sum256(b))
+	if _, err := w.blobs.Put(ctx, kind, h, bytes.NewReader(b), int64(len(b))); err != nil {
+		t.Fatalf("uploading a %s blob: %v", kind, err)
+	}
+	return h
 }
 
 // world is one tenant with a node serving its default queue, and the
@@ -51,7 +47,7 @@ type world struct {
 	fn    *functions.Service
 	node  *ent.Node
 	clock *fixture.Clock
-	blobs *uploads
+	blobs *blobs.Store
 }
 
 func newWorld(t *testing.T, url string) *world { return newBenchWorld(t, url) }
@@ -63,13 +59,17 @@ func newBenchWorld(t testing.TB, url string) *world {
 	bus := notify.New(nil, fixture.Log())
 	js := fixture.Jobs(tn.DB, clock.Now)
 	js.Bus = bus
-	blobs := &uploads{have: map[string]bool{}}
-	blobs.add(tn.ID, codeHash)
+	drv, err := storage.OpenLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &blobs.Store{DB: tn.DB, Driver: drv, Log: fixture.Log()}
 	w := &world{
-		tn: tn, clock: clock, blobs: blobs,
-		fn:   &functions.Service{DB: tn.DB, Log: fixture.Log(), Now: clock.Now, Bus: bus, Jobs: js, Blobs: blobs},
+		tn: tn, clock: clock, blobs: store,
+		fn:   &functions.Service{DB: tn.DB, Log: fixture.Log(), Now: clock.Now, Bus: bus, Jobs: js, Blobs: store},
 		node: tn.AddNode(t, fixture.Node{Name: "n1", Queues: []string{tn.DefaultQueue}}),
 	}
+	w.upload(t, tn.AsAdmin(), "code", codePackage)
 	return w
 }
 
