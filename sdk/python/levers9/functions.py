@@ -254,6 +254,11 @@ class Function:
     def __repr__(self) -> str:
         return "Function(%s.%s)" % (self.app.name, self.name)
 
+    def __reduce__(self):
+        # By reference, as pickle treats plain functions: the receiving
+        # side imports the module and finds the same wrapper there.
+        return (_function_at, (self.raw_f.__module__, self.raw_f.__qualname__))
+
     def _input(self, module: str, client) -> Dict[str, Any]:
         d = {"name": self.name, "module": module, "qualname": self.raw_f.__qualname__,
              "queue": self.spec.get("queue") or client.default_queue}
@@ -342,6 +347,14 @@ class Function:
         """The results of an earlier map of this function, from item start."""
         be, _ = self._target()
         return FunctionMap(be, map_id, start=start, order_outputs=order_outputs, return_exceptions=return_exceptions)
+
+
+def _function_at(module: str, qualname: str) -> Any:
+    import importlib
+    obj: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 def _backend_for(client) -> backends.Backend:

@@ -128,6 +128,10 @@ class SpecTest(unittest.TestCase):
         self.assertIn("levers9 run app.py", str(cm.exception))
         self.assertEqual(unitfns.add.local(1, 2), 3)
 
+    def test_functions_pickle_by_reference(self):
+        from tests.apps.unit import unitfns
+        self.assertIs(pickle.loads(pickle.dumps(unitfns.add)), unitfns.add)
+
     def test_project_of_a_module(self):
         from tests.apps.unit import unitfns
         # Imported as a package's module: the folder above the package is
