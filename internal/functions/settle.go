@@ -66,54 +66,53 @@ func (s *Service) settle(ctx context.Context, r *Runner, done []Outcome) error {
 			}
 			counts[t.MapID][k]++
 		}
+		var results []completion
 		for _, o := range done {
 			t := byID[o.TaskID]
 			if t == nil || t.Attempt != o.Attempt {
 				continue
 			}
-			// Only this container's running attempt moves: a call
-			// cancelled meanwhile stays cancelled.
-			u := tx.Ent.Task.Update().Where(task.ID(t.ID), task.StateEQ(task.StateRUNNING),
-				task.Attempt(t.Attempt), task.ContainerID(r.ContainerID)).ClearDeadline()
-			if st := s.within(o.StartedAt, t.CreatedAt, now); !st.IsZero() {
-				u.SetStartedAt(st)
+			started := s.within(o.StartedAt, t.CreatedAt, now)
+			if started.IsZero() && t.StartedAt != nil {
+				started = *t.StartedAt
 			}
 			fin := s.within(o.FinishedAt, t.CreatedAt, now)
 			if fin.IsZero() {
 				fin = now
 			}
-			var isEnd, isOK bool
-			switch {
-			case o.Result != nil:
-				u.SetState(task.StateCOMPLETE).SetFinishedAt(fin).
-					SetErrorKind("").SetErrorMessage("").SetErrorTraceback("").ClearErrorException()
-				if o.Result.Blob != "" {
-					u.SetResultBlob(o.Result.Blob)
-				} else {
-					u.SetResult(o.Result.Data)
-				}
-				isEnd, isOK = true, true
-			default:
-				f := o.Failure
-				if f == nil {
-					f = &Failure{Kind: KindException, Message: "the runner reported neither a result nor an error"}
-				}
-				if failAttempt(u.Mutation(), t, *f, fin, now) {
-					retried = true
-				} else {
-					isEnd = true
-				}
+			if o.Result != nil {
+				results = append(results, completion{id: t.ID, attempt: t.Attempt, data: o.Result.Data, blob: o.Result.Blob, started: started, finished: fin})
+				continue
 			}
+			// Only this container's running attempt moves: a call
+			// cancelled meanwhile stays cancelled.
+			u := tx.Ent.Task.Update().Where(task.ID(t.ID), task.StateEQ(task.StateRUNNING),
+				task.Attempt(t.Attempt), task.ContainerID(r.ContainerID)).ClearDeadline().SetStartedAt(started)
+			f := o.Failure
+			if f == nil {
+				f = &Failure{Kind: KindException, Message: "the runner reported neither a result nor an error"}
+			}
+			again := failAttempt(u.Mutation(), t, *f, fin, now)
 			n, err := u.Save(sys)
 			if err != nil {
 				return fmt.Errorf("recording call %s: %w", t.ID, err)
 			}
-			if n == 1 && isEnd {
+			if n == 1 && again {
+				retried = true
+			} else if n == 1 {
 				ended = append(ended, t)
-				if isOK {
-					count(t, 0)
-				} else {
-					count(t, 1)
+				count(t, 1)
+			}
+		}
+		if len(results) > 0 {
+			moved, err := completeBatch(sys, tx.SQL, s.DB.Dialect, r.ContainerID, results, now)
+			if err != nil {
+				return err
+			}
+			for _, c := range results {
+				if _, ok := moved[c.id]; ok {
+					ended = append(ended, byID[c.id])
+					count(byID[c.id], 0)
 				}
 			}
 		}
