@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -263,22 +262,9 @@ func (a *Agent) serveRunnerConn(rj *runnerJob, c *net.UnixConn) {
 		return
 	}
 	_ = st.SetDeadline(time.Time{})
-	pipeUnix(st, c)
+	pipe(st, c)
 }
 
-// pipeUnix copies both ways until both directions ended, passing each
-// end of input on as a half-close.
-func pipeUnix(st *yamux.Stream, c *net.UnixConn) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = io.Copy(c, st)
-		_ = c.CloseWrite()
-	}()
-	_, _ = io.CopyBuffer(st, struct{ io.Reader }{c}, make([]byte, pipeChunk))
-	_ = st.Close() // a half-close: reading goes on
-	<-done
-}
 
 func (rj *runnerJob) track(c net.Conn) bool {
 	rj.mu.Lock()

@@ -165,9 +165,15 @@ func (a *Agent) relayTCP(ctx context.Context, st *yamux.Stream, t *task, open wi
 // hides TCPConn.WriteTo, which would copy in 32 KiB again.
 const pipeChunk = 128 << 10
 
+// halfCloser is a connection whose sending side closes alone (TCP, Unix).
+type halfCloser interface {
+	io.ReadWriter
+	CloseWrite() error
+}
+
 // pipe copies both ways until both directions ended, passing each end of
 // input on as a half-close.
-func pipe(st *yamux.Stream, c *net.TCPConn) {
+func pipe(st *yamux.Stream, c halfCloser) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
