@@ -29,20 +29,19 @@ import (
 func BenchmarkFunctions(b *testing.B) {
 	for _, dialect := range dbtest.Dialects() {
 		b.Run("Warm/"+dialect, func(b *testing.B) {
-			s, c := functionsServerB(b, dbtest.URL(b, dialect), "process")
-			r := benchScript(b, cliEnvB(b, s, c.Token), nil, "--mode", "warm")
+			s, c := functionsServer(b, dbtest.URL(b, dialect), "process")
+			r := benchScript(b, fnEnv(b, s, c.Token), nil, "--mode", "warm")
 			b.ReportMetric(0, "ns/op")
 			for _, k := range []string{"remote_p50_ms", "remote_p99_ms", "viewer_p50_ms", "viewer_p99_ms",
 				"map_items_per_s", "map_create_ms", "sequential_remote_items_per_s"} {
 				b.ReportMetric(r[k], metricName(k))
 			}
-			s.stop()
 		})
 	}
 	b.Run("ColdStart/docker", func(b *testing.B) {
 		image := dockertest.Python(b)
-		s, c := functionsServerB(b, dbtest.URL(b, "sqlite"), "docker")
-		env := cliEnvB(b, s, c.Token)
+		s, c := functionsServer(b, dbtest.URL(b, "sqlite"), "docker")
+		env := fnEnv(b, s, c.Token)
 		var runs []map[string]float64
 		for range 3 {
 			runs = append(runs, benchScript(b, env, []string{"E2E_IMAGE=" + image}, "--mode", "cold"))
@@ -53,33 +52,7 @@ func BenchmarkFunctions(b *testing.B) {
 			b.ReportMetric(median(runs, "cold_"+p), p+"-ms")
 		}
 		b.ReportMetric(median(runs, "warm_finishedAt"), "warm-finishedAt-ms")
-		s.stop()
 	})
-}
-
-// functionsServerB is functionsServer for benchmarks.
-func functionsServerB(b *testing.B, url, runtime string) (*server, credentials) {
-	b.Helper()
-	s := startServer(b, b.TempDir(), url, "LEVERS9_LOCAL_NODE_RUNTIME="+runtime)
-	c := s.credentials()
-	grantB(b, s.URL, c.Token)
-	waitLocalNode(b, s.URL, c.Token)
-	return s, c
-}
-
-func cliEnvB(b *testing.B, s *server, token string) []string {
-	return []string{"LEVERS9_SERVER=" + s.URL, "LEVERS9_TOKEN=" + token, "LEVERS9_CONFIG=" + b.TempDir() + "/none"}
-}
-
-// grantB is grant for benchmarks.
-func grantB(b *testing.B, base, token string) {
-	b.Helper()
-	var me struct {
-		Viewer struct{ User struct{ ID string } }
-	}
-	gql(b, base, token, `{ viewer { user { id } } }`, nil, &me)
-	gql(b, base, token, `mutation($u: ID!) { grantTokens(input: {userID: $u, tokens: 100000, reason: "e2e"}) { id } }`,
-		map[string]any{"u": me.Viewer.User.ID}, new(map[string]any))
 }
 
 // benchScript runs bench.py with levers9 run and decodes its last line.

@@ -18,7 +18,7 @@ func TestFunctionsDocker(t *testing.T) {
 	t.Parallel()
 	image := dockertest.Python(t)
 	s, c := functionsServer(t, dbtest.SQLiteURL(t), "docker")
-	env := cliEnv(t, s, c.Token)
+	env := fnEnv(t, s, c.Token)
 	out := fnRunOK(t, env, []string{"E2E_IMAGE=" + image, "E2E_MAP_ITEMS=100"}, "app.py", "--only", "remote,map,error,warm")
 	checkApp(t, out, false)
 
@@ -55,7 +55,6 @@ func TestFunctionsDocker(t *testing.T) {
 			t.Errorf("the second call has no %s phase: %v", p, fmtPhases(warm))
 		}
 	}
-	s.stop()
 }
 
 // taskPhases reads a task's phases through GraphQL (nil: not passed).

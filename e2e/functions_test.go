@@ -36,7 +36,7 @@ func TestFunctions(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, url string) {
 		t.Parallel()
 		s, c := functionsServer(t, url, "process")
-		env := cliEnv(t, s, c.Token)
+		env := fnEnv(t, s, c.Token)
 
 		t.Run("entrypoint", func(t *testing.T) {
 			t.Parallel()
@@ -55,14 +55,34 @@ func TestFunctions(t *testing.T) {
 }
 
 // functionsServer starts a server whose built-in node runs runtime, with
-// tokens granted to the admin, and waits for the node.
-func functionsServer(t *testing.T, url, runtime string, env ...string) (*server, credentials) {
+// tokens granted to the admin, and waits for the node. It stops the server
+// at the end of the test.
+func functionsServer(t testing.TB, url, runtime string, env ...string) (*server, credentials) {
 	t.Helper()
-	s := startServer(t, t.TempDir(), url, append([]string{"LEVERS9_LOCAL_NODE_RUNTIME=" + runtime}, env...)...)
+	s := startServer(t, shortTempDir(t), url, append([]string{"LEVERS9_LOCAL_NODE_RUNTIME=" + runtime}, env...)...)
 	c := s.credentials()
-	grant(t, s.URL, c.Token)
+	var me struct {
+		Viewer struct{ User struct{ ID string } }
+	}
+	gql(t, s.URL, c.Token, `{ viewer { user { id } } }`, nil, &me)
+	gql(t, s.URL, c.Token, `mutation($u: ID!) { grantTokens(input: {userID: $u, tokens: 100000, reason: "e2e"}) { id } }`,
+		map[string]any{"u": me.Viewer.User.ID}, new(map[string]any))
 	waitLocalNode(t, s.URL, c.Token)
+	t.Cleanup(s.stop)
 	return s, c
+}
+
+// shortTempDir is a temporary directory with a short path: the node keeps
+// its containers' runner sockets under the data directory, and a socket's
+// path has at most 107 bytes (t.TempDir() is named after the test).
+func shortTempDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "l9fn-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
 }
 
 // checkApp matches the lines app.py's entrypoint printed. full: it ran
@@ -354,4 +374,9 @@ func atoi(t *testing.T, s string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// fnEnv is the CLI's environment for token on s, with no config file.
+func fnEnv(t testing.TB, s *server, token string) []string {
+	return []string{"LEVERS9_SERVER=" + s.URL, "LEVERS9_TOKEN=" + token, "LEVERS9_CONFIG=" + t.TempDir() + "/none"}
 }
