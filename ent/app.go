@@ -36,6 +36,8 @@ type App struct {
 	CodeHash string `json:"code_hash,omitempty"`
 	// OwnerID holds the value of the "owner_id" field.
 	OwnerID string `json:"owner_id,omitempty"`
+	// the client running an ephemeral app last said it is alive; a silent one's app is stopped
+	LastSeenAt *time.Time `json:"last_seen_at,omitempty"`
 	// StoppedAt holds the value of the "stopped_at" field.
 	StoppedAt *time.Time `json:"stopped_at,omitempty"`
 	// StopReason holds the value of the "stop_reason" field.
@@ -90,7 +92,7 @@ func (*App) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullBool)
 		case app.FieldID, app.FieldTenantID, app.FieldEnvironmentID, app.FieldName, app.FieldState, app.FieldCodeHash, app.FieldOwnerID, app.FieldStopReason:
 			values[i] = new(sql.NullString)
-		case app.FieldCreatedAt, app.FieldUpdatedAt, app.FieldStoppedAt:
+		case app.FieldCreatedAt, app.FieldUpdatedAt, app.FieldLastSeenAt, app.FieldStoppedAt:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -166,6 +168,13 @@ func (_m *App) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field owner_id", values[i])
 			} else if value.Valid {
 				_m.OwnerID = value.String
+			}
+		case app.FieldLastSeenAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field last_seen_at", values[i])
+			} else if value.Valid {
+				_m.LastSeenAt = new(time.Time)
+				*_m.LastSeenAt = value.Time
 			}
 		case app.FieldStoppedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
@@ -252,6 +261,11 @@ func (_m *App) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("owner_id=")
 	builder.WriteString(_m.OwnerID)
+	builder.WriteString(", ")
+	if v := _m.LastSeenAt; v != nil {
+		builder.WriteString("last_seen_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
 	builder.WriteString(", ")
 	if v := _m.StoppedAt; v != nil {
 		builder.WriteString("stopped_at=")

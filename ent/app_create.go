@@ -111,6 +111,20 @@ func (_c *AppCreate) SetOwnerID(v string) *AppCreate {
 	return _c
 }
 
+// SetLastSeenAt sets the "last_seen_at" field.
+func (_c *AppCreate) SetLastSeenAt(v time.Time) *AppCreate {
+	_c.mutation.SetLastSeenAt(v)
+	return _c
+}
+
+// SetNillableLastSeenAt sets the "last_seen_at" field if the given value is not nil.
+func (_c *AppCreate) SetNillableLastSeenAt(v *time.Time) *AppCreate {
+	if v != nil {
+		_c.SetLastSeenAt(*v)
+	}
+	return _c
+}
+
 // SetStoppedAt sets the "stopped_at" field.
 func (_c *AppCreate) SetStoppedAt(v time.Time) *AppCreate {
 	_c.mutation.SetStoppedAt(v)
@@ -374,6 +388,10 @@ func (_c *AppCreate) createSpec() (*App, *sqlgraph.CreateSpec) {
 		_spec.SetField(app.FieldCodeHash, field.TypeString, value)
 		_node.CodeHash = value
 	}
+	if value, ok := _c.mutation.LastSeenAt(); ok {
+		_spec.SetField(app.FieldLastSeenAt, field.TypeTime, value)
+		_node.LastSeenAt = &value
+	}
 	if value, ok := _c.mutation.StoppedAt(); ok {
 		_spec.SetField(app.FieldStoppedAt, field.TypeTime, value)
 		_node.StoppedAt = &value
@@ -488,6 +506,24 @@ func (u *AppUpsert) SetState(v app.State) *AppUpsert {
 // UpdateState sets the "state" field to the value that was provided on create.
 func (u *AppUpsert) UpdateState() *AppUpsert {
 	u.SetExcluded(app.FieldState)
+	return u
+}
+
+// SetLastSeenAt sets the "last_seen_at" field.
+func (u *AppUpsert) SetLastSeenAt(v time.Time) *AppUpsert {
+	u.Set(app.FieldLastSeenAt, v)
+	return u
+}
+
+// UpdateLastSeenAt sets the "last_seen_at" field to the value that was provided on create.
+func (u *AppUpsert) UpdateLastSeenAt() *AppUpsert {
+	u.SetExcluded(app.FieldLastSeenAt)
+	return u
+}
+
+// ClearLastSeenAt clears the value of the "last_seen_at" field.
+func (u *AppUpsert) ClearLastSeenAt() *AppUpsert {
+	u.SetNull(app.FieldLastSeenAt)
 	return u
 }
 
@@ -615,6 +651,27 @@ func (u *AppUpsertOne) SetState(v app.State) *AppUpsertOne {
 func (u *AppUpsertOne) UpdateState() *AppUpsertOne {
 	return u.Update(func(s *AppUpsert) {
 		s.UpdateState()
+	})
+}
+
+// SetLastSeenAt sets the "last_seen_at" field.
+func (u *AppUpsertOne) SetLastSeenAt(v time.Time) *AppUpsertOne {
+	return u.Update(func(s *AppUpsert) {
+		s.SetLastSeenAt(v)
+	})
+}
+
+// UpdateLastSeenAt sets the "last_seen_at" field to the value that was provided on create.
+func (u *AppUpsertOne) UpdateLastSeenAt() *AppUpsertOne {
+	return u.Update(func(s *AppUpsert) {
+		s.UpdateLastSeenAt()
+	})
+}
+
+// ClearLastSeenAt clears the value of the "last_seen_at" field.
+func (u *AppUpsertOne) ClearLastSeenAt() *AppUpsertOne {
+	return u.Update(func(s *AppUpsert) {
+		s.ClearLastSeenAt()
 	})
 }
 
@@ -914,6 +971,27 @@ func (u *AppUpsertBulk) SetState(v app.State) *AppUpsertBulk {
 func (u *AppUpsertBulk) UpdateState() *AppUpsertBulk {
 	return u.Update(func(s *AppUpsert) {
 		s.UpdateState()
+	})
+}
+
+// SetLastSeenAt sets the "last_seen_at" field.
+func (u *AppUpsertBulk) SetLastSeenAt(v time.Time) *AppUpsertBulk {
+	return u.Update(func(s *AppUpsert) {
+		s.SetLastSeenAt(v)
+	})
+}
+
+// UpdateLastSeenAt sets the "last_seen_at" field to the value that was provided on create.
+func (u *AppUpsertBulk) UpdateLastSeenAt() *AppUpsertBulk {
+	return u.Update(func(s *AppUpsert) {
+		s.UpdateLastSeenAt()
+	})
+}
+
+// ClearLastSeenAt clears the value of the "last_seen_at" field.
+func (u *AppUpsertBulk) ClearLastSeenAt() *AppUpsertBulk {
+	return u.Update(func(s *AppUpsert) {
+		s.ClearLastSeenAt()
 	})
 }
 

@@ -49,6 +49,26 @@ func (_u *AppUpdate) SetNillableState(v *app.State) *AppUpdate {
 	return _u
 }
 
+// SetLastSeenAt sets the "last_seen_at" field.
+func (_u *AppUpdate) SetLastSeenAt(v time.Time) *AppUpdate {
+	_u.mutation.SetLastSeenAt(v)
+	return _u
+}
+
+// SetNillableLastSeenAt sets the "last_seen_at" field if the given value is not nil.
+func (_u *AppUpdate) SetNillableLastSeenAt(v *time.Time) *AppUpdate {
+	if v != nil {
+		_u.SetLastSeenAt(*v)
+	}
+	return _u
+}
+
+// ClearLastSeenAt clears the value of the "last_seen_at" field.
+func (_u *AppUpdate) ClearLastSeenAt() *AppUpdate {
+	_u.mutation.ClearLastSeenAt()
+	return _u
+}
+
 // SetStoppedAt sets the "stopped_at" field.
 func (_u *AppUpdate) SetStoppedAt(v time.Time) *AppUpdate {
 	_u.mutation.SetStoppedAt(v)
@@ -197,6 +217,12 @@ func (_u *AppUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if value, ok := _u.mutation.State(); ok {
 		_spec.SetField(app.FieldState, field.TypeEnum, value)
 	}
+	if value, ok := _u.mutation.LastSeenAt(); ok {
+		_spec.SetField(app.FieldLastSeenAt, field.TypeTime, value)
+	}
+	if _u.mutation.LastSeenAtCleared() {
+		_spec.ClearField(app.FieldLastSeenAt, field.TypeTime)
+	}
 	if value, ok := _u.mutation.StoppedAt(); ok {
 		_spec.SetField(app.FieldStoppedAt, field.TypeTime, value)
 	}
@@ -288,6 +314,26 @@ func (_u *AppUpdateOne) SetNillableState(v *app.State) *AppUpdateOne {
 	if v != nil {
 		_u.SetState(*v)
 	}
+	return _u
+}
+
+// SetLastSeenAt sets the "last_seen_at" field.
+func (_u *AppUpdateOne) SetLastSeenAt(v time.Time) *AppUpdateOne {
+	_u.mutation.SetLastSeenAt(v)
+	return _u
+}
+
+// SetNillableLastSeenAt sets the "last_seen_at" field if the given value is not nil.
+func (_u *AppUpdateOne) SetNillableLastSeenAt(v *time.Time) *AppUpdateOne {
+	if v != nil {
+		_u.SetLastSeenAt(*v)
+	}
+	return _u
+}
+
+// ClearLastSeenAt clears the value of the "last_seen_at" field.
+func (_u *AppUpdateOne) ClearLastSeenAt() *AppUpdateOne {
+	_u.mutation.ClearLastSeenAt()
 	return _u
 }
 
@@ -468,6 +514,12 @@ func (_u *AppUpdateOne) sqlSave(ctx context.Context) (_node *App, err error) {
 	}
 	if value, ok := _u.mutation.State(); ok {
 		_spec.SetField(app.FieldState, field.TypeEnum, value)
+	}
+	if value, ok := _u.mutation.LastSeenAt(); ok {
+		_spec.SetField(app.FieldLastSeenAt, field.TypeTime, value)
+	}
+	if _u.mutation.LastSeenAtCleared() {
+		_spec.ClearField(app.FieldLastSeenAt, field.TypeTime)
 	}
 	if value, ok := _u.mutation.StoppedAt(); ok {
 		_spec.SetField(app.FieldStoppedAt, field.TypeTime, value)

@@ -84,6 +84,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			app.FieldEphemeral:     {Type: field.TypeBool, Column: app.FieldEphemeral},
 			app.FieldCodeHash:      {Type: field.TypeString, Column: app.FieldCodeHash},
 			app.FieldOwnerID:       {Type: field.TypeString, Column: app.FieldOwnerID},
+			app.FieldLastSeenAt:    {Type: field.TypeTime, Column: app.FieldLastSeenAt},
 			app.FieldStoppedAt:     {Type: field.TypeTime, Column: app.FieldStoppedAt},
 			app.FieldStopReason:    {Type: field.TypeString, Column: app.FieldStopReason},
 		},
@@ -1435,6 +1436,11 @@ func (f *AppFilter) WhereCodeHash(p entql.StringP) {
 // WhereOwnerID applies the entql string predicate on the owner_id field.
 func (f *AppFilter) WhereOwnerID(p entql.StringP) {
 	f.Where(p.Field(app.FieldOwnerID))
+}
+
+// WhereLastSeenAt applies the entql time.Time predicate on the last_seen_at field.
+func (f *AppFilter) WhereLastSeenAt(p entql.TimeP) {
+	f.Where(p.Field(app.FieldLastSeenAt))
 }
 
 // WhereStoppedAt applies the entql time.Time predicate on the stopped_at field.

@@ -266,6 +266,11 @@ func (_q *AppQuery) collectField(ctx context.Context, oneNode bool, opCtx *graph
 				selectedFields = append(selectedFields, app.FieldOwnerID)
 				fieldSeen[app.FieldOwnerID] = struct{}{}
 			}
+		case "lastSeenAt":
+			if _, ok := fieldSeen[app.FieldLastSeenAt]; !ok {
+				selectedFields = append(selectedFields, app.FieldLastSeenAt)
+				fieldSeen[app.FieldLastSeenAt] = struct{}{}
+			}
 		case "stoppedAt":
 			if _, ok := fieldSeen[app.FieldStoppedAt]; !ok {
 				selectedFields = append(selectedFields, app.FieldStoppedAt)

@@ -1222,6 +1222,7 @@ type AppMutation struct {
 	state            *app.State
 	ephemeral        *bool
 	code_hash        *string
+	last_seen_at     *time.Time
 	stopped_at       *time.Time
 	stop_reason      *string
 	clearedFields    map[string]struct{}
@@ -1663,6 +1664,55 @@ func (m *AppMutation) ResetOwnerID() {
 	m.owner = nil
 }
 
+// SetLastSeenAt sets the "last_seen_at" field.
+func (m *AppMutation) SetLastSeenAt(t time.Time) {
+	m.last_seen_at = &t
+}
+
+// LastSeenAt returns the value of the "last_seen_at" field in the mutation.
+func (m *AppMutation) LastSeenAt() (r time.Time, exists bool) {
+	v := m.last_seen_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastSeenAt returns the old "last_seen_at" field's value of the App entity.
+// If the App object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AppMutation) OldLastSeenAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastSeenAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastSeenAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastSeenAt: %w", err)
+	}
+	return oldValue.LastSeenAt, nil
+}
+
+// ClearLastSeenAt clears the value of the "last_seen_at" field.
+func (m *AppMutation) ClearLastSeenAt() {
+	m.last_seen_at = nil
+	m.clearedFields[app.FieldLastSeenAt] = struct{}{}
+}
+
+// LastSeenAtCleared returns if the "last_seen_at" field was cleared in this mutation.
+func (m *AppMutation) LastSeenAtCleared() bool {
+	_, ok := m.clearedFields[app.FieldLastSeenAt]
+	return ok
+}
+
+// ResetLastSeenAt resets all changes to the "last_seen_at" field.
+func (m *AppMutation) ResetLastSeenAt() {
+	m.last_seen_at = nil
+	delete(m.clearedFields, app.FieldLastSeenAt)
+}
+
 // SetStoppedAt sets the "stopped_at" field.
 func (m *AppMutation) SetStoppedAt(t time.Time) {
 	m.stopped_at = &t
@@ -1863,7 +1913,7 @@ func (m *AppMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *AppMutation) Fields() []string {
-	fields := make([]string, 0, 11)
+	fields := make([]string, 0, 12)
 	if m.created_at != nil {
 		fields = append(fields, app.FieldCreatedAt)
 	}
@@ -1890,6 +1940,9 @@ func (m *AppMutation) Fields() []string {
 	}
 	if m.owner != nil {
 		fields = append(fields, app.FieldOwnerID)
+	}
+	if m.last_seen_at != nil {
+		fields = append(fields, app.FieldLastSeenAt)
 	}
 	if m.stopped_at != nil {
 		fields = append(fields, app.FieldStoppedAt)
@@ -1923,6 +1976,8 @@ func (m *AppMutation) Field(name string) (ent.Value, bool) {
 		return m.CodeHash()
 	case app.FieldOwnerID:
 		return m.OwnerID()
+	case app.FieldLastSeenAt:
+		return m.LastSeenAt()
 	case app.FieldStoppedAt:
 		return m.StoppedAt()
 	case app.FieldStopReason:
@@ -1954,6 +2009,8 @@ func (m *AppMutation) OldField(ctx context.Context, name string) (ent.Value, err
 		return m.OldCodeHash(ctx)
 	case app.FieldOwnerID:
 		return m.OldOwnerID(ctx)
+	case app.FieldLastSeenAt:
+		return m.OldLastSeenAt(ctx)
 	case app.FieldStoppedAt:
 		return m.OldStoppedAt(ctx)
 	case app.FieldStopReason:
@@ -2030,6 +2087,13 @@ func (m *AppMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetOwnerID(v)
 		return nil
+	case app.FieldLastSeenAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastSeenAt(v)
+		return nil
 	case app.FieldStoppedAt:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -2074,6 +2138,9 @@ func (m *AppMutation) AddField(name string, value ent.Value) error {
 // mutation.
 func (m *AppMutation) ClearedFields() []string {
 	var fields []string
+	if m.FieldCleared(app.FieldLastSeenAt) {
+		fields = append(fields, app.FieldLastSeenAt)
+	}
 	if m.FieldCleared(app.FieldStoppedAt) {
 		fields = append(fields, app.FieldStoppedAt)
 	}
@@ -2091,6 +2158,9 @@ func (m *AppMutation) FieldCleared(name string) bool {
 // error if the field is not defined in the schema.
 func (m *AppMutation) ClearField(name string) error {
 	switch name {
+	case app.FieldLastSeenAt:
+		m.ClearLastSeenAt()
+		return nil
 	case app.FieldStoppedAt:
 		m.ClearStoppedAt()
 		return nil
@@ -2128,6 +2198,9 @@ func (m *AppMutation) ResetField(name string) error {
 		return nil
 	case app.FieldOwnerID:
 		m.ResetOwnerID()
+		return nil
+	case app.FieldLastSeenAt:
+		m.ResetLastSeenAt()
 		return nil
 	case app.FieldStoppedAt:
 		m.ResetStoppedAt()

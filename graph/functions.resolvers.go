@@ -32,6 +32,11 @@ func (r *mutationResolver) StopApp(ctx context.Context, id string) (*ent.App, er
 	return r.Functions.StopApp(ctx, id, "")
 }
 
+// HeartbeatApp is the resolver for the heartbeatApp field.
+func (r *mutationResolver) HeartbeatApp(ctx context.Context, id string) (*ent.App, error) {
+	return r.Functions.Heartbeat(ctx, id)
+}
+
 // CallFunction is the resolver for the callFunction field.
 func (r *mutationResolver) CallFunction(ctx context.Context, function string, args model.PayloadInput) (*ent.Task, error) {
 	p, err := payloadIn("args", &args)

@@ -36,6 +36,8 @@ const (
 	FieldCodeHash = "code_hash"
 	// FieldOwnerID holds the string denoting the owner_id field in the database.
 	FieldOwnerID = "owner_id"
+	// FieldLastSeenAt holds the string denoting the last_seen_at field in the database.
+	FieldLastSeenAt = "last_seen_at"
 	// FieldStoppedAt holds the string denoting the stopped_at field in the database.
 	FieldStoppedAt = "stopped_at"
 	// FieldStopReason holds the string denoting the stop_reason field in the database.
@@ -74,6 +76,7 @@ var Columns = []string{
 	FieldEphemeral,
 	FieldCodeHash,
 	FieldOwnerID,
+	FieldLastSeenAt,
 	FieldStoppedAt,
 	FieldStopReason,
 }
@@ -195,6 +198,11 @@ func ByCodeHash(opts ...sql.OrderTermOption) OrderOption {
 // ByOwnerID orders the results by the owner_id field.
 func ByOwnerID(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldOwnerID, opts...).ToFunc()
+}
+
+// ByLastSeenAt orders the results by the last_seen_at field.
+func ByLastSeenAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldLastSeenAt, opts...).ToFunc()
 }
 
 // ByStoppedAt orders the results by the stopped_at field.

@@ -105,6 +105,11 @@ func OwnerID(v string) predicate.App {
 	return predicate.App(sql.FieldEQ(FieldOwnerID, v))
 }
 
+// LastSeenAt applies equality check predicate on the "last_seen_at" field. It's identical to LastSeenAtEQ.
+func LastSeenAt(v time.Time) predicate.App {
+	return predicate.App(sql.FieldEQ(FieldLastSeenAt, v))
+}
+
 // StoppedAt applies equality check predicate on the "stopped_at" field. It's identical to StoppedAtEQ.
 func StoppedAt(v time.Time) predicate.App {
 	return predicate.App(sql.FieldEQ(FieldStoppedAt, v))
@@ -548,6 +553,56 @@ func OwnerIDEqualFold(v string) predicate.App {
 // OwnerIDContainsFold applies the ContainsFold predicate on the "owner_id" field.
 func OwnerIDContainsFold(v string) predicate.App {
 	return predicate.App(sql.FieldContainsFold(FieldOwnerID, v))
+}
+
+// LastSeenAtEQ applies the EQ predicate on the "last_seen_at" field.
+func LastSeenAtEQ(v time.Time) predicate.App {
+	return predicate.App(sql.FieldEQ(FieldLastSeenAt, v))
+}
+
+// LastSeenAtNEQ applies the NEQ predicate on the "last_seen_at" field.
+func LastSeenAtNEQ(v time.Time) predicate.App {
+	return predicate.App(sql.FieldNEQ(FieldLastSeenAt, v))
+}
+
+// LastSeenAtIn applies the In predicate on the "last_seen_at" field.
+func LastSeenAtIn(vs ...time.Time) predicate.App {
+	return predicate.App(sql.FieldIn(FieldLastSeenAt, vs...))
+}
+
+// LastSeenAtNotIn applies the NotIn predicate on the "last_seen_at" field.
+func LastSeenAtNotIn(vs ...time.Time) predicate.App {
+	return predicate.App(sql.FieldNotIn(FieldLastSeenAt, vs...))
+}
+
+// LastSeenAtGT applies the GT predicate on the "last_seen_at" field.
+func LastSeenAtGT(v time.Time) predicate.App {
+	return predicate.App(sql.FieldGT(FieldLastSeenAt, v))
+}
+
+// LastSeenAtGTE applies the GTE predicate on the "last_seen_at" field.
+func LastSeenAtGTE(v time.Time) predicate.App {
+	return predicate.App(sql.FieldGTE(FieldLastSeenAt, v))
+}
+
+// LastSeenAtLT applies the LT predicate on the "last_seen_at" field.
+func LastSeenAtLT(v time.Time) predicate.App {
+	return predicate.App(sql.FieldLT(FieldLastSeenAt, v))
+}
+
+// LastSeenAtLTE applies the LTE predicate on the "last_seen_at" field.
+func LastSeenAtLTE(v time.Time) predicate.App {
+	return predicate.App(sql.FieldLTE(FieldLastSeenAt, v))
+}
+
+// LastSeenAtIsNil applies the IsNil predicate on the "last_seen_at" field.
+func LastSeenAtIsNil() predicate.App {
+	return predicate.App(sql.FieldIsNull(FieldLastSeenAt))
+}
+
+// LastSeenAtNotNil applies the NotNil predicate on the "last_seen_at" field.
+func LastSeenAtNotNil() predicate.App {
+	return predicate.App(sql.FieldNotNull(FieldLastSeenAt))
 }
 
 // StoppedAtEQ applies the EQ predicate on the "stopped_at" field.

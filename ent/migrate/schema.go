@@ -50,6 +50,7 @@ var (
 		{Name: "state", Type: field.TypeEnum, Enums: []string{"RUNNING", "STOPPED"}, Default: "RUNNING"},
 		{Name: "ephemeral", Type: field.TypeBool, Default: true},
 		{Name: "code_hash", Type: field.TypeString},
+		{Name: "last_seen_at", Type: field.TypeTime, Nullable: true},
 		{Name: "stopped_at", Type: field.TypeTime, Nullable: true},
 		{Name: "stop_reason", Type: field.TypeString, Default: ""},
 		{Name: "owner_id", Type: field.TypeString, Size: 40},
@@ -62,7 +63,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "apps_users_owner",
-				Columns:    []*schema.Column{AppsColumns[11]},
+				Columns:    []*schema.Column{AppsColumns[12]},
 				RefColumns: []*schema.Column{UsersColumns[0]},
 				OnDelete:   schema.NoAction,
 			},

@@ -171,7 +171,7 @@ func init() {
 	// app.DefaultEphemeral holds the default value on creation for the ephemeral field.
 	app.DefaultEphemeral = appDescEphemeral.Default.(bool)
 	// appDescStopReason is the schema descriptor for stop_reason field.
-	appDescStopReason := appFields[6].Descriptor()
+	appDescStopReason := appFields[7].Descriptor()
 	// app.DefaultStopReason holds the default value on creation for the stop_reason field.
 	app.DefaultStopReason = appDescStopReason.Default.(string)
 	// appDescID is the schema descriptor for id field.

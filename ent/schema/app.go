@@ -31,6 +31,9 @@ func (App) Fields() []ent.Field {
 		field.String("code_hash").Immutable().
 			Comment("SHA-256 of the code package the functions import from"),
 		field.String("owner_id").Immutable(),
+		field.Time("last_seen_at").Optional().Nillable().
+			Comment("the client running an ephemeral app last said it is alive; a silent one's app is stopped").
+			Annotations(entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput, entgql.SkipWhereInput)),
 		field.Time("stopped_at").Optional().Nillable(),
 		field.String("stop_reason").Default(""),
 	}

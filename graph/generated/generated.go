@@ -97,6 +97,7 @@ type ComplexityRoot struct {
 		Ephemeral  func(childComplexity int) int
 		Functions  func(childComplexity int) int
 		ID         func(childComplexity int) int
+		LastSeenAt func(childComplexity int) int
 		Name       func(childComplexity int) int
 		Owner      func(childComplexity int) int
 		OwnerID    func(childComplexity int) int
@@ -530,6 +531,7 @@ type ComplexityRoot struct {
 		DeployApp          func(childComplexity int, input model.DeployAppInput) int
 		EnterTenant        func(childComplexity int, id string) int
 		GrantTokens        func(childComplexity int, input model.GrantTokensInput) int
+		HeartbeatApp       func(childComplexity int, id string) int
 		LeaveTenant        func(childComplexity int) int
 		MapFunction        func(childComplexity int, function string, items []*model.PayloadInput) int
 		RevokeAPIToken     func(childComplexity int, id string) int
@@ -920,6 +922,7 @@ type MutationResolver interface {
 	GrantTokens(ctx context.Context, input model.GrantTokensInput) (*ent.Charge, error)
 	DeployApp(ctx context.Context, input model.DeployAppInput) (*ent.App, error)
 	StopApp(ctx context.Context, id string) (*ent.App, error)
+	HeartbeatApp(ctx context.Context, id string) (*ent.App, error)
 	CallFunction(ctx context.Context, function string, args model.PayloadInput) (*ent.Task, error)
 	MapFunction(ctx context.Context, function string, items []*model.PayloadInput) (*ent.FunctionMap, error)
 	CancelTask(ctx context.Context, id string) (*ent.Task, error)
@@ -1134,6 +1137,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.App.ID(childComplexity), true
+	case "App.lastSeenAt":
+		if e.ComplexityRoot.App.LastSeenAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.App.LastSeenAt(childComplexity), true
 	case "App.name":
 		if e.ComplexityRoot.App.Name == nil {
 			break
@@ -3039,6 +3048,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.GrantTokens(childComplexity, args["input"].(model.GrantTokensInput)), true
+	case "Mutation.heartbeatApp":
+		if e.ComplexityRoot.Mutation.HeartbeatApp == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_heartbeatApp_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.HeartbeatApp(childComplexity, args["id"].(string)), true
 	case "Mutation.leaveTenant":
 		if e.ComplexityRoot.Mutation.LeaveTenant == nil {
 			break
@@ -5146,6 +5166,10 @@ type App implements Node {
   """
   codeHash: String!
   ownerID: ID!
+  """
+  the client running an ephemeral app last said it is alive; a silent one's app is stopped
+  """
+  lastSeenAt: Time
   stoppedAt: Time
   stopReason: String!
   owner: User!
@@ -10812,6 +10836,12 @@ extend type Mutation {
   "Deploys an ephemeral app: it stops when its client stops it (or is gone)."
   deployApp(input: DeployAppInput!): App!
   stopApp(id: ID!): App!
+  """
+  The client running an ephemeral app is alive: send every 30 s. An
+  ephemeral app with no heartbeat for 5 minutes is stopped (its calls
+  cancelled, its containers stopped). Answers the app, stopped or not.
+  """
+  heartbeatApp(id: ID!): App!
   "Calls a function once."
   callFunction(function: ID!, args: PayloadInput!): Task!
   """
@@ -11284,6 +11314,8 @@ func (ec *executionContext) childFields_App(ctx context.Context, field graphql.C
 		return ec.fieldContext_App_codeHash(ctx, field)
 	case "ownerID":
 		return ec.fieldContext_App_ownerID(ctx, field)
+	case "lastSeenAt":
+		return ec.fieldContext_App_lastSeenAt(ctx, field)
 	case "stoppedAt":
 		return ec.fieldContext_App_stoppedAt(ctx, field)
 	case "stopReason":
@@ -13273,6 +13305,20 @@ func (ec *executionContext) field_Mutation_grantTokens_args(ctx context.Context,
 		return nil, err
 	}
 	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_heartbeatApp_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -15623,6 +15669,29 @@ func (ec *executionContext) _App_ownerID(ctx context.Context, field graphql.Coll
 }
 func (ec *executionContext) fieldContext_App_ownerID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("App", field, false, false, "ID")
+}
+
+func (ec *executionContext) _App_lastSeenAt(ctx context.Context, field graphql.CollectedField, obj *ent.App) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_App_lastSeenAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastSeenAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_App_lastSeenAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("App", field, false, false, "Time")
 }
 
 func (ec *executionContext) _App_stoppedAt(ctx context.Context, field graphql.CollectedField, obj *ent.App) (ret graphql.Marshaler) {
@@ -23801,6 +23870,50 @@ func (ec *executionContext) fieldContext_Mutation_stopApp(ctx context.Context, f
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_stopApp_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_heartbeatApp(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_heartbeatApp(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().HeartbeatApp(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.App) graphql.Marshaler {
+			return ec.marshalNApp2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐApp(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_heartbeatApp(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_App(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_heartbeatApp_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -51372,6 +51485,11 @@ func (ec *executionContext) _App(ctx context.Context, sel ast.SelectionSet, obj 
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "lastSeenAt":
+			out.Values[i] = ec._App_lastSeenAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "stoppedAt":
 			out.Values[i] = ec._App_stoppedAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -54319,6 +54437,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "stopApp":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_stopApp(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "heartbeatApp":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_heartbeatApp(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++

@@ -90,6 +90,7 @@ func (s *Service) StopApp(ctx context.Context, id, reason string) (*ent.App, err
 	if reason == "" {
 		reason = "stopped by " + viewer.FromContext(ctx).UserID
 	}
+	s.Log.Debug("stopping app", "app", id, "reason", reason)
 	if a.State == app.StateRUNNING {
 		if err := s.DB.Ent.App.UpdateOneID(id).SetState(app.StateSTOPPED).SetStoppedAt(s.now()).SetStopReason(reason).Exec(ctx); err != nil {
 			return nil, fmt.Errorf("stopping app %s: %w", id, err)

@@ -88,7 +88,7 @@ func (s *Service) DeployEphemeral(ctx context.Context, spec AppSpec) (*ent.App, 
 	err := s.DB.InTx(ctx, func(tx *database.Tx) error {
 		a, err := tx.Ent.App.Create().
 			SetTenantID(v.TenantID).SetEnvironmentID(v.EnvironmentID).
-			SetName(spec.Name).SetEphemeral(true).SetCodeHash(spec.CodeHash).SetOwnerID(v.UserID).
+			SetName(spec.Name).SetEphemeral(true).SetCodeHash(spec.CodeHash).SetOwnerID(v.UserID).SetLastSeenAt(s.now()).
 			Save(ctx)
 		if err != nil {
 			return fmt.Errorf("storing app %s: %w", spec.Name, err)

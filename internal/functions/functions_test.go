@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/task"
@@ -522,7 +523,7 @@ func TestReconcile(t *testing.T) {
 		if len(got) != 1 || got[0].Attempt != 2 {
 			t.Fatalf("second attempt %+v", got)
 		}
-		w.clock.Advance(time.Hour)
+		w.clock.Advance(2 * time.Minute) // past the deadline, within the app's heartbeat grace
 		if err := w.fn.Reconcile(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -575,6 +576,46 @@ func TestBlobPayloads(t *testing.T) {
 		c2, _ := w.fn.Await(ctx, second.ID, 0)
 		if c2.State != task.StateERROR || functions.ResultOf(c2) != nil {
 			t.Fatalf("a result naming another tenant's blob: %s", c2.State)
+		}
+	})
+}
+
+// TestAbandonedAppStops: an ephemeral app whose client stops sending
+// heartbeats is stopped after the grace, its calls cancelled and its
+// containers stopped; one that keeps beating stays.
+func TestAbandonedAppStops(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		w := newWorld(t, url)
+		ctx := w.tn.AsAdmin()
+		gone := w.deploy(t, ctx, "gone", functions.FunctionSpec{Name: "f", KeepWarm: 1})
+		alive := w.deploy(t, ctx, "alive", functions.FunctionSpec{Name: "f", KeepWarm: 1})
+		call, _ := w.fn.Call(ctx, gone.Edges.Functions[0].ID, args("x"))
+		for k := 0; k < 6; k++ {
+			w.clock.Advance(functions.EphemeralGrace / 5)
+			if _, err := w.fn.Heartbeat(ctx, alive.ID); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.fn.Reconcile(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g, _ := w.tn.DB.Ent.App.Get(ctx, gone.ID)
+		a, _ := w.tn.DB.Ent.App.Get(ctx, alive.ID)
+		if g.State != app.StateSTOPPED || a.State != app.StateRUNNING {
+			t.Fatalf("silent app %s, beating app %s", g.State, a.State)
+		}
+		if c, _ := w.fn.Await(ctx, call.ID, 0); c.State != task.StateCANCELLED {
+			t.Fatalf("the silent app's call is %s", c.State)
+		}
+		for _, c := range w.containers(t, gone.Edges.Functions[0].ID) {
+			if c.State != container.StateSTOPPED {
+				t.Fatalf("the silent app's container is %s", c.State)
+			}
+		}
+		if got, err := w.fn.Heartbeat(ctx, gone.ID); err != nil || got.State != app.StateSTOPPED {
+			t.Fatalf("a late heartbeat: %v %v", got, err)
 		}
 	})
 }

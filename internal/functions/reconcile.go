@@ -15,7 +15,8 @@ import (
 	"github.com/levers9/levers9/internal/viewer"
 )
 
-// Reconcile is the safety net behind the signals: containers whose job
+// Reconcile is the safety net behind the signals: ephemeral apps whose
+// client went silent are stopped, containers whose job
 // ended are marked stopped and the calls they held fail their attempt
 // (and are retried while attempts remain), calls past their deadline
 // time out and their stuck container is stopped, and every running app's
@@ -24,6 +25,9 @@ func (s *Service) Reconcile(ctx context.Context) error {
 	ctx = context.WithValue(ctx, reconciling{}, true)
 	sys := viewer.SystemContext(ctx)
 	var errs []error
+	if err := s.stopAbandoned(sys); err != nil {
+		errs = append(errs, err)
+	}
 	if err := s.reapContainers(sys); err != nil {
 		errs = append(errs, err)
 	}

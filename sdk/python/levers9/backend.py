@@ -108,6 +108,9 @@ class GraphQLBackend(Backend):
             "mutation($i: DeployAppInput!) { deployApp(input: $i) { id name state functions { id name } } }",
             {"i": {"name": name, "codeHash": code_hash, "functions": functions}})["deployApp"]
 
+    def heartbeat_app(self, app_id: str) -> None:
+        self.client.graphql("mutation($id: ID!) { heartbeatApp(id: $id) { id state } }", {"id": app_id}, idempotent=True)
+
     def stop_app(self, app_id: str) -> None:
         self.client.graphql("mutation($id: ID!) { stopApp(id: $id) { id state } }", {"id": app_id}, idempotent=True)
 

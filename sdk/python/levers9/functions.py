@@ -21,6 +21,7 @@ import inspect
 import os
 import re
 import sys
+import threading
 import time
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -58,10 +59,29 @@ def gpu_spec(gpu: Union[None, str, Sequence[str]]) -> Optional[str]:
 
 
 class _Deployment:
+    """An ephemeral app deployed from here. A thread tells the server every
+    30 s that this client is alive: an app silent for 5 minutes is stopped,
+    so a script killed outright leaves no containers running."""
+
+    HEARTBEAT_EVERY = 30.0
+
     def __init__(self, backend: "backends.GraphQLBackend", app_id: str, function_ids: Dict[str, str]):
         self.backend = backend
         self.app_id = app_id
         self.function_ids = function_ids
+        self._stop = threading.Event()
+        self._beat = threading.Thread(target=self._heartbeat, name="levers9-heartbeat", daemon=True)
+        self._beat.start()
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(self.HEARTBEAT_EVERY):
+            try:
+                self.backend.heartbeat_app(self.app_id)
+            except Exception:  # a missed beat is retried; the grace is 10 of them
+                pass
+
+    def close(self) -> None:
+        self._stop.set()
 
 
 class App:
@@ -186,6 +206,7 @@ class App:
         """Stops the deployed app (its running calls are cancelled)."""
         dep, self._deployment = self._deployment, None
         if dep is not None:
+            dep.close()
             dep.backend.stop_app(dep.app_id)
 
     @contextlib.contextmanager

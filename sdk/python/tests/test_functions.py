@@ -45,6 +45,16 @@ class FunctionsTest(unittest.TestCase):
                                    {"id": cls.app_id})["node"]["state"]
         assert state == "STOPPED", state
 
+    def test_heartbeat_keeps_the_app_alive(self):
+        dep = self.app._deployment
+        query = "query($id: ID!) { node(id: $id) { ... on App { state lastSeenAt } } }"
+        before = self.client.graphql(query, {"id": self.app_id})["node"]["lastSeenAt"]
+        dep.backend.heartbeat_app(self.app_id)
+        after = self.client.graphql(query, {"id": self.app_id})["node"]
+        self.assertEqual(after["state"], "RUNNING")
+        self.assertGreater(after["lastSeenAt"], before)
+        self.assertTrue(dep._beat.is_alive())
+
     def test_remote(self):
         self.assertEqual(self.fnapp.square.remote(7), 49)
         self.assertEqual(self.fnapp.square.remote(x=3), 9)
