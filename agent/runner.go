@@ -265,7 +265,6 @@ func (a *Agent) serveRunnerConn(rj *runnerJob, c *net.UnixConn) {
 	pipe(st, c)
 }
 
-
 func (rj *runnerJob) track(c net.Conn) bool {
 	rj.mu.Lock()
 	defer rj.mu.Unlock()
