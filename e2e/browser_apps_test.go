@@ -39,7 +39,7 @@ func TestBrowserApps(t *testing.T) {
 				Functions []struct{ ID string }
 			}
 		}
-		gql(t, s.URL, c.Token, `mutation($h: String!) { deployApp(input: {name: "browser-app", codeHash: $h,
+		gql(t, s.URL, c.Token, `mutation($h: String!) { deployApp(input: {name: "browser-app", code: $h,
 			functions: [{name: "hello", module: "main", qualname: "hello", queue: "default", cpu: 0.25, memoryMiB: 128, concurrency: 3}]}) { id functions { id } } }`,
 			map[string]any{"h": hash}, &deployed)
 		appID := deployed.DeployApp.ID

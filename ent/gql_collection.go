@@ -256,11 +256,6 @@ func (_q *AppQuery) collectField(ctx context.Context, oneNode bool, opCtx *graph
 				selectedFields = append(selectedFields, app.FieldEphemeral)
 				fieldSeen[app.FieldEphemeral] = struct{}{}
 			}
-		case "codeHash":
-			if _, ok := fieldSeen[app.FieldCodeHash]; !ok {
-				selectedFields = append(selectedFields, app.FieldCodeHash)
-				fieldSeen[app.FieldCodeHash] = struct{}{}
-			}
 		case "ownerID":
 			if _, ok := fieldSeen[app.FieldOwnerID]; !ok {
 				selectedFields = append(selectedFields, app.FieldOwnerID)

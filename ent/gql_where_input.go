@@ -589,21 +589,6 @@ type AppWhereInput struct {
 	Ephemeral    *bool `json:"ephemeral,omitempty"`
 	EphemeralNEQ *bool `json:"ephemeralNEQ,omitempty"`
 
-	// "code_hash" field predicates.
-	CodeHash             *string  `json:"codeHash,omitempty"`
-	CodeHashNEQ          *string  `json:"codeHashNEQ,omitempty"`
-	CodeHashIn           []string `json:"codeHashIn,omitempty"`
-	CodeHashNotIn        []string `json:"codeHashNotIn,omitempty"`
-	CodeHashGT           *string  `json:"codeHashGT,omitempty"`
-	CodeHashGTE          *string  `json:"codeHashGTE,omitempty"`
-	CodeHashLT           *string  `json:"codeHashLT,omitempty"`
-	CodeHashLTE          *string  `json:"codeHashLTE,omitempty"`
-	CodeHashContains     *string  `json:"codeHashContains,omitempty"`
-	CodeHashHasPrefix    *string  `json:"codeHashHasPrefix,omitempty"`
-	CodeHashHasSuffix    *string  `json:"codeHashHasSuffix,omitempty"`
-	CodeHashEqualFold    *string  `json:"codeHashEqualFold,omitempty"`
-	CodeHashContainsFold *string  `json:"codeHashContainsFold,omitempty"`
-
 	// "owner_id" field predicates.
 	OwnerID             *string  `json:"ownerID,omitempty"`
 	OwnerIDNEQ          *string  `json:"ownerIDNEQ,omitempty"`
@@ -836,45 +821,6 @@ func (i *AppWhereInput) P() (predicate.App, error) {
 	}
 	if i.EphemeralNEQ != nil {
 		predicates = append(predicates, app.EphemeralNEQ(*i.EphemeralNEQ))
-	}
-	if i.CodeHash != nil {
-		predicates = append(predicates, app.CodeHashEQ(*i.CodeHash))
-	}
-	if i.CodeHashNEQ != nil {
-		predicates = append(predicates, app.CodeHashNEQ(*i.CodeHashNEQ))
-	}
-	if len(i.CodeHashIn) > 0 {
-		predicates = append(predicates, app.CodeHashIn(i.CodeHashIn...))
-	}
-	if len(i.CodeHashNotIn) > 0 {
-		predicates = append(predicates, app.CodeHashNotIn(i.CodeHashNotIn...))
-	}
-	if i.CodeHashGT != nil {
-		predicates = append(predicates, app.CodeHashGT(*i.CodeHashGT))
-	}
-	if i.CodeHashGTE != nil {
-		predicates = append(predicates, app.CodeHashGTE(*i.CodeHashGTE))
-	}
-	if i.CodeHashLT != nil {
-		predicates = append(predicates, app.CodeHashLT(*i.CodeHashLT))
-	}
-	if i.CodeHashLTE != nil {
-		predicates = append(predicates, app.CodeHashLTE(*i.CodeHashLTE))
-	}
-	if i.CodeHashContains != nil {
-		predicates = append(predicates, app.CodeHashContains(*i.CodeHashContains))
-	}
-	if i.CodeHashHasPrefix != nil {
-		predicates = append(predicates, app.CodeHashHasPrefix(*i.CodeHashHasPrefix))
-	}
-	if i.CodeHashHasSuffix != nil {
-		predicates = append(predicates, app.CodeHashHasSuffix(*i.CodeHashHasSuffix))
-	}
-	if i.CodeHashEqualFold != nil {
-		predicates = append(predicates, app.CodeHashEqualFold(*i.CodeHashEqualFold))
-	}
-	if i.CodeHashContainsFold != nil {
-		predicates = append(predicates, app.CodeHashContainsFold(*i.CodeHashContainsFold))
 	}
 	if i.OwnerID != nil {
 		predicates = append(predicates, app.OwnerIDEQ(*i.OwnerID))

@@ -7,7 +7,6 @@ package graph
 
 import (
 	"context"
-	"fmt"
 
 	"entgo.io/contrib/entgql"
 	"github.com/levers9/levers9/ent"
@@ -30,7 +29,8 @@ func (r *queryResolver) APITokens(ctx context.Context, after *entgql.Cursor[stri
 
 // Apps is the resolver for the apps field.
 func (r *queryResolver) Apps(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.AppOrder, where *ent.AppWhereInput) (*ent.AppConnection, error) {
-	panic(fmt.Errorf("not implemented: Apps - apps"))
+	return r.Ent.App.Query().Paginate(ctx, after, first, before, last,
+		ent.WithAppOrder(orderBy), ent.WithAppFilter(where.Filter))
 }
 
 // AuditEvents is the resolver for the auditEvents field.
@@ -101,7 +101,8 @@ func (r *queryResolver) Storages(ctx context.Context, after *entgql.Cursor[strin
 
 // Tasks is the resolver for the tasks field.
 func (r *queryResolver) Tasks(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TaskOrder, where *ent.TaskWhereInput) (*ent.TaskConnection, error) {
-	panic(fmt.Errorf("not implemented: Tasks - tasks"))
+	return r.Ent.Task.Query().Paginate(ctx, after, first, before, last,
+		ent.WithTaskOrder(orderBy), ent.WithTaskFilter(where.Filter))
 }
 
 // Tenants is the resolver for the tenants field.

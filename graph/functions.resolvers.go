@@ -20,7 +20,7 @@ import (
 
 // DeployApp is the resolver for the deployApp field.
 func (r *mutationResolver) DeployApp(ctx context.Context, input model.DeployAppInput) (*ent.App, error) {
-	spec := functions.AppSpec{Name: input.Name, CodeHash: input.CodeHash, Functions: make([]functions.FunctionSpec, len(input.Functions))}
+	spec := functions.AppSpec{Name: input.Name, CodeHash: input.Code, Functions: make([]functions.FunctionSpec, len(input.Functions))}
 	for i, f := range input.Functions {
 		spec.Functions[i] = functionSpec(f)
 	}

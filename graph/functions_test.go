@@ -49,7 +49,7 @@ func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) 
 // returns the function's ID.
 func (e *env) deployEcho(t *testing.T, tn *tenant) string {
 	t.Helper()
-	r := e.gql(tn.adminToken, deployApp, vars{"i": vars{"name": "echo", "codeHash": strings.Repeat("ab", 32),
+	r := e.gql(tn.adminToken, deployApp, vars{"i": vars{"name": "echo", "code": strings.Repeat("ab", 32),
 		"functions": []vars{{"name": "echo", "module": "app", "qualname": "echo", "queue": "default"}}}})
 	r.ok(t)
 	var out struct {

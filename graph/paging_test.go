@@ -12,6 +12,7 @@ import (
 
 	"github.com/levers9/levers9/ent/migrate"
 	"github.com/levers9/levers9/ent/storage"
+	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/viewer"
 )
@@ -45,6 +46,10 @@ var pagingConnections = []connection{
 	{"Queue", "jobs", "JobOrder", []string{"ID", "CREATED_AT", "NAME", "STATUS", "PRIORITY"}},
 	{"User", "memberships", "MembershipOrder", []string{"ID", "CREATED_AT"}},
 	{"User", "jobs", "JobOrder", []string{"ID", "CREATED_AT", "NAME", "STATUS", "PRIORITY"}},
+	{"", "apps", "AppOrder", []string{"ID", "CREATED_AT", "NAME"}},
+	{"", "tasks", "TaskOrder", []string{"ID", "CREATED_AT", "STATE"}},
+	{"Function", "tasks", "TaskOrder", []string{"ID", "CREATED_AT", "STATE"}},
+	{"FunctionMap", "tasks", "TaskOrder", []string{"ID", "CREATED_AT", "STATE"}},
 }
 
 // pagingRows is how many rows (at least) each connection holds.
@@ -143,7 +148,7 @@ func orDefault(s, fallback string) string {
 
 // pagingKey is the field of a node that order sorts by.
 var pagingKey = map[string]string{
-	"ID": "id", "CREATED_AT": "createdAt", "NAME": "name", "EMAIL": "email", "STATUS": "status", "PRIORITY": "priority",
+	"ID": "id", "CREATED_AT": "createdAt", "NAME": "name", "EMAIL": "email", "STATUS": "status", "PRIORITY": "priority", "STATE": "state",
 }
 
 func pagingQuery(c connection, order string) string {
@@ -330,6 +335,7 @@ func seedPaging(t *testing.T, e *env, a *tenant) map[string]string {
 			t.Fatal(err)
 		}
 	}
+	fn, fmap := seedFunctions(t, e, a)
 	// Ties: every row of every table on one of three instants, written
 	// as times the way ent's defaults write time.Now(): with a monotonic
 	// clock reading (the driver formats them as for the application).
@@ -358,5 +364,48 @@ func seedPaging(t *testing.T, e *env, a *tenant) map[string]string {
 			}
 		}
 	}
-	return map[string]string{"Group": team, "Project": project, "Queue": e.queueID(a), "User": a.admin.ID}
+	return map[string]string{"Group": team, "Project": project, "Queue": e.queueID(a), "User": a.admin.ID,
+		"Function": fn, "FunctionMap": fmap}
+}
+
+// seedFunctions stores pagingRows apps and, in the first one's function,
+// a map of pagingRows calls in two states; it returns the function and
+// the map.
+func seedFunctions(t *testing.T, e *env, a *tenant) (string, string) {
+	t.Helper()
+	ctx := viewer.SystemContext(context.Background())
+	c := e.db.Ent
+	var fnID, mapID string
+	for i := range pagingRows {
+		ap, err := c.App.Create().SetTenantID(a.ent.ID).SetEnvironmentID(a.mainEnv).SetName(fmt.Sprintf("app%d%d", i%3, i)).
+			SetCodeHash(strings.Repeat("ab", 32)).SetOwnerID(a.admin.ID).Save(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 {
+			continue
+		}
+		f, err := c.Function.Create().SetTenantID(a.ent.ID).SetEnvironmentID(a.mainEnv).SetAppID(ap.ID).SetName("f").
+			SetModule("app").SetQualname("f").SetOwnerID(a.admin.ID).SetQueueID(e.queueID(a)).Save(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := c.FunctionMap.Create().SetTenantID(a.ent.ID).SetEnvironmentID(a.mainEnv).SetFunctionID(f.ID).
+			SetAppID(ap.ID).SetOwnerID(a.admin.ID).SetTotal(pagingRows).Save(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fnID, mapID = f.ID, m.ID
+	}
+	for i := range pagingRows {
+		st := task.StatePENDING
+		if i%2 == 1 {
+			st = task.StateCOMPLETE
+		}
+		if _, err := c.Task.Create().SetTenantID(a.ent.ID).SetEnvironmentID(a.mainEnv).SetFunctionID(fnID).SetAppID("app").
+			SetOwnerID(a.admin.ID).SetMapID(mapID).SetMapIndex(i).SetState(st).SetArgs([]byte("x")).Save(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fnID, mapID
 }

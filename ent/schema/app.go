@@ -29,7 +29,8 @@ func (App) Fields() []ent.Field {
 		field.Enum("state").Values("RUNNING", "STOPPED").Default("RUNNING"),
 		field.Bool("ephemeral").Default(true).Immutable(),
 		field.String("code_hash").Immutable().
-			Comment("SHA-256 of the code package the functions import from"),
+			Comment("SHA-256 of the code package the functions import from").
+			Annotations(entgql.Skip(entgql.SkipAll)),
 		field.String("owner_id").Immutable(),
 		field.Time("last_seen_at").Optional().Nillable().
 			Comment("the client running an ephemeral app last said it is alive; a silent one's app is stopped").

@@ -92,7 +92,6 @@ type ComplexityRoot struct {
 	}
 
 	App struct {
-		CodeHash   func(childComplexity int) int
 		CreatedAt  func(childComplexity int) int
 		Ephemeral  func(childComplexity int) int
 		Functions  func(childComplexity int) int
@@ -1107,12 +1106,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.APITokenEdge.Node(childComplexity), true
 
-	case "App.codeHash":
-		if e.ComplexityRoot.App.CodeHash == nil {
-			break
-		}
-
-		return e.ComplexityRoot.App.CodeHash(childComplexity), true
 	case "App.createdAt":
 		if e.ComplexityRoot.App.CreatedAt == nil {
 			break
@@ -5161,10 +5154,6 @@ type App implements Node {
   name: String!
   state: AppState!
   ephemeral: Boolean!
-  """
-  SHA-256 of the code package the functions import from
-  """
-  codeHash: String!
   ownerID: ID!
   """
   the client running an ephemeral app last said it is alive; a silent one's app is stopped
@@ -5293,22 +5282,6 @@ input AppWhereInput {
   """
   ephemeral: Boolean
   ephemeralNEQ: Boolean
-  """
-  code_hash field predicates
-  """
-  codeHash: String
-  codeHashNEQ: String
-  codeHashIn: [String!]
-  codeHashNotIn: [String!]
-  codeHashGT: String
-  codeHashGTE: String
-  codeHashLT: String
-  codeHashLTE: String
-  codeHashContains: String
-  codeHashHasPrefix: String
-  codeHashHasSuffix: String
-  codeHashEqualFold: String
-  codeHashContainsFold: String
   """
   owner_id field predicates
   """
@@ -10774,8 +10747,8 @@ input FunctionInput {
 
 input DeployAppInput {
   name: String!
-  "SHA-256 of the code package, uploaded first as a blob of kind code."
-  codeHash: String!
+  "The code package: its hex SHA-256, uploaded first as a blob of kind code."
+  code: String!
   functions: [FunctionInput!]!
 }
 
@@ -11310,8 +11283,6 @@ func (ec *executionContext) childFields_App(ctx context.Context, field graphql.C
 		return ec.fieldContext_App_state(ctx, field)
 	case "ephemeral":
 		return ec.fieldContext_App_ephemeral(ctx, field)
-	case "codeHash":
-		return ec.fieldContext_App_codeHash(ctx, field)
 	case "ownerID":
 		return ec.fieldContext_App_ownerID(ctx, field)
 	case "lastSeenAt":
@@ -15623,29 +15594,6 @@ func (ec *executionContext) _App_ephemeral(ctx context.Context, field graphql.Co
 }
 func (ec *executionContext) fieldContext_App_ephemeral(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("App", field, false, false, "Boolean")
-}
-
-func (ec *executionContext) _App_codeHash(ctx context.Context, field graphql.CollectedField, obj *ent.App) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_App_codeHash(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.CodeHash, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_App_codeHash(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("App", field, false, false, "String")
 }
 
 func (ec *executionContext) _App_ownerID(ctx context.Context, field graphql.CollectedField, obj *ent.App) (ret graphql.Marshaler) {
@@ -32404,7 +32352,7 @@ func (ec *executionContext) unmarshalInputAppWhereInput(ctx context.Context, obj
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "state", "stateNEQ", "stateIn", "stateNotIn", "ephemeral", "ephemeralNEQ", "codeHash", "codeHashNEQ", "codeHashIn", "codeHashNotIn", "codeHashGT", "codeHashGTE", "codeHashLT", "codeHashLTE", "codeHashContains", "codeHashHasPrefix", "codeHashHasSuffix", "codeHashEqualFold", "codeHashContainsFold", "ownerID", "ownerIDNEQ", "ownerIDIn", "ownerIDNotIn", "ownerIDGT", "ownerIDGTE", "ownerIDLT", "ownerIDLTE", "ownerIDContains", "ownerIDHasPrefix", "ownerIDHasSuffix", "ownerIDEqualFold", "ownerIDContainsFold", "stoppedAt", "stoppedAtNEQ", "stoppedAtIn", "stoppedAtNotIn", "stoppedAtGT", "stoppedAtGTE", "stoppedAtLT", "stoppedAtLTE", "stoppedAtIsNil", "stoppedAtNotNil", "stopReason", "stopReasonNEQ", "stopReasonIn", "stopReasonNotIn", "stopReasonGT", "stopReasonGTE", "stopReasonLT", "stopReasonLTE", "stopReasonContains", "stopReasonHasPrefix", "stopReasonHasSuffix", "stopReasonEqualFold", "stopReasonContainsFold", "hasOwner", "hasOwnerWith", "hasFunctions", "hasFunctionsWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "state", "stateNEQ", "stateIn", "stateNotIn", "ephemeral", "ephemeralNEQ", "ownerID", "ownerIDNEQ", "ownerIDIn", "ownerIDNotIn", "ownerIDGT", "ownerIDGTE", "ownerIDLT", "ownerIDLTE", "ownerIDContains", "ownerIDHasPrefix", "ownerIDHasSuffix", "ownerIDEqualFold", "ownerIDContainsFold", "stoppedAt", "stoppedAtNEQ", "stoppedAtIn", "stoppedAtNotIn", "stoppedAtGT", "stoppedAtGTE", "stoppedAtLT", "stoppedAtLTE", "stoppedAtIsNil", "stoppedAtNotNil", "stopReason", "stopReasonNEQ", "stopReasonIn", "stopReasonNotIn", "stopReasonGT", "stopReasonGTE", "stopReasonLT", "stopReasonLTE", "stopReasonContains", "stopReasonHasPrefix", "stopReasonHasSuffix", "stopReasonEqualFold", "stopReasonContainsFold", "hasOwner", "hasOwnerWith", "hasFunctions", "hasFunctionsWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -32691,97 +32639,6 @@ func (ec *executionContext) unmarshalInputAppWhereInput(ctx context.Context, obj
 				return it, err
 			}
 			it.EphemeralNEQ = data
-		case "codeHash":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHash"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.CodeHash = data
-		case "codeHashNEQ":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHashNEQ"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.CodeHashNEQ = data
-		case "codeHashIn":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHashIn"))
-			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.CodeHashIn = data
-		case "codeHashNotIn":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHashNotIn"))
-			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.CodeHashNotIn = data
-		case "codeHashGT":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHashGT"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.CodeHashGT = data
-		case "codeHashGTE":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHashGTE"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.CodeHashGTE = data
-		case "codeHashLT":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHashLT"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.CodeHashLT = data
-		case "codeHashLTE":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHashLTE"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.CodeHashLTE = data
-		case "codeHashContains":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHashContains"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.CodeHashContains = data
-		case "codeHashHasPrefix":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHashHasPrefix"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.CodeHashHasPrefix = data
-		case "codeHashHasSuffix":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHashHasSuffix"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.CodeHashHasSuffix = data
-		case "codeHashEqualFold":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHashEqualFold"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.CodeHashEqualFold = data
-		case "codeHashContainsFold":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHashContainsFold"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.CodeHashContainsFold = data
 		case "ownerID":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerID"))
 			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
@@ -37751,7 +37608,7 @@ func (ec *executionContext) unmarshalInputDeployAppInput(ctx context.Context, ob
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "codeHash", "functions"}
+	fieldsInOrder := [...]string{"name", "code", "functions"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -37765,13 +37622,13 @@ func (ec *executionContext) unmarshalInputDeployAppInput(ctx context.Context, ob
 				return it, err
 			}
 			it.Name = data
-		case "codeHash":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("codeHash"))
+		case "code":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("code"))
 			data, err := ec.unmarshalNString2string(ctx, v)
 			if err != nil {
 				return it, err
 			}
-			it.CodeHash = data
+			it.Code = data
 		case "functions":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("functions"))
 			data, err := ec.unmarshalNFunctionInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐFunctionInputᚄ(ctx, v)
@@ -51472,11 +51329,6 @@ func (ec *executionContext) _App(ctx context.Context, sel ast.SelectionSet, obj 
 			}
 		case "ephemeral":
 			out.Values[i] = ec._App_ephemeral(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
-		case "codeHash":
-			out.Values[i] = ec._App_codeHash(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}

@@ -51,8 +51,8 @@ type CreateUserInput struct {
 
 type DeployAppInput struct {
 	Name string `json:"name"`
-	// SHA-256 of the code package, uploaded first as a blob of kind code.
-	CodeHash  string           `json:"codeHash"`
+	// The code package: its hex SHA-256, uploaded first as a blob of kind code.
+	Code      string           `json:"code"`
 	Functions []*FunctionInput `json:"functions"`
 }
 

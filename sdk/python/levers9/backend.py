@@ -106,7 +106,7 @@ class GraphQLBackend(Backend):
     def deploy(self, name: str, code_hash: str, functions: List[Dict[str, Any]]) -> Dict[str, Any]:
         return self.client.graphql(
             "mutation($i: DeployAppInput!) { deployApp(input: $i) { id name state functions { id name } } }",
-            {"i": {"name": name, "codeHash": code_hash, "functions": functions}})["deployApp"]
+            {"i": {"name": name, "code": code_hash, "functions": functions}})["deployApp"]
 
     def heartbeat_app(self, app_id: str) -> None:
         self.client.graphql("mutation($id: ID!) { heartbeatApp(id: $id) { id state } }", {"id": app_id}, idempotent=True)
