@@ -105,7 +105,7 @@ func (a *Agent) start(ctx context.Context, m wire.Start) {
 			spec.Mounts = mt.spec
 		}
 		if m.Runner != nil {
-			rj, err := a.prepareRunner(ctx, m, &spec)
+			rj, err := a.prepareRunner(ctx, m, t.received, &spec)
 			if err != nil {
 				a.fail(m, t, fmt.Sprintf("could not prepare the function's container: %v", err))
 				return

@@ -51,6 +51,7 @@ type runnerJob struct {
 	attempt  int
 	dir      string // <state>/runners/<random>, removed at the end
 	ln       *net.UnixListener
+	startAt  time.Time // when the Start arrived: the container was scheduled
 	codeAt   time.Time // when the code package was there
 	readyAt  time.Time // when the runtime had started the container; set by serve
 	log      *slog.Logger
@@ -69,7 +70,7 @@ func (a *Agent) runnersRoot() string { return filepath.Join(a.cfg.StateDir, "run
 // the code, the levers9 package and a socket to the server into spec's
 // mounts and tells its services where they are. The caller closes the
 // returned runnerJob when the attempt has ended.
-func (a *Agent) prepareRunner(ctx context.Context, m wire.Start, spec *runtime.JobSpec) (_ *runnerJob, err error) {
+func (a *Agent) prepareRunner(ctx context.Context, m wire.Start, received time.Time, spec *runtime.JobSpec) (_ *runnerJob, err error) {
 	code, err := a.codeDir(ctx, m.JobID, m.Runner.CodeHash)
 	if err != nil {
 		return nil, err
@@ -92,7 +93,7 @@ func (a *Agent) prepareRunner(ctx context.Context, m wire.Start, spec *runtime.J
 	if err := mkdirMode(dir, 0o711); err != nil {
 		return nil, fmt.Errorf("runner folder: %w", err)
 	}
-	rj := &runnerJob{jobID: m.JobID, attempt: max(m.Attempt, 1), dir: dir, codeAt: codeAt, log: a.log.With("job", m.JobID), conns: map[net.Conn]bool{}}
+	rj := &runnerJob{jobID: m.JobID, attempt: max(m.Attempt, 1), dir: dir, startAt: received, codeAt: codeAt, log: a.log.With("job", m.JobID), conns: map[net.Conn]bool{}}
 	defer func() {
 		if err != nil {
 			rj.close()
@@ -248,7 +249,7 @@ func (a *Agent) serveRunnerConn(rj *runnerJob, c *net.UnixConn) {
 	}
 	defer st.Close()
 	_ = st.SetDeadline(time.Now().Add(streamHeaderTimeout))
-	open := wire.RunnerOpen{JobID: rj.jobID, Attempt: rj.attempt, CodeFetchedAt: rj.codeAt, ImageReadyAt: rj.readyAt}
+	open := wire.RunnerOpen{JobID: rj.jobID, Attempt: rj.attempt, ScheduledAt: rj.startAt, CodeFetchedAt: rj.codeAt, ImageReadyAt: rj.readyAt}
 	if err := wire.WriteHeader(st, open); err != nil {
 		return
 	}
@@ -314,12 +315,13 @@ const runnerFile = "runner.json"
 type runnerRecord struct {
 	JobID         string    `json:"jobId"`
 	Attempt       int       `json:"attempt"`
+	ScheduledAt   time.Time `json:"scheduledAt,omitzero"`
 	CodeFetchedAt time.Time `json:"codeFetchedAt,omitzero"`
 	ImageReadyAt  time.Time `json:"imageReadyAt,omitzero"`
 }
 
 func (rj *runnerJob) record() error {
-	b, err := json.Marshal(runnerRecord{JobID: rj.jobID, Attempt: rj.attempt, CodeFetchedAt: rj.codeAt, ImageReadyAt: rj.readyAt})
+	b, err := json.Marshal(runnerRecord{JobID: rj.jobID, Attempt: rj.attempt, ScheduledAt: rj.startAt, CodeFetchedAt: rj.codeAt, ImageReadyAt: rj.readyAt})
 	if err != nil {
 		return err
 	}
@@ -348,7 +350,7 @@ func (a *Agent) recoverRunners(jobs map[string]int) map[string]*runnerJob {
 			err = json.Unmarshal(b, &rec)
 		}
 		if err == nil && rec.JobID != "" && jobs[rec.JobID] == rec.Attempt && out[rec.JobID] == nil {
-			rj := &runnerJob{jobID: rec.JobID, attempt: rec.Attempt, dir: dir, codeAt: rec.CodeFetchedAt, readyAt: rec.ImageReadyAt,
+			rj := &runnerJob{jobID: rec.JobID, attempt: rec.Attempt, dir: dir, startAt: rec.ScheduledAt, codeAt: rec.CodeFetchedAt, readyAt: rec.ImageReadyAt,
 				log: a.log.With("job", rec.JobID), conns: map[net.Conn]bool{}}
 			if err := rj.relisten(); err != nil {
 				a.log.Warn("a function container found running has no socket to the server", "job", rec.JobID, "err", err)

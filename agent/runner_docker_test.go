@@ -85,7 +85,7 @@ grep -q GREETING /levers9/code/hello.py &&
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	spec := runtime.SpecFromStart(m)
-	rj, err := a.prepareRunner(ctx, m, &spec)
+	rj, err := a.prepareRunner(ctx, m, time.Now(), &spec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestRecoverRunners(t *testing.T) {
 		m := wire.Start{JobID: job, Attempt: 2, Services: []wire.ServiceStart{{Name: "main"}},
 			Runner: &wire.Runner{ContainerID: "ctr_1", FunctionID: "fn_1", CodeHash: hash}}
 		spec := runtime.SpecFromStart(m)
-		rj, err := a.prepareRunner(context.Background(), m, &spec)
+		rj, err := a.prepareRunner(context.Background(), m, time.Now(), &spec)
 		if err != nil {
 			t.Fatal(err)
 		}

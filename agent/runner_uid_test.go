@@ -74,7 +74,7 @@ func TestRunnerJobUser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	spec := runtime.SpecFromStart(m)
-	rj, err := a.prepareRunner(ctx, m, &spec)
+	rj, err := a.prepareRunner(ctx, m, time.Now(), &spec)
 	if err != nil {
 		t.Fatal(err)
 	}
