@@ -17,7 +17,11 @@ const (
 	DaemonPath     = "/usr/sbin/dockerd"
 	DaemonDataRoot = "/var/lib/levers9-docker"
 	daemonPidfile  = "/run/levers9-dockerd.pid"
-	daemonWait     = 60 * time.Second
+	// AddressPool gives every job network a /24 of its own: Docker's
+	// default pools hold about 30 networks, fewer than the jobs the tests
+	// run at once (each job is a network).
+	AddressPool = "base=10.213.0.0/16,size=24"
+	daemonWait  = 60 * time.Second
 )
 
 // EnsureDaemon makes sure a Docker daemon answers. When the environment
@@ -44,7 +48,8 @@ func EnsureDaemon(ctx context.Context) (stop func(), err error) {
 	if err != nil {
 		return nothing, fmt.Errorf("dockerd log: %w", err)
 	}
-	cmd := exec.Command(DaemonPath, "--data-root", DaemonDataRoot, "--pidfile", daemonPidfile)
+	cmd := exec.Command(DaemonPath, "--data-root", DaemonDataRoot, "--pidfile", daemonPidfile,
+		"--default-address-pool", AddressPool)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Its own process group: a ^C meant for the tests does not reach it
 	// before stop does.
