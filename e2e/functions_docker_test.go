@@ -19,7 +19,7 @@ func TestFunctionsDocker(t *testing.T) {
 	image := dockertest.Python(t)
 	s, c := functionsServer(t, dbtest.SQLiteURL(t), "docker")
 	env := fnEnv(t, s, c.Token)
-	out := fnRunOK(t, env, []string{"E2E_IMAGE=" + image, "E2E_MAP_ITEMS=100"}, "app.py", "--only", "remote,map,error,warm")
+	out := fnRunOK(t, env, []string{"E2E_IMAGE=" + image, "E2E_MAP_ITEMS=100", "E2E_CPU=0.25"}, "app.py", "--only", "remote,map,error,warm")
 	checkApp(t, out, false)
 
 	got := fnLines(out)
