@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -64,7 +65,16 @@ type runnerJob struct {
 // runnersRoot holds one folder per function container. Nobody but the
 // agent may list it: a container's folder name is what keeps others from
 // its socket.
-func (a *Agent) runnersRoot() string { return filepath.Join(a.cfg.StateDir, "runners") }
+func (a *Agent) runnersRoot() string {
+	root := filepath.Join(a.cfg.StateDir, "runners")
+	if len(root)+len("/0123456789abcdef/run/runner.sock") <= maxSocketPath {
+		return root
+	}
+	// A deep state directory leaves no room for a socket's path: the
+	// sockets go to a short folder of this state directory's own.
+	sum := sha256.Sum256([]byte(a.cfg.StateDir))
+	return filepath.Join(os.TempDir(), "levers9-runners-"+hex.EncodeToString(sum[:6]))
+}
 
 // prepareRunner readies a function's container: fetches its code, puts
 // the code, the levers9 package and a socket to the server into spec's

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,4 +80,34 @@ func TestRecoverRunners(t *testing.T) {
 	if _, err := os.Stat(kept.dir); !os.IsNotExist(err) {
 		t.Errorf("the runner folder outlives its job: %v", err)
 	}
+}
+
+// A state directory too deep for a socket's path still gives function
+// containers their socket: the sockets live in a short folder of its own.
+func TestRunnerSocketOfDeepStateDir(t *testing.T) {
+	t.Parallel()
+	pkg := makeZip(t, zipEntry{"hello.py", 0o644, "GREETING = 'hi'\n"})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(pkg) }))
+	defer srv.Close()
+	a := testAgent(t, srv.URL)
+	a.cfg.Runtime = namedRuntime{}
+	a.cfg.StateDir = filepath.Join(a.cfg.StateDir, strings.Repeat("deep/", 20))
+	m := wire.Start{JobID: "job_deep", Attempt: 1, Services: []wire.ServiceStart{{Name: "main"}},
+		Runner: &wire.Runner{ContainerID: "ctr_1", FunctionID: "fn_1", CodeHash: hashHex(pkg)}}
+	spec := runtime.SpecFromStart(m)
+	rj, err := a.prepareRunner(context.Background(), m, time.Now(), &spec)
+	if err != nil {
+		t.Fatalf("a deep state directory: %v", err)
+	}
+	defer rj.close()
+	defer os.RemoveAll(a.runnersRoot())
+	sock := rj.ln.Addr().String()
+	if len(sock) > maxSocketPath || strings.HasPrefix(sock, a.cfg.StateDir) {
+		t.Fatalf("socket %s (%d bytes)", sock, len(sock))
+	}
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
 }
