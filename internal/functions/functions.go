@@ -52,6 +52,7 @@ const (
 	KindTimeout       = "timeout"
 	KindCancelled     = "cancelled"
 	KindContainerLost = "container lost"
+	KindStartFailed   = "container failed to start"
 )
 
 // FunctionSpec is one function of an app as the SDK declares it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -616,6 +617,48 @@ func TestAbandonedAppStops(t *testing.T) {
 		}
 		if got, err := w.fn.Heartbeat(ctx, gone.ID); err != nil || got.State != app.StateSTOPPED {
 			t.Fatalf("a late heartbeat: %v %v", got, err)
+		}
+	})
+}
+
+// TestFailedStartsFailCalls: when the function's containers keep ending
+// before their runner starts (a missing image, no Python), the waiting
+// calls fail saying why instead of waiting forever; a new call tries
+// again.
+func TestFailedStartsFailCalls(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		w := newWorld(t, url)
+		ctx := w.tn.AsAdmin()
+		a := w.deploy(t, ctx, "vision", functions.FunctionSpec{Name: "embed", Image: "no-such-image"})
+		f := a.Edges.Functions[0]
+		call, _ := w.fn.Call(ctx, f.ID, args("x"))
+		for k := 0; k < functions.MaxFailedStarts; k++ {
+			cs := w.containers(t, f.ID)
+			if len(cs) != k+1 {
+				t.Fatalf("round %d: %d containers", k, len(cs))
+			}
+			if c, _ := w.fn.Await(ctx, call.ID, 0); c.State != task.StatePENDING {
+				t.Fatalf("round %d: the call is %s before %d failed starts", k, c.State, functions.MaxFailedStarts)
+			}
+			if err := w.fn.Jobs.MarkEnded(fixture.Sys(), cs[k].JobID, job.StatusError, "pulling no-such-image: not found", w.clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+			w.clock.Advance(time.Second)
+			if err := w.fn.Reconcile(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, _ := w.fn.Await(ctx, call.ID, 0)
+		if c.State != task.StateERROR || c.ErrorKind != functions.KindStartFailed || !strings.Contains(c.ErrorMessage, "no-such-image") {
+			t.Fatalf("after %d failed starts the call is %s (%s: %s)", functions.MaxFailedStarts, c.State, c.ErrorKind, c.ErrorMessage)
+		}
+		if _, err := w.fn.Call(ctx, f.ID, args("y")); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(w.containers(t, f.ID)); n != functions.MaxFailedStarts+1 {
+			t.Fatalf("a new call started no container (%d)", n)
 		}
 	})
 }

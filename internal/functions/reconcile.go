@@ -62,7 +62,53 @@ func (s *Service) reapContainers(sys context.Context) error {
 		if err := s.lose(sys, c, reason); err != nil {
 			return err
 		}
+		if c.ProcessStartedAt == nil {
+			if err := s.failedStarts(sys, c.FunctionID, reason); err != nil {
+				return err
+			}
+		}
 	}
+	return nil
+}
+
+// MaxFailedStarts is how many containers of a function in a row may end
+// before their runner started (an image that does not exist or has no
+// Python, a command that fails) before the calls waiting for one fail.
+const MaxFailedStarts = 3
+
+// failedStarts fails the waiting calls of function fnID once its last
+// MaxFailedStarts containers all ended without starting their runner:
+// starting more would fail the same way, forever. A new call starts a
+// container again.
+func (s *Service) failedStarts(sys context.Context, fnID, reason string) error {
+	last, err := s.DB.Ent.Container.Query().Where(container.FunctionID(fnID), container.JobIDNEQ("")).
+		Order(ent.Desc(container.FieldCreatedAt)).Limit(MaxFailedStarts).All(sys)
+	if err != nil {
+		return fmt.Errorf("reading containers of %s: %w", fnID, err)
+	}
+	if len(last) < MaxFailedStarts {
+		return nil
+	}
+	for _, c := range last {
+		if c.State != container.StateSTOPPED || c.ProcessStartedAt != nil {
+			return nil
+		}
+	}
+	waiting, err := s.DB.Ent.Task.Query().Where(task.FunctionID(fnID), task.StateEQ(task.StatePENDING)).All(sys)
+	if err != nil || len(waiting) == 0 {
+		return err
+	}
+	msg := fmt.Sprintf("%d containers in a row stopped before their runner started; the last: %s", MaxFailedStarts, reason)
+	if _, err := s.DB.Ent.Task.Update().Where(task.FunctionID(fnID), task.StateEQ(task.StatePENDING)).
+		SetState(task.StateERROR).SetFinishedAt(s.now()).SetErrorKind(KindStartFailed).
+		SetErrorMessage(clipTo(msg, 4000)).Save(sys); err != nil {
+		return fmt.Errorf("failing calls of %s: %w", fnID, err)
+	}
+	if err := s.refreshMaps(sys, s.DB.Ent, mapsOf(waiting)); err != nil {
+		return err
+	}
+	s.ended(sys, waiting)
+	s.Log.Warn("function's containers fail to start: its waiting calls failed", "function", fnID, "calls", len(waiting), "reason", reason)
 	return nil
 }
 
