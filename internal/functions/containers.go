@@ -2,6 +2,7 @@ package functions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/internal/autoscaling"
+	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/internal/wire"
@@ -21,10 +23,11 @@ import (
 // live are the states of a container that counts toward its function.
 var live = []container.State{container.StateSTARTING, container.StateREADY}
 
-// startRetryAfter keeps calls from starting a container again and again
-// while the last start failed (no tokens, no access): the reconcile pass
-// tries again after it.
-const startRetryAfter = 10 * time.Second
+// startRetryAfter keeps calls and the reconcile pass from submitting a
+// container again and again while the last submission was refused (no
+// tokens, no access): one try per function this often, its reason shown
+// to the waiting calls meanwhile.
+const startRetryAfter = 30 * time.Second
 
 // scaleLocks serialises scaling of one function within this replica, so
 // a burst of calls does not start a container per call.
@@ -61,12 +64,12 @@ func (s *Service) scaleFunction(ctx context.Context, fnID string) error {
 		return nil
 	}
 	last, err := c.Container.Query().Where(container.FunctionID(fnID)).Order(ent.Desc(container.FieldCreatedAt)).First(sys)
-	if err == nil && last.State == container.StateSTOPPED && last.JobID == "" && s.now().Sub(last.CreatedAt) < startRetryAfter && ctx.Value(reconciling{}) == nil {
+	if err == nil && last.State == container.StateSTOPPED && last.JobID == "" && s.now().Sub(last.CreatedAt) < startRetryAfter {
 		return nil // the last start failed moments ago
 	}
 	for k := 0; k < n; k++ {
-		if err := s.startContainer(ctx, f); err != nil {
-			return err
+		if ok, err := s.startContainer(ctx, f); err != nil || !ok {
+			return err // a refused start is not tried again at once
 		}
 	}
 	return nil
@@ -97,13 +100,14 @@ func (s *Service) counts(sys context.Context, f *ent.Function) (autoscaling.Inpu
 
 // startContainer records a container of f and submits its job as f's
 // owner, so it is placed, limited and billed like any job of theirs.
-func (s *Service) startContainer(ctx context.Context, f *ent.Function) error {
+// It reports false when the queue refused it.
+func (s *Service) startContainer(ctx context.Context, f *ent.Function) (bool, error) {
 	sys := viewer.SystemContext(ctx)
 	ctr, err := s.DB.Ent.Container.Create().
 		SetTenantID(f.TenantID).SetEnvironmentID(f.EnvironmentID).
 		SetFunctionID(f.ID).SetOwnerID(f.OwnerID).Save(sys)
 	if err != nil {
-		return fmt.Errorf("recording a container of %s: %w", f.ID, err)
+		return false, fmt.Errorf("recording a container of %s: %w", f.ID, err)
 	}
 	spec := containerJob(f.QueueID, f.ProjectID, f.Name, f.Image, f.CPU, f.MemoryMib, f.Gpus, f.GpuTypes,
 		&wire.Runner{ContainerID: ctr.ID, FunctionID: f.ID, CodeHash: f.Edges.App.CodeHash})
@@ -115,13 +119,20 @@ func (s *Service) startContainer(ctx context.Context, f *ent.Function) error {
 			SetStopReason("could not start: " + err.Error()).SetStoppedAt(s.now()).Save(sys); uerr != nil {
 			s.Log.Warn("recording a failed container start", "container", ctr.ID, "err", uerr)
 		}
-		return fmt.Errorf("starting a container of %s: %w", f.ID, err)
+		var fe *fault.Error
+		if errors.As(err, &fe) {
+			// The queue refused it (no tokens, no access): the calls say
+			// so; it is not a failure of the server.
+			s.Log.Info("container refused", "function", f.ID, "reason", err)
+			return false, nil
+		}
+		return false, fmt.Errorf("starting a container of %s: %w", f.ID, err)
 	}
 	if _, err := s.DB.Ent.Container.UpdateOneID(ctr.ID).SetJobID(j.ID).Save(sys); err != nil {
-		return fmt.Errorf("recording the job of container %s: %w", ctr.ID, err)
+		return false, fmt.Errorf("recording the job of container %s: %w", ctr.ID, err)
 	}
 	s.Log.Info("container starting", "function", f.ID, "container", ctr.ID, "job", j.ID)
-	return nil
+	return true, nil
 }
 
 // stopContainer ends a container's job (the runner may be stuck in a
@@ -148,6 +159,3 @@ func endedJob(st job.Status) bool { return jobs.Ended(st) }
 
 // EndedJobStatus reports whether a container's job is over.
 func EndedJobStatus(st job.Status) bool { return endedJob(st) }
-
-// reconciling marks a context of the reconcile pass.
-type reconciling struct{}

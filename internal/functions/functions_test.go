@@ -13,6 +13,7 @@ import (
 	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/task"
+	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/fixture"
@@ -659,6 +660,48 @@ func TestFailedStartsFailCalls(t *testing.T) {
 		}
 		if n := len(w.containers(t, f.ID)); n != functions.MaxFailedStarts+1 {
 			t.Fatalf("a new call started no container (%d)", n)
+		}
+	})
+}
+
+// TestRefusedStartsWait: a container its owner cannot pay for is refused
+// at submission; the waiting call says why, and the reconcile pass tries
+// again only after a pause, not on every pass.
+func TestRefusedStartsWait(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		w := newWorld(t, url)
+		ctx := w.tn.AsAdmin()
+		a := w.deploy(t, ctx, "vision", functions.FunctionSpec{Name: "embed"})
+		f := a.Edges.Functions[0]
+		w.tn.Price(t, w.tn.DefaultQueue, billing.Rates{CPUPerMinute: billing.Unit, Multiplier: 1})
+		call, err := w.fn.Call(ctx, f.ID, args("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs := w.containers(t, f.ID)
+		if len(cs) != 1 || cs[0].State != container.StateSTOPPED || cs[0].JobID != "" {
+			t.Fatalf("containers of an owner without tokens: %+v", cs)
+		}
+		if reason, _ := w.fn.WaitReason(ctx, call); !strings.Contains(reason, "INSUFFICIENT") && !strings.Contains(strings.ToLower(reason), "token") {
+			t.Fatalf("wait reason %q does not say the owner cannot pay", reason)
+		}
+		for k := 0; k < 3; k++ {
+			w.clock.Advance(5 * time.Second)
+			if err := w.fn.Reconcile(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := len(w.containers(t, f.ID)); n != 1 {
+			t.Fatalf("%d container submissions within the pause, want 1", n)
+		}
+		w.clock.Advance(30 * time.Second)
+		if err := w.fn.Reconcile(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(w.containers(t, f.ID)); n != 2 {
+			t.Fatalf("%d container submissions after the pause, want 2", n)
 		}
 	})
 }

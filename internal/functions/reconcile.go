@@ -22,7 +22,6 @@ import (
 // time out and their stuck container is stopped, and every running app's
 // functions are scaled to their backlog and floor.
 func (s *Service) Reconcile(ctx context.Context) error {
-	ctx = context.WithValue(ctx, reconciling{}, true)
 	sys := viewer.SystemContext(ctx)
 	var errs []error
 	if err := s.stopAbandoned(sys); err != nil {
