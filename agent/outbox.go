@@ -136,7 +136,9 @@ func (o *outbox) sentAs(seq uint64, n int) {
 }
 
 // acked drops the reports of every message up to seq: the server applies
-// messages in order, so an ack covers all before it.
+// messages in order, so an ack covers all before it. Counting and
+// dropping are one step under the lock: a rewind in between would send
+// the counted reports again and its ack would then count past the end.
 func (o *outbox) acked(seq uint64) {
 	o.mu.Lock()
 	n, k := 0, 0
@@ -146,19 +148,29 @@ func (o *outbox) acked(seq uint64) {
 	}
 	o.flights = o.flights[k:]
 	o.sent -= n
-	o.mu.Unlock()
+	var finished []string
 	if n > 0 {
-		o.done(n)
-		select {
-		case o.ready <- struct{}{}:
-		default:
+		finished = o.dropLocked(n)
+	}
+	onSent := o.onSent
+	o.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	if onSent != nil {
+		for _, id := range finished {
+			onSent(id)
 		}
+	}
+	select {
+	case o.ready <- struct{}{}:
+	default:
 	}
 }
 
-// done removes the first n reports, which were sent.
-func (o *outbox) done(n int) {
-	o.mu.Lock()
+// dropLocked removes the first n reports, which were sent, and returns
+// the jobs that have no report left.
+func (o *outbox) dropLocked(n int) []string {
 	var finished []string
 	for _, it := range o.items[:n] {
 		if it.line != nil {
@@ -176,13 +188,7 @@ func (o *outbox) done(n int) {
 	clear(o.items[:n])
 	o.items = o.items[n:]
 	o.room.Broadcast()
-	onSent := o.onSent
-	o.mu.Unlock()
-	if onSent != nil {
-		for _, id := range finished {
-			onSent(id)
-		}
-	}
+	return finished
 }
 
 // has reports whether reports of job id wait to be sent.
