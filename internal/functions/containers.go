@@ -147,15 +147,10 @@ func (s *Service) stopContainer(ctx context.Context, ctr *ent.Container, reason 
 		return
 	}
 	j, err := s.DB.Ent.Job.Get(sys, ctr.JobID)
-	if err != nil || endedJob(j.Status) {
+	if err != nil || jobs.Ended(j.Status) {
 		return
 	}
 	if err := s.Jobs.MarkEnded(sys, ctr.JobID, job.StatusCancelled, reason, s.now()); err != nil {
 		s.Log.Warn("stopping a container's job", "container", ctr.ID, "job", ctr.JobID, "err", err)
 	}
 }
-
-func endedJob(st job.Status) bool { return jobs.Ended(st) }
-
-// EndedJobStatus reports whether a container's job is over.
-func EndedJobStatus(st job.Status) bool { return endedJob(st) }

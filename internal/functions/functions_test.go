@@ -18,6 +18,7 @@ import (
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/fixture"
 	"github.com/levers9/levers9/internal/functions"
+	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/wire"
 )
 
@@ -534,7 +535,7 @@ func TestReconcile(t *testing.T) {
 			t.Fatalf("an overdue last attempt is %s (%s)", c.State, c.ErrorKind)
 		}
 		j, _ := w.tn.DB.Ent.Job.Get(fixture.Sys(), cs[1].JobID)
-		if !functions.EndedJobStatus(j.Status) {
+		if !jobs.Ended(j.Status) {
 			t.Fatalf("the stuck container's job is %s", j.Status)
 		}
 	})

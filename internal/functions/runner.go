@@ -10,6 +10,7 @@ import (
 	"github.com/levers9/levers9/ent/function"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/internal/wire"
 )
@@ -47,7 +48,7 @@ func (s *Service) RunnerFor(ctx context.Context, nodeID string, open wire.Runner
 	if j.Spec.Runner == nil {
 		return nil, fault.New(fault.Forbidden, "job %s is not a function's container", j.ID)
 	}
-	if endedJob(j.Status) || max(open.Attempt, 1) != j.Attempt {
+	if jobs.Ended(j.Status) || max(open.Attempt, 1) != j.Attempt {
 		return nil, fault.New(fault.NotFound, "job %s attempt %d is not running", j.ID, open.Attempt)
 	}
 	ctr, err := s.DB.Ent.Container.Query().
