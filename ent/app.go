@@ -28,16 +28,20 @@ type App struct {
 	EnvironmentID string `json:"environment_id,omitempty"`
 	// Name holds the value of the "name" field.
 	Name string `json:"name,omitempty"`
-	// State holds the value of the "state" field.
+	// RUNNING: ephemeral, its script runs; DEPLOYED: serves its versions; STOPPED
 	State app.State `json:"state,omitempty"`
 	// Ephemeral holds the value of the "ephemeral" field.
 	Ephemeral bool `json:"ephemeral,omitempty"`
-	// SHA-256 of the code package the functions import from
+	// SHA-256 of the latest version's code package (each function keeps its own)
 	CodeHash string `json:"code_hash,omitempty"`
 	// OwnerID holds the value of the "owner_id" field.
 	OwnerID string `json:"owner_id,omitempty"`
 	// the client running an ephemeral app last said it is alive; a silent one's app is stopped
 	LastSeenAt *time.Time `json:"last_seen_at,omitempty"`
+	// the latest version deployed; every deploy adds one
+	Version int `json:"version,omitempty"`
+	// the version unversioned URLs and lookups reach: the latest, or the one rolled back to
+	LiveVersion int `json:"live_version,omitempty"`
 	// StoppedAt holds the value of the "stopped_at" field.
 	StoppedAt *time.Time `json:"stopped_at,omitempty"`
 	// StopReason holds the value of the "stop_reason" field.
@@ -90,6 +94,8 @@ func (*App) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case app.FieldEphemeral:
 			values[i] = new(sql.NullBool)
+		case app.FieldVersion, app.FieldLiveVersion:
+			values[i] = new(sql.NullInt64)
 		case app.FieldID, app.FieldTenantID, app.FieldEnvironmentID, app.FieldName, app.FieldState, app.FieldCodeHash, app.FieldOwnerID, app.FieldStopReason:
 			values[i] = new(sql.NullString)
 		case app.FieldCreatedAt, app.FieldUpdatedAt, app.FieldLastSeenAt, app.FieldStoppedAt:
@@ -175,6 +181,18 @@ func (_m *App) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.LastSeenAt = new(time.Time)
 				*_m.LastSeenAt = value.Time
+			}
+		case app.FieldVersion:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field version", values[i])
+			} else if value.Valid {
+				_m.Version = int(value.Int64)
+			}
+		case app.FieldLiveVersion:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field live_version", values[i])
+			} else if value.Valid {
+				_m.LiveVersion = int(value.Int64)
 			}
 		case app.FieldStoppedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
@@ -266,6 +284,12 @@ func (_m *App) String() string {
 		builder.WriteString("last_seen_at=")
 		builder.WriteString(v.Format(time.ANSIC))
 	}
+	builder.WriteString(", ")
+	builder.WriteString("version=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Version))
+	builder.WriteString(", ")
+	builder.WriteString("live_version=")
+	builder.WriteString(fmt.Sprintf("%v", _m.LiveVersion))
 	builder.WriteString(", ")
 	if v := _m.StoppedAt; v != nil {
 		builder.WriteString("stopped_at=")

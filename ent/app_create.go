@@ -125,6 +125,34 @@ func (_c *AppCreate) SetNillableLastSeenAt(v *time.Time) *AppCreate {
 	return _c
 }
 
+// SetVersion sets the "version" field.
+func (_c *AppCreate) SetVersion(v int) *AppCreate {
+	_c.mutation.SetVersion(v)
+	return _c
+}
+
+// SetNillableVersion sets the "version" field if the given value is not nil.
+func (_c *AppCreate) SetNillableVersion(v *int) *AppCreate {
+	if v != nil {
+		_c.SetVersion(*v)
+	}
+	return _c
+}
+
+// SetLiveVersion sets the "live_version" field.
+func (_c *AppCreate) SetLiveVersion(v int) *AppCreate {
+	_c.mutation.SetLiveVersion(v)
+	return _c
+}
+
+// SetNillableLiveVersion sets the "live_version" field if the given value is not nil.
+func (_c *AppCreate) SetNillableLiveVersion(v *int) *AppCreate {
+	if v != nil {
+		_c.SetLiveVersion(*v)
+	}
+	return _c
+}
+
 // SetStoppedAt sets the "stopped_at" field.
 func (_c *AppCreate) SetStoppedAt(v time.Time) *AppCreate {
 	_c.mutation.SetStoppedAt(v)
@@ -246,6 +274,14 @@ func (_c *AppCreate) defaults() error {
 		v := app.DefaultEphemeral
 		_c.mutation.SetEphemeral(v)
 	}
+	if _, ok := _c.mutation.Version(); !ok {
+		v := app.DefaultVersion
+		_c.mutation.SetVersion(v)
+	}
+	if _, ok := _c.mutation.LiveVersion(); !ok {
+		v := app.DefaultLiveVersion
+		_c.mutation.SetLiveVersion(v)
+	}
 	if _, ok := _c.mutation.StopReason(); !ok {
 		v := app.DefaultStopReason
 		_c.mutation.SetStopReason(v)
@@ -308,6 +344,12 @@ func (_c *AppCreate) check() error {
 	}
 	if _, ok := _c.mutation.OwnerID(); !ok {
 		return &ValidationError{Name: "owner_id", err: errors.New(`ent: missing required field "App.owner_id"`)}
+	}
+	if _, ok := _c.mutation.Version(); !ok {
+		return &ValidationError{Name: "version", err: errors.New(`ent: missing required field "App.version"`)}
+	}
+	if _, ok := _c.mutation.LiveVersion(); !ok {
+		return &ValidationError{Name: "live_version", err: errors.New(`ent: missing required field "App.live_version"`)}
 	}
 	if _, ok := _c.mutation.StopReason(); !ok {
 		return &ValidationError{Name: "stop_reason", err: errors.New(`ent: missing required field "App.stop_reason"`)}
@@ -391,6 +433,14 @@ func (_c *AppCreate) createSpec() (*App, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.LastSeenAt(); ok {
 		_spec.SetField(app.FieldLastSeenAt, field.TypeTime, value)
 		_node.LastSeenAt = &value
+	}
+	if value, ok := _c.mutation.Version(); ok {
+		_spec.SetField(app.FieldVersion, field.TypeInt, value)
+		_node.Version = value
+	}
+	if value, ok := _c.mutation.LiveVersion(); ok {
+		_spec.SetField(app.FieldLiveVersion, field.TypeInt, value)
+		_node.LiveVersion = value
 	}
 	if value, ok := _c.mutation.StoppedAt(); ok {
 		_spec.SetField(app.FieldStoppedAt, field.TypeTime, value)
@@ -509,6 +559,18 @@ func (u *AppUpsert) UpdateState() *AppUpsert {
 	return u
 }
 
+// SetCodeHash sets the "code_hash" field.
+func (u *AppUpsert) SetCodeHash(v string) *AppUpsert {
+	u.Set(app.FieldCodeHash, v)
+	return u
+}
+
+// UpdateCodeHash sets the "code_hash" field to the value that was provided on create.
+func (u *AppUpsert) UpdateCodeHash() *AppUpsert {
+	u.SetExcluded(app.FieldCodeHash)
+	return u
+}
+
 // SetLastSeenAt sets the "last_seen_at" field.
 func (u *AppUpsert) SetLastSeenAt(v time.Time) *AppUpsert {
 	u.Set(app.FieldLastSeenAt, v)
@@ -524,6 +586,42 @@ func (u *AppUpsert) UpdateLastSeenAt() *AppUpsert {
 // ClearLastSeenAt clears the value of the "last_seen_at" field.
 func (u *AppUpsert) ClearLastSeenAt() *AppUpsert {
 	u.SetNull(app.FieldLastSeenAt)
+	return u
+}
+
+// SetVersion sets the "version" field.
+func (u *AppUpsert) SetVersion(v int) *AppUpsert {
+	u.Set(app.FieldVersion, v)
+	return u
+}
+
+// UpdateVersion sets the "version" field to the value that was provided on create.
+func (u *AppUpsert) UpdateVersion() *AppUpsert {
+	u.SetExcluded(app.FieldVersion)
+	return u
+}
+
+// AddVersion adds v to the "version" field.
+func (u *AppUpsert) AddVersion(v int) *AppUpsert {
+	u.Add(app.FieldVersion, v)
+	return u
+}
+
+// SetLiveVersion sets the "live_version" field.
+func (u *AppUpsert) SetLiveVersion(v int) *AppUpsert {
+	u.Set(app.FieldLiveVersion, v)
+	return u
+}
+
+// UpdateLiveVersion sets the "live_version" field to the value that was provided on create.
+func (u *AppUpsert) UpdateLiveVersion() *AppUpsert {
+	u.SetExcluded(app.FieldLiveVersion)
+	return u
+}
+
+// AddLiveVersion adds v to the "live_version" field.
+func (u *AppUpsert) AddLiveVersion(v int) *AppUpsert {
+	u.Add(app.FieldLiveVersion, v)
 	return u
 }
 
@@ -589,9 +687,6 @@ func (u *AppUpsertOne) UpdateNewValues() *AppUpsertOne {
 		if _, exists := u.create.mutation.Ephemeral(); exists {
 			s.SetIgnore(app.FieldEphemeral)
 		}
-		if _, exists := u.create.mutation.CodeHash(); exists {
-			s.SetIgnore(app.FieldCodeHash)
-		}
 		if _, exists := u.create.mutation.OwnerID(); exists {
 			s.SetIgnore(app.FieldOwnerID)
 		}
@@ -654,6 +749,20 @@ func (u *AppUpsertOne) UpdateState() *AppUpsertOne {
 	})
 }
 
+// SetCodeHash sets the "code_hash" field.
+func (u *AppUpsertOne) SetCodeHash(v string) *AppUpsertOne {
+	return u.Update(func(s *AppUpsert) {
+		s.SetCodeHash(v)
+	})
+}
+
+// UpdateCodeHash sets the "code_hash" field to the value that was provided on create.
+func (u *AppUpsertOne) UpdateCodeHash() *AppUpsertOne {
+	return u.Update(func(s *AppUpsert) {
+		s.UpdateCodeHash()
+	})
+}
+
 // SetLastSeenAt sets the "last_seen_at" field.
 func (u *AppUpsertOne) SetLastSeenAt(v time.Time) *AppUpsertOne {
 	return u.Update(func(s *AppUpsert) {
@@ -672,6 +781,48 @@ func (u *AppUpsertOne) UpdateLastSeenAt() *AppUpsertOne {
 func (u *AppUpsertOne) ClearLastSeenAt() *AppUpsertOne {
 	return u.Update(func(s *AppUpsert) {
 		s.ClearLastSeenAt()
+	})
+}
+
+// SetVersion sets the "version" field.
+func (u *AppUpsertOne) SetVersion(v int) *AppUpsertOne {
+	return u.Update(func(s *AppUpsert) {
+		s.SetVersion(v)
+	})
+}
+
+// AddVersion adds v to the "version" field.
+func (u *AppUpsertOne) AddVersion(v int) *AppUpsertOne {
+	return u.Update(func(s *AppUpsert) {
+		s.AddVersion(v)
+	})
+}
+
+// UpdateVersion sets the "version" field to the value that was provided on create.
+func (u *AppUpsertOne) UpdateVersion() *AppUpsertOne {
+	return u.Update(func(s *AppUpsert) {
+		s.UpdateVersion()
+	})
+}
+
+// SetLiveVersion sets the "live_version" field.
+func (u *AppUpsertOne) SetLiveVersion(v int) *AppUpsertOne {
+	return u.Update(func(s *AppUpsert) {
+		s.SetLiveVersion(v)
+	})
+}
+
+// AddLiveVersion adds v to the "live_version" field.
+func (u *AppUpsertOne) AddLiveVersion(v int) *AppUpsertOne {
+	return u.Update(func(s *AppUpsert) {
+		s.AddLiveVersion(v)
+	})
+}
+
+// UpdateLiveVersion sets the "live_version" field to the value that was provided on create.
+func (u *AppUpsertOne) UpdateLiveVersion() *AppUpsertOne {
+	return u.Update(func(s *AppUpsert) {
+		s.UpdateLiveVersion()
 	})
 }
 
@@ -908,9 +1059,6 @@ func (u *AppUpsertBulk) UpdateNewValues() *AppUpsertBulk {
 			if _, exists := b.mutation.Ephemeral(); exists {
 				s.SetIgnore(app.FieldEphemeral)
 			}
-			if _, exists := b.mutation.CodeHash(); exists {
-				s.SetIgnore(app.FieldCodeHash)
-			}
 			if _, exists := b.mutation.OwnerID(); exists {
 				s.SetIgnore(app.FieldOwnerID)
 			}
@@ -974,6 +1122,20 @@ func (u *AppUpsertBulk) UpdateState() *AppUpsertBulk {
 	})
 }
 
+// SetCodeHash sets the "code_hash" field.
+func (u *AppUpsertBulk) SetCodeHash(v string) *AppUpsertBulk {
+	return u.Update(func(s *AppUpsert) {
+		s.SetCodeHash(v)
+	})
+}
+
+// UpdateCodeHash sets the "code_hash" field to the value that was provided on create.
+func (u *AppUpsertBulk) UpdateCodeHash() *AppUpsertBulk {
+	return u.Update(func(s *AppUpsert) {
+		s.UpdateCodeHash()
+	})
+}
+
 // SetLastSeenAt sets the "last_seen_at" field.
 func (u *AppUpsertBulk) SetLastSeenAt(v time.Time) *AppUpsertBulk {
 	return u.Update(func(s *AppUpsert) {
@@ -992,6 +1154,48 @@ func (u *AppUpsertBulk) UpdateLastSeenAt() *AppUpsertBulk {
 func (u *AppUpsertBulk) ClearLastSeenAt() *AppUpsertBulk {
 	return u.Update(func(s *AppUpsert) {
 		s.ClearLastSeenAt()
+	})
+}
+
+// SetVersion sets the "version" field.
+func (u *AppUpsertBulk) SetVersion(v int) *AppUpsertBulk {
+	return u.Update(func(s *AppUpsert) {
+		s.SetVersion(v)
+	})
+}
+
+// AddVersion adds v to the "version" field.
+func (u *AppUpsertBulk) AddVersion(v int) *AppUpsertBulk {
+	return u.Update(func(s *AppUpsert) {
+		s.AddVersion(v)
+	})
+}
+
+// UpdateVersion sets the "version" field to the value that was provided on create.
+func (u *AppUpsertBulk) UpdateVersion() *AppUpsertBulk {
+	return u.Update(func(s *AppUpsert) {
+		s.UpdateVersion()
+	})
+}
+
+// SetLiveVersion sets the "live_version" field.
+func (u *AppUpsertBulk) SetLiveVersion(v int) *AppUpsertBulk {
+	return u.Update(func(s *AppUpsert) {
+		s.SetLiveVersion(v)
+	})
+}
+
+// AddLiveVersion adds v to the "live_version" field.
+func (u *AppUpsertBulk) AddLiveVersion(v int) *AppUpsertBulk {
+	return u.Update(func(s *AppUpsert) {
+		s.AddLiveVersion(v)
+	})
+}
+
+// UpdateLiveVersion sets the "live_version" field to the value that was provided on create.
+func (u *AppUpsertBulk) UpdateLiveVersion() *AppUpsertBulk {
+	return u.Update(func(s *AppUpsert) {
+		s.UpdateLiveVersion()
 	})
 }
 

@@ -49,6 +49,20 @@ func (_u *AppUpdate) SetNillableState(v *app.State) *AppUpdate {
 	return _u
 }
 
+// SetCodeHash sets the "code_hash" field.
+func (_u *AppUpdate) SetCodeHash(v string) *AppUpdate {
+	_u.mutation.SetCodeHash(v)
+	return _u
+}
+
+// SetNillableCodeHash sets the "code_hash" field if the given value is not nil.
+func (_u *AppUpdate) SetNillableCodeHash(v *string) *AppUpdate {
+	if v != nil {
+		_u.SetCodeHash(*v)
+	}
+	return _u
+}
+
 // SetLastSeenAt sets the "last_seen_at" field.
 func (_u *AppUpdate) SetLastSeenAt(v time.Time) *AppUpdate {
 	_u.mutation.SetLastSeenAt(v)
@@ -66,6 +80,48 @@ func (_u *AppUpdate) SetNillableLastSeenAt(v *time.Time) *AppUpdate {
 // ClearLastSeenAt clears the value of the "last_seen_at" field.
 func (_u *AppUpdate) ClearLastSeenAt() *AppUpdate {
 	_u.mutation.ClearLastSeenAt()
+	return _u
+}
+
+// SetVersion sets the "version" field.
+func (_u *AppUpdate) SetVersion(v int) *AppUpdate {
+	_u.mutation.ResetVersion()
+	_u.mutation.SetVersion(v)
+	return _u
+}
+
+// SetNillableVersion sets the "version" field if the given value is not nil.
+func (_u *AppUpdate) SetNillableVersion(v *int) *AppUpdate {
+	if v != nil {
+		_u.SetVersion(*v)
+	}
+	return _u
+}
+
+// AddVersion adds value to the "version" field.
+func (_u *AppUpdate) AddVersion(v int) *AppUpdate {
+	_u.mutation.AddVersion(v)
+	return _u
+}
+
+// SetLiveVersion sets the "live_version" field.
+func (_u *AppUpdate) SetLiveVersion(v int) *AppUpdate {
+	_u.mutation.ResetLiveVersion()
+	_u.mutation.SetLiveVersion(v)
+	return _u
+}
+
+// SetNillableLiveVersion sets the "live_version" field if the given value is not nil.
+func (_u *AppUpdate) SetNillableLiveVersion(v *int) *AppUpdate {
+	if v != nil {
+		_u.SetLiveVersion(*v)
+	}
+	return _u
+}
+
+// AddLiveVersion adds value to the "live_version" field.
+func (_u *AppUpdate) AddLiveVersion(v int) *AppUpdate {
+	_u.mutation.AddLiveVersion(v)
 	return _u
 }
 
@@ -217,11 +273,26 @@ func (_u *AppUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if value, ok := _u.mutation.State(); ok {
 		_spec.SetField(app.FieldState, field.TypeEnum, value)
 	}
+	if value, ok := _u.mutation.CodeHash(); ok {
+		_spec.SetField(app.FieldCodeHash, field.TypeString, value)
+	}
 	if value, ok := _u.mutation.LastSeenAt(); ok {
 		_spec.SetField(app.FieldLastSeenAt, field.TypeTime, value)
 	}
 	if _u.mutation.LastSeenAtCleared() {
 		_spec.ClearField(app.FieldLastSeenAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.Version(); ok {
+		_spec.SetField(app.FieldVersion, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedVersion(); ok {
+		_spec.AddField(app.FieldVersion, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.LiveVersion(); ok {
+		_spec.SetField(app.FieldLiveVersion, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedLiveVersion(); ok {
+		_spec.AddField(app.FieldLiveVersion, field.TypeInt, value)
 	}
 	if value, ok := _u.mutation.StoppedAt(); ok {
 		_spec.SetField(app.FieldStoppedAt, field.TypeTime, value)
@@ -317,6 +388,20 @@ func (_u *AppUpdateOne) SetNillableState(v *app.State) *AppUpdateOne {
 	return _u
 }
 
+// SetCodeHash sets the "code_hash" field.
+func (_u *AppUpdateOne) SetCodeHash(v string) *AppUpdateOne {
+	_u.mutation.SetCodeHash(v)
+	return _u
+}
+
+// SetNillableCodeHash sets the "code_hash" field if the given value is not nil.
+func (_u *AppUpdateOne) SetNillableCodeHash(v *string) *AppUpdateOne {
+	if v != nil {
+		_u.SetCodeHash(*v)
+	}
+	return _u
+}
+
 // SetLastSeenAt sets the "last_seen_at" field.
 func (_u *AppUpdateOne) SetLastSeenAt(v time.Time) *AppUpdateOne {
 	_u.mutation.SetLastSeenAt(v)
@@ -334,6 +419,48 @@ func (_u *AppUpdateOne) SetNillableLastSeenAt(v *time.Time) *AppUpdateOne {
 // ClearLastSeenAt clears the value of the "last_seen_at" field.
 func (_u *AppUpdateOne) ClearLastSeenAt() *AppUpdateOne {
 	_u.mutation.ClearLastSeenAt()
+	return _u
+}
+
+// SetVersion sets the "version" field.
+func (_u *AppUpdateOne) SetVersion(v int) *AppUpdateOne {
+	_u.mutation.ResetVersion()
+	_u.mutation.SetVersion(v)
+	return _u
+}
+
+// SetNillableVersion sets the "version" field if the given value is not nil.
+func (_u *AppUpdateOne) SetNillableVersion(v *int) *AppUpdateOne {
+	if v != nil {
+		_u.SetVersion(*v)
+	}
+	return _u
+}
+
+// AddVersion adds value to the "version" field.
+func (_u *AppUpdateOne) AddVersion(v int) *AppUpdateOne {
+	_u.mutation.AddVersion(v)
+	return _u
+}
+
+// SetLiveVersion sets the "live_version" field.
+func (_u *AppUpdateOne) SetLiveVersion(v int) *AppUpdateOne {
+	_u.mutation.ResetLiveVersion()
+	_u.mutation.SetLiveVersion(v)
+	return _u
+}
+
+// SetNillableLiveVersion sets the "live_version" field if the given value is not nil.
+func (_u *AppUpdateOne) SetNillableLiveVersion(v *int) *AppUpdateOne {
+	if v != nil {
+		_u.SetLiveVersion(*v)
+	}
+	return _u
+}
+
+// AddLiveVersion adds value to the "live_version" field.
+func (_u *AppUpdateOne) AddLiveVersion(v int) *AppUpdateOne {
+	_u.mutation.AddLiveVersion(v)
 	return _u
 }
 
@@ -515,11 +642,26 @@ func (_u *AppUpdateOne) sqlSave(ctx context.Context) (_node *App, err error) {
 	if value, ok := _u.mutation.State(); ok {
 		_spec.SetField(app.FieldState, field.TypeEnum, value)
 	}
+	if value, ok := _u.mutation.CodeHash(); ok {
+		_spec.SetField(app.FieldCodeHash, field.TypeString, value)
+	}
 	if value, ok := _u.mutation.LastSeenAt(); ok {
 		_spec.SetField(app.FieldLastSeenAt, field.TypeTime, value)
 	}
 	if _u.mutation.LastSeenAtCleared() {
 		_spec.ClearField(app.FieldLastSeenAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.Version(); ok {
+		_spec.SetField(app.FieldVersion, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedVersion(); ok {
+		_spec.AddField(app.FieldVersion, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.LiveVersion(); ok {
+		_spec.SetField(app.FieldLiveVersion, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedLiveVersion(); ok {
+		_spec.AddField(app.FieldLiveVersion, field.TypeInt, value)
 	}
 	if value, ok := _u.mutation.StoppedAt(); ok {
 		_spec.SetField(app.FieldStoppedAt, field.TypeTime, value)

@@ -34,6 +34,7 @@ import (
 	"github.com/levers9/levers9/ent/nodeinvite"
 	"github.com/levers9/levers9/ent/project"
 	"github.com/levers9/levers9/ent/queue"
+	"github.com/levers9/levers9/ent/secret"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
 	"github.com/levers9/levers9/ent/task"
@@ -86,6 +87,8 @@ type Client struct {
 	Project *ProjectClient
 	// Queue is the client for interacting with the Queue builders.
 	Queue *QueueClient
+	// Secret is the client for interacting with the Secret builders.
+	Secret *SecretClient
 	// Service is the client for interacting with the Service builders.
 	Service *ServiceClient
 	// Storage is the client for interacting with the Storage builders.
@@ -126,6 +129,7 @@ func (c *Client) init() {
 	c.NodeInvite = NewNodeInviteClient(c.config)
 	c.Project = NewProjectClient(c.config)
 	c.Queue = NewQueueClient(c.config)
+	c.Secret = NewSecretClient(c.config)
 	c.Service = NewServiceClient(c.config)
 	c.Storage = NewStorageClient(c.config)
 	c.Task = NewTaskClient(c.config)
@@ -242,6 +246,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		NodeInvite:  NewNodeInviteClient(cfg),
 		Project:     NewProjectClient(cfg),
 		Queue:       NewQueueClient(cfg),
+		Secret:      NewSecretClient(cfg),
 		Service:     NewServiceClient(cfg),
 		Storage:     NewStorageClient(cfg),
 		Task:        NewTaskClient(cfg),
@@ -285,6 +290,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		NodeInvite:  NewNodeInviteClient(cfg),
 		Project:     NewProjectClient(cfg),
 		Queue:       NewQueueClient(cfg),
+		Secret:      NewSecretClient(cfg),
 		Service:     NewServiceClient(cfg),
 		Storage:     NewStorageClient(cfg),
 		Task:        NewTaskClient(cfg),
@@ -321,8 +327,8 @@ func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIToken, c.App, c.AuditEvent, c.Blob, c.Bucket, c.Charge, c.Container,
 		c.Environment, c.Function, c.FunctionMap, c.Group, c.Job, c.JobEvent,
-		c.LogLine, c.Membership, c.Node, c.NodeInvite, c.Project, c.Queue, c.Service,
-		c.Storage, c.Task, c.Tenant, c.User,
+		c.LogLine, c.Membership, c.Node, c.NodeInvite, c.Project, c.Queue, c.Secret,
+		c.Service, c.Storage, c.Task, c.Tenant, c.User,
 	} {
 		n.Use(hooks...)
 	}
@@ -334,8 +340,8 @@ func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIToken, c.App, c.AuditEvent, c.Blob, c.Bucket, c.Charge, c.Container,
 		c.Environment, c.Function, c.FunctionMap, c.Group, c.Job, c.JobEvent,
-		c.LogLine, c.Membership, c.Node, c.NodeInvite, c.Project, c.Queue, c.Service,
-		c.Storage, c.Task, c.Tenant, c.User,
+		c.LogLine, c.Membership, c.Node, c.NodeInvite, c.Project, c.Queue, c.Secret,
+		c.Service, c.Storage, c.Task, c.Tenant, c.User,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -382,6 +388,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Project.mutate(ctx, m)
 	case *QueueMutation:
 		return c.Queue.mutate(ctx, m)
+	case *SecretMutation:
+		return c.Secret.mutate(ctx, m)
 	case *ServiceMutation:
 		return c.Service.mutate(ctx, m)
 	case *StorageMutation:
@@ -3551,6 +3559,140 @@ func (c *QueueClient) mutate(ctx context.Context, m *QueueMutation) (Value, erro
 	}
 }
 
+// SecretClient is a client for the Secret schema.
+type SecretClient struct {
+	config
+}
+
+// NewSecretClient returns a client for the Secret from the given config.
+func NewSecretClient(c config) *SecretClient {
+	return &SecretClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `secret.Hooks(f(g(h())))`.
+func (c *SecretClient) Use(hooks ...Hook) {
+	c.hooks.Secret = append(c.hooks.Secret, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `secret.Intercept(f(g(h())))`.
+func (c *SecretClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Secret = append(c.inters.Secret, interceptors...)
+}
+
+// Create returns a builder for creating a Secret entity.
+func (c *SecretClient) Create() *SecretCreate {
+	mutation := newSecretMutation(c.config, OpCreate)
+	return &SecretCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Secret entities.
+func (c *SecretClient) CreateBulk(builders ...*SecretCreate) *SecretCreateBulk {
+	return &SecretCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *SecretClient) MapCreateBulk(slice any, setFunc func(*SecretCreate, int)) *SecretCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &SecretCreateBulk{err: fmt.Errorf("calling to SecretClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*SecretCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &SecretCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Secret.
+func (c *SecretClient) Update() *SecretUpdate {
+	mutation := newSecretMutation(c.config, OpUpdate)
+	return &SecretUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *SecretClient) UpdateOne(_m *Secret) *SecretUpdateOne {
+	mutation := newSecretMutation(c.config, OpUpdateOne, withSecret(_m))
+	return &SecretUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *SecretClient) UpdateOneID(id string) *SecretUpdateOne {
+	mutation := newSecretMutation(c.config, OpUpdateOne, withSecretID(id))
+	return &SecretUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Secret.
+func (c *SecretClient) Delete() *SecretDelete {
+	mutation := newSecretMutation(c.config, OpDelete)
+	return &SecretDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *SecretClient) DeleteOne(_m *Secret) *SecretDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *SecretClient) DeleteOneID(id string) *SecretDeleteOne {
+	builder := c.Delete().Where(secret.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &SecretDeleteOne{builder}
+}
+
+// Query returns a query builder for Secret.
+func (c *SecretClient) Query() *SecretQuery {
+	return &SecretQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeSecret},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Secret entity by its id.
+func (c *SecretClient) Get(ctx context.Context, id string) (*Secret, error) {
+	return c.Query().Where(secret.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *SecretClient) GetX(ctx context.Context, id string) *Secret {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *SecretClient) Hooks() []Hook {
+	hooks := c.hooks.Secret
+	return append(hooks[:len(hooks):len(hooks)], secret.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *SecretClient) Interceptors() []Interceptor {
+	return c.inters.Secret
+}
+
+func (c *SecretClient) mutate(ctx context.Context, m *SecretMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&SecretCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&SecretUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&SecretUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&SecretDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Secret mutation op: %q", m.Op())
+	}
+}
+
 // ServiceClient is a client for the Service schema.
 type ServiceClient struct {
 	config
@@ -4386,12 +4528,13 @@ type (
 	hooks struct {
 		APIToken, App, AuditEvent, Blob, Bucket, Charge, Container, Environment,
 		Function, FunctionMap, Group, Job, JobEvent, LogLine, Membership, Node,
-		NodeInvite, Project, Queue, Service, Storage, Task, Tenant, User []ent.Hook
+		NodeInvite, Project, Queue, Secret, Service, Storage, Task, Tenant,
+		User []ent.Hook
 	}
 	inters struct {
 		APIToken, App, AuditEvent, Blob, Bucket, Charge, Container, Environment,
 		Function, FunctionMap, Group, Job, JobEvent, LogLine, Membership, Node,
-		NodeInvite, Project, Queue, Service, Storage, Task, Tenant,
+		NodeInvite, Project, Queue, Secret, Service, Storage, Task, Tenant,
 		User []ent.Interceptor
 	}
 )

@@ -31,6 +31,7 @@ import (
 	"github.com/levers9/levers9/ent/nodeinvite"
 	"github.com/levers9/levers9/ent/project"
 	"github.com/levers9/levers9/ent/queue"
+	"github.com/levers9/levers9/ent/secret"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
 	"github.com/levers9/levers9/ent/task"
@@ -115,6 +116,7 @@ func checkColumn(t, c string) error {
 			nodeinvite.Table:  nodeinvite.ValidColumn,
 			project.Table:     project.ValidColumn,
 			queue.Table:       queue.ValidColumn,
+			secret.Table:      secret.ValidColumn,
 			service.Table:     service.ValidColumn,
 			storage.Table:     storage.ValidColumn,
 			task.Table:        task.ValidColumn,

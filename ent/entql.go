@@ -23,6 +23,7 @@ import (
 	"github.com/levers9/levers9/ent/predicate"
 	"github.com/levers9/levers9/ent/project"
 	"github.com/levers9/levers9/ent/queue"
+	"github.com/levers9/levers9/ent/secret"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
 	"github.com/levers9/levers9/ent/task"
@@ -37,7 +38,7 @@ import (
 
 // schemaGraph holds a representation of ent/schema at runtime.
 var schemaGraph = func() *sqlgraph.Schema {
-	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 24)}
+	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 25)}
 	graph.Nodes[0] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   apitoken.Table,
@@ -85,6 +86,8 @@ var schemaGraph = func() *sqlgraph.Schema {
 			app.FieldCodeHash:      {Type: field.TypeString, Column: app.FieldCodeHash},
 			app.FieldOwnerID:       {Type: field.TypeString, Column: app.FieldOwnerID},
 			app.FieldLastSeenAt:    {Type: field.TypeTime, Column: app.FieldLastSeenAt},
+			app.FieldVersion:       {Type: field.TypeInt, Column: app.FieldVersion},
+			app.FieldLiveVersion:   {Type: field.TypeInt, Column: app.FieldLiveVersion},
 			app.FieldStoppedAt:     {Type: field.TypeTime, Column: app.FieldStoppedAt},
 			app.FieldStopReason:    {Type: field.TypeString, Column: app.FieldStopReason},
 		},
@@ -258,6 +261,20 @@ var schemaGraph = func() *sqlgraph.Schema {
 			function.FieldKeepWarm:               {Type: field.TypeInt, Column: function.FieldKeepWarm},
 			function.FieldConcurrency:            {Type: field.TypeInt, Column: function.FieldConcurrency},
 			function.FieldScaledownWindowSeconds: {Type: field.TypeInt, Column: function.FieldScaledownWindowSeconds},
+			function.FieldVersion:                {Type: field.TypeInt, Column: function.FieldVersion},
+			function.FieldKind:                   {Type: field.TypeEnum, Column: function.FieldKind},
+			function.FieldDeployment:             {Type: field.TypeString, Column: function.FieldDeployment},
+			function.FieldCodeHash:               {Type: field.TypeString, Column: function.FieldCodeHash},
+			function.FieldHTTPMethod:             {Type: field.TypeString, Column: function.FieldHTTPMethod},
+			function.FieldSyncTimeoutSeconds:     {Type: field.TypeInt, Column: function.FieldSyncTimeoutSeconds},
+			function.FieldPublic:                 {Type: field.TypeBool, Column: function.FieldPublic},
+			function.FieldSecrets:                {Type: field.TypeJSON, Column: function.FieldSecrets},
+			function.FieldCron:                   {Type: field.TypeString, Column: function.FieldCron},
+			function.FieldStoppedAt:              {Type: field.TypeTime, Column: function.FieldStoppedAt},
+			function.FieldNextRunAt:              {Type: field.TypeTime, Column: function.FieldNextRunAt},
+			function.FieldLastRunAt:              {Type: field.TypeTime, Column: function.FieldLastRunAt},
+			function.FieldLastRunTaskID:          {Type: field.TypeString, Column: function.FieldLastRunTaskID},
+			function.FieldSkippedRuns:            {Type: field.TypeInt, Column: function.FieldSkippedRuns},
 		},
 	}
 	graph.Nodes[9] = &sqlgraph.Node{
@@ -502,6 +519,29 @@ var schemaGraph = func() *sqlgraph.Schema {
 	}
 	graph.Nodes[19] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
+			Table:   secret.Table,
+			Columns: secret.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeString,
+				Column: secret.FieldID,
+			},
+		},
+		Type: "Secret",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			secret.FieldCreatedAt:     {Type: field.TypeTime, Column: secret.FieldCreatedAt},
+			secret.FieldUpdatedAt:     {Type: field.TypeTime, Column: secret.FieldUpdatedAt},
+			secret.FieldTenantID:      {Type: field.TypeString, Column: secret.FieldTenantID},
+			secret.FieldEnvironmentID: {Type: field.TypeString, Column: secret.FieldEnvironmentID},
+			secret.FieldName:          {Type: field.TypeString, Column: secret.FieldName},
+			secret.FieldKeys:          {Type: field.TypeJSON, Column: secret.FieldKeys},
+			secret.FieldOwnerID:       {Type: field.TypeString, Column: secret.FieldOwnerID},
+			secret.FieldCiphertext:    {Type: field.TypeBytes, Column: secret.FieldCiphertext},
+			secret.FieldNonce:         {Type: field.TypeBytes, Column: secret.FieldNonce},
+			secret.FieldKeyID:         {Type: field.TypeString, Column: secret.FieldKeyID},
+		},
+	}
+	graph.Nodes[20] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
 			Table:   service.Table,
 			Columns: service.Columns,
 			ID: &sqlgraph.FieldSpec{
@@ -538,7 +578,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			service.FieldFinishedAt:    {Type: field.TypeTime, Column: service.FieldFinishedAt},
 		},
 	}
-	graph.Nodes[20] = &sqlgraph.Node{
+	graph.Nodes[21] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   storage.Table,
 			Columns: storage.Columns,
@@ -564,7 +604,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			storage.FieldPricePerTbHour:  {Type: field.TypeInt64, Column: storage.FieldPricePerTbHour},
 		},
 	}
-	graph.Nodes[21] = &sqlgraph.Node{
+	graph.Nodes[22] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   task.Table,
 			Columns: task.Columns,
@@ -585,6 +625,8 @@ var schemaGraph = func() *sqlgraph.Schema {
 			task.FieldMapID:            {Type: field.TypeString, Column: task.FieldMapID},
 			task.FieldMapIndex:         {Type: field.TypeInt, Column: task.FieldMapIndex},
 			task.FieldState:            {Type: field.TypeEnum, Column: task.FieldState},
+			task.FieldSource:           {Type: field.TypeEnum, Column: task.FieldSource},
+			task.FieldIdempotencyKey:   {Type: field.TypeString, Column: task.FieldIdempotencyKey},
 			task.FieldAttempt:          {Type: field.TypeInt, Column: task.FieldAttempt},
 			task.FieldMaxAttempts:      {Type: field.TypeInt, Column: task.FieldMaxAttempts},
 			task.FieldTimeoutSeconds:   {Type: field.TypeInt, Column: task.FieldTimeoutSeconds},
@@ -608,7 +650,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			task.FieldFinishedAt:       {Type: field.TypeTime, Column: task.FieldFinishedAt},
 		},
 	}
-	graph.Nodes[22] = &sqlgraph.Node{
+	graph.Nodes[23] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   tenant.Table,
 			Columns: tenant.Columns,
@@ -628,7 +670,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			tenant.FieldBudgetPolicy:   {Type: field.TypeEnum, Column: tenant.FieldBudgetPolicy},
 		},
 	}
-	graph.Nodes[23] = &sqlgraph.Node{
+	graph.Nodes[24] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   user.Table,
 			Columns: user.Columns,
@@ -1441,6 +1483,16 @@ func (f *AppFilter) WhereOwnerID(p entql.StringP) {
 // WhereLastSeenAt applies the entql time.Time predicate on the last_seen_at field.
 func (f *AppFilter) WhereLastSeenAt(p entql.TimeP) {
 	f.Where(p.Field(app.FieldLastSeenAt))
+}
+
+// WhereVersion applies the entql int predicate on the version field.
+func (f *AppFilter) WhereVersion(p entql.IntP) {
+	f.Where(p.Field(app.FieldVersion))
+}
+
+// WhereLiveVersion applies the entql int predicate on the live_version field.
+func (f *AppFilter) WhereLiveVersion(p entql.IntP) {
+	f.Where(p.Field(app.FieldLiveVersion))
 }
 
 // WhereStoppedAt applies the entql time.Time predicate on the stopped_at field.
@@ -2285,6 +2337,76 @@ func (f *FunctionFilter) WhereConcurrency(p entql.IntP) {
 // WhereScaledownWindowSeconds applies the entql int predicate on the scaledown_window_seconds field.
 func (f *FunctionFilter) WhereScaledownWindowSeconds(p entql.IntP) {
 	f.Where(p.Field(function.FieldScaledownWindowSeconds))
+}
+
+// WhereVersion applies the entql int predicate on the version field.
+func (f *FunctionFilter) WhereVersion(p entql.IntP) {
+	f.Where(p.Field(function.FieldVersion))
+}
+
+// WhereKind applies the entql string predicate on the kind field.
+func (f *FunctionFilter) WhereKind(p entql.StringP) {
+	f.Where(p.Field(function.FieldKind))
+}
+
+// WhereDeployment applies the entql string predicate on the deployment field.
+func (f *FunctionFilter) WhereDeployment(p entql.StringP) {
+	f.Where(p.Field(function.FieldDeployment))
+}
+
+// WhereCodeHash applies the entql string predicate on the code_hash field.
+func (f *FunctionFilter) WhereCodeHash(p entql.StringP) {
+	f.Where(p.Field(function.FieldCodeHash))
+}
+
+// WhereHTTPMethod applies the entql string predicate on the http_method field.
+func (f *FunctionFilter) WhereHTTPMethod(p entql.StringP) {
+	f.Where(p.Field(function.FieldHTTPMethod))
+}
+
+// WhereSyncTimeoutSeconds applies the entql int predicate on the sync_timeout_seconds field.
+func (f *FunctionFilter) WhereSyncTimeoutSeconds(p entql.IntP) {
+	f.Where(p.Field(function.FieldSyncTimeoutSeconds))
+}
+
+// WherePublic applies the entql bool predicate on the public field.
+func (f *FunctionFilter) WherePublic(p entql.BoolP) {
+	f.Where(p.Field(function.FieldPublic))
+}
+
+// WhereSecrets applies the entql json.RawMessage predicate on the secrets field.
+func (f *FunctionFilter) WhereSecrets(p entql.BytesP) {
+	f.Where(p.Field(function.FieldSecrets))
+}
+
+// WhereCron applies the entql string predicate on the cron field.
+func (f *FunctionFilter) WhereCron(p entql.StringP) {
+	f.Where(p.Field(function.FieldCron))
+}
+
+// WhereStoppedAt applies the entql time.Time predicate on the stopped_at field.
+func (f *FunctionFilter) WhereStoppedAt(p entql.TimeP) {
+	f.Where(p.Field(function.FieldStoppedAt))
+}
+
+// WhereNextRunAt applies the entql time.Time predicate on the next_run_at field.
+func (f *FunctionFilter) WhereNextRunAt(p entql.TimeP) {
+	f.Where(p.Field(function.FieldNextRunAt))
+}
+
+// WhereLastRunAt applies the entql time.Time predicate on the last_run_at field.
+func (f *FunctionFilter) WhereLastRunAt(p entql.TimeP) {
+	f.Where(p.Field(function.FieldLastRunAt))
+}
+
+// WhereLastRunTaskID applies the entql string predicate on the last_run_task_id field.
+func (f *FunctionFilter) WhereLastRunTaskID(p entql.StringP) {
+	f.Where(p.Field(function.FieldLastRunTaskID))
+}
+
+// WhereSkippedRuns applies the entql int predicate on the skipped_runs field.
+func (f *FunctionFilter) WhereSkippedRuns(p entql.IntP) {
+	f.Where(p.Field(function.FieldSkippedRuns))
 }
 
 // WhereHasApp applies a predicate to check if query has an edge app.
@@ -3602,6 +3724,96 @@ func (f *QueueFilter) WhereHasJobsWith(preds ...predicate.Job) {
 }
 
 // addPredicate implements the predicateAdder interface.
+func (_q *SecretQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the SecretQuery builder.
+func (_q *SecretQuery) Filter() *SecretFilter {
+	return &SecretFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *SecretMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the SecretMutation builder.
+func (m *SecretMutation) Filter() *SecretFilter {
+	return &SecretFilter{config: m.config, predicateAdder: m}
+}
+
+// SecretFilter provides a generic filtering capability at runtime for SecretQuery.
+type SecretFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *SecretFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[19].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql string predicate on the id field.
+func (f *SecretFilter) WhereID(p entql.StringP) {
+	f.Where(p.Field(secret.FieldID))
+}
+
+// WhereCreatedAt applies the entql time.Time predicate on the created_at field.
+func (f *SecretFilter) WhereCreatedAt(p entql.TimeP) {
+	f.Where(p.Field(secret.FieldCreatedAt))
+}
+
+// WhereUpdatedAt applies the entql time.Time predicate on the updated_at field.
+func (f *SecretFilter) WhereUpdatedAt(p entql.TimeP) {
+	f.Where(p.Field(secret.FieldUpdatedAt))
+}
+
+// WhereTenantID applies the entql string predicate on the tenant_id field.
+func (f *SecretFilter) WhereTenantID(p entql.StringP) {
+	f.Where(p.Field(secret.FieldTenantID))
+}
+
+// WhereEnvironmentID applies the entql string predicate on the environment_id field.
+func (f *SecretFilter) WhereEnvironmentID(p entql.StringP) {
+	f.Where(p.Field(secret.FieldEnvironmentID))
+}
+
+// WhereName applies the entql string predicate on the name field.
+func (f *SecretFilter) WhereName(p entql.StringP) {
+	f.Where(p.Field(secret.FieldName))
+}
+
+// WhereKeys applies the entql json.RawMessage predicate on the keys field.
+func (f *SecretFilter) WhereKeys(p entql.BytesP) {
+	f.Where(p.Field(secret.FieldKeys))
+}
+
+// WhereOwnerID applies the entql string predicate on the owner_id field.
+func (f *SecretFilter) WhereOwnerID(p entql.StringP) {
+	f.Where(p.Field(secret.FieldOwnerID))
+}
+
+// WhereCiphertext applies the entql []byte predicate on the ciphertext field.
+func (f *SecretFilter) WhereCiphertext(p entql.BytesP) {
+	f.Where(p.Field(secret.FieldCiphertext))
+}
+
+// WhereNonce applies the entql []byte predicate on the nonce field.
+func (f *SecretFilter) WhereNonce(p entql.BytesP) {
+	f.Where(p.Field(secret.FieldNonce))
+}
+
+// WhereKeyID applies the entql string predicate on the key_id field.
+func (f *SecretFilter) WhereKeyID(p entql.StringP) {
+	f.Where(p.Field(secret.FieldKeyID))
+}
+
+// addPredicate implements the predicateAdder interface.
 func (_q *ServiceQuery) addPredicate(pred func(s *sql.Selector)) {
 	_q.predicates = append(_q.predicates, pred)
 }
@@ -3630,7 +3842,7 @@ type ServiceFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *ServiceFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[19].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[20].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -3823,7 +4035,7 @@ type StorageFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *StorageFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[20].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[21].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -3970,7 +4182,7 @@ type TaskFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *TaskFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[21].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[22].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -4029,6 +4241,16 @@ func (f *TaskFilter) WhereMapIndex(p entql.IntP) {
 // WhereState applies the entql string predicate on the state field.
 func (f *TaskFilter) WhereState(p entql.StringP) {
 	f.Where(p.Field(task.FieldState))
+}
+
+// WhereSource applies the entql string predicate on the source field.
+func (f *TaskFilter) WhereSource(p entql.StringP) {
+	f.Where(p.Field(task.FieldSource))
+}
+
+// WhereIdempotencyKey applies the entql string predicate on the idempotency_key field.
+func (f *TaskFilter) WhereIdempotencyKey(p entql.StringP) {
+	f.Where(p.Field(task.FieldIdempotencyKey))
 }
 
 // WhereAttempt applies the entql int predicate on the attempt field.
@@ -4193,7 +4415,7 @@ type TenantFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *TenantFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[22].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[23].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -4268,7 +4490,7 @@ type UserFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *UserFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[23].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[24].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})

@@ -66,6 +66,34 @@ type Function struct {
 	Concurrency int `json:"concurrency,omitempty"`
 	// an idle container above the floor stops after this long without a call
 	ScaledownWindowSeconds int `json:"scaledown_window_seconds,omitempty"`
+	// the app's version this function was deployed in
+	Version int `json:"version,omitempty"`
+	// Kind holds the value of the "kind" field.
+	Kind function.Kind `json:"kind,omitempty"`
+	// the name in URLs (/endpoint/NAME/vN): the function's name unless it says name=
+	Deployment string `json:"deployment,omitempty"`
+	// SHA-256 of this version's code package
+	CodeHash string `json:"code_hash,omitempty"`
+	// an endpoint's method; empty: any
+	HTTPMethod string `json:"http_method,omitempty"`
+	// an HTTP call still running after this long answers 202 with its task's URL
+	SyncTimeoutSeconds int `json:"sync_timeout_seconds,omitempty"`
+	// its URLs answer callers without a token
+	Public bool `json:"public,omitempty"`
+	// names of the secrets its containers get as environment variables
+	Secrets []string `json:"secrets,omitempty"`
+	// a CRON function's schedule, UTC
+	Cron string `json:"cron,omitempty"`
+	// its version was stopped: no calls, no containers
+	StoppedAt *time.Time `json:"stopped_at,omitempty"`
+	// a CRON function's next tick
+	NextRunAt *time.Time `json:"next_run_at,omitempty"`
+	// a CRON function's last tick, run or skipped
+	LastRunAt *time.Time `json:"last_run_at,omitempty"`
+	// the task of the last tick that ran
+	LastRunTaskID string `json:"last_run_task_id,omitempty"`
+	// ticks skipped because the previous run was still going
+	SkippedRuns int `json:"skipped_runs,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the FunctionQuery when eager-loading is set.
 	Edges        FunctionEdges `json:"edges"`
@@ -137,15 +165,17 @@ func (*Function) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case function.FieldGpuTypes:
+		case function.FieldGpuTypes, function.FieldSecrets:
 			values[i] = new([]byte)
+		case function.FieldPublic:
+			values[i] = new(sql.NullBool)
 		case function.FieldCPU:
 			values[i] = new(sql.NullFloat64)
-		case function.FieldGpus, function.FieldMemoryMib, function.FieldTimeoutSeconds, function.FieldRetries, function.FieldMinContainers, function.FieldMaxContainers, function.FieldKeepWarm, function.FieldConcurrency, function.FieldScaledownWindowSeconds:
+		case function.FieldGpus, function.FieldMemoryMib, function.FieldTimeoutSeconds, function.FieldRetries, function.FieldMinContainers, function.FieldMaxContainers, function.FieldKeepWarm, function.FieldConcurrency, function.FieldScaledownWindowSeconds, function.FieldVersion, function.FieldSyncTimeoutSeconds, function.FieldSkippedRuns:
 			values[i] = new(sql.NullInt64)
-		case function.FieldID, function.FieldTenantID, function.FieldEnvironmentID, function.FieldAppID, function.FieldName, function.FieldModule, function.FieldQualname, function.FieldOwnerID, function.FieldQueueID, function.FieldProjectID, function.FieldImage:
+		case function.FieldID, function.FieldTenantID, function.FieldEnvironmentID, function.FieldAppID, function.FieldName, function.FieldModule, function.FieldQualname, function.FieldOwnerID, function.FieldQueueID, function.FieldProjectID, function.FieldImage, function.FieldKind, function.FieldDeployment, function.FieldCodeHash, function.FieldHTTPMethod, function.FieldCron, function.FieldLastRunTaskID:
 			values[i] = new(sql.NullString)
-		case function.FieldCreatedAt, function.FieldUpdatedAt:
+		case function.FieldCreatedAt, function.FieldUpdatedAt, function.FieldStoppedAt, function.FieldNextRunAt, function.FieldLastRunAt:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -308,6 +338,95 @@ func (_m *Function) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.ScaledownWindowSeconds = int(value.Int64)
 			}
+		case function.FieldVersion:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field version", values[i])
+			} else if value.Valid {
+				_m.Version = int(value.Int64)
+			}
+		case function.FieldKind:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field kind", values[i])
+			} else if value.Valid {
+				_m.Kind = function.Kind(value.String)
+			}
+		case function.FieldDeployment:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field deployment", values[i])
+			} else if value.Valid {
+				_m.Deployment = value.String
+			}
+		case function.FieldCodeHash:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field code_hash", values[i])
+			} else if value.Valid {
+				_m.CodeHash = value.String
+			}
+		case function.FieldHTTPMethod:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field http_method", values[i])
+			} else if value.Valid {
+				_m.HTTPMethod = value.String
+			}
+		case function.FieldSyncTimeoutSeconds:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field sync_timeout_seconds", values[i])
+			} else if value.Valid {
+				_m.SyncTimeoutSeconds = int(value.Int64)
+			}
+		case function.FieldPublic:
+			if value, ok := values[i].(*sql.NullBool); !ok {
+				return fmt.Errorf("unexpected type %T for field public", values[i])
+			} else if value.Valid {
+				_m.Public = value.Bool
+			}
+		case function.FieldSecrets:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field secrets", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.Secrets); err != nil {
+					return fmt.Errorf("unmarshal field secrets: %w", err)
+				}
+			}
+		case function.FieldCron:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field cron", values[i])
+			} else if value.Valid {
+				_m.Cron = value.String
+			}
+		case function.FieldStoppedAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field stopped_at", values[i])
+			} else if value.Valid {
+				_m.StoppedAt = new(time.Time)
+				*_m.StoppedAt = value.Time
+			}
+		case function.FieldNextRunAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field next_run_at", values[i])
+			} else if value.Valid {
+				_m.NextRunAt = new(time.Time)
+				*_m.NextRunAt = value.Time
+			}
+		case function.FieldLastRunAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field last_run_at", values[i])
+			} else if value.Valid {
+				_m.LastRunAt = new(time.Time)
+				*_m.LastRunAt = value.Time
+			}
+		case function.FieldLastRunTaskID:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field last_run_task_id", values[i])
+			} else if value.Valid {
+				_m.LastRunTaskID = value.String
+			}
+		case function.FieldSkippedRuns:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field skipped_runs", values[i])
+			} else if value.Valid {
+				_m.SkippedRuns = int(value.Int64)
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -432,6 +551,54 @@ func (_m *Function) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("scaledown_window_seconds=")
 	builder.WriteString(fmt.Sprintf("%v", _m.ScaledownWindowSeconds))
+	builder.WriteString(", ")
+	builder.WriteString("version=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Version))
+	builder.WriteString(", ")
+	builder.WriteString("kind=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Kind))
+	builder.WriteString(", ")
+	builder.WriteString("deployment=")
+	builder.WriteString(_m.Deployment)
+	builder.WriteString(", ")
+	builder.WriteString("code_hash=")
+	builder.WriteString(_m.CodeHash)
+	builder.WriteString(", ")
+	builder.WriteString("http_method=")
+	builder.WriteString(_m.HTTPMethod)
+	builder.WriteString(", ")
+	builder.WriteString("sync_timeout_seconds=")
+	builder.WriteString(fmt.Sprintf("%v", _m.SyncTimeoutSeconds))
+	builder.WriteString(", ")
+	builder.WriteString("public=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Public))
+	builder.WriteString(", ")
+	builder.WriteString("secrets=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Secrets))
+	builder.WriteString(", ")
+	builder.WriteString("cron=")
+	builder.WriteString(_m.Cron)
+	builder.WriteString(", ")
+	if v := _m.StoppedAt; v != nil {
+		builder.WriteString("stopped_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
+	builder.WriteString(", ")
+	if v := _m.NextRunAt; v != nil {
+		builder.WriteString("next_run_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
+	builder.WriteString(", ")
+	if v := _m.LastRunAt; v != nil {
+		builder.WriteString("last_run_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
+	builder.WriteString(", ")
+	builder.WriteString("last_run_task_id=")
+	builder.WriteString(_m.LastRunTaskID)
+	builder.WriteString(", ")
+	builder.WriteString("skipped_runs=")
+	builder.WriteString(fmt.Sprintf("%v", _m.SkippedRuns))
 	builder.WriteByte(')')
 	return builder.String()
 }

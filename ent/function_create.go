@@ -277,6 +277,194 @@ func (_c *FunctionCreate) SetNillableScaledownWindowSeconds(v *int) *FunctionCre
 	return _c
 }
 
+// SetVersion sets the "version" field.
+func (_c *FunctionCreate) SetVersion(v int) *FunctionCreate {
+	_c.mutation.SetVersion(v)
+	return _c
+}
+
+// SetNillableVersion sets the "version" field if the given value is not nil.
+func (_c *FunctionCreate) SetNillableVersion(v *int) *FunctionCreate {
+	if v != nil {
+		_c.SetVersion(*v)
+	}
+	return _c
+}
+
+// SetKind sets the "kind" field.
+func (_c *FunctionCreate) SetKind(v function.Kind) *FunctionCreate {
+	_c.mutation.SetKind(v)
+	return _c
+}
+
+// SetNillableKind sets the "kind" field if the given value is not nil.
+func (_c *FunctionCreate) SetNillableKind(v *function.Kind) *FunctionCreate {
+	if v != nil {
+		_c.SetKind(*v)
+	}
+	return _c
+}
+
+// SetDeployment sets the "deployment" field.
+func (_c *FunctionCreate) SetDeployment(v string) *FunctionCreate {
+	_c.mutation.SetDeployment(v)
+	return _c
+}
+
+// SetNillableDeployment sets the "deployment" field if the given value is not nil.
+func (_c *FunctionCreate) SetNillableDeployment(v *string) *FunctionCreate {
+	if v != nil {
+		_c.SetDeployment(*v)
+	}
+	return _c
+}
+
+// SetCodeHash sets the "code_hash" field.
+func (_c *FunctionCreate) SetCodeHash(v string) *FunctionCreate {
+	_c.mutation.SetCodeHash(v)
+	return _c
+}
+
+// SetNillableCodeHash sets the "code_hash" field if the given value is not nil.
+func (_c *FunctionCreate) SetNillableCodeHash(v *string) *FunctionCreate {
+	if v != nil {
+		_c.SetCodeHash(*v)
+	}
+	return _c
+}
+
+// SetHTTPMethod sets the "http_method" field.
+func (_c *FunctionCreate) SetHTTPMethod(v string) *FunctionCreate {
+	_c.mutation.SetHTTPMethod(v)
+	return _c
+}
+
+// SetNillableHTTPMethod sets the "http_method" field if the given value is not nil.
+func (_c *FunctionCreate) SetNillableHTTPMethod(v *string) *FunctionCreate {
+	if v != nil {
+		_c.SetHTTPMethod(*v)
+	}
+	return _c
+}
+
+// SetSyncTimeoutSeconds sets the "sync_timeout_seconds" field.
+func (_c *FunctionCreate) SetSyncTimeoutSeconds(v int) *FunctionCreate {
+	_c.mutation.SetSyncTimeoutSeconds(v)
+	return _c
+}
+
+// SetNillableSyncTimeoutSeconds sets the "sync_timeout_seconds" field if the given value is not nil.
+func (_c *FunctionCreate) SetNillableSyncTimeoutSeconds(v *int) *FunctionCreate {
+	if v != nil {
+		_c.SetSyncTimeoutSeconds(*v)
+	}
+	return _c
+}
+
+// SetPublic sets the "public" field.
+func (_c *FunctionCreate) SetPublic(v bool) *FunctionCreate {
+	_c.mutation.SetPublic(v)
+	return _c
+}
+
+// SetNillablePublic sets the "public" field if the given value is not nil.
+func (_c *FunctionCreate) SetNillablePublic(v *bool) *FunctionCreate {
+	if v != nil {
+		_c.SetPublic(*v)
+	}
+	return _c
+}
+
+// SetSecrets sets the "secrets" field.
+func (_c *FunctionCreate) SetSecrets(v []string) *FunctionCreate {
+	_c.mutation.SetSecrets(v)
+	return _c
+}
+
+// SetCron sets the "cron" field.
+func (_c *FunctionCreate) SetCron(v string) *FunctionCreate {
+	_c.mutation.SetCron(v)
+	return _c
+}
+
+// SetNillableCron sets the "cron" field if the given value is not nil.
+func (_c *FunctionCreate) SetNillableCron(v *string) *FunctionCreate {
+	if v != nil {
+		_c.SetCron(*v)
+	}
+	return _c
+}
+
+// SetStoppedAt sets the "stopped_at" field.
+func (_c *FunctionCreate) SetStoppedAt(v time.Time) *FunctionCreate {
+	_c.mutation.SetStoppedAt(v)
+	return _c
+}
+
+// SetNillableStoppedAt sets the "stopped_at" field if the given value is not nil.
+func (_c *FunctionCreate) SetNillableStoppedAt(v *time.Time) *FunctionCreate {
+	if v != nil {
+		_c.SetStoppedAt(*v)
+	}
+	return _c
+}
+
+// SetNextRunAt sets the "next_run_at" field.
+func (_c *FunctionCreate) SetNextRunAt(v time.Time) *FunctionCreate {
+	_c.mutation.SetNextRunAt(v)
+	return _c
+}
+
+// SetNillableNextRunAt sets the "next_run_at" field if the given value is not nil.
+func (_c *FunctionCreate) SetNillableNextRunAt(v *time.Time) *FunctionCreate {
+	if v != nil {
+		_c.SetNextRunAt(*v)
+	}
+	return _c
+}
+
+// SetLastRunAt sets the "last_run_at" field.
+func (_c *FunctionCreate) SetLastRunAt(v time.Time) *FunctionCreate {
+	_c.mutation.SetLastRunAt(v)
+	return _c
+}
+
+// SetNillableLastRunAt sets the "last_run_at" field if the given value is not nil.
+func (_c *FunctionCreate) SetNillableLastRunAt(v *time.Time) *FunctionCreate {
+	if v != nil {
+		_c.SetLastRunAt(*v)
+	}
+	return _c
+}
+
+// SetLastRunTaskID sets the "last_run_task_id" field.
+func (_c *FunctionCreate) SetLastRunTaskID(v string) *FunctionCreate {
+	_c.mutation.SetLastRunTaskID(v)
+	return _c
+}
+
+// SetNillableLastRunTaskID sets the "last_run_task_id" field if the given value is not nil.
+func (_c *FunctionCreate) SetNillableLastRunTaskID(v *string) *FunctionCreate {
+	if v != nil {
+		_c.SetLastRunTaskID(*v)
+	}
+	return _c
+}
+
+// SetSkippedRuns sets the "skipped_runs" field.
+func (_c *FunctionCreate) SetSkippedRuns(v int) *FunctionCreate {
+	_c.mutation.SetSkippedRuns(v)
+	return _c
+}
+
+// SetNillableSkippedRuns sets the "skipped_runs" field if the given value is not nil.
+func (_c *FunctionCreate) SetNillableSkippedRuns(v *int) *FunctionCreate {
+	if v != nil {
+		_c.SetSkippedRuns(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *FunctionCreate) SetID(v string) *FunctionCreate {
 	_c.mutation.SetID(v)
@@ -426,6 +614,42 @@ func (_c *FunctionCreate) defaults() error {
 		v := function.DefaultScaledownWindowSeconds
 		_c.mutation.SetScaledownWindowSeconds(v)
 	}
+	if _, ok := _c.mutation.Version(); !ok {
+		v := function.DefaultVersion
+		_c.mutation.SetVersion(v)
+	}
+	if _, ok := _c.mutation.Kind(); !ok {
+		v := function.DefaultKind
+		_c.mutation.SetKind(v)
+	}
+	if _, ok := _c.mutation.Deployment(); !ok {
+		v := function.DefaultDeployment
+		_c.mutation.SetDeployment(v)
+	}
+	if _, ok := _c.mutation.CodeHash(); !ok {
+		v := function.DefaultCodeHash
+		_c.mutation.SetCodeHash(v)
+	}
+	if _, ok := _c.mutation.HTTPMethod(); !ok {
+		v := function.DefaultHTTPMethod
+		_c.mutation.SetHTTPMethod(v)
+	}
+	if _, ok := _c.mutation.SyncTimeoutSeconds(); !ok {
+		v := function.DefaultSyncTimeoutSeconds
+		_c.mutation.SetSyncTimeoutSeconds(v)
+	}
+	if _, ok := _c.mutation.Public(); !ok {
+		v := function.DefaultPublic
+		_c.mutation.SetPublic(v)
+	}
+	if _, ok := _c.mutation.Cron(); !ok {
+		v := function.DefaultCron
+		_c.mutation.SetCron(v)
+	}
+	if _, ok := _c.mutation.SkippedRuns(); !ok {
+		v := function.DefaultSkippedRuns
+		_c.mutation.SetSkippedRuns(v)
+	}
 	if _, ok := _c.mutation.ID(); !ok {
 		if function.DefaultID == nil {
 			return fmt.Errorf("ent: uninitialized function.DefaultID (forgotten import ent/runtime?)")
@@ -525,6 +749,38 @@ func (_c *FunctionCreate) check() error {
 	}
 	if _, ok := _c.mutation.ScaledownWindowSeconds(); !ok {
 		return &ValidationError{Name: "scaledown_window_seconds", err: errors.New(`ent: missing required field "Function.scaledown_window_seconds"`)}
+	}
+	if _, ok := _c.mutation.Version(); !ok {
+		return &ValidationError{Name: "version", err: errors.New(`ent: missing required field "Function.version"`)}
+	}
+	if _, ok := _c.mutation.Kind(); !ok {
+		return &ValidationError{Name: "kind", err: errors.New(`ent: missing required field "Function.kind"`)}
+	}
+	if v, ok := _c.mutation.Kind(); ok {
+		if err := function.KindValidator(v); err != nil {
+			return &ValidationError{Name: "kind", err: fmt.Errorf(`ent: validator failed for field "Function.kind": %w`, err)}
+		}
+	}
+	if _, ok := _c.mutation.Deployment(); !ok {
+		return &ValidationError{Name: "deployment", err: errors.New(`ent: missing required field "Function.deployment"`)}
+	}
+	if _, ok := _c.mutation.CodeHash(); !ok {
+		return &ValidationError{Name: "code_hash", err: errors.New(`ent: missing required field "Function.code_hash"`)}
+	}
+	if _, ok := _c.mutation.HTTPMethod(); !ok {
+		return &ValidationError{Name: "http_method", err: errors.New(`ent: missing required field "Function.http_method"`)}
+	}
+	if _, ok := _c.mutation.SyncTimeoutSeconds(); !ok {
+		return &ValidationError{Name: "sync_timeout_seconds", err: errors.New(`ent: missing required field "Function.sync_timeout_seconds"`)}
+	}
+	if _, ok := _c.mutation.Public(); !ok {
+		return &ValidationError{Name: "public", err: errors.New(`ent: missing required field "Function.public"`)}
+	}
+	if _, ok := _c.mutation.Cron(); !ok {
+		return &ValidationError{Name: "cron", err: errors.New(`ent: missing required field "Function.cron"`)}
+	}
+	if _, ok := _c.mutation.SkippedRuns(); !ok {
+		return &ValidationError{Name: "skipped_runs", err: errors.New(`ent: missing required field "Function.skipped_runs"`)}
 	}
 	if v, ok := _c.mutation.ID(); ok {
 		if err := function.IDValidator(v); err != nil {
@@ -657,6 +913,62 @@ func (_c *FunctionCreate) createSpec() (*Function, *sqlgraph.CreateSpec) {
 		_spec.SetField(function.FieldScaledownWindowSeconds, field.TypeInt, value)
 		_node.ScaledownWindowSeconds = value
 	}
+	if value, ok := _c.mutation.Version(); ok {
+		_spec.SetField(function.FieldVersion, field.TypeInt, value)
+		_node.Version = value
+	}
+	if value, ok := _c.mutation.Kind(); ok {
+		_spec.SetField(function.FieldKind, field.TypeEnum, value)
+		_node.Kind = value
+	}
+	if value, ok := _c.mutation.Deployment(); ok {
+		_spec.SetField(function.FieldDeployment, field.TypeString, value)
+		_node.Deployment = value
+	}
+	if value, ok := _c.mutation.CodeHash(); ok {
+		_spec.SetField(function.FieldCodeHash, field.TypeString, value)
+		_node.CodeHash = value
+	}
+	if value, ok := _c.mutation.HTTPMethod(); ok {
+		_spec.SetField(function.FieldHTTPMethod, field.TypeString, value)
+		_node.HTTPMethod = value
+	}
+	if value, ok := _c.mutation.SyncTimeoutSeconds(); ok {
+		_spec.SetField(function.FieldSyncTimeoutSeconds, field.TypeInt, value)
+		_node.SyncTimeoutSeconds = value
+	}
+	if value, ok := _c.mutation.Public(); ok {
+		_spec.SetField(function.FieldPublic, field.TypeBool, value)
+		_node.Public = value
+	}
+	if value, ok := _c.mutation.Secrets(); ok {
+		_spec.SetField(function.FieldSecrets, field.TypeJSON, value)
+		_node.Secrets = value
+	}
+	if value, ok := _c.mutation.Cron(); ok {
+		_spec.SetField(function.FieldCron, field.TypeString, value)
+		_node.Cron = value
+	}
+	if value, ok := _c.mutation.StoppedAt(); ok {
+		_spec.SetField(function.FieldStoppedAt, field.TypeTime, value)
+		_node.StoppedAt = &value
+	}
+	if value, ok := _c.mutation.NextRunAt(); ok {
+		_spec.SetField(function.FieldNextRunAt, field.TypeTime, value)
+		_node.NextRunAt = &value
+	}
+	if value, ok := _c.mutation.LastRunAt(); ok {
+		_spec.SetField(function.FieldLastRunAt, field.TypeTime, value)
+		_node.LastRunAt = &value
+	}
+	if value, ok := _c.mutation.LastRunTaskID(); ok {
+		_spec.SetField(function.FieldLastRunTaskID, field.TypeString, value)
+		_node.LastRunTaskID = value
+	}
+	if value, ok := _c.mutation.SkippedRuns(); ok {
+		_spec.SetField(function.FieldSkippedRuns, field.TypeInt, value)
+		_node.SkippedRuns = value
+	}
 	if nodes := _c.mutation.AppIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.M2O,
@@ -787,6 +1099,96 @@ func (u *FunctionUpsert) UpdateUpdatedAt() *FunctionUpsert {
 	return u
 }
 
+// SetStoppedAt sets the "stopped_at" field.
+func (u *FunctionUpsert) SetStoppedAt(v time.Time) *FunctionUpsert {
+	u.Set(function.FieldStoppedAt, v)
+	return u
+}
+
+// UpdateStoppedAt sets the "stopped_at" field to the value that was provided on create.
+func (u *FunctionUpsert) UpdateStoppedAt() *FunctionUpsert {
+	u.SetExcluded(function.FieldStoppedAt)
+	return u
+}
+
+// ClearStoppedAt clears the value of the "stopped_at" field.
+func (u *FunctionUpsert) ClearStoppedAt() *FunctionUpsert {
+	u.SetNull(function.FieldStoppedAt)
+	return u
+}
+
+// SetNextRunAt sets the "next_run_at" field.
+func (u *FunctionUpsert) SetNextRunAt(v time.Time) *FunctionUpsert {
+	u.Set(function.FieldNextRunAt, v)
+	return u
+}
+
+// UpdateNextRunAt sets the "next_run_at" field to the value that was provided on create.
+func (u *FunctionUpsert) UpdateNextRunAt() *FunctionUpsert {
+	u.SetExcluded(function.FieldNextRunAt)
+	return u
+}
+
+// ClearNextRunAt clears the value of the "next_run_at" field.
+func (u *FunctionUpsert) ClearNextRunAt() *FunctionUpsert {
+	u.SetNull(function.FieldNextRunAt)
+	return u
+}
+
+// SetLastRunAt sets the "last_run_at" field.
+func (u *FunctionUpsert) SetLastRunAt(v time.Time) *FunctionUpsert {
+	u.Set(function.FieldLastRunAt, v)
+	return u
+}
+
+// UpdateLastRunAt sets the "last_run_at" field to the value that was provided on create.
+func (u *FunctionUpsert) UpdateLastRunAt() *FunctionUpsert {
+	u.SetExcluded(function.FieldLastRunAt)
+	return u
+}
+
+// ClearLastRunAt clears the value of the "last_run_at" field.
+func (u *FunctionUpsert) ClearLastRunAt() *FunctionUpsert {
+	u.SetNull(function.FieldLastRunAt)
+	return u
+}
+
+// SetLastRunTaskID sets the "last_run_task_id" field.
+func (u *FunctionUpsert) SetLastRunTaskID(v string) *FunctionUpsert {
+	u.Set(function.FieldLastRunTaskID, v)
+	return u
+}
+
+// UpdateLastRunTaskID sets the "last_run_task_id" field to the value that was provided on create.
+func (u *FunctionUpsert) UpdateLastRunTaskID() *FunctionUpsert {
+	u.SetExcluded(function.FieldLastRunTaskID)
+	return u
+}
+
+// ClearLastRunTaskID clears the value of the "last_run_task_id" field.
+func (u *FunctionUpsert) ClearLastRunTaskID() *FunctionUpsert {
+	u.SetNull(function.FieldLastRunTaskID)
+	return u
+}
+
+// SetSkippedRuns sets the "skipped_runs" field.
+func (u *FunctionUpsert) SetSkippedRuns(v int) *FunctionUpsert {
+	u.Set(function.FieldSkippedRuns, v)
+	return u
+}
+
+// UpdateSkippedRuns sets the "skipped_runs" field to the value that was provided on create.
+func (u *FunctionUpsert) UpdateSkippedRuns() *FunctionUpsert {
+	u.SetExcluded(function.FieldSkippedRuns)
+	return u
+}
+
+// AddSkippedRuns adds v to the "skipped_runs" field.
+func (u *FunctionUpsert) AddSkippedRuns(v int) *FunctionUpsert {
+	u.Add(function.FieldSkippedRuns, v)
+	return u
+}
+
 // UpdateNewValues updates the mutable fields using the new values that were set on create except the ID field.
 // Using this option is equivalent to using:
 //
@@ -870,6 +1272,33 @@ func (u *FunctionUpsertOne) UpdateNewValues() *FunctionUpsertOne {
 		if _, exists := u.create.mutation.ScaledownWindowSeconds(); exists {
 			s.SetIgnore(function.FieldScaledownWindowSeconds)
 		}
+		if _, exists := u.create.mutation.Version(); exists {
+			s.SetIgnore(function.FieldVersion)
+		}
+		if _, exists := u.create.mutation.Kind(); exists {
+			s.SetIgnore(function.FieldKind)
+		}
+		if _, exists := u.create.mutation.Deployment(); exists {
+			s.SetIgnore(function.FieldDeployment)
+		}
+		if _, exists := u.create.mutation.CodeHash(); exists {
+			s.SetIgnore(function.FieldCodeHash)
+		}
+		if _, exists := u.create.mutation.HTTPMethod(); exists {
+			s.SetIgnore(function.FieldHTTPMethod)
+		}
+		if _, exists := u.create.mutation.SyncTimeoutSeconds(); exists {
+			s.SetIgnore(function.FieldSyncTimeoutSeconds)
+		}
+		if _, exists := u.create.mutation.Public(); exists {
+			s.SetIgnore(function.FieldPublic)
+		}
+		if _, exists := u.create.mutation.Secrets(); exists {
+			s.SetIgnore(function.FieldSecrets)
+		}
+		if _, exists := u.create.mutation.Cron(); exists {
+			s.SetIgnore(function.FieldCron)
+		}
 	}))
 	return u
 }
@@ -912,6 +1341,111 @@ func (u *FunctionUpsertOne) SetUpdatedAt(v time.Time) *FunctionUpsertOne {
 func (u *FunctionUpsertOne) UpdateUpdatedAt() *FunctionUpsertOne {
 	return u.Update(func(s *FunctionUpsert) {
 		s.UpdateUpdatedAt()
+	})
+}
+
+// SetStoppedAt sets the "stopped_at" field.
+func (u *FunctionUpsertOne) SetStoppedAt(v time.Time) *FunctionUpsertOne {
+	return u.Update(func(s *FunctionUpsert) {
+		s.SetStoppedAt(v)
+	})
+}
+
+// UpdateStoppedAt sets the "stopped_at" field to the value that was provided on create.
+func (u *FunctionUpsertOne) UpdateStoppedAt() *FunctionUpsertOne {
+	return u.Update(func(s *FunctionUpsert) {
+		s.UpdateStoppedAt()
+	})
+}
+
+// ClearStoppedAt clears the value of the "stopped_at" field.
+func (u *FunctionUpsertOne) ClearStoppedAt() *FunctionUpsertOne {
+	return u.Update(func(s *FunctionUpsert) {
+		s.ClearStoppedAt()
+	})
+}
+
+// SetNextRunAt sets the "next_run_at" field.
+func (u *FunctionUpsertOne) SetNextRunAt(v time.Time) *FunctionUpsertOne {
+	return u.Update(func(s *FunctionUpsert) {
+		s.SetNextRunAt(v)
+	})
+}
+
+// UpdateNextRunAt sets the "next_run_at" field to the value that was provided on create.
+func (u *FunctionUpsertOne) UpdateNextRunAt() *FunctionUpsertOne {
+	return u.Update(func(s *FunctionUpsert) {
+		s.UpdateNextRunAt()
+	})
+}
+
+// ClearNextRunAt clears the value of the "next_run_at" field.
+func (u *FunctionUpsertOne) ClearNextRunAt() *FunctionUpsertOne {
+	return u.Update(func(s *FunctionUpsert) {
+		s.ClearNextRunAt()
+	})
+}
+
+// SetLastRunAt sets the "last_run_at" field.
+func (u *FunctionUpsertOne) SetLastRunAt(v time.Time) *FunctionUpsertOne {
+	return u.Update(func(s *FunctionUpsert) {
+		s.SetLastRunAt(v)
+	})
+}
+
+// UpdateLastRunAt sets the "last_run_at" field to the value that was provided on create.
+func (u *FunctionUpsertOne) UpdateLastRunAt() *FunctionUpsertOne {
+	return u.Update(func(s *FunctionUpsert) {
+		s.UpdateLastRunAt()
+	})
+}
+
+// ClearLastRunAt clears the value of the "last_run_at" field.
+func (u *FunctionUpsertOne) ClearLastRunAt() *FunctionUpsertOne {
+	return u.Update(func(s *FunctionUpsert) {
+		s.ClearLastRunAt()
+	})
+}
+
+// SetLastRunTaskID sets the "last_run_task_id" field.
+func (u *FunctionUpsertOne) SetLastRunTaskID(v string) *FunctionUpsertOne {
+	return u.Update(func(s *FunctionUpsert) {
+		s.SetLastRunTaskID(v)
+	})
+}
+
+// UpdateLastRunTaskID sets the "last_run_task_id" field to the value that was provided on create.
+func (u *FunctionUpsertOne) UpdateLastRunTaskID() *FunctionUpsertOne {
+	return u.Update(func(s *FunctionUpsert) {
+		s.UpdateLastRunTaskID()
+	})
+}
+
+// ClearLastRunTaskID clears the value of the "last_run_task_id" field.
+func (u *FunctionUpsertOne) ClearLastRunTaskID() *FunctionUpsertOne {
+	return u.Update(func(s *FunctionUpsert) {
+		s.ClearLastRunTaskID()
+	})
+}
+
+// SetSkippedRuns sets the "skipped_runs" field.
+func (u *FunctionUpsertOne) SetSkippedRuns(v int) *FunctionUpsertOne {
+	return u.Update(func(s *FunctionUpsert) {
+		s.SetSkippedRuns(v)
+	})
+}
+
+// AddSkippedRuns adds v to the "skipped_runs" field.
+func (u *FunctionUpsertOne) AddSkippedRuns(v int) *FunctionUpsertOne {
+	return u.Update(func(s *FunctionUpsert) {
+		s.AddSkippedRuns(v)
+	})
+}
+
+// UpdateSkippedRuns sets the "skipped_runs" field to the value that was provided on create.
+func (u *FunctionUpsertOne) UpdateSkippedRuns() *FunctionUpsertOne {
+	return u.Update(func(s *FunctionUpsert) {
+		s.UpdateSkippedRuns()
 	})
 }
 
@@ -1164,6 +1698,33 @@ func (u *FunctionUpsertBulk) UpdateNewValues() *FunctionUpsertBulk {
 			if _, exists := b.mutation.ScaledownWindowSeconds(); exists {
 				s.SetIgnore(function.FieldScaledownWindowSeconds)
 			}
+			if _, exists := b.mutation.Version(); exists {
+				s.SetIgnore(function.FieldVersion)
+			}
+			if _, exists := b.mutation.Kind(); exists {
+				s.SetIgnore(function.FieldKind)
+			}
+			if _, exists := b.mutation.Deployment(); exists {
+				s.SetIgnore(function.FieldDeployment)
+			}
+			if _, exists := b.mutation.CodeHash(); exists {
+				s.SetIgnore(function.FieldCodeHash)
+			}
+			if _, exists := b.mutation.HTTPMethod(); exists {
+				s.SetIgnore(function.FieldHTTPMethod)
+			}
+			if _, exists := b.mutation.SyncTimeoutSeconds(); exists {
+				s.SetIgnore(function.FieldSyncTimeoutSeconds)
+			}
+			if _, exists := b.mutation.Public(); exists {
+				s.SetIgnore(function.FieldPublic)
+			}
+			if _, exists := b.mutation.Secrets(); exists {
+				s.SetIgnore(function.FieldSecrets)
+			}
+			if _, exists := b.mutation.Cron(); exists {
+				s.SetIgnore(function.FieldCron)
+			}
 		}
 	}))
 	return u
@@ -1207,6 +1768,111 @@ func (u *FunctionUpsertBulk) SetUpdatedAt(v time.Time) *FunctionUpsertBulk {
 func (u *FunctionUpsertBulk) UpdateUpdatedAt() *FunctionUpsertBulk {
 	return u.Update(func(s *FunctionUpsert) {
 		s.UpdateUpdatedAt()
+	})
+}
+
+// SetStoppedAt sets the "stopped_at" field.
+func (u *FunctionUpsertBulk) SetStoppedAt(v time.Time) *FunctionUpsertBulk {
+	return u.Update(func(s *FunctionUpsert) {
+		s.SetStoppedAt(v)
+	})
+}
+
+// UpdateStoppedAt sets the "stopped_at" field to the value that was provided on create.
+func (u *FunctionUpsertBulk) UpdateStoppedAt() *FunctionUpsertBulk {
+	return u.Update(func(s *FunctionUpsert) {
+		s.UpdateStoppedAt()
+	})
+}
+
+// ClearStoppedAt clears the value of the "stopped_at" field.
+func (u *FunctionUpsertBulk) ClearStoppedAt() *FunctionUpsertBulk {
+	return u.Update(func(s *FunctionUpsert) {
+		s.ClearStoppedAt()
+	})
+}
+
+// SetNextRunAt sets the "next_run_at" field.
+func (u *FunctionUpsertBulk) SetNextRunAt(v time.Time) *FunctionUpsertBulk {
+	return u.Update(func(s *FunctionUpsert) {
+		s.SetNextRunAt(v)
+	})
+}
+
+// UpdateNextRunAt sets the "next_run_at" field to the value that was provided on create.
+func (u *FunctionUpsertBulk) UpdateNextRunAt() *FunctionUpsertBulk {
+	return u.Update(func(s *FunctionUpsert) {
+		s.UpdateNextRunAt()
+	})
+}
+
+// ClearNextRunAt clears the value of the "next_run_at" field.
+func (u *FunctionUpsertBulk) ClearNextRunAt() *FunctionUpsertBulk {
+	return u.Update(func(s *FunctionUpsert) {
+		s.ClearNextRunAt()
+	})
+}
+
+// SetLastRunAt sets the "last_run_at" field.
+func (u *FunctionUpsertBulk) SetLastRunAt(v time.Time) *FunctionUpsertBulk {
+	return u.Update(func(s *FunctionUpsert) {
+		s.SetLastRunAt(v)
+	})
+}
+
+// UpdateLastRunAt sets the "last_run_at" field to the value that was provided on create.
+func (u *FunctionUpsertBulk) UpdateLastRunAt() *FunctionUpsertBulk {
+	return u.Update(func(s *FunctionUpsert) {
+		s.UpdateLastRunAt()
+	})
+}
+
+// ClearLastRunAt clears the value of the "last_run_at" field.
+func (u *FunctionUpsertBulk) ClearLastRunAt() *FunctionUpsertBulk {
+	return u.Update(func(s *FunctionUpsert) {
+		s.ClearLastRunAt()
+	})
+}
+
+// SetLastRunTaskID sets the "last_run_task_id" field.
+func (u *FunctionUpsertBulk) SetLastRunTaskID(v string) *FunctionUpsertBulk {
+	return u.Update(func(s *FunctionUpsert) {
+		s.SetLastRunTaskID(v)
+	})
+}
+
+// UpdateLastRunTaskID sets the "last_run_task_id" field to the value that was provided on create.
+func (u *FunctionUpsertBulk) UpdateLastRunTaskID() *FunctionUpsertBulk {
+	return u.Update(func(s *FunctionUpsert) {
+		s.UpdateLastRunTaskID()
+	})
+}
+
+// ClearLastRunTaskID clears the value of the "last_run_task_id" field.
+func (u *FunctionUpsertBulk) ClearLastRunTaskID() *FunctionUpsertBulk {
+	return u.Update(func(s *FunctionUpsert) {
+		s.ClearLastRunTaskID()
+	})
+}
+
+// SetSkippedRuns sets the "skipped_runs" field.
+func (u *FunctionUpsertBulk) SetSkippedRuns(v int) *FunctionUpsertBulk {
+	return u.Update(func(s *FunctionUpsert) {
+		s.SetSkippedRuns(v)
+	})
+}
+
+// AddSkippedRuns adds v to the "skipped_runs" field.
+func (u *FunctionUpsertBulk) AddSkippedRuns(v int) *FunctionUpsertBulk {
+	return u.Update(func(s *FunctionUpsert) {
+		s.AddSkippedRuns(v)
+	})
+}
+
+// UpdateSkippedRuns sets the "skipped_runs" field to the value that was provided on create.
+func (u *FunctionUpsertBulk) UpdateSkippedRuns() *FunctionUpsertBulk {
+	return u.Update(func(s *FunctionUpsert) {
+		s.UpdateSkippedRuns()
 	})
 }
 

@@ -36,6 +36,107 @@ func (_u *FunctionUpdate) SetUpdatedAt(v time.Time) *FunctionUpdate {
 	return _u
 }
 
+// SetStoppedAt sets the "stopped_at" field.
+func (_u *FunctionUpdate) SetStoppedAt(v time.Time) *FunctionUpdate {
+	_u.mutation.SetStoppedAt(v)
+	return _u
+}
+
+// SetNillableStoppedAt sets the "stopped_at" field if the given value is not nil.
+func (_u *FunctionUpdate) SetNillableStoppedAt(v *time.Time) *FunctionUpdate {
+	if v != nil {
+		_u.SetStoppedAt(*v)
+	}
+	return _u
+}
+
+// ClearStoppedAt clears the value of the "stopped_at" field.
+func (_u *FunctionUpdate) ClearStoppedAt() *FunctionUpdate {
+	_u.mutation.ClearStoppedAt()
+	return _u
+}
+
+// SetNextRunAt sets the "next_run_at" field.
+func (_u *FunctionUpdate) SetNextRunAt(v time.Time) *FunctionUpdate {
+	_u.mutation.SetNextRunAt(v)
+	return _u
+}
+
+// SetNillableNextRunAt sets the "next_run_at" field if the given value is not nil.
+func (_u *FunctionUpdate) SetNillableNextRunAt(v *time.Time) *FunctionUpdate {
+	if v != nil {
+		_u.SetNextRunAt(*v)
+	}
+	return _u
+}
+
+// ClearNextRunAt clears the value of the "next_run_at" field.
+func (_u *FunctionUpdate) ClearNextRunAt() *FunctionUpdate {
+	_u.mutation.ClearNextRunAt()
+	return _u
+}
+
+// SetLastRunAt sets the "last_run_at" field.
+func (_u *FunctionUpdate) SetLastRunAt(v time.Time) *FunctionUpdate {
+	_u.mutation.SetLastRunAt(v)
+	return _u
+}
+
+// SetNillableLastRunAt sets the "last_run_at" field if the given value is not nil.
+func (_u *FunctionUpdate) SetNillableLastRunAt(v *time.Time) *FunctionUpdate {
+	if v != nil {
+		_u.SetLastRunAt(*v)
+	}
+	return _u
+}
+
+// ClearLastRunAt clears the value of the "last_run_at" field.
+func (_u *FunctionUpdate) ClearLastRunAt() *FunctionUpdate {
+	_u.mutation.ClearLastRunAt()
+	return _u
+}
+
+// SetLastRunTaskID sets the "last_run_task_id" field.
+func (_u *FunctionUpdate) SetLastRunTaskID(v string) *FunctionUpdate {
+	_u.mutation.SetLastRunTaskID(v)
+	return _u
+}
+
+// SetNillableLastRunTaskID sets the "last_run_task_id" field if the given value is not nil.
+func (_u *FunctionUpdate) SetNillableLastRunTaskID(v *string) *FunctionUpdate {
+	if v != nil {
+		_u.SetLastRunTaskID(*v)
+	}
+	return _u
+}
+
+// ClearLastRunTaskID clears the value of the "last_run_task_id" field.
+func (_u *FunctionUpdate) ClearLastRunTaskID() *FunctionUpdate {
+	_u.mutation.ClearLastRunTaskID()
+	return _u
+}
+
+// SetSkippedRuns sets the "skipped_runs" field.
+func (_u *FunctionUpdate) SetSkippedRuns(v int) *FunctionUpdate {
+	_u.mutation.ResetSkippedRuns()
+	_u.mutation.SetSkippedRuns(v)
+	return _u
+}
+
+// SetNillableSkippedRuns sets the "skipped_runs" field if the given value is not nil.
+func (_u *FunctionUpdate) SetNillableSkippedRuns(v *int) *FunctionUpdate {
+	if v != nil {
+		_u.SetSkippedRuns(*v)
+	}
+	return _u
+}
+
+// AddSkippedRuns adds value to the "skipped_runs" field.
+func (_u *FunctionUpdate) AddSkippedRuns(v int) *FunctionUpdate {
+	_u.mutation.AddSkippedRuns(v)
+	return _u
+}
+
 // AddTaskIDs adds the "tasks" edge to the Task entity by IDs.
 func (_u *FunctionUpdate) AddTaskIDs(ids ...string) *FunctionUpdate {
 	_u.mutation.AddTaskIDs(ids...)
@@ -187,6 +288,39 @@ func (_u *FunctionUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if _u.mutation.GpuTypesCleared() {
 		_spec.ClearField(function.FieldGpuTypes, field.TypeJSON)
 	}
+	if _u.mutation.SecretsCleared() {
+		_spec.ClearField(function.FieldSecrets, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.StoppedAt(); ok {
+		_spec.SetField(function.FieldStoppedAt, field.TypeTime, value)
+	}
+	if _u.mutation.StoppedAtCleared() {
+		_spec.ClearField(function.FieldStoppedAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.NextRunAt(); ok {
+		_spec.SetField(function.FieldNextRunAt, field.TypeTime, value)
+	}
+	if _u.mutation.NextRunAtCleared() {
+		_spec.ClearField(function.FieldNextRunAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.LastRunAt(); ok {
+		_spec.SetField(function.FieldLastRunAt, field.TypeTime, value)
+	}
+	if _u.mutation.LastRunAtCleared() {
+		_spec.ClearField(function.FieldLastRunAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.LastRunTaskID(); ok {
+		_spec.SetField(function.FieldLastRunTaskID, field.TypeString, value)
+	}
+	if _u.mutation.LastRunTaskIDCleared() {
+		_spec.ClearField(function.FieldLastRunTaskID, field.TypeString)
+	}
+	if value, ok := _u.mutation.SkippedRuns(); ok {
+		_spec.SetField(function.FieldSkippedRuns, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedSkippedRuns(); ok {
+		_spec.AddField(function.FieldSkippedRuns, field.TypeInt, value)
+	}
 	if _u.mutation.TasksCleared() {
 		edge := &sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.O2M,
@@ -300,6 +434,107 @@ type FunctionUpdateOne struct {
 // SetUpdatedAt sets the "updated_at" field.
 func (_u *FunctionUpdateOne) SetUpdatedAt(v time.Time) *FunctionUpdateOne {
 	_u.mutation.SetUpdatedAt(v)
+	return _u
+}
+
+// SetStoppedAt sets the "stopped_at" field.
+func (_u *FunctionUpdateOne) SetStoppedAt(v time.Time) *FunctionUpdateOne {
+	_u.mutation.SetStoppedAt(v)
+	return _u
+}
+
+// SetNillableStoppedAt sets the "stopped_at" field if the given value is not nil.
+func (_u *FunctionUpdateOne) SetNillableStoppedAt(v *time.Time) *FunctionUpdateOne {
+	if v != nil {
+		_u.SetStoppedAt(*v)
+	}
+	return _u
+}
+
+// ClearStoppedAt clears the value of the "stopped_at" field.
+func (_u *FunctionUpdateOne) ClearStoppedAt() *FunctionUpdateOne {
+	_u.mutation.ClearStoppedAt()
+	return _u
+}
+
+// SetNextRunAt sets the "next_run_at" field.
+func (_u *FunctionUpdateOne) SetNextRunAt(v time.Time) *FunctionUpdateOne {
+	_u.mutation.SetNextRunAt(v)
+	return _u
+}
+
+// SetNillableNextRunAt sets the "next_run_at" field if the given value is not nil.
+func (_u *FunctionUpdateOne) SetNillableNextRunAt(v *time.Time) *FunctionUpdateOne {
+	if v != nil {
+		_u.SetNextRunAt(*v)
+	}
+	return _u
+}
+
+// ClearNextRunAt clears the value of the "next_run_at" field.
+func (_u *FunctionUpdateOne) ClearNextRunAt() *FunctionUpdateOne {
+	_u.mutation.ClearNextRunAt()
+	return _u
+}
+
+// SetLastRunAt sets the "last_run_at" field.
+func (_u *FunctionUpdateOne) SetLastRunAt(v time.Time) *FunctionUpdateOne {
+	_u.mutation.SetLastRunAt(v)
+	return _u
+}
+
+// SetNillableLastRunAt sets the "last_run_at" field if the given value is not nil.
+func (_u *FunctionUpdateOne) SetNillableLastRunAt(v *time.Time) *FunctionUpdateOne {
+	if v != nil {
+		_u.SetLastRunAt(*v)
+	}
+	return _u
+}
+
+// ClearLastRunAt clears the value of the "last_run_at" field.
+func (_u *FunctionUpdateOne) ClearLastRunAt() *FunctionUpdateOne {
+	_u.mutation.ClearLastRunAt()
+	return _u
+}
+
+// SetLastRunTaskID sets the "last_run_task_id" field.
+func (_u *FunctionUpdateOne) SetLastRunTaskID(v string) *FunctionUpdateOne {
+	_u.mutation.SetLastRunTaskID(v)
+	return _u
+}
+
+// SetNillableLastRunTaskID sets the "last_run_task_id" field if the given value is not nil.
+func (_u *FunctionUpdateOne) SetNillableLastRunTaskID(v *string) *FunctionUpdateOne {
+	if v != nil {
+		_u.SetLastRunTaskID(*v)
+	}
+	return _u
+}
+
+// ClearLastRunTaskID clears the value of the "last_run_task_id" field.
+func (_u *FunctionUpdateOne) ClearLastRunTaskID() *FunctionUpdateOne {
+	_u.mutation.ClearLastRunTaskID()
+	return _u
+}
+
+// SetSkippedRuns sets the "skipped_runs" field.
+func (_u *FunctionUpdateOne) SetSkippedRuns(v int) *FunctionUpdateOne {
+	_u.mutation.ResetSkippedRuns()
+	_u.mutation.SetSkippedRuns(v)
+	return _u
+}
+
+// SetNillableSkippedRuns sets the "skipped_runs" field if the given value is not nil.
+func (_u *FunctionUpdateOne) SetNillableSkippedRuns(v *int) *FunctionUpdateOne {
+	if v != nil {
+		_u.SetSkippedRuns(*v)
+	}
+	return _u
+}
+
+// AddSkippedRuns adds value to the "skipped_runs" field.
+func (_u *FunctionUpdateOne) AddSkippedRuns(v int) *FunctionUpdateOne {
+	_u.mutation.AddSkippedRuns(v)
 	return _u
 }
 
@@ -483,6 +718,39 @@ func (_u *FunctionUpdateOne) sqlSave(ctx context.Context) (_node *Function, err 
 	}
 	if _u.mutation.GpuTypesCleared() {
 		_spec.ClearField(function.FieldGpuTypes, field.TypeJSON)
+	}
+	if _u.mutation.SecretsCleared() {
+		_spec.ClearField(function.FieldSecrets, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.StoppedAt(); ok {
+		_spec.SetField(function.FieldStoppedAt, field.TypeTime, value)
+	}
+	if _u.mutation.StoppedAtCleared() {
+		_spec.ClearField(function.FieldStoppedAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.NextRunAt(); ok {
+		_spec.SetField(function.FieldNextRunAt, field.TypeTime, value)
+	}
+	if _u.mutation.NextRunAtCleared() {
+		_spec.ClearField(function.FieldNextRunAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.LastRunAt(); ok {
+		_spec.SetField(function.FieldLastRunAt, field.TypeTime, value)
+	}
+	if _u.mutation.LastRunAtCleared() {
+		_spec.ClearField(function.FieldLastRunAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.LastRunTaskID(); ok {
+		_spec.SetField(function.FieldLastRunTaskID, field.TypeString, value)
+	}
+	if _u.mutation.LastRunTaskIDCleared() {
+		_spec.ClearField(function.FieldLastRunTaskID, field.TypeString)
+	}
+	if value, ok := _u.mutation.SkippedRuns(); ok {
+		_spec.SetField(function.FieldSkippedRuns, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedSkippedRuns(); ok {
+		_spec.AddField(function.FieldSkippedRuns, field.TypeInt, value)
 	}
 	if _u.mutation.TasksCleared() {
 		edge := &sqlgraph.EdgeSpec{

@@ -26,6 +26,7 @@ import (
 	"github.com/levers9/levers9/ent/nodeinvite"
 	"github.com/levers9/levers9/ent/project"
 	"github.com/levers9/levers9/ent/queue"
+	"github.com/levers9/levers9/ent/secret"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
 	"github.com/levers9/levers9/ent/task"
@@ -265,6 +266,16 @@ func (_q *AppQuery) collectField(ctx context.Context, oneNode bool, opCtx *graph
 			if _, ok := fieldSeen[app.FieldLastSeenAt]; !ok {
 				selectedFields = append(selectedFields, app.FieldLastSeenAt)
 				fieldSeen[app.FieldLastSeenAt] = struct{}{}
+			}
+		case "version":
+			if _, ok := fieldSeen[app.FieldVersion]; !ok {
+				selectedFields = append(selectedFields, app.FieldVersion)
+				fieldSeen[app.FieldVersion] = struct{}{}
+			}
+		case "liveVersion":
+			if _, ok := fieldSeen[app.FieldLiveVersion]; !ok {
+				selectedFields = append(selectedFields, app.FieldLiveVersion)
+				fieldSeen[app.FieldLiveVersion] = struct{}{}
 			}
 		case "stoppedAt":
 			if _, ok := fieldSeen[app.FieldStoppedAt]; !ok {
@@ -1352,6 +1363,71 @@ func (_q *FunctionQuery) collectField(ctx context.Context, oneNode bool, opCtx *
 			if _, ok := fieldSeen[function.FieldScaledownWindowSeconds]; !ok {
 				selectedFields = append(selectedFields, function.FieldScaledownWindowSeconds)
 				fieldSeen[function.FieldScaledownWindowSeconds] = struct{}{}
+			}
+		case "version":
+			if _, ok := fieldSeen[function.FieldVersion]; !ok {
+				selectedFields = append(selectedFields, function.FieldVersion)
+				fieldSeen[function.FieldVersion] = struct{}{}
+			}
+		case "kind":
+			if _, ok := fieldSeen[function.FieldKind]; !ok {
+				selectedFields = append(selectedFields, function.FieldKind)
+				fieldSeen[function.FieldKind] = struct{}{}
+			}
+		case "deployment":
+			if _, ok := fieldSeen[function.FieldDeployment]; !ok {
+				selectedFields = append(selectedFields, function.FieldDeployment)
+				fieldSeen[function.FieldDeployment] = struct{}{}
+			}
+		case "httpMethod":
+			if _, ok := fieldSeen[function.FieldHTTPMethod]; !ok {
+				selectedFields = append(selectedFields, function.FieldHTTPMethod)
+				fieldSeen[function.FieldHTTPMethod] = struct{}{}
+			}
+		case "syncTimeoutSeconds":
+			if _, ok := fieldSeen[function.FieldSyncTimeoutSeconds]; !ok {
+				selectedFields = append(selectedFields, function.FieldSyncTimeoutSeconds)
+				fieldSeen[function.FieldSyncTimeoutSeconds] = struct{}{}
+			}
+		case "public":
+			if _, ok := fieldSeen[function.FieldPublic]; !ok {
+				selectedFields = append(selectedFields, function.FieldPublic)
+				fieldSeen[function.FieldPublic] = struct{}{}
+			}
+		case "secrets":
+			if _, ok := fieldSeen[function.FieldSecrets]; !ok {
+				selectedFields = append(selectedFields, function.FieldSecrets)
+				fieldSeen[function.FieldSecrets] = struct{}{}
+			}
+		case "cron":
+			if _, ok := fieldSeen[function.FieldCron]; !ok {
+				selectedFields = append(selectedFields, function.FieldCron)
+				fieldSeen[function.FieldCron] = struct{}{}
+			}
+		case "stoppedAt":
+			if _, ok := fieldSeen[function.FieldStoppedAt]; !ok {
+				selectedFields = append(selectedFields, function.FieldStoppedAt)
+				fieldSeen[function.FieldStoppedAt] = struct{}{}
+			}
+		case "nextRunAt":
+			if _, ok := fieldSeen[function.FieldNextRunAt]; !ok {
+				selectedFields = append(selectedFields, function.FieldNextRunAt)
+				fieldSeen[function.FieldNextRunAt] = struct{}{}
+			}
+		case "lastRunAt":
+			if _, ok := fieldSeen[function.FieldLastRunAt]; !ok {
+				selectedFields = append(selectedFields, function.FieldLastRunAt)
+				fieldSeen[function.FieldLastRunAt] = struct{}{}
+			}
+		case "lastRunTaskID":
+			if _, ok := fieldSeen[function.FieldLastRunTaskID]; !ok {
+				selectedFields = append(selectedFields, function.FieldLastRunTaskID)
+				fieldSeen[function.FieldLastRunTaskID] = struct{}{}
+			}
+		case "skippedRuns":
+			if _, ok := fieldSeen[function.FieldSkippedRuns]; !ok {
+				selectedFields = append(selectedFields, function.FieldSkippedRuns)
+				fieldSeen[function.FieldSkippedRuns] = struct{}{}
 			}
 		case "id":
 		case "__typename":
@@ -3066,6 +3142,115 @@ func newQueuePaginateArgs(rv map[string]any) *queuePaginateArgs {
 }
 
 // CollectFields tells the query-builder to eagerly load connected nodes by resolver context.
+func (_q *SecretQuery) CollectFields(ctx context.Context, satisfies ...string) (*SecretQuery, error) {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil {
+		return _q, nil
+	}
+	if err := _q.collectField(ctx, false, graphql.GetOperationContext(ctx), fc.Field, nil, satisfies...); err != nil {
+		return nil, err
+	}
+	return _q, nil
+}
+
+func (_q *SecretQuery) collectField(ctx context.Context, oneNode bool, opCtx *graphql.OperationContext, collected graphql.CollectedField, path []string, satisfies ...string) error {
+	path = append([]string(nil), path...)
+	var (
+		unknownSeen    bool
+		fieldSeen      = make(map[string]struct{}, len(secret.Columns))
+		selectedFields = []string{secret.FieldID}
+	)
+	for _, field := range graphql.CollectFields(opCtx, collected.Selections, satisfies) {
+		switch field.Name {
+		case "createdAt":
+			if _, ok := fieldSeen[secret.FieldCreatedAt]; !ok {
+				selectedFields = append(selectedFields, secret.FieldCreatedAt)
+				fieldSeen[secret.FieldCreatedAt] = struct{}{}
+			}
+		case "updatedAt":
+			if _, ok := fieldSeen[secret.FieldUpdatedAt]; !ok {
+				selectedFields = append(selectedFields, secret.FieldUpdatedAt)
+				fieldSeen[secret.FieldUpdatedAt] = struct{}{}
+			}
+		case "name":
+			if _, ok := fieldSeen[secret.FieldName]; !ok {
+				selectedFields = append(selectedFields, secret.FieldName)
+				fieldSeen[secret.FieldName] = struct{}{}
+			}
+		case "keys":
+			if _, ok := fieldSeen[secret.FieldKeys]; !ok {
+				selectedFields = append(selectedFields, secret.FieldKeys)
+				fieldSeen[secret.FieldKeys] = struct{}{}
+			}
+		case "ownerID":
+			if _, ok := fieldSeen[secret.FieldOwnerID]; !ok {
+				selectedFields = append(selectedFields, secret.FieldOwnerID)
+				fieldSeen[secret.FieldOwnerID] = struct{}{}
+			}
+		case "id":
+		case "__typename":
+		default:
+			unknownSeen = true
+		}
+	}
+	if !unknownSeen {
+		_q.Select(selectedFields...)
+	}
+	return nil
+}
+
+type secretPaginateArgs struct {
+	first, last   *int
+	after, before *Cursor
+	opts          []SecretPaginateOption
+}
+
+func newSecretPaginateArgs(rv map[string]any) *secretPaginateArgs {
+	args := &secretPaginateArgs{}
+	if rv == nil {
+		return args
+	}
+	if v := rv[firstField]; v != nil {
+		args.first = v.(*int)
+	}
+	if v := rv[lastField]; v != nil {
+		args.last = v.(*int)
+	}
+	if v := rv[afterField]; v != nil {
+		args.after = v.(*Cursor)
+	}
+	if v := rv[beforeField]; v != nil {
+		args.before = v.(*Cursor)
+	}
+	if v, ok := rv[orderByField]; ok {
+		switch v := v.(type) {
+		case map[string]any:
+			var (
+				err1, err2 error
+				order      = &SecretOrder{Field: &SecretOrderField{}, Direction: entgql.OrderDirectionAsc}
+			)
+			if d, ok := v[directionField]; ok {
+				err1 = order.Direction.UnmarshalGQL(d)
+			}
+			if f, ok := v[fieldField]; ok {
+				err2 = order.Field.UnmarshalGQL(f)
+			}
+			if err1 == nil && err2 == nil {
+				args.opts = append(args.opts, WithSecretOrder(order))
+			}
+		case *SecretOrder:
+			if v != nil {
+				args.opts = append(args.opts, WithSecretOrder(v))
+			}
+		}
+	}
+	if v, ok := rv[whereField].(*SecretWhereInput); ok {
+		args.opts = append(args.opts, WithSecretFilter(v.Filter))
+	}
+	return args
+}
+
+// CollectFields tells the query-builder to eagerly load connected nodes by resolver context.
 func (_q *ServiceQuery) CollectFields(ctx context.Context, satisfies ...string) (*ServiceQuery, error) {
 	fc := graphql.GetFieldContext(ctx)
 	if fc == nil {
@@ -3559,6 +3744,16 @@ func (_q *TaskQuery) collectField(ctx context.Context, oneNode bool, opCtx *grap
 			if _, ok := fieldSeen[task.FieldState]; !ok {
 				selectedFields = append(selectedFields, task.FieldState)
 				fieldSeen[task.FieldState] = struct{}{}
+			}
+		case "source":
+			if _, ok := fieldSeen[task.FieldSource]; !ok {
+				selectedFields = append(selectedFields, task.FieldSource)
+				fieldSeen[task.FieldSource] = struct{}{}
+			}
+		case "idempotencyKey":
+			if _, ok := fieldSeen[task.FieldIdempotencyKey]; !ok {
+				selectedFields = append(selectedFields, task.FieldIdempotencyKey)
+				fieldSeen[task.FieldIdempotencyKey] = struct{}{}
 			}
 		case "attempt":
 			if _, ok := fieldSeen[task.FieldAttempt]; !ok {

@@ -25,6 +25,7 @@ import (
 	"github.com/levers9/levers9/ent/nodeinvite"
 	"github.com/levers9/levers9/ent/project"
 	"github.com/levers9/levers9/ent/queue"
+	"github.com/levers9/levers9/ent/secret"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
 	"github.com/levers9/levers9/ent/task"
@@ -116,6 +117,11 @@ var queueImplementors = []string{"Queue", "Node"}
 
 // IsNode implements the Node interface check for GQLGen.
 func (*Queue) IsNode() {}
+
+var secretImplementors = []string{"Secret", "Node"}
+
+// IsNode implements the Node interface check for GQLGen.
+func (*Secret) IsNode() {}
 
 var serviceImplementors = []string{"Service", "Node"}
 
@@ -340,6 +346,15 @@ func (c *Client) noder(ctx context.Context, table string, id string) (Noder, err
 			Where(queue.ID(id))
 		if fc := graphql.GetFieldContext(ctx); fc != nil {
 			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, queueImplementors...); err != nil {
+				return nil, err
+			}
+		}
+		return query.Only(ctx)
+	case secret.Table:
+		query := c.Secret.Query().
+			Where(secret.ID(id))
+		if fc := graphql.GetFieldContext(ctx); fc != nil {
+			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, secretImplementors...); err != nil {
 				return nil, err
 			}
 		}
@@ -706,6 +721,22 @@ func (c *Client) noders(ctx context.Context, table string, ids []string) ([]Node
 		query := c.Queue.Query().
 			Where(queue.IDIn(ids...))
 		query, err := query.CollectFields(ctx, queueImplementors...)
+		if err != nil {
+			return nil, err
+		}
+		nodes, err := query.All(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, node := range nodes {
+			for _, noder := range idmap[node.ID] {
+				*noder = node
+			}
+		}
+	case secret.Table:
+		query := c.Secret.Query().
+			Where(secret.IDIn(ids...))
+		query, err := query.CollectFields(ctx, secretImplementors...)
 		if err != nil {
 			return nil, err
 		}

@@ -30,6 +30,7 @@ import (
 	"github.com/levers9/levers9/ent/nodeinvite"
 	"github.com/levers9/levers9/ent/project"
 	"github.com/levers9/levers9/ent/queue"
+	"github.com/levers9/levers9/ent/secret"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
 	"github.com/levers9/levers9/ent/task"
@@ -5374,6 +5375,338 @@ func (_m *Queue) ToEdge(order *QueueOrder) *QueueEdge {
 		order = DefaultQueueOrder
 	}
 	return &QueueEdge{
+		Node:   _m,
+		Cursor: order.Field.toCursor(_m),
+	}
+}
+
+// SecretEdge is the edge representation of Secret.
+type SecretEdge struct {
+	Node   *Secret `json:"node"`
+	Cursor Cursor  `json:"cursor"`
+}
+
+// SecretConnection is the connection containing edges to Secret.
+type SecretConnection struct {
+	Edges      []*SecretEdge `json:"edges"`
+	PageInfo   PageInfo      `json:"pageInfo"`
+	TotalCount int           `json:"totalCount"`
+}
+
+func (c *SecretConnection) build(nodes []*Secret, pager *secretPager, after *Cursor, first *int, before *Cursor, last *int) {
+	c.PageInfo.HasNextPage = before != nil
+	c.PageInfo.HasPreviousPage = after != nil
+	if first != nil && *first+1 == len(nodes) {
+		c.PageInfo.HasNextPage = true
+		nodes = nodes[:len(nodes)-1]
+	} else if last != nil && *last+1 == len(nodes) {
+		c.PageInfo.HasPreviousPage = true
+		nodes = nodes[:len(nodes)-1]
+	}
+	var nodeAt func(int) *Secret
+	if last != nil {
+		n := len(nodes) - 1
+		nodeAt = func(i int) *Secret {
+			return nodes[n-i]
+		}
+	} else {
+		nodeAt = func(i int) *Secret {
+			return nodes[i]
+		}
+	}
+	c.Edges = make([]*SecretEdge, len(nodes))
+	for i := range nodes {
+		node := nodeAt(i)
+		c.Edges[i] = &SecretEdge{
+			Node:   node,
+			Cursor: pager.toCursor(node),
+		}
+	}
+	if l := len(c.Edges); l > 0 {
+		c.PageInfo.StartCursor = &c.Edges[0].Cursor
+		c.PageInfo.EndCursor = &c.Edges[l-1].Cursor
+	}
+	if c.TotalCount == 0 {
+		c.TotalCount = len(nodes)
+	}
+}
+
+// SecretPaginateOption enables pagination customization.
+type SecretPaginateOption func(*secretPager) error
+
+// WithSecretOrder configures pagination ordering.
+func WithSecretOrder(order *SecretOrder) SecretPaginateOption {
+	if order == nil {
+		order = DefaultSecretOrder
+	}
+	o := *order
+	return func(pager *secretPager) error {
+		if err := o.Direction.Validate(); err != nil {
+			return err
+		}
+		if o.Field == nil {
+			o.Field = DefaultSecretOrder.Field
+		}
+		pager.order = &o
+		return nil
+	}
+}
+
+// WithSecretFilter configures pagination filter.
+func WithSecretFilter(filter func(*SecretQuery) (*SecretQuery, error)) SecretPaginateOption {
+	return func(pager *secretPager) error {
+		if filter == nil {
+			return errors.New("SecretQuery filter cannot be nil")
+		}
+		pager.filter = filter
+		return nil
+	}
+}
+
+type secretPager struct {
+	reverse bool
+	order   *SecretOrder
+	filter  func(*SecretQuery) (*SecretQuery, error)
+}
+
+func newSecretPager(opts []SecretPaginateOption, reverse bool) (*secretPager, error) {
+	pager := &secretPager{reverse: reverse}
+	for _, opt := range opts {
+		if err := opt(pager); err != nil {
+			return nil, err
+		}
+	}
+	if pager.order == nil {
+		pager.order = DefaultSecretOrder
+	}
+	return pager, nil
+}
+
+func (p *secretPager) applyFilter(query *SecretQuery) (*SecretQuery, error) {
+	if p.filter != nil {
+		return p.filter(query)
+	}
+	return query, nil
+}
+
+func (p *secretPager) toCursor(_m *Secret) Cursor {
+	return p.order.Field.toCursor(_m)
+}
+
+func (p *secretPager) applyCursors(query *SecretQuery, after, before *Cursor) (*SecretQuery, error) {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	for _, predicate := range entgql.CursorsPredicate(after, before, DefaultSecretOrder.Field.column, p.order.Field.column, direction) {
+		query = query.Where(predicate)
+	}
+	return query, nil
+}
+
+func (p *secretPager) applyOrder(query *SecretQuery) *SecretQuery {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	query = query.Order(p.order.Field.toTerm(direction.OrderTermOption()))
+	if p.order.Field != DefaultSecretOrder.Field {
+		query = query.Order(DefaultSecretOrder.Field.toTerm(direction.OrderTermOption()))
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return query
+}
+
+func (p *secretPager) orderExpr(query *SecretQuery) sql.Querier {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return sql.ExprFunc(func(b *sql.Builder) {
+		b.Ident(p.order.Field.column).Pad().WriteString(string(direction))
+		if p.order.Field != DefaultSecretOrder.Field {
+			b.Comma().Ident(DefaultSecretOrder.Field.column).Pad().WriteString(string(direction))
+		}
+	})
+}
+
+// Paginate executes the query and returns a relay based cursor connection to Secret.
+func (_m *SecretQuery) Paginate(
+	ctx context.Context, after *Cursor, first *int,
+	before *Cursor, last *int, opts ...SecretPaginateOption,
+) (*SecretConnection, error) {
+	if err := validateFirstLast(first, last); err != nil {
+		return nil, err
+	}
+	pager, err := newSecretPager(opts, last != nil)
+	if err != nil {
+		return nil, err
+	}
+	if _m, err = pager.applyFilter(_m); err != nil {
+		return nil, err
+	}
+	conn := &SecretConnection{Edges: []*SecretEdge{}}
+	ignoredEdges := !hasCollectedField(ctx, edgesField)
+	if hasCollectedField(ctx, totalCountField) || (ignoredEdges && hasCollectedField(ctx, pageInfoField)) {
+		hasPagination := after != nil || first != nil || before != nil || last != nil
+		if hasPagination || ignoredEdges {
+			c := _m.Clone()
+			c.ctx.Fields = nil
+			if conn.TotalCount, err = c.Count(ctx); err != nil {
+				return nil, err
+			}
+			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
+			conn.PageInfo.HasPreviousPage = last != nil && conn.TotalCount > 0
+		}
+	}
+	if ignoredEdges || (first != nil && *first == 0) || (last != nil && *last == 0) {
+		return conn, nil
+	}
+	if _m, err = pager.applyCursors(_m, after, before); err != nil {
+		return nil, err
+	}
+	limit := paginateLimit(first, last)
+	if limit != 0 {
+		_m.Limit(limit)
+	}
+	if field := collectedField(ctx, edgesField, nodeField); field != nil {
+		if err := _m.collectField(ctx, limit == 1, graphql.GetOperationContext(ctx), *field, []string{edgesField, nodeField}); err != nil {
+			return nil, err
+		}
+	}
+	_m = pager.applyOrder(_m)
+	nodes, err := _m.All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn.build(nodes, pager, after, first, before, last)
+	return conn, nil
+}
+
+var (
+	// SecretOrderFieldID orders Secret by id.
+	SecretOrderFieldID = &SecretOrderField{
+		Value: func(_m *Secret) (ent.Value, error) {
+			return _m.ID, nil
+		},
+		column: secret.FieldID,
+		toTerm: secret.ByID,
+		toCursor: func(_m *Secret) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.ID,
+			}
+		},
+	}
+	// SecretOrderFieldCreatedAt orders Secret by created_at.
+	SecretOrderFieldCreatedAt = &SecretOrderField{
+		Value: func(_m *Secret) (ent.Value, error) {
+			return _m.CreatedAt, nil
+		},
+		column: secret.FieldCreatedAt,
+		toTerm: secret.ByCreatedAt,
+		toCursor: func(_m *Secret) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.CreatedAt,
+			}
+		},
+	}
+	// SecretOrderFieldName orders Secret by name.
+	SecretOrderFieldName = &SecretOrderField{
+		Value: func(_m *Secret) (ent.Value, error) {
+			return _m.Name, nil
+		},
+		column: secret.FieldName,
+		toTerm: secret.ByName,
+		toCursor: func(_m *Secret) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.Name,
+			}
+		},
+	}
+)
+
+// String implement fmt.Stringer interface.
+func (f SecretOrderField) String() string {
+	var str string
+	switch f.column {
+	case SecretOrderFieldID.column:
+		str = "ID"
+	case SecretOrderFieldCreatedAt.column:
+		str = "CREATED_AT"
+	case SecretOrderFieldName.column:
+		str = "NAME"
+	}
+	return str
+}
+
+// MarshalGQL implements graphql.Marshaler interface.
+func (f SecretOrderField) MarshalGQL(w io.Writer) {
+	io.WriteString(w, strconv.Quote(f.String()))
+}
+
+// UnmarshalGQL implements graphql.Unmarshaler interface.
+func (f *SecretOrderField) UnmarshalGQL(v interface{}) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("SecretOrderField %T must be a string", v)
+	}
+	switch str {
+	case "ID":
+		*f = *SecretOrderFieldID
+	case "CREATED_AT":
+		*f = *SecretOrderFieldCreatedAt
+	case "NAME":
+		*f = *SecretOrderFieldName
+	default:
+		return fmt.Errorf("%s is not a valid SecretOrderField", str)
+	}
+	return nil
+}
+
+// SecretOrderField defines the ordering field of Secret.
+type SecretOrderField struct {
+	// Value extracts the ordering value from the given Secret.
+	Value    func(*Secret) (ent.Value, error)
+	column   string // field or computed.
+	toTerm   func(...sql.OrderTermOption) secret.OrderOption
+	toCursor func(*Secret) Cursor
+}
+
+// SecretOrder defines the ordering of Secret.
+type SecretOrder struct {
+	Direction OrderDirection    `json:"direction"`
+	Field     *SecretOrderField `json:"field"`
+}
+
+// DefaultSecretOrder is the default ordering of Secret.
+var DefaultSecretOrder = &SecretOrder{
+	Direction: entgql.OrderDirectionAsc,
+	Field: &SecretOrderField{
+		Value: func(_m *Secret) (ent.Value, error) {
+			return _m.ID, nil
+		},
+		column: secret.FieldID,
+		toTerm: secret.ByID,
+		toCursor: func(_m *Secret) Cursor {
+			return Cursor{ID: _m.ID}
+		},
+	},
+}
+
+// ToEdge converts Secret into SecretEdge.
+func (_m *Secret) ToEdge(order *SecretOrder) *SecretEdge {
+	if order == nil {
+		order = DefaultSecretOrder
+	}
+	return &SecretEdge{
 		Node:   _m,
 		Cursor: order.Field.toCursor(_m),
 	}

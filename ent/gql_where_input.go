@@ -24,6 +24,7 @@ import (
 	"github.com/levers9/levers9/ent/predicate"
 	"github.com/levers9/levers9/ent/project"
 	"github.com/levers9/levers9/ent/queue"
+	"github.com/levers9/levers9/ent/secret"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
 	"github.com/levers9/levers9/ent/task"
@@ -604,6 +605,26 @@ type AppWhereInput struct {
 	OwnerIDEqualFold    *string  `json:"ownerIDEqualFold,omitempty"`
 	OwnerIDContainsFold *string  `json:"ownerIDContainsFold,omitempty"`
 
+	// "version" field predicates.
+	Version      *int  `json:"version,omitempty"`
+	VersionNEQ   *int  `json:"versionNEQ,omitempty"`
+	VersionIn    []int `json:"versionIn,omitempty"`
+	VersionNotIn []int `json:"versionNotIn,omitempty"`
+	VersionGT    *int  `json:"versionGT,omitempty"`
+	VersionGTE   *int  `json:"versionGTE,omitempty"`
+	VersionLT    *int  `json:"versionLT,omitempty"`
+	VersionLTE   *int  `json:"versionLTE,omitempty"`
+
+	// "live_version" field predicates.
+	LiveVersion      *int  `json:"liveVersion,omitempty"`
+	LiveVersionNEQ   *int  `json:"liveVersionNEQ,omitempty"`
+	LiveVersionIn    []int `json:"liveVersionIn,omitempty"`
+	LiveVersionNotIn []int `json:"liveVersionNotIn,omitempty"`
+	LiveVersionGT    *int  `json:"liveVersionGT,omitempty"`
+	LiveVersionGTE   *int  `json:"liveVersionGTE,omitempty"`
+	LiveVersionLT    *int  `json:"liveVersionLT,omitempty"`
+	LiveVersionLTE   *int  `json:"liveVersionLTE,omitempty"`
+
 	// "stopped_at" field predicates.
 	StoppedAt       *time.Time  `json:"stoppedAt,omitempty"`
 	StoppedAtNEQ    *time.Time  `json:"stoppedAtNEQ,omitempty"`
@@ -860,6 +881,54 @@ func (i *AppWhereInput) P() (predicate.App, error) {
 	}
 	if i.OwnerIDContainsFold != nil {
 		predicates = append(predicates, app.OwnerIDContainsFold(*i.OwnerIDContainsFold))
+	}
+	if i.Version != nil {
+		predicates = append(predicates, app.VersionEQ(*i.Version))
+	}
+	if i.VersionNEQ != nil {
+		predicates = append(predicates, app.VersionNEQ(*i.VersionNEQ))
+	}
+	if len(i.VersionIn) > 0 {
+		predicates = append(predicates, app.VersionIn(i.VersionIn...))
+	}
+	if len(i.VersionNotIn) > 0 {
+		predicates = append(predicates, app.VersionNotIn(i.VersionNotIn...))
+	}
+	if i.VersionGT != nil {
+		predicates = append(predicates, app.VersionGT(*i.VersionGT))
+	}
+	if i.VersionGTE != nil {
+		predicates = append(predicates, app.VersionGTE(*i.VersionGTE))
+	}
+	if i.VersionLT != nil {
+		predicates = append(predicates, app.VersionLT(*i.VersionLT))
+	}
+	if i.VersionLTE != nil {
+		predicates = append(predicates, app.VersionLTE(*i.VersionLTE))
+	}
+	if i.LiveVersion != nil {
+		predicates = append(predicates, app.LiveVersionEQ(*i.LiveVersion))
+	}
+	if i.LiveVersionNEQ != nil {
+		predicates = append(predicates, app.LiveVersionNEQ(*i.LiveVersionNEQ))
+	}
+	if len(i.LiveVersionIn) > 0 {
+		predicates = append(predicates, app.LiveVersionIn(i.LiveVersionIn...))
+	}
+	if len(i.LiveVersionNotIn) > 0 {
+		predicates = append(predicates, app.LiveVersionNotIn(i.LiveVersionNotIn...))
+	}
+	if i.LiveVersionGT != nil {
+		predicates = append(predicates, app.LiveVersionGT(*i.LiveVersionGT))
+	}
+	if i.LiveVersionGTE != nil {
+		predicates = append(predicates, app.LiveVersionGTE(*i.LiveVersionGTE))
+	}
+	if i.LiveVersionLT != nil {
+		predicates = append(predicates, app.LiveVersionLT(*i.LiveVersionLT))
+	}
+	if i.LiveVersionLTE != nil {
+		predicates = append(predicates, app.LiveVersionLTE(*i.LiveVersionLTE))
 	}
 	if i.StoppedAt != nil {
 		predicates = append(predicates, app.StoppedAtEQ(*i.StoppedAt))
@@ -3688,6 +3757,144 @@ type FunctionWhereInput struct {
 	ScaledownWindowSecondsLT    *int  `json:"scaledownWindowSecondsLT,omitempty"`
 	ScaledownWindowSecondsLTE   *int  `json:"scaledownWindowSecondsLTE,omitempty"`
 
+	// "version" field predicates.
+	Version      *int  `json:"version,omitempty"`
+	VersionNEQ   *int  `json:"versionNEQ,omitempty"`
+	VersionIn    []int `json:"versionIn,omitempty"`
+	VersionNotIn []int `json:"versionNotIn,omitempty"`
+	VersionGT    *int  `json:"versionGT,omitempty"`
+	VersionGTE   *int  `json:"versionGTE,omitempty"`
+	VersionLT    *int  `json:"versionLT,omitempty"`
+	VersionLTE   *int  `json:"versionLTE,omitempty"`
+
+	// "kind" field predicates.
+	Kind      *function.Kind  `json:"kind,omitempty"`
+	KindNEQ   *function.Kind  `json:"kindNEQ,omitempty"`
+	KindIn    []function.Kind `json:"kindIn,omitempty"`
+	KindNotIn []function.Kind `json:"kindNotIn,omitempty"`
+
+	// "deployment" field predicates.
+	Deployment             *string  `json:"deployment,omitempty"`
+	DeploymentNEQ          *string  `json:"deploymentNEQ,omitempty"`
+	DeploymentIn           []string `json:"deploymentIn,omitempty"`
+	DeploymentNotIn        []string `json:"deploymentNotIn,omitempty"`
+	DeploymentGT           *string  `json:"deploymentGT,omitempty"`
+	DeploymentGTE          *string  `json:"deploymentGTE,omitempty"`
+	DeploymentLT           *string  `json:"deploymentLT,omitempty"`
+	DeploymentLTE          *string  `json:"deploymentLTE,omitempty"`
+	DeploymentContains     *string  `json:"deploymentContains,omitempty"`
+	DeploymentHasPrefix    *string  `json:"deploymentHasPrefix,omitempty"`
+	DeploymentHasSuffix    *string  `json:"deploymentHasSuffix,omitempty"`
+	DeploymentEqualFold    *string  `json:"deploymentEqualFold,omitempty"`
+	DeploymentContainsFold *string  `json:"deploymentContainsFold,omitempty"`
+
+	// "http_method" field predicates.
+	HTTPMethod             *string  `json:"httpMethod,omitempty"`
+	HTTPMethodNEQ          *string  `json:"httpMethodNEQ,omitempty"`
+	HTTPMethodIn           []string `json:"httpMethodIn,omitempty"`
+	HTTPMethodNotIn        []string `json:"httpMethodNotIn,omitempty"`
+	HTTPMethodGT           *string  `json:"httpMethodGT,omitempty"`
+	HTTPMethodGTE          *string  `json:"httpMethodGTE,omitempty"`
+	HTTPMethodLT           *string  `json:"httpMethodLT,omitempty"`
+	HTTPMethodLTE          *string  `json:"httpMethodLTE,omitempty"`
+	HTTPMethodContains     *string  `json:"httpMethodContains,omitempty"`
+	HTTPMethodHasPrefix    *string  `json:"httpMethodHasPrefix,omitempty"`
+	HTTPMethodHasSuffix    *string  `json:"httpMethodHasSuffix,omitempty"`
+	HTTPMethodEqualFold    *string  `json:"httpMethodEqualFold,omitempty"`
+	HTTPMethodContainsFold *string  `json:"httpMethodContainsFold,omitempty"`
+
+	// "sync_timeout_seconds" field predicates.
+	SyncTimeoutSeconds      *int  `json:"syncTimeoutSeconds,omitempty"`
+	SyncTimeoutSecondsNEQ   *int  `json:"syncTimeoutSecondsNEQ,omitempty"`
+	SyncTimeoutSecondsIn    []int `json:"syncTimeoutSecondsIn,omitempty"`
+	SyncTimeoutSecondsNotIn []int `json:"syncTimeoutSecondsNotIn,omitempty"`
+	SyncTimeoutSecondsGT    *int  `json:"syncTimeoutSecondsGT,omitempty"`
+	SyncTimeoutSecondsGTE   *int  `json:"syncTimeoutSecondsGTE,omitempty"`
+	SyncTimeoutSecondsLT    *int  `json:"syncTimeoutSecondsLT,omitempty"`
+	SyncTimeoutSecondsLTE   *int  `json:"syncTimeoutSecondsLTE,omitempty"`
+
+	// "public" field predicates.
+	Public    *bool `json:"public,omitempty"`
+	PublicNEQ *bool `json:"publicNEQ,omitempty"`
+
+	// "cron" field predicates.
+	Cron             *string  `json:"cron,omitempty"`
+	CronNEQ          *string  `json:"cronNEQ,omitempty"`
+	CronIn           []string `json:"cronIn,omitempty"`
+	CronNotIn        []string `json:"cronNotIn,omitempty"`
+	CronGT           *string  `json:"cronGT,omitempty"`
+	CronGTE          *string  `json:"cronGTE,omitempty"`
+	CronLT           *string  `json:"cronLT,omitempty"`
+	CronLTE          *string  `json:"cronLTE,omitempty"`
+	CronContains     *string  `json:"cronContains,omitempty"`
+	CronHasPrefix    *string  `json:"cronHasPrefix,omitempty"`
+	CronHasSuffix    *string  `json:"cronHasSuffix,omitempty"`
+	CronEqualFold    *string  `json:"cronEqualFold,omitempty"`
+	CronContainsFold *string  `json:"cronContainsFold,omitempty"`
+
+	// "stopped_at" field predicates.
+	StoppedAt       *time.Time  `json:"stoppedAt,omitempty"`
+	StoppedAtNEQ    *time.Time  `json:"stoppedAtNEQ,omitempty"`
+	StoppedAtIn     []time.Time `json:"stoppedAtIn,omitempty"`
+	StoppedAtNotIn  []time.Time `json:"stoppedAtNotIn,omitempty"`
+	StoppedAtGT     *time.Time  `json:"stoppedAtGT,omitempty"`
+	StoppedAtGTE    *time.Time  `json:"stoppedAtGTE,omitempty"`
+	StoppedAtLT     *time.Time  `json:"stoppedAtLT,omitempty"`
+	StoppedAtLTE    *time.Time  `json:"stoppedAtLTE,omitempty"`
+	StoppedAtIsNil  bool        `json:"stoppedAtIsNil,omitempty"`
+	StoppedAtNotNil bool        `json:"stoppedAtNotNil,omitempty"`
+
+	// "next_run_at" field predicates.
+	NextRunAt       *time.Time  `json:"nextRunAt,omitempty"`
+	NextRunAtNEQ    *time.Time  `json:"nextRunAtNEQ,omitempty"`
+	NextRunAtIn     []time.Time `json:"nextRunAtIn,omitempty"`
+	NextRunAtNotIn  []time.Time `json:"nextRunAtNotIn,omitempty"`
+	NextRunAtGT     *time.Time  `json:"nextRunAtGT,omitempty"`
+	NextRunAtGTE    *time.Time  `json:"nextRunAtGTE,omitempty"`
+	NextRunAtLT     *time.Time  `json:"nextRunAtLT,omitempty"`
+	NextRunAtLTE    *time.Time  `json:"nextRunAtLTE,omitempty"`
+	NextRunAtIsNil  bool        `json:"nextRunAtIsNil,omitempty"`
+	NextRunAtNotNil bool        `json:"nextRunAtNotNil,omitempty"`
+
+	// "last_run_at" field predicates.
+	LastRunAt       *time.Time  `json:"lastRunAt,omitempty"`
+	LastRunAtNEQ    *time.Time  `json:"lastRunAtNEQ,omitempty"`
+	LastRunAtIn     []time.Time `json:"lastRunAtIn,omitempty"`
+	LastRunAtNotIn  []time.Time `json:"lastRunAtNotIn,omitempty"`
+	LastRunAtGT     *time.Time  `json:"lastRunAtGT,omitempty"`
+	LastRunAtGTE    *time.Time  `json:"lastRunAtGTE,omitempty"`
+	LastRunAtLT     *time.Time  `json:"lastRunAtLT,omitempty"`
+	LastRunAtLTE    *time.Time  `json:"lastRunAtLTE,omitempty"`
+	LastRunAtIsNil  bool        `json:"lastRunAtIsNil,omitempty"`
+	LastRunAtNotNil bool        `json:"lastRunAtNotNil,omitempty"`
+
+	// "last_run_task_id" field predicates.
+	LastRunTaskID             *string  `json:"lastRunTaskID,omitempty"`
+	LastRunTaskIDNEQ          *string  `json:"lastRunTaskIDNEQ,omitempty"`
+	LastRunTaskIDIn           []string `json:"lastRunTaskIDIn,omitempty"`
+	LastRunTaskIDNotIn        []string `json:"lastRunTaskIDNotIn,omitempty"`
+	LastRunTaskIDGT           *string  `json:"lastRunTaskIDGT,omitempty"`
+	LastRunTaskIDGTE          *string  `json:"lastRunTaskIDGTE,omitempty"`
+	LastRunTaskIDLT           *string  `json:"lastRunTaskIDLT,omitempty"`
+	LastRunTaskIDLTE          *string  `json:"lastRunTaskIDLTE,omitempty"`
+	LastRunTaskIDContains     *string  `json:"lastRunTaskIDContains,omitempty"`
+	LastRunTaskIDHasPrefix    *string  `json:"lastRunTaskIDHasPrefix,omitempty"`
+	LastRunTaskIDHasSuffix    *string  `json:"lastRunTaskIDHasSuffix,omitempty"`
+	LastRunTaskIDIsNil        bool     `json:"lastRunTaskIDIsNil,omitempty"`
+	LastRunTaskIDNotNil       bool     `json:"lastRunTaskIDNotNil,omitempty"`
+	LastRunTaskIDEqualFold    *string  `json:"lastRunTaskIDEqualFold,omitempty"`
+	LastRunTaskIDContainsFold *string  `json:"lastRunTaskIDContainsFold,omitempty"`
+
+	// "skipped_runs" field predicates.
+	SkippedRuns      *int  `json:"skippedRuns,omitempty"`
+	SkippedRunsNEQ   *int  `json:"skippedRunsNEQ,omitempty"`
+	SkippedRunsIn    []int `json:"skippedRunsIn,omitempty"`
+	SkippedRunsNotIn []int `json:"skippedRunsNotIn,omitempty"`
+	SkippedRunsGT    *int  `json:"skippedRunsGT,omitempty"`
+	SkippedRunsGTE   *int  `json:"skippedRunsGTE,omitempty"`
+	SkippedRunsLT    *int  `json:"skippedRunsLT,omitempty"`
+	SkippedRunsLTE   *int  `json:"skippedRunsLTE,omitempty"`
+
 	// "app" edge predicates.
 	HasApp     *bool            `json:"hasApp,omitempty"`
 	HasAppWith []*AppWhereInput `json:"hasAppWith,omitempty"`
@@ -4387,6 +4594,348 @@ func (i *FunctionWhereInput) P() (predicate.Function, error) {
 	}
 	if i.ScaledownWindowSecondsLTE != nil {
 		predicates = append(predicates, function.ScaledownWindowSecondsLTE(*i.ScaledownWindowSecondsLTE))
+	}
+	if i.Version != nil {
+		predicates = append(predicates, function.VersionEQ(*i.Version))
+	}
+	if i.VersionNEQ != nil {
+		predicates = append(predicates, function.VersionNEQ(*i.VersionNEQ))
+	}
+	if len(i.VersionIn) > 0 {
+		predicates = append(predicates, function.VersionIn(i.VersionIn...))
+	}
+	if len(i.VersionNotIn) > 0 {
+		predicates = append(predicates, function.VersionNotIn(i.VersionNotIn...))
+	}
+	if i.VersionGT != nil {
+		predicates = append(predicates, function.VersionGT(*i.VersionGT))
+	}
+	if i.VersionGTE != nil {
+		predicates = append(predicates, function.VersionGTE(*i.VersionGTE))
+	}
+	if i.VersionLT != nil {
+		predicates = append(predicates, function.VersionLT(*i.VersionLT))
+	}
+	if i.VersionLTE != nil {
+		predicates = append(predicates, function.VersionLTE(*i.VersionLTE))
+	}
+	if i.Kind != nil {
+		predicates = append(predicates, function.KindEQ(*i.Kind))
+	}
+	if i.KindNEQ != nil {
+		predicates = append(predicates, function.KindNEQ(*i.KindNEQ))
+	}
+	if len(i.KindIn) > 0 {
+		predicates = append(predicates, function.KindIn(i.KindIn...))
+	}
+	if len(i.KindNotIn) > 0 {
+		predicates = append(predicates, function.KindNotIn(i.KindNotIn...))
+	}
+	if i.Deployment != nil {
+		predicates = append(predicates, function.DeploymentEQ(*i.Deployment))
+	}
+	if i.DeploymentNEQ != nil {
+		predicates = append(predicates, function.DeploymentNEQ(*i.DeploymentNEQ))
+	}
+	if len(i.DeploymentIn) > 0 {
+		predicates = append(predicates, function.DeploymentIn(i.DeploymentIn...))
+	}
+	if len(i.DeploymentNotIn) > 0 {
+		predicates = append(predicates, function.DeploymentNotIn(i.DeploymentNotIn...))
+	}
+	if i.DeploymentGT != nil {
+		predicates = append(predicates, function.DeploymentGT(*i.DeploymentGT))
+	}
+	if i.DeploymentGTE != nil {
+		predicates = append(predicates, function.DeploymentGTE(*i.DeploymentGTE))
+	}
+	if i.DeploymentLT != nil {
+		predicates = append(predicates, function.DeploymentLT(*i.DeploymentLT))
+	}
+	if i.DeploymentLTE != nil {
+		predicates = append(predicates, function.DeploymentLTE(*i.DeploymentLTE))
+	}
+	if i.DeploymentContains != nil {
+		predicates = append(predicates, function.DeploymentContains(*i.DeploymentContains))
+	}
+	if i.DeploymentHasPrefix != nil {
+		predicates = append(predicates, function.DeploymentHasPrefix(*i.DeploymentHasPrefix))
+	}
+	if i.DeploymentHasSuffix != nil {
+		predicates = append(predicates, function.DeploymentHasSuffix(*i.DeploymentHasSuffix))
+	}
+	if i.DeploymentEqualFold != nil {
+		predicates = append(predicates, function.DeploymentEqualFold(*i.DeploymentEqualFold))
+	}
+	if i.DeploymentContainsFold != nil {
+		predicates = append(predicates, function.DeploymentContainsFold(*i.DeploymentContainsFold))
+	}
+	if i.HTTPMethod != nil {
+		predicates = append(predicates, function.HTTPMethodEQ(*i.HTTPMethod))
+	}
+	if i.HTTPMethodNEQ != nil {
+		predicates = append(predicates, function.HTTPMethodNEQ(*i.HTTPMethodNEQ))
+	}
+	if len(i.HTTPMethodIn) > 0 {
+		predicates = append(predicates, function.HTTPMethodIn(i.HTTPMethodIn...))
+	}
+	if len(i.HTTPMethodNotIn) > 0 {
+		predicates = append(predicates, function.HTTPMethodNotIn(i.HTTPMethodNotIn...))
+	}
+	if i.HTTPMethodGT != nil {
+		predicates = append(predicates, function.HTTPMethodGT(*i.HTTPMethodGT))
+	}
+	if i.HTTPMethodGTE != nil {
+		predicates = append(predicates, function.HTTPMethodGTE(*i.HTTPMethodGTE))
+	}
+	if i.HTTPMethodLT != nil {
+		predicates = append(predicates, function.HTTPMethodLT(*i.HTTPMethodLT))
+	}
+	if i.HTTPMethodLTE != nil {
+		predicates = append(predicates, function.HTTPMethodLTE(*i.HTTPMethodLTE))
+	}
+	if i.HTTPMethodContains != nil {
+		predicates = append(predicates, function.HTTPMethodContains(*i.HTTPMethodContains))
+	}
+	if i.HTTPMethodHasPrefix != nil {
+		predicates = append(predicates, function.HTTPMethodHasPrefix(*i.HTTPMethodHasPrefix))
+	}
+	if i.HTTPMethodHasSuffix != nil {
+		predicates = append(predicates, function.HTTPMethodHasSuffix(*i.HTTPMethodHasSuffix))
+	}
+	if i.HTTPMethodEqualFold != nil {
+		predicates = append(predicates, function.HTTPMethodEqualFold(*i.HTTPMethodEqualFold))
+	}
+	if i.HTTPMethodContainsFold != nil {
+		predicates = append(predicates, function.HTTPMethodContainsFold(*i.HTTPMethodContainsFold))
+	}
+	if i.SyncTimeoutSeconds != nil {
+		predicates = append(predicates, function.SyncTimeoutSecondsEQ(*i.SyncTimeoutSeconds))
+	}
+	if i.SyncTimeoutSecondsNEQ != nil {
+		predicates = append(predicates, function.SyncTimeoutSecondsNEQ(*i.SyncTimeoutSecondsNEQ))
+	}
+	if len(i.SyncTimeoutSecondsIn) > 0 {
+		predicates = append(predicates, function.SyncTimeoutSecondsIn(i.SyncTimeoutSecondsIn...))
+	}
+	if len(i.SyncTimeoutSecondsNotIn) > 0 {
+		predicates = append(predicates, function.SyncTimeoutSecondsNotIn(i.SyncTimeoutSecondsNotIn...))
+	}
+	if i.SyncTimeoutSecondsGT != nil {
+		predicates = append(predicates, function.SyncTimeoutSecondsGT(*i.SyncTimeoutSecondsGT))
+	}
+	if i.SyncTimeoutSecondsGTE != nil {
+		predicates = append(predicates, function.SyncTimeoutSecondsGTE(*i.SyncTimeoutSecondsGTE))
+	}
+	if i.SyncTimeoutSecondsLT != nil {
+		predicates = append(predicates, function.SyncTimeoutSecondsLT(*i.SyncTimeoutSecondsLT))
+	}
+	if i.SyncTimeoutSecondsLTE != nil {
+		predicates = append(predicates, function.SyncTimeoutSecondsLTE(*i.SyncTimeoutSecondsLTE))
+	}
+	if i.Public != nil {
+		predicates = append(predicates, function.PublicEQ(*i.Public))
+	}
+	if i.PublicNEQ != nil {
+		predicates = append(predicates, function.PublicNEQ(*i.PublicNEQ))
+	}
+	if i.Cron != nil {
+		predicates = append(predicates, function.CronEQ(*i.Cron))
+	}
+	if i.CronNEQ != nil {
+		predicates = append(predicates, function.CronNEQ(*i.CronNEQ))
+	}
+	if len(i.CronIn) > 0 {
+		predicates = append(predicates, function.CronIn(i.CronIn...))
+	}
+	if len(i.CronNotIn) > 0 {
+		predicates = append(predicates, function.CronNotIn(i.CronNotIn...))
+	}
+	if i.CronGT != nil {
+		predicates = append(predicates, function.CronGT(*i.CronGT))
+	}
+	if i.CronGTE != nil {
+		predicates = append(predicates, function.CronGTE(*i.CronGTE))
+	}
+	if i.CronLT != nil {
+		predicates = append(predicates, function.CronLT(*i.CronLT))
+	}
+	if i.CronLTE != nil {
+		predicates = append(predicates, function.CronLTE(*i.CronLTE))
+	}
+	if i.CronContains != nil {
+		predicates = append(predicates, function.CronContains(*i.CronContains))
+	}
+	if i.CronHasPrefix != nil {
+		predicates = append(predicates, function.CronHasPrefix(*i.CronHasPrefix))
+	}
+	if i.CronHasSuffix != nil {
+		predicates = append(predicates, function.CronHasSuffix(*i.CronHasSuffix))
+	}
+	if i.CronEqualFold != nil {
+		predicates = append(predicates, function.CronEqualFold(*i.CronEqualFold))
+	}
+	if i.CronContainsFold != nil {
+		predicates = append(predicates, function.CronContainsFold(*i.CronContainsFold))
+	}
+	if i.StoppedAt != nil {
+		predicates = append(predicates, function.StoppedAtEQ(*i.StoppedAt))
+	}
+	if i.StoppedAtNEQ != nil {
+		predicates = append(predicates, function.StoppedAtNEQ(*i.StoppedAtNEQ))
+	}
+	if len(i.StoppedAtIn) > 0 {
+		predicates = append(predicates, function.StoppedAtIn(i.StoppedAtIn...))
+	}
+	if len(i.StoppedAtNotIn) > 0 {
+		predicates = append(predicates, function.StoppedAtNotIn(i.StoppedAtNotIn...))
+	}
+	if i.StoppedAtGT != nil {
+		predicates = append(predicates, function.StoppedAtGT(*i.StoppedAtGT))
+	}
+	if i.StoppedAtGTE != nil {
+		predicates = append(predicates, function.StoppedAtGTE(*i.StoppedAtGTE))
+	}
+	if i.StoppedAtLT != nil {
+		predicates = append(predicates, function.StoppedAtLT(*i.StoppedAtLT))
+	}
+	if i.StoppedAtLTE != nil {
+		predicates = append(predicates, function.StoppedAtLTE(*i.StoppedAtLTE))
+	}
+	if i.StoppedAtIsNil {
+		predicates = append(predicates, function.StoppedAtIsNil())
+	}
+	if i.StoppedAtNotNil {
+		predicates = append(predicates, function.StoppedAtNotNil())
+	}
+	if i.NextRunAt != nil {
+		predicates = append(predicates, function.NextRunAtEQ(*i.NextRunAt))
+	}
+	if i.NextRunAtNEQ != nil {
+		predicates = append(predicates, function.NextRunAtNEQ(*i.NextRunAtNEQ))
+	}
+	if len(i.NextRunAtIn) > 0 {
+		predicates = append(predicates, function.NextRunAtIn(i.NextRunAtIn...))
+	}
+	if len(i.NextRunAtNotIn) > 0 {
+		predicates = append(predicates, function.NextRunAtNotIn(i.NextRunAtNotIn...))
+	}
+	if i.NextRunAtGT != nil {
+		predicates = append(predicates, function.NextRunAtGT(*i.NextRunAtGT))
+	}
+	if i.NextRunAtGTE != nil {
+		predicates = append(predicates, function.NextRunAtGTE(*i.NextRunAtGTE))
+	}
+	if i.NextRunAtLT != nil {
+		predicates = append(predicates, function.NextRunAtLT(*i.NextRunAtLT))
+	}
+	if i.NextRunAtLTE != nil {
+		predicates = append(predicates, function.NextRunAtLTE(*i.NextRunAtLTE))
+	}
+	if i.NextRunAtIsNil {
+		predicates = append(predicates, function.NextRunAtIsNil())
+	}
+	if i.NextRunAtNotNil {
+		predicates = append(predicates, function.NextRunAtNotNil())
+	}
+	if i.LastRunAt != nil {
+		predicates = append(predicates, function.LastRunAtEQ(*i.LastRunAt))
+	}
+	if i.LastRunAtNEQ != nil {
+		predicates = append(predicates, function.LastRunAtNEQ(*i.LastRunAtNEQ))
+	}
+	if len(i.LastRunAtIn) > 0 {
+		predicates = append(predicates, function.LastRunAtIn(i.LastRunAtIn...))
+	}
+	if len(i.LastRunAtNotIn) > 0 {
+		predicates = append(predicates, function.LastRunAtNotIn(i.LastRunAtNotIn...))
+	}
+	if i.LastRunAtGT != nil {
+		predicates = append(predicates, function.LastRunAtGT(*i.LastRunAtGT))
+	}
+	if i.LastRunAtGTE != nil {
+		predicates = append(predicates, function.LastRunAtGTE(*i.LastRunAtGTE))
+	}
+	if i.LastRunAtLT != nil {
+		predicates = append(predicates, function.LastRunAtLT(*i.LastRunAtLT))
+	}
+	if i.LastRunAtLTE != nil {
+		predicates = append(predicates, function.LastRunAtLTE(*i.LastRunAtLTE))
+	}
+	if i.LastRunAtIsNil {
+		predicates = append(predicates, function.LastRunAtIsNil())
+	}
+	if i.LastRunAtNotNil {
+		predicates = append(predicates, function.LastRunAtNotNil())
+	}
+	if i.LastRunTaskID != nil {
+		predicates = append(predicates, function.LastRunTaskIDEQ(*i.LastRunTaskID))
+	}
+	if i.LastRunTaskIDNEQ != nil {
+		predicates = append(predicates, function.LastRunTaskIDNEQ(*i.LastRunTaskIDNEQ))
+	}
+	if len(i.LastRunTaskIDIn) > 0 {
+		predicates = append(predicates, function.LastRunTaskIDIn(i.LastRunTaskIDIn...))
+	}
+	if len(i.LastRunTaskIDNotIn) > 0 {
+		predicates = append(predicates, function.LastRunTaskIDNotIn(i.LastRunTaskIDNotIn...))
+	}
+	if i.LastRunTaskIDGT != nil {
+		predicates = append(predicates, function.LastRunTaskIDGT(*i.LastRunTaskIDGT))
+	}
+	if i.LastRunTaskIDGTE != nil {
+		predicates = append(predicates, function.LastRunTaskIDGTE(*i.LastRunTaskIDGTE))
+	}
+	if i.LastRunTaskIDLT != nil {
+		predicates = append(predicates, function.LastRunTaskIDLT(*i.LastRunTaskIDLT))
+	}
+	if i.LastRunTaskIDLTE != nil {
+		predicates = append(predicates, function.LastRunTaskIDLTE(*i.LastRunTaskIDLTE))
+	}
+	if i.LastRunTaskIDContains != nil {
+		predicates = append(predicates, function.LastRunTaskIDContains(*i.LastRunTaskIDContains))
+	}
+	if i.LastRunTaskIDHasPrefix != nil {
+		predicates = append(predicates, function.LastRunTaskIDHasPrefix(*i.LastRunTaskIDHasPrefix))
+	}
+	if i.LastRunTaskIDHasSuffix != nil {
+		predicates = append(predicates, function.LastRunTaskIDHasSuffix(*i.LastRunTaskIDHasSuffix))
+	}
+	if i.LastRunTaskIDIsNil {
+		predicates = append(predicates, function.LastRunTaskIDIsNil())
+	}
+	if i.LastRunTaskIDNotNil {
+		predicates = append(predicates, function.LastRunTaskIDNotNil())
+	}
+	if i.LastRunTaskIDEqualFold != nil {
+		predicates = append(predicates, function.LastRunTaskIDEqualFold(*i.LastRunTaskIDEqualFold))
+	}
+	if i.LastRunTaskIDContainsFold != nil {
+		predicates = append(predicates, function.LastRunTaskIDContainsFold(*i.LastRunTaskIDContainsFold))
+	}
+	if i.SkippedRuns != nil {
+		predicates = append(predicates, function.SkippedRunsEQ(*i.SkippedRuns))
+	}
+	if i.SkippedRunsNEQ != nil {
+		predicates = append(predicates, function.SkippedRunsNEQ(*i.SkippedRunsNEQ))
+	}
+	if len(i.SkippedRunsIn) > 0 {
+		predicates = append(predicates, function.SkippedRunsIn(i.SkippedRunsIn...))
+	}
+	if len(i.SkippedRunsNotIn) > 0 {
+		predicates = append(predicates, function.SkippedRunsNotIn(i.SkippedRunsNotIn...))
+	}
+	if i.SkippedRunsGT != nil {
+		predicates = append(predicates, function.SkippedRunsGT(*i.SkippedRunsGT))
+	}
+	if i.SkippedRunsGTE != nil {
+		predicates = append(predicates, function.SkippedRunsGTE(*i.SkippedRunsGTE))
+	}
+	if i.SkippedRunsLT != nil {
+		predicates = append(predicates, function.SkippedRunsLT(*i.SkippedRunsLT))
+	}
+	if i.SkippedRunsLTE != nil {
+		predicates = append(predicates, function.SkippedRunsLTE(*i.SkippedRunsLTE))
 	}
 
 	if i.HasApp != nil {
@@ -8303,6 +8852,280 @@ func (i *QueueWhereInput) P() (predicate.Queue, error) {
 	}
 }
 
+// SecretWhereInput represents a where input for filtering Secret queries.
+type SecretWhereInput struct {
+	Predicates []predicate.Secret  `json:"-"`
+	Not        *SecretWhereInput   `json:"not,omitempty"`
+	Or         []*SecretWhereInput `json:"or,omitempty"`
+	And        []*SecretWhereInput `json:"and,omitempty"`
+
+	// "id" field predicates.
+	ID             *string  `json:"id,omitempty"`
+	IDNEQ          *string  `json:"idNEQ,omitempty"`
+	IDIn           []string `json:"idIn,omitempty"`
+	IDNotIn        []string `json:"idNotIn,omitempty"`
+	IDGT           *string  `json:"idGT,omitempty"`
+	IDGTE          *string  `json:"idGTE,omitempty"`
+	IDLT           *string  `json:"idLT,omitempty"`
+	IDLTE          *string  `json:"idLTE,omitempty"`
+	IDEqualFold    *string  `json:"idEqualFold,omitempty"`
+	IDContainsFold *string  `json:"idContainsFold,omitempty"`
+
+	// "created_at" field predicates.
+	CreatedAt      *time.Time  `json:"createdAt,omitempty"`
+	CreatedAtNEQ   *time.Time  `json:"createdAtNEQ,omitempty"`
+	CreatedAtIn    []time.Time `json:"createdAtIn,omitempty"`
+	CreatedAtNotIn []time.Time `json:"createdAtNotIn,omitempty"`
+	CreatedAtGT    *time.Time  `json:"createdAtGT,omitempty"`
+	CreatedAtGTE   *time.Time  `json:"createdAtGTE,omitempty"`
+	CreatedAtLT    *time.Time  `json:"createdAtLT,omitempty"`
+	CreatedAtLTE   *time.Time  `json:"createdAtLTE,omitempty"`
+
+	// "name" field predicates.
+	Name             *string  `json:"name,omitempty"`
+	NameNEQ          *string  `json:"nameNEQ,omitempty"`
+	NameIn           []string `json:"nameIn,omitempty"`
+	NameNotIn        []string `json:"nameNotIn,omitempty"`
+	NameGT           *string  `json:"nameGT,omitempty"`
+	NameGTE          *string  `json:"nameGTE,omitempty"`
+	NameLT           *string  `json:"nameLT,omitempty"`
+	NameLTE          *string  `json:"nameLTE,omitempty"`
+	NameContains     *string  `json:"nameContains,omitempty"`
+	NameHasPrefix    *string  `json:"nameHasPrefix,omitempty"`
+	NameHasSuffix    *string  `json:"nameHasSuffix,omitempty"`
+	NameEqualFold    *string  `json:"nameEqualFold,omitempty"`
+	NameContainsFold *string  `json:"nameContainsFold,omitempty"`
+
+	// "owner_id" field predicates.
+	OwnerID             *string  `json:"ownerID,omitempty"`
+	OwnerIDNEQ          *string  `json:"ownerIDNEQ,omitempty"`
+	OwnerIDIn           []string `json:"ownerIDIn,omitempty"`
+	OwnerIDNotIn        []string `json:"ownerIDNotIn,omitempty"`
+	OwnerIDGT           *string  `json:"ownerIDGT,omitempty"`
+	OwnerIDGTE          *string  `json:"ownerIDGTE,omitempty"`
+	OwnerIDLT           *string  `json:"ownerIDLT,omitempty"`
+	OwnerIDLTE          *string  `json:"ownerIDLTE,omitempty"`
+	OwnerIDContains     *string  `json:"ownerIDContains,omitempty"`
+	OwnerIDHasPrefix    *string  `json:"ownerIDHasPrefix,omitempty"`
+	OwnerIDHasSuffix    *string  `json:"ownerIDHasSuffix,omitempty"`
+	OwnerIDEqualFold    *string  `json:"ownerIDEqualFold,omitempty"`
+	OwnerIDContainsFold *string  `json:"ownerIDContainsFold,omitempty"`
+}
+
+// AddPredicates adds custom predicates to the where input to be used during the filtering phase.
+func (i *SecretWhereInput) AddPredicates(predicates ...predicate.Secret) {
+	i.Predicates = append(i.Predicates, predicates...)
+}
+
+// Filter applies the SecretWhereInput filter on the SecretQuery builder.
+func (i *SecretWhereInput) Filter(q *SecretQuery) (*SecretQuery, error) {
+	if i == nil {
+		return q, nil
+	}
+	p, err := i.P()
+	if err != nil {
+		if err == ErrEmptySecretWhereInput {
+			return q, nil
+		}
+		return nil, err
+	}
+	return q.Where(p), nil
+}
+
+// ErrEmptySecretWhereInput is returned in case the SecretWhereInput is empty.
+var ErrEmptySecretWhereInput = errors.New("ent: empty predicate SecretWhereInput")
+
+// P returns a predicate for filtering secrets.
+// An error is returned if the input is empty or invalid.
+func (i *SecretWhereInput) P() (predicate.Secret, error) {
+	var predicates []predicate.Secret
+	if i.Not != nil {
+		p, err := i.Not.P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'not'", err)
+		}
+		predicates = append(predicates, secret.Not(p))
+	}
+	switch n := len(i.Or); {
+	case n == 1:
+		p, err := i.Or[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'or'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		or := make([]predicate.Secret, 0, n)
+		for _, w := range i.Or {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'or'", err)
+			}
+			or = append(or, p)
+		}
+		predicates = append(predicates, secret.Or(or...))
+	}
+	switch n := len(i.And); {
+	case n == 1:
+		p, err := i.And[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'and'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		and := make([]predicate.Secret, 0, n)
+		for _, w := range i.And {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'and'", err)
+			}
+			and = append(and, p)
+		}
+		predicates = append(predicates, secret.And(and...))
+	}
+	predicates = append(predicates, i.Predicates...)
+	if i.ID != nil {
+		predicates = append(predicates, secret.IDEQ(*i.ID))
+	}
+	if i.IDNEQ != nil {
+		predicates = append(predicates, secret.IDNEQ(*i.IDNEQ))
+	}
+	if len(i.IDIn) > 0 {
+		predicates = append(predicates, secret.IDIn(i.IDIn...))
+	}
+	if len(i.IDNotIn) > 0 {
+		predicates = append(predicates, secret.IDNotIn(i.IDNotIn...))
+	}
+	if i.IDGT != nil {
+		predicates = append(predicates, secret.IDGT(*i.IDGT))
+	}
+	if i.IDGTE != nil {
+		predicates = append(predicates, secret.IDGTE(*i.IDGTE))
+	}
+	if i.IDLT != nil {
+		predicates = append(predicates, secret.IDLT(*i.IDLT))
+	}
+	if i.IDLTE != nil {
+		predicates = append(predicates, secret.IDLTE(*i.IDLTE))
+	}
+	if i.IDEqualFold != nil {
+		predicates = append(predicates, secret.IDEqualFold(*i.IDEqualFold))
+	}
+	if i.IDContainsFold != nil {
+		predicates = append(predicates, secret.IDContainsFold(*i.IDContainsFold))
+	}
+	if i.CreatedAt != nil {
+		predicates = append(predicates, secret.CreatedAtEQ(*i.CreatedAt))
+	}
+	if i.CreatedAtNEQ != nil {
+		predicates = append(predicates, secret.CreatedAtNEQ(*i.CreatedAtNEQ))
+	}
+	if len(i.CreatedAtIn) > 0 {
+		predicates = append(predicates, secret.CreatedAtIn(i.CreatedAtIn...))
+	}
+	if len(i.CreatedAtNotIn) > 0 {
+		predicates = append(predicates, secret.CreatedAtNotIn(i.CreatedAtNotIn...))
+	}
+	if i.CreatedAtGT != nil {
+		predicates = append(predicates, secret.CreatedAtGT(*i.CreatedAtGT))
+	}
+	if i.CreatedAtGTE != nil {
+		predicates = append(predicates, secret.CreatedAtGTE(*i.CreatedAtGTE))
+	}
+	if i.CreatedAtLT != nil {
+		predicates = append(predicates, secret.CreatedAtLT(*i.CreatedAtLT))
+	}
+	if i.CreatedAtLTE != nil {
+		predicates = append(predicates, secret.CreatedAtLTE(*i.CreatedAtLTE))
+	}
+	if i.Name != nil {
+		predicates = append(predicates, secret.NameEQ(*i.Name))
+	}
+	if i.NameNEQ != nil {
+		predicates = append(predicates, secret.NameNEQ(*i.NameNEQ))
+	}
+	if len(i.NameIn) > 0 {
+		predicates = append(predicates, secret.NameIn(i.NameIn...))
+	}
+	if len(i.NameNotIn) > 0 {
+		predicates = append(predicates, secret.NameNotIn(i.NameNotIn...))
+	}
+	if i.NameGT != nil {
+		predicates = append(predicates, secret.NameGT(*i.NameGT))
+	}
+	if i.NameGTE != nil {
+		predicates = append(predicates, secret.NameGTE(*i.NameGTE))
+	}
+	if i.NameLT != nil {
+		predicates = append(predicates, secret.NameLT(*i.NameLT))
+	}
+	if i.NameLTE != nil {
+		predicates = append(predicates, secret.NameLTE(*i.NameLTE))
+	}
+	if i.NameContains != nil {
+		predicates = append(predicates, secret.NameContains(*i.NameContains))
+	}
+	if i.NameHasPrefix != nil {
+		predicates = append(predicates, secret.NameHasPrefix(*i.NameHasPrefix))
+	}
+	if i.NameHasSuffix != nil {
+		predicates = append(predicates, secret.NameHasSuffix(*i.NameHasSuffix))
+	}
+	if i.NameEqualFold != nil {
+		predicates = append(predicates, secret.NameEqualFold(*i.NameEqualFold))
+	}
+	if i.NameContainsFold != nil {
+		predicates = append(predicates, secret.NameContainsFold(*i.NameContainsFold))
+	}
+	if i.OwnerID != nil {
+		predicates = append(predicates, secret.OwnerIDEQ(*i.OwnerID))
+	}
+	if i.OwnerIDNEQ != nil {
+		predicates = append(predicates, secret.OwnerIDNEQ(*i.OwnerIDNEQ))
+	}
+	if len(i.OwnerIDIn) > 0 {
+		predicates = append(predicates, secret.OwnerIDIn(i.OwnerIDIn...))
+	}
+	if len(i.OwnerIDNotIn) > 0 {
+		predicates = append(predicates, secret.OwnerIDNotIn(i.OwnerIDNotIn...))
+	}
+	if i.OwnerIDGT != nil {
+		predicates = append(predicates, secret.OwnerIDGT(*i.OwnerIDGT))
+	}
+	if i.OwnerIDGTE != nil {
+		predicates = append(predicates, secret.OwnerIDGTE(*i.OwnerIDGTE))
+	}
+	if i.OwnerIDLT != nil {
+		predicates = append(predicates, secret.OwnerIDLT(*i.OwnerIDLT))
+	}
+	if i.OwnerIDLTE != nil {
+		predicates = append(predicates, secret.OwnerIDLTE(*i.OwnerIDLTE))
+	}
+	if i.OwnerIDContains != nil {
+		predicates = append(predicates, secret.OwnerIDContains(*i.OwnerIDContains))
+	}
+	if i.OwnerIDHasPrefix != nil {
+		predicates = append(predicates, secret.OwnerIDHasPrefix(*i.OwnerIDHasPrefix))
+	}
+	if i.OwnerIDHasSuffix != nil {
+		predicates = append(predicates, secret.OwnerIDHasSuffix(*i.OwnerIDHasSuffix))
+	}
+	if i.OwnerIDEqualFold != nil {
+		predicates = append(predicates, secret.OwnerIDEqualFold(*i.OwnerIDEqualFold))
+	}
+	if i.OwnerIDContainsFold != nil {
+		predicates = append(predicates, secret.OwnerIDContainsFold(*i.OwnerIDContainsFold))
+	}
+
+	switch len(predicates) {
+	case 0:
+		return nil, ErrEmptySecretWhereInput
+	case 1:
+		return predicates[0], nil
+	default:
+		return secret.And(predicates...), nil
+	}
+}
+
 // ServiceWhereInput represents a where input for filtering Service queries.
 type ServiceWhereInput struct {
 	Predicates []predicate.Service  `json:"-"`
@@ -9822,6 +10645,27 @@ type TaskWhereInput struct {
 	StateIn    []task.State `json:"stateIn,omitempty"`
 	StateNotIn []task.State `json:"stateNotIn,omitempty"`
 
+	// "source" field predicates.
+	Source      *task.Source  `json:"source,omitempty"`
+	SourceNEQ   *task.Source  `json:"sourceNEQ,omitempty"`
+	SourceIn    []task.Source `json:"sourceIn,omitempty"`
+	SourceNotIn []task.Source `json:"sourceNotIn,omitempty"`
+
+	// "idempotency_key" field predicates.
+	IdempotencyKey             *string  `json:"idempotencyKey,omitempty"`
+	IdempotencyKeyNEQ          *string  `json:"idempotencyKeyNEQ,omitempty"`
+	IdempotencyKeyIn           []string `json:"idempotencyKeyIn,omitempty"`
+	IdempotencyKeyNotIn        []string `json:"idempotencyKeyNotIn,omitempty"`
+	IdempotencyKeyGT           *string  `json:"idempotencyKeyGT,omitempty"`
+	IdempotencyKeyGTE          *string  `json:"idempotencyKeyGTE,omitempty"`
+	IdempotencyKeyLT           *string  `json:"idempotencyKeyLT,omitempty"`
+	IdempotencyKeyLTE          *string  `json:"idempotencyKeyLTE,omitempty"`
+	IdempotencyKeyContains     *string  `json:"idempotencyKeyContains,omitempty"`
+	IdempotencyKeyHasPrefix    *string  `json:"idempotencyKeyHasPrefix,omitempty"`
+	IdempotencyKeyHasSuffix    *string  `json:"idempotencyKeyHasSuffix,omitempty"`
+	IdempotencyKeyEqualFold    *string  `json:"idempotencyKeyEqualFold,omitempty"`
+	IdempotencyKeyContainsFold *string  `json:"idempotencyKeyContainsFold,omitempty"`
+
 	// "attempt" field predicates.
 	Attempt      *int  `json:"attempt,omitempty"`
 	AttemptNEQ   *int  `json:"attemptNEQ,omitempty"`
@@ -10329,6 +11173,57 @@ func (i *TaskWhereInput) P() (predicate.Task, error) {
 	}
 	if len(i.StateNotIn) > 0 {
 		predicates = append(predicates, task.StateNotIn(i.StateNotIn...))
+	}
+	if i.Source != nil {
+		predicates = append(predicates, task.SourceEQ(*i.Source))
+	}
+	if i.SourceNEQ != nil {
+		predicates = append(predicates, task.SourceNEQ(*i.SourceNEQ))
+	}
+	if len(i.SourceIn) > 0 {
+		predicates = append(predicates, task.SourceIn(i.SourceIn...))
+	}
+	if len(i.SourceNotIn) > 0 {
+		predicates = append(predicates, task.SourceNotIn(i.SourceNotIn...))
+	}
+	if i.IdempotencyKey != nil {
+		predicates = append(predicates, task.IdempotencyKeyEQ(*i.IdempotencyKey))
+	}
+	if i.IdempotencyKeyNEQ != nil {
+		predicates = append(predicates, task.IdempotencyKeyNEQ(*i.IdempotencyKeyNEQ))
+	}
+	if len(i.IdempotencyKeyIn) > 0 {
+		predicates = append(predicates, task.IdempotencyKeyIn(i.IdempotencyKeyIn...))
+	}
+	if len(i.IdempotencyKeyNotIn) > 0 {
+		predicates = append(predicates, task.IdempotencyKeyNotIn(i.IdempotencyKeyNotIn...))
+	}
+	if i.IdempotencyKeyGT != nil {
+		predicates = append(predicates, task.IdempotencyKeyGT(*i.IdempotencyKeyGT))
+	}
+	if i.IdempotencyKeyGTE != nil {
+		predicates = append(predicates, task.IdempotencyKeyGTE(*i.IdempotencyKeyGTE))
+	}
+	if i.IdempotencyKeyLT != nil {
+		predicates = append(predicates, task.IdempotencyKeyLT(*i.IdempotencyKeyLT))
+	}
+	if i.IdempotencyKeyLTE != nil {
+		predicates = append(predicates, task.IdempotencyKeyLTE(*i.IdempotencyKeyLTE))
+	}
+	if i.IdempotencyKeyContains != nil {
+		predicates = append(predicates, task.IdempotencyKeyContains(*i.IdempotencyKeyContains))
+	}
+	if i.IdempotencyKeyHasPrefix != nil {
+		predicates = append(predicates, task.IdempotencyKeyHasPrefix(*i.IdempotencyKeyHasPrefix))
+	}
+	if i.IdempotencyKeyHasSuffix != nil {
+		predicates = append(predicates, task.IdempotencyKeyHasSuffix(*i.IdempotencyKeyHasSuffix))
+	}
+	if i.IdempotencyKeyEqualFold != nil {
+		predicates = append(predicates, task.IdempotencyKeyEqualFold(*i.IdempotencyKeyEqualFold))
+	}
+	if i.IdempotencyKeyContainsFold != nil {
+		predicates = append(predicates, task.IdempotencyKeyContainsFold(*i.IdempotencyKeyContainsFold))
 	}
 	if i.Attempt != nil {
 		predicates = append(predicates, task.AttemptEQ(*i.Attempt))

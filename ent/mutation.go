@@ -31,6 +31,7 @@ import (
 	"github.com/levers9/levers9/ent/predicate"
 	"github.com/levers9/levers9/ent/project"
 	"github.com/levers9/levers9/ent/queue"
+	"github.com/levers9/levers9/ent/secret"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
 	"github.com/levers9/levers9/ent/task"
@@ -69,6 +70,7 @@ const (
 	TypeNodeInvite  = "NodeInvite"
 	TypeProject     = "Project"
 	TypeQueue       = "Queue"
+	TypeSecret      = "Secret"
 	TypeService     = "Service"
 	TypeStorage     = "Storage"
 	TypeTask        = "Task"
@@ -1223,6 +1225,10 @@ type AppMutation struct {
 	ephemeral        *bool
 	code_hash        *string
 	last_seen_at     *time.Time
+	version          *int
+	addversion       *int
+	live_version     *int
+	addlive_version  *int
 	stopped_at       *time.Time
 	stop_reason      *string
 	clearedFields    map[string]struct{}
@@ -1713,6 +1719,118 @@ func (m *AppMutation) ResetLastSeenAt() {
 	delete(m.clearedFields, app.FieldLastSeenAt)
 }
 
+// SetVersion sets the "version" field.
+func (m *AppMutation) SetVersion(i int) {
+	m.version = &i
+	m.addversion = nil
+}
+
+// Version returns the value of the "version" field in the mutation.
+func (m *AppMutation) Version() (r int, exists bool) {
+	v := m.version
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldVersion returns the old "version" field's value of the App entity.
+// If the App object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AppMutation) OldVersion(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldVersion is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldVersion requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldVersion: %w", err)
+	}
+	return oldValue.Version, nil
+}
+
+// AddVersion adds i to the "version" field.
+func (m *AppMutation) AddVersion(i int) {
+	if m.addversion != nil {
+		*m.addversion += i
+	} else {
+		m.addversion = &i
+	}
+}
+
+// AddedVersion returns the value that was added to the "version" field in this mutation.
+func (m *AppMutation) AddedVersion() (r int, exists bool) {
+	v := m.addversion
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetVersion resets all changes to the "version" field.
+func (m *AppMutation) ResetVersion() {
+	m.version = nil
+	m.addversion = nil
+}
+
+// SetLiveVersion sets the "live_version" field.
+func (m *AppMutation) SetLiveVersion(i int) {
+	m.live_version = &i
+	m.addlive_version = nil
+}
+
+// LiveVersion returns the value of the "live_version" field in the mutation.
+func (m *AppMutation) LiveVersion() (r int, exists bool) {
+	v := m.live_version
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLiveVersion returns the old "live_version" field's value of the App entity.
+// If the App object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AppMutation) OldLiveVersion(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLiveVersion is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLiveVersion requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLiveVersion: %w", err)
+	}
+	return oldValue.LiveVersion, nil
+}
+
+// AddLiveVersion adds i to the "live_version" field.
+func (m *AppMutation) AddLiveVersion(i int) {
+	if m.addlive_version != nil {
+		*m.addlive_version += i
+	} else {
+		m.addlive_version = &i
+	}
+}
+
+// AddedLiveVersion returns the value that was added to the "live_version" field in this mutation.
+func (m *AppMutation) AddedLiveVersion() (r int, exists bool) {
+	v := m.addlive_version
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetLiveVersion resets all changes to the "live_version" field.
+func (m *AppMutation) ResetLiveVersion() {
+	m.live_version = nil
+	m.addlive_version = nil
+}
+
 // SetStoppedAt sets the "stopped_at" field.
 func (m *AppMutation) SetStoppedAt(t time.Time) {
 	m.stopped_at = &t
@@ -1913,7 +2031,7 @@ func (m *AppMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *AppMutation) Fields() []string {
-	fields := make([]string, 0, 12)
+	fields := make([]string, 0, 14)
 	if m.created_at != nil {
 		fields = append(fields, app.FieldCreatedAt)
 	}
@@ -1943,6 +2061,12 @@ func (m *AppMutation) Fields() []string {
 	}
 	if m.last_seen_at != nil {
 		fields = append(fields, app.FieldLastSeenAt)
+	}
+	if m.version != nil {
+		fields = append(fields, app.FieldVersion)
+	}
+	if m.live_version != nil {
+		fields = append(fields, app.FieldLiveVersion)
 	}
 	if m.stopped_at != nil {
 		fields = append(fields, app.FieldStoppedAt)
@@ -1978,6 +2102,10 @@ func (m *AppMutation) Field(name string) (ent.Value, bool) {
 		return m.OwnerID()
 	case app.FieldLastSeenAt:
 		return m.LastSeenAt()
+	case app.FieldVersion:
+		return m.Version()
+	case app.FieldLiveVersion:
+		return m.LiveVersion()
 	case app.FieldStoppedAt:
 		return m.StoppedAt()
 	case app.FieldStopReason:
@@ -2011,6 +2139,10 @@ func (m *AppMutation) OldField(ctx context.Context, name string) (ent.Value, err
 		return m.OldOwnerID(ctx)
 	case app.FieldLastSeenAt:
 		return m.OldLastSeenAt(ctx)
+	case app.FieldVersion:
+		return m.OldVersion(ctx)
+	case app.FieldLiveVersion:
+		return m.OldLiveVersion(ctx)
 	case app.FieldStoppedAt:
 		return m.OldStoppedAt(ctx)
 	case app.FieldStopReason:
@@ -2094,6 +2226,20 @@ func (m *AppMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetLastSeenAt(v)
 		return nil
+	case app.FieldVersion:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetVersion(v)
+		return nil
+	case app.FieldLiveVersion:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLiveVersion(v)
+		return nil
 	case app.FieldStoppedAt:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -2115,13 +2261,26 @@ func (m *AppMutation) SetField(name string, value ent.Value) error {
 // AddedFields returns all numeric fields that were incremented/decremented during
 // this mutation.
 func (m *AppMutation) AddedFields() []string {
-	return nil
+	var fields []string
+	if m.addversion != nil {
+		fields = append(fields, app.FieldVersion)
+	}
+	if m.addlive_version != nil {
+		fields = append(fields, app.FieldLiveVersion)
+	}
+	return fields
 }
 
 // AddedField returns the numeric value that was incremented/decremented on a field
 // with the given name. The second boolean return value indicates that this field
 // was not set, or was not defined in the schema.
 func (m *AppMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case app.FieldVersion:
+		return m.AddedVersion()
+	case app.FieldLiveVersion:
+		return m.AddedLiveVersion()
+	}
 	return nil, false
 }
 
@@ -2130,6 +2289,20 @@ func (m *AppMutation) AddedField(name string) (ent.Value, bool) {
 // type.
 func (m *AppMutation) AddField(name string, value ent.Value) error {
 	switch name {
+	case app.FieldVersion:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddVersion(v)
+		return nil
+	case app.FieldLiveVersion:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddLiveVersion(v)
+		return nil
 	}
 	return fmt.Errorf("unknown App numeric field %s", name)
 }
@@ -2201,6 +2374,12 @@ func (m *AppMutation) ResetField(name string) error {
 		return nil
 	case app.FieldLastSeenAt:
 		m.ResetLastSeenAt()
+		return nil
+	case app.FieldVersion:
+		m.ResetVersion()
+		return nil
+	case app.FieldLiveVersion:
+		m.ResetLiveVersion()
 		return nil
 	case app.FieldStoppedAt:
 		m.ResetStoppedAt()
@@ -8107,6 +8286,24 @@ type FunctionMutation struct {
 	addconcurrency              *int
 	scaledown_window_seconds    *int
 	addscaledown_window_seconds *int
+	version                     *int
+	addversion                  *int
+	kind                        *function.Kind
+	deployment                  *string
+	code_hash                   *string
+	http_method                 *string
+	sync_timeout_seconds        *int
+	addsync_timeout_seconds     *int
+	public                      *bool
+	secrets                     *[]string
+	appendsecrets               []string
+	cron                        *string
+	stopped_at                  *time.Time
+	next_run_at                 *time.Time
+	last_run_at                 *time.Time
+	last_run_task_id            *string
+	skipped_runs                *int
+	addskipped_runs             *int
 	clearedFields               map[string]struct{}
 	app                         *string
 	clearedapp                  bool
@@ -9297,6 +9494,651 @@ func (m *FunctionMutation) ResetScaledownWindowSeconds() {
 	m.addscaledown_window_seconds = nil
 }
 
+// SetVersion sets the "version" field.
+func (m *FunctionMutation) SetVersion(i int) {
+	m.version = &i
+	m.addversion = nil
+}
+
+// Version returns the value of the "version" field in the mutation.
+func (m *FunctionMutation) Version() (r int, exists bool) {
+	v := m.version
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldVersion returns the old "version" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldVersion(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldVersion is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldVersion requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldVersion: %w", err)
+	}
+	return oldValue.Version, nil
+}
+
+// AddVersion adds i to the "version" field.
+func (m *FunctionMutation) AddVersion(i int) {
+	if m.addversion != nil {
+		*m.addversion += i
+	} else {
+		m.addversion = &i
+	}
+}
+
+// AddedVersion returns the value that was added to the "version" field in this mutation.
+func (m *FunctionMutation) AddedVersion() (r int, exists bool) {
+	v := m.addversion
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetVersion resets all changes to the "version" field.
+func (m *FunctionMutation) ResetVersion() {
+	m.version = nil
+	m.addversion = nil
+}
+
+// SetKind sets the "kind" field.
+func (m *FunctionMutation) SetKind(f function.Kind) {
+	m.kind = &f
+}
+
+// Kind returns the value of the "kind" field in the mutation.
+func (m *FunctionMutation) Kind() (r function.Kind, exists bool) {
+	v := m.kind
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKind returns the old "kind" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldKind(ctx context.Context) (v function.Kind, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKind is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKind requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKind: %w", err)
+	}
+	return oldValue.Kind, nil
+}
+
+// ResetKind resets all changes to the "kind" field.
+func (m *FunctionMutation) ResetKind() {
+	m.kind = nil
+}
+
+// SetDeployment sets the "deployment" field.
+func (m *FunctionMutation) SetDeployment(s string) {
+	m.deployment = &s
+}
+
+// Deployment returns the value of the "deployment" field in the mutation.
+func (m *FunctionMutation) Deployment() (r string, exists bool) {
+	v := m.deployment
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDeployment returns the old "deployment" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldDeployment(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDeployment is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDeployment requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDeployment: %w", err)
+	}
+	return oldValue.Deployment, nil
+}
+
+// ResetDeployment resets all changes to the "deployment" field.
+func (m *FunctionMutation) ResetDeployment() {
+	m.deployment = nil
+}
+
+// SetCodeHash sets the "code_hash" field.
+func (m *FunctionMutation) SetCodeHash(s string) {
+	m.code_hash = &s
+}
+
+// CodeHash returns the value of the "code_hash" field in the mutation.
+func (m *FunctionMutation) CodeHash() (r string, exists bool) {
+	v := m.code_hash
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCodeHash returns the old "code_hash" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldCodeHash(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCodeHash is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCodeHash requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCodeHash: %w", err)
+	}
+	return oldValue.CodeHash, nil
+}
+
+// ResetCodeHash resets all changes to the "code_hash" field.
+func (m *FunctionMutation) ResetCodeHash() {
+	m.code_hash = nil
+}
+
+// SetHTTPMethod sets the "http_method" field.
+func (m *FunctionMutation) SetHTTPMethod(s string) {
+	m.http_method = &s
+}
+
+// HTTPMethod returns the value of the "http_method" field in the mutation.
+func (m *FunctionMutation) HTTPMethod() (r string, exists bool) {
+	v := m.http_method
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldHTTPMethod returns the old "http_method" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldHTTPMethod(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldHTTPMethod is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldHTTPMethod requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldHTTPMethod: %w", err)
+	}
+	return oldValue.HTTPMethod, nil
+}
+
+// ResetHTTPMethod resets all changes to the "http_method" field.
+func (m *FunctionMutation) ResetHTTPMethod() {
+	m.http_method = nil
+}
+
+// SetSyncTimeoutSeconds sets the "sync_timeout_seconds" field.
+func (m *FunctionMutation) SetSyncTimeoutSeconds(i int) {
+	m.sync_timeout_seconds = &i
+	m.addsync_timeout_seconds = nil
+}
+
+// SyncTimeoutSeconds returns the value of the "sync_timeout_seconds" field in the mutation.
+func (m *FunctionMutation) SyncTimeoutSeconds() (r int, exists bool) {
+	v := m.sync_timeout_seconds
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSyncTimeoutSeconds returns the old "sync_timeout_seconds" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldSyncTimeoutSeconds(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSyncTimeoutSeconds is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSyncTimeoutSeconds requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSyncTimeoutSeconds: %w", err)
+	}
+	return oldValue.SyncTimeoutSeconds, nil
+}
+
+// AddSyncTimeoutSeconds adds i to the "sync_timeout_seconds" field.
+func (m *FunctionMutation) AddSyncTimeoutSeconds(i int) {
+	if m.addsync_timeout_seconds != nil {
+		*m.addsync_timeout_seconds += i
+	} else {
+		m.addsync_timeout_seconds = &i
+	}
+}
+
+// AddedSyncTimeoutSeconds returns the value that was added to the "sync_timeout_seconds" field in this mutation.
+func (m *FunctionMutation) AddedSyncTimeoutSeconds() (r int, exists bool) {
+	v := m.addsync_timeout_seconds
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetSyncTimeoutSeconds resets all changes to the "sync_timeout_seconds" field.
+func (m *FunctionMutation) ResetSyncTimeoutSeconds() {
+	m.sync_timeout_seconds = nil
+	m.addsync_timeout_seconds = nil
+}
+
+// SetPublic sets the "public" field.
+func (m *FunctionMutation) SetPublic(b bool) {
+	m.public = &b
+}
+
+// Public returns the value of the "public" field in the mutation.
+func (m *FunctionMutation) Public() (r bool, exists bool) {
+	v := m.public
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPublic returns the old "public" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldPublic(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPublic is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPublic requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPublic: %w", err)
+	}
+	return oldValue.Public, nil
+}
+
+// ResetPublic resets all changes to the "public" field.
+func (m *FunctionMutation) ResetPublic() {
+	m.public = nil
+}
+
+// SetSecrets sets the "secrets" field.
+func (m *FunctionMutation) SetSecrets(s []string) {
+	m.secrets = &s
+	m.appendsecrets = nil
+}
+
+// Secrets returns the value of the "secrets" field in the mutation.
+func (m *FunctionMutation) Secrets() (r []string, exists bool) {
+	v := m.secrets
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSecrets returns the old "secrets" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldSecrets(ctx context.Context) (v []string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSecrets is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSecrets requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSecrets: %w", err)
+	}
+	return oldValue.Secrets, nil
+}
+
+// AppendSecrets adds s to the "secrets" field.
+func (m *FunctionMutation) AppendSecrets(s []string) {
+	m.appendsecrets = append(m.appendsecrets, s...)
+}
+
+// AppendedSecrets returns the list of values that were appended to the "secrets" field in this mutation.
+func (m *FunctionMutation) AppendedSecrets() ([]string, bool) {
+	if len(m.appendsecrets) == 0 {
+		return nil, false
+	}
+	return m.appendsecrets, true
+}
+
+// ClearSecrets clears the value of the "secrets" field.
+func (m *FunctionMutation) ClearSecrets() {
+	m.secrets = nil
+	m.appendsecrets = nil
+	m.clearedFields[function.FieldSecrets] = struct{}{}
+}
+
+// SecretsCleared returns if the "secrets" field was cleared in this mutation.
+func (m *FunctionMutation) SecretsCleared() bool {
+	_, ok := m.clearedFields[function.FieldSecrets]
+	return ok
+}
+
+// ResetSecrets resets all changes to the "secrets" field.
+func (m *FunctionMutation) ResetSecrets() {
+	m.secrets = nil
+	m.appendsecrets = nil
+	delete(m.clearedFields, function.FieldSecrets)
+}
+
+// SetCron sets the "cron" field.
+func (m *FunctionMutation) SetCron(s string) {
+	m.cron = &s
+}
+
+// Cron returns the value of the "cron" field in the mutation.
+func (m *FunctionMutation) Cron() (r string, exists bool) {
+	v := m.cron
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCron returns the old "cron" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldCron(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCron is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCron requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCron: %w", err)
+	}
+	return oldValue.Cron, nil
+}
+
+// ResetCron resets all changes to the "cron" field.
+func (m *FunctionMutation) ResetCron() {
+	m.cron = nil
+}
+
+// SetStoppedAt sets the "stopped_at" field.
+func (m *FunctionMutation) SetStoppedAt(t time.Time) {
+	m.stopped_at = &t
+}
+
+// StoppedAt returns the value of the "stopped_at" field in the mutation.
+func (m *FunctionMutation) StoppedAt() (r time.Time, exists bool) {
+	v := m.stopped_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStoppedAt returns the old "stopped_at" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldStoppedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStoppedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStoppedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStoppedAt: %w", err)
+	}
+	return oldValue.StoppedAt, nil
+}
+
+// ClearStoppedAt clears the value of the "stopped_at" field.
+func (m *FunctionMutation) ClearStoppedAt() {
+	m.stopped_at = nil
+	m.clearedFields[function.FieldStoppedAt] = struct{}{}
+}
+
+// StoppedAtCleared returns if the "stopped_at" field was cleared in this mutation.
+func (m *FunctionMutation) StoppedAtCleared() bool {
+	_, ok := m.clearedFields[function.FieldStoppedAt]
+	return ok
+}
+
+// ResetStoppedAt resets all changes to the "stopped_at" field.
+func (m *FunctionMutation) ResetStoppedAt() {
+	m.stopped_at = nil
+	delete(m.clearedFields, function.FieldStoppedAt)
+}
+
+// SetNextRunAt sets the "next_run_at" field.
+func (m *FunctionMutation) SetNextRunAt(t time.Time) {
+	m.next_run_at = &t
+}
+
+// NextRunAt returns the value of the "next_run_at" field in the mutation.
+func (m *FunctionMutation) NextRunAt() (r time.Time, exists bool) {
+	v := m.next_run_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldNextRunAt returns the old "next_run_at" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldNextRunAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldNextRunAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldNextRunAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldNextRunAt: %w", err)
+	}
+	return oldValue.NextRunAt, nil
+}
+
+// ClearNextRunAt clears the value of the "next_run_at" field.
+func (m *FunctionMutation) ClearNextRunAt() {
+	m.next_run_at = nil
+	m.clearedFields[function.FieldNextRunAt] = struct{}{}
+}
+
+// NextRunAtCleared returns if the "next_run_at" field was cleared in this mutation.
+func (m *FunctionMutation) NextRunAtCleared() bool {
+	_, ok := m.clearedFields[function.FieldNextRunAt]
+	return ok
+}
+
+// ResetNextRunAt resets all changes to the "next_run_at" field.
+func (m *FunctionMutation) ResetNextRunAt() {
+	m.next_run_at = nil
+	delete(m.clearedFields, function.FieldNextRunAt)
+}
+
+// SetLastRunAt sets the "last_run_at" field.
+func (m *FunctionMutation) SetLastRunAt(t time.Time) {
+	m.last_run_at = &t
+}
+
+// LastRunAt returns the value of the "last_run_at" field in the mutation.
+func (m *FunctionMutation) LastRunAt() (r time.Time, exists bool) {
+	v := m.last_run_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastRunAt returns the old "last_run_at" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldLastRunAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastRunAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastRunAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastRunAt: %w", err)
+	}
+	return oldValue.LastRunAt, nil
+}
+
+// ClearLastRunAt clears the value of the "last_run_at" field.
+func (m *FunctionMutation) ClearLastRunAt() {
+	m.last_run_at = nil
+	m.clearedFields[function.FieldLastRunAt] = struct{}{}
+}
+
+// LastRunAtCleared returns if the "last_run_at" field was cleared in this mutation.
+func (m *FunctionMutation) LastRunAtCleared() bool {
+	_, ok := m.clearedFields[function.FieldLastRunAt]
+	return ok
+}
+
+// ResetLastRunAt resets all changes to the "last_run_at" field.
+func (m *FunctionMutation) ResetLastRunAt() {
+	m.last_run_at = nil
+	delete(m.clearedFields, function.FieldLastRunAt)
+}
+
+// SetLastRunTaskID sets the "last_run_task_id" field.
+func (m *FunctionMutation) SetLastRunTaskID(s string) {
+	m.last_run_task_id = &s
+}
+
+// LastRunTaskID returns the value of the "last_run_task_id" field in the mutation.
+func (m *FunctionMutation) LastRunTaskID() (r string, exists bool) {
+	v := m.last_run_task_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastRunTaskID returns the old "last_run_task_id" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldLastRunTaskID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastRunTaskID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastRunTaskID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastRunTaskID: %w", err)
+	}
+	return oldValue.LastRunTaskID, nil
+}
+
+// ClearLastRunTaskID clears the value of the "last_run_task_id" field.
+func (m *FunctionMutation) ClearLastRunTaskID() {
+	m.last_run_task_id = nil
+	m.clearedFields[function.FieldLastRunTaskID] = struct{}{}
+}
+
+// LastRunTaskIDCleared returns if the "last_run_task_id" field was cleared in this mutation.
+func (m *FunctionMutation) LastRunTaskIDCleared() bool {
+	_, ok := m.clearedFields[function.FieldLastRunTaskID]
+	return ok
+}
+
+// ResetLastRunTaskID resets all changes to the "last_run_task_id" field.
+func (m *FunctionMutation) ResetLastRunTaskID() {
+	m.last_run_task_id = nil
+	delete(m.clearedFields, function.FieldLastRunTaskID)
+}
+
+// SetSkippedRuns sets the "skipped_runs" field.
+func (m *FunctionMutation) SetSkippedRuns(i int) {
+	m.skipped_runs = &i
+	m.addskipped_runs = nil
+}
+
+// SkippedRuns returns the value of the "skipped_runs" field in the mutation.
+func (m *FunctionMutation) SkippedRuns() (r int, exists bool) {
+	v := m.skipped_runs
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSkippedRuns returns the old "skipped_runs" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldSkippedRuns(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSkippedRuns is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSkippedRuns requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSkippedRuns: %w", err)
+	}
+	return oldValue.SkippedRuns, nil
+}
+
+// AddSkippedRuns adds i to the "skipped_runs" field.
+func (m *FunctionMutation) AddSkippedRuns(i int) {
+	if m.addskipped_runs != nil {
+		*m.addskipped_runs += i
+	} else {
+		m.addskipped_runs = &i
+	}
+}
+
+// AddedSkippedRuns returns the value that was added to the "skipped_runs" field in this mutation.
+func (m *FunctionMutation) AddedSkippedRuns() (r int, exists bool) {
+	v := m.addskipped_runs
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetSkippedRuns resets all changes to the "skipped_runs" field.
+func (m *FunctionMutation) ResetSkippedRuns() {
+	m.skipped_runs = nil
+	m.addskipped_runs = nil
+}
+
 // ClearApp clears the "app" edge to the App entity.
 func (m *FunctionMutation) ClearApp() {
 	m.clearedapp = true
@@ -9493,7 +10335,7 @@ func (m *FunctionMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *FunctionMutation) Fields() []string {
-	fields := make([]string, 0, 23)
+	fields := make([]string, 0, 37)
 	if m.created_at != nil {
 		fields = append(fields, function.FieldCreatedAt)
 	}
@@ -9563,6 +10405,48 @@ func (m *FunctionMutation) Fields() []string {
 	if m.scaledown_window_seconds != nil {
 		fields = append(fields, function.FieldScaledownWindowSeconds)
 	}
+	if m.version != nil {
+		fields = append(fields, function.FieldVersion)
+	}
+	if m.kind != nil {
+		fields = append(fields, function.FieldKind)
+	}
+	if m.deployment != nil {
+		fields = append(fields, function.FieldDeployment)
+	}
+	if m.code_hash != nil {
+		fields = append(fields, function.FieldCodeHash)
+	}
+	if m.http_method != nil {
+		fields = append(fields, function.FieldHTTPMethod)
+	}
+	if m.sync_timeout_seconds != nil {
+		fields = append(fields, function.FieldSyncTimeoutSeconds)
+	}
+	if m.public != nil {
+		fields = append(fields, function.FieldPublic)
+	}
+	if m.secrets != nil {
+		fields = append(fields, function.FieldSecrets)
+	}
+	if m.cron != nil {
+		fields = append(fields, function.FieldCron)
+	}
+	if m.stopped_at != nil {
+		fields = append(fields, function.FieldStoppedAt)
+	}
+	if m.next_run_at != nil {
+		fields = append(fields, function.FieldNextRunAt)
+	}
+	if m.last_run_at != nil {
+		fields = append(fields, function.FieldLastRunAt)
+	}
+	if m.last_run_task_id != nil {
+		fields = append(fields, function.FieldLastRunTaskID)
+	}
+	if m.skipped_runs != nil {
+		fields = append(fields, function.FieldSkippedRuns)
+	}
 	return fields
 }
 
@@ -9617,6 +10501,34 @@ func (m *FunctionMutation) Field(name string) (ent.Value, bool) {
 		return m.Concurrency()
 	case function.FieldScaledownWindowSeconds:
 		return m.ScaledownWindowSeconds()
+	case function.FieldVersion:
+		return m.Version()
+	case function.FieldKind:
+		return m.Kind()
+	case function.FieldDeployment:
+		return m.Deployment()
+	case function.FieldCodeHash:
+		return m.CodeHash()
+	case function.FieldHTTPMethod:
+		return m.HTTPMethod()
+	case function.FieldSyncTimeoutSeconds:
+		return m.SyncTimeoutSeconds()
+	case function.FieldPublic:
+		return m.Public()
+	case function.FieldSecrets:
+		return m.Secrets()
+	case function.FieldCron:
+		return m.Cron()
+	case function.FieldStoppedAt:
+		return m.StoppedAt()
+	case function.FieldNextRunAt:
+		return m.NextRunAt()
+	case function.FieldLastRunAt:
+		return m.LastRunAt()
+	case function.FieldLastRunTaskID:
+		return m.LastRunTaskID()
+	case function.FieldSkippedRuns:
+		return m.SkippedRuns()
 	}
 	return nil, false
 }
@@ -9672,6 +10584,34 @@ func (m *FunctionMutation) OldField(ctx context.Context, name string) (ent.Value
 		return m.OldConcurrency(ctx)
 	case function.FieldScaledownWindowSeconds:
 		return m.OldScaledownWindowSeconds(ctx)
+	case function.FieldVersion:
+		return m.OldVersion(ctx)
+	case function.FieldKind:
+		return m.OldKind(ctx)
+	case function.FieldDeployment:
+		return m.OldDeployment(ctx)
+	case function.FieldCodeHash:
+		return m.OldCodeHash(ctx)
+	case function.FieldHTTPMethod:
+		return m.OldHTTPMethod(ctx)
+	case function.FieldSyncTimeoutSeconds:
+		return m.OldSyncTimeoutSeconds(ctx)
+	case function.FieldPublic:
+		return m.OldPublic(ctx)
+	case function.FieldSecrets:
+		return m.OldSecrets(ctx)
+	case function.FieldCron:
+		return m.OldCron(ctx)
+	case function.FieldStoppedAt:
+		return m.OldStoppedAt(ctx)
+	case function.FieldNextRunAt:
+		return m.OldNextRunAt(ctx)
+	case function.FieldLastRunAt:
+		return m.OldLastRunAt(ctx)
+	case function.FieldLastRunTaskID:
+		return m.OldLastRunTaskID(ctx)
+	case function.FieldSkippedRuns:
+		return m.OldSkippedRuns(ctx)
 	}
 	return nil, fmt.Errorf("unknown Function field %s", name)
 }
@@ -9842,6 +10782,104 @@ func (m *FunctionMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetScaledownWindowSeconds(v)
 		return nil
+	case function.FieldVersion:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetVersion(v)
+		return nil
+	case function.FieldKind:
+		v, ok := value.(function.Kind)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKind(v)
+		return nil
+	case function.FieldDeployment:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDeployment(v)
+		return nil
+	case function.FieldCodeHash:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCodeHash(v)
+		return nil
+	case function.FieldHTTPMethod:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetHTTPMethod(v)
+		return nil
+	case function.FieldSyncTimeoutSeconds:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSyncTimeoutSeconds(v)
+		return nil
+	case function.FieldPublic:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPublic(v)
+		return nil
+	case function.FieldSecrets:
+		v, ok := value.([]string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSecrets(v)
+		return nil
+	case function.FieldCron:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCron(v)
+		return nil
+	case function.FieldStoppedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStoppedAt(v)
+		return nil
+	case function.FieldNextRunAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetNextRunAt(v)
+		return nil
+	case function.FieldLastRunAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastRunAt(v)
+		return nil
+	case function.FieldLastRunTaskID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastRunTaskID(v)
+		return nil
+	case function.FieldSkippedRuns:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSkippedRuns(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Function field %s", name)
 }
@@ -9880,6 +10918,15 @@ func (m *FunctionMutation) AddedFields() []string {
 	if m.addscaledown_window_seconds != nil {
 		fields = append(fields, function.FieldScaledownWindowSeconds)
 	}
+	if m.addversion != nil {
+		fields = append(fields, function.FieldVersion)
+	}
+	if m.addsync_timeout_seconds != nil {
+		fields = append(fields, function.FieldSyncTimeoutSeconds)
+	}
+	if m.addskipped_runs != nil {
+		fields = append(fields, function.FieldSkippedRuns)
+	}
 	return fields
 }
 
@@ -9908,6 +10955,12 @@ func (m *FunctionMutation) AddedField(name string) (ent.Value, bool) {
 		return m.AddedConcurrency()
 	case function.FieldScaledownWindowSeconds:
 		return m.AddedScaledownWindowSeconds()
+	case function.FieldVersion:
+		return m.AddedVersion()
+	case function.FieldSyncTimeoutSeconds:
+		return m.AddedSyncTimeoutSeconds()
+	case function.FieldSkippedRuns:
+		return m.AddedSkippedRuns()
 	}
 	return nil, false
 }
@@ -9987,6 +11040,27 @@ func (m *FunctionMutation) AddField(name string, value ent.Value) error {
 		}
 		m.AddScaledownWindowSeconds(v)
 		return nil
+	case function.FieldVersion:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddVersion(v)
+		return nil
+	case function.FieldSyncTimeoutSeconds:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddSyncTimeoutSeconds(v)
+		return nil
+	case function.FieldSkippedRuns:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddSkippedRuns(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Function numeric field %s", name)
 }
@@ -10000,6 +11074,21 @@ func (m *FunctionMutation) ClearedFields() []string {
 	}
 	if m.FieldCleared(function.FieldGpuTypes) {
 		fields = append(fields, function.FieldGpuTypes)
+	}
+	if m.FieldCleared(function.FieldSecrets) {
+		fields = append(fields, function.FieldSecrets)
+	}
+	if m.FieldCleared(function.FieldStoppedAt) {
+		fields = append(fields, function.FieldStoppedAt)
+	}
+	if m.FieldCleared(function.FieldNextRunAt) {
+		fields = append(fields, function.FieldNextRunAt)
+	}
+	if m.FieldCleared(function.FieldLastRunAt) {
+		fields = append(fields, function.FieldLastRunAt)
+	}
+	if m.FieldCleared(function.FieldLastRunTaskID) {
+		fields = append(fields, function.FieldLastRunTaskID)
 	}
 	return fields
 }
@@ -10020,6 +11109,21 @@ func (m *FunctionMutation) ClearField(name string) error {
 		return nil
 	case function.FieldGpuTypes:
 		m.ClearGpuTypes()
+		return nil
+	case function.FieldSecrets:
+		m.ClearSecrets()
+		return nil
+	case function.FieldStoppedAt:
+		m.ClearStoppedAt()
+		return nil
+	case function.FieldNextRunAt:
+		m.ClearNextRunAt()
+		return nil
+	case function.FieldLastRunAt:
+		m.ClearLastRunAt()
+		return nil
+	case function.FieldLastRunTaskID:
+		m.ClearLastRunTaskID()
 		return nil
 	}
 	return fmt.Errorf("unknown Function nullable field %s", name)
@@ -10097,6 +11201,48 @@ func (m *FunctionMutation) ResetField(name string) error {
 		return nil
 	case function.FieldScaledownWindowSeconds:
 		m.ResetScaledownWindowSeconds()
+		return nil
+	case function.FieldVersion:
+		m.ResetVersion()
+		return nil
+	case function.FieldKind:
+		m.ResetKind()
+		return nil
+	case function.FieldDeployment:
+		m.ResetDeployment()
+		return nil
+	case function.FieldCodeHash:
+		m.ResetCodeHash()
+		return nil
+	case function.FieldHTTPMethod:
+		m.ResetHTTPMethod()
+		return nil
+	case function.FieldSyncTimeoutSeconds:
+		m.ResetSyncTimeoutSeconds()
+		return nil
+	case function.FieldPublic:
+		m.ResetPublic()
+		return nil
+	case function.FieldSecrets:
+		m.ResetSecrets()
+		return nil
+	case function.FieldCron:
+		m.ResetCron()
+		return nil
+	case function.FieldStoppedAt:
+		m.ResetStoppedAt()
+		return nil
+	case function.FieldNextRunAt:
+		m.ResetNextRunAt()
+		return nil
+	case function.FieldLastRunAt:
+		m.ResetLastRunAt()
+		return nil
+	case function.FieldLastRunTaskID:
+		m.ResetLastRunTaskID()
+		return nil
+	case function.FieldSkippedRuns:
+		m.ResetSkippedRuns()
 		return nil
 	}
 	return fmt.Errorf("unknown Function field %s", name)
@@ -21759,6 +22905,840 @@ func (m *QueueMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown Queue edge %s", name)
 }
 
+// SecretMutation represents an operation that mutates the Secret nodes in the graph.
+type SecretMutation struct {
+	config
+	op             Op
+	typ            string
+	id             *string
+	created_at     *time.Time
+	updated_at     *time.Time
+	tenant_id      *string
+	environment_id *string
+	name           *string
+	keys           *[]string
+	appendkeys     []string
+	owner_id       *string
+	ciphertext     *[]byte
+	nonce          *[]byte
+	key_id         *string
+	clearedFields  map[string]struct{}
+	done           bool
+	oldValue       func(context.Context) (*Secret, error)
+	predicates     []predicate.Secret
+}
+
+var _ ent.Mutation = (*SecretMutation)(nil)
+
+// secretOption allows management of the mutation configuration using functional options.
+type secretOption func(*SecretMutation)
+
+// newSecretMutation creates new mutation for the Secret entity.
+func newSecretMutation(c config, op Op, opts ...secretOption) *SecretMutation {
+	m := &SecretMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeSecret,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withSecretID sets the ID field of the mutation.
+func withSecretID(id string) secretOption {
+	return func(m *SecretMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Secret
+		)
+		m.oldValue = func(ctx context.Context) (*Secret, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Secret.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withSecret sets the old Secret of the mutation.
+func withSecret(node *Secret) secretOption {
+	return func(m *SecretMutation) {
+		m.oldValue = func(context.Context) (*Secret, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m SecretMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m SecretMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of Secret entities.
+func (m *SecretMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *SecretMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *SecretMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Secret.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *SecretMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *SecretMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the Secret entity.
+// If the Secret object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SecretMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *SecretMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *SecretMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *SecretMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the Secret entity.
+// If the Secret object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SecretMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *SecretMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// SetTenantID sets the "tenant_id" field.
+func (m *SecretMutation) SetTenantID(s string) {
+	m.tenant_id = &s
+}
+
+// TenantID returns the value of the "tenant_id" field in the mutation.
+func (m *SecretMutation) TenantID() (r string, exists bool) {
+	v := m.tenant_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTenantID returns the old "tenant_id" field's value of the Secret entity.
+// If the Secret object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SecretMutation) OldTenantID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTenantID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTenantID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTenantID: %w", err)
+	}
+	return oldValue.TenantID, nil
+}
+
+// ResetTenantID resets all changes to the "tenant_id" field.
+func (m *SecretMutation) ResetTenantID() {
+	m.tenant_id = nil
+}
+
+// SetEnvironmentID sets the "environment_id" field.
+func (m *SecretMutation) SetEnvironmentID(s string) {
+	m.environment_id = &s
+}
+
+// EnvironmentID returns the value of the "environment_id" field in the mutation.
+func (m *SecretMutation) EnvironmentID() (r string, exists bool) {
+	v := m.environment_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEnvironmentID returns the old "environment_id" field's value of the Secret entity.
+// If the Secret object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SecretMutation) OldEnvironmentID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEnvironmentID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEnvironmentID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEnvironmentID: %w", err)
+	}
+	return oldValue.EnvironmentID, nil
+}
+
+// ResetEnvironmentID resets all changes to the "environment_id" field.
+func (m *SecretMutation) ResetEnvironmentID() {
+	m.environment_id = nil
+}
+
+// SetName sets the "name" field.
+func (m *SecretMutation) SetName(s string) {
+	m.name = &s
+}
+
+// Name returns the value of the "name" field in the mutation.
+func (m *SecretMutation) Name() (r string, exists bool) {
+	v := m.name
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldName returns the old "name" field's value of the Secret entity.
+// If the Secret object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SecretMutation) OldName(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldName is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldName requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldName: %w", err)
+	}
+	return oldValue.Name, nil
+}
+
+// ResetName resets all changes to the "name" field.
+func (m *SecretMutation) ResetName() {
+	m.name = nil
+}
+
+// SetKeys sets the "keys" field.
+func (m *SecretMutation) SetKeys(s []string) {
+	m.keys = &s
+	m.appendkeys = nil
+}
+
+// Keys returns the value of the "keys" field in the mutation.
+func (m *SecretMutation) Keys() (r []string, exists bool) {
+	v := m.keys
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKeys returns the old "keys" field's value of the Secret entity.
+// If the Secret object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SecretMutation) OldKeys(ctx context.Context) (v []string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKeys is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKeys requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKeys: %w", err)
+	}
+	return oldValue.Keys, nil
+}
+
+// AppendKeys adds s to the "keys" field.
+func (m *SecretMutation) AppendKeys(s []string) {
+	m.appendkeys = append(m.appendkeys, s...)
+}
+
+// AppendedKeys returns the list of values that were appended to the "keys" field in this mutation.
+func (m *SecretMutation) AppendedKeys() ([]string, bool) {
+	if len(m.appendkeys) == 0 {
+		return nil, false
+	}
+	return m.appendkeys, true
+}
+
+// ResetKeys resets all changes to the "keys" field.
+func (m *SecretMutation) ResetKeys() {
+	m.keys = nil
+	m.appendkeys = nil
+}
+
+// SetOwnerID sets the "owner_id" field.
+func (m *SecretMutation) SetOwnerID(s string) {
+	m.owner_id = &s
+}
+
+// OwnerID returns the value of the "owner_id" field in the mutation.
+func (m *SecretMutation) OwnerID() (r string, exists bool) {
+	v := m.owner_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOwnerID returns the old "owner_id" field's value of the Secret entity.
+// If the Secret object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SecretMutation) OldOwnerID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOwnerID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOwnerID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOwnerID: %w", err)
+	}
+	return oldValue.OwnerID, nil
+}
+
+// ResetOwnerID resets all changes to the "owner_id" field.
+func (m *SecretMutation) ResetOwnerID() {
+	m.owner_id = nil
+}
+
+// SetCiphertext sets the "ciphertext" field.
+func (m *SecretMutation) SetCiphertext(b []byte) {
+	m.ciphertext = &b
+}
+
+// Ciphertext returns the value of the "ciphertext" field in the mutation.
+func (m *SecretMutation) Ciphertext() (r []byte, exists bool) {
+	v := m.ciphertext
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCiphertext returns the old "ciphertext" field's value of the Secret entity.
+// If the Secret object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SecretMutation) OldCiphertext(ctx context.Context) (v []byte, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCiphertext is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCiphertext requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCiphertext: %w", err)
+	}
+	return oldValue.Ciphertext, nil
+}
+
+// ResetCiphertext resets all changes to the "ciphertext" field.
+func (m *SecretMutation) ResetCiphertext() {
+	m.ciphertext = nil
+}
+
+// SetNonce sets the "nonce" field.
+func (m *SecretMutation) SetNonce(b []byte) {
+	m.nonce = &b
+}
+
+// Nonce returns the value of the "nonce" field in the mutation.
+func (m *SecretMutation) Nonce() (r []byte, exists bool) {
+	v := m.nonce
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldNonce returns the old "nonce" field's value of the Secret entity.
+// If the Secret object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SecretMutation) OldNonce(ctx context.Context) (v []byte, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldNonce is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldNonce requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldNonce: %w", err)
+	}
+	return oldValue.Nonce, nil
+}
+
+// ResetNonce resets all changes to the "nonce" field.
+func (m *SecretMutation) ResetNonce() {
+	m.nonce = nil
+}
+
+// SetKeyID sets the "key_id" field.
+func (m *SecretMutation) SetKeyID(s string) {
+	m.key_id = &s
+}
+
+// KeyID returns the value of the "key_id" field in the mutation.
+func (m *SecretMutation) KeyID() (r string, exists bool) {
+	v := m.key_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKeyID returns the old "key_id" field's value of the Secret entity.
+// If the Secret object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SecretMutation) OldKeyID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKeyID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKeyID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKeyID: %w", err)
+	}
+	return oldValue.KeyID, nil
+}
+
+// ResetKeyID resets all changes to the "key_id" field.
+func (m *SecretMutation) ResetKeyID() {
+	m.key_id = nil
+}
+
+// Where appends a list predicates to the SecretMutation builder.
+func (m *SecretMutation) Where(ps ...predicate.Secret) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the SecretMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *SecretMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Secret, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *SecretMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *SecretMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Secret).
+func (m *SecretMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *SecretMutation) Fields() []string {
+	fields := make([]string, 0, 10)
+	if m.created_at != nil {
+		fields = append(fields, secret.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, secret.FieldUpdatedAt)
+	}
+	if m.tenant_id != nil {
+		fields = append(fields, secret.FieldTenantID)
+	}
+	if m.environment_id != nil {
+		fields = append(fields, secret.FieldEnvironmentID)
+	}
+	if m.name != nil {
+		fields = append(fields, secret.FieldName)
+	}
+	if m.keys != nil {
+		fields = append(fields, secret.FieldKeys)
+	}
+	if m.owner_id != nil {
+		fields = append(fields, secret.FieldOwnerID)
+	}
+	if m.ciphertext != nil {
+		fields = append(fields, secret.FieldCiphertext)
+	}
+	if m.nonce != nil {
+		fields = append(fields, secret.FieldNonce)
+	}
+	if m.key_id != nil {
+		fields = append(fields, secret.FieldKeyID)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *SecretMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case secret.FieldCreatedAt:
+		return m.CreatedAt()
+	case secret.FieldUpdatedAt:
+		return m.UpdatedAt()
+	case secret.FieldTenantID:
+		return m.TenantID()
+	case secret.FieldEnvironmentID:
+		return m.EnvironmentID()
+	case secret.FieldName:
+		return m.Name()
+	case secret.FieldKeys:
+		return m.Keys()
+	case secret.FieldOwnerID:
+		return m.OwnerID()
+	case secret.FieldCiphertext:
+		return m.Ciphertext()
+	case secret.FieldNonce:
+		return m.Nonce()
+	case secret.FieldKeyID:
+		return m.KeyID()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *SecretMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case secret.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case secret.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	case secret.FieldTenantID:
+		return m.OldTenantID(ctx)
+	case secret.FieldEnvironmentID:
+		return m.OldEnvironmentID(ctx)
+	case secret.FieldName:
+		return m.OldName(ctx)
+	case secret.FieldKeys:
+		return m.OldKeys(ctx)
+	case secret.FieldOwnerID:
+		return m.OldOwnerID(ctx)
+	case secret.FieldCiphertext:
+		return m.OldCiphertext(ctx)
+	case secret.FieldNonce:
+		return m.OldNonce(ctx)
+	case secret.FieldKeyID:
+		return m.OldKeyID(ctx)
+	}
+	return nil, fmt.Errorf("unknown Secret field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *SecretMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case secret.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case secret.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	case secret.FieldTenantID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTenantID(v)
+		return nil
+	case secret.FieldEnvironmentID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEnvironmentID(v)
+		return nil
+	case secret.FieldName:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetName(v)
+		return nil
+	case secret.FieldKeys:
+		v, ok := value.([]string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKeys(v)
+		return nil
+	case secret.FieldOwnerID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOwnerID(v)
+		return nil
+	case secret.FieldCiphertext:
+		v, ok := value.([]byte)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCiphertext(v)
+		return nil
+	case secret.FieldNonce:
+		v, ok := value.([]byte)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetNonce(v)
+		return nil
+	case secret.FieldKeyID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKeyID(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Secret field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *SecretMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *SecretMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *SecretMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown Secret numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *SecretMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *SecretMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *SecretMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown Secret nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *SecretMutation) ResetField(name string) error {
+	switch name {
+	case secret.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case secret.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	case secret.FieldTenantID:
+		m.ResetTenantID()
+		return nil
+	case secret.FieldEnvironmentID:
+		m.ResetEnvironmentID()
+		return nil
+	case secret.FieldName:
+		m.ResetName()
+		return nil
+	case secret.FieldKeys:
+		m.ResetKeys()
+		return nil
+	case secret.FieldOwnerID:
+		m.ResetOwnerID()
+		return nil
+	case secret.FieldCiphertext:
+		m.ResetCiphertext()
+		return nil
+	case secret.FieldNonce:
+		m.ResetNonce()
+		return nil
+	case secret.FieldKeyID:
+		m.ResetKeyID()
+		return nil
+	}
+	return fmt.Errorf("unknown Secret field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *SecretMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *SecretMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *SecretMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *SecretMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *SecretMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *SecretMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *SecretMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown Secret unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *SecretMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown Secret edge %s", name)
+}
+
 // ServiceMutation represents an operation that mutates the Service nodes in the graph.
 type ServiceMutation struct {
 	config
@@ -25248,6 +27228,8 @@ type TaskMutation struct {
 	map_index          *int
 	addmap_index       *int
 	state              *task.State
+	source             *task.Source
+	idempotency_key    *string
 	attempt            *int
 	addattempt         *int
 	max_attempts       *int
@@ -25777,6 +27759,78 @@ func (m *TaskMutation) OldState(ctx context.Context) (v task.State, err error) {
 // ResetState resets all changes to the "state" field.
 func (m *TaskMutation) ResetState() {
 	m.state = nil
+}
+
+// SetSource sets the "source" field.
+func (m *TaskMutation) SetSource(t task.Source) {
+	m.source = &t
+}
+
+// Source returns the value of the "source" field in the mutation.
+func (m *TaskMutation) Source() (r task.Source, exists bool) {
+	v := m.source
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSource returns the old "source" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldSource(ctx context.Context) (v task.Source, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSource is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSource requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSource: %w", err)
+	}
+	return oldValue.Source, nil
+}
+
+// ResetSource resets all changes to the "source" field.
+func (m *TaskMutation) ResetSource() {
+	m.source = nil
+}
+
+// SetIdempotencyKey sets the "idempotency_key" field.
+func (m *TaskMutation) SetIdempotencyKey(s string) {
+	m.idempotency_key = &s
+}
+
+// IdempotencyKey returns the value of the "idempotency_key" field in the mutation.
+func (m *TaskMutation) IdempotencyKey() (r string, exists bool) {
+	v := m.idempotency_key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldIdempotencyKey returns the old "idempotency_key" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldIdempotencyKey(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldIdempotencyKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldIdempotencyKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldIdempotencyKey: %w", err)
+	}
+	return oldValue.IdempotencyKey, nil
+}
+
+// ResetIdempotencyKey resets all changes to the "idempotency_key" field.
+func (m *TaskMutation) ResetIdempotencyKey() {
+	m.idempotency_key = nil
 }
 
 // SetAttempt sets the "attempt" field.
@@ -26852,7 +28906,7 @@ func (m *TaskMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *TaskMutation) Fields() []string {
-	fields := make([]string, 0, 31)
+	fields := make([]string, 0, 33)
 	if m.created_at != nil {
 		fields = append(fields, task.FieldCreatedAt)
 	}
@@ -26882,6 +28936,12 @@ func (m *TaskMutation) Fields() []string {
 	}
 	if m.state != nil {
 		fields = append(fields, task.FieldState)
+	}
+	if m.source != nil {
+		fields = append(fields, task.FieldSource)
+	}
+	if m.idempotency_key != nil {
+		fields = append(fields, task.FieldIdempotencyKey)
 	}
 	if m.attempt != nil {
 		fields = append(fields, task.FieldAttempt)
@@ -26974,6 +29034,10 @@ func (m *TaskMutation) Field(name string) (ent.Value, bool) {
 		return m.MapIndex()
 	case task.FieldState:
 		return m.State()
+	case task.FieldSource:
+		return m.Source()
+	case task.FieldIdempotencyKey:
+		return m.IdempotencyKey()
 	case task.FieldAttempt:
 		return m.Attempt()
 	case task.FieldMaxAttempts:
@@ -27045,6 +29109,10 @@ func (m *TaskMutation) OldField(ctx context.Context, name string) (ent.Value, er
 		return m.OldMapIndex(ctx)
 	case task.FieldState:
 		return m.OldState(ctx)
+	case task.FieldSource:
+		return m.OldSource(ctx)
+	case task.FieldIdempotencyKey:
+		return m.OldIdempotencyKey(ctx)
 	case task.FieldAttempt:
 		return m.OldAttempt(ctx)
 	case task.FieldMaxAttempts:
@@ -27165,6 +29233,20 @@ func (m *TaskMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetState(v)
+		return nil
+	case task.FieldSource:
+		v, ok := value.(task.Source)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSource(v)
+		return nil
+	case task.FieldIdempotencyKey:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetIdempotencyKey(v)
 		return nil
 	case task.FieldAttempt:
 		v, ok := value.(int)
@@ -27529,6 +29611,12 @@ func (m *TaskMutation) ResetField(name string) error {
 		return nil
 	case task.FieldState:
 		m.ResetState()
+		return nil
+	case task.FieldSource:
+		m.ResetSource()
+		return nil
+	case task.FieldIdempotencyKey:
+		m.ResetIdempotencyKey()
 		return nil
 	case task.FieldAttempt:
 		m.ResetAttempt()

@@ -20,6 +20,7 @@ import (
 	"github.com/levers9/levers9/ent/nodeinvite"
 	"github.com/levers9/levers9/ent/project"
 	"github.com/levers9/levers9/ent/queue"
+	"github.com/levers9/levers9/ent/secret"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
 	"github.com/levers9/levers9/ent/task"
@@ -37,6 +38,7 @@ var tablesByPrefix = map[string]string{
 	"svc": service.Table, "sto": storage.Table, "tnt": tenant.Table,
 	"usr": user.Table,
 	"app": app.Table, "fn": function.Table, "task": task.Table, "map": functionmap.Table, "ctr": container.Table,
+	"sec": secret.Table,
 }
 
 // NodeType resolves the table of an ID from its prefix, for Noder.

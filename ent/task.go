@@ -37,8 +37,12 @@ type Task struct {
 	MapID string `json:"map_id,omitempty"`
 	// MapIndex holds the value of the "map_index" field.
 	MapIndex int `json:"map_index,omitempty"`
-	// State holds the value of the "state" field.
+	// DEAD: a task-queue item that failed every attempt (the dead letters)
 	State task.State `json:"state,omitempty"`
+	// what made it: a call from Python or GraphQL, an HTTP request, a task-queue put, a cron tick
+	Source task.Source `json:"source,omitempty"`
+	// a second put with the same key in the app returns the first task
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// runs started so far; 1 + retries at most
 	Attempt int `json:"attempt,omitempty"`
 	// MaxAttempts holds the value of the "max_attempts" field.
@@ -131,7 +135,7 @@ func (*Task) scanValues(columns []string) ([]any, error) {
 			values[i] = new([]byte)
 		case task.FieldMapIndex, task.FieldAttempt, task.FieldMaxAttempts, task.FieldTimeoutSeconds:
 			values[i] = new(sql.NullInt64)
-		case task.FieldID, task.FieldTenantID, task.FieldEnvironmentID, task.FieldFunctionID, task.FieldAppID, task.FieldOwnerID, task.FieldMapID, task.FieldState, task.FieldArgsBlob, task.FieldResultBlob, task.FieldErrorKind, task.FieldErrorMessage, task.FieldErrorTraceback, task.FieldContainerID:
+		case task.FieldID, task.FieldTenantID, task.FieldEnvironmentID, task.FieldFunctionID, task.FieldAppID, task.FieldOwnerID, task.FieldMapID, task.FieldState, task.FieldSource, task.FieldIdempotencyKey, task.FieldArgsBlob, task.FieldResultBlob, task.FieldErrorKind, task.FieldErrorMessage, task.FieldErrorTraceback, task.FieldContainerID:
 			values[i] = new(sql.NullString)
 		case task.FieldCreatedAt, task.FieldUpdatedAt, task.FieldNotBefore, task.FieldDeadline, task.FieldScheduledAt, task.FieldImageReadyAt, task.FieldCodeFetchedAt, task.FieldProcessStartedAt, task.FieldImportedAt, task.FieldStartedAt, task.FieldFinishedAt:
 			values[i] = new(sql.NullTime)
@@ -215,6 +219,18 @@ func (_m *Task) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field state", values[i])
 			} else if value.Valid {
 				_m.State = task.State(value.String)
+			}
+		case task.FieldSource:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field source", values[i])
+			} else if value.Valid {
+				_m.Source = task.Source(value.String)
+			}
+		case task.FieldIdempotencyKey:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field idempotency_key", values[i])
+			} else if value.Valid {
+				_m.IdempotencyKey = value.String
 			}
 		case task.FieldAttempt:
 			if value, ok := values[i].(*sql.NullInt64); !ok {
@@ -426,6 +442,12 @@ func (_m *Task) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("state=")
 	builder.WriteString(fmt.Sprintf("%v", _m.State))
+	builder.WriteString(", ")
+	builder.WriteString("source=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Source))
+	builder.WriteString(", ")
+	builder.WriteString("idempotency_key=")
+	builder.WriteString(_m.IdempotencyKey)
 	builder.WriteString(", ")
 	builder.WriteString("attempt=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Attempt))

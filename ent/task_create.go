@@ -125,6 +125,34 @@ func (_c *TaskCreate) SetNillableState(v *task.State) *TaskCreate {
 	return _c
 }
 
+// SetSource sets the "source" field.
+func (_c *TaskCreate) SetSource(v task.Source) *TaskCreate {
+	_c.mutation.SetSource(v)
+	return _c
+}
+
+// SetNillableSource sets the "source" field if the given value is not nil.
+func (_c *TaskCreate) SetNillableSource(v *task.Source) *TaskCreate {
+	if v != nil {
+		_c.SetSource(*v)
+	}
+	return _c
+}
+
+// SetIdempotencyKey sets the "idempotency_key" field.
+func (_c *TaskCreate) SetIdempotencyKey(v string) *TaskCreate {
+	_c.mutation.SetIdempotencyKey(v)
+	return _c
+}
+
+// SetNillableIdempotencyKey sets the "idempotency_key" field if the given value is not nil.
+func (_c *TaskCreate) SetNillableIdempotencyKey(v *string) *TaskCreate {
+	if v != nil {
+		_c.SetIdempotencyKey(*v)
+	}
+	return _c
+}
+
 // SetAttempt sets the "attempt" field.
 func (_c *TaskCreate) SetAttempt(v int) *TaskCreate {
 	_c.mutation.SetAttempt(v)
@@ -478,6 +506,14 @@ func (_c *TaskCreate) defaults() error {
 		v := task.DefaultState
 		_c.mutation.SetState(v)
 	}
+	if _, ok := _c.mutation.Source(); !ok {
+		v := task.DefaultSource
+		_c.mutation.SetSource(v)
+	}
+	if _, ok := _c.mutation.IdempotencyKey(); !ok {
+		v := task.DefaultIdempotencyKey
+		_c.mutation.SetIdempotencyKey(v)
+	}
 	if _, ok := _c.mutation.Attempt(); !ok {
 		v := task.DefaultAttempt
 		_c.mutation.SetAttempt(v)
@@ -563,6 +599,17 @@ func (_c *TaskCreate) check() error {
 		if err := task.StateValidator(v); err != nil {
 			return &ValidationError{Name: "state", err: fmt.Errorf(`ent: validator failed for field "Task.state": %w`, err)}
 		}
+	}
+	if _, ok := _c.mutation.Source(); !ok {
+		return &ValidationError{Name: "source", err: errors.New(`ent: missing required field "Task.source"`)}
+	}
+	if v, ok := _c.mutation.Source(); ok {
+		if err := task.SourceValidator(v); err != nil {
+			return &ValidationError{Name: "source", err: fmt.Errorf(`ent: validator failed for field "Task.source": %w`, err)}
+		}
+	}
+	if _, ok := _c.mutation.IdempotencyKey(); !ok {
+		return &ValidationError{Name: "idempotency_key", err: errors.New(`ent: missing required field "Task.idempotency_key"`)}
 	}
 	if _, ok := _c.mutation.Attempt(); !ok {
 		return &ValidationError{Name: "attempt", err: errors.New(`ent: missing required field "Task.attempt"`)}
@@ -663,6 +710,14 @@ func (_c *TaskCreate) createSpec() (*Task, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.State(); ok {
 		_spec.SetField(task.FieldState, field.TypeEnum, value)
 		_node.State = value
+	}
+	if value, ok := _c.mutation.Source(); ok {
+		_spec.SetField(task.FieldSource, field.TypeEnum, value)
+		_node.Source = value
+	}
+	if value, ok := _c.mutation.IdempotencyKey(); ok {
+		_spec.SetField(task.FieldIdempotencyKey, field.TypeString, value)
+		_node.IdempotencyKey = value
 	}
 	if value, ok := _c.mutation.Attempt(); ok {
 		_spec.SetField(task.FieldAttempt, field.TypeInt, value)
@@ -1210,6 +1265,12 @@ func (u *TaskUpsertOne) UpdateNewValues() *TaskUpsertOne {
 		}
 		if _, exists := u.create.mutation.MapIndex(); exists {
 			s.SetIgnore(task.FieldMapIndex)
+		}
+		if _, exists := u.create.mutation.Source(); exists {
+			s.SetIgnore(task.FieldSource)
+		}
+		if _, exists := u.create.mutation.IdempotencyKey(); exists {
+			s.SetIgnore(task.FieldIdempotencyKey)
 		}
 		if _, exists := u.create.mutation.MaxAttempts(); exists {
 			s.SetIgnore(task.FieldMaxAttempts)
@@ -1846,6 +1907,12 @@ func (u *TaskUpsertBulk) UpdateNewValues() *TaskUpsertBulk {
 			}
 			if _, exists := b.mutation.MapIndex(); exists {
 				s.SetIgnore(task.FieldMapIndex)
+			}
+			if _, exists := b.mutation.Source(); exists {
+				s.SetIgnore(task.FieldSource)
+			}
+			if _, exists := b.mutation.IdempotencyKey(); exists {
+				s.SetIgnore(task.FieldIdempotencyKey)
 			}
 			if _, exists := b.mutation.MaxAttempts(); exists {
 				s.SetIgnore(task.FieldMaxAttempts)

@@ -52,6 +52,8 @@ type Tx struct {
 	Project *ProjectClient
 	// Queue is the client for interacting with the Queue builders.
 	Queue *QueueClient
+	// Secret is the client for interacting with the Secret builders.
+	Secret *SecretClient
 	// Service is the client for interacting with the Service builders.
 	Service *ServiceClient
 	// Storage is the client for interacting with the Storage builders.
@@ -212,6 +214,7 @@ func (tx *Tx) init() {
 	tx.NodeInvite = NewNodeInviteClient(tx.config)
 	tx.Project = NewProjectClient(tx.config)
 	tx.Queue = NewQueueClient(tx.config)
+	tx.Secret = NewSecretClient(tx.config)
 	tx.Service = NewServiceClient(tx.config)
 	tx.Storage = NewStorageClient(tx.config)
 	tx.Task = NewTaskClient(tx.config)

@@ -93,6 +93,12 @@ func (r *queryResolver) Queues(ctx context.Context, after *entgql.Cursor[string]
 		ent.WithQueueOrder(orderBy), ent.WithQueueFilter(where.Filter))
 }
 
+// Secrets is the resolver for the secrets field.
+func (r *queryResolver) Secrets(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.SecretOrder, where *ent.SecretWhereInput) (*ent.SecretConnection, error) {
+	return r.Ent.Secret.Query().Paginate(ctx, after, first, before, last,
+		ent.WithSecretOrder(orderBy), ent.WithSecretFilter(where.Filter))
+}
+
 // Storages is the resolver for the storages field.
 func (r *queryResolver) Storages(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.StorageOrder, where *ent.StorageWhereInput) (*ent.StorageConnection, error) {
 	return r.Ent.Storage.Query().Paginate(ctx, after, first, before, last,

@@ -38,6 +38,10 @@ const (
 	FieldOwnerID = "owner_id"
 	// FieldLastSeenAt holds the string denoting the last_seen_at field in the database.
 	FieldLastSeenAt = "last_seen_at"
+	// FieldVersion holds the string denoting the version field in the database.
+	FieldVersion = "version"
+	// FieldLiveVersion holds the string denoting the live_version field in the database.
+	FieldLiveVersion = "live_version"
 	// FieldStoppedAt holds the string denoting the stopped_at field in the database.
 	FieldStoppedAt = "stopped_at"
 	// FieldStopReason holds the string denoting the stop_reason field in the database.
@@ -77,6 +81,8 @@ var Columns = []string{
 	FieldCodeHash,
 	FieldOwnerID,
 	FieldLastSeenAt,
+	FieldVersion,
+	FieldLiveVersion,
 	FieldStoppedAt,
 	FieldStopReason,
 }
@@ -113,6 +119,10 @@ var (
 	NameValidator func(string) error
 	// DefaultEphemeral holds the default value on creation for the "ephemeral" field.
 	DefaultEphemeral bool
+	// DefaultVersion holds the default value on creation for the "version" field.
+	DefaultVersion int
+	// DefaultLiveVersion holds the default value on creation for the "live_version" field.
+	DefaultLiveVersion int
 	// DefaultStopReason holds the default value on creation for the "stop_reason" field.
 	DefaultStopReason string
 	// DefaultID holds the default value on creation for the "id" field.
@@ -129,8 +139,9 @@ const DefaultState = StateRUNNING
 
 // State values.
 const (
-	StateRUNNING State = "RUNNING"
-	StateSTOPPED State = "STOPPED"
+	StateRUNNING  State = "RUNNING"
+	StateDEPLOYED State = "DEPLOYED"
+	StateSTOPPED  State = "STOPPED"
 )
 
 func (s State) String() string {
@@ -140,7 +151,7 @@ func (s State) String() string {
 // StateValidator is a validator for the "state" field enum values. It is called by the builders before save.
 func StateValidator(s State) error {
 	switch s {
-	case StateRUNNING, StateSTOPPED:
+	case StateRUNNING, StateDEPLOYED, StateSTOPPED:
 		return nil
 	default:
 		return fmt.Errorf("app: invalid enum value for state field: %q", s)
@@ -203,6 +214,16 @@ func ByOwnerID(opts ...sql.OrderTermOption) OrderOption {
 // ByLastSeenAt orders the results by the last_seen_at field.
 func ByLastSeenAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldLastSeenAt, opts...).ToFunc()
+}
+
+// ByVersion orders the results by the version field.
+func ByVersion(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldVersion, opts...).ToFunc()
+}
+
+// ByLiveVersion orders the results by the live_version field.
+func ByLiveVersion(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldLiveVersion, opts...).ToFunc()
 }
 
 // ByStoppedAt orders the results by the stopped_at field.

@@ -110,6 +110,16 @@ func LastSeenAt(v time.Time) predicate.App {
 	return predicate.App(sql.FieldEQ(FieldLastSeenAt, v))
 }
 
+// Version applies equality check predicate on the "version" field. It's identical to VersionEQ.
+func Version(v int) predicate.App {
+	return predicate.App(sql.FieldEQ(FieldVersion, v))
+}
+
+// LiveVersion applies equality check predicate on the "live_version" field. It's identical to LiveVersionEQ.
+func LiveVersion(v int) predicate.App {
+	return predicate.App(sql.FieldEQ(FieldLiveVersion, v))
+}
+
 // StoppedAt applies equality check predicate on the "stopped_at" field. It's identical to StoppedAtEQ.
 func StoppedAt(v time.Time) predicate.App {
 	return predicate.App(sql.FieldEQ(FieldStoppedAt, v))
@@ -603,6 +613,86 @@ func LastSeenAtIsNil() predicate.App {
 // LastSeenAtNotNil applies the NotNil predicate on the "last_seen_at" field.
 func LastSeenAtNotNil() predicate.App {
 	return predicate.App(sql.FieldNotNull(FieldLastSeenAt))
+}
+
+// VersionEQ applies the EQ predicate on the "version" field.
+func VersionEQ(v int) predicate.App {
+	return predicate.App(sql.FieldEQ(FieldVersion, v))
+}
+
+// VersionNEQ applies the NEQ predicate on the "version" field.
+func VersionNEQ(v int) predicate.App {
+	return predicate.App(sql.FieldNEQ(FieldVersion, v))
+}
+
+// VersionIn applies the In predicate on the "version" field.
+func VersionIn(vs ...int) predicate.App {
+	return predicate.App(sql.FieldIn(FieldVersion, vs...))
+}
+
+// VersionNotIn applies the NotIn predicate on the "version" field.
+func VersionNotIn(vs ...int) predicate.App {
+	return predicate.App(sql.FieldNotIn(FieldVersion, vs...))
+}
+
+// VersionGT applies the GT predicate on the "version" field.
+func VersionGT(v int) predicate.App {
+	return predicate.App(sql.FieldGT(FieldVersion, v))
+}
+
+// VersionGTE applies the GTE predicate on the "version" field.
+func VersionGTE(v int) predicate.App {
+	return predicate.App(sql.FieldGTE(FieldVersion, v))
+}
+
+// VersionLT applies the LT predicate on the "version" field.
+func VersionLT(v int) predicate.App {
+	return predicate.App(sql.FieldLT(FieldVersion, v))
+}
+
+// VersionLTE applies the LTE predicate on the "version" field.
+func VersionLTE(v int) predicate.App {
+	return predicate.App(sql.FieldLTE(FieldVersion, v))
+}
+
+// LiveVersionEQ applies the EQ predicate on the "live_version" field.
+func LiveVersionEQ(v int) predicate.App {
+	return predicate.App(sql.FieldEQ(FieldLiveVersion, v))
+}
+
+// LiveVersionNEQ applies the NEQ predicate on the "live_version" field.
+func LiveVersionNEQ(v int) predicate.App {
+	return predicate.App(sql.FieldNEQ(FieldLiveVersion, v))
+}
+
+// LiveVersionIn applies the In predicate on the "live_version" field.
+func LiveVersionIn(vs ...int) predicate.App {
+	return predicate.App(sql.FieldIn(FieldLiveVersion, vs...))
+}
+
+// LiveVersionNotIn applies the NotIn predicate on the "live_version" field.
+func LiveVersionNotIn(vs ...int) predicate.App {
+	return predicate.App(sql.FieldNotIn(FieldLiveVersion, vs...))
+}
+
+// LiveVersionGT applies the GT predicate on the "live_version" field.
+func LiveVersionGT(v int) predicate.App {
+	return predicate.App(sql.FieldGT(FieldLiveVersion, v))
+}
+
+// LiveVersionGTE applies the GTE predicate on the "live_version" field.
+func LiveVersionGTE(v int) predicate.App {
+	return predicate.App(sql.FieldGTE(FieldLiveVersion, v))
+}
+
+// LiveVersionLT applies the LT predicate on the "live_version" field.
+func LiveVersionLT(v int) predicate.App {
+	return predicate.App(sql.FieldLT(FieldLiveVersion, v))
+}
+
+// LiveVersionLTE applies the LTE predicate on the "live_version" field.
+func LiveVersionLTE(v int) predicate.App {
+	return predicate.App(sql.FieldLTE(FieldLiveVersion, v))
 }
 
 // StoppedAtEQ applies the EQ predicate on the "stopped_at" field.

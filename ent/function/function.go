@@ -3,6 +3,9 @@
 package function
 
 import (
+	"fmt"
+	"io"
+	"strconv"
 	"time"
 
 	"entgo.io/ent"
@@ -61,6 +64,34 @@ const (
 	FieldConcurrency = "concurrency"
 	// FieldScaledownWindowSeconds holds the string denoting the scaledown_window_seconds field in the database.
 	FieldScaledownWindowSeconds = "scaledown_window_seconds"
+	// FieldVersion holds the string denoting the version field in the database.
+	FieldVersion = "version"
+	// FieldKind holds the string denoting the kind field in the database.
+	FieldKind = "kind"
+	// FieldDeployment holds the string denoting the deployment field in the database.
+	FieldDeployment = "deployment"
+	// FieldCodeHash holds the string denoting the code_hash field in the database.
+	FieldCodeHash = "code_hash"
+	// FieldHTTPMethod holds the string denoting the http_method field in the database.
+	FieldHTTPMethod = "http_method"
+	// FieldSyncTimeoutSeconds holds the string denoting the sync_timeout_seconds field in the database.
+	FieldSyncTimeoutSeconds = "sync_timeout_seconds"
+	// FieldPublic holds the string denoting the public field in the database.
+	FieldPublic = "public"
+	// FieldSecrets holds the string denoting the secrets field in the database.
+	FieldSecrets = "secrets"
+	// FieldCron holds the string denoting the cron field in the database.
+	FieldCron = "cron"
+	// FieldStoppedAt holds the string denoting the stopped_at field in the database.
+	FieldStoppedAt = "stopped_at"
+	// FieldNextRunAt holds the string denoting the next_run_at field in the database.
+	FieldNextRunAt = "next_run_at"
+	// FieldLastRunAt holds the string denoting the last_run_at field in the database.
+	FieldLastRunAt = "last_run_at"
+	// FieldLastRunTaskID holds the string denoting the last_run_task_id field in the database.
+	FieldLastRunTaskID = "last_run_task_id"
+	// FieldSkippedRuns holds the string denoting the skipped_runs field in the database.
+	FieldSkippedRuns = "skipped_runs"
 	// EdgeApp holds the string denoting the app edge name in mutations.
 	EdgeApp = "app"
 	// EdgeQueue holds the string denoting the queue edge name in mutations.
@@ -127,6 +158,20 @@ var Columns = []string{
 	FieldKeepWarm,
 	FieldConcurrency,
 	FieldScaledownWindowSeconds,
+	FieldVersion,
+	FieldKind,
+	FieldDeployment,
+	FieldCodeHash,
+	FieldHTTPMethod,
+	FieldSyncTimeoutSeconds,
+	FieldPublic,
+	FieldSecrets,
+	FieldCron,
+	FieldStoppedAt,
+	FieldNextRunAt,
+	FieldLastRunAt,
+	FieldLastRunTaskID,
+	FieldSkippedRuns,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -185,11 +230,57 @@ var (
 	DefaultConcurrency int
 	// DefaultScaledownWindowSeconds holds the default value on creation for the "scaledown_window_seconds" field.
 	DefaultScaledownWindowSeconds int
+	// DefaultVersion holds the default value on creation for the "version" field.
+	DefaultVersion int
+	// DefaultDeployment holds the default value on creation for the "deployment" field.
+	DefaultDeployment string
+	// DefaultCodeHash holds the default value on creation for the "code_hash" field.
+	DefaultCodeHash string
+	// DefaultHTTPMethod holds the default value on creation for the "http_method" field.
+	DefaultHTTPMethod string
+	// DefaultSyncTimeoutSeconds holds the default value on creation for the "sync_timeout_seconds" field.
+	DefaultSyncTimeoutSeconds int
+	// DefaultPublic holds the default value on creation for the "public" field.
+	DefaultPublic bool
+	// DefaultCron holds the default value on creation for the "cron" field.
+	DefaultCron string
+	// DefaultSkippedRuns holds the default value on creation for the "skipped_runs" field.
+	DefaultSkippedRuns int
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() string
 	// IDValidator is a validator for the "id" field. It is called by the builders before save.
 	IDValidator func(string) error
 )
+
+// Kind defines the type for the "kind" enum field.
+type Kind string
+
+// KindFUNCTION is the default value of the Kind enum.
+const DefaultKind = KindFUNCTION
+
+// Kind values.
+const (
+	KindFUNCTION   Kind = "FUNCTION"
+	KindENDPOINT   Kind = "ENDPOINT"
+	KindASGI       Kind = "ASGI"
+	KindREALTIME   Kind = "REALTIME"
+	KindTASK_QUEUE Kind = "TASK_QUEUE"
+	KindCRON       Kind = "CRON"
+)
+
+func (k Kind) String() string {
+	return string(k)
+}
+
+// KindValidator is a validator for the "kind" field enum values. It is called by the builders before save.
+func KindValidator(k Kind) error {
+	switch k {
+	case KindFUNCTION, KindENDPOINT, KindASGI, KindREALTIME, KindTASK_QUEUE, KindCRON:
+		return nil
+	default:
+		return fmt.Errorf("function: invalid enum value for kind field: %q", k)
+	}
+}
 
 // OrderOption defines the ordering options for the Function queries.
 type OrderOption func(*sql.Selector)
@@ -309,6 +400,71 @@ func ByScaledownWindowSeconds(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldScaledownWindowSeconds, opts...).ToFunc()
 }
 
+// ByVersion orders the results by the version field.
+func ByVersion(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldVersion, opts...).ToFunc()
+}
+
+// ByKind orders the results by the kind field.
+func ByKind(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldKind, opts...).ToFunc()
+}
+
+// ByDeployment orders the results by the deployment field.
+func ByDeployment(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldDeployment, opts...).ToFunc()
+}
+
+// ByCodeHash orders the results by the code_hash field.
+func ByCodeHash(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldCodeHash, opts...).ToFunc()
+}
+
+// ByHTTPMethod orders the results by the http_method field.
+func ByHTTPMethod(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldHTTPMethod, opts...).ToFunc()
+}
+
+// BySyncTimeoutSeconds orders the results by the sync_timeout_seconds field.
+func BySyncTimeoutSeconds(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldSyncTimeoutSeconds, opts...).ToFunc()
+}
+
+// ByPublic orders the results by the public field.
+func ByPublic(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldPublic, opts...).ToFunc()
+}
+
+// ByCron orders the results by the cron field.
+func ByCron(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldCron, opts...).ToFunc()
+}
+
+// ByStoppedAt orders the results by the stopped_at field.
+func ByStoppedAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldStoppedAt, opts...).ToFunc()
+}
+
+// ByNextRunAt orders the results by the next_run_at field.
+func ByNextRunAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldNextRunAt, opts...).ToFunc()
+}
+
+// ByLastRunAt orders the results by the last_run_at field.
+func ByLastRunAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldLastRunAt, opts...).ToFunc()
+}
+
+// ByLastRunTaskID orders the results by the last_run_task_id field.
+func ByLastRunTaskID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldLastRunTaskID, opts...).ToFunc()
+}
+
+// BySkippedRuns orders the results by the skipped_runs field.
+func BySkippedRuns(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldSkippedRuns, opts...).ToFunc()
+}
+
 // ByAppField orders the results by app field.
 func ByAppField(field string, opts ...sql.OrderTermOption) OrderOption {
 	return func(s *sql.Selector) {
@@ -377,4 +533,22 @@ func newContainersStep() *sqlgraph.Step {
 		sqlgraph.To(ContainersInverseTable, FieldID),
 		sqlgraph.Edge(sqlgraph.O2M, false, ContainersTable, ContainersColumn),
 	)
+}
+
+// MarshalGQL implements graphql.Marshaler interface.
+func (e Kind) MarshalGQL(w io.Writer) {
+	io.WriteString(w, strconv.Quote(e.String()))
+}
+
+// UnmarshalGQL implements graphql.Unmarshaler interface.
+func (e *Kind) UnmarshalGQL(val interface{}) error {
+	str, ok := val.(string)
+	if !ok {
+		return fmt.Errorf("enum %T must be a string", val)
+	}
+	*e = Kind(str)
+	if err := KindValidator(*e); err != nil {
+		return fmt.Errorf("%s is not a valid Kind", str)
+	}
+	return nil
 }

@@ -175,6 +175,66 @@ func ScaledownWindowSeconds(v int) predicate.Function {
 	return predicate.Function(sql.FieldEQ(FieldScaledownWindowSeconds, v))
 }
 
+// Version applies equality check predicate on the "version" field. It's identical to VersionEQ.
+func Version(v int) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldVersion, v))
+}
+
+// Deployment applies equality check predicate on the "deployment" field. It's identical to DeploymentEQ.
+func Deployment(v string) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldDeployment, v))
+}
+
+// CodeHash applies equality check predicate on the "code_hash" field. It's identical to CodeHashEQ.
+func CodeHash(v string) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldCodeHash, v))
+}
+
+// HTTPMethod applies equality check predicate on the "http_method" field. It's identical to HTTPMethodEQ.
+func HTTPMethod(v string) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldHTTPMethod, v))
+}
+
+// SyncTimeoutSeconds applies equality check predicate on the "sync_timeout_seconds" field. It's identical to SyncTimeoutSecondsEQ.
+func SyncTimeoutSeconds(v int) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldSyncTimeoutSeconds, v))
+}
+
+// Public applies equality check predicate on the "public" field. It's identical to PublicEQ.
+func Public(v bool) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldPublic, v))
+}
+
+// Cron applies equality check predicate on the "cron" field. It's identical to CronEQ.
+func Cron(v string) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldCron, v))
+}
+
+// StoppedAt applies equality check predicate on the "stopped_at" field. It's identical to StoppedAtEQ.
+func StoppedAt(v time.Time) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldStoppedAt, v))
+}
+
+// NextRunAt applies equality check predicate on the "next_run_at" field. It's identical to NextRunAtEQ.
+func NextRunAt(v time.Time) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldNextRunAt, v))
+}
+
+// LastRunAt applies equality check predicate on the "last_run_at" field. It's identical to LastRunAtEQ.
+func LastRunAt(v time.Time) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldLastRunAt, v))
+}
+
+// LastRunTaskID applies equality check predicate on the "last_run_task_id" field. It's identical to LastRunTaskIDEQ.
+func LastRunTaskID(v string) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldLastRunTaskID, v))
+}
+
+// SkippedRuns applies equality check predicate on the "skipped_runs" field. It's identical to SkippedRunsEQ.
+func SkippedRuns(v int) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldSkippedRuns, v))
+}
+
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.
 func CreatedAtEQ(v time.Time) predicate.Function {
 	return predicate.Function(sql.FieldEQ(FieldCreatedAt, v))
@@ -1323,6 +1383,651 @@ func ScaledownWindowSecondsLT(v int) predicate.Function {
 // ScaledownWindowSecondsLTE applies the LTE predicate on the "scaledown_window_seconds" field.
 func ScaledownWindowSecondsLTE(v int) predicate.Function {
 	return predicate.Function(sql.FieldLTE(FieldScaledownWindowSeconds, v))
+}
+
+// VersionEQ applies the EQ predicate on the "version" field.
+func VersionEQ(v int) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldVersion, v))
+}
+
+// VersionNEQ applies the NEQ predicate on the "version" field.
+func VersionNEQ(v int) predicate.Function {
+	return predicate.Function(sql.FieldNEQ(FieldVersion, v))
+}
+
+// VersionIn applies the In predicate on the "version" field.
+func VersionIn(vs ...int) predicate.Function {
+	return predicate.Function(sql.FieldIn(FieldVersion, vs...))
+}
+
+// VersionNotIn applies the NotIn predicate on the "version" field.
+func VersionNotIn(vs ...int) predicate.Function {
+	return predicate.Function(sql.FieldNotIn(FieldVersion, vs...))
+}
+
+// VersionGT applies the GT predicate on the "version" field.
+func VersionGT(v int) predicate.Function {
+	return predicate.Function(sql.FieldGT(FieldVersion, v))
+}
+
+// VersionGTE applies the GTE predicate on the "version" field.
+func VersionGTE(v int) predicate.Function {
+	return predicate.Function(sql.FieldGTE(FieldVersion, v))
+}
+
+// VersionLT applies the LT predicate on the "version" field.
+func VersionLT(v int) predicate.Function {
+	return predicate.Function(sql.FieldLT(FieldVersion, v))
+}
+
+// VersionLTE applies the LTE predicate on the "version" field.
+func VersionLTE(v int) predicate.Function {
+	return predicate.Function(sql.FieldLTE(FieldVersion, v))
+}
+
+// KindEQ applies the EQ predicate on the "kind" field.
+func KindEQ(v Kind) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldKind, v))
+}
+
+// KindNEQ applies the NEQ predicate on the "kind" field.
+func KindNEQ(v Kind) predicate.Function {
+	return predicate.Function(sql.FieldNEQ(FieldKind, v))
+}
+
+// KindIn applies the In predicate on the "kind" field.
+func KindIn(vs ...Kind) predicate.Function {
+	return predicate.Function(sql.FieldIn(FieldKind, vs...))
+}
+
+// KindNotIn applies the NotIn predicate on the "kind" field.
+func KindNotIn(vs ...Kind) predicate.Function {
+	return predicate.Function(sql.FieldNotIn(FieldKind, vs...))
+}
+
+// DeploymentEQ applies the EQ predicate on the "deployment" field.
+func DeploymentEQ(v string) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldDeployment, v))
+}
+
+// DeploymentNEQ applies the NEQ predicate on the "deployment" field.
+func DeploymentNEQ(v string) predicate.Function {
+	return predicate.Function(sql.FieldNEQ(FieldDeployment, v))
+}
+
+// DeploymentIn applies the In predicate on the "deployment" field.
+func DeploymentIn(vs ...string) predicate.Function {
+	return predicate.Function(sql.FieldIn(FieldDeployment, vs...))
+}
+
+// DeploymentNotIn applies the NotIn predicate on the "deployment" field.
+func DeploymentNotIn(vs ...string) predicate.Function {
+	return predicate.Function(sql.FieldNotIn(FieldDeployment, vs...))
+}
+
+// DeploymentGT applies the GT predicate on the "deployment" field.
+func DeploymentGT(v string) predicate.Function {
+	return predicate.Function(sql.FieldGT(FieldDeployment, v))
+}
+
+// DeploymentGTE applies the GTE predicate on the "deployment" field.
+func DeploymentGTE(v string) predicate.Function {
+	return predicate.Function(sql.FieldGTE(FieldDeployment, v))
+}
+
+// DeploymentLT applies the LT predicate on the "deployment" field.
+func DeploymentLT(v string) predicate.Function {
+	return predicate.Function(sql.FieldLT(FieldDeployment, v))
+}
+
+// DeploymentLTE applies the LTE predicate on the "deployment" field.
+func DeploymentLTE(v string) predicate.Function {
+	return predicate.Function(sql.FieldLTE(FieldDeployment, v))
+}
+
+// DeploymentContains applies the Contains predicate on the "deployment" field.
+func DeploymentContains(v string) predicate.Function {
+	return predicate.Function(sql.FieldContains(FieldDeployment, v))
+}
+
+// DeploymentHasPrefix applies the HasPrefix predicate on the "deployment" field.
+func DeploymentHasPrefix(v string) predicate.Function {
+	return predicate.Function(sql.FieldHasPrefix(FieldDeployment, v))
+}
+
+// DeploymentHasSuffix applies the HasSuffix predicate on the "deployment" field.
+func DeploymentHasSuffix(v string) predicate.Function {
+	return predicate.Function(sql.FieldHasSuffix(FieldDeployment, v))
+}
+
+// DeploymentEqualFold applies the EqualFold predicate on the "deployment" field.
+func DeploymentEqualFold(v string) predicate.Function {
+	return predicate.Function(sql.FieldEqualFold(FieldDeployment, v))
+}
+
+// DeploymentContainsFold applies the ContainsFold predicate on the "deployment" field.
+func DeploymentContainsFold(v string) predicate.Function {
+	return predicate.Function(sql.FieldContainsFold(FieldDeployment, v))
+}
+
+// CodeHashEQ applies the EQ predicate on the "code_hash" field.
+func CodeHashEQ(v string) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldCodeHash, v))
+}
+
+// CodeHashNEQ applies the NEQ predicate on the "code_hash" field.
+func CodeHashNEQ(v string) predicate.Function {
+	return predicate.Function(sql.FieldNEQ(FieldCodeHash, v))
+}
+
+// CodeHashIn applies the In predicate on the "code_hash" field.
+func CodeHashIn(vs ...string) predicate.Function {
+	return predicate.Function(sql.FieldIn(FieldCodeHash, vs...))
+}
+
+// CodeHashNotIn applies the NotIn predicate on the "code_hash" field.
+func CodeHashNotIn(vs ...string) predicate.Function {
+	return predicate.Function(sql.FieldNotIn(FieldCodeHash, vs...))
+}
+
+// CodeHashGT applies the GT predicate on the "code_hash" field.
+func CodeHashGT(v string) predicate.Function {
+	return predicate.Function(sql.FieldGT(FieldCodeHash, v))
+}
+
+// CodeHashGTE applies the GTE predicate on the "code_hash" field.
+func CodeHashGTE(v string) predicate.Function {
+	return predicate.Function(sql.FieldGTE(FieldCodeHash, v))
+}
+
+// CodeHashLT applies the LT predicate on the "code_hash" field.
+func CodeHashLT(v string) predicate.Function {
+	return predicate.Function(sql.FieldLT(FieldCodeHash, v))
+}
+
+// CodeHashLTE applies the LTE predicate on the "code_hash" field.
+func CodeHashLTE(v string) predicate.Function {
+	return predicate.Function(sql.FieldLTE(FieldCodeHash, v))
+}
+
+// CodeHashContains applies the Contains predicate on the "code_hash" field.
+func CodeHashContains(v string) predicate.Function {
+	return predicate.Function(sql.FieldContains(FieldCodeHash, v))
+}
+
+// CodeHashHasPrefix applies the HasPrefix predicate on the "code_hash" field.
+func CodeHashHasPrefix(v string) predicate.Function {
+	return predicate.Function(sql.FieldHasPrefix(FieldCodeHash, v))
+}
+
+// CodeHashHasSuffix applies the HasSuffix predicate on the "code_hash" field.
+func CodeHashHasSuffix(v string) predicate.Function {
+	return predicate.Function(sql.FieldHasSuffix(FieldCodeHash, v))
+}
+
+// CodeHashEqualFold applies the EqualFold predicate on the "code_hash" field.
+func CodeHashEqualFold(v string) predicate.Function {
+	return predicate.Function(sql.FieldEqualFold(FieldCodeHash, v))
+}
+
+// CodeHashContainsFold applies the ContainsFold predicate on the "code_hash" field.
+func CodeHashContainsFold(v string) predicate.Function {
+	return predicate.Function(sql.FieldContainsFold(FieldCodeHash, v))
+}
+
+// HTTPMethodEQ applies the EQ predicate on the "http_method" field.
+func HTTPMethodEQ(v string) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldHTTPMethod, v))
+}
+
+// HTTPMethodNEQ applies the NEQ predicate on the "http_method" field.
+func HTTPMethodNEQ(v string) predicate.Function {
+	return predicate.Function(sql.FieldNEQ(FieldHTTPMethod, v))
+}
+
+// HTTPMethodIn applies the In predicate on the "http_method" field.
+func HTTPMethodIn(vs ...string) predicate.Function {
+	return predicate.Function(sql.FieldIn(FieldHTTPMethod, vs...))
+}
+
+// HTTPMethodNotIn applies the NotIn predicate on the "http_method" field.
+func HTTPMethodNotIn(vs ...string) predicate.Function {
+	return predicate.Function(sql.FieldNotIn(FieldHTTPMethod, vs...))
+}
+
+// HTTPMethodGT applies the GT predicate on the "http_method" field.
+func HTTPMethodGT(v string) predicate.Function {
+	return predicate.Function(sql.FieldGT(FieldHTTPMethod, v))
+}
+
+// HTTPMethodGTE applies the GTE predicate on the "http_method" field.
+func HTTPMethodGTE(v string) predicate.Function {
+	return predicate.Function(sql.FieldGTE(FieldHTTPMethod, v))
+}
+
+// HTTPMethodLT applies the LT predicate on the "http_method" field.
+func HTTPMethodLT(v string) predicate.Function {
+	return predicate.Function(sql.FieldLT(FieldHTTPMethod, v))
+}
+
+// HTTPMethodLTE applies the LTE predicate on the "http_method" field.
+func HTTPMethodLTE(v string) predicate.Function {
+	return predicate.Function(sql.FieldLTE(FieldHTTPMethod, v))
+}
+
+// HTTPMethodContains applies the Contains predicate on the "http_method" field.
+func HTTPMethodContains(v string) predicate.Function {
+	return predicate.Function(sql.FieldContains(FieldHTTPMethod, v))
+}
+
+// HTTPMethodHasPrefix applies the HasPrefix predicate on the "http_method" field.
+func HTTPMethodHasPrefix(v string) predicate.Function {
+	return predicate.Function(sql.FieldHasPrefix(FieldHTTPMethod, v))
+}
+
+// HTTPMethodHasSuffix applies the HasSuffix predicate on the "http_method" field.
+func HTTPMethodHasSuffix(v string) predicate.Function {
+	return predicate.Function(sql.FieldHasSuffix(FieldHTTPMethod, v))
+}
+
+// HTTPMethodEqualFold applies the EqualFold predicate on the "http_method" field.
+func HTTPMethodEqualFold(v string) predicate.Function {
+	return predicate.Function(sql.FieldEqualFold(FieldHTTPMethod, v))
+}
+
+// HTTPMethodContainsFold applies the ContainsFold predicate on the "http_method" field.
+func HTTPMethodContainsFold(v string) predicate.Function {
+	return predicate.Function(sql.FieldContainsFold(FieldHTTPMethod, v))
+}
+
+// SyncTimeoutSecondsEQ applies the EQ predicate on the "sync_timeout_seconds" field.
+func SyncTimeoutSecondsEQ(v int) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldSyncTimeoutSeconds, v))
+}
+
+// SyncTimeoutSecondsNEQ applies the NEQ predicate on the "sync_timeout_seconds" field.
+func SyncTimeoutSecondsNEQ(v int) predicate.Function {
+	return predicate.Function(sql.FieldNEQ(FieldSyncTimeoutSeconds, v))
+}
+
+// SyncTimeoutSecondsIn applies the In predicate on the "sync_timeout_seconds" field.
+func SyncTimeoutSecondsIn(vs ...int) predicate.Function {
+	return predicate.Function(sql.FieldIn(FieldSyncTimeoutSeconds, vs...))
+}
+
+// SyncTimeoutSecondsNotIn applies the NotIn predicate on the "sync_timeout_seconds" field.
+func SyncTimeoutSecondsNotIn(vs ...int) predicate.Function {
+	return predicate.Function(sql.FieldNotIn(FieldSyncTimeoutSeconds, vs...))
+}
+
+// SyncTimeoutSecondsGT applies the GT predicate on the "sync_timeout_seconds" field.
+func SyncTimeoutSecondsGT(v int) predicate.Function {
+	return predicate.Function(sql.FieldGT(FieldSyncTimeoutSeconds, v))
+}
+
+// SyncTimeoutSecondsGTE applies the GTE predicate on the "sync_timeout_seconds" field.
+func SyncTimeoutSecondsGTE(v int) predicate.Function {
+	return predicate.Function(sql.FieldGTE(FieldSyncTimeoutSeconds, v))
+}
+
+// SyncTimeoutSecondsLT applies the LT predicate on the "sync_timeout_seconds" field.
+func SyncTimeoutSecondsLT(v int) predicate.Function {
+	return predicate.Function(sql.FieldLT(FieldSyncTimeoutSeconds, v))
+}
+
+// SyncTimeoutSecondsLTE applies the LTE predicate on the "sync_timeout_seconds" field.
+func SyncTimeoutSecondsLTE(v int) predicate.Function {
+	return predicate.Function(sql.FieldLTE(FieldSyncTimeoutSeconds, v))
+}
+
+// PublicEQ applies the EQ predicate on the "public" field.
+func PublicEQ(v bool) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldPublic, v))
+}
+
+// PublicNEQ applies the NEQ predicate on the "public" field.
+func PublicNEQ(v bool) predicate.Function {
+	return predicate.Function(sql.FieldNEQ(FieldPublic, v))
+}
+
+// SecretsIsNil applies the IsNil predicate on the "secrets" field.
+func SecretsIsNil() predicate.Function {
+	return predicate.Function(sql.FieldIsNull(FieldSecrets))
+}
+
+// SecretsNotNil applies the NotNil predicate on the "secrets" field.
+func SecretsNotNil() predicate.Function {
+	return predicate.Function(sql.FieldNotNull(FieldSecrets))
+}
+
+// CronEQ applies the EQ predicate on the "cron" field.
+func CronEQ(v string) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldCron, v))
+}
+
+// CronNEQ applies the NEQ predicate on the "cron" field.
+func CronNEQ(v string) predicate.Function {
+	return predicate.Function(sql.FieldNEQ(FieldCron, v))
+}
+
+// CronIn applies the In predicate on the "cron" field.
+func CronIn(vs ...string) predicate.Function {
+	return predicate.Function(sql.FieldIn(FieldCron, vs...))
+}
+
+// CronNotIn applies the NotIn predicate on the "cron" field.
+func CronNotIn(vs ...string) predicate.Function {
+	return predicate.Function(sql.FieldNotIn(FieldCron, vs...))
+}
+
+// CronGT applies the GT predicate on the "cron" field.
+func CronGT(v string) predicate.Function {
+	return predicate.Function(sql.FieldGT(FieldCron, v))
+}
+
+// CronGTE applies the GTE predicate on the "cron" field.
+func CronGTE(v string) predicate.Function {
+	return predicate.Function(sql.FieldGTE(FieldCron, v))
+}
+
+// CronLT applies the LT predicate on the "cron" field.
+func CronLT(v string) predicate.Function {
+	return predicate.Function(sql.FieldLT(FieldCron, v))
+}
+
+// CronLTE applies the LTE predicate on the "cron" field.
+func CronLTE(v string) predicate.Function {
+	return predicate.Function(sql.FieldLTE(FieldCron, v))
+}
+
+// CronContains applies the Contains predicate on the "cron" field.
+func CronContains(v string) predicate.Function {
+	return predicate.Function(sql.FieldContains(FieldCron, v))
+}
+
+// CronHasPrefix applies the HasPrefix predicate on the "cron" field.
+func CronHasPrefix(v string) predicate.Function {
+	return predicate.Function(sql.FieldHasPrefix(FieldCron, v))
+}
+
+// CronHasSuffix applies the HasSuffix predicate on the "cron" field.
+func CronHasSuffix(v string) predicate.Function {
+	return predicate.Function(sql.FieldHasSuffix(FieldCron, v))
+}
+
+// CronEqualFold applies the EqualFold predicate on the "cron" field.
+func CronEqualFold(v string) predicate.Function {
+	return predicate.Function(sql.FieldEqualFold(FieldCron, v))
+}
+
+// CronContainsFold applies the ContainsFold predicate on the "cron" field.
+func CronContainsFold(v string) predicate.Function {
+	return predicate.Function(sql.FieldContainsFold(FieldCron, v))
+}
+
+// StoppedAtEQ applies the EQ predicate on the "stopped_at" field.
+func StoppedAtEQ(v time.Time) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldStoppedAt, v))
+}
+
+// StoppedAtNEQ applies the NEQ predicate on the "stopped_at" field.
+func StoppedAtNEQ(v time.Time) predicate.Function {
+	return predicate.Function(sql.FieldNEQ(FieldStoppedAt, v))
+}
+
+// StoppedAtIn applies the In predicate on the "stopped_at" field.
+func StoppedAtIn(vs ...time.Time) predicate.Function {
+	return predicate.Function(sql.FieldIn(FieldStoppedAt, vs...))
+}
+
+// StoppedAtNotIn applies the NotIn predicate on the "stopped_at" field.
+func StoppedAtNotIn(vs ...time.Time) predicate.Function {
+	return predicate.Function(sql.FieldNotIn(FieldStoppedAt, vs...))
+}
+
+// StoppedAtGT applies the GT predicate on the "stopped_at" field.
+func StoppedAtGT(v time.Time) predicate.Function {
+	return predicate.Function(sql.FieldGT(FieldStoppedAt, v))
+}
+
+// StoppedAtGTE applies the GTE predicate on the "stopped_at" field.
+func StoppedAtGTE(v time.Time) predicate.Function {
+	return predicate.Function(sql.FieldGTE(FieldStoppedAt, v))
+}
+
+// StoppedAtLT applies the LT predicate on the "stopped_at" field.
+func StoppedAtLT(v time.Time) predicate.Function {
+	return predicate.Function(sql.FieldLT(FieldStoppedAt, v))
+}
+
+// StoppedAtLTE applies the LTE predicate on the "stopped_at" field.
+func StoppedAtLTE(v time.Time) predicate.Function {
+	return predicate.Function(sql.FieldLTE(FieldStoppedAt, v))
+}
+
+// StoppedAtIsNil applies the IsNil predicate on the "stopped_at" field.
+func StoppedAtIsNil() predicate.Function {
+	return predicate.Function(sql.FieldIsNull(FieldStoppedAt))
+}
+
+// StoppedAtNotNil applies the NotNil predicate on the "stopped_at" field.
+func StoppedAtNotNil() predicate.Function {
+	return predicate.Function(sql.FieldNotNull(FieldStoppedAt))
+}
+
+// NextRunAtEQ applies the EQ predicate on the "next_run_at" field.
+func NextRunAtEQ(v time.Time) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldNextRunAt, v))
+}
+
+// NextRunAtNEQ applies the NEQ predicate on the "next_run_at" field.
+func NextRunAtNEQ(v time.Time) predicate.Function {
+	return predicate.Function(sql.FieldNEQ(FieldNextRunAt, v))
+}
+
+// NextRunAtIn applies the In predicate on the "next_run_at" field.
+func NextRunAtIn(vs ...time.Time) predicate.Function {
+	return predicate.Function(sql.FieldIn(FieldNextRunAt, vs...))
+}
+
+// NextRunAtNotIn applies the NotIn predicate on the "next_run_at" field.
+func NextRunAtNotIn(vs ...time.Time) predicate.Function {
+	return predicate.Function(sql.FieldNotIn(FieldNextRunAt, vs...))
+}
+
+// NextRunAtGT applies the GT predicate on the "next_run_at" field.
+func NextRunAtGT(v time.Time) predicate.Function {
+	return predicate.Function(sql.FieldGT(FieldNextRunAt, v))
+}
+
+// NextRunAtGTE applies the GTE predicate on the "next_run_at" field.
+func NextRunAtGTE(v time.Time) predicate.Function {
+	return predicate.Function(sql.FieldGTE(FieldNextRunAt, v))
+}
+
+// NextRunAtLT applies the LT predicate on the "next_run_at" field.
+func NextRunAtLT(v time.Time) predicate.Function {
+	return predicate.Function(sql.FieldLT(FieldNextRunAt, v))
+}
+
+// NextRunAtLTE applies the LTE predicate on the "next_run_at" field.
+func NextRunAtLTE(v time.Time) predicate.Function {
+	return predicate.Function(sql.FieldLTE(FieldNextRunAt, v))
+}
+
+// NextRunAtIsNil applies the IsNil predicate on the "next_run_at" field.
+func NextRunAtIsNil() predicate.Function {
+	return predicate.Function(sql.FieldIsNull(FieldNextRunAt))
+}
+
+// NextRunAtNotNil applies the NotNil predicate on the "next_run_at" field.
+func NextRunAtNotNil() predicate.Function {
+	return predicate.Function(sql.FieldNotNull(FieldNextRunAt))
+}
+
+// LastRunAtEQ applies the EQ predicate on the "last_run_at" field.
+func LastRunAtEQ(v time.Time) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldLastRunAt, v))
+}
+
+// LastRunAtNEQ applies the NEQ predicate on the "last_run_at" field.
+func LastRunAtNEQ(v time.Time) predicate.Function {
+	return predicate.Function(sql.FieldNEQ(FieldLastRunAt, v))
+}
+
+// LastRunAtIn applies the In predicate on the "last_run_at" field.
+func LastRunAtIn(vs ...time.Time) predicate.Function {
+	return predicate.Function(sql.FieldIn(FieldLastRunAt, vs...))
+}
+
+// LastRunAtNotIn applies the NotIn predicate on the "last_run_at" field.
+func LastRunAtNotIn(vs ...time.Time) predicate.Function {
+	return predicate.Function(sql.FieldNotIn(FieldLastRunAt, vs...))
+}
+
+// LastRunAtGT applies the GT predicate on the "last_run_at" field.
+func LastRunAtGT(v time.Time) predicate.Function {
+	return predicate.Function(sql.FieldGT(FieldLastRunAt, v))
+}
+
+// LastRunAtGTE applies the GTE predicate on the "last_run_at" field.
+func LastRunAtGTE(v time.Time) predicate.Function {
+	return predicate.Function(sql.FieldGTE(FieldLastRunAt, v))
+}
+
+// LastRunAtLT applies the LT predicate on the "last_run_at" field.
+func LastRunAtLT(v time.Time) predicate.Function {
+	return predicate.Function(sql.FieldLT(FieldLastRunAt, v))
+}
+
+// LastRunAtLTE applies the LTE predicate on the "last_run_at" field.
+func LastRunAtLTE(v time.Time) predicate.Function {
+	return predicate.Function(sql.FieldLTE(FieldLastRunAt, v))
+}
+
+// LastRunAtIsNil applies the IsNil predicate on the "last_run_at" field.
+func LastRunAtIsNil() predicate.Function {
+	return predicate.Function(sql.FieldIsNull(FieldLastRunAt))
+}
+
+// LastRunAtNotNil applies the NotNil predicate on the "last_run_at" field.
+func LastRunAtNotNil() predicate.Function {
+	return predicate.Function(sql.FieldNotNull(FieldLastRunAt))
+}
+
+// LastRunTaskIDEQ applies the EQ predicate on the "last_run_task_id" field.
+func LastRunTaskIDEQ(v string) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldLastRunTaskID, v))
+}
+
+// LastRunTaskIDNEQ applies the NEQ predicate on the "last_run_task_id" field.
+func LastRunTaskIDNEQ(v string) predicate.Function {
+	return predicate.Function(sql.FieldNEQ(FieldLastRunTaskID, v))
+}
+
+// LastRunTaskIDIn applies the In predicate on the "last_run_task_id" field.
+func LastRunTaskIDIn(vs ...string) predicate.Function {
+	return predicate.Function(sql.FieldIn(FieldLastRunTaskID, vs...))
+}
+
+// LastRunTaskIDNotIn applies the NotIn predicate on the "last_run_task_id" field.
+func LastRunTaskIDNotIn(vs ...string) predicate.Function {
+	return predicate.Function(sql.FieldNotIn(FieldLastRunTaskID, vs...))
+}
+
+// LastRunTaskIDGT applies the GT predicate on the "last_run_task_id" field.
+func LastRunTaskIDGT(v string) predicate.Function {
+	return predicate.Function(sql.FieldGT(FieldLastRunTaskID, v))
+}
+
+// LastRunTaskIDGTE applies the GTE predicate on the "last_run_task_id" field.
+func LastRunTaskIDGTE(v string) predicate.Function {
+	return predicate.Function(sql.FieldGTE(FieldLastRunTaskID, v))
+}
+
+// LastRunTaskIDLT applies the LT predicate on the "last_run_task_id" field.
+func LastRunTaskIDLT(v string) predicate.Function {
+	return predicate.Function(sql.FieldLT(FieldLastRunTaskID, v))
+}
+
+// LastRunTaskIDLTE applies the LTE predicate on the "last_run_task_id" field.
+func LastRunTaskIDLTE(v string) predicate.Function {
+	return predicate.Function(sql.FieldLTE(FieldLastRunTaskID, v))
+}
+
+// LastRunTaskIDContains applies the Contains predicate on the "last_run_task_id" field.
+func LastRunTaskIDContains(v string) predicate.Function {
+	return predicate.Function(sql.FieldContains(FieldLastRunTaskID, v))
+}
+
+// LastRunTaskIDHasPrefix applies the HasPrefix predicate on the "last_run_task_id" field.
+func LastRunTaskIDHasPrefix(v string) predicate.Function {
+	return predicate.Function(sql.FieldHasPrefix(FieldLastRunTaskID, v))
+}
+
+// LastRunTaskIDHasSuffix applies the HasSuffix predicate on the "last_run_task_id" field.
+func LastRunTaskIDHasSuffix(v string) predicate.Function {
+	return predicate.Function(sql.FieldHasSuffix(FieldLastRunTaskID, v))
+}
+
+// LastRunTaskIDIsNil applies the IsNil predicate on the "last_run_task_id" field.
+func LastRunTaskIDIsNil() predicate.Function {
+	return predicate.Function(sql.FieldIsNull(FieldLastRunTaskID))
+}
+
+// LastRunTaskIDNotNil applies the NotNil predicate on the "last_run_task_id" field.
+func LastRunTaskIDNotNil() predicate.Function {
+	return predicate.Function(sql.FieldNotNull(FieldLastRunTaskID))
+}
+
+// LastRunTaskIDEqualFold applies the EqualFold predicate on the "last_run_task_id" field.
+func LastRunTaskIDEqualFold(v string) predicate.Function {
+	return predicate.Function(sql.FieldEqualFold(FieldLastRunTaskID, v))
+}
+
+// LastRunTaskIDContainsFold applies the ContainsFold predicate on the "last_run_task_id" field.
+func LastRunTaskIDContainsFold(v string) predicate.Function {
+	return predicate.Function(sql.FieldContainsFold(FieldLastRunTaskID, v))
+}
+
+// SkippedRunsEQ applies the EQ predicate on the "skipped_runs" field.
+func SkippedRunsEQ(v int) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldSkippedRuns, v))
+}
+
+// SkippedRunsNEQ applies the NEQ predicate on the "skipped_runs" field.
+func SkippedRunsNEQ(v int) predicate.Function {
+	return predicate.Function(sql.FieldNEQ(FieldSkippedRuns, v))
+}
+
+// SkippedRunsIn applies the In predicate on the "skipped_runs" field.
+func SkippedRunsIn(vs ...int) predicate.Function {
+	return predicate.Function(sql.FieldIn(FieldSkippedRuns, vs...))
+}
+
+// SkippedRunsNotIn applies the NotIn predicate on the "skipped_runs" field.
+func SkippedRunsNotIn(vs ...int) predicate.Function {
+	return predicate.Function(sql.FieldNotIn(FieldSkippedRuns, vs...))
+}
+
+// SkippedRunsGT applies the GT predicate on the "skipped_runs" field.
+func SkippedRunsGT(v int) predicate.Function {
+	return predicate.Function(sql.FieldGT(FieldSkippedRuns, v))
+}
+
+// SkippedRunsGTE applies the GTE predicate on the "skipped_runs" field.
+func SkippedRunsGTE(v int) predicate.Function {
+	return predicate.Function(sql.FieldGTE(FieldSkippedRuns, v))
+}
+
+// SkippedRunsLT applies the LT predicate on the "skipped_runs" field.
+func SkippedRunsLT(v int) predicate.Function {
+	return predicate.Function(sql.FieldLT(FieldSkippedRuns, v))
+}
+
+// SkippedRunsLTE applies the LTE predicate on the "skipped_runs" field.
+func SkippedRunsLTE(v int) predicate.Function {
+	return predicate.Function(sql.FieldLTE(FieldSkippedRuns, v))
 }
 
 // HasApp applies the HasEdge predicate on the "app" edge.

@@ -28,6 +28,7 @@ import (
 	"github.com/levers9/levers9/ent/predicate"
 	"github.com/levers9/levers9/ent/project"
 	"github.com/levers9/levers9/ent/queue"
+	"github.com/levers9/levers9/ent/secret"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
 	"github.com/levers9/levers9/ent/task"
@@ -604,6 +605,33 @@ func (f TraverseQueue) Traverse(ctx context.Context, q ent.Query) error {
 	return fmt.Errorf("unexpected query type %T. expect *ent.QueueQuery", q)
 }
 
+// The SecretFunc type is an adapter to allow the use of ordinary function as a Querier.
+type SecretFunc func(context.Context, *ent.SecretQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f SecretFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.SecretQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.SecretQuery", q)
+}
+
+// The TraverseSecret type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseSecret func(context.Context, *ent.SecretQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseSecret) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseSecret) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.SecretQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.SecretQuery", q)
+}
+
 // The ServiceFunc type is an adapter to allow the use of ordinary function as a Querier.
 type ServiceFunc func(context.Context, *ent.ServiceQuery) (ent.Value, error)
 
@@ -780,6 +808,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.ProjectQuery, predicate.Project, project.OrderOption]{typ: ent.TypeProject, tq: q}, nil
 	case *ent.QueueQuery:
 		return &query[*ent.QueueQuery, predicate.Queue, queue.OrderOption]{typ: ent.TypeQueue, tq: q}, nil
+	case *ent.SecretQuery:
+		return &query[*ent.SecretQuery, predicate.Secret, secret.OrderOption]{typ: ent.TypeSecret, tq: q}, nil
 	case *ent.ServiceQuery:
 		return &query[*ent.ServiceQuery, predicate.Service, service.OrderOption]{typ: ent.TypeService, tq: q}, nil
 	case *ent.StorageQuery:

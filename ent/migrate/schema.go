@@ -3,6 +3,7 @@
 package migrate
 
 import (
+	"entgo.io/ent/dialect/entsql"
 	"entgo.io/ent/dialect/sql/schema"
 	"entgo.io/ent/schema/field"
 )
@@ -47,10 +48,12 @@ var (
 		{Name: "tenant_id", Type: field.TypeString},
 		{Name: "environment_id", Type: field.TypeString},
 		{Name: "name", Type: field.TypeString},
-		{Name: "state", Type: field.TypeEnum, Enums: []string{"RUNNING", "STOPPED"}, Default: "RUNNING"},
+		{Name: "state", Type: field.TypeEnum, Enums: []string{"RUNNING", "DEPLOYED", "STOPPED"}, Default: "RUNNING"},
 		{Name: "ephemeral", Type: field.TypeBool, Default: true},
 		{Name: "code_hash", Type: field.TypeString},
 		{Name: "last_seen_at", Type: field.TypeTime, Nullable: true},
+		{Name: "version", Type: field.TypeInt, Default: 1},
+		{Name: "live_version", Type: field.TypeInt, Default: 1},
 		{Name: "stopped_at", Type: field.TypeTime, Nullable: true},
 		{Name: "stop_reason", Type: field.TypeString, Default: ""},
 		{Name: "owner_id", Type: field.TypeString, Size: 40},
@@ -63,7 +66,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "apps_users_owner",
-				Columns:    []*schema.Column{AppsColumns[12]},
+				Columns:    []*schema.Column{AppsColumns[14]},
 				RefColumns: []*schema.Column{UsersColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -78,6 +81,11 @@ var (
 				Name:    "app_tenant_id_environment_id_created_at",
 				Unique:  false,
 				Columns: []*schema.Column{AppsColumns[3], AppsColumns[4], AppsColumns[1]},
+			},
+			{
+				Name:    "app_tenant_id_environment_id_name_state",
+				Unique:  false,
+				Columns: []*schema.Column{AppsColumns[3], AppsColumns[4], AppsColumns[5], AppsColumns[6]},
 			},
 		},
 	}
@@ -362,6 +370,20 @@ var (
 		{Name: "keep_warm", Type: field.TypeInt, Default: 0},
 		{Name: "concurrency", Type: field.TypeInt, Default: 1},
 		{Name: "scaledown_window_seconds", Type: field.TypeInt, Default: 60},
+		{Name: "version", Type: field.TypeInt, Default: 1},
+		{Name: "kind", Type: field.TypeEnum, Enums: []string{"FUNCTION", "ENDPOINT", "ASGI", "REALTIME", "TASK_QUEUE", "CRON"}, Default: "FUNCTION"},
+		{Name: "deployment", Type: field.TypeString, Default: ""},
+		{Name: "code_hash", Type: field.TypeString, Default: ""},
+		{Name: "http_method", Type: field.TypeString, Default: ""},
+		{Name: "sync_timeout_seconds", Type: field.TypeInt, Default: 60},
+		{Name: "public", Type: field.TypeBool, Default: false},
+		{Name: "secrets", Type: field.TypeJSON, Nullable: true},
+		{Name: "cron", Type: field.TypeString, Default: ""},
+		{Name: "stopped_at", Type: field.TypeTime, Nullable: true},
+		{Name: "next_run_at", Type: field.TypeTime, Nullable: true},
+		{Name: "last_run_at", Type: field.TypeTime, Nullable: true},
+		{Name: "last_run_task_id", Type: field.TypeString, Nullable: true},
+		{Name: "skipped_runs", Type: field.TypeInt, Default: 0},
 		{Name: "app_id", Type: field.TypeString, Size: 40},
 		{Name: "queue_id", Type: field.TypeString, Size: 40},
 	}
@@ -373,13 +395,13 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "functions_apps_functions",
-				Columns:    []*schema.Column{FunctionsColumns[22]},
+				Columns:    []*schema.Column{FunctionsColumns[36]},
 				RefColumns: []*schema.Column{AppsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "functions_queues_queue",
-				Columns:    []*schema.Column{FunctionsColumns[23]},
+				Columns:    []*schema.Column{FunctionsColumns[37]},
 				RefColumns: []*schema.Column{QueuesColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -391,9 +413,19 @@ var (
 				Columns: []*schema.Column{FunctionsColumns[3]},
 			},
 			{
-				Name:    "function_app_id_name",
+				Name:    "function_app_id_name_version",
 				Unique:  true,
-				Columns: []*schema.Column{FunctionsColumns[22], FunctionsColumns[5]},
+				Columns: []*schema.Column{FunctionsColumns[36], FunctionsColumns[5], FunctionsColumns[22]},
+			},
+			{
+				Name:    "function_tenant_id_environment_id_deployment",
+				Unique:  false,
+				Columns: []*schema.Column{FunctionsColumns[3], FunctionsColumns[4], FunctionsColumns[24]},
+			},
+			{
+				Name:    "function_kind_next_run_at",
+				Unique:  false,
+				Columns: []*schema.Column{FunctionsColumns[23], FunctionsColumns[32]},
 			},
 		},
 	}
@@ -779,6 +811,38 @@ var (
 			},
 		},
 	}
+	// SecretsColumns holds the columns for the "secrets" table.
+	SecretsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 40},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "tenant_id", Type: field.TypeString},
+		{Name: "environment_id", Type: field.TypeString},
+		{Name: "name", Type: field.TypeString},
+		{Name: "keys", Type: field.TypeJSON},
+		{Name: "owner_id", Type: field.TypeString},
+		{Name: "ciphertext", Type: field.TypeBytes},
+		{Name: "nonce", Type: field.TypeBytes},
+		{Name: "key_id", Type: field.TypeString},
+	}
+	// SecretsTable holds the schema information for the "secrets" table.
+	SecretsTable = &schema.Table{
+		Name:       "secrets",
+		Columns:    SecretsColumns,
+		PrimaryKey: []*schema.Column{SecretsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "secret_tenant_id",
+				Unique:  false,
+				Columns: []*schema.Column{SecretsColumns[3]},
+			},
+			{
+				Name:    "secret_tenant_id_environment_id_name",
+				Unique:  true,
+				Columns: []*schema.Column{SecretsColumns[3], SecretsColumns[4], SecretsColumns[5]},
+			},
+		},
+	}
 	// ServicesColumns holds the columns for the "services" table.
 	ServicesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 40},
@@ -898,7 +962,9 @@ var (
 		{Name: "app_id", Type: field.TypeString},
 		{Name: "owner_id", Type: field.TypeString},
 		{Name: "map_index", Type: field.TypeInt, Default: 0},
-		{Name: "state", Type: field.TypeEnum, Enums: []string{"PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELLED"}, Default: "PENDING"},
+		{Name: "state", Type: field.TypeEnum, Enums: []string{"PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELLED", "DEAD"}, Default: "PENDING"},
+		{Name: "source", Type: field.TypeEnum, Enums: []string{"CALL", "HTTP", "QUEUE", "CRON"}, Default: "CALL"},
+		{Name: "idempotency_key", Type: field.TypeString, Default: ""},
 		{Name: "attempt", Type: field.TypeInt, Default: 0},
 		{Name: "max_attempts", Type: field.TypeInt, Default: 1},
 		{Name: "timeout_seconds", Type: field.TypeInt, Default: 300},
@@ -931,13 +997,13 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "tasks_functions_tasks",
-				Columns:    []*schema.Column{TasksColumns[30]},
+				Columns:    []*schema.Column{TasksColumns[32]},
 				RefColumns: []*schema.Column{FunctionsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "tasks_function_maps_tasks",
-				Columns:    []*schema.Column{TasksColumns[31]},
+				Columns:    []*schema.Column{TasksColumns[33]},
 				RefColumns: []*schema.Column{FunctionMapsColumns[0]},
 				OnDelete:   schema.SetNull,
 			},
@@ -951,17 +1017,17 @@ var (
 			{
 				Name:    "task_function_id_state_created_at_map_index",
 				Unique:  false,
-				Columns: []*schema.Column{TasksColumns[30], TasksColumns[8], TasksColumns[1], TasksColumns[7]},
+				Columns: []*schema.Column{TasksColumns[32], TasksColumns[8], TasksColumns[1], TasksColumns[7]},
 			},
 			{
 				Name:    "task_map_id_map_index",
 				Unique:  false,
-				Columns: []*schema.Column{TasksColumns[31], TasksColumns[7]},
+				Columns: []*schema.Column{TasksColumns[33], TasksColumns[7]},
 			},
 			{
 				Name:    "task_container_id_state",
 				Unique:  false,
-				Columns: []*schema.Column{TasksColumns[22], TasksColumns[8]},
+				Columns: []*schema.Column{TasksColumns[24], TasksColumns[8]},
 			},
 			{
 				Name:    "task_app_id_state",
@@ -972,6 +1038,14 @@ var (
 				Name:    "task_tenant_id_environment_id_created_at",
 				Unique:  false,
 				Columns: []*schema.Column{TasksColumns[3], TasksColumns[4], TasksColumns[1]},
+			},
+			{
+				Name:    "task_app_id_idempotency_key",
+				Unique:  true,
+				Columns: []*schema.Column{TasksColumns[5], TasksColumns[10]},
+				Annotation: &entsql.IndexAnnotation{
+					Where: "idempotency_key <> ''",
+				},
 			},
 		},
 	}
@@ -1188,6 +1262,7 @@ var (
 		NodeInvitesTable,
 		ProjectsTable,
 		QueuesTable,
+		SecretsTable,
 		ServicesTable,
 		StoragesTable,
 		TasksTable,

@@ -63,6 +63,9 @@ type Project func(*sql.Selector)
 // Queue is the predicate function for queue builders.
 type Queue func(*sql.Selector)
 
+// Secret is the predicate function for secret builders.
+type Secret func(*sql.Selector)
+
 // Service is the predicate function for service builders.
 type Service func(*sql.Selector)
 

@@ -567,6 +567,30 @@ func (f QueueMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation)
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.QueueMutation", m)
 }
 
+// The SecretQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type SecretQueryRuleFunc func(context.Context, *ent.SecretQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f SecretQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.SecretQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.SecretQuery", q)
+}
+
+// The SecretMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type SecretMutationRuleFunc func(context.Context, *ent.SecretMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f SecretMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.SecretMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.SecretMutation", m)
+}
+
 // The ServiceQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type ServiceQueryRuleFunc func(context.Context, *ent.ServiceQuery) error
@@ -760,6 +784,8 @@ func queryFilter(q ent.Query) (Filter, error) {
 		return q.Filter(), nil
 	case *ent.QueueQuery:
 		return q.Filter(), nil
+	case *ent.SecretQuery:
+		return q.Filter(), nil
 	case *ent.ServiceQuery:
 		return q.Filter(), nil
 	case *ent.StorageQuery:
@@ -814,6 +840,8 @@ func mutationFilter(m ent.Mutation) (Filter, error) {
 	case *ent.ProjectMutation:
 		return m.Filter(), nil
 	case *ent.QueueMutation:
+		return m.Filter(), nil
+	case *ent.SecretMutation:
 		return m.Filter(), nil
 	case *ent.ServiceMutation:
 		return m.Filter(), nil

@@ -26,6 +26,7 @@ import (
 	"github.com/levers9/levers9/ent/project"
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/schema"
+	"github.com/levers9/levers9/ent/secret"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
 	"github.com/levers9/levers9/ent/task"
@@ -170,8 +171,16 @@ func init() {
 	appDescEphemeral := appFields[2].Descriptor()
 	// app.DefaultEphemeral holds the default value on creation for the ephemeral field.
 	app.DefaultEphemeral = appDescEphemeral.Default.(bool)
+	// appDescVersion is the schema descriptor for version field.
+	appDescVersion := appFields[6].Descriptor()
+	// app.DefaultVersion holds the default value on creation for the version field.
+	app.DefaultVersion = appDescVersion.Default.(int)
+	// appDescLiveVersion is the schema descriptor for live_version field.
+	appDescLiveVersion := appFields[7].Descriptor()
+	// app.DefaultLiveVersion holds the default value on creation for the live_version field.
+	app.DefaultLiveVersion = appDescLiveVersion.Default.(int)
 	// appDescStopReason is the schema descriptor for stop_reason field.
-	appDescStopReason := appFields[7].Descriptor()
+	appDescStopReason := appFields[9].Descriptor()
 	// app.DefaultStopReason holds the default value on creation for the stop_reason field.
 	app.DefaultStopReason = appDescStopReason.Default.(string)
 	// appDescID is the schema descriptor for id field.
@@ -646,6 +655,38 @@ func init() {
 	functionDescScaledownWindowSeconds := functionFields[18].Descriptor()
 	// function.DefaultScaledownWindowSeconds holds the default value on creation for the scaledown_window_seconds field.
 	function.DefaultScaledownWindowSeconds = functionDescScaledownWindowSeconds.Default.(int)
+	// functionDescVersion is the schema descriptor for version field.
+	functionDescVersion := functionFields[19].Descriptor()
+	// function.DefaultVersion holds the default value on creation for the version field.
+	function.DefaultVersion = functionDescVersion.Default.(int)
+	// functionDescDeployment is the schema descriptor for deployment field.
+	functionDescDeployment := functionFields[21].Descriptor()
+	// function.DefaultDeployment holds the default value on creation for the deployment field.
+	function.DefaultDeployment = functionDescDeployment.Default.(string)
+	// functionDescCodeHash is the schema descriptor for code_hash field.
+	functionDescCodeHash := functionFields[22].Descriptor()
+	// function.DefaultCodeHash holds the default value on creation for the code_hash field.
+	function.DefaultCodeHash = functionDescCodeHash.Default.(string)
+	// functionDescHTTPMethod is the schema descriptor for http_method field.
+	functionDescHTTPMethod := functionFields[23].Descriptor()
+	// function.DefaultHTTPMethod holds the default value on creation for the http_method field.
+	function.DefaultHTTPMethod = functionDescHTTPMethod.Default.(string)
+	// functionDescSyncTimeoutSeconds is the schema descriptor for sync_timeout_seconds field.
+	functionDescSyncTimeoutSeconds := functionFields[24].Descriptor()
+	// function.DefaultSyncTimeoutSeconds holds the default value on creation for the sync_timeout_seconds field.
+	function.DefaultSyncTimeoutSeconds = functionDescSyncTimeoutSeconds.Default.(int)
+	// functionDescPublic is the schema descriptor for public field.
+	functionDescPublic := functionFields[25].Descriptor()
+	// function.DefaultPublic holds the default value on creation for the public field.
+	function.DefaultPublic = functionDescPublic.Default.(bool)
+	// functionDescCron is the schema descriptor for cron field.
+	functionDescCron := functionFields[27].Descriptor()
+	// function.DefaultCron holds the default value on creation for the cron field.
+	function.DefaultCron = functionDescCron.Default.(string)
+	// functionDescSkippedRuns is the schema descriptor for skipped_runs field.
+	functionDescSkippedRuns := functionFields[32].Descriptor()
+	// function.DefaultSkippedRuns holds the default value on creation for the skipped_runs field.
+	function.DefaultSkippedRuns = functionDescSkippedRuns.Default.(int)
 	// functionDescID is the schema descriptor for id field.
 	functionDescID := functionMixinFields0[0].Descriptor()
 	// function.DefaultID holds the default value on creation for the id field.
@@ -1438,6 +1479,82 @@ func init() {
 			return nil
 		}
 	}()
+	secretMixin := schema.Secret{}.Mixin()
+	secret.Policy = privacy.NewPolicies(secretMixin[2], secretMixin[3], schema.Secret{})
+	secret.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := secret.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	secretMixinFields0 := secretMixin[0].Fields()
+	_ = secretMixinFields0
+	secretMixinFields1 := secretMixin[1].Fields()
+	_ = secretMixinFields1
+	secretMixinFields2 := secretMixin[2].Fields()
+	_ = secretMixinFields2
+	secretMixinFields3 := secretMixin[3].Fields()
+	_ = secretMixinFields3
+	secretFields := schema.Secret{}.Fields()
+	_ = secretFields
+	// secretDescCreatedAt is the schema descriptor for created_at field.
+	secretDescCreatedAt := secretMixinFields1[0].Descriptor()
+	// secret.DefaultCreatedAt holds the default value on creation for the created_at field.
+	secret.DefaultCreatedAt = secretDescCreatedAt.Default.(func() time.Time)
+	// secretDescUpdatedAt is the schema descriptor for updated_at field.
+	secretDescUpdatedAt := secretMixinFields1[1].Descriptor()
+	// secret.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	secret.DefaultUpdatedAt = secretDescUpdatedAt.Default.(func() time.Time)
+	// secret.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	secret.UpdateDefaultUpdatedAt = secretDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// secretDescTenantID is the schema descriptor for tenant_id field.
+	secretDescTenantID := secretMixinFields2[0].Descriptor()
+	// secret.TenantIDValidator is a validator for the "tenant_id" field. It is called by the builders before save.
+	secret.TenantIDValidator = secretDescTenantID.Validators[0].(func(string) error)
+	// secretDescEnvironmentID is the schema descriptor for environment_id field.
+	secretDescEnvironmentID := secretMixinFields3[0].Descriptor()
+	// secret.EnvironmentIDValidator is a validator for the "environment_id" field. It is called by the builders before save.
+	secret.EnvironmentIDValidator = secretDescEnvironmentID.Validators[0].(func(string) error)
+	// secretDescName is the schema descriptor for name field.
+	secretDescName := secretFields[0].Descriptor()
+	// secret.NameValidator is a validator for the "name" field. It is called by the builders before save.
+	secret.NameValidator = func() func(string) error {
+		validators := secretDescName.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(name string) error {
+			for _, fn := range fns {
+				if err := fn(name); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// secretDescID is the schema descriptor for id field.
+	secretDescID := secretMixinFields0[0].Descriptor()
+	// secret.DefaultID holds the default value on creation for the id field.
+	secret.DefaultID = secretDescID.Default.(func() string)
+	// secret.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	secret.IDValidator = func() func(string) error {
+		validators := secretDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
 	serviceMixin := schema.Service{}.Mixin()
 	service.Policy = privacy.NewPolicies(serviceMixin[2], serviceMixin[3], schema.Service{})
 	service.Hooks[0] = func(next ent.Mutator) ent.Mutator {
@@ -1664,36 +1781,40 @@ func init() {
 	taskDescMapIndex := taskFields[4].Descriptor()
 	// task.DefaultMapIndex holds the default value on creation for the map_index field.
 	task.DefaultMapIndex = taskDescMapIndex.Default.(int)
+	// taskDescIdempotencyKey is the schema descriptor for idempotency_key field.
+	taskDescIdempotencyKey := taskFields[7].Descriptor()
+	// task.DefaultIdempotencyKey holds the default value on creation for the idempotency_key field.
+	task.DefaultIdempotencyKey = taskDescIdempotencyKey.Default.(string)
 	// taskDescAttempt is the schema descriptor for attempt field.
-	taskDescAttempt := taskFields[6].Descriptor()
+	taskDescAttempt := taskFields[8].Descriptor()
 	// task.DefaultAttempt holds the default value on creation for the attempt field.
 	task.DefaultAttempt = taskDescAttempt.Default.(int)
 	// taskDescMaxAttempts is the schema descriptor for max_attempts field.
-	taskDescMaxAttempts := taskFields[7].Descriptor()
+	taskDescMaxAttempts := taskFields[9].Descriptor()
 	// task.DefaultMaxAttempts holds the default value on creation for the max_attempts field.
 	task.DefaultMaxAttempts = taskDescMaxAttempts.Default.(int)
 	// taskDescTimeoutSeconds is the schema descriptor for timeout_seconds field.
-	taskDescTimeoutSeconds := taskFields[8].Descriptor()
+	taskDescTimeoutSeconds := taskFields[10].Descriptor()
 	// task.DefaultTimeoutSeconds holds the default value on creation for the timeout_seconds field.
 	task.DefaultTimeoutSeconds = taskDescTimeoutSeconds.Default.(int)
 	// taskDescArgsBlob is the schema descriptor for args_blob field.
-	taskDescArgsBlob := taskFields[12].Descriptor()
+	taskDescArgsBlob := taskFields[14].Descriptor()
 	// task.DefaultArgsBlob holds the default value on creation for the args_blob field.
 	task.DefaultArgsBlob = taskDescArgsBlob.Default.(string)
 	// taskDescResultBlob is the schema descriptor for result_blob field.
-	taskDescResultBlob := taskFields[14].Descriptor()
+	taskDescResultBlob := taskFields[16].Descriptor()
 	// task.DefaultResultBlob holds the default value on creation for the result_blob field.
 	task.DefaultResultBlob = taskDescResultBlob.Default.(string)
 	// taskDescErrorKind is the schema descriptor for error_kind field.
-	taskDescErrorKind := taskFields[15].Descriptor()
+	taskDescErrorKind := taskFields[17].Descriptor()
 	// task.DefaultErrorKind holds the default value on creation for the error_kind field.
 	task.DefaultErrorKind = taskDescErrorKind.Default.(string)
 	// taskDescErrorMessage is the schema descriptor for error_message field.
-	taskDescErrorMessage := taskFields[16].Descriptor()
+	taskDescErrorMessage := taskFields[18].Descriptor()
 	// task.DefaultErrorMessage holds the default value on creation for the error_message field.
 	task.DefaultErrorMessage = taskDescErrorMessage.Default.(string)
 	// taskDescErrorTraceback is the schema descriptor for error_traceback field.
-	taskDescErrorTraceback := taskFields[17].Descriptor()
+	taskDescErrorTraceback := taskFields[19].Descriptor()
 	// task.DefaultErrorTraceback holds the default value on creation for the error_traceback field.
 	task.DefaultErrorTraceback = taskDescErrorTraceback.Default.(string)
 	// taskDescID is the schema descriptor for id field.

@@ -13,7 +13,9 @@ import (
 
 // App groups the functions of one script. An ephemeral app lives while
 // the script that made it runs (`levers9 run app.py`) and is stopped when
-// it ends; stopping an app cancels its calls and stops its containers.
+// it ends; a deployed one (`levers9 deploy app.py`) gains a version per
+// deploy and serves until stopped. Stopping an app cancels its calls and
+// stops its containers.
 type App struct{ ent.Schema }
 
 // Mixin of the App.
@@ -26,15 +28,19 @@ func (App) Fields() []ent.Field {
 	return []ent.Field{
 		field.String("name").NotEmpty().Match(namePattern).Immutable().
 			Annotations(entgql.OrderField("NAME")),
-		field.Enum("state").Values("RUNNING", "STOPPED").Default("RUNNING"),
+		field.Enum("state").Values("RUNNING", "DEPLOYED", "STOPPED").Default("RUNNING").
+			Comment("RUNNING: ephemeral, its script runs; DEPLOYED: serves its versions; STOPPED"),
 		field.Bool("ephemeral").Default(true).Immutable(),
-		field.String("code_hash").Immutable().
-			Comment("SHA-256 of the code package the functions import from").
+		field.String("code_hash").
+			Comment("SHA-256 of the latest version's code package (each function keeps its own)").
 			Annotations(entgql.Skip(entgql.SkipAll)),
 		field.String("owner_id").Immutable(),
 		field.Time("last_seen_at").Optional().Nillable().
 			Comment("the client running an ephemeral app last said it is alive; a silent one's app is stopped").
 			Annotations(entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput, entgql.SkipWhereInput)),
+		field.Int("version").Default(1).Comment("the latest version deployed; every deploy adds one"),
+		field.Int("live_version").Default(1).
+			Comment("the version unversioned URLs and lookups reach: the latest, or the one rolled back to"),
 		field.Time("stopped_at").Optional().Nillable(),
 		field.String("stop_reason").Default(""),
 	}
@@ -50,7 +56,10 @@ func (App) Edges() []ent.Edge {
 
 // Indexes of the App.
 func (App) Indexes() []ent.Index {
-	return []ent.Index{index.Fields("tenant_id", "environment_id", "created_at")}
+	return []ent.Index{
+		index.Fields("tenant_id", "environment_id", "created_at"),
+		index.Fields("tenant_id", "environment_id", "name", "state"),
+	}
 }
 
 // Annotations of the App.

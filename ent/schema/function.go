@@ -45,6 +45,28 @@ func (Function) Fields() []ent.Field {
 		field.Int("concurrency").Default(1).Immutable().Comment("calls one container runs at once"),
 		field.Int("scaledown_window_seconds").Default(60).Immutable().
 			Comment("an idle container above the floor stops after this long without a call"),
+		field.Int("version").Default(1).Immutable().Comment("the app's version this function was deployed in"),
+		field.Enum("kind").Values("FUNCTION", "ENDPOINT", "ASGI", "REALTIME", "TASK_QUEUE", "CRON").Default("FUNCTION").Immutable(),
+		field.String("deployment").Default("").Immutable().
+			Comment("the name in URLs (/endpoint/NAME/vN): the function's name unless it says name="),
+		field.String("code_hash").Default("").Immutable().
+			Comment("SHA-256 of this version's code package").Annotations(entgql.Skip(entgql.SkipAll)),
+		field.String("http_method").Default("").Immutable().Comment("an endpoint's method; empty: any"),
+		field.Int("sync_timeout_seconds").Default(60).Immutable().
+			Comment("an HTTP call still running after this long answers 202 with its task's URL"),
+		field.Bool("public").Default(false).Immutable().Comment("its URLs answer callers without a token"),
+		field.Strings("secrets").Optional().Immutable().Comment("names of the secrets its containers get as environment variables"),
+		field.String("cron").Default("").Immutable().Comment("a CRON function's schedule, UTC"),
+		field.Time("stopped_at").Optional().Nillable().Comment("its version was stopped: no calls, no containers").
+			Annotations(entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)),
+		field.Time("next_run_at").Optional().Nillable().Comment("a CRON function's next tick").
+			Annotations(entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)),
+		field.Time("last_run_at").Optional().Nillable().Comment("a CRON function's last tick, run or skipped").
+			Annotations(entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)),
+		field.String("last_run_task_id").Optional().Comment("the task of the last tick that ran").
+			Annotations(entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)),
+		field.Int("skipped_runs").Default(0).Comment("ticks skipped because the previous run was still going").
+			Annotations(entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)),
 	}
 }
 
@@ -62,7 +84,11 @@ func (Function) Edges() []ent.Edge {
 
 // Indexes of the Function.
 func (Function) Indexes() []ent.Index {
-	return []ent.Index{index.Fields("app_id", "name").Unique()}
+	return []ent.Index{
+		index.Fields("app_id", "name", "version").Unique(),
+		index.Fields("tenant_id", "environment_id", "deployment"),
+		index.Fields("kind", "next_run_at"),
+	}
 }
 
 // Annotations of the Function.

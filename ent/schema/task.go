@@ -3,6 +3,7 @@ package schema
 import (
 	"entgo.io/contrib/entgql"
 	"entgo.io/ent"
+	"entgo.io/ent/dialect/entsql"
 	"entgo.io/ent/schema"
 	"entgo.io/ent/schema/edge"
 	"entgo.io/ent/schema/field"
@@ -32,8 +33,13 @@ func (Task) Fields() []ent.Field {
 		field.String("owner_id").Immutable(),
 		field.String("map_id").Optional().Immutable(),
 		field.Int("map_index").Default(0).Immutable(),
-		field.Enum("state").Values("PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELLED").Default("PENDING").
+		field.Enum("state").Values("PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELLED", "DEAD").Default("PENDING").
+			Comment("DEAD: a task-queue item that failed every attempt (the dead letters)").
 			Annotations(entgql.OrderField("STATE")),
+		field.Enum("source").Values("CALL", "HTTP", "QUEUE", "CRON").Default("CALL").Immutable().
+			Comment("what made it: a call from Python or GraphQL, an HTTP request, a task-queue put, a cron tick"),
+		field.String("idempotency_key").Default("").Immutable().
+			Comment("a second put with the same key in the app returns the first task"),
 		field.Int("attempt").Default(0).Comment("runs started so far; 1 + retries at most"),
 		field.Int("max_attempts").Default(1).Immutable(),
 		field.Int("timeout_seconds").Default(300).Immutable(),
@@ -69,6 +75,7 @@ func (Task) Indexes() []ent.Index {
 		index.Fields("container_id", "state"),
 		index.Fields("app_id", "state"),
 		index.Fields("tenant_id", "environment_id", "created_at"),
+		index.Fields("app_id", "idempotency_key").Unique().Annotations(entsql.IndexWhere("idempotency_key <> ''")),
 	}
 }
 

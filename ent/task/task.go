@@ -38,6 +38,10 @@ const (
 	FieldMapIndex = "map_index"
 	// FieldState holds the string denoting the state field in the database.
 	FieldState = "state"
+	// FieldSource holds the string denoting the source field in the database.
+	FieldSource = "source"
+	// FieldIdempotencyKey holds the string denoting the idempotency_key field in the database.
+	FieldIdempotencyKey = "idempotency_key"
 	// FieldAttempt holds the string denoting the attempt field in the database.
 	FieldAttempt = "attempt"
 	// FieldMaxAttempts holds the string denoting the max_attempts field in the database.
@@ -115,6 +119,8 @@ var Columns = []string{
 	FieldMapID,
 	FieldMapIndex,
 	FieldState,
+	FieldSource,
+	FieldIdempotencyKey,
 	FieldAttempt,
 	FieldMaxAttempts,
 	FieldTimeoutSeconds,
@@ -168,6 +174,8 @@ var (
 	EnvironmentIDValidator func(string) error
 	// DefaultMapIndex holds the default value on creation for the "map_index" field.
 	DefaultMapIndex int
+	// DefaultIdempotencyKey holds the default value on creation for the "idempotency_key" field.
+	DefaultIdempotencyKey string
 	// DefaultAttempt holds the default value on creation for the "attempt" field.
 	DefaultAttempt int
 	// DefaultMaxAttempts holds the default value on creation for the "max_attempts" field.
@@ -203,6 +211,7 @@ const (
 	StateCOMPLETE  State = "COMPLETE"
 	StateERROR     State = "ERROR"
 	StateCANCELLED State = "CANCELLED"
+	StateDEAD      State = "DEAD"
 )
 
 func (s State) String() string {
@@ -212,10 +221,38 @@ func (s State) String() string {
 // StateValidator is a validator for the "state" field enum values. It is called by the builders before save.
 func StateValidator(s State) error {
 	switch s {
-	case StatePENDING, StateRUNNING, StateCOMPLETE, StateERROR, StateCANCELLED:
+	case StatePENDING, StateRUNNING, StateCOMPLETE, StateERROR, StateCANCELLED, StateDEAD:
 		return nil
 	default:
 		return fmt.Errorf("task: invalid enum value for state field: %q", s)
+	}
+}
+
+// Source defines the type for the "source" enum field.
+type Source string
+
+// SourceCALL is the default value of the Source enum.
+const DefaultSource = SourceCALL
+
+// Source values.
+const (
+	SourceCALL  Source = "CALL"
+	SourceHTTP  Source = "HTTP"
+	SourceQUEUE Source = "QUEUE"
+	SourceCRON  Source = "CRON"
+)
+
+func (s Source) String() string {
+	return string(s)
+}
+
+// SourceValidator is a validator for the "source" field enum values. It is called by the builders before save.
+func SourceValidator(s Source) error {
+	switch s {
+	case SourceCALL, SourceHTTP, SourceQUEUE, SourceCRON:
+		return nil
+	default:
+		return fmt.Errorf("task: invalid enum value for source field: %q", s)
 	}
 }
 
@@ -275,6 +312,16 @@ func ByMapIndex(opts ...sql.OrderTermOption) OrderOption {
 // ByState orders the results by the state field.
 func ByState(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldState, opts...).ToFunc()
+}
+
+// BySource orders the results by the source field.
+func BySource(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldSource, opts...).ToFunc()
+}
+
+// ByIdempotencyKey orders the results by the idempotency_key field.
+func ByIdempotencyKey(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldIdempotencyKey, opts...).ToFunc()
 }
 
 // ByAttempt orders the results by the attempt field.
@@ -409,6 +456,24 @@ func (e *State) UnmarshalGQL(val interface{}) error {
 	*e = State(str)
 	if err := StateValidator(*e); err != nil {
 		return fmt.Errorf("%s is not a valid State", str)
+	}
+	return nil
+}
+
+// MarshalGQL implements graphql.Marshaler interface.
+func (e Source) MarshalGQL(w io.Writer) {
+	io.WriteString(w, strconv.Quote(e.String()))
+}
+
+// UnmarshalGQL implements graphql.Unmarshaler interface.
+func (e *Source) UnmarshalGQL(val interface{}) error {
+	str, ok := val.(string)
+	if !ok {
+		return fmt.Errorf("enum %T must be a string", val)
+	}
+	*e = Source(str)
+	if err := SourceValidator(*e); err != nil {
+		return fmt.Errorf("%s is not a valid Source", str)
 	}
 	return nil
 }

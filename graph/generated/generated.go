@@ -20,6 +20,7 @@ import (
 	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/charge"
 	"github.com/levers9/levers9/ent/container"
+	"github.com/levers9/levers9/ent/function"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/ent/queue"
@@ -92,18 +93,20 @@ type ComplexityRoot struct {
 	}
 
 	App struct {
-		CreatedAt  func(childComplexity int) int
-		Ephemeral  func(childComplexity int) int
-		Functions  func(childComplexity int) int
-		ID         func(childComplexity int) int
-		LastSeenAt func(childComplexity int) int
-		Name       func(childComplexity int) int
-		Owner      func(childComplexity int) int
-		OwnerID    func(childComplexity int) int
-		State      func(childComplexity int) int
-		StopReason func(childComplexity int) int
-		StoppedAt  func(childComplexity int) int
-		UpdatedAt  func(childComplexity int) int
+		CreatedAt   func(childComplexity int) int
+		Ephemeral   func(childComplexity int) int
+		Functions   func(childComplexity int) int
+		ID          func(childComplexity int) int
+		LastSeenAt  func(childComplexity int) int
+		LiveVersion func(childComplexity int) int
+		Name        func(childComplexity int) int
+		Owner       func(childComplexity int) int
+		OwnerID     func(childComplexity int) int
+		State       func(childComplexity int) int
+		StopReason  func(childComplexity int) int
+		StoppedAt   func(childComplexity int) int
+		UpdatedAt   func(childComplexity int) int
+		Version     func(childComplexity int) int
 	}
 
 	AppConnection struct {
@@ -321,26 +324,39 @@ type ComplexityRoot struct {
 		Concurrency            func(childComplexity int) int
 		Containers             func(childComplexity int) int
 		CreatedAt              func(childComplexity int) int
+		Cron                   func(childComplexity int) int
+		Deployment             func(childComplexity int) int
 		GpuTypes               func(childComplexity int) int
 		Gpus                   func(childComplexity int) int
+		HTTPMethod             func(childComplexity int) int
 		ID                     func(childComplexity int) int
 		Image                  func(childComplexity int) int
 		KeepWarm               func(childComplexity int) int
+		Kind                   func(childComplexity int) int
+		LastRunAt              func(childComplexity int) int
+		LastRunTaskID          func(childComplexity int) int
 		MaxContainers          func(childComplexity int) int
 		MemoryMib              func(childComplexity int) int
 		MinContainers          func(childComplexity int) int
 		Module                 func(childComplexity int) int
 		Name                   func(childComplexity int) int
+		NextRunAt              func(childComplexity int) int
 		OwnerID                func(childComplexity int) int
 		ProjectID              func(childComplexity int) int
+		Public                 func(childComplexity int) int
 		Qualname               func(childComplexity int) int
 		Queue                  func(childComplexity int) int
 		QueueID                func(childComplexity int) int
 		Retries                func(childComplexity int) int
 		ScaledownWindowSeconds func(childComplexity int) int
+		Secrets                func(childComplexity int) int
+		SkippedRuns            func(childComplexity int) int
+		StoppedAt              func(childComplexity int) int
+		SyncTimeoutSeconds     func(childComplexity int) int
 		Tasks                  func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TaskOrder, where *ent.TaskWhereInput) int
 		TimeoutSeconds         func(childComplexity int) int
 		UpdatedAt              func(childComplexity int) int
+		Version                func(childComplexity int) int
 	}
 
 	FunctionConnection struct {
@@ -638,6 +654,7 @@ type ComplexityRoot struct {
 		Nodes            func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ComputeNodeOrder, where *ent.ComputeNodeWhereInput) int
 		Projects         func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ProjectOrder, where *ent.ProjectWhereInput) int
 		Queues           func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.QueueOrder, where *ent.QueueWhereInput) int
+		Secrets          func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.SecretOrder, where *ent.SecretWhereInput) int
 		Storages         func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.StorageOrder, where *ent.StorageWhereInput) int
 		Tasks            func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TaskOrder, where *ent.TaskWhereInput) int
 		Tenant           func(childComplexity int) int
@@ -677,6 +694,26 @@ type ComplexityRoot struct {
 	}
 
 	QueueEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	Secret struct {
+		CreatedAt func(childComplexity int) int
+		ID        func(childComplexity int) int
+		Keys      func(childComplexity int) int
+		Name      func(childComplexity int) int
+		OwnerID   func(childComplexity int) int
+		UpdatedAt func(childComplexity int) int
+	}
+
+	SecretConnection struct {
+		Edges      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	SecretEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
 	}
@@ -777,6 +814,7 @@ type ComplexityRoot struct {
 		Function         func(childComplexity int) int
 		FunctionID       func(childComplexity int) int
 		ID               func(childComplexity int) int
+		IdempotencyKey   func(childComplexity int) int
 		ImageReadyAt     func(childComplexity int) int
 		ImportedAt       func(childComplexity int) int
 		Map              func(childComplexity int) int
@@ -788,6 +826,7 @@ type ComplexityRoot struct {
 		ProcessStartedAt func(childComplexity int) int
 		Result           func(childComplexity int) int
 		ScheduledAt      func(childComplexity int) int
+		Source           func(childComplexity int) int
 		StartedAt        func(childComplexity int) int
 		State            func(childComplexity int) int
 		TimeoutSeconds   func(childComplexity int) int
@@ -945,6 +984,7 @@ type QueryResolver interface {
 	NodeInvites(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.NodeInviteOrder, where *ent.NodeInviteWhereInput) (*ent.NodeInviteConnection, error)
 	Projects(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ProjectOrder, where *ent.ProjectWhereInput) (*ent.ProjectConnection, error)
 	Queues(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.QueueOrder, where *ent.QueueWhereInput) (*ent.QueueConnection, error)
+	Secrets(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.SecretOrder, where *ent.SecretWhereInput) (*ent.SecretConnection, error)
 	Storages(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.StorageOrder, where *ent.StorageWhereInput) (*ent.StorageConnection, error)
 	Tasks(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TaskOrder, where *ent.TaskWhereInput) (*ent.TaskConnection, error)
 	Tenants(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TenantOrder, where *ent.TenantWhereInput) (*ent.TenantConnection, error)
@@ -1136,6 +1176,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.App.LastSeenAt(childComplexity), true
+	case "App.liveVersion":
+		if e.ComplexityRoot.App.LiveVersion == nil {
+			break
+		}
+
+		return e.ComplexityRoot.App.LiveVersion(childComplexity), true
 	case "App.name":
 		if e.ComplexityRoot.App.Name == nil {
 			break
@@ -1178,6 +1224,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.App.UpdatedAt(childComplexity), true
+	case "App.version":
+		if e.ComplexityRoot.App.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.App.Version(childComplexity), true
 
 	case "AppConnection.edges":
 		if e.ComplexityRoot.AppConnection.Edges == nil {
@@ -2004,6 +2056,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Function.CreatedAt(childComplexity), true
+	case "Function.cron":
+		if e.ComplexityRoot.Function.Cron == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.Cron(childComplexity), true
+	case "Function.deployment":
+		if e.ComplexityRoot.Function.Deployment == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.Deployment(childComplexity), true
 	case "Function.gpuTypes":
 		if e.ComplexityRoot.Function.GpuTypes == nil {
 			break
@@ -2016,6 +2080,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Function.Gpus(childComplexity), true
+	case "Function.httpMethod":
+		if e.ComplexityRoot.Function.HTTPMethod == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.HTTPMethod(childComplexity), true
 	case "Function.id":
 		if e.ComplexityRoot.Function.ID == nil {
 			break
@@ -2034,6 +2104,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Function.KeepWarm(childComplexity), true
+	case "Function.kind":
+		if e.ComplexityRoot.Function.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.Kind(childComplexity), true
+	case "Function.lastRunAt":
+		if e.ComplexityRoot.Function.LastRunAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.LastRunAt(childComplexity), true
+	case "Function.lastRunTaskID":
+		if e.ComplexityRoot.Function.LastRunTaskID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.LastRunTaskID(childComplexity), true
 	case "Function.maxContainers":
 		if e.ComplexityRoot.Function.MaxContainers == nil {
 			break
@@ -2064,6 +2152,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Function.Name(childComplexity), true
+	case "Function.nextRunAt":
+		if e.ComplexityRoot.Function.NextRunAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.NextRunAt(childComplexity), true
 	case "Function.ownerID":
 		if e.ComplexityRoot.Function.OwnerID == nil {
 			break
@@ -2076,6 +2170,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Function.ProjectID(childComplexity), true
+	case "Function.public":
+		if e.ComplexityRoot.Function.Public == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.Public(childComplexity), true
 	case "Function.qualname":
 		if e.ComplexityRoot.Function.Qualname == nil {
 			break
@@ -2106,6 +2206,30 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Function.ScaledownWindowSeconds(childComplexity), true
+	case "Function.secrets":
+		if e.ComplexityRoot.Function.Secrets == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.Secrets(childComplexity), true
+	case "Function.skippedRuns":
+		if e.ComplexityRoot.Function.SkippedRuns == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.SkippedRuns(childComplexity), true
+	case "Function.stoppedAt":
+		if e.ComplexityRoot.Function.StoppedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.StoppedAt(childComplexity), true
+	case "Function.syncTimeoutSeconds":
+		if e.ComplexityRoot.Function.SyncTimeoutSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.SyncTimeoutSeconds(childComplexity), true
 	case "Function.tasks":
 		if e.ComplexityRoot.Function.Tasks == nil {
 			break
@@ -2129,6 +2253,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Function.UpdatedAt(childComplexity), true
+	case "Function.version":
+		if e.ComplexityRoot.Function.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.Version(childComplexity), true
 
 	case "FunctionConnection.edges":
 		if e.ComplexityRoot.FunctionConnection.Edges == nil {
@@ -3688,6 +3818,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Queues(childComplexity, args["after"].(*entgql.Cursor[string]), args["first"].(*int), args["before"].(*entgql.Cursor[string]), args["last"].(*int), args["orderBy"].(*ent.QueueOrder), args["where"].(*ent.QueueWhereInput)), true
+	case "Query.secrets":
+		if e.ComplexityRoot.Query.Secrets == nil {
+			break
+		}
+
+		args, err := ec.field_Query_secrets_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Secrets(childComplexity, args["after"].(*entgql.Cursor[string]), args["first"].(*int), args["before"].(*entgql.Cursor[string]), args["last"].(*int), args["orderBy"].(*ent.SecretOrder), args["where"].(*ent.SecretWhereInput)), true
 	case "Query.storages":
 		if e.ComplexityRoot.Query.Storages == nil {
 			break
@@ -3908,6 +4049,75 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.QueueEdge.Node(childComplexity), true
+
+	case "Secret.createdAt":
+		if e.ComplexityRoot.Secret.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Secret.CreatedAt(childComplexity), true
+	case "Secret.id":
+		if e.ComplexityRoot.Secret.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Secret.ID(childComplexity), true
+	case "Secret.keys":
+		if e.ComplexityRoot.Secret.Keys == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Secret.Keys(childComplexity), true
+	case "Secret.name":
+		if e.ComplexityRoot.Secret.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Secret.Name(childComplexity), true
+	case "Secret.ownerID":
+		if e.ComplexityRoot.Secret.OwnerID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Secret.OwnerID(childComplexity), true
+	case "Secret.updatedAt":
+		if e.ComplexityRoot.Secret.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Secret.UpdatedAt(childComplexity), true
+
+	case "SecretConnection.edges":
+		if e.ComplexityRoot.SecretConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SecretConnection.Edges(childComplexity), true
+	case "SecretConnection.pageInfo":
+		if e.ComplexityRoot.SecretConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SecretConnection.PageInfo(childComplexity), true
+	case "SecretConnection.totalCount":
+		if e.ComplexityRoot.SecretConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SecretConnection.TotalCount(childComplexity), true
+
+	case "SecretEdge.cursor":
+		if e.ComplexityRoot.SecretEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SecretEdge.Cursor(childComplexity), true
+	case "SecretEdge.node":
+		if e.ComplexityRoot.SecretEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SecretEdge.Node(childComplexity), true
 
 	case "Service.args":
 		if e.ComplexityRoot.Service.Args == nil {
@@ -4363,6 +4573,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Task.ID(childComplexity), true
+	case "Task.idempotencyKey":
+		if e.ComplexityRoot.Task.IdempotencyKey == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.IdempotencyKey(childComplexity), true
 	case "Task.imageReadyAt":
 		if e.ComplexityRoot.Task.ImageReadyAt == nil {
 			break
@@ -4429,6 +4645,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Task.ScheduledAt(childComplexity), true
+	case "Task.source":
+		if e.ComplexityRoot.Task.Source == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.Source(childComplexity), true
 	case "Task.startedAt":
 		if e.ComplexityRoot.Task.StartedAt == nil {
 			break
@@ -4815,6 +5037,8 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("ProjectWhereInput", ec.unmarshalInputProjectWhereInput),
 			graphql.NewInputUnmarshaler("QueueOrder", ec.unmarshalInputQueueOrder),
 			graphql.NewInputUnmarshaler("QueueWhereInput", ec.unmarshalInputQueueWhereInput),
+			graphql.NewInputUnmarshaler("SecretOrder", ec.unmarshalInputSecretOrder),
+			graphql.NewInputUnmarshaler("SecretWhereInput", ec.unmarshalInputSecretWhereInput),
 			graphql.NewInputUnmarshaler("ServiceOrder", ec.unmarshalInputServiceOrder),
 			graphql.NewInputUnmarshaler("ServiceSpecInput", ec.unmarshalInputServiceSpecInput),
 			graphql.NewInputUnmarshaler("ServiceWhereInput", ec.unmarshalInputServiceWhereInput),
@@ -5152,6 +5376,9 @@ type App implements Node {
   createdAt: Time!
   updatedAt: Time!
   name: String!
+  """
+  RUNNING: ephemeral, its script runs; DEPLOYED: serves its versions; STOPPED
+  """
   state: AppState!
   ephemeral: Boolean!
   ownerID: ID!
@@ -5159,6 +5386,14 @@ type App implements Node {
   the client running an ephemeral app last said it is alive; a silent one's app is stopped
   """
   lastSeenAt: Time
+  """
+  the latest version deployed; every deploy adds one
+  """
+  version: Int!
+  """
+  the version unversioned URLs and lookups reach: the latest, or the one rolled back to
+  """
+  liveVersion: Int!
   stoppedAt: Time
   stopReason: String!
   owner: User!
@@ -5220,6 +5455,7 @@ AppState is enum for the field state
 """
 enum AppState @goModel(model: "github.com/levers9/levers9/ent/app.State") {
   RUNNING
+  DEPLOYED
   STOPPED
 }
 """
@@ -5298,6 +5534,28 @@ input AppWhereInput {
   ownerIDHasSuffix: ID
   ownerIDEqualFold: ID
   ownerIDContainsFold: ID
+  """
+  version field predicates
+  """
+  version: Int
+  versionNEQ: Int
+  versionIn: [Int!]
+  versionNotIn: [Int!]
+  versionGT: Int
+  versionGTE: Int
+  versionLT: Int
+  versionLTE: Int
+  """
+  live_version field predicates
+  """
+  liveVersion: Int
+  liveVersionNEQ: Int
+  liveVersionIn: [Int!]
+  liveVersionNotIn: [Int!]
+  liveVersionGT: Int
+  liveVersionGTE: Int
+  liveVersionLT: Int
+  liveVersionLTE: Int
   """
   stopped_at field predicates
   """
@@ -6690,6 +6948,55 @@ type Function implements Node {
   an idle container above the floor stops after this long without a call
   """
   scaledownWindowSeconds: Int!
+  """
+  the app's version this function was deployed in
+  """
+  version: Int!
+  kind: FunctionKind!
+  """
+  the name in URLs (/endpoint/NAME/vN): the function's name unless it says name=
+  """
+  deployment: String!
+  """
+  an endpoint's method; empty: any
+  """
+  httpMethod: String!
+  """
+  an HTTP call still running after this long answers 202 with its task's URL
+  """
+  syncTimeoutSeconds: Int!
+  """
+  its URLs answer callers without a token
+  """
+  public: Boolean!
+  """
+  names of the secrets its containers get as environment variables
+  """
+  secrets: [String!]
+  """
+  a CRON function's schedule, UTC
+  """
+  cron: String!
+  """
+  its version was stopped: no calls, no containers
+  """
+  stoppedAt: Time
+  """
+  a CRON function's next tick
+  """
+  nextRunAt: Time
+  """
+  a CRON function's last tick, run or skipped
+  """
+  lastRunAt: Time
+  """
+  the task of the last tick that ran
+  """
+  lastRunTaskID: String
+  """
+  ticks skipped because the previous run was still going
+  """
+  skippedRuns: Int!
   app: App!
   queue: Queue!
   tasks(
@@ -6754,6 +7061,17 @@ type FunctionEdge {
   A cursor for use in pagination.
   """
   cursor: Cursor!
+}
+"""
+FunctionKind is enum for the field kind
+"""
+enum FunctionKind @goModel(model: "github.com/levers9/levers9/ent/function.Kind") {
+  FUNCTION
+  ENDPOINT
+  ASGI
+  REALTIME
+  TASK_QUEUE
+  CRON
 }
 type FunctionMap implements Node {
   id: ID!
@@ -7282,6 +7600,156 @@ input FunctionWhereInput {
   scaledownWindowSecondsGTE: Int
   scaledownWindowSecondsLT: Int
   scaledownWindowSecondsLTE: Int
+  """
+  version field predicates
+  """
+  version: Int
+  versionNEQ: Int
+  versionIn: [Int!]
+  versionNotIn: [Int!]
+  versionGT: Int
+  versionGTE: Int
+  versionLT: Int
+  versionLTE: Int
+  """
+  kind field predicates
+  """
+  kind: FunctionKind
+  kindNEQ: FunctionKind
+  kindIn: [FunctionKind!]
+  kindNotIn: [FunctionKind!]
+  """
+  deployment field predicates
+  """
+  deployment: String
+  deploymentNEQ: String
+  deploymentIn: [String!]
+  deploymentNotIn: [String!]
+  deploymentGT: String
+  deploymentGTE: String
+  deploymentLT: String
+  deploymentLTE: String
+  deploymentContains: String
+  deploymentHasPrefix: String
+  deploymentHasSuffix: String
+  deploymentEqualFold: String
+  deploymentContainsFold: String
+  """
+  http_method field predicates
+  """
+  httpMethod: String
+  httpMethodNEQ: String
+  httpMethodIn: [String!]
+  httpMethodNotIn: [String!]
+  httpMethodGT: String
+  httpMethodGTE: String
+  httpMethodLT: String
+  httpMethodLTE: String
+  httpMethodContains: String
+  httpMethodHasPrefix: String
+  httpMethodHasSuffix: String
+  httpMethodEqualFold: String
+  httpMethodContainsFold: String
+  """
+  sync_timeout_seconds field predicates
+  """
+  syncTimeoutSeconds: Int
+  syncTimeoutSecondsNEQ: Int
+  syncTimeoutSecondsIn: [Int!]
+  syncTimeoutSecondsNotIn: [Int!]
+  syncTimeoutSecondsGT: Int
+  syncTimeoutSecondsGTE: Int
+  syncTimeoutSecondsLT: Int
+  syncTimeoutSecondsLTE: Int
+  """
+  public field predicates
+  """
+  public: Boolean
+  publicNEQ: Boolean
+  """
+  cron field predicates
+  """
+  cron: String
+  cronNEQ: String
+  cronIn: [String!]
+  cronNotIn: [String!]
+  cronGT: String
+  cronGTE: String
+  cronLT: String
+  cronLTE: String
+  cronContains: String
+  cronHasPrefix: String
+  cronHasSuffix: String
+  cronEqualFold: String
+  cronContainsFold: String
+  """
+  stopped_at field predicates
+  """
+  stoppedAt: Time
+  stoppedAtNEQ: Time
+  stoppedAtIn: [Time!]
+  stoppedAtNotIn: [Time!]
+  stoppedAtGT: Time
+  stoppedAtGTE: Time
+  stoppedAtLT: Time
+  stoppedAtLTE: Time
+  stoppedAtIsNil: Boolean
+  stoppedAtNotNil: Boolean
+  """
+  next_run_at field predicates
+  """
+  nextRunAt: Time
+  nextRunAtNEQ: Time
+  nextRunAtIn: [Time!]
+  nextRunAtNotIn: [Time!]
+  nextRunAtGT: Time
+  nextRunAtGTE: Time
+  nextRunAtLT: Time
+  nextRunAtLTE: Time
+  nextRunAtIsNil: Boolean
+  nextRunAtNotNil: Boolean
+  """
+  last_run_at field predicates
+  """
+  lastRunAt: Time
+  lastRunAtNEQ: Time
+  lastRunAtIn: [Time!]
+  lastRunAtNotIn: [Time!]
+  lastRunAtGT: Time
+  lastRunAtGTE: Time
+  lastRunAtLT: Time
+  lastRunAtLTE: Time
+  lastRunAtIsNil: Boolean
+  lastRunAtNotNil: Boolean
+  """
+  last_run_task_id field predicates
+  """
+  lastRunTaskID: String
+  lastRunTaskIDNEQ: String
+  lastRunTaskIDIn: [String!]
+  lastRunTaskIDNotIn: [String!]
+  lastRunTaskIDGT: String
+  lastRunTaskIDGTE: String
+  lastRunTaskIDLT: String
+  lastRunTaskIDLTE: String
+  lastRunTaskIDContains: String
+  lastRunTaskIDHasPrefix: String
+  lastRunTaskIDHasSuffix: String
+  lastRunTaskIDIsNil: Boolean
+  lastRunTaskIDNotNil: Boolean
+  lastRunTaskIDEqualFold: String
+  lastRunTaskIDContainsFold: String
+  """
+  skipped_runs field predicates
+  """
+  skippedRuns: Int
+  skippedRunsNEQ: Int
+  skippedRunsIn: [Int!]
+  skippedRunsNotIn: [Int!]
+  skippedRunsGT: Int
+  skippedRunsGTE: Int
+  skippedRunsLT: Int
+  skippedRunsLTE: Int
   """
   app edge predicates
   """
@@ -8736,6 +9204,37 @@ type Query {
     """
     where: QueueWhereInput
   ): QueueConnection!
+  secrets(
+    """
+    Returns the elements in the list that come after the specified cursor.
+    """
+    after: Cursor
+
+    """
+    Returns the first _n_ elements from the list.
+    """
+    first: Int
+
+    """
+    Returns the elements in the list that come before the specified cursor.
+    """
+    before: Cursor
+
+    """
+    Returns the last _n_ elements from the list.
+    """
+    last: Int
+
+    """
+    Ordering options for Secrets returned from the connection.
+    """
+    orderBy: SecretOrder
+
+    """
+    Filtering options for Secrets returned from the connection.
+    """
+    where: SecretWhereInput
+  ): SecretConnection!
   storages(
     """
     Returns the elements in the list that come after the specified cursor.
@@ -9165,6 +9664,133 @@ input QueueWhereInput {
   """
   hasJobs: Boolean
   hasJobsWith: [JobWhereInput!]
+}
+type Secret implements Node {
+  id: ID!
+  createdAt: Time!
+  updatedAt: Time!
+  name: String!
+  """
+  the variables' names, sorted
+  """
+  keys: [String!]!
+  ownerID: String!
+}
+"""
+A connection to a list of items.
+"""
+type SecretConnection {
+  """
+  A list of edges.
+  """
+  edges: [SecretEdge]
+  """
+  Information to aid in pagination.
+  """
+  pageInfo: PageInfo!
+  """
+  Identifies the total count of items in the connection.
+  """
+  totalCount: Int!
+}
+"""
+An edge in a connection.
+"""
+type SecretEdge {
+  """
+  The item at the end of the edge.
+  """
+  node: Secret
+  """
+  A cursor for use in pagination.
+  """
+  cursor: Cursor!
+}
+"""
+Ordering options for Secret connections
+"""
+input SecretOrder {
+  """
+  The ordering direction.
+  """
+  direction: OrderDirection! = ASC
+  """
+  The field by which to order Secrets.
+  """
+  field: SecretOrderField!
+}
+"""
+Properties by which Secret connections can be ordered.
+"""
+enum SecretOrderField {
+  ID
+  CREATED_AT
+  NAME
+}
+"""
+SecretWhereInput is used for filtering Secret objects.
+Input was generated by ent.
+"""
+input SecretWhereInput {
+  not: SecretWhereInput
+  and: [SecretWhereInput!]
+  or: [SecretWhereInput!]
+  """
+  id field predicates
+  """
+  id: ID
+  idNEQ: ID
+  idIn: [ID!]
+  idNotIn: [ID!]
+  idGT: ID
+  idGTE: ID
+  idLT: ID
+  idLTE: ID
+  idEqualFold: ID
+  idContainsFold: ID
+  """
+  created_at field predicates
+  """
+  createdAt: Time
+  createdAtNEQ: Time
+  createdAtIn: [Time!]
+  createdAtNotIn: [Time!]
+  createdAtGT: Time
+  createdAtGTE: Time
+  createdAtLT: Time
+  createdAtLTE: Time
+  """
+  name field predicates
+  """
+  name: String
+  nameNEQ: String
+  nameIn: [String!]
+  nameNotIn: [String!]
+  nameGT: String
+  nameGTE: String
+  nameLT: String
+  nameLTE: String
+  nameContains: String
+  nameHasPrefix: String
+  nameHasSuffix: String
+  nameEqualFold: String
+  nameContainsFold: String
+  """
+  owner_id field predicates
+  """
+  ownerID: String
+  ownerIDNEQ: String
+  ownerIDIn: [String!]
+  ownerIDNotIn: [String!]
+  ownerIDGT: String
+  ownerIDGTE: String
+  ownerIDLT: String
+  ownerIDLTE: String
+  ownerIDContains: String
+  ownerIDHasPrefix: String
+  ownerIDHasSuffix: String
+  ownerIDEqualFold: String
+  ownerIDContainsFold: String
 }
 type Service implements Node {
   id: ID!
@@ -9746,7 +10372,18 @@ type Task implements Node {
   ownerID: String!
   mapID: ID
   mapIndex: Int!
+  """
+  DEAD: a task-queue item that failed every attempt (the dead letters)
+  """
   state: TaskState!
+  """
+  what made it: a call from Python or GraphQL, an HTTP request, a task-queue put, a cron tick
+  """
+  source: TaskSource!
+  """
+  a second put with the same key in the app returns the first task
+  """
+  idempotencyKey: String!
   """
   runs started so far; 1 + retries at most
   """
@@ -9825,6 +10462,15 @@ enum TaskOrderField {
   STATE
 }
 """
+TaskSource is enum for the field source
+"""
+enum TaskSource @goModel(model: "github.com/levers9/levers9/ent/task.Source") {
+  CALL
+  HTTP
+  QUEUE
+  CRON
+}
+"""
 TaskState is enum for the field state
 """
 enum TaskState @goModel(model: "github.com/levers9/levers9/ent/task.State") {
@@ -9833,6 +10479,7 @@ enum TaskState @goModel(model: "github.com/levers9/levers9/ent/task.State") {
   COMPLETE
   ERROR
   CANCELLED
+  DEAD
 }
 """
 TaskWhereInput is used for filtering Task objects.
@@ -9950,6 +10597,29 @@ input TaskWhereInput {
   stateNEQ: TaskState
   stateIn: [TaskState!]
   stateNotIn: [TaskState!]
+  """
+  source field predicates
+  """
+  source: TaskSource
+  sourceNEQ: TaskSource
+  sourceIn: [TaskSource!]
+  sourceNotIn: [TaskSource!]
+  """
+  idempotency_key field predicates
+  """
+  idempotencyKey: String
+  idempotencyKeyNEQ: String
+  idempotencyKeyIn: [String!]
+  idempotencyKeyNotIn: [String!]
+  idempotencyKeyGT: String
+  idempotencyKeyGTE: String
+  idempotencyKeyLT: String
+  idempotencyKeyLTE: String
+  idempotencyKeyContains: String
+  idempotencyKeyHasPrefix: String
+  idempotencyKeyHasSuffix: String
+  idempotencyKeyEqualFold: String
+  idempotencyKeyContainsFold: String
   """
   attempt field predicates
   """
@@ -11287,6 +11957,10 @@ func (ec *executionContext) childFields_App(ctx context.Context, field graphql.C
 		return ec.fieldContext_App_ownerID(ctx, field)
 	case "lastSeenAt":
 		return ec.fieldContext_App_lastSeenAt(ctx, field)
+	case "version":
+		return ec.fieldContext_App_version(ctx, field)
+	case "liveVersion":
+		return ec.fieldContext_App_liveVersion(ctx, field)
 	case "stoppedAt":
 		return ec.fieldContext_App_stoppedAt(ctx, field)
 	case "stopReason":
@@ -11749,6 +12423,32 @@ func (ec *executionContext) childFields_Function(ctx context.Context, field grap
 		return ec.fieldContext_Function_concurrency(ctx, field)
 	case "scaledownWindowSeconds":
 		return ec.fieldContext_Function_scaledownWindowSeconds(ctx, field)
+	case "version":
+		return ec.fieldContext_Function_version(ctx, field)
+	case "kind":
+		return ec.fieldContext_Function_kind(ctx, field)
+	case "deployment":
+		return ec.fieldContext_Function_deployment(ctx, field)
+	case "httpMethod":
+		return ec.fieldContext_Function_httpMethod(ctx, field)
+	case "syncTimeoutSeconds":
+		return ec.fieldContext_Function_syncTimeoutSeconds(ctx, field)
+	case "public":
+		return ec.fieldContext_Function_public(ctx, field)
+	case "secrets":
+		return ec.fieldContext_Function_secrets(ctx, field)
+	case "cron":
+		return ec.fieldContext_Function_cron(ctx, field)
+	case "stoppedAt":
+		return ec.fieldContext_Function_stoppedAt(ctx, field)
+	case "nextRunAt":
+		return ec.fieldContext_Function_nextRunAt(ctx, field)
+	case "lastRunAt":
+		return ec.fieldContext_Function_lastRunAt(ctx, field)
+	case "lastRunTaskID":
+		return ec.fieldContext_Function_lastRunTaskID(ctx, field)
+	case "skippedRuns":
+		return ec.fieldContext_Function_skippedRuns(ctx, field)
 	case "app":
 		return ec.fieldContext_Function_app(ctx, field)
 	case "queue":
@@ -12265,6 +12965,46 @@ func (ec *executionContext) childFields_QueueEdge(ctx context.Context, field gra
 	return nil, fmt.Errorf("no field named %q was found under type QueueEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_Secret(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Secret_id(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Secret_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_Secret_updatedAt(ctx, field)
+	case "name":
+		return ec.fieldContext_Secret_name(ctx, field)
+	case "keys":
+		return ec.fieldContext_Secret_keys(ctx, field)
+	case "ownerID":
+		return ec.fieldContext_Secret_ownerID(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Secret", field.Name)
+}
+
+func (ec *executionContext) childFields_SecretConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_SecretConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_SecretConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_SecretConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SecretConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_SecretEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "node":
+		return ec.fieldContext_SecretEdge_node(ctx, field)
+	case "cursor":
+		return ec.fieldContext_SecretEdge_cursor(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SecretEdge", field.Name)
+}
+
 func (ec *executionContext) childFields_Service(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -12423,6 +13163,10 @@ func (ec *executionContext) childFields_Task(ctx context.Context, field graphql.
 		return ec.fieldContext_Task_mapIndex(ctx, field)
 	case "state":
 		return ec.fieldContext_Task_state(ctx, field)
+	case "source":
+		return ec.fieldContext_Task_source(ctx, field)
+	case "idempotencyKey":
+		return ec.fieldContext_Task_idempotencyKey(ctx, field)
 	case "attempt":
 		return ec.fieldContext_Task_attempt(ctx, field)
 	case "maxAttempts":
@@ -14507,6 +15251,60 @@ func (ec *executionContext) field_Query_queues_args(ctx context.Context, rawArgs
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_secrets_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*entgql.Cursor[string], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*entgql.Cursor[string], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*ent.SecretOrder, error) {
+			return ec.unmarshalOSecretOrder2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecretOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "where",
+		func(ctx context.Context, v any) (*ent.SecretWhereInput, error) {
+			return ec.unmarshalOSecretWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecretWhereInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["where"] = arg5
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_storages_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -15640,6 +16438,52 @@ func (ec *executionContext) _App_lastSeenAt(ctx context.Context, field graphql.C
 }
 func (ec *executionContext) fieldContext_App_lastSeenAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("App", field, false, false, "Time")
+}
+
+func (ec *executionContext) _App_version(ctx context.Context, field graphql.CollectedField, obj *ent.App) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_App_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_App_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("App", field, false, false, "Int")
+}
+
+func (ec *executionContext) _App_liveVersion(ctx context.Context, field graphql.CollectedField, obj *ent.App) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_App_liveVersion(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LiveVersion, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_App_liveVersion(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("App", field, false, false, "Int")
 }
 
 func (ec *executionContext) _App_stoppedAt(ctx context.Context, field graphql.CollectedField, obj *ent.App) (ret graphql.Marshaler) {
@@ -19536,6 +20380,305 @@ func (ec *executionContext) _Function_scaledownWindowSeconds(ctx context.Context
 	)
 }
 func (ec *executionContext) fieldContext_Function_scaledownWindowSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Function_version(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Function_kind(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v function.Kind) graphql.Marshaler {
+			return ec.marshalNFunctionKind2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋfunctionᚐKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "FunctionKind")
+}
+
+func (ec *executionContext) _Function_deployment(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_deployment(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Deployment, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_deployment(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "String")
+}
+
+func (ec *executionContext) _Function_httpMethod(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_httpMethod(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HTTPMethod, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_httpMethod(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "String")
+}
+
+func (ec *executionContext) _Function_syncTimeoutSeconds(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_syncTimeoutSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SyncTimeoutSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_syncTimeoutSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Function_public(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_public(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Public, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_public(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _Function_secrets(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_secrets(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Secrets, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Function_secrets(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "String")
+}
+
+func (ec *executionContext) _Function_cron(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_cron(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cron, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_cron(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "String")
+}
+
+func (ec *executionContext) _Function_stoppedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_stoppedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StoppedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Function_stoppedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Function_nextRunAt(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_nextRunAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NextRunAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Function_nextRunAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Function_lastRunAt(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_lastRunAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastRunAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Function_lastRunAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Function_lastRunTaskID(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_lastRunTaskID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastRunTaskID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Function_lastRunTaskID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "String")
+}
+
+func (ec *executionContext) _Function_skippedRuns(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_skippedRuns(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SkippedRuns, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_skippedRuns(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Function", field, false, false, "Int")
 }
 
@@ -25627,6 +26770,50 @@ func (ec *executionContext) fieldContext_Query_queues(ctx context.Context, field
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_secrets(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_secrets(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Secrets(ctx, fc.Args["after"].(*entgql.Cursor[string]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[string]), fc.Args["last"].(*int), fc.Args["orderBy"].(*ent.SecretOrder), fc.Args["where"].(*ent.SecretWhereInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.SecretConnection) graphql.Marshaler {
+			return ec.marshalNSecretConnection2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecretConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_secrets(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SecretConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_secrets_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_storages(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -26975,6 +28162,286 @@ func (ec *executionContext) _QueueEdge_cursor(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_QueueEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("QueueEdge", field, false, false, "Cursor")
+}
+
+func (ec *executionContext) _Secret_id(ctx context.Context, field graphql.CollectedField, obj *ent.Secret) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Secret_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Secret_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Secret", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Secret_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Secret) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Secret_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Secret_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Secret", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Secret_updatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Secret) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Secret_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Secret_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Secret", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Secret_name(ctx context.Context, field graphql.CollectedField, obj *ent.Secret) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Secret_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Secret_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Secret", field, false, false, "String")
+}
+
+func (ec *executionContext) _Secret_keys(ctx context.Context, field graphql.CollectedField, obj *ent.Secret) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Secret_keys(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Keys, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Secret_keys(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Secret", field, false, false, "String")
+}
+
+func (ec *executionContext) _Secret_ownerID(ctx context.Context, field graphql.CollectedField, obj *ent.Secret) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Secret_ownerID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OwnerID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Secret_ownerID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Secret", field, false, false, "String")
+}
+
+func (ec *executionContext) _SecretConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.SecretConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SecretConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.SecretEdge) graphql.Marshaler {
+			return ec.marshalOSecretEdge2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecretEdge(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SecretConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SecretConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SecretEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SecretConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *ent.SecretConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SecretConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v entgql.PageInfo[string]) graphql.Marshaler {
+			return ec.marshalNPageInfo2entgoᚗioᚋcontribᚋentgqlᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SecretConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SecretConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SecretConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *ent.SecretConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SecretConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SecretConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SecretConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _SecretEdge_node(ctx context.Context, field graphql.CollectedField, obj *ent.SecretEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SecretEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Secret) graphql.Marshaler {
+			return ec.marshalOSecret2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecret(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SecretEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SecretEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Secret(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SecretEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *ent.SecretEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SecretEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v entgql.Cursor[string]) graphql.Marshaler {
+			return ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SecretEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SecretEdge", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _Service_id(ctx context.Context, field graphql.CollectedField, obj *ent.Service) (ret graphql.Marshaler) {
@@ -28735,6 +30202,52 @@ func (ec *executionContext) _Task_state(ctx context.Context, field graphql.Colle
 }
 func (ec *executionContext) fieldContext_Task_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Task", field, false, false, "TaskState")
+}
+
+func (ec *executionContext) _Task_source(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_source(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Source, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v task.Source) graphql.Marshaler {
+			return ec.marshalNTaskSource2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐSource(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Task_source(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "TaskSource")
+}
+
+func (ec *executionContext) _Task_idempotencyKey(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_idempotencyKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IdempotencyKey, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Task_idempotencyKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "String")
 }
 
 func (ec *executionContext) _Task_attempt(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
@@ -32352,7 +33865,7 @@ func (ec *executionContext) unmarshalInputAppWhereInput(ctx context.Context, obj
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "state", "stateNEQ", "stateIn", "stateNotIn", "ephemeral", "ephemeralNEQ", "ownerID", "ownerIDNEQ", "ownerIDIn", "ownerIDNotIn", "ownerIDGT", "ownerIDGTE", "ownerIDLT", "ownerIDLTE", "ownerIDContains", "ownerIDHasPrefix", "ownerIDHasSuffix", "ownerIDEqualFold", "ownerIDContainsFold", "stoppedAt", "stoppedAtNEQ", "stoppedAtIn", "stoppedAtNotIn", "stoppedAtGT", "stoppedAtGTE", "stoppedAtLT", "stoppedAtLTE", "stoppedAtIsNil", "stoppedAtNotNil", "stopReason", "stopReasonNEQ", "stopReasonIn", "stopReasonNotIn", "stopReasonGT", "stopReasonGTE", "stopReasonLT", "stopReasonLTE", "stopReasonContains", "stopReasonHasPrefix", "stopReasonHasSuffix", "stopReasonEqualFold", "stopReasonContainsFold", "hasOwner", "hasOwnerWith", "hasFunctions", "hasFunctionsWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "state", "stateNEQ", "stateIn", "stateNotIn", "ephemeral", "ephemeralNEQ", "ownerID", "ownerIDNEQ", "ownerIDIn", "ownerIDNotIn", "ownerIDGT", "ownerIDGTE", "ownerIDLT", "ownerIDLTE", "ownerIDContains", "ownerIDHasPrefix", "ownerIDHasSuffix", "ownerIDEqualFold", "ownerIDContainsFold", "version", "versionNEQ", "versionIn", "versionNotIn", "versionGT", "versionGTE", "versionLT", "versionLTE", "liveVersion", "liveVersionNEQ", "liveVersionIn", "liveVersionNotIn", "liveVersionGT", "liveVersionGTE", "liveVersionLT", "liveVersionLTE", "stoppedAt", "stoppedAtNEQ", "stoppedAtIn", "stoppedAtNotIn", "stoppedAtGT", "stoppedAtGTE", "stoppedAtLT", "stoppedAtLTE", "stoppedAtIsNil", "stoppedAtNotNil", "stopReason", "stopReasonNEQ", "stopReasonIn", "stopReasonNotIn", "stopReasonGT", "stopReasonGTE", "stopReasonLT", "stopReasonLTE", "stopReasonContains", "stopReasonHasPrefix", "stopReasonHasSuffix", "stopReasonEqualFold", "stopReasonContainsFold", "hasOwner", "hasOwnerWith", "hasFunctions", "hasFunctionsWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -32730,6 +34243,118 @@ func (ec *executionContext) unmarshalInputAppWhereInput(ctx context.Context, obj
 				return it, err
 			}
 			it.OwnerIDContainsFold = data
+		case "version":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("version"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Version = data
+		case "versionNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("versionNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.VersionNEQ = data
+		case "versionIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("versionIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.VersionIn = data
+		case "versionNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("versionNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.VersionNotIn = data
+		case "versionGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("versionGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.VersionGT = data
+		case "versionGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("versionGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.VersionGTE = data
+		case "versionLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("versionLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.VersionLT = data
+		case "versionLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("versionLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.VersionLTE = data
+		case "liveVersion":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("liveVersion"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LiveVersion = data
+		case "liveVersionNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("liveVersionNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LiveVersionNEQ = data
+		case "liveVersionIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("liveVersionIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LiveVersionIn = data
+		case "liveVersionNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("liveVersionNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LiveVersionNotIn = data
+		case "liveVersionGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("liveVersionGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LiveVersionGT = data
+		case "liveVersionGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("liveVersionGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LiveVersionGTE = data
+		case "liveVersionLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("liveVersionLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LiveVersionLT = data
+		case "liveVersionLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("liveVersionLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LiveVersionLTE = data
 		case "stoppedAt":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAt"))
 			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
@@ -39013,7 +40638,7 @@ func (ec *executionContext) unmarshalInputFunctionWhereInput(ctx context.Context
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "appID", "appIDNEQ", "appIDIn", "appIDNotIn", "appIDGT", "appIDGTE", "appIDLT", "appIDLTE", "appIDContains", "appIDHasPrefix", "appIDHasSuffix", "appIDEqualFold", "appIDContainsFold", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "module", "moduleNEQ", "moduleIn", "moduleNotIn", "moduleGT", "moduleGTE", "moduleLT", "moduleLTE", "moduleContains", "moduleHasPrefix", "moduleHasSuffix", "moduleEqualFold", "moduleContainsFold", "qualname", "qualnameNEQ", "qualnameIn", "qualnameNotIn", "qualnameGT", "qualnameGTE", "qualnameLT", "qualnameLTE", "qualnameContains", "qualnameHasPrefix", "qualnameHasSuffix", "qualnameEqualFold", "qualnameContainsFold", "ownerID", "ownerIDNEQ", "ownerIDIn", "ownerIDNotIn", "ownerIDGT", "ownerIDGTE", "ownerIDLT", "ownerIDLTE", "ownerIDContains", "ownerIDHasPrefix", "ownerIDHasSuffix", "ownerIDEqualFold", "ownerIDContainsFold", "queueID", "queueIDNEQ", "queueIDIn", "queueIDNotIn", "queueIDGT", "queueIDGTE", "queueIDLT", "queueIDLTE", "queueIDContains", "queueIDHasPrefix", "queueIDHasSuffix", "queueIDEqualFold", "queueIDContainsFold", "projectID", "projectIDNEQ", "projectIDIn", "projectIDNotIn", "projectIDGT", "projectIDGTE", "projectIDLT", "projectIDLTE", "projectIDContains", "projectIDHasPrefix", "projectIDHasSuffix", "projectIDIsNil", "projectIDNotNil", "projectIDEqualFold", "projectIDContainsFold", "image", "imageNEQ", "imageIn", "imageNotIn", "imageGT", "imageGTE", "imageLT", "imageLTE", "imageContains", "imageHasPrefix", "imageHasSuffix", "imageEqualFold", "imageContainsFold", "gpus", "gpusNEQ", "gpusIn", "gpusNotIn", "gpusGT", "gpusGTE", "gpusLT", "gpusLTE", "cpu", "cpuNEQ", "cpuIn", "cpuNotIn", "cpuGT", "cpuGTE", "cpuLT", "cpuLTE", "memoryMib", "memoryMibNEQ", "memoryMibIn", "memoryMibNotIn", "memoryMibGT", "memoryMibGTE", "memoryMibLT", "memoryMibLTE", "timeoutSeconds", "timeoutSecondsNEQ", "timeoutSecondsIn", "timeoutSecondsNotIn", "timeoutSecondsGT", "timeoutSecondsGTE", "timeoutSecondsLT", "timeoutSecondsLTE", "retries", "retriesNEQ", "retriesIn", "retriesNotIn", "retriesGT", "retriesGTE", "retriesLT", "retriesLTE", "minContainers", "minContainersNEQ", "minContainersIn", "minContainersNotIn", "minContainersGT", "minContainersGTE", "minContainersLT", "minContainersLTE", "maxContainers", "maxContainersNEQ", "maxContainersIn", "maxContainersNotIn", "maxContainersGT", "maxContainersGTE", "maxContainersLT", "maxContainersLTE", "keepWarm", "keepWarmNEQ", "keepWarmIn", "keepWarmNotIn", "keepWarmGT", "keepWarmGTE", "keepWarmLT", "keepWarmLTE", "concurrency", "concurrencyNEQ", "concurrencyIn", "concurrencyNotIn", "concurrencyGT", "concurrencyGTE", "concurrencyLT", "concurrencyLTE", "scaledownWindowSeconds", "scaledownWindowSecondsNEQ", "scaledownWindowSecondsIn", "scaledownWindowSecondsNotIn", "scaledownWindowSecondsGT", "scaledownWindowSecondsGTE", "scaledownWindowSecondsLT", "scaledownWindowSecondsLTE", "hasApp", "hasAppWith", "hasQueue", "hasQueueWith", "hasTasks", "hasTasksWith", "hasContainers", "hasContainersWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "appID", "appIDNEQ", "appIDIn", "appIDNotIn", "appIDGT", "appIDGTE", "appIDLT", "appIDLTE", "appIDContains", "appIDHasPrefix", "appIDHasSuffix", "appIDEqualFold", "appIDContainsFold", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "module", "moduleNEQ", "moduleIn", "moduleNotIn", "moduleGT", "moduleGTE", "moduleLT", "moduleLTE", "moduleContains", "moduleHasPrefix", "moduleHasSuffix", "moduleEqualFold", "moduleContainsFold", "qualname", "qualnameNEQ", "qualnameIn", "qualnameNotIn", "qualnameGT", "qualnameGTE", "qualnameLT", "qualnameLTE", "qualnameContains", "qualnameHasPrefix", "qualnameHasSuffix", "qualnameEqualFold", "qualnameContainsFold", "ownerID", "ownerIDNEQ", "ownerIDIn", "ownerIDNotIn", "ownerIDGT", "ownerIDGTE", "ownerIDLT", "ownerIDLTE", "ownerIDContains", "ownerIDHasPrefix", "ownerIDHasSuffix", "ownerIDEqualFold", "ownerIDContainsFold", "queueID", "queueIDNEQ", "queueIDIn", "queueIDNotIn", "queueIDGT", "queueIDGTE", "queueIDLT", "queueIDLTE", "queueIDContains", "queueIDHasPrefix", "queueIDHasSuffix", "queueIDEqualFold", "queueIDContainsFold", "projectID", "projectIDNEQ", "projectIDIn", "projectIDNotIn", "projectIDGT", "projectIDGTE", "projectIDLT", "projectIDLTE", "projectIDContains", "projectIDHasPrefix", "projectIDHasSuffix", "projectIDIsNil", "projectIDNotNil", "projectIDEqualFold", "projectIDContainsFold", "image", "imageNEQ", "imageIn", "imageNotIn", "imageGT", "imageGTE", "imageLT", "imageLTE", "imageContains", "imageHasPrefix", "imageHasSuffix", "imageEqualFold", "imageContainsFold", "gpus", "gpusNEQ", "gpusIn", "gpusNotIn", "gpusGT", "gpusGTE", "gpusLT", "gpusLTE", "cpu", "cpuNEQ", "cpuIn", "cpuNotIn", "cpuGT", "cpuGTE", "cpuLT", "cpuLTE", "memoryMib", "memoryMibNEQ", "memoryMibIn", "memoryMibNotIn", "memoryMibGT", "memoryMibGTE", "memoryMibLT", "memoryMibLTE", "timeoutSeconds", "timeoutSecondsNEQ", "timeoutSecondsIn", "timeoutSecondsNotIn", "timeoutSecondsGT", "timeoutSecondsGTE", "timeoutSecondsLT", "timeoutSecondsLTE", "retries", "retriesNEQ", "retriesIn", "retriesNotIn", "retriesGT", "retriesGTE", "retriesLT", "retriesLTE", "minContainers", "minContainersNEQ", "minContainersIn", "minContainersNotIn", "minContainersGT", "minContainersGTE", "minContainersLT", "minContainersLTE", "maxContainers", "maxContainersNEQ", "maxContainersIn", "maxContainersNotIn", "maxContainersGT", "maxContainersGTE", "maxContainersLT", "maxContainersLTE", "keepWarm", "keepWarmNEQ", "keepWarmIn", "keepWarmNotIn", "keepWarmGT", "keepWarmGTE", "keepWarmLT", "keepWarmLTE", "concurrency", "concurrencyNEQ", "concurrencyIn", "concurrencyNotIn", "concurrencyGT", "concurrencyGTE", "concurrencyLT", "concurrencyLTE", "scaledownWindowSeconds", "scaledownWindowSecondsNEQ", "scaledownWindowSecondsIn", "scaledownWindowSecondsNotIn", "scaledownWindowSecondsGT", "scaledownWindowSecondsGTE", "scaledownWindowSecondsLT", "scaledownWindowSecondsLTE", "version", "versionNEQ", "versionIn", "versionNotIn", "versionGT", "versionGTE", "versionLT", "versionLTE", "kind", "kindNEQ", "kindIn", "kindNotIn", "deployment", "deploymentNEQ", "deploymentIn", "deploymentNotIn", "deploymentGT", "deploymentGTE", "deploymentLT", "deploymentLTE", "deploymentContains", "deploymentHasPrefix", "deploymentHasSuffix", "deploymentEqualFold", "deploymentContainsFold", "httpMethod", "httpMethodNEQ", "httpMethodIn", "httpMethodNotIn", "httpMethodGT", "httpMethodGTE", "httpMethodLT", "httpMethodLTE", "httpMethodContains", "httpMethodHasPrefix", "httpMethodHasSuffix", "httpMethodEqualFold", "httpMethodContainsFold", "syncTimeoutSeconds", "syncTimeoutSecondsNEQ", "syncTimeoutSecondsIn", "syncTimeoutSecondsNotIn", "syncTimeoutSecondsGT", "syncTimeoutSecondsGTE", "syncTimeoutSecondsLT", "syncTimeoutSecondsLTE", "public", "publicNEQ", "cron", "cronNEQ", "cronIn", "cronNotIn", "cronGT", "cronGTE", "cronLT", "cronLTE", "cronContains", "cronHasPrefix", "cronHasSuffix", "cronEqualFold", "cronContainsFold", "stoppedAt", "stoppedAtNEQ", "stoppedAtIn", "stoppedAtNotIn", "stoppedAtGT", "stoppedAtGTE", "stoppedAtLT", "stoppedAtLTE", "stoppedAtIsNil", "stoppedAtNotNil", "nextRunAt", "nextRunAtNEQ", "nextRunAtIn", "nextRunAtNotIn", "nextRunAtGT", "nextRunAtGTE", "nextRunAtLT", "nextRunAtLTE", "nextRunAtIsNil", "nextRunAtNotNil", "lastRunAt", "lastRunAtNEQ", "lastRunAtIn", "lastRunAtNotIn", "lastRunAtGT", "lastRunAtGTE", "lastRunAtLT", "lastRunAtLTE", "lastRunAtIsNil", "lastRunAtNotNil", "lastRunTaskID", "lastRunTaskIDNEQ", "lastRunTaskIDIn", "lastRunTaskIDNotIn", "lastRunTaskIDGT", "lastRunTaskIDGTE", "lastRunTaskIDLT", "lastRunTaskIDLTE", "lastRunTaskIDContains", "lastRunTaskIDHasPrefix", "lastRunTaskIDHasSuffix", "lastRunTaskIDIsNil", "lastRunTaskIDNotNil", "lastRunTaskIDEqualFold", "lastRunTaskIDContainsFold", "skippedRuns", "skippedRunsNEQ", "skippedRunsIn", "skippedRunsNotIn", "skippedRunsGT", "skippedRunsGTE", "skippedRunsLT", "skippedRunsLTE", "hasApp", "hasAppWith", "hasQueue", "hasQueueWith", "hasTasks", "hasTasksWith", "hasContainers", "hasContainersWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -40469,6 +42094,804 @@ func (ec *executionContext) unmarshalInputFunctionWhereInput(ctx context.Context
 				return it, err
 			}
 			it.ScaledownWindowSecondsLTE = data
+		case "version":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("version"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Version = data
+		case "versionNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("versionNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.VersionNEQ = data
+		case "versionIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("versionIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.VersionIn = data
+		case "versionNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("versionNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.VersionNotIn = data
+		case "versionGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("versionGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.VersionGT = data
+		case "versionGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("versionGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.VersionGTE = data
+		case "versionLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("versionLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.VersionLT = data
+		case "versionLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("versionLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.VersionLTE = data
+		case "kind":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kind"))
+			data, err := ec.unmarshalOFunctionKind2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋfunctionᚐKind(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Kind = data
+		case "kindNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kindNEQ"))
+			data, err := ec.unmarshalOFunctionKind2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋfunctionᚐKind(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KindNEQ = data
+		case "kindIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kindIn"))
+			data, err := ec.unmarshalOFunctionKind2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋfunctionᚐKindᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KindIn = data
+		case "kindNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kindNotIn"))
+			data, err := ec.unmarshalOFunctionKind2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋfunctionᚐKindᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KindNotIn = data
+		case "deployment":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deployment"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Deployment = data
+		case "deploymentNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deploymentNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeploymentNEQ = data
+		case "deploymentIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deploymentIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeploymentIn = data
+		case "deploymentNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deploymentNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeploymentNotIn = data
+		case "deploymentGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deploymentGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeploymentGT = data
+		case "deploymentGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deploymentGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeploymentGTE = data
+		case "deploymentLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deploymentLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeploymentLT = data
+		case "deploymentLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deploymentLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeploymentLTE = data
+		case "deploymentContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deploymentContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeploymentContains = data
+		case "deploymentHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deploymentHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeploymentHasPrefix = data
+		case "deploymentHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deploymentHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeploymentHasSuffix = data
+		case "deploymentEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deploymentEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeploymentEqualFold = data
+		case "deploymentContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deploymentContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeploymentContainsFold = data
+		case "httpMethod":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("httpMethod"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HTTPMethod = data
+		case "httpMethodNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("httpMethodNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HTTPMethodNEQ = data
+		case "httpMethodIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("httpMethodIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HTTPMethodIn = data
+		case "httpMethodNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("httpMethodNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HTTPMethodNotIn = data
+		case "httpMethodGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("httpMethodGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HTTPMethodGT = data
+		case "httpMethodGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("httpMethodGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HTTPMethodGTE = data
+		case "httpMethodLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("httpMethodLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HTTPMethodLT = data
+		case "httpMethodLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("httpMethodLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HTTPMethodLTE = data
+		case "httpMethodContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("httpMethodContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HTTPMethodContains = data
+		case "httpMethodHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("httpMethodHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HTTPMethodHasPrefix = data
+		case "httpMethodHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("httpMethodHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HTTPMethodHasSuffix = data
+		case "httpMethodEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("httpMethodEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HTTPMethodEqualFold = data
+		case "httpMethodContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("httpMethodContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HTTPMethodContainsFold = data
+		case "syncTimeoutSeconds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("syncTimeoutSeconds"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SyncTimeoutSeconds = data
+		case "syncTimeoutSecondsNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("syncTimeoutSecondsNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SyncTimeoutSecondsNEQ = data
+		case "syncTimeoutSecondsIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("syncTimeoutSecondsIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SyncTimeoutSecondsIn = data
+		case "syncTimeoutSecondsNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("syncTimeoutSecondsNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SyncTimeoutSecondsNotIn = data
+		case "syncTimeoutSecondsGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("syncTimeoutSecondsGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SyncTimeoutSecondsGT = data
+		case "syncTimeoutSecondsGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("syncTimeoutSecondsGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SyncTimeoutSecondsGTE = data
+		case "syncTimeoutSecondsLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("syncTimeoutSecondsLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SyncTimeoutSecondsLT = data
+		case "syncTimeoutSecondsLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("syncTimeoutSecondsLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SyncTimeoutSecondsLTE = data
+		case "public":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("public"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Public = data
+		case "publicNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("publicNEQ"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PublicNEQ = data
+		case "cron":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cron"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Cron = data
+		case "cronNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cronNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CronNEQ = data
+		case "cronIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cronIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CronIn = data
+		case "cronNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cronNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CronNotIn = data
+		case "cronGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cronGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CronGT = data
+		case "cronGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cronGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CronGTE = data
+		case "cronLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cronLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CronLT = data
+		case "cronLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cronLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CronLTE = data
+		case "cronContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cronContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CronContains = data
+		case "cronHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cronHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CronHasPrefix = data
+		case "cronHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cronHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CronHasSuffix = data
+		case "cronEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cronEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CronEqualFold = data
+		case "cronContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cronContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CronContainsFold = data
+		case "stoppedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAt = data
+		case "stoppedAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtNEQ = data
+		case "stoppedAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtIn = data
+		case "stoppedAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtNotIn = data
+		case "stoppedAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtGT = data
+		case "stoppedAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtGTE = data
+		case "stoppedAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtLT = data
+		case "stoppedAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtLTE = data
+		case "stoppedAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtIsNil = data
+		case "stoppedAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StoppedAtNotNil = data
+		case "nextRunAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nextRunAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NextRunAt = data
+		case "nextRunAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nextRunAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NextRunAtNEQ = data
+		case "nextRunAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nextRunAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NextRunAtIn = data
+		case "nextRunAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nextRunAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NextRunAtNotIn = data
+		case "nextRunAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nextRunAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NextRunAtGT = data
+		case "nextRunAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nextRunAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NextRunAtGTE = data
+		case "nextRunAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nextRunAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NextRunAtLT = data
+		case "nextRunAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nextRunAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NextRunAtLTE = data
+		case "nextRunAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nextRunAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NextRunAtIsNil = data
+		case "nextRunAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nextRunAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NextRunAtNotNil = data
+		case "lastRunAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunAt = data
+		case "lastRunAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunAtNEQ = data
+		case "lastRunAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunAtIn = data
+		case "lastRunAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunAtNotIn = data
+		case "lastRunAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunAtGT = data
+		case "lastRunAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunAtGTE = data
+		case "lastRunAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunAtLT = data
+		case "lastRunAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunAtLTE = data
+		case "lastRunAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunAtIsNil = data
+		case "lastRunAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunAtNotNil = data
+		case "lastRunTaskID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunTaskID"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunTaskID = data
+		case "lastRunTaskIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunTaskIDNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunTaskIDNEQ = data
+		case "lastRunTaskIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunTaskIDIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunTaskIDIn = data
+		case "lastRunTaskIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunTaskIDNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunTaskIDNotIn = data
+		case "lastRunTaskIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunTaskIDGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunTaskIDGT = data
+		case "lastRunTaskIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunTaskIDGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunTaskIDGTE = data
+		case "lastRunTaskIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunTaskIDLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunTaskIDLT = data
+		case "lastRunTaskIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunTaskIDLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunTaskIDLTE = data
+		case "lastRunTaskIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunTaskIDContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunTaskIDContains = data
+		case "lastRunTaskIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunTaskIDHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunTaskIDHasPrefix = data
+		case "lastRunTaskIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunTaskIDHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunTaskIDHasSuffix = data
+		case "lastRunTaskIDIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunTaskIDIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunTaskIDIsNil = data
+		case "lastRunTaskIDNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunTaskIDNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunTaskIDNotNil = data
+		case "lastRunTaskIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunTaskIDEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunTaskIDEqualFold = data
+		case "lastRunTaskIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lastRunTaskIDContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LastRunTaskIDContainsFold = data
+		case "skippedRuns":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("skippedRuns"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SkippedRuns = data
+		case "skippedRunsNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("skippedRunsNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SkippedRunsNEQ = data
+		case "skippedRunsIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("skippedRunsIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SkippedRunsIn = data
+		case "skippedRunsNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("skippedRunsNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SkippedRunsNotIn = data
+		case "skippedRunsGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("skippedRunsGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SkippedRunsGT = data
+		case "skippedRunsGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("skippedRunsGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SkippedRunsGTE = data
+		case "skippedRunsLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("skippedRunsLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SkippedRunsLT = data
+		case "skippedRunsLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("skippedRunsLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SkippedRunsLTE = data
 		case "hasApp":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasApp"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -45116,6 +47539,423 @@ func UnmarshalQueueWhereInput(ctx context.Context, raw any) (ent.QueueWhereInput
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputSecretOrder(ctx context.Context, obj any) (ent.SecretOrder, error) {
+	var it ent.SecretOrder
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["direction"]; !present {
+		asMap["direction"] = "ASC"
+	}
+
+	fieldsInOrder := [...]string{"direction", "field"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "direction":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("direction"))
+			data, err := ec.unmarshalNOrderDirection2entgoᚗioᚋcontribᚋentgqlᚐOrderDirection(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Direction = data
+		case "field":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
+			data, err := ec.unmarshalNSecretOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecretOrderField(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Field = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSecretOrder unmarshals raw into the SecretOrder input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSecretOrder(ctx context.Context, raw any) (ent.SecretOrder, error) {
+	var out ent.SecretOrder
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SecretOrder", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputSecretWhereInput(ctx context.Context, obj any) (ent.SecretWhereInput, error) {
+	var it ent.SecretWhereInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "ownerID", "ownerIDNEQ", "ownerIDIn", "ownerIDNotIn", "ownerIDGT", "ownerIDGTE", "ownerIDLT", "ownerIDLTE", "ownerIDContains", "ownerIDHasPrefix", "ownerIDHasSuffix", "ownerIDEqualFold", "ownerIDContainsFold"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "not":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("not"))
+			data, err := ec.unmarshalOSecretWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecretWhereInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Not = data
+		case "and":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("and"))
+			data, err := ec.unmarshalOSecretWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecretWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.And = data
+		case "or":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("or"))
+			data, err := ec.unmarshalOSecretWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecretWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Or = data
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "idNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNEQ"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNEQ = data
+		case "idIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDIn = data
+		case "idNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNotIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNotIn = data
+		case "idGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGT = data
+		case "idGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGTE = data
+		case "idLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLT = data
+		case "idLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLTE = data
+		case "idEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idEqualFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDEqualFold = data
+		case "idContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idContainsFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDContainsFold = data
+		case "createdAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAt = data
+		case "createdAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtNEQ = data
+		case "createdAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtIn = data
+		case "createdAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtNotIn = data
+		case "createdAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtGT = data
+		case "createdAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtGTE = data
+		case "createdAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtLT = data
+		case "createdAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtLTE = data
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "nameNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameNEQ = data
+		case "nameIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameIn = data
+		case "nameNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameNotIn = data
+		case "nameGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameGT = data
+		case "nameGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameGTE = data
+		case "nameLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameLT = data
+		case "nameLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameLTE = data
+		case "nameContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameContains = data
+		case "nameHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameHasPrefix = data
+		case "nameHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameHasSuffix = data
+		case "nameEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameEqualFold = data
+		case "nameContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameContainsFold = data
+		case "ownerID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerID"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerID = data
+		case "ownerIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDNEQ = data
+		case "ownerIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDIn = data
+		case "ownerIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDNotIn = data
+		case "ownerIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDGT = data
+		case "ownerIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDGTE = data
+		case "ownerIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDLT = data
+		case "ownerIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDLTE = data
+		case "ownerIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDContains = data
+		case "ownerIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDHasPrefix = data
+		case "ownerIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDHasSuffix = data
+		case "ownerIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDEqualFold = data
+		case "ownerIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDContainsFold = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSecretWhereInput unmarshals raw into the SecretWhereInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSecretWhereInput(ctx context.Context, raw any) (ent.SecretWhereInput, error) {
+	var out ent.SecretWhereInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SecretWhereInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputServiceOrder(ctx context.Context, obj any) (ent.ServiceOrder, error) {
 	var it ent.ServiceOrder
 	if obj == nil {
@@ -47456,7 +50296,7 @@ func (ec *executionContext) unmarshalInputTaskWhereInput(ctx context.Context, ob
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "functionID", "functionIDNEQ", "functionIDIn", "functionIDNotIn", "functionIDGT", "functionIDGTE", "functionIDLT", "functionIDLTE", "functionIDContains", "functionIDHasPrefix", "functionIDHasSuffix", "functionIDEqualFold", "functionIDContainsFold", "appID", "appIDNEQ", "appIDIn", "appIDNotIn", "appIDGT", "appIDGTE", "appIDLT", "appIDLTE", "appIDContains", "appIDHasPrefix", "appIDHasSuffix", "appIDEqualFold", "appIDContainsFold", "ownerID", "ownerIDNEQ", "ownerIDIn", "ownerIDNotIn", "ownerIDGT", "ownerIDGTE", "ownerIDLT", "ownerIDLTE", "ownerIDContains", "ownerIDHasPrefix", "ownerIDHasSuffix", "ownerIDEqualFold", "ownerIDContainsFold", "mapID", "mapIDNEQ", "mapIDIn", "mapIDNotIn", "mapIDGT", "mapIDGTE", "mapIDLT", "mapIDLTE", "mapIDContains", "mapIDHasPrefix", "mapIDHasSuffix", "mapIDIsNil", "mapIDNotNil", "mapIDEqualFold", "mapIDContainsFold", "mapIndex", "mapIndexNEQ", "mapIndexIn", "mapIndexNotIn", "mapIndexGT", "mapIndexGTE", "mapIndexLT", "mapIndexLTE", "state", "stateNEQ", "stateIn", "stateNotIn", "attempt", "attemptNEQ", "attemptIn", "attemptNotIn", "attemptGT", "attemptGTE", "attemptLT", "attemptLTE", "maxAttempts", "maxAttemptsNEQ", "maxAttemptsIn", "maxAttemptsNotIn", "maxAttemptsGT", "maxAttemptsGTE", "maxAttemptsLT", "maxAttemptsLTE", "timeoutSeconds", "timeoutSecondsNEQ", "timeoutSecondsIn", "timeoutSecondsNotIn", "timeoutSecondsGT", "timeoutSecondsGTE", "timeoutSecondsLT", "timeoutSecondsLTE", "errorKind", "errorKindNEQ", "errorKindIn", "errorKindNotIn", "errorKindGT", "errorKindGTE", "errorKindLT", "errorKindLTE", "errorKindContains", "errorKindHasPrefix", "errorKindHasSuffix", "errorKindEqualFold", "errorKindContainsFold", "errorMessage", "errorMessageNEQ", "errorMessageIn", "errorMessageNotIn", "errorMessageGT", "errorMessageGTE", "errorMessageLT", "errorMessageLTE", "errorMessageContains", "errorMessageHasPrefix", "errorMessageHasSuffix", "errorMessageEqualFold", "errorMessageContainsFold", "errorTraceback", "errorTracebackNEQ", "errorTracebackIn", "errorTracebackNotIn", "errorTracebackGT", "errorTracebackGTE", "errorTracebackLT", "errorTracebackLTE", "errorTracebackContains", "errorTracebackHasPrefix", "errorTracebackHasSuffix", "errorTracebackEqualFold", "errorTracebackContainsFold", "containerID", "containerIDNEQ", "containerIDIn", "containerIDNotIn", "containerIDGT", "containerIDGTE", "containerIDLT", "containerIDLTE", "containerIDContains", "containerIDHasPrefix", "containerIDHasSuffix", "containerIDIsNil", "containerIDNotNil", "containerIDEqualFold", "containerIDContainsFold", "scheduledAt", "scheduledAtNEQ", "scheduledAtIn", "scheduledAtNotIn", "scheduledAtGT", "scheduledAtGTE", "scheduledAtLT", "scheduledAtLTE", "scheduledAtIsNil", "scheduledAtNotNil", "imageReadyAt", "imageReadyAtNEQ", "imageReadyAtIn", "imageReadyAtNotIn", "imageReadyAtGT", "imageReadyAtGTE", "imageReadyAtLT", "imageReadyAtLTE", "imageReadyAtIsNil", "imageReadyAtNotNil", "codeFetchedAt", "codeFetchedAtNEQ", "codeFetchedAtIn", "codeFetchedAtNotIn", "codeFetchedAtGT", "codeFetchedAtGTE", "codeFetchedAtLT", "codeFetchedAtLTE", "codeFetchedAtIsNil", "codeFetchedAtNotNil", "processStartedAt", "processStartedAtNEQ", "processStartedAtIn", "processStartedAtNotIn", "processStartedAtGT", "processStartedAtGTE", "processStartedAtLT", "processStartedAtLTE", "processStartedAtIsNil", "processStartedAtNotNil", "importedAt", "importedAtNEQ", "importedAtIn", "importedAtNotIn", "importedAtGT", "importedAtGTE", "importedAtLT", "importedAtLTE", "importedAtIsNil", "importedAtNotNil", "startedAt", "startedAtNEQ", "startedAtIn", "startedAtNotIn", "startedAtGT", "startedAtGTE", "startedAtLT", "startedAtLTE", "startedAtIsNil", "startedAtNotNil", "finishedAt", "finishedAtNEQ", "finishedAtIn", "finishedAtNotIn", "finishedAtGT", "finishedAtGTE", "finishedAtLT", "finishedAtLTE", "finishedAtIsNil", "finishedAtNotNil", "hasFunction", "hasFunctionWith", "hasMap", "hasMapWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "functionID", "functionIDNEQ", "functionIDIn", "functionIDNotIn", "functionIDGT", "functionIDGTE", "functionIDLT", "functionIDLTE", "functionIDContains", "functionIDHasPrefix", "functionIDHasSuffix", "functionIDEqualFold", "functionIDContainsFold", "appID", "appIDNEQ", "appIDIn", "appIDNotIn", "appIDGT", "appIDGTE", "appIDLT", "appIDLTE", "appIDContains", "appIDHasPrefix", "appIDHasSuffix", "appIDEqualFold", "appIDContainsFold", "ownerID", "ownerIDNEQ", "ownerIDIn", "ownerIDNotIn", "ownerIDGT", "ownerIDGTE", "ownerIDLT", "ownerIDLTE", "ownerIDContains", "ownerIDHasPrefix", "ownerIDHasSuffix", "ownerIDEqualFold", "ownerIDContainsFold", "mapID", "mapIDNEQ", "mapIDIn", "mapIDNotIn", "mapIDGT", "mapIDGTE", "mapIDLT", "mapIDLTE", "mapIDContains", "mapIDHasPrefix", "mapIDHasSuffix", "mapIDIsNil", "mapIDNotNil", "mapIDEqualFold", "mapIDContainsFold", "mapIndex", "mapIndexNEQ", "mapIndexIn", "mapIndexNotIn", "mapIndexGT", "mapIndexGTE", "mapIndexLT", "mapIndexLTE", "state", "stateNEQ", "stateIn", "stateNotIn", "source", "sourceNEQ", "sourceIn", "sourceNotIn", "idempotencyKey", "idempotencyKeyNEQ", "idempotencyKeyIn", "idempotencyKeyNotIn", "idempotencyKeyGT", "idempotencyKeyGTE", "idempotencyKeyLT", "idempotencyKeyLTE", "idempotencyKeyContains", "idempotencyKeyHasPrefix", "idempotencyKeyHasSuffix", "idempotencyKeyEqualFold", "idempotencyKeyContainsFold", "attempt", "attemptNEQ", "attemptIn", "attemptNotIn", "attemptGT", "attemptGTE", "attemptLT", "attemptLTE", "maxAttempts", "maxAttemptsNEQ", "maxAttemptsIn", "maxAttemptsNotIn", "maxAttemptsGT", "maxAttemptsGTE", "maxAttemptsLT", "maxAttemptsLTE", "timeoutSeconds", "timeoutSecondsNEQ", "timeoutSecondsIn", "timeoutSecondsNotIn", "timeoutSecondsGT", "timeoutSecondsGTE", "timeoutSecondsLT", "timeoutSecondsLTE", "errorKind", "errorKindNEQ", "errorKindIn", "errorKindNotIn", "errorKindGT", "errorKindGTE", "errorKindLT", "errorKindLTE", "errorKindContains", "errorKindHasPrefix", "errorKindHasSuffix", "errorKindEqualFold", "errorKindContainsFold", "errorMessage", "errorMessageNEQ", "errorMessageIn", "errorMessageNotIn", "errorMessageGT", "errorMessageGTE", "errorMessageLT", "errorMessageLTE", "errorMessageContains", "errorMessageHasPrefix", "errorMessageHasSuffix", "errorMessageEqualFold", "errorMessageContainsFold", "errorTraceback", "errorTracebackNEQ", "errorTracebackIn", "errorTracebackNotIn", "errorTracebackGT", "errorTracebackGTE", "errorTracebackLT", "errorTracebackLTE", "errorTracebackContains", "errorTracebackHasPrefix", "errorTracebackHasSuffix", "errorTracebackEqualFold", "errorTracebackContainsFold", "containerID", "containerIDNEQ", "containerIDIn", "containerIDNotIn", "containerIDGT", "containerIDGTE", "containerIDLT", "containerIDLTE", "containerIDContains", "containerIDHasPrefix", "containerIDHasSuffix", "containerIDIsNil", "containerIDNotNil", "containerIDEqualFold", "containerIDContainsFold", "scheduledAt", "scheduledAtNEQ", "scheduledAtIn", "scheduledAtNotIn", "scheduledAtGT", "scheduledAtGTE", "scheduledAtLT", "scheduledAtLTE", "scheduledAtIsNil", "scheduledAtNotNil", "imageReadyAt", "imageReadyAtNEQ", "imageReadyAtIn", "imageReadyAtNotIn", "imageReadyAtGT", "imageReadyAtGTE", "imageReadyAtLT", "imageReadyAtLTE", "imageReadyAtIsNil", "imageReadyAtNotNil", "codeFetchedAt", "codeFetchedAtNEQ", "codeFetchedAtIn", "codeFetchedAtNotIn", "codeFetchedAtGT", "codeFetchedAtGTE", "codeFetchedAtLT", "codeFetchedAtLTE", "codeFetchedAtIsNil", "codeFetchedAtNotNil", "processStartedAt", "processStartedAtNEQ", "processStartedAtIn", "processStartedAtNotIn", "processStartedAtGT", "processStartedAtGTE", "processStartedAtLT", "processStartedAtLTE", "processStartedAtIsNil", "processStartedAtNotNil", "importedAt", "importedAtNEQ", "importedAtIn", "importedAtNotIn", "importedAtGT", "importedAtGTE", "importedAtLT", "importedAtLTE", "importedAtIsNil", "importedAtNotNil", "startedAt", "startedAtNEQ", "startedAtIn", "startedAtNotIn", "startedAtGT", "startedAtGTE", "startedAtLT", "startedAtLTE", "startedAtIsNil", "startedAtNotNil", "finishedAt", "finishedAtNEQ", "finishedAtIn", "finishedAtNotIn", "finishedAtGT", "finishedAtGTE", "finishedAtLT", "finishedAtLTE", "finishedAtIsNil", "finishedAtNotNil", "hasFunction", "hasFunctionWith", "hasMap", "hasMapWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -48072,6 +50912,125 @@ func (ec *executionContext) unmarshalInputTaskWhereInput(ctx context.Context, ob
 				return it, err
 			}
 			it.StateNotIn = data
+		case "source":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("source"))
+			data, err := ec.unmarshalOTaskSource2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐSource(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Source = data
+		case "sourceNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceNEQ"))
+			data, err := ec.unmarshalOTaskSource2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐSource(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceNEQ = data
+		case "sourceIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceIn"))
+			data, err := ec.unmarshalOTaskSource2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐSourceᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceIn = data
+		case "sourceNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceNotIn"))
+			data, err := ec.unmarshalOTaskSource2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐSourceᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceNotIn = data
+		case "idempotencyKey":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idempotencyKey"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdempotencyKey = data
+		case "idempotencyKeyNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idempotencyKeyNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdempotencyKeyNEQ = data
+		case "idempotencyKeyIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idempotencyKeyIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdempotencyKeyIn = data
+		case "idempotencyKeyNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idempotencyKeyNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdempotencyKeyNotIn = data
+		case "idempotencyKeyGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idempotencyKeyGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdempotencyKeyGT = data
+		case "idempotencyKeyGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idempotencyKeyGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdempotencyKeyGTE = data
+		case "idempotencyKeyLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idempotencyKeyLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdempotencyKeyLT = data
+		case "idempotencyKeyLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idempotencyKeyLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdempotencyKeyLTE = data
+		case "idempotencyKeyContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idempotencyKeyContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdempotencyKeyContains = data
+		case "idempotencyKeyHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idempotencyKeyHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdempotencyKeyHasPrefix = data
+		case "idempotencyKeyHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idempotencyKeyHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdempotencyKeyHasSuffix = data
+		case "idempotencyKeyEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idempotencyKeyEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdempotencyKeyEqualFold = data
+		case "idempotencyKeyContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idempotencyKeyContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdempotencyKeyContainsFold = data
 		case "attempt":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attempt"))
 			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
@@ -51028,6 +53987,11 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._Service(ctx, sel, obj)
+	case *ent.Secret:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Secret(ctx, sel, obj)
 	case *ent.Queue:
 		if obj == nil {
 			return graphql.Null
@@ -51340,6 +54304,16 @@ func (ec *executionContext) _App(ctx context.Context, sel ast.SelectionSet, obj 
 		case "lastSeenAt":
 			out.Values[i] = ec._App_lastSeenAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "version":
+			out.Values[i] = ec._App_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "liveVersion":
+			out.Values[i] = ec._App_liveVersion(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "stoppedAt":
@@ -52907,6 +55881,71 @@ func (ec *executionContext) _Function(ctx context.Context, sel ast.SelectionSet,
 			}
 		case "scaledownWindowSeconds":
 			out.Values[i] = ec._Function_scaledownWindowSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "version":
+			out.Values[i] = ec._Function_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "kind":
+			out.Values[i] = ec._Function_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "deployment":
+			out.Values[i] = ec._Function_deployment(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "httpMethod":
+			out.Values[i] = ec._Function_httpMethod(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "syncTimeoutSeconds":
+			out.Values[i] = ec._Function_syncTimeoutSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "public":
+			out.Values[i] = ec._Function_public(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "secrets":
+			out.Values[i] = ec._Function_secrets(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "cron":
+			out.Values[i] = ec._Function_cron(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "stoppedAt":
+			out.Values[i] = ec._Function_stoppedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "nextRunAt":
+			out.Values[i] = ec._Function_nextRunAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "lastRunAt":
+			out.Values[i] = ec._Function_lastRunAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "lastRunTaskID":
+			out.Values[i] = ec._Function_lastRunTaskID(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "skippedRuns":
+			out.Values[i] = ec._Function_skippedRuns(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -54922,6 +57961,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_queues(ctx, field)
 				})
+		case "secrets":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_secrets(ctx, field)
+				})
 		case "storages":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -55235,6 +58280,145 @@ func (ec *executionContext) _QueueEdge(ctx context.Context, sel ast.SelectionSet
 			}
 		case "cursor":
 			out.Values[i] = ec._QueueEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var secretImplementors = []string{"Secret", "Node"}
+
+func (ec *executionContext) _Secret(ctx context.Context, sel ast.SelectionSet, obj *ent.Secret) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, secretImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Secret")
+		case "id":
+			out.Values[i] = ec._Secret_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._Secret_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updatedAt":
+			out.Values[i] = ec._Secret_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "name":
+			out.Values[i] = ec._Secret_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "keys":
+			out.Values[i] = ec._Secret_keys(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "ownerID":
+			out.Values[i] = ec._Secret_ownerID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var secretConnectionImplementors = []string{"SecretConnection"}
+
+func (ec *executionContext) _SecretConnection(ctx context.Context, sel ast.SelectionSet, obj *ent.SecretConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, secretConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SecretConnection")
+		case "edges":
+			out.Values[i] = ec._SecretConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._SecretConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._SecretConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var secretEdgeImplementors = []string{"SecretEdge"}
+
+func (ec *executionContext) _SecretEdge(ctx context.Context, sel ast.SelectionSet, obj *ent.SecretEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, secretEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SecretEdge")
+		case "node":
+			out.Values[i] = ec._SecretEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "cursor":
+			out.Values[i] = ec._SecretEdge_cursor(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -55806,6 +58990,16 @@ func (ec *executionContext) _Task(ctx context.Context, sel ast.SelectionSet, obj
 			}
 		case "state":
 			out.Values[i] = ec._Task_state(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "source":
+			out.Values[i] = ec._Task_source(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "idempotencyKey":
+			out.Values[i] = ec._Task_idempotencyKey(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -57378,6 +60572,16 @@ func (ec *executionContext) unmarshalNFunctionInput2ᚖgithubᚗcomᚋlevers9ᚋ
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNFunctionKind2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋfunctionᚐKind(ctx context.Context, v any) (function.Kind, error) {
+	var res function.Kind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNFunctionKind2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋfunctionᚐKind(ctx context.Context, sel ast.SelectionSet, v function.Kind) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) marshalNFunctionMap2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMap(ctx context.Context, sel ast.SelectionSet, v *ent.FunctionMap) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "FunctionMap!")
@@ -57855,6 +61059,33 @@ func (ec *executionContext) unmarshalNQueueWhereInput2ᚖgithubᚗcomᚋlevers9�
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNSecretConnection2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecretConnection(ctx context.Context, sel ast.SelectionSet, v *ent.SecretConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "SecretConnection!")
+		return graphql.Null
+	}
+	return ec._SecretConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNSecretOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecretOrderField(ctx context.Context, v any) (*ent.SecretOrderField, error) {
+	var res = new(ent.SecretOrderField)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSecretOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecretOrderField(ctx context.Context, sel ast.SelectionSet, v *ent.SecretOrderField) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "SecretOrderField!")
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) unmarshalNSecretWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecretWhereInput(ctx context.Context, v any) (*ent.SecretWhereInput, error) {
+	res, err := ec.unmarshalInputSecretWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalNService2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐService(ctx context.Context, sel ast.SelectionSet, v *ent.Service) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Service!")
@@ -57978,6 +61209,35 @@ func (ec *executionContext) marshalNString2string(ctx context.Context, sel ast.S
 	return res
 }
 
+func (ec *executionContext) unmarshalNString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNString2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNString2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNTask2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTaskᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Task) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -58030,6 +61290,16 @@ func (ec *executionContext) marshalNTaskPhases2ᚖgithubᚗcomᚋlevers9ᚋlever
 		return graphql.Null
 	}
 	return ec._TaskPhases(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNTaskSource2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐSource(ctx context.Context, v any) (task.Source, error) {
+	var res task.Source
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNTaskSource2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐSource(ctx context.Context, sel ast.SelectionSet, v task.Source) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) unmarshalNTaskState2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐState(ctx context.Context, v any) (task.State, error) {
@@ -59385,6 +62655,58 @@ func (ec *executionContext) marshalOFunctionEdge2ᚖgithubᚗcomᚋlevers9ᚋlev
 	return ec._FunctionEdge(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalOFunctionKind2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋfunctionᚐKindᚄ(ctx context.Context, v any) ([]function.Kind, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]function.Kind, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNFunctionKind2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋfunctionᚐKind(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOFunctionKind2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋfunctionᚐKindᚄ(ctx context.Context, sel ast.SelectionSet, v []function.Kind) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNFunctionKind2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋfunctionᚐKind(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalOFunctionKind2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋfunctionᚐKind(ctx context.Context, v any) (*function.Kind, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(function.Kind)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOFunctionKind2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋfunctionᚐKind(ctx context.Context, sel ast.SelectionSet, v *function.Kind) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
 func (ec *executionContext) marshalOFunctionMap2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionMap(ctx context.Context, sel ast.SelectionSet, v *ent.FunctionMap) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -60300,6 +63622,66 @@ func (ec *executionContext) unmarshalOQueueWhereInput2ᚖgithubᚗcomᚋlevers9�
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalOSecret2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecret(ctx context.Context, sel ast.SelectionSet, v *ent.Secret) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Secret(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOSecretEdge2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecretEdge(ctx context.Context, sel ast.SelectionSet, v []*ent.SecretEdge) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalOSecretEdge2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecretEdge(ctx, sel, v[i])
+	})
+
+	return ret
+}
+
+func (ec *executionContext) marshalOSecretEdge2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecretEdge(ctx context.Context, sel ast.SelectionSet, v *ent.SecretEdge) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._SecretEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOSecretOrder2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecretOrder(ctx context.Context, v any) (*ent.SecretOrder, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputSecretOrder(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOSecretWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecretWhereInputᚄ(ctx context.Context, v any) ([]*ent.SecretWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*ent.SecretWhereInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNSecretWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecretWhereInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalOSecretWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecretWhereInput(ctx context.Context, v any) (*ent.SecretWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputSecretWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalOService2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐServiceᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Service) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -60652,6 +64034,58 @@ func (ec *executionContext) unmarshalOTaskOrder2ᚖgithubᚗcomᚋlevers9ᚋleve
 	}
 	res, err := ec.unmarshalInputTaskOrder(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOTaskSource2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐSourceᚄ(ctx context.Context, v any) ([]task.Source, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]task.Source, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNTaskSource2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐSource(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOTaskSource2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐSourceᚄ(ctx context.Context, sel ast.SelectionSet, v []task.Source) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTaskSource2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐSource(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalOTaskSource2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐSource(ctx context.Context, v any) (*task.Source, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(task.Source)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOTaskSource2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐSource(ctx context.Context, sel ast.SelectionSet, v *task.Source) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
 }
 
 func (ec *executionContext) unmarshalOTaskState2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋtaskᚐStateᚄ(ctx context.Context, v any) ([]task.State, error) {
