@@ -92,6 +92,11 @@ type Runner struct {
 	ContainerID string `json:"containerId"`
 	FunctionID  string `json:"functionId"`
 	CodeHash    string `json:"codeHash"` // hex SHA-256 of the zip the SDK uploaded
+	// Secrets names the secrets the function asks for: the agent fetches
+	// their values (GET /agent/secrets) right before starting the
+	// container and passes them as its environment; they are never part
+	// of the job's stored spec.
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 // Mount puts a bucket at Path inside the job. With Link the bucket's files
