@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/levers9/levers9/ent/function"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/notify"
@@ -25,6 +26,11 @@ type Service struct {
 	// and large payloads are uploaded before they are named).
 	Blobs interface {
 		Has(ctx context.Context, hash string) (bool, error)
+	}
+	// Secrets checks that the secrets a function names exist in the
+	// viewer's environment (a fault.Invalid naming the missing ones).
+	Secrets interface {
+		Check(ctx context.Context, names []string) error
 	}
 }
 
@@ -73,6 +79,14 @@ type FunctionSpec struct {
 	KeepWarm               int
 	Concurrency            int // 0: 1
 	ScaledownWindowSeconds int // 0: 60
+
+	Kind               function.Kind // "": FUNCTION
+	Deployment         string        // the name in URLs; "": Name
+	HTTPMethod         string        // an ENDPOINT's method; "": any
+	SyncTimeoutSeconds int           // 0: 60
+	Public             bool          // its URLs answer callers without a token (audited)
+	Secrets            []string      // names of secrets its containers get
+	Cron               string        // a CRON function's schedule (UTC)
 }
 
 // AppSpec is an app as the SDK deploys it.
