@@ -24,6 +24,11 @@ from .transport import error_from
 
 TASK_FIELDS = "id state mapIndex attempt result { data blob } errorKind errorMessage errorTraceback errorException"
 MAP_FIELDS = "id total succeeded failed finishedAt"
+# What deployApp answers: an ephemeral app's function IDs (levers9 run);
+# with each deployment's kind and URLs (App.deploy, levers9 serve).
+APP_FIELDS = "id name state functions { id name }"
+DEPLOYED_FIELDS = "id name state version liveVersion functions { id name version kind deployment urls }"
+LOOKUP_FIELDS = "id name version kind deployment urls"
 
 # The longest a single long poll waits (the server caps waits at 60 s;
 # shorter polls stay well inside the HTTP timeouts).
@@ -58,6 +63,9 @@ class Backend:
         raise NotImplementedError
 
     def cancel(self, task_id: str) -> Dict[str, Any]:
+        raise NotImplementedError
+
+    def put(self, fn: str, item: Dict[str, str], idempotency_key: Optional[str]) -> Dict[str, Any]:
         raise NotImplementedError
 
     def cancel_map(self, map_id: str) -> Dict[str, Any]:
@@ -103,10 +111,27 @@ class GraphQLBackend(Backend):
         with self._http.request("GET", "/api/blobs/%s" % digest, timeout=max(self._http.timeout, 300)) as resp:
             return resp.read()
 
-    def deploy(self, name: str, code_hash: str, functions: List[Dict[str, Any]]) -> Dict[str, Any]:
+    def deploy(self, name: str, code_hash: str, functions: List[Dict[str, Any]], deploy: bool = False,
+               fields: str = APP_FIELDS) -> Dict[str, Any]:
+        """deployApp: an ephemeral app, or (deploy=True) a new version of
+        the deployed app of that name."""
+        i: Dict[str, Any] = {"name": name, "code": code_hash, "functions": functions}
+        if deploy:
+            i["deploy"] = True
+        return self.client.graphql("mutation($i: DeployAppInput!) { deployApp(input: $i) { %s } }" % fields,
+                                   {"i": i})["deployApp"]
+
+    def lookup_function(self, app: str, name: str, version: Optional[int]) -> Dict[str, Any]:
+        return self.client.graphql("query($a: String!, $n: String!, $v: Int) { lookupFunction(app: $a, name: $n,"
+                                   " version: $v) { %s } }" % LOOKUP_FIELDS,
+                                   {"a": app, "n": name, "v": version})["lookupFunction"]
+
+    def put(self, fn: str, item: Dict[str, str], idempotency_key: Optional[str]) -> Dict[str, Any]:
+        # With a key a repeat returns the first task: safe to retry.
         return self.client.graphql(
-            "mutation($i: DeployAppInput!) { deployApp(input: $i) { id name state functions { id name } } }",
-            {"i": {"name": name, "code": code_hash, "functions": functions}})["deployApp"]
+            "mutation($f: ID!, $i: PayloadInput!, $k: String) { putTask(function: $f, item: $i, idempotencyKey: $k)"
+            " { %s } }" % TASK_FIELDS, {"f": fn, "i": item, "k": idempotency_key},
+            idempotent=bool(idempotency_key))["putTask"]
 
     def heartbeat_app(self, app_id: str) -> None:
         self.client.graphql("mutation($id: ID!) { heartbeatApp(id: $id) { id state } }", {"id": app_id}, idempotent=True)
@@ -253,6 +278,13 @@ class RunnerBackend(Backend):
 
     def cancel(self, task_id: str) -> Dict[str, Any]:
         return self.api.json("POST", "/runner/v1/cancel", {"task": task_id})
+
+    def put(self, fn: str, item: Dict[str, str], idempotency_key: Optional[str]) -> Dict[str, Any]:
+        # The runner API has no put: a call of the queue's function is the
+        # same item (same payload, retries and dead letter), made by a call.
+        if idempotency_key:
+            raise errors.Error("put() with an idempotency key is not available inside a function's container")
+        return self.call(fn, item)
 
 
 _runner_backend: Optional[RunnerBackend] = None

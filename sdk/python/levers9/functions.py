@@ -28,13 +28,18 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 from . import backend as backends
 from . import errors, payload
 
-ENDED = ("COMPLETE", "ERROR", "CANCELLED")
+# DEAD: a task-queue item that failed every attempt (a dead letter).
+ENDED = ("COMPLETE", "ERROR", "CANCELLED", "DEAD")
+# What a function is (the GraphQL enum FunctionKind).
+KINDS = ("FUNCTION", "ENDPOINT", "ASGI", "REALTIME", "TASK_QUEUE", "CRON")
 # The most items one map takes (the server's limit per mapFunction).
 MAX_MAP_ITEMS = 10_000
 # Results asked for per mapResults request.
 MAP_PAGE = 1000
 
 _GPU = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(:[1-9][0-9]*)?$")
+_METHOD = re.compile(r"^[A-Z]{1,16}$")
+_CRON_DESCRIPTORS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
 
 
 def gpu_spec(gpu: Union[None, str, Sequence[str]]) -> Optional[str]:
@@ -58,20 +63,107 @@ def gpu_spec(gpu: Union[None, str, Sequence[str]]) -> Optional[str]:
     return ",".join(items)
 
 
+_DECORATOR = {"FUNCTION": "function", "ENDPOINT": "endpoint", "ASGI": "asgi", "REALTIME": "realtime",
+              "TASK_QUEUE": "task_queue", "CRON": "schedule"}
+
+
+def function_options(queue: Optional[str] = None, project: Optional[str] = None, image: Optional[str] = None,
+                     gpu: Union[None, str, Sequence[str]] = None, cpu: Optional[float] = None,
+                     memory: Optional[int] = None, timeout: Optional[int] = None, retries: Optional[int] = None,
+                     max_containers: Optional[int] = None, min_containers: Optional[int] = None,
+                     keep_warm: Optional[int] = None, concurrency: Optional[int] = None,
+                     scaledown_window: Optional[int] = None) -> Dict[str, Any]:
+    """The wire form (FunctionInput fields) of the options every kind of
+    function takes; a keyword not listed here is a TypeError."""
+    spec: Dict[str, Any] = {"queue": queue, "project": project, "image": image, "gpu": gpu_spec(gpu)}
+    for key, value in (("cpu", cpu), ("memoryMiB", memory), ("timeoutSeconds", timeout), ("retries", retries),
+                       ("maxContainers", max_containers), ("minContainers", min_containers),
+                       ("keepWarm", keep_warm), ("concurrency", concurrency),
+                       ("scaledownWindowSeconds", scaledown_window)):
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise errors.BadInput("%s must be a number >= 0, not %r" % (key, value), code="BAD_USER_INPUT",
+                                      field=key)
+            if key != "cpu" and value != int(value):
+                raise errors.BadInput("%s must be a whole number, not %r" % (key, value), code="BAD_USER_INPUT",
+                                      field=key)
+            spec[key] = value if key == "cpu" else int(value)
+    return spec
+
+
+def secret_names(secrets: Union[None, str, Sequence[str]]) -> Optional[List[str]]:
+    """The names of the secrets a function asks for (one name alone is a
+    list of one); None when it asks for none."""
+    if secrets is None:
+        return None
+    items = [secrets] if isinstance(secrets, str) else list(secrets)
+    for s in items:
+        if not isinstance(s, str) or not s.strip():
+            raise errors.BadInput("secrets: give secret names such as ['hf'], not %r" % (s,), code="BAD_USER_INPUT",
+                                  field="secrets")
+    return items or None
+
+
+def check_cron(expr: str) -> str:
+    """A light check of a cron expression: five fields or a descriptor
+    (@hourly, @every 10m); the server parses it for real."""
+    if not isinstance(expr, str) or not expr.strip():
+        raise errors.BadInput("schedule needs cron=, such as '*/15 * * * *'", code="BAD_USER_INPUT", field="cron")
+    expr = " ".join(expr.split())
+    if expr.startswith(("TZ=", "CRON_TZ=")):
+        raise errors.BadInput("cron %r: schedules are always UTC, drop the time zone" % expr, code="BAD_USER_INPUT",
+                              field="cron")
+    if expr.startswith("@"):
+        if expr in _CRON_DESCRIPTORS or (expr.startswith("@every ") and len(expr) > len("@every ")):
+            return expr
+        raise errors.BadInput("cron %r: descriptors are %s or '@every 10m'" % (expr, ", ".join(_CRON_DESCRIPTORS)),
+                              code="BAD_USER_INPUT", field="cron")
+    if len(expr.split(" ")) != 5:
+        raise errors.BadInput("cron %r: give five fields (minute hour day-of-month month day-of-week, UTC), "
+                              "such as '*/15 * * * *'" % expr, code="BAD_USER_INPUT", field="cron")
+    return expr
+
+
+def _method(method: Optional[str]) -> Optional[str]:
+    if method is None:
+        return None  # any method
+    if not isinstance(method, str) or not _METHOD.match(method.upper()):
+        raise errors.BadInput("method must be an HTTP method such as 'POST', not %r" % (method,),
+                              code="BAD_USER_INPUT", field="method")
+    return method.upper()
+
+
+def _seconds(key: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise errors.BadInput("%s must be a whole number of seconds >= 1, not %r" % (key, value),
+                              code="BAD_USER_INPUT", field=key)
+    return value
+
+
+def _flag(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise errors.BadInput("%s must be True or False, not %r" % (key, value), code="BAD_USER_INPUT", field=key)
+    return value
+
+
 class _Deployment:
-    """An ephemeral app deployed from here. A thread tells the server every
-    30 s that this client is alive: an app silent for 5 minutes is stopped,
-    so a script killed outright leaves no containers running."""
+    """An app deployed from here. For an ephemeral app a thread tells the
+    server every 30 s that this client is alive: an ephemeral app silent
+    for 5 minutes is stopped, so a script killed outright leaves no
+    containers running. A deployed app (App.deploy) needs none."""
 
     HEARTBEAT_EVERY = 30.0
 
-    def __init__(self, backend: "backends.GraphQLBackend", app_id: str, function_ids: Dict[str, str]):
+    def __init__(self, backend: "backends.GraphQLBackend", app_id: str, function_ids: Dict[str, str],
+                 heartbeat: bool = True):
         self.backend = backend
         self.app_id = app_id
         self.function_ids = function_ids
         self._stop = threading.Event()
-        self._beat = threading.Thread(target=self._heartbeat, name="levers9-heartbeat", daemon=True)
-        self._beat.start()
+        self._beat: Optional[threading.Thread] = None
+        if heartbeat:
+            self._beat = threading.Thread(target=self._heartbeat, name="levers9-heartbeat", daemon=True)
+            self._beat.start()
 
     def _heartbeat(self) -> None:
         while not self._stop.wait(self.HEARTBEAT_EVERY):
@@ -82,6 +174,28 @@ class _Deployment:
 
     def close(self) -> None:
         self._stop.set()
+
+
+class Deployed:
+    """What a deploy made: the app (app_id, name, state), its version and
+    one dict per deployment of that version in functions (id, name, kind,
+    deployment: the name in its URLs, urls)."""
+
+    def __init__(self, app: Dict[str, Any]):
+        self.app_id = app["id"]
+        self.name = app.get("name", "")
+        self.state = app.get("state", "")
+        self.version = int(app.get("version") or 1)
+        # The app's functions include older versions': keep this one's.
+        self.functions = [f for f in app.get("functions") or [] if int(f.get("version") or self.version) == self.version]
+
+    def __repr__(self) -> str:
+        return "Deployed(%r, version=%d)" % (self.name, self.version)
+
+    @property
+    def urls(self) -> Dict[str, List[str]]:
+        """The URLs of each deployment, by function name."""
+        return {f["name"]: list(f.get("urls") or []) for f in self.functions}
 
 
 class App:
@@ -109,43 +223,102 @@ class App:
         """The deployed app's ID, while it is deployed from here."""
         return self._deployment.app_id if self._deployment else None
 
-    def function(self, *, name: Optional[str] = None, queue: Optional[str] = None, project: Optional[str] = None,
-                 image: Optional[str] = None, gpu: Union[None, str, Sequence[str]] = None,
-                 cpu: Optional[float] = None, memory: Optional[int] = None, timeout: Optional[int] = None,
-                 retries: Optional[int] = None, max_containers: Optional[int] = None,
-                 min_containers: Optional[int] = None, keep_warm: Optional[int] = None,
-                 concurrency: Optional[int] = None, scaledown_window: Optional[int] = None
-                 ) -> Callable[[Callable[..., Any]], "Function"]:
-        """Declares a function of this app (a decorator).
+    def function(self, *, name: Optional[str] = None, secrets: Optional[Sequence[str]] = None,
+                 **options: Any) -> Callable[[Callable[..., Any]], "Function"]:
+        """Declares a function of this app (a decorator): called from
+        Python with .remote(), .spawn() and .map().
 
-        queue and project default to the client's context; memory is in
-        MiB, timeout and scaledown_window in seconds. Unset values take
-        the server's defaults (1 CPU, 1024 MiB, 300 s, no retries, at
-        most 10 containers, 1 call at a time, 60 s).
+        Options: queue and project (default: the client's context), image,
+        gpu, cpu, memory (MiB), timeout and scaledown_window (seconds),
+        retries, max_containers, min_containers, keep_warm, concurrency.
+        Unset values take the server's defaults (1 CPU, 1024 MiB, 300 s,
+        no retries, at most 10 containers, 1 call at a time, 60 s).
+        name: its name (and the name in its URLs; default: the Python
+        name). secrets: names of secrets whose keys its containers get as
+        environment variables.
         """
-        spec: Dict[str, Any] = {"queue": queue, "project": project, "image": image, "gpu": gpu_spec(gpu)}
-        for key, value in (("cpu", cpu), ("memoryMiB", memory), ("timeoutSeconds", timeout), ("retries", retries),
-                           ("maxContainers", max_containers), ("minContainers", min_containers),
-                           ("keepWarm", keep_warm), ("concurrency", concurrency),
-                           ("scaledownWindowSeconds", scaledown_window)):
-            if value is not None:
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                    raise errors.BadInput("%s must be a number >= 0, not %r" % (key, value), code="BAD_USER_INPUT",
-                                          field=key)
-                if key != "cpu" and value != int(value):
-                    raise errors.BadInput("%s must be a whole number, not %r" % (key, value), code="BAD_USER_INPUT",
-                                          field=key)
-                spec[key] = value if key == "cpu" else int(value)
+        return self._decorator("FUNCTION", name, secrets, {}, options)
+
+    def endpoint(self, *, method: Optional[str] = "POST", sync_timeout: int = 60, public: bool = False,
+                 name: Optional[str] = None, secrets: Optional[Sequence[str]] = None,
+                 **options: Any) -> Callable[[Callable[..., Any]], "Function"]:
+        """An HTTP endpoint (/endpoint/NAME): a JSON body is the function's
+        one argument (no body: the query parameters are its keyword
+        arguments) and its return value the JSON answer. method: the HTTP
+        method it takes (None: any). A call still running after
+        sync_timeout seconds answers 202 with its task's URL. public: its
+        URLs answer callers without a token too. Other options as
+        function()'s."""
+        extra = {"httpMethod": _method(method), "syncTimeoutSeconds": _seconds("sync_timeout", sync_timeout),
+                 "public": _flag("public", public)}
+        return self._decorator("ENDPOINT", name, secrets, extra, options)
+
+    def asgi(self, *, sync_timeout: int = 60, public: bool = False, name: Optional[str] = None,
+             secrets: Optional[Sequence[str]] = None, **options: Any) -> Callable[[Callable[..., Any]], "Function"]:
+        """A whole ASGI application (FastAPI, Starlette, ...) under
+        /endpoint/NAME: decorates a function without arguments that
+        returns the app (called once per container). Options as
+        endpoint()'s."""
+        extra = {"syncTimeoutSeconds": _seconds("sync_timeout", sync_timeout), "public": _flag("public", public)}
+        return self._decorator("ASGI", name, secrets, extra, options)
+
+    def realtime(self, *, sync_timeout: int = 60, public: bool = False, name: Optional[str] = None,
+                 secrets: Optional[Sequence[str]] = None,
+                 **options: Any) -> Callable[[Callable[..., Any]], "Function"]:
+        """A WebSocket handler under /endpoint/NAME: decorates
+        ``async def handler(ws)``, called once per connection (ws has
+        receive_text(), receive_bytes(), receive(), send_text(),
+        send_bytes(), send(), close(), path, query and headers). A
+        connection waits up to sync_timeout seconds for a container.
+        Options as endpoint()'s."""
+        extra = {"syncTimeoutSeconds": _seconds("sync_timeout", sync_timeout), "public": _flag("public", public)}
+        return self._decorator("REALTIME", name, secrets, extra, options)
+
+    def task_queue(self, *, retries: int = 3, name: Optional[str] = None, secrets: Optional[Sequence[str]] = None,
+                   **options: Any) -> Callable[[Callable[..., Any]], "Function"]:
+        """A task queue: background work, one call per item put with
+        .put(item) (or POST /queue/NAME). An item is retried up to retries
+        times with backoff; one that fails every attempt is kept as a
+        dead letter (state DEAD). Options as function()'s."""
+        options["retries"] = retries
+        return self._decorator("TASK_QUEUE", name, secrets, {}, options)
+
+    def schedule(self, *, cron: str, name: Optional[str] = None, secrets: Optional[Sequence[str]] = None,
+                 **options: Any) -> Callable[[Callable[..., Any]], "Function"]:
+        """A function called without arguments on a cron schedule, in UTC
+        ("*/15 * * * *", "@hourly"). A tick that finds the previous run
+        still going is skipped. Options as function()'s."""
+        return self._decorator("CRON", name, secrets, {"cron": check_cron(cron)}, options)
+
+    def _decorator(self, kind: str, name: Optional[str], secrets: Optional[Sequence[str]], extra: Dict[str, Any],
+                   options: Dict[str, Any]) -> Callable[[Callable[..., Any]], "Function"]:
+        try:
+            spec = function_options(**options)
+        except TypeError as e:
+            raise errors.BadInput("@app.%s(): %s" % (_DECORATOR[kind], e), code="BAD_USER_INPUT",
+                                  field="options") from None
+        if name is not None and (not isinstance(name, str) or not name):
+            raise errors.BadInput("name must be a non-empty string, not %r" % (name,), code="BAD_USER_INPUT",
+                                  field="name")
+        spec.update(extra)
+        spec["kind"] = kind
+        spec["deployment"] = name
+        spec["secrets"] = secret_names(secrets)
+        decorator = _DECORATOR[kind]
 
         def wrap(f: Callable[..., Any]) -> "Function":
             if isinstance(f, Function):
                 f = f.raw_f
             if not callable(f):
-                raise errors.BadInput("@app.function() decorates a function", code="BAD_USER_INPUT", field="function")
+                raise errors.BadInput("@app.%s() decorates a function" % decorator, code="BAD_USER_INPUT",
+                                      field="function")
             qualname = getattr(f, "__qualname__", "")
             if "<locals>" in qualname or "<lambda>" in qualname:
                 raise errors.BadInput("%s: a function must be defined at the top level of its module" % qualname,
                                       code="BAD_USER_INPUT", field="function")
+            if kind == "REALTIME" and not inspect.iscoroutinefunction(f):
+                raise errors.BadInput("@app.realtime() decorates an async function: async def %s(ws)"
+                                      % getattr(f, "__name__", "handler"), code="BAD_USER_INPUT", field="function")
             fn = Function(self, f, name or f.__name__, spec)
             if fn.name in self.functions and self.functions[fn.name].raw_f is not f:
                 raise errors.BadInput("app %s has two functions named %s" % (self.name, fn.name),
@@ -174,22 +347,15 @@ class App:
             self.client = Client()
         return self.client
 
-    def deploy_ephemeral(self, project_dir: str, module_names: Optional[Dict[str, str]] = None,
-                         log: Optional[Callable[[str], None]] = None) -> str:
-        """Packs project_dir, uploads it unless the server has it, and deploys
-        the app as an ephemeral app; returns its ID. module_names maps a
-        module as Python named it here (such as "__main__") to the name
-        the container imports."""
+    def _package(self, project_dir: str, module_names: Optional[Dict[str, str]],
+                 log: Optional[Callable[[str], None]]) -> Tuple["backends.GraphQLBackend", str, List[Dict[str, Any]]]:
+        """Packs project_dir and uploads it unless the server has it;
+        returns the backend, the package's hash and the FunctionInputs."""
         from . import packaging
         if not self.functions:
             raise errors.BadInput("app %s has no functions: decorate them with @app.function()" % self.name,
                                   code="BAD_USER_INPUT", field="functions")
         client = self._client()
-        be = backends.GraphQLBackend(client)
-        data, digest = packaging.pack(project_dir)
-        sent = be.upload_code(digest, data)
-        if log:
-            log("code %s (%d bytes, %s)" % (digest[:12], len(data), "uploaded" if sent else "already there"))
         specs = []
         for fn in self.functions.values():
             module = fn.raw_f.__module__
@@ -198,12 +364,48 @@ class App:
                 raise errors.BadInput("function %s is in __main__: run the script with `python -m levers9 run`"
                                       % fn.name, code="BAD_USER_INPUT", field="module")
             specs.append(fn._input(module, client))
+        be = backends.GraphQLBackend(client)
+        data, digest = packaging.pack(project_dir)
+        sent = be.upload_code(digest, data)
+        if log:
+            log("code %s (%d bytes, %s)" % (digest[:12], len(data), "uploaded" if sent else "already there"))
+        return be, digest, specs
+
+    def deploy_ephemeral(self, project_dir: str, module_names: Optional[Dict[str, str]] = None,
+                         log: Optional[Callable[[str], None]] = None) -> str:
+        """Packs project_dir, uploads it unless the server has it, and deploys
+        the app as an ephemeral app; returns its ID. module_names maps a
+        module as Python named it here (such as "__main__") to the name
+        the container imports."""
+        be, digest, specs = self._package(project_dir, module_names, log)
         app = be.deploy(self.name, digest, specs)
         self._deployment = _Deployment(be, app["id"], {f["name"]: f["id"] for f in app.get("functions") or []})
         return app["id"]
 
+    def deploy(self, project_dir: Optional[str] = None, module_names: Optional[Dict[str, str]] = None,
+               log: Optional[Callable[[str], None]] = None) -> "Deployed":
+        """Deploys a new version of the app (created at its first deploy):
+        its endpoints, task queues and schedules serve until stopped
+        (``levers9 app stop``), older versions too. Returns the version and
+        the URLs of each deployment; its functions can then be called
+        from here (.remote(), .put(), ...). project_dir as for run()."""
+        if project_dir is None:
+            project_dir, names = _project_of(self)
+            module_names = dict(names, **(module_names or {}))
+        be, digest, specs = self._package(project_dir, module_names, log)
+        app = be.deploy(self.name, digest, specs, deploy=True, fields=backends.DEPLOYED_FIELDS)
+        result = Deployed(app)
+        for f in result.functions:
+            fn = self.functions.get(f["name"])
+            if fn is not None:
+                fn.urls = list(f.get("urls") or [])
+        self._deployment = _Deployment(be, app["id"], {f["name"]: f["id"] for f in result.functions},
+                                       heartbeat=False)
+        return result
+
     def stop(self) -> None:
-        """Stops the deployed app (its running calls are cancelled)."""
+        """Stops the app deployed from here, every version of it (its
+        running calls are cancelled)."""
         dep, self._deployment = self._deployment, None
         if dep is not None:
             dep.close()
@@ -234,6 +436,17 @@ class App:
             self.stop()
 
 
+def with_defaults(d: Dict[str, Any], client) -> Dict[str, Any]:
+    """A FunctionInput with the client's queue and project where it names none."""
+    d = dict(d)
+    d["queue"] = d.get("queue") or client.default_queue
+    if not d.get("project"):
+        d.pop("project", None)
+        if client.default_project:
+            d["project"] = client.default_project
+    return d
+
+
 def _project_of(app: App) -> Tuple[str, Dict[str, str]]:
     """The project folder of an app's functions and the module names the
     container imports, from where Python found their module."""
@@ -259,14 +472,20 @@ def _project_of(app: App) -> Tuple[str, Dict[str, str]]:
 
 class Function:
     """A function of an app: call it in its containers with remote(),
-    spawn() or map(); local() (or calling it) runs it here."""
+    spawn() or map(), put items on a task queue with put(); local() (or
+    calling it) runs it here. Function.lookup() finds a deployed one."""
 
-    def __init__(self, app: App, f: Callable[..., Any], name: str, spec: Dict[str, Any]):
+    def __init__(self, app: App, f: Optional[Callable[..., Any]], name: str, spec: Dict[str, Any]):
         self.app = app
         self.raw_f = f
         self.name = name
         self.spec = spec
-        self.__doc__ = f.__doc__
+        self.kind: str = spec.get("kind") or "FUNCTION"
+        # The full URLs of its deployment, once deployed (App.deploy) or
+        # looked up.
+        self.urls: List[str] = []
+        self._remote: Optional[Dict[str, Any]] = None  # a looked-up function: its id, client, backend
+        self.__doc__ = getattr(f, "__doc__", None)
         self.__name__ = getattr(f, "__name__", name)
         self.__qualname__ = getattr(f, "__qualname__", name)
         self.__module__ = getattr(f, "__module__", None)
@@ -276,39 +495,92 @@ class Function:
         return "Function(%s.%s)" % (self.app.name, self.name)
 
     def __reduce__(self):
+        if self._remote is not None:
+            r = self._remote
+            return (_looked_up, (self.app.name, self.name, r["id"], self.kind, r.get("version"), self.urls))
         # By reference, as pickle treats plain functions: the receiving
         # side imports the module and finds the same wrapper there.
         return (_function_at, (self.raw_f.__module__, self.raw_f.__qualname__))
 
+    @classmethod
+    def lookup(cls, app: str, name: str, version: Optional[int] = None, client=None) -> "Function":
+        """The function (or deployment) name of the deployed app app, in
+        version (default: the live one), through client (default:
+        levers9.Client()); call it with remote(), spawn(), map() or put().
+        NotFound when there is none the client may call."""
+        if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
+            raise errors.BadInput("version must be a whole number >= 1, not %r" % (version,), code="BAD_USER_INPUT",
+                                  field="version")
+        if client is None:
+            from .client import Client
+            client = Client()
+        be = backends.GraphQLBackend(client)
+        f = be.lookup_function(app, name, version)
+        fn = _looked_up(app, f.get("name") or name, f["id"], f.get("kind") or "FUNCTION", f.get("version"),
+                        f.get("urls") or [])
+        fn._remote["backend"] = be
+        return fn
+
     def _input(self, module: str, client) -> Dict[str, Any]:
-        d = {"name": self.name, "module": module, "qualname": self.raw_f.__qualname__,
-             "queue": self.spec.get("queue") or client.default_queue}
-        project = self.spec.get("project") or client.default_project
-        if project:
-            d["project"] = project
+        """Its FunctionInput, the client's queue and project filling in."""
+        return with_defaults(self._wire(module), client)
+
+    def _wire(self, module: str) -> Dict[str, Any]:
+        """Its FunctionInput as declared (no client defaults)."""
+        d = {"name": self.name, "module": module, "qualname": self.raw_f.__qualname__}
         for k, v in self.spec.items():
-            if k not in ("queue", "project") and v is not None:
+            if v is not None:
                 d[k] = v
         return d
 
     def _target(self) -> Tuple[backends.Backend, str]:
+        if self._remote is not None:
+            r = self._remote
+            if r.get("backend") is None:  # unpickled: through this side's client
+                from .client import Client
+                r["backend"] = backends.GraphQLBackend(Client())
+            return r["backend"], r["id"]
         if backends.in_container():
             return backends.runner_backend(), self.name
         dep = self.app._deployment
         if dep is None:
             raise errors.Error(
                 "app %s is not deployed, so %s cannot run remotely: run the script with "
-                "`python -m levers9 run app.py` (or `levers9 run app.py`), or call it inside `with app.run():`"
-                % (self.app.name, self.name))
+                "`python -m levers9 run app.py` (or `levers9 run app.py`), call it inside `with app.run():`, "
+                "or find a deployed one with levers9.Function.lookup(%r, %r)"
+                % (self.app.name, self.name, self.app.name, self.name))
         if self.name not in dep.function_ids:
             raise errors.Error("function %s was not deployed with app %s" % (self.name, self.app.name))
         return dep.backend, dep.function_ids[self.name]
 
     def local(self, *args: Any, **kwargs: Any) -> Any:
         """Runs the function here, in this process."""
+        if self.raw_f is None:
+            raise errors.Error("%r was looked up: it runs in its containers only (remote(), spawn(), map(), put())"
+                               % self)
         return self.raw_f(*args, **kwargs)
 
     __call__ = local
+
+    def put(self, item: Any, idempotency_key: Optional[str] = None) -> "FunctionCall":
+        """Adds item to this task queue: one call fn(item), durable, retried
+        with backoff; returns its FunctionCall at once (get() waits; an
+        item that failed every attempt raises RemoteError, its state
+        DEAD). With an idempotency_key (at most 200 characters) a second
+        put with the same key in the app returns the first call instead
+        of adding another."""
+        if self.kind != "TASK_QUEUE":
+            raise errors.BadInput("%s is %s, not a task queue: put() adds items to @app.task_queue() functions; "
+                                  "call it with remote() or spawn()" % (self.name, self.kind),
+                                  code="BAD_USER_INPUT", field="function")
+        if idempotency_key is not None and (not isinstance(idempotency_key, str) or not idempotency_key
+                                            or len(idempotency_key) > 200):
+            raise errors.BadInput("idempotency_key must be a string of 1 to 200 characters",
+                                  code="BAD_USER_INPUT", field="idempotencyKey")
+        be, ref = self._target()
+        item_payload = payload.encode_args((item,), {}, be.put_blob, be.inline_limit)
+        task = be.put(ref, item_payload, idempotency_key)
+        return FunctionCall(be, task["id"], task)
 
     def remote(self, *args: Any, **kwargs: Any) -> Any:
         """Runs one call in a container and returns its result; raises
@@ -378,6 +650,16 @@ def _function_at(module: str, qualname: str) -> Any:
     return obj
 
 
+def _looked_up(app: str, name: str, fn_id: str, kind: str, version: Optional[int] = None,
+               urls: Optional[List[str]] = None) -> Function:
+    """A Function bound to a deployed function's ID (Function.lookup, or
+    one unpickled: it calls through this side's levers9.Client())."""
+    fn = Function(App(app), None, name, {"kind": kind})
+    fn._remote = {"id": fn_id, "version": version, "backend": None}
+    fn.urls = list(urls or [])
+    return fn
+
+
 def _backend_for(client) -> backends.Backend:
     if backends.in_container() and client is None:
         return backends.runner_backend()
@@ -406,7 +688,8 @@ class FunctionCall:
 
     @property
     def state(self) -> str:
-        """The state last seen: PENDING, RUNNING, COMPLETE, ERROR, CANCELLED."""
+        """The state last seen: PENDING, RUNNING, COMPLETE, ERROR, CANCELLED,
+        or DEAD (a task-queue item that failed every attempt)."""
         return self._task.get("state", "")
 
     def get(self, timeout: Optional[float] = None) -> Any:

@@ -110,7 +110,7 @@ class SpecTest(unittest.TestCase):
         self.assertEqual(f._input("mod", client), {
             "name": "_identity", "module": "mod", "qualname": f.raw_f.__qualname__, "queue": "gpu", "gpu": "H100,A100", "cpu": 1.5, "memoryMiB": 2048,
             "timeoutSeconds": 60, "retries": 2, "maxContainers": 3, "minContainers": 1, "keepWarm": 1,
-            "concurrency": 4, "scaledownWindowSeconds": 30})
+            "concurrency": 4, "scaledownWindowSeconds": 30, "kind": "FUNCTION"})
         self.assertEqual(f(2), 2)  # calling it runs it here
         self.assertEqual(f.local(3), 3)
 
