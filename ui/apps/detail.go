@@ -22,7 +22,8 @@ const (
 
 // taskStates are the columns of the calls-by-state counts, in a call's
 // order of life.
-var taskStates = []task.State{task.StatePENDING, task.StateRUNNING, task.StateCOMPLETE, task.StateERROR, task.StateCANCELLED}
+// DEAD (a task-queue item that failed every attempt) comes last.
+var taskStates = []task.State{task.StatePENDING, task.StateRUNNING, task.StateCOMPLETE, task.StateERROR, task.StateCANCELLED, task.StateDEAD}
 
 // detailPage is an app with its functions, containers, calls and errors.
 type detailPage struct {
@@ -30,15 +31,20 @@ type detailPage struct {
 	CodeHash            string
 	Stopped, StopReason string
 	States              []string // the count columns' headings
-	Functions           []functionView
-	Containers          []containerView
-	Calls               []callView
-	Errors              []errorView
+	// CanManage shows the version buttons: to admins and the app's owner.
+	CanManage   bool
+	Versions    []appVersionView
+	Deployments []deploymentView
+	Functions   []functionView
+	Containers  []containerView
+	Calls       []callView
+	Errors      []errorView
 }
 
 // functionView is one function of the app, formatted.
 type functionView struct {
 	ID, Name, Target                 string // Target is module:qualname
+	Version, Kind                    string
 	Queue, GPU, CPU, Memory, Timeout string
 	Image                            string
 	Concurrency, Retries             string
@@ -56,6 +62,7 @@ type containerView struct {
 // callView is one call in the recent calls table.
 type callView struct {
 	ID, Function, State, Attempt, Took, Started string
+	Source, Error                               string // on the filtered list
 }
 
 // errorView is one failed call with its error.
@@ -67,7 +74,9 @@ func (h *handlers) detail(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	c := h.rt.Deps.DB.Ent
 	a, err := c.App.Query().Where(entapp.ID(r.PathValue("id"))).WithOwner().
-		WithFunctions(func(q *ent.FunctionQuery) { q.WithQueue().Order(ent.Asc(function.FieldName)) }).
+		WithFunctions(func(q *ent.FunctionQuery) {
+			q.WithQueue().Order(ent.Asc(function.FieldName), ent.Desc(function.FieldVersion))
+		}).
 		Only(ctx)
 	if err != nil {
 		return err
@@ -79,7 +88,13 @@ func (h *handlers) detail(w http.ResponseWriter, r *http.Request) error {
 		ids[i] = f.ID
 		names[f.ID] = f.Name
 	}
-	p := detailPage{App: newAppRow(a, len(fns)), CodeHash: a.CodeHash, Stopped: when(a.StoppedAt), StopReason: a.StopReason}
+	kinds := map[string]int{}
+	for _, f := range fns {
+		if f.Version == a.LiveVersion {
+			kinds[string(f.Kind)]++
+		}
+	}
+	p := detailPage{App: newAppRow(a, kinds), CodeHash: a.CodeHash, Stopped: when(a.StoppedAt), StopReason: a.StopReason}
 	for _, s := range taskStates {
 		p.States = append(p.States, string(s))
 	}
@@ -104,8 +119,11 @@ func (h *handlers) detail(w http.ResponseWriter, r *http.Request) error {
 	for _, f := range fns {
 		p.Functions = append(p.Functions, newFunctionView(f, counts[f.ID]))
 	}
-
 	now := time.Now()
+	if err := h.deployments(r, a, counts, now, &p); err != nil {
+		return err
+	}
+
 	if len(ids) > 0 {
 		ctrs, err := c.Container.Query().Where(container.FunctionIDIn(ids...)).
 			Order(ent.Desc(container.FieldCreatedAt), ent.Desc(container.FieldID)).Limit(recentContainers).All(ctx)
@@ -148,6 +166,7 @@ func (h *handlers) detail(w http.ResponseWriter, r *http.Request) error {
 // newFunctionView formats f; its queue edge is read when loaded.
 func newFunctionView(f *ent.Function, counts map[task.State]int) functionView {
 	v := functionView{ID: f.ID, Name: f.Name, Target: f.Module + ":" + f.Qualname, Queue: "—",
+		Version: "v" + strconv.Itoa(f.Version), Kind: string(f.Kind),
 		GPU: gpuSpec(f), CPU: cpus(f.CPU), Memory: mib(f.MemoryMib), Timeout: short(time.Duration(f.TimeoutSeconds) * time.Second),
 		Image: orDash(f.Image), Concurrency: strconv.Itoa(f.Concurrency), Retries: strconv.Itoa(f.Retries),
 		Min: strconv.Itoa(f.MinContainers), Max: strconv.Itoa(f.MaxContainers), KeepWarm: strconv.Itoa(f.KeepWarm)}

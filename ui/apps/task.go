@@ -14,6 +14,10 @@ import (
 // taskPage is one call: where it runs, how it ended, its phases.
 type taskPage struct {
 	ID, State, Attempt   string
+	Source               string // CALL, HTTP, QUEUE or CRON
+	Idempotency          string // the idempotency key, or ""
+	Dead                 bool   // a task-queue item that failed every attempt
+	Requeue              bool   // show the requeue button
 	Function, FunctionID string
 	App, AppID           string
 	Map                  string // the map it belongs to, or ""
@@ -50,7 +54,8 @@ func (h *handlers) task(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	now := time.Now()
-	p := taskPage{ID: t.ID, State: string(t.State), Attempt: attempts(t), AppID: t.AppID, App: t.AppID,
+	p := taskPage{ID: t.ID, State: string(t.State), Attempt: attempts(t), Source: sourceName(t.Source),
+		Idempotency: t.IdempotencyKey, Dead: t.State == task.StateDEAD, Requeue: t.State == task.StateDEAD && h.fns != nil, AppID: t.AppID, App: t.AppID,
 		FunctionID: t.FunctionID, Function: t.FunctionID, Map: t.MapID,
 		Queued: when(&t.CreatedAt), Took: span(t.StartedAt, t.FinishedAt, now),
 		ErrorKind: t.ErrorKind, ErrorMessage: t.ErrorMessage, Traceback: t.ErrorTraceback,
@@ -117,4 +122,17 @@ func phases(t *ent.Task) []phaseView {
 		out = append(out, v)
 	}
 	return out
+}
+
+// sourceName says what made a call, for people.
+func sourceName(s task.Source) string {
+	switch s {
+	case task.SourceHTTP:
+		return "HTTP request"
+	case task.SourceQUEUE:
+		return "task queue put"
+	case task.SourceCRON:
+		return "cron schedule"
+	}
+	return "call"
 }

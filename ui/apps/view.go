@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/function"
 )
 
 // appRow is an app as the table and its page show it, formatted.
@@ -14,16 +15,36 @@ type appRow struct {
 	ID, Name, State string
 	Ephemeral       bool
 	Owner           string // email, or "—" when the viewer may not see the owner
-	Functions       int
+	Functions       int    // of the live version
+	Versions        string // "v2 / v3": live / latest; "—" for an ephemeral app
+	Kinds           string // the live version's kind mix: "2 FUNCTION · 1 CRON"
 	Created         string
 }
 
-// newAppRow formats a; its owner edge is read when loaded.
-func newAppRow(a *ent.App, functions int) appRow {
+// kindOrder lists function kinds in the order the kind mix names them.
+var kindOrder = []function.Kind{function.KindFUNCTION, function.KindENDPOINT, function.KindASGI,
+	function.KindREALTIME, function.KindTASK_QUEUE, function.KindCRON}
+
+// newAppRow formats a with its live version's functions counted by kind;
+// its owner edge is read when loaded.
+func newAppRow(a *ent.App, kinds map[string]int) appRow {
 	row := appRow{ID: a.ID, Name: a.Name, State: string(a.State), Ephemeral: a.Ephemeral,
-		Owner: "—", Functions: functions, Created: when(&a.CreatedAt)}
+		Owner: "—", Versions: "—", Kinds: "—", Created: when(&a.CreatedAt)}
 	if a.Edges.Owner != nil {
 		row.Owner = a.Edges.Owner.Email
+	}
+	if !a.Ephemeral {
+		row.Versions = "v" + strconv.Itoa(a.LiveVersion) + " / v" + strconv.Itoa(a.Version)
+	}
+	var mix []string
+	for _, k := range kindOrder {
+		if n := kinds[string(k)]; n > 0 {
+			row.Functions += n
+			mix = append(mix, strconv.Itoa(n)+" "+string(k))
+		}
+	}
+	if len(mix) > 0 {
+		row.Kinds = strings.Join(mix, " · ")
 	}
 	return row
 }
