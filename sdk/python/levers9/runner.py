@@ -29,7 +29,7 @@ import time  # noqa: E402
 import traceback  # noqa: E402
 from typing import Any, Callable, Dict, List, Optional  # noqa: E402
 
-from . import errors, payload  # noqa: E402
+from . import errors, httpcall, payload  # noqa: E402
 from .backend import RunnerAPI  # noqa: E402
 
 CLAIM_WAIT_MS = 30_000
@@ -56,6 +56,10 @@ class Runner:
         self.log = log or (lambda s: print(s, flush=True))
         self._exit = exit
         self.fn: Optional[Callable[..., Any]] = None
+        self.kind = "FUNCTION"
+        self.asgi: Any = None  # asgi.Host of an ASGI function
+        self.ws: Any = None  # realtime.Server of a REALTIME function
+        self.ws_grace = 60.0
         self.import_failure: Optional[Dict[str, str]] = None
         self.concurrency = 1
         self._cond = threading.Condition()
@@ -117,10 +121,72 @@ class Runner:
                                                                            type(e).__name__, e),
                                    "traceback": tb}
             self.log("levers9 runner: importing %s failed:\n%s" % (info["module"], tb.rstrip()))
+        self.kind = str(info.get("kind") or "FUNCTION").upper()
+        if self.fn is not None and self.kind == "ASGI":
+            self._build_asgi()
         self._phases = {"processStartedAt": PROCESS_STARTED_AT, "importedAt": _now()}
-        self.log("levers9 runner: function %s (%s.%s), %d at a time" % (
-            info.get("name"), info.get("module"), info.get("qualname"), self.concurrency))
+        self.log("levers9 runner: %s function %s (%s.%s), %d at a time" % (
+            self.kind, info.get("name"), info.get("module"), info.get("qualname"), self.concurrency))
+        if self.kind == "REALTIME":
+            self.ws_grace = float(info.get("scaledownWindowSeconds") or 60)
+            self._serve_websockets()
         return info
+
+    def _build_asgi(self) -> None:
+        """Calls the decorated factory once (this container's app) and runs
+        the app's lifespan startup; a failure fails every request."""
+        from . import asgi
+        try:
+            self.asgi = asgi.Host(self.fn(), self.log)  # type: ignore[misc]
+        except BaseException as e:  # noqa: B902: the factory's failure is every call's
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            tb = traceback.format_exc()
+            self.import_failure = {"kind": "exception", "traceback": tb,
+                                   "message": "building the ASGI app: %s: %s" % (type(e).__name__, e)}
+            self.log("levers9 runner: building the ASGI app failed:\n%s" % tb.rstrip())
+            return
+        try:
+            self.asgi.startup()
+        except Exception as e:  # every request says it again
+            self.log("levers9 runner: %s" % e)
+
+    def _serve_websockets(self) -> None:
+        """Serves the REALTIME handler on the WebSocket port; without a
+        handler or a port, the container is of no use: it exits."""
+        import inspect
+        from . import realtime
+        if self.fn is None or not inspect.iscoroutinefunction(self.fn):
+            self.log("levers9 runner: a realtime function must be an importable `async def handler(ws)`: exiting")
+            self._exit(1)
+            return
+        self.ws = realtime.Server(self.fn, self.log)
+        try:
+            port = httpcall.run(self.ws.start("0.0.0.0", realtime.port()))
+        except OSError as e:
+            self.log("levers9 runner: serving WebSockets on port %d: %s: exiting" % (realtime.port(), e))
+            self._exit(1)
+            return
+        self.log("levers9 runner: serving WebSockets on port %d" % port)
+
+    def _holding(self) -> bool:
+        """Whether WebSockets keep the container: one is open, or one
+        closed within the scale-down window. The server cannot see them,
+        so the runner then claims nothing (a claim of none never scales
+        the container down)."""
+        ws = self.ws
+        return ws is not None and (ws.open > 0 or time.monotonic() - ws.last_closed < self.ws_grace)
+
+    def _leave(self) -> None:
+        """Ends what the container serves besides calls: open WebSockets
+        (closed 1001, going away) and the ASGI app's lifespan."""
+        if self.ws is not None:
+            try:
+                httpcall.run(self.ws.stop(1001))
+            except Exception as e:
+                self.log("levers9 runner: closing WebSockets: %s" % e)
+        if self.asgi is not None:
+            self.asgi.shutdown()
 
     # The claim loop
 
@@ -159,8 +225,10 @@ class Runner:
                     self._cond.wait(1.0)
                 done, self._done = self._done, []
                 self._polling = True
+            hold = self._holding()
+            wait_ms = CLAIM_WAIT_MS if self.ws is None else 1000  # the socket count changes under a long poll
             try:
-                resp = self._claim(free, CLAIM_WAIT_MS, done)
+                resp = self._claim(0 if hold else free, 0 if hold else wait_ms, done)
             except errors.Error as e:
                 self.log("levers9 runner: claim refused: %s" % e)
                 self._exit(1)
@@ -175,7 +243,10 @@ class Runner:
                 pool.submit(self._execute, t)
             if resp.get("exit"):
                 self.log("levers9 runner: told to exit")
+                self._leave()
                 return 0
+            if hold:
+                time.sleep(1.0)
 
     def _report_now(self, outcomes: List[Dict[str, Any]]) -> None:
         """Reports outcomes at once (the main loop is in a long poll)."""
@@ -238,9 +309,19 @@ class Runner:
         self._finish(task_id, outcome, seconds)
 
     def _call(self, task: Dict[str, Any]) -> Dict[str, Any]:
-        args, kwargs = payload.decode_args(task.get("args"), self._get_blob)
+        source = str(task.get("source") or "CALL").upper()
+        if source == "HTTP":
+            return self._call_http(task)
+        if self.kind in ("ASGI", "REALTIME"):
+            return {"failure": {"kind": "exception", "traceback": "",
+                                "message": "a%s %s function answers HTTP requests only: it cannot be called (%s)" % (
+                                    "n" if self.kind == "ASGI" else "", self.kind.lower(), source)}}
+        if source == "CRON":
+            args, kwargs = (), {}  # type: ignore[var-annotated]
+        else:
+            args, kwargs = payload.decode_args(task.get("args"), self._get_blob)
         try:
-            result = self.fn(*args, **kwargs)  # type: ignore[misc]
+            result = httpcall.settle(self.fn(*args, **kwargs))  # type: ignore[misc]
         except BaseException as e:  # noqa: B902: SystemExit from a function is its failure too
             return {"failure": exception_failure(e)}
         try:
@@ -250,6 +331,25 @@ class Runner:
                                 "message": "the result (%s) does not pickle: %s: %s" % (type(result).__name__,
                                                                                       type(e).__name__, e)}}
         return {"result": payload.encode(data, self._put_blob)}
+
+    def _call_http(self, task: Dict[str, Any]) -> Dict[str, Any]:
+        """A call made over HTTP: the request envelope in, the response
+        envelope out (any status the function answered is a result)."""
+        req = httpcall.Request.from_json(payload.raw(task.get("args"), self._get_blob))
+        try:
+            if self.kind == "ENDPOINT":
+                resp = httpcall.endpoint(self.fn, req)  # type: ignore[arg-type]
+            elif self.kind == "ASGI":
+                resp = self.asgi.handle(req)
+            elif self.kind == "TASK_QUEUE":
+                resp = httpcall.queue_item(self.fn, req)  # type: ignore[arg-type]
+            elif self.kind == "REALTIME":
+                resp = httpcall.error_response(426, "UPGRADE_REQUIRED", "this endpoint speaks WebSocket only")
+            else:
+                resp = httpcall.job(self.fn, req)  # type: ignore[arg-type]
+        except BaseException as e:  # noqa: B902: SystemExit from a function is its failure too
+            return {"failure": exception_failure(e)}
+        return {"result": payload.encode(resp.to_json(), self._put_blob)}
 
     def _get_blob(self, digest: str) -> bytes:
         return self.api.raw("GET", "/runner/v1/blobs/" + digest)
@@ -295,8 +395,10 @@ def exception_failure(e: BaseException) -> Dict[str, Any]:
     traceback without the runner's own frame, and the pickled exception
     when it pickles and unpickles."""
     tb = e.__traceback__
-    if tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next  # the runner's frame that called the function
+    # The runner's frames that called the function, and the event loop's
+    # for an async one: the function's own frames are what help.
+    while tb is not None and tb.tb_next is not None and _ours(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
     text = "".join(traceback.format_exception(type(e), e, tb))
     f: Dict[str, Any] = {"kind": "exception", "message": "%s: %s" % (type(e).__name__, e) if str(e) else
                          type(e).__name__, "traceback": text}
@@ -307,6 +409,16 @@ def exception_failure(e: BaseException) -> Dict[str, Any]:
     except Exception:
         pass
     return f
+
+
+_SDK_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_STDLIB_DIRS = tuple(os.path.join(os.path.dirname(os.path.abspath(os.__file__)), d) + os.sep
+                     for d in ("asyncio", "concurrent"))
+
+
+def _ours(filename: str) -> bool:
+    f = os.path.abspath(filename)
+    return f.startswith(_SDK_DIR) or f.startswith(_STDLIB_DIRS)
 
 
 def main() -> int:
