@@ -28,6 +28,7 @@ import (
 	"github.com/levers9/levers9/ui/files"
 	uijobs "github.com/levers9/levers9/ui/jobs"
 	uinodes "github.com/levers9/levers9/ui/nodes"
+	uisecrets "github.com/levers9/levers9/ui/secrets"
 	"github.com/levers9/levers9/ui/session"
 	"github.com/levers9/levers9/ui/signin"
 	"github.com/levers9/levers9/ui/static"
@@ -48,6 +49,9 @@ type Config struct {
 	// Functions answers the serverless pages' rules (why a call waits);
 	// nil leaves those out.
 	Functions *functions.Service
+	// Secrets creates and deletes secrets (internal/secrets.Service); nil
+	// shows the Secrets page read-only.
+	Secrets   uisecrets.Service
 	Log       *slog.Logger
 	PublicURL string
 	// RelayDomain is the operator's relay domain (--relay-domain), or "".
@@ -99,6 +103,7 @@ func Routes(ctx context.Context, mux *http.ServeMux, cfg Config) (*Dashboard, er
 	signin.Register(rt)
 	uijobs.Register(rt)
 	apps.Register(rt, cfg.Functions)
+	uisecrets.Register(rt, cfg.Secrets)
 	submit.Register(rt)
 	tokens.Register(rt)
 	files.Register(rt)
