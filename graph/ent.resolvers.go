@@ -126,11 +126,17 @@ func (r *queryResolver) Users(ctx context.Context, after *entgql.Cursor[string],
 		ent.WithUserOrder(orderBy), ent.WithUserFilter(where.Filter))
 }
 
+// App returns generated.AppResolver implementation.
+func (r *Resolver) App() generated.AppResolver { return &appResolver{r} }
+
 // Charge returns generated.ChargeResolver implementation.
 func (r *Resolver) Charge() generated.ChargeResolver { return &chargeResolver{r} }
 
 // ComputeNode returns generated.ComputeNodeResolver implementation.
 func (r *Resolver) ComputeNode() generated.ComputeNodeResolver { return &computeNodeResolver{r} }
+
+// Function returns generated.FunctionResolver implementation.
+func (r *Resolver) Function() generated.FunctionResolver { return &functionResolver{r} }
 
 // Project returns generated.ProjectResolver implementation.
 func (r *Resolver) Project() generated.ProjectResolver { return &projectResolver{r} }
@@ -145,8 +151,10 @@ func (r *Resolver) Storage() generated.StorageResolver { return &storageResolver
 func (r *Resolver) Task() generated.TaskResolver { return &taskResolver{r} }
 
 type (
+	appResolver         struct{ *Resolver }
 	chargeResolver      struct{ *Resolver }
 	computeNodeResolver struct{ *Resolver }
+	functionResolver    struct{ *Resolver }
 	projectResolver     struct{ *Resolver }
 	queryResolver       struct{ *Resolver }
 	storageResolver     struct{ *Resolver }

@@ -21,6 +21,8 @@ func functionSpec(f *model.FunctionInput) functions.FunctionSpec {
 		MemoryMiB: int64(deref(f.MemoryMiB)), TimeoutSeconds: deref(f.TimeoutSeconds), Retries: deref(f.Retries),
 		MinContainers: deref(f.MinContainers), MaxContainers: deref(f.MaxContainers), KeepWarm: deref(f.KeepWarm),
 		Concurrency: deref(f.Concurrency), ScaledownWindowSeconds: deref(f.ScaledownWindowSeconds),
+		Kind: deref(f.Kind), Deployment: deref(f.Deployment), HTTPMethod: deref(f.HTTPMethod),
+		SyncTimeoutSeconds: deref(f.SyncTimeoutSeconds), Public: deref(f.Public), Secrets: f.Secrets, Cron: deref(f.Cron),
 	}
 }
 

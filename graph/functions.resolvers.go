@@ -24,6 +24,9 @@ func (r *mutationResolver) DeployApp(ctx context.Context, input model.DeployAppI
 	for i, f := range input.Functions {
 		spec.Functions[i] = functionSpec(f)
 	}
+	if deref(input.Deploy) {
+		return r.Functions.Deploy(ctx, spec)
+	}
 	return r.Functions.DeployEphemeral(ctx, spec)
 }
 

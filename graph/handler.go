@@ -56,7 +56,7 @@ func NewHandler(r *Resolver) http.Handler {
 	srv.Use(depthLimit{max: MaxDepth})
 	srv.Use(&costLimit{max: limits.Complexity})
 	srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
-		return next(withBudget(withUsageLoader(ctx), limits.ResponseBytes))
+		return next(withBudget(withOpLoader(withUsageLoader(ctx)), limits.ResponseBytes))
 	})
 	srv.AroundResponses(capResponse(limits.ResponseBytes))
 	srv.AroundRootFields(requireViewer)

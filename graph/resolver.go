@@ -3,6 +3,7 @@
 package graph
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/levers9/levers9/ent"
@@ -33,6 +34,11 @@ type Resolver struct {
 	Ledger         *ledger.Service
 	// Functions runs serverless apps, their calls and maps.
 	Functions *functions.Service
+	// Secrets stores secrets (internal/secrets.Service); nil: refused.
+	Secrets SecretService
+	// PublicURL is the URL users reach the server at: deployments' URLs
+	// start with it.
+	PublicURL string
 	// Logs serves job output and events to queries and subscriptions.
 	Logs *joblog.Service
 	// Follow tunes subscriptions (buffer, stall limit); zero means defaults.
@@ -40,4 +46,11 @@ type Resolver struct {
 	// Limits bound the cost and answer size of an operation; zero means
 	// defaults.
 	Limits Limits
+}
+
+// SecretService keeps secrets: values go in, never out.
+type SecretService interface {
+	Create(ctx context.Context, name string, values map[string]string, replace bool) (*ent.Secret, error)
+	// Delete deletes secret idOrName and returns its ID.
+	Delete(ctx context.Context, idOrName string) (string, error)
 }

@@ -51,8 +51,10 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	App() AppResolver
 	Charge() ChargeResolver
 	ComputeNode() ComputeNodeResolver
+	Function() FunctionResolver
 	Mutation() MutationResolver
 	Project() ProjectResolver
 	Query() QueryResolver
@@ -107,6 +109,7 @@ type ComplexityRoot struct {
 		StoppedAt   func(childComplexity int) int
 		UpdatedAt   func(childComplexity int) int
 		Version     func(childComplexity int) int
+		Versions    func(childComplexity int) int
 	}
 
 	AppConnection struct {
@@ -118,6 +121,14 @@ type ComplexityRoot struct {
 	AppEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
+	}
+
+	AppVersion struct {
+		CreatedAt func(childComplexity int) int
+		Functions func(childComplexity int) int
+		Live      func(childComplexity int) int
+		Number    func(childComplexity int) int
+		Serving   func(childComplexity int) int
 	}
 
 	AuditEvent struct {
@@ -325,6 +336,7 @@ type ComplexityRoot struct {
 		Containers             func(childComplexity int) int
 		CreatedAt              func(childComplexity int) int
 		Cron                   func(childComplexity int) int
+		DeadLetters            func(childComplexity int) int
 		Deployment             func(childComplexity int) int
 		GpuTypes               func(childComplexity int) int
 		Gpus                   func(childComplexity int) int
@@ -341,21 +353,25 @@ type ComplexityRoot struct {
 		Module                 func(childComplexity int) int
 		Name                   func(childComplexity int) int
 		NextRunAt              func(childComplexity int) int
+		NextRuns               func(childComplexity int, count *int) int
 		OwnerID                func(childComplexity int) int
 		ProjectID              func(childComplexity int) int
 		Public                 func(childComplexity int) int
 		Qualname               func(childComplexity int) int
 		Queue                  func(childComplexity int) int
+		QueueDepth             func(childComplexity int) int
 		QueueID                func(childComplexity int) int
 		Retries                func(childComplexity int) int
 		ScaledownWindowSeconds func(childComplexity int) int
 		Secrets                func(childComplexity int) int
+		Serving                func(childComplexity int) int
 		SkippedRuns            func(childComplexity int) int
 		StoppedAt              func(childComplexity int) int
 		SyncTimeoutSeconds     func(childComplexity int) int
 		Tasks                  func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TaskOrder, where *ent.TaskWhereInput) int
 		TimeoutSeconds         func(childComplexity int) int
 		UpdatedAt              func(childComplexity int) int
+		Urls                   func(childComplexity int) int
 		Version                func(childComplexity int) int
 	}
 
@@ -533,6 +549,7 @@ type ComplexityRoot struct {
 		CreateNodeInvite   func(childComplexity int, nodeName *string, expiresInSeconds *int) int
 		CreateProject      func(childComplexity int, input ent.CreateProjectInput) int
 		CreateQueue        func(childComplexity int, input ent.CreateQueueInput) int
+		CreateSecret       func(childComplexity int, input model.CreateSecretInput) int
 		CreateStorage      func(childComplexity int, input ent.CreateStorageInput) int
 		CreateTenant       func(childComplexity int, input model.CreateTenantInput) int
 		CreateUser         func(childComplexity int, input model.CreateUserInput) int
@@ -542,6 +559,7 @@ type ComplexityRoot struct {
 		DeleteMembership   func(childComplexity int, id string) int
 		DeleteProject      func(childComplexity int, id string) int
 		DeleteQueue        func(childComplexity int, id string) int
+		DeleteSecret       func(childComplexity int, id string) int
 		DeleteStorage      func(childComplexity int, id string) int
 		DeployApp          func(childComplexity int, input model.DeployAppInput) int
 		EnterTenant        func(childComplexity int, id string) int
@@ -549,10 +567,14 @@ type ComplexityRoot struct {
 		HeartbeatApp       func(childComplexity int, id string) int
 		LeaveTenant        func(childComplexity int) int
 		MapFunction        func(childComplexity int, function string, items []*model.PayloadInput) int
+		PutTask            func(childComplexity int, function string, item model.PayloadInput, idempotencyKey *string) int
+		RequeueTask        func(childComplexity int, id string) int
 		RevokeAPIToken     func(childComplexity int, id string) int
 		RevokeNodeInvite   func(childComplexity int, id string) int
+		RollbackApp        func(childComplexity int, id string, version *int) int
 		SignIn             func(childComplexity int, email string, password string) int
 		StopApp            func(childComplexity int, id string) int
+		StopAppVersion     func(childComplexity int, id string, version int) int
 		SubmitJob          func(childComplexity int, spec jobspec.Job, idempotencyKey *string) int
 		UpdateBucket       func(childComplexity int, id string, input ent.UpdateBucketInput) int
 		UpdateGroup        func(childComplexity int, id string, input ent.UpdateGroupInput) int
@@ -647,6 +669,7 @@ type ComplexityRoot struct {
 		JobEvents        func(childComplexity int, jobID string) int
 		JobLogs          func(childComplexity int, jobID string, attempt *int, fromSeq *int, first *int) int
 		Jobs             func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.JobOrder, where *ent.JobWhereInput) int
+		LookupFunction   func(childComplexity int, app string, name string, version *int) int
 		MapResults       func(childComplexity int, id string, from int, limit *int, waitSeconds *float64) int
 		MountableBuckets func(childComplexity int, queue string) int
 		Node             func(childComplexity int, id string) int
@@ -915,6 +938,9 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type AppResolver interface {
+	Versions(ctx context.Context, obj *ent.App) ([]*model.AppVersion, error)
+}
 type ChargeResolver interface {
 	Amount(ctx context.Context, obj *ent.Charge) (billing.Tokens, error)
 	Direction(ctx context.Context, obj *ent.Charge) (ledger.Direction, error)
@@ -923,6 +949,13 @@ type ChargeResolver interface {
 type ComputeNodeResolver interface {
 	Booked(ctx context.Context, obj *ent.Node) (*nodes.Resources, error)
 	Free(ctx context.Context, obj *ent.Node) (*nodes.Resources, error)
+}
+type FunctionResolver interface {
+	Urls(ctx context.Context, obj *ent.Function) ([]string, error)
+	Serving(ctx context.Context, obj *ent.Function) (bool, error)
+	NextRuns(ctx context.Context, obj *ent.Function, count *int) ([]*time.Time, error)
+	QueueDepth(ctx context.Context, obj *ent.Function) (int, error)
+	DeadLetters(ctx context.Context, obj *ent.Function) (int, error)
 }
 type MutationResolver interface {
 	SignIn(ctx context.Context, email string, password string) (*model.SignInPayload, error)
@@ -958,6 +991,10 @@ type MutationResolver interface {
 	SubmitJob(ctx context.Context, spec jobspec.Job, idempotencyKey *string) (*ent.Job, error)
 	CancelJob(ctx context.Context, id string) (*ent.Job, error)
 	GrantTokens(ctx context.Context, input model.GrantTokensInput) (*ent.Charge, error)
+	RollbackApp(ctx context.Context, id string, version *int) (*ent.App, error)
+	StopAppVersion(ctx context.Context, id string, version int) (*ent.App, error)
+	PutTask(ctx context.Context, function string, item model.PayloadInput, idempotencyKey *string) (*ent.Task, error)
+	RequeueTask(ctx context.Context, id string) (*ent.Task, error)
 	DeployApp(ctx context.Context, input model.DeployAppInput) (*ent.App, error)
 	StopApp(ctx context.Context, id string) (*ent.App, error)
 	HeartbeatApp(ctx context.Context, id string) (*ent.App, error)
@@ -966,6 +1003,8 @@ type MutationResolver interface {
 	CancelTask(ctx context.Context, id string) (*ent.Task, error)
 	CancelMap(ctx context.Context, id string) (*ent.FunctionMap, error)
 	DeleteBucketObject(ctx context.Context, bucket string, key string) (bool, error)
+	CreateSecret(ctx context.Context, input model.CreateSecretInput) (*ent.Secret, error)
+	DeleteSecret(ctx context.Context, id string) (string, error)
 }
 type ProjectResolver interface {
 	Balance(ctx context.Context, obj *ent.Project) (*billing.Tokens, error)
@@ -989,6 +1028,7 @@ type QueryResolver interface {
 	Tasks(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TaskOrder, where *ent.TaskWhereInput) (*ent.TaskConnection, error)
 	Tenants(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TenantOrder, where *ent.TenantWhereInput) (*ent.TenantConnection, error)
 	Users(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.UserOrder, where *ent.UserWhereInput) (*ent.UserConnection, error)
+	LookupFunction(ctx context.Context, app string, name string, version *int) (*ent.Function, error)
 	AwaitTask(ctx context.Context, id string, waitSeconds *float64) (*ent.Task, error)
 	MapResults(ctx context.Context, id string, from int, limit *int, waitSeconds *float64) (*model.MapResults, error)
 	Viewer(ctx context.Context) (*model.Viewer, error)
@@ -1230,6 +1270,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.App.Version(childComplexity), true
+	case "App.versions":
+		if e.ComplexityRoot.App.Versions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.App.Versions(childComplexity), true
 
 	case "AppConnection.edges":
 		if e.ComplexityRoot.AppConnection.Edges == nil {
@@ -1262,6 +1308,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AppEdge.Node(childComplexity), true
+
+	case "AppVersion.createdAt":
+		if e.ComplexityRoot.AppVersion.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AppVersion.CreatedAt(childComplexity), true
+	case "AppVersion.functions":
+		if e.ComplexityRoot.AppVersion.Functions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AppVersion.Functions(childComplexity), true
+	case "AppVersion.live":
+		if e.ComplexityRoot.AppVersion.Live == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AppVersion.Live(childComplexity), true
+	case "AppVersion.number":
+		if e.ComplexityRoot.AppVersion.Number == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AppVersion.Number(childComplexity), true
+	case "AppVersion.serving":
+		if e.ComplexityRoot.AppVersion.Serving == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AppVersion.Serving(childComplexity), true
 
 	case "AuditEvent.action":
 		if e.ComplexityRoot.AuditEvent.Action == nil {
@@ -2062,6 +2139,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Function.Cron(childComplexity), true
+	case "Function.deadLetters":
+		if e.ComplexityRoot.Function.DeadLetters == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.DeadLetters(childComplexity), true
 	case "Function.deployment":
 		if e.ComplexityRoot.Function.Deployment == nil {
 			break
@@ -2158,6 +2241,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Function.NextRunAt(childComplexity), true
+	case "Function.nextRuns":
+		if e.ComplexityRoot.Function.NextRuns == nil {
+			break
+		}
+
+		args, err := ec.field_Function_nextRuns_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Function.NextRuns(childComplexity, args["count"].(*int)), true
 	case "Function.ownerID":
 		if e.ComplexityRoot.Function.OwnerID == nil {
 			break
@@ -2188,6 +2282,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Function.Queue(childComplexity), true
+	case "Function.queueDepth":
+		if e.ComplexityRoot.Function.QueueDepth == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.QueueDepth(childComplexity), true
 	case "Function.queueID":
 		if e.ComplexityRoot.Function.QueueID == nil {
 			break
@@ -2212,6 +2312,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Function.Secrets(childComplexity), true
+	case "Function.serving":
+		if e.ComplexityRoot.Function.Serving == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.Serving(childComplexity), true
 	case "Function.skippedRuns":
 		if e.ComplexityRoot.Function.SkippedRuns == nil {
 			break
@@ -2253,6 +2359,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Function.UpdatedAt(childComplexity), true
+	case "Function.urls":
+		if e.ComplexityRoot.Function.Urls == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.Urls(childComplexity), true
 	case "Function.version":
 		if e.ComplexityRoot.Function.Version == nil {
 			break
@@ -3028,6 +3140,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateQueue(childComplexity, args["input"].(ent.CreateQueueInput)), true
+	case "Mutation.createSecret":
+		if e.ComplexityRoot.Mutation.CreateSecret == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createSecret_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateSecret(childComplexity, args["input"].(model.CreateSecretInput)), true
 	case "Mutation.createStorage":
 		if e.ComplexityRoot.Mutation.CreateStorage == nil {
 			break
@@ -3127,6 +3250,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteQueue(childComplexity, args["id"].(string)), true
+	case "Mutation.deleteSecret":
+		if e.ComplexityRoot.Mutation.DeleteSecret == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteSecret_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteSecret(childComplexity, args["id"].(string)), true
 	case "Mutation.deleteStorage":
 		if e.ComplexityRoot.Mutation.DeleteStorage == nil {
 			break
@@ -3199,6 +3333,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.MapFunction(childComplexity, args["function"].(string), args["items"].([]*model.PayloadInput)), true
+	case "Mutation.putTask":
+		if e.ComplexityRoot.Mutation.PutTask == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_putTask_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.PutTask(childComplexity, args["function"].(string), args["item"].(model.PayloadInput), args["idempotencyKey"].(*string)), true
+	case "Mutation.requeueTask":
+		if e.ComplexityRoot.Mutation.RequeueTask == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_requeueTask_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RequeueTask(childComplexity, args["id"].(string)), true
 	case "Mutation.revokeAPIToken":
 		if e.ComplexityRoot.Mutation.RevokeAPIToken == nil {
 			break
@@ -3221,6 +3377,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RevokeNodeInvite(childComplexity, args["id"].(string)), true
+	case "Mutation.rollbackApp":
+		if e.ComplexityRoot.Mutation.RollbackApp == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_rollbackApp_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RollbackApp(childComplexity, args["id"].(string), args["version"].(*int)), true
 	case "Mutation.signIn":
 		if e.ComplexityRoot.Mutation.SignIn == nil {
 			break
@@ -3243,6 +3410,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.StopApp(childComplexity, args["id"].(string)), true
+	case "Mutation.stopAppVersion":
+		if e.ComplexityRoot.Mutation.StopAppVersion == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_stopAppVersion_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.StopAppVersion(childComplexity, args["id"].(string), args["version"].(int)), true
 	case "Mutation.submitJob":
 		if e.ComplexityRoot.Mutation.SubmitJob == nil {
 			break
@@ -3741,6 +3919,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Jobs(childComplexity, args["after"].(*entgql.Cursor[string]), args["first"].(*int), args["before"].(*entgql.Cursor[string]), args["last"].(*int), args["orderBy"].(*ent.JobOrder), args["where"].(*ent.JobWhereInput)), true
+	case "Query.lookupFunction":
+		if e.ComplexityRoot.Query.LookupFunction == nil {
+			break
+		}
+
+		args, err := ec.field_Query_lookupFunction_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.LookupFunction(childComplexity, args["app"].(string), args["name"].(string), args["version"].(*int)), true
 	case "Query.mapResults":
 		if e.ComplexityRoot.Query.MapResults == nil {
 			break
@@ -5007,6 +5196,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("CreateMembershipInput", ec.unmarshalInputCreateMembershipInput),
 			graphql.NewInputUnmarshaler("CreateProjectInput", ec.unmarshalInputCreateProjectInput),
 			graphql.NewInputUnmarshaler("CreateQueueInput", ec.unmarshalInputCreateQueueInput),
+			graphql.NewInputUnmarshaler("CreateSecretInput", ec.unmarshalInputCreateSecretInput),
 			graphql.NewInputUnmarshaler("CreateStorageInput", ec.unmarshalInputCreateStorageInput),
 			graphql.NewInputUnmarshaler("CreateTenantInput", ec.unmarshalInputCreateTenantInput),
 			graphql.NewInputUnmarshaler("CreateUserInput", ec.unmarshalInputCreateUserInput),
@@ -5038,6 +5228,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("QueueOrder", ec.unmarshalInputQueueOrder),
 			graphql.NewInputUnmarshaler("QueueWhereInput", ec.unmarshalInputQueueWhereInput),
 			graphql.NewInputUnmarshaler("SecretOrder", ec.unmarshalInputSecretOrder),
+			graphql.NewInputUnmarshaler("SecretValueInput", ec.unmarshalInputSecretValueInput),
 			graphql.NewInputUnmarshaler("SecretWhereInput", ec.unmarshalInputSecretWhereInput),
 			graphql.NewInputUnmarshaler("ServiceOrder", ec.unmarshalInputServiceOrder),
 			graphql.NewInputUnmarshaler("ServiceSpecInput", ec.unmarshalInputServiceSpecInput),
@@ -5151,6 +5342,69 @@ func newExecutionContext(
 }
 
 var sources = []*ast.Source{
+	{Name: "../schema/deployments.graphqls", Input: `# Deployed apps: versions, the URLs of their deployments, task queues and
+# schedules.
+
+"One version of an app: the functions one deploy stored."
+type AppVersion {
+  number: Int!
+  "Unversioned URLs and lookups reach this version."
+  live: Boolean!
+  "Not stopped: its URLs answer and its calls run."
+  serving: Boolean!
+  "When it was deployed."
+  createdAt: Time!
+  functions: [Function!]!
+}
+
+extend type App {
+  "Its versions, newest first (an ephemeral app has one)."
+  versions: [AppVersion!]!
+}
+
+extend type Function {
+  "Full URLs that reach it (none for a schedule, or once its version stopped)."
+  urls: [String!]!
+  "Its version still serves: not stopped, nor its app."
+  serving: Boolean!
+  "A CRON function's next ticks, UTC (at most 100; none for other kinds)."
+  nextRuns(count: Int = 5): [Time!]!
+  "Calls waiting for a container (PENDING)."
+  queueDepth: Int!
+  "Task-queue items that failed every attempt (DEAD)."
+  deadLetters: Int!
+}
+
+extend type Query {
+  """
+  Function (or deployment) name of the deployed app named app in the
+  viewer's environment, in version (default: the live one).
+  """
+  lookupFunction(app: String!, name: String!, version: Int): Function!
+}
+
+extend type Mutation {
+  """
+  Points the app's unversioned URLs and lookups at serving version (default:
+  the newest serving version older than the live one).
+  """
+  rollbackApp(id: ID!, version: Int): App!
+  """
+  Stops one version of a deployed app: its calls are cancelled, its
+  containers stopped, its URLs answer 404. Stopping the last serving
+  version stops the app.
+  """
+  stopAppVersion(id: ID!, version: Int!): App!
+  """
+  Adds an item to a task queue function. With an idempotencyKey (at most
+  200 characters) a second put with the same key in the app returns the
+  first task.
+  """
+  putTask(function: ID!, item: PayloadInput!, idempotencyKey: String): Task!
+  "Puts a dead task-queue item back in its queue, with its attempts counted afresh."
+  requeueTask(id: ID!): Task!
+}
+`, BuiltIn: false},
 	{Name: "../schema/ent.graphqls", Input: `directive @goField(forceResolver: Boolean, name: String, omittable: Boolean) on FIELD_DEFINITION | INPUT_FIELD_DEFINITION
 directive @goModel(model: String, models: [String!], forceGenerate: Boolean) on OBJECT | INPUT_OBJECT | SCALAR | ENUM | INTERFACE | UNION
 type APIToken implements Node {
@@ -11413,6 +11667,20 @@ input FunctionInput {
   concurrency: Int
   "An idle container above the floor stops after this long without a call."
   scaledownWindowSeconds: Int
+  "What it is (default FUNCTION): an HTTP endpoint, an ASGI app, a WebSocket handler, a task queue, a schedule."
+  kind: FunctionKind
+  "The name in its URLs (/endpoint/NAME/vN); default its name."
+  deployment: String
+  "An endpoint's HTTP method; default any."
+  httpMethod: String
+  "An HTTP call still running after this long answers 202 with its task's URL (default 60)."
+  syncTimeoutSeconds: Int
+  "Its URLs answer callers without a token too, under /pub/TENANT/ENVIRONMENT/… (audited)."
+  public: Boolean
+  "Names of the secrets its containers get as environment variables."
+  secrets: [String!]
+  "A CRON function's schedule (five fields, UTC)."
+  cron: String
 }
 
 input DeployAppInput {
@@ -11420,6 +11688,11 @@ input DeployAppInput {
   "The code package: its hex SHA-256, uploaded first as a blob of kind code."
   code: String!
   functions: [FunctionInput!]!
+  """
+  true: a new version of the deployed app of that name (created at its first
+  deploy), serving until stopped; false or absent: an ephemeral app.
+  """
+  deploy: Boolean
 }
 
 "A pickle: inline (data, base64) or a blob (its SHA-256); exactly one."
@@ -11476,7 +11749,10 @@ extend type Query {
 }
 
 extend type Mutation {
-  "Deploys an ephemeral app: it stops when its client stops it (or is gone)."
+  """
+  Deploys an ephemeral app, which stops when its client stops it (or is
+  gone); with deploy: true, a new version of a deployed app.
+  """
   deployApp(input: DeployAppInput!): App!
   stopApp(id: ID!): App!
   """
@@ -11880,6 +12156,30 @@ extend type Storage {
   path: String @goField(forceResolver: true)
 }
 `, BuiltIn: false},
+	{Name: "../schema/secrets.graphqls", Input: `# Secrets: environment variables kept encrypted in an environment. Values
+# go in and never come out: only the containers of functions that name a
+# secret get them.
+
+input SecretValueInput {
+  "The variable's name: A-Z, 0-9 and _, not starting with a digit nor LEVERS9_."
+  key: String!
+  value: String!
+}
+
+input CreateSecretInput {
+  name: String!
+  values: [SecretValueInput!]!
+  "Replace the values of an existing secret of that name (only its owner or an admin may)."
+  replace: Boolean
+}
+
+extend type Mutation {
+  "Stores a secret in the viewer's environment; the answer names its keys, never its values."
+  createSecret(input: CreateSecretInput!): Secret!
+  "Deletes a secret (by ID or name); answers its ID."
+  deleteSecret(id: ID!): ID!
+}
+`, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
 
@@ -11969,6 +12269,8 @@ func (ec *executionContext) childFields_App(ctx context.Context, field graphql.C
 		return ec.fieldContext_App_owner(ctx, field)
 	case "functions":
 		return ec.fieldContext_App_functions(ctx, field)
+	case "versions":
+		return ec.fieldContext_App_versions(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type App", field.Name)
 }
@@ -11993,6 +12295,22 @@ func (ec *executionContext) childFields_AppEdge(ctx context.Context, field graph
 		return ec.fieldContext_AppEdge_cursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type AppEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_AppVersion(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "number":
+		return ec.fieldContext_AppVersion_number(ctx, field)
+	case "live":
+		return ec.fieldContext_AppVersion_live(ctx, field)
+	case "serving":
+		return ec.fieldContext_AppVersion_serving(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_AppVersion_createdAt(ctx, field)
+	case "functions":
+		return ec.fieldContext_AppVersion_functions(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AppVersion", field.Name)
 }
 
 func (ec *executionContext) childFields_AuditEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -12457,6 +12775,16 @@ func (ec *executionContext) childFields_Function(ctx context.Context, field grap
 		return ec.fieldContext_Function_tasks(ctx, field)
 	case "containers":
 		return ec.fieldContext_Function_containers(ctx, field)
+	case "urls":
+		return ec.fieldContext_Function_urls(ctx, field)
+	case "serving":
+		return ec.fieldContext_Function_serving(ctx, field)
+	case "nextRuns":
+		return ec.fieldContext_Function_nextRuns(ctx, field)
+	case "queueDepth":
+		return ec.fieldContext_Function_queueDepth(ctx, field)
+	case "deadLetters":
+		return ec.fieldContext_Function_deadLetters(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Function", field.Name)
 }
@@ -13533,6 +13861,20 @@ func (ec *executionContext) field_FunctionMap_tasks_args(ctx context.Context, ra
 	return args, nil
 }
 
+func (ec *executionContext) field_Function_nextRuns_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "count",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["count"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Function_tasks_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -13833,6 +14175,20 @@ func (ec *executionContext) field_Mutation_createQueue_args(ctx context.Context,
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createSecret_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.CreateSecretInput, error) {
+			return ec.unmarshalNCreateSecretInput2githubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐCreateSecretInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createStorage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -13967,6 +14323,20 @@ func (ec *executionContext) field_Mutation_deleteQueue_args(ctx context.Context,
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_deleteSecret_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_deleteStorage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -14059,6 +14429,50 @@ func (ec *executionContext) field_Mutation_mapFunction_args(ctx context.Context,
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_putTask_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "function",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["function"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "item",
+		func(ctx context.Context, v any) (model.PayloadInput, error) {
+			return ec.unmarshalNPayloadInput2githubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐPayloadInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["item"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["idempotencyKey"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_requeueTask_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_revokeAPIToken_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -14087,6 +14501,28 @@ func (ec *executionContext) field_Mutation_revokeNodeInvite_args(ctx context.Con
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_rollbackApp_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "version",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["version"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_signIn_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -14106,6 +14542,28 @@ func (ec *executionContext) field_Mutation_signIn_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["password"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_stopAppVersion_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "version",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNInt2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["version"] = arg1
 	return args, nil
 }
 
@@ -14966,6 +15424,36 @@ func (ec *executionContext) field_Query_jobs_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["where"] = arg5
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_lookupFunction_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "app",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["app"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "version",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["version"] = arg2
 	return args, nil
 }
 
@@ -16596,6 +17084,38 @@ func (ec *executionContext) fieldContext_App_functions(_ context.Context, field 
 	return fc, nil
 }
 
+func (ec *executionContext) _App_versions(ctx context.Context, field graphql.CollectedField, obj *ent.App) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_App_versions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.App().Versions(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.AppVersion) graphql.Marshaler {
+			return ec.marshalNAppVersion2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐAppVersionᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_App_versions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "App",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AppVersion(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _AppConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.AppConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -16736,6 +17256,130 @@ func (ec *executionContext) _AppEdge_cursor(ctx context.Context, field graphql.C
 }
 func (ec *executionContext) fieldContext_AppEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("AppEdge", field, false, false, "Cursor")
+}
+
+func (ec *executionContext) _AppVersion_number(ctx context.Context, field graphql.CollectedField, obj *model.AppVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AppVersion_number(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Number, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AppVersion_number(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AppVersion", field, false, false, "Int")
+}
+
+func (ec *executionContext) _AppVersion_live(ctx context.Context, field graphql.CollectedField, obj *model.AppVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AppVersion_live(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Live, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AppVersion_live(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AppVersion", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _AppVersion_serving(ctx context.Context, field graphql.CollectedField, obj *model.AppVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AppVersion_serving(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Serving, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AppVersion_serving(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AppVersion", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _AppVersion_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.AppVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AppVersion_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AppVersion_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AppVersion", field, false, false, "Time")
+}
+
+func (ec *executionContext) _AppVersion_functions(ctx context.Context, field graphql.CollectedField, obj *model.AppVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AppVersion_functions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Functions, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Function) graphql.Marshaler {
+			return ec.marshalNFunction2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AppVersion_functions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AppVersion",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Function(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _AuditEvent_id(ctx context.Context, field graphql.CollectedField, obj *ent.AuditEvent) (ret graphql.Marshaler) {
@@ -20822,6 +21466,142 @@ func (ec *executionContext) fieldContext_Function_containers(_ context.Context, 
 	return fc, nil
 }
 
+func (ec *executionContext) _Function_urls(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_urls(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Function().Urls(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_urls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, true, true, "String")
+}
+
+func (ec *executionContext) _Function_serving(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_serving(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Function().Serving(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_serving(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, true, true, "Boolean")
+}
+
+func (ec *executionContext) _Function_nextRuns(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_nextRuns(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Function().NextRuns(ctx, obj, fc.Args["count"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*time.Time) graphql.Marshaler {
+			return ec.marshalNTime2ᚕᚖtimeᚐTimeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_nextRuns(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Function",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Time does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Function_nextRuns_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Function_queueDepth(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_queueDepth(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Function().QueueDepth(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_queueDepth(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, true, true, "Int")
+}
+
+func (ec *executionContext) _Function_deadLetters(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_deadLetters(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Function().DeadLetters(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Function_deadLetters(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, true, true, "Int")
+}
+
 func (ec *executionContext) _FunctionConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.FunctionConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -24879,6 +25659,182 @@ func (ec *executionContext) fieldContext_Mutation_grantTokens(ctx context.Contex
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_rollbackApp(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_rollbackApp(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RollbackApp(ctx, fc.Args["id"].(string), fc.Args["version"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.App) graphql.Marshaler {
+			return ec.marshalNApp2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐApp(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_rollbackApp(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_App(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_rollbackApp_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_stopAppVersion(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_stopAppVersion(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().StopAppVersion(ctx, fc.Args["id"].(string), fc.Args["version"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.App) graphql.Marshaler {
+			return ec.marshalNApp2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐApp(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_stopAppVersion(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_App(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_stopAppVersion_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_putTask(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_putTask(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().PutTask(ctx, fc.Args["function"].(string), fc.Args["item"].(model.PayloadInput), fc.Args["idempotencyKey"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Task) graphql.Marshaler {
+			return ec.marshalNTask2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTask(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_putTask(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Task(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_putTask_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_requeueTask(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_requeueTask(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RequeueTask(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Task) graphql.Marshaler {
+			return ec.marshalNTask2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐTask(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_requeueTask(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Task(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_requeueTask_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_deployApp(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -25225,6 +26181,94 @@ func (ec *executionContext) fieldContext_Mutation_deleteBucketObject(ctx context
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_deleteBucketObject_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createSecret(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createSecret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateSecret(ctx, fc.Args["input"].(model.CreateSecretInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Secret) graphql.Marshaler {
+			return ec.marshalNSecret2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecret(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createSecret(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Secret(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createSecret_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteSecret(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteSecret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteSecret(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteSecret(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type ID does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteSecret_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -26984,6 +28028,50 @@ func (ec *executionContext) fieldContext_Query_users(ctx context.Context, field 
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_users_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_lookupFunction(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_lookupFunction(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().LookupFunction(ctx, fc.Args["app"].(string), fc.Args["name"].(string), fc.Args["version"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Function) graphql.Marshaler {
+			return ec.marshalNFunction2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunction(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_lookupFunction(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Function(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_lookupFunction_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -38956,6 +40044,62 @@ func UnmarshalCreateQueueInput(ctx context.Context, raw any) (ent.CreateQueueInp
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputCreateSecretInput(ctx context.Context, obj any) (model.CreateSecretInput, error) {
+	var it model.CreateSecretInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "values", "replace"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "values":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("values"))
+			data, err := ec.unmarshalNSecretValueInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐSecretValueInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Values = data
+		case "replace":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("replace"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Replace = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalCreateSecretInput unmarshals raw into the CreateSecretInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateSecretInput(ctx context.Context, raw any) (model.CreateSecretInput, error) {
+	var out model.CreateSecretInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateSecretInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputCreateStorageInput(ctx context.Context, obj any) (ent.CreateStorageInput, error) {
 	var it ent.CreateStorageInput
 	if obj == nil {
@@ -39233,7 +40377,7 @@ func (ec *executionContext) unmarshalInputDeployAppInput(ctx context.Context, ob
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "code", "functions"}
+	fieldsInOrder := [...]string{"name", "code", "functions", "deploy"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -39261,6 +40405,13 @@ func (ec *executionContext) unmarshalInputDeployAppInput(ctx context.Context, ob
 				return it, err
 			}
 			it.Functions = data
+		case "deploy":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deploy"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Deploy = data
 		}
 	}
 	return it, nil
@@ -39664,7 +40815,7 @@ func (ec *executionContext) unmarshalInputFunctionInput(ctx context.Context, obj
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "module", "qualname", "queue", "project", "image", "gpu", "cpu", "memoryMiB", "timeoutSeconds", "retries", "minContainers", "maxContainers", "keepWarm", "concurrency", "scaledownWindowSeconds"}
+	fieldsInOrder := [...]string{"name", "module", "qualname", "queue", "project", "image", "gpu", "cpu", "memoryMiB", "timeoutSeconds", "retries", "minContainers", "maxContainers", "keepWarm", "concurrency", "scaledownWindowSeconds", "kind", "deployment", "httpMethod", "syncTimeoutSeconds", "public", "secrets", "cron"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -39783,6 +40934,55 @@ func (ec *executionContext) unmarshalInputFunctionInput(ctx context.Context, obj
 				return it, err
 			}
 			it.ScaledownWindowSeconds = data
+		case "kind":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kind"))
+			data, err := ec.unmarshalOFunctionKind2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋfunctionᚐKind(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Kind = data
+		case "deployment":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deployment"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Deployment = data
+		case "httpMethod":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("httpMethod"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HTTPMethod = data
+		case "syncTimeoutSeconds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("syncTimeoutSeconds"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SyncTimeoutSeconds = data
+		case "public":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("public"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Public = data
+		case "secrets":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("secrets"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Secrets = data
+		case "cron":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cron"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Cron = data
 		}
 	}
 	return it, nil
@@ -47592,6 +48792,55 @@ func UnmarshalSecretOrder(ctx context.Context, raw any) (ent.SecretOrder, error)
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputSecretValueInput(ctx context.Context, obj any) (model.SecretValueInput, error) {
+	var it model.SecretValueInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"key", "value"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "key":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("key"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Key = data
+		case "value":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("value"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Value = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSecretValueInput unmarshals raw into the SecretValueInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSecretValueInput(ctx context.Context, raw any) (model.SecretValueInput, error) {
+	var out model.SecretValueInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SecretValueInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputSecretWhereInput(ctx context.Context, obj any) (ent.SecretWhereInput, error) {
 	var it ent.SecretWhereInput
 	if obj == nil {
@@ -54338,6 +55587,12 @@ func (ec *executionContext) _App(ctx context.Context, sel ast.SelectionSet, obj 
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._App_functions(ctx, field, obj)
 				})
+		case "versions":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._App_versions(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -54416,6 +55671,59 @@ func (ec *executionContext) _AppEdge(ctx context.Context, sel ast.SelectionSet, 
 			}
 		case "cursor":
 			out.Values[i] = ec._AppEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var appVersionImplementors = []string{"AppVersion"}
+
+func (ec *executionContext) _AppVersion(ctx context.Context, sel ast.SelectionSet, obj *model.AppVersion) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, appVersionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AppVersion")
+		case "number":
+			out.Values[i] = ec._AppVersion_number(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "live":
+			out.Values[i] = ec._AppVersion_live(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "serving":
+			out.Values[i] = ec._AppVersion_serving(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._AppVersion_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "functions":
+			out.Values[i] = ec._AppVersion_functions(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -55973,6 +57281,36 @@ func (ec *executionContext) _Function(ctx context.Context, sel ast.SelectionSet,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Function_containers(ctx, field, obj)
 				})
+		case "urls":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Function_urls(ctx, field, obj)
+				})
+		case "serving":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Function_serving(ctx, field, obj)
+				})
+		case "nextRuns":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Function_nextRuns(ctx, field, obj)
+				})
+		case "queueDepth":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Function_queueDepth(ctx, field, obj)
+				})
+		case "deadLetters":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Function_deadLetters(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -57318,6 +58656,34 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "rollbackApp":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_rollbackApp(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "stopAppVersion":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_stopAppVersion(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "putTask":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_putTask(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "requeueTask":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_requeueTask(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "deployApp":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_deployApp(ctx, field)
@@ -57370,6 +58736,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "deleteBucketObject":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_deleteBucketObject(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createSecret":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createSecret(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteSecret":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteSecret(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -57990,6 +59370,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_users(ctx, field)
+				})
+		case "lookupFunction":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_lookupFunction(ctx, field)
 				})
 		case "awaitTask":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -60089,6 +61475,30 @@ func (ec *executionContext) marshalNAppState2githubᚗcomᚋlevers9ᚋlevers9ᚋ
 	return v
 }
 
+func (ec *executionContext) marshalNAppVersion2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐAppVersionᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.AppVersion) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAppVersion2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐAppVersion(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNAppVersion2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐAppVersion(ctx context.Context, sel ast.SelectionSet, v *model.AppVersion) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AppVersion!")
+		return graphql.Null
+	}
+	return ec._AppVersion(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNAppWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐAppWhereInput(ctx context.Context, v any) (*ent.AppWhereInput, error) {
 	res, err := ec.unmarshalInputAppWhereInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
@@ -60445,6 +61855,11 @@ func (ec *executionContext) unmarshalNCreateQueueInput2githubᚗcomᚋlevers9ᚋ
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNCreateSecretInput2githubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐCreateSecretInput(ctx context.Context, v any) (model.CreateSecretInput, error) {
+	res, err := ec.unmarshalInputCreateSecretInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNCreateStorageInput2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚐCreateStorageInput(ctx context.Context, v any) (ent.CreateStorageInput, error) {
 	res, err := ec.unmarshalInputCreateStorageInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -60543,6 +61958,22 @@ func (ec *executionContext) marshalNFloat2float64(ctx context.Context, sel ast.S
 		graphql.AddInvalidNullFromMarshaler(ctx, "Float!")
 	}
 	return graphql.WrapContextMarshaler(ctx, res)
+}
+
+func (ec *executionContext) marshalNFunction2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunctionᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Function) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNFunction2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunction(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNFunction2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐFunction(ctx context.Context, sel ast.SelectionSet, v *ent.Function) graphql.Marshaler {
@@ -61059,6 +62490,14 @@ func (ec *executionContext) unmarshalNQueueWhereInput2ᚖgithubᚗcomᚋlevers9�
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNSecret2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecret(ctx context.Context, sel ast.SelectionSet, v *ent.Secret) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Secret!")
+		return graphql.Null
+	}
+	return ec._Secret(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNSecretConnection2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecretConnection(ctx context.Context, sel ast.SelectionSet, v *ent.SecretConnection) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "SecretConnection!")
@@ -61079,6 +62518,25 @@ func (ec *executionContext) marshalNSecretOrderField2ᚖgithubᚗcomᚋlevers9�
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) unmarshalNSecretValueInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐSecretValueInputᚄ(ctx context.Context, v any) ([]*model.SecretValueInput, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*model.SecretValueInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNSecretValueInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐSecretValueInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalNSecretValueInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐSecretValueInput(ctx context.Context, v any) (*model.SecretValueInput, error) {
+	res, err := ec.unmarshalInputSecretValueInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalNSecretWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecretWhereInput(ctx context.Context, v any) (*ent.SecretWhereInput, error) {
@@ -61370,6 +62828,53 @@ func (ec *executionContext) unmarshalNTime2timeᚐTime(ctx context.Context, v an
 func (ec *executionContext) marshalNTime2timeᚐTime(ctx context.Context, sel ast.SelectionSet, v time.Time) graphql.Marshaler {
 	_ = sel
 	res := graphql.MarshalTime(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "Time!")
+	}
+	return res
+}
+
+func (ec *executionContext) unmarshalNTime2ᚕᚖtimeᚐTimeᚄ(ctx context.Context, v any) ([]*time.Time, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*time.Time, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNTime2ᚖtimeᚐTime(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNTime2ᚕᚖtimeᚐTimeᚄ(ctx context.Context, sel ast.SelectionSet, v []*time.Time) graphql.Marshaler {
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNTime2ᚖtimeᚐTime(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNTime2ᚖtimeᚐTime(ctx context.Context, v any) (*time.Time, error) {
+	res, err := graphql.UnmarshalTime(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNTime2ᚖtimeᚐTime(ctx context.Context, sel ast.SelectionSet, v *time.Time) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Time!")
+		return graphql.Null
+	}
+	_ = sel
+	res := graphql.MarshalTime(*v)
 	if res == graphql.Null {
 		graphql.AddInvalidNullFromMarshaler(ctx, "Time!")
 	}

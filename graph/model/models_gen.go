@@ -6,10 +6,23 @@ import (
 	"time"
 
 	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/function"
 	"github.com/levers9/levers9/ent/tenant"
 	"github.com/levers9/levers9/ent/user"
 	"github.com/levers9/levers9/internal/billing"
 )
+
+// One version of an app: the functions one deploy stored.
+type AppVersion struct {
+	Number int `json:"number"`
+	// Unversioned URLs and lookups reach this version.
+	Live bool `json:"live"`
+	// Not stopped: its URLs answer and its calls run.
+	Serving bool `json:"serving"`
+	// When it was deployed.
+	CreatedAt time.Time       `json:"createdAt"`
+	Functions []*ent.Function `json:"functions"`
+}
 
 type CreateAPITokenPayload struct {
 	// The secret, shown once.
@@ -23,6 +36,13 @@ type CreateNodeInvitePayload struct {
 	Invite *ent.NodeInvite `json:"invite"`
 	// The command that joins a machine with this invite.
 	JoinCommand string `json:"joinCommand"`
+}
+
+type CreateSecretInput struct {
+	Name   string              `json:"name"`
+	Values []*SecretValueInput `json:"values"`
+	// Replace the values of an existing secret of that name (only its owner or an admin may).
+	Replace *bool `json:"replace,omitempty"`
 }
 
 type CreateTenantInput struct {
@@ -54,6 +74,9 @@ type DeployAppInput struct {
 	// The code package: its hex SHA-256, uploaded first as a blob of kind code.
 	Code      string           `json:"code"`
 	Functions []*FunctionInput `json:"functions"`
+	// true: a new version of the deployed app of that name (created at its first
+	// deploy), serving until stopped; false or absent: an ephemeral app.
+	Deploy *bool `json:"deploy,omitempty"`
 }
 
 // One function of an app as the SDK declares it.
@@ -82,6 +105,20 @@ type FunctionInput struct {
 	Concurrency *int `json:"concurrency,omitempty"`
 	// An idle container above the floor stops after this long without a call.
 	ScaledownWindowSeconds *int `json:"scaledownWindowSeconds,omitempty"`
+	// What it is (default FUNCTION): an HTTP endpoint, an ASGI app, a WebSocket handler, a task queue, a schedule.
+	Kind *function.Kind `json:"kind,omitempty"`
+	// The name in its URLs (/endpoint/NAME/vN); default its name.
+	Deployment *string `json:"deployment,omitempty"`
+	// An endpoint's HTTP method; default any.
+	HTTPMethod *string `json:"httpMethod,omitempty"`
+	// An HTTP call still running after this long answers 202 with its task's URL (default 60).
+	SyncTimeoutSeconds *int `json:"syncTimeoutSeconds,omitempty"`
+	// Its URLs answer callers without a token too, under /pub/TENANT/ENVIRONMENT/… (audited).
+	Public *bool `json:"public,omitempty"`
+	// Names of the secrets its containers get as environment variables.
+	Secrets []string `json:"secrets,omitempty"`
+	// A CRON function's schedule (five fields, UTC).
+	Cron *string `json:"cron,omitempty"`
 }
 
 type GrantTokensInput struct {
@@ -107,6 +144,12 @@ type Payload struct {
 type PayloadInput struct {
 	Data *string `json:"data,omitempty"`
 	Blob *string `json:"blob,omitempty"`
+}
+
+type SecretValueInput struct {
+	// The variable's name: A-Z, 0-9 and _, not starting with a digit nor LEVERS9_.
+	Key   string `json:"key"`
+	Value string `json:"value"`
 }
 
 type SignInPayload struct {
