@@ -1,4 +1,5 @@
 """``python -m levers9 run path/to/app.py[::entrypoint] [args...]``
+(``deploy`` and ``serve``: levers9/deploy.py, levers9/serve.py)
 
 Imports the script as a module named after its file (``app`` for
 app.py, its folder first on sys.path: the project folder), packs and
@@ -17,10 +18,15 @@ from . import errors
 from .functions import App, parse_entrypoint_args
 
 USAGE = """usage: python -m levers9 run path/to/app.py[::entrypoint] [args...]
+       python -m levers9 deploy path/to/app.py[::APP] [--name NAME]
+       python -m levers9 serve path/to/app.py[::APP] [--name NAME]
 
-Deploys the script's app for as long as its local entrypoint runs.
+run: deploys the script's app for as long as its local entrypoint runs.
 Arguments after the script go to the entrypoint: --name value (or
---name=value) as keyword arguments, others positionally."""
+--name=value) as keyword arguments, others positionally.
+deploy: deploys a new version of the app and prints its URLs.
+serve: serves the app at temporary URLs, redeployed on every saved .py
+file; Ctrl-C stops it."""
 
 
 def _say(text: str) -> None:
@@ -125,6 +131,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(USAGE)
         return 0 if argv else 2
+    if argv[0] == "deploy":
+        from . import deploy
+        return deploy.main(argv[1:])
+    if argv[0] == "serve":
+        from . import serve
+        return serve.main(argv[1:])
+    if argv[0] == "_spec":  # serve's fresh import of the script
+        from . import serve
+        return serve.spec_main(argv[1:])
     if argv[0] != "run":
         print("levers9: unknown command %r\n\n%s" % (argv[0], USAGE), file=sys.stderr)
         return 2
