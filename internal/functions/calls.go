@@ -9,6 +9,7 @@ import (
 	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/function"
 	"github.com/levers9/levers9/ent/functionmap"
+	"github.com/levers9/levers9/ent/predicate"
 	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/fault"
@@ -25,21 +26,7 @@ const insertChunk = 500
 // Call stores one call of function fnID and wakes its containers; a
 // container is started when none is free.
 func (s *Service) Call(ctx context.Context, fnID string, args Payload) (*ent.Task, error) {
-	f, err := s.callable(ctx, fnID)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.checkPayload(ctx, "args", args); err != nil {
-		return nil, err
-	}
-	v := viewer.FromContext(ctx)
-	t, err := s.newTask(s.DB.Ent, f, v.UserID, args).Save(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("storing a call of %s: %w", f.Name, err)
-	}
-	s.publish(ctx, notify.TopicFunction, f.ID)
-	s.scale(ctx, f.ID)
-	return t, nil
+	return s.CallWith(ctx, fnID, args, CallOptions{})
 }
 
 // Map stores one call per item, numbered in input order, under one map.
@@ -104,7 +91,7 @@ func (s *Service) newTask(c *ent.Client, f *ent.Function, owner string, args Pay
 }
 
 // callable returns function fnID when the viewer may call it: it is
-// visible (tenant and environment) and its app runs.
+// visible (tenant and environment) and serving (see serving).
 func (s *Service) callable(ctx context.Context, fnID string) (*ent.Function, error) {
 	v := viewer.FromContext(ctx)
 	if !v.InTenant() || v.UserID == "" {
@@ -117,8 +104,11 @@ func (s *Service) callable(ctx context.Context, fnID string) (*ent.Function, err
 	if err != nil {
 		return nil, fmt.Errorf("reading function %s: %w", fnID, err)
 	}
-	if f.Edges.App.State != app.StateRUNNING {
+	if f.Edges.App.State == app.StateSTOPPED {
 		return nil, fault.Invalid("function", "app %s of function %s is stopped", f.Edges.App.Name, f.Name)
+	}
+	if f.StoppedAt != nil {
+		return nil, fault.Invalid("function", "version %d of app %s is stopped", f.Version, f.Edges.App.Name)
 	}
 	return f, nil
 }
@@ -245,11 +235,27 @@ func capWait(d time.Duration) time.Duration {
 	return min(d, MaxWait)
 }
 
-var endedStates = []task.State{task.StateCOMPLETE, task.StateERROR, task.StateCANCELLED}
+var endedStates = []task.State{task.StateCOMPLETE, task.StateERROR, task.StateCANCELLED, task.StateDEAD}
 
-// Ended reports whether a call is over.
+// Ended reports whether a call is over: it returned, failed, was
+// cancelled, or (a task-queue item) failed every attempt.
 func Ended(st task.State) bool {
-	return st == task.StateCOMPLETE || st == task.StateERROR || st == task.StateCANCELLED
+	return st == task.StateCOMPLETE || st == task.StateERROR || st == task.StateCANCELLED || st == task.StateDEAD
+}
+
+// Failed reports whether a call ended without a result.
+func Failed(st task.State) bool { return Ended(st) && st != task.StateCOMPLETE }
+
+// serving reports whether function f (its app edge loaded) takes calls
+// and runs containers: its app is not stopped (an ephemeral app runs, a
+// deployed one serves) and its version was not stopped.
+func serving(f *ent.Function) bool {
+	return f.Edges.App != nil && f.Edges.App.State != app.StateSTOPPED && f.StoppedAt == nil
+}
+
+// servingFunction is serving as a query predicate.
+func servingFunction() predicate.Function {
+	return function.And(function.StoppedAtIsNil(), function.HasAppWith(app.StateNEQ(app.StateSTOPPED)))
 }
 
 // ResultOf is a complete call's result, nil otherwise.

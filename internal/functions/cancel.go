@@ -7,6 +7,7 @@ import (
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/container"
+	"github.com/levers9/levers9/ent/predicate"
 	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/fault"
@@ -79,6 +80,7 @@ func (s *Service) CancelMap(ctx context.Context, id string) (*ent.FunctionMap, e
 
 // StopApp stops an app: its calls that have not ended are cancelled and
 // its containers stopped, so nothing of it runs or is billed any more.
+// A deployed app stops with every version.
 func (s *Service) StopApp(ctx context.Context, id, reason string) (*ent.App, error) {
 	a, err := s.DB.Ent.App.Query().Where(app.ID(id)).WithFunctions().Only(ctx)
 	if ent.IsNotFound(err) {
@@ -91,38 +93,59 @@ func (s *Service) StopApp(ctx context.Context, id, reason string) (*ent.App, err
 		reason = "stopped by " + viewer.FromContext(ctx).UserID
 	}
 	s.Log.Debug("stopping app", "app", id, "reason", reason)
-	if a.State == app.StateRUNNING {
+	if a.State != app.StateSTOPPED {
 		if err := s.DB.Ent.App.UpdateOneID(id).SetState(app.StateSTOPPED).SetStoppedAt(s.now()).SetStopReason(reason).Exec(ctx); err != nil {
 			return nil, fmt.Errorf("stopping app %s: %w", id, err)
 		}
 	}
-	open, err := s.DB.Ent.Task.Query().Where(task.AppID(id), task.StateIn(task.StatePENDING, task.StateRUNNING)).All(ctx)
+	if err := s.cancelOpen(ctx, task.AppID(id), "app stopped: "+reason); err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(a.Edges.Functions))
+	for i, f := range a.Edges.Functions {
+		ids[i] = f.ID
+	}
+	s.stopContainers(ctx, ids, "app stopped")
+	s.Log.Info("app stopped", "app", id, "reason", reason)
+	return s.DB.Ent.App.Get(ctx, id)
+}
+
+// cancelOpen cancels the calls matching which that have not ended.
+func (s *Service) cancelOpen(ctx context.Context, which predicate.Task, msg string) error {
+	open, err := s.DB.Ent.Task.Query().Where(which, task.StateIn(task.StatePENDING, task.StateRUNNING)).All(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reading calls of app %s: %w", id, err)
+		return fmt.Errorf("reading open calls: %w", err)
 	}
-	if len(open) > 0 {
-		if _, err := s.DB.Ent.Task.Update().Where(task.AppID(id), task.StateIn(task.StatePENDING, task.StateRUNNING)).
-			SetState(task.StateCANCELLED).SetFinishedAt(s.now()).
-			SetErrorKind(KindCancelled).SetErrorMessage("app stopped: " + reason).Save(ctx); err != nil {
-			return nil, fmt.Errorf("cancelling calls of app %s: %w", id, err)
-		}
-		if err := s.refreshMaps(ctx, s.DB.Ent, mapsOf(open)); err != nil {
-			return nil, err
-		}
-		s.ended(ctx, open)
+	if len(open) == 0 {
+		return nil
 	}
-	for _, f := range a.Edges.Functions {
-		ctrs, err := s.DB.Ent.Container.Query().Where(container.FunctionID(f.ID), container.StateNEQ(container.StateSTOPPED)).All(viewer.SystemContext(ctx))
+	if _, err := s.DB.Ent.Task.Update().Where(which, task.StateIn(task.StatePENDING, task.StateRUNNING)).
+		SetState(task.StateCANCELLED).SetFinishedAt(s.now()).
+		SetErrorKind(KindCancelled).SetErrorMessage(clipTo(msg, 4000)).Save(ctx); err != nil {
+		return fmt.Errorf("cancelling calls: %w", err)
+	}
+	if err := s.refreshMaps(ctx, s.DB.Ent, mapsOf(open)); err != nil {
+		return err
+	}
+	s.ended(ctx, open)
+	return nil
+}
+
+// stopContainers stops the containers of functions fnIDs and wakes their
+// runners, which leave.
+func (s *Service) stopContainers(ctx context.Context, fnIDs []string, reason string) {
+	sys := viewer.SystemContext(ctx)
+	for _, id := range fnIDs {
+		ctrs, err := s.DB.Ent.Container.Query().Where(container.FunctionID(id), container.StateNEQ(container.StateSTOPPED)).All(sys)
 		if err != nil {
-			return nil, fmt.Errorf("reading containers of %s: %w", f.ID, err)
+			s.Log.Warn("reading containers to stop", "function", id, "err", err)
+			continue
 		}
 		for _, c := range ctrs {
-			s.stopContainer(ctx, c, "app stopped")
+			s.stopContainer(ctx, c, reason)
 		}
-		s.publish(ctx, notify.TopicFunction, f.ID)
+		s.publish(ctx, notify.TopicFunction, id)
 	}
-	s.Log.Info("app stopped", "app", id, "reason", reason, "cancelled", len(open))
-	return s.DB.Ent.App.Get(ctx, id)
 }
 
 // dropContainer stops container id and puts the other calls it held back

@@ -9,7 +9,6 @@ import (
 	entsql "entgo.io/ent/dialect/sql"
 
 	"github.com/levers9/levers9/ent"
-	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/internal/autoscaling"
@@ -48,6 +47,9 @@ type Claimed struct {
 	Attempt        int
 	Args           Payload
 	TimeoutSeconds int
+	// Source says what made the call: an HTTP call's args are the JSON
+	// request envelope, a cron tick's are empty, others are pickles.
+	Source task.Source
 }
 
 // Claim records the calls a runner finished, then hands it up to Max
@@ -86,7 +88,7 @@ func (s *Service) Claim(ctx context.Context, r *Runner, req ClaimRequest) ([]Cla
 			return nil, false, fmt.Errorf("reading container %s: %w", r.ContainerID, err)
 		}
 		f := ctr.Edges.Function
-		if ctr.State == container.StateSTOPPING || ctr.State == container.StateSTOPPED || f.Edges.App.State != app.StateRUNNING {
+		if ctr.State == container.StateSTOPPING || ctr.State == container.StateSTOPPED || !serving(f) {
 			return nil, true, nil
 		}
 		if most == 0 {
@@ -197,7 +199,7 @@ func (s *Service) take(ctx context.Context, ctr *ent.Container, f *ent.Function,
 		for _, t := range ts {
 			out = append(out, Claimed{
 				ID: t.ID, Attempt: t.Attempt + 1, TimeoutSeconds: t.TimeoutSeconds,
-				Args: Payload{Data: t.Args, Blob: t.ArgsBlob},
+				Args: Payload{Data: t.Args, Blob: t.ArgsBlob}, Source: t.Source,
 			})
 		}
 		return nil
@@ -254,6 +256,14 @@ func (s *Service) runnerPhases(ctx context.Context, r *Runner, p Phases) error {
 	if err := u.Exec(sys); err != nil {
 		return fmt.Errorf("recording phases of container %s: %w", r.ContainerID, err)
 	}
-	return s.DB.Ent.Container.Update().Where(container.ID(r.ContainerID), container.StateEQ(container.StateSTARTING)).
-		SetState(container.StateREADY).Exec(sys)
+	n, err := s.DB.Ent.Container.Update().Where(container.ID(r.ContainerID), container.StateEQ(container.StateSTARTING)).
+		SetState(container.StateREADY).Save(sys)
+	if err != nil {
+		return fmt.Errorf("marking container %s ready: %w", r.ContainerID, err)
+	}
+	if n > 0 {
+		// Whoever waits for a ready container (a WebSocket) looks again.
+		s.publish(ctx, notify.TopicFunction, r.FunctionID)
+	}
+	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/levers9/levers9/ent"
-	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/function"
 	"github.com/levers9/levers9/ent/job"
@@ -43,16 +42,16 @@ func (s *Service) scale(ctx context.Context, fnID string) {
 }
 
 func (s *Service) scaleFunction(ctx context.Context, fnID string) error {
-	mu, _ := scaleLocks.LoadOrStore(fnID, &sync.Mutex{})
-	mu.(*sync.Mutex).Lock()
-	defer mu.(*sync.Mutex).Unlock()
+	mu := scaleLock(fnID)
+	mu.Lock()
+	defer mu.Unlock()
 	sys := viewer.SystemContext(ctx)
 	c := s.DB.Ent
 	f, err := c.Function.Query().Where(function.ID(fnID)).WithApp().Only(sys)
 	if err != nil {
 		return fmt.Errorf("reading function %s: %w", fnID, err)
 	}
-	if f.Edges.App.State != app.StateRUNNING {
+	if !serving(f) {
 		return nil
 	}
 	in, err := s.counts(sys, f)
@@ -73,6 +72,11 @@ func (s *Service) scaleFunction(ctx context.Context, fnID string) error {
 		}
 	}
 	return nil
+}
+
+func scaleLock(fnID string) *sync.Mutex {
+	mu, _ := scaleLocks.LoadOrStore(fnID, &sync.Mutex{})
+	return mu.(*sync.Mutex)
 }
 
 // counts gathers the autoscaler's input for f.
@@ -109,8 +113,14 @@ func (s *Service) startContainer(ctx context.Context, f *ent.Function) (bool, er
 	if err != nil {
 		return false, fmt.Errorf("recording a container of %s: %w", f.ID, err)
 	}
-	spec := containerJob(f.QueueID, f.ProjectID, f.Name, f.Image, f.CPU, f.MemoryMib, f.Gpus, f.GpuTypes,
-		&wire.Runner{ContainerID: ctr.ID, FunctionID: f.ID, CodeHash: f.Edges.App.CodeHash})
+	// A function runs the code of its own version; rows deployed before
+	// versions name none and run their app's.
+	code := f.CodeHash
+	if code == "" {
+		code = f.Edges.App.CodeHash
+	}
+	spec := containerJob(f.QueueID, f.ProjectID, f.Name, f.Image, f.CPU, f.MemoryMib, f.Gpus, f.GpuTypes, f.Kind,
+		&wire.Runner{ContainerID: ctr.ID, FunctionID: f.ID, CodeHash: code, Secrets: f.Secrets})
 	owner := viewer.NewContext(ctx, &viewer.Viewer{UserID: f.OwnerID, TenantID: f.TenantID, EnvironmentID: f.EnvironmentID})
 	j, err := s.Jobs.Submit(owner, spec)
 	if err != nil {

@@ -8,10 +8,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/robfig/cron/v3"
+
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/app"
+	"github.com/levers9/levers9/ent/function"
 	"github.com/levers9/levers9/ent/project"
 	"github.com/levers9/levers9/ent/queue"
+	"github.com/levers9/levers9/internal/audit"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/jobspec"
@@ -44,48 +48,27 @@ var runnerCommand = []string{"python3", "-m", "levers9.runner"}
 // runnerService names the one service of a container's job.
 const runnerService = "runner"
 
+// RunnerService names the service of a function container's job (the
+// relay reaches a REALTIME function's WebSocket server through it).
+const RunnerService = runnerService
+
+// The port a REALTIME function's runner serves WebSockets on.
+const (
+	RealtimePort       = "ws"
+	RealtimePortNumber = 8000
+)
+
 // DeployEphemeral stores an app that lives while its script runs, with
-// its functions, after checking every function against its queue as a
-// container of it would be checked at submission. Bad input writes
-// nothing.
+// its functions (version 1), after checking every function against its
+// queue as a container of it would be checked at submission. Bad input
+// writes nothing.
 func (s *Service) DeployEphemeral(ctx context.Context, spec AppSpec) (*ent.App, error) {
-	v := viewer.FromContext(ctx)
-	if !v.InTenant() || v.UserID == "" {
-		return nil, fault.New(fault.Forbidden, "deploy apps from inside a tenant")
-	}
-	if !appName.MatchString(spec.Name) {
-		return nil, fault.Invalid("name", "app name %q must be 1-63 letters, digits, '.', '_' or '-', starting and ending with a letter or digit", clip(spec.Name))
-	}
-	if !hashPattern.MatchString(spec.CodeHash) {
-		return nil, fault.Invalid("codeHash", "must be the hex SHA-256 of the uploaded code package")
-	}
-	if len(spec.Functions) == 0 || len(spec.Functions) > MaxFunctions {
-		return nil, fault.Invalid("functions", "an app has between 1 and %d functions", MaxFunctions)
-	}
-	if s.Blobs != nil {
-		ok, err := s.Blobs.Has(ctx, spec.CodeHash)
-		if err != nil {
-			return nil, fmt.Errorf("looking up code package: %w", err)
-		}
-		if !ok {
-			return nil, fault.Invalid("codeHash", "no code package %s was uploaded (PUT /api/blobs/%s?kind=code first)", spec.CodeHash[:12], spec.CodeHash)
-		}
-	}
-	seen := map[string]bool{}
-	var creates []*functionPlan
-	for i, f := range spec.Functions {
-		p, err := s.plan(ctx, i, f)
-		if err != nil {
-			return nil, err
-		}
-		if seen[f.Name] {
-			return nil, fault.Invalid(fmt.Sprintf("functions[%d].name", i), "function %q is declared twice", f.Name)
-		}
-		seen[f.Name] = true
-		creates = append(creates, p)
+	v, plans, err := s.check(ctx, spec)
+	if err != nil {
+		return nil, err
 	}
 	var out *ent.App
-	err := s.DB.InTx(ctx, func(tx *database.Tx) error {
+	err = s.DB.InTx(ctx, func(tx *database.Tx) error {
 		a, err := tx.Ent.App.Create().
 			SetTenantID(v.TenantID).SetEnvironmentID(v.EnvironmentID).
 			SetName(spec.Name).SetEphemeral(true).SetCodeHash(spec.CodeHash).SetOwnerID(v.UserID).SetLastSeenAt(s.now()).
@@ -93,21 +76,8 @@ func (s *Service) DeployEphemeral(ctx context.Context, spec AppSpec) (*ent.App, 
 		if err != nil {
 			return fmt.Errorf("storing app %s: %w", spec.Name, err)
 		}
-		for _, p := range creates {
-			c := tx.Ent.Function.Create().
-				SetTenantID(v.TenantID).SetEnvironmentID(v.EnvironmentID).SetAppID(a.ID).SetOwnerID(v.UserID).
-				SetName(p.spec.Name).SetModule(p.spec.Module).SetQualname(p.spec.Qualname).
-				SetQueueID(p.queueID).SetImage(p.spec.Image).SetGpus(p.gpus).SetGpuTypes(p.gpuTypes).
-				SetCPU(p.spec.CPU).SetMemoryMib(p.spec.MemoryMiB).SetTimeoutSeconds(p.spec.TimeoutSeconds).
-				SetRetries(p.spec.Retries).SetMinContainers(p.spec.MinContainers).SetMaxContainers(p.spec.MaxContainers).
-				SetKeepWarm(p.spec.KeepWarm).SetConcurrency(p.spec.Concurrency).
-				SetScaledownWindowSeconds(p.spec.ScaledownWindowSeconds)
-			if p.projectID != "" {
-				c.SetProjectID(p.projectID)
-			}
-			if _, err := c.Save(ctx); err != nil {
-				return fmt.Errorf("storing function %s: %w", p.spec.Name, err)
-			}
+		if err := s.createFunctions(ctx, tx, v, a, 1, spec.CodeHash, plans); err != nil {
+			return err
 		}
 		out, err = tx.Ent.App.Query().Where(app.ID(a.ID)).WithFunctions().Only(ctx)
 		return err
@@ -115,14 +85,110 @@ func (s *Service) DeployEphemeral(ctx context.Context, spec AppSpec) (*ent.App, 
 	if err != nil {
 		return nil, err
 	}
-	// Functions that keep containers warm start them now.
-	for _, f := range out.Edges.Functions {
+	s.warm(ctx, out.Edges.Functions)
+	s.Log.Info("app deployed", "app", out.ID, "name", out.Name, "functions", len(out.Edges.Functions))
+	return out, nil
+}
+
+// warm starts the containers of functions that keep some warm.
+func (s *Service) warm(ctx context.Context, fns []*ent.Function) {
+	for _, f := range fns {
 		if f.KeepWarm > 0 || f.MinContainers > 0 {
 			s.scale(ctx, f.ID)
 		}
 	}
-	s.Log.Info("app deployed", "app", out.ID, "name", out.Name, "functions", len(out.Edges.Functions))
-	return out, nil
+}
+
+// check is what every deploy checks before writing anything: the viewer,
+// the app's name and code, and each function (see plan).
+func (s *Service) check(ctx context.Context, spec AppSpec) (*viewer.Viewer, []*functionPlan, error) {
+	v := viewer.FromContext(ctx)
+	if !v.InTenant() || v.UserID == "" {
+		return nil, nil, fault.New(fault.Forbidden, "deploy apps from inside a tenant")
+	}
+	if !appName.MatchString(spec.Name) {
+		return nil, nil, fault.Invalid("name", "app name %q must be 1-63 letters, digits, '.', '_' or '-', starting and ending with a letter or digit", clip(spec.Name))
+	}
+	if !hashPattern.MatchString(spec.CodeHash) {
+		return nil, nil, fault.Invalid("codeHash", "must be the hex SHA-256 of the uploaded code package")
+	}
+	if len(spec.Functions) == 0 || len(spec.Functions) > MaxFunctions {
+		return nil, nil, fault.Invalid("functions", "an app has between 1 and %d functions", MaxFunctions)
+	}
+	if s.Blobs != nil {
+		ok, err := s.Blobs.Has(ctx, spec.CodeHash)
+		if err != nil {
+			return nil, nil, fmt.Errorf("looking up code package: %w", err)
+		}
+		if !ok {
+			return nil, nil, fault.Invalid("codeHash", "no code package %s was uploaded (PUT /api/blobs/%s?kind=code first)", spec.CodeHash[:12], spec.CodeHash)
+		}
+	}
+	seen := map[string]bool{}
+	urls := map[string]int{} // group/deployment → the function serving it
+	var plans []*functionPlan
+	for i, f := range spec.Functions {
+		p, err := s.plan(ctx, i, f)
+		if err != nil {
+			return nil, nil, err
+		}
+		if seen[f.Name] {
+			return nil, nil, fault.Invalid(fmt.Sprintf("functions[%d].name", i), "function %q is declared twice", f.Name)
+		}
+		seen[f.Name] = true
+		if g := GroupOf(p.spec.Kind); g != "" {
+			key := g + "/" + p.spec.Deployment
+			if j, dup := urls[key]; dup {
+				return nil, nil, fault.Invalid(fmt.Sprintf("functions[%d].deployment", i),
+					"deployment name %q is taken by function %s: /%s must name one function", p.spec.Deployment, spec.Functions[j].Name, key)
+			}
+			urls[key] = i
+		}
+		plans = append(plans, p)
+	}
+	return v, plans, nil
+}
+
+// createFunctions stores the planned functions as version version of app a.
+func (s *Service) createFunctions(ctx context.Context, tx *database.Tx, v *viewer.Viewer, a *ent.App, version int, codeHash string, plans []*functionPlan) error {
+	now := s.now()
+	for _, p := range plans {
+		c := tx.Ent.Function.Create().
+			SetTenantID(v.TenantID).SetEnvironmentID(v.EnvironmentID).SetAppID(a.ID).SetOwnerID(v.UserID).
+			SetName(p.spec.Name).SetModule(p.spec.Module).SetQualname(p.spec.Qualname).
+			SetQueueID(p.queueID).SetImage(p.spec.Image).SetGpus(p.gpus).SetGpuTypes(p.gpuTypes).
+			SetCPU(p.spec.CPU).SetMemoryMib(p.spec.MemoryMiB).SetTimeoutSeconds(p.spec.TimeoutSeconds).
+			SetRetries(p.spec.Retries).SetMinContainers(p.spec.MinContainers).SetMaxContainers(p.spec.MaxContainers).
+			SetKeepWarm(p.spec.KeepWarm).SetConcurrency(p.spec.Concurrency).
+			SetScaledownWindowSeconds(p.spec.ScaledownWindowSeconds).
+			SetVersion(version).SetKind(p.spec.Kind).SetDeployment(p.spec.Deployment).SetCodeHash(codeHash).
+			SetHTTPMethod(p.spec.HTTPMethod).SetSyncTimeoutSeconds(p.spec.SyncTimeoutSeconds).
+			SetPublic(p.spec.Public).SetCron(p.spec.Cron)
+		if len(p.spec.Secrets) > 0 {
+			c.SetSecrets(p.spec.Secrets)
+		}
+		if p.schedule != nil {
+			// The first tick after the deploy: ticks before it are not
+			// replayed.
+			c.SetNextRunAt(p.schedule.Next(now.UTC()))
+		}
+		if p.projectID != "" {
+			c.SetProjectID(p.projectID)
+		}
+		f, err := c.Save(ctx)
+		if err != nil {
+			return fmt.Errorf("storing function %s: %w", p.spec.Name, err)
+		}
+		if f.Public {
+			// Anyone who knows its URL may call it: who opened it is kept.
+			if err := audit.Record(ctx, tx.Ent, v.TenantID, v.UserID, "deployment.public", f.ID, map[string]string{
+				"app": a.Name, "deployment": f.Deployment, "kind": f.Kind.String(), "version": strconv.Itoa(version),
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // functionPlan is a checked function with what was looked up.
@@ -132,6 +198,7 @@ type functionPlan struct {
 	projectID string
 	gpus      int
 	gpuTypes  []string
+	schedule  cron.Schedule // CRON functions only
 }
 
 // plan checks function i and fills in its defaults.
@@ -186,9 +253,12 @@ func (s *Service) plan(ctx context.Context, i int, f FunctionSpec) (*functionPla
 		return nil, fault.Invalid(field("gpu"), "%v", err)
 	}
 	p := &functionPlan{spec: f, gpus: n, gpuTypes: types}
+	if err := s.planDeployment(ctx, i, p); err != nil {
+		return nil, err
+	}
 	// The container's job must pass the queue's rules now, not at its
 	// first call: group access, per-job limits, project, prices.
-	js := containerJob(f.Queue, f.Project, f.Name, f.Image, f.CPU, f.MemoryMiB, n, types, nil)
+	js := containerJob(f.Queue, f.Project, f.Name, f.Image, f.CPU, f.MemoryMiB, n, types, f.Kind, nil)
 	if _, err := s.Jobs.Estimate(ctx, js, 1); err != nil {
 		return nil, onFunction(err, i, f.Name)
 	}
@@ -272,16 +342,22 @@ func ParseGPU(s string) (int, []string, error) {
 }
 
 // containerJob is the job that runs one container of a function.
-func containerJob(queue, project, fnName, image string, cpu float64, mem int64, gpus int, types []string, r *wire.Runner) jobspec.Job {
+func containerJob(queue, project, fnName, image string, cpu float64, mem int64, gpus int, types []string, kind function.Kind, r *wire.Runner) jobspec.Job {
+	svc := jobspec.Service{
+		Name: runnerService, Image: image, Command: runnerCommand,
+		CPU: cpu, MemoryMiB: mem, GPUs: gpus, GPUTypes: types,
+	}
+	if kind == function.KindREALTIME {
+		// WebSocket connections are relayed to the runner's own server,
+		// not carried as calls.
+		svc.Ports = []jobspec.Port{{Name: RealtimePort, Port: RealtimePortNumber}}
+	}
 	return jobspec.Job{
-		Name:    "fn-" + fnName,
-		Queue:   queue,
-		Project: project,
-		Services: []jobspec.Service{{
-			Name: runnerService, Image: image, Command: runnerCommand,
-			CPU: cpu, MemoryMiB: mem, GPUs: gpus, GPUTypes: types,
-		}},
-		Runner: r,
+		Name:     "fn-" + fnName,
+		Queue:    queue,
+		Project:  project,
+		Services: []jobspec.Service{svc},
+		Runner:   r,
 	}
 }
 

@@ -15,7 +15,8 @@ import (
 
 // sibling is function name of the runner's app.
 func (s *Service) sibling(ctx context.Context, r *Runner, name string) (*ent.Function, error) {
-	f, err := s.DB.Ent.Function.Query().Where(function.AppID(r.AppID), function.Name(name)).Only(r.Context(ctx))
+	// Its own version's: each deploy adds the app's functions again.
+	f, err := s.DB.Ent.Function.Query().Where(function.AppID(r.AppID), function.Name(name), function.Version(r.Version)).Only(r.Context(ctx))
 	if ent.IsNotFound(err) {
 		return nil, &fault.Error{Code: fault.NotFound, Field: "function", Message: fmt.Sprintf("app has no function %q", clip(name))}
 	}

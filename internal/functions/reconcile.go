@@ -6,9 +6,7 @@ import (
 	"fmt"
 
 	"github.com/levers9/levers9/ent"
-	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/container"
-	"github.com/levers9/levers9/ent/function"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/internal/notify"
@@ -19,8 +17,9 @@ import (
 // client went silent are stopped, containers whose job
 // ended are marked stopped and the calls they held fail their attempt
 // (and are retried while attempts remain), calls past their deadline
-// time out and their stuck container is stopped, and every running app's
-// functions are scaled to their backlog and floor.
+// time out and their stuck container is stopped, and every serving
+// function (of a running or deployed app, its version not stopped) is
+// scaled to its backlog and floor.
 func (s *Service) Reconcile(ctx context.Context) error {
 	sys := viewer.SystemContext(ctx)
 	var errs []error
@@ -33,7 +32,7 @@ func (s *Service) Reconcile(ctx context.Context) error {
 	if err := s.timeOut(sys); err != nil {
 		errs = append(errs, err)
 	}
-	fns, err := s.DB.Ent.Function.Query().Where(function.HasAppWith(app.StateEQ(app.StateRUNNING))).IDs(sys)
+	fns, err := s.DB.Ent.Function.Query().Where(servingFunction()).IDs(sys)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("listing functions: %w", err))
 	}
@@ -155,10 +154,21 @@ func (s *Service) timeOut(sys context.Context) error {
 func (s *Service) failAll(sys context.Context, ts []*ent.Task, f Failure) error {
 	var ended []*ent.Task
 	fns := map[string]bool{}
+	var ids []string
+	for _, t := range ts {
+		if !fns[t.FunctionID] {
+			fns[t.FunctionID] = true
+			ids = append(ids, t.FunctionID)
+		}
+	}
+	dead, err := s.deadLetters(sys, ids)
+	if err != nil {
+		return err
+	}
 	now := s.now()
 	for _, t := range ts {
 		u := s.DB.Ent.Task.UpdateOneID(t.ID).Where(task.StateEQ(task.StateRUNNING), task.Attempt(t.Attempt))
-		if !failAttempt(u.Mutation(), t, f, now, now) {
+		if !failAttempt(u.Mutation(), t, f, now, now, dead[t.FunctionID]) {
 			ended = append(ended, t)
 		}
 		fns[t.FunctionID] = true

@@ -24,6 +24,7 @@ type Runner struct {
 	ContainerID, FunctionID, AppID, JobID, NodeID string
 	TenantID, EnvironmentID, OwnerID              string
 	Attempt                                       int
+	Version                                       int // its function's app version
 }
 
 // RunnerFor identifies the runner of a stream node nodeID opened for its
@@ -84,6 +85,7 @@ func (s *Service) RunnerFor(ctx context.Context, nodeID string, open wire.Runner
 	return &Runner{
 		ContainerID: ctr.ID, FunctionID: f.ID, AppID: f.AppID, JobID: j.ID, NodeID: nodeID,
 		TenantID: ctr.TenantID, EnvironmentID: ctr.EnvironmentID, OwnerID: ctr.OwnerID, Attempt: j.Attempt,
+		Version: f.Version,
 	}, nil
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/container"
+	"github.com/levers9/levers9/ent/function"
 	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/notify"
@@ -38,9 +39,13 @@ func (s *Service) settle(ctx context.Context, r *Runner, done []Outcome) error {
 			done[i].Result, done[i].Failure = nil, &Failure{Kind: KindException, Message: "the result could not be stored: " + err.Error()}
 		}
 	}
+	dead, err := s.deadLetters(sys, []string{r.FunctionID})
+	if err != nil {
+		return err
+	}
 	var ended []*ent.Task
 	retried := false
-	err := s.DB.InTx(sys, func(tx *database.Tx) error {
+	err = s.DB.InTx(sys, func(tx *database.Tx) error {
 		ended, retried = nil, false
 		ids := make([]string, 0, len(done))
 		for _, o := range done {
@@ -92,7 +97,7 @@ func (s *Service) settle(ctx context.Context, r *Runner, done []Outcome) error {
 			if f == nil {
 				f = &Failure{Kind: KindException, Message: "the runner reported neither a result nor an error"}
 			}
-			again := failAttempt(u.Mutation(), t, *f, fin, now)
+			again := failAttempt(u.Mutation(), t, *f, fin, now, dead[t.FunctionID])
 			n, err := u.Save(sys)
 			if err != nil {
 				return fmt.Errorf("recording call %s: %w", t.ID, err)
@@ -136,10 +141,25 @@ func (s *Service) settle(ctx context.Context, r *Runner, done []Outcome) error {
 	return nil
 }
 
+// deadLetters tells which of functions ids keep their failed calls as
+// dead letters (task queues): their items end DEAD, to be requeued.
+func (s *Service) deadLetters(sys context.Context, ids []string) (map[string]bool, error) {
+	qs, err := s.DB.Ent.Function.Query().Where(function.IDIn(ids...), function.KindEQ(function.KindTASK_QUEUE)).IDs(sys)
+	if err != nil {
+		return nil, fmt.Errorf("reading kinds of functions: %w", err)
+	}
+	out := make(map[string]bool, len(qs))
+	for _, id := range qs {
+		out[id] = true
+	}
+	return out, nil
+}
+
 // failAttempt ends the running attempt of t with f: back to the queue
-// after a backoff while attempts remain, else the call fails. It reports
-// whether the call will run again.
-func failAttempt(u *ent.TaskMutation, t *ent.Task, f Failure, fin, now time.Time) bool {
+// after a backoff while attempts remain, else the call fails (a task
+// queue's item, dead, becomes a dead letter unless it was cancelled). It
+// reports whether the call will run again.
+func failAttempt(u *ent.TaskMutation, t *ent.Task, f Failure, fin, now time.Time, dead bool) bool {
 	u.SetErrorKind(clipTo(f.Kind, 64))
 	u.SetErrorMessage(clipTo(f.Message, 4000))
 	u.SetErrorTraceback(clipTo(f.Traceback, 64000))
@@ -155,7 +175,11 @@ func failAttempt(u *ent.TaskMutation, t *ent.Task, f Failure, fin, now time.Time
 		u.ClearDeadline()
 		return true
 	}
-	u.SetState(task.StateERROR)
+	if dead && f.Kind != KindCancelled {
+		u.SetState(task.StateDEAD)
+	} else {
+		u.SetState(task.StateERROR)
+	}
 	u.SetFinishedAt(fin)
 	return false
 }

@@ -102,6 +102,10 @@ type functionJSON struct {
 	Qualname       string `json:"qualname"`
 	Concurrency    int    `json:"concurrency"`
 	TimeoutSeconds int    `json:"timeoutSeconds"`
+	// Kind (FUNCTION, ENDPOINT, ASGI, REALTIME, TASK_QUEUE, CRON) says how
+	// the runner calls it; HTTPMethod is an endpoint's ("" for any).
+	Kind       string `json:"kind"`
+	HTTPMethod string `json:"httpMethod"`
 }
 
 type phasesJSON struct {
@@ -139,6 +143,9 @@ type claimedJSON struct {
 	Attempt        int         `json:"attempt"`
 	TimeoutSeconds int         `json:"timeoutSeconds"`
 	Args           payloadJSON `json:"args"`
+	// Source is CALL, QUEUE (pickled args), HTTP (args are the JSON
+	// request envelope) or CRON (no args: fn() is called).
+	Source string `json:"source"`
 }
 
 type claimResponse struct {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/internal/blobs"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/functions"
@@ -17,7 +18,7 @@ func (a *API) function(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.reply(w, http.StatusOK, functionJSON{ID: f.ID, Name: f.Name, App: f.AppID, Module: f.Module, Qualname: f.Qualname,
-		Concurrency: f.Concurrency, TimeoutSeconds: f.TimeoutSeconds})
+		Concurrency: f.Concurrency, TimeoutSeconds: f.TimeoutSeconds, Kind: f.Kind.String(), HTTPMethod: f.HTTPMethod})
 }
 
 func (a *API) claim(w http.ResponseWriter, r *http.Request) {
@@ -38,7 +39,11 @@ func (a *API) claim(w http.ResponseWriter, r *http.Request) {
 	}
 	out := claimResponse{Tasks: make([]claimedJSON, len(claimed)), Exit: exit}
 	for i, c := range claimed {
-		out.Tasks[i] = claimedJSON{ID: c.ID, Attempt: c.Attempt, TimeoutSeconds: c.TimeoutSeconds, Args: *payloadOut(&c.Args)}
+		src := c.Source
+		if src == "" {
+			src = task.SourceCALL
+		}
+		out.Tasks[i] = claimedJSON{ID: c.ID, Attempt: c.Attempt, TimeoutSeconds: c.TimeoutSeconds, Args: *payloadOut(&c.Args), Source: src.String()}
 	}
 	a.reply(w, http.StatusOK, out)
 }

@@ -1,0 +1,112 @@
+package functions
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/container"
+	"github.com/levers9/levers9/ent/function"
+	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/notify"
+	"github.com/levers9/levers9/internal/viewer"
+)
+
+// busless is how often RealtimeContainer looks again without a bus to
+// wake it.
+const busless = time.Second
+
+// RealtimeContainer returns the job of a READY container of REALTIME
+// function f, starting one when none runs, waiting up to wait. A
+// WebSocket is no call: the container is started here, not by a backlog.
+// It waits on the function's topic, which a container's runner wakes as
+// it becomes ready.
+func (s *Service) RealtimeContainer(ctx context.Context, f *ent.Function, wait time.Duration) (jobID string, err error) {
+	if f.Kind != function.KindREALTIME {
+		return "", fault.Invalid("function", "%s is a %s function, not a realtime one", f.Name, f.Kind)
+	}
+	var sig <-chan struct{}
+	if s.Bus != nil {
+		ch, stop := s.Bus.Subscribe(notify.TopicFunction, f.ID)
+		defer stop()
+		sig = ch
+	}
+	deadline := time.NewTimer(max(wait, time.Millisecond))
+	defer deadline.Stop()
+	sys := viewer.SystemContext(ctx)
+	started := false
+	for {
+		fn, err := s.DB.Ent.Function.Query().Where(function.ID(f.ID)).WithApp().Only(sys)
+		if err != nil {
+			return "", fmt.Errorf("reading function %s: %w", f.ID, err)
+		}
+		if !serving(fn) {
+			return "", fault.New(fault.NotFound, "version %d of app %s is stopped", fn.Version, fn.Edges.App.Name)
+		}
+		ctrs, err := s.DB.Ent.Container.Query().
+			Where(container.FunctionID(f.ID), container.StateIn(live...), container.JobIDNEQ("")).
+			Order(ent.Desc(container.FieldCreatedAt)).All(sys)
+		if err != nil {
+			return "", fmt.Errorf("reading containers of %s: %w", f.ID, err)
+		}
+		for _, c := range ctrs {
+			if c.State == container.StateREADY {
+				return c.JobID, nil
+			}
+		}
+		if len(ctrs) == 0 && !started {
+			if err := s.startOne(ctx, fn); err != nil {
+				return "", err
+			}
+			started = true
+			continue
+		}
+		poll := make(<-chan time.Time)
+		if sig == nil {
+			poll = time.After(busless)
+		}
+		select {
+		case <-sig:
+		case <-poll:
+		case <-deadline.C:
+			return "", fault.New(fault.Unavailable, "no container of %s was ready within %s: try again", f.Name, wait)
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+}
+
+// startOne starts a container of f unless one is live (under f's scale
+// lock, so connections arriving together start one).
+func (s *Service) startOne(ctx context.Context, f *ent.Function) error {
+	mu := scaleLock(f.ID)
+	mu.Lock()
+	defer mu.Unlock()
+	n, err := s.DB.Ent.Container.Query().
+		Where(container.FunctionID(f.ID), container.StateIn(live...)).Count(viewer.SystemContext(ctx))
+	if err != nil {
+		return fmt.Errorf("counting containers of %s: %w", f.ID, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	ok, err := s.startContainer(ctx, f)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fault.New(fault.Unavailable, "no container of %s could start: %s", f.Name, s.lastRefusal(ctx, f.ID))
+	}
+	return nil
+}
+
+// lastRefusal is why the last container of fnID could not start.
+func (s *Service) lastRefusal(ctx context.Context, fnID string) string {
+	c, err := s.DB.Ent.Container.Query().Where(container.FunctionID(fnID)).
+		Order(ent.Desc(container.FieldCreatedAt)).First(viewer.SystemContext(ctx))
+	if err != nil {
+		return "unknown"
+	}
+	return c.StopReason
+}
