@@ -15,8 +15,9 @@ from .client import Client, Estimate
 from .config import Connection, config_path, resolve
 from .errors import (BadInput, CallCancelledError, ConfigError, Error, Forbidden, FunctionTimeoutError,
                      InsufficientTokens, NetworkError, NotFound, RateLimited, RemoteError, Unauthenticated)
-from .functions import App, Function, FunctionCall, FunctionMap
+from .functions import App, Deployed, Function, FunctionCall, FunctionMap
 from .jobs import Job, LogLine
+from .realtime import WebSocketDisconnect
 
 __version__ = "0.1.0"
 
@@ -24,5 +25,5 @@ __all__ = [
     "Client", "Job", "LogLine", "Estimate", "Buckets", "Object", "Connection", "config_path", "resolve",
     "Error", "Unauthenticated", "Forbidden", "NotFound", "BadInput", "InsufficientTokens", "RateLimited",
     "NetworkError", "ConfigError", "App", "Function", "FunctionCall", "FunctionMap", "RemoteError",
-    "FunctionTimeoutError", "CallCancelledError",
+    "FunctionTimeoutError", "CallCancelledError", "Deployed", "WebSocketDisconnect",
 ]
