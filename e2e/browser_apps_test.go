@@ -2,11 +2,19 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -57,7 +65,7 @@ func TestBrowserApps(t *testing.T) {
 		tb.waitText("#app-"+appID, "ephemeral")
 		tb.do("opening the app", chromedp.Click(chromedp.CSS("#app-"+appID+" a")), chromedp.WaitVisible(chromedp.ID("functions")))
 		tb.waitText("#app-name", "browser-app")
-		tb.waitText("#function-hello", "default")
+		tb.waitText("#function-hello-v1", "default")
 		tb.waitText("#calls", taskID)
 		tb.do("opening the call", chromedp.Click(chromedp.CSS("#call-"+taskID+" a")), chromedp.WaitVisible(chromedp.ID("phases")))
 		tb.waitText("#task-function", "hello")
@@ -81,4 +89,157 @@ func putBlob(t *testing.T, base, token, hash string, body []byte) int {
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode
+}
+
+// dashboardApp is deployed twice by its main: an endpoint in two
+// versions, a task queue whose item fails while the file it names exists
+// (so the test decides when a requeued item succeeds) and a yearly
+// schedule whose next runs the test knows.
+const dashboardApp = `import os
+import sys
+
+import levers9
+
+app = levers9.App("dash-e2e")
+SMALL = dict(cpu=0.1, memory=256)
+
+
+@app.task_queue(retries=0, max_containers=1, **SMALL)
+def jobs_q(path):
+    if os.path.exists(path):
+        raise RuntimeError("failing while %s exists" % path)
+    return "done"
+
+
+@app.schedule(cron="0 0 1 1 *", **SMALL)
+def yearly():
+    return "happy new year"
+
+
+@app.endpoint(method="POST", **SMALL)
+def hello(item):
+    return item
+
+
+if __name__ == "__main__":
+    app.deploy()
+    d = app.deploy()
+    print("app:", d.app_id, flush=True)
+    call = jobs_q.put(sys.argv[1])
+    print("task:", call.object_id, flush=True)
+    try:
+        call.get(timeout=300)
+        print("state: not dead", flush=True)
+    except Exception as e:
+        print("state:", call.state, type(e).__name__, flush=True)
+`
+
+var (
+	appLine  = regexp.MustCompile(`(?m)^app: (\S+)$`)
+	taskLine = regexp.MustCompile(`(?m)^task: (\S+)$`)
+)
+
+// An app deployed twice shows both versions serving and the newer one
+// live, with its endpoint's URLs; its task queue's dead letter is listed,
+// linked and requeued from the dashboard (and then succeeds); its
+// schedule shows the next three ticks.
+func TestBrowserAppDeployments(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		s, c := functionsServer(t, url, "process")
+
+		// The job's user (the process runtime) must see the flag file.
+		dir, err := os.MkdirTemp("", "l9dash-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		flag := filepath.Join(dir, "fail")
+		script := filepath.Join(dir, "dash_app.py")
+		for path, body := range map[string]string{flag: "fail\n", script: dashboardApp} {
+			if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		sdk, err := filepath.Abs(sdkDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), fnTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "python3", script, flag)
+		cmd.Env = append(append(cleanEnv(), fnEnv(t, s, c.Token)...), "PYTHONPATH="+sdk, "PYTHONDONTWRITEBYTECODE=1")
+		outb, err := cmd.CombinedOutput()
+		out := string(outb)
+		if err != nil {
+			t.Fatalf("deploying and putting: %v\n%s", err, out)
+		}
+		am, tm := appLine.FindStringSubmatch(out), taskLine.FindStringSubmatch(out)
+		if am == nil || tm == nil {
+			t.Fatalf("the script printed no app or task:\n%s", out)
+		}
+		appID, taskID := am[1], tm[1]
+		if !regexp.MustCompile(`(?m)^state: DEAD `).MatchString(out) {
+			t.Fatalf("the item did not end DEAD:\n%s", out)
+		}
+
+		tb := newTab(t, s.URL)
+		tb.signIn(c.AdminEmail, c.AdminPassword)
+		tb.open("/apps")
+		tb.waitText("#app-"+appID, "DEPLOYED")
+		tb.waitText("#app-"+appID+" .versions", "v2 / v2")
+		tb.waitText("#app-"+appID+" .kinds", "1 ENDPOINT")
+		tb.waitText("#app-"+appID+" .kinds", "1 TASK_QUEUE")
+		tb.waitText("#app-"+appID+" .kinds", "1 CRON")
+
+		tb.open("/apps/" + appID)
+		tb.waitText("#version-v2", "live")
+		tb.waitText("#version-v2", "serving")
+		tb.waitText("#version-v1", "serving")
+		if strings.Contains(tb.text("#version-v1"), "live") {
+			t.Error("v1 is marked live; v2 is")
+		}
+		tb.waitText("#deployment-hello-v2", "live")
+		tb.waitText("#deployment-hello-v2 .urls", s.URL+"/endpoint/hello/v2")
+		tb.waitText("#deployment-hello-v1 .serving", "serving")
+		tb.waitText("#deployment-hello-v1 .urls", s.URL+"/endpoint/hello/v1")
+		if got := strings.TrimSpace(tb.text("#deployment-hello-v1 .urls")); got != s.URL+"/endpoint/hello/v1" {
+			t.Errorf("v1's URLs are %q; want only its versioned one (the alias reaches v2)", got)
+		}
+
+		// The schedule's next three ticks: the next three New Year's
+		// midnights, UTC.
+		year := time.Now().UTC().Year()
+		for i := 1; i <= 3; i++ {
+			tb.waitText("#deployment-yearly-v2 .next-runs", strconv.Itoa(year+i)+"-01-01 00:00:00 UTC")
+		}
+
+		// The dead letter: counted, linked to the filtered list, requeued
+		// once the file that made it fail is gone.
+		tb.waitText("#deployment-jobs_q-v2 .dead", "1 dead")
+		tb.do("opening the dead letters", chromedp.Click(chromedp.CSS("#deployment-jobs_q-v2 a.dead")),
+			chromedp.WaitVisible(chromedp.ID("task-list")))
+		tb.waitText("#task-filter", "DEAD")
+		tb.waitText("#task-"+taskID, "DEAD")
+		tb.waitText("#task-"+taskID, "QUEUE")
+		if err := os.Remove(flag); err != nil {
+			t.Fatal(err)
+		}
+		tb.do("requeueing", chromedp.Click(chromedp.ID("requeue-"+taskID)), chromedp.WaitVisible(chromedp.ID("task-filter")))
+		tb.waitText("main", "queued again")
+		tb.open("/tasks/" + taskID)
+		tb.waitText("#task-source", "task queue put")
+		deadline := time.Now().Add(3 * time.Minute)
+		for !strings.Contains(tb.text("#task-state"), "COMPLETE") {
+			if time.Now().After(deadline) {
+				t.Fatalf("the requeued item did not complete: %q", tb.text("#task-state"))
+			}
+			time.Sleep(time.Second)
+			tb.open("/tasks/" + taskID)
+		}
+	})
 }
