@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 import unittest
+from unittest import mock
 
 import levers9
 from levers9 import httpcall, realtime
@@ -190,6 +191,11 @@ class ServerTest(unittest.TestCase):
 
     def test_protocol_errors(self):
         _, port, _ = self.serve(echo)
+        self.assertEqual(realtime.MAX_MESSAGE, 16 << 20)
+        # The cap counts a message's frames together (checked at 1 MiB: 16 MiB takes long in pure Python).
+        cap = mock.patch.object(realtime, "MAX_MESSAGE", 1 << 20)
+        cap.start()
+        self.addCleanup(cap.stop)
         cases = [
             ("unmasked", lambda c: c.send_frame(realtime.OP_TEXT, b"hi", mask=None), 1002),
             ("continuation first", lambda c: c.send_frame(realtime.OP_CONT, b"x"), 1002),
@@ -199,7 +205,7 @@ class ServerTest(unittest.TestCase):
             ("reserved bits", lambda c: c.sock.sendall(b"\xc1\x80" + MASK), 1002),
             ("bad opcode", lambda c: c.send_frame(0x3, b""), 1002),
             ("not UTF-8", lambda c: c.send_frame(realtime.OP_TEXT, b"\xff\xfe"), 1007),
-            ("too large", lambda c: c.sock.sendall(b"\x82\xff" + struct.pack("!Q", realtime.MAX_MESSAGE + 1)), 1009),
+            ("too large", lambda c: c.sock.sendall(b"\x82\xff" + struct.pack("!Q", 16 << 20 | 1)), 1009),
             ("too large in parts", lambda c: (c.send_frame(realtime.OP_BINARY, b"x" * (realtime.MAX_MESSAGE // 2 + 1),
                                                            fin=False),
                                               c.send_frame(realtime.OP_CONT, b"x" * (realtime.MAX_MESSAGE // 2 + 1))),
@@ -243,8 +249,13 @@ class ServerTest(unittest.TestCase):
         c = self.client(port, protocols="chat, superchat")
         self.assertEqual(c.headers["sec-websocket-protocol"], "chat")
         c.recv_frame()
-        httpcall.run(server.stop(1001))
+        stopping = threading.Thread(target=httpcall.run, args=(server.stop(1001),))
+        stopping.start()
         self.assertEqual(c.recv_close()[0], 1001)
+        c.send_frame(realtime.OP_CLOSE, struct.pack("!H", 1001))
+        self.assertTrue(c.eof())
+        stopping.join(10)
+        self.assertFalse(stopping.is_alive())
 
     def test_unmask(self):
         data = os.urandom(1001)
