@@ -97,7 +97,7 @@ func newRootCommand(a *app) *cobra.Command {
 
 	global := root.PersistentFlags()
 	a.conn.register(global)
-	global.BoolVar(&a.json, "json", false, "print JSON, for scripts (jobs, job show, logs, tokens, token, invite, queues, nodes, context list, task show, app list)")
+	global.BoolVar(&a.json, "json", false, "print JSON, for scripts (jobs, job show, logs, tokens, token, invite, queues, nodes, context list, task show, app list, secret list)")
 	_ = root.RegisterFlagCompletionFunc("context", completeContexts)
 
 	root.AddCommand(
@@ -110,6 +110,8 @@ func newRootCommand(a *app) *cobra.Command {
 		newTokensCommand(a), newTokenCommand(a), newInviteCommand(a),
 		newQueuesCommand(a), newNodesCommand(a), newNodeCommand(a),
 		newTaskCommand(a), newAppCommand(a),
+		newPythonAppCommand(a, "deploy"), newPythonAppCommand(a, "serve"),
+		newSecretCommand(a), newQueueCommand(a),
 		&cobra.Command{
 			Use: "version", Short: "print the version",
 			Run: func(cmd *cobra.Command, args []string) { fmt.Fprintln(a.stdout, "levers9", version) },

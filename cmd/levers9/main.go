@@ -33,8 +33,19 @@ Client commands (connection: -c CONTEXT, --server, --token; see below):
   levers9 run app.py[::ENTRYPOINT] [ARGS...]
                            run a Python app's local entrypoint here, its functions
                            deployed for as long as it runs (python3 -m levers9 run)
+  levers9 deploy app.py    deploy a Python app: a new version of its deployments,
+                           serving until stopped (python3 -m levers9 deploy)
+  levers9 serve app.py     serve a Python app at temporary URLs, redeployed on
+                           save, removed on Ctrl-C
   levers9 task show TASK   a function call: state, error, cold-start phases
-  levers9 app list|stop    serverless apps; stop cancels their calls
+  levers9 app list|stop|rollback|logs
+                           serverless apps and their versions (stop [--version N],
+                           rollback APP [vN], logs APP [--version N] [-f])
+  levers9 secret create|list|delete
+                           secrets for functions (create NAME KEY=VALUE... [--force]
+                           [--from-dotenv FILE]; KEY=- reads stdin); values never shown
+  levers9 queue requeue TASK...
+                           put dead task-queue items back in their queue
   levers9 submit [flags] -- CMD [ARGS...]
                            levers9 run -d: submit, print the job ID
   levers9 jobs [--status S] [-n N]
@@ -68,7 +79,7 @@ Client commands (connection: -c CONTEXT, --server, --token; see below):
                            print a shell completion script (see levers9 completion -h)
 
 jobs, job show, logs, tokens, token, invite, queues, nodes, context list,
-task show and app list take --json for scripts. Run "levers9 COMMAND -h" for a command's flags.
+task show, app list and secret list take --json for scripts. Run "levers9 COMMAND -h" for a command's flags.
 
 Connection: the --server and --token flags, else LEVERS9_SERVER and
 LEVERS9_TOKEN, else the context named by -c, else the current context of

@@ -31,30 +31,36 @@ func isPythonTarget(arg string) bool {
 // passes on SIGINT and SIGTERM, and returns the child's exit code (128 +
 // the signal when one ended it, as shells report it).
 func runPython(ctx context.Context, c clientFlags, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runPythonCommand(ctx, c, "run", args, stdin, stdout, stderr)
+}
+
+// runPythonCommand is runPython for any command of the SDK's command line
+// (run, deploy, serve).
+func runPythonCommand(ctx context.Context, c clientFlags, sub string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	interp, err := exec.LookPath("python3")
 	if err != nil {
-		fmt.Fprintf(stderr, "levers9 run: running a Python app needs python3 on PATH: %v\n", err)
+		fmt.Fprintf(stderr, "levers9 %s: running a Python app needs python3 on PATH: %v\n", sub, err)
 		return exitError
 	}
 	if c.Token == "" {
-		fmt.Fprintf(stderr, "levers9 run: %s\n", errNoToken)
+		fmt.Fprintf(stderr, "levers9 %s: %s\n", sub, errNoToken)
 		return exitError
 	}
 	dir, err := pythonPackageDir()
 	if err != nil {
-		fmt.Fprintf(stderr, "levers9 run: %v\n", err)
+		fmt.Fprintf(stderr, "levers9 %s: %v\n", sub, err)
 		return exitError
 	}
 	// Not CommandContext: the child decides how to stop on a signal (it
 	// stops its app first), so it is sent the signal, not killed.
-	cmd := exec.Command(interp, append([]string{"-m", "levers9", "run"}, args...)...)
+	cmd := exec.Command(interp, append([]string{"-m", "levers9", sub}, args...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.Env = pythonEnv(os.Environ(), dir, c)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(stderr, "levers9 run: starting python3: %v\n", err)
+		fmt.Fprintf(stderr, "levers9 %s: starting python3: %v\n", sub, err)
 		return exitError
 	}
 	// On a terminal, Ctrl-C reaches the whole foreground process group,
