@@ -36,6 +36,10 @@ def broken(item):
     raise ValueError("no %s" % item)
 
 
+async def abroken(item):
+    raise ValueError("async no %s" % item)
+
+
 def add(a, b=0):
     return a + b
 
@@ -170,6 +174,11 @@ class RunnerHTTPTest(unittest.TestCase):
         self.assertIn('raise ValueError("no %s" % item)', fail["traceback"])
         self.assertNotIn("httpcall.py", fail["traceback"])
         self.assertNotIn("runner.py", fail["traceback"])
+        f = self.fake(info("abroken", "ENDPOINT"), [http_task("t_a", envelope(body=b'"tea"'))])
+        self.run_fake(f)
+        fail = f.done["t_a"]["failure"]
+        self.assertEqual(fail["message"], "ValueError: async no tea")
+        self.assertTrue(fail["traceback"].splitlines()[1].strip().endswith("in abroken"), fail["traceback"])
         f = self.fake(info("apredict", "ENDPOINT"), [http_task("t_2", envelope(body=b"7")),
                                                       task("t_3", args_payload(8))])
         self.run_fake(f)
