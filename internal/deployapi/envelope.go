@@ -21,15 +21,16 @@ import (
 )
 
 // requestEnvelope is an HTTP request as an HTTP-made task carries it
-// (the runner reads it instead of a pickle). Prefix and Scheme are what
-// an ASGI app needs beyond the path (root_path, scope["scheme"]).
+// (the runner reads it instead of a pickle). Prefix ("rootPath") and
+// Scheme are what an ASGI app needs beyond the path (its root_path and
+// scope["scheme"]).
 type requestEnvelope struct {
 	Method  string      `json:"method"`
 	Path    string      `json:"path"`
 	Query   string      `json:"query"`
 	Headers [][2]string `json:"headers"`
 	Body    []byte      `json:"body"` // base64
-	Prefix  string      `json:"prefix"`
+	Prefix  string      `json:"rootPath"`
 	Scheme  string      `json:"scheme"`
 }
 

@@ -139,7 +139,7 @@ type request struct {
 	Query   string      `json:"query"`
 	Headers [][2]string `json:"headers"`
 	Body    []byte      `json:"body"`
-	Prefix  string      `json:"prefix"`
+	Prefix  string      `json:"rootPath"`
 }
 
 func (r request) header(name string) []string {
