@@ -3,8 +3,8 @@ package secrets
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
