@@ -111,9 +111,21 @@ func (s *Service) withKey(ctx context.Context, appID, key string) (*ent.Task, er
 	return t, nil
 }
 
-// Task reads a task the viewer may see (for GET /api/tasks/{id}).
+// Task reads a task the viewer may see (for GET /api/tasks/{id}): one of
+// its environment, or a public function's, whoever asks (its ID, handed
+// to whoever called the public URL, is the capability).
 func (s *Service) Task(ctx context.Context, id string) (*ent.Task, error) {
-	t, err := s.DB.Ent.Task.Get(ctx, id)
+	if viewer.FromContext(ctx).InTenant() {
+		t, err := s.DB.Ent.Task.Get(ctx, id)
+		if err == nil {
+			return t, nil
+		}
+		if !ent.IsNotFound(err) {
+			return nil, fmt.Errorf("reading task %s: %w", id, err)
+		}
+	}
+	sys := viewer.SystemContext(ctx)
+	t, err := s.DB.Ent.Task.Query().Where(task.ID(id), task.HasFunctionWith(function.Public(true))).Only(sys)
 	if ent.IsNotFound(err) {
 		return nil, fault.Missing(fmt.Sprintf("task %q", clip(id)))
 	}
@@ -126,9 +138,12 @@ func (s *Service) Task(ctx context.Context, id string) (*ent.Task, error) {
 // Requeue puts a DEAD task back as PENDING with a fresh attempt count;
 // its owner or an admin may, while its function serves.
 func (s *Service) Requeue(ctx context.Context, taskID string) (*ent.Task, error) {
-	t, err := s.Task(ctx, taskID)
+	t, err := s.DB.Ent.Task.Get(ctx, taskID)
+	if ent.IsNotFound(err) {
+		return nil, fault.Missing(fmt.Sprintf("task %q", clip(taskID)))
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading task %s: %w", taskID, err)
 	}
 	if v := viewer.FromContext(ctx); t.OwnerID != v.UserID && !v.Admin {
 		return nil, fault.New(fault.Forbidden, "task %s is another user's: only they or an admin requeue it", t.ID)
@@ -155,5 +170,5 @@ func (s *Service) Requeue(ctx context.Context, taskID string) (*ent.Task, error)
 		s.publish(ctx, notify.TopicFunction, t.FunctionID)
 		s.scale(ctx, t.FunctionID)
 	}
-	return s.Task(ctx, t.ID)
+	return s.DB.Ent.Task.Get(ctx, t.ID)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/blobs"
 	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/fixture"
 	"github.com/levers9/levers9/internal/functions"
 	"github.com/levers9/levers9/internal/notify"
@@ -73,10 +74,30 @@ func newBenchWorld(t testing.TB, url string) *world {
 	return w
 }
 
-// deploy deploys app name with fns (the defaults: default queue, module
-// app, qualname = name).
+// deploy deploys ephemeral app name with fns (see spec for defaults).
 func (w *world) deploy(t *testing.T, ctx context.Context, name string, fns ...functions.FunctionSpec) *ent.App {
 	t.Helper()
+	a, err := w.fn.DeployEphemeral(ctx, spec(name, codeHash, fns...))
+	if err != nil {
+		t.Fatalf("deploying %s: %v", name, err)
+	}
+	return a
+}
+
+// deployVersion deploys a new version of deployed app name with code
+// hash code and fns; the app returned carries the new version's functions.
+func (w *world) deployVersion(t *testing.T, ctx context.Context, name, code string, fns ...functions.FunctionSpec) *ent.App {
+	t.Helper()
+	a, err := w.fn.Deploy(ctx, spec(name, code, fns...))
+	if err != nil {
+		t.Fatalf("deploying %s: %v", name, err)
+	}
+	return a
+}
+
+// spec is app name with fns and their defaults: default queue, module
+// app, qualname = name.
+func spec(name, code string, fns ...functions.FunctionSpec) functions.AppSpec {
 	for i := range fns {
 		if fns[i].Queue == "" {
 			fns[i].Queue = tenancy.DefaultQueue
@@ -88,11 +109,31 @@ func (w *world) deploy(t *testing.T, ctx context.Context, name string, fns ...fu
 			fns[i].Qualname = fns[i].Name
 		}
 	}
-	a, err := w.fn.DeployEphemeral(ctx, functions.AppSpec{Name: name, CodeHash: codeHash, Functions: fns})
-	if err != nil {
-		t.Fatalf("deploying %s: %v", name, err)
+	return functions.AppSpec{Name: name, CodeHash: code, Functions: fns}
+}
+
+// fnNamed is the function named name among fns.
+func fnNamed(t testing.TB, fns []*ent.Function, name string) *ent.Function {
+	t.Helper()
+	for _, f := range fns {
+		if f.Name == name {
+			return f
+		}
 	}
-	return a
+	t.Fatalf("no function %s", name)
+	return nil
+}
+
+// knownSecrets is a secrets checker knowing some names.
+type knownSecrets map[string]bool
+
+func (k knownSecrets) Check(_ context.Context, names []string) error {
+	for _, n := range names {
+		if !k[n] {
+			return fault.Invalid("secrets", "no secret %q in this environment", n)
+		}
+	}
+	return nil
 }
 
 // containers lists fn's containers, oldest first.

@@ -146,8 +146,9 @@ func TestClaimOwnFunctionOnly(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, url string) {
 		t.Parallel()
 		w := newWorld(t, url)
-		var fn struct{ ID, Name, App, Module, Qualname string }
-		if code := w.do(t, "GET", "/runner/v1/function", "", &fn); code != 200 || fn.ID != w.embedFn || fn.Name != "embed" || fn.App != w.embedApp {
+		var fn struct{ ID, Name, App, Module, Qualname, Kind, HTTPMethod string }
+		if code := w.do(t, "GET", "/runner/v1/function", "", &fn); code != 200 || fn.ID != w.embedFn || fn.Name != "embed" || fn.App != w.embedApp ||
+			fn.Kind != "FUNCTION" || fn.HTTPMethod != "" {
 			t.Fatalf("function: %d %+v", code, fn)
 		}
 		var claim struct {
@@ -155,13 +156,15 @@ func TestClaimOwnFunctionOnly(t *testing.T) {
 				ID      string
 				Attempt int
 				Args    struct{ Data string }
+				Source  string
 			}
 			Exit bool
 		}
 		if code := w.do(t, "POST", "/runner/v1/claim", `{"max":10,"waitMs":0,"phases":{"processStartedAt":"2026-01-01T00:00:00.5Z"}}`, &claim); code != 200 {
 			t.Fatalf("claim: %d", code)
 		}
-		if len(claim.Tasks) != 1 || claim.Tasks[0].ID != w.embed.ID || claim.Tasks[0].Args.Data != b64("one") || claim.Exit {
+		if len(claim.Tasks) != 1 || claim.Tasks[0].ID != w.embed.ID || claim.Tasks[0].Args.Data != b64("one") ||
+			claim.Tasks[0].Source != "CALL" || claim.Exit {
 			t.Fatalf("claimed %+v; want embed's one call only", claim)
 		}
 		// Its outcome is recorded with the next claim.
