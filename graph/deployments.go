@@ -170,7 +170,7 @@ func (r *Resolver) taskCountsOf(ctx context.Context, f *ent.Function) (taskCount
 				Count      int        `json:"count"`
 			}
 			err := r.Ent.Task.Query().Where(task.AppIDIn(appIDs...), task.StateIn(task.StatePENDING, task.StateDEAD)).
-				GroupBy(task.FieldAppID, task.FieldFunctionID, task.FieldState).Aggregate(ent.Count()).Scan(ctx, &rows)
+				GroupBy(task.FieldAppID, task.FieldFunctionID, task.FieldState).Aggregate(ent.As(ent.Count(), "count")).Scan(ctx, &rows)
 			if err != nil {
 				return nil, fmt.Errorf("counting tasks: %w", err)
 			}
