@@ -103,7 +103,7 @@ func (s *Service) Resolve(ctx context.Context, r Route) (context.Context, *ent.F
 		if err != nil || f == nil || !f.Public {
 			return nil, nil, orMissing(err, missing)
 		}
-		return ownerContext(ctx, f), f, nil
+		return OwnerContext(ctx, f), f, nil
 	}
 	v := viewer.FromContext(ctx)
 	if !v.InTenant() {
@@ -113,7 +113,7 @@ func (s *Service) Resolve(ctx context.Context, r Route) (context.Context, *ent.F
 	if err != nil || f == nil {
 		return nil, nil, orMissing(err, missing)
 	}
-	return ownerContext(ctx, f), f, nil
+	return OwnerContext(ctx, f), f, nil
 }
 
 func orMissing(err, missing error) error {
@@ -123,9 +123,10 @@ func orMissing(err, missing error) error {
 	return missing
 }
 
-// ownerContext acts for f's owner in f's tenant and environment, as f's
-// containers do (never an admin).
-func ownerContext(ctx context.Context, f *ent.Function) context.Context {
+// OwnerContext acts for f's owner in f's tenant and environment, as f's
+// containers do (never an admin): what a public URL or a cron tick does
+// in f's name.
+func OwnerContext(ctx context.Context, f *ent.Function) context.Context {
 	return viewer.NewContext(ctx, &viewer.Viewer{UserID: f.OwnerID, TenantID: f.TenantID, EnvironmentID: f.EnvironmentID})
 }
 

@@ -52,6 +52,11 @@ func (s *Service) RealtimeContainer(ctx context.Context, f *ent.Function, wait t
 		}
 		for _, c := range ctrs {
 			if c.State == container.StateREADY {
+				// A connection is the container's work: its idle time
+				// (scale-down) counts from the last one handed to it.
+				if err := s.DB.Ent.Container.UpdateOneID(c.ID).SetLastTaskAt(s.now()).Exec(sys); err != nil {
+					return "", fmt.Errorf("recording a connection to container %s: %w", c.ID, err)
+				}
 				return c.JobID, nil
 			}
 		}
