@@ -29,7 +29,8 @@ type Deps struct {
 	// Scheduler places jobs; NewClients fills in one without a Bus when
 	// nil (nodes then learn of new work only when they resync).
 	Scheduler *scheduler.Service
-	// Functions, when set, reconciles functions' containers and calls.
+	// Functions, when set, reconciles functions' containers and calls
+	// and fires their cron schedules.
 	Functions *functions.Service
 }
 
@@ -50,6 +51,7 @@ func Register(d Deps) *river.Workers {
 	}
 	if d.Functions != nil {
 		river.AddWorker(w, &ReconcileFunctionsWorker{Functions: d.Functions, Log: d.Log})
+		river.AddWorker(w, &FireSchedulesWorker{Functions: d.Functions, Log: d.Log})
 	}
 	return w
 }
@@ -74,7 +76,8 @@ func Periodic(d Deps) []*river.PeriodicJob {
 		periodic = append(periodic, every(livenessEvery(d.Liveness.TTL), NodeLivenessArgs{}))
 	}
 	if d.Functions != nil {
-		periodic = append(periodic, every(reconcileFunctionsEvery, ReconcileFunctionsArgs{}))
+		periodic = append(periodic, every(reconcileFunctionsEvery, ReconcileFunctionsArgs{}),
+			every(fireSchedulesEvery, FireSchedulesArgs{}))
 	}
 	return periodic
 }
