@@ -181,6 +181,15 @@ func TestEndpoints(t *testing.T) {
 			if r.status != 200 || r.header.Get("X-Tag") != "hello" || r.header.Get("X-Path") != "/p" {
 				t.Fatalf("%d %v %q", r.status, r.header, r.body)
 			}
+			// Its task's ID is the capability: pollable without a token,
+			// unlike a private deployment's.
+			if p := w.do(t, "GET", "/api/tasks/"+r.header.Get(deployapi.TaskHeader)+"?wait=1", "", nil); p.status != 200 || p.header.Get("X-Tag") != "hello" {
+				t.Errorf("polling a public task anonymously: %d %q", p.status, p.body)
+			}
+			private := w.do(t, "POST", "/endpoint/predict", w.token, []byte(`{}`))
+			if p := w.do(t, "GET", "/api/tasks/"+private.header.Get(deployapi.TaskHeader), "", nil); p.status != 404 {
+				t.Errorf("polling a private task anonymously: %d %q", p.status, p.body)
+			}
 			for _, path := range []string{"/pub/acme/" + w.env + "/endpoint/predict", "/pub/globex/" + w.env + "/endpoint/hello", "/pub/acme/nope/endpoint/hello"} {
 				if r := w.do(t, "POST", path, "", []byte(`{}`)); r.status != 404 {
 					t.Errorf("%s: %d %q", path, r.status, r.body)
