@@ -50,28 +50,44 @@ func (a *API) code(w http.ResponseWriter, r *http.Request) {
 // function's container and runs that code. Every other case is the same
 // NOT_FOUND, so a node learns nothing of other jobs or blobs.
 func (a *API) codeTenant(ctx context.Context, credential, jobID, hash string) (string, error) {
-	sys := viewer.SystemContext(ctx)
-	c := a.cfg.Blobs.DB.Ent
-	n, err := c.Node.Query().Where(node.CredentialHash(auth.HashSecret(credential))).Only(sys)
-	if ent.IsNotFound(err) {
-		return "", fault.New(fault.Unauthenticated, "unknown or revoked node credential")
-	}
-	if err != nil {
-		return "", fmt.Errorf("looking up node credential: %w", err)
-	}
 	missing := fault.Missing(fmt.Sprintf("code %s of job %q", hash, jobID))
-	if jobID == "" {
-		return "", missing
-	}
-	j, err := c.Job.Query().Where(job.ID(jobID), job.HasServicesWith(service.NodeID(n.ID))).Only(sys)
-	if ent.IsNotFound(err) {
-		return "", missing
-	}
+	j, err := NodeJob(ctx, a.cfg.Blobs.DB.Ent, credential, jobID, missing)
 	if err != nil {
-		return "", fmt.Errorf("looking up job %s: %w", jobID, err)
+		return "", err
 	}
-	if j.Spec.Runner == nil || j.Spec.Runner.CodeHash != hash {
+	if j.Spec.Runner.CodeHash != hash {
 		return "", missing
 	}
 	return j.TenantID, nil
+}
+
+// NodeJob is job jobID when the node with credential may act for it: the
+// job is placed on that node and is a function's container (its spec has
+// a Runner). An unknown credential is UNAUTHENTICATED; every other refusal
+// is missing, whatever the reason, so a node learns nothing of other
+// jobs. Shared by the node's endpoints for its function containers
+// (/agent/code, /agent/secrets).
+func NodeJob(ctx context.Context, c *ent.Client, credential, jobID string, missing error) (*ent.Job, error) {
+	sys := viewer.SystemContext(ctx)
+	n, err := c.Node.Query().Where(node.CredentialHash(auth.HashSecret(credential))).Only(sys)
+	if ent.IsNotFound(err) {
+		return nil, fault.New(fault.Unauthenticated, "unknown or revoked node credential")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("looking up node credential: %w", err)
+	}
+	if jobID == "" {
+		return nil, missing
+	}
+	j, err := c.Job.Query().Where(job.ID(jobID), job.HasServicesWith(service.NodeID(n.ID))).Only(sys)
+	if ent.IsNotFound(err) {
+		return nil, missing
+	}
+	if err != nil {
+		return nil, fmt.Errorf("looking up job %s: %w", jobID, err)
+	}
+	if j.Spec.Runner == nil {
+		return nil, missing
+	}
+	return j, nil
 }
