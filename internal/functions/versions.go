@@ -65,6 +65,10 @@ func (s *Service) Deploy(ctx context.Context, spec AppSpec) (*ent.App, error) {
 			WithFunctions(func(q *ent.FunctionQuery) { q.Where(function.Version(version)) }).Only(ctx)
 		return err
 	})
+	if ent.IsConstraintError(err) {
+		// Another deploy of the app took the same version number first.
+		return nil, fault.New(fault.Unavailable, "another deploy of app %s is in progress: try again", spec.Name)
+	}
 	if err != nil {
 		return nil, err
 	}
