@@ -29,6 +29,7 @@ func TestEndpoints(t *testing.T) {
 				{Name: "run", Kind: function.KindFUNCTION},
 				{Name: "work", Kind: function.KindTASK_QUEUE},
 				{Name: "hello", Kind: function.KindENDPOINT, Public: true},
+				{Name: "stuck", Kind: function.KindFUNCTION},
 			}
 		}
 		// Version 2 is live: unversioned URLs reach it.
@@ -39,11 +40,22 @@ func TestEndpoints(t *testing.T) {
 			return echo("v1")(req)
 		})
 		w.serve(t, v2["predict"].ID, echo("v2"))
-		release := make(chan struct{})
+		// wait blocks a runner until ch closes or the test ends.
+		wait := func(ch chan struct{}) {
+			select {
+			case <-ch:
+			case <-w.ctx.Done():
+			}
+		}
+		release, never := make(chan struct{}), make(chan struct{})
 		for _, v := range []map[string]*ent.Function{v1, v2} {
 			w.serve(t, v["slow"].ID, func(req request) (*response, string) {
-				<-release
+				wait(release)
 				return echo("slow")(req)
+			})
+			w.serve(t, v["stuck"].ID, func(req request) (*response, string) {
+				wait(never)
+				return echo("stuck")(req)
 			})
 			w.serve(t, v["boom"].ID, func(request) (*response, string) { return nil, "ValueError: boom" })
 			w.serve(t, v["run"].ID, echo("run"))
@@ -137,6 +149,31 @@ func TestEndpoints(t *testing.T) {
 			}
 			if r := w.do(t, "POST", "/job/run", w.token, []byte(`[1]`)); r.status != 400 {
 				t.Errorf("a body that is no args object: %d", r.status)
+			}
+		})
+		t.Run("a cancelled call is 409", func(t *testing.T) {
+			r := w.do(t, "POST", "/job/stuck", w.token, nil)
+			id := r.state(t).Task
+			if _, err := w.fn.CancelTask(w.tn.AsAdmin(), id); err != nil {
+				t.Fatal(err)
+			}
+			p := w.do(t, "GET", "/api/tasks/"+id+"?wait=30", w.token, nil)
+			if e := p.refusal(t); p.status != http.StatusConflict || e.Error.Code != "CANCELLED" || e.Error.Task != id {
+				t.Fatalf("%d %+v", p.status, e)
+			}
+		})
+		t.Run("a Python-made call's task shows its state, not its pickles", func(t *testing.T) {
+			tk, err := w.fn.Call(w.tn.AsAdmin(), v2["run"].ID, functions.Payload{Data: []byte("\x80\x04pickle")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := w.do(t, "GET", "/api/tasks/"+tk.ID+"?wait=30", w.token, nil)
+			var got struct {
+				Task, State string
+				Error       struct{ Code, Message, Task string }
+			}
+			if err := json.Unmarshal(p.body, &got); err != nil || p.status != 200 || got.Task != tk.ID || got.State != "ERROR" || got.Error.Code != "FUNCTION_ERROR" {
+				t.Fatalf("%d %q", p.status, p.body)
 			}
 		})
 		t.Run("a queue's idempotency key returns the first task", func(t *testing.T) {
