@@ -29,7 +29,7 @@ import (
 func TestTenantIsolation(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
-		e := newEnv(t, url)
+		e := newEnv(t, url, withDeployments, withSecrets(t))
 		a, b := e.newTenant("alpha"), e.newTenant("beta")
 		root := e.superadmin()
 		bo := seedBeta(t, e, b)
@@ -271,6 +271,9 @@ var lists = []struct{ field, where, prefix string }{
 	{"environments", "EnvironmentWhereInput", "env"},
 	{"apiTokens", "APITokenWhereInput", "tok"},
 	{"auditEvents", "AuditEventWhereInput", "aud"},
+	{"apps", "AppWhereInput", "app"},
+	{"tasks", "TaskWhereInput", "task"},
+	{"secrets", "SecretWhereInput", "sec"},
 }
 
 // alpha holds alpha's own objects, used as the near end of links to beta.
@@ -347,6 +350,14 @@ func seedBeta(t *testing.T, e *env, b *tenant) map[string]string {
 	do("service", `query($id: ID!) { node(id: $id) { ... on Job { services { id } } } }`, vars{"id": ids["job"]}, "node", "services", "0", "id")
 	do("charge", `mutation($u: ID!) { grantTokens(input: {userID: $u, tokens: 100, reason: "welcome"}) { id } }`,
 		vars{"u": b.member.ID}, "grantTokens", "id")
+	do("app", `mutation($i: DeployAppInput!) { deployApp(input: $i) { id } }`, vars{"i": vars{"name": "beta-web", "code": strings.Repeat("ef", 32),
+		"deploy": true, "functions": []vars{{"name": "beta_q", "module": "app", "qualname": "q", "queue": "default", "kind": "TASK_QUEUE"}}}},
+		"deployApp", "id")
+	do("function", `query($id: ID!) { node(id: $id) { ... on App { functions { id } } } }`, vars{"id": ids["app"]}, "node", "functions", "0", "id")
+	do("task", `mutation($f: ID!) { putTask(function: $f, item: {data: "eA=="}, idempotencyKey: "beta-key") { id } }`,
+		vars{"f": ids["function"]}, "putTask", "id")
+	do("secret", `mutation { createSecret(input: {name: "beta-secret", values: [{key: "TOKEN", value: "beta-value"}]}) { id } }`,
+		nil, "createSecret", "id")
 	return ids
 }
 
@@ -541,6 +552,18 @@ func mutations(a alpha, b map[string]string, alphaMember string) []mutation {
 		{name: "updateTenant replacing domains with beta's", query: `mutation { updateTenant(input: {emailDomains: ["alpha.test", "beta.test"]}) { id } }`, codes: ref},
 		{name: "createUser in beta's email domain", query: `mutation { createUser(input: {email: "intruder@beta.test", password: "correct horse battery"}) { id } }`, codes: ref},
 		{name: "createUser with beta member's email", query: `mutation { createUser(input: {email: "member@beta.test", password: "correct horse battery"}) { id } }`, codes: ref},
+		{name: "deleteSecret", query: fmt.Sprintf(byID, "deleteSecret", ""), vars: vars{"id": b["secret"]}, codes: gone},
+		{name: "deleteSecret by name", query: fmt.Sprintf(byID, "deleteSecret", ""), vars: vars{"id": "beta-secret"}, codes: gone},
+		{name: "lookupFunction", query: `{ lookupFunction(app: "beta-web", name: "beta_q") { id } }`, codes: gone},
+		{name: "putTask", query: `mutation($id: ID!) { putTask(function: $id, item: {data: "eA=="}) { id } }`, vars: vars{"id": b["function"]}, codes: gone},
+		{name: "putTask with beta's key", query: `mutation($id: ID!) { putTask(function: $id, item: {data: "eA=="}, idempotencyKey: "beta-key") { id } }`,
+			vars: vars{"id": b["function"]}, codes: gone},
+		{name: "callFunction", query: `mutation($id: ID!) { callFunction(function: $id, args: {data: "eA=="}) { id } }`, vars: vars{"id": b["function"]}, codes: gone},
+		{name: "requeueTask", query: fmt.Sprintf(byID, "requeueTask", " { id }"), vars: vars{"id": b["task"]}, codes: gone},
+		{name: "cancelTask", query: fmt.Sprintf(byID, "cancelTask", " { id }"), vars: vars{"id": b["task"]}, codes: gone},
+		{name: "rollbackApp", query: fmt.Sprintf(byID, "rollbackApp", " { id }"), vars: vars{"id": b["app"]}, codes: gone},
+		{name: "stopAppVersion", query: `mutation($id: ID!) { stopAppVersion(id: $id, version: 1) { id } }`, vars: vars{"id": b["app"]}, codes: gone},
+		{name: "stopApp", query: fmt.Sprintf(byID, "stopApp", " { id }"), vars: vars{"id": b["app"]}, codes: gone},
 		{name: "enterTenant beta", query: fmt.Sprintf(byID, "enterTenant", " { id }"), vars: vars{"id": b["tenant"]}, codes: []string{"FORBIDDEN"}, tenantUsersOnly: true},
 	}
 }

@@ -48,6 +48,7 @@ var pagingConnections = []connection{
 	{"User", "jobs", "JobOrder", []string{"ID", "CREATED_AT", "NAME", "STATUS", "PRIORITY"}},
 	{"", "apps", "AppOrder", []string{"ID", "CREATED_AT", "NAME"}},
 	{"", "tasks", "TaskOrder", []string{"ID", "CREATED_AT", "STATE"}},
+	{"", "secrets", "SecretOrder", []string{"ID", "CREATED_AT", "NAME"}},
 	{"Function", "tasks", "TaskOrder", []string{"ID", "CREATED_AT", "STATE"}},
 	{"FunctionMap", "tasks", "TaskOrder", []string{"ID", "CREATED_AT", "STATE"}},
 }
@@ -332,6 +333,11 @@ func seedPaging(t *testing.T, e *env, a *tenant) map[string]string {
 			t.Fatal(err)
 		}
 		if _, err := e.db.Ent.Tenant.Create().SetName(fmt.Sprint("T", i%2)).SetSlug(fmt.Sprint("pg", i)).Save(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Sealed values are no concern here: the rows only get paged.
+		if _, err := e.db.Ent.Secret.Create().SetTenantID(a.ent.ID).SetEnvironmentID(a.mainEnv).SetName(fmt.Sprintf("sec%d%d", i%3, i)).
+			SetKeys([]string{"K"}).SetOwnerID(a.admin.ID).SetCiphertext([]byte("x")).SetNonce([]byte("n")).SetKeyID("k").Save(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
