@@ -118,13 +118,24 @@ class GraphQLBackend(Backend):
         i: Dict[str, Any] = {"name": name, "code": code_hash, "functions": functions}
         if deploy:
             i["deploy"] = True
-        return self.client.graphql("mutation($i: DeployAppInput!) { deployApp(input: $i) { %s } }" % fields,
-                                   {"i": i})["deployApp"]
+        app = self.client.graphql("mutation($i: DeployAppInput!) { deployApp(input: $i) { %s } }" % fields,
+                                  {"i": i})["deployApp"]
+        for f in app.get("functions") or []:
+            self._absolute(f)
+        return app
+
+    def _absolute(self, f: Dict[str, Any]) -> Dict[str, Any]:
+        """A function's urls in full: a server with no public URL set
+        answers paths, reached through the client's server."""
+        if f.get("urls"):
+            base = str(getattr(self.client, "server", "") or "").rstrip("/")
+            f["urls"] = [base + u if u.startswith("/") else u for u in f["urls"]]
+        return f
 
     def lookup_function(self, app: str, name: str, version: Optional[int]) -> Dict[str, Any]:
-        return self.client.graphql("query($a: String!, $n: String!, $v: Int) { lookupFunction(app: $a, name: $n,"
-                                   " version: $v) { %s } }" % LOOKUP_FIELDS,
-                                   {"a": app, "n": name, "v": version})["lookupFunction"]
+        return self._absolute(self.client.graphql(
+            "query($a: String!, $n: String!, $v: Int) { lookupFunction(app: $a, name: $n, version: $v) { %s } }"
+            % LOOKUP_FIELDS, {"a": app, "n": name, "v": version})["lookupFunction"])
 
     def put(self, fn: str, item: Dict[str, str], idempotency_key: Optional[str]) -> Dict[str, Any]:
         # With a key a repeat returns the first task: safe to retry.

@@ -39,6 +39,7 @@ class FakeClient:
 
     default_queue = "default"
     default_project = ""
+    server = "http://h"
 
     def __init__(self, answers):
         self.answers = answers
@@ -126,6 +127,8 @@ def deployed_app(version):
                  "urls": ["http://h/queue/resize/v%d" % version]},
                 {"id": "fn_c", "name": "refresh", "version": version, "kind": "CRON", "deployment": "refresh",
                  "urls": []},
+                {"id": "fn_j", "name": "job", "version": version, "kind": "FUNCTION", "deployment": "job",
+                 "urls": ["/job/job/v%d" % version]},  # a server without a public URL answers paths
             ]}
 
 
@@ -161,7 +164,8 @@ class DeployTest(unittest.TestCase):
         self.assertEqual({f["name"]: f["kind"] for f in i["functions"]},
                          {"predict": "ENDPOINT", "resize": "TASK_QUEUE", "refresh": "CRON"})
         self.assertEqual(result.version, 3)
-        self.assertEqual([f["id"] for f in result.functions], ["fn_p", "fn_q", "fn_c"])
+        self.assertEqual([f["id"] for f in result.functions], ["fn_p", "fn_q", "fn_c", "fn_j"])
+        self.assertEqual(result.urls["job"], ["http://h/job/job/v3"])
         self.assertEqual(result.urls["predict"], ["http://h/endpoint/predict/v3", "http://h/endpoint/predict"])
         self.assertEqual(queue.urls, ["http://h/queue/resize/v3"])
         lines = deploy.describe(result.functions, {"refresh": "@daily"})
@@ -195,7 +199,7 @@ class LookupTest(unittest.TestCase):
     def client(self):
         return FakeClient({
             "lookupFunction": lambda v: {"id": "fn_7", "name": v["n"], "version": v["v"] or 4, "kind": "TASK_QUEUE",
-                                         "deployment": v["n"], "urls": ["http://h/queue/%s/v4" % v["n"]]},
+                                         "deployment": v["n"], "urls": ["/queue/%s/v4" % v["n"]]},
             "callFunction": lambda v: {"id": "task_c", "state": "PENDING"},
             "putTask": lambda v: {"id": "task_p", "state": "PENDING"},
             "awaitTask": lambda v: {"id": v["id"], "state": "DEAD", "errorKind": "exception",
