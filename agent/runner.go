@@ -149,6 +149,14 @@ func (a *Agent) prepareRunner(ctx context.Context, m wire.Start, received time.T
 		runtime.Mount{Path: RunnerSDKPath, Dir: sdk, ReadOnly: true},
 		runtime.Mount{Path: RunnerRunPath, Dir: run},
 	)
+	// The secrets' values, fetched last (right before the start) and kept
+	// in the environment only; the runner's own variables win over them.
+	var secretEnv []runtime.EnvVar
+	if len(m.Runner.Secrets) > 0 {
+		if secretEnv, err = a.secretEnv(ctx, m.JobID); err != nil {
+			return nil, err
+		}
+	}
 	wd, _ := a.cfg.Runtime.(workDirs)
 	for i, s := range spec.Services {
 		at := "/" // a container runtime binds the mounts at their paths
@@ -158,6 +166,7 @@ func (a *Agent) prepareRunner(ctx context.Context, m wire.Start, received time.T
 				at = wd.WorkDir(spec.ID, s.Name) + "/"
 			}
 		}
+		spec.Services[i].SystemEnv = append(spec.Services[i].SystemEnv, secretEnv...)
 		spec.Services[i].SystemEnv = append(spec.Services[i].SystemEnv, runnerEnv(m.Runner, at)...)
 	}
 	return rj, nil
