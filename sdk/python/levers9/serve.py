@@ -12,6 +12,7 @@ serving. Ctrl-C stops the app and exits 130.
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -163,12 +164,16 @@ class Server:
 
     def start(self) -> int:
         """The first deploy: 0, or run's exit code (2: the script, 1: the deploy)."""
+        # The files as they were before the import: a save while it and
+        # the deploy run is a change to deploy next.
+        self.watcher = Watcher(os.path.dirname(os.path.abspath(self.script)))
         try:
             spec = self.load()
         except errors.Error as e:
             self.log(str(e))
             return 2
-        self.watcher = Watcher(spec["project"])
+        if os.path.realpath(spec["project"]) != os.path.realpath(self.watcher.root):
+            self.watcher = Watcher(spec["project"])
         try:
             self.current, app = self.deploy(spec)
         except errors.Error as e:
@@ -229,6 +234,10 @@ class Server:
         return code
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: List[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE, file=sys.stdout if argv else sys.stderr)
@@ -239,6 +248,10 @@ def main(argv: List[str]) -> int:
         _say(str(e))
         return 2
     server = Server(args["script"], args["app"], args["name"], out=lambda s: print(s, flush=True))
+    # Ctrl-C stops the app even when serve started with SIGINT ignored
+    # (a background job of a shell), and so does SIGTERM.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         return server.run()
     except KeyboardInterrupt:  # during the first deploy

@@ -250,13 +250,16 @@ class FakeServer(serve.Server):
     def __init__(self, project, fail_load=False):
         self.printed = []
         self.logs = []
-        super().__init__("app.py", out=self.printed.append, log=self.logs.append)
+        super().__init__(os.path.join(project, "app.py"), out=self.printed.append, log=self.logs.append)
         self.project = project
+        self.on_load = None
         self.deployed = []
         self.stopped = []
         self.fail_load = fail_load
 
     def load(self):
+        if self.on_load:
+            self.on_load()
         if self.fail_load:
             raise levers9.BadInput("importing app.py failed (see above)")
         return {"app": "svc", "project": self.project, "functions": [{"name": "predict", "kind": "ENDPOINT"}]}
@@ -340,6 +343,15 @@ class ServeTest(unittest.TestCase):
         s.step = step
         self.assertEqual(s.run(), 130)
         self.assertEqual(s.stopped, ["app_1", "app_2"])
+
+    def test_a_save_during_the_first_deploy_is_deployed_next(self):
+        root = self.project()
+        s = FakeServer(root)
+        s.on_load = lambda: touch(os.path.join(root, "app.py"), "x = 3\n", at=4000)
+        self.assertEqual(s.start(), 0)
+        s.on_load = None
+        self.assertTrue(s.step())
+        self.assertEqual(len(s.deployed), 2)
 
     def test_first_load_failure_exits_2(self):
         s = FakeServer(self.project(), fail_load=True)
