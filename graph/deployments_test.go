@@ -176,6 +176,15 @@ func TestDeployedVersions(t *testing.T) {
 			t.Errorf("lookup of a stopped version: %s %+v", r.Data, r.Errors)
 		}
 
+		// A public deployment's URLs add the /pub/TENANT/ENVIRONMENT/ form.
+		r = e.gql(a.adminToken, `mutation($i: DeployAppInput!) { deployApp(input: $i) { functions { urls } } }`, vars{"i": vars{"name": "pubapp",
+			"code": strings.Repeat("cd", 32), "deploy": true, "functions": []vars{{"name": "open", "module": "app", "qualname": "open",
+				"queue": "default", "kind": "ENDPOINT", "public": true}}}})
+		r.ok(t)
+		if !strings.Contains(string(r.Data), publicURL+"/pub/depa/") || !strings.Contains(string(r.Data), "/endpoint/open/v1") {
+			t.Errorf("a public endpoint's URLs: %s", r.Data)
+		}
+
 		// Another tenant reaches none of it.
 		if r := e.gql(b.adminToken, lookupQ, vars{"a": "web", "n": "hello"}); r.code() != "NOT_FOUND" {
 			t.Errorf("another tenant's lookup: %s %+v", r.Data, r.Errors)
