@@ -33,6 +33,8 @@ import (
 	"github.com/levers9/levers9/internal/relay"
 	"github.com/levers9/levers9/internal/runnerapi"
 	"github.com/levers9/levers9/internal/scheduler"
+	"github.com/levers9/levers9/internal/secrets"
+	"github.com/levers9/levers9/internal/secretsapi"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/tunnel"
 	"github.com/levers9/levers9/storage"
@@ -110,7 +112,18 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	}
 	defer blobDriver.Close()
 	blobStore := &blobs.Store{DB: db, Driver: blobDriver, Log: log.With("component", "blobs")}
-	fnService := &functions.Service{DB: db, Log: log.With("component", "functions"), Now: time.Now, Bus: bus, Jobs: jobService, Blobs: blobStore}
+	keys, err := secretKeys(cfg, dataDir)
+	if err != nil {
+		return fmt.Errorf("secret keys: %w", err)
+	}
+	secretService := &secrets.Service{DB: db, Log: log.With("component", "secrets"), Keys: keys, Now: time.Now}
+	// Rotation: secrets sealed with a key other than the first move to
+	// it (replicas doing so at once are safe: each row moves once).
+	if _, err := secretService.Reseal(ctx); err != nil {
+		log.Warn("some secrets could not be re-encrypted with the first secret key: replicas sharing a database need the same keys (--secret-key-file, LEVERS9_SECRET_KEY)", "err", err)
+	}
+	fnService := &functions.Service{DB: db, Log: log.With("component", "functions"), Now: time.Now, Bus: bus, Jobs: jobService, Blobs: blobStore,
+		Secrets: secretService}
 	rc, err := workers.NewClients(db, workers.Deps{Ent: db.Ent, Log: log, Meter: meter, Jobs: jobService, Liveness: liveness, Files: fileStore,
 		// With the bus, a placement wakes the node's tunnel at once.
 		Scheduler: sched, Functions: fnService})
@@ -145,6 +158,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		NodeService:    nodeRules,
 		Logs:           logs,
 		Functions:      fnService,
+		Secrets:        secretService,
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", graph.Authenticate(authn, log, graph.NewHandler(resolver)))
@@ -158,11 +172,12 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	blobsAPI := blobsapi.New(blobsapi.Config{Blobs: blobStore, Auth: authn, Log: log.With("component", "blobs")})
 	mux.Handle("/api/blobs/", blobsAPI.SDKHandler())
 	mux.Handle("/agent/code/", blobsAPI.AgentHandler())
+	mux.Handle("/agent/secrets", (&secretsapi.API{Ent: db.Ent, Secrets: secretService, Log: log.With("component", "secrets")}).Handler())
 	fileStore.Nodes = tun.NodeDriver
 	files := &filesapi.API{Files: fileStore, Auth: authn, Log: log.With("component", "files"), MaxUpload: cfg.MaxUpload, Mounts: planner}
 	filesHandler := files.Handler()
 	dashboard, err := ui.Routes(ctx, mux, ui.Config{DB: db, Auth: authn, Tenancy: ten, Jobs: jobService, Files: fileStore, Nodes: nodeRules, Bus: bus,
-		Log: log, PublicURL: publicURL, MaxUpload: cfg.MaxUpload, Version: version, RelayDomain: cfg.RelayDomain})
+		Log: log, PublicURL: publicURL, MaxUpload: cfg.MaxUpload, Version: version, RelayDomain: cfg.RelayDomain, Secrets: secretService})
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/levers9/levers9/agent"
 	"github.com/levers9/levers9/internal/filesapi"
 	"github.com/levers9/levers9/internal/nodes"
+	"github.com/levers9/levers9/internal/secrets"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/spf13/cobra"
 )
@@ -46,6 +48,12 @@ type serverConfig struct {
 	// forwarding); "": derived from the listen address on PostgreSQL
 	// (replicaURL), none on SQLite (one replica).
 	ReplicaURL string
+	// SecretKeyFile holds the keys secrets are sealed with (base64, one
+	// per line or comma-separated; the first seals, all open); SecretKey
+	// is the same from LEVERS9_SECRET_KEY (never a flag: command lines
+	// are public). Neither: <data dir>/secret.key, made at first start.
+	SecretKeyFile string
+	SecretKey     string
 }
 
 // env returns the environment variable name, or def when unset.
@@ -189,6 +197,11 @@ func parseServerConfig(args []string, lookup func(string) (string, bool), out io
 		"serve job ports at PORT-SERVICE-JOB.DOMAIN (e.g. relay.example.com; needs wildcard DNS and TLS for *.DOMAIN); default: only under /relay/ on the public URL (LEVERS9_RELAY_DOMAIN)")
 	fs.StringVar(&c.ReplicaURL, "replica-url", e.str("LEVERS9_REPLICA_URL", ""),
 		"this replica's URL for the other replicas, which forward relay traffic to the one a node's tunnel is on; default on PostgreSQL http://ADDR (the host name when ADDR has no host), none on SQLite (LEVERS9_REPLICA_URL)")
+	fs.StringVar(&c.SecretKeyFile, "secret-key-file", e.str("LEVERS9_SECRET_KEY_FILE", ""),
+		"file of the keys secrets are encrypted with: base64 of 32 random bytes (openssl rand -base64 32), several comma- or line-separated to rotate (the first encrypts, all decrypt; "+
+			"secrets are re-encrypted with the first at start); or set LEVERS9_SECRET_KEY to the keys themselves; default DATA_DIR/secret.key, made at first start. "+
+			"Replicas sharing a database need the same keys (LEVERS9_SECRET_KEY_FILE)")
+	c.SecretKey = e.str("LEVERS9_SECRET_KEY", "")
 	c.Seed = tenancy.Seed{
 		TenantName:         e.str("LEVERS9_TENANT_NAME", ""),
 		TenantSlug:         e.str("LEVERS9_TENANT_SLUG", ""),
@@ -211,7 +224,8 @@ func parseServerConfig(args []string, lookup func(string) (string, bool), out io
 	}
 	err = errors.Join(e.errors(fs), c.check(*logLevel, source("log-level", "LEVERS9_LOG_LEVEL")),
 		c.checkLocalNode(source("local-node-runtime", "LEVERS9_LOCAL_NODE_RUNTIME"), source("local-node-default-image", "LEVERS9_LOCAL_NODE_DEFAULT_IMAGE")),
-		c.checkRelay(source("relay-domain", "LEVERS9_RELAY_DOMAIN"), source("replica-url", "LEVERS9_REPLICA_URL")))
+		c.checkRelay(source("relay-domain", "LEVERS9_RELAY_DOMAIN"), source("replica-url", "LEVERS9_REPLICA_URL")),
+		c.checkSecretKey(source("secret-key-file", "LEVERS9_SECRET_KEY_FILE")))
 	if err != nil {
 		fmt.Fprintln(out, "levers9 server:", err)
 	}
@@ -266,6 +280,33 @@ func (c *serverConfig) checkRelay(domainSource, replicaSource string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkSecretKey checks that at most one source of secret keys is given
+// and that LEVERS9_SECRET_KEY holds keys (never quoting it).
+func (c *serverConfig) checkSecretKey(fileSource string) error {
+	if c.SecretKey == "" {
+		return nil
+	}
+	if c.SecretKeyFile != "" {
+		return fmt.Errorf("give the secret keys in %s or in LEVERS9_SECRET_KEY, not both", fileSource)
+	}
+	if _, err := secrets.ParseKeys(c.SecretKey); err != nil {
+		return fmt.Errorf("LEVERS9_SECRET_KEY: %w", err)
+	}
+	return nil
+}
+
+// secretKeys are the keys of cfg: LEVERS9_SECRET_KEY's, the key file's,
+// or those of dataDir/secret.key, written at first start.
+func secretKeys(cfg serverConfig, dataDir string) (*secrets.Keyring, error) {
+	switch {
+	case cfg.SecretKey != "":
+		return secrets.ParseKeys(cfg.SecretKey)
+	case cfg.SecretKeyFile != "":
+		return secrets.LoadKeyFile(cfg.SecretKeyFile)
+	}
+	return secrets.LoadOrCreateKeyFile(filepath.Join(dataDir, "secret.key"))
 }
 
 // replicaURL is this replica's URL for the others: the configured one,
