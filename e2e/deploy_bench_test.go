@@ -24,7 +24,7 @@ const (
 )
 
 // BenchmarkDeploy measures deployments through the real binary, on the
-// built-in node's process runtime, per database (bench.py is deployed
+// built-in node's process runtime, per database (dep_bench.py is deployed
 // with `levers9 deploy`; the numbers are printed, nothing is asserted):
 //
 //   - Endpoint: POST /endpoint/bench_echo (a JSON echo on keep_warm
@@ -41,7 +41,7 @@ func BenchmarkDeploy(b *testing.B) {
 		b.Run(dialect, func(b *testing.B) {
 			s, c := functionsServer(b, dbtest.URL(b, dialect), "process")
 			d := newDeployer(b, s, c.Token)
-			d.deploy(b, depCopy(b, "bench.py"), "bench.py")
+			d.deploy(b, depCopy(b, "dep_bench.py"), "dep_bench.py")
 			b.Run("Endpoint", func(b *testing.B) { benchEndpoint(b, d) })
 			b.Run("Queue", func(b *testing.B) { benchQueue(b, d) })
 		})

@@ -406,6 +406,9 @@ func (d *deployer) awaitEnded(t testing.TB, id string) taskRow {
 		gql(t, d.s.URL, d.token, `query($id: ID!) { awaitTask(id: $id, waitSeconds: 30) { `+taskFields+` } }`,
 			map[string]any{"id": id}, &out)
 		if ended(out.AwaitTask.State) {
+			if strings.Contains(out.AwaitTask.ErrorKind, "container") {
+				d.logContainers(t, id)
+			}
 			return out.AwaitTask
 		}
 		if time.Now().After(deadline) {
@@ -415,14 +418,14 @@ func (d *deployer) awaitEnded(t testing.TB, id string) taskRow {
 	}
 }
 
-// checkVersions: deploy v1 of versions.py, call its endpoint over HTTP
+// checkVersions: deploy v1 of dep_versions.py, call its endpoint over HTTP
 // and its function from a second script; deploy v2 (another return
 // value): /v1 and /v2 answer with their own values and the alias with
 // v2's; a rollback points the alias back at v1; stopping v1 makes /v1
 // answer 404 and the alias v2 again.
 func checkVersions(t *testing.T, d *deployer, docker bool) {
-	dir := depCopy(t, "versions.py")
-	t.Logf("deploy v1:\n%s", d.deploy(t, dir, "versions.py"))
+	dir := depCopy(t, "dep_versions.py")
+	t.Logf("deploy v1:\n%s", d.deploy(t, dir, "dep_versions.py"))
 	hello := func(v string) string { return `{"version": "` + v + `", "echo": {"x": 1}}` }
 	d.expectJSON(t, http.MethodPost, "/endpoint/hello", map[string]any{"x": 1}, hello("v1"))
 	d.expectJSON(t, http.MethodPost, "/endpoint/hello/v1", map[string]any{"x": 1}, hello("v1"))
@@ -435,8 +438,8 @@ func checkVersions(t *testing.T, d *deployer, docker bool) {
 		d.expectStatus(t, http.MethodGet, "/endpoint/hello", d.token, nil, http.StatusMethodNotAllowed)
 	}
 
-	rewriteMarked(t, filepath.Join(dir, "versions.py"), "E2E-VERSION", `VERSION = "v2"`)
-	t.Logf("deploy v2:\n%s", d.deploy(t, dir, "versions.py"))
+	rewriteMarked(t, filepath.Join(dir, "dep_versions.py"), "E2E-VERSION", `VERSION = "v2"`)
+	t.Logf("deploy v2:\n%s", d.deploy(t, dir, "dep_versions.py"))
 	a := d.deployedApp(t, "e2e-versions")
 	if a.Version != 2 || a.LiveVersion != 2 {
 		t.Errorf("after the second deploy: version %d, live version %d; want 2 and 2", a.Version, a.LiveVersion)
@@ -481,8 +484,8 @@ func checkVersions(t *testing.T, d *deployer, docker bool) {
 // answers 202 with the task's URL, which then gives the result; an
 // endpoint that raises answers 500 naming its task.
 func checkLongCall(t *testing.T, d *deployer) {
-	dir := depCopy(t, "long.py")
-	d.deploy(t, dir, "long.py")
+	dir := depCopy(t, "dep_long.py")
+	d.deploy(t, dir, "dep_long.py")
 	start := time.Now()
 	r := d.httpDo(t, http.MethodPost, "/endpoint/slow", d.token, []byte(`{"seconds": 3}`))
 	t.Logf("POST /endpoint/slow answered %d after %v", r.Status, time.Since(start))
@@ -524,24 +527,23 @@ func checkLongCall(t *testing.T, d *deployer) {
 
 // checkQueue: an item failing twice then succeeding ends COMPLETE at its
 // third attempt; one always failing ends DEAD (a dead letter, listed as
-// such), and a requeue runs it again; two POSTs with one Idempotency-Key
-// make one task.
+// such), and a requeue runs it again (items put from Python); two POSTs
+// /queue/NAME with one Idempotency-Key make one task.
 func checkQueue(t *testing.T, d *deployer) {
-	dir := depCopy(t, "queue.py")
-	d.deploy(t, dir, "queue.py")
+	dir := depCopy(t, "dep_queue.py")
+	d.deploy(t, dir, "dep_queue.py")
 	a := d.deployedApp(t, "e2e-queue")
 
-	r := d.httpDo(t, http.MethodPost, "/queue/flaky_q", d.token, []byte(`{"key": "k1"}`))
-	var put accepted
-	if r.Status != http.StatusAccepted {
-		t.Fatalf("POST /queue/flaky_q: %s; want 202", r)
+	// Items put from Python (pickled): .put() of a looked-up queue.
+	flaky := d.lookup(t, "e2e-queue", "flaky_q", `{"key": "k1"}`, "--put")["put"]
+	if flaky == nil {
+		t.Fatal("lookup.py --put printed no task")
 	}
-	r.decode(t, &put)
-	if task := d.awaitEnded(t, put.Task); task.State != "COMPLETE" || task.Attempt != 3 || task.MaxAttempts != 4 {
+	if task := d.awaitEnded(t, flaky[0]); task.State != "COMPLETE" || task.Attempt != 3 || task.MaxAttempts != 4 {
 		t.Errorf("flaky item: %+v; want COMPLETE at attempt 3 of 4", task)
 	}
 
-	// An item put from Python (pickled) that fails its 2 attempts.
+	// An item failing its 2 attempts.
 	got := d.lookup(t, "e2e-queue", "dead_q", `"poison"`, "--put")["put"]
 	if got == nil {
 		t.Fatal("lookup.py --put printed no task")
@@ -596,6 +598,9 @@ func checkQueue(t *testing.T, d *deployer) {
 	if n.Tasks.TotalCount != 1 {
 		t.Errorf("noop_q has %d tasks, want 1", n.Tasks.TotalCount)
 	}
+	if a1.Task == "" {
+		return
+	}
 	if task := d.awaitEnded(t, a1.Task); task.State != "COMPLETE" || task.IdempotencyKey != "e2e-key-1" {
 		t.Errorf("the idempotent item: %+v; want COMPLETE with its key", task)
 	}
@@ -626,8 +631,8 @@ func checkSecrets(t *testing.T, d *deployer) {
 	}
 	leaks("levers9 secret list", []byte(list))
 
-	dir := depCopy(t, "secrets.py")
-	leaks("levers9 deploy's output", []byte(d.deploy(t, dir, "secrets.py")))
+	dir := depCopy(t, "dep_secrets.py")
+	leaks("levers9 deploy's output", []byte(d.deploy(t, dir, "dep_secrets.py")))
 	with := d.lookup(t, "e2e-secrets", "with_secret")
 	without := d.lookup(t, "e2e-secrets", "without_secret")
 	if with["lookup"] == nil || with["lookup"][0] != wantSum {
@@ -703,8 +708,8 @@ func drainStdout(s *server) []string {
 // queue; a public endpoint answers /pub/TENANT/ENV/… without a token,
 // and a private one does not.
 func checkCrossTenant(t *testing.T, d *deployer, c credentials) {
-	dir := depCopy(t, "public.py")
-	d.deploy(t, dir, "public.py")
+	dir := depCopy(t, "dep_public.py")
+	d.deploy(t, dir, "dep_public.py")
 	a := d.deployedApp(t, "e2e-public")
 	d.expectJSON(t, http.MethodPost, "/endpoint/priv_hello", map[string]any{"a": 1}, `{"private": {"a": 1}}`)
 	d.expectJSON(t, http.MethodGet, "/endpoint/pub_hello", nil, `{"public": true}`)
@@ -769,17 +774,17 @@ func checkCrossTenant(t *testing.T, d *deployer, c credentials) {
 	}
 }
 
-// servedURL matches the temporary URL `levers9 serve` prints for serve.py.
+// servedURL matches the temporary URL `levers9 serve` prints for dep_serve.py.
 var servedURL = regexp.MustCompile(`/endpoint/served/app_[0-9A-Za-z]+`)
 
-// checkServe: `levers9 serve serve.py` prints a temporary URL that
+// checkServe: `levers9 serve dep_serve.py` prints a temporary URL that
 // answers; saving a change redeploys it (the new value answers within
 // seconds); SIGINT stops the app and its URL answers 404.
 func checkServe(t *testing.T, d *deployer) {
-	dir := depCopy(t, "serve.py")
+	dir := depCopy(t, "dep_serve.py")
 	ctx, cancel := context.WithTimeout(context.Background(), fnTimeout)
 	defer cancel()
-	cmd := d.command(ctx, t, dir, "serve", filepath.Join(dir, "serve.py"))
+	cmd := d.command(ctx, t, dir, "serve", filepath.Join(dir, "dep_serve.py"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -831,7 +836,7 @@ func checkServe(t *testing.T, d *deployer) {
 	first, took := waitValue("first")
 	t.Logf("serving at %s after %v", first, took)
 
-	rewriteMarked(t, filepath.Join(dir, "serve.py"), "E2E-SERVE", `VALUE = "second"`)
+	rewriteMarked(t, filepath.Join(dir, "dep_serve.py"), "E2E-SERVE", `VALUE = "second"`)
 	second, took := waitValue("second")
 	t.Logf("the saved change answered at %s %v after the save", second, took)
 
@@ -859,8 +864,8 @@ func checkServe(t *testing.T, d *deployer) {
 // function's handler: text comes back prefixed, bytes as they are; a
 // second connection works too.
 func checkRealtime(t *testing.T, d *deployer) {
-	dir := depCopy(t, "realtime.py")
-	d.deploy(t, dir, "realtime.py")
+	dir := depCopy(t, "dep_realtime.py")
+	d.deploy(t, dir, "dep_realtime.py")
 	for i := range 2 {
 		ctx, cancel := context.WithTimeout(context.Background(), fnTimeout)
 		ws, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(d.s.URL, "http")+"/endpoint/echo_ws",
@@ -913,8 +918,8 @@ func TestDeployCron(t *testing.T) {
 	other := startServer(t, shortTempDir(t), pg, "LEVERS9_LOCAL_NODE=false")
 	t.Cleanup(other.stop)
 	d := newDeployer(t, s, c.Token)
-	dir := depCopy(t, "cron.py")
-	t.Logf("deploy:\n%s", d.deploy(t, dir, "cron.py"))
+	dir := depCopy(t, "dep_cron.py")
+	t.Logf("deploy:\n%s", d.deploy(t, dir, "dep_cron.py"))
 	fnID := d.deployedApp(t, "e2e-cron").function(t, "tick", 1)
 
 	type tick struct {
@@ -1009,5 +1014,33 @@ func gqlSoft(t testing.TB, base, token, query string, vars map[string]any, out a
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		t.Errorf("decoding %s: %v", data, err)
+	}
+}
+
+// logContainers logs the output of the containers of a task's function
+// (why a runner did not start), at most 3 of them.
+func (d *deployer) logContainers(t testing.TB, taskID string) {
+	t.Helper()
+	var out struct {
+		Node struct {
+			Function struct {
+				Name       string
+				Containers []struct{ JobID string }
+			}
+		}
+	}
+	gqlSoft(t, d.s.URL, d.token, `query($id: ID!) { node(id: $id) { ... on Task { function { name containers { jobID } } } } }`,
+		map[string]any{"id": taskID}, &out)
+	for i, c := range out.Node.Function.Containers {
+		if i == 3 || c.JobID == "" {
+			break
+		}
+		var logs struct{ JobLogs []struct{ Text string } }
+		gqlSoft(t, d.s.URL, d.token, `query($j: ID!) { jobLogs(jobId: $j, first: 200) { text } }`, map[string]any{"j": c.JobID}, &logs)
+		var lines []string
+		for _, l := range logs.JobLogs {
+			lines = append(lines, l.Text)
+		}
+		t.Logf("%s's container job %s:\n%s", out.Node.Function.Name, c.JobID, strings.Join(lines, "\n"))
 	}
 }
