@@ -200,7 +200,7 @@ func TestBrowserAppDeployments(t *testing.T) {
 		tb.waitText("#version-v2", "live")
 		tb.waitText("#version-v2", "serving")
 		tb.waitText("#version-v1", "serving")
-		if strings.Contains(tb.text("#version-v1"), "live") {
+		if tb.present("#version-v1 .live") {
 			t.Error("v1 is marked live; v2 is")
 		}
 		tb.waitText("#deployment-hello-v2", "live")
