@@ -20,6 +20,7 @@ import (
 	"github.com/levers9/levers9/internal/blobsapi"
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/deployapi"
 	"github.com/levers9/levers9/internal/filesapi"
 	"github.com/levers9/levers9/internal/functions"
 	"github.com/levers9/levers9/internal/joblog"
@@ -159,6 +160,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		Logs:           logs,
 		Functions:      fnService,
 		Secrets:        secretService,
+		PublicURL:      publicURL,
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", graph.Authenticate(authn, log, graph.NewHandler(resolver)))
@@ -193,6 +195,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		Domain: cfg.RelayDomain,
 	}
 	relays.Routes(mux)
+	deployapi.New(deployapi.Config{Functions: fnService, Auth: authn, Relay: relays, Blobs: blobStore, Log: log.With("component", "deployments")}).Routes(mux)
 	// The relay domain's tickets and cookies live beside the dashboard's
 	// sessions (the table exists by now), shared by replicas.
 	relayStore, err := session.NewStore(ctx, db.SQL, db.Dialect)
