@@ -142,7 +142,8 @@ var (
 // An app deployed twice shows both versions serving and the newer one
 // live, with its endpoint's URLs; its task queue's dead letter is listed,
 // linked and requeued from the dashboard (and then succeeds); its
-// schedule shows the next three ticks.
+// schedule shows the next three ticks; its owner rolls back to v1 and
+// stops v2 with the page's buttons.
 func TestBrowserAppDeployments(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
@@ -241,5 +242,19 @@ func TestBrowserAppDeployments(t *testing.T) {
 			time.Sleep(time.Second)
 			tb.open("/tasks/" + taskID)
 		}
+
+		// The owner's buttons: v1 made live again, then v2 stopped.
+		tb.open("/apps/" + appID)
+		tb.do("rolling back to v1", chromedp.Click(chromedp.ID("rollback-v1")), chromedp.WaitVisible(chromedp.ID("versions")))
+		tb.waitText("main", "now reach v1")
+		tb.waitText("#version-v1 .live", "live")
+		tb.do("stopping v2", chromedp.Click(chromedp.ID("stop-v2")), chromedp.WaitVisible(chromedp.ID("versions")))
+		tb.waitText("main", "Version v2 stopped")
+		tb.waitText("#version-v2", "stopped")
+		tb.waitText("#deployment-hello-v2 .serving", "stopped")
+		if got := strings.TrimSpace(tb.text("#deployment-hello-v2 .urls")); got != "—" {
+			t.Errorf("a stopped version shows URLs %q", got)
+		}
+		tb.waitText("#deployment-hello-v1 .urls", s.URL+"/endpoint/hello/v1"+s.URL+"/endpoint/hello")
 	})
 }
