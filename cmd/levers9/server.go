@@ -179,7 +179,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	files := &filesapi.API{Files: fileStore, Auth: authn, Log: log.With("component", "files"), MaxUpload: cfg.MaxUpload, Mounts: planner}
 	filesHandler := files.Handler()
 	dashboard, err := ui.Routes(ctx, mux, ui.Config{DB: db, Auth: authn, Tenancy: ten, Jobs: jobService, Files: fileStore, Nodes: nodeRules, Bus: bus,
-		Log: log, PublicURL: publicURL, MaxUpload: cfg.MaxUpload, Version: version, RelayDomain: cfg.RelayDomain, Secrets: secretService})
+		Log: log, PublicURL: publicURL, MaxUpload: cfg.MaxUpload, Version: version, RelayDomain: cfg.RelayDomain, Secrets: secretService, Functions: fnService})
 	if err != nil {
 		return err
 	}
