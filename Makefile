@@ -62,7 +62,7 @@ test: check $(MINIO)
 
 ## bench: benchmarks; they print their numbers
 bench:
-	$(WITHDOCKER) $(WITHPG) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./graph/ ./internal/metering/ ./internal/scheduling/ ./internal/scheduler/ ./e2e/ ./ui/ ./agent/runtime/docker/ ./internal/relay/ ./internal/wire/ | grep -v -E '^(goos|goarch|pkg|cpu):'
+	$(WITHDOCKER) $(WITHPG) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./graph/ ./internal/metering/ ./internal/scheduling/ ./internal/scheduler/ ./e2e/ ./ui/ ./agent/runtime/docker/ ./internal/relay/ ./internal/wire/ ./internal/deployapi/ ./internal/functions/ | grep -v -E '^(goos|goarch|pkg|cpu):'
 
 ## fuzz: a short run of every fuzz target
 fuzz:
@@ -73,6 +73,8 @@ fuzz:
 	$(GO) test ./storage -run '^$$' -fuzz FuzzCheckKey -fuzztime 30s
 	$(GO) test ./internal/scheduling -run '^$$' -fuzz FuzzPlace -fuzztime 30s
 	$(GO) test ./graph -run '^$$' -fuzz FuzzGraphQLLimits -fuzztime 30s
+	$(GO) test ./internal/deployapi -run '^$$' -fuzz FuzzDispatch -fuzztime 30s
+	$(GO) test ./internal/secrets -run '^$$' -fuzz FuzzParseAssignment -fuzztime 30s
 
 clean:
 	rm -rf bin test.log
