@@ -173,15 +173,8 @@ func (a *API) realtime(w http.ResponseWriter, r *http.Request, c call) {
 		a.fail(w, err, "")
 		return
 	}
-	a.cfg.Relay.Direct(w, r.WithContext(c.ctx), relay.Dest{Job: jobID, Service: RunnerService, Port: RealtimePort, Prefix: c.route.Prefix()})
+	a.cfg.Relay.Direct(w, r.WithContext(c.ctx), relay.Dest{Job: jobID, Service: functions.RunnerService, Port: functions.RealtimePort, Prefix: c.route.Prefix()})
 }
-
-// A function container's service and the port its runner serves
-// WebSockets on.
-const (
-	RunnerService = "runner"
-	RealtimePort  = "ws"
-)
 
 // store reads the body (check, when set, validating it), and stores the
 // request as an HTTP-made call; ok is false when it answered.

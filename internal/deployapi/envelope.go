@@ -18,6 +18,7 @@ import (
 	"github.com/levers9/levers9/internal/blobs"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/functions"
+	"github.com/levers9/levers9/internal/relay"
 )
 
 // requestEnvelope is an HTTP request as an HTTP-made task carries it
@@ -205,7 +206,7 @@ func replay(w http.ResponseWriter, id string, e *responseEnvelope, prefix string
 	hd.Set("Content-Security-Policy", sandbox)
 	if private {
 		cc := hd.Values("Cache-Control")
-		hd.Set("Cache-Control", privateCache(cc))
+		hd.Set("Cache-Control", relay.PrivateCache(cc))
 	}
 	hd.Set("Content-Length", strconv.Itoa(len(e.Body)))
 	w.WriteHeader(e.Status)
@@ -225,22 +226,4 @@ func scopeCookie(sc, prefix string) string {
 	}
 	c.Path = strings.TrimSuffix(prefix, "/") + c.Path
 	return c.String()
-}
-
-// privateCache is the Cache-Control directives cc with those letting a
-// shared cache store the answer replaced by private.
-func privateCache(cc []string) string {
-	out := []string{"private"}
-	for _, v := range cc {
-		for d := range strings.SplitSeq(v, ",") {
-			d = strings.TrimSpace(d)
-			name, _, _ := strings.Cut(strings.ToLower(d), "=")
-			switch strings.TrimSpace(name) {
-			case "", "public", "private", "s-maxage", "proxy-revalidate":
-				continue
-			}
-			out = append(out, d)
-		}
-	}
-	return strings.Join(out, ", ")
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/function"
 	"github.com/levers9/levers9/internal/dbtest"
-	"github.com/levers9/levers9/internal/deployapi"
 	"github.com/levers9/levers9/internal/fixture"
 	"github.com/levers9/levers9/internal/functions"
 )
@@ -36,7 +35,7 @@ func TestRealtime(t *testing.T) {
 			t.Fatalf("ready containers %v, %v", cs, err)
 		}
 		d, path := w.relay.last()
-		if d.Job != cs[0].JobID || d.Service != deployapi.RunnerService || d.Port != deployapi.RealtimePort || d.Prefix != "/endpoint/rt" || path != "/endpoint/rt/room/1" {
+		if d.Job != cs[0].JobID || d.Service != functions.RunnerService || d.Port != functions.RealtimePort || d.Prefix != "/endpoint/rt" || path != "/endpoint/rt/room/1" {
 			t.Errorf("relayed to %+v, path %q", d, path)
 		}
 		if r := w.do(t, "GET", "/endpoint/rt/v1/x", w.token, nil, ws...); r.status != 200 {

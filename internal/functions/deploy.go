@@ -45,12 +45,9 @@ var (
 // levers9 package on its PYTHONPATH.
 var runnerCommand = []string{"python3", "-m", "levers9.runner"}
 
-// runnerService names the one service of a container's job.
-const runnerService = "runner"
-
-// RunnerService names the service of a function container's job (the
+// RunnerService names the one service of a function container's job (the
 // relay reaches a REALTIME function's WebSocket server through it).
-const RunnerService = runnerService
+const RunnerService = "runner"
 
 // The port a REALTIME function's runner serves WebSockets on.
 const (
@@ -344,7 +341,7 @@ func ParseGPU(s string) (int, []string, error) {
 // containerJob is the job that runs one container of a function.
 func containerJob(queue, project, fnName, image string, cpu float64, mem int64, gpus int, types []string, kind function.Kind, r *wire.Runner) jobspec.Job {
 	svc := jobspec.Service{
-		Name: runnerService, Image: image, Command: runnerCommand,
+		Name: RunnerService, Image: image, Command: runnerCommand,
 		CPU: cpu, MemoryMiB: mem, GPUs: gpus, GPUTypes: types,
 	}
 	if kind == function.KindREALTIME {

@@ -90,7 +90,7 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, t Target, prefix
 			}
 			// Every answer was for an authenticated user: a shared cache
 			// must never hand it to anyone else.
-			resp.Header.Set("Cache-Control", privateCache(resp.Header.Values("Cache-Control")))
+			resp.Header.Set("Cache-Control", PrivateCache(resp.Header.Values("Cache-Control")))
 			if sandbox {
 				resp.Header.Set("Content-Security-Policy", "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads")
 			}
@@ -177,10 +177,10 @@ func (h *Handler) filterCookies(hd http.Header, prefix string) {
 	}
 }
 
-// privateCache is the Cache-Control directives cc with those letting a
+// PrivateCache is the Cache-Control directives cc with those letting a
 // shared cache store the answer (public, s-maxage, proxy-revalidate)
-// replaced by private.
-func privateCache(cc []string) string {
+// replaced by private: for answers to a signed-in caller.
+func PrivateCache(cc []string) string {
 	out := []string{"private"}
 	for _, v := range cc {
 		for d := range strings.SplitSeq(v, ",") {
