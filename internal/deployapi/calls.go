@@ -145,7 +145,7 @@ func (a *API) queue(w http.ResponseWriter, r *http.Request, c call) {
 	if !ok {
 		return
 	}
-	t, created, err := a.cfg.Functions.Put(c.ctx, c.fn.ID, p, functions.CallOptions{Source: task.SourceHTTP, IdempotencyKey: key})
+	t, created, err := a.cfg.Functions.Put(c.ctx, c.fn.ID, p, functions.CallOptions{Source: task.SourceHTTP, IdempotencyKey: key, Anonymous: !c.private})
 	if err != nil {
 		a.fail(w, err, "")
 		return
@@ -187,7 +187,7 @@ func (a *API) store(w http.ResponseWriter, r *http.Request, c call, check func([
 		a.fail(w, fault.Invalid("Idempotency-Key", "at most %d characters", MaxIdempotencyKey), "")
 		return nil, false
 	}
-	t, err := a.cfg.Functions.CallWith(c.ctx, c.fn.ID, p, functions.CallOptions{Source: task.SourceHTTP, IdempotencyKey: key})
+	t, err := a.cfg.Functions.CallWith(c.ctx, c.fn.ID, p, functions.CallOptions{Source: task.SourceHTTP, IdempotencyKey: key, Anonymous: !c.private})
 	if err != nil {
 		a.fail(w, err, "")
 		return nil, false

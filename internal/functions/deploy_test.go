@@ -614,3 +614,35 @@ func TestRealtimeContainer(t *testing.T) {
 		}
 	})
 }
+
+// TestAnonymousBacklog: callers without a token (public URLs) cannot fill
+// the database: past MaxAnonymousBacklog waiting calls theirs are
+// refused, while signed-in callers' still go in.
+func TestAnonymousBacklog(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		w := newWorld(t, url)
+		ctx := w.tn.AsAdmin()
+		a := w.deployVersion(t, ctx, "open", codeHash, functions.FunctionSpec{Name: "predict", Kind: function.KindENDPOINT, Public: true})
+		f := fnNamed(t, a.Edges.Functions, "predict")
+		items := make([]functions.Payload, functions.MaxAnonymousBacklog-1)
+		for i := range items {
+			items[i] = args("x")
+		}
+		if _, err := w.fn.Map(ctx, f.ID, items); err != nil {
+			t.Fatal(err)
+		}
+		anon := functions.CallOptions{Source: task.SourceHTTP, Anonymous: true}
+		if _, err := w.fn.CallWith(ctx, f.ID, args("last"), anon); err != nil {
+			t.Fatalf("the last anonymous call with room: %v", err)
+		}
+		_, err := w.fn.CallWith(ctx, f.ID, args("over"), anon)
+		if fs := fault.Classify(err); len(fs) == 0 || fs[0].Code != fault.RateLimited {
+			t.Fatalf("an anonymous call past the backlog: %v, want RATE_LIMITED", err)
+		}
+		if _, err := w.fn.CallWith(ctx, f.ID, args("signed in"), functions.CallOptions{Source: task.SourceHTTP}); err != nil {
+			t.Fatalf("a signed-in call past the anonymous backlog: %v", err)
+		}
+	})
+}

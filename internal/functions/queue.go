@@ -21,7 +21,15 @@ type CallOptions struct {
 	// IdempotencyKey: a second call in the same app with the same
 	// non-empty key returns the first task instead of storing another.
 	IdempotencyKey string
+	// Anonymous: made by a caller without a token (a public URL), who
+	// must not fill the database: refused while the function has
+	// MaxAnonymousBacklog calls waiting.
+	Anonymous bool
 }
+
+// MaxAnonymousBacklog is how many waiting calls of a public function
+// still take calls from callers without a token.
+const MaxAnonymousBacklog = 1000
 
 // CallWith is Call with options (HTTP requests, task-queue puts, cron).
 func (s *Service) CallWith(ctx context.Context, fnID string, args Payload, o CallOptions) (*ent.Task, error) {
@@ -63,6 +71,11 @@ func (s *Service) callWith(ctx context.Context, fnID string, args Payload, o Cal
 	}
 	if check != nil {
 		if err := check(f); err != nil {
+			return nil, false, err
+		}
+	}
+	if o.Anonymous {
+		if err := s.anonymousRoom(ctx, f); err != nil {
 			return nil, false, err
 		}
 	}
@@ -171,4 +184,19 @@ func (s *Service) Requeue(ctx context.Context, taskID string) (*ent.Task, error)
 		s.scale(ctx, t.FunctionID)
 	}
 	return s.DB.Ent.Task.Get(ctx, t.ID)
+}
+
+// anonymousRoom refuses a call without a token while f's backlog is full
+// (one index range read, at most MaxAnonymousBacklog entries).
+func (s *Service) anonymousRoom(ctx context.Context, f *ent.Function) error {
+	ids, err := s.DB.Ent.Task.Query().
+		Where(task.FunctionID(f.ID), task.StateEQ(task.StatePENDING)).
+		Offset(MaxAnonymousBacklog - 1).Limit(1).IDs(viewer.SystemContext(ctx))
+	if err != nil {
+		return fmt.Errorf("counting waiting calls of %s: %w", f.Name, err)
+	}
+	if len(ids) > 0 {
+		return fault.New(fault.RateLimited, "%s has %d calls waiting: try again later", f.Name, MaxAnonymousBacklog)
+	}
+	return nil
 }
