@@ -860,48 +860,65 @@ func checkServe(t *testing.T, d *deployer) {
 	}
 }
 
-// checkRealtime: a WebSocket through /endpoint/NAME reaches the REALTIME
-// function's handler: text comes back prefixed, bytes as they are; a
-// second connection works too.
+// checkRealtime: WebSockets through /endpoint/NAME reach the REALTIME
+// functions' handlers: text comes back prefixed, bytes as they are; two
+// deployments' containers serve at once on one node (each its own port);
+// a second connection works too; one without a token is refused.
 func checkRealtime(t *testing.T, d *deployer) {
 	dir := depCopy(t, "dep_realtime.py")
 	d.deploy(t, dir, "dep_realtime.py")
-	for i := range 2 {
-		ctx, cancel := context.WithTimeout(context.Background(), fnTimeout)
-		ws, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(d.s.URL, "http")+"/endpoint/echo_ws",
+	wsURL := "ws" + strings.TrimPrefix(d.s.URL, "http") + "/endpoint/"
+	ctx, cancel := context.WithTimeout(context.Background(), fnTimeout)
+	defer cancel()
+	dial := func(name string) *websocket.Conn {
+		t.Helper()
+		ws, resp, err := websocket.Dial(ctx, wsURL+name,
 			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + d.token}}})
 		if err != nil {
-			cancel()
 			status := 0
 			if resp != nil {
 				status = resp.StatusCode
 			}
-			t.Fatalf("connection %d: WebSocket to /endpoint/echo_ws: %v (status %d)", i, err, status)
+			d.logFunction(t, d.deployedApp(t, "e2e-realtime").function(t, name, 1))
+			t.Fatalf("WebSocket to /endpoint/%s: %v (status %d)", name, err, status)
 		}
+		return ws
+	}
+	echo := func(ws *websocket.Conn, name, text string) {
+		t.Helper()
 		for _, m := range []struct {
 			typ       websocket.MessageType
 			send, out string
 		}{
-			{websocket.MessageText, fmt.Sprintf("hello %d", i), fmt.Sprintf("echo: hello %d", i)},
+			{websocket.MessageText, text, name + ": " + text},
 			{websocket.MessageBinary, "\x00\x01\x02", "\x00\x01\x02"},
 		} {
 			if err := ws.Write(ctx, m.typ, []byte(m.send)); err != nil {
-				t.Fatalf("connection %d: write: %v", i, err)
+				t.Fatalf("%s: write: %v", name, err)
 			}
 			typ, got, err := ws.Read(ctx)
 			if err != nil || typ != m.typ || string(got) != m.out {
-				t.Errorf("connection %d: sent %q, read %v %q (%v); want %q", i, m.send, typ, got, err, m.out)
+				t.Errorf("%s: sent %q, read %v %q (%v); want %q", name, m.send, typ, got, err, m.out)
 			}
 		}
-		if err := ws.Close(websocket.StatusNormalClosure, "done"); err != nil {
-			t.Logf("connection %d: close: %v", i, err)
-		}
-		cancel()
 	}
+	// Both open at once.
+	a, b := dial("echo_ws"), dial("echo_ws2")
+	echo(a, "echo_ws", "hello a")
+	echo(b, "echo_ws2", "hello b")
+	echo(a, "echo_ws", "again a")
+	for _, ws := range []*websocket.Conn{a, b} {
+		if err := ws.Close(websocket.StatusNormalClosure, "done"); err != nil {
+			t.Logf("close: %v", err)
+		}
+	}
+	// A new connection to the container left warm.
+	c := dial("echo_ws")
+	echo(c, "echo_ws", "hello c")
+	_ = c.Close(websocket.StatusNormalClosure, "done")
+
 	// Without a token: refused.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(d.s.URL, "http")+"/endpoint/echo_ws", nil); err == nil {
+	if ws, _, err := websocket.Dial(ctx, wsURL+"echo_ws", nil); err == nil {
 		ws.CloseNow()
 		t.Error("a WebSocket without a token was accepted")
 	}
@@ -1018,20 +1035,32 @@ func gqlSoft(t testing.TB, base, token, query string, vars map[string]any, out a
 }
 
 // logContainers logs the output of the containers of a task's function
-// (why a runner did not start), at most 3 of them.
+// (why a runner did not start).
 func (d *deployer) logContainers(t testing.TB, taskID string) {
 	t.Helper()
 	var out struct {
 		Node struct {
-			Function struct {
-				Name       string
-				Containers []struct{ JobID string }
-			}
+			Function struct{ ID string }
 		}
 	}
-	gqlSoft(t, d.s.URL, d.token, `query($id: ID!) { node(id: $id) { ... on Task { function { name containers { jobID } } } } }`,
+	gqlSoft(t, d.s.URL, d.token, `query($id: ID!) { node(id: $id) { ... on Task { function { id } } } }`,
 		map[string]any{"id": taskID}, &out)
-	for i, c := range out.Node.Function.Containers {
+	d.logFunction(t, out.Node.Function.ID)
+}
+
+// logFunction logs the output of function fnID's containers, at most 3
+// of them.
+func (d *deployer) logFunction(t testing.TB, fnID string) {
+	t.Helper()
+	var out struct {
+		Node struct {
+			Name       string
+			Containers []struct{ JobID string }
+		}
+	}
+	gqlSoft(t, d.s.URL, d.token, `query($id: ID!) { node(id: $id) { ... on Function { name containers { jobID } } } }`,
+		map[string]any{"id": fnID}, &out)
+	for i, c := range out.Node.Containers {
 		if i == 3 || c.JobID == "" {
 			break
 		}
@@ -1041,6 +1070,6 @@ func (d *deployer) logContainers(t testing.TB, taskID string) {
 		for _, l := range logs.JobLogs {
 			lines = append(lines, l.Text)
 		}
-		t.Logf("%s's container job %s:\n%s", out.Node.Function.Name, c.JobID, strings.Join(lines, "\n"))
+		t.Logf("%s's container job %s:\n%s", out.Node.Name, c.JobID, strings.Join(lines, "\n"))
 	}
 }
