@@ -35,6 +35,16 @@ func (s *Service) RunnerCall(ctx context.Context, r *Runner, name string, args P
 	return s.Call(r.Context(ctx), f.ID, args)
 }
 
+// RunnerPut puts an item on task queue name of the runner's app.
+func (s *Service) RunnerPut(ctx context.Context, r *Runner, name string, item Payload, key string) (*ent.Task, error) {
+	f, err := s.sibling(ctx, r, name)
+	if err != nil {
+		return nil, err
+	}
+	t, _, err := s.Put(r.Context(ctx), f.ID, item, CallOptions{IdempotencyKey: key})
+	return t, err
+}
+
 // RunnerMap maps function name of the runner's app over items.
 func (s *Service) RunnerMap(ctx context.Context, r *Runner, name string, items []Payload) (*ent.FunctionMap, error) {
 	f, err := s.sibling(ctx, r, name)

@@ -80,6 +80,7 @@ func (a *API) Handler() http.Handler {
 	mux.HandleFunc("PUT /runner/v1/blobs/{hash}", a.putBlob)
 	mux.HandleFunc("GET /runner/v1/blobs/{hash}", a.getBlob)
 	mux.HandleFunc("POST /runner/v1/call", a.call)
+	mux.HandleFunc("POST /runner/v1/put", a.put)
 	mux.HandleFunc("POST /runner/v1/map", a.mapItems)
 	mux.HandleFunc("POST /runner/v1/await", a.await)
 	mux.HandleFunc("POST /runner/v1/map-results", a.mapResults)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/container"
+	"github.com/levers9/levers9/ent/function"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/fixture"
@@ -57,7 +58,11 @@ func newWorld(t *testing.T, url string) *world {
 	deploy := func(name string, fns ...string) *ent.App {
 		spec := functions.AppSpec{Name: name, CodeHash: codeHash}
 		for _, f := range fns {
-			spec.Functions = append(spec.Functions, functions.FunctionSpec{Name: f, Module: "app", Qualname: f, Queue: tenancy.DefaultQueue})
+			fs := functions.FunctionSpec{Name: f, Module: "app", Qualname: f, Queue: tenancy.DefaultQueue}
+			if f == "resize" {
+				fs.Kind = function.KindTASK_QUEUE
+			}
+			spec.Functions = append(spec.Functions, fs)
 		}
 		a, err := fn.DeployEphemeral(ctx, spec)
 		if err != nil {
@@ -72,7 +77,7 @@ func newWorld(t *testing.T, url string) *world {
 		}
 		return task
 	}
-	vision, other := deploy("vision", "embed", "rank"), deploy("other", "spy")
+	vision, other := deploy("vision", "embed", "rank", "resize"), deploy("other", "spy")
 	w := &world{fn: fn, embedApp: vision.ID}
 	for _, f := range vision.Edges.Functions {
 		switch f.Name {
@@ -203,6 +208,33 @@ func TestOtherAppIsNotFound(t *testing.T) {
 		}
 		if code := w.do(t, "POST", "/runner/v1/cancel", `{"task":"`+w.rank.ID+`"}`, &got); code != 200 || got.State != "CANCELLED" {
 			t.Errorf("cancel rank: %d %+v", code, got)
+		}
+	})
+}
+
+// TestPut: a function puts items on its own app's task queues, keyed or
+// not; nothing else takes puts.
+func TestPut(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		w := newWorld(t, url)
+		var first, again taskJSON
+		body := `{"function":"resize","item":{"data":"` + b64("a.jpg") + `"},"idempotencyKey":"k"}`
+		if code := w.do(t, "POST", "/runner/v1/put", body, &first); code != 200 || first.State != "PENDING" {
+			t.Fatalf("put: %d %+v", code, first)
+		}
+		if code := w.do(t, "POST", "/runner/v1/put", body, &again); code != 200 || again.ID != first.ID {
+			t.Fatalf("the same key again: %d %+v; want task %s", code, again, first.ID)
+		}
+		for _, tc := range []struct {
+			fn, code string
+			status   int
+		}{{"rank", "BAD_USER_INPUT", 400}, {"spy", "NOT_FOUND", 404}} {
+			var e apiError
+			body := `{"function":"` + tc.fn + `","item":{"data":"` + b64("x") + `"}}`
+			if code := w.do(t, "POST", "/runner/v1/put", body, &e); code != tc.status || e.Error.Code != tc.code {
+				t.Errorf("put on %s: %d %+v; want %d %s", tc.fn, code, e, tc.status, tc.code)
+			}
 		}
 	})
 }

@@ -109,6 +109,31 @@ func (a *API) call(w http.ResponseWriter, r *http.Request) {
 	a.reply(w, http.StatusOK, taskOut(t))
 }
 
+type putRequest struct {
+	Function       string      `json:"function"`
+	Item           payloadJSON `json:"item"`
+	IdempotencyKey string      `json:"idempotencyKey"`
+}
+
+func (a *API) put(w http.ResponseWriter, r *http.Request) {
+	var body putRequest
+	if err := decode(w, r, maxCallBody, &body); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	p, err := body.Item.in("item")
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	t, err := a.fn.RunnerPut(r.Context(), runnerOf(r.Context()), body.Function, p, body.IdempotencyKey)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	a.reply(w, http.StatusOK, taskOut(t))
+}
+
 type mapRequest struct {
 	Function string        `json:"function"`
 	Items    []payloadJSON `json:"items"`

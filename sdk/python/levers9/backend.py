@@ -291,11 +291,8 @@ class RunnerBackend(Backend):
         return self.api.json("POST", "/runner/v1/cancel", {"task": task_id})
 
     def put(self, fn: str, item: Dict[str, str], idempotency_key: Optional[str]) -> Dict[str, Any]:
-        # The runner API has no put: a call of the queue's function is the
-        # same item (same payload, retries and dead letter), made by a call.
-        if idempotency_key:
-            raise errors.Error("put() with an idempotency key is not available inside a function's container")
-        return self.call(fn, item)
+        return self.api.json("POST", "/runner/v1/put", {"function": fn, "item": item,
+                                                         "idempotencyKey": idempotency_key or ""}, retry=False)
 
 
 _runner_backend: Optional[RunnerBackend] = None
