@@ -49,11 +49,9 @@ var runnerCommand = []string{"python3", "-m", "levers9.runner"}
 // relay reaches a REALTIME function's WebSocket server through it).
 const RunnerService = "runner"
 
-// The port a REALTIME function's runner serves WebSockets on.
-const (
-	RealtimePort       = "ws"
-	RealtimePortNumber = 8000
-)
+// RealtimePort names the port a REALTIME function's runner serves
+// WebSockets on.
+const RealtimePort = "ws"
 
 // DeployEphemeral stores an app that lives while its script runs, with
 // its functions (version 1), after checking every function against its
@@ -346,8 +344,10 @@ func containerJob(queue, project, fnName, image string, cpu float64, mem int64, 
 	}
 	if kind == function.KindREALTIME {
 		// WebSocket connections are relayed to the runner's own server,
-		// not carried as calls.
-		svc.Ports = []jobspec.Port{{Name: RealtimePort, Port: RealtimePortNumber}}
+		// not carried as calls. The agent picks the port (the runner reads
+		// LEVERS9_RUNNER_PORT_WS): a fixed one would let a node run one
+		// realtime container only.
+		svc.Ports = []jobspec.Port{{Name: RealtimePort}}
 	}
 	return jobspec.Job{
 		Name:     "fn-" + fnName,

@@ -584,7 +584,7 @@ func TestRealtimeContainer(t *testing.T) {
 			t.Fatalf("%d containers started, want 1", len(cs))
 		}
 		ports := w.jobOf(t, f.ID).Spec.Services[0].Ports
-		if len(ports) != 1 || ports[0].Name != functions.RealtimePort || ports[0].Port != 8000 {
+		if len(ports) != 1 || ports[0].Name != functions.RealtimePort || ports[0].Port != 0 {
 			t.Fatalf("realtime job's ports %+v", ports)
 		}
 		type answer struct {
