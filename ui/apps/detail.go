@@ -147,7 +147,7 @@ func (h *handlers) detail(w http.ResponseWriter, r *http.Request) error {
 			Attempt: attempts(t), Took: span(t.StartedAt, t.FinishedAt, now), Started: when(t.StartedAt)})
 	}
 
-	failed, err := c.Task.Query().Where(task.AppID(a.ID), task.StateEQ(task.StateERROR)).
+	failed, err := c.Task.Query().Where(task.AppID(a.ID), task.StateIn(task.StateERROR, task.StateDEAD)).
 		Order(ent.Desc(task.FieldCreatedAt), ent.Desc(task.FieldID)).Limit(recentErrors).All(ctx)
 	if err != nil {
 		return err
