@@ -87,6 +87,14 @@ var (
 				Unique:  false,
 				Columns: []*schema.Column{AppsColumns[3], AppsColumns[4], AppsColumns[5], AppsColumns[6]},
 			},
+			{
+				Name:    "app_tenant_id_environment_id_name",
+				Unique:  true,
+				Columns: []*schema.Column{AppsColumns[3], AppsColumns[4], AppsColumns[5]},
+				Annotation: &entsql.IndexAnnotation{
+					Where: "state = 'DEPLOYED'",
+				},
+			},
 		},
 	}
 	// AuditEventsColumns holds the columns for the "audit_events" table.

@@ -3,6 +3,7 @@ package schema
 import (
 	"entgo.io/contrib/entgql"
 	"entgo.io/ent"
+	"entgo.io/ent/dialect/entsql"
 	"entgo.io/ent/schema"
 	"entgo.io/ent/schema/edge"
 	"entgo.io/ent/schema/field"
@@ -59,6 +60,10 @@ func (App) Indexes() []ent.Index {
 	return []ent.Index{
 		index.Fields("tenant_id", "environment_id", "created_at"),
 		index.Fields("tenant_id", "environment_id", "name", "state"),
+		// One deployed app per name in an environment, even when two
+		// first deploys race.
+		index.Fields("tenant_id", "environment_id", "name").Unique().
+			Annotations(entsql.IndexWhere("state = 'DEPLOYED'")),
 	}
 }
 

@@ -646,3 +646,39 @@ func TestAnonymousBacklog(t *testing.T) {
 		}
 	})
 }
+
+// TestFirstDeploysRace: deploys of a new app name at the same instant
+// make one app; a deploy that lost the race is told to try again.
+func TestFirstDeploysRace(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		w := newWorld(t, url)
+		ctx := w.tn.AsAdmin()
+		const n = 6
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = w.fn.Deploy(ctx, spec("race", codeHash, functions.FunctionSpec{Name: "embed"}))
+			}()
+		}
+		wg.Wait()
+		ok := 0
+		for _, err := range errs {
+			if err == nil {
+				ok++
+				continue
+			}
+			if fs := fault.Classify(err); len(fs) == 0 || fs[0].Code != fault.Unavailable {
+				t.Errorf("a deploy that lost the race: %v, want UNAVAILABLE", err)
+			}
+		}
+		apps, err := w.tn.DB.Ent.App.Query().Where(app.Name("race"), app.StateEQ(app.StateDEPLOYED)).All(fixture.Sys())
+		if err != nil || len(apps) != 1 || ok == 0 || apps[0].Version != ok {
+			t.Fatalf("%d deployed apps named race (%v), %d deploys succeeded, version %v; want one app with a version per success", len(apps), err, ok, apps)
+		}
+	})
+}

@@ -66,7 +66,8 @@ func (s *Service) Deploy(ctx context.Context, spec AppSpec) (*ent.App, error) {
 		return err
 	})
 	if ent.IsConstraintError(err) {
-		// Another deploy of the app took the same version number first.
+		// Another deploy of the app took the same version number, or
+		// created the app, first.
 		return nil, fault.New(fault.Unavailable, "another deploy of app %s is in progress: try again", spec.Name)
 	}
 	if err != nil {
