@@ -54,6 +54,10 @@ func faultOf(err error) *fault.Error {
 // The value every test hides: it must never appear where it should not.
 const hidden = "s3cr3t-v4lue-that-must-not-leak"
 
+// replaced is a second value; like hidden it cannot occur in an ID (IDs
+// are lower-case base32), so finding it anywhere is a leak.
+const replaced = "Second-VALUE-after-replace"
+
 func TestKeyringSealOpen(t *testing.T) {
 	t.Parallel()
 	k1, k2 := newKey(t), newKey(t)
@@ -191,11 +195,11 @@ func TestCreateUseDeleteAndAudit(t *testing.T) {
 		if fe := faultOf(errOnly(w.s.Create(ctx, "hf", map[string]string{"HF_TOKEN": "x"}, false))); fe == nil || fe.Field != "name" {
 			t.Errorf("create over an existing secret: %v", fe)
 		}
-		if _, err := w.s.Create(ctx, "hf", map[string]string{"HF_TOKEN": "v2"}, true); err != nil {
+		if _, err := w.s.Create(ctx, "hf", map[string]string{"HF_TOKEN": replaced}, true); err != nil {
 			t.Fatal(err)
 		}
 		env, err = w.s.Env(context.Background(), w.use("hf"))
-		if err != nil || fmt.Sprint(env) != "[{HF_TOKEN v2}]" {
+		if err != nil || fmt.Sprint(env) != "[{HF_TOKEN "+replaced+"}]" {
 			t.Errorf("Env after replace = %v, %v", env, err)
 		}
 		if _, err := w.s.Delete(ctx, "hf"); err != nil {
@@ -215,7 +219,7 @@ func TestCreateUseDeleteAndAudit(t *testing.T) {
 			if e.Target != sec.ID || e.ActorID != w.tn.Admin.ID {
 				t.Errorf("%s: target %s actor %s", e.Action, e.Target, e.ActorID)
 			}
-			if b, _ := json.Marshal(e.Details); bytes.Contains(b, []byte(hidden)) || bytes.Contains(b, []byte("v2")) {
+			if b, _ := json.Marshal(e.Details); bytes.Contains(b, []byte(hidden)) || bytes.Contains(b, []byte(replaced)) {
 				t.Errorf("%s audits a value: %s", e.Action, b)
 			}
 			if e.Action == secrets.ActionUse && (e.Details["function"] != "fn_1" || e.Details["container"] != "ctr_1") {
