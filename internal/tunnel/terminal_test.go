@@ -103,6 +103,9 @@ func TestTerminalExecAndAttach(t *testing.T) {
 			s, err := w.db.Ent.Service.Query().Where(service.JobID(j.ID)).Only(w.sys)
 			return err == nil && string(s.Status) == "RUNNING"
 		})
+		// The agent dials its stream tunnel beside the control one: it may
+		// still be connecting when the service runs.
+		w.waitFor(t, "the node's stream tunnel", func() bool { return w.srv.HoldsStreams(st.NodeID) })
 		open := func(o wire.StreamOpen) *termConn {
 			t.Helper()
 			o.JobID, o.Attempt, o.Service = j.ID, 1, "sh"
