@@ -16,7 +16,9 @@ The runner of a REALTIME function serves WebSockets (RFC 6455) on
 Client frames must be masked; messages may be fragmented; pings are
 answered; a message is at most 16 MiB (larger: closed with 1009). When
 the handler returns, the connection is closed with 1000 (1011 when it
-raised).
+raised). At most MAX_QUEUED messages wait for the handler's receive():
+beyond them the server reads no more from that client (TCP back-pressure)
+until the handler catches up or the connection closes.
 """
 
 import asyncio
@@ -32,6 +34,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 MAX_MESSAGE = 16 << 20
 MAX_HEADERS = 64 << 10
+MAX_QUEUED = 16
 HANDSHAKE_TIMEOUT = 10.0
 CLOSE_TIMEOUT = 5.0
 DEFAULT_PORT = 8000
@@ -115,6 +118,7 @@ class WebSocket:
         self._send_lock = asyncio.Lock()
         self._close_sent = False
         self._close_received = asyncio.Event()
+        self._room = asyncio.Event()  # set when the inbox drained below MAX_QUEUED or a close went out
         self.close_code: Optional[int] = None
         self.close_reason = ""
 
@@ -125,6 +129,7 @@ class WebSocket:
         if self._close_received.is_set() and self._inbox.empty():
             raise WebSocketDisconnect(self.close_code or 1006, self.close_reason)
         msg = await self._inbox.get()
+        self._room.set()
         if msg is None:
             self._inbox.put_nowait(None)  # every later receive raises too
             raise WebSocketDisconnect(self.close_code or 1006, self.close_reason)
@@ -182,6 +187,7 @@ class WebSocket:
         if self._close_sent:
             return
         self._close_sent = True
+        self._room.set()  # the read loop waits for the client's close, not for the handler
         payload = b"" if code == 1005 else struct.pack("!H", code) + reason.encode("utf-8")[:123]
         async with self._send_lock:
             try:
@@ -234,6 +240,9 @@ class WebSocket:
         kind = 0
         try:
             while True:
+                while self._inbox.qsize() >= MAX_QUEUED and not self._close_sent:
+                    self._room.clear()
+                    await self._room.wait()
                 fin, opcode, data = await self._read_frame()
                 if opcode == OP_PING:
                     if not self._close_sent:

@@ -257,6 +257,32 @@ class ServerTest(unittest.TestCase):
         stopping.join(10)
         self.assertFalse(stopping.is_alive())
 
+    def test_a_slow_handler_holds_back_a_flooding_client(self):
+        # A client sending faster than the handler receives: at most
+        # MAX_QUEUED messages wait in memory, and none is lost.
+        go, seen = threading.Event(), []
+
+        async def slow(ws):
+            seen.append(ws)
+            while not go.is_set():
+                await asyncio.sleep(0.01)
+            for _ in range(200):
+                await ws.send(await ws.receive())
+
+        _, port, _ = self.serve(slow)
+        c = self.client(port)
+        sender = threading.Thread(target=lambda: [c.send_frame(realtime.OP_BINARY, b"%d" % i + b"x" * 4000)
+                                                  for i in range(200)])
+        sender.start()
+        time.sleep(0.5)
+        self.assertTrue(seen)
+        self.assertLessEqual(seen[0]._inbox.qsize(), realtime.MAX_QUEUED)
+        go.set()
+        for i in range(200):
+            self.assertEqual(c.recv_frame()[2], b"%d" % i + b"x" * 4000)
+        sender.join(10)
+        self.assertEqual(c.recv_close(), (1000, ""))
+
     def test_unmask(self):
         data = os.urandom(1001)
         self.assertEqual(realtime.unmask(data, MASK), bytes(b ^ MASK[i % 4] for i, b in enumerate(data)))
