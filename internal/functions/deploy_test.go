@@ -312,6 +312,13 @@ func TestIdempotencyKey(t *testing.T) {
 		if c, err := w.fn.CallWith(ctx, plain.ID, args("c"), functions.CallOptions{IdempotencyKey: "k1"}); err != nil || c.ID != first.ID {
 			t.Fatalf("a call with the app's key: %+v %v", c, err)
 		}
+		// A caller without a token gets only the function's own calls.
+		if c, err := w.fn.CallWith(ctx, plain.ID, args("c"), functions.CallOptions{IdempotencyKey: "k1", Anonymous: true}); code(err) != fault.BadUserInput {
+			t.Fatalf("an anonymous call with another function's key: %+v %v", c, err)
+		}
+		if again, created, err := w.fn.Put(ctx, q.ID, args("b"), functions.CallOptions{IdempotencyKey: "k1", Anonymous: true}); err != nil || created || again.ID != first.ID {
+			t.Fatalf("an anonymous put with its own key: %+v %v %v", again, created, err)
+		}
 		one, _, _ := w.fn.Put(ctx, q.ID, args("x"), functions.CallOptions{})
 		two, _, _ := w.fn.Put(ctx, q.ID, args("x"), functions.CallOptions{})
 		if one.ID == two.ID {

@@ -81,7 +81,7 @@ func (s *Service) callWith(ctx context.Context, fnID string, args Payload, o Cal
 	}
 	key := o.IdempotencyKey
 	if key != "" {
-		if t, err := s.withKey(ctx, f.AppID, key); err != nil || t != nil {
+		if t, err := s.withKey(ctx, f, key, o.Anonymous); err != nil || t != nil {
 			return t, false, err
 		}
 	}
@@ -97,7 +97,7 @@ func (s *Service) callWith(ctx context.Context, fnID string, args Payload, o Cal
 		// A call with the same key was stored between the look-up and
 		// the insert (the partial unique index refused ours): it is the
 		// call.
-		t, err := s.withKey(ctx, f.AppID, key)
+		t, err := s.withKey(ctx, f, key, o.Anonymous)
 		if err == nil && t == nil {
 			err = fmt.Errorf("the call of %s with idempotency key %q vanished", f.Name, clip(key))
 		}
@@ -111,15 +111,20 @@ func (s *Service) callWith(ctx context.Context, fnID string, args Payload, o Cal
 	return t, true, nil
 }
 
-// withKey is the call of app appID with idempotency key key, nil when none.
+// withKey is the call of f's app with idempotency key key, nil when none.
 // The system reads it: a key is the app's, whoever made the first call.
-func (s *Service) withKey(ctx context.Context, appID, key string) (*ent.Task, error) {
-	t, err := s.DB.Ent.Task.Query().Where(task.AppID(appID), task.IdempotencyKey(key)).Only(viewer.SystemContext(ctx))
+// A caller without a token (anonymous) gets only a call of f, the public
+// function it reached, never one of the app's other functions.
+func (s *Service) withKey(ctx context.Context, f *ent.Function, key string, anonymous bool) (*ent.Task, error) {
+	t, err := s.DB.Ent.Task.Query().Where(task.AppID(f.AppID), task.IdempotencyKey(key)).Only(viewer.SystemContext(ctx))
 	if ent.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the call with idempotency key %q: %w", clip(key), err)
+	}
+	if anonymous && t.FunctionID != f.ID {
+		return nil, fault.Invalid("idempotencyKey", "the key was used for another call: choose another")
 	}
 	return t, nil
 }
