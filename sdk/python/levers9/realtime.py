@@ -35,6 +35,7 @@ GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 MAX_MESSAGE = 16 << 20
 MAX_HEADERS = 64 << 10
 MAX_QUEUED = 16
+MAX_CONNECTIONS = 1000  # open or in their handshake; beyond: 503
 HANDSHAKE_TIMEOUT = 10.0
 CLOSE_TIMEOUT = 5.0
 DEFAULT_PORT = 8000
@@ -318,6 +319,7 @@ class Server:
         self.open = 0
         self.last_closed = time.monotonic()
         self.connections: "set[WebSocket]" = set()
+        self._sockets = 0  # accepted TCP connections, handshaking or open
         self.server: Optional[asyncio.AbstractServer] = None
 
     async def start(self, host: str = "0.0.0.0", port: int = DEFAULT_PORT) -> int:
@@ -333,6 +335,19 @@ class Server:
                              return_exceptions=True)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._sockets >= MAX_CONNECTIONS:
+            try:
+                await asyncio.wait_for(_refuse(writer, 503, "too many connections"), HANDSHAKE_TIMEOUT)
+            except (asyncio.TimeoutError, ConnectionError, OSError):
+                writer.close()
+            return
+        self._sockets += 1
+        try:
+            await self._serve_one(reader, writer)
+        finally:
+            self._sockets -= 1
+
+    async def _serve_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             ws = await asyncio.wait_for(self._handshake(reader, writer), HANDSHAKE_TIMEOUT)
         except (asyncio.TimeoutError, asyncio.IncompleteReadError, ConnectionError, OSError, ValueError,
@@ -410,7 +425,7 @@ class Server:
 
 async def _refuse(writer: asyncio.StreamWriter, status: int, message: str,
                   extra: Optional[List[Tuple[str, str]]] = None) -> None:
-    reasons = {400: "Bad Request", 426: "Upgrade Required"}
+    reasons = {400: "Bad Request", 426: "Upgrade Required", 503: "Service Unavailable"}
     body = (message + "\n").encode("utf-8")
     lines = ["HTTP/1.1 %d %s" % (status, reasons.get(status, "Error")), "Content-Type: text/plain; charset=utf-8",
              "Content-Length: %d" % len(body), "Connection: close"] + ["%s: %s" % kv for kv in extra or []]

@@ -283,6 +283,23 @@ class ServerTest(unittest.TestCase):
         sender.join(10)
         self.assertEqual(c.recv_close(), (1000, ""))
 
+    def test_too_many_connections_are_refused(self):
+        cap = mock.patch.object(realtime, "MAX_CONNECTIONS", 2)
+        cap.start()
+        self.addCleanup(cap.stop)
+        server, port, _ = self.serve(echo)
+        self.client(port).recv_frame()
+        idle = socket.create_connection(("127.0.0.1", port), timeout=5)  # a handshake that never comes
+        self.addCleanup(idle.close)
+        deadline = time.monotonic() + 5
+        while server._sockets < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.assertEqual(self.client(port).status_line, "HTTP/1.1 503 Service Unavailable")
+        idle.close()
+        while server._sockets > 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.client(port).recv_frame()
+
     def test_unmask(self):
         data = os.urandom(1001)
         self.assertEqual(realtime.unmask(data, MASK), bytes(b ^ MASK[i % 4] for i, b in enumerate(data)))
