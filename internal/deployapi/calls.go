@@ -179,12 +179,14 @@ func (a *API) realtime(w http.ResponseWriter, r *http.Request, c call) {
 // store reads the body (check, when set, validating it), and stores the
 // request as an HTTP-made call; ok is false when it answered.
 func (a *API) store(w http.ResponseWriter, r *http.Request, c call, check func([]byte) error, key string) (*ent.Task, bool) {
-	p, ok := a.request(w, r, c, check)
-	if !ok {
-		return nil, false
-	}
+	// The key is checked before the body is read and perhaps stored as a
+	// blob for a call that is refused anyway.
 	if len(key) > MaxIdempotencyKey {
 		a.fail(w, fault.Invalid("Idempotency-Key", "at most %d characters", MaxIdempotencyKey), "")
+		return nil, false
+	}
+	p, ok := a.request(w, r, c, check)
+	if !ok {
 		return nil, false
 	}
 	t, err := a.cfg.Functions.CallWith(c.ctx, c.fn.ID, p, functions.CallOptions{Source: task.SourceHTTP, IdempotencyKey: key, Anonymous: !c.private})
