@@ -232,7 +232,8 @@ func (s *Service) open(r *ent.Secret) (map[string]string, error) {
 	}
 	var vals map[string]string
 	if err := json.Unmarshal(plain, &vals); err != nil {
-		return nil, fmt.Errorf("secret %s (%s): decoding: %w", r.Name, r.ID, err)
+		// Not the decoder's message: it may quote the plaintext.
+		return nil, fmt.Errorf("secret %s (%s): the decrypted value is no JSON object of strings", r.Name, r.ID)
 	}
 	return vals, nil
 }
