@@ -178,33 +178,20 @@ func resolveApp(ctx context.Context, c clientFlags, arg string) (string, error) 
 
 // stopApps stops each app of args, or only version v of the one app.
 func stopApps(ctx context.Context, c clientFlags, args []string, v int, stdout, stderr io.Writer) int {
-	code := exitOK
-	for _, arg := range args {
+	return eachID(args, stdout, stderr, "levers9 app stop", func(arg string) (string, error) {
 		id, err := resolveApp(ctx, c, arg)
 		if err != nil {
-			fmt.Fprintf(stderr, "levers9 app stop %s: %v\n", arg, err)
-			code = exitError
-			continue
+			return "", err
 		}
 		var out struct{ StopApp, StopAppVersion appRow }
 		if v > 0 {
 			err = c.query(ctx, `mutation($id: ID!, $v: Int!) { stopAppVersion(id: $id, version: $v) { `+appFields+` } }`, map[string]any{"id": id, "v": v}, &out)
-		} else {
-			err = c.query(ctx, `mutation($id: ID!) { stopApp(id: $id) { `+appFields+` } }`, map[string]any{"id": id}, &out)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "levers9 app stop %s: %v\n", arg, err)
-			code = exitError
-			continue
-		}
-		if v > 0 {
 			r := out.StopAppVersion
-			fmt.Fprintf(stdout, "%s %s: v%d stopped; %s, live v%d\n", r.ID, r.Name, v, r.State, r.LiveVersion)
-			continue
+			return fmt.Sprintf("%s %s: v%d stopped; %s, live v%d", r.ID, r.Name, v, r.State, r.LiveVersion), err
 		}
-		fmt.Fprintf(stdout, "%s %s (%s)\n", out.StopApp.ID, out.StopApp.State, orDash(out.StopApp.StopReason))
-	}
-	return code
+		err = c.query(ctx, `mutation($id: ID!) { stopApp(id: $id) { `+appFields+` } }`, map[string]any{"id": id}, &out)
+		return fmt.Sprintf("%s %s (%s)", out.StopApp.ID, out.StopApp.State, orDash(out.StopApp.StopReason)), err
+	})
 }
 
 // rollbackApp points app arg's alias at version v (0: the one before).
