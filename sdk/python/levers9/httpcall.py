@@ -19,6 +19,7 @@ as a COMPLETE call, not failed as the function's.
 
 import asyncio
 import base64
+import functools
 import inspect
 import json
 import threading
@@ -168,11 +169,23 @@ def settle(value: Any) -> Any:
     return value
 
 
+_cached_signature = functools.lru_cache(maxsize=64)(inspect.signature)
+
+
+def _signature(fn: Callable[..., Any]) -> inspect.Signature:
+    """fn's signature, worked out once per function (every HTTP call
+    checks it); an unhashable callable's every time."""
+    try:
+        return _cached_signature(fn)
+    except TypeError:
+        return inspect.signature(fn)
+
+
 def _fits(fn: Callable[..., Any], args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
     """Raises BadRequest when fn cannot take these arguments: the caller
     sent the wrong ones (a TypeError inside fn stays the function's)."""
     try:
-        sig = inspect.signature(fn)
+        sig = _signature(fn)
     except (TypeError, ValueError):
         return  # a builtin or the like: let the call say
     try:

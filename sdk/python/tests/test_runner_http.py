@@ -139,6 +139,19 @@ def info(qualname, kind, concurrency=1):
     return dict(function_info(qualname, module="tests.test_runner_http", concurrency=concurrency), kind=kind)
 
 
+class SignatureCacheTest(unittest.TestCase):
+    def test_the_signature_is_worked_out_once_per_function(self):
+        def echo(a=""):
+            return a
+
+        httpcall._cached_signature.cache_clear()
+        for q in ("a=1", "a=2", "a=3"):
+            self.assertEqual(httpcall.endpoint(echo, httpcall.Request(query=q)).body, q[2:].encode())
+        self.assertEqual(httpcall.endpoint(echo, httpcall.Request(query="b=1")).status, 400)
+        info = httpcall._cached_signature.cache_info()
+        self.assertEqual((info.misses, info.hits), (1, 3))
+
+
 class RunnerHTTPTest(unittest.TestCase):
     def fake(self, *args, **kwargs):
         f = FakeRunnerAPI(*args, **kwargs)
