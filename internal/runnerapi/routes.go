@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/internal/blobs"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/functions"
@@ -39,11 +38,7 @@ func (a *API) claim(w http.ResponseWriter, r *http.Request) {
 	}
 	out := claimResponse{Tasks: make([]claimedJSON, len(claimed)), Exit: exit}
 	for i, c := range claimed {
-		src := c.Source
-		if src == "" {
-			src = task.SourceCALL
-		}
-		out.Tasks[i] = claimedJSON{ID: c.ID, Attempt: c.Attempt, TimeoutSeconds: c.TimeoutSeconds, Args: *payloadOut(&c.Args), Source: src.String()}
+		out.Tasks[i] = claimedJSON{ID: c.ID, Attempt: c.Attempt, TimeoutSeconds: c.TimeoutSeconds, Args: *payloadOut(&c.Args), Source: c.Source.String()}
 	}
 	a.reply(w, http.StatusOK, out)
 }
