@@ -178,11 +178,6 @@ var droppedResponseHeaders = map[string]bool{
 	"upgrade": true, "proxy-connection": true, "content-length": true, strings.ToLower(TaskHeader): true,
 }
 
-// sandbox is the policy of every replayed answer: deployments answer
-// under the dashboard's origin, and a page a function wrote must not act
-// there with the visitor's session (an opaque origin).
-const sandbox = "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads"
-
 // replay writes e, the answer of task id to a request under prefix.
 // Cookies are the function's own, scoped to its prefix (never levers9's,
 // never another host's); private answers (a token's) are never stored by
@@ -203,7 +198,7 @@ func replay(w http.ResponseWriter, id string, e *responseEnvelope, prefix string
 		hd.Add(name, v)
 	}
 	hd.Set(TaskHeader, id)
-	hd.Set("Content-Security-Policy", sandbox)
+	hd.Set("Content-Security-Policy", relay.Sandbox) // deployments answer under the dashboard's origin
 	if private {
 		cc := hd.Values("Cache-Control")
 		hd.Set("Cache-Control", relay.PrivateCache(cc))

@@ -92,7 +92,7 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, t Target, prefix
 			// must never hand it to anyone else.
 			resp.Header.Set("Cache-Control", PrivateCache(resp.Header.Values("Cache-Control")))
 			if sandbox {
-				resp.Header.Set("Content-Security-Policy", "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads")
+				resp.Header.Set("Content-Security-Policy", Sandbox)
 			}
 			return nil
 		},
@@ -176,6 +176,11 @@ func (h *Handler) filterCookies(hd http.Header, prefix string) {
 		hd.Add("Set-Cookie", sc)
 	}
 }
+
+// Sandbox is the Content-Security-Policy of answers a service or a
+// function wrote, served under the dashboard's origin: a page there must
+// not act with the visitor's session (an opaque origin).
+const Sandbox = "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads"
 
 // PrivateCache is the Cache-Control directives cc with those letting a
 // shared cache store the answer (public, s-maxage, proxy-revalidate)
