@@ -365,11 +365,7 @@ class App:
                                       % fn.name, code="BAD_USER_INPUT", field="module")
             specs.append(fn._input(module, client))
         be = backends.GraphQLBackend(client)
-        data, digest = packaging.pack(project_dir)
-        sent = be.upload_code(digest, data)
-        if log:
-            log("code %s (%d bytes, %s)" % (digest[:12], len(data), "uploaded" if sent else "already there"))
-        return be, digest, specs
+        return be, packaging.upload(be, project_dir, log), specs
 
     def deploy_ephemeral(self, project_dir: str, module_names: Optional[Dict[str, str]] = None,
                          log: Optional[Callable[[str], None]] = None) -> str:

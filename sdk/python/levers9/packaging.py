@@ -12,7 +12,7 @@ import io
 import os
 import stat
 import zipfile
-from typing import Iterator, Tuple
+from typing import Any, Callable, Iterator, Optional, Tuple
 
 from . import errors
 
@@ -73,3 +73,14 @@ def pack(root: str) -> Tuple[bytes, str]:
         raise errors.BadInput("the code package of %s is larger than 256 MiB" % root, code="BAD_USER_INPUT",
                               field="project")
     return data, hashlib.sha256(data).hexdigest()
+
+
+def upload(backend: Any, root: str, log: Optional[Callable[[str], None]] = None) -> str:
+    """Packs root and uploads it through backend (a GraphQLBackend) unless
+    the server has it already; returns the package's hash. What run,
+    deploy and serve all do before deployApp."""
+    data, digest = pack(root)
+    sent = backend.upload_code(digest, data)
+    if log:
+        log("code %s (%d bytes, %s)" % (digest[:12], len(data), "uploaded" if sent else "already there"))
+    return digest

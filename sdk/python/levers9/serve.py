@@ -147,8 +147,7 @@ class Server:
             from .client import Client
             self.client = Client()
         be = backends.GraphQLBackend(self.client)
-        data, digest = packaging.pack(spec["project"])
-        be.upload_code(digest, data)
+        digest = packaging.upload(be, spec["project"])
         inputs = [with_defaults(f, self.client) for f in spec["functions"]]
         app = be.deploy(spec["app"], digest, inputs, fields=backends.DEPLOYED_FIELDS)
         dep = _Deployment(be, app["id"], {f["name"]: f["id"] for f in app.get("functions") or []})
