@@ -111,9 +111,7 @@ class WebSocket:
         self.query: Dict[str, str] = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
         self.query_string = query
         #: Request headers by lower-cased name (repeated ones joined by ", ").
-        self.headers: Dict[str, str] = {}
-        for k, v in headers:
-            self.headers[k] = self.headers[k] + ", " + v if k in self.headers else v
+        self.headers = _joined(headers)
         self.subprotocol = subprotocol
         self._inbox: "asyncio.Queue[Optional[Message]]" = asyncio.Queue()
         self._send_lock = asyncio.Lock()
@@ -292,6 +290,14 @@ class WebSocket:
                 self._abort()  # the server closes TCP first (RFC 6455 7.1.1)
 
 
+def _joined(headers: List[Tuple[str, str]]) -> Dict[str, str]:
+    """Headers by name, a repeated one's values joined by ", "."""
+    h: Dict[str, str] = {}
+    for k, v in headers:
+        h[k] = h[k] + ", " + v if k in h else v
+    return h
+
+
 def _close_payload(data: bytes) -> Tuple[int, str]:
     if not data:
         return 1005, ""
@@ -393,9 +399,7 @@ class Server:
                 await _refuse(writer, 400, "a header line without a colon")
                 return None
             headers.append((name.strip().lower(), value.strip()))
-        h: Dict[str, str] = {}
-        for k, v in headers:
-            h[k] = h[k] + ", " + v if k in h else v
+        h = _joined(headers)
         tokens = lambda s: {t.strip().lower() for t in s.split(",")}  # noqa: E731
         if method != "GET" or "websocket" not in tokens(h.get("upgrade", "")) or \
                 "upgrade" not in tokens(h.get("connection", "")):
