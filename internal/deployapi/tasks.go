@@ -21,8 +21,13 @@ func TaskPath(id string) string { return "/api/tasks/" + id }
 const MaxWait = time.Minute
 
 // pollEvery is how often an anonymous waiter (a public function's task
-// polled by its ID) reads the task: it has no viewer to be signalled as.
-const pollEvery = 250 * time.Millisecond
+// polled by its ID) first reads the task: it has no viewer to be
+// signalled as. The interval doubles up to pollMax, so that anonymous
+// callers holding ?wait= open cost the database little.
+const (
+	pollEvery = 250 * time.Millisecond
+	pollMax   = 2 * time.Second
+)
 
 // task serves GET /api/tasks/{id}[?wait=SECONDS]: 202 while the task
 // runs, else its outcome. A token's viewer sees the tasks functions.Task
@@ -59,7 +64,7 @@ func (a *API) task(w http.ResponseWriter, r *http.Request) {
 // wait waits up to d for t to end, signalled when the viewer in ctx may
 // be (signed), else by polling.
 func (a *API) wait(ctx context.Context, t *ent.Task, d time.Duration, signed bool) (*ent.Task, error) {
-	deadline := time.Now().Add(d)
+	deadline, poll := time.Now().Add(d), pollEvery
 	for !ended(t.State) && ctx.Err() == nil {
 		left := time.Until(deadline)
 		if left <= 0 {
@@ -79,8 +84,9 @@ func (a *API) wait(ctx context.Context, t *ent.Task, d time.Duration, signed boo
 			select {
 			case <-ctx.Done():
 				return t, nil
-			case <-time.After(min(pollEvery, left)):
+			case <-time.After(min(poll, left)):
 			}
+			poll = min(2*poll, pollMax)
 			next, err = a.cfg.Functions.Task(ctx, t.ID)
 		}
 		if err != nil {
