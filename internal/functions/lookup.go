@@ -23,9 +23,7 @@ func (s *Service) Lookup(ctx context.Context, appName, name string, v int) (*ent
 	if v < 0 {
 		return nil, fault.Invalid("version", "must not be negative")
 	}
-	a, err := s.DB.Ent.App.Query().
-		Where(app.Name(appName), app.Ephemeral(false), app.StateNEQ(app.StateSTOPPED)).
-		Order(ent.Desc(app.FieldCreatedAt)).First(ctx)
+	a, err := deployedApp(ctx, s.DB.Ent, appName)
 	if ent.IsNotFound(err) {
 		return nil, &fault.Error{Code: fault.NotFound, Field: "app", Message: fmt.Sprintf("no deployed app %q in this environment", clip(appName))}
 	}
@@ -54,6 +52,14 @@ func (s *Service) Lookup(ctx context.Context, appName, name string, v int) (*ent
 	}
 	f.Edges.App = a
 	return f, nil
+}
+
+// deployedApp is the deployed (not stopped) app name in the viewer's
+// environment, read through c (a transaction's when deploying).
+func deployedApp(ctx context.Context, c *ent.Client, name string) (*ent.App, error) {
+	return c.App.Query().
+		Where(app.Name(name), app.Ephemeral(false), app.StateNEQ(app.StateSTOPPED)).
+		Order(ent.Desc(app.FieldCreatedAt)).First(ctx)
 }
 
 // kindsOf are the kinds of function a URL group reaches.

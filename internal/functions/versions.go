@@ -29,9 +29,7 @@ func (s *Service) Deploy(ctx context.Context, spec AppSpec) (*ent.App, error) {
 	var out *ent.App
 	version := 1
 	err = s.DB.InTx(ctx, func(tx *database.Tx) error {
-		a, err := tx.Ent.App.Query().
-			Where(app.Name(spec.Name), app.Ephemeral(false), app.StateNEQ(app.StateSTOPPED)).
-			Order(ent.Desc(app.FieldCreatedAt)).First(ctx)
+		a, err := deployedApp(ctx, tx.Ent, spec.Name)
 		switch {
 		case ent.IsNotFound(err):
 			a, err = tx.Ent.App.Create().
