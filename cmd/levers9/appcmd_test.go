@@ -168,7 +168,7 @@ func TestSecretCommands(t *testing.T) {
 		t.Errorf("sent %+v, want values %v and replace", in, want)
 	}
 
-	for _, bad := range [][]string{{"secret", "create", "hf"}, {"secret", "create", "hf", "NOEQUALS"},
+	for _, bad := range [][]string{{"secret", "create", "hf"}, {"secret", "create", "hf", "NOEQUALS"}, {"secret", "create", "hf", "hf_s3cr3t"},
 		{"secret", "create", "hf", "A=-", "B=-"}, {"secret", "delete"}} {
 		if code, _, stderr := runCLIStdin(t, "x", bad...); code != exitUsage || strings.Contains(stderr, "hf_s3cr3t") {
 			t.Errorf("%v: exit %d, want 2: %s", bad, code, stderr)

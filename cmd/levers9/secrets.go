@@ -102,10 +102,11 @@ func secretValues(args []string, dotenv string, stdin io.Reader) ([]secretValue,
 		}
 	}
 	readStdin := false
-	for _, arg := range args {
+	for i, arg := range args {
 		k, v, ok := strings.Cut(arg, "=")
 		if !ok || k == "" {
-			return nil, fmt.Errorf("%.40q is not KEY=VALUE", k)
+			// Not quoted: without its "=", arg may be a value pasted alone.
+			return nil, fmt.Errorf("value argument %d is not KEY=VALUE", i+1)
 		}
 		if v == "-" {
 			if readStdin {
