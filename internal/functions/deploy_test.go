@@ -474,6 +474,15 @@ func TestResolve(t *testing.T) {
 		if _, err := w.fn.Task(context.Background(), priv.ID); code(err) != fault.NotFound {
 			t.Errorf("reading a private task without a token: %v", err)
 		}
+		// A signed-in caller's call of the public function (from Python,
+		// with its arguments) is not handed to whoever guesses its ID.
+		own, err := w.fn.Call(ctx, open.ID, args("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.fn.Task(context.Background(), own.ID); code(err) != fault.NotFound {
+			t.Errorf("reading a signed-in call of a public function without a token: %v", err)
+		}
 		evil := fixture.NewTenant(t, w.tn.DB, fixture.TenantOptions{Slug: "evil"})
 		if _, err := w.fn.Task(evil.AsAdmin(), priv.ID); code(err) != fault.NotFound {
 			t.Errorf("reading another tenant's task: %v", err)

@@ -130,8 +130,9 @@ func (s *Service) withKey(ctx context.Context, f *ent.Function, key string, anon
 }
 
 // Task reads a task the viewer may see (for GET /api/tasks/{id}): one of
-// its environment, or a public function's, whoever asks (its ID, handed
-// to whoever called the public URL, is the capability).
+// its environment, or a public function's HTTP-made one, whoever asks
+// (its ID, handed to whoever called the public URL, is the capability;
+// calls made with a token stay their tenant's).
 func (s *Service) Task(ctx context.Context, id string) (*ent.Task, error) {
 	if viewer.FromContext(ctx).InTenant() {
 		t, err := s.DB.Ent.Task.Get(ctx, id)
@@ -143,7 +144,7 @@ func (s *Service) Task(ctx context.Context, id string) (*ent.Task, error) {
 		}
 	}
 	sys := viewer.SystemContext(ctx)
-	t, err := s.DB.Ent.Task.Query().Where(task.ID(id), task.HasFunctionWith(function.Public(true))).Only(sys)
+	t, err := s.DB.Ent.Task.Query().Where(task.ID(id), task.SourceEQ(task.SourceHTTP), task.HasFunctionWith(function.Public(true))).Only(sys)
 	if ent.IsNotFound(err) {
 		return nil, fault.Missing(fmt.Sprintf("task %q", clip(id)))
 	}
