@@ -83,8 +83,12 @@ func (a *API) env(ctx context.Context, credential, jobID string) ([]wire.EnvVar,
 	}
 	sys := viewer.SystemContext(ctx)
 	rn := j.Spec.Runner
-	// The names come from the function, which the job's container belongs to.
-	ctr, err := a.Ent.Container.Query().Where(container.ID(rn.ContainerID), container.JobID(j.ID), container.FunctionID(rn.FunctionID)).
+	// The names come from the function, which the job's container belongs
+	// to. Only while it starts: the agent asks right before starting it,
+	// and a node asking again once its runner is up would only be reading
+	// values again (and filling the audit log).
+	ctr, err := a.Ent.Container.Query().Where(container.ID(rn.ContainerID), container.JobID(j.ID), container.FunctionID(rn.FunctionID),
+		container.StateEQ(container.StateSTARTING)).
 		WithFunction().Only(sys)
 	if ent.IsNotFound(err) {
 		return nil, missing

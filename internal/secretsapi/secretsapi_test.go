@@ -12,6 +12,7 @@ import (
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/auditevent"
+	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/fixture"
@@ -89,6 +90,9 @@ func TestAgentSecrets(t *testing.T) {
 		starting := newJob(download, job.StatusPending)
 		ended := newJob(download, job.StatusComplete)
 		notFn := newJob(nil, job.StatusRunning)
+		// A container whose runner is up got its values when it started.
+		up := newJob(download, job.StatusRunning)
+		c.Container.Update().Where(container.JobID(up)).SetState(container.StateREADY).ExecX(sys)
 
 		srv := httptest.NewServer((&secretsapi.API{Ent: c, Secrets: svc, Log: fixture.Log()}).Handler())
 		t.Cleanup(srv.Close)
@@ -118,6 +122,7 @@ func TestAgentSecrets(t *testing.T) {
 			{"another tenant's node", stranger, fn, http.StatusNotFound, ""},
 			{"not a function's job", creds["gpu-1"], notFn, http.StatusNotFound, ""},
 			{"an ended job", creds["gpu-1"], ended, http.StatusNotFound, ""},
+			{"a container already up", creds["gpu-1"], up, http.StatusNotFound, ""},
 			{"no job header", creds["gpu-1"], "", http.StatusNotFound, ""},
 			{"an unknown job", creds["gpu-1"], "job_nope", http.StatusNotFound, ""},
 			{"a user token", acme.Token(t, acme.Admin), fn, http.StatusUnauthorized, ""},
