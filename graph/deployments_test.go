@@ -100,6 +100,16 @@ func TestDeployedVersions(t *testing.T) {
 			t.Errorf("lookup of v1: %+v", got)
 		}
 
+		// A member changes only their own apps: the admin's is not theirs
+		// to roll back or stop.
+		for _, q := range []string{
+			`mutation($id: ID!) { rollbackApp(id: $id, version: 1) { liveVersion } }`,
+			`mutation($id: ID!) { stopAppVersion(id: $id, version: 1) { liveVersion } }`,
+		} {
+			if r := e.gql(a.memberToken, q, vars{"id": v2.ID}); r.code() != "FORBIDDEN" && r.code() != "NOT_FOUND" {
+				t.Errorf("a member's %s on the admin's app: %s %v", q, r.Data, r.Errors)
+			}
+		}
 		r := e.gql(a.adminToken, `mutation($id: ID!) { rollbackApp(id: $id, version: 1) { liveVersion version } }`, vars{"id": v2.ID})
 		r.ok(t)
 		if got := e.lookup(t, a.memberToken, nil); got.Version != 1 {
