@@ -19,10 +19,12 @@ import (
 	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
 	"github.com/levers9/levers9/ent/blob"
+	"github.com/levers9/levers9/ent/blueprint"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/charge"
 	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/environment"
+	"github.com/levers9/levers9/ent/execution"
 	"github.com/levers9/levers9/ent/function"
 	"github.com/levers9/levers9/ent/functionmap"
 	"github.com/levers9/levers9/ent/group"
@@ -57,6 +59,8 @@ type Client struct {
 	AuditEvent *AuditEventClient
 	// Blob is the client for interacting with the Blob builders.
 	Blob *BlobClient
+	// Blueprint is the client for interacting with the Blueprint builders.
+	Blueprint *BlueprintClient
 	// Bucket is the client for interacting with the Bucket builders.
 	Bucket *BucketClient
 	// Charge is the client for interacting with the Charge builders.
@@ -65,6 +69,8 @@ type Client struct {
 	Container *ContainerClient
 	// Environment is the client for interacting with the Environment builders.
 	Environment *EnvironmentClient
+	// Execution is the client for interacting with the Execution builders.
+	Execution *ExecutionClient
 	// Function is the client for interacting with the Function builders.
 	Function *FunctionClient
 	// FunctionMap is the client for interacting with the FunctionMap builders.
@@ -114,10 +120,12 @@ func (c *Client) init() {
 	c.App = NewAppClient(c.config)
 	c.AuditEvent = NewAuditEventClient(c.config)
 	c.Blob = NewBlobClient(c.config)
+	c.Blueprint = NewBlueprintClient(c.config)
 	c.Bucket = NewBucketClient(c.config)
 	c.Charge = NewChargeClient(c.config)
 	c.Container = NewContainerClient(c.config)
 	c.Environment = NewEnvironmentClient(c.config)
+	c.Execution = NewExecutionClient(c.config)
 	c.Function = NewFunctionClient(c.config)
 	c.FunctionMap = NewFunctionMapClient(c.config)
 	c.Group = NewGroupClient(c.config)
@@ -231,10 +239,12 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		App:         NewAppClient(cfg),
 		AuditEvent:  NewAuditEventClient(cfg),
 		Blob:        NewBlobClient(cfg),
+		Blueprint:   NewBlueprintClient(cfg),
 		Bucket:      NewBucketClient(cfg),
 		Charge:      NewChargeClient(cfg),
 		Container:   NewContainerClient(cfg),
 		Environment: NewEnvironmentClient(cfg),
+		Execution:   NewExecutionClient(cfg),
 		Function:    NewFunctionClient(cfg),
 		FunctionMap: NewFunctionMapClient(cfg),
 		Group:       NewGroupClient(cfg),
@@ -275,10 +285,12 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		App:         NewAppClient(cfg),
 		AuditEvent:  NewAuditEventClient(cfg),
 		Blob:        NewBlobClient(cfg),
+		Blueprint:   NewBlueprintClient(cfg),
 		Bucket:      NewBucketClient(cfg),
 		Charge:      NewChargeClient(cfg),
 		Container:   NewContainerClient(cfg),
 		Environment: NewEnvironmentClient(cfg),
+		Execution:   NewExecutionClient(cfg),
 		Function:    NewFunctionClient(cfg),
 		FunctionMap: NewFunctionMapClient(cfg),
 		Group:       NewGroupClient(cfg),
@@ -325,10 +337,10 @@ func (c *Client) Close() error {
 // In order to add hooks to a specific client, call: `client.Node.Use(...)`.
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
-		c.APIToken, c.App, c.AuditEvent, c.Blob, c.Bucket, c.Charge, c.Container,
-		c.Environment, c.Function, c.FunctionMap, c.Group, c.Job, c.JobEvent,
-		c.LogLine, c.Membership, c.Node, c.NodeInvite, c.Project, c.Queue, c.Secret,
-		c.Service, c.Storage, c.Task, c.Tenant, c.User,
+		c.APIToken, c.App, c.AuditEvent, c.Blob, c.Blueprint, c.Bucket, c.Charge,
+		c.Container, c.Environment, c.Execution, c.Function, c.FunctionMap, c.Group,
+		c.Job, c.JobEvent, c.LogLine, c.Membership, c.Node, c.NodeInvite, c.Project,
+		c.Queue, c.Secret, c.Service, c.Storage, c.Task, c.Tenant, c.User,
 	} {
 		n.Use(hooks...)
 	}
@@ -338,10 +350,10 @@ func (c *Client) Use(hooks ...Hook) {
 // In order to add interceptors to a specific client, call: `client.Node.Intercept(...)`.
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
-		c.APIToken, c.App, c.AuditEvent, c.Blob, c.Bucket, c.Charge, c.Container,
-		c.Environment, c.Function, c.FunctionMap, c.Group, c.Job, c.JobEvent,
-		c.LogLine, c.Membership, c.Node, c.NodeInvite, c.Project, c.Queue, c.Secret,
-		c.Service, c.Storage, c.Task, c.Tenant, c.User,
+		c.APIToken, c.App, c.AuditEvent, c.Blob, c.Blueprint, c.Bucket, c.Charge,
+		c.Container, c.Environment, c.Execution, c.Function, c.FunctionMap, c.Group,
+		c.Job, c.JobEvent, c.LogLine, c.Membership, c.Node, c.NodeInvite, c.Project,
+		c.Queue, c.Secret, c.Service, c.Storage, c.Task, c.Tenant, c.User,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -358,6 +370,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.AuditEvent.mutate(ctx, m)
 	case *BlobMutation:
 		return c.Blob.mutate(ctx, m)
+	case *BlueprintMutation:
+		return c.Blueprint.mutate(ctx, m)
 	case *BucketMutation:
 		return c.Bucket.mutate(ctx, m)
 	case *ChargeMutation:
@@ -366,6 +380,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Container.mutate(ctx, m)
 	case *EnvironmentMutation:
 		return c.Environment.mutate(ctx, m)
+	case *ExecutionMutation:
+		return c.Execution.mutate(ctx, m)
 	case *FunctionMutation:
 		return c.Function.mutate(ctx, m)
 	case *FunctionMapMutation:
@@ -986,6 +1002,140 @@ func (c *BlobClient) mutate(ctx context.Context, m *BlobMutation) (Value, error)
 		return (&BlobDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown Blob mutation op: %q", m.Op())
+	}
+}
+
+// BlueprintClient is a client for the Blueprint schema.
+type BlueprintClient struct {
+	config
+}
+
+// NewBlueprintClient returns a client for the Blueprint from the given config.
+func NewBlueprintClient(c config) *BlueprintClient {
+	return &BlueprintClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `blueprint.Hooks(f(g(h())))`.
+func (c *BlueprintClient) Use(hooks ...Hook) {
+	c.hooks.Blueprint = append(c.hooks.Blueprint, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `blueprint.Intercept(f(g(h())))`.
+func (c *BlueprintClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Blueprint = append(c.inters.Blueprint, interceptors...)
+}
+
+// Create returns a builder for creating a Blueprint entity.
+func (c *BlueprintClient) Create() *BlueprintCreate {
+	mutation := newBlueprintMutation(c.config, OpCreate)
+	return &BlueprintCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Blueprint entities.
+func (c *BlueprintClient) CreateBulk(builders ...*BlueprintCreate) *BlueprintCreateBulk {
+	return &BlueprintCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *BlueprintClient) MapCreateBulk(slice any, setFunc func(*BlueprintCreate, int)) *BlueprintCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &BlueprintCreateBulk{err: fmt.Errorf("calling to BlueprintClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*BlueprintCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &BlueprintCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Blueprint.
+func (c *BlueprintClient) Update() *BlueprintUpdate {
+	mutation := newBlueprintMutation(c.config, OpUpdate)
+	return &BlueprintUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *BlueprintClient) UpdateOne(_m *Blueprint) *BlueprintUpdateOne {
+	mutation := newBlueprintMutation(c.config, OpUpdateOne, withBlueprint(_m))
+	return &BlueprintUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *BlueprintClient) UpdateOneID(id string) *BlueprintUpdateOne {
+	mutation := newBlueprintMutation(c.config, OpUpdateOne, withBlueprintID(id))
+	return &BlueprintUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Blueprint.
+func (c *BlueprintClient) Delete() *BlueprintDelete {
+	mutation := newBlueprintMutation(c.config, OpDelete)
+	return &BlueprintDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *BlueprintClient) DeleteOne(_m *Blueprint) *BlueprintDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *BlueprintClient) DeleteOneID(id string) *BlueprintDeleteOne {
+	builder := c.Delete().Where(blueprint.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &BlueprintDeleteOne{builder}
+}
+
+// Query returns a query builder for Blueprint.
+func (c *BlueprintClient) Query() *BlueprintQuery {
+	return &BlueprintQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeBlueprint},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Blueprint entity by its id.
+func (c *BlueprintClient) Get(ctx context.Context, id string) (*Blueprint, error) {
+	return c.Query().Where(blueprint.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *BlueprintClient) GetX(ctx context.Context, id string) *Blueprint {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *BlueprintClient) Hooks() []Hook {
+	hooks := c.hooks.Blueprint
+	return append(hooks[:len(hooks):len(hooks)], blueprint.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *BlueprintClient) Interceptors() []Interceptor {
+	return c.inters.Blueprint
+}
+
+func (c *BlueprintClient) mutate(ctx context.Context, m *BlueprintMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&BlueprintCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&BlueprintUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&BlueprintUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&BlueprintDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Blueprint mutation op: %q", m.Op())
 	}
 }
 
@@ -1666,6 +1816,156 @@ func (c *EnvironmentClient) mutate(ctx context.Context, m *EnvironmentMutation) 
 		return (&EnvironmentDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown Environment mutation op: %q", m.Op())
+	}
+}
+
+// ExecutionClient is a client for the Execution schema.
+type ExecutionClient struct {
+	config
+}
+
+// NewExecutionClient returns a client for the Execution from the given config.
+func NewExecutionClient(c config) *ExecutionClient {
+	return &ExecutionClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `execution.Hooks(f(g(h())))`.
+func (c *ExecutionClient) Use(hooks ...Hook) {
+	c.hooks.Execution = append(c.hooks.Execution, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `execution.Intercept(f(g(h())))`.
+func (c *ExecutionClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Execution = append(c.inters.Execution, interceptors...)
+}
+
+// Create returns a builder for creating a Execution entity.
+func (c *ExecutionClient) Create() *ExecutionCreate {
+	mutation := newExecutionMutation(c.config, OpCreate)
+	return &ExecutionCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Execution entities.
+func (c *ExecutionClient) CreateBulk(builders ...*ExecutionCreate) *ExecutionCreateBulk {
+	return &ExecutionCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *ExecutionClient) MapCreateBulk(slice any, setFunc func(*ExecutionCreate, int)) *ExecutionCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &ExecutionCreateBulk{err: fmt.Errorf("calling to ExecutionClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*ExecutionCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &ExecutionCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Execution.
+func (c *ExecutionClient) Update() *ExecutionUpdate {
+	mutation := newExecutionMutation(c.config, OpUpdate)
+	return &ExecutionUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *ExecutionClient) UpdateOne(_m *Execution) *ExecutionUpdateOne {
+	mutation := newExecutionMutation(c.config, OpUpdateOne, withExecution(_m))
+	return &ExecutionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *ExecutionClient) UpdateOneID(id string) *ExecutionUpdateOne {
+	mutation := newExecutionMutation(c.config, OpUpdateOne, withExecutionID(id))
+	return &ExecutionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Execution.
+func (c *ExecutionClient) Delete() *ExecutionDelete {
+	mutation := newExecutionMutation(c.config, OpDelete)
+	return &ExecutionDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *ExecutionClient) DeleteOne(_m *Execution) *ExecutionDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *ExecutionClient) DeleteOneID(id string) *ExecutionDeleteOne {
+	builder := c.Delete().Where(execution.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &ExecutionDeleteOne{builder}
+}
+
+// Query returns a query builder for Execution.
+func (c *ExecutionClient) Query() *ExecutionQuery {
+	return &ExecutionQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeExecution},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Execution entity by its id.
+func (c *ExecutionClient) Get(ctx context.Context, id string) (*Execution, error) {
+	return c.Query().Where(execution.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *ExecutionClient) GetX(ctx context.Context, id string) *Execution {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// QueryJob queries the job edge of a Execution.
+func (c *ExecutionClient) QueryJob(_m *Execution) *JobQuery {
+	query := (&JobClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(execution.Table, execution.FieldID, id),
+			sqlgraph.To(job.Table, job.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, true, execution.JobTable, execution.JobColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// Hooks returns the client hooks.
+func (c *ExecutionClient) Hooks() []Hook {
+	hooks := c.hooks.Execution
+	return append(hooks[:len(hooks):len(hooks)], execution.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *ExecutionClient) Interceptors() []Interceptor {
+	return c.inters.Execution
+}
+
+func (c *ExecutionClient) mutate(ctx context.Context, m *ExecutionMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&ExecutionCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&ExecutionUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&ExecutionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&ExecutionDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Execution mutation op: %q", m.Op())
 	}
 }
 
@@ -2412,6 +2712,22 @@ func (c *JobClient) QueryServices(_m *Job) *ServiceQuery {
 			sqlgraph.From(job.Table, job.FieldID, id),
 			sqlgraph.To(service.Table, service.FieldID),
 			sqlgraph.Edge(sqlgraph.O2M, false, job.ServicesTable, job.ServicesColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// QueryExecutions queries the executions edge of a Job.
+func (c *JobClient) QueryExecutions(_m *Job) *ExecutionQuery {
+	query := (&ExecutionClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(job.Table, job.FieldID, id),
+			sqlgraph.To(execution.Table, execution.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, job.ExecutionsTable, job.ExecutionsColumn),
 		)
 		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
 		return fromV, nil
@@ -4526,16 +4842,16 @@ func (c *UserClient) mutate(ctx context.Context, m *UserMutation) (Value, error)
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		APIToken, App, AuditEvent, Blob, Bucket, Charge, Container, Environment,
-		Function, FunctionMap, Group, Job, JobEvent, LogLine, Membership, Node,
-		NodeInvite, Project, Queue, Secret, Service, Storage, Task, Tenant,
-		User []ent.Hook
+		APIToken, App, AuditEvent, Blob, Blueprint, Bucket, Charge, Container,
+		Environment, Execution, Function, FunctionMap, Group, Job, JobEvent, LogLine,
+		Membership, Node, NodeInvite, Project, Queue, Secret, Service, Storage, Task,
+		Tenant, User []ent.Hook
 	}
 	inters struct {
-		APIToken, App, AuditEvent, Blob, Bucket, Charge, Container, Environment,
-		Function, FunctionMap, Group, Job, JobEvent, LogLine, Membership, Node,
-		NodeInvite, Project, Queue, Secret, Service, Storage, Task, Tenant,
-		User []ent.Interceptor
+		APIToken, App, AuditEvent, Blob, Blueprint, Bucket, Charge, Container,
+		Environment, Execution, Function, FunctionMap, Group, Job, JobEvent, LogLine,
+		Membership, Node, NodeInvite, Project, Queue, Secret, Service, Storage, Task,
+		Tenant, User []ent.Interceptor
 	}
 )
 

@@ -16,10 +16,12 @@ import (
 	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
 	"github.com/levers9/levers9/ent/blob"
+	"github.com/levers9/levers9/ent/blueprint"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/charge"
 	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/environment"
+	"github.com/levers9/levers9/ent/execution"
 	"github.com/levers9/levers9/ent/function"
 	"github.com/levers9/levers9/ent/functionmap"
 	"github.com/levers9/levers9/ent/group"
@@ -101,10 +103,12 @@ func checkColumn(t, c string) error {
 			app.Table:         app.ValidColumn,
 			auditevent.Table:  auditevent.ValidColumn,
 			blob.Table:        blob.ValidColumn,
+			blueprint.Table:   blueprint.ValidColumn,
 			bucket.Table:      bucket.ValidColumn,
 			charge.Table:      charge.ValidColumn,
 			container.Table:   container.ValidColumn,
 			environment.Table: environment.ValidColumn,
+			execution.Table:   execution.ValidColumn,
 			function.Table:    function.ValidColumn,
 			functionmap.Table: functionmap.ValidColumn,
 			group.Table:       group.ValidColumn,

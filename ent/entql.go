@@ -7,10 +7,12 @@ import (
 	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
 	"github.com/levers9/levers9/ent/blob"
+	"github.com/levers9/levers9/ent/blueprint"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/charge"
 	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/environment"
+	"github.com/levers9/levers9/ent/execution"
 	"github.com/levers9/levers9/ent/function"
 	"github.com/levers9/levers9/ent/functionmap"
 	"github.com/levers9/levers9/ent/group"
@@ -38,7 +40,7 @@ import (
 
 // schemaGraph holds a representation of ent/schema at runtime.
 var schemaGraph = func() *sqlgraph.Schema {
-	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 25)}
+	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 27)}
 	graph.Nodes[0] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   apitoken.Table,
@@ -133,6 +135,36 @@ var schemaGraph = func() *sqlgraph.Schema {
 	}
 	graph.Nodes[4] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
+			Table:   blueprint.Table,
+			Columns: blueprint.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeString,
+				Column: blueprint.FieldID,
+			},
+		},
+		Type: "Blueprint",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			blueprint.FieldCreatedAt:   {Type: field.TypeTime, Column: blueprint.FieldCreatedAt},
+			blueprint.FieldUpdatedAt:   {Type: field.TypeTime, Column: blueprint.FieldUpdatedAt},
+			blueprint.FieldTenantID:    {Type: field.TypeString, Column: blueprint.FieldTenantID},
+			blueprint.FieldKey:         {Type: field.TypeString, Column: blueprint.FieldKey},
+			blueprint.FieldFirstKey:    {Type: field.TypeString, Column: blueprint.FieldFirstKey},
+			blueprint.FieldSteps:       {Type: field.TypeJSON, Column: blueprint.FieldSteps},
+			blueprint.FieldImage:       {Type: field.TypeString, Column: blueprint.FieldImage},
+			blueprint.FieldSource:      {Type: field.TypeEnum, Column: blueprint.FieldSource},
+			blueprint.FieldState:       {Type: field.TypeEnum, Column: blueprint.FieldState},
+			blueprint.FieldFailure:     {Type: field.TypeString, Column: blueprint.FieldFailure},
+			blueprint.FieldOwnerID:     {Type: field.TypeString, Column: blueprint.FieldOwnerID},
+			blueprint.FieldBuildJobID:  {Type: field.TypeString, Column: blueprint.FieldBuildJobID},
+			blueprint.FieldStepsBuilt:  {Type: field.TypeInt, Column: blueprint.FieldStepsBuilt},
+			blueprint.FieldExportBlob:  {Type: field.TypeString, Column: blueprint.FieldExportBlob},
+			blueprint.FieldExportBytes: {Type: field.TypeInt64, Column: blueprint.FieldExportBytes},
+			blueprint.FieldNodes:       {Type: field.TypeJSON, Column: blueprint.FieldNodes},
+			blueprint.FieldReadyAt:     {Type: field.TypeTime, Column: blueprint.FieldReadyAt},
+		},
+	}
+	graph.Nodes[5] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
 			Table:   bucket.Table,
 			Columns: bucket.Columns,
 			ID: &sqlgraph.FieldSpec{
@@ -153,7 +185,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			bucket.FieldMeteredHour: {Type: field.TypeInt64, Column: bucket.FieldMeteredHour},
 		},
 	}
-	graph.Nodes[5] = &sqlgraph.Node{
+	graph.Nodes[6] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   charge.Table,
 			Columns: charge.Columns,
@@ -181,7 +213,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			charge.FieldIdempotencyKey: {Type: field.TypeString, Column: charge.FieldIdempotencyKey},
 		},
 	}
-	graph.Nodes[6] = &sqlgraph.Node{
+	graph.Nodes[7] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   container.Table,
 			Columns: container.Columns,
@@ -210,7 +242,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			container.FieldStoppedAt:        {Type: field.TypeTime, Column: container.FieldStoppedAt},
 		},
 	}
-	graph.Nodes[7] = &sqlgraph.Node{
+	graph.Nodes[8] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   environment.Table,
 			Columns: environment.Columns,
@@ -227,7 +259,32 @@ var schemaGraph = func() *sqlgraph.Schema {
 			environment.FieldName:      {Type: field.TypeString, Column: environment.FieldName},
 		},
 	}
-	graph.Nodes[8] = &sqlgraph.Node{
+	graph.Nodes[9] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
+			Table:   execution.Table,
+			Columns: execution.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeString,
+				Column: execution.FieldID,
+			},
+		},
+		Type: "Execution",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			execution.FieldCreatedAt:     {Type: field.TypeTime, Column: execution.FieldCreatedAt},
+			execution.FieldUpdatedAt:     {Type: field.TypeTime, Column: execution.FieldUpdatedAt},
+			execution.FieldTenantID:      {Type: field.TypeString, Column: execution.FieldTenantID},
+			execution.FieldEnvironmentID: {Type: field.TypeString, Column: execution.FieldEnvironmentID},
+			execution.FieldJobID:         {Type: field.TypeString, Column: execution.FieldJobID},
+			execution.FieldService:       {Type: field.TypeString, Column: execution.FieldService},
+			execution.FieldUserID:        {Type: field.TypeString, Column: execution.FieldUserID},
+			execution.FieldCommand:       {Type: field.TypeJSON, Column: execution.FieldCommand},
+			execution.FieldTty:           {Type: field.TypeBool, Column: execution.FieldTty},
+			execution.FieldEndedAt:       {Type: field.TypeTime, Column: execution.FieldEndedAt},
+			execution.FieldExitCode:      {Type: field.TypeInt, Column: execution.FieldExitCode},
+			execution.FieldError:         {Type: field.TypeString, Column: execution.FieldError},
+		},
+	}
+	graph.Nodes[10] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   function.Table,
 			Columns: function.Columns,
@@ -270,6 +327,9 @@ var schemaGraph = func() *sqlgraph.Schema {
 			function.FieldPublic:                 {Type: field.TypeBool, Column: function.FieldPublic},
 			function.FieldSecrets:                {Type: field.TypeJSON, Column: function.FieldSecrets},
 			function.FieldCron:                   {Type: field.TypeString, Column: function.FieldCron},
+			function.FieldPorts:                  {Type: field.TypeJSON, Column: function.FieldPorts},
+			function.FieldCommand:                {Type: field.TypeJSON, Column: function.FieldCommand},
+			function.FieldBlueprintID:            {Type: field.TypeString, Column: function.FieldBlueprintID},
 			function.FieldStoppedAt:              {Type: field.TypeTime, Column: function.FieldStoppedAt},
 			function.FieldNextRunAt:              {Type: field.TypeTime, Column: function.FieldNextRunAt},
 			function.FieldLastRunAt:              {Type: field.TypeTime, Column: function.FieldLastRunAt},
@@ -277,7 +337,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			function.FieldSkippedRuns:            {Type: field.TypeInt, Column: function.FieldSkippedRuns},
 		},
 	}
-	graph.Nodes[9] = &sqlgraph.Node{
+	graph.Nodes[11] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   functionmap.Table,
 			Columns: functionmap.Columns,
@@ -301,7 +361,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			functionmap.FieldFinishedAt:    {Type: field.TypeTime, Column: functionmap.FieldFinishedAt},
 		},
 	}
-	graph.Nodes[10] = &sqlgraph.Node{
+	graph.Nodes[12] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   group.Table,
 			Columns: group.Columns,
@@ -319,7 +379,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			group.FieldDescription: {Type: field.TypeString, Column: group.FieldDescription},
 		},
 	}
-	graph.Nodes[11] = &sqlgraph.Node{
+	graph.Nodes[13] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   job.Table,
 			Columns: job.Columns,
@@ -344,6 +404,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			job.FieldProjectID:         {Type: field.TypeString, Column: job.FieldProjectID},
 			job.FieldOwnerID:           {Type: field.TypeString, Column: job.FieldOwnerID},
 			job.FieldInteractive:       {Type: field.TypeBool, Column: job.FieldInteractive},
+			job.FieldKind:              {Type: field.TypeEnum, Column: job.FieldKind},
 			job.FieldPriority:          {Type: field.TypeInt, Column: job.FieldPriority},
 			job.FieldTimeoutSeconds:    {Type: field.TypeInt, Column: job.FieldTimeoutSeconds},
 			job.FieldRetries:           {Type: field.TypeInt, Column: job.FieldRetries},
@@ -359,7 +420,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			job.FieldIdempotencyKey:    {Type: field.TypeString, Column: job.FieldIdempotencyKey},
 		},
 	}
-	graph.Nodes[12] = &sqlgraph.Node{
+	graph.Nodes[14] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   jobevent.Table,
 			Columns: jobevent.Columns,
@@ -381,7 +442,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			jobevent.FieldAt:            {Type: field.TypeTime, Column: jobevent.FieldAt},
 		},
 	}
-	graph.Nodes[13] = &sqlgraph.Node{
+	graph.Nodes[15] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   logline.Table,
 			Columns: logline.Columns,
@@ -403,7 +464,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			logline.FieldText:          {Type: field.TypeString, Column: logline.FieldText},
 		},
 	}
-	graph.Nodes[14] = &sqlgraph.Node{
+	graph.Nodes[16] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   membership.Table,
 			Columns: membership.Columns,
@@ -421,7 +482,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			membership.FieldGroupID:   {Type: field.TypeString, Column: membership.FieldGroupID},
 		},
 	}
-	graph.Nodes[15] = &sqlgraph.Node{
+	graph.Nodes[17] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   node.Table,
 			Columns: node.Columns,
@@ -446,7 +507,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			node.FieldStreamReplica:   {Type: field.TypeString, Column: node.FieldStreamReplica},
 		},
 	}
-	graph.Nodes[16] = &sqlgraph.Node{
+	graph.Nodes[18] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   nodeinvite.Table,
 			Columns: nodeinvite.Columns,
@@ -469,7 +530,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			nodeinvite.FieldRevokedAt:   {Type: field.TypeTime, Column: nodeinvite.FieldRevokedAt},
 		},
 	}
-	graph.Nodes[17] = &sqlgraph.Node{
+	graph.Nodes[19] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   project.Table,
 			Columns: project.Columns,
@@ -487,7 +548,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			project.FieldDescription: {Type: field.TypeString, Column: project.FieldDescription},
 		},
 	}
-	graph.Nodes[18] = &sqlgraph.Node{
+	graph.Nodes[20] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   queue.Table,
 			Columns: queue.Columns,
@@ -517,7 +578,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			queue.FieldIdleTimeoutSeconds: {Type: field.TypeInt, Column: queue.FieldIdleTimeoutSeconds},
 		},
 	}
-	graph.Nodes[19] = &sqlgraph.Node{
+	graph.Nodes[21] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   secret.Table,
 			Columns: secret.Columns,
@@ -540,7 +601,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			secret.FieldKeyID:         {Type: field.TypeString, Column: secret.FieldKeyID},
 		},
 	}
-	graph.Nodes[20] = &sqlgraph.Node{
+	graph.Nodes[22] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   service.Table,
 			Columns: service.Columns,
@@ -578,7 +639,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			service.FieldFinishedAt:    {Type: field.TypeTime, Column: service.FieldFinishedAt},
 		},
 	}
-	graph.Nodes[21] = &sqlgraph.Node{
+	graph.Nodes[23] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   storage.Table,
 			Columns: storage.Columns,
@@ -604,7 +665,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			storage.FieldPricePerTbHour:  {Type: field.TypeInt64, Column: storage.FieldPricePerTbHour},
 		},
 	}
-	graph.Nodes[22] = &sqlgraph.Node{
+	graph.Nodes[24] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   task.Table,
 			Columns: task.Columns,
@@ -650,7 +711,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			task.FieldFinishedAt:       {Type: field.TypeTime, Column: task.FieldFinishedAt},
 		},
 	}
-	graph.Nodes[23] = &sqlgraph.Node{
+	graph.Nodes[25] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   tenant.Table,
 			Columns: tenant.Columns,
@@ -670,7 +731,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			tenant.FieldBudgetPolicy:   {Type: field.TypeEnum, Column: tenant.FieldBudgetPolicy},
 		},
 	}
-	graph.Nodes[24] = &sqlgraph.Node{
+	graph.Nodes[26] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   user.Table,
 			Columns: user.Columns,
@@ -833,6 +894,18 @@ var schemaGraph = func() *sqlgraph.Schema {
 			Bidi:    false,
 		},
 		"Container",
+		"Job",
+	)
+	graph.MustAddE(
+		"job",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: true,
+			Table:   execution.JobTable,
+			Columns: []string{execution.JobColumn},
+			Bidi:    false,
+		},
+		"Execution",
 		"Job",
 	)
 	graph.MustAddE(
@@ -1014,6 +1087,18 @@ var schemaGraph = func() *sqlgraph.Schema {
 		},
 		"Job",
 		"Service",
+	)
+	graph.MustAddE(
+		"executions",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   job.ExecutionsTable,
+			Columns: []string{job.ExecutionsColumn},
+			Bidi:    false,
+		},
+		"Job",
+		"Execution",
 	)
 	graph.MustAddE(
 		"user",
@@ -1679,6 +1764,131 @@ func (f *BlobFilter) WhereKind(p entql.StringP) {
 }
 
 // addPredicate implements the predicateAdder interface.
+func (_q *BlueprintQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the BlueprintQuery builder.
+func (_q *BlueprintQuery) Filter() *BlueprintFilter {
+	return &BlueprintFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *BlueprintMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the BlueprintMutation builder.
+func (m *BlueprintMutation) Filter() *BlueprintFilter {
+	return &BlueprintFilter{config: m.config, predicateAdder: m}
+}
+
+// BlueprintFilter provides a generic filtering capability at runtime for BlueprintQuery.
+type BlueprintFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *BlueprintFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[4].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql string predicate on the id field.
+func (f *BlueprintFilter) WhereID(p entql.StringP) {
+	f.Where(p.Field(blueprint.FieldID))
+}
+
+// WhereCreatedAt applies the entql time.Time predicate on the created_at field.
+func (f *BlueprintFilter) WhereCreatedAt(p entql.TimeP) {
+	f.Where(p.Field(blueprint.FieldCreatedAt))
+}
+
+// WhereUpdatedAt applies the entql time.Time predicate on the updated_at field.
+func (f *BlueprintFilter) WhereUpdatedAt(p entql.TimeP) {
+	f.Where(p.Field(blueprint.FieldUpdatedAt))
+}
+
+// WhereTenantID applies the entql string predicate on the tenant_id field.
+func (f *BlueprintFilter) WhereTenantID(p entql.StringP) {
+	f.Where(p.Field(blueprint.FieldTenantID))
+}
+
+// WhereKey applies the entql string predicate on the key field.
+func (f *BlueprintFilter) WhereKey(p entql.StringP) {
+	f.Where(p.Field(blueprint.FieldKey))
+}
+
+// WhereFirstKey applies the entql string predicate on the first_key field.
+func (f *BlueprintFilter) WhereFirstKey(p entql.StringP) {
+	f.Where(p.Field(blueprint.FieldFirstKey))
+}
+
+// WhereSteps applies the entql json.RawMessage predicate on the steps field.
+func (f *BlueprintFilter) WhereSteps(p entql.BytesP) {
+	f.Where(p.Field(blueprint.FieldSteps))
+}
+
+// WhereImage applies the entql string predicate on the image field.
+func (f *BlueprintFilter) WhereImage(p entql.StringP) {
+	f.Where(p.Field(blueprint.FieldImage))
+}
+
+// WhereSource applies the entql string predicate on the source field.
+func (f *BlueprintFilter) WhereSource(p entql.StringP) {
+	f.Where(p.Field(blueprint.FieldSource))
+}
+
+// WhereState applies the entql string predicate on the state field.
+func (f *BlueprintFilter) WhereState(p entql.StringP) {
+	f.Where(p.Field(blueprint.FieldState))
+}
+
+// WhereFailure applies the entql string predicate on the failure field.
+func (f *BlueprintFilter) WhereFailure(p entql.StringP) {
+	f.Where(p.Field(blueprint.FieldFailure))
+}
+
+// WhereOwnerID applies the entql string predicate on the owner_id field.
+func (f *BlueprintFilter) WhereOwnerID(p entql.StringP) {
+	f.Where(p.Field(blueprint.FieldOwnerID))
+}
+
+// WhereBuildJobID applies the entql string predicate on the build_job_id field.
+func (f *BlueprintFilter) WhereBuildJobID(p entql.StringP) {
+	f.Where(p.Field(blueprint.FieldBuildJobID))
+}
+
+// WhereStepsBuilt applies the entql int predicate on the steps_built field.
+func (f *BlueprintFilter) WhereStepsBuilt(p entql.IntP) {
+	f.Where(p.Field(blueprint.FieldStepsBuilt))
+}
+
+// WhereExportBlob applies the entql string predicate on the export_blob field.
+func (f *BlueprintFilter) WhereExportBlob(p entql.StringP) {
+	f.Where(p.Field(blueprint.FieldExportBlob))
+}
+
+// WhereExportBytes applies the entql int64 predicate on the export_bytes field.
+func (f *BlueprintFilter) WhereExportBytes(p entql.Int64P) {
+	f.Where(p.Field(blueprint.FieldExportBytes))
+}
+
+// WhereNodes applies the entql json.RawMessage predicate on the nodes field.
+func (f *BlueprintFilter) WhereNodes(p entql.BytesP) {
+	f.Where(p.Field(blueprint.FieldNodes))
+}
+
+// WhereReadyAt applies the entql time.Time predicate on the ready_at field.
+func (f *BlueprintFilter) WhereReadyAt(p entql.TimeP) {
+	f.Where(p.Field(blueprint.FieldReadyAt))
+}
+
+// addPredicate implements the predicateAdder interface.
 func (_q *BucketQuery) addPredicate(pred func(s *sql.Selector)) {
 	_q.predicates = append(_q.predicates, pred)
 }
@@ -1707,7 +1917,7 @@ type BucketFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *BucketFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[4].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[5].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1848,7 +2058,7 @@ type ChargeFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *ChargeFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[5].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[6].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2005,7 +2215,7 @@ type ContainerFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *ContainerFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[6].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[7].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2153,7 +2363,7 @@ type EnvironmentFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *EnvironmentFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[7].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[8].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2185,6 +2395,120 @@ func (f *EnvironmentFilter) WhereName(p entql.StringP) {
 }
 
 // addPredicate implements the predicateAdder interface.
+func (_q *ExecutionQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the ExecutionQuery builder.
+func (_q *ExecutionQuery) Filter() *ExecutionFilter {
+	return &ExecutionFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *ExecutionMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the ExecutionMutation builder.
+func (m *ExecutionMutation) Filter() *ExecutionFilter {
+	return &ExecutionFilter{config: m.config, predicateAdder: m}
+}
+
+// ExecutionFilter provides a generic filtering capability at runtime for ExecutionQuery.
+type ExecutionFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *ExecutionFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[9].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql string predicate on the id field.
+func (f *ExecutionFilter) WhereID(p entql.StringP) {
+	f.Where(p.Field(execution.FieldID))
+}
+
+// WhereCreatedAt applies the entql time.Time predicate on the created_at field.
+func (f *ExecutionFilter) WhereCreatedAt(p entql.TimeP) {
+	f.Where(p.Field(execution.FieldCreatedAt))
+}
+
+// WhereUpdatedAt applies the entql time.Time predicate on the updated_at field.
+func (f *ExecutionFilter) WhereUpdatedAt(p entql.TimeP) {
+	f.Where(p.Field(execution.FieldUpdatedAt))
+}
+
+// WhereTenantID applies the entql string predicate on the tenant_id field.
+func (f *ExecutionFilter) WhereTenantID(p entql.StringP) {
+	f.Where(p.Field(execution.FieldTenantID))
+}
+
+// WhereEnvironmentID applies the entql string predicate on the environment_id field.
+func (f *ExecutionFilter) WhereEnvironmentID(p entql.StringP) {
+	f.Where(p.Field(execution.FieldEnvironmentID))
+}
+
+// WhereJobID applies the entql string predicate on the job_id field.
+func (f *ExecutionFilter) WhereJobID(p entql.StringP) {
+	f.Where(p.Field(execution.FieldJobID))
+}
+
+// WhereService applies the entql string predicate on the service field.
+func (f *ExecutionFilter) WhereService(p entql.StringP) {
+	f.Where(p.Field(execution.FieldService))
+}
+
+// WhereUserID applies the entql string predicate on the user_id field.
+func (f *ExecutionFilter) WhereUserID(p entql.StringP) {
+	f.Where(p.Field(execution.FieldUserID))
+}
+
+// WhereCommand applies the entql json.RawMessage predicate on the command field.
+func (f *ExecutionFilter) WhereCommand(p entql.BytesP) {
+	f.Where(p.Field(execution.FieldCommand))
+}
+
+// WhereTty applies the entql bool predicate on the tty field.
+func (f *ExecutionFilter) WhereTty(p entql.BoolP) {
+	f.Where(p.Field(execution.FieldTty))
+}
+
+// WhereEndedAt applies the entql time.Time predicate on the ended_at field.
+func (f *ExecutionFilter) WhereEndedAt(p entql.TimeP) {
+	f.Where(p.Field(execution.FieldEndedAt))
+}
+
+// WhereExitCode applies the entql int predicate on the exit_code field.
+func (f *ExecutionFilter) WhereExitCode(p entql.IntP) {
+	f.Where(p.Field(execution.FieldExitCode))
+}
+
+// WhereError applies the entql string predicate on the error field.
+func (f *ExecutionFilter) WhereError(p entql.StringP) {
+	f.Where(p.Field(execution.FieldError))
+}
+
+// WhereHasJob applies a predicate to check if query has an edge job.
+func (f *ExecutionFilter) WhereHasJob() {
+	f.Where(entql.HasEdge("job"))
+}
+
+// WhereHasJobWith applies a predicate to check if query has an edge job with a given conditions (other predicates).
+func (f *ExecutionFilter) WhereHasJobWith(preds ...predicate.Job) {
+	f.Where(entql.HasEdgeWith("job", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// addPredicate implements the predicateAdder interface.
 func (_q *FunctionQuery) addPredicate(pred func(s *sql.Selector)) {
 	_q.predicates = append(_q.predicates, pred)
 }
@@ -2213,7 +2537,7 @@ type FunctionFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *FunctionFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[8].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[10].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2384,6 +2708,21 @@ func (f *FunctionFilter) WhereCron(p entql.StringP) {
 	f.Where(p.Field(function.FieldCron))
 }
 
+// WherePorts applies the entql json.RawMessage predicate on the ports field.
+func (f *FunctionFilter) WherePorts(p entql.BytesP) {
+	f.Where(p.Field(function.FieldPorts))
+}
+
+// WhereCommand applies the entql json.RawMessage predicate on the command field.
+func (f *FunctionFilter) WhereCommand(p entql.BytesP) {
+	f.Where(p.Field(function.FieldCommand))
+}
+
+// WhereBlueprintID applies the entql string predicate on the blueprint_id field.
+func (f *FunctionFilter) WhereBlueprintID(p entql.StringP) {
+	f.Where(p.Field(function.FieldBlueprintID))
+}
+
 // WhereStoppedAt applies the entql time.Time predicate on the stopped_at field.
 func (f *FunctionFilter) WhereStoppedAt(p entql.TimeP) {
 	f.Where(p.Field(function.FieldStoppedAt))
@@ -2494,7 +2833,7 @@ type FunctionMapFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *FunctionMapFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[9].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[11].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2617,7 +2956,7 @@ type GroupFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *GroupFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[10].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[12].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2752,7 +3091,7 @@ type JobFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *JobFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[11].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[13].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2831,6 +3170,11 @@ func (f *JobFilter) WhereOwnerID(p entql.StringP) {
 // WhereInteractive applies the entql bool predicate on the interactive field.
 func (f *JobFilter) WhereInteractive(p entql.BoolP) {
 	f.Where(p.Field(job.FieldInteractive))
+}
+
+// WhereKind applies the entql string predicate on the kind field.
+func (f *JobFilter) WhereKind(p entql.StringP) {
+	f.Where(p.Field(job.FieldKind))
 }
 
 // WherePriority applies the entql int predicate on the priority field.
@@ -2954,6 +3298,20 @@ func (f *JobFilter) WhereHasServicesWith(preds ...predicate.Service) {
 	})))
 }
 
+// WhereHasExecutions applies a predicate to check if query has an edge executions.
+func (f *JobFilter) WhereHasExecutions() {
+	f.Where(entql.HasEdge("executions"))
+}
+
+// WhereHasExecutionsWith applies a predicate to check if query has an edge executions with a given conditions (other predicates).
+func (f *JobFilter) WhereHasExecutionsWith(preds ...predicate.Execution) {
+	f.Where(entql.HasEdgeWith("executions", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
 // addPredicate implements the predicateAdder interface.
 func (_q *JobEventQuery) addPredicate(pred func(s *sql.Selector)) {
 	_q.predicates = append(_q.predicates, pred)
@@ -2983,7 +3341,7 @@ type JobEventFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *JobEventFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[12].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[14].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -3068,7 +3426,7 @@ type LogLineFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *LogLineFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[13].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[15].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -3153,7 +3511,7 @@ type MembershipFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *MembershipFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[14].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[16].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -3246,7 +3604,7 @@ type NodeFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *NodeFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[15].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[17].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -3388,7 +3746,7 @@ type NodeInviteFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *NodeInviteFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[16].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[18].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -3478,7 +3836,7 @@ type ProjectFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *ProjectFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[17].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[19].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -3571,7 +3929,7 @@ type QueueFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *QueueFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[18].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[20].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -3752,7 +4110,7 @@ type SecretFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SecretFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[19].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[21].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -3842,7 +4200,7 @@ type ServiceFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *ServiceFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[20].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[22].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -4035,7 +4393,7 @@ type StorageFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *StorageFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[21].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[23].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -4182,7 +4540,7 @@ type TaskFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *TaskFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[22].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[24].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -4415,7 +4773,7 @@ type TenantFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *TenantFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[23].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[25].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -4490,7 +4848,7 @@ type UserFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *UserFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[24].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[26].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})

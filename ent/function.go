@@ -84,6 +84,12 @@ type Function struct {
 	Secrets []string `json:"secrets,omitempty"`
 	// a CRON function's schedule, UTC
 	Cron string `json:"cron,omitempty"`
+	// a BOX's ports, reached at /box/NAME/PORT/
+	Ports []int `json:"ports,omitempty"`
+	// a BOX that runs a command rather than the function (levers9 box run)
+	Command []string `json:"command,omitempty"`
+	// the blueprint its containers run; image is the blueprint's
+	BlueprintID string `json:"blueprint_id,omitempty"`
 	// its version was stopped: no calls, no containers
 	StoppedAt *time.Time `json:"stopped_at,omitempty"`
 	// a CRON function's next tick
@@ -165,7 +171,7 @@ func (*Function) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case function.FieldGpuTypes, function.FieldSecrets:
+		case function.FieldGpuTypes, function.FieldSecrets, function.FieldPorts, function.FieldCommand:
 			values[i] = new([]byte)
 		case function.FieldPublic:
 			values[i] = new(sql.NullBool)
@@ -173,7 +179,7 @@ func (*Function) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullFloat64)
 		case function.FieldGpus, function.FieldMemoryMib, function.FieldTimeoutSeconds, function.FieldRetries, function.FieldMinContainers, function.FieldMaxContainers, function.FieldKeepWarm, function.FieldConcurrency, function.FieldScaledownWindowSeconds, function.FieldVersion, function.FieldSyncTimeoutSeconds, function.FieldSkippedRuns:
 			values[i] = new(sql.NullInt64)
-		case function.FieldID, function.FieldTenantID, function.FieldEnvironmentID, function.FieldAppID, function.FieldName, function.FieldModule, function.FieldQualname, function.FieldOwnerID, function.FieldQueueID, function.FieldProjectID, function.FieldImage, function.FieldKind, function.FieldDeployment, function.FieldCodeHash, function.FieldHTTPMethod, function.FieldCron, function.FieldLastRunTaskID:
+		case function.FieldID, function.FieldTenantID, function.FieldEnvironmentID, function.FieldAppID, function.FieldName, function.FieldModule, function.FieldQualname, function.FieldOwnerID, function.FieldQueueID, function.FieldProjectID, function.FieldImage, function.FieldKind, function.FieldDeployment, function.FieldCodeHash, function.FieldHTTPMethod, function.FieldCron, function.FieldBlueprintID, function.FieldLastRunTaskID:
 			values[i] = new(sql.NullString)
 		case function.FieldCreatedAt, function.FieldUpdatedAt, function.FieldStoppedAt, function.FieldNextRunAt, function.FieldLastRunAt:
 			values[i] = new(sql.NullTime)
@@ -394,6 +400,28 @@ func (_m *Function) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.Cron = value.String
 			}
+		case function.FieldPorts:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field ports", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.Ports); err != nil {
+					return fmt.Errorf("unmarshal field ports: %w", err)
+				}
+			}
+		case function.FieldCommand:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field command", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.Command); err != nil {
+					return fmt.Errorf("unmarshal field command: %w", err)
+				}
+			}
+		case function.FieldBlueprintID:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field blueprint_id", values[i])
+			} else if value.Valid {
+				_m.BlueprintID = value.String
+			}
 		case function.FieldStoppedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
 				return fmt.Errorf("unexpected type %T for field stopped_at", values[i])
@@ -578,6 +606,15 @@ func (_m *Function) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("cron=")
 	builder.WriteString(_m.Cron)
+	builder.WriteString(", ")
+	builder.WriteString("ports=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Ports))
+	builder.WriteString(", ")
+	builder.WriteString("command=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Command))
+	builder.WriteString(", ")
+	builder.WriteString("blueprint_id=")
+	builder.WriteString(_m.BlueprintID)
 	builder.WriteString(", ")
 	if v := _m.StoppedAt; v != nil {
 		builder.WriteString("stopped_at=")

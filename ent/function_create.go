@@ -395,6 +395,32 @@ func (_c *FunctionCreate) SetNillableCron(v *string) *FunctionCreate {
 	return _c
 }
 
+// SetPorts sets the "ports" field.
+func (_c *FunctionCreate) SetPorts(v []int) *FunctionCreate {
+	_c.mutation.SetPorts(v)
+	return _c
+}
+
+// SetCommand sets the "command" field.
+func (_c *FunctionCreate) SetCommand(v []string) *FunctionCreate {
+	_c.mutation.SetCommand(v)
+	return _c
+}
+
+// SetBlueprintID sets the "blueprint_id" field.
+func (_c *FunctionCreate) SetBlueprintID(v string) *FunctionCreate {
+	_c.mutation.SetBlueprintID(v)
+	return _c
+}
+
+// SetNillableBlueprintID sets the "blueprint_id" field if the given value is not nil.
+func (_c *FunctionCreate) SetNillableBlueprintID(v *string) *FunctionCreate {
+	if v != nil {
+		_c.SetBlueprintID(*v)
+	}
+	return _c
+}
+
 // SetStoppedAt sets the "stopped_at" field.
 func (_c *FunctionCreate) SetStoppedAt(v time.Time) *FunctionCreate {
 	_c.mutation.SetStoppedAt(v)
@@ -949,6 +975,18 @@ func (_c *FunctionCreate) createSpec() (*Function, *sqlgraph.CreateSpec) {
 		_spec.SetField(function.FieldCron, field.TypeString, value)
 		_node.Cron = value
 	}
+	if value, ok := _c.mutation.Ports(); ok {
+		_spec.SetField(function.FieldPorts, field.TypeJSON, value)
+		_node.Ports = value
+	}
+	if value, ok := _c.mutation.Command(); ok {
+		_spec.SetField(function.FieldCommand, field.TypeJSON, value)
+		_node.Command = value
+	}
+	if value, ok := _c.mutation.BlueprintID(); ok {
+		_spec.SetField(function.FieldBlueprintID, field.TypeString, value)
+		_node.BlueprintID = value
+	}
 	if value, ok := _c.mutation.StoppedAt(); ok {
 		_spec.SetField(function.FieldStoppedAt, field.TypeTime, value)
 		_node.StoppedAt = &value
@@ -1298,6 +1336,15 @@ func (u *FunctionUpsertOne) UpdateNewValues() *FunctionUpsertOne {
 		}
 		if _, exists := u.create.mutation.Cron(); exists {
 			s.SetIgnore(function.FieldCron)
+		}
+		if _, exists := u.create.mutation.Ports(); exists {
+			s.SetIgnore(function.FieldPorts)
+		}
+		if _, exists := u.create.mutation.Command(); exists {
+			s.SetIgnore(function.FieldCommand)
+		}
+		if _, exists := u.create.mutation.BlueprintID(); exists {
+			s.SetIgnore(function.FieldBlueprintID)
 		}
 	}))
 	return u
@@ -1724,6 +1771,15 @@ func (u *FunctionUpsertBulk) UpdateNewValues() *FunctionUpsertBulk {
 			}
 			if _, exists := b.mutation.Cron(); exists {
 				s.SetIgnore(function.FieldCron)
+			}
+			if _, exists := b.mutation.Ports(); exists {
+				s.SetIgnore(function.FieldPorts)
+			}
+			if _, exists := b.mutation.Command(); exists {
+				s.SetIgnore(function.FieldCommand)
+			}
+			if _, exists := b.mutation.BlueprintID(); exists {
+				s.SetIgnore(function.FieldBlueprintID)
 			}
 		}
 	}))

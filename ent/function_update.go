@@ -291,6 +291,15 @@ func (_u *FunctionUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if _u.mutation.SecretsCleared() {
 		_spec.ClearField(function.FieldSecrets, field.TypeJSON)
 	}
+	if _u.mutation.PortsCleared() {
+		_spec.ClearField(function.FieldPorts, field.TypeJSON)
+	}
+	if _u.mutation.CommandCleared() {
+		_spec.ClearField(function.FieldCommand, field.TypeJSON)
+	}
+	if _u.mutation.BlueprintIDCleared() {
+		_spec.ClearField(function.FieldBlueprintID, field.TypeString)
+	}
 	if value, ok := _u.mutation.StoppedAt(); ok {
 		_spec.SetField(function.FieldStoppedAt, field.TypeTime, value)
 	}
@@ -721,6 +730,15 @@ func (_u *FunctionUpdateOne) sqlSave(ctx context.Context) (_node *Function, err 
 	}
 	if _u.mutation.SecretsCleared() {
 		_spec.ClearField(function.FieldSecrets, field.TypeJSON)
+	}
+	if _u.mutation.PortsCleared() {
+		_spec.ClearField(function.FieldPorts, field.TypeJSON)
+	}
+	if _u.mutation.CommandCleared() {
+		_spec.ClearField(function.FieldCommand, field.TypeJSON)
+	}
+	if _u.mutation.BlueprintIDCleared() {
+		_spec.ClearField(function.FieldBlueprintID, field.TypeString)
 	}
 	if value, ok := _u.mutation.StoppedAt(); ok {
 		_spec.SetField(function.FieldStoppedAt, field.TypeTime, value)

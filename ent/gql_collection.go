@@ -13,10 +13,12 @@ import (
 	"github.com/levers9/levers9/ent/apitoken"
 	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
+	"github.com/levers9/levers9/ent/blueprint"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/charge"
 	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/environment"
+	"github.com/levers9/levers9/ent/execution"
 	"github.com/levers9/levers9/ent/function"
 	"github.com/levers9/levers9/ent/functionmap"
 	"github.com/levers9/levers9/ent/group"
@@ -455,6 +457,150 @@ func newAuditEventPaginateArgs(rv map[string]any) *auditeventPaginateArgs {
 	}
 	if v, ok := rv[whereField].(*AuditEventWhereInput); ok {
 		args.opts = append(args.opts, WithAuditEventFilter(v.Filter))
+	}
+	return args
+}
+
+// CollectFields tells the query-builder to eagerly load connected nodes by resolver context.
+func (_q *BlueprintQuery) CollectFields(ctx context.Context, satisfies ...string) (*BlueprintQuery, error) {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil {
+		return _q, nil
+	}
+	if err := _q.collectField(ctx, false, graphql.GetOperationContext(ctx), fc.Field, nil, satisfies...); err != nil {
+		return nil, err
+	}
+	return _q, nil
+}
+
+func (_q *BlueprintQuery) collectField(ctx context.Context, oneNode bool, opCtx *graphql.OperationContext, collected graphql.CollectedField, path []string, satisfies ...string) error {
+	path = append([]string(nil), path...)
+	var (
+		unknownSeen    bool
+		fieldSeen      = make(map[string]struct{}, len(blueprint.Columns))
+		selectedFields = []string{blueprint.FieldID}
+	)
+	for _, field := range graphql.CollectFields(opCtx, collected.Selections, satisfies) {
+		switch field.Name {
+		case "createdAt":
+			if _, ok := fieldSeen[blueprint.FieldCreatedAt]; !ok {
+				selectedFields = append(selectedFields, blueprint.FieldCreatedAt)
+				fieldSeen[blueprint.FieldCreatedAt] = struct{}{}
+			}
+		case "updatedAt":
+			if _, ok := fieldSeen[blueprint.FieldUpdatedAt]; !ok {
+				selectedFields = append(selectedFields, blueprint.FieldUpdatedAt)
+				fieldSeen[blueprint.FieldUpdatedAt] = struct{}{}
+			}
+		case "key":
+			if _, ok := fieldSeen[blueprint.FieldKey]; !ok {
+				selectedFields = append(selectedFields, blueprint.FieldKey)
+				fieldSeen[blueprint.FieldKey] = struct{}{}
+			}
+		case "image":
+			if _, ok := fieldSeen[blueprint.FieldImage]; !ok {
+				selectedFields = append(selectedFields, blueprint.FieldImage)
+				fieldSeen[blueprint.FieldImage] = struct{}{}
+			}
+		case "source":
+			if _, ok := fieldSeen[blueprint.FieldSource]; !ok {
+				selectedFields = append(selectedFields, blueprint.FieldSource)
+				fieldSeen[blueprint.FieldSource] = struct{}{}
+			}
+		case "state":
+			if _, ok := fieldSeen[blueprint.FieldState]; !ok {
+				selectedFields = append(selectedFields, blueprint.FieldState)
+				fieldSeen[blueprint.FieldState] = struct{}{}
+			}
+		case "failure":
+			if _, ok := fieldSeen[blueprint.FieldFailure]; !ok {
+				selectedFields = append(selectedFields, blueprint.FieldFailure)
+				fieldSeen[blueprint.FieldFailure] = struct{}{}
+			}
+		case "ownerID":
+			if _, ok := fieldSeen[blueprint.FieldOwnerID]; !ok {
+				selectedFields = append(selectedFields, blueprint.FieldOwnerID)
+				fieldSeen[blueprint.FieldOwnerID] = struct{}{}
+			}
+		case "buildJobID":
+			if _, ok := fieldSeen[blueprint.FieldBuildJobID]; !ok {
+				selectedFields = append(selectedFields, blueprint.FieldBuildJobID)
+				fieldSeen[blueprint.FieldBuildJobID] = struct{}{}
+			}
+		case "stepsBuilt":
+			if _, ok := fieldSeen[blueprint.FieldStepsBuilt]; !ok {
+				selectedFields = append(selectedFields, blueprint.FieldStepsBuilt)
+				fieldSeen[blueprint.FieldStepsBuilt] = struct{}{}
+			}
+		case "exportBytes":
+			if _, ok := fieldSeen[blueprint.FieldExportBytes]; !ok {
+				selectedFields = append(selectedFields, blueprint.FieldExportBytes)
+				fieldSeen[blueprint.FieldExportBytes] = struct{}{}
+			}
+		case "readyAt":
+			if _, ok := fieldSeen[blueprint.FieldReadyAt]; !ok {
+				selectedFields = append(selectedFields, blueprint.FieldReadyAt)
+				fieldSeen[blueprint.FieldReadyAt] = struct{}{}
+			}
+		case "id":
+		case "__typename":
+		default:
+			unknownSeen = true
+		}
+	}
+	if !unknownSeen {
+		_q.Select(selectedFields...)
+	}
+	return nil
+}
+
+type blueprintPaginateArgs struct {
+	first, last   *int
+	after, before *Cursor
+	opts          []BlueprintPaginateOption
+}
+
+func newBlueprintPaginateArgs(rv map[string]any) *blueprintPaginateArgs {
+	args := &blueprintPaginateArgs{}
+	if rv == nil {
+		return args
+	}
+	if v := rv[firstField]; v != nil {
+		args.first = v.(*int)
+	}
+	if v := rv[lastField]; v != nil {
+		args.last = v.(*int)
+	}
+	if v := rv[afterField]; v != nil {
+		args.after = v.(*Cursor)
+	}
+	if v := rv[beforeField]; v != nil {
+		args.before = v.(*Cursor)
+	}
+	if v, ok := rv[orderByField]; ok {
+		switch v := v.(type) {
+		case map[string]any:
+			var (
+				err1, err2 error
+				order      = &BlueprintOrder{Field: &BlueprintOrderField{}, Direction: entgql.OrderDirectionAsc}
+			)
+			if d, ok := v[directionField]; ok {
+				err1 = order.Direction.UnmarshalGQL(d)
+			}
+			if f, ok := v[fieldField]; ok {
+				err2 = order.Field.UnmarshalGQL(f)
+			}
+			if err1 == nil && err2 == nil {
+				args.opts = append(args.opts, WithBlueprintOrder(order))
+			}
+		case *BlueprintOrder:
+			if v != nil {
+				args.opts = append(args.opts, WithBlueprintOrder(v))
+			}
+		}
+	}
+	if v, ok := rv[whereField].(*BlueprintWhereInput); ok {
+		args.opts = append(args.opts, WithBlueprintFilter(v.Filter))
 	}
 	return args
 }
@@ -1107,6 +1253,155 @@ func newEnvironmentPaginateArgs(rv map[string]any) *environmentPaginateArgs {
 }
 
 // CollectFields tells the query-builder to eagerly load connected nodes by resolver context.
+func (_q *ExecutionQuery) CollectFields(ctx context.Context, satisfies ...string) (*ExecutionQuery, error) {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil {
+		return _q, nil
+	}
+	if err := _q.collectField(ctx, false, graphql.GetOperationContext(ctx), fc.Field, nil, satisfies...); err != nil {
+		return nil, err
+	}
+	return _q, nil
+}
+
+func (_q *ExecutionQuery) collectField(ctx context.Context, oneNode bool, opCtx *graphql.OperationContext, collected graphql.CollectedField, path []string, satisfies ...string) error {
+	path = append([]string(nil), path...)
+	var (
+		unknownSeen    bool
+		fieldSeen      = make(map[string]struct{}, len(execution.Columns))
+		selectedFields = []string{execution.FieldID}
+	)
+	for _, field := range graphql.CollectFields(opCtx, collected.Selections, satisfies) {
+		switch field.Name {
+
+		case "job":
+			var (
+				alias = field.Alias
+				path  = append(path, alias)
+				query = (&JobClient{config: _q.config}).Query()
+			)
+			if err := query.collectField(ctx, oneNode, opCtx, field, path, mayAddCondition(satisfies, jobImplementors)...); err != nil {
+				return err
+			}
+			_q.withJob = query
+			if _, ok := fieldSeen[execution.FieldJobID]; !ok {
+				selectedFields = append(selectedFields, execution.FieldJobID)
+				fieldSeen[execution.FieldJobID] = struct{}{}
+			}
+		case "createdAt":
+			if _, ok := fieldSeen[execution.FieldCreatedAt]; !ok {
+				selectedFields = append(selectedFields, execution.FieldCreatedAt)
+				fieldSeen[execution.FieldCreatedAt] = struct{}{}
+			}
+		case "updatedAt":
+			if _, ok := fieldSeen[execution.FieldUpdatedAt]; !ok {
+				selectedFields = append(selectedFields, execution.FieldUpdatedAt)
+				fieldSeen[execution.FieldUpdatedAt] = struct{}{}
+			}
+		case "jobID":
+			if _, ok := fieldSeen[execution.FieldJobID]; !ok {
+				selectedFields = append(selectedFields, execution.FieldJobID)
+				fieldSeen[execution.FieldJobID] = struct{}{}
+			}
+		case "service":
+			if _, ok := fieldSeen[execution.FieldService]; !ok {
+				selectedFields = append(selectedFields, execution.FieldService)
+				fieldSeen[execution.FieldService] = struct{}{}
+			}
+		case "userID":
+			if _, ok := fieldSeen[execution.FieldUserID]; !ok {
+				selectedFields = append(selectedFields, execution.FieldUserID)
+				fieldSeen[execution.FieldUserID] = struct{}{}
+			}
+		case "command":
+			if _, ok := fieldSeen[execution.FieldCommand]; !ok {
+				selectedFields = append(selectedFields, execution.FieldCommand)
+				fieldSeen[execution.FieldCommand] = struct{}{}
+			}
+		case "tty":
+			if _, ok := fieldSeen[execution.FieldTty]; !ok {
+				selectedFields = append(selectedFields, execution.FieldTty)
+				fieldSeen[execution.FieldTty] = struct{}{}
+			}
+		case "endedAt":
+			if _, ok := fieldSeen[execution.FieldEndedAt]; !ok {
+				selectedFields = append(selectedFields, execution.FieldEndedAt)
+				fieldSeen[execution.FieldEndedAt] = struct{}{}
+			}
+		case "exitCode":
+			if _, ok := fieldSeen[execution.FieldExitCode]; !ok {
+				selectedFields = append(selectedFields, execution.FieldExitCode)
+				fieldSeen[execution.FieldExitCode] = struct{}{}
+			}
+		case "error":
+			if _, ok := fieldSeen[execution.FieldError]; !ok {
+				selectedFields = append(selectedFields, execution.FieldError)
+				fieldSeen[execution.FieldError] = struct{}{}
+			}
+		case "id":
+		case "__typename":
+		default:
+			unknownSeen = true
+		}
+	}
+	if !unknownSeen {
+		_q.Select(selectedFields...)
+	}
+	return nil
+}
+
+type executionPaginateArgs struct {
+	first, last   *int
+	after, before *Cursor
+	opts          []ExecutionPaginateOption
+}
+
+func newExecutionPaginateArgs(rv map[string]any) *executionPaginateArgs {
+	args := &executionPaginateArgs{}
+	if rv == nil {
+		return args
+	}
+	if v := rv[firstField]; v != nil {
+		args.first = v.(*int)
+	}
+	if v := rv[lastField]; v != nil {
+		args.last = v.(*int)
+	}
+	if v := rv[afterField]; v != nil {
+		args.after = v.(*Cursor)
+	}
+	if v := rv[beforeField]; v != nil {
+		args.before = v.(*Cursor)
+	}
+	if v, ok := rv[orderByField]; ok {
+		switch v := v.(type) {
+		case map[string]any:
+			var (
+				err1, err2 error
+				order      = &ExecutionOrder{Field: &ExecutionOrderField{}, Direction: entgql.OrderDirectionAsc}
+			)
+			if d, ok := v[directionField]; ok {
+				err1 = order.Direction.UnmarshalGQL(d)
+			}
+			if f, ok := v[fieldField]; ok {
+				err2 = order.Field.UnmarshalGQL(f)
+			}
+			if err1 == nil && err2 == nil {
+				args.opts = append(args.opts, WithExecutionOrder(order))
+			}
+		case *ExecutionOrder:
+			if v != nil {
+				args.opts = append(args.opts, WithExecutionOrder(v))
+			}
+		}
+	}
+	if v, ok := rv[whereField].(*ExecutionWhereInput); ok {
+		args.opts = append(args.opts, WithExecutionFilter(v.Filter))
+	}
+	return args
+}
+
+// CollectFields tells the query-builder to eagerly load connected nodes by resolver context.
 func (_q *FunctionQuery) CollectFields(ctx context.Context, satisfies ...string) (*FunctionQuery, error) {
 	fc := graphql.GetFieldContext(ctx)
 	if fc == nil {
@@ -1403,6 +1698,21 @@ func (_q *FunctionQuery) collectField(ctx context.Context, oneNode bool, opCtx *
 			if _, ok := fieldSeen[function.FieldCron]; !ok {
 				selectedFields = append(selectedFields, function.FieldCron)
 				fieldSeen[function.FieldCron] = struct{}{}
+			}
+		case "ports":
+			if _, ok := fieldSeen[function.FieldPorts]; !ok {
+				selectedFields = append(selectedFields, function.FieldPorts)
+				fieldSeen[function.FieldPorts] = struct{}{}
+			}
+		case "command":
+			if _, ok := fieldSeen[function.FieldCommand]; !ok {
+				selectedFields = append(selectedFields, function.FieldCommand)
+				fieldSeen[function.FieldCommand] = struct{}{}
+			}
+		case "blueprintID":
+			if _, ok := fieldSeen[function.FieldBlueprintID]; !ok {
+				selectedFields = append(selectedFields, function.FieldBlueprintID)
+				fieldSeen[function.FieldBlueprintID] = struct{}{}
 			}
 		case "stoppedAt":
 			if _, ok := fieldSeen[function.FieldStoppedAt]; !ok {
@@ -2103,6 +2413,11 @@ func (_q *JobQuery) collectField(ctx context.Context, oneNode bool, opCtx *graph
 			if _, ok := fieldSeen[job.FieldInteractive]; !ok {
 				selectedFields = append(selectedFields, job.FieldInteractive)
 				fieldSeen[job.FieldInteractive] = struct{}{}
+			}
+		case "kind":
+			if _, ok := fieldSeen[job.FieldKind]; !ok {
+				selectedFields = append(selectedFields, job.FieldKind)
+				fieldSeen[job.FieldKind] = struct{}{}
 			}
 		case "priority":
 			if _, ok := fieldSeen[job.FieldPriority]; !ok {

@@ -116,6 +116,14 @@ func (_m *Container) Job(ctx context.Context) (*Job, error) {
 	return result, MaskNotFound(err)
 }
 
+func (_m *Execution) Job(ctx context.Context) (*Job, error) {
+	result, err := _m.Edges.JobOrErr()
+	if IsNotLoaded(err) {
+		result, err = _m.QueryJob().Only(ctx)
+	}
+	return result, err
+}
+
 func (_m *Function) App(ctx context.Context) (*App, error) {
 	result, err := _m.Edges.AppOrErr()
 	if IsNotLoaded(err) {

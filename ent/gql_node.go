@@ -12,10 +12,12 @@ import (
 	"github.com/levers9/levers9/ent/apitoken"
 	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
+	"github.com/levers9/levers9/ent/blueprint"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/charge"
 	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/environment"
+	"github.com/levers9/levers9/ent/execution"
 	"github.com/levers9/levers9/ent/function"
 	"github.com/levers9/levers9/ent/functionmap"
 	"github.com/levers9/levers9/ent/group"
@@ -53,6 +55,11 @@ var auditeventImplementors = []string{"AuditEvent", "Node"}
 // IsNode implements the Node interface check for GQLGen.
 func (*AuditEvent) IsNode() {}
 
+var blueprintImplementors = []string{"Blueprint", "Node"}
+
+// IsNode implements the Node interface check for GQLGen.
+func (*Blueprint) IsNode() {}
+
 var bucketImplementors = []string{"Bucket", "Node"}
 
 // IsNode implements the Node interface check for GQLGen.
@@ -72,6 +79,11 @@ var environmentImplementors = []string{"Environment", "Node"}
 
 // IsNode implements the Node interface check for GQLGen.
 func (*Environment) IsNode() {}
+
+var executionImplementors = []string{"Execution", "Node"}
+
+// IsNode implements the Node interface check for GQLGen.
+func (*Execution) IsNode() {}
 
 var functionImplementors = []string{"Function", "Node"}
 
@@ -233,6 +245,15 @@ func (c *Client) noder(ctx context.Context, table string, id string) (Noder, err
 			}
 		}
 		return query.Only(ctx)
+	case blueprint.Table:
+		query := c.Blueprint.Query().
+			Where(blueprint.ID(id))
+		if fc := graphql.GetFieldContext(ctx); fc != nil {
+			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, blueprintImplementors...); err != nil {
+				return nil, err
+			}
+		}
+		return query.Only(ctx)
 	case bucket.Table:
 		query := c.Bucket.Query().
 			Where(bucket.ID(id))
@@ -265,6 +286,15 @@ func (c *Client) noder(ctx context.Context, table string, id string) (Noder, err
 			Where(environment.ID(id))
 		if fc := graphql.GetFieldContext(ctx); fc != nil {
 			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, environmentImplementors...); err != nil {
+				return nil, err
+			}
+		}
+		return query.Only(ctx)
+	case execution.Table:
+		query := c.Execution.Query().
+			Where(execution.ID(id))
+		if fc := graphql.GetFieldContext(ctx); fc != nil {
+			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, executionImplementors...); err != nil {
 				return nil, err
 			}
 		}
@@ -525,6 +555,22 @@ func (c *Client) noders(ctx context.Context, table string, ids []string) ([]Node
 				*noder = node
 			}
 		}
+	case blueprint.Table:
+		query := c.Blueprint.Query().
+			Where(blueprint.IDIn(ids...))
+		query, err := query.CollectFields(ctx, blueprintImplementors...)
+		if err != nil {
+			return nil, err
+		}
+		nodes, err := query.All(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, node := range nodes {
+			for _, noder := range idmap[node.ID] {
+				*noder = node
+			}
+		}
 	case bucket.Table:
 		query := c.Bucket.Query().
 			Where(bucket.IDIn(ids...))
@@ -577,6 +623,22 @@ func (c *Client) noders(ctx context.Context, table string, ids []string) ([]Node
 		query := c.Environment.Query().
 			Where(environment.IDIn(ids...))
 		query, err := query.CollectFields(ctx, environmentImplementors...)
+		if err != nil {
+			return nil, err
+		}
+		nodes, err := query.All(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, node := range nodes {
+			for _, noder := range idmap[node.ID] {
+				*noder = node
+			}
+		}
+	case execution.Table:
+		query := c.Execution.Query().
+			Where(execution.IDIn(ids...))
+		query, err := query.CollectFields(ctx, executionImplementors...)
 		if err != nil {
 			return nil, err
 		}

@@ -17,10 +17,12 @@ import (
 	"github.com/levers9/levers9/ent/apitoken"
 	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
+	"github.com/levers9/levers9/ent/blueprint"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/charge"
 	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/environment"
+	"github.com/levers9/levers9/ent/execution"
 	"github.com/levers9/levers9/ent/function"
 	"github.com/levers9/levers9/ent/functionmap"
 	"github.com/levers9/levers9/ent/group"
@@ -1092,6 +1094,320 @@ func (_m *AuditEvent) ToEdge(order *AuditEventOrder) *AuditEventEdge {
 		order = DefaultAuditEventOrder
 	}
 	return &AuditEventEdge{
+		Node:   _m,
+		Cursor: order.Field.toCursor(_m),
+	}
+}
+
+// BlueprintEdge is the edge representation of Blueprint.
+type BlueprintEdge struct {
+	Node   *Blueprint `json:"node"`
+	Cursor Cursor     `json:"cursor"`
+}
+
+// BlueprintConnection is the connection containing edges to Blueprint.
+type BlueprintConnection struct {
+	Edges      []*BlueprintEdge `json:"edges"`
+	PageInfo   PageInfo         `json:"pageInfo"`
+	TotalCount int              `json:"totalCount"`
+}
+
+func (c *BlueprintConnection) build(nodes []*Blueprint, pager *blueprintPager, after *Cursor, first *int, before *Cursor, last *int) {
+	c.PageInfo.HasNextPage = before != nil
+	c.PageInfo.HasPreviousPage = after != nil
+	if first != nil && *first+1 == len(nodes) {
+		c.PageInfo.HasNextPage = true
+		nodes = nodes[:len(nodes)-1]
+	} else if last != nil && *last+1 == len(nodes) {
+		c.PageInfo.HasPreviousPage = true
+		nodes = nodes[:len(nodes)-1]
+	}
+	var nodeAt func(int) *Blueprint
+	if last != nil {
+		n := len(nodes) - 1
+		nodeAt = func(i int) *Blueprint {
+			return nodes[n-i]
+		}
+	} else {
+		nodeAt = func(i int) *Blueprint {
+			return nodes[i]
+		}
+	}
+	c.Edges = make([]*BlueprintEdge, len(nodes))
+	for i := range nodes {
+		node := nodeAt(i)
+		c.Edges[i] = &BlueprintEdge{
+			Node:   node,
+			Cursor: pager.toCursor(node),
+		}
+	}
+	if l := len(c.Edges); l > 0 {
+		c.PageInfo.StartCursor = &c.Edges[0].Cursor
+		c.PageInfo.EndCursor = &c.Edges[l-1].Cursor
+	}
+	if c.TotalCount == 0 {
+		c.TotalCount = len(nodes)
+	}
+}
+
+// BlueprintPaginateOption enables pagination customization.
+type BlueprintPaginateOption func(*blueprintPager) error
+
+// WithBlueprintOrder configures pagination ordering.
+func WithBlueprintOrder(order *BlueprintOrder) BlueprintPaginateOption {
+	if order == nil {
+		order = DefaultBlueprintOrder
+	}
+	o := *order
+	return func(pager *blueprintPager) error {
+		if err := o.Direction.Validate(); err != nil {
+			return err
+		}
+		if o.Field == nil {
+			o.Field = DefaultBlueprintOrder.Field
+		}
+		pager.order = &o
+		return nil
+	}
+}
+
+// WithBlueprintFilter configures pagination filter.
+func WithBlueprintFilter(filter func(*BlueprintQuery) (*BlueprintQuery, error)) BlueprintPaginateOption {
+	return func(pager *blueprintPager) error {
+		if filter == nil {
+			return errors.New("BlueprintQuery filter cannot be nil")
+		}
+		pager.filter = filter
+		return nil
+	}
+}
+
+type blueprintPager struct {
+	reverse bool
+	order   *BlueprintOrder
+	filter  func(*BlueprintQuery) (*BlueprintQuery, error)
+}
+
+func newBlueprintPager(opts []BlueprintPaginateOption, reverse bool) (*blueprintPager, error) {
+	pager := &blueprintPager{reverse: reverse}
+	for _, opt := range opts {
+		if err := opt(pager); err != nil {
+			return nil, err
+		}
+	}
+	if pager.order == nil {
+		pager.order = DefaultBlueprintOrder
+	}
+	return pager, nil
+}
+
+func (p *blueprintPager) applyFilter(query *BlueprintQuery) (*BlueprintQuery, error) {
+	if p.filter != nil {
+		return p.filter(query)
+	}
+	return query, nil
+}
+
+func (p *blueprintPager) toCursor(_m *Blueprint) Cursor {
+	return p.order.Field.toCursor(_m)
+}
+
+func (p *blueprintPager) applyCursors(query *BlueprintQuery, after, before *Cursor) (*BlueprintQuery, error) {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	for _, predicate := range entgql.CursorsPredicate(after, before, DefaultBlueprintOrder.Field.column, p.order.Field.column, direction) {
+		query = query.Where(predicate)
+	}
+	return query, nil
+}
+
+func (p *blueprintPager) applyOrder(query *BlueprintQuery) *BlueprintQuery {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	query = query.Order(p.order.Field.toTerm(direction.OrderTermOption()))
+	if p.order.Field != DefaultBlueprintOrder.Field {
+		query = query.Order(DefaultBlueprintOrder.Field.toTerm(direction.OrderTermOption()))
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return query
+}
+
+func (p *blueprintPager) orderExpr(query *BlueprintQuery) sql.Querier {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return sql.ExprFunc(func(b *sql.Builder) {
+		b.Ident(p.order.Field.column).Pad().WriteString(string(direction))
+		if p.order.Field != DefaultBlueprintOrder.Field {
+			b.Comma().Ident(DefaultBlueprintOrder.Field.column).Pad().WriteString(string(direction))
+		}
+	})
+}
+
+// Paginate executes the query and returns a relay based cursor connection to Blueprint.
+func (_m *BlueprintQuery) Paginate(
+	ctx context.Context, after *Cursor, first *int,
+	before *Cursor, last *int, opts ...BlueprintPaginateOption,
+) (*BlueprintConnection, error) {
+	if err := validateFirstLast(first, last); err != nil {
+		return nil, err
+	}
+	pager, err := newBlueprintPager(opts, last != nil)
+	if err != nil {
+		return nil, err
+	}
+	if _m, err = pager.applyFilter(_m); err != nil {
+		return nil, err
+	}
+	conn := &BlueprintConnection{Edges: []*BlueprintEdge{}}
+	ignoredEdges := !hasCollectedField(ctx, edgesField)
+	if hasCollectedField(ctx, totalCountField) || (ignoredEdges && hasCollectedField(ctx, pageInfoField)) {
+		hasPagination := after != nil || first != nil || before != nil || last != nil
+		if hasPagination || ignoredEdges {
+			c := _m.Clone()
+			c.ctx.Fields = nil
+			if conn.TotalCount, err = c.Count(ctx); err != nil {
+				return nil, err
+			}
+			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
+			conn.PageInfo.HasPreviousPage = last != nil && conn.TotalCount > 0
+		}
+	}
+	if ignoredEdges || (first != nil && *first == 0) || (last != nil && *last == 0) {
+		return conn, nil
+	}
+	if _m, err = pager.applyCursors(_m, after, before); err != nil {
+		return nil, err
+	}
+	limit := paginateLimit(first, last)
+	if limit != 0 {
+		_m.Limit(limit)
+	}
+	if field := collectedField(ctx, edgesField, nodeField); field != nil {
+		if err := _m.collectField(ctx, limit == 1, graphql.GetOperationContext(ctx), *field, []string{edgesField, nodeField}); err != nil {
+			return nil, err
+		}
+	}
+	_m = pager.applyOrder(_m)
+	nodes, err := _m.All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn.build(nodes, pager, after, first, before, last)
+	return conn, nil
+}
+
+var (
+	// BlueprintOrderFieldID orders Blueprint by id.
+	BlueprintOrderFieldID = &BlueprintOrderField{
+		Value: func(_m *Blueprint) (ent.Value, error) {
+			return _m.ID, nil
+		},
+		column: blueprint.FieldID,
+		toTerm: blueprint.ByID,
+		toCursor: func(_m *Blueprint) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.ID,
+			}
+		},
+	}
+	// BlueprintOrderFieldCreatedAt orders Blueprint by created_at.
+	BlueprintOrderFieldCreatedAt = &BlueprintOrderField{
+		Value: func(_m *Blueprint) (ent.Value, error) {
+			return _m.CreatedAt, nil
+		},
+		column: blueprint.FieldCreatedAt,
+		toTerm: blueprint.ByCreatedAt,
+		toCursor: func(_m *Blueprint) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.CreatedAt,
+			}
+		},
+	}
+)
+
+// String implement fmt.Stringer interface.
+func (f BlueprintOrderField) String() string {
+	var str string
+	switch f.column {
+	case BlueprintOrderFieldID.column:
+		str = "ID"
+	case BlueprintOrderFieldCreatedAt.column:
+		str = "CREATED_AT"
+	}
+	return str
+}
+
+// MarshalGQL implements graphql.Marshaler interface.
+func (f BlueprintOrderField) MarshalGQL(w io.Writer) {
+	io.WriteString(w, strconv.Quote(f.String()))
+}
+
+// UnmarshalGQL implements graphql.Unmarshaler interface.
+func (f *BlueprintOrderField) UnmarshalGQL(v interface{}) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("BlueprintOrderField %T must be a string", v)
+	}
+	switch str {
+	case "ID":
+		*f = *BlueprintOrderFieldID
+	case "CREATED_AT":
+		*f = *BlueprintOrderFieldCreatedAt
+	default:
+		return fmt.Errorf("%s is not a valid BlueprintOrderField", str)
+	}
+	return nil
+}
+
+// BlueprintOrderField defines the ordering field of Blueprint.
+type BlueprintOrderField struct {
+	// Value extracts the ordering value from the given Blueprint.
+	Value    func(*Blueprint) (ent.Value, error)
+	column   string // field or computed.
+	toTerm   func(...sql.OrderTermOption) blueprint.OrderOption
+	toCursor func(*Blueprint) Cursor
+}
+
+// BlueprintOrder defines the ordering of Blueprint.
+type BlueprintOrder struct {
+	Direction OrderDirection       `json:"direction"`
+	Field     *BlueprintOrderField `json:"field"`
+}
+
+// DefaultBlueprintOrder is the default ordering of Blueprint.
+var DefaultBlueprintOrder = &BlueprintOrder{
+	Direction: entgql.OrderDirectionAsc,
+	Field: &BlueprintOrderField{
+		Value: func(_m *Blueprint) (ent.Value, error) {
+			return _m.ID, nil
+		},
+		column: blueprint.FieldID,
+		toTerm: blueprint.ByID,
+		toCursor: func(_m *Blueprint) Cursor {
+			return Cursor{ID: _m.ID}
+		},
+	},
+}
+
+// ToEdge converts Blueprint into BlueprintEdge.
+func (_m *Blueprint) ToEdge(order *BlueprintOrder) *BlueprintEdge {
+	if order == nil {
+		order = DefaultBlueprintOrder
+	}
+	return &BlueprintEdge{
 		Node:   _m,
 		Cursor: order.Field.toCursor(_m),
 	}
@@ -2384,6 +2700,320 @@ func (_m *Environment) ToEdge(order *EnvironmentOrder) *EnvironmentEdge {
 		order = DefaultEnvironmentOrder
 	}
 	return &EnvironmentEdge{
+		Node:   _m,
+		Cursor: order.Field.toCursor(_m),
+	}
+}
+
+// ExecutionEdge is the edge representation of Execution.
+type ExecutionEdge struct {
+	Node   *Execution `json:"node"`
+	Cursor Cursor     `json:"cursor"`
+}
+
+// ExecutionConnection is the connection containing edges to Execution.
+type ExecutionConnection struct {
+	Edges      []*ExecutionEdge `json:"edges"`
+	PageInfo   PageInfo         `json:"pageInfo"`
+	TotalCount int              `json:"totalCount"`
+}
+
+func (c *ExecutionConnection) build(nodes []*Execution, pager *executionPager, after *Cursor, first *int, before *Cursor, last *int) {
+	c.PageInfo.HasNextPage = before != nil
+	c.PageInfo.HasPreviousPage = after != nil
+	if first != nil && *first+1 == len(nodes) {
+		c.PageInfo.HasNextPage = true
+		nodes = nodes[:len(nodes)-1]
+	} else if last != nil && *last+1 == len(nodes) {
+		c.PageInfo.HasPreviousPage = true
+		nodes = nodes[:len(nodes)-1]
+	}
+	var nodeAt func(int) *Execution
+	if last != nil {
+		n := len(nodes) - 1
+		nodeAt = func(i int) *Execution {
+			return nodes[n-i]
+		}
+	} else {
+		nodeAt = func(i int) *Execution {
+			return nodes[i]
+		}
+	}
+	c.Edges = make([]*ExecutionEdge, len(nodes))
+	for i := range nodes {
+		node := nodeAt(i)
+		c.Edges[i] = &ExecutionEdge{
+			Node:   node,
+			Cursor: pager.toCursor(node),
+		}
+	}
+	if l := len(c.Edges); l > 0 {
+		c.PageInfo.StartCursor = &c.Edges[0].Cursor
+		c.PageInfo.EndCursor = &c.Edges[l-1].Cursor
+	}
+	if c.TotalCount == 0 {
+		c.TotalCount = len(nodes)
+	}
+}
+
+// ExecutionPaginateOption enables pagination customization.
+type ExecutionPaginateOption func(*executionPager) error
+
+// WithExecutionOrder configures pagination ordering.
+func WithExecutionOrder(order *ExecutionOrder) ExecutionPaginateOption {
+	if order == nil {
+		order = DefaultExecutionOrder
+	}
+	o := *order
+	return func(pager *executionPager) error {
+		if err := o.Direction.Validate(); err != nil {
+			return err
+		}
+		if o.Field == nil {
+			o.Field = DefaultExecutionOrder.Field
+		}
+		pager.order = &o
+		return nil
+	}
+}
+
+// WithExecutionFilter configures pagination filter.
+func WithExecutionFilter(filter func(*ExecutionQuery) (*ExecutionQuery, error)) ExecutionPaginateOption {
+	return func(pager *executionPager) error {
+		if filter == nil {
+			return errors.New("ExecutionQuery filter cannot be nil")
+		}
+		pager.filter = filter
+		return nil
+	}
+}
+
+type executionPager struct {
+	reverse bool
+	order   *ExecutionOrder
+	filter  func(*ExecutionQuery) (*ExecutionQuery, error)
+}
+
+func newExecutionPager(opts []ExecutionPaginateOption, reverse bool) (*executionPager, error) {
+	pager := &executionPager{reverse: reverse}
+	for _, opt := range opts {
+		if err := opt(pager); err != nil {
+			return nil, err
+		}
+	}
+	if pager.order == nil {
+		pager.order = DefaultExecutionOrder
+	}
+	return pager, nil
+}
+
+func (p *executionPager) applyFilter(query *ExecutionQuery) (*ExecutionQuery, error) {
+	if p.filter != nil {
+		return p.filter(query)
+	}
+	return query, nil
+}
+
+func (p *executionPager) toCursor(_m *Execution) Cursor {
+	return p.order.Field.toCursor(_m)
+}
+
+func (p *executionPager) applyCursors(query *ExecutionQuery, after, before *Cursor) (*ExecutionQuery, error) {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	for _, predicate := range entgql.CursorsPredicate(after, before, DefaultExecutionOrder.Field.column, p.order.Field.column, direction) {
+		query = query.Where(predicate)
+	}
+	return query, nil
+}
+
+func (p *executionPager) applyOrder(query *ExecutionQuery) *ExecutionQuery {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	query = query.Order(p.order.Field.toTerm(direction.OrderTermOption()))
+	if p.order.Field != DefaultExecutionOrder.Field {
+		query = query.Order(DefaultExecutionOrder.Field.toTerm(direction.OrderTermOption()))
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return query
+}
+
+func (p *executionPager) orderExpr(query *ExecutionQuery) sql.Querier {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return sql.ExprFunc(func(b *sql.Builder) {
+		b.Ident(p.order.Field.column).Pad().WriteString(string(direction))
+		if p.order.Field != DefaultExecutionOrder.Field {
+			b.Comma().Ident(DefaultExecutionOrder.Field.column).Pad().WriteString(string(direction))
+		}
+	})
+}
+
+// Paginate executes the query and returns a relay based cursor connection to Execution.
+func (_m *ExecutionQuery) Paginate(
+	ctx context.Context, after *Cursor, first *int,
+	before *Cursor, last *int, opts ...ExecutionPaginateOption,
+) (*ExecutionConnection, error) {
+	if err := validateFirstLast(first, last); err != nil {
+		return nil, err
+	}
+	pager, err := newExecutionPager(opts, last != nil)
+	if err != nil {
+		return nil, err
+	}
+	if _m, err = pager.applyFilter(_m); err != nil {
+		return nil, err
+	}
+	conn := &ExecutionConnection{Edges: []*ExecutionEdge{}}
+	ignoredEdges := !hasCollectedField(ctx, edgesField)
+	if hasCollectedField(ctx, totalCountField) || (ignoredEdges && hasCollectedField(ctx, pageInfoField)) {
+		hasPagination := after != nil || first != nil || before != nil || last != nil
+		if hasPagination || ignoredEdges {
+			c := _m.Clone()
+			c.ctx.Fields = nil
+			if conn.TotalCount, err = c.Count(ctx); err != nil {
+				return nil, err
+			}
+			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
+			conn.PageInfo.HasPreviousPage = last != nil && conn.TotalCount > 0
+		}
+	}
+	if ignoredEdges || (first != nil && *first == 0) || (last != nil && *last == 0) {
+		return conn, nil
+	}
+	if _m, err = pager.applyCursors(_m, after, before); err != nil {
+		return nil, err
+	}
+	limit := paginateLimit(first, last)
+	if limit != 0 {
+		_m.Limit(limit)
+	}
+	if field := collectedField(ctx, edgesField, nodeField); field != nil {
+		if err := _m.collectField(ctx, limit == 1, graphql.GetOperationContext(ctx), *field, []string{edgesField, nodeField}); err != nil {
+			return nil, err
+		}
+	}
+	_m = pager.applyOrder(_m)
+	nodes, err := _m.All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn.build(nodes, pager, after, first, before, last)
+	return conn, nil
+}
+
+var (
+	// ExecutionOrderFieldID orders Execution by id.
+	ExecutionOrderFieldID = &ExecutionOrderField{
+		Value: func(_m *Execution) (ent.Value, error) {
+			return _m.ID, nil
+		},
+		column: execution.FieldID,
+		toTerm: execution.ByID,
+		toCursor: func(_m *Execution) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.ID,
+			}
+		},
+	}
+	// ExecutionOrderFieldCreatedAt orders Execution by created_at.
+	ExecutionOrderFieldCreatedAt = &ExecutionOrderField{
+		Value: func(_m *Execution) (ent.Value, error) {
+			return _m.CreatedAt, nil
+		},
+		column: execution.FieldCreatedAt,
+		toTerm: execution.ByCreatedAt,
+		toCursor: func(_m *Execution) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.CreatedAt,
+			}
+		},
+	}
+)
+
+// String implement fmt.Stringer interface.
+func (f ExecutionOrderField) String() string {
+	var str string
+	switch f.column {
+	case ExecutionOrderFieldID.column:
+		str = "ID"
+	case ExecutionOrderFieldCreatedAt.column:
+		str = "CREATED_AT"
+	}
+	return str
+}
+
+// MarshalGQL implements graphql.Marshaler interface.
+func (f ExecutionOrderField) MarshalGQL(w io.Writer) {
+	io.WriteString(w, strconv.Quote(f.String()))
+}
+
+// UnmarshalGQL implements graphql.Unmarshaler interface.
+func (f *ExecutionOrderField) UnmarshalGQL(v interface{}) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("ExecutionOrderField %T must be a string", v)
+	}
+	switch str {
+	case "ID":
+		*f = *ExecutionOrderFieldID
+	case "CREATED_AT":
+		*f = *ExecutionOrderFieldCreatedAt
+	default:
+		return fmt.Errorf("%s is not a valid ExecutionOrderField", str)
+	}
+	return nil
+}
+
+// ExecutionOrderField defines the ordering field of Execution.
+type ExecutionOrderField struct {
+	// Value extracts the ordering value from the given Execution.
+	Value    func(*Execution) (ent.Value, error)
+	column   string // field or computed.
+	toTerm   func(...sql.OrderTermOption) execution.OrderOption
+	toCursor func(*Execution) Cursor
+}
+
+// ExecutionOrder defines the ordering of Execution.
+type ExecutionOrder struct {
+	Direction OrderDirection       `json:"direction"`
+	Field     *ExecutionOrderField `json:"field"`
+}
+
+// DefaultExecutionOrder is the default ordering of Execution.
+var DefaultExecutionOrder = &ExecutionOrder{
+	Direction: entgql.OrderDirectionAsc,
+	Field: &ExecutionOrderField{
+		Value: func(_m *Execution) (ent.Value, error) {
+			return _m.ID, nil
+		},
+		column: execution.FieldID,
+		toTerm: execution.ByID,
+		toCursor: func(_m *Execution) Cursor {
+			return Cursor{ID: _m.ID}
+		},
+	},
+}
+
+// ToEdge converts Execution into ExecutionEdge.
+func (_m *Execution) ToEdge(order *ExecutionOrder) *ExecutionEdge {
+	if order == nil {
+		order = DefaultExecutionOrder
+	}
+	return &ExecutionEdge{
 		Node:   _m,
 		Cursor: order.Field.toCursor(_m),
 	}

@@ -10,10 +10,12 @@ import (
 	"github.com/levers9/levers9/ent/apitoken"
 	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
+	"github.com/levers9/levers9/ent/blueprint"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/charge"
 	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/environment"
+	"github.com/levers9/levers9/ent/execution"
 	"github.com/levers9/levers9/ent/function"
 	"github.com/levers9/levers9/ent/functionmap"
 	"github.com/levers9/levers9/ent/group"
@@ -1371,6 +1373,596 @@ func (i *AuditEventWhereInput) P() (predicate.AuditEvent, error) {
 		return predicates[0], nil
 	default:
 		return auditevent.And(predicates...), nil
+	}
+}
+
+// BlueprintWhereInput represents a where input for filtering Blueprint queries.
+type BlueprintWhereInput struct {
+	Predicates []predicate.Blueprint  `json:"-"`
+	Not        *BlueprintWhereInput   `json:"not,omitempty"`
+	Or         []*BlueprintWhereInput `json:"or,omitempty"`
+	And        []*BlueprintWhereInput `json:"and,omitempty"`
+
+	// "id" field predicates.
+	ID             *string  `json:"id,omitempty"`
+	IDNEQ          *string  `json:"idNEQ,omitempty"`
+	IDIn           []string `json:"idIn,omitempty"`
+	IDNotIn        []string `json:"idNotIn,omitempty"`
+	IDGT           *string  `json:"idGT,omitempty"`
+	IDGTE          *string  `json:"idGTE,omitempty"`
+	IDLT           *string  `json:"idLT,omitempty"`
+	IDLTE          *string  `json:"idLTE,omitempty"`
+	IDEqualFold    *string  `json:"idEqualFold,omitempty"`
+	IDContainsFold *string  `json:"idContainsFold,omitempty"`
+
+	// "created_at" field predicates.
+	CreatedAt      *time.Time  `json:"createdAt,omitempty"`
+	CreatedAtNEQ   *time.Time  `json:"createdAtNEQ,omitempty"`
+	CreatedAtIn    []time.Time `json:"createdAtIn,omitempty"`
+	CreatedAtNotIn []time.Time `json:"createdAtNotIn,omitempty"`
+	CreatedAtGT    *time.Time  `json:"createdAtGT,omitempty"`
+	CreatedAtGTE   *time.Time  `json:"createdAtGTE,omitempty"`
+	CreatedAtLT    *time.Time  `json:"createdAtLT,omitempty"`
+	CreatedAtLTE   *time.Time  `json:"createdAtLTE,omitempty"`
+
+	// "key" field predicates.
+	Key             *string  `json:"key,omitempty"`
+	KeyNEQ          *string  `json:"keyNEQ,omitempty"`
+	KeyIn           []string `json:"keyIn,omitempty"`
+	KeyNotIn        []string `json:"keyNotIn,omitempty"`
+	KeyGT           *string  `json:"keyGT,omitempty"`
+	KeyGTE          *string  `json:"keyGTE,omitempty"`
+	KeyLT           *string  `json:"keyLT,omitempty"`
+	KeyLTE          *string  `json:"keyLTE,omitempty"`
+	KeyContains     *string  `json:"keyContains,omitempty"`
+	KeyHasPrefix    *string  `json:"keyHasPrefix,omitempty"`
+	KeyHasSuffix    *string  `json:"keyHasSuffix,omitempty"`
+	KeyEqualFold    *string  `json:"keyEqualFold,omitempty"`
+	KeyContainsFold *string  `json:"keyContainsFold,omitempty"`
+
+	// "image" field predicates.
+	Image             *string  `json:"image,omitempty"`
+	ImageNEQ          *string  `json:"imageNEQ,omitempty"`
+	ImageIn           []string `json:"imageIn,omitempty"`
+	ImageNotIn        []string `json:"imageNotIn,omitempty"`
+	ImageGT           *string  `json:"imageGT,omitempty"`
+	ImageGTE          *string  `json:"imageGTE,omitempty"`
+	ImageLT           *string  `json:"imageLT,omitempty"`
+	ImageLTE          *string  `json:"imageLTE,omitempty"`
+	ImageContains     *string  `json:"imageContains,omitempty"`
+	ImageHasPrefix    *string  `json:"imageHasPrefix,omitempty"`
+	ImageHasSuffix    *string  `json:"imageHasSuffix,omitempty"`
+	ImageEqualFold    *string  `json:"imageEqualFold,omitempty"`
+	ImageContainsFold *string  `json:"imageContainsFold,omitempty"`
+
+	// "source" field predicates.
+	Source      *blueprint.Source  `json:"source,omitempty"`
+	SourceNEQ   *blueprint.Source  `json:"sourceNEQ,omitempty"`
+	SourceIn    []blueprint.Source `json:"sourceIn,omitempty"`
+	SourceNotIn []blueprint.Source `json:"sourceNotIn,omitempty"`
+
+	// "state" field predicates.
+	State      *blueprint.State  `json:"state,omitempty"`
+	StateNEQ   *blueprint.State  `json:"stateNEQ,omitempty"`
+	StateIn    []blueprint.State `json:"stateIn,omitempty"`
+	StateNotIn []blueprint.State `json:"stateNotIn,omitempty"`
+
+	// "failure" field predicates.
+	Failure             *string  `json:"failure,omitempty"`
+	FailureNEQ          *string  `json:"failureNEQ,omitempty"`
+	FailureIn           []string `json:"failureIn,omitempty"`
+	FailureNotIn        []string `json:"failureNotIn,omitempty"`
+	FailureGT           *string  `json:"failureGT,omitempty"`
+	FailureGTE          *string  `json:"failureGTE,omitempty"`
+	FailureLT           *string  `json:"failureLT,omitempty"`
+	FailureLTE          *string  `json:"failureLTE,omitempty"`
+	FailureContains     *string  `json:"failureContains,omitempty"`
+	FailureHasPrefix    *string  `json:"failureHasPrefix,omitempty"`
+	FailureHasSuffix    *string  `json:"failureHasSuffix,omitempty"`
+	FailureEqualFold    *string  `json:"failureEqualFold,omitempty"`
+	FailureContainsFold *string  `json:"failureContainsFold,omitempty"`
+
+	// "owner_id" field predicates.
+	OwnerID             *string  `json:"ownerID,omitempty"`
+	OwnerIDNEQ          *string  `json:"ownerIDNEQ,omitempty"`
+	OwnerIDIn           []string `json:"ownerIDIn,omitempty"`
+	OwnerIDNotIn        []string `json:"ownerIDNotIn,omitempty"`
+	OwnerIDGT           *string  `json:"ownerIDGT,omitempty"`
+	OwnerIDGTE          *string  `json:"ownerIDGTE,omitempty"`
+	OwnerIDLT           *string  `json:"ownerIDLT,omitempty"`
+	OwnerIDLTE          *string  `json:"ownerIDLTE,omitempty"`
+	OwnerIDContains     *string  `json:"ownerIDContains,omitempty"`
+	OwnerIDHasPrefix    *string  `json:"ownerIDHasPrefix,omitempty"`
+	OwnerIDHasSuffix    *string  `json:"ownerIDHasSuffix,omitempty"`
+	OwnerIDEqualFold    *string  `json:"ownerIDEqualFold,omitempty"`
+	OwnerIDContainsFold *string  `json:"ownerIDContainsFold,omitempty"`
+
+	// "build_job_id" field predicates.
+	BuildJobID             *string  `json:"buildJobID,omitempty"`
+	BuildJobIDNEQ          *string  `json:"buildJobIDNEQ,omitempty"`
+	BuildJobIDIn           []string `json:"buildJobIDIn,omitempty"`
+	BuildJobIDNotIn        []string `json:"buildJobIDNotIn,omitempty"`
+	BuildJobIDGT           *string  `json:"buildJobIDGT,omitempty"`
+	BuildJobIDGTE          *string  `json:"buildJobIDGTE,omitempty"`
+	BuildJobIDLT           *string  `json:"buildJobIDLT,omitempty"`
+	BuildJobIDLTE          *string  `json:"buildJobIDLTE,omitempty"`
+	BuildJobIDContains     *string  `json:"buildJobIDContains,omitempty"`
+	BuildJobIDHasPrefix    *string  `json:"buildJobIDHasPrefix,omitempty"`
+	BuildJobIDHasSuffix    *string  `json:"buildJobIDHasSuffix,omitempty"`
+	BuildJobIDIsNil        bool     `json:"buildJobIDIsNil,omitempty"`
+	BuildJobIDNotNil       bool     `json:"buildJobIDNotNil,omitempty"`
+	BuildJobIDEqualFold    *string  `json:"buildJobIDEqualFold,omitempty"`
+	BuildJobIDContainsFold *string  `json:"buildJobIDContainsFold,omitempty"`
+
+	// "steps_built" field predicates.
+	StepsBuilt      *int  `json:"stepsBuilt,omitempty"`
+	StepsBuiltNEQ   *int  `json:"stepsBuiltNEQ,omitempty"`
+	StepsBuiltIn    []int `json:"stepsBuiltIn,omitempty"`
+	StepsBuiltNotIn []int `json:"stepsBuiltNotIn,omitempty"`
+	StepsBuiltGT    *int  `json:"stepsBuiltGT,omitempty"`
+	StepsBuiltGTE   *int  `json:"stepsBuiltGTE,omitempty"`
+	StepsBuiltLT    *int  `json:"stepsBuiltLT,omitempty"`
+	StepsBuiltLTE   *int  `json:"stepsBuiltLTE,omitempty"`
+
+	// "export_bytes" field predicates.
+	ExportBytes      *int64  `json:"exportBytes,omitempty"`
+	ExportBytesNEQ   *int64  `json:"exportBytesNEQ,omitempty"`
+	ExportBytesIn    []int64 `json:"exportBytesIn,omitempty"`
+	ExportBytesNotIn []int64 `json:"exportBytesNotIn,omitempty"`
+	ExportBytesGT    *int64  `json:"exportBytesGT,omitempty"`
+	ExportBytesGTE   *int64  `json:"exportBytesGTE,omitempty"`
+	ExportBytesLT    *int64  `json:"exportBytesLT,omitempty"`
+	ExportBytesLTE   *int64  `json:"exportBytesLTE,omitempty"`
+
+	// "ready_at" field predicates.
+	ReadyAt       *time.Time  `json:"readyAt,omitempty"`
+	ReadyAtNEQ    *time.Time  `json:"readyAtNEQ,omitempty"`
+	ReadyAtIn     []time.Time `json:"readyAtIn,omitempty"`
+	ReadyAtNotIn  []time.Time `json:"readyAtNotIn,omitempty"`
+	ReadyAtGT     *time.Time  `json:"readyAtGT,omitempty"`
+	ReadyAtGTE    *time.Time  `json:"readyAtGTE,omitempty"`
+	ReadyAtLT     *time.Time  `json:"readyAtLT,omitempty"`
+	ReadyAtLTE    *time.Time  `json:"readyAtLTE,omitempty"`
+	ReadyAtIsNil  bool        `json:"readyAtIsNil,omitempty"`
+	ReadyAtNotNil bool        `json:"readyAtNotNil,omitempty"`
+}
+
+// AddPredicates adds custom predicates to the where input to be used during the filtering phase.
+func (i *BlueprintWhereInput) AddPredicates(predicates ...predicate.Blueprint) {
+	i.Predicates = append(i.Predicates, predicates...)
+}
+
+// Filter applies the BlueprintWhereInput filter on the BlueprintQuery builder.
+func (i *BlueprintWhereInput) Filter(q *BlueprintQuery) (*BlueprintQuery, error) {
+	if i == nil {
+		return q, nil
+	}
+	p, err := i.P()
+	if err != nil {
+		if err == ErrEmptyBlueprintWhereInput {
+			return q, nil
+		}
+		return nil, err
+	}
+	return q.Where(p), nil
+}
+
+// ErrEmptyBlueprintWhereInput is returned in case the BlueprintWhereInput is empty.
+var ErrEmptyBlueprintWhereInput = errors.New("ent: empty predicate BlueprintWhereInput")
+
+// P returns a predicate for filtering blueprints.
+// An error is returned if the input is empty or invalid.
+func (i *BlueprintWhereInput) P() (predicate.Blueprint, error) {
+	var predicates []predicate.Blueprint
+	if i.Not != nil {
+		p, err := i.Not.P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'not'", err)
+		}
+		predicates = append(predicates, blueprint.Not(p))
+	}
+	switch n := len(i.Or); {
+	case n == 1:
+		p, err := i.Or[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'or'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		or := make([]predicate.Blueprint, 0, n)
+		for _, w := range i.Or {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'or'", err)
+			}
+			or = append(or, p)
+		}
+		predicates = append(predicates, blueprint.Or(or...))
+	}
+	switch n := len(i.And); {
+	case n == 1:
+		p, err := i.And[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'and'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		and := make([]predicate.Blueprint, 0, n)
+		for _, w := range i.And {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'and'", err)
+			}
+			and = append(and, p)
+		}
+		predicates = append(predicates, blueprint.And(and...))
+	}
+	predicates = append(predicates, i.Predicates...)
+	if i.ID != nil {
+		predicates = append(predicates, blueprint.IDEQ(*i.ID))
+	}
+	if i.IDNEQ != nil {
+		predicates = append(predicates, blueprint.IDNEQ(*i.IDNEQ))
+	}
+	if len(i.IDIn) > 0 {
+		predicates = append(predicates, blueprint.IDIn(i.IDIn...))
+	}
+	if len(i.IDNotIn) > 0 {
+		predicates = append(predicates, blueprint.IDNotIn(i.IDNotIn...))
+	}
+	if i.IDGT != nil {
+		predicates = append(predicates, blueprint.IDGT(*i.IDGT))
+	}
+	if i.IDGTE != nil {
+		predicates = append(predicates, blueprint.IDGTE(*i.IDGTE))
+	}
+	if i.IDLT != nil {
+		predicates = append(predicates, blueprint.IDLT(*i.IDLT))
+	}
+	if i.IDLTE != nil {
+		predicates = append(predicates, blueprint.IDLTE(*i.IDLTE))
+	}
+	if i.IDEqualFold != nil {
+		predicates = append(predicates, blueprint.IDEqualFold(*i.IDEqualFold))
+	}
+	if i.IDContainsFold != nil {
+		predicates = append(predicates, blueprint.IDContainsFold(*i.IDContainsFold))
+	}
+	if i.CreatedAt != nil {
+		predicates = append(predicates, blueprint.CreatedAtEQ(*i.CreatedAt))
+	}
+	if i.CreatedAtNEQ != nil {
+		predicates = append(predicates, blueprint.CreatedAtNEQ(*i.CreatedAtNEQ))
+	}
+	if len(i.CreatedAtIn) > 0 {
+		predicates = append(predicates, blueprint.CreatedAtIn(i.CreatedAtIn...))
+	}
+	if len(i.CreatedAtNotIn) > 0 {
+		predicates = append(predicates, blueprint.CreatedAtNotIn(i.CreatedAtNotIn...))
+	}
+	if i.CreatedAtGT != nil {
+		predicates = append(predicates, blueprint.CreatedAtGT(*i.CreatedAtGT))
+	}
+	if i.CreatedAtGTE != nil {
+		predicates = append(predicates, blueprint.CreatedAtGTE(*i.CreatedAtGTE))
+	}
+	if i.CreatedAtLT != nil {
+		predicates = append(predicates, blueprint.CreatedAtLT(*i.CreatedAtLT))
+	}
+	if i.CreatedAtLTE != nil {
+		predicates = append(predicates, blueprint.CreatedAtLTE(*i.CreatedAtLTE))
+	}
+	if i.Key != nil {
+		predicates = append(predicates, blueprint.KeyEQ(*i.Key))
+	}
+	if i.KeyNEQ != nil {
+		predicates = append(predicates, blueprint.KeyNEQ(*i.KeyNEQ))
+	}
+	if len(i.KeyIn) > 0 {
+		predicates = append(predicates, blueprint.KeyIn(i.KeyIn...))
+	}
+	if len(i.KeyNotIn) > 0 {
+		predicates = append(predicates, blueprint.KeyNotIn(i.KeyNotIn...))
+	}
+	if i.KeyGT != nil {
+		predicates = append(predicates, blueprint.KeyGT(*i.KeyGT))
+	}
+	if i.KeyGTE != nil {
+		predicates = append(predicates, blueprint.KeyGTE(*i.KeyGTE))
+	}
+	if i.KeyLT != nil {
+		predicates = append(predicates, blueprint.KeyLT(*i.KeyLT))
+	}
+	if i.KeyLTE != nil {
+		predicates = append(predicates, blueprint.KeyLTE(*i.KeyLTE))
+	}
+	if i.KeyContains != nil {
+		predicates = append(predicates, blueprint.KeyContains(*i.KeyContains))
+	}
+	if i.KeyHasPrefix != nil {
+		predicates = append(predicates, blueprint.KeyHasPrefix(*i.KeyHasPrefix))
+	}
+	if i.KeyHasSuffix != nil {
+		predicates = append(predicates, blueprint.KeyHasSuffix(*i.KeyHasSuffix))
+	}
+	if i.KeyEqualFold != nil {
+		predicates = append(predicates, blueprint.KeyEqualFold(*i.KeyEqualFold))
+	}
+	if i.KeyContainsFold != nil {
+		predicates = append(predicates, blueprint.KeyContainsFold(*i.KeyContainsFold))
+	}
+	if i.Image != nil {
+		predicates = append(predicates, blueprint.ImageEQ(*i.Image))
+	}
+	if i.ImageNEQ != nil {
+		predicates = append(predicates, blueprint.ImageNEQ(*i.ImageNEQ))
+	}
+	if len(i.ImageIn) > 0 {
+		predicates = append(predicates, blueprint.ImageIn(i.ImageIn...))
+	}
+	if len(i.ImageNotIn) > 0 {
+		predicates = append(predicates, blueprint.ImageNotIn(i.ImageNotIn...))
+	}
+	if i.ImageGT != nil {
+		predicates = append(predicates, blueprint.ImageGT(*i.ImageGT))
+	}
+	if i.ImageGTE != nil {
+		predicates = append(predicates, blueprint.ImageGTE(*i.ImageGTE))
+	}
+	if i.ImageLT != nil {
+		predicates = append(predicates, blueprint.ImageLT(*i.ImageLT))
+	}
+	if i.ImageLTE != nil {
+		predicates = append(predicates, blueprint.ImageLTE(*i.ImageLTE))
+	}
+	if i.ImageContains != nil {
+		predicates = append(predicates, blueprint.ImageContains(*i.ImageContains))
+	}
+	if i.ImageHasPrefix != nil {
+		predicates = append(predicates, blueprint.ImageHasPrefix(*i.ImageHasPrefix))
+	}
+	if i.ImageHasSuffix != nil {
+		predicates = append(predicates, blueprint.ImageHasSuffix(*i.ImageHasSuffix))
+	}
+	if i.ImageEqualFold != nil {
+		predicates = append(predicates, blueprint.ImageEqualFold(*i.ImageEqualFold))
+	}
+	if i.ImageContainsFold != nil {
+		predicates = append(predicates, blueprint.ImageContainsFold(*i.ImageContainsFold))
+	}
+	if i.Source != nil {
+		predicates = append(predicates, blueprint.SourceEQ(*i.Source))
+	}
+	if i.SourceNEQ != nil {
+		predicates = append(predicates, blueprint.SourceNEQ(*i.SourceNEQ))
+	}
+	if len(i.SourceIn) > 0 {
+		predicates = append(predicates, blueprint.SourceIn(i.SourceIn...))
+	}
+	if len(i.SourceNotIn) > 0 {
+		predicates = append(predicates, blueprint.SourceNotIn(i.SourceNotIn...))
+	}
+	if i.State != nil {
+		predicates = append(predicates, blueprint.StateEQ(*i.State))
+	}
+	if i.StateNEQ != nil {
+		predicates = append(predicates, blueprint.StateNEQ(*i.StateNEQ))
+	}
+	if len(i.StateIn) > 0 {
+		predicates = append(predicates, blueprint.StateIn(i.StateIn...))
+	}
+	if len(i.StateNotIn) > 0 {
+		predicates = append(predicates, blueprint.StateNotIn(i.StateNotIn...))
+	}
+	if i.Failure != nil {
+		predicates = append(predicates, blueprint.FailureEQ(*i.Failure))
+	}
+	if i.FailureNEQ != nil {
+		predicates = append(predicates, blueprint.FailureNEQ(*i.FailureNEQ))
+	}
+	if len(i.FailureIn) > 0 {
+		predicates = append(predicates, blueprint.FailureIn(i.FailureIn...))
+	}
+	if len(i.FailureNotIn) > 0 {
+		predicates = append(predicates, blueprint.FailureNotIn(i.FailureNotIn...))
+	}
+	if i.FailureGT != nil {
+		predicates = append(predicates, blueprint.FailureGT(*i.FailureGT))
+	}
+	if i.FailureGTE != nil {
+		predicates = append(predicates, blueprint.FailureGTE(*i.FailureGTE))
+	}
+	if i.FailureLT != nil {
+		predicates = append(predicates, blueprint.FailureLT(*i.FailureLT))
+	}
+	if i.FailureLTE != nil {
+		predicates = append(predicates, blueprint.FailureLTE(*i.FailureLTE))
+	}
+	if i.FailureContains != nil {
+		predicates = append(predicates, blueprint.FailureContains(*i.FailureContains))
+	}
+	if i.FailureHasPrefix != nil {
+		predicates = append(predicates, blueprint.FailureHasPrefix(*i.FailureHasPrefix))
+	}
+	if i.FailureHasSuffix != nil {
+		predicates = append(predicates, blueprint.FailureHasSuffix(*i.FailureHasSuffix))
+	}
+	if i.FailureEqualFold != nil {
+		predicates = append(predicates, blueprint.FailureEqualFold(*i.FailureEqualFold))
+	}
+	if i.FailureContainsFold != nil {
+		predicates = append(predicates, blueprint.FailureContainsFold(*i.FailureContainsFold))
+	}
+	if i.OwnerID != nil {
+		predicates = append(predicates, blueprint.OwnerIDEQ(*i.OwnerID))
+	}
+	if i.OwnerIDNEQ != nil {
+		predicates = append(predicates, blueprint.OwnerIDNEQ(*i.OwnerIDNEQ))
+	}
+	if len(i.OwnerIDIn) > 0 {
+		predicates = append(predicates, blueprint.OwnerIDIn(i.OwnerIDIn...))
+	}
+	if len(i.OwnerIDNotIn) > 0 {
+		predicates = append(predicates, blueprint.OwnerIDNotIn(i.OwnerIDNotIn...))
+	}
+	if i.OwnerIDGT != nil {
+		predicates = append(predicates, blueprint.OwnerIDGT(*i.OwnerIDGT))
+	}
+	if i.OwnerIDGTE != nil {
+		predicates = append(predicates, blueprint.OwnerIDGTE(*i.OwnerIDGTE))
+	}
+	if i.OwnerIDLT != nil {
+		predicates = append(predicates, blueprint.OwnerIDLT(*i.OwnerIDLT))
+	}
+	if i.OwnerIDLTE != nil {
+		predicates = append(predicates, blueprint.OwnerIDLTE(*i.OwnerIDLTE))
+	}
+	if i.OwnerIDContains != nil {
+		predicates = append(predicates, blueprint.OwnerIDContains(*i.OwnerIDContains))
+	}
+	if i.OwnerIDHasPrefix != nil {
+		predicates = append(predicates, blueprint.OwnerIDHasPrefix(*i.OwnerIDHasPrefix))
+	}
+	if i.OwnerIDHasSuffix != nil {
+		predicates = append(predicates, blueprint.OwnerIDHasSuffix(*i.OwnerIDHasSuffix))
+	}
+	if i.OwnerIDEqualFold != nil {
+		predicates = append(predicates, blueprint.OwnerIDEqualFold(*i.OwnerIDEqualFold))
+	}
+	if i.OwnerIDContainsFold != nil {
+		predicates = append(predicates, blueprint.OwnerIDContainsFold(*i.OwnerIDContainsFold))
+	}
+	if i.BuildJobID != nil {
+		predicates = append(predicates, blueprint.BuildJobIDEQ(*i.BuildJobID))
+	}
+	if i.BuildJobIDNEQ != nil {
+		predicates = append(predicates, blueprint.BuildJobIDNEQ(*i.BuildJobIDNEQ))
+	}
+	if len(i.BuildJobIDIn) > 0 {
+		predicates = append(predicates, blueprint.BuildJobIDIn(i.BuildJobIDIn...))
+	}
+	if len(i.BuildJobIDNotIn) > 0 {
+		predicates = append(predicates, blueprint.BuildJobIDNotIn(i.BuildJobIDNotIn...))
+	}
+	if i.BuildJobIDGT != nil {
+		predicates = append(predicates, blueprint.BuildJobIDGT(*i.BuildJobIDGT))
+	}
+	if i.BuildJobIDGTE != nil {
+		predicates = append(predicates, blueprint.BuildJobIDGTE(*i.BuildJobIDGTE))
+	}
+	if i.BuildJobIDLT != nil {
+		predicates = append(predicates, blueprint.BuildJobIDLT(*i.BuildJobIDLT))
+	}
+	if i.BuildJobIDLTE != nil {
+		predicates = append(predicates, blueprint.BuildJobIDLTE(*i.BuildJobIDLTE))
+	}
+	if i.BuildJobIDContains != nil {
+		predicates = append(predicates, blueprint.BuildJobIDContains(*i.BuildJobIDContains))
+	}
+	if i.BuildJobIDHasPrefix != nil {
+		predicates = append(predicates, blueprint.BuildJobIDHasPrefix(*i.BuildJobIDHasPrefix))
+	}
+	if i.BuildJobIDHasSuffix != nil {
+		predicates = append(predicates, blueprint.BuildJobIDHasSuffix(*i.BuildJobIDHasSuffix))
+	}
+	if i.BuildJobIDIsNil {
+		predicates = append(predicates, blueprint.BuildJobIDIsNil())
+	}
+	if i.BuildJobIDNotNil {
+		predicates = append(predicates, blueprint.BuildJobIDNotNil())
+	}
+	if i.BuildJobIDEqualFold != nil {
+		predicates = append(predicates, blueprint.BuildJobIDEqualFold(*i.BuildJobIDEqualFold))
+	}
+	if i.BuildJobIDContainsFold != nil {
+		predicates = append(predicates, blueprint.BuildJobIDContainsFold(*i.BuildJobIDContainsFold))
+	}
+	if i.StepsBuilt != nil {
+		predicates = append(predicates, blueprint.StepsBuiltEQ(*i.StepsBuilt))
+	}
+	if i.StepsBuiltNEQ != nil {
+		predicates = append(predicates, blueprint.StepsBuiltNEQ(*i.StepsBuiltNEQ))
+	}
+	if len(i.StepsBuiltIn) > 0 {
+		predicates = append(predicates, blueprint.StepsBuiltIn(i.StepsBuiltIn...))
+	}
+	if len(i.StepsBuiltNotIn) > 0 {
+		predicates = append(predicates, blueprint.StepsBuiltNotIn(i.StepsBuiltNotIn...))
+	}
+	if i.StepsBuiltGT != nil {
+		predicates = append(predicates, blueprint.StepsBuiltGT(*i.StepsBuiltGT))
+	}
+	if i.StepsBuiltGTE != nil {
+		predicates = append(predicates, blueprint.StepsBuiltGTE(*i.StepsBuiltGTE))
+	}
+	if i.StepsBuiltLT != nil {
+		predicates = append(predicates, blueprint.StepsBuiltLT(*i.StepsBuiltLT))
+	}
+	if i.StepsBuiltLTE != nil {
+		predicates = append(predicates, blueprint.StepsBuiltLTE(*i.StepsBuiltLTE))
+	}
+	if i.ExportBytes != nil {
+		predicates = append(predicates, blueprint.ExportBytesEQ(*i.ExportBytes))
+	}
+	if i.ExportBytesNEQ != nil {
+		predicates = append(predicates, blueprint.ExportBytesNEQ(*i.ExportBytesNEQ))
+	}
+	if len(i.ExportBytesIn) > 0 {
+		predicates = append(predicates, blueprint.ExportBytesIn(i.ExportBytesIn...))
+	}
+	if len(i.ExportBytesNotIn) > 0 {
+		predicates = append(predicates, blueprint.ExportBytesNotIn(i.ExportBytesNotIn...))
+	}
+	if i.ExportBytesGT != nil {
+		predicates = append(predicates, blueprint.ExportBytesGT(*i.ExportBytesGT))
+	}
+	if i.ExportBytesGTE != nil {
+		predicates = append(predicates, blueprint.ExportBytesGTE(*i.ExportBytesGTE))
+	}
+	if i.ExportBytesLT != nil {
+		predicates = append(predicates, blueprint.ExportBytesLT(*i.ExportBytesLT))
+	}
+	if i.ExportBytesLTE != nil {
+		predicates = append(predicates, blueprint.ExportBytesLTE(*i.ExportBytesLTE))
+	}
+	if i.ReadyAt != nil {
+		predicates = append(predicates, blueprint.ReadyAtEQ(*i.ReadyAt))
+	}
+	if i.ReadyAtNEQ != nil {
+		predicates = append(predicates, blueprint.ReadyAtNEQ(*i.ReadyAtNEQ))
+	}
+	if len(i.ReadyAtIn) > 0 {
+		predicates = append(predicates, blueprint.ReadyAtIn(i.ReadyAtIn...))
+	}
+	if len(i.ReadyAtNotIn) > 0 {
+		predicates = append(predicates, blueprint.ReadyAtNotIn(i.ReadyAtNotIn...))
+	}
+	if i.ReadyAtGT != nil {
+		predicates = append(predicates, blueprint.ReadyAtGT(*i.ReadyAtGT))
+	}
+	if i.ReadyAtGTE != nil {
+		predicates = append(predicates, blueprint.ReadyAtGTE(*i.ReadyAtGTE))
+	}
+	if i.ReadyAtLT != nil {
+		predicates = append(predicates, blueprint.ReadyAtLT(*i.ReadyAtLT))
+	}
+	if i.ReadyAtLTE != nil {
+		predicates = append(predicates, blueprint.ReadyAtLTE(*i.ReadyAtLTE))
+	}
+	if i.ReadyAtIsNil {
+		predicates = append(predicates, blueprint.ReadyAtIsNil())
+	}
+	if i.ReadyAtNotNil {
+		predicates = append(predicates, blueprint.ReadyAtNotNil())
+	}
+
+	switch len(predicates) {
+	case 0:
+		return nil, ErrEmptyBlueprintWhereInput
+	case 1:
+		return predicates[0], nil
+	default:
+		return blueprint.And(predicates...), nil
 	}
 }
 
@@ -3506,6 +4098,512 @@ func (i *EnvironmentWhereInput) P() (predicate.Environment, error) {
 	}
 }
 
+// ExecutionWhereInput represents a where input for filtering Execution queries.
+type ExecutionWhereInput struct {
+	Predicates []predicate.Execution  `json:"-"`
+	Not        *ExecutionWhereInput   `json:"not,omitempty"`
+	Or         []*ExecutionWhereInput `json:"or,omitempty"`
+	And        []*ExecutionWhereInput `json:"and,omitempty"`
+
+	// "id" field predicates.
+	ID             *string  `json:"id,omitempty"`
+	IDNEQ          *string  `json:"idNEQ,omitempty"`
+	IDIn           []string `json:"idIn,omitempty"`
+	IDNotIn        []string `json:"idNotIn,omitempty"`
+	IDGT           *string  `json:"idGT,omitempty"`
+	IDGTE          *string  `json:"idGTE,omitempty"`
+	IDLT           *string  `json:"idLT,omitempty"`
+	IDLTE          *string  `json:"idLTE,omitempty"`
+	IDEqualFold    *string  `json:"idEqualFold,omitempty"`
+	IDContainsFold *string  `json:"idContainsFold,omitempty"`
+
+	// "created_at" field predicates.
+	CreatedAt      *time.Time  `json:"createdAt,omitempty"`
+	CreatedAtNEQ   *time.Time  `json:"createdAtNEQ,omitempty"`
+	CreatedAtIn    []time.Time `json:"createdAtIn,omitempty"`
+	CreatedAtNotIn []time.Time `json:"createdAtNotIn,omitempty"`
+	CreatedAtGT    *time.Time  `json:"createdAtGT,omitempty"`
+	CreatedAtGTE   *time.Time  `json:"createdAtGTE,omitempty"`
+	CreatedAtLT    *time.Time  `json:"createdAtLT,omitempty"`
+	CreatedAtLTE   *time.Time  `json:"createdAtLTE,omitempty"`
+
+	// "job_id" field predicates.
+	JobID             *string  `json:"jobID,omitempty"`
+	JobIDNEQ          *string  `json:"jobIDNEQ,omitempty"`
+	JobIDIn           []string `json:"jobIDIn,omitempty"`
+	JobIDNotIn        []string `json:"jobIDNotIn,omitempty"`
+	JobIDGT           *string  `json:"jobIDGT,omitempty"`
+	JobIDGTE          *string  `json:"jobIDGTE,omitempty"`
+	JobIDLT           *string  `json:"jobIDLT,omitempty"`
+	JobIDLTE          *string  `json:"jobIDLTE,omitempty"`
+	JobIDContains     *string  `json:"jobIDContains,omitempty"`
+	JobIDHasPrefix    *string  `json:"jobIDHasPrefix,omitempty"`
+	JobIDHasSuffix    *string  `json:"jobIDHasSuffix,omitempty"`
+	JobIDEqualFold    *string  `json:"jobIDEqualFold,omitempty"`
+	JobIDContainsFold *string  `json:"jobIDContainsFold,omitempty"`
+
+	// "service" field predicates.
+	Service             *string  `json:"service,omitempty"`
+	ServiceNEQ          *string  `json:"serviceNEQ,omitempty"`
+	ServiceIn           []string `json:"serviceIn,omitempty"`
+	ServiceNotIn        []string `json:"serviceNotIn,omitempty"`
+	ServiceGT           *string  `json:"serviceGT,omitempty"`
+	ServiceGTE          *string  `json:"serviceGTE,omitempty"`
+	ServiceLT           *string  `json:"serviceLT,omitempty"`
+	ServiceLTE          *string  `json:"serviceLTE,omitempty"`
+	ServiceContains     *string  `json:"serviceContains,omitempty"`
+	ServiceHasPrefix    *string  `json:"serviceHasPrefix,omitempty"`
+	ServiceHasSuffix    *string  `json:"serviceHasSuffix,omitempty"`
+	ServiceEqualFold    *string  `json:"serviceEqualFold,omitempty"`
+	ServiceContainsFold *string  `json:"serviceContainsFold,omitempty"`
+
+	// "user_id" field predicates.
+	UserID             *string  `json:"userID,omitempty"`
+	UserIDNEQ          *string  `json:"userIDNEQ,omitempty"`
+	UserIDIn           []string `json:"userIDIn,omitempty"`
+	UserIDNotIn        []string `json:"userIDNotIn,omitempty"`
+	UserIDGT           *string  `json:"userIDGT,omitempty"`
+	UserIDGTE          *string  `json:"userIDGTE,omitempty"`
+	UserIDLT           *string  `json:"userIDLT,omitempty"`
+	UserIDLTE          *string  `json:"userIDLTE,omitempty"`
+	UserIDContains     *string  `json:"userIDContains,omitempty"`
+	UserIDHasPrefix    *string  `json:"userIDHasPrefix,omitempty"`
+	UserIDHasSuffix    *string  `json:"userIDHasSuffix,omitempty"`
+	UserIDIsNil        bool     `json:"userIDIsNil,omitempty"`
+	UserIDNotNil       bool     `json:"userIDNotNil,omitempty"`
+	UserIDEqualFold    *string  `json:"userIDEqualFold,omitempty"`
+	UserIDContainsFold *string  `json:"userIDContainsFold,omitempty"`
+
+	// "tty" field predicates.
+	Tty    *bool `json:"tty,omitempty"`
+	TtyNEQ *bool `json:"ttyNEQ,omitempty"`
+
+	// "ended_at" field predicates.
+	EndedAt       *time.Time  `json:"endedAt,omitempty"`
+	EndedAtNEQ    *time.Time  `json:"endedAtNEQ,omitempty"`
+	EndedAtIn     []time.Time `json:"endedAtIn,omitempty"`
+	EndedAtNotIn  []time.Time `json:"endedAtNotIn,omitempty"`
+	EndedAtGT     *time.Time  `json:"endedAtGT,omitempty"`
+	EndedAtGTE    *time.Time  `json:"endedAtGTE,omitempty"`
+	EndedAtLT     *time.Time  `json:"endedAtLT,omitempty"`
+	EndedAtLTE    *time.Time  `json:"endedAtLTE,omitempty"`
+	EndedAtIsNil  bool        `json:"endedAtIsNil,omitempty"`
+	EndedAtNotNil bool        `json:"endedAtNotNil,omitempty"`
+
+	// "exit_code" field predicates.
+	ExitCode       *int  `json:"exitCode,omitempty"`
+	ExitCodeNEQ    *int  `json:"exitCodeNEQ,omitempty"`
+	ExitCodeIn     []int `json:"exitCodeIn,omitempty"`
+	ExitCodeNotIn  []int `json:"exitCodeNotIn,omitempty"`
+	ExitCodeGT     *int  `json:"exitCodeGT,omitempty"`
+	ExitCodeGTE    *int  `json:"exitCodeGTE,omitempty"`
+	ExitCodeLT     *int  `json:"exitCodeLT,omitempty"`
+	ExitCodeLTE    *int  `json:"exitCodeLTE,omitempty"`
+	ExitCodeIsNil  bool  `json:"exitCodeIsNil,omitempty"`
+	ExitCodeNotNil bool  `json:"exitCodeNotNil,omitempty"`
+
+	// "error" field predicates.
+	Error             *string  `json:"error,omitempty"`
+	ErrorNEQ          *string  `json:"errorNEQ,omitempty"`
+	ErrorIn           []string `json:"errorIn,omitempty"`
+	ErrorNotIn        []string `json:"errorNotIn,omitempty"`
+	ErrorGT           *string  `json:"errorGT,omitempty"`
+	ErrorGTE          *string  `json:"errorGTE,omitempty"`
+	ErrorLT           *string  `json:"errorLT,omitempty"`
+	ErrorLTE          *string  `json:"errorLTE,omitempty"`
+	ErrorContains     *string  `json:"errorContains,omitempty"`
+	ErrorHasPrefix    *string  `json:"errorHasPrefix,omitempty"`
+	ErrorHasSuffix    *string  `json:"errorHasSuffix,omitempty"`
+	ErrorEqualFold    *string  `json:"errorEqualFold,omitempty"`
+	ErrorContainsFold *string  `json:"errorContainsFold,omitempty"`
+
+	// "job" edge predicates.
+	HasJob     *bool            `json:"hasJob,omitempty"`
+	HasJobWith []*JobWhereInput `json:"hasJobWith,omitempty"`
+}
+
+// AddPredicates adds custom predicates to the where input to be used during the filtering phase.
+func (i *ExecutionWhereInput) AddPredicates(predicates ...predicate.Execution) {
+	i.Predicates = append(i.Predicates, predicates...)
+}
+
+// Filter applies the ExecutionWhereInput filter on the ExecutionQuery builder.
+func (i *ExecutionWhereInput) Filter(q *ExecutionQuery) (*ExecutionQuery, error) {
+	if i == nil {
+		return q, nil
+	}
+	p, err := i.P()
+	if err != nil {
+		if err == ErrEmptyExecutionWhereInput {
+			return q, nil
+		}
+		return nil, err
+	}
+	return q.Where(p), nil
+}
+
+// ErrEmptyExecutionWhereInput is returned in case the ExecutionWhereInput is empty.
+var ErrEmptyExecutionWhereInput = errors.New("ent: empty predicate ExecutionWhereInput")
+
+// P returns a predicate for filtering executions.
+// An error is returned if the input is empty or invalid.
+func (i *ExecutionWhereInput) P() (predicate.Execution, error) {
+	var predicates []predicate.Execution
+	if i.Not != nil {
+		p, err := i.Not.P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'not'", err)
+		}
+		predicates = append(predicates, execution.Not(p))
+	}
+	switch n := len(i.Or); {
+	case n == 1:
+		p, err := i.Or[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'or'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		or := make([]predicate.Execution, 0, n)
+		for _, w := range i.Or {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'or'", err)
+			}
+			or = append(or, p)
+		}
+		predicates = append(predicates, execution.Or(or...))
+	}
+	switch n := len(i.And); {
+	case n == 1:
+		p, err := i.And[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'and'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		and := make([]predicate.Execution, 0, n)
+		for _, w := range i.And {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'and'", err)
+			}
+			and = append(and, p)
+		}
+		predicates = append(predicates, execution.And(and...))
+	}
+	predicates = append(predicates, i.Predicates...)
+	if i.ID != nil {
+		predicates = append(predicates, execution.IDEQ(*i.ID))
+	}
+	if i.IDNEQ != nil {
+		predicates = append(predicates, execution.IDNEQ(*i.IDNEQ))
+	}
+	if len(i.IDIn) > 0 {
+		predicates = append(predicates, execution.IDIn(i.IDIn...))
+	}
+	if len(i.IDNotIn) > 0 {
+		predicates = append(predicates, execution.IDNotIn(i.IDNotIn...))
+	}
+	if i.IDGT != nil {
+		predicates = append(predicates, execution.IDGT(*i.IDGT))
+	}
+	if i.IDGTE != nil {
+		predicates = append(predicates, execution.IDGTE(*i.IDGTE))
+	}
+	if i.IDLT != nil {
+		predicates = append(predicates, execution.IDLT(*i.IDLT))
+	}
+	if i.IDLTE != nil {
+		predicates = append(predicates, execution.IDLTE(*i.IDLTE))
+	}
+	if i.IDEqualFold != nil {
+		predicates = append(predicates, execution.IDEqualFold(*i.IDEqualFold))
+	}
+	if i.IDContainsFold != nil {
+		predicates = append(predicates, execution.IDContainsFold(*i.IDContainsFold))
+	}
+	if i.CreatedAt != nil {
+		predicates = append(predicates, execution.CreatedAtEQ(*i.CreatedAt))
+	}
+	if i.CreatedAtNEQ != nil {
+		predicates = append(predicates, execution.CreatedAtNEQ(*i.CreatedAtNEQ))
+	}
+	if len(i.CreatedAtIn) > 0 {
+		predicates = append(predicates, execution.CreatedAtIn(i.CreatedAtIn...))
+	}
+	if len(i.CreatedAtNotIn) > 0 {
+		predicates = append(predicates, execution.CreatedAtNotIn(i.CreatedAtNotIn...))
+	}
+	if i.CreatedAtGT != nil {
+		predicates = append(predicates, execution.CreatedAtGT(*i.CreatedAtGT))
+	}
+	if i.CreatedAtGTE != nil {
+		predicates = append(predicates, execution.CreatedAtGTE(*i.CreatedAtGTE))
+	}
+	if i.CreatedAtLT != nil {
+		predicates = append(predicates, execution.CreatedAtLT(*i.CreatedAtLT))
+	}
+	if i.CreatedAtLTE != nil {
+		predicates = append(predicates, execution.CreatedAtLTE(*i.CreatedAtLTE))
+	}
+	if i.JobID != nil {
+		predicates = append(predicates, execution.JobIDEQ(*i.JobID))
+	}
+	if i.JobIDNEQ != nil {
+		predicates = append(predicates, execution.JobIDNEQ(*i.JobIDNEQ))
+	}
+	if len(i.JobIDIn) > 0 {
+		predicates = append(predicates, execution.JobIDIn(i.JobIDIn...))
+	}
+	if len(i.JobIDNotIn) > 0 {
+		predicates = append(predicates, execution.JobIDNotIn(i.JobIDNotIn...))
+	}
+	if i.JobIDGT != nil {
+		predicates = append(predicates, execution.JobIDGT(*i.JobIDGT))
+	}
+	if i.JobIDGTE != nil {
+		predicates = append(predicates, execution.JobIDGTE(*i.JobIDGTE))
+	}
+	if i.JobIDLT != nil {
+		predicates = append(predicates, execution.JobIDLT(*i.JobIDLT))
+	}
+	if i.JobIDLTE != nil {
+		predicates = append(predicates, execution.JobIDLTE(*i.JobIDLTE))
+	}
+	if i.JobIDContains != nil {
+		predicates = append(predicates, execution.JobIDContains(*i.JobIDContains))
+	}
+	if i.JobIDHasPrefix != nil {
+		predicates = append(predicates, execution.JobIDHasPrefix(*i.JobIDHasPrefix))
+	}
+	if i.JobIDHasSuffix != nil {
+		predicates = append(predicates, execution.JobIDHasSuffix(*i.JobIDHasSuffix))
+	}
+	if i.JobIDEqualFold != nil {
+		predicates = append(predicates, execution.JobIDEqualFold(*i.JobIDEqualFold))
+	}
+	if i.JobIDContainsFold != nil {
+		predicates = append(predicates, execution.JobIDContainsFold(*i.JobIDContainsFold))
+	}
+	if i.Service != nil {
+		predicates = append(predicates, execution.ServiceEQ(*i.Service))
+	}
+	if i.ServiceNEQ != nil {
+		predicates = append(predicates, execution.ServiceNEQ(*i.ServiceNEQ))
+	}
+	if len(i.ServiceIn) > 0 {
+		predicates = append(predicates, execution.ServiceIn(i.ServiceIn...))
+	}
+	if len(i.ServiceNotIn) > 0 {
+		predicates = append(predicates, execution.ServiceNotIn(i.ServiceNotIn...))
+	}
+	if i.ServiceGT != nil {
+		predicates = append(predicates, execution.ServiceGT(*i.ServiceGT))
+	}
+	if i.ServiceGTE != nil {
+		predicates = append(predicates, execution.ServiceGTE(*i.ServiceGTE))
+	}
+	if i.ServiceLT != nil {
+		predicates = append(predicates, execution.ServiceLT(*i.ServiceLT))
+	}
+	if i.ServiceLTE != nil {
+		predicates = append(predicates, execution.ServiceLTE(*i.ServiceLTE))
+	}
+	if i.ServiceContains != nil {
+		predicates = append(predicates, execution.ServiceContains(*i.ServiceContains))
+	}
+	if i.ServiceHasPrefix != nil {
+		predicates = append(predicates, execution.ServiceHasPrefix(*i.ServiceHasPrefix))
+	}
+	if i.ServiceHasSuffix != nil {
+		predicates = append(predicates, execution.ServiceHasSuffix(*i.ServiceHasSuffix))
+	}
+	if i.ServiceEqualFold != nil {
+		predicates = append(predicates, execution.ServiceEqualFold(*i.ServiceEqualFold))
+	}
+	if i.ServiceContainsFold != nil {
+		predicates = append(predicates, execution.ServiceContainsFold(*i.ServiceContainsFold))
+	}
+	if i.UserID != nil {
+		predicates = append(predicates, execution.UserIDEQ(*i.UserID))
+	}
+	if i.UserIDNEQ != nil {
+		predicates = append(predicates, execution.UserIDNEQ(*i.UserIDNEQ))
+	}
+	if len(i.UserIDIn) > 0 {
+		predicates = append(predicates, execution.UserIDIn(i.UserIDIn...))
+	}
+	if len(i.UserIDNotIn) > 0 {
+		predicates = append(predicates, execution.UserIDNotIn(i.UserIDNotIn...))
+	}
+	if i.UserIDGT != nil {
+		predicates = append(predicates, execution.UserIDGT(*i.UserIDGT))
+	}
+	if i.UserIDGTE != nil {
+		predicates = append(predicates, execution.UserIDGTE(*i.UserIDGTE))
+	}
+	if i.UserIDLT != nil {
+		predicates = append(predicates, execution.UserIDLT(*i.UserIDLT))
+	}
+	if i.UserIDLTE != nil {
+		predicates = append(predicates, execution.UserIDLTE(*i.UserIDLTE))
+	}
+	if i.UserIDContains != nil {
+		predicates = append(predicates, execution.UserIDContains(*i.UserIDContains))
+	}
+	if i.UserIDHasPrefix != nil {
+		predicates = append(predicates, execution.UserIDHasPrefix(*i.UserIDHasPrefix))
+	}
+	if i.UserIDHasSuffix != nil {
+		predicates = append(predicates, execution.UserIDHasSuffix(*i.UserIDHasSuffix))
+	}
+	if i.UserIDIsNil {
+		predicates = append(predicates, execution.UserIDIsNil())
+	}
+	if i.UserIDNotNil {
+		predicates = append(predicates, execution.UserIDNotNil())
+	}
+	if i.UserIDEqualFold != nil {
+		predicates = append(predicates, execution.UserIDEqualFold(*i.UserIDEqualFold))
+	}
+	if i.UserIDContainsFold != nil {
+		predicates = append(predicates, execution.UserIDContainsFold(*i.UserIDContainsFold))
+	}
+	if i.Tty != nil {
+		predicates = append(predicates, execution.TtyEQ(*i.Tty))
+	}
+	if i.TtyNEQ != nil {
+		predicates = append(predicates, execution.TtyNEQ(*i.TtyNEQ))
+	}
+	if i.EndedAt != nil {
+		predicates = append(predicates, execution.EndedAtEQ(*i.EndedAt))
+	}
+	if i.EndedAtNEQ != nil {
+		predicates = append(predicates, execution.EndedAtNEQ(*i.EndedAtNEQ))
+	}
+	if len(i.EndedAtIn) > 0 {
+		predicates = append(predicates, execution.EndedAtIn(i.EndedAtIn...))
+	}
+	if len(i.EndedAtNotIn) > 0 {
+		predicates = append(predicates, execution.EndedAtNotIn(i.EndedAtNotIn...))
+	}
+	if i.EndedAtGT != nil {
+		predicates = append(predicates, execution.EndedAtGT(*i.EndedAtGT))
+	}
+	if i.EndedAtGTE != nil {
+		predicates = append(predicates, execution.EndedAtGTE(*i.EndedAtGTE))
+	}
+	if i.EndedAtLT != nil {
+		predicates = append(predicates, execution.EndedAtLT(*i.EndedAtLT))
+	}
+	if i.EndedAtLTE != nil {
+		predicates = append(predicates, execution.EndedAtLTE(*i.EndedAtLTE))
+	}
+	if i.EndedAtIsNil {
+		predicates = append(predicates, execution.EndedAtIsNil())
+	}
+	if i.EndedAtNotNil {
+		predicates = append(predicates, execution.EndedAtNotNil())
+	}
+	if i.ExitCode != nil {
+		predicates = append(predicates, execution.ExitCodeEQ(*i.ExitCode))
+	}
+	if i.ExitCodeNEQ != nil {
+		predicates = append(predicates, execution.ExitCodeNEQ(*i.ExitCodeNEQ))
+	}
+	if len(i.ExitCodeIn) > 0 {
+		predicates = append(predicates, execution.ExitCodeIn(i.ExitCodeIn...))
+	}
+	if len(i.ExitCodeNotIn) > 0 {
+		predicates = append(predicates, execution.ExitCodeNotIn(i.ExitCodeNotIn...))
+	}
+	if i.ExitCodeGT != nil {
+		predicates = append(predicates, execution.ExitCodeGT(*i.ExitCodeGT))
+	}
+	if i.ExitCodeGTE != nil {
+		predicates = append(predicates, execution.ExitCodeGTE(*i.ExitCodeGTE))
+	}
+	if i.ExitCodeLT != nil {
+		predicates = append(predicates, execution.ExitCodeLT(*i.ExitCodeLT))
+	}
+	if i.ExitCodeLTE != nil {
+		predicates = append(predicates, execution.ExitCodeLTE(*i.ExitCodeLTE))
+	}
+	if i.ExitCodeIsNil {
+		predicates = append(predicates, execution.ExitCodeIsNil())
+	}
+	if i.ExitCodeNotNil {
+		predicates = append(predicates, execution.ExitCodeNotNil())
+	}
+	if i.Error != nil {
+		predicates = append(predicates, execution.ErrorEQ(*i.Error))
+	}
+	if i.ErrorNEQ != nil {
+		predicates = append(predicates, execution.ErrorNEQ(*i.ErrorNEQ))
+	}
+	if len(i.ErrorIn) > 0 {
+		predicates = append(predicates, execution.ErrorIn(i.ErrorIn...))
+	}
+	if len(i.ErrorNotIn) > 0 {
+		predicates = append(predicates, execution.ErrorNotIn(i.ErrorNotIn...))
+	}
+	if i.ErrorGT != nil {
+		predicates = append(predicates, execution.ErrorGT(*i.ErrorGT))
+	}
+	if i.ErrorGTE != nil {
+		predicates = append(predicates, execution.ErrorGTE(*i.ErrorGTE))
+	}
+	if i.ErrorLT != nil {
+		predicates = append(predicates, execution.ErrorLT(*i.ErrorLT))
+	}
+	if i.ErrorLTE != nil {
+		predicates = append(predicates, execution.ErrorLTE(*i.ErrorLTE))
+	}
+	if i.ErrorContains != nil {
+		predicates = append(predicates, execution.ErrorContains(*i.ErrorContains))
+	}
+	if i.ErrorHasPrefix != nil {
+		predicates = append(predicates, execution.ErrorHasPrefix(*i.ErrorHasPrefix))
+	}
+	if i.ErrorHasSuffix != nil {
+		predicates = append(predicates, execution.ErrorHasSuffix(*i.ErrorHasSuffix))
+	}
+	if i.ErrorEqualFold != nil {
+		predicates = append(predicates, execution.ErrorEqualFold(*i.ErrorEqualFold))
+	}
+	if i.ErrorContainsFold != nil {
+		predicates = append(predicates, execution.ErrorContainsFold(*i.ErrorContainsFold))
+	}
+
+	if i.HasJob != nil {
+		p := execution.HasJob()
+		if !*i.HasJob {
+			p = execution.Not(p)
+		}
+		predicates = append(predicates, p)
+	}
+	if len(i.HasJobWith) > 0 {
+		with := make([]predicate.Job, 0, len(i.HasJobWith))
+		for _, w := range i.HasJobWith {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'HasJobWith'", err)
+			}
+			with = append(with, p)
+		}
+		predicates = append(predicates, execution.HasJobWith(with...))
+	}
+	switch len(predicates) {
+	case 0:
+		return nil, ErrEmptyExecutionWhereInput
+	case 1:
+		return predicates[0], nil
+	default:
+		return execution.And(predicates...), nil
+	}
+}
+
 // FunctionWhereInput represents a where input for filtering Function queries.
 type FunctionWhereInput struct {
 	Predicates []predicate.Function  `json:"-"`
@@ -3831,6 +4929,23 @@ type FunctionWhereInput struct {
 	CronHasSuffix    *string  `json:"cronHasSuffix,omitempty"`
 	CronEqualFold    *string  `json:"cronEqualFold,omitempty"`
 	CronContainsFold *string  `json:"cronContainsFold,omitempty"`
+
+	// "blueprint_id" field predicates.
+	BlueprintID             *string  `json:"blueprintID,omitempty"`
+	BlueprintIDNEQ          *string  `json:"blueprintIDNEQ,omitempty"`
+	BlueprintIDIn           []string `json:"blueprintIDIn,omitempty"`
+	BlueprintIDNotIn        []string `json:"blueprintIDNotIn,omitempty"`
+	BlueprintIDGT           *string  `json:"blueprintIDGT,omitempty"`
+	BlueprintIDGTE          *string  `json:"blueprintIDGTE,omitempty"`
+	BlueprintIDLT           *string  `json:"blueprintIDLT,omitempty"`
+	BlueprintIDLTE          *string  `json:"blueprintIDLTE,omitempty"`
+	BlueprintIDContains     *string  `json:"blueprintIDContains,omitempty"`
+	BlueprintIDHasPrefix    *string  `json:"blueprintIDHasPrefix,omitempty"`
+	BlueprintIDHasSuffix    *string  `json:"blueprintIDHasSuffix,omitempty"`
+	BlueprintIDIsNil        bool     `json:"blueprintIDIsNil,omitempty"`
+	BlueprintIDNotNil       bool     `json:"blueprintIDNotNil,omitempty"`
+	BlueprintIDEqualFold    *string  `json:"blueprintIDEqualFold,omitempty"`
+	BlueprintIDContainsFold *string  `json:"blueprintIDContainsFold,omitempty"`
 
 	// "stopped_at" field predicates.
 	StoppedAt       *time.Time  `json:"stoppedAt,omitempty"`
@@ -4777,6 +5892,51 @@ func (i *FunctionWhereInput) P() (predicate.Function, error) {
 	}
 	if i.CronContainsFold != nil {
 		predicates = append(predicates, function.CronContainsFold(*i.CronContainsFold))
+	}
+	if i.BlueprintID != nil {
+		predicates = append(predicates, function.BlueprintIDEQ(*i.BlueprintID))
+	}
+	if i.BlueprintIDNEQ != nil {
+		predicates = append(predicates, function.BlueprintIDNEQ(*i.BlueprintIDNEQ))
+	}
+	if len(i.BlueprintIDIn) > 0 {
+		predicates = append(predicates, function.BlueprintIDIn(i.BlueprintIDIn...))
+	}
+	if len(i.BlueprintIDNotIn) > 0 {
+		predicates = append(predicates, function.BlueprintIDNotIn(i.BlueprintIDNotIn...))
+	}
+	if i.BlueprintIDGT != nil {
+		predicates = append(predicates, function.BlueprintIDGT(*i.BlueprintIDGT))
+	}
+	if i.BlueprintIDGTE != nil {
+		predicates = append(predicates, function.BlueprintIDGTE(*i.BlueprintIDGTE))
+	}
+	if i.BlueprintIDLT != nil {
+		predicates = append(predicates, function.BlueprintIDLT(*i.BlueprintIDLT))
+	}
+	if i.BlueprintIDLTE != nil {
+		predicates = append(predicates, function.BlueprintIDLTE(*i.BlueprintIDLTE))
+	}
+	if i.BlueprintIDContains != nil {
+		predicates = append(predicates, function.BlueprintIDContains(*i.BlueprintIDContains))
+	}
+	if i.BlueprintIDHasPrefix != nil {
+		predicates = append(predicates, function.BlueprintIDHasPrefix(*i.BlueprintIDHasPrefix))
+	}
+	if i.BlueprintIDHasSuffix != nil {
+		predicates = append(predicates, function.BlueprintIDHasSuffix(*i.BlueprintIDHasSuffix))
+	}
+	if i.BlueprintIDIsNil {
+		predicates = append(predicates, function.BlueprintIDIsNil())
+	}
+	if i.BlueprintIDNotNil {
+		predicates = append(predicates, function.BlueprintIDNotNil())
+	}
+	if i.BlueprintIDEqualFold != nil {
+		predicates = append(predicates, function.BlueprintIDEqualFold(*i.BlueprintIDEqualFold))
+	}
+	if i.BlueprintIDContainsFold != nil {
+		predicates = append(predicates, function.BlueprintIDContainsFold(*i.BlueprintIDContainsFold))
 	}
 	if i.StoppedAt != nil {
 		predicates = append(predicates, function.StoppedAtEQ(*i.StoppedAt))
@@ -6060,6 +7220,12 @@ type JobWhereInput struct {
 	Interactive    *bool `json:"interactive,omitempty"`
 	InteractiveNEQ *bool `json:"interactiveNEQ,omitempty"`
 
+	// "kind" field predicates.
+	Kind      *job.Kind  `json:"kind,omitempty"`
+	KindNEQ   *job.Kind  `json:"kindNEQ,omitempty"`
+	KindIn    []job.Kind `json:"kindIn,omitempty"`
+	KindNotIn []job.Kind `json:"kindNotIn,omitempty"`
+
 	// "priority" field predicates.
 	Priority      *int  `json:"priority,omitempty"`
 	PriorityNEQ   *int  `json:"priorityNEQ,omitempty"`
@@ -6530,6 +7696,18 @@ func (i *JobWhereInput) P() (predicate.Job, error) {
 	}
 	if i.InteractiveNEQ != nil {
 		predicates = append(predicates, job.InteractiveNEQ(*i.InteractiveNEQ))
+	}
+	if i.Kind != nil {
+		predicates = append(predicates, job.KindEQ(*i.Kind))
+	}
+	if i.KindNEQ != nil {
+		predicates = append(predicates, job.KindNEQ(*i.KindNEQ))
+	}
+	if len(i.KindIn) > 0 {
+		predicates = append(predicates, job.KindIn(i.KindIn...))
+	}
+	if len(i.KindNotIn) > 0 {
+		predicates = append(predicates, job.KindNotIn(i.KindNotIn...))
 	}
 	if i.Priority != nil {
 		predicates = append(predicates, job.PriorityEQ(*i.Priority))

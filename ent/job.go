@@ -51,6 +51,8 @@ type Job struct {
 	OwnerID string `json:"owner_id,omitempty"`
 	// Interactive holds the value of the "interactive" field.
 	Interactive bool `json:"interactive,omitempty"`
+	// what made it: a user, a function's container, a blueprint build, a sandbox
+	Kind job.Kind `json:"kind,omitempty"`
 	// Priority holds the value of the "priority" field.
 	Priority int `json:"priority,omitempty"`
 	// TimeoutSeconds holds the value of the "timeout_seconds" field.
@@ -93,13 +95,16 @@ type JobEdges struct {
 	Owner *User `json:"owner,omitempty"`
 	// Services holds the value of the services edge.
 	Services []*Service `json:"services,omitempty"`
+	// Executions holds the value of the executions edge.
+	Executions []*Execution `json:"executions,omitempty"`
 	// loadedTypes holds the information for reporting if a
 	// type was loaded (or requested) in eager-loading or not.
-	loadedTypes [4]bool
+	loadedTypes [5]bool
 	// totalCount holds the count of the edges above.
 	totalCount [4]map[string]int
 
-	namedServices map[string][]*Service
+	namedServices   map[string][]*Service
+	namedExecutions map[string][]*Execution
 }
 
 // QueueOrErr returns the Queue value or an error if the edge
@@ -144,6 +149,15 @@ func (e JobEdges) ServicesOrErr() ([]*Service, error) {
 	return nil, &NotLoadedError{edge: "services"}
 }
 
+// ExecutionsOrErr returns the Executions value or an error if the edge
+// was not loaded in eager-loading.
+func (e JobEdges) ExecutionsOrErr() ([]*Execution, error) {
+	if e.loadedTypes[4] {
+		return e.Executions, nil
+	}
+	return nil, &NotLoadedError{edge: "executions"}
+}
+
 // scanValues returns the types for scanning values from sql.Rows.
 func (*Job) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
@@ -155,7 +169,7 @@ func (*Job) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullBool)
 		case job.FieldPriority, job.FieldTimeoutSeconds, job.FieldRetries, job.FieldAttempt, job.FieldGpus, job.FieldEstimatePerMinute, job.FieldEstimateStartFee, job.FieldPricePerMinute, job.FieldMeteredMinutes:
 			values[i] = new(sql.NullInt64)
-		case job.FieldID, job.FieldTenantID, job.FieldEnvironmentID, job.FieldName, job.FieldStatus, job.FieldStatusReason, job.FieldQueueID, job.FieldProjectID, job.FieldOwnerID, job.FieldIdempotencyKey:
+		case job.FieldID, job.FieldTenantID, job.FieldEnvironmentID, job.FieldName, job.FieldStatus, job.FieldStatusReason, job.FieldQueueID, job.FieldProjectID, job.FieldOwnerID, job.FieldKind, job.FieldIdempotencyKey:
 			values[i] = new(sql.NullString)
 		case job.FieldCreatedAt, job.FieldUpdatedAt, job.FieldStartedAt, job.FieldFinishedAt, job.FieldLastActiveAt:
 			values[i] = new(sql.NullTime)
@@ -267,6 +281,12 @@ func (_m *Job) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field interactive", values[i])
 			} else if value.Valid {
 				_m.Interactive = value.Bool
+			}
+		case job.FieldKind:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field kind", values[i])
+			} else if value.Valid {
+				_m.Kind = job.Kind(value.String)
 			}
 		case job.FieldPriority:
 			if value, ok := values[i].(*sql.NullInt64); !ok {
@@ -383,6 +403,11 @@ func (_m *Job) QueryServices() *ServiceQuery {
 	return NewJobClient(_m.config).QueryServices(_m)
 }
 
+// QueryExecutions queries the "executions" edge of the Job entity.
+func (_m *Job) QueryExecutions() *ExecutionQuery {
+	return NewJobClient(_m.config).QueryExecutions(_m)
+}
+
 // Update returns a builder for updating this Job.
 // Note that you need to call Job.Unwrap() before calling this method if this Job
 // was returned from a transaction, and the transaction was committed or rolled back.
@@ -452,6 +477,9 @@ func (_m *Job) String() string {
 	builder.WriteString("interactive=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Interactive))
 	builder.WriteString(", ")
+	builder.WriteString("kind=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Kind))
+	builder.WriteString(", ")
 	builder.WriteString("priority=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Priority))
 	builder.WriteString(", ")
@@ -519,6 +547,30 @@ func (_m *Job) appendNamedServices(name string, edges ...*Service) {
 		_m.Edges.namedServices[name] = []*Service{}
 	} else {
 		_m.Edges.namedServices[name] = append(_m.Edges.namedServices[name], edges...)
+	}
+}
+
+// NamedExecutions returns the Executions named value or an error if the edge was not
+// loaded in eager-loading with this name.
+func (_m *Job) NamedExecutions(name string) ([]*Execution, error) {
+	if _m.Edges.namedExecutions == nil {
+		return nil, &NotLoadedError{edge: name}
+	}
+	nodes, ok := _m.Edges.namedExecutions[name]
+	if !ok {
+		return nil, &NotLoadedError{edge: name}
+	}
+	return nodes, nil
+}
+
+func (_m *Job) appendNamedExecutions(name string, edges ...*Execution) {
+	if _m.Edges.namedExecutions == nil {
+		_m.Edges.namedExecutions = make(map[string][]*Execution)
+	}
+	if len(edges) == 0 {
+		_m.Edges.namedExecutions[name] = []*Execution{}
+	} else {
+		_m.Edges.namedExecutions[name] = append(_m.Edges.namedExecutions[name], edges...)
 	}
 }
 

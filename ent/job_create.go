@@ -12,6 +12,7 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"entgo.io/ent/schema/field"
+	"github.com/levers9/levers9/ent/execution"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/project"
 	"github.com/levers9/levers9/ent/queue"
@@ -181,6 +182,20 @@ func (_c *JobCreate) SetInteractive(v bool) *JobCreate {
 func (_c *JobCreate) SetNillableInteractive(v *bool) *JobCreate {
 	if v != nil {
 		_c.SetInteractive(*v)
+	}
+	return _c
+}
+
+// SetKind sets the "kind" field.
+func (_c *JobCreate) SetKind(v job.Kind) *JobCreate {
+	_c.mutation.SetKind(v)
+	return _c
+}
+
+// SetNillableKind sets the "kind" field if the given value is not nil.
+func (_c *JobCreate) SetNillableKind(v *job.Kind) *JobCreate {
+	if v != nil {
+		_c.SetKind(*v)
 	}
 	return _c
 }
@@ -411,6 +426,21 @@ func (_c *JobCreate) AddServices(v ...*Service) *JobCreate {
 	return _c.AddServiceIDs(ids...)
 }
 
+// AddExecutionIDs adds the "executions" edge to the Execution entity by IDs.
+func (_c *JobCreate) AddExecutionIDs(ids ...string) *JobCreate {
+	_c.mutation.AddExecutionIDs(ids...)
+	return _c
+}
+
+// AddExecutions adds the "executions" edges to the Execution entity.
+func (_c *JobCreate) AddExecutions(v ...*Execution) *JobCreate {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _c.AddExecutionIDs(ids...)
+}
+
 // Mutation returns the JobMutation object of the builder.
 func (_c *JobCreate) Mutation() *JobMutation {
 	return _c.mutation
@@ -477,6 +507,10 @@ func (_c *JobCreate) defaults() error {
 	if _, ok := _c.mutation.Interactive(); !ok {
 		v := job.DefaultInteractive
 		_c.mutation.SetInteractive(v)
+	}
+	if _, ok := _c.mutation.Kind(); !ok {
+		v := job.DefaultKind
+		_c.mutation.SetKind(v)
 	}
 	if _, ok := _c.mutation.Priority(); !ok {
 		v := job.DefaultPriority
@@ -577,6 +611,14 @@ func (_c *JobCreate) check() error {
 	}
 	if _, ok := _c.mutation.Interactive(); !ok {
 		return &ValidationError{Name: "interactive", err: errors.New(`ent: missing required field "Job.interactive"`)}
+	}
+	if _, ok := _c.mutation.Kind(); !ok {
+		return &ValidationError{Name: "kind", err: errors.New(`ent: missing required field "Job.kind"`)}
+	}
+	if v, ok := _c.mutation.Kind(); ok {
+		if err := job.KindValidator(v); err != nil {
+			return &ValidationError{Name: "kind", err: fmt.Errorf(`ent: validator failed for field "Job.kind": %w`, err)}
+		}
 	}
 	if _, ok := _c.mutation.Priority(); !ok {
 		return &ValidationError{Name: "priority", err: errors.New(`ent: missing required field "Job.priority"`)}
@@ -704,6 +746,10 @@ func (_c *JobCreate) createSpec() (*Job, *sqlgraph.CreateSpec) {
 		_spec.SetField(job.FieldInteractive, field.TypeBool, value)
 		_node.Interactive = value
 	}
+	if value, ok := _c.mutation.Kind(); ok {
+		_spec.SetField(job.FieldKind, field.TypeEnum, value)
+		_node.Kind = value
+	}
 	if value, ok := _c.mutation.Priority(); ok {
 		_spec.SetField(job.FieldPriority, field.TypeInt, value)
 		_node.Priority = value
@@ -816,6 +862,22 @@ func (_c *JobCreate) createSpec() (*Job, *sqlgraph.CreateSpec) {
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(service.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges = append(_spec.Edges, edge)
+	}
+	if nodes := _c.mutation.ExecutionsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   job.ExecutionsTable,
+			Columns: []string{job.ExecutionsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(execution.FieldID, field.TypeString),
 			},
 		}
 		for _, k := range nodes {
@@ -1155,6 +1217,9 @@ func (u *JobUpsertOne) UpdateNewValues() *JobUpsertOne {
 		}
 		if _, exists := u.create.mutation.Interactive(); exists {
 			s.SetIgnore(job.FieldInteractive)
+		}
+		if _, exists := u.create.mutation.Kind(); exists {
+			s.SetIgnore(job.FieldKind)
 		}
 		if _, exists := u.create.mutation.TimeoutSeconds(); exists {
 			s.SetIgnore(job.FieldTimeoutSeconds)
@@ -1685,6 +1750,9 @@ func (u *JobUpsertBulk) UpdateNewValues() *JobUpsertBulk {
 			}
 			if _, exists := b.mutation.Interactive(); exists {
 				s.SetIgnore(job.FieldInteractive)
+			}
+			if _, exists := b.mutation.Kind(); exists {
+				s.SetIgnore(job.FieldKind)
 			}
 			if _, exists := b.mutation.TimeoutSeconds(); exists {
 				s.SetIgnore(job.FieldTimeoutSeconds)

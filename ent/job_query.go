@@ -14,6 +14,7 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"entgo.io/ent/schema/field"
+	"github.com/levers9/levers9/ent/execution"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/predicate"
 	"github.com/levers9/levers9/ent/project"
@@ -25,17 +26,19 @@ import (
 // JobQuery is the builder for querying Job entities.
 type JobQuery struct {
 	config
-	ctx               *QueryContext
-	order             []job.OrderOption
-	inters            []Interceptor
-	predicates        []predicate.Job
-	withQueue         *QueueQuery
-	withProject       *ProjectQuery
-	withOwner         *UserQuery
-	withServices      *ServiceQuery
-	loadTotal         []func(context.Context, []*Job) error
-	modifiers         []func(*sql.Selector)
-	withNamedServices map[string]*ServiceQuery
+	ctx                 *QueryContext
+	order               []job.OrderOption
+	inters              []Interceptor
+	predicates          []predicate.Job
+	withQueue           *QueueQuery
+	withProject         *ProjectQuery
+	withOwner           *UserQuery
+	withServices        *ServiceQuery
+	withExecutions      *ExecutionQuery
+	loadTotal           []func(context.Context, []*Job) error
+	modifiers           []func(*sql.Selector)
+	withNamedServices   map[string]*ServiceQuery
+	withNamedExecutions map[string]*ExecutionQuery
 	// intermediate query (i.e. traversal path).
 	sql  *sql.Selector
 	path func(context.Context) (*sql.Selector, error)
@@ -153,6 +156,28 @@ func (_q *JobQuery) QueryServices() *ServiceQuery {
 			sqlgraph.From(job.Table, job.FieldID, selector),
 			sqlgraph.To(service.Table, service.FieldID),
 			sqlgraph.Edge(sqlgraph.O2M, false, job.ServicesTable, job.ServicesColumn),
+		)
+		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
+		return fromU, nil
+	}
+	return query
+}
+
+// QueryExecutions chains the current query on the "executions" edge.
+func (_q *JobQuery) QueryExecutions() *ExecutionQuery {
+	query := (&ExecutionClient{config: _q.config}).Query()
+	query.path = func(ctx context.Context) (fromU *sql.Selector, err error) {
+		if err := _q.prepareQuery(ctx); err != nil {
+			return nil, err
+		}
+		selector := _q.sqlQuery(ctx)
+		if err := selector.Err(); err != nil {
+			return nil, err
+		}
+		step := sqlgraph.NewStep(
+			sqlgraph.From(job.Table, job.FieldID, selector),
+			sqlgraph.To(execution.Table, execution.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, job.ExecutionsTable, job.ExecutionsColumn),
 		)
 		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
 		return fromU, nil
@@ -347,15 +372,16 @@ func (_q *JobQuery) Clone() *JobQuery {
 		return nil
 	}
 	return &JobQuery{
-		config:       _q.config,
-		ctx:          _q.ctx.Clone(),
-		order:        append([]job.OrderOption{}, _q.order...),
-		inters:       append([]Interceptor{}, _q.inters...),
-		predicates:   append([]predicate.Job{}, _q.predicates...),
-		withQueue:    _q.withQueue.Clone(),
-		withProject:  _q.withProject.Clone(),
-		withOwner:    _q.withOwner.Clone(),
-		withServices: _q.withServices.Clone(),
+		config:         _q.config,
+		ctx:            _q.ctx.Clone(),
+		order:          append([]job.OrderOption{}, _q.order...),
+		inters:         append([]Interceptor{}, _q.inters...),
+		predicates:     append([]predicate.Job{}, _q.predicates...),
+		withQueue:      _q.withQueue.Clone(),
+		withProject:    _q.withProject.Clone(),
+		withOwner:      _q.withOwner.Clone(),
+		withServices:   _q.withServices.Clone(),
+		withExecutions: _q.withExecutions.Clone(),
 		// clone intermediate query.
 		sql:  _q.sql.Clone(),
 		path: _q.path,
@@ -403,6 +429,17 @@ func (_q *JobQuery) WithServices(opts ...func(*ServiceQuery)) *JobQuery {
 		opt(query)
 	}
 	_q.withServices = query
+	return _q
+}
+
+// WithExecutions tells the query-builder to eager-load the nodes that are connected to
+// the "executions" edge. The optional arguments are used to configure the query builder of the edge.
+func (_q *JobQuery) WithExecutions(opts ...func(*ExecutionQuery)) *JobQuery {
+	query := (&ExecutionClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	_q.withExecutions = query
 	return _q
 }
 
@@ -490,11 +527,12 @@ func (_q *JobQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*Job, err
 	var (
 		nodes       = []*Job{}
 		_spec       = _q.querySpec()
-		loadedTypes = [4]bool{
+		loadedTypes = [5]bool{
 			_q.withQueue != nil,
 			_q.withProject != nil,
 			_q.withOwner != nil,
 			_q.withServices != nil,
+			_q.withExecutions != nil,
 		}
 	)
 	_spec.ScanValues = func(columns []string) ([]any, error) {
@@ -543,10 +581,24 @@ func (_q *JobQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*Job, err
 			return nil, err
 		}
 	}
+	if query := _q.withExecutions; query != nil {
+		if err := _q.loadExecutions(ctx, query, nodes,
+			func(n *Job) { n.Edges.Executions = []*Execution{} },
+			func(n *Job, e *Execution) { n.Edges.Executions = append(n.Edges.Executions, e) }); err != nil {
+			return nil, err
+		}
+	}
 	for name, query := range _q.withNamedServices {
 		if err := _q.loadServices(ctx, query, nodes,
 			func(n *Job) { n.appendNamedServices(name) },
 			func(n *Job, e *Service) { n.appendNamedServices(name, e) }); err != nil {
+			return nil, err
+		}
+	}
+	for name, query := range _q.withNamedExecutions {
+		if err := _q.loadExecutions(ctx, query, nodes,
+			func(n *Job) { n.appendNamedExecutions(name) },
+			func(n *Job, e *Execution) { n.appendNamedExecutions(name, e) }); err != nil {
 			return nil, err
 		}
 	}
@@ -660,6 +712,36 @@ func (_q *JobQuery) loadServices(ctx context.Context, query *ServiceQuery, nodes
 	}
 	query.Where(predicate.Service(func(s *sql.Selector) {
 		s.Where(sql.InValues(s.C(job.ServicesColumn), fks...))
+	}))
+	neighbors, err := query.All(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range neighbors {
+		fk := n.JobID
+		node, ok := nodeids[fk]
+		if !ok {
+			return fmt.Errorf(`unexpected referenced foreign-key "job_id" returned %v for node %v`, fk, n.ID)
+		}
+		assign(node, n)
+	}
+	return nil
+}
+func (_q *JobQuery) loadExecutions(ctx context.Context, query *ExecutionQuery, nodes []*Job, init func(*Job), assign func(*Job, *Execution)) error {
+	fks := make([]driver.Value, 0, len(nodes))
+	nodeids := make(map[string]*Job)
+	for i := range nodes {
+		fks = append(fks, nodes[i].ID)
+		nodeids[nodes[i].ID] = nodes[i]
+		if init != nil {
+			init(nodes[i])
+		}
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(execution.FieldJobID)
+	}
+	query.Where(predicate.Execution(func(s *sql.Selector) {
+		s.Where(sql.InValues(s.C(job.ExecutionsColumn), fks...))
 	}))
 	neighbors, err := query.All(ctx)
 	if err != nil {
@@ -809,6 +891,20 @@ func (_q *JobQuery) WithNamedServices(name string, opts ...func(*ServiceQuery)) 
 		_q.withNamedServices = make(map[string]*ServiceQuery)
 	}
 	_q.withNamedServices[name] = query
+	return _q
+}
+
+// WithNamedExecutions tells the query-builder to eager-load the nodes that are connected to the "executions"
+// edge with the given name. The optional arguments are used to configure the query builder of the edge.
+func (_q *JobQuery) WithNamedExecutions(name string, opts ...func(*ExecutionQuery)) *JobQuery {
+	query := (&ExecutionClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	if _q.withNamedExecutions == nil {
+		_q.withNamedExecutions = make(map[string]*ExecutionQuery)
+	}
+	_q.withNamedExecutions[name] = query
 	return _q
 }
 

@@ -11,6 +11,7 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"entgo.io/ent/schema/field"
+	"github.com/levers9/levers9/ent/execution"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/predicate"
 	"github.com/levers9/levers9/ent/service"
@@ -313,6 +314,21 @@ func (_u *JobUpdate) AddServices(v ...*Service) *JobUpdate {
 	return _u.AddServiceIDs(ids...)
 }
 
+// AddExecutionIDs adds the "executions" edge to the Execution entity by IDs.
+func (_u *JobUpdate) AddExecutionIDs(ids ...string) *JobUpdate {
+	_u.mutation.AddExecutionIDs(ids...)
+	return _u
+}
+
+// AddExecutions adds the "executions" edges to the Execution entity.
+func (_u *JobUpdate) AddExecutions(v ...*Execution) *JobUpdate {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.AddExecutionIDs(ids...)
+}
+
 // Mutation returns the JobMutation object of the builder.
 func (_u *JobUpdate) Mutation() *JobMutation {
 	return _u.mutation
@@ -337,6 +353,27 @@ func (_u *JobUpdate) RemoveServices(v ...*Service) *JobUpdate {
 		ids[i] = v[i].ID
 	}
 	return _u.RemoveServiceIDs(ids...)
+}
+
+// ClearExecutions clears all "executions" edges to the Execution entity.
+func (_u *JobUpdate) ClearExecutions() *JobUpdate {
+	_u.mutation.ClearExecutions()
+	return _u
+}
+
+// RemoveExecutionIDs removes the "executions" edge to Execution entities by IDs.
+func (_u *JobUpdate) RemoveExecutionIDs(ids ...string) *JobUpdate {
+	_u.mutation.RemoveExecutionIDs(ids...)
+	return _u
+}
+
+// RemoveExecutions removes "executions" edges to Execution entities.
+func (_u *JobUpdate) RemoveExecutions(v ...*Execution) *JobUpdate {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.RemoveExecutionIDs(ids...)
 }
 
 // Save executes the query and returns the number of nodes affected by the update operation.
@@ -525,6 +562,51 @@ func (_u *JobUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(service.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
+	if _u.mutation.ExecutionsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   job.ExecutionsTable,
+			Columns: []string{job.ExecutionsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(execution.FieldID, field.TypeString),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RemovedExecutionsIDs(); len(nodes) > 0 && !_u.mutation.ExecutionsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   job.ExecutionsTable,
+			Columns: []string{job.ExecutionsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(execution.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.ExecutionsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   job.ExecutionsTable,
+			Columns: []string{job.ExecutionsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(execution.FieldID, field.TypeString),
 			},
 		}
 		for _, k := range nodes {
@@ -835,6 +917,21 @@ func (_u *JobUpdateOne) AddServices(v ...*Service) *JobUpdateOne {
 	return _u.AddServiceIDs(ids...)
 }
 
+// AddExecutionIDs adds the "executions" edge to the Execution entity by IDs.
+func (_u *JobUpdateOne) AddExecutionIDs(ids ...string) *JobUpdateOne {
+	_u.mutation.AddExecutionIDs(ids...)
+	return _u
+}
+
+// AddExecutions adds the "executions" edges to the Execution entity.
+func (_u *JobUpdateOne) AddExecutions(v ...*Execution) *JobUpdateOne {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.AddExecutionIDs(ids...)
+}
+
 // Mutation returns the JobMutation object of the builder.
 func (_u *JobUpdateOne) Mutation() *JobMutation {
 	return _u.mutation
@@ -859,6 +956,27 @@ func (_u *JobUpdateOne) RemoveServices(v ...*Service) *JobUpdateOne {
 		ids[i] = v[i].ID
 	}
 	return _u.RemoveServiceIDs(ids...)
+}
+
+// ClearExecutions clears all "executions" edges to the Execution entity.
+func (_u *JobUpdateOne) ClearExecutions() *JobUpdateOne {
+	_u.mutation.ClearExecutions()
+	return _u
+}
+
+// RemoveExecutionIDs removes the "executions" edge to Execution entities by IDs.
+func (_u *JobUpdateOne) RemoveExecutionIDs(ids ...string) *JobUpdateOne {
+	_u.mutation.RemoveExecutionIDs(ids...)
+	return _u
+}
+
+// RemoveExecutions removes "executions" edges to Execution entities.
+func (_u *JobUpdateOne) RemoveExecutions(v ...*Execution) *JobUpdateOne {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.RemoveExecutionIDs(ids...)
 }
 
 // Where appends a list predicates to the JobUpdate builder.
@@ -1077,6 +1195,51 @@ func (_u *JobUpdateOne) sqlSave(ctx context.Context) (_node *Job, err error) {
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(service.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
+	if _u.mutation.ExecutionsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   job.ExecutionsTable,
+			Columns: []string{job.ExecutionsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(execution.FieldID, field.TypeString),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RemovedExecutionsIDs(); len(nodes) > 0 && !_u.mutation.ExecutionsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   job.ExecutionsTable,
+			Columns: []string{job.ExecutionsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(execution.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.ExecutionsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   job.ExecutionsTable,
+			Columns: []string{job.ExecutionsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(execution.FieldID, field.TypeString),
 			},
 		}
 		for _, k := range nodes {

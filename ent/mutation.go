@@ -15,10 +15,12 @@ import (
 	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
 	"github.com/levers9/levers9/ent/blob"
+	"github.com/levers9/levers9/ent/blueprint"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/charge"
 	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/environment"
+	"github.com/levers9/levers9/ent/execution"
 	"github.com/levers9/levers9/ent/function"
 	"github.com/levers9/levers9/ent/functionmap"
 	"github.com/levers9/levers9/ent/group"
@@ -40,6 +42,7 @@ import (
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/inventory"
 	"github.com/levers9/levers9/internal/jobspec"
+	"github.com/levers9/levers9/internal/wire"
 )
 
 const (
@@ -55,10 +58,12 @@ const (
 	TypeApp         = "App"
 	TypeAuditEvent  = "AuditEvent"
 	TypeBlob        = "Blob"
+	TypeBlueprint   = "Blueprint"
 	TypeBucket      = "Bucket"
 	TypeCharge      = "Charge"
 	TypeContainer   = "Container"
 	TypeEnvironment = "Environment"
+	TypeExecution   = "Execution"
 	TypeFunction    = "Function"
 	TypeFunctionMap = "FunctionMap"
 	TypeGroup       = "Group"
@@ -3826,6 +3831,1364 @@ func (m *BlobMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *BlobMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown Blob edge %s", name)
+}
+
+// BlueprintMutation represents an operation that mutates the Blueprint nodes in the graph.
+type BlueprintMutation struct {
+	config
+	op              Op
+	typ             string
+	id              *string
+	created_at      *time.Time
+	updated_at      *time.Time
+	tenant_id       *string
+	key             *string
+	first_key       *string
+	steps           *[]wire.BuildStep
+	appendsteps     []wire.BuildStep
+	image           *string
+	source          *blueprint.Source
+	state           *blueprint.State
+	failure         *string
+	owner_id        *string
+	build_job_id    *string
+	steps_built     *int
+	addsteps_built  *int
+	export_blob     *string
+	export_bytes    *int64
+	addexport_bytes *int64
+	nodes           *[]string
+	appendnodes     []string
+	ready_at        *time.Time
+	clearedFields   map[string]struct{}
+	done            bool
+	oldValue        func(context.Context) (*Blueprint, error)
+	predicates      []predicate.Blueprint
+}
+
+var _ ent.Mutation = (*BlueprintMutation)(nil)
+
+// blueprintOption allows management of the mutation configuration using functional options.
+type blueprintOption func(*BlueprintMutation)
+
+// newBlueprintMutation creates new mutation for the Blueprint entity.
+func newBlueprintMutation(c config, op Op, opts ...blueprintOption) *BlueprintMutation {
+	m := &BlueprintMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeBlueprint,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withBlueprintID sets the ID field of the mutation.
+func withBlueprintID(id string) blueprintOption {
+	return func(m *BlueprintMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Blueprint
+		)
+		m.oldValue = func(ctx context.Context) (*Blueprint, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Blueprint.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withBlueprint sets the old Blueprint of the mutation.
+func withBlueprint(node *Blueprint) blueprintOption {
+	return func(m *BlueprintMutation) {
+		m.oldValue = func(context.Context) (*Blueprint, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m BlueprintMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m BlueprintMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of Blueprint entities.
+func (m *BlueprintMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *BlueprintMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *BlueprintMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Blueprint.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *BlueprintMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *BlueprintMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the Blueprint entity.
+// If the Blueprint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlueprintMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *BlueprintMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *BlueprintMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *BlueprintMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the Blueprint entity.
+// If the Blueprint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlueprintMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *BlueprintMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// SetTenantID sets the "tenant_id" field.
+func (m *BlueprintMutation) SetTenantID(s string) {
+	m.tenant_id = &s
+}
+
+// TenantID returns the value of the "tenant_id" field in the mutation.
+func (m *BlueprintMutation) TenantID() (r string, exists bool) {
+	v := m.tenant_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTenantID returns the old "tenant_id" field's value of the Blueprint entity.
+// If the Blueprint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlueprintMutation) OldTenantID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTenantID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTenantID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTenantID: %w", err)
+	}
+	return oldValue.TenantID, nil
+}
+
+// ResetTenantID resets all changes to the "tenant_id" field.
+func (m *BlueprintMutation) ResetTenantID() {
+	m.tenant_id = nil
+}
+
+// SetKey sets the "key" field.
+func (m *BlueprintMutation) SetKey(s string) {
+	m.key = &s
+}
+
+// Key returns the value of the "key" field in the mutation.
+func (m *BlueprintMutation) Key() (r string, exists bool) {
+	v := m.key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKey returns the old "key" field's value of the Blueprint entity.
+// If the Blueprint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlueprintMutation) OldKey(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKey: %w", err)
+	}
+	return oldValue.Key, nil
+}
+
+// ResetKey resets all changes to the "key" field.
+func (m *BlueprintMutation) ResetKey() {
+	m.key = nil
+}
+
+// SetFirstKey sets the "first_key" field.
+func (m *BlueprintMutation) SetFirstKey(s string) {
+	m.first_key = &s
+}
+
+// FirstKey returns the value of the "first_key" field in the mutation.
+func (m *BlueprintMutation) FirstKey() (r string, exists bool) {
+	v := m.first_key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFirstKey returns the old "first_key" field's value of the Blueprint entity.
+// If the Blueprint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlueprintMutation) OldFirstKey(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFirstKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFirstKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFirstKey: %w", err)
+	}
+	return oldValue.FirstKey, nil
+}
+
+// ResetFirstKey resets all changes to the "first_key" field.
+func (m *BlueprintMutation) ResetFirstKey() {
+	m.first_key = nil
+}
+
+// SetSteps sets the "steps" field.
+func (m *BlueprintMutation) SetSteps(ws []wire.BuildStep) {
+	m.steps = &ws
+	m.appendsteps = nil
+}
+
+// Steps returns the value of the "steps" field in the mutation.
+func (m *BlueprintMutation) Steps() (r []wire.BuildStep, exists bool) {
+	v := m.steps
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSteps returns the old "steps" field's value of the Blueprint entity.
+// If the Blueprint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlueprintMutation) OldSteps(ctx context.Context) (v []wire.BuildStep, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSteps is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSteps requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSteps: %w", err)
+	}
+	return oldValue.Steps, nil
+}
+
+// AppendSteps adds ws to the "steps" field.
+func (m *BlueprintMutation) AppendSteps(ws []wire.BuildStep) {
+	m.appendsteps = append(m.appendsteps, ws...)
+}
+
+// AppendedSteps returns the list of values that were appended to the "steps" field in this mutation.
+func (m *BlueprintMutation) AppendedSteps() ([]wire.BuildStep, bool) {
+	if len(m.appendsteps) == 0 {
+		return nil, false
+	}
+	return m.appendsteps, true
+}
+
+// ResetSteps resets all changes to the "steps" field.
+func (m *BlueprintMutation) ResetSteps() {
+	m.steps = nil
+	m.appendsteps = nil
+}
+
+// SetImage sets the "image" field.
+func (m *BlueprintMutation) SetImage(s string) {
+	m.image = &s
+}
+
+// Image returns the value of the "image" field in the mutation.
+func (m *BlueprintMutation) Image() (r string, exists bool) {
+	v := m.image
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldImage returns the old "image" field's value of the Blueprint entity.
+// If the Blueprint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlueprintMutation) OldImage(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldImage is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldImage requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldImage: %w", err)
+	}
+	return oldValue.Image, nil
+}
+
+// ResetImage resets all changes to the "image" field.
+func (m *BlueprintMutation) ResetImage() {
+	m.image = nil
+}
+
+// SetSource sets the "source" field.
+func (m *BlueprintMutation) SetSource(b blueprint.Source) {
+	m.source = &b
+}
+
+// Source returns the value of the "source" field in the mutation.
+func (m *BlueprintMutation) Source() (r blueprint.Source, exists bool) {
+	v := m.source
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSource returns the old "source" field's value of the Blueprint entity.
+// If the Blueprint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlueprintMutation) OldSource(ctx context.Context) (v blueprint.Source, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSource is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSource requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSource: %w", err)
+	}
+	return oldValue.Source, nil
+}
+
+// ResetSource resets all changes to the "source" field.
+func (m *BlueprintMutation) ResetSource() {
+	m.source = nil
+}
+
+// SetState sets the "state" field.
+func (m *BlueprintMutation) SetState(b blueprint.State) {
+	m.state = &b
+}
+
+// State returns the value of the "state" field in the mutation.
+func (m *BlueprintMutation) State() (r blueprint.State, exists bool) {
+	v := m.state
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldState returns the old "state" field's value of the Blueprint entity.
+// If the Blueprint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlueprintMutation) OldState(ctx context.Context) (v blueprint.State, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldState is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldState requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldState: %w", err)
+	}
+	return oldValue.State, nil
+}
+
+// ResetState resets all changes to the "state" field.
+func (m *BlueprintMutation) ResetState() {
+	m.state = nil
+}
+
+// SetFailure sets the "failure" field.
+func (m *BlueprintMutation) SetFailure(s string) {
+	m.failure = &s
+}
+
+// Failure returns the value of the "failure" field in the mutation.
+func (m *BlueprintMutation) Failure() (r string, exists bool) {
+	v := m.failure
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFailure returns the old "failure" field's value of the Blueprint entity.
+// If the Blueprint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlueprintMutation) OldFailure(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFailure is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFailure requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFailure: %w", err)
+	}
+	return oldValue.Failure, nil
+}
+
+// ResetFailure resets all changes to the "failure" field.
+func (m *BlueprintMutation) ResetFailure() {
+	m.failure = nil
+}
+
+// SetOwnerID sets the "owner_id" field.
+func (m *BlueprintMutation) SetOwnerID(s string) {
+	m.owner_id = &s
+}
+
+// OwnerID returns the value of the "owner_id" field in the mutation.
+func (m *BlueprintMutation) OwnerID() (r string, exists bool) {
+	v := m.owner_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOwnerID returns the old "owner_id" field's value of the Blueprint entity.
+// If the Blueprint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlueprintMutation) OldOwnerID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOwnerID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOwnerID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOwnerID: %w", err)
+	}
+	return oldValue.OwnerID, nil
+}
+
+// ResetOwnerID resets all changes to the "owner_id" field.
+func (m *BlueprintMutation) ResetOwnerID() {
+	m.owner_id = nil
+}
+
+// SetBuildJobID sets the "build_job_id" field.
+func (m *BlueprintMutation) SetBuildJobID(s string) {
+	m.build_job_id = &s
+}
+
+// BuildJobID returns the value of the "build_job_id" field in the mutation.
+func (m *BlueprintMutation) BuildJobID() (r string, exists bool) {
+	v := m.build_job_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldBuildJobID returns the old "build_job_id" field's value of the Blueprint entity.
+// If the Blueprint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlueprintMutation) OldBuildJobID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldBuildJobID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldBuildJobID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldBuildJobID: %w", err)
+	}
+	return oldValue.BuildJobID, nil
+}
+
+// ClearBuildJobID clears the value of the "build_job_id" field.
+func (m *BlueprintMutation) ClearBuildJobID() {
+	m.build_job_id = nil
+	m.clearedFields[blueprint.FieldBuildJobID] = struct{}{}
+}
+
+// BuildJobIDCleared returns if the "build_job_id" field was cleared in this mutation.
+func (m *BlueprintMutation) BuildJobIDCleared() bool {
+	_, ok := m.clearedFields[blueprint.FieldBuildJobID]
+	return ok
+}
+
+// ResetBuildJobID resets all changes to the "build_job_id" field.
+func (m *BlueprintMutation) ResetBuildJobID() {
+	m.build_job_id = nil
+	delete(m.clearedFields, blueprint.FieldBuildJobID)
+}
+
+// SetStepsBuilt sets the "steps_built" field.
+func (m *BlueprintMutation) SetStepsBuilt(i int) {
+	m.steps_built = &i
+	m.addsteps_built = nil
+}
+
+// StepsBuilt returns the value of the "steps_built" field in the mutation.
+func (m *BlueprintMutation) StepsBuilt() (r int, exists bool) {
+	v := m.steps_built
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStepsBuilt returns the old "steps_built" field's value of the Blueprint entity.
+// If the Blueprint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlueprintMutation) OldStepsBuilt(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStepsBuilt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStepsBuilt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStepsBuilt: %w", err)
+	}
+	return oldValue.StepsBuilt, nil
+}
+
+// AddStepsBuilt adds i to the "steps_built" field.
+func (m *BlueprintMutation) AddStepsBuilt(i int) {
+	if m.addsteps_built != nil {
+		*m.addsteps_built += i
+	} else {
+		m.addsteps_built = &i
+	}
+}
+
+// AddedStepsBuilt returns the value that was added to the "steps_built" field in this mutation.
+func (m *BlueprintMutation) AddedStepsBuilt() (r int, exists bool) {
+	v := m.addsteps_built
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetStepsBuilt resets all changes to the "steps_built" field.
+func (m *BlueprintMutation) ResetStepsBuilt() {
+	m.steps_built = nil
+	m.addsteps_built = nil
+}
+
+// SetExportBlob sets the "export_blob" field.
+func (m *BlueprintMutation) SetExportBlob(s string) {
+	m.export_blob = &s
+}
+
+// ExportBlob returns the value of the "export_blob" field in the mutation.
+func (m *BlueprintMutation) ExportBlob() (r string, exists bool) {
+	v := m.export_blob
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldExportBlob returns the old "export_blob" field's value of the Blueprint entity.
+// If the Blueprint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlueprintMutation) OldExportBlob(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldExportBlob is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldExportBlob requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldExportBlob: %w", err)
+	}
+	return oldValue.ExportBlob, nil
+}
+
+// ResetExportBlob resets all changes to the "export_blob" field.
+func (m *BlueprintMutation) ResetExportBlob() {
+	m.export_blob = nil
+}
+
+// SetExportBytes sets the "export_bytes" field.
+func (m *BlueprintMutation) SetExportBytes(i int64) {
+	m.export_bytes = &i
+	m.addexport_bytes = nil
+}
+
+// ExportBytes returns the value of the "export_bytes" field in the mutation.
+func (m *BlueprintMutation) ExportBytes() (r int64, exists bool) {
+	v := m.export_bytes
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldExportBytes returns the old "export_bytes" field's value of the Blueprint entity.
+// If the Blueprint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlueprintMutation) OldExportBytes(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldExportBytes is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldExportBytes requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldExportBytes: %w", err)
+	}
+	return oldValue.ExportBytes, nil
+}
+
+// AddExportBytes adds i to the "export_bytes" field.
+func (m *BlueprintMutation) AddExportBytes(i int64) {
+	if m.addexport_bytes != nil {
+		*m.addexport_bytes += i
+	} else {
+		m.addexport_bytes = &i
+	}
+}
+
+// AddedExportBytes returns the value that was added to the "export_bytes" field in this mutation.
+func (m *BlueprintMutation) AddedExportBytes() (r int64, exists bool) {
+	v := m.addexport_bytes
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetExportBytes resets all changes to the "export_bytes" field.
+func (m *BlueprintMutation) ResetExportBytes() {
+	m.export_bytes = nil
+	m.addexport_bytes = nil
+}
+
+// SetNodes sets the "nodes" field.
+func (m *BlueprintMutation) SetNodes(s []string) {
+	m.nodes = &s
+	m.appendnodes = nil
+}
+
+// Nodes returns the value of the "nodes" field in the mutation.
+func (m *BlueprintMutation) Nodes() (r []string, exists bool) {
+	v := m.nodes
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldNodes returns the old "nodes" field's value of the Blueprint entity.
+// If the Blueprint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlueprintMutation) OldNodes(ctx context.Context) (v []string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldNodes is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldNodes requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldNodes: %w", err)
+	}
+	return oldValue.Nodes, nil
+}
+
+// AppendNodes adds s to the "nodes" field.
+func (m *BlueprintMutation) AppendNodes(s []string) {
+	m.appendnodes = append(m.appendnodes, s...)
+}
+
+// AppendedNodes returns the list of values that were appended to the "nodes" field in this mutation.
+func (m *BlueprintMutation) AppendedNodes() ([]string, bool) {
+	if len(m.appendnodes) == 0 {
+		return nil, false
+	}
+	return m.appendnodes, true
+}
+
+// ClearNodes clears the value of the "nodes" field.
+func (m *BlueprintMutation) ClearNodes() {
+	m.nodes = nil
+	m.appendnodes = nil
+	m.clearedFields[blueprint.FieldNodes] = struct{}{}
+}
+
+// NodesCleared returns if the "nodes" field was cleared in this mutation.
+func (m *BlueprintMutation) NodesCleared() bool {
+	_, ok := m.clearedFields[blueprint.FieldNodes]
+	return ok
+}
+
+// ResetNodes resets all changes to the "nodes" field.
+func (m *BlueprintMutation) ResetNodes() {
+	m.nodes = nil
+	m.appendnodes = nil
+	delete(m.clearedFields, blueprint.FieldNodes)
+}
+
+// SetReadyAt sets the "ready_at" field.
+func (m *BlueprintMutation) SetReadyAt(t time.Time) {
+	m.ready_at = &t
+}
+
+// ReadyAt returns the value of the "ready_at" field in the mutation.
+func (m *BlueprintMutation) ReadyAt() (r time.Time, exists bool) {
+	v := m.ready_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldReadyAt returns the old "ready_at" field's value of the Blueprint entity.
+// If the Blueprint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BlueprintMutation) OldReadyAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldReadyAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldReadyAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldReadyAt: %w", err)
+	}
+	return oldValue.ReadyAt, nil
+}
+
+// ClearReadyAt clears the value of the "ready_at" field.
+func (m *BlueprintMutation) ClearReadyAt() {
+	m.ready_at = nil
+	m.clearedFields[blueprint.FieldReadyAt] = struct{}{}
+}
+
+// ReadyAtCleared returns if the "ready_at" field was cleared in this mutation.
+func (m *BlueprintMutation) ReadyAtCleared() bool {
+	_, ok := m.clearedFields[blueprint.FieldReadyAt]
+	return ok
+}
+
+// ResetReadyAt resets all changes to the "ready_at" field.
+func (m *BlueprintMutation) ResetReadyAt() {
+	m.ready_at = nil
+	delete(m.clearedFields, blueprint.FieldReadyAt)
+}
+
+// Where appends a list predicates to the BlueprintMutation builder.
+func (m *BlueprintMutation) Where(ps ...predicate.Blueprint) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the BlueprintMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *BlueprintMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Blueprint, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *BlueprintMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *BlueprintMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Blueprint).
+func (m *BlueprintMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *BlueprintMutation) Fields() []string {
+	fields := make([]string, 0, 17)
+	if m.created_at != nil {
+		fields = append(fields, blueprint.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, blueprint.FieldUpdatedAt)
+	}
+	if m.tenant_id != nil {
+		fields = append(fields, blueprint.FieldTenantID)
+	}
+	if m.key != nil {
+		fields = append(fields, blueprint.FieldKey)
+	}
+	if m.first_key != nil {
+		fields = append(fields, blueprint.FieldFirstKey)
+	}
+	if m.steps != nil {
+		fields = append(fields, blueprint.FieldSteps)
+	}
+	if m.image != nil {
+		fields = append(fields, blueprint.FieldImage)
+	}
+	if m.source != nil {
+		fields = append(fields, blueprint.FieldSource)
+	}
+	if m.state != nil {
+		fields = append(fields, blueprint.FieldState)
+	}
+	if m.failure != nil {
+		fields = append(fields, blueprint.FieldFailure)
+	}
+	if m.owner_id != nil {
+		fields = append(fields, blueprint.FieldOwnerID)
+	}
+	if m.build_job_id != nil {
+		fields = append(fields, blueprint.FieldBuildJobID)
+	}
+	if m.steps_built != nil {
+		fields = append(fields, blueprint.FieldStepsBuilt)
+	}
+	if m.export_blob != nil {
+		fields = append(fields, blueprint.FieldExportBlob)
+	}
+	if m.export_bytes != nil {
+		fields = append(fields, blueprint.FieldExportBytes)
+	}
+	if m.nodes != nil {
+		fields = append(fields, blueprint.FieldNodes)
+	}
+	if m.ready_at != nil {
+		fields = append(fields, blueprint.FieldReadyAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *BlueprintMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case blueprint.FieldCreatedAt:
+		return m.CreatedAt()
+	case blueprint.FieldUpdatedAt:
+		return m.UpdatedAt()
+	case blueprint.FieldTenantID:
+		return m.TenantID()
+	case blueprint.FieldKey:
+		return m.Key()
+	case blueprint.FieldFirstKey:
+		return m.FirstKey()
+	case blueprint.FieldSteps:
+		return m.Steps()
+	case blueprint.FieldImage:
+		return m.Image()
+	case blueprint.FieldSource:
+		return m.Source()
+	case blueprint.FieldState:
+		return m.State()
+	case blueprint.FieldFailure:
+		return m.Failure()
+	case blueprint.FieldOwnerID:
+		return m.OwnerID()
+	case blueprint.FieldBuildJobID:
+		return m.BuildJobID()
+	case blueprint.FieldStepsBuilt:
+		return m.StepsBuilt()
+	case blueprint.FieldExportBlob:
+		return m.ExportBlob()
+	case blueprint.FieldExportBytes:
+		return m.ExportBytes()
+	case blueprint.FieldNodes:
+		return m.Nodes()
+	case blueprint.FieldReadyAt:
+		return m.ReadyAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *BlueprintMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case blueprint.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case blueprint.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	case blueprint.FieldTenantID:
+		return m.OldTenantID(ctx)
+	case blueprint.FieldKey:
+		return m.OldKey(ctx)
+	case blueprint.FieldFirstKey:
+		return m.OldFirstKey(ctx)
+	case blueprint.FieldSteps:
+		return m.OldSteps(ctx)
+	case blueprint.FieldImage:
+		return m.OldImage(ctx)
+	case blueprint.FieldSource:
+		return m.OldSource(ctx)
+	case blueprint.FieldState:
+		return m.OldState(ctx)
+	case blueprint.FieldFailure:
+		return m.OldFailure(ctx)
+	case blueprint.FieldOwnerID:
+		return m.OldOwnerID(ctx)
+	case blueprint.FieldBuildJobID:
+		return m.OldBuildJobID(ctx)
+	case blueprint.FieldStepsBuilt:
+		return m.OldStepsBuilt(ctx)
+	case blueprint.FieldExportBlob:
+		return m.OldExportBlob(ctx)
+	case blueprint.FieldExportBytes:
+		return m.OldExportBytes(ctx)
+	case blueprint.FieldNodes:
+		return m.OldNodes(ctx)
+	case blueprint.FieldReadyAt:
+		return m.OldReadyAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown Blueprint field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *BlueprintMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case blueprint.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case blueprint.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	case blueprint.FieldTenantID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTenantID(v)
+		return nil
+	case blueprint.FieldKey:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKey(v)
+		return nil
+	case blueprint.FieldFirstKey:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFirstKey(v)
+		return nil
+	case blueprint.FieldSteps:
+		v, ok := value.([]wire.BuildStep)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSteps(v)
+		return nil
+	case blueprint.FieldImage:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetImage(v)
+		return nil
+	case blueprint.FieldSource:
+		v, ok := value.(blueprint.Source)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSource(v)
+		return nil
+	case blueprint.FieldState:
+		v, ok := value.(blueprint.State)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetState(v)
+		return nil
+	case blueprint.FieldFailure:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFailure(v)
+		return nil
+	case blueprint.FieldOwnerID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOwnerID(v)
+		return nil
+	case blueprint.FieldBuildJobID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetBuildJobID(v)
+		return nil
+	case blueprint.FieldStepsBuilt:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStepsBuilt(v)
+		return nil
+	case blueprint.FieldExportBlob:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetExportBlob(v)
+		return nil
+	case blueprint.FieldExportBytes:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetExportBytes(v)
+		return nil
+	case blueprint.FieldNodes:
+		v, ok := value.([]string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetNodes(v)
+		return nil
+	case blueprint.FieldReadyAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetReadyAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Blueprint field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *BlueprintMutation) AddedFields() []string {
+	var fields []string
+	if m.addsteps_built != nil {
+		fields = append(fields, blueprint.FieldStepsBuilt)
+	}
+	if m.addexport_bytes != nil {
+		fields = append(fields, blueprint.FieldExportBytes)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *BlueprintMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case blueprint.FieldStepsBuilt:
+		return m.AddedStepsBuilt()
+	case blueprint.FieldExportBytes:
+		return m.AddedExportBytes()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *BlueprintMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case blueprint.FieldStepsBuilt:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddStepsBuilt(v)
+		return nil
+	case blueprint.FieldExportBytes:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddExportBytes(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Blueprint numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *BlueprintMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(blueprint.FieldBuildJobID) {
+		fields = append(fields, blueprint.FieldBuildJobID)
+	}
+	if m.FieldCleared(blueprint.FieldNodes) {
+		fields = append(fields, blueprint.FieldNodes)
+	}
+	if m.FieldCleared(blueprint.FieldReadyAt) {
+		fields = append(fields, blueprint.FieldReadyAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *BlueprintMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *BlueprintMutation) ClearField(name string) error {
+	switch name {
+	case blueprint.FieldBuildJobID:
+		m.ClearBuildJobID()
+		return nil
+	case blueprint.FieldNodes:
+		m.ClearNodes()
+		return nil
+	case blueprint.FieldReadyAt:
+		m.ClearReadyAt()
+		return nil
+	}
+	return fmt.Errorf("unknown Blueprint nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *BlueprintMutation) ResetField(name string) error {
+	switch name {
+	case blueprint.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case blueprint.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	case blueprint.FieldTenantID:
+		m.ResetTenantID()
+		return nil
+	case blueprint.FieldKey:
+		m.ResetKey()
+		return nil
+	case blueprint.FieldFirstKey:
+		m.ResetFirstKey()
+		return nil
+	case blueprint.FieldSteps:
+		m.ResetSteps()
+		return nil
+	case blueprint.FieldImage:
+		m.ResetImage()
+		return nil
+	case blueprint.FieldSource:
+		m.ResetSource()
+		return nil
+	case blueprint.FieldState:
+		m.ResetState()
+		return nil
+	case blueprint.FieldFailure:
+		m.ResetFailure()
+		return nil
+	case blueprint.FieldOwnerID:
+		m.ResetOwnerID()
+		return nil
+	case blueprint.FieldBuildJobID:
+		m.ResetBuildJobID()
+		return nil
+	case blueprint.FieldStepsBuilt:
+		m.ResetStepsBuilt()
+		return nil
+	case blueprint.FieldExportBlob:
+		m.ResetExportBlob()
+		return nil
+	case blueprint.FieldExportBytes:
+		m.ResetExportBytes()
+		return nil
+	case blueprint.FieldNodes:
+		m.ResetNodes()
+		return nil
+	case blueprint.FieldReadyAt:
+		m.ResetReadyAt()
+		return nil
+	}
+	return fmt.Errorf("unknown Blueprint field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *BlueprintMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *BlueprintMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *BlueprintMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *BlueprintMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *BlueprintMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *BlueprintMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *BlueprintMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown Blueprint unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *BlueprintMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown Blueprint edge %s", name)
 }
 
 // BucketMutation represents an operation that mutates the Bucket nodes in the graph.
@@ -8248,6 +9611,1099 @@ func (m *EnvironmentMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown Environment edge %s", name)
 }
 
+// ExecutionMutation represents an operation that mutates the Execution nodes in the graph.
+type ExecutionMutation struct {
+	config
+	op             Op
+	typ            string
+	id             *string
+	created_at     *time.Time
+	updated_at     *time.Time
+	tenant_id      *string
+	environment_id *string
+	service        *string
+	user_id        *string
+	command        *[]string
+	appendcommand  []string
+	tty            *bool
+	ended_at       *time.Time
+	exit_code      *int
+	addexit_code   *int
+	error          *string
+	clearedFields  map[string]struct{}
+	job            *string
+	clearedjob     bool
+	done           bool
+	oldValue       func(context.Context) (*Execution, error)
+	predicates     []predicate.Execution
+}
+
+var _ ent.Mutation = (*ExecutionMutation)(nil)
+
+// executionOption allows management of the mutation configuration using functional options.
+type executionOption func(*ExecutionMutation)
+
+// newExecutionMutation creates new mutation for the Execution entity.
+func newExecutionMutation(c config, op Op, opts ...executionOption) *ExecutionMutation {
+	m := &ExecutionMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeExecution,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withExecutionID sets the ID field of the mutation.
+func withExecutionID(id string) executionOption {
+	return func(m *ExecutionMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Execution
+		)
+		m.oldValue = func(ctx context.Context) (*Execution, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Execution.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withExecution sets the old Execution of the mutation.
+func withExecution(node *Execution) executionOption {
+	return func(m *ExecutionMutation) {
+		m.oldValue = func(context.Context) (*Execution, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m ExecutionMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m ExecutionMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of Execution entities.
+func (m *ExecutionMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *ExecutionMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *ExecutionMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Execution.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *ExecutionMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *ExecutionMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the Execution entity.
+// If the Execution object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ExecutionMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *ExecutionMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *ExecutionMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *ExecutionMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the Execution entity.
+// If the Execution object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ExecutionMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *ExecutionMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// SetTenantID sets the "tenant_id" field.
+func (m *ExecutionMutation) SetTenantID(s string) {
+	m.tenant_id = &s
+}
+
+// TenantID returns the value of the "tenant_id" field in the mutation.
+func (m *ExecutionMutation) TenantID() (r string, exists bool) {
+	v := m.tenant_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTenantID returns the old "tenant_id" field's value of the Execution entity.
+// If the Execution object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ExecutionMutation) OldTenantID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTenantID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTenantID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTenantID: %w", err)
+	}
+	return oldValue.TenantID, nil
+}
+
+// ResetTenantID resets all changes to the "tenant_id" field.
+func (m *ExecutionMutation) ResetTenantID() {
+	m.tenant_id = nil
+}
+
+// SetEnvironmentID sets the "environment_id" field.
+func (m *ExecutionMutation) SetEnvironmentID(s string) {
+	m.environment_id = &s
+}
+
+// EnvironmentID returns the value of the "environment_id" field in the mutation.
+func (m *ExecutionMutation) EnvironmentID() (r string, exists bool) {
+	v := m.environment_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEnvironmentID returns the old "environment_id" field's value of the Execution entity.
+// If the Execution object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ExecutionMutation) OldEnvironmentID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEnvironmentID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEnvironmentID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEnvironmentID: %w", err)
+	}
+	return oldValue.EnvironmentID, nil
+}
+
+// ResetEnvironmentID resets all changes to the "environment_id" field.
+func (m *ExecutionMutation) ResetEnvironmentID() {
+	m.environment_id = nil
+}
+
+// SetJobID sets the "job_id" field.
+func (m *ExecutionMutation) SetJobID(s string) {
+	m.job = &s
+}
+
+// JobID returns the value of the "job_id" field in the mutation.
+func (m *ExecutionMutation) JobID() (r string, exists bool) {
+	v := m.job
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldJobID returns the old "job_id" field's value of the Execution entity.
+// If the Execution object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ExecutionMutation) OldJobID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldJobID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldJobID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldJobID: %w", err)
+	}
+	return oldValue.JobID, nil
+}
+
+// ResetJobID resets all changes to the "job_id" field.
+func (m *ExecutionMutation) ResetJobID() {
+	m.job = nil
+}
+
+// SetService sets the "service" field.
+func (m *ExecutionMutation) SetService(s string) {
+	m.service = &s
+}
+
+// Service returns the value of the "service" field in the mutation.
+func (m *ExecutionMutation) Service() (r string, exists bool) {
+	v := m.service
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldService returns the old "service" field's value of the Execution entity.
+// If the Execution object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ExecutionMutation) OldService(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldService is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldService requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldService: %w", err)
+	}
+	return oldValue.Service, nil
+}
+
+// ResetService resets all changes to the "service" field.
+func (m *ExecutionMutation) ResetService() {
+	m.service = nil
+}
+
+// SetUserID sets the "user_id" field.
+func (m *ExecutionMutation) SetUserID(s string) {
+	m.user_id = &s
+}
+
+// UserID returns the value of the "user_id" field in the mutation.
+func (m *ExecutionMutation) UserID() (r string, exists bool) {
+	v := m.user_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUserID returns the old "user_id" field's value of the Execution entity.
+// If the Execution object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ExecutionMutation) OldUserID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUserID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUserID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUserID: %w", err)
+	}
+	return oldValue.UserID, nil
+}
+
+// ClearUserID clears the value of the "user_id" field.
+func (m *ExecutionMutation) ClearUserID() {
+	m.user_id = nil
+	m.clearedFields[execution.FieldUserID] = struct{}{}
+}
+
+// UserIDCleared returns if the "user_id" field was cleared in this mutation.
+func (m *ExecutionMutation) UserIDCleared() bool {
+	_, ok := m.clearedFields[execution.FieldUserID]
+	return ok
+}
+
+// ResetUserID resets all changes to the "user_id" field.
+func (m *ExecutionMutation) ResetUserID() {
+	m.user_id = nil
+	delete(m.clearedFields, execution.FieldUserID)
+}
+
+// SetCommand sets the "command" field.
+func (m *ExecutionMutation) SetCommand(s []string) {
+	m.command = &s
+	m.appendcommand = nil
+}
+
+// Command returns the value of the "command" field in the mutation.
+func (m *ExecutionMutation) Command() (r []string, exists bool) {
+	v := m.command
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCommand returns the old "command" field's value of the Execution entity.
+// If the Execution object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ExecutionMutation) OldCommand(ctx context.Context) (v []string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCommand is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCommand requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCommand: %w", err)
+	}
+	return oldValue.Command, nil
+}
+
+// AppendCommand adds s to the "command" field.
+func (m *ExecutionMutation) AppendCommand(s []string) {
+	m.appendcommand = append(m.appendcommand, s...)
+}
+
+// AppendedCommand returns the list of values that were appended to the "command" field in this mutation.
+func (m *ExecutionMutation) AppendedCommand() ([]string, bool) {
+	if len(m.appendcommand) == 0 {
+		return nil, false
+	}
+	return m.appendcommand, true
+}
+
+// ResetCommand resets all changes to the "command" field.
+func (m *ExecutionMutation) ResetCommand() {
+	m.command = nil
+	m.appendcommand = nil
+}
+
+// SetTty sets the "tty" field.
+func (m *ExecutionMutation) SetTty(b bool) {
+	m.tty = &b
+}
+
+// Tty returns the value of the "tty" field in the mutation.
+func (m *ExecutionMutation) Tty() (r bool, exists bool) {
+	v := m.tty
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTty returns the old "tty" field's value of the Execution entity.
+// If the Execution object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ExecutionMutation) OldTty(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTty is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTty requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTty: %w", err)
+	}
+	return oldValue.Tty, nil
+}
+
+// ResetTty resets all changes to the "tty" field.
+func (m *ExecutionMutation) ResetTty() {
+	m.tty = nil
+}
+
+// SetEndedAt sets the "ended_at" field.
+func (m *ExecutionMutation) SetEndedAt(t time.Time) {
+	m.ended_at = &t
+}
+
+// EndedAt returns the value of the "ended_at" field in the mutation.
+func (m *ExecutionMutation) EndedAt() (r time.Time, exists bool) {
+	v := m.ended_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEndedAt returns the old "ended_at" field's value of the Execution entity.
+// If the Execution object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ExecutionMutation) OldEndedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEndedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEndedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEndedAt: %w", err)
+	}
+	return oldValue.EndedAt, nil
+}
+
+// ClearEndedAt clears the value of the "ended_at" field.
+func (m *ExecutionMutation) ClearEndedAt() {
+	m.ended_at = nil
+	m.clearedFields[execution.FieldEndedAt] = struct{}{}
+}
+
+// EndedAtCleared returns if the "ended_at" field was cleared in this mutation.
+func (m *ExecutionMutation) EndedAtCleared() bool {
+	_, ok := m.clearedFields[execution.FieldEndedAt]
+	return ok
+}
+
+// ResetEndedAt resets all changes to the "ended_at" field.
+func (m *ExecutionMutation) ResetEndedAt() {
+	m.ended_at = nil
+	delete(m.clearedFields, execution.FieldEndedAt)
+}
+
+// SetExitCode sets the "exit_code" field.
+func (m *ExecutionMutation) SetExitCode(i int) {
+	m.exit_code = &i
+	m.addexit_code = nil
+}
+
+// ExitCode returns the value of the "exit_code" field in the mutation.
+func (m *ExecutionMutation) ExitCode() (r int, exists bool) {
+	v := m.exit_code
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldExitCode returns the old "exit_code" field's value of the Execution entity.
+// If the Execution object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ExecutionMutation) OldExitCode(ctx context.Context) (v *int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldExitCode is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldExitCode requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldExitCode: %w", err)
+	}
+	return oldValue.ExitCode, nil
+}
+
+// AddExitCode adds i to the "exit_code" field.
+func (m *ExecutionMutation) AddExitCode(i int) {
+	if m.addexit_code != nil {
+		*m.addexit_code += i
+	} else {
+		m.addexit_code = &i
+	}
+}
+
+// AddedExitCode returns the value that was added to the "exit_code" field in this mutation.
+func (m *ExecutionMutation) AddedExitCode() (r int, exists bool) {
+	v := m.addexit_code
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearExitCode clears the value of the "exit_code" field.
+func (m *ExecutionMutation) ClearExitCode() {
+	m.exit_code = nil
+	m.addexit_code = nil
+	m.clearedFields[execution.FieldExitCode] = struct{}{}
+}
+
+// ExitCodeCleared returns if the "exit_code" field was cleared in this mutation.
+func (m *ExecutionMutation) ExitCodeCleared() bool {
+	_, ok := m.clearedFields[execution.FieldExitCode]
+	return ok
+}
+
+// ResetExitCode resets all changes to the "exit_code" field.
+func (m *ExecutionMutation) ResetExitCode() {
+	m.exit_code = nil
+	m.addexit_code = nil
+	delete(m.clearedFields, execution.FieldExitCode)
+}
+
+// SetError sets the "error" field.
+func (m *ExecutionMutation) SetError(s string) {
+	m.error = &s
+}
+
+// Error returns the value of the "error" field in the mutation.
+func (m *ExecutionMutation) Error() (r string, exists bool) {
+	v := m.error
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldError returns the old "error" field's value of the Execution entity.
+// If the Execution object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ExecutionMutation) OldError(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldError is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldError requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldError: %w", err)
+	}
+	return oldValue.Error, nil
+}
+
+// ResetError resets all changes to the "error" field.
+func (m *ExecutionMutation) ResetError() {
+	m.error = nil
+}
+
+// ClearJob clears the "job" edge to the Job entity.
+func (m *ExecutionMutation) ClearJob() {
+	m.clearedjob = true
+	m.clearedFields[execution.FieldJobID] = struct{}{}
+}
+
+// JobCleared reports if the "job" edge to the Job entity was cleared.
+func (m *ExecutionMutation) JobCleared() bool {
+	return m.clearedjob
+}
+
+// JobIDs returns the "job" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// JobID instead. It exists only for internal usage by the builders.
+func (m *ExecutionMutation) JobIDs() (ids []string) {
+	if id := m.job; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetJob resets all changes to the "job" edge.
+func (m *ExecutionMutation) ResetJob() {
+	m.job = nil
+	m.clearedjob = false
+}
+
+// Where appends a list predicates to the ExecutionMutation builder.
+func (m *ExecutionMutation) Where(ps ...predicate.Execution) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the ExecutionMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *ExecutionMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Execution, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *ExecutionMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *ExecutionMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Execution).
+func (m *ExecutionMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *ExecutionMutation) Fields() []string {
+	fields := make([]string, 0, 12)
+	if m.created_at != nil {
+		fields = append(fields, execution.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, execution.FieldUpdatedAt)
+	}
+	if m.tenant_id != nil {
+		fields = append(fields, execution.FieldTenantID)
+	}
+	if m.environment_id != nil {
+		fields = append(fields, execution.FieldEnvironmentID)
+	}
+	if m.job != nil {
+		fields = append(fields, execution.FieldJobID)
+	}
+	if m.service != nil {
+		fields = append(fields, execution.FieldService)
+	}
+	if m.user_id != nil {
+		fields = append(fields, execution.FieldUserID)
+	}
+	if m.command != nil {
+		fields = append(fields, execution.FieldCommand)
+	}
+	if m.tty != nil {
+		fields = append(fields, execution.FieldTty)
+	}
+	if m.ended_at != nil {
+		fields = append(fields, execution.FieldEndedAt)
+	}
+	if m.exit_code != nil {
+		fields = append(fields, execution.FieldExitCode)
+	}
+	if m.error != nil {
+		fields = append(fields, execution.FieldError)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *ExecutionMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case execution.FieldCreatedAt:
+		return m.CreatedAt()
+	case execution.FieldUpdatedAt:
+		return m.UpdatedAt()
+	case execution.FieldTenantID:
+		return m.TenantID()
+	case execution.FieldEnvironmentID:
+		return m.EnvironmentID()
+	case execution.FieldJobID:
+		return m.JobID()
+	case execution.FieldService:
+		return m.Service()
+	case execution.FieldUserID:
+		return m.UserID()
+	case execution.FieldCommand:
+		return m.Command()
+	case execution.FieldTty:
+		return m.Tty()
+	case execution.FieldEndedAt:
+		return m.EndedAt()
+	case execution.FieldExitCode:
+		return m.ExitCode()
+	case execution.FieldError:
+		return m.Error()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *ExecutionMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case execution.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case execution.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	case execution.FieldTenantID:
+		return m.OldTenantID(ctx)
+	case execution.FieldEnvironmentID:
+		return m.OldEnvironmentID(ctx)
+	case execution.FieldJobID:
+		return m.OldJobID(ctx)
+	case execution.FieldService:
+		return m.OldService(ctx)
+	case execution.FieldUserID:
+		return m.OldUserID(ctx)
+	case execution.FieldCommand:
+		return m.OldCommand(ctx)
+	case execution.FieldTty:
+		return m.OldTty(ctx)
+	case execution.FieldEndedAt:
+		return m.OldEndedAt(ctx)
+	case execution.FieldExitCode:
+		return m.OldExitCode(ctx)
+	case execution.FieldError:
+		return m.OldError(ctx)
+	}
+	return nil, fmt.Errorf("unknown Execution field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ExecutionMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case execution.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case execution.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	case execution.FieldTenantID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTenantID(v)
+		return nil
+	case execution.FieldEnvironmentID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEnvironmentID(v)
+		return nil
+	case execution.FieldJobID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetJobID(v)
+		return nil
+	case execution.FieldService:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetService(v)
+		return nil
+	case execution.FieldUserID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUserID(v)
+		return nil
+	case execution.FieldCommand:
+		v, ok := value.([]string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCommand(v)
+		return nil
+	case execution.FieldTty:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTty(v)
+		return nil
+	case execution.FieldEndedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEndedAt(v)
+		return nil
+	case execution.FieldExitCode:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetExitCode(v)
+		return nil
+	case execution.FieldError:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetError(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Execution field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *ExecutionMutation) AddedFields() []string {
+	var fields []string
+	if m.addexit_code != nil {
+		fields = append(fields, execution.FieldExitCode)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *ExecutionMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case execution.FieldExitCode:
+		return m.AddedExitCode()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ExecutionMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case execution.FieldExitCode:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddExitCode(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Execution numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *ExecutionMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(execution.FieldUserID) {
+		fields = append(fields, execution.FieldUserID)
+	}
+	if m.FieldCleared(execution.FieldEndedAt) {
+		fields = append(fields, execution.FieldEndedAt)
+	}
+	if m.FieldCleared(execution.FieldExitCode) {
+		fields = append(fields, execution.FieldExitCode)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *ExecutionMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *ExecutionMutation) ClearField(name string) error {
+	switch name {
+	case execution.FieldUserID:
+		m.ClearUserID()
+		return nil
+	case execution.FieldEndedAt:
+		m.ClearEndedAt()
+		return nil
+	case execution.FieldExitCode:
+		m.ClearExitCode()
+		return nil
+	}
+	return fmt.Errorf("unknown Execution nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *ExecutionMutation) ResetField(name string) error {
+	switch name {
+	case execution.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case execution.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	case execution.FieldTenantID:
+		m.ResetTenantID()
+		return nil
+	case execution.FieldEnvironmentID:
+		m.ResetEnvironmentID()
+		return nil
+	case execution.FieldJobID:
+		m.ResetJobID()
+		return nil
+	case execution.FieldService:
+		m.ResetService()
+		return nil
+	case execution.FieldUserID:
+		m.ResetUserID()
+		return nil
+	case execution.FieldCommand:
+		m.ResetCommand()
+		return nil
+	case execution.FieldTty:
+		m.ResetTty()
+		return nil
+	case execution.FieldEndedAt:
+		m.ResetEndedAt()
+		return nil
+	case execution.FieldExitCode:
+		m.ResetExitCode()
+		return nil
+	case execution.FieldError:
+		m.ResetError()
+		return nil
+	}
+	return fmt.Errorf("unknown Execution field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *ExecutionMutation) AddedEdges() []string {
+	edges := make([]string, 0, 1)
+	if m.job != nil {
+		edges = append(edges, execution.EdgeJob)
+	}
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *ExecutionMutation) AddedIDs(name string) []ent.Value {
+	switch name {
+	case execution.EdgeJob:
+		if id := m.job; id != nil {
+			return []ent.Value{*id}
+		}
+	}
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *ExecutionMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 1)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *ExecutionMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *ExecutionMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 1)
+	if m.clearedjob {
+		edges = append(edges, execution.EdgeJob)
+	}
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *ExecutionMutation) EdgeCleared(name string) bool {
+	switch name {
+	case execution.EdgeJob:
+		return m.clearedjob
+	}
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *ExecutionMutation) ClearEdge(name string) error {
+	switch name {
+	case execution.EdgeJob:
+		m.ClearJob()
+		return nil
+	}
+	return fmt.Errorf("unknown Execution unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *ExecutionMutation) ResetEdge(name string) error {
+	switch name {
+	case execution.EdgeJob:
+		m.ResetJob()
+		return nil
+	}
+	return fmt.Errorf("unknown Execution edge %s", name)
+}
+
 // FunctionMutation represents an operation that mutates the Function nodes in the graph.
 type FunctionMutation struct {
 	config
@@ -8298,6 +10754,11 @@ type FunctionMutation struct {
 	secrets                     *[]string
 	appendsecrets               []string
 	cron                        *string
+	ports                       *[]int
+	appendports                 []int
+	command                     *[]string
+	appendcommand               []string
+	blueprint_id                *string
 	stopped_at                  *time.Time
 	next_run_at                 *time.Time
 	last_run_at                 *time.Time
@@ -9887,6 +12348,185 @@ func (m *FunctionMutation) ResetCron() {
 	m.cron = nil
 }
 
+// SetPorts sets the "ports" field.
+func (m *FunctionMutation) SetPorts(i []int) {
+	m.ports = &i
+	m.appendports = nil
+}
+
+// Ports returns the value of the "ports" field in the mutation.
+func (m *FunctionMutation) Ports() (r []int, exists bool) {
+	v := m.ports
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPorts returns the old "ports" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldPorts(ctx context.Context) (v []int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPorts is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPorts requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPorts: %w", err)
+	}
+	return oldValue.Ports, nil
+}
+
+// AppendPorts adds i to the "ports" field.
+func (m *FunctionMutation) AppendPorts(i []int) {
+	m.appendports = append(m.appendports, i...)
+}
+
+// AppendedPorts returns the list of values that were appended to the "ports" field in this mutation.
+func (m *FunctionMutation) AppendedPorts() ([]int, bool) {
+	if len(m.appendports) == 0 {
+		return nil, false
+	}
+	return m.appendports, true
+}
+
+// ClearPorts clears the value of the "ports" field.
+func (m *FunctionMutation) ClearPorts() {
+	m.ports = nil
+	m.appendports = nil
+	m.clearedFields[function.FieldPorts] = struct{}{}
+}
+
+// PortsCleared returns if the "ports" field was cleared in this mutation.
+func (m *FunctionMutation) PortsCleared() bool {
+	_, ok := m.clearedFields[function.FieldPorts]
+	return ok
+}
+
+// ResetPorts resets all changes to the "ports" field.
+func (m *FunctionMutation) ResetPorts() {
+	m.ports = nil
+	m.appendports = nil
+	delete(m.clearedFields, function.FieldPorts)
+}
+
+// SetCommand sets the "command" field.
+func (m *FunctionMutation) SetCommand(s []string) {
+	m.command = &s
+	m.appendcommand = nil
+}
+
+// Command returns the value of the "command" field in the mutation.
+func (m *FunctionMutation) Command() (r []string, exists bool) {
+	v := m.command
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCommand returns the old "command" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldCommand(ctx context.Context) (v []string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCommand is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCommand requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCommand: %w", err)
+	}
+	return oldValue.Command, nil
+}
+
+// AppendCommand adds s to the "command" field.
+func (m *FunctionMutation) AppendCommand(s []string) {
+	m.appendcommand = append(m.appendcommand, s...)
+}
+
+// AppendedCommand returns the list of values that were appended to the "command" field in this mutation.
+func (m *FunctionMutation) AppendedCommand() ([]string, bool) {
+	if len(m.appendcommand) == 0 {
+		return nil, false
+	}
+	return m.appendcommand, true
+}
+
+// ClearCommand clears the value of the "command" field.
+func (m *FunctionMutation) ClearCommand() {
+	m.command = nil
+	m.appendcommand = nil
+	m.clearedFields[function.FieldCommand] = struct{}{}
+}
+
+// CommandCleared returns if the "command" field was cleared in this mutation.
+func (m *FunctionMutation) CommandCleared() bool {
+	_, ok := m.clearedFields[function.FieldCommand]
+	return ok
+}
+
+// ResetCommand resets all changes to the "command" field.
+func (m *FunctionMutation) ResetCommand() {
+	m.command = nil
+	m.appendcommand = nil
+	delete(m.clearedFields, function.FieldCommand)
+}
+
+// SetBlueprintID sets the "blueprint_id" field.
+func (m *FunctionMutation) SetBlueprintID(s string) {
+	m.blueprint_id = &s
+}
+
+// BlueprintID returns the value of the "blueprint_id" field in the mutation.
+func (m *FunctionMutation) BlueprintID() (r string, exists bool) {
+	v := m.blueprint_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldBlueprintID returns the old "blueprint_id" field's value of the Function entity.
+// If the Function object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *FunctionMutation) OldBlueprintID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldBlueprintID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldBlueprintID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldBlueprintID: %w", err)
+	}
+	return oldValue.BlueprintID, nil
+}
+
+// ClearBlueprintID clears the value of the "blueprint_id" field.
+func (m *FunctionMutation) ClearBlueprintID() {
+	m.blueprint_id = nil
+	m.clearedFields[function.FieldBlueprintID] = struct{}{}
+}
+
+// BlueprintIDCleared returns if the "blueprint_id" field was cleared in this mutation.
+func (m *FunctionMutation) BlueprintIDCleared() bool {
+	_, ok := m.clearedFields[function.FieldBlueprintID]
+	return ok
+}
+
+// ResetBlueprintID resets all changes to the "blueprint_id" field.
+func (m *FunctionMutation) ResetBlueprintID() {
+	m.blueprint_id = nil
+	delete(m.clearedFields, function.FieldBlueprintID)
+}
+
 // SetStoppedAt sets the "stopped_at" field.
 func (m *FunctionMutation) SetStoppedAt(t time.Time) {
 	m.stopped_at = &t
@@ -10335,7 +12975,7 @@ func (m *FunctionMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *FunctionMutation) Fields() []string {
-	fields := make([]string, 0, 37)
+	fields := make([]string, 0, 40)
 	if m.created_at != nil {
 		fields = append(fields, function.FieldCreatedAt)
 	}
@@ -10432,6 +13072,15 @@ func (m *FunctionMutation) Fields() []string {
 	if m.cron != nil {
 		fields = append(fields, function.FieldCron)
 	}
+	if m.ports != nil {
+		fields = append(fields, function.FieldPorts)
+	}
+	if m.command != nil {
+		fields = append(fields, function.FieldCommand)
+	}
+	if m.blueprint_id != nil {
+		fields = append(fields, function.FieldBlueprintID)
+	}
 	if m.stopped_at != nil {
 		fields = append(fields, function.FieldStoppedAt)
 	}
@@ -10519,6 +13168,12 @@ func (m *FunctionMutation) Field(name string) (ent.Value, bool) {
 		return m.Secrets()
 	case function.FieldCron:
 		return m.Cron()
+	case function.FieldPorts:
+		return m.Ports()
+	case function.FieldCommand:
+		return m.Command()
+	case function.FieldBlueprintID:
+		return m.BlueprintID()
 	case function.FieldStoppedAt:
 		return m.StoppedAt()
 	case function.FieldNextRunAt:
@@ -10602,6 +13257,12 @@ func (m *FunctionMutation) OldField(ctx context.Context, name string) (ent.Value
 		return m.OldSecrets(ctx)
 	case function.FieldCron:
 		return m.OldCron(ctx)
+	case function.FieldPorts:
+		return m.OldPorts(ctx)
+	case function.FieldCommand:
+		return m.OldCommand(ctx)
+	case function.FieldBlueprintID:
+		return m.OldBlueprintID(ctx)
 	case function.FieldStoppedAt:
 		return m.OldStoppedAt(ctx)
 	case function.FieldNextRunAt:
@@ -10845,6 +13506,27 @@ func (m *FunctionMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetCron(v)
 		return nil
+	case function.FieldPorts:
+		v, ok := value.([]int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPorts(v)
+		return nil
+	case function.FieldCommand:
+		v, ok := value.([]string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCommand(v)
+		return nil
+	case function.FieldBlueprintID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetBlueprintID(v)
+		return nil
 	case function.FieldStoppedAt:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -11078,6 +13760,15 @@ func (m *FunctionMutation) ClearedFields() []string {
 	if m.FieldCleared(function.FieldSecrets) {
 		fields = append(fields, function.FieldSecrets)
 	}
+	if m.FieldCleared(function.FieldPorts) {
+		fields = append(fields, function.FieldPorts)
+	}
+	if m.FieldCleared(function.FieldCommand) {
+		fields = append(fields, function.FieldCommand)
+	}
+	if m.FieldCleared(function.FieldBlueprintID) {
+		fields = append(fields, function.FieldBlueprintID)
+	}
 	if m.FieldCleared(function.FieldStoppedAt) {
 		fields = append(fields, function.FieldStoppedAt)
 	}
@@ -11112,6 +13803,15 @@ func (m *FunctionMutation) ClearField(name string) error {
 		return nil
 	case function.FieldSecrets:
 		m.ClearSecrets()
+		return nil
+	case function.FieldPorts:
+		m.ClearPorts()
+		return nil
+	case function.FieldCommand:
+		m.ClearCommand()
+		return nil
+	case function.FieldBlueprintID:
+		m.ClearBlueprintID()
 		return nil
 	case function.FieldStoppedAt:
 		m.ClearStoppedAt()
@@ -11228,6 +13928,15 @@ func (m *FunctionMutation) ResetField(name string) error {
 		return nil
 	case function.FieldCron:
 		m.ResetCron()
+		return nil
+	case function.FieldPorts:
+		m.ResetPorts()
+		return nil
+	case function.FieldCommand:
+		m.ResetCommand()
+		return nil
+	case function.FieldBlueprintID:
+		m.ResetBlueprintID()
 		return nil
 	case function.FieldStoppedAt:
 		m.ResetStoppedAt()
@@ -13519,6 +16228,7 @@ type JobMutation struct {
 	started_at             *time.Time
 	finished_at            *time.Time
 	interactive            *bool
+	kind                   *job.Kind
 	priority               *int
 	addpriority            *int
 	timeout_seconds        *int
@@ -13551,6 +16261,9 @@ type JobMutation struct {
 	services               map[string]struct{}
 	removedservices        map[string]struct{}
 	clearedservices        bool
+	executions             map[string]struct{}
+	removedexecutions      map[string]struct{}
+	clearedexecutions      bool
 	done                   bool
 	oldValue               func(context.Context) (*Job, error)
 	predicates             []predicate.Job
@@ -14201,6 +16914,42 @@ func (m *JobMutation) OldInteractive(ctx context.Context) (v bool, err error) {
 // ResetInteractive resets all changes to the "interactive" field.
 func (m *JobMutation) ResetInteractive() {
 	m.interactive = nil
+}
+
+// SetKind sets the "kind" field.
+func (m *JobMutation) SetKind(j job.Kind) {
+	m.kind = &j
+}
+
+// Kind returns the value of the "kind" field in the mutation.
+func (m *JobMutation) Kind() (r job.Kind, exists bool) {
+	v := m.kind
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKind returns the old "kind" field's value of the Job entity.
+// If the Job object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobMutation) OldKind(ctx context.Context) (v job.Kind, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKind is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKind requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKind: %w", err)
+	}
+	return oldValue.Kind, nil
+}
+
+// ResetKind resets all changes to the "kind" field.
+func (m *JobMutation) ResetKind() {
+	m.kind = nil
 }
 
 // SetPriority sets the "priority" field.
@@ -15025,6 +17774,60 @@ func (m *JobMutation) ResetServices() {
 	m.removedservices = nil
 }
 
+// AddExecutionIDs adds the "executions" edge to the Execution entity by ids.
+func (m *JobMutation) AddExecutionIDs(ids ...string) {
+	if m.executions == nil {
+		m.executions = make(map[string]struct{})
+	}
+	for i := range ids {
+		m.executions[ids[i]] = struct{}{}
+	}
+}
+
+// ClearExecutions clears the "executions" edge to the Execution entity.
+func (m *JobMutation) ClearExecutions() {
+	m.clearedexecutions = true
+}
+
+// ExecutionsCleared reports if the "executions" edge to the Execution entity was cleared.
+func (m *JobMutation) ExecutionsCleared() bool {
+	return m.clearedexecutions
+}
+
+// RemoveExecutionIDs removes the "executions" edge to the Execution entity by IDs.
+func (m *JobMutation) RemoveExecutionIDs(ids ...string) {
+	if m.removedexecutions == nil {
+		m.removedexecutions = make(map[string]struct{})
+	}
+	for i := range ids {
+		delete(m.executions, ids[i])
+		m.removedexecutions[ids[i]] = struct{}{}
+	}
+}
+
+// RemovedExecutions returns the removed IDs of the "executions" edge to the Execution entity.
+func (m *JobMutation) RemovedExecutionsIDs() (ids []string) {
+	for id := range m.removedexecutions {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// ExecutionsIDs returns the "executions" edge IDs in the mutation.
+func (m *JobMutation) ExecutionsIDs() (ids []string) {
+	for id := range m.executions {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// ResetExecutions resets all changes to the "executions" edge.
+func (m *JobMutation) ResetExecutions() {
+	m.executions = nil
+	m.clearedexecutions = false
+	m.removedexecutions = nil
+}
+
 // Where appends a list predicates to the JobMutation builder.
 func (m *JobMutation) Where(ps ...predicate.Job) {
 	m.predicates = append(m.predicates, ps...)
@@ -15059,7 +17862,7 @@ func (m *JobMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *JobMutation) Fields() []string {
-	fields := make([]string, 0, 27)
+	fields := make([]string, 0, 28)
 	if m.created_at != nil {
 		fields = append(fields, job.FieldCreatedAt)
 	}
@@ -15101,6 +17904,9 @@ func (m *JobMutation) Fields() []string {
 	}
 	if m.interactive != nil {
 		fields = append(fields, job.FieldInteractive)
+	}
+	if m.kind != nil {
+		fields = append(fields, job.FieldKind)
 	}
 	if m.priority != nil {
 		fields = append(fields, job.FieldPriority)
@@ -15177,6 +17983,8 @@ func (m *JobMutation) Field(name string) (ent.Value, bool) {
 		return m.OwnerID()
 	case job.FieldInteractive:
 		return m.Interactive()
+	case job.FieldKind:
+		return m.Kind()
 	case job.FieldPriority:
 		return m.Priority()
 	case job.FieldTimeoutSeconds:
@@ -15240,6 +18048,8 @@ func (m *JobMutation) OldField(ctx context.Context, name string) (ent.Value, err
 		return m.OldOwnerID(ctx)
 	case job.FieldInteractive:
 		return m.OldInteractive(ctx)
+	case job.FieldKind:
+		return m.OldKind(ctx)
 	case job.FieldPriority:
 		return m.OldPriority(ctx)
 	case job.FieldTimeoutSeconds:
@@ -15372,6 +18182,13 @@ func (m *JobMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetInteractive(v)
+		return nil
+	case job.FieldKind:
+		v, ok := value.(job.Kind)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKind(v)
 		return nil
 	case job.FieldPriority:
 		v, ok := value.(int)
@@ -15705,6 +18522,9 @@ func (m *JobMutation) ResetField(name string) error {
 	case job.FieldInteractive:
 		m.ResetInteractive()
 		return nil
+	case job.FieldKind:
+		m.ResetKind()
+		return nil
 	case job.FieldPriority:
 		m.ResetPriority()
 		return nil
@@ -15750,7 +18570,7 @@ func (m *JobMutation) ResetField(name string) error {
 
 // AddedEdges returns all edge names that were set/added in this mutation.
 func (m *JobMutation) AddedEdges() []string {
-	edges := make([]string, 0, 4)
+	edges := make([]string, 0, 5)
 	if m.queue != nil {
 		edges = append(edges, job.EdgeQueue)
 	}
@@ -15762,6 +18582,9 @@ func (m *JobMutation) AddedEdges() []string {
 	}
 	if m.services != nil {
 		edges = append(edges, job.EdgeServices)
+	}
+	if m.executions != nil {
+		edges = append(edges, job.EdgeExecutions)
 	}
 	return edges
 }
@@ -15788,15 +18611,24 @@ func (m *JobMutation) AddedIDs(name string) []ent.Value {
 			ids = append(ids, id)
 		}
 		return ids
+	case job.EdgeExecutions:
+		ids := make([]ent.Value, 0, len(m.executions))
+		for id := range m.executions {
+			ids = append(ids, id)
+		}
+		return ids
 	}
 	return nil
 }
 
 // RemovedEdges returns all edge names that were removed in this mutation.
 func (m *JobMutation) RemovedEdges() []string {
-	edges := make([]string, 0, 4)
+	edges := make([]string, 0, 5)
 	if m.removedservices != nil {
 		edges = append(edges, job.EdgeServices)
+	}
+	if m.removedexecutions != nil {
+		edges = append(edges, job.EdgeExecutions)
 	}
 	return edges
 }
@@ -15811,13 +18643,19 @@ func (m *JobMutation) RemovedIDs(name string) []ent.Value {
 			ids = append(ids, id)
 		}
 		return ids
+	case job.EdgeExecutions:
+		ids := make([]ent.Value, 0, len(m.removedexecutions))
+		for id := range m.removedexecutions {
+			ids = append(ids, id)
+		}
+		return ids
 	}
 	return nil
 }
 
 // ClearedEdges returns all edge names that were cleared in this mutation.
 func (m *JobMutation) ClearedEdges() []string {
-	edges := make([]string, 0, 4)
+	edges := make([]string, 0, 5)
 	if m.clearedqueue {
 		edges = append(edges, job.EdgeQueue)
 	}
@@ -15829,6 +18667,9 @@ func (m *JobMutation) ClearedEdges() []string {
 	}
 	if m.clearedservices {
 		edges = append(edges, job.EdgeServices)
+	}
+	if m.clearedexecutions {
+		edges = append(edges, job.EdgeExecutions)
 	}
 	return edges
 }
@@ -15845,6 +18686,8 @@ func (m *JobMutation) EdgeCleared(name string) bool {
 		return m.clearedowner
 	case job.EdgeServices:
 		return m.clearedservices
+	case job.EdgeExecutions:
+		return m.clearedexecutions
 	}
 	return false
 }
@@ -15881,6 +18724,9 @@ func (m *JobMutation) ResetEdge(name string) error {
 		return nil
 	case job.EdgeServices:
 		m.ResetServices()
+		return nil
+	case job.EdgeExecutions:
+		m.ResetExecutions()
 		return nil
 	}
 	return fmt.Errorf("unknown Job edge %s", name)

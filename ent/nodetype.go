@@ -7,10 +7,12 @@ import (
 	"github.com/levers9/levers9/ent/apitoken"
 	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
+	"github.com/levers9/levers9/ent/blueprint"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/charge"
 	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/environment"
+	"github.com/levers9/levers9/ent/execution"
 	"github.com/levers9/levers9/ent/function"
 	"github.com/levers9/levers9/ent/functionmap"
 	"github.com/levers9/levers9/ent/group"
@@ -38,7 +40,7 @@ var tablesByPrefix = map[string]string{
 	"svc": service.Table, "sto": storage.Table, "tnt": tenant.Table,
 	"usr": user.Table,
 	"app": app.Table, "fn": function.Table, "task": task.Table, "map": functionmap.Table, "ctr": container.Table,
-	"sec": secret.Table,
+	"sec": secret.Table, "bp": blueprint.Table, "ex": execution.Table,
 }
 
 // NodeType resolves the table of an ID from its prefix, for Noder.

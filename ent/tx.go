@@ -22,6 +22,8 @@ type Tx struct {
 	AuditEvent *AuditEventClient
 	// Blob is the client for interacting with the Blob builders.
 	Blob *BlobClient
+	// Blueprint is the client for interacting with the Blueprint builders.
+	Blueprint *BlueprintClient
 	// Bucket is the client for interacting with the Bucket builders.
 	Bucket *BucketClient
 	// Charge is the client for interacting with the Charge builders.
@@ -30,6 +32,8 @@ type Tx struct {
 	Container *ContainerClient
 	// Environment is the client for interacting with the Environment builders.
 	Environment *EnvironmentClient
+	// Execution is the client for interacting with the Execution builders.
+	Execution *ExecutionClient
 	// Function is the client for interacting with the Function builders.
 	Function *FunctionClient
 	// FunctionMap is the client for interacting with the FunctionMap builders.
@@ -199,10 +203,12 @@ func (tx *Tx) init() {
 	tx.App = NewAppClient(tx.config)
 	tx.AuditEvent = NewAuditEventClient(tx.config)
 	tx.Blob = NewBlobClient(tx.config)
+	tx.Blueprint = NewBlueprintClient(tx.config)
 	tx.Bucket = NewBucketClient(tx.config)
 	tx.Charge = NewChargeClient(tx.config)
 	tx.Container = NewContainerClient(tx.config)
 	tx.Environment = NewEnvironmentClient(tx.config)
+	tx.Execution = NewExecutionClient(tx.config)
 	tx.Function = NewFunctionClient(tx.config)
 	tx.FunctionMap = NewFunctionMapClient(tx.config)
 	tx.Group = NewGroupClient(tx.config)

@@ -7,6 +7,7 @@ package graph
 
 import (
 	"context"
+	"fmt"
 
 	"entgo.io/contrib/entgql"
 	"github.com/levers9/levers9/ent"
@@ -37,6 +38,11 @@ func (r *queryResolver) Apps(ctx context.Context, after *entgql.Cursor[string], 
 func (r *queryResolver) AuditEvents(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.AuditEventOrder, where *ent.AuditEventWhereInput) (*ent.AuditEventConnection, error) {
 	return r.Ent.AuditEvent.Query().Paginate(ctx, after, first, before, last,
 		ent.WithAuditEventOrder(orderBy), ent.WithAuditEventFilter(where.Filter))
+}
+
+// Blueprints is the resolver for the blueprints field.
+func (r *queryResolver) Blueprints(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.BlueprintOrder, where *ent.BlueprintWhereInput) (*ent.BlueprintConnection, error) {
+	panic(fmt.Errorf("not implemented: Blueprints - blueprints"))
 }
 
 // Buckets is the resolver for the buckets field.

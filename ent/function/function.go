@@ -82,6 +82,12 @@ const (
 	FieldSecrets = "secrets"
 	// FieldCron holds the string denoting the cron field in the database.
 	FieldCron = "cron"
+	// FieldPorts holds the string denoting the ports field in the database.
+	FieldPorts = "ports"
+	// FieldCommand holds the string denoting the command field in the database.
+	FieldCommand = "command"
+	// FieldBlueprintID holds the string denoting the blueprint_id field in the database.
+	FieldBlueprintID = "blueprint_id"
 	// FieldStoppedAt holds the string denoting the stopped_at field in the database.
 	FieldStoppedAt = "stopped_at"
 	// FieldNextRunAt holds the string denoting the next_run_at field in the database.
@@ -167,6 +173,9 @@ var Columns = []string{
 	FieldPublic,
 	FieldSecrets,
 	FieldCron,
+	FieldPorts,
+	FieldCommand,
+	FieldBlueprintID,
 	FieldStoppedAt,
 	FieldNextRunAt,
 	FieldLastRunAt,
@@ -266,6 +275,7 @@ const (
 	KindREALTIME   Kind = "REALTIME"
 	KindTASK_QUEUE Kind = "TASK_QUEUE"
 	KindCRON       Kind = "CRON"
+	KindBOX        Kind = "BOX"
 )
 
 func (k Kind) String() string {
@@ -275,7 +285,7 @@ func (k Kind) String() string {
 // KindValidator is a validator for the "kind" field enum values. It is called by the builders before save.
 func KindValidator(k Kind) error {
 	switch k {
-	case KindFUNCTION, KindENDPOINT, KindASGI, KindREALTIME, KindTASK_QUEUE, KindCRON:
+	case KindFUNCTION, KindENDPOINT, KindASGI, KindREALTIME, KindTASK_QUEUE, KindCRON, KindBOX:
 		return nil
 	default:
 		return fmt.Errorf("function: invalid enum value for kind field: %q", k)
@@ -438,6 +448,11 @@ func ByPublic(opts ...sql.OrderTermOption) OrderOption {
 // ByCron orders the results by the cron field.
 func ByCron(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldCron, opts...).ToFunc()
+}
+
+// ByBlueprintID orders the results by the blueprint_id field.
+func ByBlueprintID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldBlueprintID, opts...).ToFunc()
 }
 
 // ByStoppedAt orders the results by the stopped_at field.

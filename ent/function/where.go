@@ -210,6 +210,11 @@ func Cron(v string) predicate.Function {
 	return predicate.Function(sql.FieldEQ(FieldCron, v))
 }
 
+// BlueprintID applies equality check predicate on the "blueprint_id" field. It's identical to BlueprintIDEQ.
+func BlueprintID(v string) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldBlueprintID, v))
+}
+
 // StoppedAt applies equality check predicate on the "stopped_at" field. It's identical to StoppedAtEQ.
 func StoppedAt(v time.Time) predicate.Function {
 	return predicate.Function(sql.FieldEQ(FieldStoppedAt, v))
@@ -1763,6 +1768,101 @@ func CronEqualFold(v string) predicate.Function {
 // CronContainsFold applies the ContainsFold predicate on the "cron" field.
 func CronContainsFold(v string) predicate.Function {
 	return predicate.Function(sql.FieldContainsFold(FieldCron, v))
+}
+
+// PortsIsNil applies the IsNil predicate on the "ports" field.
+func PortsIsNil() predicate.Function {
+	return predicate.Function(sql.FieldIsNull(FieldPorts))
+}
+
+// PortsNotNil applies the NotNil predicate on the "ports" field.
+func PortsNotNil() predicate.Function {
+	return predicate.Function(sql.FieldNotNull(FieldPorts))
+}
+
+// CommandIsNil applies the IsNil predicate on the "command" field.
+func CommandIsNil() predicate.Function {
+	return predicate.Function(sql.FieldIsNull(FieldCommand))
+}
+
+// CommandNotNil applies the NotNil predicate on the "command" field.
+func CommandNotNil() predicate.Function {
+	return predicate.Function(sql.FieldNotNull(FieldCommand))
+}
+
+// BlueprintIDEQ applies the EQ predicate on the "blueprint_id" field.
+func BlueprintIDEQ(v string) predicate.Function {
+	return predicate.Function(sql.FieldEQ(FieldBlueprintID, v))
+}
+
+// BlueprintIDNEQ applies the NEQ predicate on the "blueprint_id" field.
+func BlueprintIDNEQ(v string) predicate.Function {
+	return predicate.Function(sql.FieldNEQ(FieldBlueprintID, v))
+}
+
+// BlueprintIDIn applies the In predicate on the "blueprint_id" field.
+func BlueprintIDIn(vs ...string) predicate.Function {
+	return predicate.Function(sql.FieldIn(FieldBlueprintID, vs...))
+}
+
+// BlueprintIDNotIn applies the NotIn predicate on the "blueprint_id" field.
+func BlueprintIDNotIn(vs ...string) predicate.Function {
+	return predicate.Function(sql.FieldNotIn(FieldBlueprintID, vs...))
+}
+
+// BlueprintIDGT applies the GT predicate on the "blueprint_id" field.
+func BlueprintIDGT(v string) predicate.Function {
+	return predicate.Function(sql.FieldGT(FieldBlueprintID, v))
+}
+
+// BlueprintIDGTE applies the GTE predicate on the "blueprint_id" field.
+func BlueprintIDGTE(v string) predicate.Function {
+	return predicate.Function(sql.FieldGTE(FieldBlueprintID, v))
+}
+
+// BlueprintIDLT applies the LT predicate on the "blueprint_id" field.
+func BlueprintIDLT(v string) predicate.Function {
+	return predicate.Function(sql.FieldLT(FieldBlueprintID, v))
+}
+
+// BlueprintIDLTE applies the LTE predicate on the "blueprint_id" field.
+func BlueprintIDLTE(v string) predicate.Function {
+	return predicate.Function(sql.FieldLTE(FieldBlueprintID, v))
+}
+
+// BlueprintIDContains applies the Contains predicate on the "blueprint_id" field.
+func BlueprintIDContains(v string) predicate.Function {
+	return predicate.Function(sql.FieldContains(FieldBlueprintID, v))
+}
+
+// BlueprintIDHasPrefix applies the HasPrefix predicate on the "blueprint_id" field.
+func BlueprintIDHasPrefix(v string) predicate.Function {
+	return predicate.Function(sql.FieldHasPrefix(FieldBlueprintID, v))
+}
+
+// BlueprintIDHasSuffix applies the HasSuffix predicate on the "blueprint_id" field.
+func BlueprintIDHasSuffix(v string) predicate.Function {
+	return predicate.Function(sql.FieldHasSuffix(FieldBlueprintID, v))
+}
+
+// BlueprintIDIsNil applies the IsNil predicate on the "blueprint_id" field.
+func BlueprintIDIsNil() predicate.Function {
+	return predicate.Function(sql.FieldIsNull(FieldBlueprintID))
+}
+
+// BlueprintIDNotNil applies the NotNil predicate on the "blueprint_id" field.
+func BlueprintIDNotNil() predicate.Function {
+	return predicate.Function(sql.FieldNotNull(FieldBlueprintID))
+}
+
+// BlueprintIDEqualFold applies the EqualFold predicate on the "blueprint_id" field.
+func BlueprintIDEqualFold(v string) predicate.Function {
+	return predicate.Function(sql.FieldEqualFold(FieldBlueprintID, v))
+}
+
+// BlueprintIDContainsFold applies the ContainsFold predicate on the "blueprint_id" field.
+func BlueprintIDContainsFold(v string) predicate.Function {
+	return predicate.Function(sql.FieldContainsFold(FieldBlueprintID, v))
 }
 
 // StoppedAtEQ applies the EQ predicate on the "stopped_at" field.

@@ -57,6 +57,18 @@ func (f BlobFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error)
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.BlobMutation", m)
 }
 
+// The BlueprintFunc type is an adapter to allow the use of ordinary
+// function as Blueprint mutator.
+type BlueprintFunc func(context.Context, *ent.BlueprintMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f BlueprintFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.BlueprintMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.BlueprintMutation", m)
+}
+
 // The BucketFunc type is an adapter to allow the use of ordinary
 // function as Bucket mutator.
 type BucketFunc func(context.Context, *ent.BucketMutation) (ent.Value, error)
@@ -103,6 +115,18 @@ func (f EnvironmentFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value,
 		return f(ctx, mv)
 	}
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.EnvironmentMutation", m)
+}
+
+// The ExecutionFunc type is an adapter to allow the use of ordinary
+// function as Execution mutator.
+type ExecutionFunc func(context.Context, *ent.ExecutionMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f ExecutionFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.ExecutionMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ExecutionMutation", m)
 }
 
 // The FunctionFunc type is an adapter to allow the use of ordinary

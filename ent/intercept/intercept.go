@@ -12,10 +12,12 @@ import (
 	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
 	"github.com/levers9/levers9/ent/blob"
+	"github.com/levers9/levers9/ent/blueprint"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/charge"
 	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/environment"
+	"github.com/levers9/levers9/ent/execution"
 	"github.com/levers9/levers9/ent/function"
 	"github.com/levers9/levers9/ent/functionmap"
 	"github.com/levers9/levers9/ent/group"
@@ -200,6 +202,33 @@ func (f TraverseBlob) Traverse(ctx context.Context, q ent.Query) error {
 	return fmt.Errorf("unexpected query type %T. expect *ent.BlobQuery", q)
 }
 
+// The BlueprintFunc type is an adapter to allow the use of ordinary function as a Querier.
+type BlueprintFunc func(context.Context, *ent.BlueprintQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f BlueprintFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.BlueprintQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.BlueprintQuery", q)
+}
+
+// The TraverseBlueprint type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseBlueprint func(context.Context, *ent.BlueprintQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseBlueprint) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseBlueprint) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.BlueprintQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.BlueprintQuery", q)
+}
+
 // The BucketFunc type is an adapter to allow the use of ordinary function as a Querier.
 type BucketFunc func(context.Context, *ent.BucketQuery) (ent.Value, error)
 
@@ -306,6 +335,33 @@ func (f TraverseEnvironment) Traverse(ctx context.Context, q ent.Query) error {
 		return f(ctx, q)
 	}
 	return fmt.Errorf("unexpected query type %T. expect *ent.EnvironmentQuery", q)
+}
+
+// The ExecutionFunc type is an adapter to allow the use of ordinary function as a Querier.
+type ExecutionFunc func(context.Context, *ent.ExecutionQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f ExecutionFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.ExecutionQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.ExecutionQuery", q)
+}
+
+// The TraverseExecution type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseExecution func(context.Context, *ent.ExecutionQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseExecution) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseExecution) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.ExecutionQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.ExecutionQuery", q)
 }
 
 // The FunctionFunc type is an adapter to allow the use of ordinary function as a Querier.
@@ -778,6 +834,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.AuditEventQuery, predicate.AuditEvent, auditevent.OrderOption]{typ: ent.TypeAuditEvent, tq: q}, nil
 	case *ent.BlobQuery:
 		return &query[*ent.BlobQuery, predicate.Blob, blob.OrderOption]{typ: ent.TypeBlob, tq: q}, nil
+	case *ent.BlueprintQuery:
+		return &query[*ent.BlueprintQuery, predicate.Blueprint, blueprint.OrderOption]{typ: ent.TypeBlueprint, tq: q}, nil
 	case *ent.BucketQuery:
 		return &query[*ent.BucketQuery, predicate.Bucket, bucket.OrderOption]{typ: ent.TypeBucket, tq: q}, nil
 	case *ent.ChargeQuery:
@@ -786,6 +844,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.ContainerQuery, predicate.Container, container.OrderOption]{typ: ent.TypeContainer, tq: q}, nil
 	case *ent.EnvironmentQuery:
 		return &query[*ent.EnvironmentQuery, predicate.Environment, environment.OrderOption]{typ: ent.TypeEnvironment, tq: q}, nil
+	case *ent.ExecutionQuery:
+		return &query[*ent.ExecutionQuery, predicate.Execution, execution.OrderOption]{typ: ent.TypeExecution, tq: q}, nil
 	case *ent.FunctionQuery:
 		return &query[*ent.FunctionQuery, predicate.Function, function.OrderOption]{typ: ent.TypeFunction, tq: q}, nil
 	case *ent.FunctionMapQuery:

@@ -47,6 +47,8 @@ const (
 	FieldOwnerID = "owner_id"
 	// FieldInteractive holds the string denoting the interactive field in the database.
 	FieldInteractive = "interactive"
+	// FieldKind holds the string denoting the kind field in the database.
+	FieldKind = "kind"
 	// FieldPriority holds the string denoting the priority field in the database.
 	FieldPriority = "priority"
 	// FieldTimeoutSeconds holds the string denoting the timeout_seconds field in the database.
@@ -81,6 +83,8 @@ const (
 	EdgeOwner = "owner"
 	// EdgeServices holds the string denoting the services edge name in mutations.
 	EdgeServices = "services"
+	// EdgeExecutions holds the string denoting the executions edge name in mutations.
+	EdgeExecutions = "executions"
 	// Table holds the table name of the job in the database.
 	Table = "jobs"
 	// QueueTable is the table that holds the queue relation/edge.
@@ -111,6 +115,13 @@ const (
 	ServicesInverseTable = "services"
 	// ServicesColumn is the table column denoting the services relation/edge.
 	ServicesColumn = "job_id"
+	// ExecutionsTable is the table that holds the executions relation/edge.
+	ExecutionsTable = "executions"
+	// ExecutionsInverseTable is the table name for the Execution entity.
+	// It exists in this package in order to avoid circular dependency with the "execution" package.
+	ExecutionsInverseTable = "executions"
+	// ExecutionsColumn is the table column denoting the executions relation/edge.
+	ExecutionsColumn = "job_id"
 )
 
 // Columns holds all SQL columns for job fields.
@@ -130,6 +141,7 @@ var Columns = []string{
 	FieldProjectID,
 	FieldOwnerID,
 	FieldInteractive,
+	FieldKind,
 	FieldPriority,
 	FieldTimeoutSeconds,
 	FieldRetries,
@@ -236,6 +248,34 @@ func StatusValidator(s Status) error {
 	}
 }
 
+// Kind defines the type for the "kind" enum field.
+type Kind string
+
+// KindJOB is the default value of the Kind enum.
+const DefaultKind = KindJOB
+
+// Kind values.
+const (
+	KindJOB      Kind = "JOB"
+	KindFUNCTION Kind = "FUNCTION"
+	KindBUILD    Kind = "BUILD"
+	KindSANDBOX  Kind = "SANDBOX"
+)
+
+func (k Kind) String() string {
+	return string(k)
+}
+
+// KindValidator is a validator for the "kind" field enum values. It is called by the builders before save.
+func KindValidator(k Kind) error {
+	switch k {
+	case KindJOB, KindFUNCTION, KindBUILD, KindSANDBOX:
+		return nil
+	default:
+		return fmt.Errorf("job: invalid enum value for kind field: %q", k)
+	}
+}
+
 // OrderOption defines the ordering options for the Job queries.
 type OrderOption func(*sql.Selector)
 
@@ -307,6 +347,11 @@ func ByOwnerID(opts ...sql.OrderTermOption) OrderOption {
 // ByInteractive orders the results by the interactive field.
 func ByInteractive(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldInteractive, opts...).ToFunc()
+}
+
+// ByKind orders the results by the kind field.
+func ByKind(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldKind, opts...).ToFunc()
 }
 
 // ByPriority orders the results by the priority field.
@@ -403,6 +448,20 @@ func ByServices(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption {
 		sqlgraph.OrderByNeighborTerms(s, newServicesStep(), append([]sql.OrderTerm{term}, terms...)...)
 	}
 }
+
+// ByExecutionsCount orders the results by executions count.
+func ByExecutionsCount(opts ...sql.OrderTermOption) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborsCount(s, newExecutionsStep(), opts...)
+	}
+}
+
+// ByExecutions orders the results by executions terms.
+func ByExecutions(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborTerms(s, newExecutionsStep(), append([]sql.OrderTerm{term}, terms...)...)
+	}
+}
 func newQueueStep() *sqlgraph.Step {
 	return sqlgraph.NewStep(
 		sqlgraph.From(Table, FieldID),
@@ -431,6 +490,13 @@ func newServicesStep() *sqlgraph.Step {
 		sqlgraph.Edge(sqlgraph.O2M, false, ServicesTable, ServicesColumn),
 	)
 }
+func newExecutionsStep() *sqlgraph.Step {
+	return sqlgraph.NewStep(
+		sqlgraph.From(Table, FieldID),
+		sqlgraph.To(ExecutionsInverseTable, FieldID),
+		sqlgraph.Edge(sqlgraph.O2M, false, ExecutionsTable, ExecutionsColumn),
+	)
+}
 
 // MarshalGQL implements graphql.Marshaler interface.
 func (e Status) MarshalGQL(w io.Writer) {
@@ -446,6 +512,24 @@ func (e *Status) UnmarshalGQL(val interface{}) error {
 	*e = Status(str)
 	if err := StatusValidator(*e); err != nil {
 		return fmt.Errorf("%s is not a valid Status", str)
+	}
+	return nil
+}
+
+// MarshalGQL implements graphql.Marshaler interface.
+func (e Kind) MarshalGQL(w io.Writer) {
+	io.WriteString(w, strconv.Quote(e.String()))
+}
+
+// UnmarshalGQL implements graphql.Unmarshaler interface.
+func (e *Kind) UnmarshalGQL(val interface{}) error {
+	str, ok := val.(string)
+	if !ok {
+		return fmt.Errorf("enum %T must be a string", val)
+	}
+	*e = Kind(str)
+	if err := KindValidator(*e); err != nil {
+		return fmt.Errorf("%s is not a valid Kind", str)
 	}
 	return nil
 }

@@ -864,6 +864,26 @@ func InteractiveNEQ(v bool) predicate.Job {
 	return predicate.Job(sql.FieldNEQ(FieldInteractive, v))
 }
 
+// KindEQ applies the EQ predicate on the "kind" field.
+func KindEQ(v Kind) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldKind, v))
+}
+
+// KindNEQ applies the NEQ predicate on the "kind" field.
+func KindNEQ(v Kind) predicate.Job {
+	return predicate.Job(sql.FieldNEQ(FieldKind, v))
+}
+
+// KindIn applies the In predicate on the "kind" field.
+func KindIn(vs ...Kind) predicate.Job {
+	return predicate.Job(sql.FieldIn(FieldKind, vs...))
+}
+
+// KindNotIn applies the NotIn predicate on the "kind" field.
+func KindNotIn(vs ...Kind) predicate.Job {
+	return predicate.Job(sql.FieldNotIn(FieldKind, vs...))
+}
+
 // PriorityEQ applies the EQ predicate on the "priority" field.
 func PriorityEQ(v int) predicate.Job {
 	return predicate.Job(sql.FieldEQ(FieldPriority, v))
@@ -1495,6 +1515,29 @@ func HasServices() predicate.Job {
 func HasServicesWith(preds ...predicate.Service) predicate.Job {
 	return predicate.Job(func(s *sql.Selector) {
 		step := newServicesStep()
+		sqlgraph.HasNeighborsWith(s, step, func(s *sql.Selector) {
+			for _, p := range preds {
+				p(s)
+			}
+		})
+	})
+}
+
+// HasExecutions applies the HasEdge predicate on the "executions" edge.
+func HasExecutions() predicate.Job {
+	return predicate.Job(func(s *sql.Selector) {
+		step := sqlgraph.NewStep(
+			sqlgraph.From(Table, FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, ExecutionsTable, ExecutionsColumn),
+		)
+		sqlgraph.HasNeighbors(s, step)
+	})
+}
+
+// HasExecutionsWith applies the HasEdge predicate on the "executions" edge with a given conditions (other predicates).
+func HasExecutionsWith(preds ...predicate.Execution) predicate.Job {
+	return predicate.Job(func(s *sql.Selector) {
+		step := newExecutionsStep()
 		sqlgraph.HasNeighborsWith(s, step, func(s *sql.Selector) {
 			for _, p := range preds {
 				p(s)

@@ -149,6 +149,55 @@ var (
 			},
 		},
 	}
+	// BlueprintsColumns holds the columns for the "blueprints" table.
+	BlueprintsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 40},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "tenant_id", Type: field.TypeString},
+		{Name: "key", Type: field.TypeString},
+		{Name: "first_key", Type: field.TypeString, Default: ""},
+		{Name: "steps", Type: field.TypeJSON},
+		{Name: "image", Type: field.TypeString},
+		{Name: "source", Type: field.TypeEnum, Enums: []string{"BUILD", "SNAPSHOT"}, Default: "BUILD"},
+		{Name: "state", Type: field.TypeEnum, Enums: []string{"BUILDING", "READY", "FAILED"}, Default: "BUILDING"},
+		{Name: "failure", Type: field.TypeString, Default: ""},
+		{Name: "owner_id", Type: field.TypeString},
+		{Name: "build_job_id", Type: field.TypeString, Nullable: true},
+		{Name: "steps_built", Type: field.TypeInt, Default: 0},
+		{Name: "export_blob", Type: field.TypeString, Default: ""},
+		{Name: "export_bytes", Type: field.TypeInt64, Default: 0},
+		{Name: "nodes", Type: field.TypeJSON, Nullable: true},
+		{Name: "ready_at", Type: field.TypeTime, Nullable: true},
+	}
+	// BlueprintsTable holds the schema information for the "blueprints" table.
+	BlueprintsTable = &schema.Table{
+		Name:       "blueprints",
+		Columns:    BlueprintsColumns,
+		PrimaryKey: []*schema.Column{BlueprintsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "blueprint_tenant_id",
+				Unique:  false,
+				Columns: []*schema.Column{BlueprintsColumns[3]},
+			},
+			{
+				Name:    "blueprint_tenant_id_key",
+				Unique:  true,
+				Columns: []*schema.Column{BlueprintsColumns[3], BlueprintsColumns[4]},
+			},
+			{
+				Name:    "blueprint_tenant_id_first_key",
+				Unique:  false,
+				Columns: []*schema.Column{BlueprintsColumns[3], BlueprintsColumns[5]},
+			},
+			{
+				Name:    "blueprint_image",
+				Unique:  false,
+				Columns: []*schema.Column{BlueprintsColumns[7]},
+			},
+		},
+	}
 	// BucketsColumns holds the columns for the "buckets" table.
 	BucketsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 40},
@@ -354,6 +403,48 @@ var (
 			},
 		},
 	}
+	// ExecutionsColumns holds the columns for the "executions" table.
+	ExecutionsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 40},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "tenant_id", Type: field.TypeString},
+		{Name: "environment_id", Type: field.TypeString},
+		{Name: "service", Type: field.TypeString},
+		{Name: "user_id", Type: field.TypeString, Nullable: true},
+		{Name: "command", Type: field.TypeJSON},
+		{Name: "tty", Type: field.TypeBool, Default: false},
+		{Name: "ended_at", Type: field.TypeTime, Nullable: true},
+		{Name: "exit_code", Type: field.TypeInt, Nullable: true},
+		{Name: "error", Type: field.TypeString, Default: ""},
+		{Name: "job_id", Type: field.TypeString, Size: 40},
+	}
+	// ExecutionsTable holds the schema information for the "executions" table.
+	ExecutionsTable = &schema.Table{
+		Name:       "executions",
+		Columns:    ExecutionsColumns,
+		PrimaryKey: []*schema.Column{ExecutionsColumns[0]},
+		ForeignKeys: []*schema.ForeignKey{
+			{
+				Symbol:     "executions_jobs_executions",
+				Columns:    []*schema.Column{ExecutionsColumns[12]},
+				RefColumns: []*schema.Column{JobsColumns[0]},
+				OnDelete:   schema.NoAction,
+			},
+		},
+		Indexes: []*schema.Index{
+			{
+				Name:    "execution_tenant_id",
+				Unique:  false,
+				Columns: []*schema.Column{ExecutionsColumns[3]},
+			},
+			{
+				Name:    "execution_job_id_created_at",
+				Unique:  false,
+				Columns: []*schema.Column{ExecutionsColumns[12], ExecutionsColumns[1]},
+			},
+		},
+	}
 	// FunctionsColumns holds the columns for the "functions" table.
 	FunctionsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 40},
@@ -379,7 +470,7 @@ var (
 		{Name: "concurrency", Type: field.TypeInt, Default: 1},
 		{Name: "scaledown_window_seconds", Type: field.TypeInt, Default: 60},
 		{Name: "version", Type: field.TypeInt, Default: 1},
-		{Name: "kind", Type: field.TypeEnum, Enums: []string{"FUNCTION", "ENDPOINT", "ASGI", "REALTIME", "TASK_QUEUE", "CRON"}, Default: "FUNCTION"},
+		{Name: "kind", Type: field.TypeEnum, Enums: []string{"FUNCTION", "ENDPOINT", "ASGI", "REALTIME", "TASK_QUEUE", "CRON", "BOX"}, Default: "FUNCTION"},
 		{Name: "deployment", Type: field.TypeString, Default: ""},
 		{Name: "code_hash", Type: field.TypeString, Default: ""},
 		{Name: "http_method", Type: field.TypeString, Default: ""},
@@ -387,6 +478,9 @@ var (
 		{Name: "public", Type: field.TypeBool, Default: false},
 		{Name: "secrets", Type: field.TypeJSON, Nullable: true},
 		{Name: "cron", Type: field.TypeString, Default: ""},
+		{Name: "ports", Type: field.TypeJSON, Nullable: true},
+		{Name: "command", Type: field.TypeJSON, Nullable: true},
+		{Name: "blueprint_id", Type: field.TypeString, Nullable: true},
 		{Name: "stopped_at", Type: field.TypeTime, Nullable: true},
 		{Name: "next_run_at", Type: field.TypeTime, Nullable: true},
 		{Name: "last_run_at", Type: field.TypeTime, Nullable: true},
@@ -403,13 +497,13 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "functions_apps_functions",
-				Columns:    []*schema.Column{FunctionsColumns[36]},
+				Columns:    []*schema.Column{FunctionsColumns[39]},
 				RefColumns: []*schema.Column{AppsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "functions_queues_queue",
-				Columns:    []*schema.Column{FunctionsColumns[37]},
+				Columns:    []*schema.Column{FunctionsColumns[40]},
 				RefColumns: []*schema.Column{QueuesColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -423,7 +517,7 @@ var (
 			{
 				Name:    "function_app_id_name_version",
 				Unique:  true,
-				Columns: []*schema.Column{FunctionsColumns[36], FunctionsColumns[5], FunctionsColumns[22]},
+				Columns: []*schema.Column{FunctionsColumns[39], FunctionsColumns[5], FunctionsColumns[22]},
 			},
 			{
 				Name:    "function_tenant_id_environment_id_deployment",
@@ -433,7 +527,7 @@ var (
 			{
 				Name:    "function_kind_next_run_at",
 				Unique:  false,
-				Columns: []*schema.Column{FunctionsColumns[23], FunctionsColumns[32]},
+				Columns: []*schema.Column{FunctionsColumns[23], FunctionsColumns[35]},
 			},
 		},
 	}
@@ -514,6 +608,7 @@ var (
 		{Name: "started_at", Type: field.TypeTime, Nullable: true},
 		{Name: "finished_at", Type: field.TypeTime, Nullable: true},
 		{Name: "interactive", Type: field.TypeBool, Default: false},
+		{Name: "kind", Type: field.TypeEnum, Enums: []string{"JOB", "FUNCTION", "BUILD", "SANDBOX"}, Default: "JOB"},
 		{Name: "priority", Type: field.TypeInt, Default: 0},
 		{Name: "timeout_seconds", Type: field.TypeInt, Default: 0},
 		{Name: "retries", Type: field.TypeInt, Default: 0},
@@ -539,19 +634,19 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "jobs_queues_queue",
-				Columns:    []*schema.Column{JobsColumns[25]},
+				Columns:    []*schema.Column{JobsColumns[26]},
 				RefColumns: []*schema.Column{QueuesColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "jobs_projects_project",
-				Columns:    []*schema.Column{JobsColumns[26]},
+				Columns:    []*schema.Column{JobsColumns[27]},
 				RefColumns: []*schema.Column{ProjectsColumns[0]},
 				OnDelete:   schema.SetNull,
 			},
 			{
 				Symbol:     "jobs_users_jobs",
-				Columns:    []*schema.Column{JobsColumns[27]},
+				Columns:    []*schema.Column{JobsColumns[28]},
 				RefColumns: []*schema.Column{UsersColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -575,17 +670,17 @@ var (
 			{
 				Name:    "job_queue_id_status_priority",
 				Unique:  false,
-				Columns: []*schema.Column{JobsColumns[25], JobsColumns[7], JobsColumns[12]},
+				Columns: []*schema.Column{JobsColumns[26], JobsColumns[7], JobsColumns[13]},
 			},
 			{
 				Name:    "job_metering_closed_started_at",
 				Unique:  false,
-				Columns: []*schema.Column{JobsColumns[22], JobsColumns[9]},
+				Columns: []*schema.Column{JobsColumns[23], JobsColumns[9]},
 			},
 			{
 				Name:    "job_tenant_id_owner_id_idempotency_key",
 				Unique:  true,
-				Columns: []*schema.Column{JobsColumns[3], JobsColumns[27], JobsColumns[24]},
+				Columns: []*schema.Column{JobsColumns[3], JobsColumns[28], JobsColumns[25]},
 			},
 		},
 	}
@@ -1255,10 +1350,12 @@ var (
 		AppsTable,
 		AuditEventsTable,
 		BlobsTable,
+		BlueprintsTable,
 		BucketsTable,
 		ChargesTable,
 		ContainersTable,
 		EnvironmentsTable,
+		ExecutionsTable,
 		FunctionsTable,
 		FunctionMapsTable,
 		GroupsTable,
@@ -1295,6 +1392,7 @@ func init() {
 	ChargesTable.ForeignKeys[2].RefTable = JobsTable
 	ContainersTable.ForeignKeys[0].RefTable = JobsTable
 	ContainersTable.ForeignKeys[1].RefTable = FunctionsTable
+	ExecutionsTable.ForeignKeys[0].RefTable = JobsTable
 	FunctionsTable.ForeignKeys[0].RefTable = AppsTable
 	FunctionsTable.ForeignKeys[1].RefTable = QueuesTable
 	FunctionMapsTable.ForeignKeys[0].RefTable = FunctionsTable

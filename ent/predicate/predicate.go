@@ -18,6 +18,9 @@ type AuditEvent func(*sql.Selector)
 // Blob is the predicate function for blob builders.
 type Blob func(*sql.Selector)
 
+// Blueprint is the predicate function for blueprint builders.
+type Blueprint func(*sql.Selector)
+
 // Bucket is the predicate function for bucket builders.
 type Bucket func(*sql.Selector)
 
@@ -29,6 +32,9 @@ type Container func(*sql.Selector)
 
 // Environment is the predicate function for environment builders.
 type Environment func(*sql.Selector)
+
+// Execution is the predicate function for execution builders.
+type Execution func(*sql.Selector)
 
 // Function is the predicate function for function builders.
 type Function func(*sql.Selector)

@@ -207,6 +207,30 @@ func (f BlobMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) 
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.BlobMutation", m)
 }
 
+// The BlueprintQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type BlueprintQueryRuleFunc func(context.Context, *ent.BlueprintQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f BlueprintQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.BlueprintQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.BlueprintQuery", q)
+}
+
+// The BlueprintMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type BlueprintMutationRuleFunc func(context.Context, *ent.BlueprintMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f BlueprintMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.BlueprintMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.BlueprintMutation", m)
+}
+
 // The BucketQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type BucketQueryRuleFunc func(context.Context, *ent.BucketQuery) error
@@ -301,6 +325,30 @@ func (f EnvironmentMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mut
 		return f(ctx, m)
 	}
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.EnvironmentMutation", m)
+}
+
+// The ExecutionQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type ExecutionQueryRuleFunc func(context.Context, *ent.ExecutionQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f ExecutionQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.ExecutionQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.ExecutionQuery", q)
+}
+
+// The ExecutionMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type ExecutionMutationRuleFunc func(context.Context, *ent.ExecutionMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f ExecutionMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.ExecutionMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.ExecutionMutation", m)
 }
 
 // The FunctionQueryRuleFunc type is an adapter to allow the use of ordinary
@@ -754,6 +802,8 @@ func queryFilter(q ent.Query) (Filter, error) {
 		return q.Filter(), nil
 	case *ent.BlobQuery:
 		return q.Filter(), nil
+	case *ent.BlueprintQuery:
+		return q.Filter(), nil
 	case *ent.BucketQuery:
 		return q.Filter(), nil
 	case *ent.ChargeQuery:
@@ -761,6 +811,8 @@ func queryFilter(q ent.Query) (Filter, error) {
 	case *ent.ContainerQuery:
 		return q.Filter(), nil
 	case *ent.EnvironmentQuery:
+		return q.Filter(), nil
+	case *ent.ExecutionQuery:
 		return q.Filter(), nil
 	case *ent.FunctionQuery:
 		return q.Filter(), nil
@@ -811,6 +863,8 @@ func mutationFilter(m ent.Mutation) (Filter, error) {
 		return m.Filter(), nil
 	case *ent.BlobMutation:
 		return m.Filter(), nil
+	case *ent.BlueprintMutation:
+		return m.Filter(), nil
 	case *ent.BucketMutation:
 		return m.Filter(), nil
 	case *ent.ChargeMutation:
@@ -818,6 +872,8 @@ func mutationFilter(m ent.Mutation) (Filter, error) {
 	case *ent.ContainerMutation:
 		return m.Filter(), nil
 	case *ent.EnvironmentMutation:
+		return m.Filter(), nil
+	case *ent.ExecutionMutation:
 		return m.Filter(), nil
 	case *ent.FunctionMutation:
 		return m.Filter(), nil

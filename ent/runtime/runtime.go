@@ -10,10 +10,12 @@ import (
 	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
 	"github.com/levers9/levers9/ent/blob"
+	"github.com/levers9/levers9/ent/blueprint"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/charge"
 	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/environment"
+	"github.com/levers9/levers9/ent/execution"
 	"github.com/levers9/levers9/ent/function"
 	"github.com/levers9/levers9/ent/functionmap"
 	"github.com/levers9/levers9/ent/group"
@@ -309,6 +311,86 @@ func init() {
 			return nil
 		}
 	}()
+	blueprintMixin := schema.Blueprint{}.Mixin()
+	blueprint.Policy = privacy.NewPolicies(blueprintMixin[2], schema.Blueprint{})
+	blueprint.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := blueprint.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	blueprintMixinFields0 := blueprintMixin[0].Fields()
+	_ = blueprintMixinFields0
+	blueprintMixinFields1 := blueprintMixin[1].Fields()
+	_ = blueprintMixinFields1
+	blueprintMixinFields2 := blueprintMixin[2].Fields()
+	_ = blueprintMixinFields2
+	blueprintFields := schema.Blueprint{}.Fields()
+	_ = blueprintFields
+	// blueprintDescCreatedAt is the schema descriptor for created_at field.
+	blueprintDescCreatedAt := blueprintMixinFields1[0].Descriptor()
+	// blueprint.DefaultCreatedAt holds the default value on creation for the created_at field.
+	blueprint.DefaultCreatedAt = blueprintDescCreatedAt.Default.(func() time.Time)
+	// blueprintDescUpdatedAt is the schema descriptor for updated_at field.
+	blueprintDescUpdatedAt := blueprintMixinFields1[1].Descriptor()
+	// blueprint.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	blueprint.DefaultUpdatedAt = blueprintDescUpdatedAt.Default.(func() time.Time)
+	// blueprint.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	blueprint.UpdateDefaultUpdatedAt = blueprintDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// blueprintDescTenantID is the schema descriptor for tenant_id field.
+	blueprintDescTenantID := blueprintMixinFields2[0].Descriptor()
+	// blueprint.TenantIDValidator is a validator for the "tenant_id" field. It is called by the builders before save.
+	blueprint.TenantIDValidator = blueprintDescTenantID.Validators[0].(func(string) error)
+	// blueprintDescKey is the schema descriptor for key field.
+	blueprintDescKey := blueprintFields[0].Descriptor()
+	// blueprint.KeyValidator is a validator for the "key" field. It is called by the builders before save.
+	blueprint.KeyValidator = blueprintDescKey.Validators[0].(func(string) error)
+	// blueprintDescFirstKey is the schema descriptor for first_key field.
+	blueprintDescFirstKey := blueprintFields[1].Descriptor()
+	// blueprint.DefaultFirstKey holds the default value on creation for the first_key field.
+	blueprint.DefaultFirstKey = blueprintDescFirstKey.Default.(string)
+	// blueprintDescImage is the schema descriptor for image field.
+	blueprintDescImage := blueprintFields[3].Descriptor()
+	// blueprint.ImageValidator is a validator for the "image" field. It is called by the builders before save.
+	blueprint.ImageValidator = blueprintDescImage.Validators[0].(func(string) error)
+	// blueprintDescFailure is the schema descriptor for failure field.
+	blueprintDescFailure := blueprintFields[6].Descriptor()
+	// blueprint.DefaultFailure holds the default value on creation for the failure field.
+	blueprint.DefaultFailure = blueprintDescFailure.Default.(string)
+	// blueprintDescStepsBuilt is the schema descriptor for steps_built field.
+	blueprintDescStepsBuilt := blueprintFields[9].Descriptor()
+	// blueprint.DefaultStepsBuilt holds the default value on creation for the steps_built field.
+	blueprint.DefaultStepsBuilt = blueprintDescStepsBuilt.Default.(int)
+	// blueprintDescExportBlob is the schema descriptor for export_blob field.
+	blueprintDescExportBlob := blueprintFields[10].Descriptor()
+	// blueprint.DefaultExportBlob holds the default value on creation for the export_blob field.
+	blueprint.DefaultExportBlob = blueprintDescExportBlob.Default.(string)
+	// blueprintDescExportBytes is the schema descriptor for export_bytes field.
+	blueprintDescExportBytes := blueprintFields[11].Descriptor()
+	// blueprint.DefaultExportBytes holds the default value on creation for the export_bytes field.
+	blueprint.DefaultExportBytes = blueprintDescExportBytes.Default.(int64)
+	// blueprintDescID is the schema descriptor for id field.
+	blueprintDescID := blueprintMixinFields0[0].Descriptor()
+	// blueprint.DefaultID holds the default value on creation for the id field.
+	blueprint.DefaultID = blueprintDescID.Default.(func() string)
+	// blueprint.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	blueprint.IDValidator = func() func(string) error {
+		validators := blueprintDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
 	bucketMixin := schema.Bucket{}.Mixin()
 	bucket.Policy = privacy.NewPolicies(bucketMixin[2], schema.Bucket{})
 	bucket.Hooks[0] = func(next ent.Mutator) ent.Mutator {
@@ -561,6 +643,72 @@ func init() {
 			return nil
 		}
 	}()
+	executionMixin := schema.Execution{}.Mixin()
+	execution.Policy = privacy.NewPolicies(executionMixin[2], executionMixin[3], schema.Execution{})
+	execution.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := execution.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	executionMixinFields0 := executionMixin[0].Fields()
+	_ = executionMixinFields0
+	executionMixinFields1 := executionMixin[1].Fields()
+	_ = executionMixinFields1
+	executionMixinFields2 := executionMixin[2].Fields()
+	_ = executionMixinFields2
+	executionMixinFields3 := executionMixin[3].Fields()
+	_ = executionMixinFields3
+	executionFields := schema.Execution{}.Fields()
+	_ = executionFields
+	// executionDescCreatedAt is the schema descriptor for created_at field.
+	executionDescCreatedAt := executionMixinFields1[0].Descriptor()
+	// execution.DefaultCreatedAt holds the default value on creation for the created_at field.
+	execution.DefaultCreatedAt = executionDescCreatedAt.Default.(func() time.Time)
+	// executionDescUpdatedAt is the schema descriptor for updated_at field.
+	executionDescUpdatedAt := executionMixinFields1[1].Descriptor()
+	// execution.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	execution.DefaultUpdatedAt = executionDescUpdatedAt.Default.(func() time.Time)
+	// execution.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	execution.UpdateDefaultUpdatedAt = executionDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// executionDescTenantID is the schema descriptor for tenant_id field.
+	executionDescTenantID := executionMixinFields2[0].Descriptor()
+	// execution.TenantIDValidator is a validator for the "tenant_id" field. It is called by the builders before save.
+	execution.TenantIDValidator = executionDescTenantID.Validators[0].(func(string) error)
+	// executionDescEnvironmentID is the schema descriptor for environment_id field.
+	executionDescEnvironmentID := executionMixinFields3[0].Descriptor()
+	// execution.EnvironmentIDValidator is a validator for the "environment_id" field. It is called by the builders before save.
+	execution.EnvironmentIDValidator = executionDescEnvironmentID.Validators[0].(func(string) error)
+	// executionDescTty is the schema descriptor for tty field.
+	executionDescTty := executionFields[4].Descriptor()
+	// execution.DefaultTty holds the default value on creation for the tty field.
+	execution.DefaultTty = executionDescTty.Default.(bool)
+	// executionDescError is the schema descriptor for error field.
+	executionDescError := executionFields[7].Descriptor()
+	// execution.DefaultError holds the default value on creation for the error field.
+	execution.DefaultError = executionDescError.Default.(string)
+	// executionDescID is the schema descriptor for id field.
+	executionDescID := executionMixinFields0[0].Descriptor()
+	// execution.DefaultID holds the default value on creation for the id field.
+	execution.DefaultID = executionDescID.Default.(func() string)
+	// execution.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	execution.IDValidator = func() func(string) error {
+		validators := executionDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
 	functionMixin := schema.Function{}.Mixin()
 	function.Policy = privacy.NewPolicies(functionMixin[2], functionMixin[3], schema.Function{})
 	function.Hooks[0] = func(next ent.Mutator) ent.Mutator {
@@ -684,7 +832,7 @@ func init() {
 	// function.DefaultCron holds the default value on creation for the cron field.
 	function.DefaultCron = functionDescCron.Default.(string)
 	// functionDescSkippedRuns is the schema descriptor for skipped_runs field.
-	functionDescSkippedRuns := functionFields[32].Descriptor()
+	functionDescSkippedRuns := functionFields[35].Descriptor()
 	// function.DefaultSkippedRuns holds the default value on creation for the skipped_runs field.
 	function.DefaultSkippedRuns = functionDescSkippedRuns.Default.(int)
 	// functionDescID is the schema descriptor for id field.
@@ -900,47 +1048,47 @@ func init() {
 	// job.DefaultInteractive holds the default value on creation for the interactive field.
 	job.DefaultInteractive = jobDescInteractive.Default.(bool)
 	// jobDescPriority is the schema descriptor for priority field.
-	jobDescPriority := jobFields[10].Descriptor()
+	jobDescPriority := jobFields[11].Descriptor()
 	// job.DefaultPriority holds the default value on creation for the priority field.
 	job.DefaultPriority = jobDescPriority.Default.(int)
 	// jobDescTimeoutSeconds is the schema descriptor for timeout_seconds field.
-	jobDescTimeoutSeconds := jobFields[11].Descriptor()
+	jobDescTimeoutSeconds := jobFields[12].Descriptor()
 	// job.DefaultTimeoutSeconds holds the default value on creation for the timeout_seconds field.
 	job.DefaultTimeoutSeconds = jobDescTimeoutSeconds.Default.(int)
 	// jobDescRetries is the schema descriptor for retries field.
-	jobDescRetries := jobFields[12].Descriptor()
+	jobDescRetries := jobFields[13].Descriptor()
 	// job.DefaultRetries holds the default value on creation for the retries field.
 	job.DefaultRetries = jobDescRetries.Default.(int)
 	// jobDescAttempt is the schema descriptor for attempt field.
-	jobDescAttempt := jobFields[13].Descriptor()
+	jobDescAttempt := jobFields[14].Descriptor()
 	// job.DefaultAttempt holds the default value on creation for the attempt field.
 	job.DefaultAttempt = jobDescAttempt.Default.(int)
 	// jobDescGpus is the schema descriptor for gpus field.
-	jobDescGpus := jobFields[14].Descriptor()
+	jobDescGpus := jobFields[15].Descriptor()
 	// job.DefaultGpus holds the default value on creation for the gpus field.
 	job.DefaultGpus = jobDescGpus.Default.(int)
 	// jobDescEstimatePerMinute is the schema descriptor for estimate_per_minute field.
-	jobDescEstimatePerMinute := jobFields[15].Descriptor()
+	jobDescEstimatePerMinute := jobFields[16].Descriptor()
 	// job.DefaultEstimatePerMinute holds the default value on creation for the estimate_per_minute field.
 	job.DefaultEstimatePerMinute = billing.Tokens(jobDescEstimatePerMinute.Default.(int64))
 	// jobDescEstimateStartFee is the schema descriptor for estimate_start_fee field.
-	jobDescEstimateStartFee := jobFields[16].Descriptor()
+	jobDescEstimateStartFee := jobFields[17].Descriptor()
 	// job.DefaultEstimateStartFee holds the default value on creation for the estimate_start_fee field.
 	job.DefaultEstimateStartFee = billing.Tokens(jobDescEstimateStartFee.Default.(int64))
 	// jobDescPricePerMinute is the schema descriptor for price_per_minute field.
-	jobDescPricePerMinute := jobFields[18].Descriptor()
+	jobDescPricePerMinute := jobFields[19].Descriptor()
 	// job.DefaultPricePerMinute holds the default value on creation for the price_per_minute field.
 	job.DefaultPricePerMinute = billing.Tokens(jobDescPricePerMinute.Default.(int64))
 	// jobDescMeteredMinutes is the schema descriptor for metered_minutes field.
-	jobDescMeteredMinutes := jobFields[19].Descriptor()
+	jobDescMeteredMinutes := jobFields[20].Descriptor()
 	// job.DefaultMeteredMinutes holds the default value on creation for the metered_minutes field.
 	job.DefaultMeteredMinutes = jobDescMeteredMinutes.Default.(int64)
 	// jobDescMeteringClosed is the schema descriptor for metering_closed field.
-	jobDescMeteringClosed := jobFields[20].Descriptor()
+	jobDescMeteringClosed := jobFields[21].Descriptor()
 	// job.DefaultMeteringClosed holds the default value on creation for the metering_closed field.
 	job.DefaultMeteringClosed = jobDescMeteringClosed.Default.(bool)
 	// jobDescIdempotencyKey is the schema descriptor for idempotency_key field.
-	jobDescIdempotencyKey := jobFields[22].Descriptor()
+	jobDescIdempotencyKey := jobFields[23].Descriptor()
 	// job.IdempotencyKeyValidator is a validator for the "idempotency_key" field. It is called by the builders before save.
 	job.IdempotencyKeyValidator = jobDescIdempotencyKey.Validators[0].(func(string) error)
 	// jobDescID is the schema descriptor for id field.

@@ -46,7 +46,7 @@ func (Function) Fields() []ent.Field {
 		field.Int("scaledown_window_seconds").Default(60).Immutable().
 			Comment("an idle container above the floor stops after this long without a call"),
 		field.Int("version").Default(1).Immutable().Comment("the app's version this function was deployed in"),
-		field.Enum("kind").Values("FUNCTION", "ENDPOINT", "ASGI", "REALTIME", "TASK_QUEUE", "CRON").Default("FUNCTION").Immutable(),
+		field.Enum("kind").Values("FUNCTION", "ENDPOINT", "ASGI", "REALTIME", "TASK_QUEUE", "CRON", "BOX").Default("FUNCTION").Immutable(),
 		field.String("deployment").Default("").Immutable().
 			Comment("the name in URLs (/endpoint/NAME/vN): the function's name unless it says name="),
 		field.String("code_hash").Default("").Immutable().
@@ -57,6 +57,9 @@ func (Function) Fields() []ent.Field {
 		field.Bool("public").Default(false).Immutable().Comment("its URLs answer callers without a token"),
 		field.Strings("secrets").Optional().Immutable().Comment("names of the secrets its containers get as environment variables"),
 		field.String("cron").Default("").Immutable().Comment("a CRON function's schedule, UTC"),
+		field.Ints("ports").Optional().Immutable().Comment("a BOX's ports, reached at /box/NAME/PORT/"),
+		field.Strings("command").Optional().Immutable().Comment("a BOX that runs a command rather than the function (levers9 box run)"),
+		field.String("blueprint_id").Optional().Immutable().Comment("the blueprint its containers run; image is the blueprint's"),
 		field.Time("stopped_at").Optional().Nillable().Comment("its version was stopped: no calls, no containers").
 			Annotations(entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)),
 		field.Time("next_run_at").Optional().Nillable().Comment("a CRON function's next tick").

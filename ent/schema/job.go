@@ -45,6 +45,9 @@ func (Job) Fields() []ent.Field {
 		field.String("project_id").Optional().Immutable(),
 		field.String("owner_id").Immutable(),
 		field.Bool("interactive").Default(false).Immutable(),
+		field.Enum("kind").Values(jobspec.KindJob, jobspec.KindFunction, jobspec.KindBuild, jobspec.KindSandbox).Default(jobspec.KindJob).Immutable().
+			Comment("what made it: a user, a function's container, a blueprint build, a sandbox").
+			Annotations(entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)),
 		field.Int("priority").Default(0).
 			Annotations(entgql.OrderField("PRIORITY")),
 		field.Int("timeout_seconds").Default(0).Immutable(),
@@ -89,6 +92,7 @@ func (Job) Edges() []ent.Edge {
 		edge.To("project", Project.Type).Field("project_id").Unique().Immutable(),
 		edge.From("owner", User.Type).Ref("jobs").Field("owner_id").Unique().Required().Immutable(),
 		edge.To("services", Service.Type),
+		edge.To("executions", Execution.Type).Annotations(entgql.Skip(entgql.SkipAll)),
 	}
 }
 

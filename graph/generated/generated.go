@@ -18,6 +18,7 @@ import (
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/apitoken"
 	"github.com/levers9/levers9/ent/app"
+	"github.com/levers9/levers9/ent/blueprint"
 	"github.com/levers9/levers9/ent/charge"
 	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/function"
@@ -147,6 +148,33 @@ type ComplexityRoot struct {
 	}
 
 	AuditEventEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	Blueprint struct {
+		BuildJobID  func(childComplexity int) int
+		CreatedAt   func(childComplexity int) int
+		ExportBytes func(childComplexity int) int
+		Failure     func(childComplexity int) int
+		ID          func(childComplexity int) int
+		Image       func(childComplexity int) int
+		Key         func(childComplexity int) int
+		OwnerID     func(childComplexity int) int
+		ReadyAt     func(childComplexity int) int
+		Source      func(childComplexity int) int
+		State       func(childComplexity int) int
+		StepsBuilt  func(childComplexity int) int
+		UpdatedAt   func(childComplexity int) int
+	}
+
+	BlueprintConnection struct {
+		Edges      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	BlueprintEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
 	}
@@ -328,10 +356,27 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	Execution struct {
+		Command   func(childComplexity int) int
+		CreatedAt func(childComplexity int) int
+		EndedAt   func(childComplexity int) int
+		Error     func(childComplexity int) int
+		ExitCode  func(childComplexity int) int
+		ID        func(childComplexity int) int
+		Job       func(childComplexity int) int
+		JobID     func(childComplexity int) int
+		Service   func(childComplexity int) int
+		Tty       func(childComplexity int) int
+		UpdatedAt func(childComplexity int) int
+		UserID    func(childComplexity int) int
+	}
+
 	Function struct {
 		App                    func(childComplexity int) int
 		AppID                  func(childComplexity int) int
+		BlueprintID            func(childComplexity int) int
 		CPU                    func(childComplexity int) int
+		Command                func(childComplexity int) int
 		Concurrency            func(childComplexity int) int
 		Containers             func(childComplexity int) int
 		CreatedAt              func(childComplexity int) int
@@ -355,6 +400,7 @@ type ComplexityRoot struct {
 		NextRunAt              func(childComplexity int) int
 		NextRuns               func(childComplexity int, count *int) int
 		OwnerID                func(childComplexity int) int
+		Ports                  func(childComplexity int) int
 		ProjectID              func(childComplexity int) int
 		Public                 func(childComplexity int) int
 		Qualname               func(childComplexity int) int
@@ -463,6 +509,7 @@ type ComplexityRoot struct {
 		Gpus              func(childComplexity int) int
 		ID                func(childComplexity int) int
 		Interactive       func(childComplexity int) int
+		Kind              func(childComplexity int) int
 		LastActiveAt      func(childComplexity int) int
 		MeteredMinutes    func(childComplexity int) int
 		Name              func(childComplexity int) int
@@ -659,6 +706,7 @@ type ComplexityRoot struct {
 		Apps             func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.AppOrder, where *ent.AppWhereInput) int
 		AuditEvents      func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.AuditEventOrder, where *ent.AuditEventWhereInput) int
 		AwaitTask        func(childComplexity int, id string, waitSeconds *float64) int
+		Blueprints       func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.BlueprintOrder, where *ent.BlueprintWhereInput) int
 		BucketObjects    func(childComplexity int, bucket string, prefix *string, after *string, first *int) int
 		Buckets          func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.BucketOrder, where *ent.BucketWhereInput) int
 		ChargeTotals     func(childComplexity int, where *ent.ChargeWhereInput, groupBy ledger.Grouping) int
@@ -1014,6 +1062,7 @@ type QueryResolver interface {
 	APITokens(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.APITokenOrder, where *ent.APITokenWhereInput) (*ent.APITokenConnection, error)
 	Apps(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.AppOrder, where *ent.AppWhereInput) (*ent.AppConnection, error)
 	AuditEvents(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.AuditEventOrder, where *ent.AuditEventWhereInput) (*ent.AuditEventConnection, error)
+	Blueprints(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.BlueprintOrder, where *ent.BlueprintWhereInput) (*ent.BlueprintConnection, error)
 	Buckets(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.BucketOrder, where *ent.BucketWhereInput) (*ent.BucketConnection, error)
 	Charges(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ChargeOrder, where *ent.ChargeWhereInput) (*ent.ChargeConnection, error)
 	Environments(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.EnvironmentOrder, where *ent.EnvironmentWhereInput) (*ent.EnvironmentConnection, error)
@@ -1408,6 +1457,117 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AuditEventEdge.Node(childComplexity), true
+
+	case "Blueprint.buildJobID":
+		if e.ComplexityRoot.Blueprint.BuildJobID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Blueprint.BuildJobID(childComplexity), true
+	case "Blueprint.createdAt":
+		if e.ComplexityRoot.Blueprint.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Blueprint.CreatedAt(childComplexity), true
+	case "Blueprint.exportBytes":
+		if e.ComplexityRoot.Blueprint.ExportBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Blueprint.ExportBytes(childComplexity), true
+	case "Blueprint.failure":
+		if e.ComplexityRoot.Blueprint.Failure == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Blueprint.Failure(childComplexity), true
+	case "Blueprint.id":
+		if e.ComplexityRoot.Blueprint.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Blueprint.ID(childComplexity), true
+	case "Blueprint.image":
+		if e.ComplexityRoot.Blueprint.Image == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Blueprint.Image(childComplexity), true
+	case "Blueprint.key":
+		if e.ComplexityRoot.Blueprint.Key == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Blueprint.Key(childComplexity), true
+	case "Blueprint.ownerID":
+		if e.ComplexityRoot.Blueprint.OwnerID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Blueprint.OwnerID(childComplexity), true
+	case "Blueprint.readyAt":
+		if e.ComplexityRoot.Blueprint.ReadyAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Blueprint.ReadyAt(childComplexity), true
+	case "Blueprint.source":
+		if e.ComplexityRoot.Blueprint.Source == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Blueprint.Source(childComplexity), true
+	case "Blueprint.state":
+		if e.ComplexityRoot.Blueprint.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Blueprint.State(childComplexity), true
+	case "Blueprint.stepsBuilt":
+		if e.ComplexityRoot.Blueprint.StepsBuilt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Blueprint.StepsBuilt(childComplexity), true
+	case "Blueprint.updatedAt":
+		if e.ComplexityRoot.Blueprint.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Blueprint.UpdatedAt(childComplexity), true
+
+	case "BlueprintConnection.edges":
+		if e.ComplexityRoot.BlueprintConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BlueprintConnection.Edges(childComplexity), true
+	case "BlueprintConnection.pageInfo":
+		if e.ComplexityRoot.BlueprintConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BlueprintConnection.PageInfo(childComplexity), true
+	case "BlueprintConnection.totalCount":
+		if e.ComplexityRoot.BlueprintConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BlueprintConnection.TotalCount(childComplexity), true
+
+	case "BlueprintEdge.cursor":
+		if e.ComplexityRoot.BlueprintEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BlueprintEdge.Cursor(childComplexity), true
+	case "BlueprintEdge.node":
+		if e.ComplexityRoot.BlueprintEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BlueprintEdge.Node(childComplexity), true
 
 	case "Bucket.createdAt":
 		if e.ComplexityRoot.Bucket.CreatedAt == nil {
@@ -2097,6 +2257,79 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.EnvironmentEdge.Node(childComplexity), true
 
+	case "Execution.command":
+		if e.ComplexityRoot.Execution.Command == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Execution.Command(childComplexity), true
+	case "Execution.createdAt":
+		if e.ComplexityRoot.Execution.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Execution.CreatedAt(childComplexity), true
+	case "Execution.endedAt":
+		if e.ComplexityRoot.Execution.EndedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Execution.EndedAt(childComplexity), true
+	case "Execution.error":
+		if e.ComplexityRoot.Execution.Error == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Execution.Error(childComplexity), true
+	case "Execution.exitCode":
+		if e.ComplexityRoot.Execution.ExitCode == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Execution.ExitCode(childComplexity), true
+	case "Execution.id":
+		if e.ComplexityRoot.Execution.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Execution.ID(childComplexity), true
+	case "Execution.job":
+		if e.ComplexityRoot.Execution.Job == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Execution.Job(childComplexity), true
+	case "Execution.jobID":
+		if e.ComplexityRoot.Execution.JobID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Execution.JobID(childComplexity), true
+	case "Execution.service":
+		if e.ComplexityRoot.Execution.Service == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Execution.Service(childComplexity), true
+	case "Execution.tty":
+		if e.ComplexityRoot.Execution.Tty == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Execution.Tty(childComplexity), true
+	case "Execution.updatedAt":
+		if e.ComplexityRoot.Execution.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Execution.UpdatedAt(childComplexity), true
+	case "Execution.userID":
+		if e.ComplexityRoot.Execution.UserID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Execution.UserID(childComplexity), true
+
 	case "Function.app":
 		if e.ComplexityRoot.Function.App == nil {
 			break
@@ -2109,12 +2342,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Function.AppID(childComplexity), true
+	case "Function.blueprintID":
+		if e.ComplexityRoot.Function.BlueprintID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.BlueprintID(childComplexity), true
 	case "Function.cpu":
 		if e.ComplexityRoot.Function.CPU == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Function.CPU(childComplexity), true
+	case "Function.command":
+		if e.ComplexityRoot.Function.Command == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.Command(childComplexity), true
 	case "Function.concurrency":
 		if e.ComplexityRoot.Function.Concurrency == nil {
 			break
@@ -2258,6 +2503,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Function.OwnerID(childComplexity), true
+	case "Function.ports":
+		if e.ComplexityRoot.Function.Ports == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Function.Ports(childComplexity), true
 	case "Function.projectID":
 		if e.ComplexityRoot.Function.ProjectID == nil {
 			break
@@ -2717,6 +2968,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Job.Interactive(childComplexity), true
+	case "Job.kind":
+		if e.ComplexityRoot.Job.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.Kind(childComplexity), true
 	case "Job.lastActiveAt":
 		if e.ComplexityRoot.Job.LastActiveAt == nil {
 			break
@@ -3808,6 +4065,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.AwaitTask(childComplexity, args["id"].(string), args["waitSeconds"].(*float64)), true
+	case "Query.blueprints":
+		if e.ComplexityRoot.Query.Blueprints == nil {
+			break
+		}
+
+		args, err := ec.field_Query_blueprints_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Blueprints(childComplexity, args["after"].(*entgql.Cursor[string]), args["first"].(*int), args["before"].(*entgql.Cursor[string]), args["last"].(*int), args["orderBy"].(*ent.BlueprintOrder), args["where"].(*ent.BlueprintWhereInput)), true
 	case "Query.bucketObjects":
 		if e.ComplexityRoot.Query.BucketObjects == nil {
 			break
@@ -5182,6 +5450,8 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("AppWhereInput", ec.unmarshalInputAppWhereInput),
 			graphql.NewInputUnmarshaler("AuditEventOrder", ec.unmarshalInputAuditEventOrder),
 			graphql.NewInputUnmarshaler("AuditEventWhereInput", ec.unmarshalInputAuditEventWhereInput),
+			graphql.NewInputUnmarshaler("BlueprintOrder", ec.unmarshalInputBlueprintOrder),
+			graphql.NewInputUnmarshaler("BlueprintWhereInput", ec.unmarshalInputBlueprintWhereInput),
 			graphql.NewInputUnmarshaler("BucketOrder", ec.unmarshalInputBucketOrder),
 			graphql.NewInputUnmarshaler("BucketWhereInput", ec.unmarshalInputBucketWhereInput),
 			graphql.NewInputUnmarshaler("ChargeOrder", ec.unmarshalInputChargeOrder),
@@ -5204,6 +5474,8 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("EnvVarInput", ec.unmarshalInputEnvVarInput),
 			graphql.NewInputUnmarshaler("EnvironmentOrder", ec.unmarshalInputEnvironmentOrder),
 			graphql.NewInputUnmarshaler("EnvironmentWhereInput", ec.unmarshalInputEnvironmentWhereInput),
+			graphql.NewInputUnmarshaler("ExecutionOrder", ec.unmarshalInputExecutionOrder),
+			graphql.NewInputUnmarshaler("ExecutionWhereInput", ec.unmarshalInputExecutionWhereInput),
 			graphql.NewInputUnmarshaler("FunctionInput", ec.unmarshalInputFunctionInput),
 			graphql.NewInputUnmarshaler("FunctionMapOrder", ec.unmarshalInputFunctionMapOrder),
 			graphql.NewInputUnmarshaler("FunctionMapWhereInput", ec.unmarshalInputFunctionMapWhereInput),
@@ -5988,6 +6260,262 @@ input AuditEventWhereInput {
   targetHasSuffix: String
   targetEqualFold: String
   targetContainsFold: String
+}
+type Blueprint implements Node {
+  id: ID!
+  createdAt: Time!
+  updatedAt: Time!
+  """
+  the last step's key
+  """
+  key: String!
+  """
+  the image reference containers run: levers9-bp/TENANT:KEY
+  """
+  image: String!
+  source: BlueprintSource!
+  state: BlueprintState!
+  failure: String!
+  ownerID: String!
+  """
+  the job that builds it (or the sandbox a snapshot was taken of)
+  """
+  buildJobID: String
+  """
+  steps the last build ran; the others were cached
+  """
+  stepsBuilt: Int!
+  exportBytes: Int!
+  readyAt: Time
+}
+"""
+A connection to a list of items.
+"""
+type BlueprintConnection {
+  """
+  A list of edges.
+  """
+  edges: [BlueprintEdge]
+  """
+  Information to aid in pagination.
+  """
+  pageInfo: PageInfo!
+  """
+  Identifies the total count of items in the connection.
+  """
+  totalCount: Int!
+}
+"""
+An edge in a connection.
+"""
+type BlueprintEdge {
+  """
+  The item at the end of the edge.
+  """
+  node: Blueprint
+  """
+  A cursor for use in pagination.
+  """
+  cursor: Cursor!
+}
+"""
+Ordering options for Blueprint connections
+"""
+input BlueprintOrder {
+  """
+  The ordering direction.
+  """
+  direction: OrderDirection! = ASC
+  """
+  The field by which to order Blueprints.
+  """
+  field: BlueprintOrderField!
+}
+"""
+Properties by which Blueprint connections can be ordered.
+"""
+enum BlueprintOrderField {
+  ID
+  CREATED_AT
+}
+"""
+BlueprintSource is enum for the field source
+"""
+enum BlueprintSource @goModel(model: "github.com/levers9/levers9/ent/blueprint.Source") {
+  BUILD
+  SNAPSHOT
+}
+"""
+BlueprintState is enum for the field state
+"""
+enum BlueprintState @goModel(model: "github.com/levers9/levers9/ent/blueprint.State") {
+  BUILDING
+  READY
+  FAILED
+}
+"""
+BlueprintWhereInput is used for filtering Blueprint objects.
+Input was generated by ent.
+"""
+input BlueprintWhereInput {
+  not: BlueprintWhereInput
+  and: [BlueprintWhereInput!]
+  or: [BlueprintWhereInput!]
+  """
+  id field predicates
+  """
+  id: ID
+  idNEQ: ID
+  idIn: [ID!]
+  idNotIn: [ID!]
+  idGT: ID
+  idGTE: ID
+  idLT: ID
+  idLTE: ID
+  idEqualFold: ID
+  idContainsFold: ID
+  """
+  created_at field predicates
+  """
+  createdAt: Time
+  createdAtNEQ: Time
+  createdAtIn: [Time!]
+  createdAtNotIn: [Time!]
+  createdAtGT: Time
+  createdAtGTE: Time
+  createdAtLT: Time
+  createdAtLTE: Time
+  """
+  key field predicates
+  """
+  key: String
+  keyNEQ: String
+  keyIn: [String!]
+  keyNotIn: [String!]
+  keyGT: String
+  keyGTE: String
+  keyLT: String
+  keyLTE: String
+  keyContains: String
+  keyHasPrefix: String
+  keyHasSuffix: String
+  keyEqualFold: String
+  keyContainsFold: String
+  """
+  image field predicates
+  """
+  image: String
+  imageNEQ: String
+  imageIn: [String!]
+  imageNotIn: [String!]
+  imageGT: String
+  imageGTE: String
+  imageLT: String
+  imageLTE: String
+  imageContains: String
+  imageHasPrefix: String
+  imageHasSuffix: String
+  imageEqualFold: String
+  imageContainsFold: String
+  """
+  source field predicates
+  """
+  source: BlueprintSource
+  sourceNEQ: BlueprintSource
+  sourceIn: [BlueprintSource!]
+  sourceNotIn: [BlueprintSource!]
+  """
+  state field predicates
+  """
+  state: BlueprintState
+  stateNEQ: BlueprintState
+  stateIn: [BlueprintState!]
+  stateNotIn: [BlueprintState!]
+  """
+  failure field predicates
+  """
+  failure: String
+  failureNEQ: String
+  failureIn: [String!]
+  failureNotIn: [String!]
+  failureGT: String
+  failureGTE: String
+  failureLT: String
+  failureLTE: String
+  failureContains: String
+  failureHasPrefix: String
+  failureHasSuffix: String
+  failureEqualFold: String
+  failureContainsFold: String
+  """
+  owner_id field predicates
+  """
+  ownerID: String
+  ownerIDNEQ: String
+  ownerIDIn: [String!]
+  ownerIDNotIn: [String!]
+  ownerIDGT: String
+  ownerIDGTE: String
+  ownerIDLT: String
+  ownerIDLTE: String
+  ownerIDContains: String
+  ownerIDHasPrefix: String
+  ownerIDHasSuffix: String
+  ownerIDEqualFold: String
+  ownerIDContainsFold: String
+  """
+  build_job_id field predicates
+  """
+  buildJobID: String
+  buildJobIDNEQ: String
+  buildJobIDIn: [String!]
+  buildJobIDNotIn: [String!]
+  buildJobIDGT: String
+  buildJobIDGTE: String
+  buildJobIDLT: String
+  buildJobIDLTE: String
+  buildJobIDContains: String
+  buildJobIDHasPrefix: String
+  buildJobIDHasSuffix: String
+  buildJobIDIsNil: Boolean
+  buildJobIDNotNil: Boolean
+  buildJobIDEqualFold: String
+  buildJobIDContainsFold: String
+  """
+  steps_built field predicates
+  """
+  stepsBuilt: Int
+  stepsBuiltNEQ: Int
+  stepsBuiltIn: [Int!]
+  stepsBuiltNotIn: [Int!]
+  stepsBuiltGT: Int
+  stepsBuiltGTE: Int
+  stepsBuiltLT: Int
+  stepsBuiltLTE: Int
+  """
+  export_bytes field predicates
+  """
+  exportBytes: Int
+  exportBytesNEQ: Int
+  exportBytesIn: [Int!]
+  exportBytesNotIn: [Int!]
+  exportBytesGT: Int
+  exportBytesGTE: Int
+  exportBytesLT: Int
+  exportBytesLTE: Int
+  """
+  ready_at field predicates
+  """
+  readyAt: Time
+  readyAtNEQ: Time
+  readyAtIn: [Time!]
+  readyAtNotIn: [Time!]
+  readyAtGT: Time
+  readyAtGTE: Time
+  readyAtLT: Time
+  readyAtLTE: Time
+  readyAtIsNil: Boolean
+  readyAtNotNil: Boolean
 }
 type Bucket implements Node {
   id: ID!
@@ -7164,6 +7692,181 @@ input EnvironmentWhereInput {
   nameEqualFold: String
   nameContainsFold: String
 }
+type Execution implements Node {
+  id: ID!
+  createdAt: Time!
+  updatedAt: Time!
+  jobID: ID!
+  service: String!
+  """
+  who ran it; empty for a token without a user
+  """
+  userID: String
+  command: [String!]!
+  tty: Boolean!
+  endedAt: Time
+  exitCode: Int
+  """
+  why it ended without an exit code
+  """
+  error: String!
+  job: Job!
+}
+"""
+Ordering options for Execution connections
+"""
+input ExecutionOrder {
+  """
+  The ordering direction.
+  """
+  direction: OrderDirection! = ASC
+  """
+  The field by which to order Executions.
+  """
+  field: ExecutionOrderField!
+}
+"""
+Properties by which Execution connections can be ordered.
+"""
+enum ExecutionOrderField {
+  ID
+  CREATED_AT
+}
+"""
+ExecutionWhereInput is used for filtering Execution objects.
+Input was generated by ent.
+"""
+input ExecutionWhereInput {
+  not: ExecutionWhereInput
+  and: [ExecutionWhereInput!]
+  or: [ExecutionWhereInput!]
+  """
+  id field predicates
+  """
+  id: ID
+  idNEQ: ID
+  idIn: [ID!]
+  idNotIn: [ID!]
+  idGT: ID
+  idGTE: ID
+  idLT: ID
+  idLTE: ID
+  idEqualFold: ID
+  idContainsFold: ID
+  """
+  created_at field predicates
+  """
+  createdAt: Time
+  createdAtNEQ: Time
+  createdAtIn: [Time!]
+  createdAtNotIn: [Time!]
+  createdAtGT: Time
+  createdAtGTE: Time
+  createdAtLT: Time
+  createdAtLTE: Time
+  """
+  job_id field predicates
+  """
+  jobID: ID
+  jobIDNEQ: ID
+  jobIDIn: [ID!]
+  jobIDNotIn: [ID!]
+  jobIDGT: ID
+  jobIDGTE: ID
+  jobIDLT: ID
+  jobIDLTE: ID
+  jobIDContains: ID
+  jobIDHasPrefix: ID
+  jobIDHasSuffix: ID
+  jobIDEqualFold: ID
+  jobIDContainsFold: ID
+  """
+  service field predicates
+  """
+  service: String
+  serviceNEQ: String
+  serviceIn: [String!]
+  serviceNotIn: [String!]
+  serviceGT: String
+  serviceGTE: String
+  serviceLT: String
+  serviceLTE: String
+  serviceContains: String
+  serviceHasPrefix: String
+  serviceHasSuffix: String
+  serviceEqualFold: String
+  serviceContainsFold: String
+  """
+  user_id field predicates
+  """
+  userID: String
+  userIDNEQ: String
+  userIDIn: [String!]
+  userIDNotIn: [String!]
+  userIDGT: String
+  userIDGTE: String
+  userIDLT: String
+  userIDLTE: String
+  userIDContains: String
+  userIDHasPrefix: String
+  userIDHasSuffix: String
+  userIDIsNil: Boolean
+  userIDNotNil: Boolean
+  userIDEqualFold: String
+  userIDContainsFold: String
+  """
+  tty field predicates
+  """
+  tty: Boolean
+  ttyNEQ: Boolean
+  """
+  ended_at field predicates
+  """
+  endedAt: Time
+  endedAtNEQ: Time
+  endedAtIn: [Time!]
+  endedAtNotIn: [Time!]
+  endedAtGT: Time
+  endedAtGTE: Time
+  endedAtLT: Time
+  endedAtLTE: Time
+  endedAtIsNil: Boolean
+  endedAtNotNil: Boolean
+  """
+  exit_code field predicates
+  """
+  exitCode: Int
+  exitCodeNEQ: Int
+  exitCodeIn: [Int!]
+  exitCodeNotIn: [Int!]
+  exitCodeGT: Int
+  exitCodeGTE: Int
+  exitCodeLT: Int
+  exitCodeLTE: Int
+  exitCodeIsNil: Boolean
+  exitCodeNotNil: Boolean
+  """
+  error field predicates
+  """
+  error: String
+  errorNEQ: String
+  errorIn: [String!]
+  errorNotIn: [String!]
+  errorGT: String
+  errorGTE: String
+  errorLT: String
+  errorLTE: String
+  errorContains: String
+  errorHasPrefix: String
+  errorHasSuffix: String
+  errorEqualFold: String
+  errorContainsFold: String
+  """
+  job edge predicates
+  """
+  hasJob: Boolean
+  hasJobWith: [JobWhereInput!]
+}
 type Function implements Node {
   id: ID!
   createdAt: Time!
@@ -7231,6 +7934,18 @@ type Function implements Node {
   a CRON function's schedule, UTC
   """
   cron: String!
+  """
+  a BOX's ports, reached at /box/NAME/PORT/
+  """
+  ports: [Int!]
+  """
+  a BOX that runs a command rather than the function (levers9 box run)
+  """
+  command: [String!]
+  """
+  the blueprint its containers run; image is the blueprint's
+  """
+  blueprintID: String
   """
   its version was stopped: no calls, no containers
   """
@@ -7326,6 +8041,7 @@ enum FunctionKind @goModel(model: "github.com/levers9/levers9/ent/function.Kind"
   REALTIME
   TASK_QUEUE
   CRON
+  BOX
 }
 type FunctionMap implements Node {
   id: ID!
@@ -7937,6 +8653,24 @@ input FunctionWhereInput {
   cronEqualFold: String
   cronContainsFold: String
   """
+  blueprint_id field predicates
+  """
+  blueprintID: String
+  blueprintIDNEQ: String
+  blueprintIDIn: [String!]
+  blueprintIDNotIn: [String!]
+  blueprintIDGT: String
+  blueprintIDGTE: String
+  blueprintIDLT: String
+  blueprintIDLTE: String
+  blueprintIDContains: String
+  blueprintIDHasPrefix: String
+  blueprintIDHasSuffix: String
+  blueprintIDIsNil: Boolean
+  blueprintIDNotNil: Boolean
+  blueprintIDEqualFold: String
+  blueprintIDContainsFold: String
+  """
   stopped_at field predicates
   """
   stoppedAt: Time
@@ -8221,6 +8955,10 @@ type Job implements Node {
   projectID: ID
   ownerID: ID!
   interactive: Boolean!
+  """
+  what made it: a user, a function's container, a blueprint build, a sandbox
+  """
+  kind: JobKind!
   priority: Int!
   timeoutSeconds: Int!
   retries: Int!
@@ -8283,6 +9021,15 @@ type JobEdge {
   A cursor for use in pagination.
   """
   cursor: Cursor!
+}
+"""
+JobKind is enum for the field kind
+"""
+enum JobKind @goModel(model: "github.com/levers9/levers9/ent/job.Kind") {
+  JOB
+  FUNCTION
+  BUILD
+  SANDBOX
 }
 """
 Ordering options for Job connections
@@ -8469,6 +9216,13 @@ input JobWhereInput {
   """
   interactive: Boolean
   interactiveNEQ: Boolean
+  """
+  kind field predicates
+  """
+  kind: JobKind
+  kindNEQ: JobKind
+  kindIn: [JobKind!]
+  kindNotIn: [JobKind!]
   """
   priority field predicates
   """
@@ -9179,6 +9933,37 @@ type Query {
     """
     where: AuditEventWhereInput
   ): AuditEventConnection!
+  blueprints(
+    """
+    Returns the elements in the list that come after the specified cursor.
+    """
+    after: Cursor
+
+    """
+    Returns the first _n_ elements from the list.
+    """
+    first: Int
+
+    """
+    Returns the elements in the list that come before the specified cursor.
+    """
+    before: Cursor
+
+    """
+    Returns the last _n_ elements from the list.
+    """
+    last: Int
+
+    """
+    Ordering options for Blueprints returned from the connection.
+    """
+    orderBy: BlueprintOrder
+
+    """
+    Filtering options for Blueprints returned from the connection.
+    """
+    where: BlueprintWhereInput
+  ): BlueprintConnection!
   buckets(
     """
     Returns the elements in the list that come after the specified cursor.
@@ -12353,6 +13138,60 @@ func (ec *executionContext) childFields_AuditEventEdge(ctx context.Context, fiel
 	return nil, fmt.Errorf("no field named %q was found under type AuditEventEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_Blueprint(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Blueprint_id(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Blueprint_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_Blueprint_updatedAt(ctx, field)
+	case "key":
+		return ec.fieldContext_Blueprint_key(ctx, field)
+	case "image":
+		return ec.fieldContext_Blueprint_image(ctx, field)
+	case "source":
+		return ec.fieldContext_Blueprint_source(ctx, field)
+	case "state":
+		return ec.fieldContext_Blueprint_state(ctx, field)
+	case "failure":
+		return ec.fieldContext_Blueprint_failure(ctx, field)
+	case "ownerID":
+		return ec.fieldContext_Blueprint_ownerID(ctx, field)
+	case "buildJobID":
+		return ec.fieldContext_Blueprint_buildJobID(ctx, field)
+	case "stepsBuilt":
+		return ec.fieldContext_Blueprint_stepsBuilt(ctx, field)
+	case "exportBytes":
+		return ec.fieldContext_Blueprint_exportBytes(ctx, field)
+	case "readyAt":
+		return ec.fieldContext_Blueprint_readyAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Blueprint", field.Name)
+}
+
+func (ec *executionContext) childFields_BlueprintConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_BlueprintConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_BlueprintConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_BlueprintConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type BlueprintConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_BlueprintEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "node":
+		return ec.fieldContext_BlueprintEdge_node(ctx, field)
+	case "cursor":
+		return ec.fieldContext_BlueprintEdge_cursor(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type BlueprintEdge", field.Name)
+}
+
 func (ec *executionContext) childFields_Bucket(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -12757,6 +13596,12 @@ func (ec *executionContext) childFields_Function(ctx context.Context, field grap
 		return ec.fieldContext_Function_secrets(ctx, field)
 	case "cron":
 		return ec.fieldContext_Function_cron(ctx, field)
+	case "ports":
+		return ec.fieldContext_Function_ports(ctx, field)
+	case "command":
+		return ec.fieldContext_Function_command(ctx, field)
+	case "blueprintID":
+		return ec.fieldContext_Function_blueprintID(ctx, field)
 	case "stoppedAt":
 		return ec.fieldContext_Function_stoppedAt(ctx, field)
 	case "nextRunAt":
@@ -12949,6 +13794,8 @@ func (ec *executionContext) childFields_Job(ctx context.Context, field graphql.C
 		return ec.fieldContext_Job_ownerID(ctx, field)
 	case "interactive":
 		return ec.fieldContext_Job_interactive(ctx, field)
+	case "kind":
+		return ec.fieldContext_Job_kind(ctx, field)
 	case "priority":
 		return ec.fieldContext_Job_priority(ctx, field)
 	case "timeoutSeconds":
@@ -15020,6 +15867,60 @@ func (ec *executionContext) field_Query_awaitTask_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["waitSeconds"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_blueprints_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*entgql.Cursor[string], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*entgql.Cursor[string], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*ent.BlueprintOrder, error) {
+			return ec.unmarshalOBlueprintOrder2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprintOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "where",
+		func(ctx context.Context, v any) (*ent.BlueprintWhereInput, error) {
+			return ec.unmarshalOBlueprintWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprintWhereInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["where"] = arg5
 	return args, nil
 }
 
@@ -17660,6 +18561,447 @@ func (ec *executionContext) _AuditEventEdge_cursor(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_AuditEventEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("AuditEventEdge", field, false, false, "Cursor")
+}
+
+func (ec *executionContext) _Blueprint_id(ctx context.Context, field graphql.CollectedField, obj *ent.Blueprint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Blueprint_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Blueprint_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Blueprint", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Blueprint_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Blueprint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Blueprint_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Blueprint_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Blueprint", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Blueprint_updatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Blueprint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Blueprint_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Blueprint_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Blueprint", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Blueprint_key(ctx context.Context, field graphql.CollectedField, obj *ent.Blueprint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Blueprint_key(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Key, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Blueprint_key(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Blueprint", field, false, false, "String")
+}
+
+func (ec *executionContext) _Blueprint_image(ctx context.Context, field graphql.CollectedField, obj *ent.Blueprint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Blueprint_image(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Image, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Blueprint_image(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Blueprint", field, false, false, "String")
+}
+
+func (ec *executionContext) _Blueprint_source(ctx context.Context, field graphql.CollectedField, obj *ent.Blueprint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Blueprint_source(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Source, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v blueprint.Source) graphql.Marshaler {
+			return ec.marshalNBlueprintSource2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐSource(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Blueprint_source(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Blueprint", field, false, false, "BlueprintSource")
+}
+
+func (ec *executionContext) _Blueprint_state(ctx context.Context, field graphql.CollectedField, obj *ent.Blueprint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Blueprint_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.State, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v blueprint.State) graphql.Marshaler {
+			return ec.marshalNBlueprintState2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Blueprint_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Blueprint", field, false, false, "BlueprintState")
+}
+
+func (ec *executionContext) _Blueprint_failure(ctx context.Context, field graphql.CollectedField, obj *ent.Blueprint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Blueprint_failure(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failure, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Blueprint_failure(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Blueprint", field, false, false, "String")
+}
+
+func (ec *executionContext) _Blueprint_ownerID(ctx context.Context, field graphql.CollectedField, obj *ent.Blueprint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Blueprint_ownerID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OwnerID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Blueprint_ownerID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Blueprint", field, false, false, "String")
+}
+
+func (ec *executionContext) _Blueprint_buildJobID(ctx context.Context, field graphql.CollectedField, obj *ent.Blueprint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Blueprint_buildJobID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BuildJobID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Blueprint_buildJobID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Blueprint", field, false, false, "String")
+}
+
+func (ec *executionContext) _Blueprint_stepsBuilt(ctx context.Context, field graphql.CollectedField, obj *ent.Blueprint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Blueprint_stepsBuilt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StepsBuilt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Blueprint_stepsBuilt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Blueprint", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Blueprint_exportBytes(ctx context.Context, field graphql.CollectedField, obj *ent.Blueprint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Blueprint_exportBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExportBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Blueprint_exportBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Blueprint", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Blueprint_readyAt(ctx context.Context, field graphql.CollectedField, obj *ent.Blueprint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Blueprint_readyAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReadyAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Blueprint_readyAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Blueprint", field, false, false, "Time")
+}
+
+func (ec *executionContext) _BlueprintConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.BlueprintConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BlueprintConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.BlueprintEdge) graphql.Marshaler {
+			return ec.marshalOBlueprintEdge2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprintEdge(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_BlueprintConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "BlueprintConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_BlueprintEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _BlueprintConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *ent.BlueprintConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BlueprintConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v entgql.PageInfo[string]) graphql.Marshaler {
+			return ec.marshalNPageInfo2entgoᚗioᚋcontribᚋentgqlᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BlueprintConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "BlueprintConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _BlueprintConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *ent.BlueprintConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BlueprintConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BlueprintConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BlueprintConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _BlueprintEdge_node(ctx context.Context, field graphql.CollectedField, obj *ent.BlueprintEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BlueprintEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Blueprint) graphql.Marshaler {
+			return ec.marshalOBlueprint2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_BlueprintEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "BlueprintEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Blueprint(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _BlueprintEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *ent.BlueprintEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BlueprintEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v entgql.Cursor[string]) graphql.Marshaler {
+			return ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BlueprintEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BlueprintEdge", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _Bucket_id(ctx context.Context, field graphql.CollectedField, obj *ent.Bucket) (ret graphql.Marshaler) {
@@ -20521,6 +21863,291 @@ func (ec *executionContext) fieldContext_EnvironmentEdge_cursor(_ context.Contex
 	return graphql.NewScalarFieldContext("EnvironmentEdge", field, false, false, "Cursor")
 }
 
+func (ec *executionContext) _Execution_id(ctx context.Context, field graphql.CollectedField, obj *ent.Execution) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Execution_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Execution_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Execution", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Execution_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Execution) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Execution_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Execution_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Execution", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Execution_updatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Execution) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Execution_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Execution_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Execution", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Execution_jobID(ctx context.Context, field graphql.CollectedField, obj *ent.Execution) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Execution_jobID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.JobID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Execution_jobID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Execution", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Execution_service(ctx context.Context, field graphql.CollectedField, obj *ent.Execution) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Execution_service(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Service, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Execution_service(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Execution", field, false, false, "String")
+}
+
+func (ec *executionContext) _Execution_userID(ctx context.Context, field graphql.CollectedField, obj *ent.Execution) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Execution_userID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Execution_userID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Execution", field, false, false, "String")
+}
+
+func (ec *executionContext) _Execution_command(ctx context.Context, field graphql.CollectedField, obj *ent.Execution) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Execution_command(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Command, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Execution_command(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Execution", field, false, false, "String")
+}
+
+func (ec *executionContext) _Execution_tty(ctx context.Context, field graphql.CollectedField, obj *ent.Execution) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Execution_tty(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Tty, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Execution_tty(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Execution", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _Execution_endedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Execution) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Execution_endedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EndedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Execution_endedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Execution", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Execution_exitCode(ctx context.Context, field graphql.CollectedField, obj *ent.Execution) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Execution_exitCode(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExitCode, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Execution_exitCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Execution", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Execution_error(ctx context.Context, field graphql.CollectedField, obj *ent.Execution) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Execution_error(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Error, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Execution_error(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Execution", field, false, false, "String")
+}
+
+func (ec *executionContext) _Execution_job(ctx context.Context, field graphql.CollectedField, obj *ent.Execution) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Execution_job(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Job(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Job) graphql.Marshaler {
+			return ec.marshalNJob2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐJob(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Execution_job(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Execution",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Job(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Function_id(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -21208,6 +22835,75 @@ func (ec *executionContext) _Function_cron(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_Function_cron(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "String")
+}
+
+func (ec *executionContext) _Function_ports(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_ports(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Ports, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []int) graphql.Marshaler {
+			return ec.marshalOInt2ᚕintᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Function_ports(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Function_command(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_command(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Command, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Function_command(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Function", field, false, false, "String")
+}
+
+func (ec *executionContext) _Function_blueprintID(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Function_blueprintID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BlueprintID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Function_blueprintID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Function", field, false, false, "String")
 }
 
@@ -23111,6 +24807,29 @@ func (ec *executionContext) _Job_interactive(ctx context.Context, field graphql.
 }
 func (ec *executionContext) fieldContext_Job_interactive(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Job", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _Job_kind(ctx context.Context, field graphql.CollectedField, obj *ent.Job) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Job_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v job.Kind) graphql.Marshaler {
+			return ec.marshalNJobKind2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋjobᚐKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Job_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Job", field, false, false, "JobKind")
 }
 
 func (ec *executionContext) _Job_priority(ctx context.Context, field graphql.CollectedField, obj *ent.Job) (ret graphql.Marshaler) {
@@ -27412,6 +29131,50 @@ func (ec *executionContext) fieldContext_Query_auditEvents(ctx context.Context, 
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_auditEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_blueprints(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_blueprints(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Blueprints(ctx, fc.Args["after"].(*entgql.Cursor[string]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[string]), fc.Args["last"].(*int), fc.Args["orderBy"].(*ent.BlueprintOrder), fc.Args["where"].(*ent.BlueprintWhereInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.BlueprintConnection) graphql.Marshaler {
+			return ec.marshalNBlueprintConnection2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprintConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_blueprints(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_BlueprintConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_blueprints_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -36157,6 +37920,948 @@ func UnmarshalAuditEventWhereInput(ctx context.Context, raw any) (ent.AuditEvent
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputBlueprintOrder(ctx context.Context, obj any) (ent.BlueprintOrder, error) {
+	var it ent.BlueprintOrder
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["direction"]; !present {
+		asMap["direction"] = "ASC"
+	}
+
+	fieldsInOrder := [...]string{"direction", "field"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "direction":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("direction"))
+			data, err := ec.unmarshalNOrderDirection2entgoᚗioᚋcontribᚋentgqlᚐOrderDirection(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Direction = data
+		case "field":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
+			data, err := ec.unmarshalNBlueprintOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprintOrderField(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Field = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalBlueprintOrder unmarshals raw into the BlueprintOrder input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalBlueprintOrder(ctx context.Context, raw any) (ent.BlueprintOrder, error) {
+	var out ent.BlueprintOrder
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "BlueprintOrder", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputBlueprintWhereInput(ctx context.Context, obj any) (ent.BlueprintWhereInput, error) {
+	var it ent.BlueprintWhereInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "key", "keyNEQ", "keyIn", "keyNotIn", "keyGT", "keyGTE", "keyLT", "keyLTE", "keyContains", "keyHasPrefix", "keyHasSuffix", "keyEqualFold", "keyContainsFold", "image", "imageNEQ", "imageIn", "imageNotIn", "imageGT", "imageGTE", "imageLT", "imageLTE", "imageContains", "imageHasPrefix", "imageHasSuffix", "imageEqualFold", "imageContainsFold", "source", "sourceNEQ", "sourceIn", "sourceNotIn", "state", "stateNEQ", "stateIn", "stateNotIn", "failure", "failureNEQ", "failureIn", "failureNotIn", "failureGT", "failureGTE", "failureLT", "failureLTE", "failureContains", "failureHasPrefix", "failureHasSuffix", "failureEqualFold", "failureContainsFold", "ownerID", "ownerIDNEQ", "ownerIDIn", "ownerIDNotIn", "ownerIDGT", "ownerIDGTE", "ownerIDLT", "ownerIDLTE", "ownerIDContains", "ownerIDHasPrefix", "ownerIDHasSuffix", "ownerIDEqualFold", "ownerIDContainsFold", "buildJobID", "buildJobIDNEQ", "buildJobIDIn", "buildJobIDNotIn", "buildJobIDGT", "buildJobIDGTE", "buildJobIDLT", "buildJobIDLTE", "buildJobIDContains", "buildJobIDHasPrefix", "buildJobIDHasSuffix", "buildJobIDIsNil", "buildJobIDNotNil", "buildJobIDEqualFold", "buildJobIDContainsFold", "stepsBuilt", "stepsBuiltNEQ", "stepsBuiltIn", "stepsBuiltNotIn", "stepsBuiltGT", "stepsBuiltGTE", "stepsBuiltLT", "stepsBuiltLTE", "exportBytes", "exportBytesNEQ", "exportBytesIn", "exportBytesNotIn", "exportBytesGT", "exportBytesGTE", "exportBytesLT", "exportBytesLTE", "readyAt", "readyAtNEQ", "readyAtIn", "readyAtNotIn", "readyAtGT", "readyAtGTE", "readyAtLT", "readyAtLTE", "readyAtIsNil", "readyAtNotNil"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "not":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("not"))
+			data, err := ec.unmarshalOBlueprintWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprintWhereInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Not = data
+		case "and":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("and"))
+			data, err := ec.unmarshalOBlueprintWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprintWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.And = data
+		case "or":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("or"))
+			data, err := ec.unmarshalOBlueprintWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprintWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Or = data
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "idNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNEQ"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNEQ = data
+		case "idIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDIn = data
+		case "idNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNotIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNotIn = data
+		case "idGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGT = data
+		case "idGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGTE = data
+		case "idLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLT = data
+		case "idLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLTE = data
+		case "idEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idEqualFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDEqualFold = data
+		case "idContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idContainsFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDContainsFold = data
+		case "createdAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAt = data
+		case "createdAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtNEQ = data
+		case "createdAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtIn = data
+		case "createdAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtNotIn = data
+		case "createdAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtGT = data
+		case "createdAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtGTE = data
+		case "createdAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtLT = data
+		case "createdAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtLTE = data
+		case "key":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("key"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Key = data
+		case "keyNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("keyNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KeyNEQ = data
+		case "keyIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("keyIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KeyIn = data
+		case "keyNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("keyNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KeyNotIn = data
+		case "keyGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("keyGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KeyGT = data
+		case "keyGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("keyGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KeyGTE = data
+		case "keyLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("keyLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KeyLT = data
+		case "keyLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("keyLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KeyLTE = data
+		case "keyContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("keyContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KeyContains = data
+		case "keyHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("keyHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KeyHasPrefix = data
+		case "keyHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("keyHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KeyHasSuffix = data
+		case "keyEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("keyEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KeyEqualFold = data
+		case "keyContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("keyContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KeyContainsFold = data
+		case "image":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("image"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Image = data
+		case "imageNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageNEQ = data
+		case "imageIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageIn = data
+		case "imageNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageNotIn = data
+		case "imageGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageGT = data
+		case "imageGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageGTE = data
+		case "imageLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageLT = data
+		case "imageLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageLTE = data
+		case "imageContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageContains = data
+		case "imageHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageHasPrefix = data
+		case "imageHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageHasSuffix = data
+		case "imageEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageEqualFold = data
+		case "imageContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageContainsFold = data
+		case "source":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("source"))
+			data, err := ec.unmarshalOBlueprintSource2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐSource(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Source = data
+		case "sourceNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceNEQ"))
+			data, err := ec.unmarshalOBlueprintSource2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐSource(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceNEQ = data
+		case "sourceIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceIn"))
+			data, err := ec.unmarshalOBlueprintSource2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐSourceᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceIn = data
+		case "sourceNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceNotIn"))
+			data, err := ec.unmarshalOBlueprintSource2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐSourceᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceNotIn = data
+		case "state":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("state"))
+			data, err := ec.unmarshalOBlueprintState2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐState(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.State = data
+		case "stateNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stateNEQ"))
+			data, err := ec.unmarshalOBlueprintState2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐState(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StateNEQ = data
+		case "stateIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stateIn"))
+			data, err := ec.unmarshalOBlueprintState2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐStateᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StateIn = data
+		case "stateNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stateNotIn"))
+			data, err := ec.unmarshalOBlueprintState2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐStateᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StateNotIn = data
+		case "failure":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("failure"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Failure = data
+		case "failureNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("failureNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FailureNEQ = data
+		case "failureIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("failureIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FailureIn = data
+		case "failureNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("failureNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FailureNotIn = data
+		case "failureGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("failureGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FailureGT = data
+		case "failureGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("failureGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FailureGTE = data
+		case "failureLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("failureLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FailureLT = data
+		case "failureLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("failureLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FailureLTE = data
+		case "failureContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("failureContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FailureContains = data
+		case "failureHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("failureHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FailureHasPrefix = data
+		case "failureHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("failureHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FailureHasSuffix = data
+		case "failureEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("failureEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FailureEqualFold = data
+		case "failureContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("failureContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FailureContainsFold = data
+		case "ownerID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerID"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerID = data
+		case "ownerIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDNEQ = data
+		case "ownerIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDIn = data
+		case "ownerIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDNotIn = data
+		case "ownerIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDGT = data
+		case "ownerIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDGTE = data
+		case "ownerIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDLT = data
+		case "ownerIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDLTE = data
+		case "ownerIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDContains = data
+		case "ownerIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDHasPrefix = data
+		case "ownerIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDHasSuffix = data
+		case "ownerIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDEqualFold = data
+		case "ownerIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ownerIDContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OwnerIDContainsFold = data
+		case "buildJobID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("buildJobID"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BuildJobID = data
+		case "buildJobIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("buildJobIDNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BuildJobIDNEQ = data
+		case "buildJobIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("buildJobIDIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BuildJobIDIn = data
+		case "buildJobIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("buildJobIDNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BuildJobIDNotIn = data
+		case "buildJobIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("buildJobIDGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BuildJobIDGT = data
+		case "buildJobIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("buildJobIDGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BuildJobIDGTE = data
+		case "buildJobIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("buildJobIDLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BuildJobIDLT = data
+		case "buildJobIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("buildJobIDLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BuildJobIDLTE = data
+		case "buildJobIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("buildJobIDContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BuildJobIDContains = data
+		case "buildJobIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("buildJobIDHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BuildJobIDHasPrefix = data
+		case "buildJobIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("buildJobIDHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BuildJobIDHasSuffix = data
+		case "buildJobIDIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("buildJobIDIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BuildJobIDIsNil = data
+		case "buildJobIDNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("buildJobIDNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BuildJobIDNotNil = data
+		case "buildJobIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("buildJobIDEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BuildJobIDEqualFold = data
+		case "buildJobIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("buildJobIDContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BuildJobIDContainsFold = data
+		case "stepsBuilt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stepsBuilt"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StepsBuilt = data
+		case "stepsBuiltNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stepsBuiltNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StepsBuiltNEQ = data
+		case "stepsBuiltIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stepsBuiltIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StepsBuiltIn = data
+		case "stepsBuiltNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stepsBuiltNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StepsBuiltNotIn = data
+		case "stepsBuiltGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stepsBuiltGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StepsBuiltGT = data
+		case "stepsBuiltGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stepsBuiltGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StepsBuiltGTE = data
+		case "stepsBuiltLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stepsBuiltLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StepsBuiltLT = data
+		case "stepsBuiltLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stepsBuiltLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StepsBuiltLTE = data
+		case "exportBytes":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("exportBytes"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExportBytes = data
+		case "exportBytesNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("exportBytesNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExportBytesNEQ = data
+		case "exportBytesIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("exportBytesIn"))
+			data, err := ec.unmarshalOInt2ᚕint64ᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExportBytesIn = data
+		case "exportBytesNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("exportBytesNotIn"))
+			data, err := ec.unmarshalOInt2ᚕint64ᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExportBytesNotIn = data
+		case "exportBytesGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("exportBytesGT"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExportBytesGT = data
+		case "exportBytesGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("exportBytesGTE"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExportBytesGTE = data
+		case "exportBytesLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("exportBytesLT"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExportBytesLT = data
+		case "exportBytesLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("exportBytesLTE"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExportBytesLTE = data
+		case "readyAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("readyAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ReadyAt = data
+		case "readyAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("readyAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ReadyAtNEQ = data
+		case "readyAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("readyAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ReadyAtIn = data
+		case "readyAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("readyAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ReadyAtNotIn = data
+		case "readyAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("readyAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ReadyAtGT = data
+		case "readyAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("readyAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ReadyAtGTE = data
+		case "readyAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("readyAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ReadyAtLT = data
+		case "readyAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("readyAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ReadyAtLTE = data
+		case "readyAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("readyAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ReadyAtIsNil = data
+		case "readyAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("readyAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ReadyAtNotNil = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalBlueprintWhereInput unmarshals raw into the BlueprintWhereInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalBlueprintWhereInput(ctx context.Context, raw any) (ent.BlueprintWhereInput, error) {
+	var out ent.BlueprintWhereInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "BlueprintWhereInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputBucketOrder(ctx context.Context, obj any) (ent.BucketOrder, error) {
 	var it ent.BucketOrder
 	if obj == nil {
@@ -40804,6 +43509,787 @@ func UnmarshalEnvironmentWhereInput(ctx context.Context, raw any) (ent.Environme
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputExecutionOrder(ctx context.Context, obj any) (ent.ExecutionOrder, error) {
+	var it ent.ExecutionOrder
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["direction"]; !present {
+		asMap["direction"] = "ASC"
+	}
+
+	fieldsInOrder := [...]string{"direction", "field"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "direction":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("direction"))
+			data, err := ec.unmarshalNOrderDirection2entgoᚗioᚋcontribᚋentgqlᚐOrderDirection(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Direction = data
+		case "field":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
+			data, err := ec.unmarshalNExecutionOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐExecutionOrderField(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Field = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalExecutionOrder unmarshals raw into the ExecutionOrder input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalExecutionOrder(ctx context.Context, raw any) (ent.ExecutionOrder, error) {
+	var out ent.ExecutionOrder
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ExecutionOrder", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputExecutionWhereInput(ctx context.Context, obj any) (ent.ExecutionWhereInput, error) {
+	var it ent.ExecutionWhereInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "jobID", "jobIDNEQ", "jobIDIn", "jobIDNotIn", "jobIDGT", "jobIDGTE", "jobIDLT", "jobIDLTE", "jobIDContains", "jobIDHasPrefix", "jobIDHasSuffix", "jobIDEqualFold", "jobIDContainsFold", "service", "serviceNEQ", "serviceIn", "serviceNotIn", "serviceGT", "serviceGTE", "serviceLT", "serviceLTE", "serviceContains", "serviceHasPrefix", "serviceHasSuffix", "serviceEqualFold", "serviceContainsFold", "userID", "userIDNEQ", "userIDIn", "userIDNotIn", "userIDGT", "userIDGTE", "userIDLT", "userIDLTE", "userIDContains", "userIDHasPrefix", "userIDHasSuffix", "userIDIsNil", "userIDNotNil", "userIDEqualFold", "userIDContainsFold", "tty", "ttyNEQ", "endedAt", "endedAtNEQ", "endedAtIn", "endedAtNotIn", "endedAtGT", "endedAtGTE", "endedAtLT", "endedAtLTE", "endedAtIsNil", "endedAtNotNil", "exitCode", "exitCodeNEQ", "exitCodeIn", "exitCodeNotIn", "exitCodeGT", "exitCodeGTE", "exitCodeLT", "exitCodeLTE", "exitCodeIsNil", "exitCodeNotNil", "error", "errorNEQ", "errorIn", "errorNotIn", "errorGT", "errorGTE", "errorLT", "errorLTE", "errorContains", "errorHasPrefix", "errorHasSuffix", "errorEqualFold", "errorContainsFold", "hasJob", "hasJobWith"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "not":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("not"))
+			data, err := ec.unmarshalOExecutionWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐExecutionWhereInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Not = data
+		case "and":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("and"))
+			data, err := ec.unmarshalOExecutionWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐExecutionWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.And = data
+		case "or":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("or"))
+			data, err := ec.unmarshalOExecutionWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐExecutionWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Or = data
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "idNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNEQ"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNEQ = data
+		case "idIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDIn = data
+		case "idNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNotIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNotIn = data
+		case "idGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGT = data
+		case "idGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGTE = data
+		case "idLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLT = data
+		case "idLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLTE = data
+		case "idEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idEqualFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDEqualFold = data
+		case "idContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idContainsFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDContainsFold = data
+		case "createdAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAt = data
+		case "createdAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtNEQ = data
+		case "createdAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtIn = data
+		case "createdAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtNotIn = data
+		case "createdAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtGT = data
+		case "createdAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtGTE = data
+		case "createdAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtLT = data
+		case "createdAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtLTE = data
+		case "jobID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobID"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobID = data
+		case "jobIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDNEQ"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDNEQ = data
+		case "jobIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDIn = data
+		case "jobIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDNotIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDNotIn = data
+		case "jobIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDGT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDGT = data
+		case "jobIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDGTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDGTE = data
+		case "jobIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDLT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDLT = data
+		case "jobIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDLTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDLTE = data
+		case "jobIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDContains"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDContains = data
+		case "jobIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDHasPrefix"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDHasPrefix = data
+		case "jobIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDHasSuffix"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDHasSuffix = data
+		case "jobIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDEqualFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDEqualFold = data
+		case "jobIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobIDContainsFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobIDContainsFold = data
+		case "service":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("service"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Service = data
+		case "serviceNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("serviceNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ServiceNEQ = data
+		case "serviceIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("serviceIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ServiceIn = data
+		case "serviceNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("serviceNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ServiceNotIn = data
+		case "serviceGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("serviceGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ServiceGT = data
+		case "serviceGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("serviceGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ServiceGTE = data
+		case "serviceLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("serviceLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ServiceLT = data
+		case "serviceLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("serviceLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ServiceLTE = data
+		case "serviceContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("serviceContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ServiceContains = data
+		case "serviceHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("serviceHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ServiceHasPrefix = data
+		case "serviceHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("serviceHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ServiceHasSuffix = data
+		case "serviceEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("serviceEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ServiceEqualFold = data
+		case "serviceContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("serviceContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ServiceContainsFold = data
+		case "userID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("userID"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UserID = data
+		case "userIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("userIDNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UserIDNEQ = data
+		case "userIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("userIDIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UserIDIn = data
+		case "userIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("userIDNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UserIDNotIn = data
+		case "userIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("userIDGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UserIDGT = data
+		case "userIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("userIDGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UserIDGTE = data
+		case "userIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("userIDLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UserIDLT = data
+		case "userIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("userIDLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UserIDLTE = data
+		case "userIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("userIDContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UserIDContains = data
+		case "userIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("userIDHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UserIDHasPrefix = data
+		case "userIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("userIDHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UserIDHasSuffix = data
+		case "userIDIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("userIDIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UserIDIsNil = data
+		case "userIDNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("userIDNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UserIDNotNil = data
+		case "userIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("userIDEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UserIDEqualFold = data
+		case "userIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("userIDContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UserIDContainsFold = data
+		case "tty":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tty"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Tty = data
+		case "ttyNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ttyNEQ"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TtyNEQ = data
+		case "endedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("endedAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EndedAt = data
+		case "endedAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("endedAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EndedAtNEQ = data
+		case "endedAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("endedAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EndedAtIn = data
+		case "endedAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("endedAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EndedAtNotIn = data
+		case "endedAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("endedAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EndedAtGT = data
+		case "endedAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("endedAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EndedAtGTE = data
+		case "endedAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("endedAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EndedAtLT = data
+		case "endedAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("endedAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EndedAtLTE = data
+		case "endedAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("endedAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EndedAtIsNil = data
+		case "endedAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("endedAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EndedAtNotNil = data
+		case "exitCode":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("exitCode"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExitCode = data
+		case "exitCodeNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("exitCodeNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExitCodeNEQ = data
+		case "exitCodeIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("exitCodeIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExitCodeIn = data
+		case "exitCodeNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("exitCodeNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExitCodeNotIn = data
+		case "exitCodeGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("exitCodeGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExitCodeGT = data
+		case "exitCodeGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("exitCodeGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExitCodeGTE = data
+		case "exitCodeLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("exitCodeLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExitCodeLT = data
+		case "exitCodeLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("exitCodeLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExitCodeLTE = data
+		case "exitCodeIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("exitCodeIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExitCodeIsNil = data
+		case "exitCodeNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("exitCodeNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExitCodeNotNil = data
+		case "error":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("error"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Error = data
+		case "errorNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorNEQ = data
+		case "errorIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorIn = data
+		case "errorNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorNotIn = data
+		case "errorGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorGT = data
+		case "errorGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorGTE = data
+		case "errorLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorLT = data
+		case "errorLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorLTE = data
+		case "errorContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorContains = data
+		case "errorHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorHasPrefix = data
+		case "errorHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorHasSuffix = data
+		case "errorEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorEqualFold = data
+		case "errorContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorContainsFold = data
+		case "hasJob":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasJob"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasJob = data
+		case "hasJobWith":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasJobWith"))
+			data, err := ec.unmarshalOJobWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐJobWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasJobWith = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalExecutionWhereInput unmarshals raw into the ExecutionWhereInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalExecutionWhereInput(ctx context.Context, raw any) (ent.ExecutionWhereInput, error) {
+	var out ent.ExecutionWhereInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ExecutionWhereInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputFunctionInput(ctx context.Context, obj any) (model.FunctionInput, error) {
 	var it model.FunctionInput
 	if obj == nil {
@@ -41838,7 +45324,7 @@ func (ec *executionContext) unmarshalInputFunctionWhereInput(ctx context.Context
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "appID", "appIDNEQ", "appIDIn", "appIDNotIn", "appIDGT", "appIDGTE", "appIDLT", "appIDLTE", "appIDContains", "appIDHasPrefix", "appIDHasSuffix", "appIDEqualFold", "appIDContainsFold", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "module", "moduleNEQ", "moduleIn", "moduleNotIn", "moduleGT", "moduleGTE", "moduleLT", "moduleLTE", "moduleContains", "moduleHasPrefix", "moduleHasSuffix", "moduleEqualFold", "moduleContainsFold", "qualname", "qualnameNEQ", "qualnameIn", "qualnameNotIn", "qualnameGT", "qualnameGTE", "qualnameLT", "qualnameLTE", "qualnameContains", "qualnameHasPrefix", "qualnameHasSuffix", "qualnameEqualFold", "qualnameContainsFold", "ownerID", "ownerIDNEQ", "ownerIDIn", "ownerIDNotIn", "ownerIDGT", "ownerIDGTE", "ownerIDLT", "ownerIDLTE", "ownerIDContains", "ownerIDHasPrefix", "ownerIDHasSuffix", "ownerIDEqualFold", "ownerIDContainsFold", "queueID", "queueIDNEQ", "queueIDIn", "queueIDNotIn", "queueIDGT", "queueIDGTE", "queueIDLT", "queueIDLTE", "queueIDContains", "queueIDHasPrefix", "queueIDHasSuffix", "queueIDEqualFold", "queueIDContainsFold", "projectID", "projectIDNEQ", "projectIDIn", "projectIDNotIn", "projectIDGT", "projectIDGTE", "projectIDLT", "projectIDLTE", "projectIDContains", "projectIDHasPrefix", "projectIDHasSuffix", "projectIDIsNil", "projectIDNotNil", "projectIDEqualFold", "projectIDContainsFold", "image", "imageNEQ", "imageIn", "imageNotIn", "imageGT", "imageGTE", "imageLT", "imageLTE", "imageContains", "imageHasPrefix", "imageHasSuffix", "imageEqualFold", "imageContainsFold", "gpus", "gpusNEQ", "gpusIn", "gpusNotIn", "gpusGT", "gpusGTE", "gpusLT", "gpusLTE", "cpu", "cpuNEQ", "cpuIn", "cpuNotIn", "cpuGT", "cpuGTE", "cpuLT", "cpuLTE", "memoryMib", "memoryMibNEQ", "memoryMibIn", "memoryMibNotIn", "memoryMibGT", "memoryMibGTE", "memoryMibLT", "memoryMibLTE", "timeoutSeconds", "timeoutSecondsNEQ", "timeoutSecondsIn", "timeoutSecondsNotIn", "timeoutSecondsGT", "timeoutSecondsGTE", "timeoutSecondsLT", "timeoutSecondsLTE", "retries", "retriesNEQ", "retriesIn", "retriesNotIn", "retriesGT", "retriesGTE", "retriesLT", "retriesLTE", "minContainers", "minContainersNEQ", "minContainersIn", "minContainersNotIn", "minContainersGT", "minContainersGTE", "minContainersLT", "minContainersLTE", "maxContainers", "maxContainersNEQ", "maxContainersIn", "maxContainersNotIn", "maxContainersGT", "maxContainersGTE", "maxContainersLT", "maxContainersLTE", "keepWarm", "keepWarmNEQ", "keepWarmIn", "keepWarmNotIn", "keepWarmGT", "keepWarmGTE", "keepWarmLT", "keepWarmLTE", "concurrency", "concurrencyNEQ", "concurrencyIn", "concurrencyNotIn", "concurrencyGT", "concurrencyGTE", "concurrencyLT", "concurrencyLTE", "scaledownWindowSeconds", "scaledownWindowSecondsNEQ", "scaledownWindowSecondsIn", "scaledownWindowSecondsNotIn", "scaledownWindowSecondsGT", "scaledownWindowSecondsGTE", "scaledownWindowSecondsLT", "scaledownWindowSecondsLTE", "version", "versionNEQ", "versionIn", "versionNotIn", "versionGT", "versionGTE", "versionLT", "versionLTE", "kind", "kindNEQ", "kindIn", "kindNotIn", "deployment", "deploymentNEQ", "deploymentIn", "deploymentNotIn", "deploymentGT", "deploymentGTE", "deploymentLT", "deploymentLTE", "deploymentContains", "deploymentHasPrefix", "deploymentHasSuffix", "deploymentEqualFold", "deploymentContainsFold", "httpMethod", "httpMethodNEQ", "httpMethodIn", "httpMethodNotIn", "httpMethodGT", "httpMethodGTE", "httpMethodLT", "httpMethodLTE", "httpMethodContains", "httpMethodHasPrefix", "httpMethodHasSuffix", "httpMethodEqualFold", "httpMethodContainsFold", "syncTimeoutSeconds", "syncTimeoutSecondsNEQ", "syncTimeoutSecondsIn", "syncTimeoutSecondsNotIn", "syncTimeoutSecondsGT", "syncTimeoutSecondsGTE", "syncTimeoutSecondsLT", "syncTimeoutSecondsLTE", "public", "publicNEQ", "cron", "cronNEQ", "cronIn", "cronNotIn", "cronGT", "cronGTE", "cronLT", "cronLTE", "cronContains", "cronHasPrefix", "cronHasSuffix", "cronEqualFold", "cronContainsFold", "stoppedAt", "stoppedAtNEQ", "stoppedAtIn", "stoppedAtNotIn", "stoppedAtGT", "stoppedAtGTE", "stoppedAtLT", "stoppedAtLTE", "stoppedAtIsNil", "stoppedAtNotNil", "nextRunAt", "nextRunAtNEQ", "nextRunAtIn", "nextRunAtNotIn", "nextRunAtGT", "nextRunAtGTE", "nextRunAtLT", "nextRunAtLTE", "nextRunAtIsNil", "nextRunAtNotNil", "lastRunAt", "lastRunAtNEQ", "lastRunAtIn", "lastRunAtNotIn", "lastRunAtGT", "lastRunAtGTE", "lastRunAtLT", "lastRunAtLTE", "lastRunAtIsNil", "lastRunAtNotNil", "lastRunTaskID", "lastRunTaskIDNEQ", "lastRunTaskIDIn", "lastRunTaskIDNotIn", "lastRunTaskIDGT", "lastRunTaskIDGTE", "lastRunTaskIDLT", "lastRunTaskIDLTE", "lastRunTaskIDContains", "lastRunTaskIDHasPrefix", "lastRunTaskIDHasSuffix", "lastRunTaskIDIsNil", "lastRunTaskIDNotNil", "lastRunTaskIDEqualFold", "lastRunTaskIDContainsFold", "skippedRuns", "skippedRunsNEQ", "skippedRunsIn", "skippedRunsNotIn", "skippedRunsGT", "skippedRunsGTE", "skippedRunsLT", "skippedRunsLTE", "hasApp", "hasAppWith", "hasQueue", "hasQueueWith", "hasTasks", "hasTasksWith", "hasContainers", "hasContainersWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "appID", "appIDNEQ", "appIDIn", "appIDNotIn", "appIDGT", "appIDGTE", "appIDLT", "appIDLTE", "appIDContains", "appIDHasPrefix", "appIDHasSuffix", "appIDEqualFold", "appIDContainsFold", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "module", "moduleNEQ", "moduleIn", "moduleNotIn", "moduleGT", "moduleGTE", "moduleLT", "moduleLTE", "moduleContains", "moduleHasPrefix", "moduleHasSuffix", "moduleEqualFold", "moduleContainsFold", "qualname", "qualnameNEQ", "qualnameIn", "qualnameNotIn", "qualnameGT", "qualnameGTE", "qualnameLT", "qualnameLTE", "qualnameContains", "qualnameHasPrefix", "qualnameHasSuffix", "qualnameEqualFold", "qualnameContainsFold", "ownerID", "ownerIDNEQ", "ownerIDIn", "ownerIDNotIn", "ownerIDGT", "ownerIDGTE", "ownerIDLT", "ownerIDLTE", "ownerIDContains", "ownerIDHasPrefix", "ownerIDHasSuffix", "ownerIDEqualFold", "ownerIDContainsFold", "queueID", "queueIDNEQ", "queueIDIn", "queueIDNotIn", "queueIDGT", "queueIDGTE", "queueIDLT", "queueIDLTE", "queueIDContains", "queueIDHasPrefix", "queueIDHasSuffix", "queueIDEqualFold", "queueIDContainsFold", "projectID", "projectIDNEQ", "projectIDIn", "projectIDNotIn", "projectIDGT", "projectIDGTE", "projectIDLT", "projectIDLTE", "projectIDContains", "projectIDHasPrefix", "projectIDHasSuffix", "projectIDIsNil", "projectIDNotNil", "projectIDEqualFold", "projectIDContainsFold", "image", "imageNEQ", "imageIn", "imageNotIn", "imageGT", "imageGTE", "imageLT", "imageLTE", "imageContains", "imageHasPrefix", "imageHasSuffix", "imageEqualFold", "imageContainsFold", "gpus", "gpusNEQ", "gpusIn", "gpusNotIn", "gpusGT", "gpusGTE", "gpusLT", "gpusLTE", "cpu", "cpuNEQ", "cpuIn", "cpuNotIn", "cpuGT", "cpuGTE", "cpuLT", "cpuLTE", "memoryMib", "memoryMibNEQ", "memoryMibIn", "memoryMibNotIn", "memoryMibGT", "memoryMibGTE", "memoryMibLT", "memoryMibLTE", "timeoutSeconds", "timeoutSecondsNEQ", "timeoutSecondsIn", "timeoutSecondsNotIn", "timeoutSecondsGT", "timeoutSecondsGTE", "timeoutSecondsLT", "timeoutSecondsLTE", "retries", "retriesNEQ", "retriesIn", "retriesNotIn", "retriesGT", "retriesGTE", "retriesLT", "retriesLTE", "minContainers", "minContainersNEQ", "minContainersIn", "minContainersNotIn", "minContainersGT", "minContainersGTE", "minContainersLT", "minContainersLTE", "maxContainers", "maxContainersNEQ", "maxContainersIn", "maxContainersNotIn", "maxContainersGT", "maxContainersGTE", "maxContainersLT", "maxContainersLTE", "keepWarm", "keepWarmNEQ", "keepWarmIn", "keepWarmNotIn", "keepWarmGT", "keepWarmGTE", "keepWarmLT", "keepWarmLTE", "concurrency", "concurrencyNEQ", "concurrencyIn", "concurrencyNotIn", "concurrencyGT", "concurrencyGTE", "concurrencyLT", "concurrencyLTE", "scaledownWindowSeconds", "scaledownWindowSecondsNEQ", "scaledownWindowSecondsIn", "scaledownWindowSecondsNotIn", "scaledownWindowSecondsGT", "scaledownWindowSecondsGTE", "scaledownWindowSecondsLT", "scaledownWindowSecondsLTE", "version", "versionNEQ", "versionIn", "versionNotIn", "versionGT", "versionGTE", "versionLT", "versionLTE", "kind", "kindNEQ", "kindIn", "kindNotIn", "deployment", "deploymentNEQ", "deploymentIn", "deploymentNotIn", "deploymentGT", "deploymentGTE", "deploymentLT", "deploymentLTE", "deploymentContains", "deploymentHasPrefix", "deploymentHasSuffix", "deploymentEqualFold", "deploymentContainsFold", "httpMethod", "httpMethodNEQ", "httpMethodIn", "httpMethodNotIn", "httpMethodGT", "httpMethodGTE", "httpMethodLT", "httpMethodLTE", "httpMethodContains", "httpMethodHasPrefix", "httpMethodHasSuffix", "httpMethodEqualFold", "httpMethodContainsFold", "syncTimeoutSeconds", "syncTimeoutSecondsNEQ", "syncTimeoutSecondsIn", "syncTimeoutSecondsNotIn", "syncTimeoutSecondsGT", "syncTimeoutSecondsGTE", "syncTimeoutSecondsLT", "syncTimeoutSecondsLTE", "public", "publicNEQ", "cron", "cronNEQ", "cronIn", "cronNotIn", "cronGT", "cronGTE", "cronLT", "cronLTE", "cronContains", "cronHasPrefix", "cronHasSuffix", "cronEqualFold", "cronContainsFold", "blueprintID", "blueprintIDNEQ", "blueprintIDIn", "blueprintIDNotIn", "blueprintIDGT", "blueprintIDGTE", "blueprintIDLT", "blueprintIDLTE", "blueprintIDContains", "blueprintIDHasPrefix", "blueprintIDHasSuffix", "blueprintIDIsNil", "blueprintIDNotNil", "blueprintIDEqualFold", "blueprintIDContainsFold", "stoppedAt", "stoppedAtNEQ", "stoppedAtIn", "stoppedAtNotIn", "stoppedAtGT", "stoppedAtGTE", "stoppedAtLT", "stoppedAtLTE", "stoppedAtIsNil", "stoppedAtNotNil", "nextRunAt", "nextRunAtNEQ", "nextRunAtIn", "nextRunAtNotIn", "nextRunAtGT", "nextRunAtGTE", "nextRunAtLT", "nextRunAtLTE", "nextRunAtIsNil", "nextRunAtNotNil", "lastRunAt", "lastRunAtNEQ", "lastRunAtIn", "lastRunAtNotIn", "lastRunAtGT", "lastRunAtGTE", "lastRunAtLT", "lastRunAtLTE", "lastRunAtIsNil", "lastRunAtNotNil", "lastRunTaskID", "lastRunTaskIDNEQ", "lastRunTaskIDIn", "lastRunTaskIDNotIn", "lastRunTaskIDGT", "lastRunTaskIDGTE", "lastRunTaskIDLT", "lastRunTaskIDLTE", "lastRunTaskIDContains", "lastRunTaskIDHasPrefix", "lastRunTaskIDHasSuffix", "lastRunTaskIDIsNil", "lastRunTaskIDNotNil", "lastRunTaskIDEqualFold", "lastRunTaskIDContainsFold", "skippedRuns", "skippedRunsNEQ", "skippedRunsIn", "skippedRunsNotIn", "skippedRunsGT", "skippedRunsGTE", "skippedRunsLT", "skippedRunsLTE", "hasApp", "hasAppWith", "hasQueue", "hasQueueWith", "hasTasks", "hasTasksWith", "hasContainers", "hasContainersWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -43721,6 +47207,111 @@ func (ec *executionContext) unmarshalInputFunctionWhereInput(ctx context.Context
 				return it, err
 			}
 			it.CronContainsFold = data
+		case "blueprintID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("blueprintID"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BlueprintID = data
+		case "blueprintIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("blueprintIDNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BlueprintIDNEQ = data
+		case "blueprintIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("blueprintIDIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BlueprintIDIn = data
+		case "blueprintIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("blueprintIDNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BlueprintIDNotIn = data
+		case "blueprintIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("blueprintIDGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BlueprintIDGT = data
+		case "blueprintIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("blueprintIDGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BlueprintIDGTE = data
+		case "blueprintIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("blueprintIDLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BlueprintIDLT = data
+		case "blueprintIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("blueprintIDLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BlueprintIDLTE = data
+		case "blueprintIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("blueprintIDContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BlueprintIDContains = data
+		case "blueprintIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("blueprintIDHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BlueprintIDHasPrefix = data
+		case "blueprintIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("blueprintIDHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BlueprintIDHasSuffix = data
+		case "blueprintIDIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("blueprintIDIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BlueprintIDIsNil = data
+		case "blueprintIDNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("blueprintIDNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BlueprintIDNotNil = data
+		case "blueprintIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("blueprintIDEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BlueprintIDEqualFold = data
+		case "blueprintIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("blueprintIDContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BlueprintIDContainsFold = data
 		case "stoppedAt":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stoppedAt"))
 			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
@@ -44926,7 +48517,7 @@ func (ec *executionContext) unmarshalInputJobWhereInput(ctx context.Context, obj
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "statusReason", "statusReasonNEQ", "statusReasonIn", "statusReasonNotIn", "statusReasonGT", "statusReasonGTE", "statusReasonLT", "statusReasonLTE", "statusReasonContains", "statusReasonHasPrefix", "statusReasonHasSuffix", "statusReasonEqualFold", "statusReasonContainsFold", "startedAt", "startedAtNEQ", "startedAtIn", "startedAtNotIn", "startedAtGT", "startedAtGTE", "startedAtLT", "startedAtLTE", "startedAtIsNil", "startedAtNotNil", "finishedAt", "finishedAtNEQ", "finishedAtIn", "finishedAtNotIn", "finishedAtGT", "finishedAtGTE", "finishedAtLT", "finishedAtLTE", "finishedAtIsNil", "finishedAtNotNil", "queueID", "queueIDNEQ", "queueIDIn", "queueIDNotIn", "queueIDGT", "queueIDGTE", "queueIDLT", "queueIDLTE", "queueIDContains", "queueIDHasPrefix", "queueIDHasSuffix", "queueIDEqualFold", "queueIDContainsFold", "projectID", "projectIDNEQ", "projectIDIn", "projectIDNotIn", "projectIDGT", "projectIDGTE", "projectIDLT", "projectIDLTE", "projectIDContains", "projectIDHasPrefix", "projectIDHasSuffix", "projectIDIsNil", "projectIDNotNil", "projectIDEqualFold", "projectIDContainsFold", "ownerID", "ownerIDNEQ", "ownerIDIn", "ownerIDNotIn", "ownerIDGT", "ownerIDGTE", "ownerIDLT", "ownerIDLTE", "ownerIDContains", "ownerIDHasPrefix", "ownerIDHasSuffix", "ownerIDEqualFold", "ownerIDContainsFold", "interactive", "interactiveNEQ", "priority", "priorityNEQ", "priorityIn", "priorityNotIn", "priorityGT", "priorityGTE", "priorityLT", "priorityLTE", "timeoutSeconds", "timeoutSecondsNEQ", "timeoutSecondsIn", "timeoutSecondsNotIn", "timeoutSecondsGT", "timeoutSecondsGTE", "timeoutSecondsLT", "timeoutSecondsLTE", "retries", "retriesNEQ", "retriesIn", "retriesNotIn", "retriesGT", "retriesGTE", "retriesLT", "retriesLTE", "attempt", "attemptNEQ", "attemptIn", "attemptNotIn", "attemptGT", "attemptGTE", "attemptLT", "attemptLTE", "gpus", "gpusNEQ", "gpusIn", "gpusNotIn", "gpusGT", "gpusGTE", "gpusLT", "gpusLTE", "hasQueue", "hasQueueWith", "hasProject", "hasProjectWith", "hasOwner", "hasOwnerWith", "hasServices", "hasServicesWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "statusReason", "statusReasonNEQ", "statusReasonIn", "statusReasonNotIn", "statusReasonGT", "statusReasonGTE", "statusReasonLT", "statusReasonLTE", "statusReasonContains", "statusReasonHasPrefix", "statusReasonHasSuffix", "statusReasonEqualFold", "statusReasonContainsFold", "startedAt", "startedAtNEQ", "startedAtIn", "startedAtNotIn", "startedAtGT", "startedAtGTE", "startedAtLT", "startedAtLTE", "startedAtIsNil", "startedAtNotNil", "finishedAt", "finishedAtNEQ", "finishedAtIn", "finishedAtNotIn", "finishedAtGT", "finishedAtGTE", "finishedAtLT", "finishedAtLTE", "finishedAtIsNil", "finishedAtNotNil", "queueID", "queueIDNEQ", "queueIDIn", "queueIDNotIn", "queueIDGT", "queueIDGTE", "queueIDLT", "queueIDLTE", "queueIDContains", "queueIDHasPrefix", "queueIDHasSuffix", "queueIDEqualFold", "queueIDContainsFold", "projectID", "projectIDNEQ", "projectIDIn", "projectIDNotIn", "projectIDGT", "projectIDGTE", "projectIDLT", "projectIDLTE", "projectIDContains", "projectIDHasPrefix", "projectIDHasSuffix", "projectIDIsNil", "projectIDNotNil", "projectIDEqualFold", "projectIDContainsFold", "ownerID", "ownerIDNEQ", "ownerIDIn", "ownerIDNotIn", "ownerIDGT", "ownerIDGTE", "ownerIDLT", "ownerIDLTE", "ownerIDContains", "ownerIDHasPrefix", "ownerIDHasSuffix", "ownerIDEqualFold", "ownerIDContainsFold", "interactive", "interactiveNEQ", "kind", "kindNEQ", "kindIn", "kindNotIn", "priority", "priorityNEQ", "priorityIn", "priorityNotIn", "priorityGT", "priorityGTE", "priorityLT", "priorityLTE", "timeoutSeconds", "timeoutSecondsNEQ", "timeoutSecondsIn", "timeoutSecondsNotIn", "timeoutSecondsGT", "timeoutSecondsGTE", "timeoutSecondsLT", "timeoutSecondsLTE", "retries", "retriesNEQ", "retriesIn", "retriesNotIn", "retriesGT", "retriesGTE", "retriesLT", "retriesLTE", "attempt", "attemptNEQ", "attemptIn", "attemptNotIn", "attemptGT", "attemptGTE", "attemptLT", "attemptLTE", "gpus", "gpusNEQ", "gpusIn", "gpusNotIn", "gpusGT", "gpusGTE", "gpusLT", "gpusLTE", "hasQueue", "hasQueueWith", "hasProject", "hasProjectWith", "hasOwner", "hasOwnerWith", "hasServices", "hasServicesWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -45731,6 +49322,34 @@ func (ec *executionContext) unmarshalInputJobWhereInput(ctx context.Context, obj
 				return it, err
 			}
 			it.InteractiveNEQ = data
+		case "kind":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kind"))
+			data, err := ec.unmarshalOJobKind2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋjobᚐKind(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Kind = data
+		case "kindNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kindNEQ"))
+			data, err := ec.unmarshalOJobKind2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋjobᚐKind(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KindNEQ = data
+		case "kindIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kindIn"))
+			data, err := ec.unmarshalOJobKind2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋjobᚐKindᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KindIn = data
+		case "kindNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kindNotIn"))
+			data, err := ec.unmarshalOJobKind2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋjobᚐKindᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KindNotIn = data
 		case "priority":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("priority"))
 			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
@@ -55281,6 +58900,11 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._Function(ctx, sel, obj)
+	case *ent.Execution:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Execution(ctx, sel, obj)
 	case *ent.Environment:
 		if obj == nil {
 			return graphql.Null
@@ -55306,6 +58930,11 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._Bucket(ctx, sel, obj)
+	case *ent.Blueprint:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Blueprint(ctx, sel, obj)
 	case *ent.AuditEvent:
 		if obj == nil {
 			return graphql.Null
@@ -55863,6 +59492,180 @@ func (ec *executionContext) _AuditEventEdge(ctx context.Context, sel ast.Selecti
 			}
 		case "cursor":
 			out.Values[i] = ec._AuditEventEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var blueprintImplementors = []string{"Blueprint", "Node"}
+
+func (ec *executionContext) _Blueprint(ctx context.Context, sel ast.SelectionSet, obj *ent.Blueprint) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, blueprintImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Blueprint")
+		case "id":
+			out.Values[i] = ec._Blueprint_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._Blueprint_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updatedAt":
+			out.Values[i] = ec._Blueprint_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "key":
+			out.Values[i] = ec._Blueprint_key(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "image":
+			out.Values[i] = ec._Blueprint_image(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "source":
+			out.Values[i] = ec._Blueprint_source(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "state":
+			out.Values[i] = ec._Blueprint_state(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "failure":
+			out.Values[i] = ec._Blueprint_failure(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "ownerID":
+			out.Values[i] = ec._Blueprint_ownerID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "buildJobID":
+			out.Values[i] = ec._Blueprint_buildJobID(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "stepsBuilt":
+			out.Values[i] = ec._Blueprint_stepsBuilt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "exportBytes":
+			out.Values[i] = ec._Blueprint_exportBytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "readyAt":
+			out.Values[i] = ec._Blueprint_readyAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var blueprintConnectionImplementors = []string{"BlueprintConnection"}
+
+func (ec *executionContext) _BlueprintConnection(ctx context.Context, sel ast.SelectionSet, obj *ent.BlueprintConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, blueprintConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("BlueprintConnection")
+		case "edges":
+			out.Values[i] = ec._BlueprintConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._BlueprintConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._BlueprintConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var blueprintEdgeImplementors = []string{"BlueprintEdge"}
+
+func (ec *executionContext) _BlueprintEdge(ctx context.Context, sel ast.SelectionSet, obj *ent.BlueprintEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, blueprintEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("BlueprintEdge")
+		case "node":
+			out.Values[i] = ec._BlueprintEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "cursor":
+			out.Values[i] = ec._BlueprintEdge_cursor(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -57071,6 +60874,95 @@ func (ec *executionContext) _EnvironmentEdge(ctx context.Context, sel ast.Select
 	return out
 }
 
+var executionImplementors = []string{"Execution", "Node"}
+
+func (ec *executionContext) _Execution(ctx context.Context, sel ast.SelectionSet, obj *ent.Execution) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, executionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Execution")
+		case "id":
+			out.Values[i] = ec._Execution_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._Execution_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "updatedAt":
+			out.Values[i] = ec._Execution_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "jobID":
+			out.Values[i] = ec._Execution_jobID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "service":
+			out.Values[i] = ec._Execution_service(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "userID":
+			out.Values[i] = ec._Execution_userID(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "command":
+			out.Values[i] = ec._Execution_command(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "tty":
+			out.Values[i] = ec._Execution_tty(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "endedAt":
+			out.Values[i] = ec._Execution_endedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "exitCode":
+			out.Values[i] = ec._Execution_exitCode(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "error":
+			out.Values[i] = ec._Execution_error(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "job":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Execution_job(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var functionImplementors = []string{"Function", "Node"}
 
 func (ec *executionContext) _Function(ctx context.Context, sel ast.SelectionSet, obj *ent.Function) graphql.Marshaler {
@@ -57230,6 +61122,21 @@ func (ec *executionContext) _Function(ctx context.Context, sel ast.SelectionSet,
 		case "cron":
 			out.Values[i] = ec._Function_cron(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "ports":
+			out.Values[i] = ec._Function_ports(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "command":
+			out.Values[i] = ec._Function_command(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "blueprintID":
+			out.Values[i] = ec._Function_blueprintID(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "stoppedAt":
@@ -57941,6 +61848,11 @@ func (ec *executionContext) _Job(ctx context.Context, sel ast.SelectionSet, obj 
 			}
 		case "interactive":
 			out.Values[i] = ec._Job_interactive(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "kind":
+			out.Values[i] = ec._Job_kind(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -59286,6 +63198,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_auditEvents(ctx, field)
+				})
+		case "blueprints":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_blueprints(ctx, field)
 				})
 		case "buckets":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -61531,6 +65449,53 @@ func (ec *executionContext) unmarshalNAuditEventWhereInput2ᚖgithubᚗcomᚋlev
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNBlueprintConnection2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprintConnection(ctx context.Context, sel ast.SelectionSet, v *ent.BlueprintConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "BlueprintConnection!")
+		return graphql.Null
+	}
+	return ec._BlueprintConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNBlueprintOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprintOrderField(ctx context.Context, v any) (*ent.BlueprintOrderField, error) {
+	var res = new(ent.BlueprintOrderField)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNBlueprintOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprintOrderField(ctx context.Context, sel ast.SelectionSet, v *ent.BlueprintOrderField) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "BlueprintOrderField!")
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) unmarshalNBlueprintSource2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐSource(ctx context.Context, v any) (blueprint.Source, error) {
+	var res blueprint.Source
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNBlueprintSource2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐSource(ctx context.Context, sel ast.SelectionSet, v blueprint.Source) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNBlueprintState2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐState(ctx context.Context, v any) (blueprint.State, error) {
+	var res blueprint.State
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNBlueprintState2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐState(ctx context.Context, sel ast.SelectionSet, v blueprint.State) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNBlueprintWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprintWhereInput(ctx context.Context, v any) (*ent.BlueprintWhereInput, error) {
+	res, err := ec.unmarshalInputBlueprintWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -61946,6 +65911,25 @@ func (ec *executionContext) unmarshalNEnvironmentWhereInput2ᚖgithubᚗcomᚋle
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNExecutionOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐExecutionOrderField(ctx context.Context, v any) (*ent.ExecutionOrderField, error) {
+	var res = new(ent.ExecutionOrderField)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNExecutionOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐExecutionOrderField(ctx context.Context, sel ast.SelectionSet, v *ent.ExecutionOrderField) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ExecutionOrderField!")
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) unmarshalNExecutionWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐExecutionWhereInput(ctx context.Context, v any) (*ent.ExecutionWhereInput, error) {
+	res, err := ec.unmarshalInputExecutionWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNFloat2float64(ctx context.Context, v any) (float64, error) {
 	res, err := graphql.UnmarshalFloatContext(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -62212,6 +66196,16 @@ func (ec *executionContext) marshalNJobEvent2ᚖgithubᚗcomᚋlevers9ᚋlevers9
 		return graphql.Null
 	}
 	return ec._JobEvent(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNJobKind2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋjobᚐKind(ctx context.Context, v any) (job.Kind, error) {
+	var res job.Kind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNJobKind2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋjobᚐKind(ctx context.Context, sel ast.SelectionSet, v job.Kind) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) unmarshalNJobOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐJobOrderField(ctx context.Context, v any) (*ent.JobOrderField, error) {
@@ -63410,6 +67404,170 @@ func (ec *executionContext) unmarshalOAuditEventWhereInput2ᚖgithubᚗcomᚋlev
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalOBlueprint2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprint(ctx context.Context, sel ast.SelectionSet, v *ent.Blueprint) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Blueprint(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOBlueprintEdge2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprintEdge(ctx context.Context, sel ast.SelectionSet, v []*ent.BlueprintEdge) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalOBlueprintEdge2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprintEdge(ctx, sel, v[i])
+	})
+
+	return ret
+}
+
+func (ec *executionContext) marshalOBlueprintEdge2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprintEdge(ctx context.Context, sel ast.SelectionSet, v *ent.BlueprintEdge) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._BlueprintEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOBlueprintOrder2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprintOrder(ctx context.Context, v any) (*ent.BlueprintOrder, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputBlueprintOrder(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOBlueprintSource2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐSourceᚄ(ctx context.Context, v any) ([]blueprint.Source, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]blueprint.Source, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNBlueprintSource2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐSource(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOBlueprintSource2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐSourceᚄ(ctx context.Context, sel ast.SelectionSet, v []blueprint.Source) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNBlueprintSource2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐSource(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalOBlueprintSource2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐSource(ctx context.Context, v any) (*blueprint.Source, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(blueprint.Source)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOBlueprintSource2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐSource(ctx context.Context, sel ast.SelectionSet, v *blueprint.Source) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) unmarshalOBlueprintState2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐStateᚄ(ctx context.Context, v any) ([]blueprint.State, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]blueprint.State, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNBlueprintState2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐState(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOBlueprintState2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐStateᚄ(ctx context.Context, sel ast.SelectionSet, v []blueprint.State) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNBlueprintState2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐState(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalOBlueprintState2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐState(ctx context.Context, v any) (*blueprint.State, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(blueprint.State)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOBlueprintState2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐState(ctx context.Context, sel ast.SelectionSet, v *blueprint.State) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) unmarshalOBlueprintWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprintWhereInputᚄ(ctx context.Context, v any) ([]*ent.BlueprintWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*ent.BlueprintWhereInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNBlueprintWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprintWhereInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalOBlueprintWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprintWhereInput(ctx context.Context, v any) (*ent.BlueprintWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputBlueprintWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalOBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -64051,6 +68209,31 @@ func (ec *executionContext) unmarshalOEnvironmentWhereInput2ᚖgithubᚗcomᚋle
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalOExecutionWhereInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐExecutionWhereInputᚄ(ctx context.Context, v any) ([]*ent.ExecutionWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*ent.ExecutionWhereInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNExecutionWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐExecutionWhereInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalOExecutionWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐExecutionWhereInput(ctx context.Context, v any) (*ent.ExecutionWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputExecutionWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalOFloat2float64(ctx context.Context, v any) (float64, error) {
 	res, err := graphql.UnmarshalFloatContext(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -64643,6 +68826,58 @@ func (ec *executionContext) marshalOJobEdge2ᚖgithubᚗcomᚋlevers9ᚋlevers9�
 		return graphql.Null
 	}
 	return ec._JobEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOJobKind2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋjobᚐKindᚄ(ctx context.Context, v any) ([]job.Kind, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]job.Kind, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNJobKind2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋjobᚐKind(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOJobKind2ᚕgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋjobᚐKindᚄ(ctx context.Context, sel ast.SelectionSet, v []job.Kind) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNJobKind2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋjobᚐKind(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalOJobKind2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋjobᚐKind(ctx context.Context, v any) (*job.Kind, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(job.Kind)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOJobKind2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚋjobᚐKind(ctx context.Context, sel ast.SelectionSet, v *job.Kind) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
 }
 
 func (ec *executionContext) unmarshalOJobOrder2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐJobOrder(ctx context.Context, v any) (*ent.JobOrder, error) {

@@ -87,6 +87,9 @@ type FunctionSpec struct {
 	Public             bool          // its URLs answer callers without a token (audited)
 	Secrets            []string      // names of secrets its containers get
 	Cron               string        // a CRON function's schedule (UTC)
+	Ports              []int         // a BOX's ports (at least one), reached at /box/NAME/PORT/
+	Command            []string      // a BOX that runs this command instead of the function (levers9 box run)
+	Blueprint          string        // a READY blueprint's ID: its containers run the blueprint's image (not with Image)
 }
 
 // AppSpec is an app as the SDK deploys it.

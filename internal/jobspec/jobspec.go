@@ -19,6 +19,32 @@ type Job struct {
 	// Runner is set only by the functions layer for a function's
 	// container; no front door lets a user set it.
 	Runner *wire.Runner `json:"runner,omitempty"`
+	// Build is set only by the blueprints layer for a blueprint's build;
+	// Sandbox only by the sandboxes layer. No front door sets either.
+	Build   *wire.Build `json:"build,omitempty"`
+	Sandbox bool        `json:"sandbox,omitempty"`
+}
+
+// Job kinds, as stored on the job (see Kind).
+const (
+	KindJob      = "JOB"
+	KindFunction = "FUNCTION"
+	KindBuild    = "BUILD"
+	KindSandbox  = "SANDBOX"
+)
+
+// Kind is what made the job: a user's job, a function's container, a
+// blueprint build or a sandbox.
+func (j Job) Kind() string {
+	switch {
+	case j.Runner != nil:
+		return KindFunction
+	case j.Build != nil:
+		return KindBuild
+	case j.Sandbox:
+		return KindSandbox
+	}
+	return KindJob
 }
 
 // Service is one container of a job.

@@ -80,7 +80,7 @@ var rules = []rule{
 	{pkgs: []string{"storage"}, only: []string{"internal/netguard"}, tests: true,
 		why: "the bucket drivers are shared with the agent: they use the connection guard and nothing of the server"},
 	{pkgs: []string{"ent/..."},
-		only: []string{"ent/...", "internal/viewer", "internal/billing", "internal/ids", "internal/inventory", "internal/jobspec", "internal/nodes/nodename"},
+		only: []string{"ent/...", "internal/viewer", "internal/billing", "internal/ids", "internal/inventory", "internal/jobspec", "internal/wire", "internal/nodes/nodename"},
 		why:  "privacy rules import only the viewer; schema fields use these value packages"},
 }
 

@@ -84,6 +84,9 @@ type Start struct {
 	// puts the function's code and the levers9 package into it and gives
 	// it a socket to the server (see Runner).
 	Runner *Runner `json:"runner,omitempty"`
+	// Build, when set, makes the job a blueprint build (see Build): its
+	// one service's state and log are the build's.
+	Build *Build `json:"build,omitempty"`
 }
 
 // Runner is what a function's container needs from its agent: the code

@@ -45,6 +45,9 @@ type StreamOpen struct {
 	TTY     bool     `json:"tty,omitempty"` // StreamExec: a pseudo-terminal
 	Rows    uint16   `json:"rows,omitempty"`
 	Cols    uint16   `json:"cols,omitempty"`
+	// Image is the reference to commit the service's container to
+	// (StreamCommit).
+	Image string `json:"image,omitempty"`
 }
 
 // Validate checks what the agent acts on.
@@ -66,6 +69,10 @@ func (o StreamOpen) Validate() error {
 			}
 		}
 	case StreamAttach:
+	case StreamCommit:
+		if o.Image == "" || len(o.Image) > 256 {
+			errs = append(errs, "a commit needs an image reference (at most 256 bytes)")
+		}
 	default:
 		errs = append(errs, fmt.Sprintf("unknown stream kind %.20q", o.Kind))
 	}
