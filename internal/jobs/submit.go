@@ -356,6 +356,7 @@ func insert(ctx context.Context, client *ent.Client, v *viewer.Viewer, c *checke
 		SetQueueID(c.queue.ID).
 		SetOwnerID(v.UserID).
 		SetInteractive(c.spec.Interactive).
+		SetKind(job.Kind(c.spec.Kind())).
 		SetPriority(c.spec.Priority).
 		SetTimeoutSeconds(c.spec.TimeoutSeconds).
 		SetRetries(c.spec.Retries).
