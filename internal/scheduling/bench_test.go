@@ -60,6 +60,39 @@ func BenchmarkSchedule(b *testing.B) {
 	b.ReportMetric(float64(len(jobs)*b.N)/b.Elapsed().Seconds(), "jobs/s")
 }
 
+// BenchmarkScheduleImages is BenchmarkSchedule with images: nodes run
+// containers and each holds 0–3 of 50 blueprint images; half the services
+// run one of them.
+func BenchmarkScheduleImages(b *testing.B) {
+	nodes, jobs := benchInput()
+	rng := rand.New(rand.NewPCG(3, 4))
+	image := func() string { return fmt.Sprintf("levers9-bp/tn_1:%02d", rng.IntN(50)) }
+	for i := range nodes {
+		nodes[i].Containers = true
+		for range rng.IntN(4) {
+			nodes[i].Images = append(nodes[i].Images, image())
+		}
+	}
+	for i := range jobs {
+		for k := range jobs[i].Services {
+			if rng.IntN(2) == 0 {
+				jobs[i].Services[k].Image = image()
+			}
+		}
+	}
+	placements := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		placed, _, err := Schedule(jobs, nodes)
+		if err != nil {
+			b.Fatal(err)
+		}
+		placements += len(placed)
+	}
+	b.ReportMetric(float64(placements)/float64(b.N), "placed/op")
+	b.ReportMetric(float64(len(jobs)*b.N)/b.Elapsed().Seconds(), "jobs/s")
+}
+
 // BenchmarkPlace is one job against 1,000 nodes, as a worker placing jobs
 // one at a time would call it.
 func BenchmarkPlace(b *testing.B) {

@@ -25,7 +25,13 @@
 //     on a tighter node, as a user listing H100 first would expect. The
 //     search has budgets, so a hostile puzzle of a job costs bounded time
 //     and at worst waits; it is never over-committed.
-//   - Among equally preferred nodes, best fit limits fragmentation: fewest
+//   - Among equally preferred nodes, those holding more of the job's images
+//     come first (Node.Images: services whose image the node holds, counted),
+//     so a blueprint image is fetched through the server as rarely as can
+//     be. Only after GPU preference: a user asking for H100 gets H100 even
+//     where the image must be fetched first, which costs far less than a
+//     run on the wrong GPU.
+//   - Among nodes equal so far, best fit limits fragmentation: fewest
 //     free GPUs of the chosen types left over, then fewest free GPUs of other
 //     types (keeps GPU nodes for GPU jobs, an addition to the usual order),
 //     then least free CPU, then least free memory, then the lower node ID.

@@ -25,6 +25,8 @@ func (f *fuzzBytes) signed() int { return int(int8(f.next())) }
 
 var fuzzTypes = []string{"H100", "A100", "L4", "B200"}
 
+var fuzzImages = []string{"busybox", "levers9-bp/t:a", "levers9-bp/t:b"}
+
 // fuzzInput builds up to 5 nodes and one job from bytes and says whether
 // Place must refuse them. CPU comes in eighths so the model's float sums
 // are exact; ports come from a few, so they collide (and repeat, which is
@@ -62,6 +64,18 @@ func fuzzInput(data []byte) (Job, []Node, bool) {
 		if flags&2 != 0 {
 			nodes[i].Ports = []int{ports[f.next()%2]}
 		}
+		if flags&8 != 0 {
+			// Images held, from a mask over fuzzImages (repeats allowed).
+			mask := f.next()
+			for k, img := range fuzzImages {
+				if mask&(1<<k) != 0 {
+					nodes[i].Images = append(nodes[i].Images, img)
+				}
+			}
+			if mask&(1<<len(fuzzImages)) != 0 {
+				nodes[i].Images = append(nodes[i].Images, nodes[i].Images...)
+			}
+		}
 		if flags&4 != 0 {
 			// Books the lowest numbered device of each type, and one the
 			// node does not have.
@@ -80,7 +94,7 @@ func fuzzInput(data []byte) (Job, []Node, bool) {
 		}
 		flags := f.next()
 		if flags&1 != 0 {
-			s.Image = "busybox"
+			s.Image = fuzzImages[(flags>>2)%len(fuzzImages)]
 		}
 		if flags&2 != 0 {
 			p := ports[f.next()%len(ports)]
@@ -106,6 +120,8 @@ func FuzzPlace(f *testing.F) {
 	f.Add([]byte{1, 64, 64, 1, 4, 1, 1, 2, 8, 8, 2, 2, 1, 2})
 	f.Add([]byte{0, 1, 1, 1, 1, 1, 1, 1})
 	f.Add([]byte{2, 0xff, 1, 0, 1, 1, 4, 1})
+	// Two equal nodes, the second holding the job's image.
+	f.Add([]byte{2, 16, 16, 0, 1, 1, 16, 16, 0, 1, 9, 2, 1, 8, 8, 0, 0, 5, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		job, nodes, invalid := fuzzInput(data)
 		p, ok, r, err := Place(job, nodes)

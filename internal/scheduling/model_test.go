@@ -22,12 +22,15 @@ func quarter(n int) float64 { return float64(n) / 4 }
 // modelPorts are the fixed ports of random input: few, so they collide.
 var modelPorts = []int{8000, 8001, 8888}
 
+// modelImages are the images of random input: few, so nodes hold them.
+var modelImages = []string{"busybox", "levers9-bp/t:a", "levers9-bp/t:b"}
+
 // randomInput makes one queue: 1–50 nodes, 1–200 jobs of 1–4 services,
 // 1–3 GPU types plus one no node has, preference lists, partly used and
 // sometimes over-used nodes, some running containers, with listed or
 // numbered devices partly booked (some by services that predate devices),
-// ports held; jobs with images, fixed ports and pins (some to nodes not in
-// the queue).
+// ports held, images held (repeated, and some no job asks for); jobs with
+// images, fixed ports and pins (some to nodes not in the queue).
 func randomInput(rng *rand.Rand) ([]Node, []Job) {
 	types := modelTypes[:1+rng.IntN(len(modelTypes))]
 	nodes := make([]Node, 1+rng.IntN(50))
@@ -55,6 +58,12 @@ func randomInput(rng *rand.Rand) ([]Node, []Job) {
 				n.Ports = append(n.Ports, p)
 			}
 		}
+		for _, img := range append(modelImages, "levers9-bp/t:unasked") {
+			for rng.IntN(3) == 0 {
+				n.Images = append(n.Images, img)
+			}
+		}
+		rng.Shuffle(len(n.Images), func(i, j int) { n.Images[i], n.Images[j] = n.Images[j], n.Images[i] })
 		nodes[i] = n
 	}
 	jobs := make([]Job, 1+rng.IntN(200))
@@ -70,8 +79,8 @@ func randomInput(rng *rand.Rand) ([]Node, []Job) {
 				s.GPUs = 1 + rng.IntN(4)
 				s.GPUTypes = randomList(rng, types)
 			}
-			if rng.IntN(4) == 0 {
-				s.Image = "busybox"
+			if rng.IntN(3) == 0 {
+				s.Image = modelImages[rng.IntN(len(modelImages))]
 			}
 			for _, p := range modelPorts {
 				if rng.IntN(12) == 0 && !slices.ContainsFunc(j.Services, func(o Service) bool { return slices.Contains(o.Ports, p) }) {
@@ -156,6 +165,7 @@ func deepCopyNodes(nodes []Node) []Node {
 	for i := range out {
 		out[i].Capacity.GPUs = maps.Clone(out[i].Capacity.GPUs)
 		out[i].Used.GPUs = maps.Clone(out[i].Used.GPUs)
+		out[i].Images = slices.Clone(out[i].Images)
 	}
 	return out
 }
@@ -168,6 +178,7 @@ type modelNode struct {
 	devs       map[string][]string // free device IDs per type, in inventory order
 	ports      map[int]bool        // held
 	containers bool
+	images     []string // held, as given
 }
 
 // modelDeviceIDs are a node's devices of type t as the Node comment says.
@@ -186,6 +197,7 @@ func modelFree(n Node) *modelNode {
 	m := &modelNode{
 		id: n.ID, cpu: max(0, n.Capacity.CPU-n.Used.CPU), mem: max(0, n.Capacity.MemoryMiB-n.Used.MemoryMiB),
 		gpus: map[string]int{}, devs: map[string][]string{}, ports: map[int]bool{}, containers: n.Containers,
+		images: n.Images,
 	}
 	for t, c := range n.Capacity.GPUs {
 		for _, id := range modelDeviceIDs(n, t) {
@@ -318,9 +330,21 @@ func modelFitsAnywhere(j Job, nodes []*modelNode) bool {
 	return slices.ContainsFunc(nodes, func(n *modelNode) bool { return modelFits(j, n) })
 }
 
+// modelHeld counts j's services whose image n holds.
+func modelHeld(j Job, n *modelNode) int {
+	held := 0
+	for _, s := range j.Services {
+		if s.Image != "" && slices.Contains(n.images, s.Image) {
+			held++
+		}
+	}
+	return held
+}
+
 // modelKey orders candidate nodes as the package comment says.
 type modelKey struct {
 	ranks                []int
+	held                 int
 	leftTypes, leftOther int
 	leftCPU              float64
 	leftMem              int64
@@ -330,6 +354,9 @@ type modelKey struct {
 func (a modelKey) less(b modelKey) bool {
 	if c := slices.Compare(a.ranks, b.ranks); c != 0 {
 		return c < 0
+	}
+	if a.held != b.held {
+		return a.held > b.held
 	}
 	if a.leftTypes != b.leftTypes {
 		return a.leftTypes < b.leftTypes
@@ -371,7 +398,7 @@ func modelPlace(j Job, nodes []*modelNode) (Placement, bool) {
 		for _, s := range j.Services {
 			gpus += s.GPUs
 		}
-		k := modelKey{ranks, chosen - gpus, all - chosen, n.cpu - cpu, n.mem - mem, n.id}
+		k := modelKey{ranks, modelHeld(j, n), chosen - gpus, all - chosen, n.cpu - cpu, n.mem - mem, n.id}
 		if best == nil || k.less(bestKey) {
 			best, bestKey, bestTypes = n, k, types
 		}

@@ -26,6 +26,7 @@ func Place(job Job, nodes []Node) (Placement, bool, Reason, error) {
 type fit struct {
 	node      *nodeState
 	ranks     []int // per GPU service: preference rank of the type chosen
+	held      int   // services whose image the node holds; more is better
 	types     []int // per GPU service: the type index chosen
 	leftTypes int   // free GPUs of the chosen types left after placing
 	leftOther int   // free GPUs of other types
@@ -36,6 +37,9 @@ type fit struct {
 func (a *fit) better(b *fit) bool {
 	if c := slices.Compare(a.ranks, b.ranks); c != 0 {
 		return c < 0
+	}
+	if a.held != b.held {
+		return a.held > b.held
 	}
 	if a.leftTypes != b.leftTypes {
 		return a.leftTypes < b.leftTypes
@@ -72,6 +76,7 @@ func (c *cluster) bestFit(s *gpuSearch, d *demand) (fit, bool) {
 			}
 			cur.types = append(cur.types, t)
 		}
+		cur.held = n.held(d.images)
 		cur.leftTypes = chosen - d.gpus
 		cur.leftOther = n.freeGPUs - chosen
 		cur.leftCPU = n.free.cpu - d.cpu

@@ -49,6 +49,7 @@ type nodeState struct {
 	capacity   pool
 	freeGPUs   int // total over all types, for the best-fit tie-break
 	containers bool
+	images     []int            // held images that some job asks for, by index; sorted
 	src        *Node            // the input, read only
 	devices    map[int]*devices // by type index, built when first needed
 }
@@ -136,13 +137,37 @@ type demand struct {
 	types      []int       // every acceptable type, in first-appearance order
 	ports      []int       // fixed host ports over all services, sorted
 	containers bool        // some service runs an image
+	images     []int       // per service with an image, its index; repeats kept (a count)
 	pin        string      // the only node ID allowed; "" for any
 }
 
 type cluster struct {
 	typeNames []string
 	typeIDs   map[string]int
-	nodes     []*nodeState // sorted by ID
+	imageIDs  map[string]int // images jobs ask for, interned like types
+	nodes     []*nodeState   // sorted by ID
+}
+
+func (c *cluster) imageID(name string) int {
+	if id, ok := c.imageIDs[name]; ok {
+		return id
+	}
+	c.imageIDs[name] = len(c.imageIDs)
+	return len(c.imageIDs) - 1
+}
+
+// held counts the entries of images (a demand's) that n holds.
+func (n *nodeState) held(images []int) int {
+	if len(n.images) == 0 {
+		return 0
+	}
+	count := 0
+	for _, id := range images {
+		if _, ok := slices.BinarySearch(n.images, id); ok {
+			count++
+		}
+	}
+	return count
 }
 
 func (c *cluster) typeID(name string) int {
@@ -157,7 +182,7 @@ func (c *cluster) typeID(name string) int {
 // newCluster compiles valid input. Types are interned from jobs too, so a
 // type no node has is just a type with zero GPUs everywhere.
 func newCluster(nodes []Node, jobs []Job) (*cluster, []demand) {
-	c := &cluster{typeIDs: map[string]int{}}
+	c := &cluster{typeIDs: map[string]int{}, imageIDs: map[string]int{}}
 	// Sorted keys keep type indices, and so everything after, independent
 	// of map iteration order.
 	for _, n := range nodes {
@@ -223,6 +248,15 @@ func (c *cluster) compileNode(n *Node) *nodeState {
 			s.free.taken[p] = true
 		}
 	}
+	// Jobs are compiled first, so an image no job asks for is dropped
+	// here and costs nothing later.
+	for _, img := range n.Images {
+		if id, ok := c.imageIDs[img]; ok {
+			s.images = append(s.images, id)
+		}
+	}
+	slices.Sort(s.images)
+	s.images = slices.Compact(s.images)
 	return s
 }
 
@@ -233,6 +267,9 @@ func (c *cluster) compileJob(j *Job) demand {
 		d.cpu += millicores(s.CPU, true)
 		d.mem += s.MemoryMiB
 		d.containers = d.containers || s.Image != ""
+		if s.Image != "" {
+			d.images = append(d.images, c.imageID(s.Image))
+		}
 		d.ports = append(d.ports, s.Ports...)
 		if s.GPUs == 0 {
 			continue

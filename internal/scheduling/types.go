@@ -28,6 +28,11 @@ type Node struct {
 	// Containers: the node runs images (a container runtime). Every node
 	// runs command-only services.
 	Containers bool
+	// Images are images the node holds already (blueprint images, which
+	// it would otherwise fetch through the server): a set, so order and
+	// repeats do not matter. Among equally preferred nodes a job goes
+	// where more of its services' images are.
+	Images []string
 }
 
 // Job is a pending job: services that must run together on one node.
