@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/dockertest"
+)
+
+// Boxes in real containers, reached through the relay: an app's
+// @app.box(ports=[8000]) whose function starts `python3 -m http.server`
+// (deployed with levers9 deploy), and `levers9 box run --port 8000 --
+// python3 -m http.server 8000` (a command box) with the CLI binary; both
+// answer GET /box/NAME/8000/… (the first request starts the container);
+// a port the box does not declare, and a request without a token, are
+// refused; `levers9 app stop` ends the command box.
+func TestBoxDocker(t *testing.T) {
+	t.Parallel()
+	image := dockertest.Python(t)
+	s, c := functionsServer(t, dbtest.SQLiteURL(t), "docker")
+	d := newDeployer(t, s, c.Token, "E2E_IMAGE="+image)
+
+	t.Run("app.box", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		b, err := os.ReadFile(filepath.Join(bpDir, "box_app.py"))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "box_app.py"), b, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.deploy(t, dir, "box_app.py")
+		r := awaitBox(t, d, "/box/e2e_box/8000/hello.txt")
+		if r.Status != http.StatusOK || string(r.Body) != "hello from the box\n" {
+			t.Errorf("GET /box/e2e_box/8000/hello.txt: %s; want 200 and the file", r)
+		}
+		d.expectStatus(t, http.MethodGet, "/box/e2e_box/8001/", c.Token, nil, http.StatusNotFound)
+		if r := d.httpDo(t, http.MethodGet, "/box/e2e_box/8000/hello.txt", "", nil); r.Status != http.StatusUnauthorized &&
+			r.Status != http.StatusNotFound {
+			t.Errorf("GET /box/e2e_box/8000/hello.txt without a token: %s; want 401 or 404", r)
+		}
+	})
+
+	t.Run("levers9 box run", func(t *testing.T) {
+		t.Parallel()
+		out := d.cliOK(t, "", "box", "run", "--name", "e2e-cli-box", "--image", image, "--port", "8000",
+			"--", "python3", "-m", "http.server", "8000")
+		u := regexp.MustCompile(`https?://\S+/box/\S+`).FindString(out)
+		if u == "" || !strings.Contains(u, "/8000") {
+			t.Fatalf("levers9 box run printed no URL of port 8000:\n%s", out)
+		}
+		r := awaitBox(t, d, u)
+		if r.Status != http.StatusOK || !strings.Contains(string(r.Body), "Directory listing") {
+			t.Errorf("GET %s: %s; want 200 and http.server's listing", u, r)
+		}
+		d.cliOK(t, "", "app", "stop", "e2e-cli-box")
+		waitUntil(t, "the stopped box to answer 404", stopTimeout, func() bool {
+			return d.httpDo(t, http.MethodGet, u, c.Token, nil).Status == http.StatusNotFound
+		})
+	})
+}
+
+// awaitBox GETs path (from the server's root, or a URL) with the
+// deployer's token until it is not a 5xx or 202 (a box's first request
+// may find its container still starting) and returns that answer.
+func awaitBox(t *testing.T, d *deployer, path string) response {
+	t.Helper()
+	deadline := time.Now().Add(fnTimeout)
+	for {
+		r := d.httpDo(t, http.MethodGet, path, d.token, nil)
+		if r.Status < 500 && r.Status != http.StatusAccepted || time.Now().After(deadline) {
+			return r
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
