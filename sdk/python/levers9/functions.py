@@ -31,7 +31,9 @@ from . import errors, payload
 # DEAD: a task-queue item that failed every attempt (a dead letter).
 ENDED = ("COMPLETE", "ERROR", "CANCELLED", "DEAD")
 # What a function is (the GraphQL enum FunctionKind).
-KINDS = ("FUNCTION", "ENDPOINT", "ASGI", "REALTIME", "TASK_QUEUE", "CRON")
+KINDS = ("FUNCTION", "ENDPOINT", "ASGI", "REALTIME", "TASK_QUEUE", "CRON", "BOX")
+# A box's ports: 1 to 16 of them.
+MAX_BOX_PORTS = 16
 # The most items one map takes (the server's limit per mapFunction).
 MAX_MAP_ITEMS = 10_000
 # Results asked for per mapResults request.
@@ -64,7 +66,7 @@ def gpu_spec(gpu: Union[None, str, Sequence[str]]) -> Optional[str]:
 
 
 _DECORATOR = {"FUNCTION": "function", "ENDPOINT": "endpoint", "ASGI": "asgi", "REALTIME": "realtime",
-              "TASK_QUEUE": "task_queue", "CRON": "schedule"}
+              "TASK_QUEUE": "task_queue", "CRON": "schedule", "BOX": "box"}
 
 
 def function_options(queue: Optional[str] = None, project: Optional[str] = None, image: Optional[str] = None,
@@ -290,8 +292,29 @@ class App:
         still going is skipped. Options as function()'s."""
         return self._decorator("CRON", name, secrets, {"cron": check_cron(cron)}, options)
 
+    def box(self, *, ports: Sequence[int], name: Optional[str] = None, secrets: Optional[Sequence[str]] = None,
+            **options: Any) -> Callable[[Callable[..., Any]], "Function"]:
+        """A long-running process with ports, reached through the relay at
+        /box/NAME/PORT/...: decorates a function without arguments, called
+        once per container in a thread. It may serve on its ports and
+        block, or start a subprocess and return; the container stays up
+        while every port answers. When the function raises, or a port
+        stops answering, the container is replaced (while the box is in
+        use). ports: 1 to 16 TCP ports (1-65535). Options as function()'s
+        (blueprint= too)."""
+        return self._decorator("BOX", name, secrets, {"ports": box_ports(ports)}, options)
+
     def _decorator(self, kind: str, name: Optional[str], secrets: Optional[Sequence[str]], extra: Dict[str, Any],
                    options: Dict[str, Any]) -> Callable[[Callable[..., Any]], "Function"]:
+        options = dict(options)
+        blueprint = options.pop("blueprint", None)
+        if blueprint is not None:
+            from .blueprint import Blueprint
+            if not isinstance(blueprint, Blueprint):
+                raise errors.BadInput("blueprint must be a levers9.Blueprint, not %r" % (blueprint,),
+                                      code="BAD_USER_INPUT", field="blueprint")
+            if options.get("image"):
+                raise errors.BadInput("give image or blueprint, not both", code="BAD_USER_INPUT", field="blueprint")
         try:
             spec = function_options(**options)
         except TypeError as e:
@@ -320,6 +343,7 @@ class App:
                 raise errors.BadInput("@app.realtime() decorates an async function: async def %s(ws)"
                                       % getattr(f, "__name__", "handler"), code="BAD_USER_INPUT", field="function")
             fn = Function(self, f, name or f.__name__, spec)
+            fn.blueprint = blueprint
             if fn.name in self.functions and self.functions[fn.name].raw_f is not f:
                 raise errors.BadInput("app %s has two functions named %s" % (self.name, fn.name),
                                       code="BAD_USER_INPUT", field="name")
@@ -356,6 +380,7 @@ class App:
             raise errors.BadInput("app %s has no functions: decorate them with @app.function()" % self.name,
                                   code="BAD_USER_INPUT", field="functions")
         client = self._client()
+        build_blueprints(self.functions.values(), client)
         specs = []
         for fn in self.functions.values():
             module = fn.raw_f.__module__
@@ -432,6 +457,45 @@ class App:
             self.stop()
 
 
+def box_ports(ports: Any) -> List[int]:
+    """A box's ports, checked: 1 to 16 distinct TCP ports."""
+    if isinstance(ports, int) and not isinstance(ports, bool):
+        ports = [ports]
+    try:
+        if isinstance(ports, (str, bytes)):
+            raise TypeError()
+        out = list(ports)
+    except TypeError:
+        raise errors.BadInput("ports: give a list of TCP ports such as [8080], not %r" % (ports,),
+                              code="BAD_USER_INPUT", field="ports") from None
+    if not 1 <= len(out) <= MAX_BOX_PORTS:
+        raise errors.BadInput("ports: a box has 1 to %d ports, not %d" % (MAX_BOX_PORTS, len(out)),
+                              code="BAD_USER_INPUT", field="ports")
+    for p in out:
+        if isinstance(p, bool) or not isinstance(p, int) or not 1 <= p <= 65535:
+            raise errors.BadInput("ports: %r is not a TCP port (1-65535)" % (p,), code="BAD_USER_INPUT", field="ports")
+    if len(set(out)) != len(out):
+        raise errors.BadInput("ports: %r lists a port twice" % (out,), code="BAD_USER_INPUT", field="ports")
+    return out
+
+
+def build_blueprints(fns: Iterable["Function"], client, log: Optional[Callable[[str], None]] = None) -> None:
+    """Builds the blueprints of functions not built yet, each distinct one
+    once (on the queue of the first function asking for it)."""
+    built: Dict[Any, Any] = {}
+    for fn in fns:
+        bp = getattr(fn, "blueprint", None)
+        if bp is None or (bp.id and bp.state == "READY"):
+            continue
+        same = built.get(bp)
+        if same is not None:
+            bp._set({"id": same.id, "state": same.state, "image": same.image, "key": same.key})
+            continue
+        bp.build(client=client, queue=fn.spec.get("queue") or getattr(client, "default_queue", None),
+                 project=fn.spec.get("project"))
+        built[bp] = bp
+
+
 def with_defaults(d: Dict[str, Any], client) -> Dict[str, Any]:
     """A FunctionInput with the client's queue and project where it names none."""
     d = dict(d)
@@ -480,6 +544,8 @@ class Function:
         # The full URLs of its deployment, once deployed (App.deploy) or
         # looked up.
         self.urls: List[str] = []
+        # The levers9.Blueprint its containers run (blueprint=), built at deploy.
+        self.blueprint = None
         self._remote: Optional[Dict[str, Any]] = None  # a looked-up function: its id, client, backend
         self.__doc__ = getattr(f, "__doc__", None)
         self.__name__ = getattr(f, "__name__", name)
@@ -527,6 +593,12 @@ class Function:
         for k, v in self.spec.items():
             if v is not None:
                 d[k] = v
+        if self.blueprint is not None:
+            # Built by the deploy (build_blueprints); levers9 serve's spec
+            # process builds it here, with the default client.
+            if not self.blueprint.id or self.blueprint.state != "READY":
+                self.blueprint.build(queue=d.get("queue"), project=d.get("project"))
+            d["blueprint"] = self.blueprint.id
         return d
 
     def _target(self) -> Tuple[backends.Backend, str]:
