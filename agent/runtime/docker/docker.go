@@ -16,6 +16,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/levers9/levers9/agent/runtime"
 )
@@ -37,6 +38,10 @@ type Config struct {
 	// Host is the daemon's address; "" takes DOCKER_HOST or the default
 	// socket.
 	Host string
+	// FetchImage gets a blueprint image's export from the server (the
+	// agent sets it: SetImageFetcher); nil: blueprint images the node
+	// lacks cannot run.
+	FetchImage runtime.ImageFetcher
 }
 
 // Runtime runs jobs as Docker containers.
@@ -51,6 +56,9 @@ type Runtime struct {
 
 	mu   sync.Mutex
 	jobs map[string]bool // job IDs running or recovered here
+
+	// loads fetches and loads each blueprint image once at a time.
+	loads singleflight.Group
 }
 
 var (

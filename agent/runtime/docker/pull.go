@@ -11,12 +11,18 @@ import (
 )
 
 // ensureImage pulls ref unless the daemon has it, reporting progress
-// ("pulling python:3.12: 45%") at most every second or every 10%.
-func (r *Runtime) ensureImage(ctx context.Context, ref string, progress func(string)) error {
+// ("pulling python:3.12: 45%") at most every second or every 10%. A
+// blueprint image (levers9-bp/…) is never pulled: its export is fetched
+// from the server for job jobID and loaded.
+func (r *Runtime) ensureImage(ctx context.Context, jobID, ref string, progress func(string)) error {
 	if _, err := r.cli.ImageInspect(ctx, ref); err == nil {
 		return nil
 	} else if !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("inspecting image %s: %w", ref, err)
+	}
+	if isBlueprint(ref) {
+		progress("loading blueprint image " + ref)
+		return r.loadBlueprint(ctx, jobID, ref)
 	}
 	r.log.Info("pulling image", "image", ref)
 	progress(fmt.Sprintf("pulling %s: 0%%", ref))

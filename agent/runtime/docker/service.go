@@ -62,7 +62,7 @@ func (s *service) start() {
 	// A stop cancels a pull, but not a create or start: the daemon may
 	// finish those after the client gave up, and the job's removal must
 	// see what they made.
-	if err := s.job.rt.ensureImage(s.job.startCtx, s.image, progress); err != nil {
+	if err := s.job.rt.ensureImage(s.job.startCtx, s.job.id, s.image, progress); err != nil {
 		s.failStart(err)
 		return
 	}
