@@ -10,6 +10,7 @@ Standard library only. Start with :class:`Client`::
     print(job.wait().exit_code)
 """
 
+from .blueprint import Blueprint
 from .buckets import Buckets, Object
 from .client import Client, Estimate
 from .config import Connection, config_path, resolve
@@ -18,6 +19,7 @@ from .errors import (BadInput, CallCancelledError, ConfigError, Error, Forbidden
 from .functions import App, Deployed, Function, FunctionCall, FunctionMap
 from .jobs import Job, LogLine
 from .realtime import WebSocketDisconnect
+from .sandbox import Process, Sandbox, Tunnel
 
 __version__ = "0.1.0"
 
@@ -25,5 +27,6 @@ __all__ = [
     "Client", "Job", "LogLine", "Estimate", "Buckets", "Object", "Connection", "config_path", "resolve",
     "Error", "Unauthenticated", "Forbidden", "NotFound", "BadInput", "InsufficientTokens", "RateLimited",
     "NetworkError", "ConfigError", "App", "Function", "FunctionCall", "FunctionMap", "RemoteError",
-    "FunctionTimeoutError", "CallCancelledError", "Deployed", "WebSocketDisconnect",
+    "FunctionTimeoutError", "CallCancelledError", "Deployed", "WebSocketDisconnect", "Blueprint", "Sandbox",
+    "Process", "Tunnel",
 ]
