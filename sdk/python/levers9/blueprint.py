@@ -126,6 +126,15 @@ class Blueprint:
         self._key: Optional[str] = None
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> Dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_lock", None)
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     # Bases
 
     @classmethod

@@ -447,7 +447,8 @@ class Sandbox:
 
     def wait_running(self, timeout: float = 600, poll: float = 0.05) -> "Sandbox":
         """Waits until the sandbox runs; levers9.Error when it ended first."""
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
+        deadline = start + timeout
         while True:
             if self._running():
                 return self
@@ -458,7 +459,8 @@ class Sandbox:
             if time.monotonic() >= deadline:
                 raise TimeoutError("sandbox %s is still %s after %s s" % (self.id, self.status, timeout))
             time.sleep(poll)
-            poll = min(poll * 1.5, 1.0)
+            # Often within a second (the image on the node): look often.
+            poll = min(poll * 1.5, 0.1 if time.monotonic() - start < 5 else 1.0)
             self.refresh()
 
     # Exec
