@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,5 +221,223 @@ func TestDockerBuildStepsCachedAndExported(t *testing.T) {
 	got := runOnce(t, r, final, "sh", "-c", `cat /one.txt /app/sub/hello.txt; echo "$GREETING"`)
 	if want := []string{"one", "hello from the zip", "changed"}; !slices.Equal(got, want) {
 		t.Errorf("the built image printed %q, want %q", got, want)
+	}
+}
+
+// saveTar is the `docker save` tar of refs, from the daemon.
+func saveTar(t *testing.T, refs ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	rc, err := dockertest.Client(t).ImageSave(ctx, refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// fakeServer serves exported images by key, as GET /agent/images/KEY does.
+type fakeServer struct {
+	mu    sync.Mutex
+	tars  map[string][]byte
+	calls []string // "JOB KEY"
+}
+
+func (f *fakeServer) fetch(_ context.Context, jobID, ref string) (io.ReadCloser, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := blueprintKey(ref)
+	f.calls = append(f.calls, jobID+" "+key)
+	b, ok := f.tars[key]
+	if !ok {
+		return nil, errors.New("server refused (404): not found")
+	}
+	return io.NopCloser(bytes.NewReader(b)), nil
+}
+
+func (f *fakeServer) callCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.calls)
+}
+
+// A job whose image is a blueprint's the node lacks loads it from the
+// server (once, for jobs starting together) instead of pulling it.
+func TestDockerBuildEnsureImageLoadsBlueprint(t *testing.T) {
+	t.Parallel()
+	r := newRuntime(t)
+	repo := "levers9-bp/" + randomID("t")
+	t.Cleanup(func() { removeRepository(t, repo) })
+	var up uploads
+	steps := keyed(
+		wire.BuildStep{Kind: wire.StepRegistry, Ref: dockertest.Busybox(t)},
+		wire.BuildStep{Kind: wire.StepRun, Commands: []string{"echo loaded > /marker"}},
+	)
+	b := wire.Build{Blueprint: "bp_2", Repository: repo, Steps: steps}
+	if e, res := runBuild(t, r, runtime.BuildSpec{Build: b, Upload: up.upload}); res.Status != runtime.Complete {
+		t.Fatalf("build: %s %s\n%s", res.Status, res.Reason, e)
+	}
+	tar, _ := up.get(steps[1].Key)
+	removeRepository(t, repo)
+
+	srv := &fakeServer{tars: map[string][]byte{steps[1].Key: tar}}
+	r.SetImageFetcher(srv.fetch)
+	var wg sync.WaitGroup
+	outs := make([][]string, 3)
+	var loadings atomic.Int32 // jobs that waited for the load (one that starts after it does not)
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := watch(t, start(t, r, runtime.ServiceSpec{Name: "main", Image: b.Image(1), Command: sh("cat /marker")}))
+			if res := e.end(); res.Status != runtime.Complete {
+				t.Errorf("job %d: %s %s\n%s", i, res.Status, res.Reason, e)
+			}
+			loading := false
+			for _, ev := range e.all {
+				if s, ok := ev.(runtime.StateEvent); ok && s.Reason == "loading blueprint image "+b.Image(1) {
+					loading = true
+				}
+			}
+			if loading {
+				loadings.Add(1)
+			}
+			outs[i] = e.lines("main")
+		}()
+	}
+	wg.Wait()
+	for i, o := range outs {
+		if !slices.Equal(o, []string{"loaded"}) {
+			t.Errorf("job %d printed %q", i, o)
+		}
+	}
+	if loadings.Load() == 0 {
+		t.Error("no job reported loading the image")
+	}
+	if n := srv.callCount(); n != 1 {
+		t.Errorf("the image was fetched %d times, want once", n)
+	}
+
+	// A blueprint image the server does not give is a clear failure, not a pull.
+	e := watch(t, start(t, r, runtime.ServiceSpec{Name: "main", Image: repo + ":" + strings.Repeat("0", 64), Command: sh("true")}))
+	res := e.end()
+	if res.Status != runtime.Error || !strings.Contains(res.Reason, "fetching blueprint image") {
+		t.Errorf("missing blueprint: %s %q", res.Status, res.Reason)
+	}
+}
+
+// A build whose first steps another blueprint's export holds loads it and
+// builds only the rest.
+func TestDockerBuildLoadsCachedSteps(t *testing.T) {
+	t.Parallel()
+	r := newRuntime(t)
+	repo := "levers9-bp/" + randomID("t")
+	t.Cleanup(func() { removeRepository(t, repo) })
+	var up uploads
+	steps, code := testSteps(t, "first")
+	b := wire.Build{Blueprint: "bp_3", Repository: repo, Steps: steps[:3]}
+	if e, res := runBuild(t, r, runtime.BuildSpec{Build: b, Code: code, Upload: up.upload}); res.Status != runtime.Complete {
+		t.Fatalf("build: %s %s\n%s", res.Status, res.Reason, e)
+	}
+	tar, _ := up.get(steps[2].Key)
+	removeRepository(t, repo)
+
+	srv := &fakeServer{tars: map[string][]byte{steps[2].Key: tar}}
+	r.SetImageFetcher(srv.fetch)
+	b = wire.Build{Blueprint: "bp_4", Repository: repo, Steps: steps, Cached: steps[2].Key, CachedStep: 2}
+	e, res := runBuild(t, r, runtime.BuildSpec{ID: "build-cached", Build: b, Code: code, Upload: up.upload})
+	if res.Status != runtime.Complete {
+		t.Fatalf("build: %s %s\n%s", res.Status, res.Reason, e)
+	}
+	if got, want := stepLines(e.lines("build")), []string{"step 1/4 (cached)", "step 2/4 (cached)", "step 3/4 (cached)", "step 4/4 (building)"}; !slices.Equal(got, want) {
+		t.Errorf("step lines %q, want %q", got, want)
+	}
+	if _, built := up.get(steps[3].Key); built != 1 {
+		t.Errorf("%d steps built, want 1", built)
+	}
+	if want := []string{"build-cached " + steps[2].Key}; !slices.Equal(srv.calls, want) {
+		t.Errorf("fetched %q, want %q", srv.calls, want)
+	}
+}
+
+// Stopping a build fails it with the reason; a failing step fails it with
+// the step's error.
+func TestDockerBuildStopAndFailure(t *testing.T) {
+	t.Parallel()
+	r := newRuntime(t)
+	repo := "levers9-bp/" + randomID("t")
+	t.Cleanup(func() { removeRepository(t, repo) })
+	var up uploads
+	b := wire.Build{Blueprint: "bp_5", Repository: repo, Steps: keyed(
+		wire.BuildStep{Kind: wire.StepRegistry, Ref: dockertest.Busybox(t)},
+		wire.BuildStep{Kind: wire.StepRun, Commands: []string{"echo sleeping", "sleep 60"}},
+	)}
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	j, err := r.Build(ctx, runtime.BuildSpec{ID: randomID("build-"), Build: b, Upload: up.upload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := watch(t, j)
+	e.line("build", "sleeping")
+	began := time.Now()
+	j.Stop("cancelled by a test", time.Second)
+	res := e.end()
+	wantResult(t, res, runtime.Error, "cancelled by a test")
+	if f := e.final("build"); f.State != runtime.Failed || f.Reason != "stopped: cancelled by a test" {
+		t.Errorf("final %s %q", f.State, f.Reason)
+	}
+	if d := time.Since(began); d > 20*time.Second {
+		t.Errorf("the stop took %s", d)
+	}
+
+	b.Steps = keyed(b.Steps[0], wire.BuildStep{Kind: wire.StepRun, Commands: []string{"echo oops >&2", "exit 3"}})
+	e, res = runBuild(t, r, runtime.BuildSpec{Build: b, Upload: up.upload})
+	if res.Status != runtime.Error || !strings.Contains(res.Reason, "step 2/2 RUN") || !strings.Contains(res.Reason, "returned a non-zero code: 3") {
+		t.Errorf("failing step: %s %q\n%s", res.Status, res.Reason, e)
+	}
+	if _, built := up.get(b.Steps[1].Key); built != 0 {
+		t.Error("a failed build uploaded")
+	}
+}
+
+// A commit of a running container captures what was written into it.
+func TestDockerBuildCommit(t *testing.T) {
+	t.Parallel()
+	r := newRuntime(t)
+	repo := "levers9-bp/" + randomID("t")
+	t.Cleanup(func() { removeRepository(t, repo) })
+	j := start(t, r, runtime.ServiceSpec{Name: "sandbox", Command: sh("echo snap > /tmp/snap.txt; echo ready; sleep 600")})
+	e := watch(t, j)
+	e.line("sandbox", "ready")
+	image := repo + ":" + strings.Repeat("a", 64)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if _, err := j.(runtime.Committer).Commit(ctx, "nope", image); !errors.Is(err, runtime.ErrNoService) {
+		t.Errorf("commit of an unknown service: %v", err)
+	}
+	if _, err := j.(runtime.Committer).Commit(ctx, "sandbox", "busybox:mine"); err == nil {
+		t.Error("a commit to a non-blueprint image was taken")
+	}
+	rc, err := j.(runtime.Committer).Commit(ctx, "sandbox", image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tar, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Stop("done", time.Second)
+	e.end()
+	removeRepository(t, repo)
+	loadTar(t, r, tar)
+	if got := runOnce(t, r, image, "cat", "/tmp/snap.txt"); !slices.Equal(got, []string{"snap"}) {
+		t.Errorf("the snapshot holds %q", got)
 	}
 }
