@@ -129,6 +129,14 @@ func (h *Handler) bridge(w http.ResponseWriter, r *http.Request, t Target, open 
 		}
 	}
 	nc := websocket.NetConn(ctx, c, websocket.MessageBinary)
+	var out io.Writer = nc
+	if open.Kind == wire.StreamExec {
+		// The job's exec history: who ran what, and how it ended (the
+		// exit passing through, not the output).
+		sniff := &frameSniffer{}
+		out = sniffingWriter{w: nc, f: sniff}
+		defer h.recordExec(ctx, t, open)(sniff)
+	}
 	touch := func() { h.Relay.Active.Touch(t.Job.ID) }
 	done := make(chan struct{})
 	go func() {
@@ -147,11 +155,36 @@ func (h *Handler) bridge(w http.ResponseWriter, r *http.Request, t Target, open 
 		_ = st.SetReadDeadline(time.Now().Add(grace))
 	}()
 	buf := copyBuffers.Get()
-	_, _ = io.CopyBuffer(nc, st, buf)
+	_, _ = io.CopyBuffer(out, st, buf)
 	copyBuffers.Put(buf)
 	_ = c.Close(websocket.StatusNormalClosure, "")
 	cancel()
 	<-done
+}
+
+// recordExec records the start of exec open in t and returns what
+// records its end from what the sniffer saw.
+func (h *Handler) recordExec(ctx context.Context, t Target, open wire.StreamOpen) func(*frameSniffer) {
+	id, err := h.Relay.Jobs.ExecStarted(ctx, t.Job, t.Service.Name, open.Command, open.TTY)
+	if err != nil {
+		h.logError("recording an exec", t, err)
+		return func(*frameSniffer) {}
+	}
+	return func(f *frameSniffer) {
+		text := f.errText
+		if f.exit == nil && text == "" {
+			text = "the stream closed before the command exited"
+		}
+		if err := h.Relay.Jobs.ExecEnded(ctx, id, f.exit, text); err != nil {
+			h.logError("recording the end of an exec", t, err)
+		}
+	}
+}
+
+func (h *Handler) logError(what string, t Target, err error) {
+	if h.Relay.Log != nil {
+		h.Relay.Log.Error(what, "job", t.Job.ID, "service", t.Service.Name, "err", err)
+	}
 }
 
 // hold is ctx held by the viewer's token (auth.Service.Hold): it ends

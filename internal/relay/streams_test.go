@@ -18,6 +18,7 @@ import (
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/auditevent"
+	"github.com/levers9/levers9/ent/execution"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/jobspec"
@@ -179,6 +180,18 @@ func TestRelayTerminals(t *testing.T) {
 				}) {
 					t.Errorf("no audit event of the exec of %q by %s", tc.command, v.UserID)
 				}
+				// And in the job's exec history, with how it ended.
+				waitFor(t, "the execution's end", func() bool {
+					es, err := w.db.Ent.Execution.Query().Where(execution.JobID(j.ID), execution.UserID(v.UserID),
+						execution.EndedAtNotNil()).All(w.sys)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return slices.ContainsFunc(es, func(e *ent.Execution) bool {
+						return slices.Equal(e.Command, tc.command) && e.Service == "web" && !e.Tty &&
+							e.ExitCode != nil && *e.ExitCode == tc.exit && e.Error == ""
+					})
+				})
 			})
 		}
 
