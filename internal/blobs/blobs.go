@@ -28,12 +28,16 @@ const Bucket = "blobs"
 const (
 	KindCode    = "code"
 	KindPayload = "payload"
+	// KindImage is a blueprint's exported image (docker save), stored by
+	// the blueprints layer for the node that built it.
+	KindImage = "image"
 )
 
 // DefaultLimits bound a blob of each kind, in bytes.
 var DefaultLimits = map[string]int64{
 	KindCode:    256 << 20,
 	KindPayload: 256 << 20,
+	KindImage:   16 << 30,
 }
 
 // Store keeps blobs in Driver and records them in DB.

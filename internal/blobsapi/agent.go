@@ -11,6 +11,7 @@ import (
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/internal/wire"
 )
@@ -46,19 +47,36 @@ func (a *API) code(w http.ResponseWriter, r *http.Request) {
 }
 
 // codeTenant is the tenant whose code hash the node with credential may
-// read for jobID: only when the job is placed on that node, is a
-// function's container and runs that code. Every other case is the same
-// NOT_FOUND, so a node learns nothing of other jobs or blobs.
+// read for jobID: only when the job is placed on that node and is a
+// function's container that runs that code, or a blueprint build with a
+// COPY step of that zip. Every other case is the same NOT_FOUND, so a
+// node learns nothing of other jobs or blobs.
 func (a *API) codeTenant(ctx context.Context, credential, jobID, hash string) (string, error) {
 	missing := fault.Missing(fmt.Sprintf("code %s of job %q", hash, jobID))
-	j, err := NodeJob(ctx, a.cfg.Blobs.DB.Ent, credential, jobID, missing)
+	j, _, err := PlacedJob(ctx, a.cfg.Blobs.DB.Ent, credential, jobID, missing)
 	if err != nil {
 		return "", err
 	}
-	if j.Spec.Runner.CodeHash != hash {
+	if !readsCode(j.Spec, hash) {
 		return "", missing
 	}
 	return j.TenantID, nil
+}
+
+// readsCode reports whether a job of spec reads code blob hash: a
+// function's container its code package, a build its COPY steps' zips.
+func readsCode(spec jobspec.Job, hash string) bool {
+	if spec.Runner != nil {
+		return spec.Runner.CodeHash == hash
+	}
+	if spec.Build != nil {
+		for _, st := range spec.Build.Steps {
+			if st.Kind == wire.StepCopy && st.Code == hash {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // NodeJob is job jobID when the node with credential may act for it: the
@@ -68,26 +86,39 @@ func (a *API) codeTenant(ctx context.Context, credential, jobID, hash string) (s
 // jobs. Shared by the node's endpoints for its function containers
 // (/agent/code, /agent/secrets).
 func NodeJob(ctx context.Context, c *ent.Client, credential, jobID string, missing error) (*ent.Job, error) {
-	sys := viewer.SystemContext(ctx)
-	n, err := c.Node.Query().Where(node.CredentialHash(auth.HashSecret(credential))).Only(sys)
-	if ent.IsNotFound(err) {
-		return nil, fault.New(fault.Unauthenticated, "unknown or revoked node credential")
-	}
+	j, _, err := PlacedJob(ctx, c, credential, jobID, missing)
 	if err != nil {
-		return nil, fmt.Errorf("looking up node credential: %w", err)
-	}
-	if jobID == "" {
-		return nil, missing
-	}
-	j, err := c.Job.Query().Where(job.ID(jobID), job.HasServicesWith(service.NodeID(n.ID))).Only(sys)
-	if ent.IsNotFound(err) {
-		return nil, missing
-	}
-	if err != nil {
-		return nil, fmt.Errorf("looking up job %s: %w", jobID, err)
+		return nil, err
 	}
 	if j.Spec.Runner == nil {
 		return nil, missing
 	}
 	return j, nil
+}
+
+// PlacedJob is job jobID, whatever its kind, and the ID of the node with
+// credential, when a service of the job is placed on that node. An
+// unknown credential is UNAUTHENTICATED; every other refusal is missing.
+// The one look-up of a node credential for the node's job endpoints
+// (NodeJob; blueprint images).
+func PlacedJob(ctx context.Context, c *ent.Client, credential, jobID string, missing error) (*ent.Job, string, error) {
+	sys := viewer.SystemContext(ctx)
+	n, err := c.Node.Query().Where(node.CredentialHash(auth.HashSecret(credential))).Only(sys)
+	if ent.IsNotFound(err) {
+		return nil, "", fault.New(fault.Unauthenticated, "unknown or revoked node credential")
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("looking up node credential: %w", err)
+	}
+	if jobID == "" {
+		return nil, "", missing
+	}
+	j, err := c.Job.Query().Where(job.ID(jobID), job.HasServicesWith(service.NodeID(n.ID))).Only(sys)
+	if ent.IsNotFound(err) {
+		return nil, "", missing
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("looking up job %s: %w", jobID, err)
+	}
+	return j, n.ID, nil
 }

@@ -35,6 +35,23 @@ const (
 	MaxGPUs      = 1024
 )
 
+// ReservedPrefix starts the image repository of every tenant's
+// blueprints (levers9-bp/TENANT:KEY).
+const ReservedPrefix = "levers9-bp/"
+
+// ReservedMessage is why an image under ReservedPrefix is refused.
+const ReservedMessage = "images under levers9-bp/ are blueprints': name the blueprint instead"
+
+// ReservedImage reports whether image names a blueprint's image: its
+// repository starts with levers9-bp/, after any registry host (Docker
+// resolves docker.io/levers9-bp/x to the local levers9-bp/x), in any case.
+// Only the blueprints, functions and sandboxes layers put such an image
+// into a job, so a tenant cannot run another tenant's blueprint by name.
+func ReservedImage(image string) bool {
+	image = strings.ToLower(image)
+	return strings.HasPrefix(image, ReservedPrefix) || strings.Contains(image, "/"+ReservedPrefix)
+}
+
 // Validate checks everything about j that does not depend on a queue,
 // and returns every problem found (joined FieldErrors).
 func Validate(j Job) error {
@@ -84,6 +101,9 @@ func Validate(j Job) error {
 			bad(f+".tty", "a terminal needs an interactive job (set interactive)")
 		}
 		check(f+".image", wire.CheckImage(s.Image))
+		if j.Kind() == KindJob && ReservedImage(s.Image) {
+			bad(f+".image", "%s", ReservedMessage)
+		}
 		if len(s.Command)+len(s.Args) > MaxArgs {
 			bad(f+".args", "at most %d command words and arguments", MaxArgs)
 		}
