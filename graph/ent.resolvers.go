@@ -7,7 +7,6 @@ package graph
 
 import (
 	"context"
-	"fmt"
 
 	"entgo.io/contrib/entgql"
 	"github.com/levers9/levers9/ent"
@@ -42,7 +41,11 @@ func (r *queryResolver) AuditEvents(ctx context.Context, after *entgql.Cursor[st
 
 // Blueprints is the resolver for the blueprints field.
 func (r *queryResolver) Blueprints(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.BlueprintOrder, where *ent.BlueprintWhereInput) (*ent.BlueprintConnection, error) {
-	panic(fmt.Errorf("not implemented: Blueprints - blueprints"))
+	if orderBy == nil { // newest first
+		orderBy = &ent.BlueprintOrder{Direction: entgql.OrderDirectionDesc, Field: ent.BlueprintOrderFieldCreatedAt}
+	}
+	return r.Ent.Blueprint.Query().Paginate(ctx, after, first, before, last,
+		ent.WithBlueprintOrder(orderBy), ent.WithBlueprintFilter(where.Filter))
 }
 
 // Buckets is the resolver for the buckets field.
@@ -135,14 +138,23 @@ func (r *queryResolver) Users(ctx context.Context, after *entgql.Cursor[string],
 // App returns generated.AppResolver implementation.
 func (r *Resolver) App() generated.AppResolver { return &appResolver{r} }
 
+// Blueprint returns generated.BlueprintResolver implementation.
+func (r *Resolver) Blueprint() generated.BlueprintResolver { return &blueprintResolver{r} }
+
 // Charge returns generated.ChargeResolver implementation.
 func (r *Resolver) Charge() generated.ChargeResolver { return &chargeResolver{r} }
 
 // ComputeNode returns generated.ComputeNodeResolver implementation.
 func (r *Resolver) ComputeNode() generated.ComputeNodeResolver { return &computeNodeResolver{r} }
 
+// Execution returns generated.ExecutionResolver implementation.
+func (r *Resolver) Execution() generated.ExecutionResolver { return &executionResolver{r} }
+
 // Function returns generated.FunctionResolver implementation.
 func (r *Resolver) Function() generated.FunctionResolver { return &functionResolver{r} }
+
+// Job returns generated.JobResolver implementation.
+func (r *Resolver) Job() generated.JobResolver { return &jobResolver{r} }
 
 // Project returns generated.ProjectResolver implementation.
 func (r *Resolver) Project() generated.ProjectResolver { return &projectResolver{r} }
@@ -158,9 +170,12 @@ func (r *Resolver) Task() generated.TaskResolver { return &taskResolver{r} }
 
 type (
 	appResolver         struct{ *Resolver }
+	blueprintResolver   struct{ *Resolver }
 	chargeResolver      struct{ *Resolver }
 	computeNodeResolver struct{ *Resolver }
+	executionResolver   struct{ *Resolver }
 	functionResolver    struct{ *Resolver }
+	jobResolver         struct{ *Resolver }
 	projectResolver     struct{ *Resolver }
 	queryResolver       struct{ *Resolver }
 	storageResolver     struct{ *Resolver }

@@ -23,6 +23,7 @@ func functionSpec(f *model.FunctionInput) functions.FunctionSpec {
 		Concurrency: deref(f.Concurrency), ScaledownWindowSeconds: deref(f.ScaledownWindowSeconds),
 		Kind: deref(f.Kind), Deployment: deref(f.Deployment), HTTPMethod: deref(f.HTTPMethod),
 		SyncTimeoutSeconds: deref(f.SyncTimeoutSeconds), Public: deref(f.Public), Secrets: f.Secrets, Cron: deref(f.Cron),
+		Ports: f.Ports, Command: f.Command, Blueprint: deref(f.Blueprint),
 	}
 }
 

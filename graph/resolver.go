@@ -8,6 +8,7 @@ import (
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/internal/auth"
+	"github.com/levers9/levers9/internal/blueprints"
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/functions"
@@ -16,6 +17,7 @@ import (
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/queues"
+	"github.com/levers9/levers9/internal/sandboxes"
 	"github.com/levers9/levers9/internal/tenancy"
 )
 
@@ -34,6 +36,11 @@ type Resolver struct {
 	Ledger         *ledger.Service
 	// Functions runs serverless apps, their calls and maps.
 	Functions *functions.Service
+	// BlueprintService builds and finds blueprints; nil: buildBlueprint is
+	// refused.
+	BlueprintService *blueprints.Service
+	// SandboxService creates sandboxes; nil: createSandbox is refused.
+	SandboxService *sandboxes.Service
 	// Secrets stores secrets (internal/secrets.Service); nil: refused.
 	Secrets SecretService
 	// PublicURL is the URL users reach the server at: deployments' URLs

@@ -53,9 +53,12 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
 	App() AppResolver
+	Blueprint() BlueprintResolver
 	Charge() ChargeResolver
 	ComputeNode() ComputeNodeResolver
+	Execution() ExecutionResolver
 	Function() FunctionResolver
+	Job() JobResolver
 	Mutation() MutationResolver
 	Project() ProjectResolver
 	Query() QueryResolver
@@ -153,6 +156,7 @@ type ComplexityRoot struct {
 	}
 
 	Blueprint struct {
+		BuildJob    func(childComplexity int) int
 		BuildJobID  func(childComplexity int) int
 		CreatedAt   func(childComplexity int) int
 		ExportBytes func(childComplexity int) int
@@ -164,6 +168,7 @@ type ComplexityRoot struct {
 		ReadyAt     func(childComplexity int) int
 		Source      func(childComplexity int) int
 		State       func(childComplexity int) int
+		Steps       func(childComplexity int) int
 		StepsBuilt  func(childComplexity int) int
 		UpdatedAt   func(childComplexity int) int
 	}
@@ -177,6 +182,12 @@ type ComplexityRoot struct {
 	BlueprintEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
+	}
+
+	BlueprintStep struct {
+		Key     func(childComplexity int) int
+		Kind    func(childComplexity int) int
+		Summary func(childComplexity int) int
 	}
 
 	Bucket struct {
@@ -368,6 +379,7 @@ type ComplexityRoot struct {
 		Service   func(childComplexity int) int
 		Tty       func(childComplexity int) int
 		UpdatedAt func(childComplexity int) int
+		User      func(childComplexity int) int
 		UserID    func(childComplexity int) int
 	}
 
@@ -505,6 +517,7 @@ type ComplexityRoot struct {
 		CreatedAt         func(childComplexity int) int
 		EstimatePerMinute func(childComplexity int) int
 		EstimateStartFee  func(childComplexity int) int
+		Executions        func(childComplexity int, last *int) int
 		FinishedAt        func(childComplexity int) int
 		Gpus              func(childComplexity int) int
 		ID                func(childComplexity int) int
@@ -527,6 +540,7 @@ type ComplexityRoot struct {
 		Status            func(childComplexity int) int
 		StatusReason      func(childComplexity int) int
 		TimeoutSeconds    func(childComplexity int) int
+		Tunnels           func(childComplexity int) int
 		UpdatedAt         func(childComplexity int) int
 	}
 
@@ -584,6 +598,7 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
+		BuildBlueprint     func(childComplexity int, input model.BuildBlueprintInput) int
 		CallFunction       func(childComplexity int, function string, args model.PayloadInput) int
 		CancelJob          func(childComplexity int, id string) int
 		CancelMap          func(childComplexity int, id string) int
@@ -596,6 +611,7 @@ type ComplexityRoot struct {
 		CreateNodeInvite   func(childComplexity int, nodeName *string, expiresInSeconds *int) int
 		CreateProject      func(childComplexity int, input ent.CreateProjectInput) int
 		CreateQueue        func(childComplexity int, input ent.CreateQueueInput) int
+		CreateSandbox      func(childComplexity int, input model.SandboxInput) int
 		CreateSecret       func(childComplexity int, input model.CreateSecretInput) int
 		CreateStorage      func(childComplexity int, input ent.CreateStorageInput) int
 		CreateTenant       func(childComplexity int, input model.CreateTenantInput) int
@@ -706,6 +722,7 @@ type ComplexityRoot struct {
 		Apps             func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.AppOrder, where *ent.AppWhereInput) int
 		AuditEvents      func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.AuditEventOrder, where *ent.AuditEventWhereInput) int
 		AwaitTask        func(childComplexity int, id string, waitSeconds *float64) int
+		Blueprint        func(childComplexity int, id string) int
 		Blueprints       func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.BlueprintOrder, where *ent.BlueprintWhereInput) int
 		BucketObjects    func(childComplexity int, bucket string, prefix *string, after *string, first *int) int
 		Buckets          func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.BucketOrder, where *ent.BucketWhereInput) int
@@ -949,6 +966,11 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	TunnelURL struct {
+		Port func(childComplexity int) int
+		URL  func(childComplexity int) int
+	}
+
 	User struct {
 		CreatedAt   func(childComplexity int) int
 		Email       func(childComplexity int) int
@@ -989,6 +1011,10 @@ type ComplexityRoot struct {
 type AppResolver interface {
 	Versions(ctx context.Context, obj *ent.App) ([]*model.AppVersion, error)
 }
+type BlueprintResolver interface {
+	Steps(ctx context.Context, obj *ent.Blueprint) ([]*model.BlueprintStep, error)
+	BuildJob(ctx context.Context, obj *ent.Blueprint) (*ent.Job, error)
+}
 type ChargeResolver interface {
 	Amount(ctx context.Context, obj *ent.Charge) (billing.Tokens, error)
 	Direction(ctx context.Context, obj *ent.Charge) (ledger.Direction, error)
@@ -998,12 +1024,19 @@ type ComputeNodeResolver interface {
 	Booked(ctx context.Context, obj *ent.Node) (*nodes.Resources, error)
 	Free(ctx context.Context, obj *ent.Node) (*nodes.Resources, error)
 }
+type ExecutionResolver interface {
+	User(ctx context.Context, obj *ent.Execution) (*ent.User, error)
+}
 type FunctionResolver interface {
 	Urls(ctx context.Context, obj *ent.Function) ([]string, error)
 	Serving(ctx context.Context, obj *ent.Function) (bool, error)
 	NextRuns(ctx context.Context, obj *ent.Function, count *int) ([]*time.Time, error)
 	QueueDepth(ctx context.Context, obj *ent.Function) (int, error)
 	DeadLetters(ctx context.Context, obj *ent.Function) (int, error)
+}
+type JobResolver interface {
+	Executions(ctx context.Context, obj *ent.Job, last *int) ([]*ent.Execution, error)
+	Tunnels(ctx context.Context, obj *ent.Job) ([]*model.TunnelURL, error)
 }
 type MutationResolver interface {
 	SignIn(ctx context.Context, email string, password string) (*model.SignInPayload, error)
@@ -1039,6 +1072,7 @@ type MutationResolver interface {
 	SubmitJob(ctx context.Context, spec jobspec.Job, idempotencyKey *string) (*ent.Job, error)
 	CancelJob(ctx context.Context, id string) (*ent.Job, error)
 	GrantTokens(ctx context.Context, input model.GrantTokensInput) (*ent.Charge, error)
+	BuildBlueprint(ctx context.Context, input model.BuildBlueprintInput) (*ent.Blueprint, error)
 	RollbackApp(ctx context.Context, id string, version *int) (*ent.App, error)
 	StopAppVersion(ctx context.Context, id string, version int) (*ent.App, error)
 	PutTask(ctx context.Context, function string, item model.PayloadInput, idempotencyKey *string) (*ent.Task, error)
@@ -1051,6 +1085,7 @@ type MutationResolver interface {
 	CancelTask(ctx context.Context, id string) (*ent.Task, error)
 	CancelMap(ctx context.Context, id string) (*ent.FunctionMap, error)
 	DeleteBucketObject(ctx context.Context, bucket string, key string) (bool, error)
+	CreateSandbox(ctx context.Context, input model.SandboxInput) (*ent.Job, error)
 	CreateSecret(ctx context.Context, input model.CreateSecretInput) (*ent.Secret, error)
 	DeleteSecret(ctx context.Context, id string) (string, error)
 }
@@ -1077,6 +1112,7 @@ type QueryResolver interface {
 	Tasks(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TaskOrder, where *ent.TaskWhereInput) (*ent.TaskConnection, error)
 	Tenants(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TenantOrder, where *ent.TenantWhereInput) (*ent.TenantConnection, error)
 	Users(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.UserOrder, where *ent.UserWhereInput) (*ent.UserConnection, error)
+	Blueprint(ctx context.Context, id string) (*ent.Blueprint, error)
 	LookupFunction(ctx context.Context, app string, name string, version *int) (*ent.Function, error)
 	AwaitTask(ctx context.Context, id string, waitSeconds *float64) (*ent.Task, error)
 	MapResults(ctx context.Context, id string, from int, limit *int, waitSeconds *float64) (*model.MapResults, error)
@@ -1458,6 +1494,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.AuditEventEdge.Node(childComplexity), true
 
+	case "Blueprint.buildJob":
+		if e.ComplexityRoot.Blueprint.BuildJob == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Blueprint.BuildJob(childComplexity), true
 	case "Blueprint.buildJobID":
 		if e.ComplexityRoot.Blueprint.BuildJobID == nil {
 			break
@@ -1524,6 +1566,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Blueprint.State(childComplexity), true
+	case "Blueprint.steps":
+		if e.ComplexityRoot.Blueprint.Steps == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Blueprint.Steps(childComplexity), true
 	case "Blueprint.stepsBuilt":
 		if e.ComplexityRoot.Blueprint.StepsBuilt == nil {
 			break
@@ -1568,6 +1616,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.BlueprintEdge.Node(childComplexity), true
+
+	case "BlueprintStep.key":
+		if e.ComplexityRoot.BlueprintStep.Key == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BlueprintStep.Key(childComplexity), true
+	case "BlueprintStep.kind":
+		if e.ComplexityRoot.BlueprintStep.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BlueprintStep.Kind(childComplexity), true
+	case "BlueprintStep.summary":
+		if e.ComplexityRoot.BlueprintStep.Summary == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BlueprintStep.Summary(childComplexity), true
 
 	case "Bucket.createdAt":
 		if e.ComplexityRoot.Bucket.CreatedAt == nil {
@@ -2323,6 +2390,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Execution.UpdatedAt(childComplexity), true
+	case "Execution.user":
+		if e.ComplexityRoot.Execution.User == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Execution.User(childComplexity), true
 	case "Execution.userID":
 		if e.ComplexityRoot.Execution.UserID == nil {
 			break
@@ -2944,6 +3017,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Job.EstimateStartFee(childComplexity), true
+	case "Job.executions":
+		if e.ComplexityRoot.Job.Executions == nil {
+			break
+		}
+
+		args, err := ec.field_Job_executions_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Job.Executions(childComplexity, args["last"].(*int)), true
 	case "Job.finishedAt":
 		if e.ComplexityRoot.Job.FinishedAt == nil {
 			break
@@ -3076,6 +3160,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Job.TimeoutSeconds(childComplexity), true
+	case "Job.tunnels":
+		if e.ComplexityRoot.Job.Tunnels == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.Tunnels(childComplexity), true
 	case "Job.updatedAt":
 		if e.ComplexityRoot.Job.UpdatedAt == nil {
 			break
@@ -3265,6 +3355,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MembershipEdge.Node(childComplexity), true
 
+	case "Mutation.buildBlueprint":
+		if e.ComplexityRoot.Mutation.BuildBlueprint == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_buildBlueprint_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.BuildBlueprint(childComplexity, args["input"].(model.BuildBlueprintInput)), true
 	case "Mutation.callFunction":
 		if e.ComplexityRoot.Mutation.CallFunction == nil {
 			break
@@ -3397,6 +3498,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateQueue(childComplexity, args["input"].(ent.CreateQueueInput)), true
+	case "Mutation.createSandbox":
+		if e.ComplexityRoot.Mutation.CreateSandbox == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createSandbox_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateSandbox(childComplexity, args["input"].(model.SandboxInput)), true
 	case "Mutation.createSecret":
 		if e.ComplexityRoot.Mutation.CreateSecret == nil {
 			break
@@ -4065,6 +4177,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.AwaitTask(childComplexity, args["id"].(string), args["waitSeconds"].(*float64)), true
+	case "Query.blueprint":
+		if e.ComplexityRoot.Query.Blueprint == nil {
+			break
+		}
+
+		args, err := ec.field_Query_blueprint_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Blueprint(childComplexity, args["id"].(string)), true
 	case "Query.blueprints":
 		if e.ComplexityRoot.Query.Blueprints == nil {
 			break
@@ -5301,6 +5424,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.TenantEdge.Node(childComplexity), true
 
+	case "TunnelURL.port":
+		if e.ComplexityRoot.TunnelURL.Port == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TunnelURL.Port(childComplexity), true
+	case "TunnelURL.url":
+		if e.ComplexityRoot.TunnelURL.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TunnelURL.URL(childComplexity), true
+
 	case "User.createdAt":
 		if e.ComplexityRoot.User.CreatedAt == nil {
 			break
@@ -5451,9 +5587,11 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("AuditEventOrder", ec.unmarshalInputAuditEventOrder),
 			graphql.NewInputUnmarshaler("AuditEventWhereInput", ec.unmarshalInputAuditEventWhereInput),
 			graphql.NewInputUnmarshaler("BlueprintOrder", ec.unmarshalInputBlueprintOrder),
+			graphql.NewInputUnmarshaler("BlueprintStepInput", ec.unmarshalInputBlueprintStepInput),
 			graphql.NewInputUnmarshaler("BlueprintWhereInput", ec.unmarshalInputBlueprintWhereInput),
 			graphql.NewInputUnmarshaler("BucketOrder", ec.unmarshalInputBucketOrder),
 			graphql.NewInputUnmarshaler("BucketWhereInput", ec.unmarshalInputBucketWhereInput),
+			graphql.NewInputUnmarshaler("BuildBlueprintInput", ec.unmarshalInputBuildBlueprintInput),
 			graphql.NewInputUnmarshaler("ChargeOrder", ec.unmarshalInputChargeOrder),
 			graphql.NewInputUnmarshaler("ChargeWhereInput", ec.unmarshalInputChargeWhereInput),
 			graphql.NewInputUnmarshaler("ComputeNodeOrder", ec.unmarshalInputComputeNodeOrder),
@@ -5499,6 +5637,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("ProjectWhereInput", ec.unmarshalInputProjectWhereInput),
 			graphql.NewInputUnmarshaler("QueueOrder", ec.unmarshalInputQueueOrder),
 			graphql.NewInputUnmarshaler("QueueWhereInput", ec.unmarshalInputQueueWhereInput),
+			graphql.NewInputUnmarshaler("SandboxInput", ec.unmarshalInputSandboxInput),
 			graphql.NewInputUnmarshaler("SecretOrder", ec.unmarshalInputSecretOrder),
 			graphql.NewInputUnmarshaler("SecretValueInput", ec.unmarshalInputSecretValueInput),
 			graphql.NewInputUnmarshaler("SecretWhereInput", ec.unmarshalInputSecretWhereInput),
@@ -5614,6 +5753,73 @@ func newExecutionContext(
 }
 
 var sources = []*ast.Source{
+	{Name: "../schema/blueprints.graphqls", Input: `# Blueprints: what is installed in containers, declared as steps in code,
+# built once per tenant and key by a build job, reused by functions,
+# sandboxes and boxes.
+
+enum BlueprintStepKind { REGISTRY DEBOOTSTRAP APT PIP RUN COPY ENV WORKDIR }
+
+"One step of a blueprint; which fields count depends on its kind."
+input BlueprintStepInput {
+  kind: BlueprintStepKind!
+  "REGISTRY: the base image's reference (python:3.12-slim)."
+  ref: String
+  "DEBOOTSTRAP: the Debian suite (bookworm)."
+  suite: String
+  "DEBOOTSTRAP: the mirror; default Debian's."
+  mirror: String
+  "DEBOOTSTRAP (--include), APT and PIP: what to install."
+  packages: [String!]
+  "PIP: a requirements file's content."
+  requirements: String
+  "RUN: shell commands, in order, in one layer."
+  commands: [String!]
+  "COPY: the content address (hex SHA-256) of a zip uploaded as a code blob."
+  code: String
+  "COPY: where the zip is unpacked; WORKDIR: the working directory."
+  path: String
+  "ENV: environment variables."
+  env: [EnvVarInput!]
+}
+
+input BuildBlueprintInput {
+  steps: [BlueprintStepInput!]!
+  "Queue (ID or name) the build job runs on; default the tenant's."
+  queue: String
+  "Project (ID or name) the build job is charged to."
+  project: String
+  "The build job's cores (default 2)."
+  cpu: Float
+  "The build job's memory (default 4096)."
+  memoryMiB: Int
+}
+
+type BlueprintStep {
+  key: String!
+  kind: BlueprintStepKind!
+  "one line for people"
+  summary: String!
+}
+
+extend type Blueprint {
+  steps: [BlueprintStep!]!
+  "The job that builds it (or the sandbox a snapshot was taken of)."
+  buildJob: Job
+}
+
+extend type Query {
+  "A blueprint of the viewer's tenant (node(id:) works too)."
+  blueprint(id: ID!): Blueprint
+}
+
+extend type Mutation {
+  """
+  The blueprint of these steps: the one already built or building with the
+  same key, else a new one whose build job is submitted now.
+  """
+  buildBlueprint(input: BuildBlueprintInput!): Blueprint!
+}
+`, BuiltIn: false},
 	{Name: "../schema/deployments.graphqls", Input: `# Deployed apps: versions, the URLs of their deployments, task queues and
 # schedules.
 
@@ -12466,6 +12672,12 @@ input FunctionInput {
   secrets: [String!]
   "A CRON function's schedule (five fields, UTC)."
   cron: String
+  "A BOX's ports (1 to 16), reached at /box/NAME/PORT/."
+  ports: [Int!]
+  "A BOX that runs this command instead of the function."
+  command: [String!]
+  "A READY blueprint's ID: its containers run the blueprint's image (not with image)."
+  blueprint: ID
 }
 
 input DeployAppInput {
@@ -12941,6 +13153,51 @@ extend type Storage {
   path: String @goField(forceResolver: true)
 }
 `, BuiltIn: false},
+	{Name: "../schema/sandboxes.graphqls", Input: `# Sandboxes: jobs of kind SANDBOX that stay up for commands run in them
+# through the relay (exec), their files and their ports (tunnels).
+
+input SandboxInput {
+  name: String
+  "A READY blueprint's ID; or image."
+  blueprint: ID
+  image: String
+  "Queue (ID or name); default the tenant's."
+  queue: String
+  project: String
+  cpu: Float
+  memoryMiB: Int
+  "A GPU type (H100), a count of one (H100:2) or a preference list (H100,A100)."
+  gpu: String
+  "Default the queue's limit, else 3600."
+  timeoutSeconds: Int
+  "Container ports reached through the relay."
+  ports: [Int!]
+  env: [EnvVarInput!]
+}
+
+"A declared port of a running job reached through the relay."
+type TunnelURL {
+  port: Int!
+  url: String!
+}
+
+extend type Job {
+  "Commands run in its services (exec), newest first."
+  executions(last: Int = 50): [Execution!]!
+  "Its services' declared ports through the relay; empty unless it is running."
+  tunnels: [TunnelURL!]!
+}
+
+extend type Execution {
+  "Who ran it; null for a token without a user (or a user the viewer may not see)."
+  user: User
+}
+
+extend type Mutation {
+  "Submits a sandbox: a job of kind SANDBOX, idle until commands run in it."
+  createSandbox(input: SandboxInput!): Job!
+}
+`, BuiltIn: false},
 	{Name: "../schema/secrets.graphqls", Input: `# Secrets: environment variables kept encrypted in an environment. Values
 # go in and never come out: only the containers of functions that name a
 # secret get them.
@@ -13166,6 +13423,10 @@ func (ec *executionContext) childFields_Blueprint(ctx context.Context, field gra
 		return ec.fieldContext_Blueprint_exportBytes(ctx, field)
 	case "readyAt":
 		return ec.fieldContext_Blueprint_readyAt(ctx, field)
+	case "steps":
+		return ec.fieldContext_Blueprint_steps(ctx, field)
+	case "buildJob":
+		return ec.fieldContext_Blueprint_buildJob(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Blueprint", field.Name)
 }
@@ -13190,6 +13451,18 @@ func (ec *executionContext) childFields_BlueprintEdge(ctx context.Context, field
 		return ec.fieldContext_BlueprintEdge_cursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type BlueprintEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_BlueprintStep(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "key":
+		return ec.fieldContext_BlueprintStep_key(ctx, field)
+	case "kind":
+		return ec.fieldContext_BlueprintStep_kind(ctx, field)
+	case "summary":
+		return ec.fieldContext_BlueprintStep_summary(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type BlueprintStep", field.Name)
 }
 
 func (ec *executionContext) childFields_Bucket(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -13534,6 +13807,38 @@ func (ec *executionContext) childFields_EnvironmentEdge(ctx context.Context, fie
 	return nil, fmt.Errorf("no field named %q was found under type EnvironmentEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_Execution(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Execution_id(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Execution_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_Execution_updatedAt(ctx, field)
+	case "jobID":
+		return ec.fieldContext_Execution_jobID(ctx, field)
+	case "service":
+		return ec.fieldContext_Execution_service(ctx, field)
+	case "userID":
+		return ec.fieldContext_Execution_userID(ctx, field)
+	case "command":
+		return ec.fieldContext_Execution_command(ctx, field)
+	case "tty":
+		return ec.fieldContext_Execution_tty(ctx, field)
+	case "endedAt":
+		return ec.fieldContext_Execution_endedAt(ctx, field)
+	case "exitCode":
+		return ec.fieldContext_Execution_exitCode(ctx, field)
+	case "error":
+		return ec.fieldContext_Execution_error(ctx, field)
+	case "job":
+		return ec.fieldContext_Execution_job(ctx, field)
+	case "user":
+		return ec.fieldContext_Execution_user(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Execution", field.Name)
+}
+
 func (ec *executionContext) childFields_Function(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -13824,6 +14129,10 @@ func (ec *executionContext) childFields_Job(ctx context.Context, field graphql.C
 		return ec.fieldContext_Job_owner(ctx, field)
 	case "services":
 		return ec.fieldContext_Job_services(ctx, field)
+	case "executions":
+		return ec.fieldContext_Job_executions(ctx, field)
+	case "tunnels":
+		return ec.fieldContext_Job_tunnels(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Job", field.Name)
 }
@@ -14474,6 +14783,16 @@ func (ec *executionContext) childFields_TenantEdge(ctx context.Context, field gr
 	return nil, fmt.Errorf("no field named %q was found under type TenantEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_TunnelURL(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "port":
+		return ec.fieldContext_TunnelURL_port(ctx, field)
+	case "url":
+		return ec.fieldContext_TunnelURL_url(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TunnelURL", field.Name)
+}
+
 func (ec *executionContext) childFields_User(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -14830,6 +15149,34 @@ func (ec *executionContext) field_Group_memberships_args(ctx context.Context, ra
 	return args, nil
 }
 
+func (ec *executionContext) field_Job_executions_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_buildBlueprint_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.BuildBlueprintInput, error) {
+			return ec.unmarshalNBuildBlueprintInput2githubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐBuildBlueprintInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_callFunction_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -15014,6 +15361,20 @@ func (ec *executionContext) field_Mutation_createQueue_args(ctx context.Context,
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (ent.CreateQueueInput, error) {
 			return ec.unmarshalNCreateQueueInput2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚐCreateQueueInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_createSandbox_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SandboxInput, error) {
+			return ec.unmarshalNSandboxInput2githubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐSandboxInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -15867,6 +16228,20 @@ func (ec *executionContext) field_Query_awaitTask_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["waitSeconds"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_blueprint_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -18862,6 +19237,70 @@ func (ec *executionContext) fieldContext_Blueprint_readyAt(_ context.Context, fi
 	return graphql.NewScalarFieldContext("Blueprint", field, false, false, "Time")
 }
 
+func (ec *executionContext) _Blueprint_steps(ctx context.Context, field graphql.CollectedField, obj *ent.Blueprint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Blueprint_steps(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Blueprint().Steps(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.BlueprintStep) graphql.Marshaler {
+			return ec.marshalNBlueprintStep2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐBlueprintStepᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Blueprint_steps(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Blueprint",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_BlueprintStep(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Blueprint_buildJob(ctx context.Context, field graphql.CollectedField, obj *ent.Blueprint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Blueprint_buildJob(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Blueprint().BuildJob(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Job) graphql.Marshaler {
+			return ec.marshalOJob2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐJob(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Blueprint_buildJob(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Blueprint",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Job(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _BlueprintConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.BlueprintConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -19002,6 +19441,75 @@ func (ec *executionContext) _BlueprintEdge_cursor(ctx context.Context, field gra
 }
 func (ec *executionContext) fieldContext_BlueprintEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("BlueprintEdge", field, false, false, "Cursor")
+}
+
+func (ec *executionContext) _BlueprintStep_key(ctx context.Context, field graphql.CollectedField, obj *model.BlueprintStep) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BlueprintStep_key(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Key, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BlueprintStep_key(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BlueprintStep", field, false, false, "String")
+}
+
+func (ec *executionContext) _BlueprintStep_kind(ctx context.Context, field graphql.CollectedField, obj *model.BlueprintStep) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BlueprintStep_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.BlueprintStepKind) graphql.Marshaler {
+			return ec.marshalNBlueprintStepKind2githubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐBlueprintStepKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BlueprintStep_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BlueprintStep", field, false, false, "BlueprintStepKind")
+}
+
+func (ec *executionContext) _BlueprintStep_summary(ctx context.Context, field graphql.CollectedField, obj *model.BlueprintStep) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BlueprintStep_summary(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Summary, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BlueprintStep_summary(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BlueprintStep", field, false, false, "String")
 }
 
 func (ec *executionContext) _Bucket_id(ctx context.Context, field graphql.CollectedField, obj *ent.Bucket) (ret graphql.Marshaler) {
@@ -22148,6 +22656,38 @@ func (ec *executionContext) fieldContext_Execution_job(_ context.Context, field 
 	return fc, nil
 }
 
+func (ec *executionContext) _Execution_user(ctx context.Context, field graphql.CollectedField, obj *ent.Execution) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Execution_user(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Execution().User(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.User) graphql.Marshaler {
+			return ec.marshalOUser2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐUser(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Execution_user(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Execution",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Function_id(ctx context.Context, field graphql.CollectedField, obj *ent.Function) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -25190,6 +25730,82 @@ func (ec *executionContext) fieldContext_Job_services(_ context.Context, field g
 	return fc, nil
 }
 
+func (ec *executionContext) _Job_executions(ctx context.Context, field graphql.CollectedField, obj *ent.Job) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Job_executions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Job().Executions(ctx, obj, fc.Args["last"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Execution) graphql.Marshaler {
+			return ec.marshalNExecution2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐExecutionᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Job_executions(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Job",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Execution(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Job_executions_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Job_tunnels(ctx context.Context, field graphql.CollectedField, obj *ent.Job) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Job_tunnels(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Job().Tunnels(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.TunnelURL) graphql.Marshaler {
+			return ec.marshalNTunnelURL2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐTunnelURLᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Job_tunnels(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Job",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TunnelURL(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _JobConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.JobConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -27378,6 +27994,50 @@ func (ec *executionContext) fieldContext_Mutation_grantTokens(ctx context.Contex
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_buildBlueprint(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_buildBlueprint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().BuildBlueprint(ctx, fc.Args["input"].(model.BuildBlueprintInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Blueprint) graphql.Marshaler {
+			return ec.marshalNBlueprint2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprint(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_buildBlueprint(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Blueprint(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_buildBlueprint_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_rollbackApp(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -27900,6 +28560,50 @@ func (ec *executionContext) fieldContext_Mutation_deleteBucketObject(ctx context
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_deleteBucketObject_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createSandbox(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createSandbox(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateSandbox(ctx, fc.Args["input"].(model.SandboxInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Job) graphql.Marshaler {
+			return ec.marshalNJob2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐJob(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createSandbox(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Job(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createSandbox_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -29791,6 +30495,50 @@ func (ec *executionContext) fieldContext_Query_users(ctx context.Context, field 
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_users_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_blueprint(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_blueprint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Blueprint(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Blueprint) graphql.Marshaler {
+			return ec.marshalOBlueprint2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_blueprint(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Blueprint(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_blueprint_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -34249,6 +34997,52 @@ func (ec *executionContext) fieldContext_TenantEdge_cursor(_ context.Context, fi
 	return graphql.NewScalarFieldContext("TenantEdge", field, false, false, "Cursor")
 }
 
+func (ec *executionContext) _TunnelURL_port(ctx context.Context, field graphql.CollectedField, obj *model.TunnelURL) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TunnelURL_port(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Port, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TunnelURL_port(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TunnelURL", field, false, false, "Int")
+}
+
+func (ec *executionContext) _TunnelURL_url(ctx context.Context, field graphql.CollectedField, obj *model.TunnelURL) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TunnelURL_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TunnelURL_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TunnelURL", field, false, false, "String")
+}
+
 func (ec *executionContext) _User_id(ctx context.Context, field graphql.CollectedField, obj *ent.User) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -37973,6 +38767,111 @@ func UnmarshalBlueprintOrder(ctx context.Context, raw any) (ent.BlueprintOrder, 
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputBlueprintStepInput(ctx context.Context, obj any) (model.BlueprintStepInput, error) {
+	var it model.BlueprintStepInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"kind", "ref", "suite", "mirror", "packages", "requirements", "commands", "code", "path", "env"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "kind":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kind"))
+			data, err := ec.unmarshalNBlueprintStepKind2githubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐBlueprintStepKind(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Kind = data
+		case "ref":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ref"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ref = data
+		case "suite":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("suite"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Suite = data
+		case "mirror":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mirror"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Mirror = data
+		case "packages":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("packages"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Packages = data
+		case "requirements":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requirements"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Requirements = data
+		case "commands":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("commands"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Commands = data
+		case "code":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("code"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Code = data
+		case "path":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("path"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Path = data
+		case "env":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("env"))
+			data, err := ec.unmarshalOEnvVarInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋjobspecᚐEnvVarᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Env = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalBlueprintStepInput unmarshals raw into the BlueprintStepInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalBlueprintStepInput(ctx context.Context, raw any) (model.BlueprintStepInput, error) {
+	var out model.BlueprintStepInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "BlueprintStepInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputBlueprintWhereInput(ctx context.Context, obj any) (ent.BlueprintWhereInput, error) {
 	var it ent.BlueprintWhereInput
 	if obj == nil {
@@ -39584,6 +40483,76 @@ func (ec *executionContext) unmarshalInputBucketWhereInput(ctx context.Context, 
 func UnmarshalBucketWhereInput(ctx context.Context, raw any) (ent.BucketWhereInput, error) {
 	var out ent.BucketWhereInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "BucketWhereInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputBuildBlueprintInput(ctx context.Context, obj any) (model.BuildBlueprintInput, error) {
+	var it model.BuildBlueprintInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"steps", "queue", "project", "cpu", "memoryMiB"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "steps":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("steps"))
+			data, err := ec.unmarshalNBlueprintStepInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐBlueprintStepInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Steps = data
+		case "queue":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("queue"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Queue = data
+		case "project":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("project"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Project = data
+		case "cpu":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cpu"))
+			data, err := ec.unmarshalOFloat2ᚖfloat64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CPU = data
+		case "memoryMiB":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("memoryMiB"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MemoryMiB = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalBuildBlueprintInput unmarshals raw into the BuildBlueprintInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalBuildBlueprintInput(ctx context.Context, raw any) (model.BuildBlueprintInput, error) {
+	var out model.BuildBlueprintInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "BuildBlueprintInput", raw, &out)
 	return out, err
 }
 
@@ -44301,7 +45270,7 @@ func (ec *executionContext) unmarshalInputFunctionInput(ctx context.Context, obj
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "module", "qualname", "queue", "project", "image", "gpu", "cpu", "memoryMiB", "timeoutSeconds", "retries", "minContainers", "maxContainers", "keepWarm", "concurrency", "scaledownWindowSeconds", "kind", "deployment", "httpMethod", "syncTimeoutSeconds", "public", "secrets", "cron"}
+	fieldsInOrder := [...]string{"name", "module", "qualname", "queue", "project", "image", "gpu", "cpu", "memoryMiB", "timeoutSeconds", "retries", "minContainers", "maxContainers", "keepWarm", "concurrency", "scaledownWindowSeconds", "kind", "deployment", "httpMethod", "syncTimeoutSeconds", "public", "secrets", "cron", "ports", "command", "blueprint"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -44469,6 +45438,27 @@ func (ec *executionContext) unmarshalInputFunctionInput(ctx context.Context, obj
 				return it, err
 			}
 			it.Cron = data
+		case "ports":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ports"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ports = data
+		case "command":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("command"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Command = data
+		case "blueprint":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("blueprint"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Blueprint = data
 		}
 	}
 	return it, nil
@@ -52358,6 +53348,118 @@ func UnmarshalQueueWhereInput(ctx context.Context, raw any) (ent.QueueWhereInput
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputSandboxInput(ctx context.Context, obj any) (model.SandboxInput, error) {
+	var it model.SandboxInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "blueprint", "image", "queue", "project", "cpu", "memoryMiB", "gpu", "timeoutSeconds", "ports", "env"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "blueprint":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("blueprint"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Blueprint = data
+		case "image":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("image"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Image = data
+		case "queue":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("queue"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Queue = data
+		case "project":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("project"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Project = data
+		case "cpu":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cpu"))
+			data, err := ec.unmarshalOFloat2ᚖfloat64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CPU = data
+		case "memoryMiB":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("memoryMiB"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MemoryMiB = data
+		case "gpu":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("gpu"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Gpu = data
+		case "timeoutSeconds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeoutSeconds"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeoutSeconds = data
+		case "ports":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ports"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ports = data
+		case "env":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("env"))
+			data, err := ec.unmarshalOEnvVarInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋjobspecᚐEnvVarᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Env = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSandboxInput unmarshals raw into the SandboxInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSandboxInput(ctx context.Context, raw any) (model.SandboxInput, error) {
+	var out model.SandboxInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SandboxInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputSecretOrder(ctx context.Context, obj any) (ent.SecretOrder, error) {
 	var it ent.SecretOrder
 	if obj == nil {
@@ -59526,68 +60628,80 @@ func (ec *executionContext) _Blueprint(ctx context.Context, sel ast.SelectionSet
 		case "id":
 			out.Values[i] = ec._Blueprint_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
 			out.Values[i] = ec._Blueprint_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "updatedAt":
 			out.Values[i] = ec._Blueprint_updatedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "key":
 			out.Values[i] = ec._Blueprint_key(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "image":
 			out.Values[i] = ec._Blueprint_image(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "source":
 			out.Values[i] = ec._Blueprint_source(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "state":
 			out.Values[i] = ec._Blueprint_state(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "failure":
 			out.Values[i] = ec._Blueprint_failure(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "ownerID":
 			out.Values[i] = ec._Blueprint_ownerID(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "buildJobID":
 			out.Values[i] = ec._Blueprint_buildJobID(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "stepsBuilt":
 			out.Values[i] = ec._Blueprint_stepsBuilt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "exportBytes":
 			out.Values[i] = ec._Blueprint_exportBytes(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "readyAt":
 			out.Values[i] = ec._Blueprint_readyAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "steps":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Blueprint_steps(ctx, field, obj)
+				})
+		case "buildJob":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Blueprint_buildJob(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -59666,6 +60780,49 @@ func (ec *executionContext) _BlueprintEdge(ctx context.Context, sel ast.Selectio
 			}
 		case "cursor":
 			out.Values[i] = ec._BlueprintEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var blueprintStepImplementors = []string{"BlueprintStep"}
+
+func (ec *executionContext) _BlueprintStep(ctx context.Context, sel ast.SelectionSet, obj *model.BlueprintStep) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, blueprintStepImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("BlueprintStep")
+		case "key":
+			out.Values[i] = ec._BlueprintStep_key(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._BlueprintStep_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "summary":
+			out.Values[i] = ec._BlueprintStep_summary(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -60946,6 +62103,12 @@ func (ec *executionContext) _Execution(ctx context.Context, sel ast.SelectionSet
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Execution_job(ctx, field, obj)
 				})
+		case "user":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Execution_user(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -61930,6 +63093,18 @@ func (ec *executionContext) _Job(ctx context.Context, sel ast.SelectionSet, obj 
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Job_services(ctx, field, obj)
 				})
+		case "executions":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Job_executions(ctx, field, obj)
+				})
+		case "tunnels":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Job_tunnels(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -62568,6 +63743,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "buildBlueprint":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_buildBlueprint(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "rollbackApp":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_rollbackApp(ctx, field)
@@ -62648,6 +63830,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "deleteBucketObject":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_deleteBucketObject(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createSandbox":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createSandbox(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -63288,6 +64477,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_users(ctx, field)
+				})
+		case "blueprint":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_blueprint(ctx, field)
 				})
 		case "lookupFunction":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -64728,6 +65923,44 @@ func (ec *executionContext) _TenantEdge(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
+var tunnelURLImplementors = []string{"TunnelURL"}
+
+func (ec *executionContext) _TunnelURL(ctx context.Context, sel ast.SelectionSet, obj *model.TunnelURL) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, tunnelURLImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TunnelURL")
+		case "port":
+			out.Values[i] = ec._TunnelURL_port(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "url":
+			out.Values[i] = ec._TunnelURL_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var userImplementors = []string{"User", "Node"}
 
 func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj *ent.User) graphql.Marshaler {
@@ -65449,6 +66682,14 @@ func (ec *executionContext) unmarshalNAuditEventWhereInput2ᚖgithubᚗcomᚋlev
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNBlueprint2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprint(ctx context.Context, sel ast.SelectionSet, v *ent.Blueprint) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Blueprint!")
+		return graphql.Null
+	}
+	return ec._Blueprint(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNBlueprintConnection2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBlueprintConnection(ctx context.Context, sel ast.SelectionSet, v *ent.BlueprintConnection) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "BlueprintConnection!")
@@ -65488,6 +66729,59 @@ func (ec *executionContext) unmarshalNBlueprintState2githubᚗcomᚋlevers9ᚋle
 }
 
 func (ec *executionContext) marshalNBlueprintState2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚋblueprintᚐState(ctx context.Context, sel ast.SelectionSet, v blueprint.State) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNBlueprintStep2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐBlueprintStepᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.BlueprintStep) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNBlueprintStep2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐBlueprintStep(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNBlueprintStep2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐBlueprintStep(ctx context.Context, sel ast.SelectionSet, v *model.BlueprintStep) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "BlueprintStep!")
+		return graphql.Null
+	}
+	return ec._BlueprintStep(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNBlueprintStepInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐBlueprintStepInputᚄ(ctx context.Context, v any) ([]*model.BlueprintStepInput, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*model.BlueprintStepInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNBlueprintStepInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐBlueprintStepInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalNBlueprintStepInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐBlueprintStepInput(ctx context.Context, v any) (*model.BlueprintStepInput, error) {
+	res, err := ec.unmarshalInputBlueprintStepInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNBlueprintStepKind2githubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐBlueprintStepKind(ctx context.Context, v any) (model.BlueprintStepKind, error) {
+	var res model.BlueprintStepKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNBlueprintStepKind2githubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐBlueprintStepKind(ctx context.Context, sel ast.SelectionSet, v model.BlueprintStepKind) graphql.Marshaler {
 	return v
 }
 
@@ -65583,6 +66877,11 @@ func (ec *executionContext) marshalNBucketOrderField2ᚖgithubᚗcomᚋlevers9�
 func (ec *executionContext) unmarshalNBucketWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐBucketWhereInput(ctx context.Context, v any) (*ent.BucketWhereInput, error) {
 	res, err := ec.unmarshalInputBucketWhereInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNBuildBlueprintInput2githubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐBuildBlueprintInput(ctx context.Context, v any) (model.BuildBlueprintInput, error) {
+	res, err := ec.unmarshalInputBuildBlueprintInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNCharge2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐCharge(ctx context.Context, sel ast.SelectionSet, v *ent.Charge) graphql.Marshaler {
@@ -65876,6 +67175,11 @@ func (ec *executionContext) unmarshalNEnvVarInput2githubᚗcomᚋlevers9ᚋlever
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNEnvVarInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋjobspecᚐEnvVar(ctx context.Context, v any) (*jobspec.EnvVar, error) {
+	res, err := ec.unmarshalInputEnvVarInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalNEnvironment2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐEnvironment(ctx context.Context, sel ast.SelectionSet, v *ent.Environment) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Environment!")
@@ -65909,6 +67213,30 @@ func (ec *executionContext) marshalNEnvironmentOrderField2ᚖgithubᚗcomᚋleve
 func (ec *executionContext) unmarshalNEnvironmentWhereInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐEnvironmentWhereInput(ctx context.Context, v any) (*ent.EnvironmentWhereInput, error) {
 	res, err := ec.unmarshalInputEnvironmentWhereInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNExecution2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐExecutionᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Execution) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNExecution2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐExecution(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNExecution2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐExecution(ctx context.Context, sel ast.SelectionSet, v *ent.Execution) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Execution!")
+		return graphql.Null
+	}
+	return ec._Execution(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNExecutionOrderField2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐExecutionOrderField(ctx context.Context, v any) (*ent.ExecutionOrderField, error) {
@@ -66484,6 +67812,11 @@ func (ec *executionContext) unmarshalNQueueWhereInput2ᚖgithubᚗcomᚋlevers9�
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNSandboxInput2githubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐSandboxInput(ctx context.Context, v any) (model.SandboxInput, error) {
+	res, err := ec.unmarshalInputSandboxInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalNSecret2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐSecret(ctx context.Context, sel ast.SelectionSet, v *ent.Secret) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Secret!")
@@ -66883,6 +68216,30 @@ func (ec *executionContext) unmarshalNTokens2githubᚗcomᚋlevers9ᚋlevers9ᚋ
 
 func (ec *executionContext) marshalNTokens2githubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋbillingᚐTokens(ctx context.Context, sel ast.SelectionSet, v billing.Tokens) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) marshalNTunnelURL2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐTunnelURLᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.TunnelURL) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTunnelURL2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐTunnelURL(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNTunnelURL2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋgraphᚋmodelᚐTunnelURL(ctx context.Context, sel ast.SelectionSet, v *model.TunnelURL) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "TunnelURL!")
+		return graphql.Null
+	}
+	return ec._TunnelURL(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNUpdateBucketInput2githubᚗcomᚋlevers9ᚋlevers9ᚋentᚐUpdateBucketInput(ctx context.Context, v any) (ent.UpdateBucketInput, error) {
@@ -68142,6 +69499,23 @@ func (ec *executionContext) unmarshalOEnvVarInput2ᚕgithubᚗcomᚋlevers9ᚋle
 	for i := range vSlice {
 		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
 		res[i], err = ec.unmarshalNEnvVarInput2githubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋjobspecᚐEnvVar(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalOEnvVarInput2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋjobspecᚐEnvVarᚄ(ctx context.Context, v any) ([]*jobspec.EnvVar, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*jobspec.EnvVar, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNEnvVarInput2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋjobspecᚐEnvVar(ctx, vSlice[i])
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,10 @@
 package model
 
 import (
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
 	"time"
 
 	"github.com/levers9/levers9/ent"
@@ -10,6 +14,7 @@ import (
 	"github.com/levers9/levers9/ent/tenant"
 	"github.com/levers9/levers9/ent/user"
 	"github.com/levers9/levers9/internal/billing"
+	"github.com/levers9/levers9/internal/jobspec"
 )
 
 // One version of an app: the functions one deploy stored.
@@ -22,6 +27,48 @@ type AppVersion struct {
 	// When it was deployed.
 	CreatedAt time.Time       `json:"createdAt"`
 	Functions []*ent.Function `json:"functions"`
+}
+
+type BlueprintStep struct {
+	Key  string            `json:"key"`
+	Kind BlueprintStepKind `json:"kind"`
+	// one line for people
+	Summary string `json:"summary"`
+}
+
+// One step of a blueprint; which fields count depends on its kind.
+type BlueprintStepInput struct {
+	Kind BlueprintStepKind `json:"kind"`
+	// REGISTRY: the base image's reference (python:3.12-slim).
+	Ref *string `json:"ref,omitempty"`
+	// DEBOOTSTRAP: the Debian suite (bookworm).
+	Suite *string `json:"suite,omitempty"`
+	// DEBOOTSTRAP: the mirror; default Debian's.
+	Mirror *string `json:"mirror,omitempty"`
+	// DEBOOTSTRAP (--include), APT and PIP: what to install.
+	Packages []string `json:"packages,omitempty"`
+	// PIP: a requirements file's content.
+	Requirements *string `json:"requirements,omitempty"`
+	// RUN: shell commands, in order, in one layer.
+	Commands []string `json:"commands,omitempty"`
+	// COPY: the content address (hex SHA-256) of a zip uploaded as a code blob.
+	Code *string `json:"code,omitempty"`
+	// COPY: where the zip is unpacked; WORKDIR: the working directory.
+	Path *string `json:"path,omitempty"`
+	// ENV: environment variables.
+	Env []*jobspec.EnvVar `json:"env,omitempty"`
+}
+
+type BuildBlueprintInput struct {
+	Steps []*BlueprintStepInput `json:"steps"`
+	// Queue (ID or name) the build job runs on; default the tenant's.
+	Queue *string `json:"queue,omitempty"`
+	// Project (ID or name) the build job is charged to.
+	Project *string `json:"project,omitempty"`
+	// The build job's cores (default 2).
+	CPU *float64 `json:"cpu,omitempty"`
+	// The build job's memory (default 4096).
+	MemoryMiB *int `json:"memoryMiB,omitempty"`
 }
 
 type CreateAPITokenPayload struct {
@@ -119,6 +166,12 @@ type FunctionInput struct {
 	Secrets []string `json:"secrets,omitempty"`
 	// A CRON function's schedule (five fields, UTC).
 	Cron *string `json:"cron,omitempty"`
+	// A BOX's ports (1 to 16), reached at /box/NAME/PORT/.
+	Ports []int `json:"ports,omitempty"`
+	// A BOX that runs this command instead of the function.
+	Command []string `json:"command,omitempty"`
+	// A READY blueprint's ID: its containers run the blueprint's image (not with image).
+	Blueprint *string `json:"blueprint,omitempty"`
 }
 
 type GrantTokensInput struct {
@@ -144,6 +197,25 @@ type Payload struct {
 type PayloadInput struct {
 	Data *string `json:"data,omitempty"`
 	Blob *string `json:"blob,omitempty"`
+}
+
+type SandboxInput struct {
+	Name *string `json:"name,omitempty"`
+	// A READY blueprint's ID; or image.
+	Blueprint *string `json:"blueprint,omitempty"`
+	Image     *string `json:"image,omitempty"`
+	// Queue (ID or name); default the tenant's.
+	Queue     *string  `json:"queue,omitempty"`
+	Project   *string  `json:"project,omitempty"`
+	CPU       *float64 `json:"cpu,omitempty"`
+	MemoryMiB *int     `json:"memoryMiB,omitempty"`
+	// A GPU type (H100), a count of one (H100:2) or a preference list (H100,A100).
+	Gpu *string `json:"gpu,omitempty"`
+	// Default the queue's limit, else 3600.
+	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
+	// Container ports reached through the relay.
+	Ports []int             `json:"ports,omitempty"`
+	Env   []*jobspec.EnvVar `json:"env,omitempty"`
 }
 
 type SecretValueInput struct {
@@ -172,4 +244,77 @@ type TaskPhases struct {
 	ImportedAt       *time.Time `json:"importedAt,omitempty"`
 	StartedAt        *time.Time `json:"startedAt,omitempty"`
 	FinishedAt       *time.Time `json:"finishedAt,omitempty"`
+}
+
+// A declared port of a running job reached through the relay.
+type TunnelURL struct {
+	Port int    `json:"port"`
+	URL  string `json:"url"`
+}
+
+type BlueprintStepKind string
+
+const (
+	BlueprintStepKindRegistry    BlueprintStepKind = "REGISTRY"
+	BlueprintStepKindDebootstrap BlueprintStepKind = "DEBOOTSTRAP"
+	BlueprintStepKindApt         BlueprintStepKind = "APT"
+	BlueprintStepKindPip         BlueprintStepKind = "PIP"
+	BlueprintStepKindRun         BlueprintStepKind = "RUN"
+	BlueprintStepKindCopy        BlueprintStepKind = "COPY"
+	BlueprintStepKindEnv         BlueprintStepKind = "ENV"
+	BlueprintStepKindWorkdir     BlueprintStepKind = "WORKDIR"
+)
+
+var AllBlueprintStepKind = []BlueprintStepKind{
+	BlueprintStepKindRegistry,
+	BlueprintStepKindDebootstrap,
+	BlueprintStepKindApt,
+	BlueprintStepKindPip,
+	BlueprintStepKindRun,
+	BlueprintStepKindCopy,
+	BlueprintStepKindEnv,
+	BlueprintStepKindWorkdir,
+}
+
+func (e BlueprintStepKind) IsValid() bool {
+	switch e {
+	case BlueprintStepKindRegistry, BlueprintStepKindDebootstrap, BlueprintStepKindApt, BlueprintStepKindPip, BlueprintStepKindRun, BlueprintStepKindCopy, BlueprintStepKindEnv, BlueprintStepKindWorkdir:
+		return true
+	}
+	return false
+}
+
+func (e BlueprintStepKind) String() string {
+	return string(e)
+}
+
+func (e *BlueprintStepKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = BlueprintStepKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid BlueprintStepKind", str)
+	}
+	return nil
+}
+
+func (e BlueprintStepKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *BlueprintStepKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e BlueprintStepKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
 }
