@@ -94,6 +94,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	a := &Agent{cfg: cfg, st: st, log: log.With("node", st.NodeID), tasks: tasks{m: map[string]*task{}}, out: newOutbox()}
 	a.out.onSent = a.forgetIfDone
+	if src, ok := cfg.Runtime.(runtime.ImageSource); ok {
+		src.SetImageFetcher(a.fetchImage) // blueprint images come from the server
+	}
 	if rc, ok := cfg.Runtime.(runtime.Recoverer); ok {
 		// Before the first hello, so it lists them and the server's
 		// Reconcile says which to resume.

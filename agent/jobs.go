@@ -3,7 +3,9 @@ package agent
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -131,7 +133,7 @@ func (a *Agent) launch(ctx context.Context, m wire.Start, t *task, spec runtime.
 		a.fail(m, t, stopped)
 		return
 	}
-	job, err := a.cfg.Runtime.Start(ctx, spec)
+	job, err := a.startJob(ctx, m, spec)
 	if err != nil {
 		a.fail(m, t, fmt.Sprintf("could not start: %v", err))
 		return
@@ -146,6 +148,33 @@ func (a *Agent) launch(ctx context.Context, m wire.Start, t *task, spec runtime.
 	if stopped != "" {
 		job.Stop(stopped, stopGraceWhileStarting)
 	}
+}
+
+// startJob starts spec through the runtime: a blueprint build (m.Build)
+// through its Builder, whose job reports like any other.
+func (a *Agent) startJob(ctx context.Context, m wire.Start, spec runtime.JobSpec) (runtime.Job, error) {
+	if m.Build == nil {
+		return a.cfg.Runtime.Start(ctx, spec)
+	}
+	b, ok := a.cfg.Runtime.(runtime.Builder)
+	if !ok {
+		return nil, errors.New("this node's runtime cannot build blueprints: it runs no containers")
+	}
+	bs := runtime.BuildSpec{
+		ID: spec.ID, Attempt: spec.Attempt, Tenant: spec.Tenant, Timeout: spec.Timeout,
+		Service: runtime.ServiceSpec{Name: runtime.BuildService},
+		Build:   *m.Build,
+		Code: func(ctx context.Context, hash string) (string, error) {
+			return a.codeDir(ctx, m.JobID, hash)
+		},
+		Upload: func(ctx context.Context, key string, tar io.Reader, stepsBuilt int) error {
+			return a.uploadImage(ctx, m.JobID, key, tar, stepsBuilt)
+		},
+	}
+	if len(spec.Services) > 0 {
+		bs.Service = spec.Services[0]
+	}
+	return b.Build(ctx, bs)
 }
 
 // fail reports every service of a job that never ran as failed.

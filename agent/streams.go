@@ -119,9 +119,54 @@ func (a *Agent) serveStream(ctx context.Context, st *yamux.Stream) {
 	switch open.Kind {
 	case wire.StreamTCP:
 		a.relayTCP(ctx, st, t, open)
+	case wire.StreamCommit:
+		a.commit(ctx, st, t, open)
 	default:
 		a.terminal(ctx, st, t, open)
 	}
+}
+
+// commit snapshots a running service's file system: its container is
+// committed to open.Image (paused meanwhile), exported and uploaded as the
+// blueprint whose key is the image's tag; the reply comes once the server
+// has it.
+func (a *Agent) commit(ctx context.Context, st *yamux.Stream, t *task, open wire.StreamOpen) {
+	t.mu.Lock()
+	job := t.job
+	t.mu.Unlock()
+	c, ok := job.(runtime.Committer)
+	switch {
+	case job == nil:
+		refuseStream(st, "NOT_FOUND", "the job has not started yet")
+		return
+	case !ok:
+		refuseStream(st, "BAD_USER_INPUT", "snapshots need a container node")
+		return
+	}
+	key := open.Image[strings.LastIndexByte(open.Image, ':')+1:]
+	if !codeHashRE.MatchString(key) {
+		refuseStream(st, "BAD_USER_INPUT", fmt.Sprintf("image %.100q has no blueprint key for a tag", open.Image))
+		return
+	}
+	began := time.Now()
+	tar, err := c.Commit(ctx, open.Service, open.Image)
+	switch {
+	case errors.Is(err, runtime.ErrNoService):
+		refuseStream(st, "NOT_FOUND", fmt.Sprintf("service %s of the job is not running", open.Service))
+		return
+	case err != nil:
+		refuseStream(st, "BAD_USER_INPUT", err.Error())
+		return
+	}
+	err = a.uploadImage(ctx, open.JobID, key, tar, 1)
+	_ = tar.Close()
+	if err != nil {
+		a.log.Warn("snapshot not uploaded", "job", open.JobID, "service", open.Service, "err", err)
+		refuseStream(st, "UNAVAILABLE", fmt.Sprintf("the snapshot was taken but not uploaded: %v", err))
+		return
+	}
+	a.log.Info("snapshot uploaded", "job", open.JobID, "service", open.Service, "image", open.Image, "took", time.Since(began).Round(time.Millisecond))
+	_ = wire.WriteHeader(st, wire.StreamReply{})
 }
 
 // refuseBusy answers a stream over the node's limit.
