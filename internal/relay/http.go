@@ -29,6 +29,9 @@ type Handler struct {
 	// Domain, when set, serves PORT-SERVICE-JOB.Domain hosts at their
 	// root (see domain.go).
 	Domain string
+	// Snapshots records the blueprints of POST /streams/snapshot; nil:
+	// the route refuses.
+	Snapshots Snapshots
 
 	once sync.Once
 	tr   *http.Transport
@@ -41,6 +44,7 @@ func (h *Handler) Routes(mux *http.ServeMux) {
 	mux.Handle("GET /streams/tcp/{job}/{service}/{port}", h.ownPages(h.authenticated(http.HandlerFunc(h.tcp))))
 	mux.Handle("GET /streams/exec/{job}/{service}", h.ownPages(h.authenticated(http.HandlerFunc(h.exec))))
 	mux.Handle("GET /streams/attach/{job}/{service}", h.ownPages(h.authenticated(http.HandlerFunc(h.attach))))
+	mux.Handle("POST /streams/snapshot/{job}/{service}", h.ownOrigin(h.authenticated(http.HandlerFunc(h.snapshot))))
 }
 
 // addSlash sends /relay/J/S/P to /relay/J/S/P/, so an application's

@@ -85,6 +85,8 @@ type worldOptions struct {
 	sessions func(*relayWorld) func(http.Handler) http.Handler
 	// activityEvery is the relay's activity interval (its default when 0).
 	activityEvery time.Duration
+	// snapshots is the relay's Snapshots (none when nil).
+	snapshots relay.Snapshots
 }
 
 func newRelayWorld(t *testing.T, url string, o worldOptions) *relayWorld {
@@ -108,7 +110,7 @@ func newRelayWorld(t *testing.T, url string, o worldOptions) *relayWorld {
 	w.handler = &relay.Handler{
 		Relay: &relay.Service{Jobs: js, Tunnel: w.tunnel, Log: log,
 			Active: &relay.Activity{Mark: w.mark, Log: log, Every: o.activityEvery}},
-		Auth: authn, SessionCookie: sessionCookie,
+		Auth: authn, SessionCookie: sessionCookie, Snapshots: o.snapshots,
 	}
 	if o.sessions != nil {
 		w.handler.Sessions = o.sessions(w)
