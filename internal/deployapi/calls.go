@@ -45,10 +45,6 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, fault.New(fault.NotFound, "no deployment at %.200q: deployment URLs are /job/NAME, /endpoint/NAME/…, /queue/NAME (then /vN for a version)", r.URL.Path), "")
 		return
 	}
-	if route.Group == functions.GroupBox {
-		a.fail(w, fault.New(fault.NotFound, "no box %s: boxes are not deployable yet", route.Name), "")
-		return
-	}
 	ctx := r.Context()
 	c := call{route: route, private: route.Tenant == ""}
 	if c.private {
@@ -86,6 +82,8 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.job(w, r, c)
 	case function.KindTASK_QUEUE:
 		a.queue(w, r, c)
+	case function.KindBOX:
+		a.box(w, r, c)
 	default:
 		a.fail(w, fault.Missing("deployment "+route.Prefix()), "")
 	}

@@ -5,6 +5,7 @@
 //	ANY  /endpoint/NAME[/vN|/APP_ID]/REST   an ENDPOINT or ASGI call, or a REALTIME WebSocket
 //	POST /job/NAME[/vN|/APP_ID]             a FUNCTION call: {"args":[…],"kwargs":{…}} (202, or ?wait=S)
 //	POST /queue/NAME[/vN|/APP_ID]           a TASK_QUEUE item (Idempotency-Key)
+//	ANY  /box/NAME[/vN|/APP_ID]/PORT/REST   a BOX's port (HTTP or WebSocket, relayed)
 //	ANY  /pub/TENANT/ENV/GROUP/NAME/…       the same for public deployments, without a token
 //	GET  /api/tasks/ID[?wait=S]             a task's outcome (202 while it runs)
 //
@@ -38,8 +39,8 @@ type Relay interface {
 type Config struct {
 	Functions *functions.Service
 	Auth      *auth.Service
-	// Relay carries REALTIME WebSockets to their containers; nil
-	// refuses them.
+	// Relay carries REALTIME WebSockets and boxes' requests to their
+	// containers; nil refuses them.
 	Relay Relay
 	// Blobs holds request envelopes over the inline limit and large
 	// results; nil refuses both.

@@ -233,9 +233,9 @@ func TestEndpoints(t *testing.T) {
 				}
 			}
 		})
-		t.Run("boxes are not deployable yet", func(t *testing.T) {
+		t.Run("an unknown box is 404", func(t *testing.T) {
 			r := w.do(t, "GET", "/pod/web/8080/", w.token, nil)
-			if e := r.refusal(t); r.status != 404 || !strings.Contains(e.Error.Message, "no box web") {
+			if e := r.refusal(t); r.status != 404 || !strings.Contains(e.Error.Message, "deployment /box/web not found") {
 				t.Fatalf("%d %+v", r.status, e)
 			}
 		})

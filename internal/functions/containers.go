@@ -60,7 +60,7 @@ func (s *Service) scaleFunction(ctx context.Context, fnID string) error {
 	}
 	n := autoscaling.ToStart(in)
 	if n == 0 {
-		return nil
+		return s.keepBox(ctx, f, in.Live)
 	}
 	last, err := c.Container.Query().Where(container.FunctionID(fnID)).Order(ent.Desc(container.FieldCreatedAt)).First(sys)
 	if err == nil && last.State == container.StateSTOPPED && last.JobID == "" && s.now().Sub(last.CreatedAt) < startRetryAfter {
@@ -119,7 +119,7 @@ func (s *Service) startContainer(ctx context.Context, f *ent.Function) (bool, er
 	if code == "" {
 		code = f.Edges.App.CodeHash
 	}
-	spec := containerJob(f.QueueID, f.ProjectID, f.Name, f.Image, f.CPU, f.MemoryMib, f.Gpus, f.GpuTypes, f.Kind,
+	spec := containerJob(f.QueueID, f.ProjectID, f.Name, f.Image, f.CPU, f.MemoryMib, f.Gpus, f.GpuTypes, f.Kind, f.Ports, f.Command,
 		&wire.Runner{ContainerID: ctr.ID, FunctionID: f.ID, CodeHash: code, Secrets: f.Secrets})
 	owner := viewer.NewContext(ctx, &viewer.Viewer{UserID: f.OwnerID, TenantID: f.TenantID, EnvironmentID: f.EnvironmentID})
 	j, err := s.Jobs.Submit(owner, spec)

@@ -158,7 +158,13 @@ func (s *Service) createFunctions(ctx context.Context, tx *database.Tx, v *viewe
 			SetScaledownWindowSeconds(p.spec.ScaledownWindowSeconds).
 			SetVersion(version).SetKind(p.spec.Kind).SetDeployment(p.spec.Deployment).SetCodeHash(codeHash).
 			SetHTTPMethod(p.spec.HTTPMethod).SetSyncTimeoutSeconds(p.spec.SyncTimeoutSeconds).
-			SetPublic(p.spec.Public).SetCron(p.spec.Cron)
+			SetPublic(p.spec.Public).SetCron(p.spec.Cron).SetBlueprintID(p.blueprintID)
+		if len(p.spec.Ports) > 0 {
+			c.SetPorts(p.spec.Ports)
+		}
+		if len(p.spec.Command) > 0 {
+			c.SetCommand(p.spec.Command)
+		}
 		if len(p.spec.Secrets) > 0 {
 			c.SetSecrets(p.spec.Secrets)
 		}
@@ -194,6 +200,8 @@ type functionPlan struct {
 	gpus      int
 	gpuTypes  []string
 	schedule  cron.Schedule // CRON functions only
+	// blueprintID is the READY blueprint whose image the function runs.
+	blueprintID string
 }
 
 // plan checks function i and fills in its defaults.
@@ -222,6 +230,8 @@ func (s *Service) plan(ctx context.Context, i int, f FunctionSpec) (*functionPla
 	def(&f.TimeoutSeconds, 300)
 	def(&f.MaxContainers, 10)
 	def(&f.Concurrency, 1)
+	// A box's idle window defaults to its queue's idle timeout (below).
+	boxWindow := f.Kind == function.KindBOX && f.ScaledownWindowSeconds == 0
 	def(&f.ScaledownWindowSeconds, 60)
 	for _, c := range []struct {
 		name   string
@@ -251,9 +261,15 @@ func (s *Service) plan(ctx context.Context, i int, f FunctionSpec) (*functionPla
 	if err := s.planDeployment(ctx, i, p); err != nil {
 		return nil, err
 	}
+	if err := s.planImage(ctx, i, p); err != nil {
+		return nil, err
+	}
+	f = p.spec
 	// The container's job must pass the queue's rules now, not at its
 	// first call: group access, per-job limits, project, prices.
-	js := containerJob(f.Queue, f.Project, f.Name, f.Image, f.CPU, f.MemoryMiB, n, types, f.Kind, nil)
+	// A runner (empty here) makes it a function's job, which may run a
+	// blueprint's image.
+	js := containerJob(f.Queue, f.Project, f.Name, f.Image, f.CPU, f.MemoryMiB, n, types, f.Kind, f.Ports, f.Command, &wire.Runner{})
 	if _, err := s.Jobs.Estimate(ctx, js, 1); err != nil {
 		return nil, onFunction(err, i, f.Name)
 	}
@@ -263,6 +279,12 @@ func (s *Service) plan(ctx context.Context, i int, f FunctionSpec) (*functionPla
 		return nil, fmt.Errorf("looking up queue %q: %w", f.Queue, err)
 	}
 	p.queueID = q.ID
+	if boxWindow {
+		p.spec.ScaledownWindowSeconds = DefaultBoxScaledown
+		if q.IdleTimeoutSeconds > 0 {
+			p.spec.ScaledownWindowSeconds = min(q.IdleTimeoutSeconds, MaxScaledown)
+		}
+	}
 	if f.Project != "" {
 		pr, err := client.Project.Query().Where(project.Or(project.ID(f.Project), project.Name(f.Project))).Only(ctx)
 		if err != nil {
@@ -337,7 +359,7 @@ func ParseGPU(s string) (int, []string, error) {
 }
 
 // containerJob is the job that runs one container of a function.
-func containerJob(queue, project, fnName, image string, cpu float64, mem int64, gpus int, types []string, kind function.Kind, r *wire.Runner) jobspec.Job {
+func containerJob(queue, project, fnName, image string, cpu float64, mem int64, gpus int, types []string, kind function.Kind, ports []int, command []string, r *wire.Runner) jobspec.Job {
 	svc := jobspec.Service{
 		Name: RunnerService, Image: image, Command: runnerCommand,
 		CPU: cpu, MemoryMiB: mem, GPUs: gpus, GPUTypes: types,
@@ -348,6 +370,9 @@ func containerJob(queue, project, fnName, image string, cpu float64, mem int64, 
 		// LEVERS9_RUNNER_PORT_WS): a fixed one would let a node run one
 		// realtime container only.
 		svc.Ports = []jobspec.Port{{Name: RealtimePort}}
+	}
+	if kind == function.KindBOX {
+		boxService(&svc, ports, command)
 	}
 	return jobspec.Job{
 		Name:     "fn-" + fnName,

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/function"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/jobs"
@@ -31,6 +32,11 @@ type Service struct {
 	// viewer's environment (a fault.Invalid naming the missing ones).
 	Secrets interface {
 		Check(ctx context.Context, names []string) error
+	}
+	// Blueprints gives a function its READY blueprint of the viewer's
+	// tenant (a fault naming field otherwise); nil: no blueprints.
+	Blueprints interface {
+		Ready(ctx context.Context, field, id string) (*ent.Blueprint, error)
 	}
 }
 

@@ -66,7 +66,7 @@ func deployedApp(ctx context.Context, c *ent.Client, name string) (*ent.App, err
 func kindsOf(group string) []function.Kind {
 	var out []function.Kind
 	for _, k := range []function.Kind{function.KindFUNCTION, function.KindENDPOINT, function.KindASGI,
-		function.KindREALTIME, function.KindTASK_QUEUE, function.KindCRON} {
+		function.KindREALTIME, function.KindTASK_QUEUE, function.KindCRON, function.KindBOX} {
 		if GroupOf(k) == group {
 			out = append(out, k)
 		}

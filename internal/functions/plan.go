@@ -58,6 +58,9 @@ func (s *Service) planDeployment(ctx context.Context, i int, p *functionPlan) er
 	if f.Public && GroupOf(f.Kind) == "" {
 		return fault.Invalid(field("public"), "a %s function has no URL to make public", f.Kind)
 	}
+	if err := planBox(i, f); err != nil {
+		return err
+	}
 	if f.Kind == function.KindCRON {
 		if f.Cron == "" {
 			return fault.Invalid(field("cron"), "a CRON function needs a schedule (\"*/15 * * * *\", \"@hourly\")")

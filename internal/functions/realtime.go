@@ -13,19 +13,25 @@ import (
 	"github.com/levers9/levers9/internal/viewer"
 )
 
-// busless is how often RealtimeContainer looks again without a bus to
+// busless is how often readyContainer looks again without a bus to
 // wake it.
 const busless = time.Second
 
 // RealtimeContainer returns the job of a READY container of REALTIME
 // function f, starting one when none runs, waiting up to wait. A
 // WebSocket is no call: the container is started here, not by a backlog.
-// It waits on the function's topic, which a container's runner wakes as
-// it becomes ready.
 func (s *Service) RealtimeContainer(ctx context.Context, f *ent.Function, wait time.Duration) (jobID string, err error) {
 	if f.Kind != function.KindREALTIME {
 		return "", fault.Invalid("function", "%s is a %s function, not a realtime one", f.Name, f.Kind)
 	}
+	return s.readyContainer(ctx, f, wait)
+}
+
+// readyContainer returns the job of a READY container of f (a REALTIME
+// or BOX function, which serve connections rather than calls), starting
+// one when none runs, waiting up to wait. It waits on the function's
+// topic, which a container's runner wakes as it becomes ready.
+func (s *Service) readyContainer(ctx context.Context, f *ent.Function, wait time.Duration) (jobID string, err error) {
 	var sig <-chan struct{}
 	if s.Bus != nil {
 		ch, stop := s.Bus.Subscribe(notify.TopicFunction, f.ID)

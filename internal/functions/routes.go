@@ -113,6 +113,8 @@ func GroupOf(k function.Kind) string {
 		return GroupEndpoint
 	case function.KindTASK_QUEUE:
 		return GroupQueue
+	case function.KindBOX:
+		return GroupBox
 	}
 	return ""
 }
