@@ -36,6 +36,9 @@ type state struct {
 	// draining are the names of the queue's online nodes that an admin is
 	// draining: they take no new jobs, and waiting jobs are told so.
 	draining []string
+	// imagesRead are the blueprint images whose holders are in the nodes'
+	// Images already (see loadImages).
+	imagesRead map[string]bool
 }
 
 // newState is an empty state, to be filled by loadNodes and loadJobs.

@@ -41,6 +41,9 @@ func (st *state) schedule(ctx context.Context, c *ent.Client, q *ent.Queue) ([]s
 		if err != nil {
 			return nil, nil, err
 		}
+		if err := st.loadImages(ctx, c, q.TenantID); err != nil {
+			return nil, nil, err
+		}
 		res, w, err := scheduling.Schedule(st.jobs, st.nodes)
 		if err != nil {
 			return nil, nil, fmt.Errorf("scheduling: %w", err) // load filters invalid input, so a bug
