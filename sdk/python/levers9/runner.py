@@ -21,8 +21,12 @@ PROCESS_STARTED_AT = _now()  # as early as the process can tell
 import base64  # noqa: E402  (after the timestamp on purpose)
 import concurrent.futures  # noqa: E402
 import importlib  # noqa: E402
+import json  # noqa: E402
 import os  # noqa: E402
 import pickle  # noqa: E402
+import signal  # noqa: E402
+import socket  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
@@ -38,6 +42,9 @@ PREFETCH = 64
 SHORT_CALL = 0.010
 # How long the server may stay unreachable before the runner gives up.
 RECONNECT_FOR = 60.0
+# How long a box's port may refuse connections before the box is
+# deemed crashed.
+BOX_PORT_GRACE = 10.0
 
 
 def resolve(module: str, qualname: str) -> Callable[..., Any]:
@@ -51,7 +58,8 @@ def resolve(module: str, qualname: str) -> Callable[..., Any]:
 
 class Runner:
     def __init__(self, socket_path: str, log: Callable[[str], None] = None,
-                 exit: Callable[[int], None] = os._exit):
+                 exit: Callable[[int], None] = os._exit,
+                 box_ports: Optional[List[int]] = None, box_command: Optional[List[str]] = None):
         self.api = RunnerAPI(socket_path, timeout=CLAIM_WAIT_MS / 1000 + 60)
         self.log = log or (lambda s: print(s, flush=True))
         self._exit = exit
@@ -60,6 +68,12 @@ class Runner:
         self.asgi: Any = None  # asgi.Host of an ASGI function
         self.ws: Any = None  # realtime.Server of a REALTIME function
         self.ws_grace = 60.0
+        # A BOX: its ports and, for a command box, its command (the
+        # server passes them as arguments, see parse_box_args).
+        self.box_ports: List[int] = list(box_ports or [])
+        self.box_command: List[str] = list(box_command or [])
+        self.box_proc: Optional[subprocess.Popen] = None
+        self.box_error: Optional[str] = None  # why the box function ended, once it raised
         self.import_failure: Optional[Dict[str, str]] = None
         self.concurrency = 1
         self._cond = threading.Condition()
@@ -110,8 +124,10 @@ class Runner:
     def load(self) -> Dict[str, Any]:
         info = self._request("GET", "/runner/v1/function")
         self.concurrency = max(1, int(info.get("concurrency") or 1))
+        self.kind = str(info.get("kind") or "FUNCTION").upper()
         try:
-            self.fn = resolve(info["module"], info["qualname"])
+            if not (self.kind == "BOX" and self.box_command):  # a command box has no function
+                self.fn = resolve(info["module"], info["qualname"])
         except BaseException as e:  # noqa: B902: any import failure becomes every call's failure
             if isinstance(e, KeyboardInterrupt):
                 raise
@@ -121,7 +137,6 @@ class Runner:
                                                                            type(e).__name__, e),
                                    "traceback": tb}
             self.log("levers9 runner: importing %s failed:\n%s" % (info["module"], tb.rstrip()))
-        self.kind = str(info.get("kind") or "FUNCTION").upper()
         if self.fn is not None and self.kind == "ASGI":
             self._build_asgi()
         self._phases = {"processStartedAt": PROCESS_STARTED_AT, "importedAt": _now()}
@@ -130,7 +145,127 @@ class Runner:
         if self.kind == "REALTIME":
             self.ws_grace = float(info.get("scaledownWindowSeconds") or 60)
             self._serve_websockets()
+        if self.kind == "BOX":
+            # Ready (the first claim reports the phases) once every port
+            # answers.
+            self._start_box(float(info.get("timeoutSeconds") or 300))
         return info
+
+    # Boxes
+
+    def _start_box(self, timeout: float) -> None:
+        """Starts the box (its command, or its function in a thread),
+        waits until every port accepts TCP on 127.0.0.1, then watches it:
+        the command exiting, the function raising or a port refusing for
+        BOX_PORT_GRACE ends the container (non-zero: it is replaced while
+        the box is in use)."""
+        if not self.box_ports:
+            self._box_failed("a box container without ports (the runner's arguments lack %s)" % BOX_PORTS_ARG)
+            return
+        if self.box_command:
+            try:
+                # Its output is the container's log; its own session, so
+                # its children stop with it.
+                self.box_proc = subprocess.Popen(self.box_command, start_new_session=True)
+            except OSError as e:
+                self._box_failed("starting %s: %s" % (self.box_command[0], e))
+                return
+            self.log("levers9 runner: box command %s started (pid %d)" % (
+                " ".join(self.box_command), self.box_proc.pid))
+        elif self.fn is None:
+            self._box_failed("the box function did not import")
+            return
+        else:
+            threading.Thread(target=self._run_box_function, name="box", daemon=True).start()
+        try:
+            signal.signal(signal.SIGTERM, self._box_sigterm)
+        except ValueError:  # not the main thread (tests)
+            pass
+        deadline = time.monotonic() + timeout
+        waiting = list(self.box_ports)
+        while waiting:
+            why = self._box_ended()
+            if why:
+                self._box_failed(why + " before its ports answered")
+                return
+            waiting = [p for p in waiting if not port_open(p)]
+            if not waiting:
+                break
+            if time.monotonic() > deadline:
+                self._box_failed("port%s %s did not accept connections within %g s" % (
+                    "s" if len(waiting) > 1 else "", ", ".join(map(str, waiting)), timeout))
+                return
+            time.sleep(0.05)
+        self.log("levers9 runner: box ready on port%s %s" % ("s" if len(self.box_ports) > 1 else "",
+                                                            ", ".join(map(str, self.box_ports))))
+        threading.Thread(target=self._watch_box, name="box-watch", daemon=True).start()
+
+    def _run_box_function(self) -> None:
+        """Calls the box function once: it may serve (blocking) or start
+        something and return; raising ends the box."""
+        try:
+            httpcall.settle(self.fn())  # type: ignore[misc]
+        except BaseException as e:  # noqa: B902: any failure ends the box
+            self.box_error = "the box function raised %s: %s\n%s" % (
+                type(e).__name__, e, traceback.format_exc().rstrip())
+        else:
+            self.log("levers9 runner: the box function returned; the box lives while its ports answer")
+
+    def _box_ended(self) -> Optional[str]:
+        """Why the box's process or function ended, or None."""
+        if self.box_error:
+            return self.box_error
+        p = self.box_proc
+        if p is not None and p.poll() is not None:
+            return "the box command exited with %s" % (
+                "code %d" % p.returncode if p.returncode >= 0 else "signal %d" % -p.returncode)
+        return None
+
+    def _watch_box(self) -> None:
+        refused: Dict[int, float] = {}
+        while True:
+            time.sleep(0.5)
+            why = self._box_ended()
+            now = time.monotonic()
+            for port in self.box_ports:
+                if why:
+                    break
+                if port_open(port):
+                    refused.pop(port, None)
+                    continue
+                since = refused.setdefault(port, now)
+                if now - since >= BOX_PORT_GRACE:
+                    why = "port %d refused connections for %g s" % (port, BOX_PORT_GRACE)
+            if why:
+                self._box_failed(why)
+                return
+
+    def _box_failed(self, why: str) -> None:
+        self.log("levers9 runner: box: %s: exiting" % why)
+        self._stop_box()
+        sys.stdout.flush()
+        self._exit(1)
+
+    def _stop_box(self) -> None:
+        """Terminates the box's command (its whole session), killing it
+        when it does not stop within 5 s."""
+        p = self.box_proc
+        if p is None or p.poll() is not None:
+            return
+        try:
+            os.killpg(p.pid, signal.SIGTERM)
+            p.wait(5)
+        except (OSError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def _box_sigterm(self, signum: int, frame: Any) -> None:
+        self.log("levers9 runner: stopping the box")
+        self._stop_box()
+        sys.stdout.flush()
+        self._exit(128 + signum)
 
     def _build_asgi(self) -> None:
         """Calls the decorated factory once (this container's app) and runs
@@ -187,6 +322,7 @@ class Runner:
                 self.log("levers9 runner: closing WebSockets: %s" % e)
         if self.asgi is not None:
             self.asgi.shutdown()
+        self._stop_box()
 
     # The claim loop
 
@@ -312,6 +448,9 @@ class Runner:
         source = str(task.get("source") or "CALL").upper()
         if source == "HTTP":
             return self._call_http(task)
+        if self.kind == "BOX":
+            return {"failure": {"kind": "exception", "traceback": "",
+                                "message": "a box answers on its ports only: it cannot be called (%s)" % source}}
         if self.kind in ("ASGI", "REALTIME"):
             return {"failure": {"kind": "exception", "traceback": "",
                                 "message": "a%s %s function answers HTTP requests only: it cannot be called (%s)" % (
@@ -345,6 +484,8 @@ class Runner:
                 resp = httpcall.queue_item(self.fn, req)  # type: ignore[arg-type]
             elif self.kind == "REALTIME":
                 resp = httpcall.error_response(426, "UPGRADE_REQUIRED", "this endpoint speaks WebSocket only")
+            elif self.kind == "BOX":
+                resp = httpcall.error_response(404, "NOT_FOUND", "a box answers on its ports only")
             else:
                 resp = httpcall.job(self.fn, req)  # type: ignore[arg-type]
         except BaseException as e:  # noqa: B902: SystemExit from a function is its failure too
@@ -390,6 +531,34 @@ class Runner:
             return
 
 
+BOX_PORTS_ARG = "--box-ports"
+BOX_COMMAND_ARG = "--box-command"
+
+
+def parse_box_args(argv: List[str]) -> "tuple[List[int], List[str]]":
+    """The ports and command of a box container, from the arguments the
+    server gives its runner (functions.BoxPortsArg, BoxCommandArg: JSON)."""
+    ports: List[int] = []
+    command: List[str] = []
+    i = 0
+    while i + 1 < len(argv):
+        if argv[i] == BOX_PORTS_ARG:
+            ports = [int(p) for p in json.loads(argv[i + 1])]
+        elif argv[i] == BOX_COMMAND_ARG:
+            command = [str(w) for w in json.loads(argv[i + 1])]
+        i += 2 if argv[i] in (BOX_PORTS_ARG, BOX_COMMAND_ARG) else 1
+    return ports, command
+
+
+def port_open(port: int) -> bool:
+    """Whether something accepts TCP connections on 127.0.0.1:port."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
 def exception_failure(e: BaseException) -> Dict[str, Any]:
     """The failure JSON of a function's exception: "Type: message", the
     traceback without the runner's own frame, and the pickled exception
@@ -431,7 +600,12 @@ def main() -> int:
     # pin it, so a function that changes directory still imports.
     sys.path[:] = [os.path.abspath(p) if p else p for p in sys.path]
     try:
-        code = Runner(path).run()
+        ports, command = parse_box_args(sys.argv[1:])
+    except (ValueError, TypeError) as e:
+        print("levers9 runner: bad box arguments: %s" % e, flush=True)
+        return 2
+    try:
+        code = Runner(path, box_ports=ports, box_command=command).run()
     except errors.Error as e:  # refused by the server: nothing to retry
         print("levers9 runner: %s" % e, flush=True)
         code = 1
