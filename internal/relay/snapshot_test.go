@@ -11,6 +11,7 @@ import (
 	"github.com/levers9/levers9/ent/blueprint"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/jobspec"
+	"github.com/levers9/levers9/internal/relay"
 )
 
 // fakeSnapshots records what the relay asks of the blueprints.
@@ -58,7 +59,7 @@ func TestRelaySnapshot(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dburl string) {
 		t.Parallel()
 		snaps := &fakeSnapshots{failed: map[string]string{}}
-		w := newRelayWorld(t, dburl, worldOptions{snapshots: snaps})
+		w := newRelayWorld(t, dburl, worldOptions{snapshots: func(*relayWorld) relay.Snapshots { return snaps }})
 		j := w.run(t, w.alice, jobspec.Job{Interactive: true, Services: []jobspec.Service{webService(t)}})
 		path := "/streams/snapshot/" + j.ID + "/web"
 		cases := []struct {

@@ -130,12 +130,14 @@ func (h *Handler) bridge(w http.ResponseWriter, r *http.Request, t Target, open 
 	}
 	nc := websocket.NetConn(ctx, c, websocket.MessageBinary)
 	var out io.Writer = nc
+	ended := func() {}
 	if open.Kind == wire.StreamExec {
 		// The job's exec history: who ran what, and how it ended (the
 		// exit passing through, not the output).
 		sniff := &frameSniffer{}
 		out = sniffingWriter{w: nc, f: sniff}
-		defer h.recordExec(ctx, t, open)(sniff)
+		end := h.recordExec(ctx, t, open)
+		ended = func() { end(sniff) }
 	}
 	touch := func() { h.Relay.Active.Touch(t.Job.ID) }
 	done := make(chan struct{})
@@ -157,6 +159,7 @@ func (h *Handler) bridge(w http.ResponseWriter, r *http.Request, t Target, open 
 	buf := copyBuffers.Get()
 	_, _ = io.CopyBuffer(out, st, buf)
 	copyBuffers.Put(buf)
+	ended() // what the process said is all here: not after the close handshake
 	_ = c.Close(websocket.StatusNormalClosure, "")
 	cancel()
 	<-done

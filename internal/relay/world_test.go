@@ -85,8 +85,8 @@ type worldOptions struct {
 	sessions func(*relayWorld) func(http.Handler) http.Handler
 	// activityEvery is the relay's activity interval (its default when 0).
 	activityEvery time.Duration
-	// snapshots is the relay's Snapshots (none when nil).
-	snapshots relay.Snapshots
+	// snapshots makes the relay's Snapshots (none when nil).
+	snapshots func(*relayWorld) relay.Snapshots
 }
 
 func newRelayWorld(t *testing.T, url string, o worldOptions) *relayWorld {
@@ -110,7 +110,10 @@ func newRelayWorld(t *testing.T, url string, o worldOptions) *relayWorld {
 	w.handler = &relay.Handler{
 		Relay: &relay.Service{Jobs: js, Tunnel: w.tunnel, Log: log,
 			Active: &relay.Activity{Mark: w.mark, Log: log, Every: o.activityEvery}},
-		Auth: authn, SessionCookie: sessionCookie, Snapshots: o.snapshots,
+		Auth: authn, SessionCookie: sessionCookie,
+	}
+	if o.snapshots != nil {
+		w.handler.Snapshots = o.snapshots(w)
 	}
 	if o.sessions != nil {
 		w.handler.Sessions = o.sessions(w)
@@ -290,7 +293,14 @@ func (w *relayWorld) run(t *testing.T, u *ent.User, spec jobspec.Job) *ent.Job {
 	if spec.Name == "" {
 		spec.Name = "t"
 	}
-	j := w.tn.SubmitSpec(t, w.jobs, u, spec)
+	return w.place(t, w.tn.SubmitSpec(t, w.jobs, u, spec))
+}
+
+// place places job j on the node, as the scheduler would, and waits
+// until its services run and answer.
+func (w *relayWorld) place(t *testing.T, j *ent.Job) *ent.Job {
+	t.Helper()
+	spec := j.Spec
 	if err := w.db.Ent.Service.Update().Where(service.JobID(j.ID)).SetNodeID(w.nodeID).Exec(w.sys); err != nil {
 		t.Fatal(err)
 	}
