@@ -25,9 +25,11 @@ import (
 	"github.com/levers9/levers9/ui/admin"
 	"github.com/levers9/levers9/ui/app"
 	"github.com/levers9/levers9/ui/apps"
+	uiblueprints "github.com/levers9/levers9/ui/blueprints"
 	"github.com/levers9/levers9/ui/files"
 	uijobs "github.com/levers9/levers9/ui/jobs"
 	uinodes "github.com/levers9/levers9/ui/nodes"
+	uisandboxes "github.com/levers9/levers9/ui/sandboxes"
 	uisecrets "github.com/levers9/levers9/ui/secrets"
 	"github.com/levers9/levers9/ui/session"
 	"github.com/levers9/levers9/ui/signin"
@@ -104,6 +106,8 @@ func Routes(ctx context.Context, mux *http.ServeMux, cfg Config) (*Dashboard, er
 	uijobs.Register(rt)
 	apps.Register(rt, cfg.Functions)
 	uisecrets.Register(rt, cfg.Secrets)
+	uisandboxes.Register(rt)
+	uiblueprints.Register(rt)
 	submit.Register(rt)
 	tokens.Register(rt)
 	files.Register(rt)

@@ -26,6 +26,8 @@ type detailPage struct {
 	Lines    []joblog.Line
 	// Follow is the URL of the live log stream, empty once the job ended.
 	Follow string
+	// Execs are the commands run in its services, newest first.
+	Execs []execRow
 }
 
 // panel is the open service, formatted.
@@ -55,6 +57,9 @@ func (h *handlers) detail(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p := detailPage{Job: describeJob(j, j.Edges.Services, time.Now()), CanCancel: jobs.MayCancel(viewer.FromContext(ctx), j)}
+	if p.Execs, err = execHistory(ctx, c, j.ID); err != nil {
+		return err
+	}
 	name := r.URL.Query().Get("service")
 	if name == "" && len(j.Edges.Services) == 1 {
 		name = j.Edges.Services[0].Name
