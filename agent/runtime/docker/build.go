@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,7 +92,7 @@ func codeHash(s string) bool {
 type buildJob struct {
 	rt     *Runtime
 	spec   runtime.BuildSpec
-	log    interface{ Info(string, ...any) }
+	log    *slog.Logger
 	ctx    context.Context
 	cancel context.CancelFunc
 	events chan runtime.Event
@@ -155,7 +156,6 @@ func (b *buildJob) printf(format string, args ...any) {
 }
 
 func (b *buildJob) run() {
-	defer b.rt.release(b.spec.ID)
 	b.emitState(runtime.Starting, nil, "")
 	b.emitState(runtime.Running, nil, "")
 	ctx := b.ctx
@@ -179,7 +179,7 @@ func (b *buildJob) run() {
 	case stopped != "":
 		res = runtime.ServiceResult{Name: name, State: runtime.Failed, Reason: "stopped: " + stopped}
 		cause = stopped
-	case errors.Is(err, context.DeadlineExceeded) && b.spec.Timeout > 0 && ctx.Err() != nil:
+	case b.spec.Timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		res = runtime.ServiceResult{Name: name, State: runtime.Failed, Reason: "timeout"}
 		cause = "timeout"
 	default:
@@ -194,6 +194,7 @@ func (b *buildJob) run() {
 	b.emitMu.Lock()
 	close(b.events)
 	b.emitMu.Unlock()
+	b.rt.release(b.spec.ID)
 	close(b.done)
 }
 

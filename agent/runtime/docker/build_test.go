@@ -441,3 +441,57 @@ func TestDockerBuildCommit(t *testing.T) {
 		t.Errorf("the snapshot holds %q", got)
 	}
 }
+
+// A base built by debootstrap (root and the debootstrap binary; the mirror
+// as for dockertest.Python) is imported as one layer that later steps
+// build on.
+func TestDockerBuildDebootstrap(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("debootstrap needs root")
+	}
+	r := newRuntime(t)
+	repo := "levers9-bp/" + randomID("t")
+	t.Cleanup(func() { removeRepository(t, repo) })
+	mirror := dockertest.DebianMirror
+	if m := os.Getenv("LEVERS9_DEBIAN_MIRROR"); m != "" {
+		mirror = m
+	}
+	var up uploads
+	b := wire.Build{Blueprint: "bp_6", Repository: repo, Steps: keyed(
+		wire.BuildStep{Kind: wire.StepDebootstrap, Suite: "bookworm", Mirror: mirror},
+		wire.BuildStep{Kind: wire.StepRun, Commands: []string{"cat /etc/debian_version > /version"}},
+	)}
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	j, err := r.Build(ctx, runtime.BuildSpec{ID: randomID("build-"), Build: b, Upload: up.upload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// debootstrap downloads and unpacks a system: longer than testTimeout.
+	e := watch(t, j)
+	deadline := time.After(10 * time.Minute)
+	for open := true; open; {
+		select {
+		case ev, ok := <-j.Events():
+			if ok {
+				e.all = append(e.all, ev)
+			}
+			open = ok
+		case <-deadline:
+			j.Stop("test timeout", 0)
+			t.Fatalf("the build did not end within 10 minutes:\n%s", e)
+		}
+	}
+	if res := e.end(); res.Status != runtime.Complete {
+		t.Fatalf("build: %s %s\n%s", res.Status, res.Reason, e)
+	}
+	got := runOnce(t, r, b.Image(1), "cat", "/version")
+	if len(got) != 1 || !strings.HasPrefix(got[0], "12") {
+		t.Errorf("/version holds %q, want bookworm's 12.x", got)
+	}
+	left, _ := filepath.Glob(filepath.Join(os.TempDir(), "levers9-debootstrap-*"))
+	if len(left) > 0 {
+		t.Errorf("left %q", left)
+	}
+}

@@ -27,7 +27,11 @@ func (b *buildJob) debootstrap(ctx context.Context, s wire.BuildStep, target str
 	}
 	bin, err := exec.LookPath("debootstrap")
 	if err != nil {
-		return errors.New("debootstrap is not installed on this node (apt-get install debootstrap)")
+		// An agent's PATH may lack the system folders.
+		if _, serr := os.Stat("/usr/sbin/debootstrap"); serr != nil {
+			return errors.New("debootstrap is not installed on this node (apt-get install debootstrap)")
+		}
+		bin = "/usr/sbin/debootstrap"
 	}
 	suite := s.Suite
 	if suite == "" {
