@@ -194,3 +194,22 @@ func (s *Service) keepBox(ctx context.Context, f *ent.Function, lives int) error
 	s.Log.Info("box restarted", "function", f.ID, "containers", n, "after", last.StopReason)
 	return nil
 }
+
+// MarkUsed records that the containers running jobs ids (a box's or a
+// realtime function's, reached through the relay) were used at at: an
+// open connection or a stream keeps a box from its idle stop and, once
+// it crashes, brings it back. Jobs of no container are ignored. The
+// relay's Activity.Mark calls it besides jobs.Service.MarkActive.
+func (s *Service) MarkUsed(ctx context.Context, ids []string, at time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	sys := viewer.SystemContext(ctx)
+	if err := s.DB.Ent.Container.Update().
+		Where(container.JobIDIn(ids...), container.StateIn(live...),
+			container.Or(container.LastTaskAtIsNil(), container.LastTaskAtLT(at))).
+		SetLastTaskAt(at).Exec(sys); err != nil {
+		return fmt.Errorf("recording the use of %d containers: %w", len(ids), err)
+	}
+	return nil
+}

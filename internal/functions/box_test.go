@@ -146,7 +146,12 @@ func TestBoxRestart(t *testing.T) {
 		if j, err := w.fn.BoxContainer(ctx, f, time.Second); err != nil || j != cs[0].JobID {
 			t.Fatalf("a ready box: %s %v", j, err)
 		}
+		// Traffic through the relay (a long WebSocket) counts as use.
+		w.clock.Advance(10 * time.Second)
 		used := w.clock.Now()
+		if err := w.fn.MarkUsed(context.Background(), []string{cs[0].JobID, "job_other"}, used); err != nil {
+			t.Fatal(err)
+		}
 
 		// It crashes in use: a new one starts, its window from the last use.
 		w.clock.Advance(30 * time.Second)
