@@ -15,6 +15,7 @@ import (
 	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/viewer"
+	"github.com/levers9/levers9/internal/wire"
 )
 
 // connection is one connection field of the schema, with the orders it
@@ -49,6 +50,7 @@ var pagingConnections = []connection{
 	{"", "apps", "AppOrder", []string{"ID", "CREATED_AT", "NAME"}},
 	{"", "tasks", "TaskOrder", []string{"ID", "CREATED_AT", "STATE"}},
 	{"", "secrets", "SecretOrder", []string{"ID", "CREATED_AT", "NAME"}},
+	{"", "blueprints", "BlueprintOrder", []string{"ID", "CREATED_AT"}},
 	{"Function", "tasks", "TaskOrder", []string{"ID", "CREATED_AT", "STATE"}},
 	{"FunctionMap", "tasks", "TaskOrder", []string{"ID", "CREATED_AT", "STATE"}},
 }
@@ -338,6 +340,11 @@ func seedPaging(t *testing.T, e *env, a *tenant) map[string]string {
 		// Sealed values are no concern here: the rows only get paged.
 		if _, err := e.db.Ent.Secret.Create().SetTenantID(a.ent.ID).SetEnvironmentID(a.mainEnv).SetName(fmt.Sprintf("sec%d%d", i%3, i)).
 			SetKeys([]string{"K"}).SetOwnerID(a.admin.ID).SetCiphertext([]byte("x")).SetNonce([]byte("n")).SetKeyID("k").Save(ctx); err != nil {
+			t.Fatal(err)
+		}
+		key := fmt.Sprintf("%064d", i)
+		if _, err := e.db.Ent.Blueprint.Create().SetTenantID(a.ent.ID).SetKey(key).SetFirstKey(key).
+			SetSteps([]wire.BuildStep{{Key: key, Kind: wire.StepRegistry, Ref: "busybox"}}).SetImage("levers9-bp/" + a.ent.ID + ":" + key).SetOwnerID(a.admin.ID).Save(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

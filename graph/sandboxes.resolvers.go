@@ -43,12 +43,12 @@ func (r *jobResolver) Tunnels(ctx context.Context, obj *ent.Job) ([]*model.Tunne
 
 // CreateSandbox is the resolver for the createSandbox field.
 func (r *mutationResolver) CreateSandbox(ctx context.Context, input model.SandboxInput) (*ent.Job, error) {
-	if r.SandboxService == nil {
-		return nil, fault.New(fault.Unavailable, "sandboxes are not enabled on this server")
-	}
 	in, err := sandboxInput(input)
 	if err != nil {
 		return nil, err
+	}
+	if r.SandboxService == nil {
+		return nil, fault.New(fault.Unavailable, "sandboxes are not enabled on this server")
 	}
 	return r.SandboxService.Create(ctx, in)
 }

@@ -1,0 +1,185 @@
+package graph_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/graph"
+	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/viewer"
+	"github.com/levers9/levers9/internal/wire"
+)
+
+func TestBlueprintStepSummary(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		step wire.BuildStep
+		want string
+	}{
+		{wire.BuildStep{Kind: wire.StepRegistry, Ref: "python:3.12-slim"}, "FROM python:3.12-slim"},
+		{wire.BuildStep{Kind: wire.StepDebootstrap, Suite: "bookworm", Packages: []string{"python3"}}, "DEBOOTSTRAP bookworm +python3"},
+		{wire.BuildStep{Kind: wire.StepApt, Packages: []string{"ffmpeg"}}, "APT ffmpeg"},
+		{wire.BuildStep{Kind: wire.StepPip, Packages: []string{"torch==2.5.1", "pillow"}}, "PIP torch==2.5.1 pillow"},
+		{wire.BuildStep{Kind: wire.StepPip, Requirements: "numpy\n"}, "PIP -r requirements.txt"},
+		{wire.BuildStep{Kind: wire.StepRun, Commands: []string{"python -c 'import torch'"}}, "RUN python -c 'import torch'"},
+		{wire.BuildStep{Kind: wire.StepRun, Commands: []string{"a\nb", "c"}}, "RUN a b && c"},
+		{wire.BuildStep{Kind: wire.StepCopy, Code: strings.Repeat("a", 64), Path: "/weights"}, "COPY → /weights"},
+		{wire.BuildStep{Kind: wire.StepEnv, Env: []wire.EnvVar{{Name: "A", Value: "secret"}, {Name: "B"}}}, "ENV A B"},
+		{wire.BuildStep{Kind: wire.StepWorkdir, Path: "/app"}, "WORKDIR /app"},
+	} {
+		if got := graph.StepSummary(c.step); got != c.want {
+			t.Errorf("StepSummary(%+v) = %q, want %q", c.step, got, c.want)
+		}
+	}
+	long := graph.StepSummary(wire.BuildStep{Kind: wire.StepRun, Commands: []string{strings.Repeat("x", 1000)}})
+	if n := len([]rune(long)); n != 200 || !strings.HasSuffix(long, "…") {
+		t.Errorf("a long RUN's summary has %d runes (%q…), want 200 ending in …", n, long[:20])
+	}
+}
+
+// TestBlueprintIsolation: tenant beta reads none of alpha's blueprints,
+// by node(id), blueprint(id) or the blueprints connection; alpha reads
+// its own with steps and build job.
+func TestBlueprintIsolation(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		e := newEnv(t, url)
+		a, b := e.newTenant("alpha"), e.newTenant("beta")
+		jobID := e.submit(a)
+		ctx := viewer.SystemContext(context.Background())
+		key := strings.Repeat("b", 64)
+		bp, err := e.db.Ent.Blueprint.Create().SetTenantID(a.ent.ID).SetKey(key).SetFirstKey(key).
+			SetSteps([]wire.BuildStep{{Key: key, Kind: wire.StepRegistry, Ref: "python:3.12-slim"}}).
+			SetImage("levers9-bp/" + a.ent.ID + ":" + key).SetOwnerID(a.admin.ID).SetBuildJobID(jobID).Save(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const one = `query($id: ID!) { blueprint(id: $id) { id key state steps { key kind summary } buildJob { id } } }`
+		r := e.gql(a.memberToken, one, vars{"id": bp.ID})
+		r.ok(t)
+		var got struct {
+			Blueprint struct {
+				ID, Key, State string
+				Steps          []struct{ Key, Kind, Summary string }
+				BuildJob       *struct{ ID string }
+			}
+		}
+		r.decode(t, &got)
+		if got.Blueprint.ID != bp.ID || len(got.Blueprint.Steps) != 1 || got.Blueprint.Steps[0].Summary != "FROM python:3.12-slim" ||
+			got.Blueprint.BuildJob == nil || got.Blueprint.BuildJob.ID != jobID || got.Blueprint.State != "BUILDING" {
+			t.Errorf("alpha's member reads its blueprint as %+v", got.Blueprint)
+		}
+		for _, q := range []string{one, `query($id: ID!) { node(id: $id) { id ... on Blueprint { key } } }`} {
+			r := e.gql(b.adminToken, q, vars{"id": bp.ID})
+			if strings.Contains(string(r.Data), bp.ID) || strings.Contains(string(r.Data), key) {
+				t.Errorf("beta reads alpha's blueprint: %s", r.Data)
+			}
+			if r.code() != "NOT_FOUND" {
+				t.Errorf("beta's %s: code %q, want NOT_FOUND", q, r.code())
+			}
+		}
+		for tok, want := range map[string]int{a.memberToken: 1, b.adminToken: 0} {
+			r := e.gql(tok, `{ blueprints(first: 10) { totalCount edges { node { id } } } }`, nil)
+			r.ok(t)
+			var out struct{ Blueprints struct{ TotalCount int } }
+			r.decode(t, &out)
+			if out.Blueprints.TotalCount != want {
+				t.Errorf("blueprints: %d, want %d (%s)", out.Blueprints.TotalCount, want, r.Data)
+			}
+		}
+	})
+}
+
+// TestSandboxExecutionsAndTunnels: a job's executions, newest first with
+// their user, are its tenant's only; a running job's declared ports are
+// tunnels through the relay.
+func TestSandboxExecutionsAndTunnels(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		e := newEnv(t, url, func(r *graph.Resolver) { r.PublicURL = "https://l9.test/" })
+		a, b := e.newTenant("alpha"), e.newTenant("beta")
+		r := e.gql(a.memberToken, `mutation { submitJob(spec: {queue: "default", services: [{name: "sandbox", command: ["true"], cpu: 1,
+			ports: [{name: "p8888", port: 8888}, {name: "any"}]}]}) { id } }`, nil)
+		r.ok(t)
+		var sub struct{ SubmitJob struct{ ID string } }
+		r.decode(t, &sub)
+		jobID := sub.SubmitJob.ID
+		ctx := viewer.SystemContext(context.Background())
+		var ids []string
+		for i := range 3 {
+			code := i
+			x, err := e.db.Ent.Execution.Create().SetTenantID(a.ent.ID).SetEnvironmentID(a.mainEnv).SetJobID(jobID).
+				SetService("sandbox").SetUserID(a.member.ID).SetCommand([]string{"echo", fmt.Sprint(i)}).SetExitCode(code).Save(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, x.ID)
+		}
+		const q = `query($id: ID!) { node(id: $id) { ... on Job { executions(last: 2) { id command exitCode user { id } } tunnels { port url } } } }`
+		r = e.gql(a.memberToken, q, vars{"id": jobID})
+		r.ok(t)
+		var out struct {
+			Node struct {
+				Executions []struct {
+					ID       string
+					Command  []string
+					ExitCode *int
+					User     *struct{ ID string }
+				}
+				Tunnels []struct {
+					Port int
+					URL  string
+				}
+			}
+		}
+		r.decode(t, &out)
+		if n := len(out.Node.Executions); n != 2 {
+			t.Fatalf("executions(last: 2): %d, want 2 (%s)", n, r.Data)
+		}
+		for _, x := range out.Node.Executions {
+			if x.User == nil || x.User.ID != a.member.ID || x.ExitCode == nil {
+				t.Errorf("execution %+v: want user %s and an exit code", x, a.member.ID)
+			}
+		}
+		if len(out.Node.Tunnels) != 0 {
+			t.Errorf("a pending job has tunnels %+v", out.Node.Tunnels)
+		}
+		if _, err := e.db.Ent.Job.UpdateOneID(jobID).SetStatus(job.StatusRunning).Save(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r = e.gql(a.memberToken, q, vars{"id": jobID})
+		r.ok(t)
+		r.decode(t, &out)
+		want := "https://l9.test/relay/" + jobID + "/sandbox/8888/"
+		if len(out.Node.Tunnels) != 1 || out.Node.Tunnels[0].Port != 8888 || out.Node.Tunnels[0].URL != want {
+			t.Errorf("tunnels %+v, want one of port 8888 at %s", out.Node.Tunnels, want)
+		}
+		for _, id := range append(ids, jobID) {
+			r := e.gql(b.adminToken, `query($id: ID!) { node(id: $id) { id ... on Execution { command } } }`, vars{"id": id})
+			if r.code() != "NOT_FOUND" || strings.Contains(string(r.Data), id) {
+				t.Errorf("beta reads %s: %s %+v", id, r.Data, r.Errors)
+			}
+		}
+	})
+}
+
+// TestCreateSandboxBadGPU: a GPU request functions could not read is
+// refused naming gpu, and no job is written.
+func TestCreateSandboxBadGPU(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		e := newEnv(t, url)
+		a := e.newTenant("alpha")
+		r := e.gql(a.memberToken, `mutation { createSandbox(input: {image: "busybox", gpu: "H100:x"}) { id } }`, nil)
+		if r.code() != "BAD_USER_INPUT" || !strings.Contains(r.Errors[0].Message, "gpu") {
+			t.Errorf("bad gpu: %+v, want BAD_USER_INPUT naming gpu", r.Errors)
+		}
+		n, err := e.db.Ent.Job.Query().Count(viewer.SystemContext(context.Background()))
+		if err != nil || n != 0 {
+			t.Errorf("%d jobs written (%v), want none", n, err)
+		}
+	})
+}
