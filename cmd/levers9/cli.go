@@ -113,6 +113,7 @@ func newRootCommand(a *app) *cobra.Command {
 		newPythonAppCommand(a, "deploy"), newPythonAppCommand(a, "serve"),
 		newSecretCommand(a), newQueueCommand(a),
 		newBoxCommand(a),
+		newSandboxCommand(a), newBlueprintCommand(a),
 		&cobra.Command{
 			Use: "version", Short: "print the version",
 			Run: func(cmd *cobra.Command, args []string) { fmt.Fprintln(a.stdout, "levers9", version) },
