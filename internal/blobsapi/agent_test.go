@@ -39,15 +39,21 @@ func TestAgentCode(t *testing.T) {
 			n := s.acme.AddNode(t, fixture.Node{Name: name, Offline: true})
 			creds[name], nodeIDs[name] = s.acme.NodeCredential(t, n.ID), n.ID
 		}
-		newJob := func(runner *wire.Runner) string {
+		newBuildJob := func(runner *wire.Runner, build *wire.Build) string {
 			j := c.Job.Create().SetTenantID(s.acme.ID).SetEnvironmentID(s.acme.Env).
 				SetQueueID(s.acme.DefaultQueue).SetOwnerID(s.acme.Admin.ID).SetStatus(job.StatusRunning).
-				SetSpec(jobspec.Job{Queue: "default", Services: []jobspec.Service{{Name: "main", Command: []string{"python3"}}}, Runner: runner}).
+				SetSpec(jobspec.Job{Queue: "default", Services: []jobspec.Service{{Name: "main", Command: []string{"python3"}}}, Runner: runner, Build: build}).
 				SaveX(sys)
 			c.Service.Create().SetTenantID(s.acme.ID).SetEnvironmentID(s.acme.Env).
 				SetJobID(j.ID).SetName("main").SetNodeID(nodeIDs["gpu-1"]).SaveX(sys)
 			return j.ID
 		}
+		newJob := func(runner *wire.Runner) string { return newBuildJob(runner, nil) }
+		copyStep := func(code string) *wire.Build {
+			return &wire.Build{Steps: []wire.BuildStep{{Kind: wire.StepRegistry, Ref: "python:3.12"}, {Kind: wire.StepCopy, Code: code, Path: "/w"}}}
+		}
+		build := newBuildJob(nil, copyStep(hash))
+		otherBuild := newBuildJob(nil, copyStep(payloadHash[:63]+"0"))
 		fn := newJob(&wire.Runner{ContainerID: "ctr_1", FunctionID: "fn_1", CodeHash: hash})
 		otherCode := newJob(&wire.Runner{ContainerID: "ctr_2", FunctionID: "fn_2", CodeHash: payloadHash[:63] + "0"})
 		plain := newJob(nil)
@@ -63,6 +69,9 @@ func TestAgentCode(t *testing.T) {
 			{"another tenant's node", stranger, fn, hash, http.StatusNotFound},
 			{"a job running other code", creds["gpu-1"], otherCode, hash, http.StatusNotFound},
 			{"not a function's job", creds["gpu-1"], plain, hash, http.StatusNotFound},
+			{"a build copying it", creds["gpu-1"], build, hash, http.StatusOK},
+			{"a build copying it, another node", creds["gpu-2"], build, hash, http.StatusNotFound},
+			{"a build copying other code", creds["gpu-1"], otherBuild, hash, http.StatusNotFound},
 			{"a payload of the tenant", creds["gpu-1"], fn, payloadHash, http.StatusNotFound},
 			{"no job header", creds["gpu-1"], "", hash, http.StatusNotFound},
 			{"an unknown job", creds["gpu-1"], "job_nope", hash, http.StatusNotFound},

@@ -6,6 +6,8 @@ import (
 	"path"
 	"strings"
 	"testing"
+
+	"github.com/levers9/levers9/internal/wire"
 )
 
 func valid() Job {
@@ -88,4 +90,26 @@ func FuzzValidate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A user's job may not name a blueprint's image (another tenant's, or its
+// own without the blueprints layer's checks); builds, sandboxes and
+// function containers are made by their layers, which put them there.
+func TestValidateReservedImages(t *testing.T) {
+	t.Parallel()
+	for _, image := range []string{"levers9-bp/tn_1:abc", "Levers9-BP/tn_1:abc", "docker.io/levers9-bp/tn_1:abc"} {
+		j := valid()
+		j.Services[0].Image = image
+		var fe *FieldError
+		if err := Validate(j); !errors.As(err, &fe) || fe.Field != "services[0].image" {
+			t.Errorf("%s: got %v, want a refusal on services[0].image", image, err)
+		}
+		j.Build = &wire.Build{}
+		if err := Validate(j); err != nil {
+			t.Errorf("%s in a build job: %v", image, err)
+		}
+	}
+	if ReservedImage("levers9-bpx/y") || ReservedImage("python:3.12") {
+		t.Error("an ordinary image is reserved")
+	}
 }
