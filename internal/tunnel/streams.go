@@ -17,6 +17,10 @@ import (
 // streamOpenTimeout bounds the agent's answer to a StreamOpen.
 const streamOpenTimeout = 15 * time.Second
 
+// commitOpenTimeout bounds the answer to a StreamCommit, which the agent
+// gives only once the container is committed, saved and uploaded.
+const commitOpenTimeout = 10 * time.Minute
+
 // ErrNotHere is OpenStream's error when this replica does not hold the
 // node's stream tunnel; the node's stream replica (nodes.Service) does.
 var ErrNotHere = errors.New("this server replica does not hold the node's stream tunnel")
@@ -83,7 +87,11 @@ func (s *Server) OpenStream(ctx context.Context, nodeID string, open wire.Stream
 	if err != nil {
 		return nil, fault.New(fault.Unavailable, "the node's tunnel is closing: %v", err)
 	}
-	deadline := time.Now().Add(streamOpenTimeout)
+	wait := streamOpenTimeout
+	if open.Kind == wire.StreamCommit {
+		wait = commitOpenTimeout
+	}
+	deadline := time.Now().Add(wait)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
