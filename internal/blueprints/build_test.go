@@ -197,3 +197,47 @@ func TestUserJobsMayNotNameBlueprintImages(t *testing.T) {
 		wantFault(t, err, fault.BadUserInput, "services[0].image")
 	})
 }
+
+// Builds of the same new steps at once: one blueprint, one live build
+// job (the losers' jobs are cancelled). A member builds as well as an
+// admin.
+func TestBuildRace(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		w := newWorld(t, url)
+		member := w.acme.As(w.acme.AddMember(t, "member"))
+		const n = 4
+		ids := make(chan string, n)
+		errs := make(chan error, n)
+		for range n {
+			go func() {
+				bp, err := w.bp.Build(member, blueprints.BuildInput{Steps: w.steps("echo race")})
+				if err != nil {
+					errs <- err
+					return
+				}
+				ids <- bp.ID
+			}()
+		}
+		var got []string
+		for range n {
+			select {
+			case err := <-errs:
+				t.Fatalf("building: %v", err)
+			case id := <-ids:
+				got = append(got, id)
+			}
+		}
+		slices.Sort(got)
+		if got = slices.Compact(got); len(got) != 1 {
+			t.Fatalf("%d blueprints for the same steps: %v", len(got), got)
+		}
+		if live := w.countJobs(t); live != 1 {
+			t.Fatalf("%d live build jobs, want 1", live)
+		}
+		bp, err := w.bp.Get(member, got[0])
+		if err != nil || w.job(t, bp.BuildJobID).Status == job.StatusCancelled {
+			t.Fatalf("the blueprint's job was cancelled: %v", err)
+		}
+	})
+}
