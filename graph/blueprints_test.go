@@ -8,10 +8,23 @@ import (
 
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/graph"
+	"github.com/levers9/levers9/internal/blueprints"
 	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/sandboxes"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/internal/wire"
 )
+
+// withBlueprints wires the blueprints and sandboxes services as the
+// server does.
+func withBlueprints(t testing.TB) func(*graph.Resolver) {
+	return func(r *graph.Resolver) {
+		// No blob store: graph may not import storage (layering), and
+		// COPY's code check, which needs one, is internal/blueprints' test.
+		r.BlueprintService = &blueprints.Service{DB: r.DB, Jobs: r.JobService, Log: r.Log}
+		r.SandboxService = &sandboxes.Service{DB: r.DB, Jobs: r.JobService, Blueprints: r.BlueprintService, Log: r.Log}
+	}
+}
 
 func TestBlueprintStepSummary(t *testing.T) {
 	t.Parallel()
@@ -46,7 +59,7 @@ func TestBlueprintStepSummary(t *testing.T) {
 func TestBlueprintIsolation(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
-		e := newEnv(t, url)
+		e := newEnv(t, url, withBlueprints(t))
 		a, b := e.newTenant("alpha"), e.newTenant("beta")
 		jobID := e.submit(a)
 		ctx := viewer.SystemContext(context.Background())
@@ -180,6 +193,116 @@ func TestCreateSandboxBadGPU(t *testing.T) {
 		n, err := e.db.Ent.Job.Query().Count(viewer.SystemContext(context.Background()))
 		if err != nil || n != 0 {
 			t.Errorf("%d jobs written (%v), want none", n, err)
+		}
+	})
+}
+
+const buildBlueprintQ = `mutation($i: BuildBlueprintInput!) { buildBlueprint(input: $i) {
+	id key state stepsBuilt steps { key kind summary } buildJob { id kind } } }`
+
+// TestBuildBlueprint: a bad step is refused naming its field, writing
+// nothing; good steps make a BUILDING blueprint with a BUILD job, and the
+// same steps again are the same blueprint.
+func TestBuildBlueprint(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		e := newEnv(t, url, withBlueprints(t))
+		a := e.newTenant("alpha")
+		sys := viewer.SystemContext(context.Background())
+		base := vars{"kind": "REGISTRY", "ref": "python:3.12-slim"}
+		for name, c := range map[string]struct {
+			steps []vars
+			field string
+		}{
+			"no steps":           {[]vars{}, "steps"},
+			"pip without a name": {[]vars{base, {"kind": "PIP"}}, "steps[1]"},
+			"base not first":     {[]vars{{"kind": "APT", "packages": []string{"ffmpeg"}}}, "steps[0]"},
+			"second base":        {[]vars{base, base}, "steps[1]"},
+		} {
+			r := e.gql(a.memberToken, buildBlueprintQ, vars{"i": vars{"steps": c.steps}})
+			if r.code() != "BAD_USER_INPUT" || !strings.Contains(r.Errors[0].Message+fmt.Sprint(r.Errors[0].Extensions), c.field) {
+				t.Errorf("%s: %+v, want BAD_USER_INPUT naming %s", name, r.Errors, c.field)
+			}
+		}
+		if n, err := e.db.Ent.Blueprint.Query().Count(sys); err != nil || n != 0 {
+			t.Errorf("refused builds wrote %d blueprints (%v)", n, err)
+		}
+		if n, err := e.db.Ent.Job.Query().Count(sys); err != nil || n != 0 {
+			t.Errorf("refused builds wrote %d jobs (%v)", n, err)
+		}
+
+		steps := []vars{base, {"kind": "PIP", "packages": []string{"torch==2.5.1", "pillow"}},
+			{"kind": "RUN", "commands": []string{"python -c 'import torch'"}}, {"kind": "WORKDIR", "path": "/app"}}
+		type built struct {
+			BuildBlueprint struct {
+				ID, Key, State string
+				Steps          []struct{ Key, Kind, Summary string }
+				BuildJob       *struct{ ID, Kind string }
+			}
+		}
+		r := e.gql(a.memberToken, buildBlueprintQ, vars{"i": vars{"steps": steps}})
+		r.ok(t)
+		var first built
+		r.decode(t, &first)
+		b := first.BuildBlueprint
+		want := []string{"FROM python:3.12-slim", "PIP torch==2.5.1 pillow", "RUN python -c 'import torch'", "WORKDIR /app"}
+		if b.State != "BUILDING" || len(b.Steps) != len(want) || b.BuildJob == nil || b.BuildJob.Kind != "BUILD" ||
+			b.Key != b.Steps[len(b.Steps)-1].Key {
+			t.Fatalf("built %+v", b)
+		}
+		for i, s := range b.Steps {
+			if s.Summary != want[i] || len(s.Key) != 64 {
+				t.Errorf("step %d: %+v, want summary %q and a key", i, s, want[i])
+			}
+		}
+		r = e.gql(a.memberToken, buildBlueprintQ, vars{"i": vars{"steps": steps}})
+		r.ok(t)
+		var again built
+		r.decode(t, &again)
+		if again.BuildBlueprint.ID != b.ID {
+			t.Errorf("the same steps again: blueprint %s, want %s", again.BuildBlueprint.ID, b.ID)
+		}
+	})
+}
+
+// TestCreateSandbox: a sandbox is an interactive SANDBOX job with its
+// ports declared; another tenant cannot read it.
+func TestCreateSandbox(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		e := newEnv(t, url, withBlueprints(t))
+		a, b := e.newTenant("alpha"), e.newTenant("beta")
+		r := e.gql(a.memberToken, `mutation { createSandbox(input: {name: "nb", image: "busybox", ports: [8888], timeoutSeconds: 600}) {
+			id name kind interactive timeoutSeconds services { name ports { name port } } } }`, nil)
+		r.ok(t)
+		var out struct {
+			CreateSandbox struct {
+				ID, Name, Kind string
+				Interactive    bool
+				TimeoutSeconds int
+				Services       []struct {
+					Name  string
+					Ports []struct {
+						Name string
+						Port int
+					}
+				}
+			}
+		}
+		r.decode(t, &out)
+		j := out.CreateSandbox
+		if j.Kind != "SANDBOX" || !j.Interactive || j.TimeoutSeconds != 600 || len(j.Services) != 1 ||
+			j.Services[0].Name != "sandbox" || len(j.Services[0].Ports) != 1 || j.Services[0].Ports[0].Port != 8888 {
+			t.Errorf("createSandbox: %+v", j)
+		}
+		r = e.gql(b.adminToken, `query($id: ID!) { node(id: $id) { id } }`, vars{"id": j.ID})
+		if r.code() != "NOT_FOUND" || strings.Contains(string(r.Data), j.ID) {
+			t.Errorf("beta reads alpha's sandbox: %s %+v", r.Data, r.Errors)
+		}
+		r = e.gql(b.adminToken, `{ jobs(first: 10, where: {kind: SANDBOX}) { totalCount } }`, nil)
+		r.ok(t)
+		if strings.Contains(string(r.Data), `"totalCount":1`) {
+			t.Errorf("beta lists alpha's sandbox: %s", r.Data)
 		}
 	})
 }
