@@ -306,3 +306,69 @@ func TestCreateSandbox(t *testing.T) {
 		}
 	})
 }
+
+// A page of jobs with their executions and tunnels costs one query of
+// executions and one of services, whatever the number of jobs; a job
+// crowded out of the batch by a busier one still gets its own.
+func TestJobExecutionsAreBatched(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		var log queryLog
+		e := newEnv(t, url, withQueryLog(&log))
+		a := e.newTenant("batch")
+		sys := viewer.SystemContext(context.Background())
+		var jobs []string
+		for i := range 4 {
+			id := e.submit(a)
+			jobs = append(jobs, id)
+			if _, err := e.db.Ent.Job.UpdateOneID(id).SetStatus(job.StatusRunning).Save(sys); err != nil {
+				t.Fatal(err)
+			}
+			for k := range 1 + 3*(i%2) { // jobs 1 and 3 are busier
+				if _, err := e.db.Ent.Execution.Create().SetTenantID(a.ent.ID).SetEnvironmentID(a.mainEnv).SetJobID(id).
+					SetService("main").SetCommand([]string{"echo", fmt.Sprint(k)}).Save(sys); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		log.reset()
+		r := e.gql(a.memberToken, `{ jobs(first: 100) { edges { node { id executions(last: 2) { id } tunnels { port } } } } }`, nil)
+		r.ok(t)
+		var out struct {
+			Jobs struct {
+				Edges []struct {
+					Node struct {
+						ID         string
+						Executions []struct{ ID string }
+					}
+				}
+			}
+		}
+		r.decode(t, &out)
+		if len(out.Jobs.Edges) != 4 {
+			t.Fatalf("%d jobs: %s", len(out.Jobs.Edges), r.Data)
+		}
+		for _, e := range out.Jobs.Edges {
+			want := 1
+			if e.Node.ID == jobs[1] || e.Node.ID == jobs[3] {
+				want = 2
+			}
+			if len(e.Node.Executions) != want {
+				t.Errorf("job %s: %d executions, want %d", e.Node.ID, len(e.Node.Executions), want)
+			}
+		}
+		// 4 jobs × last 2 = limit 8 of 10 rows: the short jobs are read again.
+		if n := log.count(`FROM "executions"`); n > 1+4 {
+			t.Errorf("%d queries of executions, want at most 5", n)
+		}
+		if n := log.count(`FROM "services"`); n != 1 {
+			t.Errorf("%d queries of services, want 1", n)
+		}
+		log.reset()
+		r = e.gql(a.memberToken, `{ jobs(first: 100) { edges { node { id executions(last: 5) { id } } } } }`, nil)
+		r.ok(t)
+		if n := log.count(`FROM "executions"`); n != 1 {
+			t.Errorf("%d queries of executions for last: 5, want 1", n)
+		}
+	})
+}

@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"context"
 	"strconv"
 	"strings"
 
@@ -35,15 +34,11 @@ func sandboxInput(in model.SandboxInput) (sandboxes.Input, error) {
 	}, nil
 }
 
-// Tunnels lists the relay URLs of j's services' declared ports:
-// PUBLIC_URL/relay/JOB/SERVICE/PORT/, none unless j is running.
-func Tunnels(ctx context.Context, publicURL string, j *ent.Job) ([]*model.TunnelURL, error) {
+// Tunnels lists the relay URLs of the declared ports of j's services
+// svcs: PUBLIC_URL/relay/JOB/SERVICE/PORT/, none unless j is running.
+func Tunnels(publicURL string, j *ent.Job, svcs []*ent.Service) []*model.TunnelURL {
 	if j.Status != job.StatusRunning {
-		return []*model.TunnelURL{}, nil
-	}
-	svcs, err := j.Services(ctx)
-	if err != nil {
-		return nil, err
+		return []*model.TunnelURL{}
 	}
 	base := strings.TrimRight(publicURL, "/")
 	out := []*model.TunnelURL{}
@@ -58,7 +53,7 @@ func Tunnels(ctx context.Context, publicURL string, j *ent.Job) ([]*model.Tunnel
 			})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // executionsMax bounds Job.executions(last:).

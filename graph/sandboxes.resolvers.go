@@ -9,7 +9,7 @@ import (
 	"context"
 
 	"github.com/levers9/levers9/ent"
-	"github.com/levers9/levers9/ent/execution"
+	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/graph/model"
 	"github.com/levers9/levers9/internal/fault"
 )
@@ -32,13 +32,19 @@ func (r *jobResolver) Executions(ctx context.Context, obj *ent.Job, last *int) (
 	if n == 0 {
 		return []*ent.Execution{}, nil
 	}
-	return r.Ent.Execution.Query().Where(execution.JobID(obj.ID)).
-		Order(ent.Desc(execution.FieldCreatedAt), ent.Desc(execution.FieldID)).Limit(n).All(ctx)
+	return r.jobExecutions(ctx, obj.ID, n)
 }
 
 // Tunnels is the resolver for the tunnels field.
 func (r *jobResolver) Tunnels(ctx context.Context, obj *ent.Job) ([]*model.TunnelURL, error) {
-	return Tunnels(ctx, r.PublicURL, obj)
+	if obj.Status != job.StatusRunning {
+		return []*model.TunnelURL{}, nil
+	}
+	svcs, err := r.jobServices(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	return Tunnels(r.PublicURL, obj, svcs), nil
 }
 
 // CreateSandbox is the resolver for the createSandbox field.
