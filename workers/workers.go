@@ -7,6 +7,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/internal/blueprints"
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/functions"
 	"github.com/levers9/levers9/internal/jobs"
@@ -32,6 +33,8 @@ type Deps struct {
 	// Functions, when set, reconciles functions' containers and calls
 	// and fires their cron schedules.
 	Functions *functions.Service
+	// Blueprints, when set, fails builds that ended without an image.
+	Blueprints *blueprints.Service
 }
 
 // Register returns every worker of levers9.
@@ -52,6 +55,9 @@ func Register(d Deps) *river.Workers {
 	if d.Functions != nil {
 		river.AddWorker(w, &ReconcileFunctionsWorker{Functions: d.Functions, Log: d.Log})
 		river.AddWorker(w, &FireSchedulesWorker{Functions: d.Functions, Log: d.Log})
+	}
+	if d.Blueprints != nil {
+		river.AddWorker(w, &SettleBlueprintsWorker{Blueprints: d.Blueprints, Log: d.Log})
 	}
 	return w
 }
@@ -78,6 +84,9 @@ func Periodic(d Deps) []*river.PeriodicJob {
 	if d.Functions != nil {
 		periodic = append(periodic, every(reconcileFunctionsEvery, ReconcileFunctionsArgs{}),
 			every(fireSchedulesEvery, FireSchedulesArgs{}))
+	}
+	if d.Blueprints != nil {
+		periodic = append(periodic, every(settleBlueprintsEvery, SettleBlueprintsArgs{}))
 	}
 	return periodic
 }

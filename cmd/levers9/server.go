@@ -18,11 +18,13 @@ import (
 	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/blobs"
 	"github.com/levers9/levers9/internal/blobsapi"
+	"github.com/levers9/levers9/internal/blueprints"
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/deployapi"
 	"github.com/levers9/levers9/internal/filesapi"
 	"github.com/levers9/levers9/internal/functions"
+	"github.com/levers9/levers9/internal/imagesapi"
 	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/ledger"
@@ -33,6 +35,7 @@ import (
 	"github.com/levers9/levers9/internal/queues"
 	"github.com/levers9/levers9/internal/relay"
 	"github.com/levers9/levers9/internal/runnerapi"
+	"github.com/levers9/levers9/internal/sandboxes"
 	"github.com/levers9/levers9/internal/scheduler"
 	"github.com/levers9/levers9/internal/secrets"
 	"github.com/levers9/levers9/internal/secretsapi"
@@ -123,11 +126,13 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	if _, err := secretService.Reseal(ctx); err != nil {
 		log.Warn("some secrets could not be re-encrypted with the first secret key: replicas sharing a database need the same keys (--secret-key-file, LEVERS9_SECRET_KEY)", "err", err)
 	}
+	bpService := &blueprints.Service{DB: db, Jobs: jobService, Blobs: blobStore, Log: log.With("component", "blueprints"), Now: time.Now}
+	sandboxService := &sandboxes.Service{DB: db, Jobs: jobService, Blueprints: bpService, Log: log.With("component", "sandboxes")}
 	fnService := &functions.Service{DB: db, Log: log.With("component", "functions"), Now: time.Now, Bus: bus, Jobs: jobService, Blobs: blobStore,
-		Secrets: secretService}
+		Secrets: secretService, Blueprints: bpService}
 	rc, err := workers.NewClients(db, workers.Deps{Ent: db.Ent, Log: log, Meter: meter, Jobs: jobService, Liveness: liveness, Files: fileStore,
 		// With the bus, a placement wakes the node's tunnel at once.
-		Scheduler: sched, Functions: fnService})
+		Scheduler: sched, Functions: fnService, Blueprints: bpService})
 	if err != nil {
 		return err
 	}
@@ -161,6 +166,9 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		Functions:      fnService,
 		Secrets:        secretService,
 		PublicURL:      publicURL,
+
+		BlueprintService: bpService,
+		SandboxService:   sandboxService,
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", graph.Authenticate(authn, log, graph.NewHandler(resolver)))
@@ -174,6 +182,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	blobsAPI := blobsapi.New(blobsapi.Config{Blobs: blobStore, Auth: authn, Log: log.With("component", "blobs")})
 	mux.Handle("/api/blobs/", blobsAPI.SDKHandler())
 	mux.Handle("/agent/code/", blobsAPI.AgentHandler())
+	mux.Handle("/agent/images/", (&imagesapi.API{Blueprints: bpService, Log: log.With("component", "images")}).Handler())
 	mux.Handle("/agent/secrets", (&secretsapi.API{Ent: db.Ent, Secrets: secretService, Log: log.With("component", "secrets")}).Handler())
 	fileStore.Nodes = tun.NodeDriver
 	files := &filesapi.API{Files: fileStore, Auth: authn, Log: log.With("component", "files"), MaxUpload: cfg.MaxUpload, Mounts: planner}
@@ -189,10 +198,12 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	}
 	relays := &relay.Handler{
 		Relay: &relay.Service{Jobs: jobService, Tunnel: tun, Replicas: replicas, Replica: replica, Log: log.With("component", "relay"),
-			Active: &relay.Activity{Mark: jobService.MarkActive, Log: log.With("component", "relay")}},
+			Active: &relay.Activity{Mark: markUsed(jobService, fnService), Log: log.With("component", "relay")}},
 		Auth:     authn,
 		Sessions: dashboard.WithViewer, SessionCookie: session.CookieName,
 		Domain: cfg.RelayDomain,
+		// Snapshots of sandboxes are blueprints.
+		Snapshots: sandboxService,
 	}
 	relays.Routes(mux)
 	deployapi.New(deployapi.Config{Functions: fnService, Auth: authn, Relay: relays, Blobs: blobStore, Log: log.With("component", "deployments")}).Routes(mux)
@@ -280,4 +291,13 @@ func withFiles(files, rest http.Handler) http.Handler {
 		}
 		rest.ServeHTTP(w, r)
 	})
+}
+
+// markUsed records relay traffic: it keeps the jobs from their idle stop
+// and, for a box's containers, counts as the box's use (which keeps it
+// restarted after a crash).
+func markUsed(j *jobs.Service, f *functions.Service) func(ctx context.Context, ids []string, at time.Time) error {
+	return func(ctx context.Context, ids []string, at time.Time) error {
+		return errors.Join(j.MarkActive(ctx, ids, at), f.MarkUsed(ctx, ids, at))
+	}
 }

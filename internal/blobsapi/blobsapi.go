@@ -68,7 +68,14 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 }
 
 func (a *API) put(w http.ResponseWriter, r *http.Request) {
-	created, err := a.cfg.Blobs.Put(r.Context(), r.URL.Query().Get("kind"), r.PathValue("hash"), r.Body, r.ContentLength)
+	kind := r.URL.Query().Get("kind")
+	if kind == blobs.KindImage {
+		// Exported images come from nodes only (/agent/images), each
+		// checked against the build or snapshot it belongs to.
+		a.fail(w, fault.Invalid("kind", "images are uploaded by nodes, not by clients: upload %q or %q blobs", blobs.KindCode, blobs.KindPayload))
+		return
+	}
+	created, err := a.cfg.Blobs.Put(r.Context(), kind, r.PathValue("hash"), r.Body, r.ContentLength)
 	if err != nil {
 		a.fail(w, err)
 		return

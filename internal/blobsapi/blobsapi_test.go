@@ -142,6 +142,7 @@ func TestSDK(t *testing.T) {
 			{"another tenant's HEAD", "HEAD", path, s.outsider, nil, http.StatusNotFound, ""},
 			{"another tenant's GET", "GET", path, s.outsider, nil, http.StatusNotFound, "NOT_FOUND"},
 			{"hash mismatch", "PUT", "/api/blobs/" + otherHash + "?kind=payload", s.member, data, http.StatusBadRequest, "BAD_USER_INPUT"},
+			{"image kind from a client", "PUT", "/api/blobs/" + otherHash + "?kind=image", s.member, data, http.StatusBadRequest, "BAD_USER_INPUT"},
 			{"bad hash", "PUT", "/api/blobs/" + strings.ToUpper(hash) + "?kind=code", s.member, data, http.StatusBadRequest, "BAD_USER_INPUT"},
 			{"no kind", "PUT", "/api/blobs/" + otherHash, s.member, data, http.StatusBadRequest, "BAD_USER_INPUT"},
 			{"too large", "PUT", "/api/blobs/" + bigHash + "?kind=code", s.member, big, http.StatusRequestEntityTooLarge, "BAD_USER_INPUT"},

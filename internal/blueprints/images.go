@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/blueprint"
+	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/internal/blobs"
 	"github.com/levers9/levers9/internal/blobsapi"
 	"github.com/levers9/levers9/internal/database"
@@ -23,6 +25,11 @@ import (
 // sandbox job j; the node commits to its Image and uploads it
 // (StoreImage).
 func (s *Service) NewSnapshot(ctx context.Context, j *ent.Job) (*ent.Blueprint, error) {
+	// A function's container holds its runner's token and its secrets in
+	// its environment, which a commit would keep; a build has no container.
+	if j.Kind == job.KindFUNCTION || j.Kind == job.KindBUILD {
+		return nil, fault.New(fault.BadUserInput, "job %s is a %s job: only sandboxes and jobs are snapshotted", j.ID, strings.ToLower(string(j.Kind)))
+	}
 	var nonce [16]byte
 	if _, err := rand.Read(nonce[:]); err != nil {
 		return nil, fmt.Errorf("drawing a snapshot key: %w", err)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/levers9/levers9/ent"
@@ -77,21 +76,13 @@ func planBox(i int, f *FunctionSpec) error {
 	return nil
 }
 
-// reservedImage reports whether image names a blueprint's image, which
-// only a blueprint may give a function.
-// TODO: use jobspec.ReservedImage (blueprints helper) once it lands.
-func reservedImage(image string) bool {
-	s := strings.ToLower(image)
-	return strings.HasPrefix(s, "levers9-bp/") || strings.Contains(s, "/levers9-bp/")
-}
-
 // planImage checks a function's image and blueprint: a READY blueprint
 // of the tenant gives its image; a user's image may not be a blueprint's.
 func (s *Service) planImage(ctx context.Context, i int, p *functionPlan) error {
 	field := func(name string) string { return fmt.Sprintf("functions[%d].%s", i, name) }
 	f := &p.spec
-	if reservedImage(f.Image) {
-		return fault.Invalid(field("image"), "images under levers9-bp/ are blueprints': name the blueprint instead")
+	if jobspec.ReservedImage(f.Image) {
+		return fault.Invalid(field("image"), "%s", jobspec.ReservedMessage)
 	}
 	if f.Blueprint == "" {
 		return nil
