@@ -372,3 +372,51 @@ func TestJobExecutionsAreBatched(t *testing.T) {
 		}
 	})
 }
+
+// FunctionInput's ports, command and blueprint reach the deployed
+// function; another tenant's blueprint is refused naming the field.
+func TestDeployBoxWithBlueprint(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		e := newEnv(t, url, withDeployments, withBlueprints(t), func(r *graph.Resolver) { r.Functions.Blueprints = r.BlueprintService })
+		a, b := e.newTenant("alpha"), e.newTenant("beta")
+		sys := viewer.SystemContext(context.Background())
+		ready := func(tn *tenant, key string) string {
+			bp, err := e.db.Ent.Blueprint.Create().SetTenantID(tn.ent.ID).SetKey(key).SetFirstKey(key).
+				SetSteps([]wire.BuildStep{{Key: key, Kind: wire.StepRegistry, Ref: "python:3.12-slim"}}).
+				SetImage("levers9-bp/" + tn.ent.ID + ":" + key).SetOwnerID(tn.admin.ID).SetState("READY").Save(sys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return bp.ID
+		}
+		mine, theirs := ready(a, strings.Repeat("e", 64)), ready(b, strings.Repeat("f", 64))
+		deploy := func(bp string) response {
+			return e.gql(a.adminToken, `mutation($i: DeployAppInput!) { deployApp(input: $i) { functions { kind ports command blueprintID } } }`,
+				vars{"i": vars{"name": "web", "code": strings.Repeat("cd", 32), "deploy": true, "functions": []vars{{
+					"name": "srv", "module": "app", "qualname": "srv", "queue": "default", "kind": "BOX",
+					"ports": []int{8080}, "command": []string{"python", "-m", "http.server", "8080"}, "blueprint": bp}}}})
+		}
+		r := deploy(mine)
+		r.ok(t)
+		var out struct {
+			DeployApp struct {
+				Functions []struct {
+					Kind        string
+					Ports       []int
+					Command     []string
+					BlueprintID string
+				}
+			}
+		}
+		r.decode(t, &out)
+		if fs := out.DeployApp.Functions; len(fs) != 1 || fs[0].Kind != "BOX" || fmt.Sprint(fs[0].Ports) != "[8080]" ||
+			len(fs[0].Command) != 4 || fs[0].BlueprintID != mine {
+			t.Errorf("deployed %+v", fs)
+		}
+		r = deploy(theirs)
+		if r.code() != "BAD_USER_INPUT" || !strings.Contains(r.Errors[0].Message+fmt.Sprint(r.Errors[0].Extensions), "blueprint") {
+			t.Errorf("another tenant's blueprint: %+v, want BAD_USER_INPUT naming blueprint", r.Errors)
+		}
+	})
+}
