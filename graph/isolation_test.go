@@ -17,8 +17,10 @@ import (
 	"github.com/levers9/levers9/ent/migrate"
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/storage"
+	"github.com/levers9/levers9/graph"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/viewer"
+	"github.com/levers9/levers9/internal/wire"
 )
 
 // TestTenantIsolation signs in as tenant alpha (admin, member) and as a
@@ -29,7 +31,8 @@ import (
 func TestTenantIsolation(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
-		e := newEnv(t, url, withDeployments, withSecrets(t))
+		e := newEnv(t, url, withDeployments, withSecrets(t), withBlueprints(t),
+			func(r *graph.Resolver) { r.Functions.Blueprints = r.BlueprintService })
 		a, b := e.newTenant("alpha"), e.newTenant("beta")
 		root := e.superadmin()
 		bo := seedBeta(t, e, b)
@@ -358,6 +361,20 @@ func seedBeta(t *testing.T, e *env, b *tenant) map[string]string {
 		vars{"f": ids["function"]}, "putTask", "id")
 	do("secret", `mutation { createSecret(input: {name: "beta-secret", values: [{key: "TOKEN", value: "beta-value"}]}) { id } }`,
 		nil, "createSecret", "id")
+	key := strings.Repeat("9", 64)
+	bp, err := e.db.Ent.Blueprint.Create().SetTenantID(b.ent.ID).SetKey(key).SetFirstKey(key).SetState("READY").
+		SetSteps([]wire.BuildStep{{Key: key, Kind: wire.StepRegistry, Ref: "python:3.12-slim"}}).
+		SetImage("levers9-bp/" + b.ent.ID + ":" + key).SetOwnerID(b.admin.ID).SetBuildJobID(ids["job"]).Save(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids["blueprint"] = bp.ID
+	x, err := e.db.Ent.Execution.Create().SetTenantID(b.ent.ID).SetEnvironmentID(b.mainEnv).SetJobID(ids["job"]).
+		SetService("main").SetUserID(b.admin.ID).SetCommand([]string{"cat", "/beta-secret"}).Save(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids["execution"] = x.ID
 	return ids
 }
 
@@ -564,6 +581,12 @@ func mutations(a alpha, b map[string]string, alphaMember string) []mutation {
 		{name: "rollbackApp", query: fmt.Sprintf(byID, "rollbackApp", " { id }"), vars: vars{"id": b["app"]}, codes: gone},
 		{name: "stopAppVersion", query: `mutation($id: ID!) { stopAppVersion(id: $id, version: 1) { id } }`, vars: vars{"id": b["app"]}, codes: gone},
 		{name: "stopApp", query: fmt.Sprintf(byID, "stopApp", " { id }"), vars: vars{"id": b["app"]}, codes: gone},
+		{name: "blueprint", query: `query($id: ID!) { blueprint(id: $id) { id } }`, vars: vars{"id": b["blueprint"]}, codes: gone},
+		{name: "createSandbox from beta blueprint", query: `mutation($bp: ID!) { createSandbox(input: {blueprint: $bp}) { id } }`,
+			vars: vars{"bp": b["blueprint"]}, codes: ref},
+		{name: "deployApp on beta blueprint", query: `mutation($bp: ID!) { deployApp(input: {name: "stolen", code: "` + strings.Repeat("ef", 32) +
+			`", functions: [{name: "f", module: "app", qualname: "f", queue: "default", blueprint: $bp}]}) { id } }`,
+			vars: vars{"bp": b["blueprint"]}, codes: ref},
 		{name: "enterTenant beta", query: fmt.Sprintf(byID, "enterTenant", " { id }"), vars: vars{"id": b["tenant"]}, codes: []string{"FORBIDDEN"}, tenantUsersOnly: true},
 	}
 }
