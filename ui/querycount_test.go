@@ -20,6 +20,7 @@ import (
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/viewer"
+	"github.com/levers9/levers9/internal/wire"
 )
 
 // countingDriver counts the statements ent sends outside transactions.
@@ -74,6 +75,11 @@ func TestDashboardQueriesDoNotGrowWithRows(t *testing.T) {
 					t.Fatal(err)
 				}
 				e.submit(e.admin, fmt.Sprintf("job-%03d", rows), "true")
+				e.sandbox(e.admin, fmt.Sprintf("sandbox-%03d", rows))
+				key := fmt.Sprintf("%064d", rows)
+				e.db.Ent.Blueprint.Create().SetTenantID(e.tenant.ID).SetKey(key).SetFirstKey(key).
+					SetSteps([]wire.BuildStep{{Key: key, Kind: wire.StepRegistry, Ref: "busybox"}}).
+					SetImage("levers9-bp/" + e.tenant.ID + ":" + key).SetOwnerID(e.admin.UserID).SaveX(sys)
 				if _, err := e.tenancy.CreateUser(ctx, tenancy.NewUser{Email: fmt.Sprintf("user-%03d@levers9.local", rows), Password: testPassword}); err != nil {
 					t.Fatal(err)
 				}
@@ -81,7 +87,7 @@ func TestDashboardQueriesDoNotGrowWithRows(t *testing.T) {
 		}
 		a := e.browser()
 		a.signIn(adminEmail)
-		pages := []string{"/tokens", "/jobs", "/submit", "/admin/users", "/admin/projects"}
+		pages := []string{"/tokens", "/jobs", "/submit", "/admin/users", "/admin/projects", "/sandboxes", "/blueprints"}
 		m := e.browser()
 		m.signIn(memberEmail)
 		// Pages a member sees through their groups' grants.
