@@ -3,15 +3,19 @@ package docker
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
+	"regexp"
 	"sort"
 	"strings"
 	"syscall"
 
+	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/client"
 
 	"github.com/levers9/levers9/agent/runtime"
@@ -33,15 +37,6 @@ func (b *buildJob) debootstrap(ctx context.Context, s wire.BuildStep, target str
 		}
 		bin = "/usr/sbin/debootstrap"
 	}
-	suite := s.Suite
-	if suite == "" {
-		suite = "bookworm"
-	}
-	for _, w := range append([]string{suite, s.Mirror}, s.Packages...) {
-		if strings.HasPrefix(w, "-") || strings.ContainsAny(w, " \t\r\n,") {
-			return fmt.Errorf("%.80q is not a suite, mirror or package name", w)
-		}
-	}
 	dir, err := os.MkdirTemp("", "levers9-debootstrap-*")
 	if err != nil {
 		return err
@@ -54,16 +49,15 @@ func (b *buildJob) debootstrap(ctx context.Context, s wire.BuildStep, target str
 		}
 		_ = os.RemoveAll(dir)
 	}()
-	args := []string{"--variant=minbase"}
-	if len(s.Packages) > 0 {
-		args = append(args, "--include="+strings.Join(s.Packages, ","))
-	}
-	args = append(args, suite, dir)
-	if s.Mirror != "" {
-		args = append(args, s.Mirror)
+	args, err := debootstrapArgs(s, dir)
+	if err != nil {
+		return err
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	// Its own process group, killed whole: a child left behind (dpkg in
+	// the chroot) would hold the output pipe open and write under dir.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
@@ -103,7 +97,10 @@ func (b *buildJob) debootstrap(ctx context.Context, s wire.BuildStep, target str
 	if err := tarCmd.Start(); err != nil {
 		return fmt.Errorf("starting tar: %w", err)
 	}
-	res, err := b.rt.cli.ImageImport(ctx, client.ImageImportSource{Source: pipe, SourceName: "-"}, target, client.ImageImportOptions{
+	// Imported untagged, tagged once whole: a tar cut short (a stop, a
+	// failed read) may still end on a file boundary, and the daemon would
+	// take it for a whole root; a step's tag is trusted as built.
+	res, err := b.rt.cli.ImageImport(ctx, client.ImageImportSource{Source: pipe, SourceName: "-"}, "", client.ImageImportOptions{
 		Changes: []string{"LABEL " + LabelBlueprint + "=" + s.Key, `CMD ["/bin/sh"]`},
 	})
 	if err != nil {
@@ -111,16 +108,92 @@ func (b *buildJob) debootstrap(ctx context.Context, s wire.BuildStep, target str
 		_ = tarCmd.Wait()
 		return fmt.Errorf("importing the root file system: %w", err)
 	}
-	ierr := readJSONStream(res, nil)
+	id, ierr := importedID(res)
 	res.Close()
 	_, _ = io.Copy(io.Discard, pipe)
-	if err := tarCmd.Wait(); err != nil {
-		return fmt.Errorf("tar of the root file system: %w: %s", err, trimOutput(stderr.String()))
+	terr := tarCmd.Wait()
+	switch {
+	case ierr == nil && terr == nil && ctx.Err() == nil:
+		if _, err := b.rt.cli.ImageTag(ctx, client.ImageTagOptions{Source: id, Target: target}); err != nil {
+			return fmt.Errorf("tagging the root file system as %s: %w", target, err)
+		}
+		return nil
+	case id != "":
+		_, _ = b.rt.cli.ImageRemove(context.WithoutCancel(ctx), id, client.ImageRemoveOptions{PruneChildren: true})
 	}
-	if ierr != nil {
-		return fmt.Errorf("importing the root file system: %w", ierr)
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	return nil
+	if terr != nil {
+		return fmt.Errorf("tar of the root file system: %w: %s", terr, trimOutput(stderr.String()))
+	}
+	return fmt.Errorf("importing the root file system: %w", ierr)
+}
+
+// importedID reads an image import's answer to its end: the new image's
+// ID is the status of its last message.
+func importedID(r io.Reader) (string, error) {
+	dec := json.NewDecoder(r)
+	id := ""
+	for {
+		var m jsonstream.Message
+		if err := dec.Decode(&m); err != nil {
+			if !errors.Is(err, io.EOF) {
+				return id, fmt.Errorf("reading the daemon's answer: %w", err)
+			}
+			if id == "" {
+				return "", errors.New("the daemon named no image")
+			}
+			return id, nil
+		}
+		if m.Error != nil {
+			return id, errors.New(strings.TrimSpace(m.Error.Message))
+		}
+		if st := strings.TrimSpace(m.Status); strings.HasPrefix(st, "sha256:") {
+			id = st
+		}
+	}
+}
+
+// Debootstrap runs as root on the host with the tenant's words: a suite
+// names a script it sources (a path would run any host file), a mirror is
+// fetched from (file: would read the host), packages are apt names. The
+// Release files must be signed by a keyring on the node (--force-check-gpg),
+// so packages, whose scripts run as root in the chroot, come from the
+// distribution.
+var (
+	suiteRE   = regexp.MustCompile(`^[a-z][a-z0-9.-]{0,63}$`)
+	packageRE = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]{0,127}(:[a-z0-9-]{1,32})?$`)
+)
+
+// debootstrapArgs is debootstrap's command line for step s into dir.
+func debootstrapArgs(s wire.BuildStep, dir string) ([]string, error) {
+	suite := s.Suite
+	if suite == "" {
+		suite = "bookworm"
+	}
+	if !suiteRE.MatchString(suite) {
+		return nil, fmt.Errorf("%.80q is not a suite name", suite)
+	}
+	for _, p := range s.Packages {
+		if !packageRE.MatchString(p) {
+			return nil, fmt.Errorf("%.80q is not a package name", p)
+		}
+	}
+	args := []string{"--variant=minbase", "--force-check-gpg"}
+	if len(s.Packages) > 0 {
+		args = append(args, "--include="+strings.Join(s.Packages, ","))
+	}
+	args = append(args, suite, dir)
+	if s.Mirror != "" {
+		u, err := url.Parse(s.Mirror)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+			strings.ContainsAny(s.Mirror, " \t\r\n") {
+			return nil, fmt.Errorf("mirror %.80q is not an http(s) URL", s.Mirror)
+		}
+		args = append(args, s.Mirror)
+	}
+	return args, nil
 }
 
 // unmountUnder unmounts every mount point at or below dir, deepest first,
