@@ -24,7 +24,20 @@ const (
 	DefaultBoxScaledown = 600
 	// MaxBoxCommandWords bounds a command box's command.
 	MaxBoxCommandWords = 256
+	// MaxBoxRestarts bounds the restarts of a crashed box that no
+	// request used in between: then only a request starts it again.
+	MaxBoxRestarts = 5
 )
+
+// boxRestartPause is how long a box that crashed n times since its last
+// use (its restarts unused) waits before the next restart: none after
+// the first crash, then 10 s, 20 s, 40 s, 80 s.
+func boxRestartPause(n int) time.Duration {
+	if n == 0 {
+		return 0
+	}
+	return 5 * time.Second << n
+}
 
 // Runner arguments of a box container (after runnerCommand): the runner
 // reads them to serve as a box. Arguments, not variables: LEVERS9_*
@@ -142,7 +155,9 @@ func (s *Service) BoxContainer(ctx context.Context, f *ent.Function, wait time.D
 // within its scale-down window. A crashed box comes back; an idle one
 // stays stopped until its next request. A container that ended before
 // its runner started is not replaced here (the next request tries
-// again): a box that cannot start would otherwise start forever.
+// again): a box that cannot start would otherwise start forever. One
+// that keeps crashing unused is restarted after growing pauses, at most
+// MaxBoxRestarts times (boxRestartPause).
 func (s *Service) keepBox(ctx context.Context, f *ent.Function, lives int) error {
 	if f.Kind != function.KindBOX || lives > 0 {
 		return nil
@@ -169,6 +184,26 @@ func (s *Service) keepBox(ctx context.Context, f *ent.Function, lives int) error
 	}
 	if s.now().Sub(*used.LastTaskAt) >= time.Duration(f.ScaledownWindowSeconds)*time.Second {
 		return nil // idle: stopped until the next request
+	}
+	// Containers that ended since the last use: the used one, then its
+	// restarts that ended unused. A box that keeps dying is retried after
+	// a growing pause, then left to its next request. (Stop times, not
+	// creation times: both come from s.now.)
+	ended, err := s.DB.Ent.Container.Query().Where(container.FunctionID(f.ID),
+		container.StateEQ(container.StateSTOPPED), container.StoppedAtGT(*used.LastTaskAt)).Count(sys)
+	if err != nil {
+		return fmt.Errorf("counting restarts of %s: %w", f.ID, err)
+	}
+	crashes := max(ended-1, 0)
+	if crashes >= MaxBoxRestarts {
+		return nil
+	}
+	stopped := last.CreatedAt
+	if last.StoppedAt != nil {
+		stopped = *last.StoppedAt
+	}
+	if s.now().Sub(stopped) < boxRestartPause(crashes) {
+		return nil
 	}
 	ok, err := s.startContainer(ctx, f)
 	if err != nil || !ok {

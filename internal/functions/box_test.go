@@ -205,3 +205,75 @@ func TestBoxRestart(t *testing.T) {
 		}
 	})
 }
+
+// TestBoxCrashLoop: a box that crashes again and again with no request
+// in between is restarted after growing pauses, at most MaxBoxRestarts
+// times; a request starts it again, and its use starts the count again.
+func TestBoxCrashLoop(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		w := newWorld(t, url)
+		ctx := w.tn.AsAdmin()
+		a := w.deployVersion(t, ctx, "boxes", codeHash,
+			functions.FunctionSpec{Name: "web", Kind: function.KindBOX, Ports: []int{8000}, ScaledownWindowSeconds: 3600})
+		f := a.Edges.Functions[0]
+		reconcile := func() int {
+			t.Helper()
+			if err := w.fn.Reconcile(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			return len(w.containers(t, f.ID))
+		}
+		// crash readies the newest container, then ends it.
+		crash := func() {
+			t.Helper()
+			cs := w.containers(t, f.ID)
+			c := cs[len(cs)-1]
+			w.claim(t, w.runner(t, c), 0)
+			if err := w.fn.Jobs.MarkEnded(fixture.Sys(), c.JobID, job.StatusError, "exit code 1", w.clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w.fn.BoxContainer(ctx, f, time.Millisecond) //nolint:errcheck // starts one
+		cs := w.containers(t, f.ID)
+		w.claim(t, w.runner(t, cs[0]), 0)
+		if _, err := w.fn.BoxContainer(ctx, f, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		w.clock.Advance(time.Second)
+		crash()
+		if n := reconcile(); n != 2 {
+			t.Fatalf("the first crash is not restarted at once: %d containers", n)
+		}
+		for k := 1; k < functions.MaxBoxRestarts; k++ {
+			w.clock.Advance(time.Second)
+			crash()
+			if n := reconcile(); n != k+1 {
+				t.Fatalf("crash %d restarted at once: %d containers", k+1, n)
+			}
+			w.clock.Advance(5 * time.Second << k)
+			if n := reconcile(); n != k+2 {
+				t.Fatalf("crash %d not restarted after its pause: %d containers", k+1, n)
+			}
+		}
+		w.clock.Advance(time.Second)
+		crash()
+		w.clock.Advance(time.Hour - time.Minute)
+		if n := reconcile(); n != functions.MaxBoxRestarts+1 {
+			t.Fatalf("a box crashing unused kept being restarted: %d containers", n)
+		}
+		// A request starts it; its use counts: a crash then restarts at once.
+		w.fn.BoxContainer(ctx, f, time.Millisecond) //nolint:errcheck // starts one
+		cs = w.containers(t, f.ID)
+		w.claim(t, w.runner(t, cs[len(cs)-1]), 0)
+		if _, err := w.fn.BoxContainer(ctx, f, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		w.clock.Advance(time.Second)
+		crash()
+		if n, want := reconcile(), functions.MaxBoxRestarts+3; n != want {
+			t.Fatalf("a used box's crash: %d containers, want %d", n, want)
+		}
+	})
+}
