@@ -86,6 +86,11 @@ func (s *Service) StoreImage(ctx context.Context, credential, jobID, key string,
 	if err != nil {
 		return err
 	}
+	if b.Kind != blobs.KindImage {
+		// Put reads nothing when the tenant has the blob already: a hash
+		// of its code or payload would make that the export, unsent.
+		return fault.Invalid("sha256", "blob %s is not an image", sha256hex)
+	}
 	now := s.now()
 	var n int
 	err = s.DB.InTx(sys, func(tx *database.Tx) error {

@@ -68,8 +68,18 @@ func TestImages(t *testing.T) {
 		if got, _ := w.bp.Get(admin, bp.ID); got.State != blueprint.StateBUILDING {
 			t.Fatal("another tenant's upload made acme's blueprint ready")
 		}
+		// The hash of a blob the tenant has of another kind (its COPY zip),
+		// without the bytes: storing skips what the tenant already has, so
+		// the export would be the zip, never read from the node.
+		r := w.do(t, "POST", bp.Key, cred1, bp.BuildJobID, nil, map[string]string{"Levers9-Sha256": w.zip, wire.StepsBuiltHeader: "1"})
+		if r.status != http.StatusBadRequest {
+			t.Fatalf("a code blob's hash as the export: %d %s", r.status, r.body)
+		}
+		if got, _ := w.bp.Get(admin, bp.ID); got.State != blueprint.StateBUILDING {
+			t.Fatal("a code blob became the blueprint's export")
+		}
 		// Content that is not its hash.
-		r := w.do(t, "POST", bp.Key, cred1, bp.BuildJobID, tar, map[string]string{"Levers9-Sha256": bp.Key, wire.StepsBuiltHeader: "1"})
+		r = w.do(t, "POST", bp.Key, cred1, bp.BuildJobID, tar, map[string]string{"Levers9-Sha256": bp.Key, wire.StepsBuiltHeader: "1"})
 		if r.status != http.StatusBadRequest {
 			t.Fatalf("a wrong hash: %d %s", r.status, r.body)
 		}
