@@ -45,6 +45,8 @@ RECONNECT_FOR = 60.0
 # How long a box's port may refuse connections before the box is
 # deemed crashed.
 BOX_PORT_GRACE = 10.0
+# How often a ready box's ports are checked (one TCP connection each).
+BOX_WATCH_EVERY = 1.0
 
 
 def resolve(module: str, qualname: str) -> Callable[..., Any]:
@@ -62,7 +64,7 @@ class Runner:
                  box_ports: Optional[List[int]] = None, box_command: Optional[List[str]] = None):
         self.api = RunnerAPI(socket_path, timeout=CLAIM_WAIT_MS / 1000 + 60)
         self.log = log or (lambda s: print(s, flush=True))
-        self._exit = exit
+        self._exit_process = exit
         self.fn: Optional[Callable[..., Any]] = None
         self.kind = "FUNCTION"
         self.asgi: Any = None  # asgi.Host of an ASGI function
@@ -151,6 +153,13 @@ class Runner:
             self._start_box(float(info.get("timeoutSeconds") or 300))
         return info
 
+    def _exit(self, code: int) -> None:
+        """Exits the process: whatever way the runner leaves, a box's
+        command (its own session, out of the runner's process group)
+        is stopped first."""
+        self._stop_box()
+        self._exit_process(code)
+
     # Boxes
 
     def _start_box(self, timeout: float) -> None:
@@ -183,6 +192,7 @@ class Runner:
             pass
         deadline = time.monotonic() + timeout
         waiting = list(self.box_ports)
+        pause = 0.05  # grows to 0.5 s: a slow start is not polled 20 times a second
         while waiting:
             why = self._box_ended()
             if why:
@@ -195,7 +205,8 @@ class Runner:
                 self._box_failed("port%s %s did not accept connections within %g s" % (
                     "s" if len(waiting) > 1 else "", ", ".join(map(str, waiting)), timeout))
                 return
-            time.sleep(0.05)
+            time.sleep(pause)
+            pause = min(pause * 1.5, 0.5)
         self.log("levers9 runner: box ready on port%s %s" % ("s" if len(self.box_ports) > 1 else "",
                                                             ", ".join(map(str, self.box_ports))))
         threading.Thread(target=self._watch_box, name="box-watch", daemon=True).start()
@@ -224,7 +235,7 @@ class Runner:
     def _watch_box(self) -> None:
         refused: Dict[int, float] = {}
         while True:
-            time.sleep(0.5)
+            time.sleep(BOX_WATCH_EVERY)
             why = self._box_ended()
             now = time.monotonic()
             for port in self.box_ports:
@@ -604,11 +615,14 @@ def main() -> int:
     except (ValueError, TypeError) as e:
         print("levers9 runner: bad box arguments: %s" % e, flush=True)
         return 2
+    r = Runner(path, box_ports=ports, box_command=command)
     try:
-        code = Runner(path, box_ports=ports, box_command=command).run()
+        code = r.run()
     except errors.Error as e:  # refused by the server: nothing to retry
         print("levers9 runner: %s" % e, flush=True)
         code = 1
+    finally:
+        r._stop_box()  # a box's command does not outlive its runner
     sys.stdout.flush()
     os._exit(code)  # worker threads may still hold a call of a stopped app
 

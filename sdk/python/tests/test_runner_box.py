@@ -131,5 +131,24 @@ class RunnerBoxTest(unittest.TestCase):
         self.assertIn("port %d did not accept connections within 2 s" % other, proc.communicate()[0])
 
 
+class ExitStopsTheBoxTest(unittest.TestCase):
+    def test_any_exit_stops_the_command(self):
+        """However the runner leaves (a refused claim, an unreachable
+        server), the box's command, in its own session, goes first."""
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        port, pidfile = free_port(), os.path.join(d, "pid")
+        codes = []
+        r = runner.Runner(os.path.join(d, "none.sock"), log=lambda s: None, exit=codes.append,
+                          box_ports=[port], box_command=json.loads(serve_args(port, pidfile)[3]))
+        r._start_box(30)
+        self.addCleanup(r._stop_box)
+        self.assertTrue(runner.port_open(port))
+        r._exit(1)
+        self.assertEqual(codes[:1], [1])
+        self.assertIsNotNone(r.box_proc.poll(), "the command outlived its runner's exit")
+        self.assertFalse(runner.port_open(port))
+
+
 if __name__ == "__main__":
     unittest.main()
