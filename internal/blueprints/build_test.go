@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/blueprint"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/internal/blueprints"
@@ -162,12 +163,32 @@ func TestBuildFails(t *testing.T) {
 		if err := w.jobs.MarkEnded(fixture.Sys(), again.BuildJobID, job.StatusComplete, "", w.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
+		// Another's job is cancelled before it ran (as a user's cancel does).
+		cancelled := w.build(t, admin, w.steps("sleep 1"))
+		if _, err := w.jobs.Cancel(admin, cancelled.BuildJobID); err != nil {
+			t.Fatal(err)
+		}
+		running := w.build(t, admin, w.steps("sleep 2"))
 		if err := w.bp.Settle(fixture.Sys()); err != nil {
 			t.Fatal(err)
 		}
-		got, err = w.bp.Get(admin, bp.ID)
-		if err != nil || got.State != blueprint.StateFAILED || got.Failure != blueprints.ReasonNoImage {
-			t.Fatalf("after the job completed: %+v, %v", got, err)
+		// The rows as Settle left them (Get would settle them itself).
+		row := func(id string) *ent.Blueprint {
+			t.Helper()
+			b, err := w.jobs.DB.Ent.Blueprint.Get(fixture.Sys(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+		if got := row(bp.ID); got.State != blueprint.StateFAILED || got.Failure != blueprints.ReasonNoImage {
+			t.Fatalf("after the job completed: %+v", got)
+		}
+		if got := row(cancelled.ID); got.State != blueprint.StateFAILED || got.Failure == "" {
+			t.Fatalf("after its job was cancelled: %+v", got)
+		}
+		if got := row(running.ID); got.State != blueprint.StateBUILDING {
+			t.Fatalf("a build under way was settled: %+v", got)
 		}
 		// Fail is scoped to the viewer's tenant.
 		third := w.build(t, admin, w.steps("true"))

@@ -2,6 +2,7 @@ package blueprints
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/levers9/levers9/ent"
@@ -63,19 +64,56 @@ func (s *Service) Fail(ctx context.Context, id, reason string) error {
 }
 
 // Settle marks FAILED every BUILDING blueprint whose build job ended
-// without its image (the safety net behind Get).
+// without its image (the safety net behind Get): two queries, whatever
+// the number of builds under way. One that cannot be marked does not
+// stop the others.
 func (s *Service) Settle(ctx context.Context) error {
 	sys := viewer.SystemContext(ctx)
-	building, err := s.DB.Ent.Blueprint.Query().Where(blueprint.StateEQ(blueprint.StateBUILDING)).All(sys)
+	building, err := s.DB.Ent.Blueprint.Query().Where(blueprint.StateEQ(blueprint.StateBUILDING), blueprint.BuildJobIDNEQ("")).All(sys)
 	if err != nil {
 		return fmt.Errorf("listing building blueprints: %w", err)
 	}
+	if len(building) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(building))
 	for _, bp := range building {
-		if _, err := s.settle(sys, bp); err != nil {
-			return err
+		ids = append(ids, bp.BuildJobID)
+	}
+	js, err := s.DB.Ent.Job.Query().Where(job.IDIn(ids...)).Select(job.FieldID, job.FieldStatus, job.FieldStatusReason).All(sys)
+	if err != nil {
+		return fmt.Errorf("loading the build jobs of %d blueprints: %w", len(building), err)
+	}
+	byID := make(map[string]*ent.Job, len(js))
+	for _, j := range js {
+		byID[j.ID] = j
+	}
+	var errs []error
+	for _, bp := range building {
+		reason, ended := endReason(byID[bp.BuildJobID])
+		if !ended {
+			continue
+		}
+		if _, err := s.failNow(sys, bp, reason); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// endReason is why a blueprint whose build job is j (nil: gone) failed,
+// and whether that job has ended.
+func endReason(j *ent.Job) (string, bool) {
+	switch {
+	case j == nil:
+		return "the build job is gone", true
+	case !jobs.Ended(j.Status):
+		return "", false
+	case j.Status == job.StatusComplete || j.StatusReason == "":
+		return ReasonNoImage, true
+	default:
+		return j.StatusReason, true
+	}
 }
 
 // settle fails bp when it is BUILDING and its build job has ended: the
@@ -88,17 +126,14 @@ func (s *Service) settle(ctx context.Context, bp *ent.Blueprint) (*ent.Blueprint
 	sys := viewer.SystemContext(ctx)
 	j, err := s.DB.Ent.Job.Get(sys, bp.BuildJobID)
 	if ent.IsNotFound(err) {
-		return s.failNow(sys, bp, "the build job is gone")
+		j, err = nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("loading build job %s of blueprint %s: %w", bp.BuildJobID, bp.ID, err)
 	}
-	if !jobs.Ended(j.Status) {
+	reason, ended := endReason(j)
+	if !ended {
 		return bp, nil
-	}
-	reason := j.StatusReason
-	if j.Status == job.StatusComplete || reason == "" {
-		reason = ReasonNoImage
 	}
 	return s.failNow(sys, bp, reason)
 }
