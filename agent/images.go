@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/levers9/levers9/internal/wire"
 )
@@ -19,14 +20,33 @@ import (
 // /agent/images (the server's imagesapi.Sha256Header).
 const imageSha256Header = "Levers9-Sha256"
 
+// maxImageBytes bounds an exported image either way (the server's limit
+// for image blobs): a build that grew past it fails clearly instead of
+// filling the node's disk with a copy the server would refuse.
+const maxImageBytes = 16 << 30
+
 // imagesTmp holds exported images on their way to or from the server.
 func (a *Agent) imagesTmp() (string, error) {
 	dir := filepath.Join(a.cfg.StateDir, "images")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("images folder: %w", err)
 	}
+	// What an agent that died mid-transfer left (gigabytes each) goes,
+	// once per process, before this process puts its own there.
+	once, _ := sweptImages.LoadOrStore(dir, new(sync.Once))
+	once.(*sync.Once).Do(func() {
+		for _, pattern := range []string{".fetch-*", ".upload-*"} {
+			left, _ := filepath.Glob(filepath.Join(dir, pattern))
+			for _, p := range left {
+				_ = os.Remove(p)
+			}
+		}
+	})
 	return dir, nil
 }
+
+// sweptImages is a *sync.Once per images folder.
+var sweptImages sync.Map
 
 func (a *Agent) imageURL(key string) string {
 	return strings.TrimRight(a.st.Server, "/") + "/agent/images/" + key
@@ -60,8 +80,15 @@ func (a *Agent) fetchImage(ctx context.Context, jobID, ref string) (io.ReadClose
 			return err
 		}
 		h := sha256.New()
-		if _, err := io.Copy(io.MultiWriter(f, h), resp.Body); err != nil {
+		if resp.ContentLength > maxImageBytes {
+			return &refusedError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("the image is %d bytes, more than %d", resp.ContentLength, int64(maxImageBytes))}
+		}
+		n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(resp.Body, maxImageBytes+1))
+		if err != nil {
 			return err
+		}
+		if n > maxImageBytes {
+			return &refusedError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("the image is more than %d bytes", int64(maxImageBytes))}
 		}
 		if want := resp.Header.Get(imageSha256Header); want != "" && want != hex.EncodeToString(h.Sum(nil)) {
 			return fmt.Errorf("the image arrived damaged (SHA-256 %x, the server says %s)", h.Sum(nil), want)
@@ -95,9 +122,12 @@ func (a *Agent) uploadImage(ctx context.Context, jobID, key string, tar io.Reade
 	}
 	defer (&tempFile{File: f}).Close()
 	h := sha256.New()
-	size, err := io.Copy(io.MultiWriter(f, h), tar)
+	size, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(tar, maxImageBytes+1))
 	if err != nil {
 		return fmt.Errorf("exporting the image: %w", err)
+	}
+	if size > maxImageBytes {
+		return fmt.Errorf("the image is more than %d bytes, the most the server keeps", int64(maxImageBytes))
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
 	a.log.Info("uploading blueprint image", "job", jobID, "key", key, "bytes", size, "stepsBuilt", stepsBuilt)

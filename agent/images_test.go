@@ -80,3 +80,26 @@ func TestImagesUploadAndFetch(t *testing.T) {
 		t.Errorf("left %d temporary files", len(left))
 	}
 }
+
+// Transfers an earlier agent left half done are removed the first time
+// this one uses the folder; other files stay.
+func TestImagesSweepLeftovers(t *testing.T) {
+	t.Parallel()
+	a := testAgent(t, "http://127.0.0.1:1")
+	dir := filepath.Join(a.cfg.StateDir, "images")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{".fetch-1", ".upload-2", "keep"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.imagesTmp(); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := os.ReadDir(dir)
+	if len(left) != 1 || left[0].Name() != "keep" {
+		t.Errorf("left %v", left)
+	}
+}
