@@ -138,13 +138,20 @@ func (h *Handler) commit(ctx context.Context, t Target, image string) error {
 
 // failSnapshot marks bp FAILED with why the snapshot did not happen.
 func (h *Handler) failSnapshot(ctx context.Context, t Target, bp *ent.Blueprint, cause error) {
-	reason := cause.Error()
-	if fs := fault.Classify(cause); len(fs) > 0 {
-		reason = fs[0].Message
-	}
+	reason := snapshotFailure(cause)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := h.Snapshots.Fail(ctx, bp.ID, reason); err != nil {
 		h.logError("failing a snapshot's blueprint", t, fmt.Errorf("blueprint %s: %w", bp.ID, err))
 	}
+}
+
+// snapshotFailure is what a blueprint's members read of why its snapshot
+// failed: a fault's message, never an internal error's text (a query, a
+// host), which the answer's log keeps.
+func snapshotFailure(cause error) string {
+	if fs := fault.Classify(cause); len(fs) > 0 {
+		return fs[0].Message
+	}
+	return "internal error"
 }
