@@ -277,3 +277,45 @@ func TestBoxCrashLoop(t *testing.T) {
 		}
 	})
 }
+
+// TestBoxUseWrites: requests to a ready box write its use at most once a
+// second (every HTTP request to a box looks its container up).
+func TestBoxUseWrites(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		w := newWorld(t, url)
+		ctx := w.tn.AsAdmin()
+		a := w.deployVersion(t, ctx, "boxes", codeHash,
+			functions.FunctionSpec{Name: "web", Kind: function.KindBOX, Ports: []int{8000}})
+		f := a.Edges.Functions[0]
+		w.fn.BoxContainer(ctx, f, time.Millisecond) //nolint:errcheck // starts one
+		w.claim(t, w.runner(t, w.containers(t, f.ID)[0]), 0)
+		lastUse := func() time.Time {
+			t.Helper()
+			c := w.containers(t, f.ID)[0]
+			if c.LastTaskAt == nil {
+				t.Fatal("no use recorded")
+			}
+			return *c.LastTaskAt
+		}
+		if _, err := w.fn.BoxContainer(ctx, f, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		first := lastUse()
+		w.clock.Advance(500 * time.Millisecond)
+		if _, err := w.fn.BoxContainer(ctx, f, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if got := lastUse(); !got.Equal(first) {
+			t.Fatalf("a request within a second wrote its use: %v, then %v", first, got)
+		}
+		w.clock.Advance(600 * time.Millisecond)
+		if _, err := w.fn.BoxContainer(ctx, f, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if got := lastUse(); got.Sub(first) < time.Second {
+			t.Fatalf("a request a second later did not write its use: %v, then %v", first, got)
+		}
+	})
+}

@@ -17,6 +17,10 @@ import (
 // wake it.
 const busless = time.Second
 
+// useEvery is how often a connection's use of a container is written at
+// most: below the shortest scale-down window (1 s).
+const useEvery = time.Second
+
 // RealtimeContainer returns the job of a READY container of REALTIME
 // function f, starting one when none runs, waiting up to wait. A
 // WebSocket is no call: the container is started here, not by a backlog.
@@ -59,9 +63,13 @@ func (s *Service) readyContainer(ctx context.Context, f *ent.Function, wait time
 		for _, c := range ctrs {
 			if c.State == container.StateREADY {
 				// A connection is the container's work: its idle time
-				// (scale-down) counts from the last one handed to it.
-				if err := s.DB.Ent.Container.UpdateOneID(c.ID).SetLastTaskAt(s.now()).Exec(sys); err != nil {
-					return "", fmt.Errorf("recording a connection to container %s: %w", c.ID, err)
+				// (scale-down) counts from the last one handed to it. At
+				// most one write a second: a box's every HTTP request
+				// comes here.
+				if now := s.now(); c.LastTaskAt == nil || now.Sub(*c.LastTaskAt) >= useEvery {
+					if err := s.DB.Ent.Container.UpdateOneID(c.ID).SetLastTaskAt(now).Exec(sys); err != nil {
+						return "", fmt.Errorf("recording a connection to container %s: %w", c.ID, err)
+					}
 				}
 				return c.JobID, nil
 			}
