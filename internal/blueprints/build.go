@@ -85,8 +85,9 @@ func (s *Service) Build(ctx context.Context, in BuildInput) (*ent.Blueprint, err
 	}
 	bp, err := s.record(ctx, v, existing, id, steps, j)
 	if err != nil {
-		// Nothing waits for this job: end it (it has not run yet).
-		if _, cerr := s.Jobs.Cancel(ctx, j.ID); cerr != nil {
+		// Nothing waits for this job: end it (it has not run yet), even
+		// when the request that submitted it is gone.
+		if _, cerr := s.Jobs.Cancel(context.WithoutCancel(ctx), j.ID); cerr != nil {
 			s.Log.Warn("cancelling an unneeded build job", "job", j.ID, "err", cerr)
 		}
 		var lost *lostRace
