@@ -83,8 +83,8 @@ func readsCode(spec jobspec.Job, hash string) bool {
 // job is placed on that node and is a function's container (its spec has
 // a Runner). An unknown credential is UNAUTHENTICATED; every other refusal
 // is missing, whatever the reason, so a node learns nothing of other
-// jobs. Shared by the node's endpoints for its function containers
-// (/agent/code, /agent/secrets).
+// jobs. For the node's endpoints that serve only function containers
+// (/agent/secrets); /agent/code serves builds too (PlacedJob).
 func NodeJob(ctx context.Context, c *ent.Client, credential, jobID string, missing error) (*ent.Job, error) {
 	j, _, err := PlacedJob(ctx, c, credential, jobID, missing)
 	if err != nil {
