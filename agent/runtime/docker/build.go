@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -59,7 +60,7 @@ func checkBuild(spec runtime.BuildSpec) error {
 	switch {
 	case len(b.Steps) == 0:
 		return errors.New("a build needs steps")
-	case !isBlueprint(b.Repository + ":x"):
+	case !isBlueprint(b.Repository+":x") || !repositoryRE.MatchString(b.Repository):
 		return fmt.Errorf("repository %.80q is not under %s", b.Repository, BlueprintRepository)
 	case spec.Upload == nil:
 		return errors.New("a build needs somewhere to upload its image")
@@ -74,6 +75,10 @@ func checkBuild(spec runtime.BuildSpec) error {
 	}
 	return nil
 }
+
+// repositoryRE is a blueprint repository (levers9-bp/TENANT): it starts
+// each step's Dockerfile, so it is one plain word.
+var repositoryRE = regexp.MustCompile(`^levers9-bp/[a-z0-9][a-z0-9_.-]{0,127}$`)
 
 func codeHash(s string) bool {
 	if len(s) != 64 {
@@ -105,6 +110,8 @@ type buildJob struct {
 	stopped string // the first stop reason
 	result  runtime.Result
 	built   int // steps built (not cached)
+
+	network string // the steps' network, made by the first RUN (build goroutine only)
 }
 
 func (b *buildJob) ID() string                   { return b.spec.ID }
@@ -222,6 +229,7 @@ func (b *buildJob) build(ctx context.Context) error {
 	for i := 0; i <= have; i++ {
 		b.printf("step %d/%d %s %s (cached)", i+1, n, bs.Steps[i].Kind, stepSummary(bs.Steps[i]))
 	}
+	defer b.removeNetwork()
 	for i := have + 1; i < n; i++ {
 		s := bs.Steps[i]
 		b.printf("step %d/%d %s %s (building)", i+1, n, s.Kind, stepSummary(s))
@@ -272,7 +280,9 @@ func (b *buildJob) buildStep(ctx context.Context, i int) error {
 		if i != 0 {
 			return errors.New("only the first step may name a base image")
 		}
-		if isBlueprint(s.Ref) {
+		// docker.io/levers9-bp/T:K is the same local image as
+		// levers9-bp/T:K: another tenant's, if it were taken.
+		if l := strings.ToLower(s.Ref); isBlueprint(l) || strings.Contains(l, "/"+BlueprintRepository) {
 			return fmt.Errorf("base image %s is a blueprint's: name the blueprint instead", s.Ref)
 		}
 		err := b.rt.ensureImage(ctx, b.spec.ID, s.Ref, func(p string) { b.printf("%s", p) })
@@ -317,9 +327,13 @@ func (b *buildJob) dockerfileStep(ctx context.Context, i int) error {
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(writeContext(pw, dockerfile, codeDir)) }()
 	defer pr.Close()
+	network, err := b.ensureNetwork(ctx)
+	if err != nil {
+		return err
+	}
 	opts := client.ImageBuildOptions{
 		Tags: []string{bs.Image(i)}, Remove: true, ForceRemove: true, Version: build.BuilderV1,
-		Labels: map[string]string{LabelBlueprint: s.Key},
+		Labels: map[string]string{LabelBlueprint: s.Key}, NetworkMode: network,
 	}
 	if m := b.spec.Service.MemoryMiB; m > 0 {
 		opts.Memory, opts.MemorySwap = m<<20, m<<20
@@ -347,6 +361,35 @@ func (b *buildJob) dockerfileStep(ctx context.Context, i int) error {
 		return errors.New("the image is missing after the build")
 	}
 	return nil
+}
+
+// ensureNetwork is the build's own bridge network, which its step
+// containers join: on the daemon's default bridge, builds of different
+// tenants running side by side would reach each other. Labeled as a job's,
+// so a restarted agent removes it if left.
+func (b *buildJob) ensureNetwork(ctx context.Context) (string, error) {
+	if b.network != "" {
+		return b.network, nil
+	}
+	name := networkName(b.spec.ID, b.spec.Attempt)
+	labels := jobLabels(b.rt.cfg.NodeID, runtime.JobSpec{ID: b.spec.ID, Attempt: b.spec.Attempt, Tenant: b.spec.Tenant})
+	_, err := b.rt.cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{Driver: "bridge", Labels: labels})
+	if err != nil && !cerrdefs.IsConflict(err) {
+		return "", fmt.Errorf("creating the build's network: %w", err)
+	}
+	b.network = name
+	return name, nil
+}
+
+func (b *buildJob) removeNetwork() {
+	if b.network == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := b.rt.cli.NetworkRemove(ctx, b.network, client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
+		b.log.Warn("build network not removed", "network", b.network, "err", err)
+	}
 }
 
 // writeContext writes a build context: the Dockerfile and, for a COPY

@@ -183,6 +183,10 @@ func TestDockerBuildStepsCachedAndExported(t *testing.T) {
 	if !slices.Contains(e.lines("build"), "it's built") {
 		t.Errorf("the RUN step's output is not in the log:\n%s", e)
 	}
+	// The steps ran on the build's own network, removed at the end.
+	if ns, err := r.cli.NetworkList(context.Background(), client.NetworkListOptions{Filters: client.Filters{}.Add("label", labelNode+"="+r.cfg.NodeID)}); err != nil || len(ns.Items) != 0 {
+		t.Errorf("networks left: %v %v", ns.Items, err)
+	}
 	if _, built := up.get(steps[3].Key); built != 4 {
 		t.Errorf("first build: %d steps built, want 4", built)
 	}
@@ -432,6 +436,11 @@ func TestDockerBuildCommit(t *testing.T) {
 	rc.Close()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if ins, err := r.cli.ImageInspect(ctx, image); err != nil {
+		t.Fatal(err)
+	} else if l := ins.Config.Labels; l[labelJob] != "" || l[labelPorts] != "" || l[labelNode] != "" || l[LabelBlueprint] != strings.Repeat("a", 64) {
+		t.Errorf("the snapshot's labels: %v", l)
 	}
 	j.Stop("done", time.Second)
 	e.end()

@@ -24,12 +24,18 @@ func (j *job) Commit(ctx context.Context, service, image string) (io.ReadCloser,
 	if err != nil {
 		return nil, fmt.Errorf("commit: %w", err)
 	}
-	// The container's labels say which job it ran in; the image says
-	// only which blueprint it is (containers from it get their own).
+	// The daemon copies the container's labels into the image, and
+	// containers made from it would inherit those this node's runtime
+	// sets only sometimes (ports, timeout): blanked, the image says only
+	// which blueprint it is.
+	labels := map[string]string{LabelBlueprint: blueprintKey(image)}
+	for _, l := range []string{labelNode, labelTenant, labelJob, labelAttempt, labelService, labelIndex, labelServices, labelPorts, labelTimeout} {
+		labels[l] = ""
+	}
 	if _, err := j.rt.cli.ContainerCommit(ctx, id, client.ContainerCommitOptions{
 		Reference: image,
 		Comment:   "levers9 snapshot of job " + j.id + " service " + service,
-		Config:    &container.Config{Labels: map[string]string{LabelBlueprint: blueprintKey(image)}},
+		Config:    &container.Config{Labels: labels},
 	}); err != nil {
 		return nil, fmt.Errorf("committing service %s: %w", service, err)
 	}
