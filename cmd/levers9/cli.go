@@ -97,7 +97,7 @@ func newRootCommand(a *app) *cobra.Command {
 
 	global := root.PersistentFlags()
 	a.conn.register(global)
-	global.BoolVar(&a.json, "json", false, "print JSON, for scripts (jobs, job show, logs, tokens, token, invite, queues, nodes, context list, task show, app list, secret list)")
+	global.BoolVar(&a.json, "json", false, "print JSON, for scripts (jobs, job show, logs, tokens, token, invite, queues, nodes, context list, task show, app list, secret list, sandbox list, blueprint list)")
 	_ = root.RegisterFlagCompletionFunc("context", completeContexts)
 
 	root.AddCommand(
