@@ -45,13 +45,40 @@ func newBoxCommand(a *app) *cobra.Command {
 	fs.IntVar(&f.memory, "memory", 0, "memory in MiB (0: 1024)")
 	fs.IntSliceVar(&f.ports, "port", nil, "a port the command listens on (repeat for more)")
 	run.RunE = a.connected(func(cmd *cobra.Command, c clientFlags, args []string) int {
-		if cmd.ArgsLenAtDash() != 0 || len(args) == 0 || len(f.ports) == 0 || (f.image != "" && f.blueprint != "") {
-			fmt.Fprint(a.stderr, boxUsage)
+		if msg := boxMisuse(f, cmd.ArgsLenAtDash(), args); msg != "" {
+			fmt.Fprintf(a.stderr, "levers9 box run: %s\n%s", msg, boxUsage)
 			return exitUsage
 		}
 		return runBox(cmd.Context(), c, f, args, a.stdout, a.stderr)
 	})
 	return groupCommand(a, "box", "long-running commands with ports (boxes)", boxUsage, client(run, false))
+}
+
+// boxMisuse says what is wrong with box run's arguments ("" if nothing):
+// the command comes after "--" (a "--" inside it is its own), at least
+// one --port, each a TCP port once.
+func boxMisuse(f boxFlags, atDash int, args []string) string {
+	switch {
+	case len(args) == 0:
+		return "no command after --"
+	case atDash != 0:
+		return "the command goes after --: levers9 box run --port 8080 -- CMD…"
+	case len(f.ports) == 0:
+		return "no --port: say which ports the command listens on"
+	case f.image != "" && f.blueprint != "":
+		return "--image and --blueprint: give one"
+	}
+	seen := map[int]bool{}
+	for _, p := range f.ports {
+		if p < 1 || p > 65535 {
+			return fmt.Sprintf("--port %d is not a TCP port (1-65535)", p)
+		}
+		if seen[p] {
+			return fmt.Sprintf("--port %d given twice", p)
+		}
+		seen[p] = true
+	}
+	return ""
 }
 
 type boxFlags struct {

@@ -53,17 +53,31 @@ func TestBoxRun(t *testing.T) {
 		}
 	}
 
-	for _, args := range [][]string{
-		{"box", "run", "--", "sleep", "1"},                                                   // no port
-		{"box", "run", "--port", "80"},                                                       // no command
-		{"box", "run", "--port", "80", "sleep", "1"},                                         // no --
-		{"box", "run", "--port", "80", "--image", "x", "--blueprint", "bp_1", "--", "sleep"}, // both
+	for _, tc := range []struct {
+		args []string
+		say  string
+	}{
+		{[]string{"box", "run", "--", "sleep", "1"}, "no --port"},
+		{[]string{"box", "run", "--port", "80"}, "no command"},
+		{[]string{"box", "run", "--port", "80", "sleep", "1"}, "after --"},
+		{[]string{"box", "run", "--port", "80", "--image", "x", "--blueprint", "bp_1", "--", "sleep"}, "give one"},
+		{[]string{"box", "run", "--port", "0", "--", "sleep"}, "--port 0 is not a TCP port"},
+		{[]string{"box", "run", "--port", "80", "--port", "70000", "--", "sleep"}, "--port 70000 is not a TCP port"},
+		{[]string{"box", "run", "--port", "80", "--port", "80", "--", "sleep"}, "--port 80 given twice"},
+		{[]string{"box", "run", "--port", "http", "--", "sleep"}, "http"},
 	} {
-		if code, _, _ := runCLI(t, args...); code != exitUsage {
-			t.Errorf("%q: exit %d, want usage", args, code)
+		if code, _, errOut := runCLI(t, tc.args...); code != exitUsage || !strings.Contains(errOut, tc.say) {
+			t.Errorf("%q: exit %d, want usage saying %q: %s", tc.args, code, tc.say, errOut)
 		}
 	}
-	if len(puts) != 1 {
+	// A "--" after the first one belongs to the command.
+	if code, _, errOut := runCLI(t, "box", "run", "--port", "80", "--", "sh", "-c", "exec \"$@\"", "--", "srv"); code != exitOK {
+		t.Fatalf("a -- inside the command: exit %d: %s", code, errOut)
+	}
+	if fn := api.sent("deployApp").Variables["input"].(map[string]any)["functions"].([]any)[0].(map[string]any); fmt.Sprint(fn["command"]) != `[sh -c exec "$@" -- srv]` {
+		t.Errorf("a -- inside the command: deployed %v", fn["command"])
+	}
+	if len(puts) != 2 {
 		t.Errorf("bad usage uploaded: %q", puts)
 	}
 	if n := boxName("/opt/My Server!"); n != "box-my-server" {
