@@ -399,6 +399,19 @@ func TestDockerBuildStopAndFailure(t *testing.T) {
 	if d := time.Since(began); d > 20*time.Second {
 		t.Errorf("the stop took %s", d)
 	}
+	// A later build must never take a stopped step for built.
+	if ok, err := r.hasImage(ctx, b.Image(1)); ok || err != nil {
+		t.Errorf("the stopped step's image is tagged (%v)", err)
+	}
+	// Step 1's image exists now: named through docker.io, it is still a
+	// blueprint's and no base.
+	stolen := b
+	stolen.Repository = "levers9-bp/" + randomID("t")
+	stolen.Steps = keyed(wire.BuildStep{Kind: wire.StepRegistry, Ref: "docker.io/" + b.Image(0)})
+	e, res = runBuild(t, r, runtime.BuildSpec{Build: stolen, Upload: up.upload})
+	if res.Status != runtime.Error || !strings.Contains(res.Reason, "is a blueprint's") {
+		t.Errorf("a base naming a blueprint: %s %q\n%s", res.Status, res.Reason, e)
+	}
 
 	b.Steps = keyed(b.Steps[0], wire.BuildStep{Kind: wire.StepRun, Commands: []string{"echo oops >&2", "exit 3"}})
 	e, res = runBuild(t, r, runtime.BuildSpec{Build: b, Upload: up.upload})
