@@ -149,6 +149,28 @@ class ExitStopsTheBoxTest(unittest.TestCase):
         self.assertIsNotNone(r.box_proc.poll(), "the command outlived its runner's exit")
         self.assertFalse(runner.port_open(port))
 
+    def test_a_port_that_stops_answering_ends_the_box(self):
+        """A ready box whose port refuses connections for BOX_PORT_GRACE
+        is a crash: the runner stops its command and exits non-zero."""
+        listen_then_close = ("import socket, sys, time; s = socket.socket(); "
+                             "s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(); "
+                             "time.sleep(1); s.close(); time.sleep(60)")
+        port, codes, lines = free_port(), [], []
+        grace, every = runner.BOX_PORT_GRACE, runner.BOX_WATCH_EVERY
+        runner.BOX_PORT_GRACE, runner.BOX_WATCH_EVERY = 0.5, 0.1
+        self.addCleanup(setattr, runner, "BOX_PORT_GRACE", grace)
+        self.addCleanup(setattr, runner, "BOX_WATCH_EVERY", every)
+        r = runner.Runner("/nonexistent.sock", log=lines.append, exit=codes.append,
+                          box_ports=[port], box_command=[sys.executable, "-c", listen_then_close, str(port)])
+        r._start_box(30)
+        self.addCleanup(r._stop_box)
+        deadline = time.monotonic() + 15
+        while not codes and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(codes[:1], [1], lines)
+        self.assertTrue(any("port %d refused connections" % port in s for s in lines), lines)
+        self.assertIsNotNone(r.box_proc.poll(), "the command outlived the crash")
+
 
 if __name__ == "__main__":
     unittest.main()
