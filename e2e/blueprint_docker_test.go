@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,6 +42,12 @@ func TestBlueprintDocker(t *testing.T) {
 	var sandbox string
 	t.Run("a changed step rebuilds from it", func(t *testing.T) {
 		b, sandbox = checkRebuildFromChangedStep(t, s, c.Token, image)
+	})
+	// The sandbox runs on for the isolation checks.
+	t.Cleanup(func() {
+		if sandbox != "" {
+			terminate(t, s.URL, c.Token, sandbox)
+		}
 	})
 	t.Run("isolation between tenants", func(t *testing.T) {
 		if sandbox == "" {
@@ -86,7 +93,8 @@ func blueprintByID(t testing.TB, base, token, id string) bpRow {
 }
 
 // awaitBlueprint waits until blueprint id is built; the test fails (with
-// the build job's log) unless it is READY.
+// the build job's log) unless it is READY. Its tenant's blueprint images
+// are removed from the daemon after the test.
 func awaitBlueprint(t testing.TB, base, token, id string) bpRow {
 	t.Helper()
 	deadline := time.Now().Add(fnTimeout)
@@ -94,6 +102,7 @@ func awaitBlueprint(t testing.TB, base, token, id string) bpRow {
 		b := blueprintByID(t, base, token, id)
 		switch {
 		case b.State == "READY":
+			removeBlueprintImagesAfter(t, b.Image)
 			return b
 		case b.State != "BUILDING":
 			if b.BuildJobID != "" {
@@ -105,6 +114,48 @@ func awaitBlueprint(t testing.TB, base, token, id string) bpRow {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// removeBlueprintImagesAfter removes, once the test ended, every image of
+// the blueprint repository of image (a tenant's: each test server has
+// its own tenants), so that runs do not pile them up in the daemon. An
+// image a container still uses is only untagged.
+func removeBlueprintImagesAfter(t testing.TB, image string) {
+	repo, _, _ := strings.Cut(image, ":")
+	if _, done := cleanedRepos.LoadOrStore(repo, true); done {
+		return
+	}
+	dc := dockertest.Client(t)
+	t.Cleanup(func() { removeRepository(t, dc, repo) })
+}
+
+// cleanedRepos are the repositories removeBlueprintImagesAfter cleans.
+var cleanedRepos sync.Map
+
+// removeRepository removes every tag of repo from the daemon and returns
+// how many it removed.
+func removeRepository(t testing.TB, dc *client.Client, repo string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	imgs, err := dc.ImageList(ctx, client.ImageListOptions{})
+	if err != nil {
+		t.Logf("listing images: %v", err)
+		return 0
+	}
+	removed := 0
+	for _, im := range imgs.Items {
+		for _, tag := range im.RepoTags {
+			if strings.HasPrefix(tag, repo+":") {
+				if _, err := dc.ImageRemove(ctx, tag, client.ImageRemoveOptions{Force: true}); err != nil {
+					t.Logf("docker rmi %s: %v", tag, err) // in use by a container not yet removed
+					continue
+				}
+				removed++
+			}
+		}
+	}
+	return removed
 }
 
 // codeBlob packs files (name: content) as the SDK packs a folder (a
@@ -184,7 +235,8 @@ func fourSteps(image, code string) []map[string]any {
 }
 
 // checkRebuildFromChangedStep builds A and B (A with its last step's
-// folder changed) and A again; it returns B and a running sandbox of B.
+// folder changed) and A again; it returns B and a running sandbox of B
+// (the caller terminates it).
 func checkRebuildFromChangedStep(t *testing.T, s *server, token, image string) (bpRow, string) {
 	codeA := codeBlob(t, s.URL, token, map[string]string{"f.txt": "first\n"})
 	codeB := codeBlob(t, s.URL, token, map[string]string{"f.txt": "second\n"})
@@ -230,7 +282,6 @@ func checkRebuildFromChangedStep(t *testing.T, s *server, token, image string) (
 
 	// A sandbox of B has every step's files.
 	sb := createSandbox(t, s.URL, token, map[string]any{"blueprint": b.ID, "cpu": 0.25, "memoryMiB": 256})
-	t.Cleanup(func() { terminate(t, s.URL, token, sb) })
 	awaitSandbox(t, s.URL, token, sb)
 	if out := execOK(t, s.URL, token, sb, "cat", "/a", "/b", "/data/f.txt"); out != "one\ntwo\nsecond\n" {
 		t.Errorf("cat /a /b /data/f.txt in a sandbox of B: %q", out)
@@ -351,21 +402,7 @@ func TestBlueprintAcrossNodes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	repo, _, _ := strings.Cut(b.Image, ":")
-	imgs, err := dc.ImageList(ctx, client.ImageListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	removed := 0
-	for _, im := range imgs.Items {
-		for _, tag := range im.RepoTags {
-			if strings.HasPrefix(tag, repo+":") {
-				if _, err := dc.ImageRemove(ctx, tag, client.ImageRemoveOptions{Force: true}); err != nil {
-					t.Fatalf("docker rmi %s: %v", tag, err)
-				}
-				removed++
-			}
-		}
-	}
+	removed := removeRepository(t, dc, repo)
 	if _, err := dc.ImageInspect(ctx, b.Image); removed == 0 || !cerrdefs.IsNotFound(err) {
 		t.Fatalf("removed %d tags of %s; the blueprint's image is still there (%v)", removed, repo, err)
 	}

@@ -72,6 +72,7 @@ func TestSandboxDocker(t *testing.T) {
 	}
 	// The snapshot is a blueprint of its own, made from the sandbox's job.
 	snap := blueprintByID(t, s.URL, c.Token, got["snapshotid"][0])
+	removeBlueprintImagesAfter(t, snap.Image)
 	if snap.State != "READY" || snap.Source != "SNAPSHOT" || snap.BuildJobID != got["sandbox"][0] || snap.ExportBytes <= 0 {
 		t.Errorf("the snapshot: %+v; want READY, SNAPSHOT, of job %s, exported", snap, got["sandbox"][0])
 	}
