@@ -11,6 +11,7 @@ import (
 	"entgo.io/contrib/entgql"
 
 	"github.com/levers9/levers9/ent"
+	bps "github.com/levers9/levers9/internal/blueprints"
 	"github.com/levers9/levers9/ui/app"
 	"github.com/levers9/levers9/ui/components"
 )
@@ -63,7 +64,7 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 			rw.Size = components.Bytes(b.ExportBytes)
 		}
 		for _, s := range b.Steps {
-			rw.Steps = append(rw.Steps, StepSummary(s))
+			rw.Steps = append(rw.Steps, bps.Summary(s))
 		}
 		p.Rows = append(p.Rows, rw)
 	}

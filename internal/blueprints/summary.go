@@ -6,17 +6,13 @@ import (
 	"github.com/levers9/levers9/internal/wire"
 )
 
-// The dashboard may not import graph (internal/layering), so the step
-// summary GraphQL gives (graph.StepSummary) is repeated here; both should
-// become one function of internal/blueprints.
-
 // summaryMax bounds a step's summary: a long RUN or requirements file
 // is for the build log, not a list.
 const summaryMax = 200
 
-// StepSummary is one line saying what step s does ("PIP torch pillow",
+// Summary is one line saying what step s does ("PIP torch pillow",
 // "COPY → /weights"). ENV names its variables, never their values.
-func StepSummary(s wire.BuildStep) string {
+func Summary(s wire.BuildStep) string {
 	var line string
 	switch s.Kind {
 	case wire.StepRegistry:
