@@ -8,7 +8,6 @@ than 101) raises the levers9.Error of the answer, as other requests do.
 """
 
 import base64
-import hashlib
 import os
 import socket
 import ssl
@@ -18,14 +17,16 @@ import urllib.parse
 from typing import Dict, Optional, Tuple, Union
 
 from . import errors
+# The frame grammar is the one the realtime server speaks (one copy).
+from .realtime import (OP_BINARY, OP_CLOSE, OP_CONT, OP_PING, OP_PONG, OP_TEXT,  # noqa: F401 (re-exported)
+                       accept_key)
+from .realtime import frame as encode_frame
+from .realtime import unmask as mask_bytes
 from .transport import USER_AGENT, error_from
 
-GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 MAX_MESSAGE = 16 << 20
 MAX_HEADERS = 64 << 10
 CLOSE_TIMEOUT = 5.0
-
-OP_CONT, OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
 
 Message = Union[str, bytes]
 
@@ -46,39 +47,6 @@ class ProtocolError(errors.NetworkError):
     def __init__(self, code: int, message: str):
         super().__init__(message)
         self.close_code = code
-
-
-def accept_key(key: str) -> str:
-    """Sec-WebSocket-Accept for a Sec-WebSocket-Key."""
-    return base64.b64encode(hashlib.sha1(key.encode("ascii") + GUID).digest()).decode("ascii")
-
-
-def mask_bytes(data: bytes, mask: bytes) -> bytes:
-    """XORs data with the 4-byte mask (as one big integer: fast)."""
-    if not data:
-        return data
-    n = len(data)
-    key = (mask * (n // 4 + 1))[:n]
-    return (int.from_bytes(data, "big") ^ int.from_bytes(key, "big")).to_bytes(n, "big")
-
-
-def encode_frame(opcode: int, payload: bytes = b"", fin: bool = True, mask: Optional[bytes] = None) -> bytes:
-    """One frame; clients mask theirs (mask=4 random bytes), servers do not."""
-    head = bytearray([(0x80 if fin else 0) | opcode])
-    m = 0x80 if mask is not None else 0
-    n = len(payload)
-    if n < 126:
-        head.append(m | n)
-    elif n < 1 << 16:
-        head.append(m | 126)
-        head += struct.pack("!H", n)
-    else:
-        head.append(m | 127)
-        head += struct.pack("!Q", n)
-    if mask is not None:
-        head += mask
-        payload = mask_bytes(payload, mask)
-    return bytes(head) + payload
 
 
 def _ws_url(url: str) -> Tuple[bool, str, int, str]:
