@@ -64,6 +64,12 @@ type Service struct {
 	// TTY starts the service with a terminal that users attach to
 	// (levers9 attach); interactive jobs only.
 	TTY bool `json:"tty,omitempty"`
+	// Venv, set only by the blueprints layer (function containers and
+	// sandboxes whose Image is a blueprint's that needs no more than pip
+	// packages and variables), lets the service also run on a node
+	// without containers, in a cached virtual environment. User specs
+	// may not carry one (Validate).
+	Venv *wire.Venv `json:"venv,omitempty"`
 }
 
 // EnvVar is one environment variable of a service.

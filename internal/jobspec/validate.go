@@ -104,6 +104,16 @@ func Validate(j Job) error {
 		if j.Kind() == KindJob && ReservedImage(s.Image) {
 			bad(f+".image", "%s", ReservedMessage)
 		}
+		if s.Venv != nil {
+			// Only functions' and sandboxes' services get one, from
+			// their blueprint (the image it stands in for).
+			if k := j.Kind(); k != KindFunction && k != KindSandbox {
+				bad(f+".venv", "only a function's or sandbox's blueprint runs in a virtual environment")
+			} else if !ReservedImage(s.Image) {
+				bad(f+".venv", "a virtual environment stands in for a blueprint's image")
+			}
+			check(f+".venv", wire.CheckVenv(s.Venv))
+		}
 		if len(s.Command)+len(s.Args) > MaxArgs {
 			bad(f+".args", "at most %d command words and arguments", MaxArgs)
 		}

@@ -11,9 +11,11 @@ import (
 func startMessage(j *ent.Job) wire.Start {
 	order := map[string]int{}
 	tty := map[string]bool{}
+	venv := map[string]*wire.Venv{}
 	for i, sp := range j.Spec.Services {
 		order[sp.Name] = i
 		tty[sp.Name] = sp.TTY
+		venv[sp.Name] = sp.Venv
 	}
 	svcs := append([]*ent.Service(nil), j.Edges.Services...)
 	sort.SliceStable(svcs, func(a, b int) bool { return order[svcs[a].Name] < order[svcs[b].Name] })
@@ -22,6 +24,7 @@ func startMessage(j *ent.Job) wire.Start {
 		ss := wire.ServiceStart{
 			Name: svc.Name, Image: svc.Image, Command: svc.Command, Args: svc.Args,
 			CPU: svc.CPU, MemoryMiB: svc.MemoryMib, GPUs: svc.GpuDevices, TTY: tty[svc.Name],
+			Venv: venv[svc.Name],
 		}
 		for _, e := range svc.Env {
 			ss.Env = append(ss.Env, wire.EnvVar{Name: e.Name, Value: e.Value})

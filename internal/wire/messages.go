@@ -128,6 +128,10 @@ type ServiceStart struct {
 	// TTY runs the service's process on a pseudo-terminal that users
 	// attach to through the relay; its output is also the service's log.
 	TTY bool `json:"tty,omitempty"`
+	// Venv, set only by the server for a service whose Image is a
+	// blueprint's (see Venv), lets the process runtime run it in a cached
+	// virtual environment instead; container runtimes ignore it.
+	Venv *Venv `json:"venv,omitempty"`
 }
 
 // EnvVar is one environment variable.

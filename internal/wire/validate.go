@@ -139,6 +139,7 @@ func cleanAbs(p string) bool {
 func (c *checker) serviceStart(f string, s ServiceStart) {
 	c.check(f+".command", CheckCommand(s.Image, s.Command))
 	c.check(f+".image", CheckImage(s.Image))
+	c.check(f+".venv", CheckVenv(s.Venv))
 	if len(s.Command)+len(s.Args) > MaxWords {
 		c.bad(f+".args", "at most %d command words and arguments", MaxWords)
 	}
