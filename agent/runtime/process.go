@@ -61,6 +61,11 @@ type ProcessConfig struct {
 	// process group is gone before its pipes are closed, in case an
 	// escaped process keeps them open. Default 5s.
 	DrainTimeout time.Duration
+	// VenvDir keeps the virtual environments of blueprints (services with
+	// a Venv), one folder per blueprint key, kept across jobs and agent
+	// restarts. Jobs' users must be able to enter it (every folder above
+	// it open to others for search). Default: Root/.venvs.
+	VenvDir string
 }
 
 // DefaultPidsLimit is the process limit of a service unless configured.
@@ -98,6 +103,11 @@ type Process struct {
 	warm   chan *warm
 	warmMu sync.Mutex
 	shut   bool
+
+	// venvMu guards venvs: the builds of virtual environments under way,
+	// one per key however many services wait for it.
+	venvMu sync.Mutex
+	venvs  map[string]*venvBuild
 }
 
 var (
@@ -137,7 +147,10 @@ func NewProcess(cfg ProcessConfig) (*Process, error) {
 	if cfg.PidsLimit == 0 {
 		cfg.PidsLimit = DefaultPidsLimit
 	}
-	p := &Process{cfg: cfg, log: cfg.Logger.With("runtime", "process"), jobs: map[string]bool{}}
+	if cfg.VenvDir == "" {
+		cfg.VenvDir = filepath.Join(root, venvsDir)
+	}
+	p := &Process{cfg: cfg, log: cfg.Logger.With("runtime", "process"), jobs: map[string]bool{}, venvs: map[string]*venvBuild{}}
 	switch {
 	case cfg.User != "" && !cfg.UIDs.IsZero():
 		return nil, errors.New("process runtime: set a job user or a range of job uids, not both")
@@ -349,6 +362,7 @@ func (p *Process) prepare(spec JobSpec) (_ *job, err error) {
 			pidFile: filepath.Join(running, s.Name),
 			user:    u,
 			binds:   binds,
+			halt:    make(chan struct{}),
 		})
 	}
 	return j, nil

@@ -7,6 +7,8 @@ package runtime
 import (
 	"context"
 	"time"
+
+	"github.com/levers9/levers9/internal/wire"
 )
 
 // Runtime starts jobs.
@@ -107,6 +109,10 @@ type ServiceSpec struct {
 	// TTY runs the process on a pseudo-terminal (stdin open) that
 	// Terminals.Attach joins; the terminal's output is the log (stdout).
 	TTY bool
+	// Venv, for a service whose Image is a blueprint of pip packages:
+	// the process runtime runs it in that virtual environment, built
+	// once per key and cached on the node; container runtimes ignore it.
+	Venv *wire.Venv
 }
 
 // EnvVar is one environment variable.

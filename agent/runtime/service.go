@@ -32,8 +32,10 @@ type service struct {
 	pidFile string
 	user    *jobUser // nil: the agent's
 	binds   []bind
-	tty     *ttyHub  // with spec.TTY: the terminal it runs on
-	supArgs []string // the supervisor's options (-uid, -cgroup, -binds), for Exec
+	halt    chan struct{} // closed by the first stop: ends a wait for a venv
+	venvBin string        // with a Venv: its bin folder, where commands are looked up first
+	tty     *ttyHub       // with spec.TTY: the terminal it runs on
+	supArgs []string      // the supervisor's options (-uid, -cgroup, -binds), for Exec
 
 	mu         sync.Mutex
 	cmd        *exec.Cmd // the supervisor, or the command itself
@@ -54,6 +56,11 @@ func (s *service) start() {
 		return
 	}
 	s.job.emitState(StateEvent{Service: s.spec.Name, State: Starting})
+	if s.spec.Venv != nil {
+		if !s.useVenv() {
+			return
+		}
+	}
 	if s.rt.cgroups != nil {
 		if notice := s.rt.cgroups.notice(s.spec); notice != "" {
 			s.job.emitLog(s.spec.Name, Stderr, notice)
@@ -224,6 +231,7 @@ func (s *service) start() {
 // one, the task its supervisor is given.
 func (s *service) command() (*exec.Cmd, *warmTask, error) {
 	argv := append(append([]string{}, s.spec.Command...), s.spec.Args...)
+	argv[0] = s.venvCommand(argv[0])
 	sup := s.rt.cfg.Supervisor
 	if len(sup) == 0 {
 		cmd := exec.Command(argv[0], argv[1:]...)
@@ -396,6 +404,9 @@ func (s *service) stop(reason string) {
 	}
 	if s.stopReason == "" {
 		s.stopReason = reason
+		if s.halt != nil {
+			close(s.halt)
+		}
 	}
 	s.mu.Unlock()
 	s.signal(syscall.SIGTERM)

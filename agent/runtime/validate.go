@@ -47,7 +47,7 @@ func (spec JobSpec) start() wire.Start {
 	for _, s := range spec.Services {
 		ss := wire.ServiceStart{
 			Name: s.Name, Image: s.Image, Command: s.Command, Args: s.Args,
-			CPU: s.CPU, MemoryMiB: s.MemoryMiB, GPUs: s.GPUs, TTY: s.TTY,
+			CPU: s.CPU, MemoryMiB: s.MemoryMiB, GPUs: s.GPUs, TTY: s.TTY, Venv: s.Venv,
 		}
 		for _, e := range s.Env {
 			ss.Env = append(ss.Env, wire.EnvVar{Name: e.Name, Value: e.Value})

@@ -13,7 +13,7 @@ func SpecFromStart(m wire.Start) JobSpec {
 	for _, s := range m.Services {
 		ss := ServiceSpec{
 			Name: s.Name, Image: s.Image, Command: s.Command, Args: s.Args,
-			CPU: s.CPU, MemoryMiB: s.MemoryMiB, GPUs: s.GPUs, TTY: s.TTY,
+			CPU: s.CPU, MemoryMiB: s.MemoryMiB, GPUs: s.GPUs, TTY: s.TTY, Venv: s.Venv,
 		}
 		for _, e := range s.Env {
 			ss.Env = append(ss.Env, EnvVar{Name: e.Name, Value: e.Value})

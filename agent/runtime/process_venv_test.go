@@ -1,0 +1,132 @@
+package runtime
+
+import (
+	"archive/zip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/levers9/levers9/internal/wire"
+)
+
+// mypkgWheel writes a pure-Python wheel (a zip) of package mypkg, whose
+// X is "hello from mypkg", into dir: pip installs it with no network.
+func mypkgWheel(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "mypkg-1.0-py3-none-any.whl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := zip.NewWriter(f)
+	for _, file := range []struct{ name, body string }{
+		{"mypkg/__init__.py", "X = 'hello from mypkg'\n"},
+		{"mypkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: mypkg\nVersion: 1.0\n"},
+		{"mypkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: levers9-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
+		{"mypkg-1.0.dist-info/RECORD", "mypkg/__init__.py,,\nmypkg-1.0.dist-info/METADATA,,\nmypkg-1.0.dist-info/WHEEL,,\nmypkg-1.0.dist-info/RECORD,,\n"},
+	} {
+		w, err := z.Create(file.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte(file.body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := z.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func needVenv(t *testing.T) {
+	t.Helper()
+	if err := exec.Command("python3", "-c", "import venv, ensurepip").Run(); err != nil {
+		t.Skip("python3 with venv and ensurepip is needed:", err)
+	}
+}
+
+// A blueprint of a base, a PIP step and an ENV step runs on the process
+// runtime in a virtual environment built once per key: the second job
+// with the same key builds nothing.
+func TestVenvBuiltOnceAndUsed(t *testing.T) {
+	t.Parallel()
+	needVenv(t)
+	p := newProcess(t)
+	wheel := mypkgWheel(t, t.TempDir())
+	venv := &wire.Venv{Key: strings.Repeat("ab", 32), Steps: []wire.BuildStep{
+		{Kind: wire.StepPip, Packages: []string{wheel}},
+		{Kind: wire.StepEnv, Env: []wire.EnvVar{{Name: "MODE", Value: "from-the-blueprint"}, {Name: "OWN", Value: "blueprint"}}},
+	}}
+	svc := func(name string) ServiceSpec {
+		return ServiceSpec{
+			Name: name, Venv: venv, Env: []EnvVar{{Name: "OWN", Value: "service"}},
+			Command: []string{"python", "-c", "import mypkg, os, sys; print(mypkg.X); print(os.environ['MODE'], os.environ['OWN']); print(sys.prefix == os.environ['VIRTUAL_ENV'])"},
+		}
+	}
+	want := []string{"hello from mypkg", "from-the-blueprint service", "True"}
+
+	res, evs := start(t, p, JobSpec{ID: "job_venv1", Services: []ServiceSpec{svc("first")}}).wait(t)
+	if res.Status != Complete {
+		t.Fatalf("first job: %+v\n%s", res, dump(evs))
+	}
+	out := logs(evs, "first", Stdout)
+	if !slices.Contains(out, "levers9: virtual environment "+venv.Key[:12]+" built") {
+		t.Fatalf("first job did not build the venv:\n%s", dump(evs))
+	}
+	if !strings.HasSuffix(strings.Join(out, "\n"), strings.Join(want, "\n")) {
+		t.Fatalf("first job printed:\n%s", strings.Join(out, "\n"))
+	}
+	if _, err := os.Stat(filepath.Join(p.cfg.VenvDir, venv.Key, venvReady)); err != nil {
+		t.Fatal("no built venv:", err)
+	}
+
+	res, evs = start(t, p, JobSpec{ID: "job_venv2", Services: []ServiceSpec{svc("second")}}).wait(t)
+	if res.Status != Complete {
+		t.Fatalf("second job: %+v\n%s", res, dump(evs))
+	}
+	if got := logs(evs, "second", Stdout); !slices.Equal(got, want) {
+		t.Fatalf("second job printed (a build?):\n%s", strings.Join(got, "\n"))
+	}
+	if sys := logs(evs, "second", System); !slices.Contains(sys, "levers9: virtual environment "+venv.Key[:12]+" (cached)") {
+		t.Fatalf("second job's system lines %q", sys)
+	}
+}
+
+// A step that fails fails the service, saying why, and leaves no
+// environment behind to be taken for a built one.
+func TestVenvBuildFails(t *testing.T) {
+	t.Parallel()
+	needVenv(t)
+	p := newProcess(t)
+	venv := &wire.Venv{Key: strings.Repeat("cd", 32), Steps: []wire.BuildStep{
+		{Kind: wire.StepPip, Packages: []string{filepath.Join(t.TempDir(), "missing-1.0-py3-none-any.whl")}},
+	}}
+	res, evs := start(t, p, JobSpec{ID: "job_venvbad", Services: []ServiceSpec{{Name: "s", Venv: venv, Command: []string{"python", "-c", "print(1)"}}}}).wait(t)
+	if res.Status == Complete {
+		t.Fatalf("a failed build completed:\n%s", dump(evs))
+	}
+	st := states(evs, "s")
+	if last := st[len(st)-1]; last.State != Failed || !strings.Contains(last.Reason, "virtual environment") || !strings.Contains(last.Reason, "pip install") {
+		t.Fatalf("states %+v", st)
+	}
+	if _, err := os.Stat(filepath.Join(p.cfg.VenvDir, venv.Key)); !os.IsNotExist(err) {
+		t.Fatalf("a failed venv is left: %v", err)
+	}
+}
+
+func TestVenvEnvironment(t *testing.T) {
+	t.Parallel()
+	v := &wire.Venv{Key: strings.Repeat("a", 64), Steps: []wire.BuildStep{{Kind: wire.StepEnv, Env: []wire.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "bp"}, {Name: "LEVERS9_JOB_ID", Value: "x"}}}}}
+	env := venvEnv([]string{"PATH=/usr/bin", "B=own", "LEVERS9_JOB_ID=j"}, "/v", v, ServiceSpec{Env: []EnvVar{{Name: "B", Value: "own"}}})
+	want := []string{"PATH=/v/bin:/usr/bin", "B=own", "LEVERS9_JOB_ID=j", "A=1", "VIRTUAL_ENV=/v"}
+	if !slices.Equal(env, want) {
+		t.Fatalf("env %q, want %q", env, want)
+	}
+}
