@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -37,7 +38,7 @@ func TestBoxDocker(t *testing.T) {
 			t.Fatal(err)
 		}
 		d.deploy(t, dir, "box_app.py")
-		r := awaitBox(t, d, "/box/e2e_box/8000/hello.txt")
+		r := awaitBox(t, d, "e2e-box", "e2e_box", s.URL+"/box/e2e_box/8000/hello.txt")
 		if r.Status != http.StatusOK || string(r.Body) != "hello from the box\n" {
 			t.Errorf("GET /box/e2e_box/8000/hello.txt: %s; want 200 and the file", r)
 		}
@@ -56,27 +57,75 @@ func TestBoxDocker(t *testing.T) {
 		if u == "" || !strings.Contains(u, "/8000") {
 			t.Fatalf("levers9 box run printed no URL of port 8000:\n%s", out)
 		}
-		r := awaitBox(t, d, u)
+		r := awaitBox(t, d, "e2e-cli-box", "", u)
 		if r.Status != http.StatusOK || !strings.Contains(string(r.Body), "Directory listing") {
 			t.Errorf("GET %s: %s; want 200 and http.server's listing", u, r)
 		}
 		d.cliOK(t, "", "app", "stop", "e2e-cli-box")
-		waitUntil(t, "the stopped box to answer 404", stopTimeout, func() bool {
-			return d.httpDo(t, http.MethodGet, u, c.Token, nil).Status == http.StatusNotFound
-		})
+		// Each try is bounded: a request to a stopped box must not wait for
+		// a container that will not come.
+		quick := &http.Client{Timeout: 10 * time.Second}
+		last := ""
+		deadline := time.Now().Add(stopTimeout)
+		for {
+			req, _ := http.NewRequest(http.MethodGet, u, nil)
+			req.Header.Set("Authorization", "Bearer "+c.Token)
+			resp, err := quick.Do(req)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusNotFound {
+					break
+				}
+				last = resp.Status
+			} else {
+				last = err.Error()
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("GET %s after levers9 app stop: %s; want 404 within %v", u, last, stopTimeout)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
 	})
 }
 
-// awaitBox GETs path (from the server's root, or a URL) with the
-// deployer's token until it is not a 5xx or 202 (a box's first request
-// may find its container still starting) and returns that answer.
-func awaitBox(t *testing.T, d *deployer, path string) response {
+// awaitBox GETs url with the deployer's token until the answer is not a
+// 5xx or 202 (a box's first request may find its container still
+// starting) and returns it. Each try is bounded (2 minutes), the whole
+// wait too (5 minutes): then the test fails with the box's container log.
+func awaitBox(t *testing.T, d *deployer, app, fn, url string) response {
 	t.Helper()
-	deadline := time.Now().Add(fnTimeout)
-	for {
-		r := d.httpDo(t, http.MethodGet, path, d.token, nil)
-		if r.Status < 500 && r.Status != http.StatusAccepted || time.Now().After(deadline) {
-			return r
+	quick := &http.Client{Timeout: 2 * time.Minute}
+	deadline := time.Now().Add(5 * time.Minute)
+	last := ""
+	for start := time.Now(); ; {
+		if last != "" {
+			t.Logf("GET %s after %v: %s; trying again", url, time.Since(start).Round(time.Millisecond), last)
+		}
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+d.token)
+		resp, err := quick.Do(req)
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			r := response{Status: resp.StatusCode, Header: resp.Header, Body: body}
+			if r.Status < 500 && r.Status != http.StatusAccepted {
+				return r
+			}
+			last = r.String()
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			for _, f := range d.deployedApp(t, app).Functions {
+				if fn == "" || f.Name == fn {
+					d.logFunction(t, f.ID)
+					break
+				}
+			}
+			t.Fatalf("GET %s: %s; no answer from the box within 5 minutes", url, last)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
