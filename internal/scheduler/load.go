@@ -171,7 +171,7 @@ func (st *state) loadJobs(ctx context.Context, c *ent.Client, qu *ent.Queue, aft
 		Where(job.QueueID(qu.ID), job.StatusEQ(job.StatusPending)).
 		Order(job.ByPriority(sql.OrderDesc()), job.ByCreatedAt(), job.ByID()).
 		Limit(limit).
-		Select(job.FieldID, job.FieldPriority, job.FieldCreatedAt, job.FieldStatusReason)
+		Select(job.FieldID, job.FieldPriority, job.FieldCreatedAt, job.FieldStatusReason, job.FieldKind)
 	if a := *after; a != nil {
 		q.Where(a.past())
 	}
@@ -219,6 +219,9 @@ func (st *state) loadJobs(ctx context.Context, c *ent.Client, qu *ent.Queue, aft
 			st.services[s.JobID][s.Name] = s.ID
 		}
 	}
+	if err := markVenvs(ctx, c, pending, byJob); err != nil {
+		return false, err
+	}
 	unplaced := make([]string, 0, len(pending))
 	for _, j := range pending {
 		if !placed[j.ID] {
@@ -245,4 +248,38 @@ func (st *state) loadJobs(ctx context.Context, c *ent.Client, qu *ent.Queue, aft
 		st.jobs = append(st.jobs, sj)
 	}
 	return more, nil
+}
+
+// markVenvs sets Venv on the services of functions and sandboxes that may
+// run their blueprint as a virtual environment (jobspec.Service.Venv), so
+// that nodes without containers may run them. Only those jobs' specs are
+// read, and only when a service runs a blueprint image.
+func markVenvs(ctx context.Context, c *ent.Client, pending []*ent.Job, byJob map[string][]scheduling.Service) error {
+	var ids []string
+	for _, j := range pending {
+		if j.Kind != job.KindFUNCTION && j.Kind != job.KindSANDBOX {
+			continue
+		}
+		if slices.ContainsFunc(byJob[j.ID], func(s scheduling.Service) bool { return jobspec.ReservedImage(s.Image) }) {
+			ids = append(ids, j.ID)
+		}
+	}
+	for part := range slices.Chunk(ids, chunk) {
+		specs, err := c.Job.Query().Where(job.IDIn(part...)).Select(job.FieldID, job.FieldSpec).All(ctx)
+		if err != nil {
+			return fmt.Errorf("loading the specs of pending functions and sandboxes: %w", err)
+		}
+		for _, j := range specs {
+			svcs := byJob[j.ID]
+			for _, sp := range j.Spec.Services {
+				if sp.Venv == nil {
+					continue
+				}
+				if k := slices.IndexFunc(svcs, func(s scheduling.Service) bool { return s.Name == sp.Name }); k >= 0 {
+					svcs[k].Venv = true
+				}
+			}
+		}
+	}
+	return nil
 }

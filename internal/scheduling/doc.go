@@ -7,7 +7,8 @@
 //   - A job runs on exactly one node: its services are never split, and the
 //     node needs free CPU, memory and GPUs for the sum of its services.
 //   - Some nodes a job may never use: a job with an image runs only on
-//     nodes that run containers (command-only jobs run anywhere), and a
+//     nodes that run containers (command-only jobs, and blueprints that
+//     run as virtual environments (Service.Venv), run anywhere), and a
 //     pinned job (it mounts a bucket on a node's own disk) only on its
 //     node. A job waiting for these reasons says so.
 //   - GPUs are booked by device: each GPU service gets the lowest free

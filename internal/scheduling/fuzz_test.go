@@ -95,6 +95,7 @@ func fuzzInput(data []byte) (Job, []Node, bool) {
 		flags := f.next()
 		if flags&1 != 0 {
 			s.Image = fuzzImages[(flags>>2)%len(fuzzImages)]
+			s.Venv = flags&(1<<6) != 0
 		}
 		if flags&2 != 0 {
 			p := ports[f.next()%len(ports)]

@@ -81,6 +81,7 @@ func randomInput(rng *rand.Rand) ([]Node, []Job) {
 			}
 			if rng.IntN(3) == 0 {
 				s.Image = modelImages[rng.IntN(len(modelImages))]
+				s.Venv = strings.HasPrefix(s.Image, "levers9-bp/") && rng.IntN(2) == 0
 			}
 			for _, p := range modelPorts {
 				if rng.IntN(12) == 0 && !slices.ContainsFunc(j.Services, func(o Service) bool { return slices.Contains(o.Ports, p) }) {
@@ -219,7 +220,7 @@ func modelCapacity(n Node) *modelNode {
 
 // modelEligible: the job may run on n whatever is free there.
 func modelEligible(j Job, n *modelNode) bool {
-	images := slices.ContainsFunc(j.Services, func(s Service) bool { return s.Image != "" })
+	images := slices.ContainsFunc(j.Services, func(s Service) bool { return s.Image != "" && !s.Venv })
 	return (!images || n.containers) && (j.Pin.Node == "" || j.Pin.Node == n.id)
 }
 

@@ -91,7 +91,7 @@ func checkInvariants(t *testing.T, seed uint64, jobs []Job, nodes []Node, placed
 		}
 		gpuServices := 0
 		for _, svc := range j.Services {
-			if svc.Image != "" && !n.Containers {
+			if svc.Image != "" && !svc.Venv && !n.Containers {
 				t.Fatalf("seed %d: job %s runs an image on %s, which runs no containers", seed, j.ID, n.ID)
 			}
 			for _, port := range svc.Ports {

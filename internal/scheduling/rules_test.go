@@ -24,6 +24,8 @@ func booked(n Node, typ string, ids ...string) Node {
 
 func image(s Service) Service { s.Image = "python:3.12"; return s }
 
+func venv(s Service) Service { s.Venv = true; return s }
+
 func withPorts(s Service, ports ...int) Service { s.Ports = ports; return s }
 
 func pinned(j Job, node string) Job {
@@ -120,6 +122,10 @@ func TestPlaceRuntimePortsPins(t *testing.T) {
 		{"commands run anywhere", []Node{proc, dock}, job("j", svc("a", 1, 1, 0)), "proc"},
 		{"commands on a container node", []Node{dock}, job("j", svc("a", 1, 1, 0)), "dock"},
 		{"no container node", []Node{proc}, job("j", image(svc("a", 1, 1, 0))), ""},
+		{"a venv runs without containers", []Node{proc}, job("j", venv(image(svc("a", 1, 1, 0)))), "proc"},
+		{"a venv fits best on the process node", []Node{proc, dock}, job("j", venv(image(svc("a", 1, 1, 0)))), "proc"},
+		{"a venv and an image service need containers", []Node{proc}, job("j", venv(image(svc("a", 1, 1, 0))), image(svc("b", 1, 1, 0))), ""},
+		{"a venv and an image service on the container node", []Node{proc, dock}, job("j", venv(image(svc("a", 1, 1, 0))), image(svc("b", 1, 1, 0))), "dock"},
 		{"port held on the best fit", []Node{{ID: "proc", Capacity: proc.Capacity, Ports: []int{8888}}, dock},
 			job("j", withPorts(svc("a", 1, 1, 0), 8888)), "dock"},
 		{"other ports do not matter", []Node{{ID: "proc", Capacity: proc.Capacity, Ports: []int{8000}}, dock},

@@ -266,7 +266,7 @@ func (c *cluster) compileJob(j *Job) demand {
 	for _, s := range j.Services {
 		d.cpu += millicores(s.CPU, true)
 		d.mem += s.MemoryMiB
-		d.containers = d.containers || s.Image != ""
+		d.containers = d.containers || (s.Image != "" && !s.Venv)
 		if s.Image != "" {
 			d.images = append(d.images, c.imageID(s.Image))
 		}

@@ -62,8 +62,12 @@ type Service struct {
 	// GPUTypes is a type, or a preference list: the first type with enough
 	// free GPUs wins.
 	GPUTypes []string
-	// Image, when set, needs a node that runs containers.
+	// Image, when set, needs a node that runs containers, unless Venv.
 	Image string
+	// Venv: the image is a blueprint of pip packages that the process
+	// runtime runs as a virtual environment, so a node without containers
+	// may run the service too (still preferring nodes holding Image).
+	Venv bool
 	// Ports are the fixed host ports the service listens on (ports the
 	// node picks are not listed): no two services of a node share one.
 	Ports []int
