@@ -20,6 +20,7 @@ import (
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/tenancy"
+	"github.com/levers9/levers9/internal/wire"
 )
 
 // ServiceName is a sandbox's one service.
@@ -68,14 +69,19 @@ func (s *Service) Create(ctx context.Context, in Input) (*ent.Job, error) {
 		return nil, err
 	}
 	image := in.Image
+	var venv *wire.Venv
 	if in.Blueprint != "" {
 		bp, err := s.Blueprints.Ready(ctx, "blueprint", in.Blueprint)
 		if err != nil {
 			return nil, err
 		}
-		image = bp.Image
+		// A blueprint of pip packages may also run on a node without
+		// containers, as a virtual environment.
+		image, venv = bp.Image, blueprints.Venv(bp)
 	}
-	j, err := s.Jobs.Submit(ctx, Spec(in, image))
+	spec := Spec(in, image)
+	spec.Services[0].Venv = venv
+	j, err := s.Jobs.Submit(ctx, spec)
 	if err != nil {
 		return nil, inputError(err)
 	}
