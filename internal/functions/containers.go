@@ -13,6 +13,7 @@ import (
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/internal/autoscaling"
+	"github.com/levers9/levers9/internal/blueprints"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/viewer"
@@ -121,6 +122,9 @@ func (s *Service) startContainer(ctx context.Context, f *ent.Function) (bool, er
 	}
 	spec := containerJob(f.QueueID, f.ProjectID, f.Name, f.Image, f.CPU, f.MemoryMib, f.Gpus, f.GpuTypes, f.Kind, f.Ports, f.Command,
 		&wire.Runner{ContainerID: ctr.ID, FunctionID: f.ID, CodeHash: code, Secrets: f.Secrets})
+	if spec.Services[0].Venv, err = s.venv(sys, f); err != nil {
+		return false, err
+	}
 	owner := viewer.NewContext(ctx, &viewer.Viewer{UserID: f.OwnerID, TenantID: f.TenantID, EnvironmentID: f.EnvironmentID})
 	j, err := s.Jobs.Submit(owner, spec)
 	if err != nil {
@@ -163,4 +167,24 @@ func (s *Service) stopContainer(ctx context.Context, ctr *ent.Container, reason 
 	if err := s.Jobs.MarkEnded(sys, ctr.JobID, job.StatusCancelled, reason, s.now()); err != nil {
 		s.Log.Warn("stopping a container's job", "container", ctr.ID, "job", ctr.JobID, "err", err)
 	}
+}
+
+// venv is the virtual environment f's container may run in on a node
+// without containers: its blueprint's, when it has one of pip packages
+// (blueprints.Venv); nil otherwise.
+func (s *Service) venv(sys context.Context, f *ent.Function) (*wire.Venv, error) {
+	if f.BlueprintID == "" {
+		return nil, nil
+	}
+	bp, err := s.DB.Ent.Blueprint.Get(sys, f.BlueprintID)
+	if ent.IsNotFound(err) {
+		return nil, nil // it runs the image, which says what is missing
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading the blueprint of %s: %w", f.ID, err)
+	}
+	if bp.Image != f.Image {
+		return nil, nil
+	}
+	return blueprints.Venv(bp), nil
 }
