@@ -129,7 +129,12 @@ func (p *Process) buildVenv(dir string, v *wire.Venv, out chan<- string) (err er
 	}
 	env := buildEnv()
 	out <- "levers9: building virtual environment " + short(v.Key) + " with the node's python3 (the blueprint's base is not used on the process runtime)"
-	if err := runLogged(ctx, out, env, "", "python3", "-m", "venv", dir); err != nil {
+	python3, err := sharedPython()
+	if err != nil {
+		return err
+	}
+	out <- "levers9: " + python3 + " -m venv"
+	if err := runLogged(ctx, out, env, "", python3, "-m", "venv", dir); err != nil {
 		return fmt.Errorf("python3 -m venv: %w", err)
 	}
 	python := filepath.Join(dir, "bin", "python")
@@ -156,7 +161,11 @@ func (p *Process) buildVenv(dir string, v *wire.Venv, out chan<- string) (err er
 			return fmt.Errorf("step %d (pip install): %w", i+1, err)
 		}
 	}
-	// Jobs' users read it (never write: it is shared).
+	// Jobs' users (other uids) read it, whatever the agent's umask; never
+	// write: it is shared.
+	if err := openToOthers(dir); err != nil {
+		return fmt.Errorf("opening the virtual environment to jobs: %w", err)
+	}
 	marker := filepath.Join(dir, venvReady+".tmp")
 	if err := os.WriteFile(marker, []byte(v.Key+"\n"), 0o644); err != nil {
 		return fmt.Errorf("marking the virtual environment built: %w", err)
@@ -167,6 +176,19 @@ func (p *Process) buildVenv(dir string, v *wire.Venv, out chan<- string) (err er
 	out <- "levers9: virtual environment " + short(v.Key) + " built"
 	log.Info("virtual environment built")
 	return nil
+}
+
+// sharedPython is the first python3 on the agent's PATH in a folder that
+// everyone may enter: the environment links to it, and jobs running as
+// other users must be able to run it (root's ~/.pyenv/shims would not).
+func sharedPython() (string, error) {
+	for _, d := range filepath.SplitList(searchablePath(os.Getenv("PATH"))) {
+		p := filepath.Join(d, "python3")
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode().Perm()&0o001 != 0 {
+			return p, nil
+		}
+	}
+	return "", errors.New("no python3 that every user may run on the agent's PATH: install python3 (with venv) to make virtual environments")
 }
 
 // buildEnv is the agent's environment without its LEVERS9_* settings
@@ -284,4 +306,23 @@ func (s *service) venvCommand(name string) string {
 		return full
 	}
 	return name
+}
+
+// openToOthers lets everyone read every file under dir (and run those its
+// owner may run) and enter every folder.
+func openToOthers(dir string) error {
+	return filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.Type()&os.ModeSymlink != 0 {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		mode := fi.Mode().Perm() | 0o044
+		if d.IsDir() || mode&0o100 != 0 {
+			mode |= 0o011
+		}
+		return os.Chmod(path, mode)
+	})
 }

@@ -130,3 +130,23 @@ func TestVenvEnvironment(t *testing.T) {
 		t.Fatalf("env %q, want %q", env, want)
 	}
 }
+
+// A job running as a uid of its own uses the environment the agent built
+// (readable, not writable, by it).
+func TestVenvAsJobUID(t *testing.T) {
+	t.Parallel()
+	needRoot(t)
+	needVenv(t)
+	p := newProcessWith(t, ProcessConfig{Root: reachableRoot(t), UIDs: testUIDs(41, 2)})
+	wheel := mypkgWheel(t, t.TempDir())
+	venv := &wire.Venv{Key: strings.Repeat("ef", 32), Steps: []wire.BuildStep{{Kind: wire.StepPip, Packages: []string{wheel}}}}
+	res, evs := start(t, p, JobSpec{ID: "job_venvuid", Services: []ServiceSpec{{Name: "s", Venv: venv, Command: []string{"sh", "-c",
+		`python -c 'import mypkg; print(mypkg.X)' && id -u && { touch "$VIRTUAL_ENV/x" 2>/dev/null && echo writable || echo read-only; }`}}}}).wait(t)
+	if res.Status != Complete {
+		t.Fatalf("%+v\n%s", res, dump(evs))
+	}
+	out := logs(evs, "s", Stdout)
+	if n := len(out); n < 3 || out[n-3] != "hello from mypkg" || out[n-2] == "0" || out[n-1] != "read-only" {
+		t.Fatalf("printed:\n%s", strings.Join(out, "\n"))
+	}
+}
