@@ -74,8 +74,13 @@ func (s *Service) StoreImage(ctx context.Context, credential, jobID, key string,
 	if err != nil {
 		return fmt.Errorf("looking up blueprint %s: %w", key, err)
 	}
-	if stepsBuilt < 0 || stepsBuilt > len(bp.Steps) {
-		return fault.Invalid(wire.StepsBuiltHeader, "between 0 and %d", len(bp.Steps))
+	// A snapshot has no steps; its one commit is its one step built.
+	most := len(bp.Steps)
+	if bp.Source == blueprint.SourceSNAPSHOT {
+		most = 1
+	}
+	if stepsBuilt < 0 || stepsBuilt > most {
+		return fault.Invalid(wire.StepsBuiltHeader, "between 0 and %d", most)
 	}
 	// The blob is the tenant's, stored as the job's owner would.
 	owner := viewer.NewContext(ctx, &viewer.Viewer{UserID: j.OwnerID, TenantID: j.TenantID, EnvironmentID: j.EnvironmentID})

@@ -188,7 +188,7 @@ func TestSnapshot(t *testing.T) {
 			t.Fatalf("snapshot: %+v", snap)
 		}
 		tar := []byte("committed")
-		if r := w.push(t, snap.Key, cred, j.ID, tar, 0); r.status != http.StatusNoContent {
+		if r := w.push(t, snap.Key, cred, j.ID, tar, 1); r.status != http.StatusNoContent {
 			t.Fatalf("upload: %d %s", r.status, r.body)
 		}
 		if _, err := w.bp.Ready(admin, "blueprint", snap.ID); err != nil {

@@ -19,7 +19,7 @@ func startMessage(j *ent.Job) wire.Start {
 	}
 	svcs := append([]*ent.Service(nil), j.Edges.Services...)
 	sort.SliceStable(svcs, func(a, b int) bool { return order[svcs[a].Name] < order[svcs[b].Name] })
-	m := wire.Start{JobID: j.ID, Attempt: j.Attempt, Tenant: j.TenantID, TimeoutSeconds: j.TimeoutSeconds, Runner: j.Spec.Runner}
+	m := wire.Start{JobID: j.ID, Attempt: j.Attempt, Tenant: j.TenantID, TimeoutSeconds: j.TimeoutSeconds, Runner: j.Spec.Runner, Build: j.Spec.Build}
 	for _, svc := range svcs {
 		ss := wire.ServiceStart{
 			Name: svc.Name, Image: svc.Image, Command: svc.Command, Args: svc.Args,

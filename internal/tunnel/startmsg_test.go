@@ -33,3 +33,15 @@ func TestStartMessage(t *testing.T) {
 		t.Fatalf("start message\n got  %+v\n want %+v", got, want)
 	}
 }
+
+// A blueprint build's Start carries its Build: without it the agent would
+// start the build's service as a container of the image being built.
+func TestStartMessageBuild(t *testing.T) {
+	t.Parallel()
+	b := &wire.Build{Blueprint: "bp_1", Repository: "levers9-bp/ten_1", Steps: []wire.BuildStep{{Key: "k", Kind: wire.StepRegistry, Ref: "busybox"}}}
+	j := &ent.Job{ID: "job_1", TenantID: "ten_1", Spec: jobspec.Job{Build: b, Services: []jobspec.Service{{Name: "build"}}}}
+	j.Edges.Services = []*ent.Service{{Name: "build", Image: "levers9-bp/ten_1:k", CPU: 2, MemoryMib: 4096}}
+	if got := startMessage(j); got.Build != b {
+		t.Fatalf("start message of a build: Build %+v, want %+v", got.Build, b)
+	}
+}
