@@ -31,6 +31,10 @@ func (s *Service) RealtimeContainer(ctx context.Context, f *ent.Function, wait t
 	return s.readyContainer(ctx, f, wait)
 }
 
+// maxReadyStarts bounds the containers one wait for a ready container
+// starts.
+const maxReadyStarts = 2
+
 // readyContainer returns the job of a READY container of f (a REALTIME
 // or BOX function, which serve connections rather than calls), starting
 // one when none runs, waiting up to wait. It waits on the function's
@@ -45,7 +49,7 @@ func (s *Service) readyContainer(ctx context.Context, f *ent.Function, wait time
 	deadline := time.NewTimer(max(wait, time.Millisecond))
 	defer deadline.Stop()
 	sys := viewer.SystemContext(ctx)
-	started := false
+	starts := 0
 	for {
 		fn, err := s.DB.Ent.Function.Query().Where(function.ID(f.ID)).WithApp().Only(sys)
 		if err != nil {
@@ -55,13 +59,13 @@ func (s *Service) readyContainer(ctx context.Context, f *ent.Function, wait time
 			return "", fault.New(fault.NotFound, "version %d of app %s is stopped", fn.Version, fn.Edges.App.Name)
 		}
 		ctrs, err := s.DB.Ent.Container.Query().
-			Where(container.FunctionID(f.ID), container.StateIn(live...), container.JobIDNEQ("")).
+			Where(container.FunctionID(f.ID), container.StateIn(live...)).
 			Order(ent.Desc(container.FieldCreatedAt)).All(sys)
 		if err != nil {
 			return "", fmt.Errorf("reading containers of %s: %w", f.ID, err)
 		}
 		for _, c := range ctrs {
-			if c.State == container.StateREADY {
+			if c.State == container.StateREADY && c.JobID != "" {
 				// A connection is the container's work: its idle time
 				// (scale-down) counts from the last one handed to it. At
 				// most one write a second: a box's every HTTP request
@@ -74,11 +78,18 @@ func (s *Service) readyContainer(ctx context.Context, f *ent.Function, wait time
 				return c.JobID, nil
 			}
 		}
-		if len(ctrs) == 0 && !started {
+		if len(ctrs) == 0 {
+			// None live: the first look starts one; a container that
+			// ended before it was ready (a crash, its port still held)
+			// is replaced once, then the caller hears why at once
+			// rather than wait out the deadline for nothing.
+			if starts == maxReadyStarts {
+				return "", fault.New(fault.Unavailable, "the container of %s ended before it was ready (%d tries): see its logs", f.Name, starts)
+			}
 			if err := s.startOne(ctx, fn); err != nil {
 				return "", err
 			}
-			started = true
+			starts++
 			continue
 		}
 		poll := make(<-chan time.Time)
