@@ -19,7 +19,6 @@ import (
 
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/dockertest"
-	"github.com/levers9/levers9/internal/wire"
 )
 
 // bpDir holds the blueprint, sandbox and box scripts, from the e2e
@@ -250,40 +249,40 @@ func sandboxExec(ctx context.Context, base, token, job string, stdin []byte, cmd
 	wrote := make(chan error, 1)
 	go func() {
 		for rest := stdin; len(rest) > 0; {
-			n := min(len(rest), wire.MaxFramePayload)
-			if err := wire.WriteFrame(nc, wire.FrameStdin, rest[:n]); err != nil {
+			n := min(len(rest), maxFramePayload)
+			if err := writeFrame(nc, frameStdin, rest[:n]); err != nil {
 				wrote <- err
 				return
 			}
 			rest = rest[n:]
 		}
-		wrote <- wire.WriteFrame(nc, wire.FrameCloseStdin, nil)
+		wrote <- writeFrame(nc, frameCloseStdin, nil)
 	}()
 	var stdout, stderr bytes.Buffer
-	buf := make([]byte, wire.MaxFramePayload)
+	buf := make([]byte, maxFramePayload)
 	for {
-		typ, p, err := wire.ReadFrame(nc, buf)
+		typ, p, err := readFrame(nc, buf)
 		if err != nil {
 			return res, fmt.Errorf("exec %v: reading frames: %w (stdout %q, stderr %q)", cmd, err, stdout.String(), stderr.String())
 		}
 		switch typ {
-		case wire.FrameStdout, wire.FrameStderr:
+		case frameStdout, frameStderr:
 			if res.FirstOutput == 0 && len(p) > 0 {
 				res.FirstOutput = time.Since(start)
 			}
-			if typ == wire.FrameStdout {
+			if typ == frameStdout {
 				stdout.Write(p)
 			} else {
 				stderr.Write(p)
 			}
-		case wire.FrameExit:
-			if res.Exit, err = wire.ParseExit(p); err != nil {
+		case frameExit:
+			if res.Exit, err = parseExit(p); err != nil {
 				return res, err
 			}
-		case wire.FrameError:
+		case frameError:
 			res.Error = string(p)
 		}
-		if typ == wire.FrameExit || typ == wire.FrameError {
+		if typ == frameExit || typ == frameError {
 			break
 		}
 	}
