@@ -16,9 +16,9 @@ import (
 
 // Boxes in real containers, reached through the relay: an app's
 // @app.box(ports=[8000]) whose function starts `python3 -m http.server`
-// (deployed with levers9 deploy), and `levers9 box run --port 8000 --
-// python3 -m http.server 8000` (a command box) with the CLI binary; both
-// answer GET /box/NAME/8000/… (the first request starts the container);
+// (deployed with levers9 deploy), and `levers9 box run --port 8002 --
+// python3 -m http.server 8002` (a command box) with the CLI binary; both
+// answer GET /box/NAME/PORT/… (the first request starts the container);
 // a port the box does not declare, and a request without a token, are
 // refused; `levers9 app stop` ends the command box.
 func TestBoxDocker(t *testing.T) {
@@ -51,11 +51,13 @@ func TestBoxDocker(t *testing.T) {
 
 	t.Run("levers9 box run", func(t *testing.T) {
 		t.Parallel()
-		out := d.cliOK(t, "", "box", "run", "--name", "e2e-cli-box", "--image", image, "--port", "8000",
-			"--", "python3", "-m", "http.server", "8000")
+		// Not 8000: a port is the node's too, and the other box holds
+		// 8000 on the one node until its idle window ends.
+		out := d.cliOK(t, "", "box", "run", "--name", "e2e-cli-box", "--image", image, "--port", "8002",
+			"--", "python3", "-m", "http.server", "8002")
 		u := regexp.MustCompile(`https?://\S+/box/\S+`).FindString(out)
-		if u == "" || !strings.Contains(u, "/8000") {
-			t.Fatalf("levers9 box run printed no URL of port 8000:\n%s", out)
+		if u == "" || !strings.Contains(u, "/8002") {
+			t.Fatalf("levers9 box run printed no URL of port 8002:\n%s", out)
 		}
 		r := awaitBox(t, d, "e2e-cli-box", "", u)
 		if r.Status != http.StatusOK || !strings.Contains(string(r.Body), "Directory listing") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -316,6 +317,34 @@ func TestBoxUseWrites(t *testing.T) {
 		}
 		if got := lastUse(); got.Sub(first) < time.Second {
 			t.Fatalf("a request a second later did not write its use: %v, then %v", first, got)
+		}
+	})
+}
+
+// TestBoxWaitSaysWhy: a request that waited in vain for a box whose
+// container's job cannot start hears the scheduler's reason, not only
+// "try again".
+func TestBoxWaitSaysWhy(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		w := newWorld(t, url)
+		ctx := w.tn.AsAdmin()
+		a := w.deployVersion(t, ctx, "waits", codeHash,
+			functions.FunctionSpec{Name: "web", Kind: function.KindBOX, Ports: []int{8000}})
+		f := a.Edges.Functions[0]
+		w.fn.BoxContainer(ctx, f, time.Millisecond) //nolint:errcheck // starts one
+		cs := w.containers(t, f.ID)
+		if len(cs) != 1 || cs[0].JobID == "" {
+			t.Fatalf("containers: %+v", cs)
+		}
+		const why = "port 8000 is in use on every node of the queue"
+		if err := w.fn.DB.Ent.Job.UpdateOneID(cs[0].JobID).SetStatusReason(why).Exec(fixture.Sys()); err != nil {
+			t.Fatal(err)
+		}
+		_, err := w.fn.BoxContainer(ctx, f, 10*time.Millisecond)
+		if f := fault.Classify(err); len(f) != 1 || f[0].Code != fault.Unavailable || !strings.Contains(err.Error(), why) {
+			t.Fatalf("waiting for a box whose job waits: %v; want UNAVAILABLE naming %q", err, why)
 		}
 	})
 }

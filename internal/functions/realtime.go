@@ -8,6 +8,7 @@ import (
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/container"
 	"github.com/levers9/levers9/ent/function"
+	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/viewer"
@@ -100,7 +101,7 @@ func (s *Service) readyContainer(ctx context.Context, f *ent.Function, wait time
 		case <-sig:
 		case <-poll:
 		case <-deadline.C:
-			return "", fault.New(fault.Unavailable, "no container of %s was ready within %s: try again", f.Name, wait)
+			return "", fault.New(fault.Unavailable, "no container of %s was ready within %s%s: try again", f.Name, wait, s.waitingFor(sys, ctrs))
 		case <-ctx.Done():
 			return "", ctx.Err()
 		}
@@ -139,4 +140,18 @@ func (s *Service) lastRefusal(ctx context.Context, fnID string) string {
 		return "unknown"
 	}
 	return c.StopReason
+}
+
+// waitingFor says what the newest of ctrs waits for when its job has not
+// started (" (its job is PENDING: port 8000 is in use on every node)"),
+// so a caller who waited in vain learns why; "" otherwise.
+func (s *Service) waitingFor(sys context.Context, ctrs []*ent.Container) string {
+	if len(ctrs) == 0 || ctrs[0].JobID == "" {
+		return ""
+	}
+	j, err := s.DB.Ent.Job.Get(sys, ctrs[0].JobID)
+	if err != nil || j.Status != job.StatusPending || j.StatusReason == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (its job %s is PENDING: %s)", j.ID, j.StatusReason)
 }
