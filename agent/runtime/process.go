@@ -66,6 +66,10 @@ type ProcessConfig struct {
 	// restarts. Jobs' users must be able to enter it (every folder above
 	// it open to others for search). Default: Root/.venvs.
 	VenvDir string
+	// VenvPipArgs are pip options of the operator's added to every pip
+	// install of a virtual environment (an index, --find-links, --no-index):
+	// tenants name packages only (wire.CheckVenv refuses their options).
+	VenvPipArgs []string
 }
 
 // DefaultPidsLimit is the process limit of a service unless configured.

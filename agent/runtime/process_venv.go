@@ -143,6 +143,10 @@ func (p *Process) buildVenv(dir string, v *wire.Venv, out chan<- string) (err er
 			continue
 		}
 		args := []string{"-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check", "--no-input", "--only-binary=:all:"}
+		args = append(args, p.cfg.VenvPipArgs...)
+		shown := len(args)
+		// Packages and requirements are names only (wire.CheckVenv): a
+		// path, URL or option would run code or reach files as the agent.
 		args = append(args, st.Packages...)
 		if st.Requirements != "" {
 			f, err := os.CreateTemp("", "levers9-requirements-*.txt")
@@ -156,7 +160,7 @@ func (p *Process) buildVenv(dir string, v *wire.Venv, out chan<- string) (err er
 			}
 			args = append(args, "-r", f.Name())
 		}
-		out <- fmt.Sprintf("levers9: step %d/%d PIP %s", i+1, len(v.Steps), strings.Join(args[7:], " "))
+		out <- fmt.Sprintf("levers9: step %d/%d PIP %s", i+1, len(v.Steps), strings.Join(args[shown:], " "))
 		if err := runLogged(ctx, out, env, dir, python, args...); err != nil {
 			return fmt.Errorf("step %d (pip install): %w", i+1, err)
 		}

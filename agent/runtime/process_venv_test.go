@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"archive/zip"
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +47,19 @@ func mypkgWheel(t *testing.T, dir string) string {
 	return path
 }
 
+// newVenvProcess is a runtime whose pip finds only mypkg's wheel (no
+// index: no network), the operator's VenvPipArgs.
+func newVenvProcess(t *testing.T, cfg ProcessConfig) *Process {
+	t.Helper()
+	wheels := t.TempDir()
+	if err := os.Chmod(wheels, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mypkgWheel(t, wheels)
+	cfg.VenvPipArgs = []string{"--no-index", "--find-links", wheels}
+	return newProcessWith(t, cfg)
+}
+
 func needVenv(t *testing.T) {
 	t.Helper()
 	if err := exec.Command("python3", "-c", "import venv, ensurepip").Run(); err != nil {
@@ -58,10 +73,9 @@ func needVenv(t *testing.T) {
 func TestVenvBuiltOnceAndUsed(t *testing.T) {
 	t.Parallel()
 	needVenv(t)
-	p := newProcess(t)
-	wheel := mypkgWheel(t, t.TempDir())
+	p := newVenvProcess(t, ProcessConfig{Root: t.TempDir()})
 	venv := &wire.Venv{Key: strings.Repeat("ab", 32), Steps: []wire.BuildStep{
-		{Kind: wire.StepPip, Packages: []string{wheel}},
+		{Kind: wire.StepPip, Packages: []string{"mypkg==1.0"}},
 		{Kind: wire.StepEnv, Env: []wire.EnvVar{{Name: "MODE", Value: "from-the-blueprint"}, {Name: "OWN", Value: "blueprint"}}},
 	}}
 	svc := func(name string) ServiceSpec {
@@ -104,9 +118,9 @@ func TestVenvBuiltOnceAndUsed(t *testing.T) {
 func TestVenvBuildFails(t *testing.T) {
 	t.Parallel()
 	needVenv(t)
-	p := newProcess(t)
+	p := newVenvProcess(t, ProcessConfig{Root: t.TempDir()})
 	venv := &wire.Venv{Key: strings.Repeat("cd", 32), Steps: []wire.BuildStep{
-		{Kind: wire.StepPip, Packages: []string{filepath.Join(t.TempDir(), "missing-1.0-py3-none-any.whl")}},
+		{Kind: wire.StepPip, Packages: []string{"levers9-missing==1.0"}},
 	}}
 	res, evs := start(t, p, JobSpec{ID: "job_venvbad", Services: []ServiceSpec{{Name: "s", Venv: venv, Command: []string{"python", "-c", "print(1)"}}}}).wait(t)
 	if res.Status == Complete {
@@ -137,9 +151,8 @@ func TestVenvAsJobUID(t *testing.T) {
 	t.Parallel()
 	needRoot(t)
 	needVenv(t)
-	p := newProcessWith(t, ProcessConfig{Root: reachableRoot(t), UIDs: testUIDs(41, 2)})
-	wheel := mypkgWheel(t, t.TempDir())
-	venv := &wire.Venv{Key: strings.Repeat("ef", 32), Steps: []wire.BuildStep{{Kind: wire.StepPip, Packages: []string{wheel}}}}
+	p := newVenvProcess(t, ProcessConfig{Root: reachableRoot(t), UIDs: testUIDs(41, 2)})
+	venv := &wire.Venv{Key: strings.Repeat("ef", 32), Steps: []wire.BuildStep{{Kind: wire.StepPip, Packages: []string{"mypkg"}}}}
 	res, evs := start(t, p, JobSpec{ID: "job_venvuid", Services: []ServiceSpec{{Name: "s", Venv: venv, Command: []string{"sh", "-c",
 		`python -c 'import mypkg; print(mypkg.X)' && id -u && { touch "$VIRTUAL_ENV/x" 2>/dev/null && echo writable || echo read-only; }`}}}}).wait(t)
 	if res.Status != Complete {
@@ -148,5 +161,34 @@ func TestVenvAsJobUID(t *testing.T) {
 	out := logs(evs, "s", Stdout)
 	if n := len(out); n < 3 || out[n-3] != "hello from mypkg" || out[n-2] == "0" || out[n-1] != "read-only" {
 		t.Fatalf("printed:\n%s", strings.Join(out, "\n"))
+	}
+}
+
+// A local folder given as a package would be built by pip (its setup code
+// run as the agent) even with --only-binary: refused before pip runs.
+func TestVenvRefusesPathsAndOptions(t *testing.T) {
+	t.Parallel()
+	needVenv(t)
+	p := newVenvProcess(t, ProcessConfig{Root: t.TempDir()})
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "setup.py"), []byte("open('"+filepath.Join(src, "ran")+"', 'w')\nfrom setuptools import setup\nsetup(name='evil', version='1')\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range []wire.BuildStep{
+		{Kind: wire.StepPip, Packages: []string{src}},
+		{Kind: wire.StepPip, Packages: []string{"mypkg"}, Requirements: "evil @ file://" + src + "\n"},
+		{Kind: wire.StepPip, Packages: []string{"mypkg"}, Requirements: "-r /etc/passwd\n"},
+	} {
+		venv := &wire.Venv{Key: strings.Repeat(string(rune('0'+i)), 64), Steps: []wire.BuildStep{st}}
+		if _, err := p.Start(context.Background(), JobSpec{ID: fmt.Sprintf("job_venvevil%d", i), Services: []ServiceSpec{{Name: "s", Venv: venv, Command: []string{"true"}}}}); err == nil {
+			t.Fatalf("step %d: started", i)
+		}
+		// The runtime checks again before it builds (defence in depth).
+		if _, _, err := p.venv(venv, func(Stream, string) {}, nil); err == nil || !strings.Contains(err.Error(), "process runtime") {
+			t.Fatalf("step %d: venv: %v", i, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(src, "ran")); err == nil {
+		t.Fatal("the folder's setup.py ran")
 	}
 }
