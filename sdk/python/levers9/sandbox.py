@@ -58,6 +58,11 @@ class StreamReader:
     ``read_bytes()`` as bytes; ``lines(keepends=, binary=)`` and
     ``chunks()`` (raw bytes as they come) are the other ways to consume
     it. What is read is consumed: read a stream one way.
+
+    Output is kept in memory until it is read, without a bound (so that
+    ``files.read`` and ``read()`` work for any size): a command that
+    prints much should be read as it runs (iterate, ``chunks()``) or its
+    output sent to a file in the sandbox; ``Process.close()`` stops it.
     """
 
     def __init__(self, name: str):
@@ -470,7 +475,9 @@ class Sandbox:
         """Runs a command (not through a shell: ``exec("sh", "-c", "...")``
         for one) and returns its Process at once; its output streams in as
         it runs. stdin, when given, is written and closed. Several may run
-        at once. timeout bounds opening the stream."""
+        at once. timeout bounds opening the stream. Unread stdout and stderr
+        stay in memory (see StreamReader): read them, or redirect them in
+        the command."""
         if len(cmd) == 1 and not isinstance(cmd[0], str) and isinstance(cmd[0], (list, tuple)):
             cmd = tuple(cmd[0])
         if not cmd or not all(isinstance(c, str) for c in cmd):
