@@ -23,11 +23,7 @@ func (r *blueprintResolver) BuildJob(ctx context.Context, obj *ent.Blueprint) (*
 	if obj.BuildJobID == "" {
 		return nil, nil
 	}
-	j, err := r.Ent.Job.Get(ctx, obj.BuildJobID)
-	if ent.IsNotFound(err) { // a job the viewer may not see
-		return nil, nil
-	}
-	return j, err
+	return r.blueprintBuildJob(ctx, obj) // nil: a job the viewer may not see
 }
 
 // BuildBlueprint is the resolver for the buildBlueprint field.

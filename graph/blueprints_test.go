@@ -393,3 +393,59 @@ func TestDeployBoxWithBlueprint(t *testing.T) {
 		}
 	})
 }
+
+// A page of blueprints reads their build jobs in one query, and a job's
+// exec history reads who ran the commands in one, whatever the count.
+func TestBlueprintBuildJobsAndExecutionUsersAreBatched(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		var log queryLog
+		e := newEnv(t, url, withQueryLog(&log))
+		a := e.newTenant("batchbp")
+		sys := viewer.SystemContext(context.Background())
+		id := e.submit(a)
+		for i := range 4 {
+			jobID := e.submit(a)
+			key := fmt.Sprintf("%064x", i+1)
+			if _, err := e.db.Ent.Blueprint.Create().SetTenantID(a.ent.ID).SetKey(key).SetFirstKey(key).
+				SetSteps([]wire.BuildStep{{Key: key, Kind: wire.StepRegistry, Ref: "busybox"}}).
+				SetImage("levers9-bp/" + a.ent.ID + ":" + key).SetOwnerID(a.admin.ID).SetBuildJobID(jobID).Save(sys); err != nil {
+				t.Fatal(err)
+			}
+			who := a.admin.ID
+			if i%2 == 1 {
+				who = a.member.ID
+			}
+			if _, err := e.db.Ent.Execution.Create().SetTenantID(a.ent.ID).SetEnvironmentID(a.mainEnv).SetJobID(id).
+				SetService("main").SetUserID(who).SetCommand([]string{"echo", fmt.Sprint(i)}).Save(sys); err != nil {
+				t.Fatal(err)
+			}
+		}
+		count := func(q, table string) int {
+			t.Helper()
+			log.reset()
+			e.gql(a.memberToken, q, nil).ok(t)
+			return log.count(`FROM "` + table + `"`)
+		}
+		bps := `{ blueprints(first: 10) { edges { node { id } } } }`
+		withJobs := `{ blueprints(first: 10) { edges { node { id buildJob { id } } } } }`
+		if n, base := count(withJobs, "jobs"), count(bps, "jobs"); n-base != 1 {
+			t.Errorf("4 blueprints' build jobs: %d queries of jobs, want 1", n-base)
+		}
+		r := e.gql(a.memberToken, withJobs, nil)
+		r.ok(t)
+		if got := strings.Count(string(r.Data), `"buildJob":{"id"`); got != 4 {
+			t.Errorf("%d build jobs, want 4: %s", got, r.Data)
+		}
+		xs := fmt.Sprintf(`{ node(id: %q) { ... on Job { executions { id } } } }`, id)
+		withUsers := fmt.Sprintf(`{ node(id: %q) { ... on Job { executions { id user { email } } } } }`, id)
+		if n, base := count(withUsers, "users"), count(xs, "users"); n-base != 1 {
+			t.Errorf("4 executions' users: %d queries of users, want 1", n-base)
+		}
+		r = e.gql(a.memberToken, withUsers, nil)
+		r.ok(t)
+		if got := strings.Count(string(r.Data), `"email"`); got != 4 {
+			t.Errorf("%d users, want 4: %s", got, r.Data)
+		}
+	})
+}

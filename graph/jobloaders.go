@@ -8,7 +8,9 @@ import (
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/execution"
+	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/service"
+	"github.com/levers9/levers9/ent/user"
 )
 
 // nearbyJobIDs are the jobs of the lists (and the job) above the field
@@ -110,4 +112,89 @@ func (r *Resolver) jobServices(ctx context.Context, j *ent.Job) ([]*ent.Service,
 			}
 			return out, nil
 		})
+}
+
+// blueprintBuildJob is blueprint b's build job, nil when the viewer may
+// not see it; a page of blueprints reads theirs in one query.
+func (r *Resolver) blueprintBuildJob(ctx context.Context, b *ent.Blueprint) (*ent.Job, error) {
+	return loadBatched(ctx, "job", b.BuildJobID, func() []string { return nearbyBuildJobIDs(ctx) },
+		func(ctx context.Context, ids []string) (map[string]*ent.Job, error) {
+			js, err := r.Ent.Job.Query().Where(job.IDIn(ids...)).All(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("reading build jobs: %w", err)
+			}
+			out := make(map[string]*ent.Job, len(js))
+			for _, j := range js {
+				out[j.ID] = j
+			}
+			return out, nil
+		})
+}
+
+// nearbyBuildJobIDs are the build jobs of the blueprints above the field.
+func nearbyBuildJobIDs(ctx context.Context) []string {
+	var out []string
+	add := func(b *ent.Blueprint) {
+		if b != nil && b.BuildJobID != "" {
+			out = append(out, b.BuildJobID)
+		}
+	}
+	for fc := graphql.GetFieldContext(ctx); fc != nil; fc = fc.Parent {
+		switch v := fc.Result.(type) {
+		case *ent.Blueprint:
+			add(v)
+		case *ent.BlueprintConnection:
+			if v != nil {
+				for _, e := range v.Edges {
+					if e != nil {
+						add(e.Node)
+					}
+				}
+			}
+		case []*ent.BlueprintEdge:
+			for _, e := range v {
+				if e != nil {
+					add(e.Node)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// executionUser is who ran execution x, nil when the viewer may not see
+// them; a job's executions read theirs in one query.
+func (r *Resolver) executionUser(ctx context.Context, x *ent.Execution) (*ent.User, error) {
+	return loadBatched(ctx, "user", x.UserID, func() []string { return nearbyExecUserIDs(ctx) },
+		func(ctx context.Context, ids []string) (map[string]*ent.User, error) {
+			us, err := r.Ent.User.Query().Where(user.IDIn(ids...)).All(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("reading who ran commands: %w", err)
+			}
+			out := make(map[string]*ent.User, len(us))
+			for _, u := range us {
+				out[u.ID] = u
+			}
+			return out, nil
+		})
+}
+
+// nearbyExecUserIDs are the users of the executions above the field.
+func nearbyExecUserIDs(ctx context.Context) []string {
+	var out []string
+	for fc := graphql.GetFieldContext(ctx); fc != nil; fc = fc.Parent {
+		switch v := fc.Result.(type) {
+		case *ent.Execution:
+			if v != nil && v.UserID != "" {
+				out = append(out, v.UserID)
+			}
+		case []*ent.Execution:
+			for _, x := range v {
+				if x != nil && x.UserID != "" {
+					out = append(out, x.UserID)
+				}
+			}
+		}
+	}
+	return out
 }

@@ -19,11 +19,7 @@ func (r *executionResolver) User(ctx context.Context, obj *ent.Execution) (*ent.
 	if obj.UserID == "" {
 		return nil, nil
 	}
-	u, err := r.Ent.User.Get(ctx, obj.UserID)
-	if ent.IsNotFound(err) { // gone, or not the viewer's to see
-		return nil, nil
-	}
-	return u, err
+	return r.executionUser(ctx, obj) // nil: gone, or not the viewer's to see
 }
 
 // Executions is the resolver for the executions field.
