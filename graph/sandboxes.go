@@ -10,6 +10,7 @@ import (
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/functions"
 	"github.com/levers9/levers9/internal/jobspec"
+	"github.com/levers9/levers9/internal/relayaddr"
 	"github.com/levers9/levers9/internal/sandboxes"
 )
 
@@ -49,7 +50,7 @@ func Tunnels(publicURL string, j *ent.Job, svcs []*ent.Service) []*model.TunnelU
 			}
 			out = append(out, &model.TunnelURL{
 				Port: p.Port,
-				URL:  base + "/relay/" + j.ID + "/" + s.Name + "/" + strconv.Itoa(p.Port) + "/",
+				URL:  base + relayaddr.Path(j.ID, s.Name, strconv.Itoa(p.Port)),
 			})
 		}
 	}
