@@ -271,10 +271,19 @@ class Process:
         """The terminal's size (with tty=True)."""
         self._send(frame(FRAME_RESIZE, struct.pack("!HH", rows, cols)))
 
-    def close(self) -> None:
-        """Closes the stream (the process is stopped by the node)."""
+    def close(self, timeout: float = 2.0) -> None:
+        """Closes the stream (the process is stopped by the node). Waits up
+        to timeout seconds for the server's close, then cuts the connection:
+        no thread or socket outlives it."""
         if not self._ws.closed:
-            self._ws.close(wait=False)
+            try:
+                self._ws.close(wait=False)
+            except Exception:
+                pass
+        self._reader.join(timeout)
+        if self._reader.is_alive():
+            self._ws.abort()  # unblocks the reader's recv
+            self._reader.join(timeout)
 
 
 @dataclass(frozen=True)

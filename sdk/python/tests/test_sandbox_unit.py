@@ -97,6 +97,9 @@ class Exec:
             typ, payload = self.read_frame()
             assert typ == sbmod.FRAME_SIGNAL, typ
             self.exit(128 + payload[0])
+        elif cmd == ["mute"]:  # never answers, not even a close
+            self.server.go_on.wait(10)
+            self.conn.close()
         elif cmd == ["cut"]:
             self.send(frame(sbmod.FRAME_STDOUT, b"partial"))
             self.conn.sock.shutdown(2)
@@ -335,6 +338,18 @@ class SandboxTest(unittest.TestCase):
             p.wait(0.05)
         p.send_signal(15)
         self.assertEqual(p.wait(5), 143)
+
+    def test_close_ends_the_reader_when_the_server_is_mute(self):
+        sb, _ = self.sandbox()
+        p = sb.exec("mute")
+        t0 = time.monotonic()
+        p.close(timeout=0.2)
+        self.assertLess(time.monotonic() - t0, 2)
+        self.assertFalse(p._reader.is_alive())
+        self.assertTrue(p._ws.closed)
+        with self.assertRaises(levers9.Error):
+            p.wait(1)
+        self.relay.go_on.set()
 
     # Files
 
