@@ -110,3 +110,35 @@ func TestDashboardSandboxesAndBlueprints(t *testing.T) {
 		}
 	})
 }
+
+// A member sees another member's sandbox without Terminate, and posting
+// the cancel anyway leaves it running.
+func TestDashboardSandboxTerminateIsTheOwners(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		e := newEnv(t, dbURL)
+		sys := viewer.SystemContext(context.Background())
+		sb := e.sandbox(e.admin, "adminbox")
+		if _, err := e.db.Ent.Job.UpdateOneID(sb.ID).SetStatus(job.StatusRunning).Save(sys); err != nil {
+			t.Fatal(err)
+		}
+		b := e.browser()
+		b.signIn(memberEmail)
+		code, body := b.get("/sandboxes")
+		if code != http.StatusOK {
+			t.Fatalf("GET /sandboxes: %d", code)
+		}
+		if !strings.Contains(body, "adminbox") {
+			t.Error("a member does not see the environment's sandbox")
+		}
+		if strings.Contains(body, `id="terminate-`+sb.ID+`"`) {
+			t.Error("a member is offered Terminate on another's sandbox")
+		}
+		b.post("/jobs/"+sb.ID+"/cancel", nil)
+		if j, err := e.db.Ent.Job.Get(sys, sb.ID); err != nil {
+			t.Fatal(err)
+		} else if j.Status != job.StatusRunning {
+			t.Errorf("after a member's cancel the admin's sandbox is %v, want RUNNING", j.Status)
+		}
+	})
+}
