@@ -184,25 +184,12 @@ func uploadEmptyCode(ctx context.Context, c clientFlags) (string, error) {
 		return "", err
 	}
 	sum := fmt.Sprintf("%x", sha256.Sum256(buf.Bytes()))
-	if c.Token == "" {
-		return "", fmt.Errorf("%s", errNoToken)
-	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, strings.TrimRight(c.Server, "/")+"/api/blobs/"+sum+"?kind=code", bytes.NewReader(buf.Bytes()))
+	resp, err := c.do(ctx, http.MethodPut, strings.TrimRight(c.Server, "/")+"/api/blobs/"+sum+"?kind=code", bytes.NewReader(buf.Bytes()), int64(buf.Len()))
 	if err != nil {
-		return "", fmt.Errorf("server URL: %w", err)
+		return "", fmt.Errorf("uploading the code package: %w", err)
 	}
-	req.Header.Set("Authorization", "Bearer "+c.Token)
-	req.Header.Set("Content-Type", "application/zip")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("reaching %s: %w", c.Server, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return "", fmt.Errorf("uploading the code package: %s: %s", resp.Status, strings.TrimSpace(string(b)))
-	}
+	resp.Body.Close()
 	return sum, nil
 }
