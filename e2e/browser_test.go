@@ -194,14 +194,30 @@ func (tb *tab) signIn(email, password string) {
 // events the page's script listens to.
 func (tb *tab) setValue(sel, value string) {
 	tb.t.Helper()
-	run(tb, "setting "+sel, chromedp.PollFunction[bool](`(sel, v) => {
-		const e = document.querySelector(sel);
+	// Tried from here again and again, like waitText: a page-side poll
+	// dies with its execution context when the page is replaced under it
+	// (a late load event, a reload), and the field is on the new page too.
+	set := fmt.Sprintf(`(() => {
+		const e = document.querySelector(%q);
 		if (!e) return false;
-		e.value = v;
+		e.value = %q;
 		e.dispatchEvent(new Event("input", {bubbles: true}));
 		e.dispatchEvent(new Event("change", {bubbles: true}));
 		return true;
-	}`, chromedp.WithPollingArgs(sel, value), chromedp.WithPollingTimeout(stepTimeout-5*time.Second)))
+	})()`, sel, value)
+	deadline := time.Now().Add(stepTimeout - 5*time.Second)
+	var last error
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](set))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		last = err
+		time.Sleep(50 * time.Millisecond)
+	}
+	tb.t.Fatalf("setting %s: no such field on %s (last error: %v)", sel, tb.base, last)
 }
 
 // gqlID runs a GraphQL query as token and returns the first string the
