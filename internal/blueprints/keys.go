@@ -32,12 +32,16 @@ func ReservedError(field string) error { return fault.Invalid(field, "%s", jobsp
 
 // Bounds on a blueprint's steps, so that a spec stays a small value.
 const (
-	MaxSteps             = 64
-	MaxPackages          = 256 // per step
-	MaxPackageBytes      = 256
-	MaxCommands          = 64 // per step
-	MaxCommandBytes      = 16 << 10
-	MaxRequirementsBytes = 256 << 10
+	MaxSteps        = 64
+	MaxPackages     = 256 // per step
+	MaxPackageBytes = 256
+	MaxCommands     = 64 // per step
+	MaxCommandBytes = 16 << 10
+	// A step's script (RUN's commands joined, PIP's requirements) goes to
+	// the build as one argument, which Linux caps at 128 KiB: refused
+	// here, clearly, rather than by the daemon mid-build.
+	MaxRequirementsBytes = 96 << 10
+	MaxScriptBytes       = 96 << 10
 	MaxRefBytes          = 255
 	MaxPathBytes         = 1024
 	MaxStepEnv           = 64
@@ -230,7 +234,12 @@ func checkCommands(f string, cmds []string) error {
 	case len(cmds) > MaxCommands:
 		return fault.Invalid(f+".commands", "at most %d commands", MaxCommands)
 	}
+	total := 0
 	for k, c := range cmds {
+		total += len(c) + len(" && ")
+		if total > MaxScriptBytes {
+			return fault.Invalid(f+".commands", "at most %d bytes of commands in one step: split them over several run_commands", MaxScriptBytes)
+		}
 		cf := fmt.Sprintf("%s.commands[%d]", f, k)
 		switch {
 		case strings.TrimSpace(c) == "" || len(c) > MaxCommandBytes:

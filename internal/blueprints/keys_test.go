@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -92,6 +93,8 @@ func TestKeysRefuses(t *testing.T) {
 		{"pip without anything", []wire.BuildStep{base, {Kind: wire.StepPip}}, "steps[1].packages"},
 		{"pip requirements only", []wire.BuildStep{base, {Kind: wire.StepPip, Requirements: "torch\n"}}, ""},
 		{"run without commands", []wire.BuildStep{base, {Kind: wire.StepRun}}, "steps[1].commands"},
+		{"run script over one argument", []wire.BuildStep{base, {Kind: wire.StepRun, Commands: slices.Repeat([]string{strings.Repeat("x", blueprints.MaxCommandBytes)}, 7)}}, "steps[1].commands"},
+		{"requirements over one argument", []wire.BuildStep{base, {Kind: wire.StepPip, Requirements: strings.Repeat("a\n", blueprints.MaxRequirementsBytes)}}, "steps[1].requirements"},
 		{"run blank command", []wire.BuildStep{base, {Kind: wire.StepRun, Commands: []string{" "}}}, "steps[1].commands[0]"},
 		{"copy bad code", []wire.BuildStep{base, {Kind: wire.StepCopy, Code: "abc", Path: "/x"}}, "steps[1].code"},
 		{"copy relative path", []wire.BuildStep{base, {Kind: wire.StepCopy, Code: zipHash, Path: "x"}}, "steps[1].path"},
