@@ -46,6 +46,9 @@ type Resolver struct {
 	// PublicURL is the URL users reach the server at: deployments' URLs
 	// start with it.
 	PublicURL string
+	// RelayDomain, when set, is where Job.tunnels point (PORT-SERVICE-JOB.DOMAIN),
+	// as the dashboard's links do.
+	RelayDomain string
 	// Logs serves job output and events to queries and subscriptions.
 	Logs *joblog.Service
 	// Follow tunes subscriptions (buffer, stall limit); zero means defaults.

@@ -2,7 +2,6 @@ package graph
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/job"
@@ -37,11 +36,10 @@ func sandboxInput(in model.SandboxInput) (sandboxes.Input, error) {
 
 // Tunnels lists the relay URLs of the declared ports of j's services
 // svcs: PUBLIC_URL/relay/JOB/SERVICE/PORT/, none unless j is running.
-func Tunnels(publicURL string, j *ent.Job, svcs []*ent.Service) []*model.TunnelURL {
+func Tunnels(publicURL, relayDomain string, j *ent.Job, svcs []*ent.Service) []*model.TunnelURL {
 	if j.Status != job.StatusRunning {
 		return []*model.TunnelURL{}
 	}
-	base := strings.TrimRight(publicURL, "/")
 	out := []*model.TunnelURL{}
 	for _, s := range svcs {
 		for _, p := range s.Ports {
@@ -50,7 +48,7 @@ func Tunnels(publicURL string, j *ent.Job, svcs []*ent.Service) []*model.TunnelU
 			}
 			out = append(out, &model.TunnelURL{
 				Port: p.Port,
-				URL:  base + relayaddr.Path(j.ID, s.Name, strconv.Itoa(p.Port)),
+				URL:  relayaddr.URL(publicURL, relayDomain, j.ID, s.Name, strconv.Itoa(p.Port)),
 			})
 		}
 	}

@@ -40,7 +40,7 @@ func (r *jobResolver) Tunnels(ctx context.Context, obj *ent.Job) ([]*model.Tunne
 	if err != nil {
 		return nil, err
 	}
-	return Tunnels(r.PublicURL, obj, svcs), nil
+	return Tunnels(r.PublicURL, r.RelayDomain, obj, svcs), nil
 }
 
 // CreateSandbox is the resolver for the createSandbox field.

@@ -166,6 +166,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		Functions:      fnService,
 		Secrets:        secretService,
 		PublicURL:      publicURL,
+		RelayDomain:    cfg.RelayDomain,
 
 		BlueprintService: bpService,
 		SandboxService:   sandboxService,
