@@ -108,9 +108,10 @@ func (s *Server) acceptAgentStreams(ctx context.Context, nodeID string, ys *yamu
 			continue
 		}
 		go func() {
-			c := identifyRunner(ctx, rs, nodeID, st, log)
+			// A refused stream gives its place back before its answer
+			// goes out, so a runner that reads the refusal finds it free.
+			c := identifyRunner(ctx, rs, nodeID, st, log, func() { <-slots })
 			if c == nil {
-				<-slots
 				return
 			}
 			c.release = func() { <-slots }
@@ -122,17 +123,20 @@ func (s *Server) acceptAgentStreams(ctx context.Context, nodeID string, ys *yamu
 }
 
 // identifyRunner reads a runner stream's header and answers it: a conn
-// carrying the container's identity, or nil when refused.
-func identifyRunner(ctx context.Context, rs *Runners, nodeID string, st *yamux.Stream, log *slog.Logger) *runnerConn {
+// carrying the container's identity, or nil when refused (refuse runs
+// first then).
+func identifyRunner(ctx context.Context, rs *Runners, nodeID string, st *yamux.Stream, log *slog.Logger, refuse func()) *runnerConn {
 	_ = st.SetDeadline(time.Now().Add(runnerHeaderTimeout))
 	var open wire.RunnerOpen
 	if err := wire.ReadHeader(st, &open); err != nil {
+		refuse()
 		log.Warn("bad runner stream header", "err", err)
 		_ = st.Close()
 		return nil
 	}
 	rctx, err := rs.Identify(ctx, nodeID, open)
 	if err != nil {
+		refuse()
 		code, msg := string(fault.Internal), "internal error"
 		if fe := fault.Classify(err); len(fe) > 0 {
 			code, msg = string(fe[0].Code), fe[0].Error()
@@ -144,6 +148,7 @@ func identifyRunner(ctx context.Context, rs *Runners, nodeID string, st *yamux.S
 		return nil
 	}
 	if err := wire.WriteHeader(st, wire.StreamReply{}); err != nil {
+		refuse()
 		_ = st.Close()
 		return nil
 	}
