@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -19,11 +20,19 @@ const twoServiceJob = `mutation { submitJob(spec: {queue: "default", services: [
 // end of the last job; then the same with 200 two-service jobs. Beside it,
 // the same-run baseline: the same number of `true` processes started one
 // after another by this process (the machine's floor for starting a
-// program, without any scheduling, isolation or bookkeeping).
+// program, without any scheduling, isolation or bookkeeping). With
+// BENCH_PPROF_ADDR set the server serves its profiler there:
+//
+//	BENCH_PPROF_ADDR=127.0.0.1:6060 go test ./e2e -run '^$' -bench Throughput/sqlite &
+//	go tool pprof -top 'http://127.0.0.1:6060/debug/pprof/profile?seconds=5'
 func BenchmarkThroughput(b *testing.B) {
 	for _, dialect := range dbtest.Dialects() {
 		b.Run(dialect, func(b *testing.B) {
-			s := startServer(b, b.TempDir(), dbtest.URL(b, dialect))
+			var env []string
+			if addr := os.Getenv("BENCH_PPROF_ADDR"); addr != "" { // profile the server while it runs
+				env = append(env, "LEVERS9_PPROF_ADDR="+addr)
+			}
+			s := startServer(b, b.TempDir(), dbtest.URL(b, dialect), env...)
 			token := s.credentials().Token
 			waitLocalNode(b, s.URL, token)
 			for range 10 { // warm up

@@ -78,6 +78,13 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
+	if cfg.PprofAddr != "" {
+		stop, err := servePprof(ctx, cfg.PprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	publicURL := cfg.PublicURL
 	if publicURL == "" {
 		publicURL = "http://" + ln.Addr().String()

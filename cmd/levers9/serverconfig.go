@@ -54,6 +54,8 @@ type serverConfig struct {
 	// are public). Neither: <data dir>/secret.key, made at first start.
 	SecretKeyFile string
 	SecretKey     string
+	// PprofAddr serves net/http/pprof on its own listener; "": none.
+	PprofAddr string
 }
 
 // env returns the environment variable name, or def when unset.
@@ -202,6 +204,8 @@ func parseServerConfig(args []string, lookup func(string) (string, bool), out io
 			"secrets are re-encrypted with the first at start); or set LEVERS9_SECRET_KEY to the keys themselves; default DATA_DIR/secret.key, made at first start. "+
 			"Replicas sharing a database need the same keys (LEVERS9_SECRET_KEY_FILE)")
 	c.SecretKey = e.str("LEVERS9_SECRET_KEY", "")
+	fs.StringVar(&c.PprofAddr, "pprof-addr", e.str("LEVERS9_PPROF_ADDR", ""),
+		"serve Go's profiler (net/http/pprof) on this address, e.g. 127.0.0.1:6060; keep it off public interfaces; default none (LEVERS9_PPROF_ADDR)")
 	c.Seed = tenancy.Seed{
 		TenantName:         e.str("LEVERS9_TENANT_NAME", ""),
 		TenantSlug:         e.str("LEVERS9_TENANT_SLUG", ""),
