@@ -9,9 +9,7 @@ import (
 	"log/slog"
 	"sync/atomic"
 
-	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/job"
-	"github.com/levers9/levers9/ent/logline"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/viewer"
@@ -36,65 +34,63 @@ type Service struct {
 // Running is the number of this service's follows in progress.
 func (s *Service) Running() int64 { return s.running.Load() }
 
+// Batch is lines that attempt Attempt of job JobID wrote, in seq order.
+type Batch struct {
+	JobID   string
+	Attempt int
+	Lines   []wire.LogLine
+}
+
 // Append stores lines that attempt attempt of job jobID wrote. Lines are
 // keyed by (job, attempt, seq), so a batch the agent resends after a
 // reconnect is stored once and a retry's lines never collide with the
 // earlier attempt's. Callers publish notify.TopicJob after the commit.
 func (s *Service) Append(ctx context.Context, jobID string, attempt int, lines []wire.LogLine) error {
-	c := s.DB.Ent
-	if len(lines) == 0 {
-		return nil
-	}
-	if attempt < 1 {
-		return fmt.Errorf("storing logs of job %s: attempt %d: attempts start at 1", jobID, attempt)
-	}
-	sys := viewer.SystemContext(ctx)
-	j, err := c.Job.Query().Where(job.ID(jobID)).Select(job.FieldTenantID, job.FieldEnvironmentID).Only(sys)
-	if err != nil {
-		return fmt.Errorf("finding job %s for its logs: %w", jobID, err)
-	}
-	if len(lines) <= insertChunk {
-		// One statement: atomic by itself, and the common case of a job
-		// printing a little costs no more than it did.
-		return insert(sys, c, j, jobID, attempt, lines)
-	}
-	// One transaction for the batch: a commit per chunk would make the
-	// commits, not the rows, the cost of a chatty job.
-	tx, err := c.Tx(sys)
-	if err != nil {
-		return fmt.Errorf("storing logs of job %s: %w", jobID, err)
-	}
-	for start := 0; start < len(lines); start += insertChunk {
-		if err := insert(sys, tx.Client(), j, jobID, attempt, lines[start:min(start+insertChunk, len(lines))]); err != nil {
-			_ = tx.Rollback()
-			return err
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("storing logs of job %s: %w", jobID, err)
-	}
-	return nil
+	return s.AppendAll(ctx, []Batch{{JobID: jobID, Attempt: attempt, Lines: lines}})
 }
 
-// insertChunk is the most rows of one INSERT: 10 columns each, within
-// SQLite's 32766 and PostgreSQL's 65535 parameters.
-const insertChunk = 1000
-
-// insert stores lines of job j in one statement; a line stored already
-// (a resend) is skipped.
-func insert(ctx context.Context, c *ent.Client, j *ent.Job, jobID string, attempt int, lines []wire.LogLine) error {
-	builders := make([]*ent.LogLineCreate, len(lines))
-	for i, l := range lines {
-		builders[i] = c.LogLine.Create().
-			SetTenantID(j.TenantID).SetEnvironmentID(j.EnvironmentID).
-			SetJobID(jobID).SetAttempt(attempt).SetService(l.Service).SetStream(logline.Stream(l.Stream)).
-			SetSeq(int64(l.Seq)).SetTime(l.Time).SetText(l.Text)
+// AppendAll is Append of several batches in one transaction (group
+// commit: a commit per batch would make the commits, not the rows, the
+// cost of chatty jobs). Batches are stored in the order given; all or
+// none are stored.
+func (s *Service) AppendAll(ctx context.Context, batches []Batch) error {
+	n := 0
+	for _, b := range batches {
+		n += len(b.Lines)
 	}
-	err := c.LogLine.CreateBulk(builders...).
-		OnConflictColumns(logline.FieldJobID, logline.FieldAttempt, logline.FieldSeq).DoNothing().
-		Exec(ctx)
-	if err != nil {
-		return fmt.Errorf("storing logs of job %s: %w", jobID, err)
+	if n == 0 {
+		return nil
+	}
+	return s.DB.InTx(ctx, func(tx *database.Tx) error { return s.AppendTx(ctx, tx, batches) })
+}
+
+// AppendTx is AppendAll in the caller's transaction tx, so lines can
+// commit together with the reports that came with them.
+func (s *Service) AppendTx(ctx context.Context, tx *database.Tx, batches []Batch) error {
+	owners := map[string]owner{}
+	for _, b := range batches {
+		if len(b.Lines) == 0 {
+			continue
+		}
+		if b.Attempt < 1 {
+			return fmt.Errorf("storing logs of job %s: attempt %d: attempts start at 1", b.JobID, b.Attempt)
+		}
+		if err := checkLines(b.JobID, b.Lines); err != nil {
+			return err
+		}
+		o, ok := owners[b.JobID]
+		if !ok {
+			j, err := tx.Ent.Job.Query().Where(job.ID(b.JobID)).
+				Select(job.FieldTenantID, job.FieldEnvironmentID).Only(viewer.SystemContext(ctx))
+			if err != nil {
+				return fmt.Errorf("finding job %s for its logs: %w", b.JobID, err)
+			}
+			o = owner{tenant: j.TenantID, environment: j.EnvironmentID}
+			owners[b.JobID] = o
+		}
+		if err := insertLines(ctx, tx.SQL, s.DB.Dialect, o, b.JobID, b.Attempt, b.Lines); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -1,0 +1,124 @@
+package joblog
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"entgo.io/ent/dialect"
+
+	"github.com/levers9/levers9/ent/logline"
+	"github.com/levers9/levers9/internal/ids"
+	"github.com/levers9/levers9/internal/wire"
+)
+
+// Lines go in with plain SQL through the transaction: ent's bulk create
+// builds a mutation per row and reads every row's ID back, which cost
+// several times what storing the rows does (BenchmarkAppend's baseline).
+
+// owner is who a job's lines belong to: copied onto every line so reads
+// filter by tenant and environment without a join.
+type owner struct{ tenant, environment string }
+
+// lineColumns are the columns of log_lines, in the order rows are given.
+var lineColumns = []string{
+	logline.FieldID, logline.FieldTenantID, logline.FieldEnvironmentID, logline.FieldJobID, logline.FieldAttempt,
+	logline.FieldService, logline.FieldStream, logline.FieldSeq, logline.FieldTime, logline.FieldText,
+}
+
+// onConflict skips a line stored already: (job, attempt, seq) is unique,
+// so a batch the agent resends after a reconnect is stored once.
+var onConflict = fmt.Sprintf(" ON CONFLICT (%s, %s, %s) DO NOTHING", logline.FieldJobID, logline.FieldAttempt, logline.FieldSeq)
+
+// sqliteChunk is the most rows of one SQLite INSERT: 10 parameters each,
+// within SQLite's 32766.
+const sqliteChunk = 1000
+
+// checkLines refuses what ent's validators would have: an unknown stream.
+func checkLines(jobID string, lines []wire.LogLine) error {
+	for _, l := range lines {
+		if err := logline.StreamValidator(logline.Stream(l.Stream)); err != nil {
+			return fmt.Errorf("storing logs of job %s: line %d: %w", jobID, l.Seq, err)
+		}
+	}
+	return nil
+}
+
+// insertLines stores lines of attempt attempt of job jobID through tx, a
+// line stored already being skipped.
+func insertLines(ctx context.Context, tx *sql.Tx, d string, o owner, jobID string, attempt int, lines []wire.LogLine) error {
+	var err error
+	if d == dialect.Postgres {
+		err = insertPostgres(ctx, tx, o, jobID, attempt, lines)
+	} else {
+		for start := 0; start < len(lines) && err == nil; start += sqliteChunk {
+			err = insertValues(ctx, tx, o, jobID, attempt, lines[start:min(start+sqliteChunk, len(lines))])
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("storing logs of job %s: %w", jobID, err)
+	}
+	return nil
+}
+
+// insertValues stores lines in one multi-row INSERT (SQLite).
+func insertValues(ctx context.Context, tx *sql.Tx, o owner, jobID string, attempt int, lines []wire.LogLine) error {
+	args := make([]any, 0, len(lines)*len(lineColumns))
+	for _, l := range lines {
+		args = append(args, ids.New("log"), o.tenant, o.environment, jobID, attempt,
+			l.Service, string(l.Stream), int64(l.Seq), l.Time, l.Text)
+	}
+	_, err := tx.ExecContext(ctx, valuesSQL(len(lines)), args...)
+	return err
+}
+
+// valuesStatements caches the INSERT of a full chunk, the common one.
+var valuesStatements sync.Map // rows → SQL
+
+// valuesSQL is the INSERT of rows rows with ? placeholders.
+func valuesSQL(rows int) string {
+	if q, ok := valuesStatements.Load(rows); ok {
+		return q.(string)
+	}
+	row := "(" + strings.TrimSuffix(strings.Repeat("?,", len(lineColumns)), ",") + ")"
+	var b strings.Builder
+	b.Grow(64 + rows*(len(row)+1) + len(onConflict))
+	b.WriteString("INSERT INTO " + logline.Table + " (" + strings.Join(lineColumns, ", ") + ") VALUES ")
+	for i := range rows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(row)
+	}
+	b.WriteString(onConflict)
+	q := b.String()
+	if rows == sqliteChunk {
+		valuesStatements.Store(rows, q)
+	}
+	return q
+}
+
+// postgresInsert takes the varying columns as arrays: one statement of a
+// fixed text whatever the batch size, so pgx prepares it once per
+// connection and PostgreSQL plans it once, and no parameter limit applies.
+var postgresInsert = "INSERT INTO " + logline.Table + " (" + strings.Join(lineColumns, ", ") + ")" +
+	" SELECT u.id, $1, $2, $3, $4, u.service, u.stream, u.seq, u.time, u.text" +
+	" FROM unnest($5::text[], $6::text[], $7::text[], $8::bigint[], $9::timestamptz[], $10::text[])" +
+	" AS u(id, service, stream, seq, time, text)" + onConflict
+
+// insertPostgres stores lines in one INSERT … SELECT FROM unnest.
+func insertPostgres(ctx context.Context, tx *sql.Tx, o owner, jobID string, attempt int, lines []wire.LogLine) error {
+	n := len(lines)
+	idv, services, streams := make([]string, n), make([]string, n), make([]string, n)
+	seqs, times, texts := make([]int64, n), make([]time.Time, n), make([]string, n)
+	for i, l := range lines {
+		idv[i], services[i], streams[i] = ids.New("log"), l.Service, string(l.Stream)
+		seqs[i], times[i], texts[i] = int64(l.Seq), l.Time, l.Text
+	}
+	_, err := tx.ExecContext(ctx, postgresInsert, o.tenant, o.environment, jobID, int64(attempt),
+		idv, services, streams, seqs, times, texts)
+	return err
+}
