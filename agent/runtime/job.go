@@ -147,6 +147,18 @@ func (j *job) end() {
 	close(j.done)
 }
 
+// procsGone reports whether every service's cgroup saw all its processes
+// end (the cgroups were emptied and removed): a job's uid cannot move a
+// process out of them, so no process of the job is left anywhere.
+func (j *job) procsGone() bool {
+	for _, s := range j.services {
+		if !s.cgroupGone.Load() {
+			return false
+		}
+	}
+	return true
+}
+
 func deref(p *int) any {
 	if p == nil {
 		return nil

@@ -30,9 +30,11 @@ type ProcessConfig struct {
 	// UIDs gives every running job a uid of its own from this range (and
 	// the gid of the same number, no supplementary groups): the lowest
 	// free one when the job starts, held until the job has ended and its
-	// working directory is deleted. Before it is given back, whatever
+	// working directory is deleted. Before another job gets it, whatever
 	// still runs as it (a process that escaped its service) is killed,
-	// and what it left at the top of /tmp, /var/tmp and /dev/shm deleted. Mounted folders are given to the job's uid as
+	// and what it left at the top of /tmp, /var/tmp and /dev/shm deleted:
+	// in the background, uids of jobs that end close together in one
+	// batch, and at the latest by Close. Mounted folders are given to the job's uid as
 	// they are to User (so a folder that two running jobs mount in place
 	// is the later one's). The uids need no account: HOME is the service's
 	// working directory, USER and LOGNAME levers9-job-UID. Nothing else
@@ -243,6 +245,9 @@ func (p *Process) Close() error {
 	default:
 	}
 	p.warmMu.Unlock()
+	if p.uids != nil {
+		p.uids.close() // what jobs gave back is cleaned before the agent goes
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.jobs) > 0 {
@@ -273,11 +278,11 @@ func (p *Process) jobUser() (*jobUser, error) {
 	return &jobUser{name: "levers9-job-" + strconv.FormatUint(uint64(uid), 10), uid: uid, gid: uid, pooled: true}, nil
 }
 
-// releaseUser gives back the uid of a job whose processes are gone and
-// whose working directory is deleted.
-func (p *Process) releaseUser(u *jobUser) {
+// releaseUser gives back the uid of a job whose working directory is
+// deleted; procsGone: its cgroups saw all its processes end.
+func (p *Process) releaseUser(u *jobUser, procsGone bool) {
 	if u != nil && u.pooled {
-		p.uids.release(u.uid)
+		p.uids.release(u.uid, procsGone)
 	}
 }
 
@@ -295,14 +300,14 @@ func (p *Process) prepare(spec JobSpec) (_ *job, err error) {
 	// to its end goes first.
 	jobDir, running := filepath.Join(p.cfg.Root, spec.ID), filepath.Join(p.cfg.Root, runningDir, spec.ID)
 	if err := errors.Join(os.RemoveAll(jobDir), os.RemoveAll(running)); err != nil {
-		p.releaseUser(u)
+		p.releaseUser(u, true) // nothing ran as it
 		return nil, fmt.Errorf("clearing an old working directory: %w", err)
 	}
 	defer func() {
 		if err != nil {
 			_ = os.RemoveAll(jobDir)
 			_ = os.RemoveAll(running)
-			p.releaseUser(u)
+			p.releaseUser(u, true) // nothing ran as it
 		}
 	}()
 	if err := os.Mkdir(running, 0o700); err != nil {
@@ -332,7 +337,7 @@ func (p *Process) prepare(spec JobSpec) (_ *job, err error) {
 		if err := errors.Join(os.RemoveAll(jobDir), os.RemoveAll(running)); err != nil {
 			j.log.Warn("deleting the working directory", "err", err)
 		}
-		p.releaseUser(u)
+		p.releaseUser(u, j.procsGone())
 		p.release(spec.ID)
 	}
 	// A job user could not follow links to mounts in places it may not

@@ -36,6 +36,9 @@ type service struct {
 	venvBin string        // with a Venv: its bin folder, where commands are looked up first
 	tty     *ttyHub       // with spec.TTY: the terminal it runs on
 	supArgs []string      // the supervisor's options (-uid, -cgroup, -binds), for Exec
+	// cgroupGone: the service's processes all ran in its cgroups, which
+	// were emptied and removed (see job.procsGone).
+	cgroupGone atomic.Bool
 
 	mu         sync.Mutex
 	cmd        *exec.Cmd // the supervisor, or the command itself
@@ -292,6 +295,8 @@ func (s *service) cleanup() {
 	s.tty.release()
 	if err := s.cgroup.remove(); err != nil {
 		s.job.log.Warn("removing the service's cgroup", "service", s.spec.Name, "err", err)
+	} else if s.cgroup != nil && len(s.cgroup.dirs) > 0 {
+		s.cgroupGone.Store(true)
 	}
 	_ = os.Remove(s.pidFile)
 }

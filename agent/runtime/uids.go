@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 )
 
 // UIDRange is a block of uids set aside for jobs, First to
@@ -69,20 +68,42 @@ var uidLockFile = "/run/levers9/job-uids.lock"
 // files that a later job with its uid must not find.
 var scratchDirs = []string{"/tmp", "/var/tmp", "/dev/shm"}
 
-// uidPool hands out the uids of a range, one per running job.
+// uidPool hands out the uids of a range, one per running job. A uid
+// given back is cleaned (its processes killed, its files at the top of
+// the scratch folders deleted) before it is handed out again, in batches
+// off the jobs' path: one walk of /proc and one of the scratch folders
+// serve every uid given back meanwhile (see uids_release.go).
 type uidPool struct {
 	r     UIDRange
 	log   *slog.Logger
 	locks *os.File // uidLockFile
+	// stock is how many checked uids the pool keeps ready beyond those
+	// jobs gave back, so that a job start does not wait for a batch; 0
+	// for small ranges, which other runtimes may share.
+	stock int
 
 	mu   sync.Mutex
-	held map[uint32]bool // by this runtime's jobs
-	// clean are uids this runtime gave back itself, checked then (no
-	// process left, nothing in the scratch folders) and still locked, so
-	// no other runtime can have used them since: taking one again needs
-	// no second look, which keeps scans of /proc and /tmp off the path of
-	// every job start.
+	cond *sync.Cond      // a batch ended
+	held map[uint32]bool // by this runtime's jobs, or stuck (processes survived SIGKILL)
+	// clean are uids checked by a batch (no process left, nothing in the
+	// scratch folders) and still locked, so no other runtime can have
+	// used them since: taking one needs no second look.
 	clean map[uint32]bool
+	// dirty are uids given back whose batch has not run yet; the value
+	// says whether their processes may be alive (no cgroup saw them go).
+	dirty map[uint32]bool
+	// waiting counts acquires waiting for a batch; started and finished
+	// count batches.
+	waiting           int
+	started, finished uint64
+	inBatch           int        // uids given back that the running batch cleans
+	batchMu           sync.Mutex // one batch at a time
+	kick              chan struct{}
+	closed            bool
+	stopped           chan struct{}          // the releaser has returned
+	warned            map[uint32]bool        // uids skipped for a stray process, said once
+	beforeBatch       func()                 // tests: runs as a batch starts
+	scratch           map[string]scratchSeen // by scratch folder; only batches use it
 }
 
 // CheckUIDs says why r cannot be the job uids of a process runtime here
@@ -111,7 +132,18 @@ func newUIDPool(r UIDRange, log *slog.Logger) (*uidPool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("job uids: %w", err)
 	}
-	return &uidPool{r: r, log: log, locks: f, held: map[uint32]bool{}, clean: map[uint32]bool{}}, nil
+	p := &uidPool{
+		r: r, log: log, locks: f,
+		held: map[uint32]bool{}, clean: map[uint32]bool{}, dirty: map[uint32]bool{}, warned: map[uint32]bool{},
+		scratch: map[string]scratchSeen{},
+		kick:    make(chan struct{}, 1), stopped: make(chan struct{}),
+	}
+	if r.Count >= 64 {
+		p.stock = 32
+	}
+	p.cond = sync.NewCond(&p.mu)
+	go p.releaser()
+	return p, nil
 }
 
 // checkUnused refuses a range that holds a local account or group: its
@@ -141,81 +173,4 @@ func checkUnused(r UIDRange) error {
 		_ = f.Close()
 	}
 	return nil
-}
-
-// acquire takes the lowest uid that no job holds (here or in another
-// runtime on the machine) and no process uses, after deleting what an
-// earlier job of that uid left in the scratch folders (its agent died).
-func (p *uidPool) acquire() (uint32, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var inUse map[uint32]bool // read once, when first needed
-	for i := range p.r.Count {
-		uid := p.r.First + i
-		if p.held[uid] {
-			continue
-		}
-		if p.clean[uid] {
-			delete(p.clean, uid)
-			p.held[uid] = true
-			return uid, nil
-		}
-		ok, err := lockUID(p.locks, uid)
-		if err != nil {
-			return 0, fmt.Errorf("job uid %d: %w", uid, err)
-		}
-		if !ok {
-			continue // another runtime's job
-		}
-		if inUse == nil {
-			inUse = processUIDs()
-		}
-		if inUse[uid] {
-			// Not a job of a live runtime: a stray process, not ours to kill.
-			p.log.Warn("a job uid is skipped: processes run as it", "uid", uid)
-			_ = unlockUID(p.locks, uid)
-			continue
-		}
-		removeFilesOf(uid, p.log)
-		p.held[uid] = true
-		return uid, nil
-	}
-	return 0, fmt.Errorf("%w: all %d uids of %d-%d belong to running jobs; this node runs at most that many jobs at once", ErrNoFreeUID, p.r.Count, p.r.First, p.r.Last())
-}
-
-// release gives uid back to this runtime once its job's processes are gone and its
-// working directory deleted: whatever still runs as it (a process that
-// escaped its service) is killed, and what it left in the scratch folders
-// deleted. A uid whose processes survive SIGKILL stays taken.
-func (p *uidPool) release(uid uint32) {
-	if err := killUID(uid, time.Now().Add(30*time.Second)); err != nil {
-		p.log.Error("processes of an ended job survive; its uid stays taken", "uid", uid, "err", err)
-		return
-	}
-	removeFilesOf(uid, p.log)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	// Its lock is kept (it goes with this process): the uid stays this
-	// runtime's, clean, for its next job.
-	delete(p.held, uid)
-	p.clean[uid] = true
-}
-
-// removeFilesOf deletes what uid owns at the top of the scratch folders.
-// Only jobs use the range's uids (checkUnused), and uid has no process.
-func removeFilesOf(uid uint32, log *slog.Logger) {
-	for _, dir := range scratchDirs {
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			continue
-		}
-		for _, e := range ents {
-			path := filepath.Join(dir, e.Name())
-			if owner, ok := fileOwner(path); ok && owner == uid {
-				if err := os.RemoveAll(path); err != nil {
-					log.Warn("deleting a job's leftover", "uid", uid, "path", path, "err", err)
-				}
-			}
-		}
-	}
 }

@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // fOFDSetLK is F_OFD_SETLK (linux/fcntl.h): a record lock owned by the
@@ -79,56 +80,102 @@ func pids() []string {
 	return out
 }
 
-// processUIDs is the set of uids living processes run as.
-func processUIDs() map[uint32]bool {
-	out := map[uint32]bool{}
-	for _, pid := range pids() {
-		uids, _ := procUIDs(pid)
-		for _, u := range uids {
-			out[u] = true
-		}
-	}
-	return out
-}
-
-// killUID kills every process that runs as uid until none is left or
-// deadline passes. Each is signalled through a pidfd (os.FindProcess)
-// taken before its uid is read, so that a pid reused meanwhile is never
-// signalled.
-func killUID(uid uint32, deadline time.Time) error {
-	for {
-		found := 0
+// killUIDs walks /proc, killing every process that runs as a uid of
+// kill, until none is left or deadline passes; stuck are the uids whose
+// processes outlive it. seen are the uids of watch that some process runs
+// as (looked at in the first walk only). A process is signalled through a
+// pidfd (os.FindProcess) taken before its uids are read again, so that a
+// pid reused meanwhile is never signalled.
+func killUIDs(kill, watch map[uint32]bool, deadline time.Time) (stuck, seen map[uint32]bool, err error) {
+	seen = map[uint32]bool{}
+	for first := true; ; first = false {
+		found := map[uint32]bool{}
 		for _, pid := range pids() {
-			n, _ := strconv.Atoi(pid)
-			proc, err := os.FindProcess(n)
-			if err != nil {
+			uids, ok := procUIDs(pid)
+			if !ok {
 				continue
 			}
-			if uids, ok := procUIDs(pid); ok && slices.Contains(uids, uid) {
-				found++
-				_ = proc.Signal(syscall.SIGKILL)
+			hit := false
+			for _, u := range uids {
+				if first && watch[u] {
+					seen[u] = true
+				}
+				hit = hit || kill[u]
 			}
-			_ = proc.Release()
+			if hit {
+				signalIfUIDs(pid, kill, found)
+			}
 		}
-		if found == 0 {
-			return nil
+		if len(found) == 0 {
+			return nil, seen, nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d processes of uid %d still run after SIGKILL", found, uid)
+			return found, seen, fmt.Errorf("processes of %d uids still run after SIGKILL", len(found))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-// fileOwner is the uid that owns path (not following a link).
-func fileOwner(path string) (uint32, bool) {
-	fi, err := os.Lstat(path)
+// signalIfUIDs kills pid if, read again after its pidfd is taken, it runs
+// as a uid of kill, noting that uid in found.
+func signalIfUIDs(pid string, kill, found map[uint32]bool) {
+	n, _ := strconv.Atoi(pid)
+	proc, err := os.FindProcess(n)
 	if err != nil {
-		return 0, false
+		return
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
+	defer proc.Release()
+	uids, ok := procUIDs(pid)
 	if !ok {
+		return
+	}
+	for _, u := range uids {
+		if kill[u] {
+			found[u] = true
+			_ = proc.Signal(syscall.SIGKILL)
+			return
+		}
+	}
+}
+
+// ownerAt is the uid that owns name in the open folder dir (not
+// following a link).
+func ownerAt(dir *os.File, name string) (uint32, bool) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(int(dir.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return 0, false
 	}
 	return st.Uid, true
+}
+
+// dirStamp names a folder's state: any entry added, removed or renamed
+// changes its times.
+type dirStamp struct {
+	dev, ino     uint64
+	mtime, ctime int64
+}
+
+// stampOf is st's stamp, and whether it can stand for the folder's
+// entries: a change in the clock tick that set its times may leave them
+// as they are, so times less than a second old prove nothing.
+func stampOf(st *unix.Stat_t) (dirStamp, bool) {
+	s := dirStamp{dev: uint64(st.Dev), ino: st.Ino, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+	recent := time.Now().Add(-time.Second).UnixNano()
+	return s, s.mtime < recent && s.ctime < recent
+}
+
+func stampFile(f *os.File) (dirStamp, bool) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return dirStamp{}, false
+	}
+	return stampOf(&st)
+}
+
+func stampPath(path string) (dirStamp, bool) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return dirStamp{}, false
+	}
+	return stampOf(&st)
 }

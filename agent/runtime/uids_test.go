@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -176,8 +177,10 @@ func TestOneJobUIDRunsOneJobAtATime(t *testing.T) {
 }
 
 // Without a supervisor, a process that leaves its service's process group
-// outlives the service; with a uid per job it does not outlive the job,
-// nor do its files in /tmp.
+// outlives the service; with a uid per job it does not outlive the
+// cleaning of the job's uid, which runs in the background soon after the
+// job ended and at the latest when the runtime closes, nor do its files in
+// /tmp.
 func TestJobUIDLeavesNothingBehind(t *testing.T) {
 	t.Parallel()
 	needRoot(t)
@@ -196,6 +199,9 @@ func TestJobUIDLeavesNothingBehind(t *testing.T) {
 	}
 	pid, err := strconv.Atoi(lineAfter(t, c, "s", "escaped "))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
 	gone(t, pid)
@@ -261,4 +267,49 @@ func TestJobUIDsMustBeUsable(t *testing.T) {
 	if r, err := ParseUIDRange("1900000000:65536"); err != nil || r != (UIDRange{1_900_000_000, 65536}) || r.Last() != 1_900_065_535 {
 		t.Errorf("ParseUIDRange: %v, %v", r, err)
 	}
+}
+
+// A uid given back is cleaned in the background, and handed out again
+// only after that: the next job of the uid finds no process and no file
+// of the one before, however late the cleaning runs.
+func TestReleasedUIDIsNotReusedBeforeItsCleaning(t *testing.T) {
+	t.Parallel()
+	needRoot(t)
+	r := testUIDs(7, 1)
+	// No supervisor: a process that leaves its group outlives the job. (A
+	// zombie is gone: it holds nothing.)
+	p, err := NewProcess(ProcessConfig{Root: reachableRoot(t), UIDs: r, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	var batches atomic.Int32
+	p.uids.mu.Lock()
+	p.uids.beforeBatch = func() {
+		batches.Add(1)
+		time.Sleep(300 * time.Millisecond) // a slow cleaning
+	}
+	p.uids.mu.Unlock()
+	tmp := filepath.Join(os.TempDir(), fmt.Sprintf("levers9-reuse-%d", time.Now().UnixNano()))
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
+	first := start(t, p, JobSpec{ID: "job_first", Services: []ServiceSpec{{Name: "s", Command: []string{"sh", "-c",
+		`echo left > ` + tmp + `; setsid sh -c 'echo escaped $$; exec sleep 100 >/dev/null 2>&1' & sleep 0.5`}}}})
+	if res, evs := first.wait(t); res.Status != Complete {
+		t.Fatalf("job_first: %+v\n%s", res, dump(evs))
+	}
+	pid := lineAfter(t, first, "s", "escaped ")
+	before := batches.Load()
+	next := start(t, p, JobSpec{ID: "job_next", Services: []ServiceSpec{{Name: "s", Command: []string{"sh", "-c",
+		`id -u; case "$(cut -d' ' -f3 /proc/` + pid + `/stat 2>/dev/null)" in ""|Z|X) echo gone;; *) echo alive;; esac
+test -e ` + tmp + ` && echo file || echo nofile`}}}})
+	res, evs := next.wait(t)
+	want := []string{strconv.Itoa(int(r.First)), "gone", "nofile"}
+	if out := logs(evs, "s", Stdout); res.Status != Complete || strings.Join(out, " ") != strings.Join(want, " ") {
+		t.Errorf("the next job of the uid: %+v, printed %q, want %q\n%s", res, out, want, dump(evs))
+	}
+	if batches.Load() == before {
+		t.Errorf("the uid was handed out again without a cleaning")
+	}
+	n, _ := strconv.Atoi(pid)
+	gone(t, n)
 }

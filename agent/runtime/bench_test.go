@@ -1,0 +1,87 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// BenchmarkTrivialJobs starts jobs of one `true` service one after
+// another and waits for each to end, as the built-in node runs them in
+// CI: supervised, a uid per job (as root), cgroups where the agent may
+// create them. Beside it, the same-run baseline: `true` started by
+// exec.Command in a loop, the floor of starting a program. Profile it:
+//
+//	go test ./agent/runtime -run '^$' -bench TrivialJobs -benchtime 2000x -cpuprofile cpu.out
+//	go tool pprof -top -cum cpu.out
+func BenchmarkTrivialJobs(b *testing.B) {
+	cfg := ProcessConfig{Root: b.TempDir() + "/jobs", Supervisor: benchSupervisor(b)}
+	if isRoot() {
+		cfg.UIDs = testUIDs(90, 256)
+		cfg.Root = benchReachableRoot(b)
+	}
+	p, err := NewProcess(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	spec := func(i int) JobSpec {
+		return JobSpec{ID: fmt.Sprintf("job_%d", i), Services: []ServiceSpec{{Name: "s", Command: []string{"true"}}}}
+	}
+	run := func(i int) {
+		j, err := p.Start(context.Background(), spec(i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range j.Events() {
+		}
+		if res := j.Wait(); res.Status != Complete {
+			b.Fatalf("job %d: %+v", i, res)
+		}
+	}
+	for i := range 5 { // warm up
+		run(-1 - i)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for i := range b.N {
+		run(i)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "jobs/s")
+	base := time.Now()
+	for range b.N {
+		if err := exec.Command("true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/time.Since(base).Seconds(), "baseline-true/s")
+}
+
+func isRoot() bool { return os.Geteuid() == 0 }
+
+func benchSupervisor(b *testing.B) []string {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return []string{exe, SupervisorArg}
+}
+
+// benchReachableRoot is reachableRoot for a benchmark.
+func benchReachableRoot(b *testing.B) string {
+	top, err := os.MkdirTemp("", "levers9-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = os.RemoveAll(top) })
+	if err := os.Chmod(top, 0o711); err != nil {
+		b.Fatal(err)
+	}
+	return filepath.Join(top, "jobs")
+}
