@@ -62,38 +62,44 @@ func (s *Service) ownService(ctx context.Context, c *ent.Client, r ServiceRef) (
 // host ports; once every service of the job has started, the job runs
 // (JobRunning, in the same transaction).
 func (s *Service) ServiceRunning(ctx context.Context, r ServiceRef, ports []jobspec.Port, at time.Time) error {
-	sys := viewer.SystemContext(ctx)
 	started := false
 	err := s.DB.InTx(ctx, func(tx *database.Tx) error {
-		started = false // a transaction may run again
-		svc, err := s.ownService(ctx, tx.Ent, r)
-		if svc == nil || err != nil {
-			return err
-		}
-		to, _ := jobstate.ServiceTo(jobstate.ServiceRunning)
-		err = tx.Ent.Service.Update().
-			Where(service.ID(svc.ID), service.StatusIn(jobstate.ServiceFrom(jobstate.ServiceRunning)...),
-				r.runsHere(jobstate.From(jobstate.ServiceRunning)...)).
-			SetStatus(to).SetStartedAt(at).SetHostPorts(ports).Exec(sys)
-		if err != nil {
-			return fmt.Errorf("recording service %s running: %w", r.Service, err)
-		}
-		waiting, err := tx.Ent.Service.Query().
-			Where(service.JobID(r.JobID), service.StartedAtIsNil()).Count(sys)
-		if err != nil {
-			return fmt.Errorf("counting services of job %s: %w", r.JobID, err)
-		}
-		if waiting > 0 {
-			return nil
-		}
-		started = true
-		_, err = running(ctx, tx.Ent, r.JobID, at)
+		var err error
+		started, err = s.serviceRunning(ctx, tx, r, ports, at)
 		return err
 	})
 	if started {
 		s.signal(ctx, r.JobID)
 	}
 	return err
+}
+
+// serviceRunning is ServiceRunning inside tx; started when the job runs
+// now.
+func (s *Service) serviceRunning(ctx context.Context, tx *database.Tx, r ServiceRef, ports []jobspec.Port, at time.Time) (started bool, err error) {
+	sys := viewer.SystemContext(ctx)
+	svc, err := s.ownService(ctx, tx.Ent, r)
+	if svc == nil || err != nil {
+		return false, err
+	}
+	to, _ := jobstate.ServiceTo(jobstate.ServiceRunning)
+	err = tx.Ent.Service.Update().
+		Where(service.ID(svc.ID), service.StatusIn(jobstate.ServiceFrom(jobstate.ServiceRunning)...),
+			r.runsHere(jobstate.From(jobstate.ServiceRunning)...)).
+		SetStatus(to).SetStartedAt(at).SetHostPorts(ports).Exec(sys)
+	if err != nil {
+		return false, fmt.Errorf("recording service %s running: %w", r.Service, err)
+	}
+	waiting, err := tx.Ent.Service.Query().
+		Where(service.JobID(r.JobID), service.StartedAtIsNil()).Count(sys)
+	if err != nil {
+		return false, fmt.Errorf("counting services of job %s: %w", r.JobID, err)
+	}
+	if waiting > 0 {
+		return false, nil
+	}
+	_, err = running(ctx, tx.Ent, r.JobID, at)
+	return err == nil, err
 }
 
 // ServiceEnd is how a service ended: its exit code if it has one, and
@@ -109,42 +115,47 @@ type ServiceEnd struct {
 // others), all exited completes it. Done says the job is over on r's node:
 // it ended now, or had ended and every service of it has finished.
 func (s *Service) ServiceEnded(ctx context.Context, r ServiceRef, end ServiceEnd, at time.Time) (done bool, err error) {
-	sys := viewer.SystemContext(ctx)
-	e, reason := jobstate.ServiceExited, "exited 0"
-	if end.Failed {
-		e, reason = jobstate.ServiceFailed, end.Reason
-	}
 	settled := false
 	err = s.DB.InTx(ctx, func(tx *database.Tx) error {
-		done, settled = false, false // a transaction may run again
-		svc, err := s.ownService(ctx, tx.Ent, r)
-		if svc == nil || err != nil {
-			return err
-		}
-		to, ok := jobstate.NextService(e, svc.Status)
-		if !ok {
-			return nil
-		}
-		upd := tx.Ent.Service.Update().
-			Where(service.ID(svc.ID), service.StatusEQ(svc.Status), r.runsHere(jobstate.From(e)...)).
-			SetNillableExitCode(end.ExitCode)
-		if to != svc.Status {
-			upd.SetStatus(to).SetStatusReason(clip(reason, 1000)).SetFinishedAt(at)
-		}
-		n, err := upd.Save(sys)
-		if err != nil {
-			return fmt.Errorf("recording end of service %s: %w", r.Service, err)
-		}
-		if n == 0 {
-			return nil // requeued meanwhile: this run no longer counts
-		}
-		done, settled, err = s.settle(ctx, tx, r, e, end.Reason, at)
+		var err error
+		done, settled, err = s.serviceEnded(ctx, tx, r, end, at)
 		return err
 	})
 	if settled {
 		s.signal(ctx, r.JobID)
 	}
 	return done, err
+}
+
+// serviceEnded is ServiceEnded inside tx; settled when it ended the job.
+func (s *Service) serviceEnded(ctx context.Context, tx *database.Tx, r ServiceRef, end ServiceEnd, at time.Time) (done, settled bool, err error) {
+	sys := viewer.SystemContext(ctx)
+	e, reason := jobstate.ServiceExited, "exited 0"
+	if end.Failed {
+		e, reason = jobstate.ServiceFailed, end.Reason
+	}
+	svc, err := s.ownService(ctx, tx.Ent, r)
+	if svc == nil || err != nil {
+		return false, false, err
+	}
+	to, ok := jobstate.NextService(e, svc.Status)
+	if !ok {
+		return false, false, nil
+	}
+	upd := tx.Ent.Service.Update().
+		Where(service.ID(svc.ID), service.StatusEQ(svc.Status), r.runsHere(jobstate.From(e)...)).
+		SetNillableExitCode(end.ExitCode)
+	if to != svc.Status {
+		upd.SetStatus(to).SetStatusReason(clip(reason, 1000)).SetFinishedAt(at)
+	}
+	n, err := upd.Save(sys)
+	if err != nil {
+		return false, false, fmt.Errorf("recording end of service %s: %w", r.Service, err)
+	}
+	if n == 0 {
+		return false, false, nil // requeued meanwhile: this run no longer counts
+	}
+	return s.settle(ctx, tx, r, e, end.Reason, at)
 }
 
 // settle ends the job r names, inside tx, when the end of its service

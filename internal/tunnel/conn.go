@@ -205,43 +205,125 @@ func (s *session) silence() time.Duration {
 	return max(4*s.srv.heartbeatInterval(), 20*time.Second)
 }
 
+// inbound is one message read from the agent, with its sequence number.
+type inbound struct {
+	seq uint64
+	m   wire.Msg
+}
+
+// readAhead bounds the messages read but not yet applied (each at most
+// wire.MaxMessageBytes).
+const readAhead = 32
+
+// readLoop applies the agent's messages in the order sent. A reader
+// goroutine reads ahead while the loop applies, so state reports that queue
+// up meanwhile are applied together, in one transaction (applyReports).
 func (s *session) readLoop(ctx context.Context) error {
-	for {
-		rctx, cancel := context.WithTimeout(ctx, s.silence())
-		seq, m, err := s.readSeq(rctx)
-		cancel()
-		if err != nil {
-			return err
-		}
-		switch m := m.(type) {
-		case wire.Heartbeat:
-			err = s.heartbeat(ctx)
-		case wire.StateChange:
-			err = s.stateChange(ctx, m)
-		case wire.Logs:
-			err = s.logs(ctx, m)
-		case wire.Hello:
-			return &errClosed{websocket.StatusPolicyViolation, "hello may be sent only once"}
-		case wire.Ack:
-			// Nothing is sent with a sequence number yet.
-		case wire.FileResult:
-			s.deliverFile(m.ID, m)
-		case wire.FileData:
-			s.deliverFile(m.ID, m)
-		}
-		if err != nil {
-			// A database hiccup must not lose reports: drop the connection
-			// and let the agent resend after reconnecting.
-			return err
-		}
-		// The agent keeps a report until it is acknowledged as applied,
-		// so a connection lost mid-way loses nothing.
-		if seq > 0 {
-			if err := s.send(ctx, wire.Ack{Seq: seq}); err != nil {
-				return err
+	// The reader stops with ctx (the session's): cancelling a read closes
+	// the connection, which must wait for run to close it with its reason.
+	in := make(chan inbound, readAhead)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(in)
+		for {
+			rctx, cancelRead := context.WithTimeout(ctx, s.silence())
+			seq, m, err := s.readSeq(rctx)
+			cancelRead()
+			if err != nil {
+				errc <- err
+				return
+			}
+			select {
+			case in <- inbound{seq, m}:
+			case <-ctx.Done():
+				return
 			}
 		}
+	}()
+	var next *inbound
+	for {
+		msg := next
+		next = nil
+		if msg == nil {
+			m, ok := <-in
+			if !ok {
+				return <-errc
+			}
+			msg = &m
+		}
+		if _, ok := msg.m.(wire.StateChange); ok {
+			batch := []inbound{*msg}
+			next = s.drainReports(in, &batch)
+			if err := s.applyReports(ctx, batch); err != nil {
+				// A database hiccup must not lose reports: drop the
+				// connection and let the agent resend after reconnecting.
+				return err
+			}
+			continue
+		}
+		if err := s.apply(ctx, *msg); err != nil {
+			return err
+		}
 	}
+}
+
+// maxReportBatch bounds the reports applied in one transaction.
+const maxReportBatch = 256
+
+// drainReports appends to batch the state reports already queued in in,
+// without waiting, and returns the first other message it took (nil:
+// none).
+func (s *session) drainReports(in <-chan inbound, batch *[]inbound) *inbound {
+	for len(*batch) < maxReportBatch {
+		select {
+		case m, ok := <-in:
+			if !ok {
+				return nil // the reader failed: the loop finds out next
+			}
+			if _, ok := m.m.(wire.StateChange); !ok {
+				return &m
+			}
+			*batch = append(*batch, m)
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// apply handles one message other than a state report, then acknowledges
+// it.
+func (s *session) apply(ctx context.Context, in inbound) error {
+	var err error
+	switch m := in.m.(type) {
+	case wire.Heartbeat:
+		err = s.heartbeat(ctx)
+	case wire.Logs:
+		err = s.logs(ctx, m)
+	case wire.Hello:
+		return &errClosed{websocket.StatusPolicyViolation, "hello may be sent only once"}
+	case wire.Ack:
+		// Nothing is sent with a sequence number yet.
+	case wire.FileResult:
+		s.deliverFile(m.ID, m)
+	case wire.FileData:
+		s.deliverFile(m.ID, m)
+	}
+	if err != nil {
+		// A database hiccup must not lose reports: drop the connection
+		// and let the agent resend after reconnecting.
+		return err
+	}
+	return s.ack(ctx, in.seq)
+}
+
+// ack tells the agent that the message numbered seq is applied: it keeps a
+// report until then, so a connection lost mid-way loses nothing.
+func (s *session) ack(ctx context.Context, seq uint64) error {
+	if seq == 0 {
+		return nil
+	}
+	return s.send(ctx, wire.Ack{Seq: seq})
 }
 
 func (s *session) dispatchLoop(ctx context.Context, wake <-chan struct{}) error {

@@ -13,27 +13,45 @@ func (s *session) ref(jobID string, attempt int, name string) jobs.ServiceRef {
 	return jobs.ServiceRef{JobID: jobID, Service: name, NodeID: s.nodeID, Attempt: attempt}
 }
 
-// stateChange hands a service's new state to the job state machine. Reports
-// about a service this node does not run for the job's current attempt are
-// logged and ignored there: a late report of attempt 1 never changes
-// attempt 2.
-func (s *session) stateChange(ctx context.Context, m wire.StateChange) error {
-	ref := s.ref(m.JobID, m.Attempt, m.Service)
+// report is state change m as the job state machine takes it.
+func (s *session) report(m wire.StateChange) jobs.Report {
+	r := jobs.Report{Ref: s.ref(m.JobID, m.Attempt, m.Service), At: s.srv.now()}
 	switch m.State {
 	case wire.StateStarting:
-		_, err := s.srv.Jobs.OwnService(ctx, ref)
-		return err
+		r.Kind = jobs.ReportStarting
 	case wire.StateRunning:
-		var ports []jobspec.Port
+		r.Kind = jobs.ReportRunning
 		for _, p := range m.Ports {
-			ports = append(ports, jobspec.Port{Name: p.Name, Port: p.Port})
+			r.Ports = append(r.Ports, jobspec.Port{Name: p.Name, Port: p.Port})
 		}
-		return s.srv.Jobs.ServiceRunning(ctx, ref, ports, s.srv.now())
+	default:
+		r.Kind = jobs.ReportEnded
+		r.End = jobs.ServiceEnd{ExitCode: m.ExitCode, Failed: m.State == wire.StateFailed, Reason: m.Reason}
 	}
-	end := jobs.ServiceEnd{ExitCode: m.ExitCode, Failed: m.State == wire.StateFailed, Reason: m.Reason}
-	done, err := s.srv.Jobs.ServiceEnded(ctx, ref, end, s.srv.now())
-	if done {
-		s.markActive(m.JobID, false)
+	return r
+}
+
+// applyReports hands state changes (in the order sent) to the job state
+// machine in one transaction, then acknowledges each. Reports about a
+// service this node does not run for the job's current attempt are logged
+// and ignored there: a late report of attempt 1 never changes attempt 2.
+// Nothing is acknowledged unless all are applied.
+func (s *session) applyReports(ctx context.Context, batch []inbound) error {
+	reports := make([]jobs.Report, len(batch))
+	for i, in := range batch {
+		reports[i] = s.report(in.m.(wire.StateChange))
 	}
-	return err
+	done, err := s.srv.Jobs.ApplyReports(ctx, reports)
+	if err != nil {
+		return err
+	}
+	for _, id := range done {
+		s.markActive(id, false)
+	}
+	for _, in := range batch {
+		if err := s.ack(ctx, in.seq); err != nil {
+			return err
+		}
+	}
+	return nil
 }

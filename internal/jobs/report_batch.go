@@ -1,0 +1,79 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/jobspec"
+)
+
+// ReportKind is what a node's agent reports about a service.
+type ReportKind int
+
+// The reports ApplyReports takes.
+const (
+	ReportStarting ReportKind = iota // the service is starting: only checked
+	ReportRunning                    // the service runs (Ports)
+	ReportEnded                      // the service ended (End)
+)
+
+// Report is one state report of a node's agent, as ApplyReports applies it.
+type Report struct {
+	Ref   ServiceRef
+	Kind  ReportKind
+	Ports []jobspec.Port // ReportRunning
+	End   ServiceEnd     // ReportEnded
+	At    time.Time
+}
+
+// ApplyReports applies reports in order in one transaction: what
+// OwnService, ServiceRunning and ServiceEnded do one by one, with every
+// rule of theirs (a late report of an old attempt is ignored, a job settles
+// when its last service ends), but one commit for a whole batch the tunnel
+// read loop had queued: on SQLite's single connection that commit, not the
+// statements, is most of a report's cost. Done are the jobs over on the
+// reporting node (as ServiceEnded's done). Changed jobs are signalled after
+// the commit, once each. On error nothing is applied.
+func (s *Service) ApplyReports(ctx context.Context, reports []Report) (done []string, err error) {
+	var changed []string
+	err = s.DB.InTx(ctx, func(tx *database.Tx) error {
+		done, changed = done[:0], changed[:0] // a transaction may run again
+		for _, r := range reports {
+			var over, moved bool
+			var err error
+			switch r.Kind {
+			case ReportStarting:
+				_, err = s.ownService(ctx, tx.Ent, r.Ref)
+			case ReportRunning:
+				moved, err = s.serviceRunning(ctx, tx, r.Ref, r.Ports, r.At)
+			case ReportEnded:
+				over, moved, err = s.serviceEnded(ctx, tx, r.Ref, r.End, r.At)
+			default:
+				err = fmt.Errorf("unknown report kind %d", r.Kind)
+			}
+			if err != nil {
+				return err
+			}
+			if over {
+				done = append(done, r.Ref.JobID)
+			}
+			if moved {
+				changed = append(changed, r.Ref.JobID)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[string]bool, len(changed))
+	for _, id := range changed {
+		if !seen[id] {
+			seen[id] = true
+			s.signal(ctx, id)
+		}
+	}
+	return done, nil
+}
