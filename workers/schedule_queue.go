@@ -71,19 +71,29 @@ func (w *ScheduleQueueWorker) NextRetry(rj *river.Job[ScheduleQueueArgs]) time.T
 	return time.Now().Add(time.Duration(rj.Attempt) * time.Second)
 }
 
-// InsertScheduleQueue enqueues a pass over queueID in tx. When the pass of
-// that queue is already running it may have read the queue before tx
-// commits, so a second pass is queued behind it. (Should that one run
-// already too, the change waits for the periodic pass, SchedulePendingArgs.)
+// BackupDelay is how far out the durable pass of a change is scheduled.
+// The committing replica signals the in-process scheduler right after
+// commit (scheduler.Run), which places at once; the River pass is only the
+// backstop for a replica that dies between commit and signal, so it waits
+// long enough that under load one backup pass per queue covers every
+// change of those seconds instead of one more pass per change.
+const BackupDelay = 3 * time.Second
+
+// InsertScheduleQueue enqueues the backup pass over queueID in tx,
+// BackupDelay out. When the pass of that queue is already running it may
+// have read the queue before tx commits, so a second pass is queued behind
+// it. (Should that one run already too, the change waits for the periodic
+// pass, SchedulePendingArgs.)
 func InsertScheduleQueue(ctx context.Context, c *river.Client[*sql.Tx], tx *sql.Tx, queueID string) error {
-	res, err := c.InsertTx(ctx, tx, ScheduleQueueArgs{QueueID: queueID}, nil)
+	opts := &river.InsertOpts{ScheduledAt: time.Now().Add(BackupDelay)}
+	res, err := c.InsertTx(ctx, tx, ScheduleQueueArgs{QueueID: queueID}, opts)
 	if err != nil {
 		return fmt.Errorf("enqueueing scheduling of queue %s: %w", queueID, err)
 	}
 	if !res.UniqueSkippedAsDuplicate || res.Job.State != rivertype.JobStateRunning {
 		return nil // a waiting pass starts after tx commits: River holds its row until then
 	}
-	if _, err := c.InsertTx(ctx, tx, ScheduleQueueArgs{QueueID: queueID, Again: true}, nil); err != nil {
+	if _, err := c.InsertTx(ctx, tx, ScheduleQueueArgs{QueueID: queueID, Again: true}, opts); err != nil {
 		return fmt.Errorf("enqueueing scheduling of queue %s: %w", queueID, err)
 	}
 	return nil
