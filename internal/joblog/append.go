@@ -68,6 +68,8 @@ func (s *Service) AppendAll(ctx context.Context, batches []Batch) error {
 // commit together with the reports that came with them.
 func (s *Service) AppendTx(ctx context.Context, tx *database.Tx, batches []Batch) error {
 	owners := map[string]owner{}
+	in := &inserter{tx: tx.SQL, dialect: s.DB.Dialect}
+	defer in.close()
 	for _, b := range batches {
 		if len(b.Lines) == 0 {
 			continue
@@ -88,7 +90,7 @@ func (s *Service) AppendTx(ctx context.Context, tx *database.Tx, batches []Batch
 			o = owner{tenant: j.TenantID, environment: j.EnvironmentID}
 			owners[b.JobID] = o
 		}
-		if err := insertLines(ctx, tx.SQL, s.DB.Dialect, o, b.JobID, b.Attempt, b.Lines); err != nil {
+		if err := in.insert(ctx, o, b.JobID, b.Attempt, b.Lines); err != nil {
 			return err
 		}
 	}
