@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"os"
 	"os/exec"
 	"sort"
 	"strings"
@@ -219,7 +220,11 @@ func BenchmarkMillionLines(b *testing.B) {
 	baseline := n / time.Since(start).Seconds()
 	for _, dialect := range dbtest.Dialects() {
 		b.Run(dialect, func(b *testing.B) {
-			s := startServer(b, b.TempDir(), dbtest.URL(b, dialect))
+			var env []string
+			if addr := os.Getenv("BENCH_PPROF_ADDR"); addr != "" { // profile the server while it runs
+				env = append(env, "LEVERS9_PPROF_ADDR="+addr)
+			}
+			s := startServer(b, b.TempDir(), dbtest.URL(b, dialect), env...)
 			token := s.credentials().Token
 			waitLocalNode(b, s.URL, token)
 			var stored time.Duration
