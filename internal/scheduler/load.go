@@ -39,6 +39,7 @@ type state struct {
 	// imagesRead are the blueprint images whose holders are in the nodes'
 	// Images already (see loadImages).
 	imagesRead map[string]bool
+	timing     timing
 }
 
 // newState is an empty state, to be filled by loadNodes and loadJobs.

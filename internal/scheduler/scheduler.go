@@ -32,11 +32,13 @@ func (s *Service) ScheduleQueue(ctx context.Context, queueID string) (placed int
 	sys := viewer.SystemContext(ctx)
 	start := s.now()
 	var touched []string // nodes that received work
+	var took timing
 	err = s.DB.InTx(sys, func(tx *database.Tx) error {
 		if s.DB.Dialect == dialect.Postgres {
-			// The batched updates repeat one statement text; after five runs
-			// PostgreSQL would switch to a generic plan, a sequential scan
-			// testing hundreds of IDs per row. Custom plans look the IDs up.
+			// The reads by lists of IDs repeat one statement text; after five
+			// runs PostgreSQL would switch to a generic plan, a sequential
+			// scan testing hundreds of IDs per row. Custom plans look the IDs
+			// up.
 			if _, err := tx.SQL.ExecContext(sys, "SET LOCAL plan_cache_mode = force_custom_plan"); err != nil {
 				return fmt.Errorf("setting plan cache mode: %w", err)
 			}
@@ -49,16 +51,20 @@ func (s *Service) ScheduleQueue(ctx context.Context, queueID string) (placed int
 			return fmt.Errorf("loading queue: %w", err)
 		}
 		st := newState()
+		st.timing.start()
 		if err := st.loadNodes(sys, tx.Ent, s.DB.Dialect, q.ID); err != nil {
 			return err
 		}
-		res, waiting, err := st.schedule(sys, tx.Ent, q)
+		res, waiting, err := st.schedule(sys, tx.Ent, tx.SQL, q)
 		if err != nil {
 			return err
 		}
+		st.timing.add(&st.timing.read)
 		if err := st.write(sys, tx.SQL, s.DB.Dialect, q.Name, res, waiting, s.now()); err != nil {
 			return err
 		}
+		st.timing.add(&st.timing.written)
+		took = st.timing
 		placed, touched = len(res), touchedNodes(res)
 		return nil
 	})
@@ -66,7 +72,8 @@ func (s *Service) ScheduleQueue(ctx context.Context, queueID string) (placed int
 		return 0, fmt.Errorf("scheduling queue %s: %w", queueID, err)
 	}
 	s.wake(ctx, touched)
-	s.log().Debug("scheduled queue", "queue", queueID, "placed", placed, "nodes", len(touched), "took", s.now().Sub(start))
+	s.log().Debug("scheduled queue", "queue", queueID, "placed", placed, "nodes", len(touched), "took", s.now().Sub(start),
+		"reading", took.read, "placing", took.place, "writing", took.written)
 	return placed, nil
 }
 

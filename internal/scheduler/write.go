@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -43,7 +42,7 @@ func (st *state) write(ctx context.Context, tx *sql.Tx, dialectName, queueName s
 	pending := inStates(job.FieldStatus, jobstate.From(jobstate.Placed))
 	// Jobs before services, in the order cancelling takes its locks, so
 	// the two never deadlock.
-	n, err := update(ctx, tx, job.Table, pending, cols(job.FieldStatusReason), starting, now)
+	n, err := update(ctx, tx, dialectName, job.Table, pending, cols(job.FieldStatusReason), starting, now)
 	if err != nil {
 		return fmt.Errorf("marking jobs starting: %w", err)
 	}
@@ -60,7 +59,7 @@ func (st *state) write(ctx context.Context, tx *sql.Tx, dialectName, queueName s
 	if dialectName == dialect.Postgres {
 		devices.cast = "jsonb"
 	}
-	n, err = update(ctx, tx, service.Table, unplaced, []column{{name: service.FieldNodeID}, {name: service.FieldGpuType}, devices}, services, now)
+	n, err = update(ctx, tx, dialectName, service.Table, unplaced, []column{{name: service.FieldNodeID}, {name: service.FieldGpuType}, devices}, services, now)
 	if err != nil {
 		return fmt.Errorf("placing services: %w", err)
 	}
@@ -80,7 +79,7 @@ func (st *state) write(ctx context.Context, tx *sql.Tx, dialectName, queueName s
 	}
 	// A waiting job cancelled meanwhile keeps its own reason: no count check.
 	waitingOnes := inStates(job.FieldStatus, jobstate.From(jobstate.Waiting))
-	if _, err := update(ctx, tx, job.Table, waitingOnes, cols(job.FieldStatusReason), reasons, now); err != nil {
+	if _, err := update(ctx, tx, dialectName, job.Table, waitingOnes, cols(job.FieldStatusReason), reasons, now); err != nil {
 		return fmt.Errorf("storing reasons: %w", err)
 	}
 	return nil
@@ -114,69 +113,6 @@ func jsonList(ids []string) (any, error) {
 		return nil, err
 	}
 	return string(b), nil
-}
-
-// column is a column to set; cast, when set, is the SQL type its values
-// are cast to.
-type column struct{ name, cast string }
-
-func cols(names ...string) []column {
-	out := make([]column, len(names))
-	for i, n := range names {
-		out[i].name = n
-	}
-	return out
-}
-
-// row is the new values of one row's columns.
-type row struct {
-	id   string
-	vals []any
-}
-
-// rowsPerStatement keeps parameters far below both databases' limits and
-// the CASE lists short (each row is matched against the list).
-const rowsPerStatement = 100
-
-// update sets cols of rows by ID where cond holds, and updated_at, with
-// one UPDATE … SET col = CASE id WHEN … END per batch; it returns how many
-// rows changed. $N placeholders work on both drivers (SQLite reads $N as
-// parameter N).
-func update(ctx context.Context, tx *sql.Tx, table, cond string, cols []column, rows []row, now time.Time) (int, error) {
-	total := 0
-	for part := range slices.Chunk(rows, rowsPerStatement) {
-		args := []any{now}
-		ids := make([]string, len(part))
-		cases := make([]strings.Builder, len(cols))
-		for i, r := range part {
-			args = append(args, r.id)
-			ids[i] = fmt.Sprintf("$%d", len(args))
-			for c, col := range cols {
-				args = append(args, r.vals[c])
-				if col.cast != "" {
-					fmt.Fprintf(&cases[c], " WHEN %s THEN CAST($%d AS %s)", ids[i], len(args), col.cast)
-				} else {
-					fmt.Fprintf(&cases[c], " WHEN %s THEN $%d", ids[i], len(args))
-				}
-			}
-		}
-		set := make([]string, len(cols))
-		for c, col := range cols {
-			set[c] = fmt.Sprintf("%s = CASE id%s END", col.name, cases[c].String())
-		}
-		q := fmt.Sprintf("UPDATE %s SET %s, updated_at = $1 WHERE id IN (%s) AND %s",
-			table, strings.Join(set, ", "), strings.Join(ids, ", "), cond)
-		res, err := tx.ExecContext(ctx, q, args...)
-		if err != nil {
-			return total, err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return total, err
-		}
-		total += int(n)
-	}
-	return total, nil
 }
 
 // reasonText is why a job waits. While some of the queue's online nodes
