@@ -1,0 +1,189 @@
+package jobs_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/levers9/levers9/ent/service"
+	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/fixture"
+	"github.com/levers9/levers9/internal/jobs"
+	"github.com/levers9/levers9/internal/jobspec"
+	"github.com/levers9/levers9/internal/tenancy"
+)
+
+// placedServices submits a job of the named services and places them on
+// the node, sent.
+func (m *machine) placedServices(t *testing.T, names ...string) string {
+	t.Helper()
+	var svcs []jobspec.Service
+	for _, n := range names {
+		s := fixture.Service(0.5, 32)
+		s.Name = n
+		svcs = append(svcs, s)
+	}
+	j := m.tn.SubmitSpec(t, m.js, nil, jobspec.Job{Queue: tenancy.DefaultQueue, Services: svcs})
+	err := m.tn.DB.Ent.Service.Update().Where(service.JobID(j.ID)).
+		SetNodeID(m.node).SetDispatchedAt(m.start).Exec(fixture.Sys())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j.ID
+}
+
+// volatile are the parts of a snapshot two equal histories of two jobs
+// differ in (besides the job's ID): row update and submission times, the
+// exit code's pointer (compared apart) and the shared freed counter.
+var volatile = regexp.MustCompile(`updated=[^\n]*|"submitted" [^\n]*|exit=0x[0-9a-f]+|freed \d+`)
+
+func (m *machine) history(t *testing.T, id string) string {
+	t.Helper()
+	return volatile.ReplaceAllString(strings.ReplaceAll(m.snapshot(t, id), id, "JOB"), "")
+}
+
+// ApplyReports writes what the reports applied one by one write (job and
+// service states, events, charges), for every sequence an agent sends.
+func TestApplyReportsMatchesOneByOne(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		m := newMachine(t, url)
+		ctx := context.Background()
+		code0, code3 := 0, 3
+		type step struct {
+			svc  string
+			kind jobs.ReportKind
+			end  jobs.ServiceEnd
+		}
+		for _, tc := range []struct {
+			name     string
+			services []string
+			steps    []step
+		}{
+			{"one service exits", []string{"main"}, []step{
+				{"main", jobs.ReportStarting, jobs.ServiceEnd{}}, {"main", jobs.ReportRunning, jobs.ServiceEnd{}},
+				{"main", jobs.ReportEnded, jobs.ServiceEnd{ExitCode: &code0}}}},
+			{"one service fails", []string{"main"}, []step{
+				{"main", jobs.ReportRunning, jobs.ServiceEnd{}},
+				{"main", jobs.ReportEnded, jobs.ServiceEnd{ExitCode: &code3, Failed: true, Reason: "exit 3"}}}},
+			{"two services exit", []string{"a", "b"}, []step{
+				{"a", jobs.ReportRunning, jobs.ServiceEnd{}}, {"b", jobs.ReportRunning, jobs.ServiceEnd{}},
+				{"a", jobs.ReportEnded, jobs.ServiceEnd{ExitCode: &code0}}, {"b", jobs.ReportEnded, jobs.ServiceEnd{ExitCode: &code0}}}},
+			{"one of two fails, the other is stopped", []string{"a", "b"}, []step{
+				{"a", jobs.ReportRunning, jobs.ServiceEnd{}}, {"b", jobs.ReportRunning, jobs.ServiceEnd{}},
+				{"a", jobs.ReportEnded, jobs.ServiceEnd{ExitCode: &code3, Failed: true, Reason: "exit 3"}},
+				{"b", jobs.ReportEnded, jobs.ServiceEnd{Failed: true, Reason: "stopped"}}}},
+			{"both end before the second runs", []string{"a", "b"}, []step{
+				{"a", jobs.ReportRunning, jobs.ServiceEnd{}}, {"a", jobs.ReportEnded, jobs.ServiceEnd{ExitCode: &code0}},
+				{"b", jobs.ReportEnded, jobs.ServiceEnd{ExitCode: &code0}}}},
+			{"repeated reports", []string{"main"}, []step{
+				{"main", jobs.ReportRunning, jobs.ServiceEnd{}}, {"main", jobs.ReportRunning, jobs.ServiceEnd{}},
+				{"main", jobs.ReportEnded, jobs.ServiceEnd{ExitCode: &code0}}, {"main", jobs.ReportEnded, jobs.ServiceEnd{ExitCode: &code0}}}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				one, batched := m.placedServices(t, tc.services...), m.placedServices(t, tc.services...)
+				var reports []jobs.Report
+				var doneOne []string
+				for i, st := range tc.steps {
+					at := m.start.Add(time.Duration(i) * time.Minute)
+					ref := jobs.ServiceRef{JobID: one, Service: st.svc, NodeID: m.node, Attempt: 1}
+					var err error
+					switch st.kind {
+					case jobs.ReportStarting:
+						_, err = m.js.OwnService(ctx, ref)
+					case jobs.ReportRunning:
+						err = m.js.ServiceRunning(ctx, ref, nil, at)
+					case jobs.ReportEnded:
+						var done bool
+						done, err = m.js.ServiceEnded(ctx, ref, st.end, at)
+						if done {
+							doneOne = append(doneOne, "JOB")
+						}
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					ref.JobID = batched
+					reports = append(reports, jobs.Report{Ref: ref, Kind: st.kind, End: st.end, At: at})
+				}
+				done, err := m.js.ApplyReports(ctx, reports)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range done {
+					done[i] = "JOB"
+				}
+				if strings.Join(done, ",") != strings.Join(doneOne, ",") {
+					t.Errorf("done = %v, one by one %v", done, doneOne)
+				}
+				if a, b := exitCodes(t, m, one), exitCodes(t, m, batched); a != b {
+					t.Errorf("exit codes %s, one by one %s", b, a)
+				}
+				if a, b := m.history(t, one), m.history(t, batched); a != b {
+					t.Fatalf("one by one:\n%s\nbatched:\n%s", a, b)
+				}
+			})
+		}
+	})
+}
+
+// In a batch, a late report of an attempt the job was requeued from
+// changes nothing, while the other reports of the batch apply.
+func TestApplyReportsIgnoresOldAttempt(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		m := newMachine(t, url)
+		ctx := context.Background()
+		old := m.placedWith(t, 1)
+		if err := m.js.ServiceRunning(ctx, m.ref(old, 1), nil, m.start); err != nil {
+			t.Fatal(err)
+		}
+		if requeued, err := m.js.NodeLost(ctx, old, m.start.Add(time.Minute)); err != nil || !requeued {
+			t.Fatalf("NodeLost = %v, %v; want a requeue", requeued, err)
+		}
+		other := m.running(t)
+		before := m.snapshot(t, old)
+		at := m.start.Add(2 * time.Minute)
+		done, err := m.js.ApplyReports(ctx, []jobs.Report{
+			{Ref: m.ref(old, 1), Kind: jobs.ReportRunning, At: at},
+			{Ref: m.ref(old, 1), Kind: jobs.ReportEnded, End: jobs.ServiceEnd{Failed: true, Reason: "late"}, At: at},
+			{Ref: m.ref(other, 1), Kind: jobs.ReportEnded, At: at},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(done) != 1 || done[0] != other {
+			t.Fatalf("done = %v, want [%s]", done, other)
+		}
+		if after := m.snapshot(t, old); volatile.ReplaceAllString(after, "") != volatile.ReplaceAllString(before, "") {
+			t.Fatalf("a late report of attempt 1 wrote:\nbefore:\n%s\nafter:\n%s", before, after)
+		}
+		j, err := m.tn.DB.Ent.Job.Get(fixture.Sys(), other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Status != "COMPLETE" {
+			t.Fatalf("the other job is %s, want COMPLETE", j.Status)
+		}
+	})
+}
+
+func exitCodes(t *testing.T, m *machine, id string) string {
+	t.Helper()
+	svcs, err := m.tn.DB.Ent.Service.Query().Where(service.JobID(id)).Order(service.ByName()).All(fixture.Sys())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, s := range svcs {
+		if s.ExitCode == nil {
+			b.WriteString("nil ")
+		} else {
+			fmt.Fprintf(&b, "%d ", *s.ExitCode)
+		}
+	}
+	return b.String()
+}
