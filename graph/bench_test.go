@@ -2,23 +2,29 @@ package graph_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/jobevent"
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/tenancy"
 	"github.com/levers9/levers9/internal/viewer"
+	"github.com/levers9/levers9/workers"
 )
 
 // The benchmarks go through the real GraphQL handler over HTTP, like a
@@ -113,9 +119,99 @@ func benchSubmit(b *testing.B, url string, clients int) {
 		b.Fatalf("stored %d jobs, want %d", n, want)
 	}
 
+	rate := float64(len(all)) / elapsed.Seconds()
+	raw := rawSubmitRate(b, e, a, clients)
 	b.ReportMetric(0, "ns/op")
-	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "jobs/s")
+	b.ReportMetric(rate, "jobs/s")
+	b.ReportMetric(raw, "raw-jobs/s")
+	b.ReportMetric(rate/raw, "of-raw")
 	reportLatency(b, all)
+}
+
+// rawSubmitRate is the same-run baseline of benchSubmit: the rows one
+// submission writes (the job, its services, its "submitted" event and the
+// River job scheduling its queue) inserted straight through ent, one
+// transaction per job, from clients goroutines, with nothing checked.
+func rawSubmitRate(b *testing.B, e *env, a *tenant, clients int) float64 {
+	b.Helper()
+	ctx := viewer.SystemContext(context.Background())
+	q, err := e.db.Ent.Queue.Query().Where(queue.Name(tenancy.DefaultQueue)).Only(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc, err := workers.NewClients(e.db, workers.Deps{Ent: e.db.Ent, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	one := func(i int) error {
+		return e.db.InTx(ctx, func(tx *database.Tx) error {
+			spec := benchSpec(fmt.Sprintf("raw-%d", i))
+			j, err := tx.Ent.Job.Create().
+				SetTenantID(a.ent.ID).SetEnvironmentID(a.mainEnv).
+				SetName(spec.Name).SetSpec(spec).SetQueueID(q.ID).SetOwnerID(a.admin.ID).
+				SetInteractive(spec.Interactive).SetKind(job.Kind(spec.Kind())).
+				SetPriority(spec.Priority).SetTimeoutSeconds(spec.TimeoutSeconds).
+				SetRetries(spec.Retries).SetGpus(spec.TotalGPUs()).
+				SetStatusReason("waiting to be scheduled").
+				Save(ctx)
+			if err != nil {
+				return fmt.Errorf("storing job: %w", err)
+			}
+			services := make([]*ent.ServiceCreate, len(spec.Services))
+			for k, svc := range spec.Services {
+				services[k] = tx.Ent.Service.Create().
+					SetTenantID(a.ent.ID).SetEnvironmentID(a.mainEnv).
+					SetJobID(j.ID).SetName(svc.Name).SetImage(svc.Image).
+					SetCommand(svc.Command).SetArgs(svc.Args).SetEnv(svc.Env).
+					SetCPU(svc.CPU).SetMemoryMib(svc.MemoryMiB).SetGpus(svc.GPUs).
+					SetGpuTypes(svc.GPUTypes).SetPorts(svc.Ports)
+			}
+			if _, err := tx.Ent.Service.CreateBulk(services...).Save(ctx); err != nil {
+				return fmt.Errorf("storing services: %w", err)
+			}
+			if err := tx.Ent.JobEvent.Create().
+				SetTenantID(a.ent.ID).SetEnvironmentID(a.mainEnv).
+				SetJobID(j.ID).SetStatus(jobevent.StatusPending).SetReason("submitted").SetAt(j.CreatedAt).
+				Exec(ctx); err != nil {
+				return fmt.Errorf("storing event: %w", err)
+			}
+			return workers.InsertScheduleQueue(ctx, rc.Inserter, tx.SQL, q.ID)
+		})
+	}
+	for i := range submitWarmup {
+		if err := one(-1 - i); err != nil {
+			b.Fatalf("warm-up raw insert: %v", err)
+		}
+	}
+	var (
+		next  atomic.Int64
+		wg    sync.WaitGroup
+		errMu sync.Mutex
+		first error
+	)
+	start := time.Now()
+	for range clients {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1))
+				if i > submitsPerRun {
+					return
+				}
+				if err := one(i); err != nil {
+					errMu.Lock()
+					first = cmp.Or(first, err)
+					errMu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	if first != nil {
+		b.Fatalf("raw inserts: %v", first)
+	}
+	return float64(submitsPerRun) / took.Seconds()
 }
 
 // BenchmarkJobsQuery measures the latency of the first page of jobs with
