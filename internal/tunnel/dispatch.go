@@ -19,19 +19,16 @@ import (
 // ended on the server side (cancelled, failed, out of tokens).
 func (s *session) dispatch(ctx context.Context) error {
 	sys := viewer.SystemContext(ctx)
-	pending, err := s.srv.DB.Ent.Service.Query().
-		Where(service.NodeID(s.nodeID), service.DispatchedAtIsNil(), service.HasJobWith(job.StatusEQ(job.StatusPending))).
-		Select(service.FieldJobID).Strings(sys)
+	// One query for every job to start, with its services: not one per
+	// job (under load a wake finds many).
+	pending, err := s.srv.DB.Ent.Job.Query().
+		Where(job.StatusEQ(job.StatusPending), job.HasServicesWith(service.NodeID(s.nodeID), service.DispatchedAtIsNil())).
+		WithServices().All(sys)
 	if err != nil {
 		return fmt.Errorf("finding jobs to start: %w", err)
 	}
-	seen := map[string]bool{}
-	for _, id := range pending {
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		if err := s.start(ctx, id); err != nil {
+	for _, j := range pending {
+		if err := s.start(ctx, j); err != nil {
 			return err
 		}
 	}
@@ -59,14 +56,11 @@ func (s *session) dispatch(ctx context.Context) error {
 	return nil
 }
 
-// start sends job jobID to the agent once: dispatched_at is set first,
-// conditionally, so two replicas (or two wakes) never both send it.
-func (s *session) start(ctx context.Context, jobID string) error {
-	sys := viewer.SystemContext(ctx)
-	j, err := s.srv.DB.Ent.Job.Query().Where(job.ID(jobID)).WithServices().Only(sys)
-	if err != nil {
-		return fmt.Errorf("loading job %s to start: %w", jobID, err)
-	}
+// start sends job j (read with its services) to the agent once:
+// dispatched_at is set first, conditionally, so two replicas (or two
+// wakes) never both send it.
+func (s *session) start(ctx context.Context, j *ent.Job) error {
+	jobID := j.ID
 	if j.Status != job.StatusPending {
 		return nil
 	}
@@ -79,7 +73,7 @@ func (s *session) start(ctx context.Context, jobID string) error {
 		}
 	}
 	msg := startMessage(j)
-	err = s.planMounts(ctx, j, &msg)
+	err := s.planMounts(ctx, j, &msg)
 	if err == nil {
 		err = msg.Validate()
 	}
