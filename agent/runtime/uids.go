@@ -138,8 +138,8 @@ func newUIDPool(r UIDRange, log *slog.Logger) (*uidPool, error) {
 		scratch: map[string]scratchSeen{},
 		kick:    make(chan struct{}, 1), stopped: make(chan struct{}),
 	}
-	if r.Count >= 64 {
-		p.stock = 32
+	if r.Count >= 256 {
+		p.stock = 64
 	}
 	p.cond = sync.NewCond(&p.mu)
 	go p.releaser()

@@ -11,8 +11,10 @@ import (
 
 // batchGather is how long the releaser waits for more uids to come back
 // before it cleans them, while enough clean ones are ready: jobs that end
-// close together share one walk of /proc and of the scratch folders.
-const batchGather = 20 * time.Millisecond
+// close together share one walk of /proc and of the scratch folders (a
+// busy /tmp changes too often for its listing to be kept). Escaped
+// processes of a job live that much longer, as their uid stays taken.
+const batchGather = 100 * time.Millisecond
 
 // killDeadline bounds how long a batch waits for processes of a uid
 // given back to die after SIGKILL; a uid whose processes survive stays
