@@ -216,8 +216,9 @@ type inbound struct {
 const readAhead = 32
 
 // readLoop applies the agent's messages in the order sent. A reader
-// goroutine reads ahead while the loop applies, so state reports that queue
-// up meanwhile are applied together, in one transaction (applyReports).
+// goroutine reads ahead while the loop applies, so state reports (and log
+// messages) that queue up meanwhile are applied together, in one
+// transaction (applyReports, applyLogs).
 func (s *session) readLoop(ctx context.Context) error {
 	// The reader stops with ctx (the session's): cancelling a read closes
 	// the connection, which must wait for run to close it with its reason.
@@ -250,6 +251,13 @@ func (s *session) readLoop(ctx context.Context) error {
 				return <-errc
 			}
 			msg = &m
+		}
+		if _, ok := msg.m.(wire.Logs); ok {
+			var err error
+			if next, err = s.applyLogs(ctx, *msg, in); err != nil {
+				return err
+			}
+			continue
 		}
 		if _, ok := msg.m.(wire.StateChange); ok {
 			batch := []inbound{*msg}

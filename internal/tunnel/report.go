@@ -32,7 +32,7 @@ func (s *session) report(m wire.StateChange) jobs.Report {
 }
 
 // applyReports hands state changes (in the order sent) to the job state
-// machine in one transaction, then acknowledges each. Reports about a
+// machine in one transaction, then acknowledges them. Reports about a
 // service this node does not run for the job's current attempt are logged
 // and ignored there: a late report of attempt 1 never changes attempt 2.
 // Nothing is acknowledged unless all are applied.
@@ -48,10 +48,11 @@ func (s *session) applyReports(ctx context.Context, batch []inbound) error {
 	for _, id := range done {
 		s.markActive(id, false)
 	}
+	// An ack covers every message up to it (the agent's outbox drops
+	// all of them): the highest says all.
+	var last uint64
 	for _, in := range batch {
-		if err := s.ack(ctx, in.seq); err != nil {
-			return err
-		}
+		last = max(last, in.seq)
 	}
-	return nil
+	return s.ack(ctx, last)
 }
