@@ -133,10 +133,17 @@ func (p *uidPool) releaser() {
 			} else {
 				gather.Reset(batchGather)
 			}
-			select {
-			case <-gather.C:
-			case <-p.kick: // someone waits now
-				gather.Stop()
+		wait:
+			for {
+				select {
+				case <-gather.C:
+					break wait
+				case <-p.kick: // another uid back, or someone waits now
+					if p.urgent() {
+						gather.Stop()
+						break wait
+					}
+				}
 			}
 		}
 		p.mu.Lock()
