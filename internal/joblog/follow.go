@@ -71,11 +71,15 @@ func (s *Service) Follow(ctx context.Context, jobID string, attempt int, fromSeq
 	if err != nil {
 		return nil, err
 	}
-	// Subscribe before the first read, so no signal falls between them.
-	wake, stop := subscribe(s.Bus, jobID)
+	// One reader per attempt on this replica; this follow takes its lines
+	// from the reader's window, or the database when behind it.
+	h, err := s.join(ctx, hubKey{s: s, jobID: jobID, attempt: attempt, gapWait: opts.GapWait, poll: opts.Poll}, fromSeq, opts)
+	if err != nil {
+		return nil, err
+	}
 	out := make(chan *Line, opts.Buffer)
-	f := &lineFollow{c: c, jobID: jobID, attempt: attempt, next: max(fromSeq, 1), opts: opts, out: sender[*Line]{ch: out, stall: opts.StallAfter}}
-	s.start(ctx, opts, jobID, stop, func() { close(out) }, func(ctx context.Context) error { return f.run(ctx, wake) })
+	f := &lineFollow{c: c, h: h, jobID: jobID, attempt: attempt, next: max(fromSeq, 1), opts: opts, out: sender[*Line]{ch: out, stall: opts.StallAfter}}
+	s.start(ctx, opts, jobID, h.leave, func() { close(out) }, f.run)
 	return out, nil
 }
 
@@ -172,75 +176,120 @@ func wait(ctx context.Context, wake <-chan struct{}, poll time.Duration, retry <
 }
 
 type lineFollow struct {
-	c        *ent.Client
+	c        *ent.Client // reads history as the follower
+	h        *hub
 	jobID    string
 	attempt  int
 	next     int64 // the seq to send next
 	opts     Options
 	out      sender[*Line]
-	gapSince time.Time // when the line before the first stored one went missing
+	gapSince time.Time // when the line at next went missing
 }
 
 // page bounds one read: lines may be 64 KiB each.
 const page = 256
 
-func (f *lineFollow) run(ctx context.Context, wake <-chan struct{}) error {
+// run sends the follower's lines: stored ones below the hub's window from
+// the database, then the window's as the hub fills it, until the attempt
+// is over and its last line was sent.
+func (f *lineFollow) run(ctx context.Context) error {
 	for {
-		// Read the state before the lines: lines are stored before the
-		// attempt's end, so after an end seen here the read below finds
-		// them all.
-		st, err := readJob(ctx, f.c, f.jobID)
-		if err != nil {
-			return err
-		}
-		ended := st.ended(f.attempt)
-		held, err := f.drain(ctx, ended)
-		if err != nil {
-			return err
-		}
-		if ended {
-			return nil
+		v := f.h.view(f.next)
+		if v.err != nil {
+			return v.err
 		}
 		var retry <-chan time.Time
-		if held {
-			retry = time.After(min(f.opts.GapWait/10, time.Second))
+		if f.next < v.floor {
+			progressed, held, err := f.replay(ctx, v)
+			if err != nil {
+				return err
+			}
+			if progressed {
+				continue
+			}
+			if held {
+				retry = time.After(min(f.opts.GapWait/10, time.Second))
+			}
+		} else {
+			for _, l := range v.lines {
+				if err := f.out.send(ctx, l); err != nil {
+					return err
+				}
+				f.next = l.Seq + 1
+			}
+			// The hub covered everything below v.next: what it did not
+			// deliver there, it skipped.
+			f.next = max(f.next, v.next)
+			if len(v.lines) > 0 {
+				continue
+			}
+			if v.done {
+				return nil
+			}
 		}
-		if err := wait(ctx, wake, f.opts.Poll, retry); err != nil {
-			return err
+		select {
+		case <-v.changed:
+		case <-retry:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 }
 
-// drain sends every stored line from f.next on. It stops at a gap in the
-// sequence (held) while the job runs, for at most GapWait: lines of one job
-// may commit out of order, and a subscriber must not skip the late ones.
-func (f *lineFollow) drain(ctx context.Context, ended bool) (held bool, err error) {
-	for {
-		lines, err := readLines(ctx, f.c, f.jobID, f.attempt, f.next, page)
-		if err != nil {
-			return false, err
-		}
-		for i := range lines {
-			l := &lines[i]
-			if l.Seq > f.next && !ended {
-				if f.gapSince.IsZero() {
-					f.gapSince = time.Now()
-				}
-				if time.Since(f.gapSince) < f.opts.GapWait {
-					return true, nil
-				}
-				f.opts.Log.Warn("log lines missing; skipping them", "job", f.jobID, "from", f.next, "to", l.Seq-1)
-			}
-			f.gapSince = time.Time{}
-			if err := f.out.send(ctx, l); err != nil {
-				return false, err
-			}
-			f.next = l.Seq + 1
-		}
-		if len(lines) < page {
-			return false, nil
-		}
+// replay sends stored lines below the hub's window (v.floor). Below the
+// hub's start it holds at a gap for at most GapWait while the attempt runs,
+// as the hub does above it: lines of one job may commit out of order, and
+// a follower must not skip the late ones.
+func (f *lineFollow) replay(ctx context.Context, v view) (progressed, held bool, err error) {
+	lines, err := readLines(ctx, f.c, f.jobID, f.attempt, f.next, page)
+	if err != nil {
+		return false, false, err
 	}
+	beyond := v.next > v.start // the hub delivered a line past the gap
+	for i := range lines {
+		l := &lines[i]
+		if l.Seq >= v.floor {
+			beyond = true
+			break
+		}
+		if l.Seq > f.next && f.next < v.start && !v.done {
+			if f.holdGap() {
+				return progressed, true, nil
+			}
+			f.opts.Log.Warn("log lines missing; skipping them", "job", f.jobID, "from", f.next, "to", l.Seq-1)
+		}
+		f.gapSince = time.Time{}
+		if err := f.out.send(ctx, l); err != nil {
+			return false, false, err
+		}
+		f.next = l.Seq + 1
+		progressed = true
+	}
+	if progressed {
+		return true, false, nil
+	}
+	// Nothing is stored from f.next up to the window.
+	switch {
+	case f.next >= v.start || v.done:
+		// The hub covered it, or nothing more will be written.
+	case !beyond:
+		return false, false, nil // nothing written past it yet: wait
+	case f.holdGap():
+		return false, true, nil
+	default:
+		f.opts.Log.Warn("log lines missing; skipping them", "job", f.jobID, "from", f.next, "to", v.floor-1)
+	}
+	f.gapSince = time.Time{}
+	f.next = v.floor
+	return true, false, nil
+}
+
+// holdGap reports whether the line at f.next may still come.
+func (f *lineFollow) holdGap() bool {
+	if f.gapSince.IsZero() {
+		f.gapSince = time.Now()
+	}
+	return time.Since(f.gapSince) < f.opts.GapWait
 }
 
 type eventFollow struct {
