@@ -14,7 +14,6 @@ import (
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/jobevent"
-	"github.com/levers9/levers9/ent/project"
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/internal/access"
 	"github.com/levers9/levers9/internal/billing"
@@ -170,31 +169,20 @@ func check(ctx context.Context, client *ent.Client, spec jobspec.Job, minutes in
 		return nil, err
 	}
 	c := &checked{spec: spec}
-	q, err := client.Queue.Query().
-		Where(queue.Or(queue.ID(spec.Queue), queue.Name(spec.Queue))).
-		Only(ctx)
-	if ent.IsNotFound(err) {
-		return nil, &fault.Error{Code: fault.NotFound, Field: "queue", Message: fmt.Sprintf("queue %q not found", spec.Queue)}
-	}
+	q, noProjectOK, err := usableQueue(ctx, client, spec.Queue, strings.TrimSpace(spec.Project) == "")
 	if err != nil {
-		return nil, fmt.Errorf("looking up queue %q: %w", spec.Queue, err)
+		return nil, err
 	}
 	c.queue = q
 	c.spec = withDefaults(spec, q)
 	spec = c.spec
-	if ok, err := access.CanUseQueue(ctx, client, q.ID); err != nil || !ok {
-		if err != nil {
-			return nil, err
-		}
-		return nil, &fault.Error{Code: fault.Forbidden, Field: "queue", Message: fmt.Sprintf("none of your groups may use queue %s", q.Name)}
-	}
 	if err := withinLimits(spec, q); err != nil {
 		return nil, err
 	}
 	if err := checkMounts(ctx, client, spec, q); err != nil {
 		return nil, err
 	}
-	if c.project, err = checkProject(ctx, client, spec); err != nil {
+	if c.project, err = checkProject(ctx, client, spec, noProjectOK); err != nil {
 		return nil, err
 	}
 	rates := queues.Rates(q)
@@ -295,8 +283,14 @@ func checkMounts(ctx context.Context, client *ent.Client, spec jobspec.Job, q *e
 	return nil
 }
 
-func checkProject(ctx context.Context, client *ent.Client, spec jobspec.Job) (*ent.Project, error) {
+// checkProject finds the job's project, of which the viewer must be a
+// member, or checks that the tenant lets jobs name none (unless the queue
+// look-up already answered that: noProjectOK).
+func checkProject(ctx context.Context, client *ent.Client, spec jobspec.Job, noProjectOK bool) (*ent.Project, error) {
 	if strings.TrimSpace(spec.Project) == "" {
+		if noProjectOK {
+			return nil, nil
+		}
 		t, err := client.Tenant.Get(ctx, viewer.FromContext(ctx).TenantID)
 		if err != nil {
 			return nil, fmt.Errorf("loading tenant: %w", err)
@@ -306,22 +300,7 @@ func checkProject(ctx context.Context, client *ent.Client, spec jobspec.Job) (*e
 		}
 		return nil, nil
 	}
-	p, err := client.Project.Query().
-		Where(project.Or(project.ID(spec.Project), project.Name(spec.Project))).
-		Only(ctx)
-	if ent.IsNotFound(err) {
-		return nil, &fault.Error{Code: fault.NotFound, Field: "project", Message: fmt.Sprintf("project %q not found", spec.Project)}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("looking up project %q: %w", spec.Project, err)
-	}
-	if ok, err := access.IsProjectMember(ctx, client, p.ID); err != nil || !ok {
-		if err != nil {
-			return nil, err
-		}
-		return nil, &fault.Error{Code: fault.Forbidden, Field: "project", Message: fmt.Sprintf("you are not a member of project %s", p.Name)}
-	}
-	return p, nil
+	return memberProject(ctx, client, spec.Project)
 }
 
 // affordable refuses a job whose payer cannot cover its start fee and its
