@@ -21,9 +21,12 @@ import (
 // one aggregate query instead of rereading the whole queue; with room left
 // it reads on, so backfill still sees every job. Jobs past the last page
 // keep their reason, or get "waiting for free capacity" if they had none.
+// Pages grow fourfold to maxPage: each costs a sort of the jobs left and a
+// placement over every node, so a large queue with room reads few of them
+// (their services are still read by IN lists of chunk IDs).
 const (
 	firstPage = 64
-	maxPage   = chunk
+	maxPage   = 4096
 )
 
 // schedule places the queue's pending jobs on st.nodes page by page.

@@ -222,12 +222,13 @@ func checkBySQL(t *testing.T, f *world, round int, placed int64) {
 			}
 		}
 	}
-	// No device booked twice on a node.
-	devices := `SELECT s.node_id, d.value, count(*) FROM services s, json_each(s.gpu_devices) d
-		WHERE ` + holding + ` AND json_type(s.gpu_devices) = 'array' GROUP BY s.node_id, d.value HAVING count(*) > 1`
+	// No device booked twice on a node. Devices a node reports without
+	// IDs are numbered per type ("0", "1", …): a device is its type and ID.
+	devices := `SELECT s.node_id, s.gpu_type || ' ' || d.value, count(*) FROM services s, json_each(s.gpu_devices) d
+		WHERE ` + holding + ` AND json_type(s.gpu_devices) = 'array' GROUP BY s.node_id, s.gpu_type, d.value HAVING count(*) > 1`
 	if f.db.Dialect == dialect.Postgres {
-		devices = `SELECT s.node_id, d.value, count(*) FROM services s, jsonb_array_elements_text(s.gpu_devices) d(value)
-			WHERE ` + holding + ` AND jsonb_typeof(s.gpu_devices) = 'array' GROUP BY s.node_id, d.value HAVING count(*) > 1`
+		devices = `SELECT s.node_id, s.gpu_type || ' ' || d.value, count(*) FROM services s, jsonb_array_elements_text(s.gpu_devices) d(value)
+			WHERE ` + holding + ` AND jsonb_typeof(s.gpu_devices) = 'array' GROUP BY s.node_id, s.gpu_type, d.value HAVING count(*) > 1`
 	}
 	rows, err = db.QueryContext(ctx, devices)
 	if err != nil {
