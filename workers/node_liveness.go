@@ -42,7 +42,8 @@ func (w *NodeLivenessWorker) Work(ctx context.Context, _ *river.Job[NodeLiveness
 func (w *NodeLivenessWorker) Timeout(*river.Job[NodeLivenessArgs]) time.Duration { return time.Minute }
 
 // livenessEvery is how often sweeps run: often enough that a node goes
-// offline soon after its TTL, never more than once a second.
+// offline soon after its TTL (within a third of it, at most 10 s), never
+// more than once a second.
 func livenessEvery(ttl time.Duration) time.Duration {
-	return min(max(ttl/3, time.Second), 5*time.Second)
+	return min(max(ttl/3, time.Second), 10*time.Second)
 }

@@ -47,6 +47,11 @@ import (
 	"github.com/levers9/levers9/workers"
 )
 
+// maxHeartbeatInterval bounds the agents' heartbeat interval, a third of
+// the node TTL: each beat is a write, so an idle server with the default
+// TTL (30 s) beats every 10 s.
+const maxHeartbeatInterval = 10 * time.Second
+
 // runServer runs the server configured by cfg (from parseServerConfig,
 // which checked it) until ctx ends.
 func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
@@ -182,8 +187,9 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	mux.Handle("/graphql", graph.Authenticate(authn, log, graph.NewHandler(resolver)))
 	planner := &mounts.Planner{Ent: db.Ent, Now: time.Now, LocalNode: localNodeID(cfg.LocalNode, dataDir)}
 	tun := &tunnel.Server{DB: db, Jobs: jobService, Logs: logs, Nodes: nodeRules, Bus: bus, Log: log.With("component", "tunnel"), Now: time.Now, Mounts: planner, Replica: replica,
-		// Several heartbeats fit in a TTL, so one lost beat is no outage.
-		HeartbeatInterval: min(max(cfg.NodeTTL/3, 100*time.Millisecond), tunnel.DefaultHeartbeatInterval)}
+		// Three heartbeats fit in a TTL, so one lost beat is no outage; no
+		// more, so that an idle node and server sleep (10 s at the default TTL).
+		HeartbeatInterval: min(max(cfg.NodeTTL/3, 100*time.Millisecond), maxHeartbeatInterval)}
 	runners := runnerapi.New(fnService, blobStore, log.With("component", "runner-api"))
 	tun.Runners = &tunnel.Runners{Identify: runners.Identify, Handler: runners.Handler()}
 	tun.Routes(mux)
