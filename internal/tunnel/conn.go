@@ -252,16 +252,16 @@ func (s *session) readLoop(ctx context.Context) error {
 			}
 			msg = &m
 		}
-		if _, ok := msg.m.(wire.Logs); ok {
+		if isLogs(msg.m) {
 			var err error
 			if next, err = s.applyLogs(ctx, *msg, in); err != nil {
 				return err
 			}
 			continue
 		}
-		if _, ok := msg.m.(wire.StateChange); ok {
-			batch := []inbound{*msg}
-			next = s.drainReports(in, &batch)
+		if isReport(msg.m) {
+			var batch []inbound
+			batch, next = takeQueued(in, []inbound{*msg}, maxReportBatch, isReport)
 			if err := s.applyReports(ctx, batch); err != nil {
 				// A database hiccup must not lose reports: drop the
 				// connection and let the agent resend after reconnecting.
@@ -278,36 +278,39 @@ func (s *session) readLoop(ctx context.Context) error {
 // maxReportBatch bounds the reports applied in one transaction.
 const maxReportBatch = 256
 
-// drainReports appends to batch the state reports already queued in in,
-// without waiting, and returns the first other message it took (nil:
-// none).
-func (s *session) drainReports(in <-chan inbound, batch *[]inbound) *inbound {
-	for len(*batch) < maxReportBatch {
+// takeQueued appends to batch the messages already queued in in that are
+// of the same kind (same reports true), without waiting, until batch holds
+// most; it returns batch and the first message of another kind it took
+// (nil: none).
+func takeQueued(in <-chan inbound, batch []inbound, most int, same func(wire.Msg) bool) ([]inbound, *inbound) {
+	for len(batch) < most {
 		select {
 		case m, ok := <-in:
 			if !ok {
-				return nil // the reader failed: the loop finds out next
+				return batch, nil // the reader failed: the loop finds out next
 			}
-			if _, ok := m.m.(wire.StateChange); !ok {
-				return &m
+			if !same(m.m) {
+				return batch, &m
 			}
-			*batch = append(*batch, m)
+			batch = append(batch, m)
 		default:
-			return nil
+			return batch, nil
 		}
 	}
-	return nil
+	return batch, nil
 }
 
-// apply handles one message other than a state report, then acknowledges
-// it.
+func isReport(m wire.Msg) bool { _, ok := m.(wire.StateChange); return ok }
+
+func isLogs(m wire.Msg) bool { _, ok := m.(wire.Logs); return ok }
+
+// apply handles one message other than a state report or log lines (see
+// applyReports, applyLogs), then acknowledges it.
 func (s *session) apply(ctx context.Context, in inbound) error {
 	var err error
 	switch m := in.m.(type) {
 	case wire.Heartbeat:
 		err = s.heartbeat(ctx)
-	case wire.Logs:
-		err = s.logs(ctx, m)
 	case wire.Hello:
 		return &errClosed{websocket.StatusPolicyViolation, "hello may be sent only once"}
 	case wire.Ack:

@@ -8,14 +8,9 @@ import (
 	"github.com/levers9/levers9/internal/wire"
 )
 
-// logs stores lines of the current attempt of a job placed on this node,
-// then wakes followers.
-func (s *session) logs(ctx context.Context, m wire.Logs) error {
-	return s.logsMany(ctx, []wire.Logs{m})
-}
-
-// logsMany is logs of several messages, in the order the agent sent them,
-// in one transaction (group commit: the read loop hands over what it has
+// logsMany stores the lines of the current attempt of jobs placed on this
+// node, from several messages in the order the agent sent them, in one
+// transaction (group commit: the read loop hands over what it has
 // queued, so a chatty job pays a commit per group, not per message).
 // Followers are woken once per job after the commit. Lines of a message
 // naming a service this node does not run for the attempt are ignored,
@@ -91,24 +86,7 @@ const maxLogsBatch = 4
 // them; it returns the first other message it took (nil: none). The read
 // loop calls it for a wire.Logs as applyReports for state reports.
 func (s *session) applyLogs(ctx context.Context, first inbound, in <-chan inbound) (*inbound, error) {
-	batch := []inbound{first}
-	var next *inbound
-drain:
-	for len(batch) < maxLogsBatch {
-		select {
-		case m, ok := <-in:
-			if !ok {
-				break drain // the reader failed: the loop finds out next
-			}
-			if _, ok := m.m.(wire.Logs); !ok {
-				next = &m
-				break drain
-			}
-			batch = append(batch, m)
-		default:
-			break drain
-		}
-	}
+	batch, next := takeQueued(in, []inbound{first}, maxLogsBatch, isLogs)
 	ms := make([]wire.Logs, len(batch))
 	var last uint64
 	for i, b := range batch {
