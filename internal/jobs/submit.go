@@ -58,14 +58,16 @@ func (s *Service) signal(ctx context.Context, jobID string) {
 		s.Log.Warn("signalling job change", "job", jobID, "err", err)
 		return
 	}
-	s.publish(ctx, notify.TopicJob, j.ID)
-	s.publish(ctx, notify.TopicQueue, j.QueueID)
+	signals := []notify.Signal{{Topic: notify.TopicJob, Key: j.ID}, {Topic: notify.TopicQueue, Key: j.QueueID}}
 	nodes := map[string]bool{}
 	for _, svc := range j.Edges.Services {
 		if svc.NodeID != "" && !nodes[svc.NodeID] {
 			nodes[svc.NodeID] = true
-			s.publish(ctx, notify.TopicNode, svc.NodeID)
+			signals = append(signals, notify.Signal{Topic: notify.TopicNode, Key: svc.NodeID})
 		}
+	}
+	if err := s.Bus.PublishMany(ctx, signals...); err != nil {
+		s.Log.Warn("signalling a job change", "job", j.ID, "err", err)
 	}
 }
 
@@ -139,9 +141,9 @@ func (s *Service) SubmitOnce(ctx context.Context, spec jobspec.Job, key string) 
 	if err != nil {
 		return nil, err
 	}
-	// A new job has no node yet: wake its followers and its queue's
-	// scheduler without reading it back.
-	s.publish(ctx, notify.TopicJob, created.ID)
+	// A new job has no node yet, and no follower (none knows its ID
+	// before this answer; a follow reads the job when it starts): wake its
+	// queue's scheduler only, without reading the job back.
 	s.publish(ctx, notify.TopicQueue, created.QueueID)
 	s.Log.Debug("job submitted", "job", created.ID, "queue", created.QueueID)
 	return created, nil

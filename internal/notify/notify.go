@@ -146,13 +146,32 @@ func (b *Bus) SubscribeAll(topic string) (*Keys, func()) {
 // Publish signals topic and key to every replica. Call it after the change
 // is committed.
 func (b *Bus) Publish(ctx context.Context, topic, key string) error {
-	if b.pool == nil {
-		b.deliver(topic + ":" + key)
+	return b.PublishMany(ctx, Signal{Topic: topic, Key: key})
+}
+
+// Signal is one change to publish: a topic and the key within it.
+type Signal struct{ Topic, Key string }
+
+// PublishMany publishes several signals at once: one round trip on
+// PostgreSQL, however many they are (a change that wakes a job, its queue
+// and its nodes pays one).
+func (b *Bus) PublishMany(ctx context.Context, signals ...Signal) error {
+	if len(signals) == 0 {
 		return nil
 	}
-	// Our own listener receives it too: delivery is in one place.
-	if _, err := b.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, topic+":"+key); err != nil {
-		return fmt.Errorf("notifying %s %s: %w", topic, key, err)
+	keys := make([]string, len(signals))
+	for i, sg := range signals {
+		keys[i] = sg.Topic + ":" + sg.Key
+	}
+	if b.pool == nil {
+		for _, k := range keys {
+			b.deliver(k)
+		}
+		return nil
+	}
+	// Our own listener receives them too: delivery is in one place.
+	if _, err := b.pool.Exec(ctx, "SELECT pg_notify($1, k) FROM unnest($2::text[]) AS k", channel, keys); err != nil {
+		return fmt.Errorf("notifying %s: %w", strings.Join(keys, ", "), err)
 	}
 	return nil
 }

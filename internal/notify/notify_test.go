@@ -130,3 +130,58 @@ func TestListenerReconnects(t *testing.T) {
 		waitSignal(t, ch)
 	})
 }
+
+// PublishMany reaches the subscriber of every signal it carries, of any
+// topic, and no other.
+func TestPublishMany(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		db, err := database.Open(ctx, url, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		bus := notify.New(db.Pool, slog.New(slog.DiscardHandler))
+		defer bus.Close()
+		job, stopJob := bus.Subscribe(notify.TopicJob, "j1")
+		defer stopJob()
+		node, stopNode := bus.Subscribe(notify.TopicNode, "n1")
+		defer stopNode()
+		other, stopOther := bus.Subscribe(notify.TopicNode, "n2")
+		defer stopOther()
+		queues, stopQueues := bus.SubscribeAll(notify.TopicQueue)
+		defer stopQueues()
+		if db.Pool != nil { // the first LISTEN wakes everyone
+			settle(job)
+			drain(node, other)
+		}
+		if err := bus.PublishMany(ctx); err != nil { // nothing: no round trip, no error
+			t.Fatal(err)
+		}
+		err = bus.PublishMany(ctx, notify.Signal{Topic: notify.TopicJob, Key: "j1"},
+			notify.Signal{Topic: notify.TopicQueue, Key: "q1"}, notify.Signal{Topic: notify.TopicNode, Key: "n1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitSignal(t, job)
+		waitSignal(t, node)
+		deadline := time.Now().Add(30 * time.Second)
+		var got []string
+		for len(got) == 0 && time.Now().Before(deadline) {
+			select {
+			case <-queues.C():
+				got = queues.Take()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		if len(got) != 1 || got[0] != "q1" {
+			t.Errorf("queue keys = %v; want [q1]", got)
+		}
+		select {
+		case <-other:
+			t.Error("a signal for n1 woke the subscriber of n2")
+		default:
+		}
+	})
+}

@@ -83,10 +83,12 @@ func (s *Service) wake(ctx context.Context, nodes []string) {
 	if s.Bus == nil {
 		return
 	}
-	for _, id := range nodes {
-		if err := s.Bus.Publish(ctx, notify.TopicNode, id); err != nil {
-			s.log().Warn("waking node", "node", id, "err", err)
-		}
+	signals := make([]notify.Signal, len(nodes))
+	for i, id := range nodes {
+		signals[i] = notify.Signal{Topic: notify.TopicNode, Key: id}
+	}
+	if err := s.Bus.PublishMany(ctx, signals...); err != nil {
+		s.log().Warn("waking nodes", "nodes", len(nodes), "err", err)
 	}
 }
 
