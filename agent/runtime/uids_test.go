@@ -275,7 +275,7 @@ func TestJobUIDsMustBeUsable(t *testing.T) {
 func TestReleasedUIDIsNotReusedBeforeItsCleaning(t *testing.T) {
 	t.Parallel()
 	needRoot(t)
-	r := testUIDs(7, 1)
+	r := testUIDs(8, 1) // a range no other test uses: tests run in parallel
 	// No supervisor: a process that leaves its group outlives the job. (A
 	// zombie is gone: it holds nothing.)
 	p, err := NewProcess(ProcessConfig{Root: reachableRoot(t), UIDs: r, Logger: testLogger(t)})
