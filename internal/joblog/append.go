@@ -29,6 +29,8 @@ type Service struct {
 	// running counts follow goroutines, so tests and metrics can see that
 	// dropped and cancelled followers really end.
 	running atomic.Int64
+	// hubs are the readers of followed attempts (hub.go).
+	hubs hubSet
 }
 
 // Running is the number of this service's follows in progress.

@@ -73,7 +73,7 @@ func (s *Service) Follow(ctx context.Context, jobID string, attempt int, fromSeq
 	}
 	// One reader per attempt on this replica; this follow takes its lines
 	// from the reader's window, or the database when behind it.
-	h, err := s.join(ctx, hubKey{s: s, jobID: jobID, attempt: attempt, gapWait: opts.GapWait, poll: opts.Poll}, fromSeq, opts)
+	h, err := s.join(ctx, hubKey{jobID: jobID, attempt: attempt, gapWait: opts.GapWait, poll: opts.Poll}, fromSeq, opts)
 	if err != nil {
 		return nil, err
 	}

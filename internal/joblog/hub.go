@@ -20,6 +20,7 @@ import (
 // behind it, reads the older lines itself and then joins the window.
 type hub struct {
 	key    hubKey
+	set    *hubSet
 	c      *ent.Client
 	cancel context.CancelFunc // stops the reader
 
@@ -36,7 +37,6 @@ type hub struct {
 }
 
 type hubKey struct {
-	s       *Service
 	jobID   string
 	attempt int
 	// Options that change what the reader does: follows that differ get
@@ -53,26 +53,27 @@ var windowLines atomic.Int64
 
 func init() { windowLines.Store(8192) }
 
-// hubs are the hubs of every Service; keyed by service so the Service
-// struct needs no field. An entry lives only while follows are attached.
-var hubs = struct {
+// hubSet is a Service's hubs: an entry lives only while follows are
+// attached.
+type hubSet struct {
 	sync.Mutex
 	m       map[hubKey]*hub
-	readers map[*Service]int // reader goroutines running, per service
-}{m: map[hubKey]*hub{}, readers: map[*Service]int{}}
+	readers int // reader goroutines running
+}
 
 // Readers is the number of hub readers of this service still running: one
 // per followed attempt, gone shortly after its last follow.
 func (s *Service) Readers() int {
-	hubs.Lock()
-	defer hubs.Unlock()
-	return hubs.readers[s]
+	s.hubs.Lock()
+	defer s.hubs.Unlock()
+	return s.hubs.readers
 }
 
 // join attaches a follow to the hub of key, starting one whose reader reads
 // as the viewer of ctx (who may see the job: it was just checked) from seq
 // fromSeq at the earliest. leave detaches it.
 func (s *Service) join(ctx context.Context, key hubKey, fromSeq int64, opts Options) (*hub, error) {
+	hubs := &s.hubs
 	hubs.Lock()
 	if h := hubs.m[key]; h != nil {
 		h.mu.Lock()
@@ -102,18 +103,19 @@ func (s *Service) join(ctx context.Context, key hubKey, fromSeq int64, opts Opti
 	// follow attached was allowed to see the job, so privacy rules still
 	// scope the reads.
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	h := &hub{key: key, c: s.DB.Ent, cancel: cancel, subs: 1, start: start, floor: start, next: start,
+	h := &hub{key: key, set: hubs, c: s.DB.Ent, cancel: cancel, subs: 1, start: start, floor: start, next: start,
 		changed: make(chan struct{})}
+	if hubs.m == nil {
+		hubs.m = map[hubKey]*hub{}
+	}
 	hubs.m[key] = h
-	hubs.readers[s]++
+	hubs.readers++
 	// Subscribe before the first read, so no signal falls between them.
 	wake, stop := subscribe(s.Bus, key.jobID)
 	go func() {
 		defer func() {
 			hubs.Lock()
-			if hubs.readers[s]--; hubs.readers[s] == 0 {
-				delete(hubs.readers, s)
-			}
+			hubs.readers--
 			hubs.Unlock()
 		}()
 		defer stop()
@@ -138,6 +140,7 @@ func (s *Service) join(ctx context.Context, key hubKey, fromSeq int64, opts Opti
 
 // leave detaches a follow; the last one stops the reader.
 func (h *hub) leave() {
+	hubs := h.set
 	hubs.Lock()
 	defer hubs.Unlock()
 	h.mu.Lock()
