@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/node"
@@ -157,30 +158,30 @@ func (s *session) serve(ctx context.Context, wake <-chan struct{}) error {
 // read reads one message from the agent. Anything it may not send closes
 // the connection.
 func (s *session) read(ctx context.Context) (wire.Msg, error) {
-	_, m, err := s.readSeq(ctx)
+	_, m, _, err := s.readSeq(ctx)
 	return m, err
 }
 
 // readSeq is read with the sender's sequence number (0: none).
-func (s *session) readSeq(ctx context.Context) (uint64, wire.Msg, error) {
+func (s *session) readSeq(ctx context.Context) (uint64, wire.Msg, int64, error) {
 	typ, b, err := s.conn.Read(ctx)
 	if err != nil {
 		if websocket.CloseStatus(err) == websocket.StatusMessageTooBig {
-			return 0, nil, &errClosed{websocket.StatusMessageTooBig, "message too large"}
+			return 0, nil, 0, &errClosed{websocket.StatusMessageTooBig, "message too large"}
 		}
-		return 0, nil, fmt.Errorf("reading from agent: %w", err)
+		return 0, nil, 0, fmt.Errorf("reading from agent: %w", err)
 	}
 	if typ != websocket.MessageText {
-		return 0, nil, &errClosed{websocket.StatusUnsupportedData, "messages are JSON text frames"}
+		return 0, nil, 0, &errClosed{websocket.StatusUnsupportedData, "messages are JSON text frames"}
 	}
 	seq, m, err := wire.DecodeSeq(b)
 	if err != nil {
-		return 0, nil, &errClosed{websocket.StatusInvalidFramePayloadData, err.Error()}
+		return 0, nil, 0, &errClosed{websocket.StatusInvalidFramePayloadData, err.Error()}
 	}
 	if !m.Kind().FromAgent() {
-		return 0, nil, &errClosed{websocket.StatusPolicyViolation, fmt.Sprintf("an agent may not send %s", m.Kind())}
+		return 0, nil, 0, &errClosed{websocket.StatusPolicyViolation, fmt.Sprintf("an agent may not send %s", m.Kind())}
 	}
-	return seq, m, nil
+	return seq, m, int64(len(b)), nil
 }
 
 // send writes one message to the agent.
@@ -205,15 +206,61 @@ func (s *session) silence() time.Duration {
 	return max(4*s.srv.heartbeatInterval(), 20*time.Second)
 }
 
-// inbound is one message read from the agent, with its sequence number.
+// inbound is one message read from the agent, with its sequence number
+// and its size on the wire.
 type inbound struct {
-	seq uint64
-	m   wire.Msg
+	seq  uint64
+	m    wire.Msg
+	size int64
 }
 
-// readAhead bounds the messages read but not yet applied (each at most
-// wire.MaxMessageBytes).
-const readAhead = 32
+// Read-ahead bounds: messages, and bytes (each message is at most
+// wire.MaxMessageBytes; a node may not make the server hold 32 of those
+// for it).
+const (
+	readAhead      = 32
+	readAheadBytes = 4 * wire.MaxMessageBytes
+)
+
+// inbox is the messages read ahead and not yet taken by the read loop;
+// their bytes are held in room until they are taken.
+type inbox struct {
+	ch   chan inbound
+	room *semaphore.Weighted
+}
+
+// take returns the next message, waiting for it; false when the reader
+// has stopped.
+func (q *inbox) take() (inbound, bool) {
+	m, ok := <-q.ch
+	if ok {
+		q.room.Release(m.size)
+	}
+	return m, ok
+}
+
+// takeQueued appends to batch the messages already queued that are of
+// the same kind (same reports true), without waiting, until batch holds
+// most; it returns batch and the first message of another kind it took
+// (nil: none).
+func (q *inbox) takeQueued(batch []inbound, most int, same func(wire.Msg) bool) ([]inbound, *inbound) {
+	for len(batch) < most {
+		select {
+		case m, ok := <-q.ch:
+			if !ok {
+				return batch, nil // the reader failed: the loop finds out next
+			}
+			q.room.Release(m.size)
+			if !same(m.m) {
+				return batch, &m
+			}
+			batch = append(batch, m)
+		default:
+			return batch, nil
+		}
+	}
+	return batch, nil
+}
 
 // readLoop applies the agent's messages in the order sent. A reader
 // goroutine reads ahead while the loop applies, so state reports (and log
@@ -222,20 +269,24 @@ const readAhead = 32
 func (s *session) readLoop(ctx context.Context) error {
 	// The reader stops with ctx (the session's): cancelling a read closes
 	// the connection, which must wait for run to close it with its reason.
-	in := make(chan inbound, readAhead)
+	in := &inbox{ch: make(chan inbound, readAhead), room: semaphore.NewWeighted(readAheadBytes)}
 	errc := make(chan error, 1)
 	go func() {
-		defer close(in)
+		defer close(in.ch)
 		for {
 			rctx, cancelRead := context.WithTimeout(ctx, s.silence())
-			seq, m, err := s.readSeq(rctx)
+			seq, m, size, err := s.readSeq(rctx)
 			cancelRead()
 			if err != nil {
 				errc <- err
 				return
 			}
+			size = min(size, readAheadBytes)
+			if in.room.Acquire(ctx, size) != nil {
+				return
+			}
 			select {
-			case in <- inbound{seq, m}:
+			case in.ch <- inbound{seq, m, size}:
 			case <-ctx.Done():
 				return
 			}
@@ -246,7 +297,7 @@ func (s *session) readLoop(ctx context.Context) error {
 		msg := next
 		next = nil
 		if msg == nil {
-			m, ok := <-in
+			m, ok := in.take()
 			if !ok {
 				return <-errc
 			}
@@ -261,7 +312,7 @@ func (s *session) readLoop(ctx context.Context) error {
 		}
 		if isReport(msg.m) {
 			var batch []inbound
-			batch, next = takeQueued(in, []inbound{*msg}, maxReportBatch, isReport)
+			batch, next = in.takeQueued([]inbound{*msg}, maxReportBatch, isReport)
 			if err := s.applyReports(ctx, batch); err != nil {
 				// A database hiccup must not lose reports: drop the
 				// connection and let the agent resend after reconnecting.
@@ -277,28 +328,6 @@ func (s *session) readLoop(ctx context.Context) error {
 
 // maxReportBatch bounds the reports applied in one transaction.
 const maxReportBatch = 256
-
-// takeQueued appends to batch the messages already queued in in that are
-// of the same kind (same reports true), without waiting, until batch holds
-// most; it returns batch and the first message of another kind it took
-// (nil: none).
-func takeQueued(in <-chan inbound, batch []inbound, most int, same func(wire.Msg) bool) ([]inbound, *inbound) {
-	for len(batch) < most {
-		select {
-		case m, ok := <-in:
-			if !ok {
-				return batch, nil // the reader failed: the loop finds out next
-			}
-			if !same(m.m) {
-				return batch, &m
-			}
-			batch = append(batch, m)
-		default:
-			return batch, nil
-		}
-	}
-	return batch, nil
-}
 
 func isReport(m wire.Msg) bool { _, ok := m.(wire.StateChange); return ok }
 

@@ -85,8 +85,8 @@ const maxLogsBatch = 4
 // queued in in right after it, in one transaction, then acknowledges
 // them; it returns the first other message it took (nil: none). The read
 // loop calls it for a wire.Logs as applyReports for state reports.
-func (s *session) applyLogs(ctx context.Context, first inbound, in <-chan inbound) (*inbound, error) {
-	batch, next := takeQueued(in, []inbound{first}, maxLogsBatch, isLogs)
+func (s *session) applyLogs(ctx context.Context, first inbound, in *inbox) (*inbound, error) {
+	batch, next := in.takeQueued([]inbound{first}, maxLogsBatch, isLogs)
 	ms := make([]wire.Logs, len(batch))
 	var last uint64
 	for i, b := range batch {
