@@ -9,4 +9,10 @@ import (
 	_ "entgo.io/ent/cmd/ent"
 	_ "github.com/99designs/gqlgen"
 	_ "github.com/a-h/templ/cmd/templ"
+
+	// Operations (issue 19): pinned here until the code that uses them lands.
+	_ "github.com/prometheus/client_golang/prometheus"
+	_ "github.com/prometheus/common/expfmt"
+	_ "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	_ "go.opentelemetry.io/otel/sdk/trace"
 )

@@ -418,6 +418,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			job.FieldMeteringClosed:    {Type: field.TypeBool, Column: job.FieldMeteringClosed},
 			job.FieldLastActiveAt:      {Type: field.TypeTime, Column: job.FieldLastActiveAt},
 			job.FieldIdempotencyKey:    {Type: field.TypeString, Column: job.FieldIdempotencyKey},
+			job.FieldTraceParent:       {Type: field.TypeString, Column: job.FieldTraceParent},
 		},
 	}
 	graph.Nodes[14] = &sqlgraph.Node{
@@ -3240,6 +3241,11 @@ func (f *JobFilter) WhereLastActiveAt(p entql.TimeP) {
 // WhereIdempotencyKey applies the entql string predicate on the idempotency_key field.
 func (f *JobFilter) WhereIdempotencyKey(p entql.StringP) {
 	f.Where(p.Field(job.FieldIdempotencyKey))
+}
+
+// WhereTraceParent applies the entql string predicate on the trace_parent field.
+func (f *JobFilter) WhereTraceParent(p entql.StringP) {
+	f.Where(p.Field(job.FieldTraceParent))
 }
 
 // WhereHasQueue applies a predicate to check if query has an edge queue.

@@ -79,6 +79,8 @@ type Job struct {
 	LastActiveAt *time.Time `json:"last_active_at,omitempty"`
 	// the client's key for this submission; resubmitting with it returns this job
 	IdempotencyKey *string `json:"idempotency_key,omitempty"`
+	// W3C traceparent of the submission's span
+	TraceParent string `json:"trace_parent,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the JobQuery when eager-loading is set.
 	Edges        JobEdges `json:"edges"`
@@ -169,7 +171,7 @@ func (*Job) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullBool)
 		case job.FieldPriority, job.FieldTimeoutSeconds, job.FieldRetries, job.FieldAttempt, job.FieldGpus, job.FieldEstimatePerMinute, job.FieldEstimateStartFee, job.FieldPricePerMinute, job.FieldMeteredMinutes:
 			values[i] = new(sql.NullInt64)
-		case job.FieldID, job.FieldTenantID, job.FieldEnvironmentID, job.FieldName, job.FieldStatus, job.FieldStatusReason, job.FieldQueueID, job.FieldProjectID, job.FieldOwnerID, job.FieldKind, job.FieldIdempotencyKey:
+		case job.FieldID, job.FieldTenantID, job.FieldEnvironmentID, job.FieldName, job.FieldStatus, job.FieldStatusReason, job.FieldQueueID, job.FieldProjectID, job.FieldOwnerID, job.FieldKind, job.FieldIdempotencyKey, job.FieldTraceParent:
 			values[i] = new(sql.NullString)
 		case job.FieldCreatedAt, job.FieldUpdatedAt, job.FieldStartedAt, job.FieldFinishedAt, job.FieldLastActiveAt:
 			values[i] = new(sql.NullTime)
@@ -370,6 +372,12 @@ func (_m *Job) assignValues(columns []string, values []any) error {
 				_m.IdempotencyKey = new(string)
 				*_m.IdempotencyKey = value.String
 			}
+		case job.FieldTraceParent:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field trace_parent", values[i])
+			} else if value.Valid {
+				_m.TraceParent = value.String
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -522,6 +530,9 @@ func (_m *Job) String() string {
 		builder.WriteString("idempotency_key=")
 		builder.WriteString(*v)
 	}
+	builder.WriteString(", ")
+	builder.WriteString("trace_parent=")
+	builder.WriteString(_m.TraceParent)
 	builder.WriteByte(')')
 	return builder.String()
 }

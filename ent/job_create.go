@@ -382,6 +382,20 @@ func (_c *JobCreate) SetNillableIdempotencyKey(v *string) *JobCreate {
 	return _c
 }
 
+// SetTraceParent sets the "trace_parent" field.
+func (_c *JobCreate) SetTraceParent(v string) *JobCreate {
+	_c.mutation.SetTraceParent(v)
+	return _c
+}
+
+// SetNillableTraceParent sets the "trace_parent" field if the given value is not nil.
+func (_c *JobCreate) SetNillableTraceParent(v *string) *JobCreate {
+	if v != nil {
+		_c.SetTraceParent(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *JobCreate) SetID(v string) *JobCreate {
 	_c.mutation.SetID(v)
@@ -552,6 +566,10 @@ func (_c *JobCreate) defaults() error {
 		v := job.DefaultMeteringClosed
 		_c.mutation.SetMeteringClosed(v)
 	}
+	if _, ok := _c.mutation.TraceParent(); !ok {
+		v := job.DefaultTraceParent
+		_c.mutation.SetTraceParent(v)
+	}
 	if _, ok := _c.mutation.ID(); !ok {
 		if job.DefaultID == nil {
 			return fmt.Errorf("ent: uninitialized job.DefaultID (forgotten import ent/runtime?)")
@@ -653,6 +671,14 @@ func (_c *JobCreate) check() error {
 	if v, ok := _c.mutation.IdempotencyKey(); ok {
 		if err := job.IdempotencyKeyValidator(v); err != nil {
 			return &ValidationError{Name: "idempotency_key", err: fmt.Errorf(`ent: validator failed for field "Job.idempotency_key": %w`, err)}
+		}
+	}
+	if _, ok := _c.mutation.TraceParent(); !ok {
+		return &ValidationError{Name: "trace_parent", err: errors.New(`ent: missing required field "Job.trace_parent"`)}
+	}
+	if v, ok := _c.mutation.TraceParent(); ok {
+		if err := job.TraceParentValidator(v); err != nil {
+			return &ValidationError{Name: "trace_parent", err: fmt.Errorf(`ent: validator failed for field "Job.trace_parent": %w`, err)}
 		}
 	}
 	if v, ok := _c.mutation.ID(); ok {
@@ -801,6 +827,10 @@ func (_c *JobCreate) createSpec() (*Job, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.IdempotencyKey(); ok {
 		_spec.SetField(job.FieldIdempotencyKey, field.TypeString, value)
 		_node.IdempotencyKey = &value
+	}
+	if value, ok := _c.mutation.TraceParent(); ok {
+		_spec.SetField(job.FieldTraceParent, field.TypeString, value)
+		_node.TraceParent = value
 	}
 	if nodes := _c.mutation.QueueIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
@@ -1232,6 +1262,9 @@ func (u *JobUpsertOne) UpdateNewValues() *JobUpsertOne {
 		}
 		if _, exists := u.create.mutation.IdempotencyKey(); exists {
 			s.SetIgnore(job.FieldIdempotencyKey)
+		}
+		if _, exists := u.create.mutation.TraceParent(); exists {
+			s.SetIgnore(job.FieldTraceParent)
 		}
 	}))
 	return u
@@ -1765,6 +1798,9 @@ func (u *JobUpsertBulk) UpdateNewValues() *JobUpsertBulk {
 			}
 			if _, exists := b.mutation.IdempotencyKey(); exists {
 				s.SetIgnore(job.FieldIdempotencyKey)
+			}
+			if _, exists := b.mutation.TraceParent(); exists {
+				s.SetIgnore(job.FieldTraceParent)
 			}
 		}
 	}))

@@ -16251,6 +16251,7 @@ type JobMutation struct {
 	metering_closed        *bool
 	last_active_at         *time.Time
 	idempotency_key        *string
+	trace_parent           *string
 	clearedFields          map[string]struct{}
 	queue                  *string
 	clearedqueue           bool
@@ -17639,6 +17640,42 @@ func (m *JobMutation) ResetIdempotencyKey() {
 	delete(m.clearedFields, job.FieldIdempotencyKey)
 }
 
+// SetTraceParent sets the "trace_parent" field.
+func (m *JobMutation) SetTraceParent(s string) {
+	m.trace_parent = &s
+}
+
+// TraceParent returns the value of the "trace_parent" field in the mutation.
+func (m *JobMutation) TraceParent() (r string, exists bool) {
+	v := m.trace_parent
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTraceParent returns the old "trace_parent" field's value of the Job entity.
+// If the Job object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobMutation) OldTraceParent(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTraceParent is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTraceParent requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTraceParent: %w", err)
+	}
+	return oldValue.TraceParent, nil
+}
+
+// ResetTraceParent resets all changes to the "trace_parent" field.
+func (m *JobMutation) ResetTraceParent() {
+	m.trace_parent = nil
+}
+
 // ClearQueue clears the "queue" edge to the Queue entity.
 func (m *JobMutation) ClearQueue() {
 	m.clearedqueue = true
@@ -17862,7 +17899,7 @@ func (m *JobMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *JobMutation) Fields() []string {
-	fields := make([]string, 0, 28)
+	fields := make([]string, 0, 29)
 	if m.created_at != nil {
 		fields = append(fields, job.FieldCreatedAt)
 	}
@@ -17947,6 +17984,9 @@ func (m *JobMutation) Fields() []string {
 	if m.idempotency_key != nil {
 		fields = append(fields, job.FieldIdempotencyKey)
 	}
+	if m.trace_parent != nil {
+		fields = append(fields, job.FieldTraceParent)
+	}
 	return fields
 }
 
@@ -18011,6 +18051,8 @@ func (m *JobMutation) Field(name string) (ent.Value, bool) {
 		return m.LastActiveAt()
 	case job.FieldIdempotencyKey:
 		return m.IdempotencyKey()
+	case job.FieldTraceParent:
+		return m.TraceParent()
 	}
 	return nil, false
 }
@@ -18076,6 +18118,8 @@ func (m *JobMutation) OldField(ctx context.Context, name string) (ent.Value, err
 		return m.OldLastActiveAt(ctx)
 	case job.FieldIdempotencyKey:
 		return m.OldIdempotencyKey(ctx)
+	case job.FieldTraceParent:
+		return m.OldTraceParent(ctx)
 	}
 	return nil, fmt.Errorf("unknown Job field %s", name)
 }
@@ -18280,6 +18324,13 @@ func (m *JobMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetIdempotencyKey(v)
+		return nil
+	case job.FieldTraceParent:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTraceParent(v)
 		return nil
 	}
 	return fmt.Errorf("unknown Job field %s", name)
@@ -18563,6 +18614,9 @@ func (m *JobMutation) ResetField(name string) error {
 		return nil
 	case job.FieldIdempotencyKey:
 		m.ResetIdempotencyKey()
+		return nil
+	case job.FieldTraceParent:
+		m.ResetTraceParent()
 		return nil
 	}
 	return fmt.Errorf("unknown Job field %s", name)

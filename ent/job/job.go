@@ -75,6 +75,8 @@ const (
 	FieldLastActiveAt = "last_active_at"
 	// FieldIdempotencyKey holds the string denoting the idempotency_key field in the database.
 	FieldIdempotencyKey = "idempotency_key"
+	// FieldTraceParent holds the string denoting the trace_parent field in the database.
+	FieldTraceParent = "trace_parent"
 	// EdgeQueue holds the string denoting the queue edge name in mutations.
 	EdgeQueue = "queue"
 	// EdgeProject holds the string denoting the project edge name in mutations.
@@ -155,6 +157,7 @@ var Columns = []string{
 	FieldMeteringClosed,
 	FieldLastActiveAt,
 	FieldIdempotencyKey,
+	FieldTraceParent,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -213,6 +216,10 @@ var (
 	DefaultMeteringClosed bool
 	// IdempotencyKeyValidator is a validator for the "idempotency_key" field. It is called by the builders before save.
 	IdempotencyKeyValidator func(string) error
+	// DefaultTraceParent holds the default value on creation for the "trace_parent" field.
+	DefaultTraceParent string
+	// TraceParentValidator is a validator for the "trace_parent" field. It is called by the builders before save.
+	TraceParentValidator func(string) error
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() string
 	// IDValidator is a validator for the "id" field. It is called by the builders before save.
@@ -412,6 +419,11 @@ func ByLastActiveAt(opts ...sql.OrderTermOption) OrderOption {
 // ByIdempotencyKey orders the results by the idempotency_key field.
 func ByIdempotencyKey(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldIdempotencyKey, opts...).ToFunc()
+}
+
+// ByTraceParent orders the results by the trace_parent field.
+func ByTraceParent(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldTraceParent, opts...).ToFunc()
 }
 
 // ByQueueField orders the results by queue field.

@@ -622,6 +622,7 @@ var (
 		{Name: "metering_closed", Type: field.TypeBool, Default: false},
 		{Name: "last_active_at", Type: field.TypeTime, Nullable: true},
 		{Name: "idempotency_key", Type: field.TypeString, Nullable: true, Size: 200},
+		{Name: "trace_parent", Type: field.TypeString, Size: 55, Default: ""},
 		{Name: "queue_id", Type: field.TypeString, Size: 40},
 		{Name: "project_id", Type: field.TypeString, Nullable: true, Size: 40},
 		{Name: "owner_id", Type: field.TypeString, Size: 40},
@@ -634,19 +635,19 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "jobs_queues_queue",
-				Columns:    []*schema.Column{JobsColumns[26]},
+				Columns:    []*schema.Column{JobsColumns[27]},
 				RefColumns: []*schema.Column{QueuesColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "jobs_projects_project",
-				Columns:    []*schema.Column{JobsColumns[27]},
+				Columns:    []*schema.Column{JobsColumns[28]},
 				RefColumns: []*schema.Column{ProjectsColumns[0]},
 				OnDelete:   schema.SetNull,
 			},
 			{
 				Symbol:     "jobs_users_jobs",
-				Columns:    []*schema.Column{JobsColumns[28]},
+				Columns:    []*schema.Column{JobsColumns[29]},
 				RefColumns: []*schema.Column{UsersColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -670,7 +671,7 @@ var (
 			{
 				Name:    "job_queue_id_status_priority",
 				Unique:  false,
-				Columns: []*schema.Column{JobsColumns[26], JobsColumns[7], JobsColumns[13]},
+				Columns: []*schema.Column{JobsColumns[27], JobsColumns[7], JobsColumns[13]},
 			},
 			{
 				Name:    "job_metering_closed_started_at",
@@ -680,7 +681,7 @@ var (
 			{
 				Name:    "job_tenant_id_owner_id_idempotency_key",
 				Unique:  true,
-				Columns: []*schema.Column{JobsColumns[3], JobsColumns[28], JobsColumns[25]},
+				Columns: []*schema.Column{JobsColumns[3], JobsColumns[29], JobsColumns[25]},
 			},
 		},
 	}

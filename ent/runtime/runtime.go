@@ -1091,6 +1091,12 @@ func init() {
 	jobDescIdempotencyKey := jobFields[23].Descriptor()
 	// job.IdempotencyKeyValidator is a validator for the "idempotency_key" field. It is called by the builders before save.
 	job.IdempotencyKeyValidator = jobDescIdempotencyKey.Validators[0].(func(string) error)
+	// jobDescTraceParent is the schema descriptor for trace_parent field.
+	jobDescTraceParent := jobFields[24].Descriptor()
+	// job.DefaultTraceParent holds the default value on creation for the trace_parent field.
+	job.DefaultTraceParent = jobDescTraceParent.Default.(string)
+	// job.TraceParentValidator is a validator for the "trace_parent" field. It is called by the builders before save.
+	job.TraceParentValidator = jobDescTraceParent.Validators[0].(func(string) error)
 	// jobDescID is the schema descriptor for id field.
 	jobDescID := jobMixinFields0[0].Descriptor()
 	// job.DefaultID holds the default value on creation for the id field.

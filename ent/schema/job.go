@@ -82,6 +82,11 @@ func (Job) Fields() []ent.Field {
 		field.String("idempotency_key").Optional().Nillable().Immutable().MaxLen(200).
 			Comment("the client's key for this submission; resubmitting with it returns this job").
 			Annotations(entgql.Skip(entgql.SkipAll)),
+		// Empty when tracing is off: scheduling, dispatch and the agent's
+		// start run later and elsewhere, and join the submission's trace.
+		field.String("trace_parent").Default("").Immutable().MaxLen(55).
+			Comment("W3C traceparent of the submission's span").
+			Annotations(entgql.Skip(entgql.SkipAll)),
 	}
 }
 
