@@ -114,10 +114,7 @@ func newRootCommand(a *app) *cobra.Command {
 		newSecretCommand(a), newQueueCommand(a),
 		newBoxCommand(a),
 		newSandboxCommand(a), newBlueprintCommand(a),
-		&cobra.Command{
-			Use: "version", Short: "print the version",
-			Run: func(cmd *cobra.Command, args []string) { fmt.Fprintln(a.stdout, "levers9", version) },
-		},
+		newVersionCommand(a), newAdminCommand(a),
 	)
 	// Each Use line shows the command's flags itself.
 	var noFlagsInUse func(*cobra.Command)

@@ -19,6 +19,11 @@ Usage:
   levers9 agent join --server URL --invite CODE [flags]
                            join this machine as a node, then run its agent
   levers9 agent [flags]    run the agent of a joined node
+  levers9 admin backup [--data-dir DIR] FILE
+                           archive the embedded server's data (SQLite, buckets,
+                           blobs, secret key), consistent while it serves
+  levers9 admin restore FILE --data-dir NEW
+                           unpack a backup into a new, empty data directory
 
 Client commands (connection: -c CONTEXT, --server, --token; see below):
   levers9 login [--server URL] [--email EMAIL | --token TOKEN] [--name CONTEXT]
@@ -74,7 +79,7 @@ Client commands (connection: -c CONTEXT, --server, --token; see below):
   levers9 nodes            nodes, their resources and state
   levers9 node drain|undrain NAME
                            stop (or resume) placing new jobs on a node
-  levers9 version          print the version
+  levers9 version          print the version, the commit and the Go version
   levers9 completion bash|zsh|fish|powershell
                            print a shell completion script (see levers9 completion -h)
 
