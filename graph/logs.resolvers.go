@@ -40,6 +40,22 @@ func (r *subscriptionResolver) JobLogs(ctx context.Context, jobID string, attemp
 	return ch, err
 }
 
+// JobLogBatches is the resolver for the jobLogBatches field.
+func (r *subscriptionResolver) JobLogBatches(ctx context.Context, jobID string, attempt *int, fromSeq *int, max *int) (<-chan []*joblog.Line, error) {
+	if err := requireSubscriber(ctx); err != nil {
+		return nil, err
+	}
+	opts, release, err := r.followOptions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := r.Logs.FollowBatches(ctx, jobID, derefOr(attempt, 0), seqArg(fromSeq), derefOr(max, joblog.MaxBatchLines), opts)
+	if err != nil {
+		release()
+	}
+	return ch, err
+}
+
 // JobEvents is the resolver for the jobEvents field.
 func (r *subscriptionResolver) JobEvents(ctx context.Context, jobID string) (<-chan *joblog.Event, error) {
 	if err := requireSubscriber(ctx); err != nil {

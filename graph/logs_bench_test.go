@@ -28,14 +28,15 @@ const (
 
 // BenchmarkLogFanout appends fanoutRate lines a second in batches, as the
 // tunnel does, for fanoutFor, while fanoutSubscribers follow the job over
-// SSE or WebSocket (one connection each) and, in the same run, one direct
+// SSE or WebSocket (one connection each; jobLogs, a message per line, or
+// jobLogBatches) and, in the same run, one direct
 // in-process joblog.Follow as the baseline. Every subscriber must get every
 // line in order. It reports the latency from a line's append to its arrival
 // (p50/p99; base-: the direct follower's) and the lines per second the
 // slowest subscriber received.
 func BenchmarkLogFanout(b *testing.B) {
 	for _, dialect := range dbtest.Dialects() {
-		for _, kind := range []string{"sse", "ws"} {
+		for _, kind := range []string{"sse", "ws", "sse-batches", "ws-batches"} {
 			b.Run(fmt.Sprintf("%s/%s/subscribers=%d", dialect, kind, fanoutSubscribers), func(b *testing.B) {
 				var r fanoutResult
 				for range b.N {
@@ -116,13 +117,20 @@ func benchFanout(b *testing.B, url, kind string) fanoutResult {
 	}
 	for range fanoutSubscribers {
 		var read fanoutReader
-		if kind == "sse" {
-			s := e.sse(b, a.memberToken, subLogs, vars{"j": job})
-			read = sseReader(s)
-		} else {
+		switch kind {
+		case "sse":
+			read = sseReader(e.sse(b, a.memberToken, subLogs, vars{"j": job}))
+		case "sse-batches":
+			read = sseBatchReader(e.sse(b, a.memberToken, subLogBatches, vars{"j": job}))
+		case "ws", "ws-batches":
 			c := e.dialWS(b, a.memberToken)
-			c.subscribe("1", subLogs, vars{"j": job})
-			read = wsReader(c)
+			if kind == "ws" {
+				c.subscribe("1", subLogs, vars{"j": job})
+				read = wsReader(c)
+			} else {
+				c.subscribe("1", subLogBatches, vars{"j": job})
+				read = wsBatchReader(c)
+			}
 		}
 		wg.Add(1)
 		go consume(read, false)
@@ -250,5 +258,69 @@ func wsReader(c *wsClient) fanoutReader {
 			return logLine{}, true, nil
 		}
 		return logLine{}, false, fmt.Errorf("unexpected message %s %s", m.Type, m.Payload)
+	}
+}
+
+// sseBatchReader reads a jobLogBatches stream line by line.
+func sseBatchReader(s *sseStream) fanoutReader {
+	var held []logLine
+	return func() (logLine, bool, error) {
+		for len(held) == 0 {
+			if !s.sc.Scan() {
+				return logLine{}, true, s.sc.Err()
+			}
+			line := s.sc.Text()
+			if line == "event: complete" {
+				return logLine{}, true, nil
+			}
+			data, ok := strings.CutPrefix(line, "data: ")
+			if !ok {
+				continue
+			}
+			var r struct {
+				Data struct{ JobLogBatches []logLine }
+			}
+			if err := json.Unmarshal([]byte(data), &r); err != nil {
+				return logLine{}, false, err
+			}
+			held = r.Data.JobLogBatches
+		}
+		l := held[0]
+		held = held[1:]
+		return l, false, nil
+	}
+}
+
+// wsBatchReader reads a jobLogBatches subscription line by line.
+func wsBatchReader(c *wsClient) fanoutReader {
+	var held []logLine
+	return func() (logLine, bool, error) {
+		for len(held) == 0 {
+			m, err := c.next(time.Minute)
+			if err != nil {
+				return logLine{}, false, err
+			}
+			switch m.Type {
+			case "next":
+				var r struct {
+					Data   struct{ JobLogBatches []logLine }
+					Errors []gqlError
+				}
+				if err := json.Unmarshal(m.Payload, &r); err != nil {
+					return logLine{}, false, err
+				}
+				if len(r.Errors) > 0 {
+					return logLine{}, false, fmt.Errorf("%+v", r.Errors)
+				}
+				held = r.Data.JobLogBatches
+			case "complete":
+				return logLine{}, true, nil
+			default:
+				return logLine{}, false, fmt.Errorf("unexpected message %s %s", m.Type, m.Payload)
+			}
+		}
+		l := held[0]
+		held = held[1:]
+		return l, false, nil
 	}
 }

@@ -29,8 +29,9 @@ type logLine struct {
 
 const (
 	logsQuery = `query($j: ID!, $a: Int, $f: Int!, $n: Int!) { jobLogs(jobId: $j, attempt: $a, fromSeq: $f, first: $n) { attempt seq service stream text } }`
-	logsSub   = `subscription($j: ID!, $a: Int, $f: Int!) { jobLogs(jobId: $j, attempt: $a, fromSeq: $f) { attempt seq service stream text } }`
-	logsPage  = 1000
+	// Batches: a chatty job costs one event per batch, not per line.
+	logsSub  = `subscription($j: ID!, $a: Int, $f: Int!) { jobLogBatches(jobId: $j, attempt: $a, fromSeq: $f) { attempt seq service stream text } }`
+	logsPage = 1000
 )
 
 // newLogsCommand prints the lines of a job; with -f it follows them until
@@ -240,7 +241,7 @@ func permanent(e apiError) bool {
 // keep-alive (every 15 s), for this long: the connection is dead.
 const idleLimit = 45 * time.Second
 
-// streamLogs runs one jobLogs subscription over server-sent events. done is
+// streamLogs runs one jobLogBatches subscription over server-sent events. done is
 // true when the server completed it (the job has ended, all lines sent).
 func (c clientFlags) streamLogs(ctx context.Context, job string, attempt int, from int64, each func(logLine)) (done bool, err error) {
 	if c.Token == "" {
@@ -292,7 +293,7 @@ func (c clientFlags) streamLogs(ctx context.Context, job string, attempt int, fr
 			}
 		case strings.HasPrefix(line, "data: ") && event == "next":
 			var r struct {
-				Data   *struct{ JobLogs *logLine }
+				Data   *struct{ JobLogBatches []logLine }
 				Errors []apiError
 			}
 			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &r); err != nil {
@@ -301,8 +302,10 @@ func (c clientFlags) streamLogs(ctx context.Context, job string, attempt int, fr
 			if len(r.Errors) > 0 {
 				return false, r.Errors[0]
 			}
-			if r.Data != nil && r.Data.JobLogs != nil {
-				each(*r.Data.JobLogs)
+			if r.Data != nil {
+				for _, l := range r.Data.JobLogBatches {
+					each(l)
+				}
 			}
 		}
 	}

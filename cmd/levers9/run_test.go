@@ -39,18 +39,28 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.streams++
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprint(w, ":\n\n")
-		next := func(seq int) {
+		line := func(seq int) string {
 			stream := "stdout"
 			if seq == 2 {
 				stream = "stderr"
 			}
-			fmt.Fprintf(w, "event: next\ndata: {\"data\":{\"jobLogs\":{\"seq\":%d,\"service\":\"main\",\"stream\":%q,\"text\":\"line %d\"}}}\n\n", seq, stream, seq)
+			return fmt.Sprintf(`{"seq":%d,"service":"main","stream":%q,"text":"line %d"}`, seq, stream, seq)
 		}
-		switch f.streams {
-		case 1: // 1..3, then the connection drops
-			for s := from; s <= 3; s++ {
-				next(s)
+		batch := func(seqs ...int) {
+			var ls []string
+			for _, s := range seqs {
+				ls = append(ls, line(s))
 			}
+			fmt.Fprintf(w, "event: next\ndata: {\"data\":{\"jobLogBatches\":[%s]}}\n\n", strings.Join(ls, ","))
+		}
+		next := func(seq int) { batch(seq) }
+		switch f.streams {
+		case 1: // 1..3 in one batch, then the connection drops
+			var seqs []int
+			for s := from; s <= 3; s++ {
+				seqs = append(seqs, s)
+			}
+			batch(seqs...)
 		case 2: // 4..5, then complete although the job still runs
 			for s := from; s <= 5; s++ {
 				next(s)

@@ -882,10 +882,11 @@ type ComplexityRoot struct {
 	}
 
 	Subscription struct {
-		JobEvents   func(childComplexity int, jobID string) int
-		JobLogs     func(childComplexity int, jobID string, attempt *int, fromSeq *int) int
-		MapProgress func(childComplexity int, id string) int
-		TaskUpdated func(childComplexity int, id string) int
+		JobEvents     func(childComplexity int, jobID string) int
+		JobLogBatches func(childComplexity int, jobID string, attempt *int, fromSeq *int, max *int) int
+		JobLogs       func(childComplexity int, jobID string, attempt *int, fromSeq *int) int
+		MapProgress   func(childComplexity int, id string) int
+		TaskUpdated   func(childComplexity int, id string) int
 	}
 
 	Task struct {
@@ -1130,6 +1131,7 @@ type StorageResolver interface {
 }
 type SubscriptionResolver interface {
 	JobLogs(ctx context.Context, jobID string, attempt *int, fromSeq *int) (<-chan *joblog.Line, error)
+	JobLogBatches(ctx context.Context, jobID string, attempt *int, fromSeq *int, max *int) (<-chan []*joblog.Line, error)
 	JobEvents(ctx context.Context, jobID string) (<-chan *joblog.Event, error)
 	TaskUpdated(ctx context.Context, id string) (<-chan *ent.Task, error)
 	MapProgress(ctx context.Context, id string) (<-chan *ent.FunctionMap, error)
@@ -5041,6 +5043,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.JobEvents(childComplexity, args["jobId"].(string)), true
+	case "Subscription.jobLogBatches":
+		if e.ComplexityRoot.Subscription.JobLogBatches == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_jobLogBatches_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.JobLogBatches(childComplexity, args["jobId"].(string), args["attempt"].(*int), args["fromSeq"].(*int), args["max"].(*int)), true
 	case "Subscription.jobLogs":
 		if e.ComplexityRoot.Subscription.JobLogs == nil {
 			break
@@ -13119,6 +13132,14 @@ type Subscription {
   reads nothing for 30 s is dropped.
   """
   jobLogs(jobId: ID!, attempt: Int, fromSeq: Int = 1): LogLine!
+  """
+  jobLogs with the lines grouped: each message holds the lines waiting when
+  it is sent (at least one, at most max and about 1 MiB), in order, so a
+  chatty job costs a follower one message per batch, not one per line; a
+  batch never waits for more lines. Same order, resumption, end and
+  slow-subscriber rules as jobLogs. max is at most 1000.
+  """
+  jobLogBatches(jobId: ID!, attempt: Int, fromSeq: Int = 1, max: Int = 1000): [LogLine!]!
   "The events of a job: the stored ones, then each new one, until the job has ended."
   jobEvents(jobId: ID!): JobEvent!
 }
@@ -17350,6 +17371,44 @@ func (ec *executionContext) field_Subscription_jobEvents_args(ctx context.Contex
 		return nil, err
 	}
 	args["jobId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_jobLogBatches_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "jobId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["jobId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "attempt",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["attempt"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "fromSeq",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["fromSeq"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "max",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["max"] = arg3
 	return args, nil
 }
 
@@ -33458,6 +33517,50 @@ func (ec *executionContext) fieldContext_Subscription_jobLogs(ctx context.Contex
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Subscription_jobLogs_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_jobLogBatches(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_jobLogBatches(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().JobLogBatches(ctx, fc.Args["jobId"].(string), fc.Args["attempt"].(*int), fc.Args["fromSeq"].(*int), fc.Args["max"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*joblog.Line) graphql.Marshaler {
+			return ec.marshalNLogLine2ᚕᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋinternalᚋjoblogᚐLineᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_jobLogBatches(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LogLine(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_jobLogBatches_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -65425,6 +65528,8 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	switch fields[0].Name {
 	case "jobLogs":
 		return ec._Subscription_jobLogs(ctx, fields[0])
+	case "jobLogBatches":
+		return ec._Subscription_jobLogBatches(ctx, fields[0])
 	case "jobEvents":
 		return ec._Subscription_jobEvents(ctx, fields[0])
 	case "taskUpdated":

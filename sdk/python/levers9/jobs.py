@@ -18,7 +18,11 @@ JOB_FIELDS = ("id name status statusReason createdAt startedAt finishedAt queue 
 ENDED = ("COMPLETE", "ERROR", "CANCELLED")
 
 _LOGS_QUERY = "query($j: ID!, $f: Int!, $n: Int!) { jobLogs(jobId: $j, fromSeq: $f, first: $n) { seq service stream time text } }"
-_LOGS_SUB = "subscription($j: ID!, $f: Int!) { jobLogs(jobId: $j, fromSeq: $f) { seq service stream time text } }"
+# Batches: a chatty job costs one event per batch of lines, not per line.
+_LOGS_SUB = "subscription($j: ID!, $f: Int!) { jobLogBatches(jobId: $j, fromSeq: $f) { seq service stream time text } }"
+# A batch is about 1 MiB of text at most; JSON escapes can make it a few
+# times longer on the wire.
+_MAX_EVENT_LINE = 16 << 20
 
 # The server sends a keep-alive every 15 s; a stream silent for longer than
 # this is dead, and is resumed.
@@ -167,7 +171,7 @@ class Job:
                 return
 
     def _stream_logs(self, from_seq: int) -> Iterator[LogLine]:
-        """One jobLogs subscription over SSE; ends when the server completes it."""
+        """One jobLogBatches subscription over SSE; ends when the server completes it."""
         body = json.dumps({"query": _LOGS_SUB, "variables": {"j": self.id, "f": from_seq}}).encode("utf-8")
         resp = self._client._http.request(
             "POST", "/graphql", body, {"Content-Type": "application/json", "Accept": "text/event-stream"},
@@ -180,7 +184,7 @@ class Job:
                 raise errors.Error("the server answered without an event stream")
             event = ""
             while True:
-                raw = resp.readline(1 << 20)
+                raw = resp.readline(_MAX_EVENT_LINE)
                 if not raw:
                     raise _Dropped()
                 text = raw.decode("utf-8").rstrip("\r\n")
@@ -195,8 +199,7 @@ class Job:
                         raise _Dropped() from None  # a line cut short
                     if doc.get("errors"):
                         raise errors.from_graphql(doc["errors"][0])
-                    line = (doc.get("data") or {}).get("jobLogs")
-                    if line:
+                    for line in (doc.get("data") or {}).get("jobLogBatches") or ():
                         yield _line(line)
 
 
