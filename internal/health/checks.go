@@ -5,30 +5,51 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"sync/atomic"
 )
 
-// Flag is a condition the server sets once reached (migrations applied,
-// River started); its check fails with the flag's text until then.
+// Flag is a condition the server reaches (migrations applied, River
+// started) and may lose again (River stopped); its check fails with the
+// flag's text while the condition does not hold.
 type Flag struct {
-	set     atomic.Bool
-	pending string
+	failing atomic.Pointer[string] // nil: the condition holds
 }
 
-// NewFlag is an unset flag whose check shows pending until Set.
-func NewFlag(pending string) *Flag { return &Flag{pending: pending} }
+// NewFlag is a flag whose check fails with pending until Set.
+func NewFlag(pending string) *Flag {
+	f := &Flag{}
+	f.failing.Store(&pending)
+	return f
+}
 
 // Set marks the condition reached.
-func (f *Flag) Set() { f.set.Store(true) }
+func (f *Flag) Set() { f.failing.Store(nil) }
+
+// Clear marks the condition lost, for reason.
+func (f *Flag) Clear(reason string) { f.failing.Store(&reason) }
 
 // Check is the flag's readiness check.
 func (f *Flag) Check(context.Context) error {
-	if f.set.Load() {
+	if p := f.failing.Load(); p != nil {
+		return Failed(*p, nil)
+	}
+	return nil
+}
+
+// All is one check made of several, run in turn: the first failure is
+// its failure.
+func All(checks ...func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		for _, c := range checks {
+			if err := c(ctx); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
-	return Failed(f.pending, nil)
 }
 
 // Pinger is a database handle (*sql.DB).
@@ -47,11 +68,20 @@ func Ping(db Pinger) func(context.Context) error {
 	}
 }
 
-// Dir checks that dir is a directory the process can list: the local
-// bucket and blob roots, which vanish when a volume is unmounted.
-func Dir(dir string) func(context.Context) error {
+// Dir checks that dir is a directory the process can list: the data
+// directory and the blob root, which vanish when a volume is unmounted.
+func Dir(dir string) func(context.Context) error { return dirCheck(dir, false) }
+
+// DirIfExists is Dir for a directory made on first use (the local bucket
+// root): missing, it passes.
+func DirIfExists(dir string) func(context.Context) error { return dirCheck(dir, true) }
+
+func dirCheck(dir string, optional bool) func(context.Context) error {
 	return func(context.Context) error {
 		f, err := os.Open(dir)
+		if optional && errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		if err != nil {
 			return Failed("unavailable", err)
 		}
@@ -71,19 +101,6 @@ func Dir(dir string) func(context.Context) error {
 			return Failed("unavailable", err)
 		}
 		return nil
-	}
-}
-
-// Stopped checks that a background worker (River's client) has not
-// stopped: stopped is closed when it has.
-func Stopped(stopped func() <-chan struct{}) func(context.Context) error {
-	return func(context.Context) error {
-		select {
-		case <-stopped():
-			return Failed("stopped", nil)
-		default:
-			return nil
-		}
 	}
 }
 

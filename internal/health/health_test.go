@@ -187,16 +187,35 @@ func TestGate(t *testing.T) {
 	}
 }
 
-// A stopped worker fails its check.
-func TestStopped(t *testing.T) {
+// A flag fails with its pending text, passes once set and fails again,
+// with the reason, once cleared; All fails with its first failure.
+func TestFlagAndAll(t *testing.T) {
 	t.Parallel()
-	ch := make(chan struct{})
-	check := Stopped(func() <-chan struct{} { return ch })
-	if err := check(context.Background()); err != nil {
-		t.Fatalf("running: %v", err)
+	ctx := context.Background()
+	f := NewFlag("not started")
+	missing := DirIfExists(t.TempDir() + "/made-on-first-use")
+	both := All(missing, f.Check)
+	steps := []struct {
+		do   func()
+		want string // "": passes
+	}{
+		{func() {}, "not started"},
+		{f.Set, ""},
+		{func() { f.Clear("stopped") }, "stopped"},
 	}
-	close(ch)
-	if err := check(context.Background()); err == nil || publicText(err) != "stopped" {
-		t.Fatalf("stopped: %v", err)
+	for i, st := range steps {
+		st.do()
+		for name, check := range map[string]func(context.Context) error{"flag": f.Check, "all": both} {
+			got := "" // passed
+			if err := check(ctx); err != nil {
+				got = publicText(err)
+			}
+			if got != st.want {
+				t.Errorf("step %d, %s: %q, want %q", i, name, got, st.want)
+			}
+		}
+	}
+	if err := All(Dir(t.TempDir()+"/missing"), f.Check)(ctx); err == nil || publicText(err) != "unavailable" {
+		t.Errorf("All with a missing directory first: %v", err)
 	}
 }
