@@ -29,6 +29,7 @@ import (
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/metering"
+	"github.com/levers9/levers9/internal/metrics/scrape"
 	"github.com/levers9/levers9/internal/mounts"
 	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/notify"
@@ -236,6 +237,18 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		}
 		_, _ = io.WriteString(w, "ok\n")
 	})
+	metrics, err := metricsHandler(cfg.Metrics, db, logs.Running, log.With("component", "metrics"))
+	if err != nil {
+		return err
+	}
+	mux.Handle("GET /metrics", scrape.Guard{Token: cfg.Metrics.Token, Auth: authn, Log: log}.Wrap(metrics))
+	if cfg.Metrics.Addr != "" {
+		stop, err := serveMetrics(ctx, cfg.Metrics.Addr, metrics, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	srv := newHTTPServer(ctx, cfg.HTTP, relayDomain.Front(withFiles(filesHandler, mux)))
 
 	printWelcome(stdout, publicURL, db.Dialect, seeded)

@@ -56,6 +56,7 @@ type serverConfig struct {
 	SecretKey     string
 	// PprofAddr serves net/http/pprof on its own listener; "": none.
 	PprofAddr string
+	Metrics   metricsConfig
 }
 
 // env returns the environment variable name, or def when unset.
@@ -206,6 +207,7 @@ func parseServerConfig(args []string, lookup func(string) (string, bool), out io
 	c.SecretKey = e.str("LEVERS9_SECRET_KEY", "")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", e.str("LEVERS9_PPROF_ADDR", ""),
 		"serve Go's profiler (net/http/pprof) on this address, e.g. 127.0.0.1:6060; keep it off public interfaces; default none (LEVERS9_PPROF_ADDR)")
+	c.Metrics.flags(fs, e)
 	c.Seed = tenancy.Seed{
 		TenantName:         e.str("LEVERS9_TENANT_NAME", ""),
 		TenantSlug:         e.str("LEVERS9_TENANT_SLUG", ""),
@@ -229,6 +231,7 @@ func parseServerConfig(args []string, lookup func(string) (string, bool), out io
 	err = errors.Join(e.errors(fs), c.check(*logLevel, source("log-level", "LEVERS9_LOG_LEVEL")),
 		c.checkLocalNode(source("local-node-runtime", "LEVERS9_LOCAL_NODE_RUNTIME"), source("local-node-default-image", "LEVERS9_LOCAL_NODE_DEFAULT_IMAGE")),
 		c.checkRelay(source("relay-domain", "LEVERS9_RELAY_DOMAIN"), source("replica-url", "LEVERS9_REPLICA_URL")),
+		c.Metrics.check(source("metrics-token", "LEVERS9_METRICS_TOKEN")),
 		c.checkSecretKey(source("secret-key-file", "LEVERS9_SECRET_KEY_FILE")))
 	if err != nil {
 		fmt.Fprintln(out, "levers9 server:", err)

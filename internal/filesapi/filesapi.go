@@ -21,6 +21,7 @@ import (
 	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/metrics"
 	"github.com/levers9/levers9/internal/mounts"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/internal/wire"
@@ -108,7 +109,9 @@ func (a *API) get(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", strconv.FormatInt(obj.Size, 10))
 	w.Header().Set("Last-Modified", obj.Modified.UTC().Format(http.TimeFormat))
-	if _, err := io.Copy(w, rc); err != nil {
+	n, err := io.Copy(w, rc)
+	metrics.FilesBytes.WithLabelValues("out").Add(float64(n))
+	if err != nil {
 		a.Log.Warn("download interrupted", "bucket", r.PathValue("bucket"), "key", key, "err", err)
 	}
 }
@@ -172,6 +175,7 @@ func (a *API) put(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, err)
 		return
 	}
+	metrics.FilesBytes.WithLabelValues("in").Add(float64(obj.Size))
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)
 	_ = json.NewEncoder(w).Encode(wire.FileObject{Key: obj.Key, Size: obj.Size, Modified: obj.Modified})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/metrics"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/internal/wire"
@@ -95,6 +96,7 @@ func (s *Service) AppendTx(ctx context.Context, tx *database.Tx, batches []Batch
 		if err := in.insert(ctx, o, b.JobID, b.Attempt, b.Lines); err != nil {
 			return err
 		}
+		metrics.LogLinesIngested.Add(float64(len(b.Lines)))
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/internal/jobs"
+	"github.com/levers9/levers9/internal/metrics"
 	"github.com/levers9/levers9/internal/notify"
 )
 
@@ -215,6 +216,7 @@ func (f *lineFollow) run(ctx context.Context) error {
 				if err := f.out.send(ctx, l); err != nil {
 					return err
 				}
+				metrics.LogLinesDelivered.Inc()
 				f.next = l.Seq + 1
 			}
 			// The hub covered everything below v.next: what it did not
@@ -262,6 +264,7 @@ func (f *lineFollow) replay(ctx context.Context, v view) (progressed, held bool,
 		if err := f.out.send(ctx, l); err != nil {
 			return false, false, err
 		}
+		metrics.LogLinesDelivered.Inc()
 		f.next = l.Seq + 1
 		progressed = true
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/jobs/jobstate"
 	"github.com/levers9/levers9/internal/metering"
+	"github.com/levers9/levers9/internal/metrics"
 	"github.com/levers9/levers9/internal/viewer"
 )
 
@@ -61,6 +62,7 @@ func running(ctx context.Context, c *ent.Client, id string, at time.Time) (bool,
 	if err := recordEvent(ctx, c, j, "", jobevent.Status(to), "running", at); err != nil {
 		return false, err
 	}
+	metrics.JobStartWait.WithLabelValues(string(j.Kind)).Observe(max(at.Sub(j.CreatedAt).Seconds(), 0))
 	return true, metering.Started(sys, c, id, at)
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/ledger"
+	"github.com/levers9/levers9/internal/metrics"
 	"github.com/levers9/levers9/internal/viewer"
 )
 
@@ -41,6 +42,7 @@ type TickResult struct {
 // Tick charges every started job for its run time not yet charged, up to
 // now; jobs that ended get their last partial minute and are closed.
 func (m *Meter) Tick(ctx context.Context) (TickResult, error) {
+	defer metrics.ObserveSince(metrics.MeterTick, time.Now())
 	sys := viewer.SystemContext(ctx)
 	now := m.Now()
 	var res TickResult
@@ -191,6 +193,7 @@ func refundAfter(ctx context.Context, c *ent.Client, j *ent.Job, alive time.Time
 	if err := b.OnConflictColumns(charge.FieldIdempotencyKey).DoNothing().Exec(sys); err != nil {
 		return fmt.Errorf("refunding job %s: %w", j.ID, err)
 	}
+	metrics.Charged(string(charge.KindAdjustment), 1, -int64(over))
 	return nil
 }
 
@@ -240,6 +243,7 @@ func chargeRuns(ctx context.Context, c *ent.Client, ids []string, now time.Time,
 		closed  bool
 	}
 	var builders []*ent.ChargeCreate
+	var tokens billing.Tokens // in builders, for metrics
 	moved := map[progress][]string{}
 	for _, j := range jobs {
 		ended := j.FinishedAt
@@ -277,6 +281,7 @@ func chargeRuns(ctx context.Context, c *ent.Client, ids []string, now time.Time,
 			}
 			setPayer(b, payer)
 			builders = append(builders, b)
+			tokens += d.Tokens
 		}
 		p := progress{j.MeteredMinutes + int64(len(due)), closed}
 		moved[p] = append(moved[p], j.ID)
@@ -290,6 +295,7 @@ func chargeRuns(ctx context.Context, c *ent.Client, ids []string, now time.Time,
 			return 0, fmt.Errorf("writing charges: %w", err)
 		}
 	}
+	metrics.Charged(string(charge.KindCompute), len(builders), int64(tokens))
 	// One statement per distinct progress: in steady state, a few per batch.
 	for p, ids := range moved {
 		upd := c.Job.Update().Where(job.IDIn(ids...), job.MeteredMinutesLTE(p.metered)).SetMeteredMinutes(p.metered)

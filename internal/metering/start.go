@@ -9,6 +9,7 @@ import (
 	"github.com/levers9/levers9/ent/charge"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/billing"
+	"github.com/levers9/levers9/internal/metrics"
 	"github.com/levers9/levers9/internal/queues"
 	"github.com/levers9/levers9/internal/viewer"
 )
@@ -70,5 +71,6 @@ func chargeStartFee(ctx context.Context, c *ent.Client, j *ent.Job, rates billin
 	if err := b.OnConflictColumns(charge.FieldIdempotencyKey).DoNothing().Exec(sys); err != nil {
 		return fmt.Errorf("charging start fee of job %s: %w", j.ID, err)
 	}
+	metrics.Charged(string(charge.KindStart), 1, int64(rates.StartFee))
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/ledger"
+	"github.com/levers9/levers9/internal/metrics"
 	"github.com/levers9/levers9/internal/viewer"
 )
 
@@ -78,6 +79,7 @@ func chargeBucket(ctx context.Context, c *ent.Client, b *ent.Bucket, hour int64)
 		if err != nil {
 			return 0, fmt.Errorf("charging bucket %s: %w", b.ID, err)
 		}
+		metrics.Charged(string(charge.KindStorage), len(builders), int64(cost)*int64(len(builders)))
 	}
 	err := c.Bucket.Update().Where(bucket.ID(b.ID), bucket.MeteredHourLT(hour)).SetMeteredHour(hour).Exec(ctx)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/metrics"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/scheduling"
 	"github.com/levers9/levers9/internal/viewer"
@@ -30,6 +31,7 @@ type Service struct {
 // many jobs it placed. A queue that no longer exists places nothing.
 func (s *Service) ScheduleQueue(ctx context.Context, queueID string) (placed int, err error) {
 	sys := viewer.SystemContext(ctx)
+	defer metrics.ObserveSince(metrics.SchedulingPass, time.Now())
 	start := s.now()
 	var touched []string // nodes that received work
 	var took timing
@@ -72,6 +74,7 @@ func (s *Service) ScheduleQueue(ctx context.Context, queueID string) (placed int
 		return 0, fmt.Errorf("scheduling queue %s: %w", queueID, err)
 	}
 	s.wake(ctx, touched)
+	metrics.Placements.Add(float64(placed))
 	s.log().Debug("scheduled queue", "queue", queueID, "placed", placed, "nodes", len(touched), "took", s.now().Sub(start),
 		"reading", took.read, "placing", took.place, "writing", took.written)
 	return placed, nil

@@ -16,6 +16,7 @@ import (
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/internal/auth"
+	"github.com/levers9/levers9/internal/metrics"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/internal/wire"
@@ -113,6 +114,9 @@ func (s *session) run(ctx context.Context) error {
 
 	s.srv.register(s)
 	defer s.srv.unregister(s)
+	metrics.AgentConnects.Inc()
+	metrics.AgentConnections.Inc()
+	defer metrics.AgentConnections.Dec()
 	err := s.serve(ctx, wake)
 	var ec *errClosed
 	if errors.As(err, &ec) {
