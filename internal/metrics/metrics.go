@@ -25,6 +25,7 @@
 package metrics
 
 import (
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,84 +45,97 @@ var (
 	// JobStartWait is the time from a job's submission to its RUNNING, by
 	// job kind (JOB, FUNCTION, BUILD, SANDBOX). Its _count is job starts.
 	JobStartWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "levers9_job_start_wait_seconds",
+		Name:    named("levers9_job_start_wait_seconds"),
 		Help:    "Seconds from a job's submission to all of its services running, by job kind; _count counts job starts.",
 		Buckets: waitBuckets,
 	}, []string{"kind"})
 	// SchedulingPass is the duration of one scheduling pass over a queue.
 	SchedulingPass = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "levers9_scheduling_pass_seconds",
+		Name:    named("levers9_scheduling_pass_seconds"),
 		Help:    "Seconds one scheduling pass over a queue took (reading, placing, writing), failed passes included.",
 		Buckets: fastBuckets,
 	})
 	// Placements counts jobs placed on nodes by scheduling passes.
 	Placements = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "levers9_scheduling_placements_total",
+		Name: named("levers9_scheduling_placements_total"),
 		Help: "Jobs placed on a node by scheduling passes.",
 	})
 	// AgentConnections is the number of agent tunnels this server holds.
 	AgentConnections = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "levers9_agent_connections",
+		Name: named("levers9_agent_connections"),
 		Help: "Agent tunnels (node connections) this server holds now.",
 	})
 	// AgentConnects counts authenticated agent tunnels opened: a rate well
 	// above the number of nodes over time means agents keep reconnecting.
 	AgentConnects = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "levers9_agent_connects_total",
+		Name: named("levers9_agent_connects_total"),
 		Help: "Agent tunnels opened (first connections and reconnections).",
 	})
 	// MeterTick is the duration of one metering tick over running jobs.
 	MeterTick = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "levers9_meter_tick_seconds",
+		Name:    named("levers9_meter_tick_seconds"),
 		Help:    "Seconds one metering tick over the running jobs took.",
 		Buckets: fastBuckets,
 	})
 	// ChargesWritten counts charges the server wrote, by kind (START,
 	// COMPUTE, STORAGE, ADJUSTMENT).
 	ChargesWritten = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "levers9_charges_written_total",
+		Name: named("levers9_charges_written_total"),
 		Help: "Charges (ledger rows) written, by kind.",
 	}, []string{"kind"})
 	// TokensCharged counts the tokens of those charges, by kind.
 	TokensCharged = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "levers9_tokens_charged_total",
+		Name: named("levers9_tokens_charged_total"),
 		Help: "Tokens charged, by charge kind (negative adjustments are counted in levers9_tokens_refunded_total).",
 	}, []string{"kind"})
 	// TokensRefunded counts tokens given back by adjustments.
 	TokensRefunded = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "levers9_tokens_refunded_total",
+		Name: named("levers9_tokens_refunded_total"),
 		Help: "Tokens given back by adjustment charges (a lost node's minutes after it was last seen).",
 	})
 	// LogLinesIngested counts job log lines stored.
 	LogLinesIngested = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "levers9_log_lines_ingested_total",
+		Name: named("levers9_log_lines_ingested_total"),
 		Help: "Job log lines received from agents and stored.",
 	})
 	// LogLinesDelivered counts job log lines sent to followers.
 	LogLinesDelivered = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "levers9_log_lines_delivered_total",
+		Name: named("levers9_log_lines_delivered_total"),
 		Help: "Job log lines sent to followers (subscriptions, levers9 logs -f, the dashboard).",
 	})
 	// GraphQLOperations counts GraphQL operations by root field, type and
 	// the code of their first error ("" when none).
 	GraphQLOperations = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "levers9_graphql_operations_total",
+		Name: named("levers9_graphql_operations_total"),
 		Help: "GraphQL operations by root field(s), type (query, mutation, subscription) and error code (OK when none).",
 	}, []string{"operation", "type", "code"})
 	// GraphQLDuration is the time to answer a GraphQL operation (for a
 	// subscription, to its first answer).
 	GraphQLDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "levers9_graphql_operation_seconds",
+		Name:    named("levers9_graphql_operation_seconds"),
 		Help:    "Seconds to answer a GraphQL operation (a subscription: its first answer), by root field(s) and type.",
 		Buckets: fastBuckets,
 	}, []string{"operation", "type"})
 	// FilesBytes counts bytes through the files API: in (uploads) and out
 	// (downloads).
 	FilesBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "levers9_files_bytes_total",
+		Name: named("levers9_files_bytes_total"),
 		Help: "Bytes through the files API (/files/), by direction: in (uploads) or out (downloads).",
 	}, []string{"direction"})
 )
+
+// names are the event metrics' names, as defined (see Names).
+var names []string
+
+// named records name among the event metrics' names.
+func named(name string) string {
+	names = append(names, name)
+	return name
+}
+
+// Names are the names of the event metrics (a histogram's series add
+// _bucket, _sum and _count); dbstate.Names lists the database state's.
+func Names() []string { return slices.Clone(names) }
 
 // events is the registry of the event metrics and of the Go runtime's and
 // process's own, filled once per process.

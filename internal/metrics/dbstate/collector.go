@@ -31,6 +31,22 @@ const (
 	other       = "other"
 )
 
+// The names of the families, as Names lists them.
+const (
+	nameJobs        = "levers9_jobs"
+	namePending     = "levers9_jobs_pending"
+	nameNodes       = "levers9_nodes"
+	nameGpusBooked  = "levers9_gpus_booked"
+	nameGpusFree    = "levers9_gpus_free"
+	nameRiver       = "levers9_river_jobs"
+	nameSubscribers = "levers9_log_subscribers"
+)
+
+// Names are the names of the families a Collector sends.
+func Names() []string {
+	return []string{nameJobs, namePending, nameNodes, nameGpusBooked, nameGpusFree, nameRiver, nameSubscribers}
+}
+
 // Collector is a prometheus.Collector of the database's state.
 type Collector struct {
 	db  *database.DB
@@ -62,20 +78,20 @@ func New(db *database.DB, log *slog.Logger, cfg Config) *Collector {
 	l := func(names ...string) []string { return append(names, t...) }
 	return &Collector{
 		db: db, log: log, cfg: cfg,
-		jobs: prometheus.NewDesc("levers9_jobs",
+		jobs: prometheus.NewDesc(nameJobs,
 			"Jobs that are PENDING or RUNNING, by queue and state.", l("queue", "state"), nil),
-		pending: prometheus.NewDesc("levers9_jobs_pending",
+		pending: prometheus.NewDesc(namePending,
 			"Pending jobs by queue and the kind of reason they wait: unscheduled, starting, capacity, too_large, no_nodes, node_offline, no_containers, invalid, other.",
 			l("queue", "reason"), nil),
-		nodes: prometheus.NewDesc("levers9_nodes",
+		nodes: prometheus.NewDesc(nameNodes,
 			"Nodes by state (online, offline).", l("state"), nil),
-		gpusBooked: prometheus.NewDesc("levers9_gpus_booked",
+		gpusBooked: prometheus.NewDesc(nameGpusBooked,
 			"GPUs of online nodes held by placed or running services, by GPU type.", l("type"), nil),
-		gpusFree: prometheus.NewDesc("levers9_gpus_free",
+		gpusFree: prometheus.NewDesc(nameGpusFree,
 			"GPUs of online nodes held by nothing, by GPU type.", l("type"), nil),
-		river: prometheus.NewDesc("levers9_river_jobs",
+		river: prometheus.NewDesc(nameRiver,
 			"River's background jobs (scheduling, metering, liveness, tasks) by River queue and state.", []string{"queue", "state"}, nil),
-		subscribers: prometheus.NewDesc("levers9_log_subscribers",
+		subscribers: prometheus.NewDesc(nameSubscribers,
 			"Log and job event followers this server feeds now.", nil, nil),
 	}
 }
