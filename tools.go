@@ -13,6 +13,4 @@ import (
 	// Operations (issue 19): pinned here until the code that uses them lands.
 	_ "github.com/prometheus/client_golang/prometheus"
 	_ "github.com/prometheus/common/expfmt"
-	_ "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	_ "go.opentelemetry.io/otel/sdk/trace"
 )

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/levers9/levers9/agent/runtime"
 	"github.com/levers9/levers9/internal/wire"
@@ -35,6 +36,9 @@ type Config struct {
 	// node at once, so no user can spend its file descriptors and
 	// goroutines; 0: DefaultMaxStreams.
 	MaxStreams int
+	// Tracer, when set, traces the start of each job (agent.start and its
+	// steps), in the job's trace when the server sent one; nil: off.
+	Tracer trace.Tracer
 }
 
 // DefaultMaxStreams is Config.MaxStreams's default.

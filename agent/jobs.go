@@ -85,6 +85,8 @@ func (a *Agent) start(ctx context.Context, m wire.Start) {
 	// pulls images; an old attempt must end; buckets sync down): the
 	// tunnel goes on meanwhile, and jobs start side by side.
 	go func() {
+		ctx, span := a.startSpan(ctx, m, attempt)
+		defer span.End()
 		if old != nil {
 			a.log.Info("replacing an earlier attempt of the job", "job", m.JobID, "old", old.attempt, "attempt", attempt)
 			a.stopTask(m.JobID, old, fmt.Sprintf("replaced by attempt %d", attempt), 10*time.Second)
@@ -96,20 +98,24 @@ func (a *Agent) start(ctx context.Context, m wire.Start) {
 		}
 		spec := runtime.SpecFromStart(m)
 		if len(m.Mounts) > 0 {
-			mt, err := a.prepareMounts(ctx, m.JobID, m.Mounts)
+			mctx, mspan := a.span(ctx, "agent.mounts")
+			mt, err := a.prepareMounts(mctx, m.JobID, m.Mounts)
+			endSpan(mspan, err)
 			t.mu.Lock()
 			t.mounts = mt
 			t.mu.Unlock()
 			if err != nil {
-				a.fail(m, t, fmt.Sprintf("could not prepare its mounts: %v", err))
+				a.fail(ctx, m, t, fmt.Sprintf("could not prepare its mounts: %v", err))
 				return
 			}
 			spec.Mounts = mt.spec
 		}
 		if m.Runner != nil {
-			rj, err := a.prepareRunner(ctx, m, t.received, &spec)
+			rctx, rspan := a.span(ctx, "agent.runner")
+			rj, err := a.prepareRunner(rctx, m, t.received, &spec)
+			endSpan(rspan, err)
 			if err != nil {
-				a.fail(m, t, fmt.Sprintf("could not prepare the function's container: %v", err))
+				a.fail(ctx, m, t, fmt.Sprintf("could not prepare the function's container: %v", err))
 				return
 			}
 			t.mu.Lock()
@@ -130,12 +136,14 @@ func (a *Agent) launch(ctx context.Context, m wire.Start, t *task, spec runtime.
 	stopped := t.stopped
 	t.mu.Unlock()
 	if stopped != "" {
-		a.fail(m, t, stopped)
+		a.fail(ctx, m, t, stopped)
 		return
 	}
-	job, err := a.startJob(ctx, m, spec)
+	rctx, rspan := a.span(ctx, "agent.runtime.start")
+	job, err := a.startJob(rctx, m, spec)
+	endSpan(rspan, err)
 	if err != nil {
-		a.fail(m, t, fmt.Sprintf("could not start: %v", err))
+		a.fail(ctx, m, t, fmt.Sprintf("could not start: %v", err))
 		return
 	}
 	t.mu.Lock()
@@ -178,8 +186,9 @@ func (a *Agent) startJob(ctx context.Context, m wire.Start, spec runtime.JobSpec
 }
 
 // fail reports every service of a job that never ran as failed.
-func (a *Agent) fail(m wire.Start, t *task, reason string) {
+func (a *Agent) fail(ctx context.Context, m wire.Start, t *task, reason string) {
 	a.log.Warn("job could not start", "job", m.JobID, "reason", reason)
+	failSpan(ctx, reason)
 	t.mu.Lock()
 	mt := t.mounts
 	t.mu.Unlock()

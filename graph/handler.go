@@ -53,6 +53,7 @@ func NewHandler(r *Resolver) http.Handler {
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.SetParserTokenLimit(20000)
 	srv.Use(operationMetrics{}) // first: counts operations refused by the extensions below
+	srv.Use(operationTracing{tracer: r.Tracer})
 	srv.Use(signedInIntrospection{})
 	srv.Use(depthLimit{max: MaxDepth})
 	srv.Use(&costLimit{max: limits.Complexity})

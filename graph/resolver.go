@@ -6,6 +6,8 @@ import (
 	"context"
 	"log/slog"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/blueprints"
@@ -56,6 +58,9 @@ type Resolver struct {
 	// Limits bound the cost and answer size of an operation; zero means
 	// defaults.
 	Limits Limits
+	// Tracer, when set, traces queries and mutations (see tracing.go);
+	// nil: off.
+	Tracer trace.Tracer
 }
 
 // SecretService keeps secrets: values go in, never out.

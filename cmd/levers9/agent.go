@@ -13,7 +13,9 @@ import (
 
 	"github.com/levers9/levers9/agent"
 	"github.com/levers9/levers9/agent/runtime"
+	"github.com/levers9/levers9/internal/tracing"
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // agentFlags are the flags of `levers9 agent` and `levers9 agent join`.
@@ -23,6 +25,7 @@ type agentFlags struct {
 	cpus                       float64
 	runtime                    runtimeConfig
 	logQuota                   *int64
+	otlpEndpoint               string
 	// join only
 	invite, name string
 }
@@ -53,6 +56,8 @@ func (f *agentFlags) register(fs *flag.FlagSet, join bool) {
 	f.logQuota = logQuotaFlag(fs, "job-log-quota", "this node")
 	fs.StringVar(&f.runtime.JobUIDs, "job-uids", env("LEVERS9_AGENT_JOB_UIDS", ""),
 		"process runtime as root: FIRST:COUNT, the uids jobs run as, one per running job; default "+defaultJobUIDs+" (LEVERS9_AGENT_JOB_UIDS)")
+	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", os.Getenv("LEVERS9_OTLP_ENDPOINT"),
+		"send OpenTelemetry traces of job starts to this OTLP/HTTP collector, e.g. http://collector:4318; they join the server's traces of the jobs; default none (LEVERS9_OTLP_ENDPOINT)")
 	if join {
 		fs.StringVar(&f.invite, "invite", "", "the invite code (required)")
 		fs.StringVar(&f.name, "name", "", "node name; default: the invite's, else the host name")
@@ -132,6 +137,9 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) int {
 	if err == nil {
 		err = f.runtime.check(agentRuntimeFlags)
 	}
+	if err == nil {
+		err = checkOTLPEndpoint(f.otlpEndpoint, "--otlp-endpoint")
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return exitUsage
@@ -158,9 +166,15 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) int {
 		}
 		log.Info("joined", "node", st.NodeID, "name", st.Name, "server", st.Server, "state", filepath.Join(f.stateDir, agent.StateFile))
 	}
+	tracer, stopTracing, err := startTracing(f.otlpEndpoint, tracing.AgentService, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return exitError
+	}
+	defer stopTracing()
 	rt, err := chosen.open(ctx, f.stateDir, log.With("component", "runtime"))
 	if err == nil {
-		err = serveAgent(ctx, f.stateDir, f.server, decl, rt, *f.logQuota, log)
+		err = serveAgent(ctx, f.stateDir, f.server, decl, rt, *f.logQuota, tracer, log)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
@@ -173,7 +187,7 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) int {
 // ends. A runtime that holds a connection is
 // closed at the end; the containers it runs keep running for the next
 // agent.
-func serveAgent(ctx context.Context, stateDir, server string, decl agent.Declared, rt runtime.Runtime, logQuota int64, log *slog.Logger) error {
+func serveAgent(ctx context.Context, stateDir, server string, decl agent.Declared, rt runtime.Runtime, logQuota int64, tracer trace.Tracer, log *slog.Logger) error {
 	st, err := agent.LoadState(stateDir)
 	if err != nil {
 		return err
@@ -186,6 +200,7 @@ func serveAgent(ctx context.Context, stateDir, server string, decl agent.Declare
 		"runtime", rt.Name(), "cpus", inv.CPUs, "memoryMiB", inv.MemoryMiB, "gpus", inv.GPUs)
 	return agent.Run(ctx, agent.Config{
 		Server: server, StateDir: stateDir, Inventory: inv, Runtime: rt, Version: version, Log: log, LogQuota: logQuota,
+		Tracer: tracer,
 	})
 }
 

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/levers9/levers9/agent"
 )
 
@@ -22,6 +24,9 @@ type localNodeConfig struct {
 type localRuntime struct {
 	*nodeRuntime
 	cfg localNodeConfig
+	// tracer traces job starts as the agent's (levers9-agent) spans; nil:
+	// no tracing.
+	tracer trace.Tracer
 }
 
 // errUnsafeLocalNode is why no safe runtime is left for the built-in node.
@@ -54,5 +59,5 @@ func (l *localRuntime) serve(ctx context.Context, stateDir, serverURL string, lo
 	if err != nil {
 		return fmt.Errorf("built-in node: %w", err)
 	}
-	return serveAgent(ctx, stateDir, serverURL, agent.Declared{}, rt, derefQuota(l.cfg.LogQuota), log)
+	return serveAgent(ctx, stateDir, serverURL, agent.Declared{}, rt, derefQuota(l.cfg.LogQuota), l.tracer, log)
 }

@@ -41,6 +41,7 @@ import (
 	"github.com/levers9/levers9/internal/secrets"
 	"github.com/levers9/levers9/internal/secretsapi"
 	"github.com/levers9/levers9/internal/tenancy"
+	"github.com/levers9/levers9/internal/tracing"
 	"github.com/levers9/levers9/internal/tunnel"
 	"github.com/levers9/levers9/storage"
 	"github.com/levers9/levers9/ui"
@@ -57,6 +58,12 @@ const maxHeartbeatInterval = 10 * time.Second
 // which checked it) until ctx ends.
 func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	// Traces (--otlp-endpoint); without, the tracer is nil: no tracing work.
+	tracer, stopTracing, err := startTracingTo(cfg.OTLPEndpoint, cfg.spanExporter, tracing.ServerService, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	dataDir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
 		return fmt.Errorf("data directory: %w", err)
@@ -69,6 +76,12 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		if local, err = prepareLocalNode(ctx, cfg.Local, dataDir, log.With("component", "local-node")); err != nil {
 			return err
 		}
+		// The built-in node's spans are an agent's, as a joined node's are.
+		var stopNodeTracing func()
+		if local.tracer, stopNodeTracing, err = startTracingTo(cfg.OTLPEndpoint, cfg.spanExporter, tracing.AgentService, log); err != nil {
+			return err
+		}
+		defer stopNodeTracing()
 	}
 	dbURL := cfg.DatabaseURL
 	if dbURL == "" {
@@ -115,9 +128,11 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	defer bus.Close()
 	authn.Bus = bus // revoked tokens end their streams on every replica
 	jobService := &jobs.Service{DB: db, Log: log, Now: time.Now, Bus: bus}
+	jobService.Tracer = tracer
 	logs := &joblog.Service{DB: db, Bus: bus, Log: log}
 	meter := &metering.Meter{DB: db, Log: log, Now: time.Now}
 	sched := &scheduler.Service{DB: db, Bus: bus, Log: log, Now: time.Now}
+	sched.Tracer = tracer
 	go sched.Run(ctx)
 	liveness := &nodes.Liveness{DB: db, Jobs: jobService, Bus: bus, Log: log, Now: time.Now, TTL: cfg.NodeTTL, Grace: cfg.NodeGrace}
 	fileStore := &buckets.Files{Ent: db.Ent, AllowPrivateS3: cfg.AllowPrivateS3}
@@ -184,6 +199,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		BlueprintService: bpService,
 		SandboxService:   sandboxService,
 	}
+	resolver.Tracer = tracer
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", graph.Authenticate(authn, log, graph.NewHandler(resolver)))
 	planner := &mounts.Planner{Ent: db.Ent, Now: time.Now, LocalNode: localNodeID(cfg.LocalNode, dataDir)}
@@ -191,6 +207,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		// Three heartbeats fit in a TTL, so one lost beat is no outage; no
 		// more, so that an idle node and server sleep (10 s at the default TTL).
 		HeartbeatInterval: min(max(cfg.NodeTTL/3, 100*time.Millisecond), maxHeartbeatInterval)}
+	tun.Tracer = tracer
 	runners := runnerapi.New(fnService, blobStore, log.With("component", "runner-api"))
 	tun.Runners = &tunnel.Runners{Identify: runners.Identify, Handler: runners.Handler()}
 	tun.Routes(mux)

@@ -21,6 +21,7 @@ import (
 	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/secrets"
 	"github.com/levers9/levers9/internal/tenancy"
+	"github.com/levers9/levers9/internal/tracing"
 	"github.com/spf13/cobra"
 )
 
@@ -57,6 +58,11 @@ type serverConfig struct {
 	// PprofAddr serves net/http/pprof on its own listener; "": none.
 	PprofAddr string
 	Metrics   metricsConfig
+	// OTLPEndpoint is the OTLP/HTTP collector spans go to; "": no tracing.
+	OTLPEndpoint string
+	// spanExporter, set by tests only (no flag), takes the spans of the
+	// server and its built-in node instead of an OTLP collector.
+	spanExporter tracing.Exporter
 }
 
 // env returns the environment variable name, or def when unset.
@@ -207,6 +213,8 @@ func parseServerConfig(args []string, lookup func(string) (string, bool), out io
 	c.SecretKey = e.str("LEVERS9_SECRET_KEY", "")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", e.str("LEVERS9_PPROF_ADDR", ""),
 		"serve Go's profiler (net/http/pprof) on this address, e.g. 127.0.0.1:6060; keep it off public interfaces; default none (LEVERS9_PPROF_ADDR)")
+	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", e.str("LEVERS9_OTLP_ENDPOINT", ""),
+		"send OpenTelemetry traces (GraphQL operations, job submission, scheduling, dispatch) to this OTLP/HTTP collector, e.g. http://collector:4318 (/v1/traces is added to a URL without a path); default none: no tracing (LEVERS9_OTLP_ENDPOINT)")
 	c.Metrics.flags(fs, e)
 	c.Seed = tenancy.Seed{
 		TenantName:         e.str("LEVERS9_TENANT_NAME", ""),
@@ -232,7 +240,8 @@ func parseServerConfig(args []string, lookup func(string) (string, bool), out io
 		c.checkLocalNode(source("local-node-runtime", "LEVERS9_LOCAL_NODE_RUNTIME"), source("local-node-default-image", "LEVERS9_LOCAL_NODE_DEFAULT_IMAGE")),
 		c.checkRelay(source("relay-domain", "LEVERS9_RELAY_DOMAIN"), source("replica-url", "LEVERS9_REPLICA_URL")),
 		c.Metrics.check(source("metrics-token", "LEVERS9_METRICS_TOKEN")),
-		c.checkSecretKey(source("secret-key-file", "LEVERS9_SECRET_KEY_FILE")))
+		c.checkSecretKey(source("secret-key-file", "LEVERS9_SECRET_KEY_FILE")),
+		checkOTLPEndpoint(c.OTLPEndpoint, source("otlp-endpoint", "LEVERS9_OTLP_ENDPOINT")))
 	if err != nil {
 		fmt.Fprintln(out, "levers9 server:", err)
 	}

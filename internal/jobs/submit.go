@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/bucket"
 	"github.com/levers9/levers9/ent/job"
@@ -25,6 +27,7 @@ import (
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/queues"
+	"github.com/levers9/levers9/internal/tracing"
 	"github.com/levers9/levers9/internal/viewer"
 )
 
@@ -42,6 +45,10 @@ type Service struct {
 	// Bus, when set, is signalled after each change: the job's followers,
 	// the nodes that run it and the scheduler of its queue wake up.
 	Bus *notify.Bus
+	// Tracer, when set, traces each submission (a span per job whose
+	// traceparent the job keeps, so scheduling and the node join its
+	// trace); nil: tracing is off and costs nothing.
+	Tracer trace.Tracer
 }
 
 // signal wakes up whoever follows job j: its event subscribers, the nodes
@@ -100,7 +107,12 @@ func (s *Service) Submit(ctx context.Context, spec jobspec.Job) (*ent.Job, error
 // already submitted a job with key, that job is returned and nothing is
 // written, so a client may retry a submission whose answer it lost. An
 // empty key submits unconditionally.
-func (s *Service) SubmitOnce(ctx context.Context, spec jobspec.Job, key string) (*ent.Job, error) {
+func (s *Service) SubmitOnce(ctx context.Context, spec jobspec.Job, key string) (submitted *ent.Job, err error) {
+	if s.Tracer != nil {
+		var span trace.Span
+		ctx, span = s.Tracer.Start(ctx, "jobs.submit")
+		defer func() { endSubmitSpan(span, submitted, err) }()
+	}
 	v := viewer.FromContext(ctx)
 	if !v.InTenant() || v.UserID == "" {
 		return nil, fault.New(fault.Forbidden, "submit jobs from inside a tenant")
@@ -114,7 +126,7 @@ func (s *Service) SubmitOnce(ctx context.Context, spec jobspec.Job, key string) 
 		}
 	}
 	var created *ent.Job
-	err := s.DB.InTx(ctx, func(tx *database.Tx) error {
+	err = s.DB.InTx(ctx, func(tx *database.Tx) error {
 		c, err := check(ctx, tx.Ent, spec, 1)
 		if err != nil {
 			return err
@@ -350,6 +362,9 @@ func insert(ctx context.Context, client *ent.Client, v *viewer.Viewer, c *checke
 	}
 	if key != "" {
 		create.SetIdempotencyKey(key)
+	}
+	if tp := tracing.TraceParent(ctx); tp != "" {
+		create.SetTraceParent(tp) // the submit span: the job's trace hangs from it
 	}
 	j, err := create.Save(ctx)
 	if err != nil {

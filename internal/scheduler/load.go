@@ -40,6 +40,10 @@ type state struct {
 	// Images already (see loadImages).
 	imagesRead map[string]bool
 	timing     timing
+	// traced: the pass traces its placements, so it reads the jobs'
+	// traceparents into traceParent (job ID → traceparent, when set).
+	traced      bool
+	traceParent map[string]string
 }
 
 // newState is an empty state, to be filled by loadNodes and loadJobs.
@@ -173,6 +177,9 @@ func (st *state) loadJobs(ctx context.Context, c *ent.Client, qu *ent.Queue, aft
 		Order(job.ByPriority(sql.OrderDesc()), job.ByCreatedAt(), job.ByID()).
 		Limit(limit).
 		Select(job.FieldID, job.FieldPriority, job.FieldCreatedAt, job.FieldStatusReason, job.FieldKind)
+	if st.traced {
+		q.Select(job.FieldTraceParent)
+	}
 	if a := *after; a != nil {
 		q.Where(a.past())
 	}
@@ -239,6 +246,12 @@ func (st *state) loadJobs(ctx context.Context, c *ent.Client, qu *ent.Queue, aft
 		}
 		sj := scheduling.Job{ID: j.ID, Priority: j.Priority, Submitted: j.CreatedAt, Services: byJob[j.ID], Pin: pins[j.ID]}
 		st.reason[j.ID] = j.StatusReason
+		if j.TraceParent != "" {
+			if st.traceParent == nil {
+				st.traceParent = map[string]string{}
+			}
+			st.traceParent[j.ID] = j.TraceParent
+		}
 		if _, ok := st.invalid[j.ID]; ok {
 			continue // set by pins
 		}

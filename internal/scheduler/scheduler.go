@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"entgo.io/ent/dialect"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/queue"
@@ -25,6 +26,9 @@ type Service struct {
 	Bus *notify.Bus
 	Log *slog.Logger
 	Now func() time.Time
+	// Tracer, when set, records each placement in its job's trace (see
+	// tracePlacements); nil: off.
+	Tracer trace.Tracer
 }
 
 // ScheduleQueue runs one scheduling pass over queue queueID and returns how
@@ -35,6 +39,7 @@ func (s *Service) ScheduleQueue(ctx context.Context, queueID string) (placed int
 	start := s.now()
 	var touched []string // nodes that received work
 	var took timing
+	var traced placements
 	err = s.DB.InTx(sys, func(tx *database.Tx) error {
 		if s.DB.Dialect == dialect.Postgres {
 			// The reads by lists of IDs repeat one statement text; after five
@@ -53,6 +58,7 @@ func (s *Service) ScheduleQueue(ctx context.Context, queueID string) (placed int
 			return fmt.Errorf("loading queue: %w", err)
 		}
 		st := newState()
+		st.traced = s.Tracer != nil
 		st.timing.start()
 		if err := st.loadNodes(sys, tx.Ent, s.DB.Dialect, q.ID); err != nil {
 			return err
@@ -68,6 +74,9 @@ func (s *Service) ScheduleQueue(ctx context.Context, queueID string) (placed int
 		st.timing.add(&st.timing.written)
 		took = st.timing
 		placed, touched = len(res), touchedNodes(res)
+		if st.traced {
+			traced = placements{queueID: q.ID, placed: res, traceParent: st.traceParent}
+		}
 		return nil
 	})
 	if err != nil {
@@ -75,6 +84,7 @@ func (s *Service) ScheduleQueue(ctx context.Context, queueID string) (placed int
 	}
 	s.wake(ctx, touched)
 	metrics.Placements.Add(float64(placed))
+	s.tracePlacements(ctx, traced, start)
 	s.log().Debug("scheduled queue", "queue", queueID, "placed", placed, "nodes", len(touched), "took", s.now().Sub(start),
 		"reading", took.read, "placing", took.place, "writing", took.written)
 	return placed, nil

@@ -93,7 +93,10 @@ func (s *session) start(ctx context.Context, j *ent.Job) error {
 	}
 	s.markActive(jobID, true)
 	s.log.Info("starting job on node", "job", jobID, "services", len(msg.Services))
-	return s.send(ctx, msg)
+	if s.srv.Tracer == nil || j.TraceParent == "" {
+		return s.send(ctx, msg)
+	}
+	return s.sendTraced(ctx, j, msg)
 }
 
 // planMounts adds j's mounts to msg as this node gets them.

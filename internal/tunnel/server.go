@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
@@ -51,6 +53,9 @@ type Server struct {
 	// Runners serves function containers' connections, which their
 	// agents carry on the stream tunnel; nil: refused.
 	Runners *Runners
+	// Tracer, when set, records the sending of each job's Start in the
+	// job's trace and passes the trace on to the agent; nil: off.
+	Tracer trace.Tracer
 
 	reg registry // connected sessions of this process (node storage files)
 }

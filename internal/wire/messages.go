@@ -87,6 +87,10 @@ type Start struct {
 	// Build, when set, makes the job a blueprint build (see Build): its
 	// one service's state and log are the build's.
 	Build *Build `json:"build,omitempty"`
+	// TraceParent, when the server traces, is the W3C traceparent of the
+	// span that sent this Start: the agent's spans join the job's trace
+	// under it. Empty: no trace (the agent may start its own).
+	TraceParent string `json:"traceParent,omitempty"`
 }
 
 // Runner is what a function's container needs from its agent: the code

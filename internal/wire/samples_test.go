@@ -21,7 +21,7 @@ func samples() []Msg {
 		Welcome{HeartbeatIntervalMs: 5000},
 		Heartbeat{Time: t0},
 		Start{
-			JobID: "job_01", TimeoutSeconds: 3600,
+			JobID: "job_01", TimeoutSeconds: 3600, TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
 			Services: []ServiceStart{
 				{
 					Name: "api", Command: []string{"python", "-m", "http.server"}, Args: []string{"--bind", "127.0.0.1"},

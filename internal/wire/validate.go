@@ -95,6 +95,9 @@ func (m Start) Validate() error {
 	c.fields = append(c.fields, CheckAddressNames(addresses)...)
 	c.fields = append(c.fields, CheckFixedPorts(fixed)...)
 	c.mounts(m.Mounts)
+	if m.TraceParent != "" {
+		c.check("traceParent", CheckTraceParent(m.TraceParent))
+	}
 	return c.err()
 }
 
