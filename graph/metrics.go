@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -63,8 +64,10 @@ func observeOperation(oc *graphql.OperationContext, resp *graphql.Response) {
 	name, typ := operationLabels(oc)
 	code := "OK"
 	if resp != nil && len(resp.Errors) > 0 {
+		// Codes are the server's own (fault codes, gqlgen's parse and
+		// validation codes), never the caller's text.
 		code = "UNKNOWN"
-		if c, ok := resp.Errors[0].Extensions["code"].(string); ok && c != "" {
+		if c := fmt.Sprint(resp.Errors[0].Extensions["code"]); c != "" && c != "<nil>" && len(c) <= 64 {
 			code = c
 		}
 	} else if resp == nil {
