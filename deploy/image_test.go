@@ -1,0 +1,491 @@
+package deploy
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"debug/elf"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/build"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+
+	"github.com/levers9/levers9/internal/dockertest"
+)
+
+// The image's contract, as deploy/Dockerfile sets it and the README
+// documents it.
+const (
+	imageUser       = "65532:65532"
+	imageEntrypoint = "/usr/local/bin/levers9"
+	imagePort       = "8080/tcp"
+	imageDataDir    = "/data"
+)
+
+// The image built from deploy/Dockerfile's last stage with binaries built
+// here (BINARIES=prebuilt: no Go image, no registry) runs the server as
+// its non-root user; the server turns ready on its published port, and a
+// node that joins it from this host runs a job whose output comes back.
+func TestImageServesAndRunsAJob(t *testing.T) {
+	start := time.Now()
+	cli := dockertest.Client(t)
+	bins := binaries(t)
+	for _, b := range []string{"levers9", "levers9-supervise"} {
+		if err := checkStatic(filepath.Join(bins, b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	tag := "levers9-test/image:" + randomHex(t, 6)
+	buildImage(ctx, t, cli, tag, bins)
+	t.Logf("image built in %v", time.Since(start).Round(100*time.Millisecond))
+	checkImageConfig(ctx, t, cli, tag)
+
+	token := presetToken(t)
+	port := freePort(t)
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	id := runServer(ctx, t, cli, tag, port, "LEVERS9_ADMIN_TOKEN="+token, "LEVERS9_PUBLIC_URL="+base)
+	ready := waitReady(ctx, t, cli, id, base)
+	t.Logf("server ready (%s) after %v", ready, time.Since(start).Round(100*time.Millisecond))
+	checkContainer(ctx, t, cli, id)
+
+	g := gqlClient{t: t, base: base, token: token}
+	var me struct {
+		Viewer struct{ User struct{ ID string } }
+	}
+	g.do(`{ viewer { user { id } } }`, nil, &me)
+	g.do(`mutation($u: ID!) { grantTokens(input: {userID: $u, tokens: 100000, reason: "image test"}) { id } }`,
+		map[string]any{"u": me.Viewer.User.ID}, nil)
+	var inv struct{ CreateNodeInvite struct{ Code string } }
+	g.do(`mutation { createNodeInvite(nodeName: "image-node") { code } }`, nil, &inv)
+
+	// The node is this host, joined through the published port with the
+	// static binary the image holds.
+	startAgent(t, filepath.Join(bins, "levers9"), "agent", "join", "--server", base,
+		"--invite", inv.CreateNodeInvite.Code, "--state-dir", filepath.Join(t.TempDir(), "agent"),
+		"--runtime", "process", "--cpus", "2", "--memory", "2GiB")
+
+	const greeting = "hello from the levers9 image"
+	var sub struct{ SubmitJob struct{ ID string } }
+	g.do(`mutation($cmd: [String!]!) { submitJob(spec: {name: "image", queue: "default",
+		services: [{name: "main", command: $cmd, cpu: 1, memoryMiB: 64}]}) { id } }`,
+		map[string]any{"cmd": []string{"sh", "-c", "echo " + greeting}}, &sub)
+	var job struct {
+		Node struct{ Status, StatusReason string }
+	}
+	poll(ctx, t, "the job to end", func() bool {
+		g.do(`query($id: ID!) { node(id: $id) { ... on Job { status statusReason } } }`,
+			map[string]any{"id": sub.SubmitJob.ID}, &job)
+		return job.Node.Status != "PENDING" && job.Node.Status != "RUNNING"
+	})
+	if job.Node.Status != "COMPLETE" {
+		t.Fatalf("job ended %s (%s); want COMPLETE", job.Node.Status, job.Node.StatusReason)
+	}
+	var logs struct{ JobLogs []struct{ Text string } }
+	g.do(`query($id: ID!) { jobLogs(jobId: $id) { text } }`, map[string]any{"id": sub.SubmitJob.ID}, &logs)
+	if !slices.ContainsFunc(logs.JobLogs, func(l struct{ Text string }) bool { return strings.Contains(l.Text, greeting) }) {
+		t.Fatalf("job logs %+v lack %q", logs.JobLogs, greeting)
+	}
+	t.Logf("job ran in %v since the start of the test", time.Since(start).Round(100*time.Millisecond))
+}
+
+// checkStatic fails for a dynamically linked executable: the image has
+// no C library for one to load.
+func checkStatic(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("%s is dynamically linked (it names an interpreter): build it with CGO_ENABLED=0", path)
+		}
+	}
+	return nil
+}
+
+// buildImage builds deploy/Dockerfile with BuildKit (it skips the Go
+// build stage the prebuilt binaries replace; the classic builder would
+// try to pull it) from a context holding only what the Dockerfile copies,
+// and removes the image at the end of the test.
+func buildImage(ctx context.Context, t *testing.T, cli *client.Client, tag, bins string) {
+	t.Helper()
+	files := map[string]string{ // path in the context → file
+		"deploy/Dockerfile":       "Dockerfile",
+		"deploy/image/passwd":     "image/passwd",
+		"deploy/image/group":      "image/group",
+		"bin/levers9":             filepath.Join(bins, "levers9"),
+		"bin/levers9-supervise":   filepath.Join(bins, "levers9-supervise"),
+		"bin/ca-certificates.crt": "/etc/ssl/certs/ca-certificates.crt",
+	}
+	buildCtx, err := tarContext(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prebuilt := "prebuilt"
+	res, err := cli.ImageBuild(ctx, buildCtx, client.ImageBuildOptions{
+		Tags: []string{tag}, Dockerfile: "deploy/Dockerfile", Version: build.BuilderBuildKit,
+		BuildArgs: map[string]*string{"BINARIES": &prebuilt}, Remove: true, ForceRemove: true,
+	})
+	if err != nil {
+		t.Fatalf("building the image: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := cli.ImageRemove(ctx, tag, client.ImageRemoveOptions{Force: true, PruneChildren: true}); err != nil {
+			t.Errorf("removing %s: %v", tag, err)
+		}
+	})
+	err = readBuild(res.Body)
+	_ = res.Body.Close()
+	if err != nil {
+		t.Fatalf("building the image: %v", err)
+	}
+}
+
+// tarContext is a build context of the given files, executables kept so.
+func tarContext(files map[string]string) (io.Reader, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		data, err := os.ReadFile(files[name])
+		if err != nil {
+			return nil, fmt.Errorf("build context: %w", err)
+		}
+		fi, err := os.Stat(files[name])
+		if err != nil {
+			return nil, err
+		}
+		hdr := &tar.Header{Name: name, Mode: int64(fi.Mode().Perm()), Size: int64(len(data)), ModTime: time.Unix(0, 0)}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return &buf, nil
+}
+
+// readBuild consumes a build's progress stream and returns its error.
+// (BuildKit's progress comes as encoded trace records, not text: the
+// error message is the useful part.)
+func readBuild(r io.Reader) error {
+	dec := json.NewDecoder(r)
+	for {
+		var m jsonstream.Message
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		if m.Error != nil {
+			return errors.New(m.Error.Message)
+		}
+	}
+}
+
+// checkImageConfig checks the contract of the image: its user, command,
+// port, volume and environment.
+func checkImageConfig(ctx context.Context, t *testing.T, cli *client.Client, tag string) {
+	t.Helper()
+	res, err := cli.ImageInspect(ctx, tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Config
+	if c == nil {
+		t.Fatal("the image has no config")
+	}
+	if c.User != imageUser {
+		t.Errorf("User = %q, want %q (not root)", c.User, imageUser)
+	}
+	if !slices.Equal(c.Entrypoint, []string{imageEntrypoint}) || !slices.Equal(c.Cmd, []string{"server"}) {
+		t.Errorf("Entrypoint %q Cmd %q; want [%s] [server]", c.Entrypoint, c.Cmd, imageEntrypoint)
+	}
+	if _, ok := c.ExposedPorts[imagePort]; !ok {
+		t.Errorf("ExposedPorts = %v, want %s", c.ExposedPorts, imagePort)
+	}
+	if _, ok := c.Volumes[imageDataDir]; !ok {
+		t.Errorf("Volumes = %v, want %s", c.Volumes, imageDataDir)
+	}
+	for _, want := range []string{"LEVERS9_DATA_DIR=" + imageDataDir, "LEVERS9_ADDR=0.0.0.0:8080", "LEVERS9_LOCAL_NODE=false"} {
+		if !slices.Contains(c.Env, want) {
+			t.Errorf("Env = %q, want %s", c.Env, want)
+		}
+	}
+}
+
+// runServer starts the image's default command with env, its port
+// published on 127.0.0.1:port, and removes the container (and its data
+// volume) at the end of the test, logging its output when the test failed.
+func runServer(ctx context.Context, t *testing.T, cli *client.Client, tag string, port int, env ...string) string {
+	t.Helper()
+	p, err := network.ParsePort(imagePort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name:   "levers9-image-test-" + randomHex(t, 4),
+		Config: &container.Config{Image: tag, Env: env},
+		HostConfig: &container.HostConfig{PortBindings: network.PortMap{
+			p: {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: strconv.Itoa(port)}},
+		}},
+	})
+	if err != nil {
+		t.Fatalf("creating the server container: %v", err)
+	}
+	id := created.ID
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if t.Failed() {
+			t.Logf("server container output:\n%s", containerOutput(ctx, cli, id))
+		}
+		if _, err := cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+			t.Errorf("removing the server container: %v", err)
+		}
+	})
+	if _, err := cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		t.Fatalf("starting the server container: %v", err)
+	}
+	return id
+}
+
+func containerOutput(ctx context.Context, cli *client.Client, id string) string {
+	rc, err := cli.ContainerLogs(ctx, id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true})
+	if err != nil {
+		return err.Error()
+	}
+	defer rc.Close()
+	var out bytes.Buffer
+	if _, err := stdcopy.StdCopy(&out, &out, rc); err != nil {
+		fmt.Fprintf(&out, "\n(reading the logs: %v)", err)
+	}
+	return out.String()
+}
+
+// waitReady polls the server until its readiness endpoint answers 200,
+// failing at once when the container exits, and returns the endpoint.
+// /healthz stands in while the server has no /readyz (404).
+func waitReady(ctx context.Context, t *testing.T, cli *client.Client, id, base string) string {
+	t.Helper()
+	endpoint := "/readyz"
+	hc := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		res, err := hc.Get(base + endpoint)
+		if err == nil {
+			_ = res.Body.Close()
+			switch {
+			case res.StatusCode == http.StatusOK:
+				return endpoint
+			case res.StatusCode == http.StatusNotFound && endpoint == "/readyz":
+				endpoint = "/healthz"
+				continue
+			}
+		}
+		st, ierr := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+		if ierr != nil {
+			t.Fatal(ierr)
+		}
+		if s := st.Container.State; s != nil && !s.Running {
+			t.Fatalf("the server container stopped (exit %d) before it was ready", s.ExitCode)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server was not ready within a minute (last: %v)", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// checkContainer checks the running server: it runs as the image's user,
+// and the image holds the supervisor and CA roots but no shell (scratch).
+func checkContainer(ctx context.Context, t *testing.T, cli *client.Client, id string) {
+	t.Helper()
+	top, err := cli.ContainerTop(ctx, id, client.ContainerTopOptions{Arguments: []string{"-o", "pid,uid,comm"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := slices.Index(top.Titles, "UID")
+	if uid < 0 || len(top.Processes) == 0 {
+		t.Fatalf("top: titles %q, processes %q", top.Titles, top.Processes)
+	}
+	for _, p := range top.Processes {
+		if p[uid] != strings.Split(imageUser, ":")[0] {
+			t.Errorf("process %q runs as uid %s, want %s", p, p[uid], imageUser)
+		}
+	}
+	for _, path := range []string{"/usr/local/bin/levers9-supervise", "/etc/ssl/certs/ca-certificates.crt", "/etc/passwd"} {
+		if _, err := cli.ContainerStatPath(ctx, id, client.ContainerStatPathOptions{Path: path}); err != nil {
+			t.Errorf("%s: %v", path, err)
+		}
+	}
+	if _, err := cli.ContainerStatPath(ctx, id, client.ContainerStatPathOptions{Path: "/bin/sh"}); err == nil {
+		t.Error("the image has /bin/sh; its base should be empty")
+	}
+}
+
+// startAgent runs a levers9 agent process until the end of the test,
+// without the test's LEVERS9_* environment.
+func startAgent(t *testing.T, bin string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "LEVERS9_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("agent output:\n%s", out.String())
+		}
+	})
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// gqlClient calls the server's GraphQL API as the preset admin token.
+type gqlClient struct {
+	t           *testing.T
+	base, token string
+}
+
+func (g gqlClient) do(query string, vars map[string]any, out any) {
+	g.t.Helper()
+	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, g.base+"/graphql", bytes.NewReader(body))
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+g.token)
+	res, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var resp struct {
+		Data   json.RawMessage
+		Errors []struct{ Message string }
+	}
+	if err := json.NewDecoder(res.Body).Decode(&resp); err != nil {
+		g.t.Fatalf("graphql: HTTP %d: %v", res.StatusCode, err)
+	}
+	if len(resp.Errors) > 0 {
+		g.t.Fatalf("graphql %q: %v", query, resp.Errors)
+	}
+	if out != nil {
+		if err := json.Unmarshal(resp.Data, out); err != nil {
+			g.t.Fatal(err)
+		}
+	}
+}
+
+// poll retries fn until it returns true or ctx ends.
+func poll(ctx context.Context, t *testing.T, what string, fn func() bool) {
+	t.Helper()
+	for !fn() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("gave up waiting for %s", what)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// presetToken is an API token secret in the server's format ("lv9_" and
+// 52 lower-case base32 characters), preset for the first admin.
+func presetToken(t *testing.T) string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return "lv9_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
+}
+
+func randomHex(t *testing.T, n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", b)
+}
+
+// freePort is a TCP port free on 127.0.0.1 a moment ago, for Docker to
+// publish the server on.
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
