@@ -4,24 +4,18 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"crypto/rand"
 	"debug/elf"
-	"encoding/base32"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -52,6 +46,7 @@ func TestImageServesAndRunsAJob(t *testing.T) {
 	start := time.Now()
 	cli := dockertest.Client(t)
 	bins := binaries(t)
+	t.Logf("binaries built in %v", time.Since(start).Round(100*time.Millisecond))
 	for _, b := range []string{"levers9", "levers9-supervise"} {
 		if err := checkStatic(filepath.Join(bins, b)); err != nil {
 			t.Fatal(err)
@@ -300,9 +295,10 @@ func containerOutput(ctx context.Context, cli *client.Client, id string) string 
 	return out.String()
 }
 
-// waitReady polls the server until its readiness endpoint answers 200,
-// failing at once when the container exits, and returns the endpoint.
-// /healthz stands in while the server has no /readyz (404).
+// waitReady polls the server until its readiness endpoint answers 200
+// (with status ok and the test binary's version), failing at once when the
+// container exits, and returns the endpoint. /healthz stands in while the
+// server has no /readyz (404).
 func waitReady(ctx context.Context, t *testing.T, cli *client.Client, id, base string) string {
 	t.Helper()
 	endpoint := "/readyz"
@@ -311,12 +307,20 @@ func waitReady(ctx context.Context, t *testing.T, cli *client.Client, id, base s
 	for {
 		res, err := hc.Get(base + endpoint)
 		if err == nil {
+			var report struct{ Status, Version string }
+			derr := json.NewDecoder(res.Body).Decode(&report)
 			_ = res.Body.Close()
 			switch {
+			case res.StatusCode == http.StatusOK && endpoint == "/healthz":
+				return endpoint
 			case res.StatusCode == http.StatusOK:
+				// The binary in the image answers, stamped as built.
+				if derr != nil || report.Status != "ok" || report.Version != testVersion {
+					t.Fatalf("/readyz: status %q version %q (%v); want ok and %s", report.Status, report.Version, derr, testVersion)
+				}
 				return endpoint
 			case res.StatusCode == http.StatusNotFound && endpoint == "/readyz":
-				endpoint = "/healthz"
+				endpoint = "/healthz" // until the server has /readyz
 				continue
 			}
 		}
@@ -359,133 +363,4 @@ func checkContainer(ctx context.Context, t *testing.T, cli *client.Client, id st
 	if _, err := cli.ContainerStatPath(ctx, id, client.ContainerStatPathOptions{Path: "/bin/sh"}); err == nil {
 		t.Error("the image has /bin/sh; its base should be empty")
 	}
-}
-
-// startAgent runs a levers9 agent process until the end of the test,
-// without the test's LEVERS9_* environment.
-func startAgent(t *testing.T, bin string, args ...string) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "LEVERS9_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	var out lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("agent output:\n%s", out.String())
-		}
-	})
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// gqlClient calls the server's GraphQL API as the preset admin token.
-type gqlClient struct {
-	t           *testing.T
-	base, token string
-}
-
-func (g gqlClient) do(query string, vars map[string]any, out any) {
-	g.t.Helper()
-	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	req, err := http.NewRequest(http.MethodPost, g.base+"/graphql", bytes.NewReader(body))
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+g.token)
-	res, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var resp struct {
-		Data   json.RawMessage
-		Errors []struct{ Message string }
-	}
-	if err := json.NewDecoder(res.Body).Decode(&resp); err != nil {
-		g.t.Fatalf("graphql: HTTP %d: %v", res.StatusCode, err)
-	}
-	if len(resp.Errors) > 0 {
-		g.t.Fatalf("graphql %q: %v", query, resp.Errors)
-	}
-	if out != nil {
-		if err := json.Unmarshal(resp.Data, out); err != nil {
-			g.t.Fatal(err)
-		}
-	}
-}
-
-// poll retries fn until it returns true or ctx ends.
-func poll(ctx context.Context, t *testing.T, what string, fn func() bool) {
-	t.Helper()
-	for !fn() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("gave up waiting for %s", what)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// presetToken is an API token secret in the server's format ("lv9_" and
-// 52 lower-case base32 characters), preset for the first admin.
-func presetToken(t *testing.T) string {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return "lv9_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
-}
-
-func randomHex(t *testing.T, n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("%x", b)
-}
-
-// freePort is a TCP port free on 127.0.0.1 a moment ago, for Docker to
-// publish the server on.
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
