@@ -10,8 +10,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/levers9/levers9/graph"
@@ -24,6 +26,7 @@ import (
 	"github.com/levers9/levers9/internal/deployapi"
 	"github.com/levers9/levers9/internal/filesapi"
 	"github.com/levers9/levers9/internal/functions"
+	"github.com/levers9/levers9/internal/health"
 	"github.com/levers9/levers9/internal/imagesapi"
 	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
@@ -55,9 +58,17 @@ import (
 const maxHeartbeatInterval = 10 * time.Second
 
 // runServer runs the server configured by cfg (from parseServerConfig,
-// which checked it) until ctx ends.
+// which checked it) until ctx ends (SIGTERM): then it drains (/readyz
+// fails while it serves on for cfg.DrainDelay) and stops.
 func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	// Everything runs on ctx, which outlives the signal while draining;
+	// until the server is up, the signal ends it at once.
+	signalled := ctx
+	ctx, stopAll := context.WithCancel(context.WithoutCancel(signalled))
+	defer stopAll()
+	stopOnSignal := context.AfterFunc(signalled, stopAll)
+	ready := &health.Service{Version: version, Commit: buildCommit(), Log: log.With("component", "health")}
 	// Traces (--otlp-endpoint); without, the tracer is nil: no tracing work.
 	tracer, stopTracing, err := startTracingTo(cfg.OTLPEndpoint, cfg.spanExporter, tracing.ServerService, log)
 	if err != nil {
@@ -97,6 +108,19 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
+	// Serving starts now behind a gate that answers only the probes until
+	// the server is wired: migrations may take long (or wait for another
+	// replica's), and an orchestrator must not kill the process meanwhile.
+	migrated, riverUp := health.NewFlag("pending"), health.NewFlag("not started")
+	ready.Add("database", health.Ping(db.SQL))
+	ready.Add("migrations", migrated.Check)
+	ready.Add("river", riverUp.Check)
+	ready.Add("storage", health.All(health.Dir(dataDir), health.Dir(filepath.Join(dataDir, "blobs")), health.DirIfExists(filepath.Join(dataDir, "buckets"))))
+	gate := health.NewGate(ready)
+	srv := newHTTPServer(ctx, cfg.HTTP, gate)
+	defer srv.Close() // after a Shutdown, a no-op; else it closes the listener
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
 	if cfg.PprofAddr != "" {
 		stop, err := servePprof(ctx, cfg.PprofAddr, log)
 		if err != nil {
@@ -123,6 +147,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	migrated.Set()
 
 	bus := notify.New(db.Pool, log)
 	defer bus.Close()
@@ -169,6 +194,16 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	scheduleNode := workers.InsertScheduleNode(rc.Inserter)
 	if err := rc.Runner.Start(ctx); err != nil {
 		return fmt.Errorf("starting River: %w", err)
+	}
+	riverUp.Set()
+	if r, ok := rc.Runner.(interface{ Stopped() <-chan struct{} }); ok {
+		go func() {
+			select {
+			case <-r.Stopped():
+				riverUp.Clear("stopped")
+			case <-ctx.Done():
+			}
+		}()
 	}
 	defer func() {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -220,7 +255,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	files := &filesapi.API{Files: fileStore, Auth: authn, Log: log.With("component", "files"), MaxUpload: cfg.MaxUpload, Mounts: planner}
 	filesHandler := files.Handler()
 	dashboard, err := ui.Routes(ctx, mux, ui.Config{DB: db, Auth: authn, Tenancy: ten, Jobs: jobService, Files: fileStore, Nodes: nodeRules, Bus: bus,
-		Log: log, PublicURL: publicURL, MaxUpload: cfg.MaxUpload, Version: version, RelayDomain: cfg.RelayDomain, Secrets: secretService, Functions: fnService})
+		Log: log, PublicURL: publicURL, MaxUpload: cfg.MaxUpload, Version: versionLabel(), RelayDomain: cfg.RelayDomain, Secrets: secretService, Functions: fnService})
 	if err != nil {
 		return err
 	}
@@ -247,13 +282,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	}
 	relayDomain := &relay.Domain{Relay: relays, Store: relayStore, PublicURL: publicURL, Now: time.Now}
 	relayDomain.Routes(mux)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		if err := db.SQL.PingContext(r.Context()); err != nil {
-			http.Error(w, "database unavailable", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = io.WriteString(w, "ok\n")
-	})
+	ready.Routes(mux) // GET /healthz and /readyz
 	metrics, err := metricsHandler(cfg.Metrics, db, logs.Running, log.With("component", "metrics"))
 	if err != nil {
 		return err
@@ -266,13 +295,11 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		}
 		defer stop()
 	}
-	srv := newHTTPServer(ctx, cfg.HTTP, relayDomain.Front(withFiles(filesHandler, mux)))
+	gate.Open(relayDomain.Front(withFiles(filesHandler, mux)))
 
 	printWelcome(stdout, publicURL, db.Dialect, seeded)
 	log.Info("levers9 server listening", "url", publicURL, "database", db.Dialect, "replica", replica, "relayDomain", cfg.RelayDomain)
 
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
 	localDone := make(chan struct{})
 	if cfg.LocalNode {
 		nodeCtx, stopNode := context.WithCancel(ctx)
@@ -287,11 +314,15 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	} else {
 		close(localDone)
 	}
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serving HTTP: %w", err)
-	case <-ctx.Done():
+	if stopOnSignal() { // no signal yet: serve until one comes
+		select {
+		case err := <-errc:
+			return fmt.Errorf("serving HTTP: %w", err)
+		case <-signalled.Done():
+		}
+		drain(ready, cfg.DrainDelay, log)
 	}
+	stopAll()
 	log.Info("shutting down")
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
@@ -299,6 +330,26 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		return fmt.Errorf("shutting down HTTP: %w", err)
 	}
 	return nil
+}
+
+// drain turns the server unready and keeps it serving for d, so that the
+// load balancers polling /readyz stop sending it requests before it stops
+// taking them. A second signal (an impatient Ctrl-C) cuts it short.
+func drain(ready *health.Service, d time.Duration, log *slog.Logger) {
+	ready.Drain()
+	if d <= 0 {
+		return
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	log.Info("draining: /readyz answers 503 while the server serves on; a second signal stops it now", "drainDelay", d)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-sig:
+	}
 }
 
 func printWelcome(w io.Writer, url, dialectName string, s *tenancy.Seeded) {

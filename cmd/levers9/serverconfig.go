@@ -57,13 +57,20 @@ type serverConfig struct {
 	SecretKey     string
 	// PprofAddr serves net/http/pprof on its own listener; "": none.
 	PprofAddr string
-	Metrics   metricsConfig
+	// DrainDelay is how long, after SIGTERM, /readyz fails while the
+	// server serves on before it stops.
+	DrainDelay time.Duration
+	Metrics    metricsConfig
 	// OTLPEndpoint is the OTLP/HTTP collector spans go to; "": no tracing.
 	OTLPEndpoint string
 	// spanExporter, set by tests only (no flag), takes the spans of the
 	// server and its built-in node instead of an OTLP collector.
 	spanExporter tracing.Exporter
 }
+
+// defaultDrainDelay covers a Kubernetes endpoint update or a load
+// balancer polling /readyz every couple of seconds.
+const defaultDrainDelay = 5 * time.Second
 
 // env returns the environment variable name, or def when unset.
 func env(name, def string) string {
@@ -211,6 +218,9 @@ func parseServerConfig(args []string, lookup func(string) (string, bool), out io
 			"secrets are re-encrypted with the first at start); or set LEVERS9_SECRET_KEY to the keys themselves; default DATA_DIR/secret.key, made at first start. "+
 			"Replicas sharing a database need the same keys (LEVERS9_SECRET_KEY_FILE)")
 	c.SecretKey = e.str("LEVERS9_SECRET_KEY", "")
+	e.durationVar(fs, &c.DrainDelay, "drain-delay", "LEVERS9_DRAIN_DELAY", defaultDrainDelay,
+		"after SIGTERM, how long /readyz answers 503 while the server serves on before it stops: at least the time the load balancers polling /readyz take to notice "+
+			"(their period × failure threshold); 0: stop at once; a second signal stops at once (LEVERS9_DRAIN_DELAY)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", e.str("LEVERS9_PPROF_ADDR", ""),
 		"serve Go's profiler (net/http/pprof) on this address, e.g. 127.0.0.1:6060; keep it off public interfaces; default none (LEVERS9_PPROF_ADDR)")
 	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", e.str("LEVERS9_OTLP_ENDPOINT", ""),
@@ -257,6 +267,9 @@ func (c *serverConfig) check(logLevel, levelSource string) error {
 	}
 	if c.NodeTTL <= 0 || c.NodeGrace < 0 {
 		errs = append(errs, errors.New("--node-ttl must be positive and --node-grace not negative"))
+	}
+	if c.DrainDelay < 0 {
+		errs = append(errs, errors.New("--drain-delay must not be negative"))
 	}
 	if err := c.HTTP.check(); err != nil {
 		errs = append(errs, err)
