@@ -14,7 +14,8 @@ import (
 )
 
 // pendingKind classifies a pending job's reason into a few kinds, in SQL
-// so that one GROUP BY counts them. The texts are the scheduler's
+// so that one GROUP BY counts them (by position: PostgreSQL would read a
+// name as the jobs' own kind column). The texts are the scheduler's
 // (internal/scheduling's Reason.String and the scheduler's own); a text
 // this does not know counts as "other", never as a label of its own.
 const pendingKind = `CASE
@@ -53,8 +54,8 @@ func (c *Collector) collectJobs(ctx context.Context, tenants map[string]string, 
 		}
 		byReason.add(n, c.labels(tenants, tenant, queue, kind)...)
 		return nil
-	}, `SELECT j.tenant_id, q.name, `+pendingKind+` AS kind, COUNT(*) FROM jobs j JOIN queues q ON q.id = j.queue_id
-		WHERE j.status = 'PENDING' GROUP BY j.tenant_id, q.name, kind`, jobstate.ReasonWaiting)
+	}, `SELECT j.tenant_id, q.name, `+pendingKind+` AS reason_kind, COUNT(*) FROM jobs j JOIN queues q ON q.id = j.queue_id
+		WHERE j.status = 'PENDING' GROUP BY 1, 2, 3`, jobstate.ReasonWaiting)
 	if err != nil {
 		return fmt.Errorf("counting pending jobs by reason: %w", err)
 	}
