@@ -297,3 +297,48 @@ func names(spans tracetest.SpanStubs) []string {
 	}
 	return out
 }
+
+// --otlp-endpoint and LEVERS9_OTLP_ENDPOINT are checked at start, and a
+// bad value names where it came from; the agent refuses one too.
+func TestOTLPEndpointFlag(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, flag, env string
+		want, errWith   string
+	}{
+		{"off by default", "", "", "", ""},
+		{"from the environment", "", "http://collector:4318", "http://collector:4318", ""},
+		{"flag wins", "--otlp-endpoint=https://otel.example.com", "http://collector:4318", "https://otel.example.com", ""},
+		{"bad variable", "", "collector:4318", "", "LEVERS9_OTLP_ENDPOINT"},
+		{"bad flag", "--otlp-endpoint=http://user:pw@collector:4318", "", "", "--otlp-endpoint"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			args := []string{"--data-dir=" + t.TempDir()}
+			if tc.flag != "" {
+				args = append(args, tc.flag)
+			}
+			lookup := func(name string) (string, bool) {
+				if name == "LEVERS9_OTLP_ENDPOINT" && tc.env != "" {
+					return tc.env, true
+				}
+				return "", false
+			}
+			cfg, err := parseServerConfig(args, lookup, io.Discard)
+			if tc.errWith != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errWith) {
+					t.Fatalf("err = %v, want one naming %s", err, tc.errWith)
+				}
+				return
+			}
+			if err != nil || cfg.OTLPEndpoint != tc.want {
+				t.Fatalf("endpoint %q, err %v; want %q", cfg.OTLPEndpoint, err, tc.want)
+			}
+		})
+	}
+	var out strings.Builder
+	if code := runAgent(context.Background(), []string{"--state-dir", t.TempDir(), "--otlp-endpoint", "grpc://collector:4317"}, &out); code != exitUsage ||
+		!strings.Contains(out.String(), "--otlp-endpoint") {
+		t.Fatalf("agent with a bad endpoint: exit %d, %q", code, out.String())
+	}
+}
