@@ -18,8 +18,14 @@ export LEVERS9_MINIO := $(MINIO)
 
 all: build
 
+# The version and commit levers9 version, /readyz and the dashboard footer
+# show; override with make build VERSION=1.2.3 COMMIT=… (no git checkout).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
 build:
-	$(GO) build -o bin/levers9 ./cmd/levers9
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/levers9 ./cmd/levers9
 	$(GO) build -o bin/levers9-supervise ./cmd/levers9-supervise
 
 ## run: the server on the embedded default (SQLite and buckets in ./levers9-data)
