@@ -143,3 +143,29 @@ func TestTracesReachAnOTLPCollector(t *testing.T) {
 		}
 	})
 }
+
+// The built-in node's spans are an agent's (levers9-agent), exported by
+// the server process beside its own, in the job's trace.
+func TestBuiltInNodeTraces(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		col := startCollector(t)
+		s := startServer(t, t.TempDir(), url, "LEVERS9_OTLP_ENDPOINT="+col.URL, "OTEL_BSP_SCHEDULE_DELAY=100")
+		c := s.credentials()
+		grant(t, s.URL, c.Token)
+		var sub struct{ SubmitJob struct{ ID string } }
+		gql(t, s.URL, c.Token, `mutation { submitJob(spec: {name: "traced", queue: "default",
+			services: [{name: "main", command: ["true"], cpu: 0.5, memoryMiB: 64}]}) { id } }`, nil, &sub)
+		id := sub.SubmitJob.ID
+		var submit, start collectedSpan
+		poll(t, "the job's spans at the collector", func() bool {
+			var ok1, ok2 bool
+			submit, ok1 = col.span("levers9-server", "jobs.submit", id)
+			start, ok2 = col.span("levers9-agent", "agent.start", id)
+			return ok1 && ok2
+		})
+		if start.traceID != submit.traceID {
+			t.Errorf("the built-in node's start is in trace %s, the submission in %s", start.traceID, submit.traceID)
+		}
+	})
+}
