@@ -336,13 +336,16 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 // load balancers polling /readyz stop sending it requests before it stops
 // taking them. A second signal (an impatient Ctrl-C) cuts it short.
 func drain(ready *health.Service, d time.Duration, log *slog.Logger) {
-	ready.Drain()
 	if d <= 0 {
+		ready.Drain()
 		return
 	}
+	// Listening before turning unready: a second signal sent once /readyz
+	// fails is never lost.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
+	ready.Drain()
 	log.Info("draining: /readyz answers 503 while the server serves on; a second signal stops it now", "drainDelay", d)
 	t := time.NewTimer(d)
 	defer t.Stop()
