@@ -41,7 +41,8 @@ const (
 // The image built from deploy/Dockerfile's last stage with binaries built
 // here (BINARIES=prebuilt: no Go image, no registry) runs the server as
 // its non-root user; the server turns ready on its published port, and a
-// node that joins it from this host runs a job whose output comes back.
+// node that joins it runs a job whose output comes back: a node on this
+// host, and the agent of the image itself on the host's Docker.
 func TestImageServesAndRunsAJob(t *testing.T) {
 	start := time.Now()
 	cli := dockertest.Client(t)
@@ -60,40 +61,113 @@ func TestImageServesAndRunsAJob(t *testing.T) {
 	t.Logf("image built in %v", time.Since(start).Round(100*time.Millisecond))
 	checkImageConfig(ctx, t, cli, tag)
 
+	// Joined through the published port with the static binary the image
+	// holds; jobs run as child processes.
+	t.Run("agent on the host", func(t *testing.T) {
+		s := startImageServer(ctx, t, cli, tag, "")
+		checkContainer(ctx, t, cli, s.id)
+		startAgent(t, filepath.Join(bins, "levers9"), "agent", "join", "--server", s.base,
+			"--invite", s.invite("host-node"), "--state-dir", filepath.Join(t.TempDir(), "agent"),
+			"--runtime", "process", "--cpus", "2", "--memory", "2GiB")
+		s.runJob(ctx, "hello from an agent on the host")
+		t.Logf("done %v after the start of the test", time.Since(start).Round(100*time.Millisecond))
+	})
+
+	// The image's agent as root with the host's Docker socket, reaching
+	// the server on a network of their own: jobs run as the daemon's
+	// containers. The daemon reads the paths the agent gives it on the
+	// host, so the state directory is mounted at its own path.
+	t.Run("agent in a container", func(t *testing.T) {
+		busybox := dockertest.Busybox(t)
+		net := "levers9-image-test-" + randomHex(t, 4)
+		if _, err := cli.NetworkCreate(ctx, net, client.NetworkCreateOptions{Driver: "bridge"}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if _, err := cli.NetworkRemove(context.Background(), net, client.NetworkRemoveOptions{}); err != nil {
+				t.Errorf("removing network %s: %v", net, err)
+			}
+		})
+		s := startImageServer(ctx, t, cli, tag, net)
+		state := t.TempDir()
+		startContainer(ctx, t, cli, "agent", client.ContainerCreateOptions{
+			Config: &container.Config{Image: tag, User: "0", Env: []string{"LEVERS9_AGENT_STATE_DIR=" + state},
+				Cmd: []string{"agent", "join", "--server", "http://" + serverAlias + ":8080", "--invite", s.invite("container-node"),
+					"--runtime", "docker", "--default-image", busybox}},
+			HostConfig: &container.HostConfig{NetworkMode: container.NetworkMode(net),
+				Binds: []string{"/var/run/docker.sock:/var/run/docker.sock", state + ":" + state}},
+		})
+		s.runJob(ctx, "hello from an agent in a container")
+		t.Logf("done %v after the start of the test", time.Since(start).Round(100*time.Millisecond))
+	})
+}
+
+// serverAlias is the server container's name on its network.
+const serverAlias = "levers9"
+
+// imageServer is a server container of the image with its admin token.
+type imageServer struct {
+	id, base string
+	g        gqlClient
+}
+
+// startImageServer runs the image's server, its port published on
+// 127.0.0.1 (and on network net as serverAlias, unless net is ""), waits
+// until it is ready and gives its admin tokens to spend.
+func startImageServer(ctx context.Context, t *testing.T, cli *client.Client, tag, net string) *imageServer {
+	t.Helper()
 	token := presetToken(t)
 	port := freePort(t)
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	id := runServer(ctx, t, cli, tag, port, "LEVERS9_ADMIN_TOKEN="+token, "LEVERS9_PUBLIC_URL="+base)
-	ready := waitReady(ctx, t, cli, id, base)
-	t.Logf("server ready (%s) after %v", ready, time.Since(start).Round(100*time.Millisecond))
-	checkContainer(ctx, t, cli, id)
-
-	g := gqlClient{t: t, base: base, token: token}
+	p, err := network.ParsePort(imagePort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := client.ContainerCreateOptions{
+		Config: &container.Config{Image: tag, Env: []string{"LEVERS9_ADMIN_TOKEN=" + token, "LEVERS9_PUBLIC_URL=" + base}},
+		HostConfig: &container.HostConfig{PortBindings: network.PortMap{
+			p: {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: strconv.Itoa(port)}},
+		}},
+	}
+	if net != "" {
+		opts.HostConfig.NetworkMode = container.NetworkMode(net)
+		opts.NetworkingConfig = &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+			net: {Aliases: []string{serverAlias}},
+		}}
+	}
+	s := &imageServer{id: startContainer(ctx, t, cli, "server", opts), base: base, g: gqlClient{t: t, base: base, token: token}}
+	ready := waitReady(ctx, t, cli, s.id, base)
+	t.Logf("server ready (%s)", ready)
 	var me struct {
 		Viewer struct{ User struct{ ID string } }
 	}
-	g.do(`{ viewer { user { id } } }`, nil, &me)
-	g.do(`mutation($u: ID!) { grantTokens(input: {userID: $u, tokens: 100000, reason: "image test"}) { id } }`,
+	s.g.do(`{ viewer { user { id } } }`, nil, &me)
+	s.g.do(`mutation($u: ID!) { grantTokens(input: {userID: $u, tokens: 100000, reason: "image test"}) { id } }`,
 		map[string]any{"u": me.Viewer.User.ID}, nil)
+	return s
+}
+
+// invite is the code of a new node invite.
+func (s *imageServer) invite(node string) string {
 	var inv struct{ CreateNodeInvite struct{ Code string } }
-	g.do(`mutation { createNodeInvite(nodeName: "image-node") { code } }`, nil, &inv)
+	s.g.do(`mutation($n: String!) { createNodeInvite(nodeName: $n) { code } }`, map[string]any{"n": node}, &inv)
+	return inv.CreateNodeInvite.Code
+}
 
-	// The node is this host, joined through the published port with the
-	// static binary the image holds.
-	startAgent(t, filepath.Join(bins, "levers9"), "agent", "join", "--server", base,
-		"--invite", inv.CreateNodeInvite.Code, "--state-dir", filepath.Join(t.TempDir(), "agent"),
-		"--runtime", "process", "--cpus", "2", "--memory", "2GiB")
-
-	const greeting = "hello from the levers9 image"
+// runJob submits a job that echoes greeting and checks that it completes
+// with greeting in its log.
+func (s *imageServer) runJob(ctx context.Context, greeting string) {
+	t := s.g.t
+	t.Helper()
 	var sub struct{ SubmitJob struct{ ID string } }
-	g.do(`mutation($cmd: [String!]!) { submitJob(spec: {name: "image", queue: "default",
+	s.g.do(`mutation($cmd: [String!]!) { submitJob(spec: {name: "image", queue: "default",
 		services: [{name: "main", command: $cmd, cpu: 1, memoryMiB: 64}]}) { id } }`,
 		map[string]any{"cmd": []string{"sh", "-c", "echo " + greeting}}, &sub)
 	var job struct {
 		Node struct{ Status, StatusReason string }
 	}
 	poll(ctx, t, "the job to end", func() bool {
-		g.do(`query($id: ID!) { node(id: $id) { ... on Job { status statusReason } } }`,
+		s.g.do(`query($id: ID!) { node(id: $id) { ... on Job { status statusReason } } }`,
 			map[string]any{"id": sub.SubmitJob.ID}, &job)
 		return job.Node.Status != "PENDING" && job.Node.Status != "RUNNING"
 	})
@@ -101,11 +175,10 @@ func TestImageServesAndRunsAJob(t *testing.T) {
 		t.Fatalf("job ended %s (%s); want COMPLETE", job.Node.Status, job.Node.StatusReason)
 	}
 	var logs struct{ JobLogs []struct{ Text string } }
-	g.do(`query($id: ID!) { jobLogs(jobId: $id) { text } }`, map[string]any{"id": sub.SubmitJob.ID}, &logs)
+	s.g.do(`query($id: ID!) { jobLogs(jobId: $id) { text } }`, map[string]any{"id": sub.SubmitJob.ID}, &logs)
 	if !slices.ContainsFunc(logs.JobLogs, func(l struct{ Text string }) bool { return strings.Contains(l.Text, greeting) }) {
 		t.Fatalf("job logs %+v lack %q", logs.JobLogs, greeting)
 	}
-	t.Logf("job ran in %v since the start of the test", time.Since(start).Round(100*time.Millisecond))
 }
 
 // checkStatic fails for a dynamically linked executable: the image has
@@ -246,38 +319,29 @@ func checkImageConfig(ctx context.Context, t *testing.T, cli *client.Client, tag
 	}
 }
 
-// runServer starts the image's default command with env, its port
-// published on 127.0.0.1:port, and removes the container (and its data
-// volume) at the end of the test, logging its output when the test failed.
-func runServer(ctx context.Context, t *testing.T, cli *client.Client, tag string, port int, env ...string) string {
+// startContainer creates and starts a container (named after role) and
+// removes it, with its anonymous volumes, at the end of the test, logging
+// its output when the test failed.
+func startContainer(ctx context.Context, t *testing.T, cli *client.Client, role string, opts client.ContainerCreateOptions) string {
 	t.Helper()
-	p, err := network.ParsePort(imagePort)
+	opts.Name = "levers9-image-test-" + role + "-" + randomHex(t, 4)
+	created, err := cli.ContainerCreate(ctx, opts)
 	if err != nil {
-		t.Fatal(err)
-	}
-	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Name:   "levers9-image-test-" + randomHex(t, 4),
-		Config: &container.Config{Image: tag, Env: env},
-		HostConfig: &container.HostConfig{PortBindings: network.PortMap{
-			p: {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: strconv.Itoa(port)}},
-		}},
-	})
-	if err != nil {
-		t.Fatalf("creating the server container: %v", err)
+		t.Fatalf("creating the %s container: %v", role, err)
 	}
 	id := created.ID
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if t.Failed() {
-			t.Logf("server container output:\n%s", containerOutput(ctx, cli, id))
+			t.Logf("%s container output:\n%s", role, containerOutput(ctx, cli, id))
 		}
 		if _, err := cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
-			t.Errorf("removing the server container: %v", err)
+			t.Errorf("removing the %s container: %v", role, err)
 		}
 	})
 	if _, err := cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
-		t.Fatalf("starting the server container: %v", err)
+		t.Fatalf("starting the %s container: %v", role, err)
 	}
 	return id
 }
