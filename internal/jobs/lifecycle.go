@@ -123,6 +123,7 @@ func end(ctx context.Context, c *ent.Client, e jobstate.Event, id string, attemp
 	if err != nil {
 		return false, fmt.Errorf("ending services of job %s: %w", id, err)
 	}
+	metrics.JobsEnded.WithLabelValues(string(to)).Inc()
 	j, err := c.Job.Get(sys, id)
 	if err != nil {
 		return false, err

@@ -49,6 +49,14 @@ var (
 		Help:    "Seconds from a job's submission to all of its services running, by job kind; _count counts job starts.",
 		Buckets: waitBuckets,
 	}, []string{"kind"})
+	// JobsEnded counts jobs that ended, by end state (COMPLETE, ERROR,
+	// CANCELLED): the finished side of levers9_jobs, which counts only the
+	// PENDING and RUNNING ones (the database's whole history would be a
+	// full count per scrape).
+	JobsEnded = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: named("levers9_jobs_ended_total"),
+		Help: "Jobs that ended, by end state (COMPLETE, ERROR, CANCELLED).",
+	}, []string{"state"})
 	// SchedulingPass is the duration of one scheduling pass over a queue.
 	SchedulingPass = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    named("levers9_scheduling_pass_seconds"),
@@ -145,7 +153,7 @@ func init() {
 	events.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		JobStartWait, SchedulingPass, Placements, AgentConnections, AgentConnects,
+		JobStartWait, JobsEnded, SchedulingPass, Placements, AgentConnections, AgentConnects,
 		MeterTick, ChargesWritten, TokensCharged, TokensRefunded,
 		LogLinesIngested, LogLinesDelivered, GraphQLOperations, GraphQLDuration, FilesBytes,
 	)
@@ -153,6 +161,9 @@ func init() {
 	// rate() see zero rather than nothing.
 	for _, d := range []string{"in", "out"} {
 		FilesBytes.WithLabelValues(d)
+	}
+	for _, st := range []string{"COMPLETE", "ERROR", "CANCELLED"} {
+		JobsEnded.WithLabelValues(st)
 	}
 	for _, k := range []string{"START", "COMPUTE", "STORAGE"} {
 		ChargesWritten.WithLabelValues(k)
