@@ -4,7 +4,9 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"debug/elf"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,8 +68,14 @@ func TestImageServesAndRunsAJob(t *testing.T) {
 	t.Run("agent on the host", func(t *testing.T) {
 		s := startImageServer(ctx, t, cli, tag, "")
 		checkContainer(ctx, t, cli, s.id)
+		state := filepath.Join(t.TempDir(), "agent")
+		// As root, the jobs' directories go to /var/lib/levers9/jobs-HASH
+		// (named after the state directory; see cmd/levers9's jobWorkDir):
+		// removed after the agent (cleanups run last first).
+		sum := sha256.Sum256([]byte(state))
+		t.Cleanup(func() { _ = os.RemoveAll(filepath.Join("/var/lib/levers9", "jobs-"+hex.EncodeToString(sum[:6]))) })
 		startAgent(t, filepath.Join(bins, "levers9"), "agent", "join", "--server", s.base,
-			"--invite", s.invite("host-node"), "--state-dir", filepath.Join(t.TempDir(), "agent"),
+			"--invite", s.invite("host-node"), "--state-dir", state,
 			"--runtime", "process", "--cpus", "2", "--memory", "2GiB")
 		s.runJob(ctx, "hello from an agent on the host")
 		t.Logf("done %v after the start of the test", time.Since(start).Round(100*time.Millisecond))
