@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/levers9/levers9/agent"
 	"github.com/levers9/levers9/internal/backup"
 )
 
@@ -62,6 +63,8 @@ func runBackup(cmd *cobra.Command, dataDir, dbURL, file string, stdout, stderr i
 	}
 	defer os.Remove(tmp) // after the rename, a no-op
 	sum, err := backup.Write(cmd.Context(), backup.Options{DataDir: dataDir, Database: dbPath, Exclude: []string{tmp},
+		// Of the built-in node's state, its credential; the rest is caches.
+		Only:    map[string][]string{"node": {agent.StateFile}},
 		Version: version, Commit: buildCommit()}, out)
 	if cerr := out.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("writing the archive: %w", cerr)

@@ -20,7 +20,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,6 +59,12 @@ type Options struct {
 	// Exclude are files not to archive (the archive being written, when
 	// it lies in the data directory).
 	Exclude []string
+	// Only names directories (relative to DataDir, slash-separated) of
+	// which only the files listed are archived: the built-in node's
+	// state directory holds its credential beside caches (images, code)
+	// and the jobs' mount points, which a restore does not need and
+	// which may reach into other file systems.
+	Only map[string][]string
 	// Version and Commit go into the manifest.
 	Version, Commit string
 	Now             func() time.Time
@@ -160,6 +168,12 @@ func Write(ctx context.Context, opts Options, w io.Writer) (Summary, error) {
 			return err
 		}
 		name := filepath.ToSlash(rel)
+		if keep, ok := opts.Only[path.Dir(name)]; ok && !slices.Contains(keep, path.Base(name)) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
 		switch {
 		case skip[p]:
 			return nil

@@ -60,6 +60,8 @@ func TestBackupWhileWritingRestores(t *testing.T) {
 		writeFile(t, filepath.Join(data, name), content)
 	}
 	writeFile(t, filepath.Join(data, "buckets", ".uploads", "half"), "an upload in progress")
+	writeFile(t, filepath.Join(data, "node", "images", "layer.tar"), "a cache")
+	writeFile(t, filepath.Join(data, "node", "mounts", "job_1", "data", "x"), "a mounted bucket")
 	if err := os.Symlink("/etc/passwd", filepath.Join(data, "buckets", "results", "link")); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +103,7 @@ func TestBackupWhileWritingRestores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := Write(ctx, Options{DataDir: data, Version: "1.2.3", Commit: "abc"}, f)
+	sum, err := Write(ctx, Options{DataDir: data, Version: "1.2.3", Commit: "abc", Only: map[string][]string{"node": {"state.json"}}}, f)
 	_ = f.Close()
 	before := written.Load()
 	close(stop)
@@ -137,7 +139,7 @@ func TestBackupWhileWritingRestores(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(target, "secret.key")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("secret.key restored with mode %v (%v), want 0600", fi.Mode(), err)
 	}
-	for _, gone := range []string{"buckets/.uploads", "buckets/results/link", DatabaseName + "-wal", DatabaseName + "-shm"} {
+	for _, gone := range []string{"buckets/.uploads", "buckets/results/link", "node/images", "node/mounts", DatabaseName + "-wal", DatabaseName + "-shm"} {
 		if _, err := os.Lstat(filepath.Join(target, gone)); err == nil {
 			t.Errorf("%s was restored", gone)
 		}
