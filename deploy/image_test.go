@@ -207,29 +207,38 @@ func checkStatic(path string) error {
 
 // buildImage builds deploy/Dockerfile with BuildKit (it skips the Go
 // build stage the prebuilt binaries replace; the classic builder would
-// try to pull it) from a context holding only what the Dockerfile copies,
-// and removes the image at the end of the test.
+// try to pull it) from a context holding only what the Dockerfile copies.
 func buildImage(ctx context.Context, t *testing.T, cli *client.Client, tag, bins string) {
 	t.Helper()
-	files := map[string]string{ // path in the context → file
+	buildWithBuildKit(ctx, t, cli, tag, "deploy/Dockerfile", map[string]string{
 		"deploy/Dockerfile":       "Dockerfile",
 		"deploy/image/passwd":     "image/passwd",
 		"deploy/image/group":      "image/group",
 		"bin/levers9":             filepath.Join(bins, "levers9"),
 		"bin/levers9-supervise":   filepath.Join(bins, "levers9-supervise"),
 		"bin/ca-certificates.crt": "/etc/ssl/certs/ca-certificates.crt",
-	}
+	}, map[string]string{"BINARIES": "prebuilt"})
+}
+
+// buildWithBuildKit builds dockerfile with args from a context of files
+// (path in the context → file here) and removes the image at the end of
+// the test.
+func buildWithBuildKit(ctx context.Context, t *testing.T, cli *client.Client, tag, dockerfile string, files, args map[string]string) {
+	t.Helper()
 	buildCtx, err := tarContext(files)
 	if err != nil {
 		t.Fatal(err)
 	}
-	prebuilt := "prebuilt"
+	buildArgs := map[string]*string{}
+	for k, v := range args {
+		buildArgs[k] = &v
+	}
 	res, err := cli.ImageBuild(ctx, buildCtx, client.ImageBuildOptions{
-		Tags: []string{tag}, Dockerfile: "deploy/Dockerfile", Version: build.BuilderBuildKit,
-		BuildArgs: map[string]*string{"BINARIES": &prebuilt}, Remove: true, ForceRemove: true,
+		Tags: []string{tag}, Dockerfile: dockerfile, Version: build.BuilderBuildKit,
+		BuildArgs: buildArgs, Remove: true, ForceRemove: true,
 	})
 	if err != nil {
-		t.Fatalf("building the image: %v", err)
+		t.Fatalf("building %s: %v", tag, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -248,7 +257,7 @@ func buildImage(ctx context.Context, t *testing.T, cli *client.Client, tag, bins
 	err = readBuild(res.Body)
 	_ = res.Body.Close()
 	if err != nil {
-		t.Fatalf("building the image: %v", err)
+		t.Fatalf("building %s: %v", tag, err)
 	}
 }
 
