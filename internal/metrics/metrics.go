@@ -73,12 +73,14 @@ var (
 		Name: named("levers9_agent_connections"),
 		Help: "Agent tunnels (node connections) this server holds now.",
 	})
-	// AgentConnects counts authenticated agent tunnels opened: a rate well
-	// above the number of nodes over time means agents keep reconnecting.
-	AgentConnects = prometheus.NewCounter(prometheus.CounterOpts{
+	// AgentConnects counts authenticated agent tunnels opened, by kind:
+	// "first" (a node's first connection after joining) or "reconnect". A
+	// reconnect rate well above the number of nodes means agents keep
+	// losing their tunnels.
+	AgentConnects = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: named("levers9_agent_connects_total"),
-		Help: "Agent tunnels opened (first connections and reconnections).",
-	})
+		Help: "Agent tunnels opened, by kind: first (a node's first connection after joining) or reconnect.",
+	}, []string{"kind"})
 	// MeterTick is the duration of one metering tick over running jobs.
 	MeterTick = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    named("levers9_meter_tick_seconds"),
@@ -159,6 +161,9 @@ func init() {
 	)
 	// Series that exist before their first event, so that a dashboard and
 	// rate() see zero rather than nothing.
+	for _, k := range []string{"first", "reconnect"} {
+		AgentConnects.WithLabelValues(k)
+	}
 	for _, d := range []string{"in", "out"} {
 		FilesBytes.WithLabelValues(d)
 	}
@@ -178,6 +183,16 @@ func Events() prometheus.Gatherer { return events }
 // ObserveSince observes the seconds since start: defer it at the top of
 // the timed function (`defer metrics.ObserveSince(metrics.X, time.Now())`).
 func ObserveSince(o prometheus.Observer, start time.Time) { o.Observe(time.Since(start).Seconds()) }
+
+// AgentConnected counts an agent tunnel opened; again says the node had
+// connected before.
+func AgentConnected(again bool) {
+	if again {
+		AgentConnects.WithLabelValues("reconnect").Inc()
+	} else {
+		AgentConnects.WithLabelValues("first").Inc()
+	}
+}
 
 // Charged counts n charges of kind written, together worth tokens
 // (negative: given back).

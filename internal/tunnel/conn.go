@@ -41,6 +41,7 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.SetReadLimit(wire.MaxMessageBytes)
+	metrics.AgentConnected(n.LastHeartbeatAt != nil) // set when a tunnel first connects
 	sess := &session{
 		srv:    s,
 		conn:   c,
@@ -114,7 +115,6 @@ func (s *session) run(ctx context.Context) error {
 
 	s.srv.register(s)
 	defer s.srv.unregister(s)
-	metrics.AgentConnects.Inc()
 	metrics.AgentConnections.Inc()
 	defer metrics.AgentConnections.Dec()
 	err := s.serve(ctx, wake)
