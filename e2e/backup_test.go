@@ -16,11 +16,13 @@ import (
 // levers9 admin backup, run while the embedded server serves (and takes
 // submissions), archives what a restore needs: a server started on the
 // restored data directory finds every job, charge, bucket, object and
-// secret of before the backup, and the first start's token still works.
+// secret of before the backup (jobs run on the built-in node), and the
+// first start's token still works.
 func TestBackupWhileServingRestoresIntoANewServer(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	s := startServer(t, dir, dbtest.SQLiteURL(t), "LEVERS9_LOCAL_NODE=false")
+	// The built-in node runs the jobs: its state is in the data directory.
+	s := startServer(t, dir, dbtest.SQLiteURL(t))
 	c := s.credentials()
 	cli := func(srv *server, want int, args ...string) string {
 		t.Helper()
@@ -33,6 +35,9 @@ func TestBackupWhileServingRestoresIntoANewServer(t *testing.T) {
 		return sub.SubmitJob.ID
 	}
 	jobs := []string{submit(), submit()}
+	for _, id := range jobs {
+		poll(t, "job "+id+" to complete", func() bool { return jobByID(t, s.URL, c.Token, id).Status == "COMPLETE" })
+	}
 	var me struct {
 		Viewer struct{ User struct{ ID string } }
 	}
@@ -97,6 +102,10 @@ func TestBackupWhileServingRestoresIntoANewServer(t *testing.T) {
 	key2, _ := os.ReadFile(filepath.Join(dir2, "levers9-data", "secret.key"))
 	if len(key1) == 0 || !bytes.Equal(key1, key2) {
 		t.Error("the restored secret key differs from the server's")
+	}
+	// The built-in node's credential, not its caches.
+	if _, err := os.Stat(filepath.Join(dir2, "levers9-data", "node", "node.json")); err != nil {
+		t.Errorf("the built-in node's credential was not restored: %v", err)
 	}
 	r := startServer(t, dir2, dbtest.SQLiteURL(t), "LEVERS9_LOCAL_NODE=false")
 	for _, id := range jobs {
