@@ -212,8 +212,9 @@ func launchServer(t testing.TB, dir, url string, env ...string) *server {
 	}
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
-	// A test's own env wins (the last value of a variable counts).
-	cmd.Env = append(append(cleanEnv(), localNodeEnv(t)...), env...)
+	// A test's own env wins (the last value of a variable counts). No drain
+	// wait on SIGTERM unless a test asks for one: nothing balances load here.
+	cmd.Env = append(append(append(cleanEnv(), "LEVERS9_DRAIN_DELAY=0"), localNodeEnv(t)...), env...)
 	pr, pw := io.Pipe()
 	s := &server{
 		t: t, cmd: cmd, lines: make(chan string, 1024),

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,10 +16,25 @@ import (
 // token.
 func startServer(t *testing.T, args ...string) (addr, token string) {
 	t.Helper()
-	base := []string{"--addr=127.0.0.1:0", "--data-dir=" + t.TempDir(), "--local-node=false", "--log-level=error"}
-	cfg, err := parseServerConfig(append(base, args...), os.LookupEnv, io.Discard)
+	url, token := runTestServer(t, nil, nil, args...)
+	return strings.TrimPrefix(url, "http://"), token
+}
+
+// runTestServer runs `levers9 server` in-process on a free port, SQLite in
+// a temporary directory, no node and no drain wait, with env standing in
+// for the environment and edit (when set) adjusting the parsed
+// configuration; it returns the server's URL and the first start's API
+// token, and stops the server when t ends.
+func runTestServer(t *testing.T, env map[string]string, edit func(*serverConfig), args ...string) (url, token string) {
+	t.Helper()
+	base := []string{"--addr=127.0.0.1:0", "--data-dir=" + t.TempDir(), "--local-node=false", "--log-level=error", "--drain-delay=0"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	cfg, err := parseServerConfig(append(base, args...), lookup, io.Discard)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(&cfg)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
@@ -37,18 +51,18 @@ func startServer(t *testing.T, args ...string) (addr, token string) {
 	lines := bufio.NewScanner(pr)
 	for token == "" && lines.Scan() {
 		line := lines.Text()
-		if _, rest, ok := strings.Cut(line, "server on http://"); ok {
-			addr, _, _ = strings.Cut(rest, " ")
+		if _, rest, ok := strings.Cut(line, "server on "); ok {
+			url, _, _ = strings.Cut(rest, " ")
 		}
 		if _, rest, ok := strings.Cut(line, "API token:"); ok {
 			token = strings.TrimSpace(rest)
 		}
 	}
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	if addr == "" || token == "" {
-		t.Fatalf("server did not start (address %q, token %q): %v", addr, token, lines.Err())
+	if url == "" || token == "" {
+		t.Fatalf("server did not start (URL %q, token %q): %v", url, token, lines.Err())
 	}
-	return addr, token
+	return url, token
 }
 
 // An unauthenticated client sending a header and then a body one byte at

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -26,36 +24,7 @@ const (
 func startMetricsServer(t *testing.T, args ...string) (url, token string) {
 	t.Helper()
 	env := map[string]string{"LEVERS9_METRICS_TOKEN": testMetricsToken, "LEVERS9_SUPERADMIN_EMAIL": rootEmail, "LEVERS9_SUPERADMIN_PASSWORD": rootPassword}
-	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	base := []string{"--addr=127.0.0.1:0", "--data-dir=" + t.TempDir(), "--local-node=false", "--log-level=error"}
-	cfg, err := parseServerConfig(append(base, args...), lookup, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() { done <- runServer(ctx, cfg, pw); _ = pw.Close() }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("server: %v", err)
-		}
-	})
-	lines := bufio.NewScanner(pr)
-	for token == "" && lines.Scan() {
-		if _, rest, ok := strings.Cut(lines.Text(), "server on "); ok {
-			url, _, _ = strings.Cut(rest, " ")
-		}
-		if _, rest, ok := strings.Cut(lines.Text(), "API token:"); ok {
-			token = strings.TrimSpace(rest)
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	if url == "" || token == "" {
-		t.Fatalf("server did not start: %v", lines.Err())
-	}
-	return url, token
+	return runTestServer(t, env, nil, args...)
 }
 
 // graphQL posts query as token and decodes the answer's data into out;

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -127,36 +126,7 @@ func TestOneTracePerJobAcrossServerAndAgent(t *testing.T) {
 // own, its spans going to exp, and returns its URL and API token.
 func startTracedServer(t *testing.T, exp tracing.Exporter) (base, token string) {
 	t.Helper()
-	cfg, err := parseServerConfig([]string{"--addr=127.0.0.1:0", "--data-dir=" + t.TempDir(), "--local-node=false", "--log-level=error"},
-		func(string) (string, bool) { return "", false }, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.spanExporter = exp
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() { done <- runServer(ctx, cfg, pw); _ = pw.Close() }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("server: %v", err)
-		}
-	})
-	lines := bufio.NewScanner(pr)
-	for token == "" && lines.Scan() {
-		if _, rest, ok := strings.Cut(lines.Text(), "server on "); ok {
-			base, _, _ = strings.Cut(rest, " ")
-		}
-		if _, rest, ok := strings.Cut(lines.Text(), "API token:"); ok {
-			token = strings.TrimSpace(rest)
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	if base == "" || token == "" {
-		t.Fatalf("server did not start: %v", lines.Err())
-	}
-	return base, token
+	return runTestServer(t, nil, func(c *serverConfig) { c.spanExporter = exp })
 }
 
 // startTracedAgent joins a node with the process runtime through an
