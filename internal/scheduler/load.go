@@ -256,7 +256,7 @@ func (st *state) loadJobs(ctx context.Context, c *ent.Client, qu *ent.Queue, aft
 			continue // set by pins
 		}
 		if err := scheduling.ValidateJob(sj); err != nil {
-			st.invalid[j.ID] = "cannot be scheduled: " + err.Error()
+			st.invalid[j.ID] = scheduling.InvalidPrefix + err.Error()
 			continue
 		}
 		st.jobs = append(st.jobs, sj)

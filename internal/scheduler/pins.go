@@ -108,12 +108,12 @@ func (st *state) pins(ctx context.Context, c *ent.Client, tenantID string, jobID
 			ns := st.storages[b.StorageID]
 			switch {
 			case ns.node == "":
-				st.invalid[j.ID] = fmt.Sprintf("cannot be scheduled: bucket %s is on node storage %s, which has no node", b.Name, ns.name)
+				st.invalid[j.ID] = scheduling.InvalidPrefix + fmt.Sprintf("bucket %s is on node storage %s, which has no node", b.Name, ns.name)
 			case pin.Node == "":
 				pin = scheduling.Pin{Node: ns.node, Name: ns.nodeName, Why: fmt.Sprintf("bucket %s is on its disk", b.Name)}
 				first = b.Name
 			case pin.Node != ns.node:
-				st.invalid[j.ID] = fmt.Sprintf("cannot be scheduled: bucket %s is on the disk of node %s and bucket %s on that of node %s; a job runs on one node",
+				st.invalid[j.ID] = scheduling.InvalidPrefix + fmt.Sprintf("bucket %s is on the disk of node %s and bucket %s on that of node %s; a job runs on one node",
 					first, pin.Name, b.Name, ns.nodeName)
 			}
 		}

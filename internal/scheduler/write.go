@@ -28,7 +28,7 @@ func (st *state) write(ctx context.Context, tx *sql.Tx, dialectName, queueName s
 	starting := make([]row, 0, len(placed))
 	var services []row
 	for _, p := range placed {
-		starting = append(starting, row{p.JobID, []any{"starting on node " + st.nodeName[p.NodeID]}})
+		starting = append(starting, row{p.JobID, []any{scheduling.StartingPrefix + st.nodeName[p.NodeID]}})
 		for name, id := range st.services[p.JobID] {
 			devices, err := jsonList(p.Devices[name])
 			if err != nil {

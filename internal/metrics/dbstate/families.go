@@ -11,23 +11,24 @@ import (
 
 	"github.com/levers9/levers9/internal/inventory"
 	"github.com/levers9/levers9/internal/jobs/jobstate"
+	"github.com/levers9/levers9/internal/scheduling"
 )
 
 // pendingKind classifies a pending job's reason into a few kinds, in SQL
 // so that one GROUP BY counts them (by position: PostgreSQL would read a
-// name as the jobs' own kind column). The texts are the scheduler's
-// (internal/scheduling's Reason.String and the scheduler's own); a text
-// this does not know counts as "other", never as a label of its own.
-const pendingKind = `CASE
-	WHEN j.status_reason = '' OR j.status_reason = ? THEN 'unscheduled'
-	WHEN j.status_reason LIKE 'starting on node %' THEN 'starting'
-	WHEN j.status_reason LIKE 'queue % has no online nodes%' THEN 'no_nodes'
-	WHEN j.status_reason LIKE 'waiting for node %' THEN 'node_offline'
-	WHEN j.status_reason LIKE 'waiting for a node that runs containers%' THEN 'no_containers'
-	WHEN j.status_reason LIKE 'no online node in queue % is large enough%' THEN 'too_large'
-	WHEN j.status_reason LIKE 'waiting for %' THEN 'capacity'
-	WHEN j.status_reason LIKE 'cannot be scheduled%' THEN 'invalid'
-	ELSE 'other' END`
+// name as the jobs' own kind column). The classes are the scheduler's
+// (scheduling.ReasonClasses, tested against its texts); a text none
+// matches counts as "other", never as a label of its own.
+var pendingKind = func() string {
+	var b strings.Builder
+	b.WriteString("CASE WHEN j.status_reason = '' OR j.status_reason = ? THEN 'unscheduled'")
+	for _, c := range scheduling.ReasonClasses {
+		// Labels and patterns are constants of ours, never input.
+		fmt.Fprintf(&b, " WHEN j.status_reason LIKE '%s' THEN '%s'", c.Like, c.Label)
+	}
+	b.WriteString(" ELSE 'other' END")
+	return b.String()
+}()
 
 // collectJobs sends levers9_jobs and levers9_jobs_pending.
 func (c *Collector) collectJobs(ctx context.Context, tenants map[string]string, ch chan<- prometheus.Metric) error {
