@@ -45,18 +45,7 @@ func TestBackupWhileServingRestoresIntoANewServer(t *testing.T) {
 	var granted map[string]any
 	gql(t, s.URL, c.Token, `mutation($u: ID!) { grantTokens(input: {userID: $u, tokens: 12.5, reason: "before the backup"}) { id } }`,
 		map[string]any{"u": me.Viewer.User.ID}, &granted)
-	var ids struct {
-		Storages struct {
-			Edges []struct{ Node struct{ ID string } }
-		}
-		Groups struct {
-			Edges []struct{ Node struct{ ID string } }
-		}
-	}
-	gql(t, s.URL, c.Token, `{ storages(where: {name: "local"}) { edges { node { id } } } groups(where: {name: "everyone"}) { edges { node { id } } } }`, nil, &ids)
-	var created map[string]any
-	gql(t, s.URL, c.Token, `mutation($s: ID!, $g: ID!) { createBucket(input: {name: "results", storageID: $s, writeGroupIDs: [$g]}) { id } }`,
-		map[string]any{"s": ids.Storages.Edges[0].Node.ID, "g": ids.Groups.Edges[0].Node.ID}, &created)
+	createLocalBucket(t, s.URL, c.Token, "results")
 	object := make([]byte, 1<<20+7)
 	_, _ = rand.Read(object)
 	local := filepath.Join(t.TempDir(), "model.bin")

@@ -11,24 +11,24 @@ import (
 	"github.com/levers9/levers9/internal/dbtest"
 )
 
+// createLocalBucket makes a bucket named name on the server's local
+// storage that everyone in the tenant may write.
+func createLocalBucket(t *testing.T, base, token, name string) {
+	t.Helper()
+	storage := firstID(t, base, token, `{ storages(where: {name: "local"}) { edges { node { id } } } }`, "storages")
+	everyone := firstID(t, base, token, `{ groups(where: {name: "everyone"}) { edges { node { id } } } }`, "groups")
+	var created map[string]any
+	gql(t, base, token, `mutation($n: String!, $s: ID!, $g: ID!) { createBucket(input: {name: $n, storageID: $s, writeGroupIDs: [$g]}) { id } }`,
+		map[string]any{"n": name, "s": storage, "g": everyone}, &created)
+}
+
 // levers9 cp/ls/rm move files between the disk and a bucket, byte for
 // byte; keys that would leave the bucket are refused.
 func TestFilesCommands(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, t.TempDir(), dbtest.SQLiteURL(t))
 	c := s.credentials()
-	var ids struct {
-		Storages struct {
-			Edges []struct{ Node struct{ ID string } }
-		}
-		Groups struct {
-			Edges []struct{ Node struct{ ID string } }
-		}
-	}
-	gql(t, s.URL, c.Token, `{ storages(where: {name: "local"}) { edges { node { id } } } groups(where: {name: "everyone"}) { edges { node { id } } } }`, nil, &ids)
-	var created map[string]any
-	gql(t, s.URL, c.Token, `mutation($s: ID!, $g: ID!) { createBucket(input: {name: "results", storageID: $s, writeGroupIDs: [$g]}) { id } }`,
-		map[string]any{"s": ids.Storages.Edges[0].Node.ID, "g": ids.Groups.Edges[0].Node.ID}, &created)
+	createLocalBucket(t, s.URL, c.Token, "results")
 
 	dir := t.TempDir()
 	data := make([]byte, 3<<20+5)

@@ -145,6 +145,7 @@ func TestMetricsRefuseAnyoneButTheOperator(t *testing.T) {
 			{"a wrong token", "Bearer " + newSecret(), http.StatusUnauthorized},
 			{"the token without Bearer", token, http.StatusUnauthorized},
 			{"the token with one character changed", "Bearer " + token[:len(token)-1] + "x", http.StatusUnauthorized},
+			{"a prefix of the token", "Bearer " + token[:16], http.StatusUnauthorized},
 			{"a member", "Bearer " + member, http.StatusForbidden},
 			{"a tenant admin", "Bearer " + c.Token, http.StatusForbidden},
 			{"a superadmin", "Bearer " + signIn.SignIn.Token, http.StatusOK},
