@@ -77,7 +77,10 @@ var buildMu sync.Mutex
 func Busybox(t testing.TB) string {
 	t.Helper()
 	cli := Client(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// Generous: tests of several packages share one daemon, and one busy
+	// building or removing large images answers the others late (CI once
+	// waited over 2 minutes here).
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if err := EnsureBusybox(ctx, cli); err != nil {
 		t.Fatal(err)
