@@ -169,3 +169,24 @@ func TestBuiltInNodeTraces(t *testing.T) {
 		}
 	})
 }
+
+// A collector that does not answer costs the spans, never a job: the job
+// runs to its end and the server still stops cleanly on SIGTERM.
+func TestTracesWithTheCollectorDown(t *testing.T) {
+	t.Parallel()
+	down := "http://" + freeAddr(t) // nothing listens there
+	s := startServer(t, t.TempDir(), dbtest.SQLiteURL(t), "LEVERS9_OTLP_ENDPOINT="+down, "OTEL_BSP_SCHEDULE_DELAY=100")
+	c := s.credentials()
+	grant(t, s.URL, c.Token)
+	var sub struct{ SubmitJob struct{ ID string } }
+	gql(t, s.URL, c.Token, `mutation { submitJob(spec: {name: "untraced", queue: "default",
+		services: [{name: "main", command: ["true"], cpu: 0.5, memoryMiB: 64}]}) { id } }`, nil, &sub)
+	poll(t, "the job to end", func() bool {
+		st := jobByID(t, s.URL, c.Token, sub.SubmitJob.ID).Status
+		return st != "PENDING" && st != "RUNNING"
+	})
+	if j := jobByID(t, s.URL, c.Token, sub.SubmitJob.ID); j.Status != "COMPLETE" {
+		t.Fatalf("job = %+v", j)
+	}
+	s.stop()
+}
