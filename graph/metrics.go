@@ -3,13 +3,10 @@ package graph
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
-	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/levers9/levers9/internal/metrics"
 )
@@ -86,7 +83,7 @@ func operationLabels(oc *graphql.OperationContext) (name, typ string) {
 	if oc.Operation == nil {
 		return "invalid", "unknown"
 	}
-	fields := rootFields(oc.Operation.SelectionSet, oc.Doc.Fragments, nil)
+	fields := rootFields(oc, 1)
 	switch len(fields) {
 	case 0:
 		name = "__typename"
@@ -96,28 +93,4 @@ func operationLabels(oc *graphql.OperationContext) (name, typ string) {
 		name = "multiple"
 	}
 	return name, string(oc.Operation.Operation)
-}
-
-// rootFields are the distinct names of the fields at the root of set,
-// through fragments, without __typename.
-func rootFields(set ast.SelectionSet, frags ast.FragmentDefinitionList, seen []string) []string {
-	for _, sel := range set {
-		switch s := sel.(type) {
-		case *ast.Field:
-			if s.Name != "__typename" && !slices.Contains(seen, s.Name) {
-				seen = append(seen, s.Name)
-			}
-		case *ast.InlineFragment:
-			seen = rootFields(s.SelectionSet, frags, seen)
-		case *ast.FragmentSpread:
-			if f := frags.ForName(s.Name); f != nil && len(seen) < 2 {
-				seen = rootFields(f.SelectionSet, frags, seen)
-			}
-		}
-		if len(seen) > 1 {
-			break // "multiple" already
-		}
-	}
-	slices.SortFunc(seen, strings.Compare)
-	return seen
 }

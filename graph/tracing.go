@@ -96,32 +96,13 @@ func endOperationSpan(span trace.Span, resp *graphql.Response) {
 }
 
 // spanName is "graphql mutation submitJob": the operation type and its
-// root fields as the schema names them (never the client's free-text
-// operation name or aliases), sorted, at most maxSpanFields of them.
+// root fields (rootFields), at most maxSpanFields of them.
 func spanName(oc *graphql.OperationContext) string {
-	var fields []string
-	var walk func(ast.SelectionSet, int)
-	walk = func(set ast.SelectionSet, depth int) {
-		for _, sel := range set {
-			switch s := sel.(type) {
-			case *ast.Field:
-				if !slices.Contains(fields, s.Name) {
-					fields = append(fields, s.Name)
-				}
-			case *ast.InlineFragment:
-				walk(s.SelectionSet, depth+1)
-			case *ast.FragmentSpread:
-				// Fragments may not form cycles (validation), but a bound
-				// costs nothing.
-				if f := oc.Doc.Fragments.ForName(s.Name); f != nil && depth < 8 {
-					walk(f.SelectionSet, depth+1)
-				}
-			}
-		}
-	}
-	walk(oc.Operation.SelectionSet, 0)
-	slices.Sort(fields)
-	if len(fields) > maxSpanFields {
+	fields := rootFields(oc, maxSpanFields)
+	switch {
+	case len(fields) == 0:
+		fields = []string{"__typename"}
+	case len(fields) > maxSpanFields:
 		fields = append(fields[:maxSpanFields], "…")
 	}
 	return "graphql " + string(oc.Operation.Operation) + " " + strings.Join(fields, ",")
