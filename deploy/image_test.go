@@ -8,7 +8,6 @@ import (
 	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,7 +23,6 @@ import (
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/build"
 	"github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
@@ -251,7 +249,7 @@ func buildWithBuildKit(ctx context.Context, t *testing.T, cli *client.Client, ta
 		// here may hold up the other packages' tests sharing the daemon
 		// (CI once saw one wait over 2 minutes for an image inspect).
 	})
-	err = readBuild(res.Body)
+	err = dockertest.ReadBuild(res.Body)
 	_ = res.Body.Close()
 	if err != nil {
 		t.Fatalf("building %s: %v", tag, err)
@@ -288,25 +286,6 @@ func tarContext(files map[string]string) (io.Reader, error) {
 		return nil, err
 	}
 	return &buf, nil
-}
-
-// readBuild consumes a build's progress stream and returns its error.
-// (BuildKit's progress comes as encoded trace records, not text: the
-// error message is the useful part.)
-func readBuild(r io.Reader) error {
-	dec := json.NewDecoder(r)
-	for {
-		var m jsonstream.Message
-		if err := dec.Decode(&m); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-		if m.Error != nil {
-			return errors.New(m.Error.Message)
-		}
-	}
 }
 
 // checkImageConfig checks the contract of the image: its user, command,

@@ -118,7 +118,7 @@ CMD ["echo", "` + BusyboxGreeting + `"]
 		return fmt.Errorf("building %s: %w", BusyboxImage, err)
 	}
 	defer res.Body.Close()
-	if err := readBuild(res.Body); err != nil {
+	if err := ReadBuild(res.Body); err != nil {
 		return fmt.Errorf("building %s: %w", BusyboxImage, err)
 	}
 	if _, err := cli.ImageInspect(ctx, BusyboxImage); err != nil {
@@ -127,9 +127,10 @@ CMD ["echo", "` + BusyboxGreeting + `"]
 	return nil
 }
 
-// readBuild consumes a build's progress stream and returns its error, with
-// the build's output for context.
-func readBuild(r io.Reader) error {
+// ReadBuild consumes a build's progress stream and returns its error, with
+// the build's output for context (BuildKit's progress comes as encoded
+// trace records: then the error message is the useful part).
+func ReadBuild(r io.Reader) error {
 	dec := json.NewDecoder(r)
 	var out bytes.Buffer
 	for {

@@ -173,7 +173,7 @@ func buildPython(ctx context.Context, cli *client.Client) (err error) {
 		_ = tarCmd.Wait()
 		return fmt.Errorf("building %s: docker import: %w", PythonImage, err)
 	}
-	readErr := readBuild(res)
+	readErr := ReadBuild(res)
 	_ = res.Close()
 	if err := tarCmd.Wait(); err != nil {
 		return fmt.Errorf("building %s: tar: %w: %s", PythonImage, err, tarErr.String())
