@@ -43,11 +43,12 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
 	c.SetReadLimit(wire.MaxMessageBytes)
 	metrics.AgentConnected(n.LastHeartbeatAt != nil) // set when a tunnel first connects
 	sess := &session{
-		srv:    s,
-		conn:   c,
-		nodeID: n.ID,
-		log:    s.Log.With("node", n.ID, "nodeName", n.Name),
-		active: map[string]bool{},
+		srv:      s,
+		conn:     c,
+		nodeID:   n.ID,
+		log:      s.Log.With("node", n.ID, "nodeName", n.Name),
+		active:   map[string]bool{},
+		welcomed: make(chan struct{}),
 	}
 	err = sess.run(r.Context())
 	sess.log.Info("agent disconnected", "reason", err)
@@ -92,6 +93,11 @@ type session struct {
 	lastBeat time.Time
 
 	// files are the node-storage operations in flight (files.go).
+	// welcomed closes once the agent has its welcome: file operations,
+	// which may find the session as soon as it connects, wait for it (an
+	// agent takes anything else first as a broken handshake).
+	welcomed chan struct{}
+
 	filesMu   sync.Mutex
 	files     map[uint64]*fileCall
 	filesGone bool
@@ -148,6 +154,7 @@ func (s *session) serve(ctx context.Context, wake <-chan struct{}) error {
 	if err := s.send(ctx, wire.Welcome{HeartbeatIntervalMs: s.srv.heartbeatInterval().Milliseconds()}); err != nil {
 		return err
 	}
+	close(s.welcomed)
 	if err := s.reconcile(ctx, hello.Running); err != nil {
 		return err
 	}

@@ -124,6 +124,14 @@ func (d *nodeDriver) start(ctx context.Context, op wire.FileOp) (*session, *file
 	}
 	sess.files[id] = c
 	sess.filesMu.Unlock()
+	select {
+	case <-sess.welcomed:
+	case <-c.gone: // the session ended before its handshake did
+		return nil, nil, errNodeGone
+	case <-ctx.Done():
+		sess.endCall(c)
+		return nil, nil, ctx.Err()
+	}
 	if err := sess.send(ctx, op); err != nil {
 		sess.endCall(c)
 		return nil, nil, fmt.Errorf("asking the node: %w", err)
