@@ -7,6 +7,7 @@ package graph
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/levers9/levers9/ent"
@@ -49,6 +50,11 @@ func (r *mutationResolver) SignIn(ctx context.Context, email string, password st
 		return nil, err
 	}
 	return &model.SignInPayload{Token: secret, ExpiresAt: *t.ExpiresAt, User: u}, nil
+}
+
+// SignOut is the resolver for the signOut field.
+func (r *mutationResolver) SignOut(ctx context.Context) (bool, error) {
+	panic(fmt.Errorf("not implemented: SignOut - signOut"))
 }
 
 // CreateAPIToken is the resolver for the createAPIToken field.

@@ -7,6 +7,7 @@ package graph
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/schema/rule"
@@ -29,6 +30,16 @@ func (r *computeNodeResolver) Free(ctx context.Context, obj *ent.Node) (*nodes.R
 		return nil, err
 	}
 	return &u.Free, nil
+}
+
+// RevokeNodeCredential is the resolver for the revokeNodeCredential field.
+func (r *mutationResolver) RevokeNodeCredential(ctx context.Context, id string) (*ent.Node, error) {
+	panic(fmt.Errorf("not implemented: RevokeNodeCredential - revokeNodeCredential"))
+}
+
+// DeleteNode is the resolver for the deleteNode field.
+func (r *mutationResolver) DeleteNode(ctx context.Context, id string) (string, error) {
+	panic(fmt.Errorf("not implemented: DeleteNode - deleteNode"))
 }
 
 // Path is the resolver for the path field.

@@ -598,55 +598,58 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		BuildBlueprint     func(childComplexity int, input model.BuildBlueprintInput) int
-		CallFunction       func(childComplexity int, function string, args model.PayloadInput) int
-		CancelJob          func(childComplexity int, id string) int
-		CancelMap          func(childComplexity int, id string) int
-		CancelTask         func(childComplexity int, id string) int
-		CreateAPIToken     func(childComplexity int, name string, expiresAt *time.Time) int
-		CreateBucket       func(childComplexity int, input ent.CreateBucketInput) int
-		CreateEnvironment  func(childComplexity int, input ent.CreateEnvironmentInput) int
-		CreateGroup        func(childComplexity int, input ent.CreateGroupInput) int
-		CreateMembership   func(childComplexity int, input ent.CreateMembershipInput) int
-		CreateNodeInvite   func(childComplexity int, nodeName *string, expiresInSeconds *int) int
-		CreateProject      func(childComplexity int, input ent.CreateProjectInput) int
-		CreateQueue        func(childComplexity int, input ent.CreateQueueInput) int
-		CreateSandbox      func(childComplexity int, input model.SandboxInput) int
-		CreateSecret       func(childComplexity int, input model.CreateSecretInput) int
-		CreateStorage      func(childComplexity int, input ent.CreateStorageInput) int
-		CreateTenant       func(childComplexity int, input model.CreateTenantInput) int
-		CreateUser         func(childComplexity int, input model.CreateUserInput) int
-		DeleteBucket       func(childComplexity int, id string) int
-		DeleteBucketObject func(childComplexity int, bucket string, key string) int
-		DeleteGroup        func(childComplexity int, id string) int
-		DeleteMembership   func(childComplexity int, id string) int
-		DeleteProject      func(childComplexity int, id string) int
-		DeleteQueue        func(childComplexity int, id string) int
-		DeleteSecret       func(childComplexity int, id string) int
-		DeleteStorage      func(childComplexity int, id string) int
-		DeployApp          func(childComplexity int, input model.DeployAppInput) int
-		EnterTenant        func(childComplexity int, id string) int
-		GrantTokens        func(childComplexity int, input model.GrantTokensInput) int
-		HeartbeatApp       func(childComplexity int, id string) int
-		LeaveTenant        func(childComplexity int) int
-		MapFunction        func(childComplexity int, function string, items []*model.PayloadInput) int
-		PutTask            func(childComplexity int, function string, item model.PayloadInput, idempotencyKey *string) int
-		RequeueTask        func(childComplexity int, id string) int
-		RevokeAPIToken     func(childComplexity int, id string) int
-		RevokeNodeInvite   func(childComplexity int, id string) int
-		RollbackApp        func(childComplexity int, id string, version *int) int
-		SignIn             func(childComplexity int, email string, password string) int
-		StopApp            func(childComplexity int, id string) int
-		StopAppVersion     func(childComplexity int, id string, version int) int
-		SubmitJob          func(childComplexity int, spec jobspec.Job, idempotencyKey *string) int
-		UpdateBucket       func(childComplexity int, id string, input ent.UpdateBucketInput) int
-		UpdateGroup        func(childComplexity int, id string, input ent.UpdateGroupInput) int
-		UpdateNode         func(childComplexity int, id string, input ent.UpdateComputeNodeInput) int
-		UpdateProject      func(childComplexity int, id string, input ent.UpdateProjectInput) int
-		UpdateQueue        func(childComplexity int, id string, input ent.UpdateQueueInput) int
-		UpdateStorage      func(childComplexity int, id string, input ent.UpdateStorageInput) int
-		UpdateTenant       func(childComplexity int, input ent.UpdateTenantInput) int
-		UpdateUser         func(childComplexity int, id string, input ent.UpdateUserInput) int
+		BuildBlueprint       func(childComplexity int, input model.BuildBlueprintInput) int
+		CallFunction         func(childComplexity int, function string, args model.PayloadInput) int
+		CancelJob            func(childComplexity int, id string) int
+		CancelMap            func(childComplexity int, id string) int
+		CancelTask           func(childComplexity int, id string) int
+		CreateAPIToken       func(childComplexity int, name string, expiresAt *time.Time) int
+		CreateBucket         func(childComplexity int, input ent.CreateBucketInput) int
+		CreateEnvironment    func(childComplexity int, input ent.CreateEnvironmentInput) int
+		CreateGroup          func(childComplexity int, input ent.CreateGroupInput) int
+		CreateMembership     func(childComplexity int, input ent.CreateMembershipInput) int
+		CreateNodeInvite     func(childComplexity int, nodeName *string, expiresInSeconds *int) int
+		CreateProject        func(childComplexity int, input ent.CreateProjectInput) int
+		CreateQueue          func(childComplexity int, input ent.CreateQueueInput) int
+		CreateSandbox        func(childComplexity int, input model.SandboxInput) int
+		CreateSecret         func(childComplexity int, input model.CreateSecretInput) int
+		CreateStorage        func(childComplexity int, input ent.CreateStorageInput) int
+		CreateTenant         func(childComplexity int, input model.CreateTenantInput) int
+		CreateUser           func(childComplexity int, input model.CreateUserInput) int
+		DeleteBucket         func(childComplexity int, id string) int
+		DeleteBucketObject   func(childComplexity int, bucket string, key string) int
+		DeleteGroup          func(childComplexity int, id string) int
+		DeleteMembership     func(childComplexity int, id string) int
+		DeleteNode           func(childComplexity int, id string) int
+		DeleteProject        func(childComplexity int, id string) int
+		DeleteQueue          func(childComplexity int, id string) int
+		DeleteSecret         func(childComplexity int, id string) int
+		DeleteStorage        func(childComplexity int, id string) int
+		DeployApp            func(childComplexity int, input model.DeployAppInput) int
+		EnterTenant          func(childComplexity int, id string) int
+		GrantTokens          func(childComplexity int, input model.GrantTokensInput) int
+		HeartbeatApp         func(childComplexity int, id string) int
+		LeaveTenant          func(childComplexity int) int
+		MapFunction          func(childComplexity int, function string, items []*model.PayloadInput) int
+		PutTask              func(childComplexity int, function string, item model.PayloadInput, idempotencyKey *string) int
+		RequeueTask          func(childComplexity int, id string) int
+		RevokeAPIToken       func(childComplexity int, id string) int
+		RevokeNodeCredential func(childComplexity int, id string) int
+		RevokeNodeInvite     func(childComplexity int, id string) int
+		RollbackApp          func(childComplexity int, id string, version *int) int
+		SignIn               func(childComplexity int, email string, password string) int
+		SignOut              func(childComplexity int) int
+		StopApp              func(childComplexity int, id string) int
+		StopAppVersion       func(childComplexity int, id string, version int) int
+		SubmitJob            func(childComplexity int, spec jobspec.Job, idempotencyKey *string) int
+		UpdateBucket         func(childComplexity int, id string, input ent.UpdateBucketInput) int
+		UpdateGroup          func(childComplexity int, id string, input ent.UpdateGroupInput) int
+		UpdateNode           func(childComplexity int, id string, input ent.UpdateComputeNodeInput) int
+		UpdateProject        func(childComplexity int, id string, input ent.UpdateProjectInput) int
+		UpdateQueue          func(childComplexity int, id string, input ent.UpdateQueueInput) int
+		UpdateStorage        func(childComplexity int, id string, input ent.UpdateStorageInput) int
+		UpdateTenant         func(childComplexity int, input ent.UpdateTenantInput) int
+		UpdateUser           func(childComplexity int, id string, input ent.UpdateUserInput) int
 	}
 
 	NodeInvite struct {
@@ -1041,6 +1044,7 @@ type JobResolver interface {
 }
 type MutationResolver interface {
 	SignIn(ctx context.Context, email string, password string) (*model.SignInPayload, error)
+	SignOut(ctx context.Context) (bool, error)
 	CreateAPIToken(ctx context.Context, name string, expiresAt *time.Time) (*model.CreateAPITokenPayload, error)
 	RevokeAPIToken(ctx context.Context, id string) (*ent.APIToken, error)
 	CreateTenant(ctx context.Context, input model.CreateTenantInput) (*model.CreateTenantPayload, error)
@@ -1086,6 +1090,8 @@ type MutationResolver interface {
 	CancelTask(ctx context.Context, id string) (*ent.Task, error)
 	CancelMap(ctx context.Context, id string) (*ent.FunctionMap, error)
 	DeleteBucketObject(ctx context.Context, bucket string, key string) (bool, error)
+	RevokeNodeCredential(ctx context.Context, id string) (*ent.Node, error)
+	DeleteNode(ctx context.Context, id string) (string, error)
 	CreateSandbox(ctx context.Context, input model.SandboxInput) (*ent.Job, error)
 	CreateSecret(ctx context.Context, input model.CreateSecretInput) (*ent.Secret, error)
 	DeleteSecret(ctx context.Context, id string) (string, error)
@@ -3599,6 +3605,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteMembership(childComplexity, args["id"].(string)), true
+	case "Mutation.deleteNode":
+		if e.ComplexityRoot.Mutation.DeleteNode == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteNode_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteNode(childComplexity, args["id"].(string)), true
 	case "Mutation.deleteProject":
 		if e.ComplexityRoot.Mutation.DeleteProject == nil {
 			break
@@ -3737,6 +3754,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RevokeAPIToken(childComplexity, args["id"].(string)), true
+	case "Mutation.revokeNodeCredential":
+		if e.ComplexityRoot.Mutation.RevokeNodeCredential == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_revokeNodeCredential_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RevokeNodeCredential(childComplexity, args["id"].(string)), true
 	case "Mutation.revokeNodeInvite":
 		if e.ComplexityRoot.Mutation.RevokeNodeInvite == nil {
 			break
@@ -3770,6 +3798,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SignIn(childComplexity, args["email"].(string), args["password"].(string)), true
+	case "Mutation.signOut":
+		if e.ComplexityRoot.Mutation.SignOut == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.SignOut(childComplexity), true
 	case "Mutation.stopApp":
 		if e.ComplexityRoot.Mutation.StopApp == nil {
 			break
@@ -13014,6 +13048,8 @@ input GrantTokensInput {
 type Mutation {
   "Signs in with email and password; the tenant follows from the email."
   signIn(email: String!, password: String!): SignInPayload!
+  "Ends the session whose token authenticates this request (API tokens are revoked with revokeAPIToken). False when the request was not made with a session token."
+  signOut: Boolean!
   createAPIToken(name: String!, expiresAt: Time): CreateAPITokenPayload!
   revokeAPIToken(id: ID!): APIToken!
 
@@ -13172,6 +13208,21 @@ extend type Storage {
   null for members.
   """
   path: String @goField(forceResolver: true)
+}
+
+extend type Mutation {
+  """
+  Revokes a node's credential (tenant admins): its agent is disconnected at
+  once and cannot come back without joining again with a new invite. Its
+  running jobs are handled as for a node that went offline.
+  """
+  revokeNodeCredential(id: ID!): ComputeNode!
+  """
+  Removes a node (tenant admins): its credential is revoked, its agent
+  disconnected, and the node is gone from the tenant. Refused while services
+  are placed on it (drain it first).
+  """
+  deleteNode(id: ID!): ID!
 }
 `, BuiltIn: false},
 	{Name: "../schema/sandboxes.graphqls", Input: `# Sandboxes: jobs of kind SANDBOX that stay up for commands run in them
@@ -15524,6 +15575,20 @@ func (ec *executionContext) field_Mutation_deleteMembership_args(ctx context.Con
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_deleteNode_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_deleteProject_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -15703,6 +15768,20 @@ func (ec *executionContext) field_Mutation_requeueTask_args(ctx context.Context,
 }
 
 func (ec *executionContext) field_Mutation_revokeAPIToken_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_revokeNodeCredential_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
@@ -26666,6 +26745,29 @@ func (ec *executionContext) fieldContext_Mutation_signIn(ctx context.Context, fi
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_signOut(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_signOut(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().SignOut(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_signOut(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Mutation", field, true, true, "Boolean")
+}
+
 func (ec *executionContext) _Mutation_createAPIToken(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -28619,6 +28721,94 @@ func (ec *executionContext) fieldContext_Mutation_deleteBucketObject(ctx context
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_deleteBucketObject_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_revokeNodeCredential(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_revokeNodeCredential(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RevokeNodeCredential(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Node) graphql.Marshaler {
+			return ec.marshalNComputeNode2ᚖgithubᚗcomᚋlevers9ᚋlevers9ᚋentᚐNode(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_revokeNodeCredential(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ComputeNode(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_revokeNodeCredential_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteNode(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteNode(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteNode(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteNode(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type ID does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteNode_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -63622,6 +63812,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "signOut":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_signOut(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "createAPIToken":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createAPIToken(ctx, field)
@@ -63933,6 +64130,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "deleteBucketObject":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_deleteBucketObject(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "revokeNodeCredential":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_revokeNodeCredential(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteNode":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteNode(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
