@@ -104,3 +104,69 @@ document.addEventListener("DOMContentLoaded", () => {
   const form = document.getElementById("submit-form");
   if (form) watchEstimate(form);
 });
+
+// ---- live (helper C): pages that follow server state (ui/app/live) ----
+// An element with data-live="/stream/url" opens that server-sent events
+// stream: "patch" sets the text, class or data-*/title attributes of
+// elements by id; "stale" shows a notice with a reload link; "reload"
+// reloads; "end" stops. Elements with data-since (an RFC 3339 start time)
+// show the time since then, counted here each second (no server polling);
+// a patch removing data-since stops the count.
+function followLive(el) {
+  const es = new EventSource(el.dataset.live);
+  es.addEventListener("patch", (ev) => {
+    for (const p of JSON.parse(ev.data)) {
+      const t = document.getElementById(p.id);
+      if (!t) continue;
+      if (p.text !== undefined) t.textContent = p.text;
+      if (p.class !== undefined) t.className = p.class;
+      for (const [k, v] of Object.entries(p.attr || {})) {
+        if (!k.startsWith("data-") && k !== "title") continue;
+        if (v === "") t.removeAttribute(k); else t.setAttribute(k, v);
+      }
+    }
+    document.dispatchEvent(new CustomEvent("live-patched"));
+  });
+  es.addEventListener("stale", (ev) => {
+    const text = JSON.parse(ev.data).text;
+    let n = document.getElementById("live-stale");
+    if (!n) {
+      n = document.createElement("p");
+      n.id = "live-stale";
+      n.className = "flash";
+      n.setAttribute("role", "status");
+      el.parentNode.insertBefore(n, el);
+    }
+    const a = document.createElement("a");
+    a.href = location.href;
+    a.textContent = "Show them";
+    n.replaceChildren(text + " ", a);
+  });
+  es.addEventListener("reload", () => { es.close(); location.reload(); });
+  es.addEventListener("end", () => es.close());
+}
+
+// took formats milliseconds as components.Took does on the server.
+function took(ms) {
+  const d = Math.max(0, Math.round(ms / 1000));
+  const h = Math.floor(d / 3600), m = Math.floor(d / 60) % 60, s = d % 60;
+  const two = (n) => String(n).padStart(2, "0");
+  if (h > 0) return h + "h" + two(m) + "m" + two(s) + "s";
+  if (m > 0) return m + "m" + two(s) + "s";
+  return s + "s";
+}
+
+function tickDurations() {
+  for (const el of document.querySelectorAll("[data-since]")) {
+    const t = Date.parse(el.dataset.since);
+    if (!isNaN(t)) el.textContent = took(Date.now() - t);
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  for (const el of document.querySelectorAll("[data-live]")) followLive(el);
+  if (document.querySelector("[data-since]") || document.querySelector("[data-live]")) {
+    setInterval(tickDurations, 1000);
+  }
+});
+// ---- end live ----

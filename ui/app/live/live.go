@@ -1,0 +1,182 @@
+// Package live pushes page changes to the browser as server-sent events,
+// for any dashboard page that shows state changing under it (jobs, nodes).
+// No polling: the handler wakes when the notify bus signals a change,
+// re-reads what the page shows as the viewer, and sends what differs.
+//
+// API (for page packages):
+//
+//	ctx, stop := rt.Deps.Auth.Hold(r.Context()) // ends with the session
+//	defer stop()
+//	keys, unsub := rt.Deps.Bus.SubscribeAll(notify.TopicNode)
+//	defer unsub()
+//	return live.Serve(ctx, w, keys.C(), func(ctx context.Context, s *live.Sender) (bool, error) {
+//		keys.Take()                          // read what changed, if useful
+//		rows, err := readAsViewer(ctx)       // ent privacy applies
+//		...
+//		return false, s.Patch(patches...)    // true ends the stream ("end")
+//	})
+//
+// In the page, an element with data-live="/url/of/the/stream" opens the
+// stream (ui/static/app.js, "live" section). Events it understands:
+//
+//	patch  []Patch: set the text, class or attributes of elements by id
+//	stale  {"text": "..."}: show a notice with a reload link (rows added)
+//	reload {}: reload the page (its structure changed)
+//	end    {}: stop listening (nothing will change any more)
+//
+// Text is only ever set as text in the browser, never as HTML.
+package live
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// KeepAlive is how often an idle stream sends a comment, so proxies keep it.
+const KeepAlive = 15 * time.Second
+
+// MinGap is the least time between two pushes: a burst of signals (a
+// queue of jobs starting at once) becomes one re-read, not one per signal.
+const MinGap = 250 * time.Millisecond
+
+// Patch changes one element of the page, found by its id. Empty fields
+// leave the element's text or class as they are; Attr sets attributes
+// (only data-* and title are applied by the browser side).
+type Patch struct {
+	ID    string            `json:"id"`
+	Text  *string           `json:"text,omitempty"`
+	Class *string           `json:"class,omitempty"`
+	Attr  map[string]string `json:"attr,omitempty"`
+}
+
+// Text is a patch setting the text of element id.
+func Text(id, text string) Patch { return Patch{ID: id, Text: &text} }
+
+// TextClass is a patch setting the text and class of element id (a
+// status chip: "status status-RUNNING").
+func TextClass(id, text, class string) Patch { return Patch{ID: id, Text: &text, Class: &class} }
+
+// Sender writes events on one stream. It remembers the patches sent, so a
+// push sends only what changed since the last one.
+type Sender struct {
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	sent map[string]Patch
+}
+
+// Event writes one event with data as JSON.
+func (s *Sender) Event(name string, data any) error {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("encoding the %s event: %w", name, err)
+	}
+	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b); err != nil {
+		return fmt.Errorf("writing the %s event: %w", name, err)
+	}
+	return s.rc.Flush()
+}
+
+// Patch sends the patches that differ from what this stream last sent
+// for the same element; nothing when none does.
+func (s *Sender) Patch(ps ...Patch) error {
+	var out []Patch
+	for _, p := range ps {
+		if old, ok := s.sent[p.ID]; ok && samePatch(old, p) {
+			continue
+		}
+		s.sent[p.ID] = p
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return s.Event("patch", out)
+}
+
+// Stale tells the page it misses rows (new ones appeared): the browser
+// shows text with a link reloading the page.
+func (s *Sender) Stale(text string) error { return s.Event("stale", map[string]string{"text": text}) }
+
+// Reload asks the browser to reload the page.
+func (s *Sender) Reload() error { return s.Event("reload", struct{}{}) }
+
+func samePatch(a, b Patch) bool {
+	if (a.Text == nil) != (b.Text == nil) || (a.Text != nil && *a.Text != *b.Text) {
+		return false
+	}
+	if (a.Class == nil) != (b.Class == nil) || (a.Class != nil && *a.Class != *b.Class) {
+		return false
+	}
+	if len(a.Attr) != len(b.Attr) {
+		return false
+	}
+	for k, v := range a.Attr {
+		if bv, ok := b.Attr[k]; !ok || bv != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Push re-reads the page's state and sends it; done ends the stream with
+// an "end" event. The first push runs at once (the page may have changed
+// between its rendering and the stream's start), then one after each wake.
+type Push func(ctx context.Context, s *Sender) (done bool, err error)
+
+// Serve answers w with a stream of push's events until ctx ends, the
+// browser goes away, or push says done. An error of push ends the stream
+// without "end": the browser's EventSource reconnects and the first push
+// of the new stream sends the whole state again. Wrap ctx with
+// auth.Service.Hold so the stream ends with the session.
+func Serve(ctx context.Context, w http.ResponseWriter, wake <-chan struct{}, push Push) error {
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	s := &Sender{w: w, rc: http.NewResponseController(w), sent: map[string]Patch{}}
+	if err := s.rc.Flush(); err != nil {
+		return nil // the browser went away
+	}
+	tick := time.NewTicker(KeepAlive)
+	defer tick.Stop()
+	var last time.Time
+	for {
+		if gap := time.Until(last.Add(MinGap)); gap > 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(gap):
+			}
+		}
+		last = time.Now()
+		done, err := push(ctx, s)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err // logged by the caller; the browser reconnects
+		}
+		if done {
+			_ = s.Event("end", struct{}{})
+			return nil
+		}
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-tick.C:
+				if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+					return nil
+				}
+				_ = s.rc.Flush()
+			case <-wake:
+				break wait
+			}
+		}
+	}
+}

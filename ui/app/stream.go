@@ -1,0 +1,20 @@
+package app
+
+import (
+	"net/http"
+
+	"github.com/levers9/levers9/ui/app/live"
+)
+
+// Live answers r with a live.Serve stream of push, woken by wake (a notify
+// bus subscription), that ends with the session (signed out, token revoked
+// or expired). A failing push is logged and ends the stream; the browser
+// reconnects and gets the whole state again. Handlers return its result.
+func (rt *Router) Live(w http.ResponseWriter, r *http.Request, wake <-chan struct{}, push live.Push) error {
+	ctx, cancel := rt.Deps.Auth.Hold(r.Context())
+	defer cancel()
+	if err := live.Serve(ctx, w, wake, push); err != nil {
+		rt.Deps.Log.Warn("live dashboard stream", "path", r.URL.Path, "err", err)
+	}
+	return nil
+}
