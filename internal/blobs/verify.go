@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"net/http"
 
 	"github.com/levers9/levers9/internal/fault"
 )
@@ -134,6 +135,9 @@ type TooLargeError struct {
 }
 
 func (e *TooLargeError) Error() string { return e.Unwrap().Error() }
+
+// HTTPStatus is 413: the request was well formed but too large.
+func (e *TooLargeError) HTTPStatus() int { return http.StatusRequestEntityTooLarge }
 
 // Unwrap is the fault the front doors classify.
 func (e *TooLargeError) Unwrap() error {

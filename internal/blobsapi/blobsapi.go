@@ -11,7 +11,6 @@ package blobsapi
 
 import (
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -126,17 +125,5 @@ func (a *API) notFound(w http.ResponseWriter, _ *http.Request) {
 // fail answers with the error's code, as {"error": {"code", "message"}};
 // a blob over its limit is 413.
 func (a *API) fail(w http.ResponseWriter, err error) {
-	code, msg, status := fault.Internal, "internal error", http.StatusInternalServerError
-	if fs := fault.Classify(err); len(fs) > 0 {
-		code, msg, status = fs[0].Code, fs[0].Error(), fault.HTTPStatus(fs[0].Code)
-	} else {
-		a.cfg.Log.Error("blobs API", "err", err)
-	}
-	var tooLarge *blobs.TooLargeError
-	if errors.As(err, &tooLarge) {
-		status = http.StatusRequestEntityTooLarge
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": code, "message": msg}})
+	fault.WriteJSON(w, a.cfg.Log, "blobs API", err)
 }

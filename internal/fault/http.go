@@ -1,6 +1,11 @@
 package fault
 
-import "net/http"
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+)
 
 // statuses is the HTTP status of each code, for every front door that
 // answers over HTTP (the files API, the dashboard, GraphQL's refusals
@@ -31,4 +36,31 @@ func HTTPStatus(c Code) int {
 func (c Code) Final() bool {
 	s := HTTPStatus(c)
 	return s >= 400 && s < 500 && s != http.StatusTooManyRequests
+}
+
+// StatusError is an error that answers HTTP with a status of its own
+// rather than its code's (a blob over its limit is 413, not 400).
+type StatusError interface {
+	error
+	HTTPStatus() int
+}
+
+// WriteJSON answers err as {"error": {"code", "message"}}, the shape of
+// every JSON API beside GraphQL (files, blobs, images, secrets). A fault
+// says its code and message; anything else is logged under what and
+// answered "internal error", so no query or path leaks.
+func WriteJSON(w http.ResponseWriter, log *slog.Logger, what string, err error) {
+	code, msg, status := Internal, "internal error", http.StatusInternalServerError
+	if fs := Classify(err); len(fs) > 0 {
+		code, msg, status = fs[0].Code, fs[0].Error(), HTTPStatus(fs[0].Code)
+	} else if log != nil {
+		log.Error(what, "err", err)
+	}
+	var se StatusError
+	if errors.As(err, &se) {
+		status = se.HTTPStatus()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": code, "message": msg}})
 }

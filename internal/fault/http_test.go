@@ -1,10 +1,13 @@
 package fault
 
 import (
+	"errors"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -99,5 +102,37 @@ func TestFinal(t *testing.T) {
 		if got := c.Final(); got != want {
 			t.Errorf("%s.Final() = %v, want %v", c, got, want)
 		}
+	}
+}
+
+type tooLarge struct{ err error }
+
+func (e tooLarge) Error() string { return e.err.Error() }
+func (e tooLarge) Unwrap() error { return e.err }
+func (tooLarge) HTTPStatus() int { return http.StatusRequestEntityTooLarge }
+
+// TestWriteJSON: a fault answers its code and words, a StatusError its own
+// status, anything else 500 "internal error" without its text.
+func TestWriteJSON(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		err    error
+		status int
+		body   string
+	}{
+		{"fault", New(NotFound, "no such bucket"), 404, `{"error":{"code":"NOT_FOUND","message":"no such bucket"}}`},
+		{"wrapped status", fmt.Errorf("upload: %w", tooLarge{Invalid("body", "too big")}), 413, `{"error":{"code":"BAD_USER_INPUT","message":"body: too big"}}`},
+		{"internal", errors.New("dial tcp 10.0.0.1:5432: refused"), 500, `{"error":{"code":"INTERNAL","message":"internal error"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rec := httptest.NewRecorder()
+			WriteJSON(rec, nil, "test", tc.err)
+			if rec.Code != tc.status || strings.TrimSpace(rec.Body.String()) != tc.body ||
+				rec.Header().Get("Content-Type") != "application/json" {
+				t.Errorf("got %d %q (%s), want %d %q", rec.Code, rec.Body.String(), rec.Header().Get("Content-Type"), tc.status, tc.body)
+			}
+		})
 	}
 }

@@ -191,13 +191,5 @@ func (a *API) delete(w http.ResponseWriter, r *http.Request) {
 
 // fail answers with the error's code, as {"error": {"code", "message"}}.
 func (a *API) fail(w http.ResponseWriter, err error) {
-	code, msg, status := fault.Internal, "internal error", http.StatusInternalServerError
-	if fs := fault.Classify(err); len(fs) > 0 {
-		code, msg, status = fs[0].Code, fs[0].Error(), fault.HTTPStatus(fs[0].Code)
-	} else {
-		a.Log.Error("files API", "err", err)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": code, "message": msg}})
+	fault.WriteJSON(w, a.Log, "files API", err)
 }

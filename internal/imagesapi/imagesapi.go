@@ -6,15 +6,12 @@
 package imagesapi
 
 import (
-	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
 
 	"github.com/levers9/levers9/internal/auth"
-	"github.com/levers9/levers9/internal/blobs"
 	"github.com/levers9/levers9/internal/blueprints"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/wire"
@@ -92,17 +89,5 @@ func (a *API) download(w http.ResponseWriter, r *http.Request) {
 // fail answers with the error's code, as {"error": {"code", "message"}},
 // like the blob API; an image over the limit is 413.
 func (a *API) fail(w http.ResponseWriter, err error) {
-	code, msg, status := fault.Internal, "internal error", http.StatusInternalServerError
-	if fs := fault.Classify(err); len(fs) > 0 {
-		code, msg, status = fs[0].Code, fs[0].Error(), fault.HTTPStatus(fs[0].Code)
-	} else {
-		a.Log.Error("images API", "err", err)
-	}
-	var tooLarge *blobs.TooLargeError
-	if errors.As(err, &tooLarge) {
-		status = http.StatusRequestEntityTooLarge
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": code, "message": msg}})
+	fault.WriteJSON(w, a.Log, "images API", err)
 }

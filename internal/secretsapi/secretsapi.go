@@ -110,13 +110,5 @@ func (a *API) env(ctx context.Context, credential, jobID string) ([]wire.EnvVar,
 // internal errors are logged (they never hold values: Env's errors name
 // secrets, not their contents).
 func (a *API) fail(w http.ResponseWriter, err error) {
-	code, msg, status := fault.Internal, "internal error", http.StatusInternalServerError
-	if fs := fault.Classify(err); len(fs) > 0 {
-		code, msg, status = fs[0].Code, fs[0].Error(), fault.HTTPStatus(fs[0].Code)
-	} else if a.Log != nil {
-		a.Log.Error("secrets API", "err", err)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": code, "message": msg}})
+	fault.WriteJSON(w, a.Log, "secrets API", err)
 }
