@@ -5,73 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"time"
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/service"
+	"github.com/levers9/levers9/internal/timewindow"
 	"github.com/levers9/levers9/internal/viewer"
 )
-
-// Window is a span of time cut into equal steps (the bars of a chart).
-type Window struct {
-	From  time.Time
-	Step  time.Duration
-	Steps int
-	// Now ends the last step early: time after it has not happened.
-	Now time.Time
-}
-
-// LastHours is the window of the n whole hours up to now, the current hour
-// (so far) last.
-func LastHours(now time.Time, n int) Window {
-	end := now.UTC().Truncate(time.Hour).Add(time.Hour)
-	return Window{From: end.Add(-time.Duration(n) * time.Hour), Step: time.Hour, Steps: n, Now: now}
-}
-
-// End is when the window ends.
-func (w Window) End() time.Time { return w.From.Add(time.Duration(w.Steps) * w.Step) }
-
-// Starts are the steps' start times.
-func (w Window) Starts() []time.Time {
-	out := make([]time.Time, w.Steps)
-	for i := range out {
-		out[i] = w.From.Add(time.Duration(i) * w.Step)
-	}
-	return out
-}
-
-// Spread adds weight × the overlap of [from, to) with each step, as a
-// fraction of the step (of its part before Now), to per: the average of
-// something present from from to to, in each step.
-func (w Window) Spread(per []float64, from, to time.Time, weight float64) {
-	for i, s := range w.Starts() {
-		e := s.Add(w.Step)
-		if !w.Now.IsZero() && w.Now.Before(e) {
-			e = w.Now
-		}
-		if !e.After(s) {
-			continue
-		}
-		lo, hi := maxTime(from, s), minTime(to, e)
-		if hi.After(lo) {
-			per[i] += weight * float64(hi.Sub(lo)) / float64(e.Sub(s))
-		}
-	}
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
-}
 
 // GPUUse is how many GPUs of one type of one node were booked in each
 // step of a window, on average, beside how many the node has now.
@@ -93,7 +32,7 @@ type GPUUse struct {
 // all the same. One query per 1000 nodes. The result has one entry per
 // node and GPU type it has or had booked, in the nodes' order, types by
 // name.
-func (s *Service) GPUHistory(ctx context.Context, ns []*ent.Node, w Window) ([]GPUUse, error) {
+func (s *Service) GPUHistory(ctx context.Context, ns []*ent.Node, w timewindow.Window) ([]GPUUse, error) {
 	sys := viewer.SystemContext(ctx)
 	ids := make([]string, len(ns))
 	for i, n := range ns {
@@ -117,7 +56,7 @@ func (s *Service) GPUHistory(ctx context.Context, ns []*ent.Node, w Window) ([]G
 }
 
 // gpuHistory spreads the bookings of svcs over w per node and type.
-func gpuHistory(ns []*ent.Node, svcs []*ent.Service, w Window) []GPUUse {
+func gpuHistory(ns []*ent.Node, svcs []*ent.Service, w timewindow.Window) []GPUUse {
 	type key struct{ node, typ string }
 	booked := map[key][]float64{}
 	for _, sv := range svcs {
