@@ -5,12 +5,13 @@ import (
 	"time"
 )
 
-// When formats a moment for tables: UTC, to the second, or "—".
+// When formats a moment for tables: UTC (saying so: readers elsewhere
+// would take it for their own time), to the second, or "—".
 func When(t *time.Time) string {
 	if t == nil || t.IsZero() {
 		return "—"
 	}
-	return t.UTC().Format("2006-01-02 15:04:05")
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
 }
 
 // Took is the time from start to end (or to now while running), or "—"

@@ -3,6 +3,7 @@ package jobs
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -26,6 +27,8 @@ type detailPage struct {
 	Lines    []joblog.Line
 	// Follow is the URL of the live log stream, empty once the job ended.
 	Follow string
+	// Live is the URL of the stream keeping the page's statuses current.
+	Live string
 	// Execs are the commands run in its services, newest first.
 	Execs []execRow
 }
@@ -56,13 +59,16 @@ func (h *handlers) detail(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p := detailPage{Job: describeJob(j, j.Edges.Services, time.Now()), CanCancel: jobs.MayCancel(viewer.FromContext(ctx), j)}
+	p := detailPage{Job: describeJob(j, j.Edges.Services, time.Now()), CanCancel: jobs.MayCancel(viewer.FromContext(ctx), j),
+		Live: "/jobs/" + j.ID + "/live"}
 	if p.Execs, err = execHistory(ctx, c, j.ID); err != nil {
 		return err
 	}
+	// Without a choice the first service's panel opens, so its log shows
+	// at once (services come in the order of the spec).
 	name := r.URL.Query().Get("service")
-	if name == "" && len(j.Edges.Services) == 1 {
-		name = j.Edges.Services[0].Name
+	if name == "" && len(j.Edges.Services) > 0 {
+		name = firstService(j)
 	}
 	var selected *ent.Service
 	for _, s := range j.Edges.Services {
@@ -74,12 +80,8 @@ func (h *handlers) detail(w http.ResponseWriter, r *http.Request) error {
 		return fault.Missing(fmt.Sprintf("service %q of job %s", name, j.ID))
 	}
 	if s := selected; s != nil {
-		p.Selected = &panel{ID: s.ID, Name: s.Name, Status: string(s.Status), Node: s.NodeID,
-			ExitCode: exitCode(s.ExitCode), Reason: orDash(s.StatusReason)}
-		if s.Edges.Node != nil {
-			p.Selected.Node = s.Edges.Node.Name
-		}
-		p.Selected.Node = orDash(p.Selected.Node)
+		pn := describeService(s)
+		p.Selected = &pn
 		h.reach(p.Selected, j, s, viewer.FromContext(ctx))
 		// The lines so far are in the page (it works without scripts); the
 		// script follows on from the last one.
@@ -103,6 +105,7 @@ func (h *handlers) detail(w http.ResponseWriter, r *http.Request) error {
 				break
 			}
 		}
+		p.Live += "?service=" + url.QueryEscape(s.Name)
 		if !jobs.Ended(j.Status) {
 			p.Follow = "/jobs/" + j.ID + "/logs?service=" + s.Name + "&from=" + itoa(next)
 		}
@@ -146,6 +149,30 @@ func (h *handlers) cancel(w http.ResponseWriter, r *http.Request) error {
 	}
 	h.rt.Flash(r, "Job "+displayName(j)+" cancelled.")
 	return app.SeeOther(w, r, "/jobs/"+j.ID)
+}
+
+// describeService formats service s, its node edge read when loaded.
+func describeService(s *ent.Service) panel {
+	p := panel{ID: s.ID, Name: s.Name, Status: string(s.Status), Node: s.NodeID,
+		ExitCode: exitCode(s.ExitCode), Reason: orDash(s.StatusReason)}
+	if s.Edges.Node != nil {
+		p.Node = s.Edges.Node.Name
+	}
+	p.Node = orDash(p.Node)
+	return p
+}
+
+// firstService is the name of j's first service in its spec (its services
+// edge loaded), or of the first loaded when the spec names none of them.
+func firstService(j *ent.Job) string {
+	for _, sp := range j.Spec.Services {
+		for _, s := range j.Edges.Services {
+			if s.Name == sp.Name {
+				return s.Name
+			}
+		}
+	}
+	return j.Edges.Services[0].Name
 }
 
 func orDash(s string) string {

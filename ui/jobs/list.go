@@ -37,6 +37,8 @@ func Register(rt *app.Router) {
 	rt.Handle("GET /jobs", app.Member, h.list)
 	rt.Handle("GET /jobs/{id}", app.Member, h.detail)
 	rt.Handle("GET /jobs/{id}/logs", app.Member, h.logs)
+	rt.Handle("GET /jobs/live", app.Member, h.listLive)
+	rt.Handle("GET /jobs/{id}/live", app.Member, h.detailLive)
 	rt.Handle("POST /jobs/{id}/cancel", app.Member, h.cancel)
 }
 
@@ -59,6 +61,20 @@ func parseFilter(q url.Values) (filter, error) {
 	return f, nil
 }
 
+// apply narrows q to the jobs the filter shows.
+func (f filter) apply(q *ent.JobQuery) *ent.JobQuery {
+	if f.Status != "" {
+		q = q.Where(job.StatusEQ(job.Status(f.Status)))
+	}
+	if f.Queue != "" {
+		q = q.Where(job.HasQueueWith(queue.Name(f.Queue)))
+	}
+	if f.Name != "" {
+		q = q.Where(job.NameContainsFold(f.Name))
+	}
+	return q
+}
+
 type listPage struct {
 	Filter   filter
 	Rows     []row
@@ -66,6 +82,8 @@ type listPage struct {
 	Pager    components.Page
 	Queues   []components.Option
 	Statuses []components.Option
+	// Live is the URL of the stream keeping the rows current.
+	Live string
 }
 
 func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
@@ -79,24 +97,13 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	conn, err := c.Job.Query().WithQueue().WithProject().
+	conn, err := c.Job.Query().WithQueue().WithProject().WithOwner().
 		Paginate(ctx, pg.After, pg.First, pg.Before, pg.Last,
 			// Newest first by ID: IDs grow with time, and the index on
 			// (tenant_id, environment_id, id) then serves a page without
 			// sorting every job of the tenant (created_at has no index).
 			ent.WithJobOrder(&ent.JobOrder{Direction: entgql.OrderDirectionDesc, Field: ent.JobOrderFieldID}),
-			ent.WithJobFilter(func(q *ent.JobQuery) (*ent.JobQuery, error) {
-				if f.Status != "" {
-					q = q.Where(job.StatusEQ(job.Status(f.Status)))
-				}
-				if f.Queue != "" {
-					q = q.Where(job.HasQueueWith(queue.Name(f.Queue)))
-				}
-				if f.Name != "" {
-					q = q.Where(job.NameContainsFold(f.Name))
-				}
-				return q, nil
-			}))
+			ent.WithJobFilter(func(q *ent.JobQuery) (*ent.JobQuery, error) { return f.apply(q), nil }))
 	if err != nil {
 		return err
 	}
@@ -123,6 +130,7 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 	for _, e := range conn.Edges {
 		p.Rows = append(p.Rows, newRow(e.Node, services[e.Node.ID], spent[e.Node.ID], now))
 	}
+	p.Live = liveListURL(f, ids, pg.After == nil && pg.Before == nil)
 	p.Pager.Prev, p.Pager.Next = app.PageLinks("/jobs", r.URL.Query(), conn.PageInfo)
 	p.Pager.Summary = strconv.Itoa(conn.TotalCount) + " jobs"
 	choices, err := access.ChoicesOf(ctx, c)

@@ -4,32 +4,45 @@
 "use strict";
 
 // followLogs appends the lines of a running service as the server streams
-// them (server-sent events), and reloads the page once the job has ended
-// so its final status shows.
+// them (server-sent events). The log opens at its end; while "Follow the
+// end" is ticked each new line scrolls into view, scrolling up unticks it
+// and "Jump to end" (or scrolling back down) ticks it again. The job page's
+// own live stream (data-live) shows the final status when the job ends.
 function followLogs(pre) {
   const url = pre.dataset.follow;
   const state = document.getElementById("logs-state");
-  const es = new EventSource(url);
-  es.addEventListener("line", (ev) => {
-    const l = JSON.parse(ev.data);
-    const span = document.createElement("span");
-    span.className = l.stream;
-    span.textContent = l.text + "\n";
-    const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-    pre.appendChild(span);
-    if (atBottom) pre.scrollTop = pre.scrollHeight;
+  const follow = document.getElementById("log-follow");
+  const toEnd = () => { pre.scrollTop = pre.scrollHeight; };
+  if (url) {
+    const es = new EventSource(url);
+    es.addEventListener("line", (ev) => {
+      const l = JSON.parse(ev.data);
+      const span = document.createElement("span");
+      span.className = l.stream;
+      span.textContent = l.text + "\n";
+      pre.appendChild(span);
+      if (!follow || follow.checked) toEnd();
+    });
+    es.addEventListener("end", () => {
+      es.close();
+      if (state) state.textContent = "The job has ended.";
+    });
+    es.onerror = () => {
+      if (state) state.textContent = "Reconnecting…";
+    };
+    es.onopen = () => {
+      if (state) state.textContent = "Following while the job runs…";
+    };
+  }
+  const tools = document.getElementById("log-tools");
+  if (tools) tools.hidden = false;
+  pre.addEventListener("scroll", () => {
+    if (follow) follow.checked = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
   });
-  es.addEventListener("end", () => {
-    es.close();
-    if (state) state.textContent = "The job has ended.";
-    setTimeout(() => location.reload(), 500);
-  });
-  es.onerror = () => {
-    if (state) state.textContent = "Reconnecting…";
-  };
-  es.onopen = () => {
-    if (state) state.textContent = "Following while the job runs…";
-  };
+  if (follow) follow.addEventListener("change", () => { if (follow.checked) toEnd(); });
+  const jump = document.getElementById("log-jump");
+  if (jump) jump.addEventListener("click", () => { if (follow) follow.checked = true; toEnd(); });
+  toEnd();
 }
 
 // watchEstimate prices the submit form as it changes, through the same
@@ -99,7 +112,7 @@ function renderMounts(box, queue, names) {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
-  const pre = document.querySelector("pre[data-follow]");
+  const pre = document.querySelector("pre.logs");
   if (pre) followLogs(pre);
   const form = document.getElementById("submit-form");
   if (form) watchEstimate(form);
@@ -108,7 +121,7 @@ document.addEventListener("DOMContentLoaded", () => {
 // ---- live (helper C): pages that follow server state (ui/app/live) ----
 // An element with data-live="/stream/url" opens that server-sent events
 // stream: "patch" sets the text, class or data-*/title attributes of
-// elements by id; "stale" shows a notice with a reload link; "reload"
+// elements by id (data-*, title and hidden only); "stale" shows a notice with a reload link; "reload"
 // reloads; "end" stops. Elements with data-since (an RFC 3339 start time)
 // show the time since then, counted here each second (no server polling);
 // a patch removing data-since stops the count.
@@ -121,7 +134,7 @@ function followLive(el) {
       if (p.text !== undefined) t.textContent = p.text;
       if (p.class !== undefined) t.className = p.class;
       for (const [k, v] of Object.entries(p.attr || {})) {
-        if (!k.startsWith("data-") && k !== "title") continue;
+        if (!k.startsWith("data-") && k !== "title" && k !== "hidden") continue;
         if (v === "") t.removeAttribute(k); else t.setAttribute(k, v);
       }
     }
