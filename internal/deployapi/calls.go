@@ -73,6 +73,14 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.ctx, c.fn = fctx, f
+	if !c.private {
+		release, err := a.anonymous.enter(f.ID, route.Prefix())
+		if err != nil {
+			a.fail(w, err, "")
+			return
+		}
+		defer release()
+	}
 	switch f.Kind {
 	case function.KindENDPOINT, function.KindASGI:
 		a.endpoint(w, r, c)

@@ -46,17 +46,26 @@ type Config struct {
 	// results; nil refuses both.
 	Blobs *blobs.Store
 	Log   *slog.Logger
+	// MaxAnonymousRequests bounds the requests without a token in flight
+	// to one public deployment (DefaultMaxAnonymousRequests when 0).
+	MaxAnonymousRequests int
 }
 
 // API serves deployments' URLs.
-type API struct{ cfg Config }
+type API struct {
+	cfg       Config
+	anonymous inflight
+}
 
 // New returns the API of cfg.
 func New(cfg Config) *API {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &API{cfg: cfg}
+	if cfg.MaxAnonymousRequests <= 0 {
+		cfg.MaxAnonymousRequests = DefaultMaxAnonymousRequests
+	}
+	return &API{cfg: cfg, anonymous: inflight{max: cfg.MaxAnonymousRequests}}
 }
 
 // Groups are the first path segments of deployment URLs, aliases and the

@@ -328,11 +328,15 @@ func (w *world) do(t testing.TB, method, path, token string, body []byte, hdr ..
 var client = &http.Client{Timeout: hangBound,
 	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
-// fakeRelay records where WebSockets were relayed, and answers 200.
+// fakeRelay records where WebSockets were relayed, and answers 200. With
+// hold set, each relayed request is announced on entered and kept open
+// until hold is closed (a caller holding a WebSocket).
 type fakeRelay struct {
-	mu    sync.Mutex
-	dests []relay.Dest
-	paths []string
+	mu      sync.Mutex
+	dests   []relay.Dest
+	paths   []string
+	hold    chan struct{}
+	entered chan struct{}
 }
 
 func (f *fakeRelay) Direct(w http.ResponseWriter, r *http.Request, d relay.Dest) {
@@ -340,6 +344,13 @@ func (f *fakeRelay) Direct(w http.ResponseWriter, r *http.Request, d relay.Dest)
 	f.dests = append(f.dests, d)
 	f.paths = append(f.paths, r.URL.Path)
 	f.mu.Unlock()
+	if f.hold != nil {
+		f.entered <- struct{}{}
+		select {
+		case <-f.hold:
+		case <-r.Context().Done():
+		}
+	}
 	_, _ = io.WriteString(w, "relayed")
 }
 
