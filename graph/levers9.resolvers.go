@@ -7,7 +7,6 @@ package graph
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/levers9/levers9/ent"
@@ -54,7 +53,7 @@ func (r *mutationResolver) SignIn(ctx context.Context, email string, password st
 
 // SignOut is the resolver for the signOut field.
 func (r *mutationResolver) SignOut(ctx context.Context) (bool, error) {
-	panic(fmt.Errorf("not implemented: SignOut - signOut"))
+	return r.Auth.SignOut(ctx)
 }
 
 // CreateAPIToken is the resolver for the createAPIToken field.

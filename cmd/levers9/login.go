@@ -113,8 +113,8 @@ func login(ctx context.Context, f loginFlags, stdin io.Reader, stdout, stderr io
 	return exitOK
 }
 
-// signIn asks for what is missing, signs in and creates an API token with
-// the session; the API token outlives the session.
+// signIn asks for what is missing, signs in, creates an API token with
+// the session and ends the session; the API token outlives it.
 func signIn(ctx context.Context, c clientFlags, in *bufio.Reader, stdin io.Reader, stderr io.Writer, email string) (string, error) {
 	var err error
 	if email == "" {
@@ -142,6 +142,12 @@ func signIn(ctx context.Context, c clientFlags, in *bufio.Reader, stdin io.Reade
 		map[string]any{"n": "levers9 CLI on " + first(host, "this machine")}, &created)
 	if err != nil {
 		return "", fmt.Errorf("creating an API token: %w", err)
+	}
+	// The session did its one job: ended now, it is not a second
+	// long-lived credential left on the server next to the API token.
+	var out struct{ SignOut bool }
+	if err := c.query(ctx, `mutation { signOut }`, nil, &out); err != nil {
+		fmt.Fprintf(stderr, "levers9 login: warning: ending the sign-in session: %v (it expires by itself)\n", err)
 	}
 	return created.CreateAPIToken.Token, nil
 }

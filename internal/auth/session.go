@@ -33,3 +33,26 @@ func (s *Service) EndSession(ctx context.Context, tokenID string) error {
 	s.TokensEnded(ctx, tokenID)
 	return nil
 }
+
+// SignOut ends the session whose token authenticates ctx's request, through
+// the viewer's own privacy rules (a user ends only their own tokens). It is
+// false, and changes nothing, when the request came with an API token or a
+// session already ended: API tokens are revoked by name, on purpose, so a
+// script signing out cannot lose its long-lived credential by mistake.
+func (s *Service) SignOut(ctx context.Context) (bool, error) {
+	v := viewer.FromContext(ctx)
+	if v == nil || v.TokenID == "" {
+		return false, fault.New(fault.Unauthenticated, "not signed in")
+	}
+	n, err := s.Ent.APIToken.Update().
+		Where(apitoken.ID(v.TokenID), apitoken.KindEQ(apitoken.KindSession), apitoken.RevokedAtIsNil()).
+		SetRevokedAt(s.Now()).Save(ctx)
+	if err != nil {
+		return false, fmt.Errorf("ending session %s: %w", v.TokenID, err)
+	}
+	if n == 0 {
+		return false, nil
+	}
+	s.TokensEnded(ctx, v.TokenID)
+	return true, nil
+}
