@@ -7,7 +7,6 @@ package graph
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/schema/rule"
@@ -34,12 +33,15 @@ func (r *computeNodeResolver) Free(ctx context.Context, obj *ent.Node) (*nodes.R
 
 // RevokeNodeCredential is the resolver for the revokeNodeCredential field.
 func (r *mutationResolver) RevokeNodeCredential(ctx context.Context, id string) (*ent.Node, error) {
-	panic(fmt.Errorf("not implemented: RevokeNodeCredential - revokeNodeCredential"))
+	return r.NodeService.RevokeCredential(ctx, id)
 }
 
 // DeleteNode is the resolver for the deleteNode field.
 func (r *mutationResolver) DeleteNode(ctx context.Context, id string) (string, error) {
-	panic(fmt.Errorf("not implemented: DeleteNode - deleteNode"))
+	if _, err := r.NodeService.Delete(ctx, id); err != nil {
+		return "", err
+	}
+	return id, nil
 }
 
 // Path is the resolver for the path field.

@@ -48,8 +48,10 @@ func (s *Service) Heartbeat(ctx context.Context, id string, now time.Time) (back
 	if n > 0 {
 		return false, nil
 	}
+	// A revoked node stays offline: a heartbeat read before the revoke
+	// closed its tunnel must not bring it back.
 	n, err = s.DB.Ent.Node.Update().
-		Where(node.ID(id), node.StatusEQ(node.StatusOffline)).
+		Where(node.ID(id), node.StatusEQ(node.StatusOffline), node.CredentialHashNotNil()).
 		SetStatus(node.StatusOnline).SetLastHeartbeatAt(now).Save(sys)
 	if err != nil {
 		return false, fmt.Errorf("recording heartbeat of node %s: %w", id, err)

@@ -46,6 +46,7 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
 		srv:      s,
 		conn:     c,
 		nodeID:   n.ID,
+		credHash: n.CredentialHash,
 		log:      s.Log.With("node", n.ID, "nodeName", n.Name),
 		active:   map[string]bool{},
 		welcomed: make(chan struct{}),
@@ -82,7 +83,10 @@ type session struct {
 	srv    *Server
 	conn   *websocket.Conn
 	nodeID string
-	log    *slog.Logger
+	// credHash is the credential the agent authenticated with: once the
+	// node's differs (revoked, node removed), the session ends.
+	credHash string
+	log      *slog.Logger
 
 	writeMu sync.Mutex
 
@@ -390,7 +394,29 @@ func (s *session) dispatchLoop(ctx context.Context, wake <-chan struct{}) error 
 		case <-wake:
 		case <-t.C:
 		}
+		// A revoke signals the node like new work does; the check costs
+		// one indexed read per wake.
+		if err := s.srv.stillAdmitted(ctx, s.nodeID, s.credHash); err != nil {
+			return err
+		}
 	}
+}
+
+// errRevoked ends a tunnel whose node credential was revoked or whose node
+// was removed: the agent reconnects, is refused, and stops.
+var errRevoked = &errClosed{websocket.StatusPolicyViolation, "the node credential was revoked"}
+
+// stillAdmitted returns errRevoked unless node id still has the credential
+// hash it authenticated with.
+func (s *Server) stillAdmitted(ctx context.Context, id, hash string) error {
+	ok, err := s.DB.Ent.Node.Query().Where(node.ID(id), node.CredentialHash(hash)).Exist(viewer.SystemContext(ctx))
+	if err != nil {
+		return fmt.Errorf("checking the credential of node %s: %w", id, err)
+	}
+	if !ok {
+		return errRevoked
+	}
+	return nil
 }
 
 func (s *session) markActive(jobID string, on bool) {

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/yamux"
 
 	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/wire"
 )
 
@@ -64,9 +65,21 @@ func (s *Server) connectStreams(w http.ResponseWriter, r *http.Request) {
 	// The agent opens a stream for each connection of a function's
 	// container (Runners).
 	go s.acceptAgentStreams(ctx, n.ID, ys, log)
-	select {
-	case <-ys.CloseChan():
-	case <-ctx.Done():
+	// A revoked credential ends this tunnel too: a revoke signals the node.
+	wake, unsubscribe := s.Bus.Subscribe(notify.TopicNode, n.ID)
+	defer unsubscribe()
+	for done := false; !done; {
+		select {
+		case <-ys.CloseChan():
+			done = true
+		case <-ctx.Done():
+			done = true
+		case <-wake:
+			if err := s.stillAdmitted(ctx, n.ID, n.CredentialHash); err != nil {
+				log.Warn("closing the agent stream tunnel", "reason", err)
+				done = true
+			}
+		}
 	}
 	log.Info("agent stream tunnel disconnected")
 }
