@@ -3,6 +3,8 @@ package charts
 import (
 	"fmt"
 	"time"
+
+	"github.com/levers9/levers9/ui/components"
 )
 
 // Timeline is a Gantt chart: rows (a job's services) of phases on one time
@@ -14,7 +16,8 @@ type Timeline struct {
 	// Phases name the kinds of span in legend order ("queued", "running");
 	// a span's Phase is one of them and takes its colour.
 	Phases []string
-	// Duration writes a span's length; nil takes time.Duration's String.
+	// Duration writes a span's length; nil takes the dashboard's
+	// (components.Took).
 	Duration func(time.Duration) string
 	// Note is said under the chart.
 	Note string
@@ -67,7 +70,9 @@ func (t Timeline) duration(d time.Duration) string {
 	if t.Duration != nil {
 		return t.Duration(d)
 	}
-	return d.String()
+	start := time.Time{}
+	end := start.Add(d)
+	return components.Took(&start, &end, end)
 }
 
 func (t Timeline) layout() timelineLayout {
