@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -343,6 +344,10 @@ func affordable(ctx context.Context, client *ent.Client, v *viewer.Viewer, c *ch
 }
 
 func insert(ctx context.Context, client *ent.Client, v *viewer.Viewer, c *checked, key string) (*ent.Job, error) {
+	if c.spec.Name == "" && c.spec.Kind() == jobspec.KindJob {
+		// Named here, at submission, so every client shows the same name.
+		c.spec.Name = generatedName(rand.IntN)
+	}
 	create := client.Job.Create().
 		SetName(c.spec.Name).
 		SetSpec(c.spec).
