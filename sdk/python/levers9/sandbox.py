@@ -25,9 +25,10 @@ import threading
 import time
 import urllib.parse
 from dataclasses import dataclass
+from http.client import HTTPException
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
-from . import errors, wsclient
+from . import errors, sse, wsclient
 from .blueprint import Blueprint
 
 SERVICE = "sandbox"
@@ -39,6 +40,10 @@ MAX_FRAME_PAYLOAD = 32 << 10
 
 JOB_FIELDS = "id name status statusReason services { name status statusReason exitCode }"
 ENDED = ("COMPLETE", "ERROR", "CANCELLED")
+# The job's events: the stored ones, then each as it happens, until it ends.
+_EVENTS_SUB = "subscription($id: ID!) { jobEvents(jobId: $id) { service status } }"
+# The server sends a keep-alive every 15 s: a stream silent for longer is dead.
+_STREAM_IDLE_TIMEOUT = 45.0
 
 
 def frame(typ: int, payload: bytes = b"") -> bytes:
@@ -460,9 +465,43 @@ class Sandbox:
         return not svc or svc[0].get("status") == "RUNNING"
 
     def wait_running(self, timeout: float = 600, poll: float = 0.05) -> "Sandbox":
-        """Waits until the sandbox runs; levers9.Error when it ended first."""
+        """Waits until the sandbox runs; levers9.Error when it ended first.
+        The server tells when (the job's events, pushed over server-sent
+        events): no polling tick between the node's start and this return.
+        Where the push is not to be had (a proxy that buffers the stream,
+        a dropped connection), it polls, every poll seconds at first."""
+        deadline = time.monotonic() + timeout
+        if not self._running() and self.status not in ENDED:
+            try:
+                self._await_running(deadline)
+            except (errors.NetworkError, OSError, ValueError, HTTPException, sse.Dropped):
+                pass  # polled below; socket.timeout is an OSError
+        return self._poll_running(deadline, timeout, poll)
+
+    def _await_running(self, deadline: float) -> None:
+        """Follows the job's events until it runs or ends (then refreshed,
+        for its reason); returns at the deadline, leaving the rest to
+        _poll_running."""
+        for data in sse.subscribe(self._client._http, _EVENTS_SUB, {"id": self.id},
+                                  timeout=max(0.1, min(_STREAM_IDLE_TIMEOUT, deadline - time.monotonic()))):
+            ev = data.get("jobEvents") or {}
+            if ev.get("service"):
+                continue  # a service's own event; the job's says it runs
+            status = ev.get("status")
+            if status == "RUNNING":
+                self.status = "RUNNING"
+                for s in self._services:
+                    if s.get("name") == SERVICE:
+                        s["status"] = "RUNNING"
+                return
+            if status in ENDED:
+                self.refresh()
+                return
+            if time.monotonic() >= deadline:
+                return
+
+    def _poll_running(self, deadline: float, timeout: float, poll: float) -> "Sandbox":
         start = time.monotonic()
-        deadline = start + timeout
         while True:
             if self._running():
                 return self

@@ -6,6 +6,7 @@ several at once, files through exec (the real path runs in
 e2e/sandbox_docker_test.go)."""
 
 import io
+import json
 import struct
 import threading
 import time
@@ -165,7 +166,29 @@ class FakeHTTP:
 
     def request(self, method, path, body=None, headers=None, idempotent=True, timeout=None, auth=True):
         self.requests.append((method, path, idempotent))
+        if (headers or {}).get("Accept") == "text/event-stream":
+            return self.subscription(json.loads(body.decode("utf-8")))
         return io.BytesIO(self.answer)
+
+    # events: the job's events the push sends (None: no push, as through
+    # a proxy that refuses it); complete: the server ends the stream.
+    events = None
+    complete = True
+
+    def subscription(self, doc):
+        if self.events is None:
+            raise levers9.NetworkError("no event stream here")
+        assert "jobEvents(jobId: $id)" in doc["query"] and doc["variables"] == {"id": "job_sb"}, doc
+        out = b""
+        for ev in self.events:
+            out += b"event: next\ndata: " + json.dumps({"data": {"jobEvents": ev}}).encode() + b"\n\n"
+        if self.complete:
+            out += b"event: complete\n\n"
+        return SSEResponse(out)
+
+
+class SSEResponse(io.BytesIO):
+    headers = {"Content-Type": "text/event-stream"}
 
 
 class FakeClient:
@@ -229,6 +252,35 @@ class SandboxTest(unittest.TestCase):
             pass
         self.assertIn("cancelJob(id: $id)", client.requests[-1][0])
         self.assertEqual(sb.status, "CANCELLED")
+
+    def test_create_is_told_when_running(self):
+        # Pushed: no polling of the job after the mutation.
+        client = FakeClient(self.relay.url, {"createSandbox": job("PENDING", "PENDING")})
+        client._http.events = [{"service": None, "status": "PENDING"}, {"service": "sandbox", "status": "RUNNING"},
+                               {"service": None, "status": "RUNNING"}]
+        client._http.complete = False  # the stream goes on while the job runs
+        sb = levers9.Sandbox.create(image="img", client=client)
+        self.assertEqual(sb.status, "RUNNING")
+        self.assertTrue(sb._running())
+        self.assertEqual([q for q, _, _ in client.requests if "node(" in q], [])
+        self.assertEqual(client._http.requests, [("POST", "/graphql", True)])
+
+    def test_create_told_of_the_end_raises_its_reason(self):
+        client = FakeClient(self.relay.url, {"createSandbox": job("PENDING", "PENDING"),
+                                             "node": job("ERROR", "ERROR", "image img: not found")})
+        client._http.events = [{"service": None, "status": "PENDING"}, {"service": None, "status": "ERROR"}]
+        with self.assertRaises(levers9.Error) as cm:
+            levers9.Sandbox.create(image="img", client=client)
+        self.assertIn("not found", str(cm.exception))
+
+    def test_create_polls_when_the_push_drops(self):
+        # The stream ends without completing, before the job runs: polled.
+        client = FakeClient(self.relay.url, {"createSandbox": job("PENDING", "PENDING"),
+                                             "node": [job("PENDING", "PENDING"), job("RUNNING")]})
+        client._http.events, client._http.complete = [{"service": None, "status": "PENDING"}], False
+        sb = levers9.Sandbox.create(image="img", client=client)
+        self.assertEqual(sb.status, "RUNNING")
+        self.assertEqual(len([q for q, _, _ in client.requests if "node(" in q]), 2)
 
     def test_create_builds_an_unbuilt_blueprint_and_raises_when_the_job_fails(self):
         client = FakeClient(self.relay.url, {"createSandbox": job("PENDING", "PENDING"),
