@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/levers9/levers9/ent"
@@ -75,6 +76,23 @@ func (s *Service) Delete(ctx context.Context, id string) (string, error) {
 	}
 	s.disconnect(ctx, id)
 	return n.Name, nil
+}
+
+// Removable loads node id as the viewer (another tenant's is not found)
+// and says, writing nothing, why Delete would refuse it now (refusal nil:
+// it would not), for a confirmation page to show before the admin asks.
+func (s *Service) Removable(ctx context.Context, id string) (n *ent.Node, refusal *fault.Error, err error) {
+	if err := requireAdmin(ctx, "remove nodes"); err != nil {
+		return nil, nil, err
+	}
+	if n, err = s.Ent.Node.Get(ctx, id); err != nil {
+		return nil, nil, err
+	}
+	why := refuseRemoval(ctx, s.Ent, n)
+	if why != nil && !errors.As(why, &refusal) {
+		return nil, nil, why // a database failure, not a reason
+	}
+	return n, refusal, nil
 }
 
 // refuseRemoval says why node n may not be removed yet, or nil.

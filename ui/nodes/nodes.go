@@ -37,6 +37,7 @@ func Register(rt *app.Router) {
 	rt.Handle("POST /nodes/invites", app.Admin, h.invite)
 	rt.Handle("POST /nodes/invites/{id}/revoke", app.Admin, h.revoke)
 	rt.Handle("POST /nodes/{id}/drain", app.Admin, h.drain)
+	registerRemoval(rt, h) // remove.go: revoke a credential, remove a node
 }
 
 type handlers struct {
