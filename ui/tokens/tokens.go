@@ -16,12 +16,14 @@ import (
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/charge"
 	"github.com/levers9/levers9/ent/project"
+	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/user"
 	"github.com/levers9/levers9/internal/access"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/ui/app"
+	"github.com/levers9/levers9/ui/charts"
 	"github.com/levers9/levers9/ui/components"
 )
 
@@ -118,6 +120,8 @@ type page struct {
 	Projects []components.Option
 	Users    []components.Option
 	Kinds    []components.Option
+	// Charts are the spending per day by project, user and queue.
+	Charts []charts.Bars
 }
 
 func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
@@ -186,6 +190,18 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 			t.Rows = append(t.Rows, total{Key: nameOf(names, x.Key), Tokens: ledger.EntryOf(x.Tokens).String(), Count: strconv.Itoa(x.Count)})
 		}
 		p.Totals = append(p.Totals, t)
+	}
+
+	qs, err := c.Queue.Query().Select(queue.FieldID, queue.FieldName).All(ctx)
+	if err != nil {
+		return err
+	}
+	queueNames := make(map[string]string, len(qs))
+	for _, q := range qs {
+		queueNames[q.ID] = q.Name
+	}
+	if p.Charts, err = h.spendingCharts(ctx, base, f, names, queueNames); err != nil {
+		return err
 	}
 
 	own, err := h.rt.Deps.Ledger.Balance(ctx, ledger.Payer{UserID: v.UserID})
