@@ -90,4 +90,6 @@ func (h *handlers) spendingCharts(ctx context.Context, base *ent.ChargeQuery, f 
 }
 
 // tokens formats an amount of tokens drawn on a chart as the ledger does.
-func tokens(v float64) string { return ledger.Plain(billing.Tokens(math.Round(v * float64(billing.Unit)))) }
+func tokens(v float64) string {
+	return ledger.Plain(billing.Tokens(math.Round(v * float64(billing.Unit))))
+}
