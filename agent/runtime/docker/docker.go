@@ -1,6 +1,8 @@
 // Package docker runs the services of a job as containers of a Docker
-// Engine, through its API. Each job attempt gets its own bridge network on
-// which every service is a container reachable by its service name; limits
+// Engine, through its API. Each attempt of a job of several services gets
+// its own bridge network on which every service is a container reachable
+// by its service name (jobs of one service share the node's, isolated
+// from each other: soloNetwork); limits
 // are cgroups, the filesystem goes with the container, and containers
 // outlive the agent so that a restarted agent can recover them.
 package docker
@@ -56,6 +58,9 @@ type Runtime struct {
 
 	mu   sync.Mutex
 	jobs map[string]bool // job IDs running or recovered here
+
+	// soloMu makes the node's network of one-service jobs once.
+	soloMu sync.Mutex
 
 	// loads fetches and loads each blueprint image once at a time.
 	loads singleflight.Group
@@ -139,9 +144,19 @@ func (r *Runtime) Name() string { return "docker" }
 
 // Close stops watching the jobs and closes the connection. Their
 // containers keep running for a later Recover; their Events end without
-// final states.
+// final states. The node's network of one-service jobs goes too unless a
+// container still uses it: a node that never comes back (a test's, one joined again)
+// leaves no network behind, and Docker has room for few.
 func (r *Runtime) Close() error {
 	r.cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
+	defer cancel()
+	r.soloMu.Lock()
+	_, err := r.cli.NetworkRemove(ctx, soloNetwork(r.cfg.NodeID), client.NetworkRemoveOptions{})
+	r.soloMu.Unlock()
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		r.log.Debug("the node's network of one-service jobs stays", "err", err)
+	}
 	return r.cli.Close()
 }
 
@@ -199,7 +214,11 @@ func (r *Runtime) prepare(ctx context.Context, spec runtime.JobSpec) (*job, erro
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.cli.NetworkCreate(ctx, networkName(spec.ID, spec.Attempt), client.NetworkCreateOptions{
+	if len(spec.Services) == 1 {
+		if err := r.ensureSoloNetwork(ctx); err != nil {
+			return nil, err
+		}
+	} else if _, err := r.cli.NetworkCreate(ctx, networkName(spec.ID, spec.Attempt), client.NetworkCreateOptions{
 		Driver: "bridge", Labels: jobLabels(r.cfg.NodeID, spec),
 	}); err != nil {
 		return nil, fmt.Errorf("creating network: %w", err)
@@ -215,6 +234,34 @@ func (r *Runtime) prepare(ctx context.Context, spec runtime.JobSpec) (*job, erro
 		})
 	}
 	return j, nil
+}
+
+// ensureSoloNetwork makes the node's network of one-service jobs unless it
+// exists (looked at each time: `docker network prune` removes it while no
+// container uses it). One that exists with traffic between containers on
+// is refused, not used.
+func (r *Runtime) ensureSoloNetwork(ctx context.Context) error {
+	name := soloNetwork(r.cfg.NodeID)
+	r.soloMu.Lock()
+	defer r.soloMu.Unlock()
+	res, err := r.cli.NetworkInspect(ctx, name, client.NetworkInspectOptions{})
+	switch {
+	case err == nil && res.Network.Options[iccOption] == "false":
+		return nil
+	case err == nil:
+		return fmt.Errorf("network %s exists with traffic between its containers allowed: remove it (levers9 makes it again, isolated)", name)
+	case !cerrdefs.IsNotFound(err):
+		return fmt.Errorf("inspecting network %s: %w", name, err)
+	}
+	_, err = r.cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{
+		Driver:  "bridge",
+		Labels:  map[string]string{labelNode: r.cfg.NodeID, labelShared: "1"},
+		Options: map[string]string{iccOption: "false"},
+	})
+	if err != nil {
+		return fmt.Errorf("creating network %s: %w", name, err)
+	}
+	return nil
 }
 
 // removeJob force-removes this node's containers and networks of job id:

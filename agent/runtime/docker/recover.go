@@ -82,6 +82,9 @@ func (r *Runtime) removeOrphanNetworks(ctx context.Context, mine client.Filters,
 		return
 	}
 	for _, n := range ns.Items {
+		if n.Labels[labelShared] != "" {
+			continue // the node's network of one-service jobs: no job's
+		}
 		attempt, _ := strconv.Atoi(n.Labels[labelAttempt])
 		if _, used := jobs[n.Labels[labelJob]][attempt]; used {
 			continue

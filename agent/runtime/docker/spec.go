@@ -43,6 +43,32 @@ func networkName(jobID string, attempt int) string {
 	return fmt.Sprintf("levers9-%s-%d", jobID, attempt)
 }
 
+// labelShared marks the node's network of one-service jobs: no job's, so
+// never removed with one.
+const labelShared = "levers9.shared"
+
+// iccOption turns off traffic between the containers of a bridge network.
+const iccOption = "com.docker.network.bridge.enable_icc"
+
+// soloNetwork is the node's network of jobs with one service. Such a job
+// has no other service to reach by name, and a network of its own costs
+// its start a network creation and the daemon's setup of a new bridge
+// (as long as starting the container itself): they share one bridge,
+// made once, with traffic between its containers off, so a job reaches
+// no other job's container there either (as from a network of its own).
+func soloNetwork(nodeID string) string {
+	return "levers9-solo-" + nodeID
+}
+
+// jobNetwork is the network of spec's containers: its own (every service
+// reached by its name) when it has several services, else soloNetwork.
+func jobNetwork(nodeID string, spec runtime.JobSpec) string {
+	if len(spec.Services) == 1 {
+		return soloNetwork(nodeID)
+	}
+	return networkName(spec.ID, spec.Attempt)
+}
+
 func containerName(jobID string, attempt int, service string) string {
 	return fmt.Sprintf("levers9-%s-%d-%s", jobID, attempt, service)
 }
@@ -140,7 +166,7 @@ func createOptions(cfg Config, spec runtime.JobSpec, i int, ports []runtime.Port
 	}
 
 	host := &container.HostConfig{
-		NetworkMode: container.NetworkMode(networkName(spec.ID, spec.Attempt)),
+		NetworkMode: container.NetworkMode(jobNetwork(cfg.NodeID, spec)),
 		SecurityOpt: []string{"no-new-privileges"},
 		Init:        new(true), // docker-init reaps zombies and passes signals on
 		// Read back by the runtime (and after an agent restart); bounded.
@@ -173,14 +199,18 @@ func createOptions(cfg Config, spec runtime.JobSpec, i int, ports []runtime.Port
 	for _, m := range spec.Mounts {
 		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: m.Dir, Target: m.Path, ReadOnly: m.ReadOnly})
 	}
-	net := networkName(spec.ID, spec.Attempt)
+	net := jobNetwork(cfg.NodeID, spec)
+	endpoint := &network.EndpointSettings{Aliases: []string{s.Name}}
+	if net == soloNetwork(cfg.NodeID) {
+		// Every job's service would answer to its name there; its own
+		// container finds itself by its host name.
+		endpoint.Aliases = nil
+	}
 	return client.ContainerCreateOptions{
-		Name:       containerName(spec.ID, spec.Attempt, s.Name),
-		Config:     conf,
-		HostConfig: host,
-		NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
-			net: {Aliases: []string{s.Name}},
-		}},
+		Name:             containerName(spec.ID, spec.Attempt, s.Name),
+		Config:           conf,
+		HostConfig:       host,
+		NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{net: endpoint}},
 	}
 }
 
