@@ -1,13 +1,17 @@
-// Package superadmin is the superadmin's area: the list of tenants,
-// entering one (audited; a banner then shows on every page) and leaving.
+// Package superadmin is the superadmin's area: the list of tenants with
+// what each uses, creating a tenant with its first admin, entering one
+// (audited; a banner then shows on every page) and leaving.
 package superadmin
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/tenant"
+	"github.com/levers9/levers9/ui/admin/adminkit"
 	"github.com/levers9/levers9/ui/app"
 )
 
@@ -16,6 +20,7 @@ func Register(rt *app.Router) {
 	h := &handlers{rt: rt}
 	rt.Nav("Tenants", "/superadmin", app.Superadmin)
 	rt.Handle("GET /superadmin", app.Superadmin, h.list)
+	rt.Handle("POST /superadmin/tenants", app.Superadmin, h.create)
 	rt.Handle("POST /superadmin/enter", app.Superadmin, h.enter)
 	rt.Handle("POST /superadmin/leave", app.Superadmin, h.leave)
 }
@@ -24,26 +29,49 @@ type handlers struct{ rt *app.Router }
 
 type page struct {
 	Tenants []tenantRow
+	// Form creates a tenant.
+	Form *adminkit.Form
 }
 
 // tenantRow is one tenant of the list, formatted.
 type tenantRow struct {
 	ID, Name, Slug, Domains string
 	Current                 bool // the superadmin is inside it
+	// Usage, formatted: jobs running now, tokens spent in the last 30
+	// days, nodes (online of all).
+	Running, Spent, Nodes string
 }
 
 func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
-	ts, err := h.rt.Deps.DB.Ent.Tenant.Query().Order(ent.Asc(tenant.FieldName)).All(r.Context())
+	return h.render(w, r, http.StatusOK, adminkit.NewForm("tenant", h.rt.CSRFToken(r), nil))
+}
+
+// render shows the list with the creation form f.
+func (h *handlers) render(w http.ResponseWriter, r *http.Request, status int, f *adminkit.Form) error {
+	ctx := r.Context()
+	ts, err := h.rt.Deps.DB.Ent.Tenant.Query().Order(ent.Asc(tenant.FieldName)).All(ctx)
 	if err != nil {
 		return err
 	}
-	var p page
+	usage, err := h.rt.Deps.Tenancy.Usages(ctx, time.Now())
+	if err != nil {
+		return err
+	}
+	p := page{Form: f}
 	inside := app.Viewer(r).TenantID
 	for _, t := range ts {
-		p.Tenants = append(p.Tenants, tenantRow{ID: t.ID, Name: t.Name, Slug: t.Slug,
-			Domains: strings.Join(t.EmailDomains, ", "), Current: t.ID == inside})
+		row := tenantRow{ID: t.ID, Name: t.Name, Slug: t.Slug,
+			Domains: strings.Join(t.EmailDomains, ", "), Current: t.ID == inside, Running: "0", Spent: "0", Nodes: "none"}
+		if u := usage[t.ID]; u != nil {
+			row.Running, row.Spent = strconv.Itoa(u.RunningJobs), u.Spent.String()
+			if u.Nodes > 0 {
+				row.Nodes = strconv.Itoa(u.NodesOnline) + " online of " + strconv.Itoa(u.Nodes)
+			}
+		}
+		p.Tenants = append(p.Tenants, row)
 	}
-	return app.Render(w, r, http.StatusOK, view(h.rt.Frame(r, "Tenants"), p))
+	f.Values.Del("adminPassword") // never sent back
+	return app.Render(w, r, status, view(h.rt.Frame(r, "Tenants"), p))
 }
 
 // enter moves the session into a tenant (tenancy.EnterTenant records it in
