@@ -114,5 +114,7 @@ func Routes(ctx context.Context, mux *http.ServeMux, cfg Config) (*Dashboard, er
 	superadmin.Register(rt)
 	uinodes.Register(rt)
 	admin.Register(rt)
+	// Last and least specific: every other path gets the 404 page.
+	rt.HandleNotFound()
 	return &Dashboard{rt: rt}, nil
 }

@@ -65,6 +65,13 @@ func (rt *Router) Frame(r *http.Request, title string) layout.Frame {
 // error without details.
 func (rt *Router) Fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, title, msg := http.StatusInternalServerError, "Something went wrong", "internal error"
+	if errors.Is(err, errOutsideTenant) && r.Method == http.MethodGet && r.Header.Get("Accept") != "text/event-stream" {
+		// A superadmin outside every tenant has no tenant page to see: the
+		// tenant list is where to enter one.
+		rt.Flash(r, "Enter a tenant to see its "+r.URL.Path+" page: that page shows one tenant's objects.")
+		http.Redirect(w, r, "/superadmin", http.StatusSeeOther)
+		return
+	}
 	fs := fault.Classify(err)
 	if errors.Is(err, privacy.Deny) {
 		fs = []*fault.Error{{Code: fault.Forbidden, Message: "you may not see this"}}
@@ -86,7 +93,7 @@ func (rt *Router) Fail(w http.ResponseWriter, r *http.Request, err error) {
 		case fault.Forbidden:
 			title = "Forbidden"
 		case fault.NotFound:
-			title = "Not found"
+			title = "Page not found"
 		case fault.RateLimited:
 			title = "Too many requests"
 		case fault.InsufficientTokens:
@@ -103,4 +110,13 @@ func (rt *Router) Fail(w http.ResponseWriter, r *http.Request, err error) {
 	if rerr := Render(w, r, status, layout.Error(f, status, msg)); rerr != nil {
 		rt.Deps.Log.Debug("writing error page", "err", rerr)
 	}
+}
+
+// errNoPage answers a path no route has.
+var errNoPage = fault.New(fault.NotFound, "there is no page at this address")
+
+// HandleNotFound answers every path no other route takes with the 404
+// page, in the frame of the viewer's session.
+func (rt *Router) HandleNotFound() {
+	rt.Handle("/", Public, func(w http.ResponseWriter, r *http.Request) error { return errNoPage })
 }

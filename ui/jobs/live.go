@@ -37,7 +37,8 @@ func liveListURL(f filter, ids []string, firstPage bool) string {
 
 // listLive streams the changes of the table's rows (status, reason,
 // start, duration, tokens, services' statuses) as the bus signals them,
-// and a notice when jobs matching the filter were submitted since. Every
+// and, on the first page, a notice when jobs matching the filter were
+// submitted since (IDs grow with time: newer than the newest row). Every
 // read is the viewer's: another tenant's job IDs patch nothing.
 func (h *handlers) listLive(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
@@ -50,43 +51,32 @@ func (h *handlers) listLive(w http.ResponseWriter, r *http.Request) error {
 		return fault.Invalid("id", "at most %d jobs, the rows of one page", PageSize)
 	}
 	watchNew := q.Get("new") == "1"
-	shown := map[string]bool{}
+	shown, newest := map[string]bool{}, ""
 	for _, id := range ids {
 		shown[id] = true
+		newest = max(newest, id)
 	}
 	keys, wake, stop := h.subscribeJobs()
 	defer stop()
-	first, ended, added := true, map[string]bool{}, map[string]bool{}
+	first, ended := true, map[string]bool{}
 	return h.rt.Live(w, r, wake, func(ctx context.Context, s *live.Sender) (bool, error) {
-		var changed []string
-		if keys != nil {
-			changed = keys.Take()
-		}
-		read, others := ids, []string(nil)
+		read := ids
 		if !first {
 			read = nil
-			for _, k := range changed {
+			for _, k := range keys.Take() {
 				if shown[k] {
 					read = append(read, k)
 				}
 			}
 		}
-		for _, k := range changed {
-			if !shown[k] && !added[k] {
-				others = append(others, k)
-			}
-		}
 		first = false
-		if watchNew && len(others) > 0 {
-			fresh, err := f.apply(h.rt.Deps.DB.Ent.Job.Query().Where(job.IDIn(others...))).IDs(ctx)
+		if watchNew {
+			n, err := f.apply(h.rt.Deps.DB.Ent.Job.Query().Where(job.IDGT(newest))).Count(ctx)
 			if err != nil {
-				return false, fmt.Errorf("reading new jobs: %w", err)
+				return false, fmt.Errorf("counting new jobs: %w", err)
 			}
-			for _, id := range fresh {
-				added[id] = true
-			}
-			if len(fresh) > 0 {
-				if err := s.Stale(newJobsText(len(added))); err != nil {
+			if n > 0 {
+				if err := s.Stale(newJobsText(n)); err != nil {
 					return false, err
 				}
 			}
@@ -112,14 +102,36 @@ func newJobsText(n int) string {
 	return fmt.Sprintf("%d new jobs since this page was loaded.", n)
 }
 
-// subscribeJobs wakes on every job signal; the pushes keep what the
-// viewer sees of them. Without a bus (tests) nothing wakes.
-func (h *handlers) subscribeJobs() (*notify.Keys, <-chan struct{}, func()) {
-	if h.rt.Deps.Bus == nil {
-		return nil, nil, func() {}
+// jobKeys collects the jobs signalled on the bus; nil (no bus, in tests)
+// takes none.
+type jobKeys struct{ jobs, queues *notify.Keys }
+
+// Take returns the jobs signalled since the last Take; the queues' keys
+// are only a wake-up, emptied so their set stays small.
+func (j jobKeys) Take() []string {
+	if j.jobs == nil {
+		return nil
 	}
-	keys, stop := h.rt.Deps.Bus.SubscribeAll(notify.TopicJob)
-	return keys, keys.C(), stop
+	j.queues.Take()
+	return j.jobs.Take()
+}
+
+// subscribeJobs wakes on every job signal (a row changed) and queue signal
+// (a job was submitted: Submit wakes only its queue). Without a bus
+// nothing wakes.
+func (h *handlers) subscribeJobs() (jobKeys, <-chan struct{}, func()) {
+	bus := h.rt.Deps.Bus
+	if bus == nil {
+		return jobKeys{}, nil, func() {}
+	}
+	keys, stopJobs := bus.SubscribeAll(notify.TopicJob)
+	queues, stopQueues := bus.SubscribeAll(notify.TopicQueue)
+	wake, stopMerge := live.Merge(keys.C(), queues.C())
+	return jobKeys{keys, queues}, wake, func() {
+		stopMerge()
+		stopQueues()
+		stopJobs()
+	}
 }
 
 // rowPatches re-reads the jobs ids as the viewer (three queries) and

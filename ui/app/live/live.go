@@ -44,7 +44,8 @@ const MinGap = 250 * time.Millisecond
 
 // Patch changes one element of the page, found by its id. Empty fields
 // leave the element's text or class as they are; Attr sets attributes
-// (only data-* and title are applied by the browser side).
+// (only data-*, title and hidden are applied by the browser side; an
+// empty value removes the attribute).
 type Patch struct {
 	ID    string            `json:"id"`
 	Text  *string           `json:"text,omitempty"`
@@ -179,4 +180,27 @@ func Serve(ctx context.Context, w http.ResponseWriter, wake <-chan struct{}, pus
 			}
 		}
 	}
+}
+
+// Merge is one wake channel for several (a page watching two topics of the
+// notify bus); stop ends its goroutine. Like the bus's, it never blocks a
+// sender and merges wakes that come before the previous one is taken.
+func Merge(chs ...<-chan struct{}) (<-chan struct{}, func()) {
+	out, done := make(chan struct{}, 1), make(chan struct{})
+	for _, ch := range chs {
+		go func() {
+			for {
+				select {
+				case <-done:
+					return
+				case <-ch:
+					select {
+					case out <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	return out, func() { close(done) }
 }
