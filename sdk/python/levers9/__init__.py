@@ -11,7 +11,8 @@ Standard library only. Start with :class:`Client`::
 """
 
 from .blueprint import Blueprint
-from .buckets import Buckets, Object
+from .args import UnknownArgument
+from .buckets import Bucket, Buckets, Object
 from .client import Client, Estimate
 from .config import Connection, config_path, resolve
 from .errors import (BadInput, CallCancelledError, ConfigError, Error, Forbidden, FunctionTimeoutError,
@@ -24,7 +25,7 @@ from .sandbox import Process, Sandbox, Tunnel
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "Job", "LogLine", "Estimate", "Buckets", "Object", "Connection", "config_path", "resolve",
+    "Client", "Job", "LogLine", "Estimate", "Bucket", "Buckets", "Object", "UnknownArgument", "Connection", "config_path", "resolve",
     "Error", "Unauthenticated", "Forbidden", "NotFound", "BadInput", "InsufficientTokens", "RateLimited",
     "NetworkError", "ConfigError", "App", "Function", "FunctionCall", "FunctionMap", "RemoteError",
     "FunctionTimeoutError", "CallCancelledError", "Deployed", "WebSocketDisconnect", "Blueprint", "Sandbox",

@@ -1,17 +1,24 @@
-"""Bucket files through the files API (/files/BUCKET/KEY), streamed."""
+"""Buckets (created, listed, deleted through GraphQL) and their files
+(through the files API, /files/BUCKET/KEY, streamed)."""
 
+import io
 import json
 import os
-import shutil
 import tempfile
 import urllib.parse
 from dataclasses import dataclass
-from typing import IO, Iterator, List, Union
+from typing import IO, TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from . import errors
+from .args import checked
 from .transport import Transport
 
+if TYPE_CHECKING:  # pragma: no cover
+    from .client import Client
+
 _CHUNK = 1 << 20
+
+_BUCKET_FIELDS = "id name sizeBytes createdAt storage { name } project { name }"
 
 
 @dataclass(frozen=True)
@@ -23,6 +30,26 @@ class Object:
     modified: str
 
 
+@dataclass(frozen=True)
+class Bucket:
+    """A bucket: its ID, name, the name of the storage it lives on, the
+    bytes it holds (as the storage last reported), the project paying for
+    it (None: its owner pays) and its creation time (RFC 3339)."""
+
+    id: str
+    name: str
+    storage: str
+    size_bytes: int
+    project: Optional[str]
+    created_at: str
+
+
+def _bucket(node: Dict[str, Any]) -> Bucket:
+    return Bucket(id=node["id"], name=node["name"], storage=(node.get("storage") or {}).get("name", ""),
+                  size_bytes=int(node.get("sizeBytes") or 0), project=(node.get("project") or {}).get("name"),
+                  created_at=node.get("createdAt", ""))
+
+
 def _path(bucket: str, key: str = "") -> str:
     if not bucket or "/" in bucket:
         raise errors.BadInput("bucket %r: a bucket name without slashes" % bucket, code="BAD_USER_INPUT",
@@ -32,14 +59,109 @@ def _path(bucket: str, key: str = "") -> str:
 
 
 class Buckets:
-    """Lists, uploads, downloads and deletes bucket files (``client.buckets``).
+    """Buckets and their files (``client.buckets``).
 
-    Keys are paths inside the bucket ("runs/1/model.bin"); the server
-    refuses keys that could leave it.
+    create, list and delete manage buckets (creating and deleting them is
+    for tenant admins); ls, iter, upload, download and rm handle the files
+    of one. Keys are paths inside the bucket ("runs/1/model.bin"); the
+    server refuses keys that could leave it.
     """
 
-    def __init__(self, http: Transport):
+    def __init__(self, http: Transport, client: Optional["Client"] = None):
         self._http = http
+        self._client = client
+
+    # Buckets
+
+    @checked
+    def create(self, name: str, storage: Optional[str] = None, read_groups: Optional[Sequence[str]] = None,
+               write_groups: Optional[Sequence[str]] = None, project: Optional[str] = None) -> Bucket:
+        """Creates a bucket (tenant admins) and returns it.
+
+        storage: the storage it lives on, by name or ID; without one, the
+        tenant's only storage (several: BadInput naming them).
+        read_groups and write_groups: groups (names or IDs) whose members
+        may read, or read and write, its files and mount it into jobs
+        (tenant admins always may). project: the project paying for its
+        storage (default: its creator pays).
+        """
+        gql = self._gql()
+        i: Dict[str, Any] = {"name": name, "storageID": self._storage_id(storage)}
+        for field, refs in (("readGroupIDs", read_groups), ("writeGroupIDs", write_groups)):
+            if refs is not None:
+                i[field] = self._ids("groups", "group", refs, field)
+        if project:
+            i["projectID"] = self._ids("projects", "project", [project], "project")[0]
+        data = gql("mutation($i: CreateBucketInput!) { createBucket(input: $i) { %s } }" % _BUCKET_FIELDS, {"i": i})
+        return _bucket(data["createBucket"])
+
+    @checked
+    def list(self) -> List[Bucket]:
+        """The buckets the viewer sees, by name."""
+        out: List[Bucket] = []
+        after = None
+        while True:
+            conn = self._gql()(
+                "query($a: Cursor) { buckets(first: 1000, after: $a, orderBy: {field: NAME}) {"
+                " edges { node { %s } } pageInfo { hasNextPage endCursor } } }" % _BUCKET_FIELDS, {"a": after})["buckets"]
+            out.extend(_bucket(e["node"]) for e in conn["edges"] or [])
+            if not conn["pageInfo"]["hasNextPage"]:
+                return out
+            after = conn["pageInfo"]["endCursor"]
+
+    @checked
+    def delete(self, name: str) -> None:
+        """Deletes a bucket (by name or ID; tenant admins). NotFound when
+        there is no such bucket."""
+        bucket_id = self._ids("buckets", "bucket", [name], "bucket")[0]
+        self._gql()("mutation($id: ID!) { deleteBucket(id: $id) }", {"id": bucket_id})
+
+    def _gql(self):
+        if self._client is None:
+            raise errors.Error("this Buckets has no client: use client.buckets")
+        return self._client.graphql
+
+    def _storage_id(self, storage: Optional[str]) -> str:
+        if storage:
+            return self._ids("storages", "storage", [storage], "storage")[0]
+        conn = self._gql()("{ storages(first: 11, orderBy: {field: NAME}) { totalCount edges { node { id name } } } }")[
+            "storages"]
+        nodes = [e["node"] for e in conn["edges"] or []]
+        if len(nodes) == 1:
+            return nodes[0]["id"]
+        if not nodes:
+            raise errors.BadInput("the tenant has no storage yet: an admin creates one first", code="BAD_USER_INPUT",
+                                  field="storage")
+        names = ", ".join(n["name"] for n in nodes[:10]) + (", ..." if conn["totalCount"] > 10 else "")
+        raise errors.BadInput("the tenant has %d storages: give storage= (%s)" % (conn["totalCount"], names),
+                              code="BAD_USER_INPUT", field="storage")
+
+    def _ids(self, connection: str, what: str, refs: Sequence[str], field: str) -> List[str]:
+        """The IDs of objects given by name or ID, in order, in one query;
+        NotFound naming the first one that is not there."""
+        if isinstance(refs, str):
+            refs = [refs]
+        refs = [r for r in refs]
+        for r in refs:
+            if not isinstance(r, str) or not r:
+                raise errors.BadInput("%s: give %s names or IDs, not %r" % (field, what, r), code="BAD_USER_INPUT",
+                                      field=field)
+        if not refs:
+            return []
+        # connection is one of a fixed few (never caller input).
+        data = self._gql()("query($r: [String!], $i: [ID!], $n: Int) { %s(first: $n, where: {or: [{idIn: $i}, "
+                           "{nameIn: $r}]}) { edges { node { id name } } } }" % connection,
+                           {"r": refs, "i": refs, "n": 2 * len(refs)})[connection]
+        by_ref: Dict[str, str] = {}
+        for e in data["edges"] or []:
+            by_ref[e["node"]["name"]] = e["node"]["id"]
+            by_ref[e["node"]["id"]] = e["node"]["id"]
+        for r in refs:
+            if r not in by_ref:
+                raise errors.NotFound("%s %r not found" % (what, r), code="NOT_FOUND", field=field)
+        return [by_ref[r] for r in refs]
+
+    # Files
 
     def ls(self, bucket: str, prefix: str = "") -> List[Object]:
         """Every file of bucket whose key starts with prefix, in key order."""
@@ -58,32 +180,60 @@ class Buckets:
             if not after:
                 return
 
-    def upload(self, bucket: str, key: str, source: Union[str, "os.PathLike[str]", IO[bytes]]) -> int:
-        """Uploads a local file (a path, or a binary file object) to
-        bucket/key, streamed; returns the bytes sent. A key ending in "/"
-        takes the file's name."""
+    @checked
+    def upload(self, bucket: str, key: str,
+               source: Union[bytes, bytearray, memoryview, str, "os.PathLike[str]", IO[bytes]]) -> int:
+        """Uploads to bucket/key and returns the bytes sent. source is the
+        content itself (bytes), a local file's path (str or pathlib), or
+        a binary file object (open(..., "rb"), io.BytesIO, sys.stdin.buffer,
+        a pipe, an HTTP response): files and file objects are streamed in
+        1 MiB chunks, never read whole into memory. A key ending in "/"
+        takes the local file's name.
+
+        An upload whose source can be sent again (bytes, a path, a
+        seekable file) is retried after a transient failure; one from a
+        stream (a pipe) cannot be, and raises NetworkError instead.
+        """
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            data = bytes(source)
+            self._check_key(key, "bytes have no file name: give the whole key")
+            return self._put(bucket, key, io.BytesIO(data), len(data))
         if isinstance(source, (str, os.PathLike)):
             if key == "" or key.endswith("/"):
                 key += os.path.basename(os.fspath(source))
             with open(source, "rb") as f:
-                return self._put(bucket, key, f)
-        return self._put(bucket, key, source)
+                return self._put(bucket, key, f, _size(f))
+        if isinstance(source, io.TextIOBase) or not callable(getattr(source, "read", None)):
+            raise errors.BadInput("upload takes bytes, a path or a binary file object (open(path, 'rb'), "
+                                  "sys.stdin.buffer), not %s" % type(source).__name__, code="BAD_USER_INPUT",
+                                  field="source")
+        self._check_key(key, "a file object has no file name: give the whole key")
+        return self._put(bucket, key, source, _size(source))
 
-    def _put(self, bucket: str, key: str, f: IO[bytes]) -> int:
-        try:  # the size goes first (Content-Length): measure by seeking
-            start = f.tell()
-            size = f.seek(0, os.SEEK_END) - start
-            f.seek(start)
-        except (OSError, AttributeError, ValueError):
-            raise errors.BadInput("upload needs a path or a seekable binary file", code="BAD_USER_INPUT",
-                                  field="source") from None
+    @staticmethod
+    def _check_key(key: str, why: str) -> None:
+        if key == "" or key.endswith("/"):
+            raise errors.BadInput("key %r: %s" % (key, why), code="BAD_USER_INPUT", field="key")
+
+    def _put(self, bucket: str, key: str, f: IO[bytes], size: Optional[int]) -> int:
+        headers = {"Content-Type": "application/octet-stream"}
+        if size is None:
+            # A stream of unknown length goes chunked; the server counts it.
+            body: Any = _Stream(f)
+        else:
+            body = f
+            headers["Content-Length"] = str(size)
         # Re-sending the same bytes to the same key is harmless: uploads
         # are retried when the file can be rewound.
-        with self._http.request("PUT", _path(bucket, key), f,
-                                {"Content-Length": str(size), "Content-Type": "application/octet-stream"},
-                                idempotent=True, timeout=max(self._http.timeout, 300)):
-            pass
-        return size
+        with self._http.request("PUT", _path(bucket, key), body, headers, idempotent=True,
+                                timeout=max(self._http.timeout, 300)) as resp:
+            answer = resp.read(1 << 16)
+        if size is not None:
+            return size
+        try:
+            return int(json.loads(answer.decode("utf-8"))["size"])
+        except (ValueError, KeyError, TypeError):
+            return body.sent
 
     def download(self, bucket: str, key: str, dest: Union[str, "os.PathLike[str]", IO[bytes]]) -> int:
         """Downloads bucket/key to dest (a path, a directory, or a binary
@@ -114,6 +264,38 @@ class Buckets:
         """Deletes bucket/key. NotFound when there is no such file."""
         with self._http.request("DELETE", _path(bucket, key), idempotent=False):
             pass
+
+
+def _size(f: IO[bytes]) -> Optional[int]:
+    """The bytes left in f from where it stands, or None when it cannot
+    seek (a pipe, a socket, a response): it is then sent chunked."""
+    try:
+        if not f.seekable():
+            return None
+        start = f.tell()
+        end = f.seek(0, os.SEEK_END)
+        f.seek(start)
+        return end - start
+    except (OSError, AttributeError, ValueError):
+        return None
+
+
+class _Stream:
+    """A stream sent chunked, 1 MiB at a time (http.client would read it
+    8 KiB at a time), with no seek or tell: the transport must not rewind
+    what cannot be rewound."""
+
+    def __init__(self, f: IO[bytes]):
+        self._f = f
+        self.sent = 0
+
+    def read(self, _n: int = -1) -> bytes:
+        chunk = self._f.read(_CHUNK)
+        if isinstance(chunk, str):
+            raise errors.BadInput("upload needs a binary file object (opened with 'rb'), not a text one",
+                                  code="BAD_USER_INPUT", field="source")
+        self.sent += len(chunk or b"")
+        return chunk
 
 
 def _copy(src, dst) -> int:

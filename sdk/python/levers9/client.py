@@ -4,9 +4,11 @@ import decimal
 import json
 import re
 import uuid
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Union
 
 from . import config, errors
+from . import spec as spec_
+from .args import checked
 from .buckets import Buckets
 from .jobs import Job, JOB_FIELDS
 from .transport import Transport
@@ -50,6 +52,7 @@ class Client:
         retries: how often a transient failure of a safe request is retried.
     """
 
+    @checked
     def __init__(self, context: Optional[str] = None, server: Optional[str] = None,
                  token: Optional[str] = None, timeout: float = 30.0, retries: int = 4):
         conn = config.resolve(context, server, token)
@@ -57,7 +60,7 @@ class Client:
         self.default_queue = conn.queue or "default"
         self.default_project = conn.project
         self._http = Transport(conn.server, conn.token, timeout=timeout, retries=retries)
-        self.buckets = Buckets(self._http)
+        self.buckets = Buckets(self._http, self)
 
     def __repr__(self) -> str:
         return "Client(server=%r)" % self.server
@@ -73,22 +76,49 @@ class Client:
         self.close()
 
     @classmethod
+    @checked
     def sign_in(cls, email: str, password: str, server: Optional[str] = None, context: Optional[str] = None,
-                **kwargs: Any) -> "Client":
-        """Signs in with email and password and returns a client acting with
-        the session (the tenant follows from the email's domain).
+                timeout: float = 30.0, retries: int = 4) -> "Client":
+        """Signs in with an email and password and returns a client acting
+        with that sign-in session, for people without an API token yet.
 
-        ``client.graphql('mutation { createAPIToken(name: "laptop") { token } }')``
-        then makes a lasting API token, as ``levers9 login`` does.
+        The tenant follows from the email's domain. server (else
+        LEVERS9_SERVER, else the config file's context) is where to sign
+        in; timeout and retries are as for Client(). Wrong credentials
+        raise levers9.Unauthenticated.
+
+        The session lasts 12 hours, or until ``sign_out()``. For scripts
+        that run unattended, make a lasting API token with it and end the
+        session, as ``levers9 login`` does::
+
+            session = levers9.Client.sign_in("ada@example.com", password, server="https://levers9.example")
+            token = session.create_api_token("laptop")
+            session.sign_out()
+            client = levers9.Client(server=session.server, token=token)
         """
         server = config.resolve(context, server, token="unused").server
-        anon = cls(server=server, token="unused", **kwargs)
-        data = anon.graphql("mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { token } }",
-                            {"e": email, "p": password}, auth=False)
-        return cls(server=server, token=data["signIn"]["token"], **kwargs)
+        with cls(server=server, token="unused", timeout=timeout, retries=retries) as anon:
+            data = anon.graphql("mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { token } }",
+                                {"e": email, "p": password}, auth=False)
+        return cls(server=server, token=data["signIn"]["token"], timeout=timeout, retries=retries)
+
+    @checked
+    def create_api_token(self, name: str) -> str:
+        """Makes an API token of the viewer, named name, and returns its
+        secret (shown only this once; ``levers9 token list`` and ``levers9
+        token revoke`` manage it)."""
+        data = self.graphql("mutation($n: String!) { createAPIToken(name: $n) { token } }", {"n": name})
+        return data["createAPIToken"]["token"]
+
+    def sign_out(self) -> bool:
+        """Ends the sign-in session this client acts with (see sign_in);
+        its token is refused from then on. False when the client uses an
+        API token (``levers9 token revoke`` revokes those)."""
+        return bool(self.graphql("mutation { signOut }")["signOut"])
 
     # GraphQL
 
+    @checked
     def graphql(self, query: str, variables: Optional[Dict[str, Any]] = None,
                 idempotent: Optional[bool] = None, auth: bool = True) -> Dict[str, Any]:
         """Sends one GraphQL request and returns its ``data``.
@@ -114,56 +144,67 @@ class Client:
 
     # Jobs
 
-    def submit_job(self, command: Optional[Sequence[str]] = None, *, services: Optional[List[Dict[str, Any]]] = None,
-                   queue: Optional[str] = None, project: Optional[str] = None, name: str = "",
-                   mounts: Optional[List[Dict[str, Any]]] = None, resources: Optional[Dict[str, Any]] = None,
-                   image: Optional[str] = None, env: Optional[Dict[str, str]] = None,
+    def submit_job(self, command: Optional[Sequence[str]] = None, *,
+                   services: Optional[Sequence[Mapping[str, Any]]] = None, queue: Optional[str] = None,
+                   project: Optional[str] = None, name: Optional[str] = None, image: Optional[str] = None,
+                   env: Optional[Mapping[str, str]] = None, cpu: Optional[float] = None,
+                   memory_mib: Optional[int] = None, gpus: Optional[int] = None,
+                   gpu_types: Union[None, str, Sequence[str]] = None, resources: Optional[Mapping[str, Any]] = None,
+                   args: Optional[Sequence[str]] = None, ports: Union[None, Mapping[str, int], Sequence[Any]] = None,
+                   tty: Optional[bool] = None, mounts: Optional[Sequence[Mapping[str, Any]]] = None,
+                   priority: Optional[int] = None, timeout_seconds: Optional[int] = None,
+                   retries: Optional[int] = None, interactive: Optional[bool] = None,
                    idempotency_key: Optional[str] = None, **spec: Any) -> Job:
         """Submits a job and returns it (PENDING).
 
-        Either give ``command`` for a job of one service named ``main``
-        (with ``resources`` such as ``{"cpu": 2, "memoryMiB": 4096,
-        "gpus": 1, "gpuTypes": ["H100"]}``, an ``image`` and ``env``), or
-        ``services``: a list of service specs as the GraphQL
-        ServiceSpecInput takes them. ``queue`` and ``project`` default to
-        the context's. ``mounts`` are ``{"bucket", "path", "readOnly"}``.
-        Further keyword arguments (``priority``, ``timeoutSeconds``,
-        ``retries``, ``interactive``) go into the spec as they are.
+        Either give ``command`` (a list of arguments) for a job of one
+        service named ``main``, sized by ``cpu``, ``memory_mib``, ``gpus``
+        and ``gpu_types`` (a type, or a preference list: the first type
+        with free GPUs wins; or all four as ``resources={...}``), with an
+        ``image``, ``env`` (a dict), ``args``, ``ports`` (``{"http":
+        8080}``) and ``tty``; or ``services``: a list of dicts with those
+        keys and a ``name`` each. ``queue`` and ``project`` (names or IDs)
+        default to the context's. ``mounts`` are dicts of ``bucket``,
+        ``path`` and ``read_only``. ``priority``, ``timeout_seconds``,
+        ``retries`` and ``interactive`` set the job's.
+
+        Keywords and dict keys are snake_case; the API's camelCase
+        spellings of dict keys (``memoryMiB``) and ``timeoutSeconds=`` are
+        still taken. An unknown one raises TypeError (a levers9.BadInput)
+        naming it and the closest spelling, before any request.
 
         The submission carries an idempotency key (a new one unless given),
         so it is retried after a lost answer without creating a second job.
         """
-        if (command is None) == (services is None):
-            raise errors.BadInput("give either command or services", code="BAD_USER_INPUT", field="services")
-        if command is not None:
-            if isinstance(command, str):
-                raise errors.BadInput("command is a list of arguments, such as ['echo', 'hi']",
-                                      code="BAD_USER_INPUT", field="command")
-            svc: Dict[str, Any] = {"name": "main", "command": list(command)}
-            svc.update(resources or {})
-            if image:
-                svc["image"] = image
-            if env:
-                svc["env"] = [{"name": k, "value": v} for k, v in env.items()]
-            services = [svc]
-        s: Dict[str, Any] = dict(spec)
-        s.update({"queue": queue or self.default_queue, "services": services})
-        if name:
-            s["name"] = name
-        if project or self.default_project:
-            s["project"] = project or self.default_project
-        if mounts:
-            s["mounts"] = mounts
+        options: Dict[str, Any] = {
+            "queue": queue, "project": project, "name": name, "image": image, "env": env, "cpu": cpu,
+            "memory_mib": memory_mib, "gpus": gpus, "gpu_types": gpu_types, "resources": resources, "args": args,
+            "ports": ports, "tty": tty, "mounts": mounts, "priority": priority,
+            "timeout_seconds": timeout_seconds, "retries": retries, "interactive": interactive,
+        }
+        spec_.legacy("submit_job()", spec, options, spec_.OPTIONS + ("command", "services", "idempotency_key"))
+        s = self._spec("submit_job()", command, services, options, ("idempotency_key",))
         key = idempotency_key or uuid.uuid4().hex
         data = self.graphql(
             "mutation($s: JobSpecInput!, $k: String) { submitJob(spec: $s, idempotencyKey: $k) { %s } }" % JOB_FIELDS,
             {"s": s, "k": key}, idempotent=True)
         return Job(self, data["submitJob"])
 
+    def _spec(self, where: str, command: Optional[Sequence[str]], services: Optional[Sequence[Mapping[str, Any]]],
+              options: Dict[str, Any], also: Sequence[str]) -> Dict[str, Any]:
+        """The wire spec, with the context's queue and project and empty
+        strings and dicts taken as unset (as they always were)."""
+        options = {k: (None if v in ("", {}) else v) for k, v in options.items()}
+        options["queue"] = options.get("queue") or self.default_queue
+        options["project"] = options.get("project") or self.default_project or None
+        return spec_.job_spec(where, command, services, options, also)
+
+    @checked
     def job(self, job_id: str) -> Job:
         """Returns the job with this ID; NotFound when there is none."""
         return Job(self, {"id": job_id}).refresh()
 
+    @checked
     def jobs(self, status: Optional[str] = None, queue: Optional[str] = None, where: Optional[Dict[str, Any]] = None,
              page_size: int = 100, newest_first: bool = True) -> Iterator[Job]:
         """Iterates over the jobs the viewer sees, fetching page after page.
@@ -201,20 +242,12 @@ class Client:
             raise errors.NotFound("queue %r not found" % queue, code="NOT_FOUND")
         return edges[0]["node"]["id"]
 
-    def estimate(self, command: Optional[Sequence[str]] = None, *, services: Optional[List[Dict[str, Any]]] = None,
-                 queue: Optional[str] = None, project: Optional[str] = None,
-                 resources: Optional[Dict[str, Any]] = None, minutes: int = 60,
-                 mounts: Optional[List[Dict[str, Any]]] = None) -> Estimate:
-        """Prices a job as submit_job would submit it, for minutes of running."""
-        if (command is None) == (services is None):
-            raise errors.BadInput("give either command or services", code="BAD_USER_INPUT", field="services")
-        if command is not None:
-            services = [dict({"name": "main", "command": list(command)}, **(resources or {}))]
-        s: Dict[str, Any] = {"queue": queue or self.default_queue, "services": services}
-        if project or self.default_project:
-            s["project"] = project or self.default_project
-        if mounts:
-            s["mounts"] = mounts
+    def estimate(self, command: Optional[Sequence[str]] = None, *,
+                 services: Optional[Sequence[Mapping[str, Any]]] = None, minutes: int = 60,
+                 **options: Any) -> Estimate:
+        """Prices a job as submit_job would submit it (the same keyword
+        arguments), for minutes of running."""
+        s = self._spec("estimate()", command, services, options, ("minutes",))
         e = self.graphql("query($s: JobSpecInput!, $m: Int!) { estimateJobCost(spec: $s, minutes: $m) "
                          "{ startFee perMinute minutes total } }", {"s": s, "m": minutes})["estimateJobCost"]
         return Estimate(_dec(e["startFee"]), _dec(e["perMinute"]), e["minutes"], _dec(e["total"]))

@@ -27,6 +27,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 from . import backend as backends
 from . import errors, payload
+from .args import unknown
 
 # DEAD: a task-queue item that failed every attempt (a dead letter).
 ENDED = ("COMPLETE", "ERROR", "CANCELLED", "DEAD")
@@ -68,6 +69,14 @@ def gpu_spec(gpu: Union[None, str, Sequence[str]]) -> Optional[str]:
 _DECORATOR = {"FUNCTION": "function", "ENDPOINT": "endpoint", "ASGI": "asgi", "REALTIME": "realtime",
               "TASK_QUEUE": "task_queue", "CRON": "schedule", "BOX": "box"}
 
+# The arguments of each decorator besides function_options' (suggested
+# for a misspelt one).
+_DECORATOR_ARGS = {
+    "FUNCTION": (), "ENDPOINT": ("method", "sync_timeout", "public"), "ASGI": ("sync_timeout", "public"),
+    "REALTIME": ("sync_timeout", "public"), "TASK_QUEUE": (), "CRON": ("cron",), "BOX": ("ports",),
+}
+_DECORATOR_ARGS = {k: v + ("name", "secrets", "blueprint") for k, v in _DECORATOR_ARGS.items()}
+
 
 def function_options(queue: Optional[str] = None, project: Optional[str] = None, image: Optional[str] = None,
                      gpu: Union[None, str, Sequence[str]] = None, cpu: Optional[float] = None,
@@ -91,6 +100,9 @@ def function_options(queue: Optional[str] = None, project: Optional[str] = None,
                                       field=key)
             spec[key] = value if key == "cpu" else int(value)
     return spec
+
+
+_OPTION_NAMES = tuple(inspect.signature(function_options).parameters)
 
 
 def secret_names(secrets: Union[None, str, Sequence[str]]) -> Optional[List[str]]:
@@ -315,11 +327,11 @@ class App:
                                       code="BAD_USER_INPUT", field="blueprint")
             if options.get("image"):
                 raise errors.BadInput("give image or blueprint, not both", code="BAD_USER_INPUT", field="blueprint")
-        try:
-            spec = function_options(**options)
-        except TypeError as e:
-            raise errors.BadInput("@app.%s(): %s" % (_DECORATOR[kind], e), code="BAD_USER_INPUT",
-                                  field="options") from None
+        known = _OPTION_NAMES + _DECORATOR_ARGS[kind]
+        for k in options:
+            if k not in _OPTION_NAMES:
+                raise unknown("@app.%s()" % _DECORATOR[kind], k, known)
+        spec = function_options(**options)
         if name is not None and (not isinstance(name, str) or not name):
             raise errors.BadInput("name must be a non-empty string, not %r" % (name,), code="BAD_USER_INPUT",
                                   field="name")

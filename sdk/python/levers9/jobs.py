@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
 
 from . import errors
+from .args import checked
 
 if TYPE_CHECKING:  # pragma: no cover
     from .client import Client
@@ -105,6 +106,7 @@ class Job:
         self._update(data["cancelJob"])
         return self
 
+    @checked
     def wait(self, timeout: Optional[float] = None, poll: float = 0.1) -> "Job":
         """Waits until the job has ended and returns it.
 
@@ -119,6 +121,7 @@ class Job:
             interval = min(interval * 1.5, 2.0)
         return self
 
+    @checked
     def logs(self, follow: bool = False, from_seq: int = 1, max_reconnects: Optional[int] = 10) -> Iterator[LogLine]:
         """Yields the job's output lines in order, from line from_seq on.
 

@@ -57,6 +57,22 @@ class JobsTest(unittest.TestCase):
         self.assertEqual(texts, [("a", "from a"), ("b", "from b")])
         self.assertEqual(job.wait(timeout=120).exit_code, 0)
 
+    def test_python_style_arguments_reach_the_server(self):
+        job = self.client.submit_job(["sh", "-c", "echo $GREETING"], env={"GREETING": "hello"}, cpu=0.5,
+                                     memory_mib=64, timeout_seconds=120, retries=1, priority=3)
+        self.assertEqual([l.text for l in job.logs(follow=True)], ["hello"])
+        self.assertEqual(job.wait(timeout=120).exit_code, 0)
+        stored = self.client.graphql("query($id: ID!) { node(id: $id) { ... on Job { timeoutSeconds retries priority"
+                                     " services { cpu memoryMib } } } }", {"id": job.id})["node"]
+        self.assertEqual(stored, {"timeoutSeconds": 120, "retries": 1, "priority": 3,
+                                  "services": [{"cpu": decimal.Decimal("0.5"), "memoryMib": 64}]})
+        # A misspelt argument is refused here, naming itself, and submits nothing.
+        queue = support.create_queue(self.client)
+        with self.assertRaises(TypeError) as cm:
+            self.client.submit_job(["true"], queue=queue, timeout=60)
+        self.assertIn("'timeout'; did you mean 'timeout_seconds'?", str(cm.exception))
+        self.assertEqual(list(self.client.jobs(queue=queue)), [])
+
     def test_wait_times_out(self):
         queue = support.create_queue(self.client)
         job = self.client.submit_job(["true"], queue=queue)  # no node: stays PENDING
