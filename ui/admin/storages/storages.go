@@ -13,6 +13,7 @@ import (
 	"github.com/levers9/levers9/ent/group"
 	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/ent/project"
+	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/storage"
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/buckets"
@@ -26,7 +27,9 @@ func Register(rt *app.Router) {
 	h := &handlers{rt: rt}
 	rt.Handle("GET /admin/storages", app.Admin, h.list)
 	rt.Handle("POST /admin/storages", app.Admin, h.createStorage)
+	rt.Handle("POST /admin/storages/reach", app.Admin, h.previewStorage)
 	rt.Handle("POST /admin/buckets", app.Admin, h.createBucket)
+	rt.Handle("POST /admin/buckets/reach", app.Admin, h.previewBucket)
 	rt.Handle("GET /admin/buckets/{id}", app.Admin, h.showBucket)
 	rt.Handle("POST /admin/buckets/{id}", app.Admin, h.updateBucket)
 }
@@ -56,7 +59,10 @@ type page struct {
 	Storage  *adminkit.Form
 	Bucket   *adminkit.Form
 	// Options of the forms' selects and checkboxes.
-	Nodes, StorageOpts, Projects, Groups []components.Option
+	Nodes, StorageOpts, Projects, Groups, Queues []components.Option
+	// StorageReach and BucketReach, when set, are who could mount the
+	// buckets of the storage or bucket the form describes (reach.go).
+	StorageReach, BucketReach *reachView
 }
 
 func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
@@ -68,9 +74,14 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handlers) render(w http.ResponseWriter, r *http.Request, status int, sf, bf *adminkit.Form) error {
+	return h.renderPage(w, r, status, page{Storage: sf, Bucket: bf})
+}
+
+// renderPage shows page p, its forms set, with the lists and options.
+func (h *handlers) renderPage(w http.ResponseWriter, r *http.Request, status int, p page) error {
+	sf := p.Storage
 	ctx := r.Context()
 	c := h.rt.Deps.DB.Ent
-	p := page{Storage: sf, Bucket: bf}
 	ss, err := c.Storage.Query().WithNode().WithBuckets().Order(ent.Asc(storage.FieldName)).All(ctx)
 	if err != nil {
 		return fmt.Errorf("listing storages: %w", err)
@@ -123,6 +134,13 @@ func (h *handlers) options(r *http.Request, p *page) error {
 	for _, g := range gs {
 		p.Groups = append(p.Groups, components.Option{Value: g.ID, Label: g.Name})
 	}
+	qs, err := c.Queue.Query().Order(ent.Asc(queue.FieldName)).All(ctx)
+	if err != nil {
+		return fmt.Errorf("listing queues: %w", err)
+	}
+	for _, q := range qs {
+		p.Queues = append(p.Queues, components.Option{Value: q.ID, Label: q.Name})
+	}
 	return nil
 }
 
@@ -143,7 +161,7 @@ func (h *handlers) createStorage(w http.ResponseWriter, r *http.Request) error {
 		Name: f.Get("name"), Kind: storage.Kind(f.Get("kind")),
 		Endpoint: optional(f.Get("endpoint")), Region: optional(f.Get("region")), S3Bucket: optional(f.Get("s3Bucket")),
 		AccessKeyID: optional(f.Get("accessKeyID")), SecretAccessKey: optional(f.Values.Get("secretAccessKey")),
-		Path: optional(f.Get("path")), NodeID: optional(f.Get("nodeID")),
+		Path: optional(f.Get("path")), NodeID: optional(f.Get("nodeID")), QueueIDs: f.All("queues"),
 	}
 	price, err := billing.ParseTokens(f.Get("pricePerTbHour"))
 	if err != nil {
