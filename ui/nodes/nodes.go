@@ -5,6 +5,7 @@
 package nodes
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -21,6 +22,7 @@ import (
 	"github.com/levers9/levers9/internal/viewer"
 	"github.com/levers9/levers9/ui/admin/adminkit"
 	"github.com/levers9/levers9/ui/app"
+	"github.com/levers9/levers9/ui/charts"
 	"github.com/levers9/levers9/ui/components"
 )
 
@@ -34,6 +36,7 @@ func Register(rt *app.Router) {
 	// Members see the machines (ent lets them read nodes); invites are the
 	// admins' (ent hides them from everyone else too).
 	rt.Handle("GET /nodes", app.Member, h.list)
+	rt.Handle("GET /nodes/live", app.Member, h.live)
 	rt.Handle("POST /nodes/invites", app.Admin, h.invite)
 	rt.Handle("POST /nodes/invites/{id}/revoke", app.Admin, h.revoke)
 	rt.Handle("POST /nodes/{id}/drain", app.Admin, h.drain)
@@ -69,10 +72,16 @@ type inviteRow struct {
 }
 
 type page struct {
-	Nodes   []nodeRow
-	Admin   bool
-	Invites []inviteRow
-	Form    *adminkit.Form
+	Nodes []nodeRow
+	// Live is the stream keeping the rows current.
+	Live string
+	// GPUCharts are GPUs booked and free per node and type over the last
+	// hours; ChartsLeftOut counts those not shown.
+	GPUCharts     []charts.Bars
+	ChartsLeftOut int
+	Admin         bool
+	Invites       []inviteRow
+	Form          *adminkit.Form
 	// Code and Join are set right after an invite is made: the only time
 	// the code can be shown.
 	Code, Join string
@@ -99,27 +108,14 @@ func (h *handlers) load(r *http.Request) (page, error) {
 	ctx := r.Context()
 	c := h.rt.Deps.DB.Ent
 	var p page
-	ns, err := c.Node.Query().Order(ent.Asc(node.FieldName)).All(ctx)
-	if err != nil {
-		return p, fmt.Errorf("listing nodes: %w", err)
-	}
-	ids := make([]string, len(ns))
-	for i, n := range ns {
-		ids[i] = n.ID
-	}
-	// Only services the viewer may see: a member sees their own jobs' only.
-	running, err := c.Service.Query().
-		Where(service.StatusEQ(service.StatusRunning), service.NodeIDIn(ids...)).
-		WithJob().Order(ent.Asc(service.FieldStartedAt)).All(ctx)
-	if err != nil {
-		return p, fmt.Errorf("listing running services: %w", err)
-	}
-	usage, err := h.svc.Usages(ctx, ns)
+	ns, rows, err := h.rows(ctx)
 	if err != nil {
 		return p, err
 	}
-	for _, n := range ns {
-		p.Nodes = append(p.Nodes, describeNode(n, usage[n.ID], running))
+	p.Nodes = rows
+	p.Live = "/nodes/live?v=" + signature(rows)
+	if p.GPUCharts, p.ChartsLeftOut, err = h.gpuCharts(ctx, ns); err != nil {
+		return p, err
 	}
 	v := viewer.FromContext(ctx)
 	p.Admin = v.Admin
@@ -135,6 +131,36 @@ func (h *handlers) load(r *http.Request) (page, error) {
 		p.Invites = append(p.Invites, describeInvite(inv, now))
 	}
 	return p, nil
+}
+
+// rows reads the viewer's nodes with their usage and running services (three
+// queries), as the page and its live stream show them.
+func (h *handlers) rows(ctx context.Context) ([]*ent.Node, []nodeRow, error) {
+	c := h.rt.Deps.DB.Ent
+	ns, err := c.Node.Query().Order(ent.Asc(node.FieldName)).All(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	ids := make([]string, len(ns))
+	for i, n := range ns {
+		ids[i] = n.ID
+	}
+	// Only services the viewer may see: a member sees their own jobs' only.
+	running, err := c.Service.Query().
+		Where(service.StatusEQ(service.StatusRunning), service.NodeIDIn(ids...)).
+		WithJob().Order(ent.Asc(service.FieldStartedAt)).All(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing running services: %w", err)
+	}
+	usage, err := h.svc.Usages(ctx, ns)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows := make([]nodeRow, 0, len(ns))
+	for _, n := range ns {
+		rows = append(rows, describeNode(n, usage[n.ID], running))
+	}
+	return ns, rows, nil
 }
 
 func describeInvite(inv *ent.NodeInvite, now time.Time) inviteRow {
