@@ -61,7 +61,7 @@ func TestSuperadminCreatesTenant(t *testing.T) {
 		// The token of the page the form is on, as the browser sends it.
 		csrf := csrfRe.FindStringSubmatch(body)[1]
 		form.Set("csrf", csrf)
-		_, row, _ := strings.Cut(body, `id="tenant-`+e.tenant.Slug+`"`)
+		_, row, _ := strings.Cut(body, `id="tenant-row-`+e.tenant.Slug+`"`)
 		row, _, _ = strings.Cut(row, "</tr>")
 		for _, want := range []string{`class="num running">1<`, `class="num spent">` + billing.Tokens(1500).String() + `<`, `class="nodes">none<`} {
 			if !strings.Contains(row, want) {
