@@ -143,15 +143,27 @@ func TestBrowserEstimateFollowsGPUCount(t *testing.T) {
 		tb.signIn(c.AdminEmail, c.AdminPassword)
 		tb.open("/submit")
 		tb.waitText("#queue-limits", "H100 2.5/GPU-min")
+		// Nothing typed yet: no problem shows, though the form has some.
+		if got := tb.text("#estimate-problems"); got != "" || tb.present(".live-errors") {
+			t.Errorf("problems shown before the user acted: %q", got)
+		}
 		tb.setValue("#queue", "gpu")
 		tb.setValue("#svc0-command", "true")
-		tb.setValue("#svc0-gpuTypes", "H100")
+		// The GPU type choices are the chosen queue's prices.
+		h100 := `#svc0-gpuTypes input[value="H100"]`
+		tb.do("ticking H100", chromedp.WaitVisible(h100), chromedp.Click(h100))
 		tb.setValue("#svc0-gpus", "0")
 		tb.waitText("#estimate", none+" tokens/minute")
 		tb.setValue("#svc0-gpus", "2")
 		tb.waitText("#estimate", two+" tokens/minute")
 		// Asking for more than the queue allows shows why, and no price.
 		tb.setValue("#svc0-gpus", "9")
-		tb.waitText("#estimate-problems", "allows 8 per job")
+		tb.waitText("#estimate-problems", "Services: the job asks for 9 GPUs")
+		// A field's problem shows next to it, in words, not at a path.
+		tb.setValue("#svc0-cpu", "lots")
+		tb.waitText("#service-0 .live-errors", "must be a number of CPUs")
+		if txt := tb.text("main"); strings.Contains(txt, "services[0]") {
+			t.Errorf("the form shows a field path: %q", txt)
+		}
 	})
 }

@@ -46,10 +46,13 @@ function followLogs(pre) {
 }
 
 // watchEstimate prices the submit form as it changes, through the same
-// check and pricing the server charges with (GET /submit/estimate).
+// check and pricing the server charges with (GET /submit/estimate). A
+// problem shows only once the user has acted: next to its field once that
+// field was changed, above the estimate (job-wide ones) once anything was.
 function watchEstimate(form) {
   const out = document.getElementById("estimate");
   const problems = document.getElementById("estimate-problems");
+  const touched = new Set();
   let seq = 0;
   let timer = null;
   const update = async () => {
@@ -67,24 +70,86 @@ function watchEstimate(form) {
         out.textContent = "—";
         delete out.dataset.perMinute;
       }
-      problems.replaceChildren();
-      for (const p of body.problems || []) {
-        const li = document.createElement("li");
-        li.textContent = (p.field ? p.field + ": " : "") + p.message;
-        problems.appendChild(li);
-      }
+      showProblems(form, problems, body.problems || [], touched);
       const mounts = document.getElementById("mounts");
       if (body.mountable && mounts && mounts.dataset.queue !== body.queue) {
         renderMounts(mounts, body.queue, body.mountable);
+        renderGPUTypes(form, body.gpuTypes || []);
       }
     } catch (e) {
       if (mine === seq) out.textContent = "—";
     }
   };
-  const soon = () => { clearTimeout(timer); timer = setTimeout(update, 150); };
+  const soon = (ev) => {
+    if (ev && ev.target && ev.target.name) touched.add(ev.target.name);
+    clearTimeout(timer);
+    timer = setTimeout(update, 150);
+  };
   form.addEventListener("input", soon);
   form.addEventListener("change", soon);
   update();
+}
+
+// showProblems puts each problem next to its field (a list after the
+// server's own errors of that field), or in the list above the estimate.
+function showProblems(form, summary, list, touched) {
+  for (const ul of form.querySelectorAll("ul.live-errors")) ul.remove();
+  summary.replaceChildren();
+  if (touched.size === 0) return;
+  for (const p of list) {
+    const el = p.id ? document.getElementById(p.id) : null;
+    if (el && p.field && near(p.field, touched)) {
+      const box = el.closest(".field") || el;
+      let ul = box.querySelector("ul.live-errors");
+      if (!ul) {
+        ul = document.createElement("ul");
+        ul.className = "field-errors live-errors";
+        box.appendChild(ul);
+      }
+      const li = document.createElement("li");
+      li.textContent = p.message;
+      ul.appendChild(li);
+    } else if (!el) {
+      const li = document.createElement("li");
+      li.textContent = (p.label ? p.label + ": " : "") + p.message;
+      summary.appendChild(li);
+    }
+  }
+}
+
+// near: the user changed field, or another field of the same service
+// (GPUs asked for without a type is the type's problem).
+function near(field, touched) {
+  if (touched.has(field)) return true;
+  const m = /^services\[\d+\]\./.exec(field);
+  return m !== null && [...touched].some((t) => t.startsWith(m[0]));
+}
+
+// renderGPUTypes offers, in each service, the GPU types the chosen queue
+// prices, keeping the ticked ones it still prices.
+function renderGPUTypes(form, types) {
+  for (const box of form.querySelectorAll("fieldset.gpu-types")) {
+    const name = box.dataset.name;
+    const was = new Set([...box.querySelectorAll("input:checked")].map((i) => i.value));
+    for (const l of box.querySelectorAll("label")) l.remove();
+    const legend = box.querySelector("legend");
+    let after = legend;
+    for (const t of types) {
+      const label = document.createElement("label");
+      const cb = document.createElement("input");
+      cb.type = "checkbox";
+      cb.name = name;
+      cb.value = t;
+      cb.checked = was.has(t);
+      label.append(cb, " " + t);
+      after.after(label);
+      after = label;
+    }
+    const none = box.querySelector(".gpu-types-none");
+    if (none) none.hidden = types.length > 0;
+    const hint = box.querySelector(".gpu-types-hint");
+    if (hint) hint.hidden = types.length === 0;
+  }
 }
 
 // renderMounts offers the buckets mountable from the chosen queue.

@@ -7,6 +7,7 @@ package submit
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,7 +70,6 @@ func parseForm(v url.Values) (form, jobspec.Job, int, fieldErrors) {
 			Name: strings.TrimSpace(v.Get(key("name"))), Image: strings.TrimSpace(v.Get(key("image"))),
 			Command: strings.TrimSpace(v.Get(key("command"))), CPU: strings.TrimSpace(v.Get(key("cpu"))),
 			Memory: strings.TrimSpace(v.Get(key("memoryMiB"))), GPUs: strings.TrimSpace(v.Get(key("gpus"))),
-			GPUTypes: strings.TrimSpace(v.Get(key("gpuTypes"))),
 		}
 		f.Services = append(f.Services, sf)
 		s := jobspec.Service{Name: sf.Name, Image: sf.Image}
@@ -92,11 +92,18 @@ func parseForm(v url.Values) (form, jobspec.Job, int, fieldErrors) {
 				errs.add(key("gpus"), "must be a whole number")
 			}
 		}
-		for _, t := range strings.Split(sf.GPUTypes, ",") {
-			if t = strings.TrimSpace(t); t != "" {
-				s.GPUTypes = append(s.GPUTypes, t)
+		// Ticked boxes (the queue's priced types), or a typed list.
+		var types []string
+		for _, typed := range v[key("gpuTypes")] {
+			for _, t := range strings.Split(typed, ",") {
+				if t = strings.TrimSpace(t); t != "" && !slices.Contains(types, t) {
+					types = append(types, t)
+				}
 			}
 		}
+		s.GPUTypes = types
+		sf.GPUTypes = strings.Join(types, ",")
+		f.Services[len(f.Services)-1].GPUTypes = sf.GPUTypes
 		spec.Services = append(spec.Services, s)
 	}
 	names := v["mount"]
@@ -177,4 +184,38 @@ func fieldKey(field string, services int) string {
 		return p + "name" // env, ports: the form has no field for them
 	}
 	return ""
+}
+
+// Labels of the form's fields, the one mapping from the spec's field paths
+// to words: errors read "Service 1 command: …", never
+// "services[0].command: …". The form's fields show the same labels.
+var jobFieldLabels = map[string]string{"name": "Job name", "queue": "Queue", "project": "Project",
+	"minutes": "Estimate for minutes", "interactive": "Interactive", "services": "Services", "mounts": "Mounts"}
+
+// serviceField is a service's field as the form labels it and as a
+// message names it.
+type serviceField struct{ Label, Noun string }
+
+var serviceFields = map[string]serviceField{
+	"name": {"Name", "name"}, "image": {"Image (optional)", "image"}, "command": {"Command (run by sh -c)", "command"},
+	"cpu": {"CPUs", "CPUs"}, "memoryMiB": {"Memory (MiB)", "memory"}, "gpus": {"GPUs", "GPUs"}, "gpuTypes": {"GPU type(s)", "GPU types"},
+}
+
+// fieldOf is the element id and the label of the form field key (a
+// fieldKey answer); id is "" for problems of the whole job, shown above
+// the form rather than at a field.
+func fieldOf(key string) (id, label string) {
+	var i int
+	if _, err := fmt.Sscanf(key, "services[%d].", &i); err == nil {
+		_, k, _ := strings.Cut(key, "].")
+		noun := serviceFields[k].Noun
+		if noun == "" {
+			noun = k
+		}
+		return fmt.Sprintf("svc%d-%s", i, k), fmt.Sprintf("Service %d %s", i+1, noun)
+	}
+	if key == "services" || key == "" {
+		return "", jobFieldLabels[key]
+	}
+	return key, jobFieldLabels[key]
 }

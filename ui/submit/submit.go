@@ -57,6 +57,8 @@ func (h *handlers) show(w http.ResponseWriter, r *http.Request) error {
 		p.Form.Queue = p.Selected.Name
 	}
 	h.price(r, &p)
+	// Nobody has typed anything yet: problems show once the user acts.
+	p.EstimateProblems = nil
 	return app.Render(w, r, http.StatusOK, view(h.rt.Frame(r, "Submit a job"), p))
 }
 
@@ -186,18 +188,35 @@ type estimateAnswer struct {
 	StartFee  *billing.Tokens  `json:"startFee,omitempty"`
 	PerMinute *billing.Tokens  `json:"perMinute,omitempty"`
 	Total     *billing.Tokens  `json:"total,omitempty"`
-	Problems  []map[string]any `json:"problems,omitempty"`
+	Problems  []problem        `json:"problems,omitempty"`
 	Mountable []string         `json:"mountable"`
+	// GPUTypes are the types the queue prices, the form's choices.
+	GPUTypes []string `json:"gpuTypes"`
+}
+
+// problem is one reason the form cannot be priced, at its field: the
+// form's key of it (services[0].cpu), the field's element id and label.
+type problem struct {
+	Field   string `json:"field,omitempty"`
+	ID      string `json:"id,omitempty"`
+	Label   string `json:"label,omitempty"`
+	Message string `json:"message"`
+}
+
+func newProblem(field string, services int, msg string) problem {
+	p := problem{Message: msg, Field: fieldKey(field, services)}
+	p.ID, p.Label = fieldOf(p.Field)
+	return p
 }
 
 // estimate prices the form as it stands, with jobs.Estimate: the checks
 // and the pricing function of a real submission, writing nothing.
 func (h *handlers) estimate(w http.ResponseWriter, r *http.Request) error {
 	f, spec, minutes, errs := parseForm(r.URL.Query())
-	out := estimateAnswer{Queue: f.Queue, Minutes: minutes, Mountable: []string{}}
+	out := estimateAnswer{Queue: f.Queue, Minutes: minutes, Mountable: []string{}, GPUTypes: []string{}}
 	for field, msgs := range errs {
 		for _, m := range msgs {
-			out.Problems = append(out.Problems, map[string]any{"field": field, "message": m})
+			out.Problems = append(out.Problems, newProblem(field, len(f.Services), m))
 		}
 	}
 	if len(errs) == 0 {
@@ -208,13 +227,22 @@ func (h *handlers) estimate(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 			for _, fe := range fs {
-				out.Problems = append(out.Problems, map[string]any{"field": fe.Field, "message": fe.Message})
+				out.Problems = append(out.Problems, newProblem(fe.Field, len(f.Services), fe.Message))
 			}
 		} else {
 			out.StartFee, out.PerMinute, out.Total = &e.StartFee, &e.PerMinute, &e.Total
 		}
 	}
 	if f.Queue != "" {
+		choices, err := access.ChoicesOf(r.Context(), h.rt.Deps.DB.Ent)
+		if err != nil {
+			return err
+		}
+		for _, q := range choices.Queues {
+			if q.Name == f.Queue {
+				out.GPUTypes = append(out.GPUTypes, describe(q).GPUTypes...)
+			}
+		}
 		if bs, err := h.rt.Deps.Files.Mountable(r.Context(), f.Queue); err == nil {
 			for _, b := range bs {
 				out.Mountable = append(out.Mountable, b.Name)
