@@ -183,13 +183,13 @@ func (h *handlers) again(w http.ResponseWriter, r *http.Request, f form, errs fi
 
 // estimateAnswer is what the live estimate gets.
 type estimateAnswer struct {
-	Queue     string           `json:"queue"`
-	Minutes   int              `json:"minutes"`
-	StartFee  *billing.Tokens  `json:"startFee,omitempty"`
-	PerMinute *billing.Tokens  `json:"perMinute,omitempty"`
-	Total     *billing.Tokens  `json:"total,omitempty"`
-	Problems  []problem        `json:"problems,omitempty"`
-	Mountable []string         `json:"mountable"`
+	Queue     string          `json:"queue"`
+	Minutes   int             `json:"minutes"`
+	StartFee  *billing.Tokens `json:"startFee,omitempty"`
+	PerMinute *billing.Tokens `json:"perMinute,omitempty"`
+	Total     *billing.Tokens `json:"total,omitempty"`
+	Problems  []problem       `json:"problems,omitempty"`
+	Mountable []string        `json:"mountable"`
 	// GPUTypes are the types the queue prices, the form's choices.
 	GPUTypes []string `json:"gpuTypes"`
 }
