@@ -33,6 +33,16 @@ func (w Window) Starts() []time.Time {
 	return out
 }
 
+// Elapsed is the part of step i gone by at Now: 1 for a past step, less
+// for the current one, 0 for one to come (no Now: 1).
+func (w Window) Elapsed(i int) float64 {
+	if w.Now.IsZero() {
+		return 1
+	}
+	s := w.From.Add(time.Duration(i) * w.Step)
+	return min(max(float64(w.Now.Sub(s))/float64(w.Step), 0), 1)
+}
+
 // Spread adds weight × the overlap of [from, to) with each step, as a
 // fraction of the step (of its part before Now), to per: the average of
 // something present from from to to, in each step.

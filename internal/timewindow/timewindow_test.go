@@ -32,6 +32,9 @@ func TestWindowSpread(t *testing.T) {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}
+	if got := fmt.Sprint(w.Elapsed(0), w.Elapsed(2), w.Elapsed(3)); got != "1 0.5 0" {
+		t.Errorf("elapsed parts %s, want 1 0.5 0", got)
+	}
 	if l := timewindow.LastHours(t0.Add(20*time.Minute), 24); !l.End().Equal(t0.Add(time.Hour)) || l.Steps != 24 {
 		t.Errorf("LastHours: from %v to %v", l.From, l.End())
 	}

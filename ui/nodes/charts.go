@@ -55,7 +55,7 @@ func (h *handlers) gpuCharts(ctx context.Context, ns []*ent.Node) ([]charts.Bars
 		fs := charts.Series{Name: "free", Values: make([]float64, len(u.Booked))}
 		sum := 0.0
 		for i, v := range u.Booked {
-			part := min(max(float64(w.Now.Sub(w.Starts()[i]))/float64(w.Step), 0), 1)
+			part := w.Elapsed(i)
 			bs.Values[i] = v * part
 			fs.Values[i] = max(float64(u.Count)-v, 0) * part
 			sum += bs.Values[i]

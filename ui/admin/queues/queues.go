@@ -41,7 +41,11 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 	for i, q := range qs {
 		rows[i] = describe(q)
 	}
-	return app.Render(w, r, http.StatusOK, list(h.rt.Frame(r, "Queues"), rows))
+	depth, err := h.depthChart(r.Context(), qs)
+	if err != nil {
+		return err
+	}
+	return app.Render(w, r, http.StatusOK, list(h.rt.Frame(r, "Queues"), rows, depth))
 }
 
 // formPage is the queue form with what its checkboxes offer.
