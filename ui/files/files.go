@@ -65,7 +65,8 @@ func (h *handlers) buckets(w http.ResponseWriter, r *http.Request) error {
 			rows[i].Storage = b.Edges.Storage.Name
 		}
 	}
-	return app.Render(w, r, http.StatusOK, bucketsView(h.rt.Frame(r, "Files"), rows))
+	// Only admins create buckets (ent policy): others are told who does.
+	return app.Render(w, r, http.StatusOK, bucketsView(h.rt.Frame(r, "Files"), rows, app.Viewer(r).Admin))
 }
 
 // browsePage is one prefix of a bucket: its "folders" (the next path
