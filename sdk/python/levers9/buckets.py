@@ -163,10 +163,12 @@ class Buckets:
 
     # Files
 
+    @checked
     def ls(self, bucket: str, prefix: str = "") -> List[Object]:
         """Every file of bucket whose key starts with prefix, in key order."""
         return list(self.iter(bucket, prefix))
 
+    @checked
     def iter(self, bucket: str, prefix: str = "") -> Iterator[Object]:
         """Like ls, page by page, for buckets with many files."""
         after = ""
@@ -235,6 +237,7 @@ class Buckets:
         except (ValueError, KeyError, TypeError):
             return body.sent
 
+    @checked
     def download(self, bucket: str, key: str, dest: Union[str, "os.PathLike[str]", IO[bytes]]) -> int:
         """Downloads bucket/key to dest (a path, a directory, or a binary
         file object), streamed; returns the bytes written. A path is
@@ -260,6 +263,7 @@ class Buckets:
                 raise
             return n
 
+    @checked
     def rm(self, bucket: str, key: str) -> None:
         """Deletes bucket/key. NotFound when there is no such file."""
         with self._http.request("DELETE", _path(bucket, key), idempotent=False):

@@ -144,6 +144,7 @@ class UnknownArgumentTest(unittest.TestCase):
         self.assertRefused(lambda: job.logs(folow=True), "folow", "follow", rec)
         self.assertRefused(lambda: c.buckets.upload("b", "k", b"x", overwrite=True), "overwrite", None, rec)
         self.assertRefused(lambda: c.buckets.create("b", storag="local"), "storag", "storage", rec)
+        self.assertRefused(lambda: c.buckets.download("b", "k", dst="x"), "dst", "dest", rec)
         app = levers9.App("spell")
         self.assertRefused(lambda: app.function(gpus=1), "gpus", "gpu")
         self.assertRefused(lambda: app.endpoint(sync_timout=5), "sync_timout", "sync_timeout")
