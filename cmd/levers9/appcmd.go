@@ -339,6 +339,7 @@ func appLogs(ctx context.Context, c clientFlags, arg string, v int, follow bool,
 // newQueueCommand is levers9 queue requeue: task-queue items.
 func newQueueCommand(a *app) *cobra.Command {
 	const usageText = "usage: levers9 queue requeue TASK...\n"
+	var pending pendingFlags
 	requeue := &cobra.Command{Use: "requeue TASK...", Short: "put dead task-queue items back in their queue, attempts counted afresh",
 		ValidArgsFunction: cobra.NoFileCompletions}
 	requeue.RunE = a.connected(func(cmd *cobra.Command, c clientFlags, args []string) int {
@@ -352,5 +353,18 @@ func newQueueCommand(a *app) *cobra.Command {
 			return out.RequeueTask.ID + " " + out.RequeueTask.State, err
 		})
 	})
-	return groupCommand(a, "queue", "task-queue items", usageText, client(requeue, false))
+	cmd := groupCommand(a, "queue", "pending jobs and why they wait; queue requeue: task-queue items", usageText, client(requeue, false))
+	cmd.Use = "queue [requeue TASK...]"
+	cmd.Long = ""
+	cmd.Flags().StringVarP(&pending.queue, "queue", "q", "", "only the jobs of this queue")
+	cmd.Flags().StringVarP(&pending.output, "output", "o", "", "wide: also the project and the services' CPUs and memory")
+	cmd.Flags().BoolVarP(&pending.watch, "watch", "w", false, "redraw the table as it changes, until Ctrl-C (which exits 0)")
+	cmd.RunE = a.connected(func(cmd *cobra.Command, c clientFlags, args []string) int {
+		if len(args) > 0 || (pending.output != "" && pending.output != "wide") || (pending.watch && a.json) {
+			fmt.Fprintf(a.stderr, "usage: levers9 queue [-q QUEUE] [-o wide] [--watch] [--json]\n       %s", usageText[len("usage: "):])
+			return exitUsage
+		}
+		return pending.run(cmd.Context(), c, a.json, a.stdout, a.stderr)
+	})
+	return client(cmd, true)
 }

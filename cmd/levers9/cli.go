@@ -97,7 +97,7 @@ func newRootCommand(a *app) *cobra.Command {
 
 	global := root.PersistentFlags()
 	a.conn.register(global)
-	global.BoolVar(&a.json, "json", false, "print JSON, for scripts (jobs, job show, logs, tokens, token, invite, queues, nodes, context list, task show, app list, secret list, sandbox list, blueprint list)")
+	global.BoolVar(&a.json, "json", false, "print JSON, for scripts (jobs, queue, job show, logs, ls, buckets, tokens, token, invite, queues, nodes, top, context list, task show, app list, secret list, sandbox list, blueprint list)")
 	_ = root.RegisterFlagCompletionFunc("context", completeContexts)
 
 	root.AddCommand(
@@ -106,9 +106,9 @@ func newRootCommand(a *app) *cobra.Command {
 		newRunCommand(a, "run"), newRunCommand(a, "submit"),
 		newJobsCommand(a), newJobCommand(a), newLogsCommand(a), newCancelCommand(a),
 		newExecCommand(a), newAttachCommand(a), newPortForwardCommand(a),
-		newLsCommand(a), newCpCommand(a), newRmCommand(a),
+		newLsCommand(a), newCpCommand(a), newRmCommand(a), newBucketsCommand(a),
 		newTokensCommand(a), newTokenCommand(a), newInviteCommand(a),
-		newQueuesCommand(a), newNodesCommand(a), newNodeCommand(a),
+		newQueuesCommand(a), newNodesCommand(a), newNodeCommand(a), newTopCommand(a),
 		newTaskCommand(a), newAppCommand(a),
 		newPythonAppCommand(a, "deploy"), newPythonAppCommand(a, "serve"),
 		newSecretCommand(a), newQueueCommand(a),
@@ -199,7 +199,8 @@ func (a *app) connected(body func(cmd *cobra.Command, c clientFlags, args []stri
 		if err := c.resolve(); err != nil {
 			fmt.Fprintf(a.stderr, "%s: %v\n", cmd.CommandPath(), err)
 			var unknown errUnknownContext
-			if errors.As(err, &unknown) {
+			var badServer errBadServer
+			if errors.As(err, &unknown) || errors.As(err, &badServer) {
 				return exitCode(exitUsage)
 			}
 			return exitCode(exitError)

@@ -65,9 +65,17 @@ func (c *clientFlags) resolve() error {
 		c.Token = first(c.Token, ctx.Token)
 		c.Queue, c.Project = ctx.Queue, ctx.Project
 	}
-	c.Server = first(c.Server, defaultServer)
+	server, err := serverURL(first(c.Server, defaultServer))
+	if err != nil {
+		return errBadServer{err}
+	}
+	c.Server = server
 	return nil
 }
+
+// errBadServer is a server URL that is no URL: bad usage, like an unknown
+// context.
+type errBadServer struct{ error }
 
 // first returns the first non-empty string.
 func first(s ...string) string {

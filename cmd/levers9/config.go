@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,15 +133,6 @@ func checkContextName(name string) error {
 		if unicode.IsSpace(r) || unicode.IsControl(r) {
 			return fmt.Errorf("context name %q: no spaces or control characters", name)
 		}
-	}
-	return nil
-}
-
-// checkServerURL accepts http and https URLs with a host.
-func checkServerURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("server %q: want a URL such as https://levers9.example.com", s)
 	}
 	return nil
 }

@@ -137,10 +137,12 @@ func contextAdd(args []string, c contextEntry, makeCurrent bool, stdout, stderr 
 		fmt.Fprintln(stderr, "levers9 context add:", err)
 		return exitUsage
 	}
-	if err := checkServerURL(c.Server); err != nil {
+	server, err := serverURL(c.Server)
+	if err != nil {
 		fmt.Fprintln(stderr, "levers9 context add:", err)
 		return exitUsage
 	}
+	c.Server = server
 	cfg, err := loadConfig(true, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "levers9 context add:", err)

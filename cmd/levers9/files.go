@@ -18,6 +18,7 @@ import (
 
 	"github.com/levers9/levers9/internal/wire"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 // A remote path is BUCKET:KEY (BUCKET: alone for the whole bucket); a local
@@ -99,22 +100,22 @@ func (c clientFlags) list(ctx context.Context, bucket, prefix string) ([]wire.Fi
 // newLsCommand lists a bucket: levers9 ls BUCKET[:PREFIX].
 func newLsCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:               "ls BUCKET[:PREFIX]",
+		Use:               "ls [--json] BUCKET[:PREFIX]",
 		Short:             "list a bucket's files",
 		ValidArgsFunction: cobra.NoFileCompletions,
 	}
 	cmd.RunE = a.connected(func(cmd *cobra.Command, c clientFlags, args []string) int {
 		if len(args) != 1 {
-			fmt.Fprintln(a.stderr, "usage: levers9 ls BUCKET[:PREFIX]")
+			fmt.Fprintln(a.stderr, "usage: levers9 ls [--json] BUCKET[:PREFIX]")
 			return exitUsage
 		}
-		return listFiles(cmd.Context(), c, args[0], a.stdout, a.stderr)
+		return listFiles(cmd.Context(), c, args[0], a.json, a.stdout, a.stderr)
 	})
-	return client(cmd, false)
+	return client(cmd, true)
 }
 
 // listFiles prints the objects of BUCKET[:PREFIX].
-func listFiles(ctx context.Context, c clientFlags, arg string, stdout, stderr io.Writer) int {
+func listFiles(ctx context.Context, c clientFlags, arg string, asJSON bool, stdout, stderr io.Writer) int {
 	bucket, prefix, ok := remote(arg)
 	if !ok {
 		bucket, prefix = arg, ""
@@ -123,6 +124,12 @@ func listFiles(ctx context.Context, c clientFlags, arg string, stdout, stderr io
 	if err != nil {
 		fmt.Fprintln(stderr, "levers9 ls:", err)
 		return exitError
+	}
+	if asJSON {
+		if objs == nil {
+			objs = []wire.FileObject{}
+		}
+		return printJSON(stdout, stderr, objs)
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	for _, o := range objs {
@@ -185,46 +192,76 @@ func removeFiles(ctx context.Context, c clientFlags, bucket, key string, recursi
 }
 
 // newCpCommand copies between the local disk and buckets:
-// levers9 cp [-r] SRC DST, where one side is BUCKET:KEY.
+// levers9 cp [-r] SRC DST, where one side is BUCKET:KEY and the other a
+// local path, or - for standard input (SRC) or output (DST).
 func newCpCommand(a *app) *cobra.Command {
-	var recursive bool
+	cp := copier{stdin: a.stdin, stdout: a.stdout, stderr: a.stderr}
+	var forceProgress bool
 	cmd := &cobra.Command{
-		Use:   "cp [-r] SRC DST",
-		Short: "copy between the local disk and BUCKET:KEY",
+		Use:   "cp [-r] [--progress] SRC DST",
+		Short: "copy between the local disk (or - for stdin/stdout) and BUCKET:KEY",
 	}
-	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "copy directories and prefixes recursively")
+	cmd.Flags().BoolVarP(&cp.recursive, "recursive", "r", false, "copy directories and prefixes recursively")
+	cmd.Flags().BoolVar(&forceProgress, "progress", false, "show progress on stderr even when it is not a terminal (it is shown on a terminal anyway)")
 	cmd.RunE = a.connected(func(cmd *cobra.Command, c clientFlags, args []string) int {
 		if len(args) != 2 {
-			fmt.Fprintln(a.stderr, "usage: levers9 cp [-r] SRC DST   (one of them BUCKET:KEY)")
+			fmt.Fprintln(a.stderr, "usage: levers9 cp [-r] [--progress] SRC DST   (one of them BUCKET:KEY; - is stdin or stdout)")
 			return exitUsage
 		}
-		return copyFiles(cmd.Context(), c, args[0], args[1], recursive, a.stdout, a.stderr)
+		cp.c = c
+		cp.progress = forceProgress || isTerminal(a.stderr)
+		return cp.copy(cmd.Context(), args[0], args[1])
 	})
 	return client(cmd, false)
 }
 
-// copyFiles copies src to dst, one of them BUCKET:KEY.
-func copyFiles(ctx context.Context, c clientFlags, src, dst string, recursive bool, stdout, stderr io.Writer) int {
+// copier copies files between the local disk (or the standard streams)
+// and buckets.
+type copier struct {
+	c              clientFlags
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	recursive      bool
+	progress       bool // progress lines on stderr
+}
+
+// stdio is the local path meaning standard input or output.
+const stdio = "-"
+
+// copy copies src to dst, one of them BUCKET:KEY, and returns the exit code.
+func (cp copier) copy(ctx context.Context, src, dst string) int {
 	sb, sk, srcRemote := remote(src)
 	db, dk, dstRemote := remote(dst)
 	var err error
 	switch {
+	case !srcRemote && dstRemote && src == stdio:
+		if cp.recursive || dk == "" || strings.HasSuffix(dk, "/") {
+			fmt.Fprintln(cp.stderr, "levers9 cp: standard input is one file: name it, as in cp - BUCKET:KEY (no -r)")
+			return exitUsage
+		}
+		err = cp.uploadStream(ctx, cp.stdin, "standard input", db, dk, -1)
 	case !srcRemote && dstRemote:
-		err = c.upload(ctx, src, db, dk, recursive, stdout, stderr)
+		err = cp.upload(ctx, src, db, dk)
+	case srcRemote && !dstRemote && dst == stdio:
+		if cp.recursive || sk == "" || strings.HasSuffix(sk, "/") {
+			fmt.Fprintln(cp.stderr, "levers9 cp: standard output takes one file: name it, as in cp BUCKET:KEY - (no -r)")
+			return exitUsage
+		}
+		err = cp.downloadTo(ctx, sb, sk, cp.stdout)
 	case srcRemote && !dstRemote:
-		err = c.download(ctx, sb, sk, dst, recursive, stdout, stderr)
+		err = cp.download(ctx, sb, sk, dst)
 	default:
-		fmt.Fprintln(stderr, "levers9 cp: copy between the local disk and a bucket: exactly one side is BUCKET:KEY")
+		fmt.Fprintln(cp.stderr, "levers9 cp: copy between the local disk and a bucket: exactly one side is BUCKET:KEY")
 		return exitUsage
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "levers9 cp:", err)
+		fmt.Fprintln(cp.stderr, "levers9 cp:", err)
 		return exitError
 	}
 	return exitOK
 }
 
-func (c clientFlags) upload(ctx context.Context, src, bucket, key string, recursive bool, stdout, stderr io.Writer) error {
+func (cp copier) upload(ctx context.Context, src, bucket, key string) error {
 	info, err := os.Stat(src)
 	if err != nil {
 		return err
@@ -233,9 +270,9 @@ func (c clientFlags) upload(ctx context.Context, src, bucket, key string, recurs
 		if key == "" || strings.HasSuffix(key, "/") {
 			key += filepath.Base(src)
 		}
-		return c.uploadFile(ctx, src, bucket, key, info.Size(), stdout, stderr)
+		return cp.uploadFile(ctx, src, bucket, key, info.Size())
 	}
-	if !recursive {
+	if !cp.recursive {
 		return fmt.Errorf("%s is a directory: use -r", src)
 	}
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
@@ -250,43 +287,50 @@ func (c clientFlags) upload(ctx context.Context, src, bucket, key string, recurs
 		if err != nil {
 			return err
 		}
-		return c.uploadFile(ctx, p, bucket, path.Join(key, filepath.ToSlash(rel)), fi.Size(), stdout, stderr)
+		return cp.uploadFile(ctx, p, bucket, path.Join(key, filepath.ToSlash(rel)), fi.Size())
 	})
 }
 
-func (c clientFlags) uploadFile(ctx context.Context, src, bucket, key string, size int64, stdout, stderr io.Writer) error {
+func (cp copier) uploadFile(ctx context.Context, src, bucket, key string, size int64) error {
 	f, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	resp, err := c.do(ctx, http.MethodPut, c.filesURL(bucket, key), progress(stderr, f, size, key), size)
+	return cp.uploadStream(ctx, f, src, bucket, key, size)
+}
+
+// uploadStream uploads r, of size bytes (-1: unknown, sent chunked), as
+// bucket:key; name is what the summary line calls the source.
+func (cp copier) uploadStream(ctx context.Context, r io.Reader, name, bucket, key string, size int64) error {
+	counted := &countingReader{r: cp.withProgress(r, size, key)}
+	resp, err := cp.c.do(ctx, http.MethodPut, cp.c.filesURL(bucket, key), counted, size)
 	if err != nil {
-		return fmt.Errorf("%s → %s:%s: %w", src, bucket, key, err)
+		return fmt.Errorf("%s → %s:%s: %w", name, bucket, key, err)
 	}
 	resp.Body.Close()
-	fmt.Fprintf(stdout, "%s → %s:%s (%d bytes)\n", src, bucket, key, size)
+	fmt.Fprintf(cp.stdout, "%s → %s:%s (%d bytes)\n", name, bucket, key, counted.n)
 	return nil
 }
 
-func (c clientFlags) download(ctx context.Context, bucket, key, dst string, recursive bool, stdout, stderr io.Writer) error {
-	if !recursive {
+func (cp copier) download(ctx context.Context, bucket, key, dst string) error {
+	if !cp.recursive {
 		if fi, err := os.Stat(dst); err == nil && fi.IsDir() {
 			dst = filepath.Join(dst, path.Base(key))
 		}
-		return c.downloadFile(ctx, bucket, key, dst, stdout, stderr)
+		return cp.downloadFile(ctx, bucket, key, dst)
 	}
 	prefix := strings.TrimSuffix(key, "/")
 	if prefix != "" {
 		prefix += "/"
 	}
-	objs, err := c.list(ctx, bucket, prefix)
+	objs, err := cp.c.list(ctx, bucket, prefix)
 	if err != nil {
 		return err
 	}
 	for _, o := range objs {
 		rel := strings.TrimPrefix(o.Key, prefix)
-		if err := c.downloadFile(ctx, bucket, o.Key, filepath.Join(dst, filepath.FromSlash(rel)), stdout, stderr); err != nil {
+		if err := cp.downloadFile(ctx, bucket, o.Key, filepath.Join(dst, filepath.FromSlash(rel))); err != nil {
 			return err
 		}
 	}
@@ -295,12 +339,7 @@ func (c clientFlags) download(ctx context.Context, bucket, key, dst string, recu
 
 // downloadFile writes to a temporary file and renames it, so a broken
 // download never leaves a truncated file under the final name.
-func (c clientFlags) downloadFile(ctx context.Context, bucket, key, dst string, stdout, stderr io.Writer) error {
-	resp, err := c.do(ctx, http.MethodGet, c.filesURL(bucket, key), nil, 0)
-	if err != nil {
-		return fmt.Errorf("%s:%s: %w", bucket, key, err)
-	}
-	defer resp.Body.Close()
+func (cp copier) downloadFile(ctx context.Context, bucket, key, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
@@ -308,12 +347,11 @@ func (c clientFlags) downloadFile(ctx context.Context, bucket, key, dst string, 
 	if err != nil {
 		return err
 	}
-	n, err := io.Copy(tmp, progress(stderr, resp.Body, resp.ContentLength, key))
+	quiet := cp
+	quiet.stdout = io.Discard
+	n, err := quiet.fetch(ctx, bucket, key, tmp)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil && resp.ContentLength >= 0 && n != resp.ContentLength {
-		err = fmt.Errorf("download ended after %d of %d bytes", n, resp.ContentLength)
 	}
 	if err == nil {
 		err = os.Rename(tmp.Name(), dst)
@@ -322,22 +360,62 @@ func (c clientFlags) downloadFile(ctx context.Context, bucket, key, dst string, 
 		os.Remove(tmp.Name())
 		return fmt.Errorf("%s:%s → %s: %w", bucket, key, dst, err)
 	}
-	fmt.Fprintf(stdout, "%s:%s → %s (%d bytes)\n", bucket, key, dst, n)
+	fmt.Fprintf(cp.stdout, "%s:%s → %s (%d bytes)\n", bucket, key, dst, n)
 	return nil
 }
 
-// progress shows a progress line on stderr when it is a terminal.
-func progress(stderr io.Writer, r io.Reader, size int64, name string) io.Reader {
-	f, ok := stderr.(*os.File)
-	if !ok || size <= 0 {
-		return r
+// downloadTo writes bucket:key to w (standard output) and nothing else:
+// the summary line would mix with the data.
+func (cp copier) downloadTo(ctx context.Context, bucket, key string, w io.Writer) error {
+	if _, err := cp.fetch(ctx, bucket, key, w); err != nil {
+		return fmt.Errorf("%s:%s → standard output: %w", bucket, key, err)
 	}
-	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
-		return r
-	}
-	return &progressReader{r: r, w: f, size: size, name: name}
+	return nil
 }
 
+// fetch copies bucket:key into w; a download shorter than announced is an
+// error.
+func (cp copier) fetch(ctx context.Context, bucket, key string, w io.Writer) (int64, error) {
+	resp, err := cp.c.do(ctx, http.MethodGet, cp.c.filesURL(bucket, key), nil, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(w, cp.withProgress(resp.Body, resp.ContentLength, key))
+	if err == nil && resp.ContentLength >= 0 && n != resp.ContentLength {
+		err = fmt.Errorf("download ended after %d of %d bytes", n, resp.ContentLength)
+	}
+	return n, err
+}
+
+// withProgress shows progress lines of r on stderr when cp.progress is on.
+func (cp copier) withProgress(r io.Reader, size int64, name string) io.Reader {
+	if !cp.progress {
+		return r
+	}
+	return &progressReader{r: r, w: cp.stderr, size: size, name: name}
+}
+
+// isTerminal is whether w is a terminal: progress goes there unasked.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// countingReader counts what was read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	return n, err
+}
+
+// progressReader writes a progress line (\r-rewritten) at most every
+// 100 ms, and a last one with a newline at the end; size < 0 is unknown.
 type progressReader struct {
 	r          io.Reader
 	w          io.Writer
@@ -351,7 +429,11 @@ func (p *progressReader) Read(b []byte) (int, error) {
 	p.done += int64(n)
 	if now := time.Now(); now.Sub(p.last) > 100*time.Millisecond || err != nil {
 		p.last = now
-		fmt.Fprintf(p.w, "\r%s %3d%% (%d/%d bytes)", p.name, p.done*100/p.size, p.done, p.size)
+		if p.size > 0 {
+			fmt.Fprintf(p.w, "\r%s %3d%% (%d/%d bytes)", p.name, p.done*100/p.size, p.done, p.size)
+		} else {
+			fmt.Fprintf(p.w, "\r%s %d bytes", p.name, p.done)
+		}
 		if err != nil {
 			fmt.Fprintln(p.w)
 		}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -51,34 +53,53 @@ type jobRow struct {
 const jobFields = `id name status statusReason createdAt startedAt finishedAt queue { name } project { name } owner { email }
   estimatePerMinute services { name status statusReason command cpu memoryMib gpus gpuType exitCode node { name } }`
 
-// newJobsCommand lists jobs, newest first: levers9 jobs [--status S] [-n N] [--json].
+// newJobsCommand lists jobs, newest first:
+// levers9 jobs [--status S] [-n N] [-o wide] [--watch] [--json].
 func newJobsCommand(a *app) *cobra.Command {
-	var status string
-	var limit int
+	var f jobsFlags
 	cmd := &cobra.Command{
-		Use:               "jobs [--status STATUS] [-n N] [--json]",
+		Use:               "jobs [--status STATUS] [-n N] [-o wide] [--watch] [--json]",
 		Short:             "your environment's jobs, newest first",
 		ValidArgsFunction: cobra.NoFileCompletions,
 	}
-	cmd.Flags().StringVar(&status, "status", "", "only jobs with this status (PENDING, RUNNING, COMPLETE, ERROR, CANCELLED)")
-	cmd.Flags().IntVarP(&limit, "limit", "n", 50, "how many jobs, newest first (0: all)")
+	cmd.Flags().StringVar(&f.status, "status", "", "only jobs with this status (PENDING, RUNNING, COMPLETE, ERROR, CANCELLED)")
+	cmd.Flags().IntVarP(&f.limit, "limit", "n", 50, "how many jobs, newest first (0: all)")
+	cmd.Flags().StringVarP(&f.output, "output", "o", "", "wide: also the owner, the nodes and the GPUs")
+	cmd.Flags().BoolVarP(&f.watch, "watch", "w", false, "redraw the table as it changes, until Ctrl-C (which exits 0)")
 	cmd.RunE = a.connected(func(cmd *cobra.Command, c clientFlags, args []string) int {
-		if len(args) != 0 || limit < 0 {
-			fmt.Fprintln(a.stderr, "usage: levers9 jobs [--status STATUS] [-n N] [--json]")
+		if len(args) != 0 || f.limit < 0 || (f.output != "" && f.output != "wide") || (f.watch && a.json) {
+			fmt.Fprintln(a.stderr, "usage: levers9 jobs [--status STATUS] [-n N] [-o wide] [--watch] [--json]  (-o takes only wide; --watch prints no JSON)")
 			return exitUsage
 		}
-		return listJobs(cmd.Context(), c, status, limit, a.json, a.stdout, a.stderr)
+		where := map[string]any{}
+		if f.status != "" {
+			where["status"] = strings.ToUpper(f.status)
+		}
+		list := func(ctx context.Context) ([]jobRow, error) { return fetchJobs(ctx, c, where, f.limit, true) }
+		draw := func(w io.Writer, jobs []jobRow) error { return printJobs(w, jobs, f.output == "wide") }
+		if f.watch {
+			return watchTable(cmd.Context(), "levers9 jobs", list, draw, isTerminal(a.stdout), a.stdout, a.stderr)
+		}
+		return listTable(cmd.Context(), "levers9 jobs", list, draw, a.json, a.stdout, a.stderr)
 	})
 	return client(cmd, true)
 }
 
-// listJobs prints up to limit jobs (0: all) with status ("": any).
-func listJobs(ctx context.Context, c clientFlags, status string, limit int, asJSON bool, stdout, stderr io.Writer) int {
-	where := map[string]any{}
-	if status != "" {
-		where["status"] = strings.ToUpper(status)
+// jobsFlags are the flags of levers9 jobs.
+type jobsFlags struct {
+	status, output string
+	limit          int
+	watch          bool
+}
+
+// fetchJobs reads up to limit jobs (0: all) matching where, newest first
+// (oldest first with newest false).
+func fetchJobs(ctx context.Context, c clientFlags, where map[string]any, limit int, newest bool) ([]jobRow, error) {
+	direction := "DESC"
+	if !newest {
+		direction = "ASC"
 	}
-	var jobs []jobRow
+	jobs := []jobRow{}
 	var after any
 	for limit == 0 || len(jobs) < limit {
 		page := 500
@@ -95,12 +116,11 @@ func listJobs(ctx context.Context, c clientFlags, status string, limit int, asJS
 			}
 		}
 		err := c.query(ctx, `query($n: Int!, $a: Cursor, $w: JobWhereInput) {
-  jobs(first: $n, after: $a, where: $w, orderBy: {field: CREATED_AT, direction: DESC}) {
+  jobs(first: $n, after: $a, where: $w, orderBy: {field: CREATED_AT, direction: `+direction+`}) {
     edges { node { `+jobFields+` } } pageInfo { hasNextPage endCursor } } }`,
 			map[string]any{"n": page, "a": after, "w": where}, &out)
 		if err != nil {
-			fmt.Fprintln(stderr, "levers9 jobs:", err)
-			return exitError
+			return nil, err
 		}
 		for _, e := range out.Jobs.Edges {
 			jobs = append(jobs, e.Node)
@@ -110,22 +130,60 @@ func listJobs(ctx context.Context, c clientFlags, status string, limit int, asJS
 		}
 		after = out.Jobs.PageInfo.EndCursor
 	}
-	if asJSON {
-		if jobs == nil {
-			jobs = []jobRow{}
-		}
-		return printJSON(stdout, stderr, jobs)
+	return jobs, nil
+}
+
+// printJobs prints the jobs table; wide adds who, where and what.
+func printJobs(out io.Writer, jobs []jobRow, wide bool) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	if wide {
+		fmt.Fprintln(w, "ID\tNAME\tSTATUS\tQUEUE\tOWNER\tNODE\tGPUS\tCREATED\tREASON")
+	} else {
+		fmt.Fprintln(w, "ID\tNAME\tSTATUS\tQUEUE\tCREATED\tREASON")
 	}
-	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tNAME\tSTATUS\tQUEUE\tCREATED\tREASON")
 	for _, j := range jobs {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, orDash(j.Name), j.Status, j.Queue.Name,
-			j.CreatedAt.Local().Format(time.DateTime), orDash(j.StatusReason))
+		created := j.CreatedAt.Local().Format(time.DateTime)
+		if wide {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, orDash(j.Name), j.Status, j.Queue.Name,
+				orDash(j.Owner.Email), orDash(j.nodes()), orDash(j.gpus()), created, orDash(j.StatusReason))
+			continue
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, orDash(j.Name), j.Status, j.Queue.Name, created, orDash(j.StatusReason))
 	}
-	if err := w.Flush(); err != nil {
-		return exitError
+	return w.Flush()
+}
+
+// nodes are the distinct nodes the job's services are placed on.
+func (j jobRow) nodes() string {
+	var names []string
+	for _, s := range j.Services {
+		if s.Node != nil && !slices.Contains(names, s.Node.Name) {
+			names = append(names, s.Node.Name)
+		}
 	}
-	return exitOK
+	return strings.Join(names, ",")
+}
+
+// gpus is the job's GPUs per type, "2 H100" or "1 A10,4 H100"; "" for none.
+func (j jobRow) gpus() string {
+	count := map[string]int{}
+	var types []string
+	for _, s := range j.Services {
+		if s.Gpus == 0 {
+			continue
+		}
+		t := first(s.GpuType, "any")
+		if _, ok := count[t]; !ok {
+			types = append(types, t)
+		}
+		count[t] += s.Gpus
+	}
+	sort.Strings(types)
+	var out []string
+	for _, t := range types {
+		out = append(out, fmt.Sprintf("%d %s", count[t], t))
+	}
+	return strings.Join(out, ",")
 }
 
 // newJobCommand is levers9 job show JOB [--json].

@@ -62,11 +62,12 @@ func login(ctx context.Context, f loginFlags, stdin io.Reader, stdout, stderr io
 		}
 		f.server = first(s, def)
 	}
-	f.server = strings.TrimRight(f.server, "/")
-	if err := checkServerURL(f.server); err != nil {
+	server, err := serverURL(f.server)
+	if err != nil {
 		fmt.Fprintln(stderr, "levers9 login:", err)
 		return exitUsage
 	}
+	f.server = server
 	if f.name == "" {
 		u, _ := url.Parse(f.server)
 		f.name = u.Host

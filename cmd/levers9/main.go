@@ -53,8 +53,11 @@ Client commands (connection: -c CONTEXT, --server, --token; see below):
                            put dead task-queue items back in their queue
   levers9 submit [flags] -- CMD [ARGS...]
                            levers9 run -d: submit, print the job ID
-  levers9 jobs [--status S] [-n N]
-                           your environment's jobs, newest first
+  levers9 jobs [--status S] [-n N] [-o wide] [--watch]
+                           your environment's jobs, newest first (-o wide: owner,
+                           nodes, GPUs; --watch redraws as they change)
+  levers9 queue [-q QUEUE] [-o wide] [--watch]
+                           pending jobs, oldest first, and why each waits (REASON)
   levers9 job show JOB     a job and its services
   levers9 logs [-f] [--from SEQ] [--json] JOB
                            print a job's output; -f follows it until the job ends
@@ -65,9 +68,13 @@ Client commands (connection: -c CONTEXT, --server, --token; see below):
                            join a service's terminal (Ctrl-P Ctrl-Q detaches)
   levers9 port-forward JOB [LOCAL_PORT:]SERVICE:PORT [LOCAL_PORT]
                            forward a local port to a service's port
-  levers9 ls BUCKET[:PREFIX]
+  levers9 buckets [list|create|delete]
+                           buckets (create NAME [--storage S] [--project P])
+  levers9 ls [--json] BUCKET[:PREFIX]
                            list a bucket's files
-  levers9 cp [-r] SRC DST  copy between the local disk and BUCKET:KEY
+  levers9 cp [-r] [--progress] SRC DST
+                           copy between the local disk and BUCKET:KEY; - is
+                           stdin (cp - B:K) or stdout (cp B:K -)
   levers9 rm [-r] BUCKET:KEY
                            delete files
   levers9 tokens [-n N]    your token balance, your projects' and recent charges
@@ -77,20 +84,24 @@ Client commands (connection: -c CONTEXT, --server, --token; see below):
                            invites for machines to join as nodes
   levers9 queues           queues, their limits and prices
   levers9 nodes            nodes, their resources and state
+  levers9 top [--watch]    nodes: GPUs booked and free, CPUs, memory, running jobs
   levers9 node drain|undrain NAME
                            stop (or resume) placing new jobs on a node
   levers9 version          print the version, the commit and the Go version
   levers9 completion bash|zsh|fish|powershell
                            print a shell completion script (see levers9 completion -h)
 
-jobs, job show, logs, tokens, token, invite, queues, nodes, context list,
-task show, app list and secret list take --json for scripts. Run "levers9 COMMAND -h" for a command's flags.
+jobs, queue, job show, logs, ls, buckets, tokens, token, invite, queues,
+nodes, top, context list, task show, app list and secret list take --json
+for scripts. Run "levers9 COMMAND -h" for a command's flags.
 
 Connection: the --server and --token flags, else LEVERS9_SERVER and
 LEVERS9_TOKEN, else the context named by -c, else the current context of
 ~/.levers9/config (LEVERS9_CONFIG names another file; mode 0600).
 -c/--context, --server, --token and --json go before or after the command:
-levers9 -c prod jobs is levers9 jobs -c prod.
+levers9 -c prod jobs is levers9 jobs -c prod. A server URL without a
+scheme is https:// (levers9.example.com), or http:// for localhost,
+127.0.0.1 and [::1] (localhost:8080).
 
 Durations (--timeout, --expires) are Go durations (90s, 45m, 2h30m) or
 days (30d, 1d12h).
@@ -101,7 +112,8 @@ reached); 2 bad usage (unknown command or flag, missing arguments, -c
 naming no context). levers9 run exits with the job's exit code when a
 service failed with one, else 1 when the job failed or was cancelled;
 levers9 exec and attach (and run -it) exit with the command's or the
-service's exit code.
+service's exit code; run exits 130 when Ctrl-C stops it following the job
+(the job keeps running: levers9 logs -f JOB follows it again).
 `
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -112,6 +124,9 @@ const (
 	exitOK    = 0
 	exitError = 1
 	exitUsage = 2
+	// exitInterrupted is a command stopped by Ctrl-C (or SIGTERM) before
+	// it was done, as a shell reports a program killed by SIGINT (128+2).
+	exitInterrupted = 130
 )
 
 func main() {

@@ -188,12 +188,16 @@ func runJob(ctx context.Context, c clientFlags, name string, f runFlags, command
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			fmt.Fprintf(stderr, "levers9 run: stopped following; job %s keeps running\n", job)
-		} else {
-			fmt.Fprintln(stderr, "levers9 run:", err)
+			return exitInterrupted
 		}
+		fmt.Fprintln(stderr, "levers9 run:", err)
 		return exitError
 	}
 	st, err := c.waitEnded(ctx, job)
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stderr, "levers9 run: stopped waiting; job %s keeps running\n", job)
+		return exitInterrupted
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "levers9 run:", err)
 		return exitError
