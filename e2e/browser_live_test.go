@@ -167,7 +167,7 @@ func TestBrowserScreenshots(t *testing.T) {
 	shot := func(name string) {
 		t.Helper()
 		time.Sleep(300 * time.Millisecond) // the live stream's first patch
-		png := run(tb, "capturing "+name, chromedp.FullScreenshot(90))
+		png := run(tb, "capturing "+name, chromedp.FullScreenshot(100)) // 100: PNG, not JPEG
 		if err := os.WriteFile(filepath.Join(out, name+".png"), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -180,6 +180,8 @@ func TestBrowserScreenshots(t *testing.T) {
 	tb.waitText("#jobs", "ERROR")
 	shot("jobs")
 	tb.open("/submit")
+	tb.setValue("#name", "finetune-llama")
+	tb.setValue("#svc0-command", "python finetune.py --epochs 3")
 	tb.waitText("#estimate", "tokens/minute")
 	shot("submit")
 	for _, p := range []struct{ path, name string }{{"/tokens", "tokens"}, {"/nodes", "nodes"}, {"/no/such/page", "not-found"}} {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/a-h/templ"
+
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/service"
@@ -29,6 +31,8 @@ type detailPage struct {
 	Follow string
 	// Live is the URL of the stream keeping the page's statuses current.
 	Live string
+	// Timeline is the job's phases drawn (helper D's JobTimeline).
+	Timeline templ.Component
 	// Execs are the commands run in its services, newest first.
 	Execs []execRow
 }
@@ -54,13 +58,13 @@ func (h *handlers) detail(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	c := h.rt.Deps.DB.Ent
 	j, err := c.Job.Query().Where(job.ID(r.PathValue("id"))).
-		WithQueue().WithProject().WithServices(func(q *ent.ServiceQuery) { q.WithNode() }).
+		WithQueue().WithProject().WithOwner().WithServices(func(q *ent.ServiceQuery) { q.WithNode() }).
 		Only(ctx)
 	if err != nil {
 		return err
 	}
 	p := detailPage{Job: describeJob(j, j.Edges.Services, time.Now()), CanCancel: jobs.MayCancel(viewer.FromContext(ctx), j),
-		Live: "/jobs/" + j.ID + "/live"}
+		Live: "/jobs/" + j.ID + "/live", Timeline: JobTimeline(j, time.Now())}
 	if p.Execs, err = execHistory(ctx, c, j.ID); err != nil {
 		return err
 	}
