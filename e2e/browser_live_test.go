@@ -179,9 +179,16 @@ func TestBrowserScreenshots(t *testing.T) {
 	tb.waitText("#jobs", "eval-baseline")
 	tb.waitText("#jobs", "ERROR")
 	shot("jobs")
+	group := firstID(t, s.URL, c.Token, `{ groups(where: {name: "everyone"}) { edges { node { id } } } }`, "groups")
+	gql(t, s.URL, c.Token, `mutation($g: ID!) { createQueue(input: {name: "gpu", maxGpusPerJob: 8, gpuPrices: [{type: "H100", perMinute: 2.5}, {type: "A100", perMinute: 1.6}], cpuPrice: 0.01, memoryPrice: 0.001, startFee: 1, groupIDs: [$g]}) { id } }`,
+		map[string]any{"g": group}, new(map[string]any))
 	tb.open("/submit")
 	tb.setValue("#name", "finetune-llama")
+	tb.setValue("#queue", "gpu")
 	tb.setValue("#svc0-command", "python finetune.py --epochs 3")
+	h100 := `#svc0-gpuTypes input[value="H100"]`
+	tb.do("ticking H100", chromedp.WaitVisible(h100), chromedp.Click(h100))
+	tb.setValue("#svc0-gpus", "2")
 	tb.waitText("#estimate", "tokens/minute")
 	shot("submit")
 	for _, p := range []struct{ path, name string }{{"/tokens", "tokens"}, {"/nodes", "nodes"}, {"/no/such/page", "not-found"}} {
