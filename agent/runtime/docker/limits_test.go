@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,10 +45,10 @@ echo done; exec sleep 60`),
 	c := res.Container
 	hc := c.HostConfig
 	if hc.Privileged || hc.NetworkMode != container.NetworkMode(soloNetwork(r.cfg.NodeID)) ||
-		hc.PidMode != "" || hc.IpcMode == "host" || hc.UTSMode != "" || len(hc.CapAdd) != 0 ||
+		hc.PidMode != "" || hc.IpcMode == "host" || hc.UTSMode != "" || len(hc.CapAdd) != 0 || !slices.Equal(hc.CapDrop, []string{"CAP_NET_RAW"}) ||
 		!slices.Equal(hc.SecurityOpt, []string{"no-new-privileges"}) || hc.Init == nil || !*hc.Init || len(hc.Binds) != 0 {
-		t.Errorf("host config: privileged=%v network=%s pid=%q ipc=%q uts=%q capAdd=%v securityOpt=%v init=%v binds=%v",
-			hc.Privileged, hc.NetworkMode, hc.PidMode, hc.IpcMode, hc.UTSMode, hc.CapAdd, hc.SecurityOpt, deref2(hc.Init), hc.Binds)
+		t.Errorf("host config: privileged=%v network=%s pid=%q ipc=%q uts=%q capAdd=%v capDrop=%v securityOpt=%v init=%v binds=%v",
+			hc.Privileged, hc.NetworkMode, hc.PidMode, hc.IpcMode, hc.UTSMode, hc.CapAdd, hc.CapDrop, hc.SecurityOpt, deref2(hc.Init), hc.Binds)
 	}
 	if hc.NanoCPUs != 5e8 || hc.Memory != 64<<20 || hc.MemorySwap != 64<<20 || hc.PidsLimit == nil || *hc.PidsLimit != 123 || len(hc.DeviceRequests) != 0 {
 		t.Errorf("resources: nanoCPUs=%d memory=%d swap=%d pids=%v devices=%v", hc.NanoCPUs, hc.Memory, hc.MemorySwap, hc.PidsLimit, hc.DeviceRequests)
@@ -78,9 +79,11 @@ echo done; exec sleep 60`),
 	if len(lines) < 7 || !slices.Equal(lines[:4], want) {
 		t.Fatalf("cgroup limits seen inside: %q, want %q first", lines, want)
 	}
-	// Docker's default set (0xa80425fb), not all capabilities (0x1ffffffffff).
-	if !strings.HasPrefix(lines[4], "CapEff:") || strings.HasSuffix(lines[4], "ffffffffff") {
-		t.Errorf("capabilities %q", lines[4])
+	// Docker's default set (0xa80425fb) without CAP_NET_RAW (bit 13), not
+	// all capabilities (0x1ffffffffff).
+	capEff, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(lines[4], "CapEff:")), 16, 64)
+	if err != nil || capEff&(1<<13) != 0 || capEff&0x1ffffffffff == 0x1ffffffffff || capEff == 0 {
+		t.Errorf("capabilities %q: want Docker's default set without NET_RAW (%v)", lines[4], err)
 	}
 	if lines[5] != "NoNewPrivs:\t1" {
 		t.Errorf("NoNewPrivs line %q", lines[5])

@@ -168,7 +168,12 @@ func createOptions(cfg Config, spec runtime.JobSpec, i int, ports []runtime.Port
 	host := &container.HostConfig{
 		NetworkMode: container.NetworkMode(jobNetwork(cfg.NodeID, spec)),
 		SecurityOpt: []string{"no-new-privileges"},
-		Init:        new(true), // docker-init reaps zombies and passes signals on
+		// Raw sockets would let a job forge frames on the node's shared
+		// network of one-service jobs (ARP replies claiming a neighbour's
+		// address); traffic between its containers is off, but only at
+		// the IP layer. ping still works: Docker opens ICMP sockets.
+		CapDrop: []string{"CAP_NET_RAW"},
+		Init:    new(true), // docker-init reaps zombies and passes signals on
 		// Read back by the runtime (and after an agent restart); bounded.
 		LogConfig: container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "100m", "max-file": "3"}},
 		Resources: container.Resources{
