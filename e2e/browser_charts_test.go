@@ -25,6 +25,7 @@ func TestBrowserCharts(t *testing.T) {
 		n := nodeByName(t, s.URL, c.Token, "local")
 		return n != nil && n.Status == "ONLINE"
 	})
+	var jobIDs []string
 	for i := range 2 {
 		var sub struct{ SubmitJob struct{ ID string } }
 		gql(t, s.URL, c.Token, fmt.Sprintf(`mutation { submitJob(spec: {name: "charted-%d", queue: "default", services: [{name: "main", command: ["true"], cpu: 0.1, memoryMiB: 64}]}) { id } }`, i), nil, &sub)
@@ -32,6 +33,7 @@ func TestBrowserCharts(t *testing.T) {
 			st := jobByID(t, s.URL, c.Token, sub.SubmitJob.ID).Status
 			return st != "PENDING" && st != "RUNNING"
 		})
+		jobIDs = append(jobIDs, sub.SubmitJob.ID)
 	}
 
 	tb := newTab(t, s.URL)
@@ -57,6 +59,16 @@ func TestBrowserCharts(t *testing.T) {
 	tb.waitText("#spent-by-queue .legend", "default")
 	if w := run(tb, "measuring the chart", chromedp.Evaluate[float64](`document.querySelector("#spent-by-user svg").getBoundingClientRect().width`)); w < 100 {
 		t.Errorf("the chart is %.0f px wide: not drawn", w)
+	}
+
+	// The job page draws the ended job's timeline: queued, then running,
+	// then its end, for its one service.
+	tb.open("/jobs/" + jobIDs[0])
+	tb.waitText("#job-timeline figcaption", "Timeline of charted-0")
+	phases := run(tb, "reading the timeline", chromedp.Evaluate[[]string](
+		`Array.from(document.querySelectorAll('#job-timeline g.row[data-label="main"] rect.span')).map(r => r.dataset.phase)`))
+	if len(phases) < 3 || phases[0] != "queued" || phases[len(phases)-2] != "running" || phases[len(phases)-1] != "ended" {
+		t.Errorf("the timeline's phases %q, want queued … running, ended", phases)
 	}
 
 	tb.open("/admin/queues")
