@@ -79,10 +79,14 @@ func (s *Service) capacityChanged(ctx context.Context, id string) {
 }
 
 // wakeQueues signals the queues node id serves, so their schedulers see its
-// capacity come or go.
+// capacity come or go, and the node itself (the dashboard's live nodes
+// page, a node without queues included).
 func wakeQueues(ctx context.Context, c *ent.Client, bus *notify.Bus, log *slog.Logger, id string) {
 	if bus == nil {
 		return
+	}
+	if err := bus.Publish(ctx, notify.TopicNode, id); err != nil {
+		log.Warn("signalling node", "node", id, "err", err)
 	}
 	ids, err := c.Queue.Query().Where(queue.HasNodesWith(node.ID(id))).IDs(viewer.SystemContext(ctx))
 	if err != nil {

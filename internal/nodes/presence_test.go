@@ -53,6 +53,9 @@ func TestPresence(t *testing.T) {
 		defaultQueue := w.db.Ent.Queue.Query().Where(queue.Name(tenancy.DefaultQueue)).OnlyIDX(w.sys)
 		woken, unsubscribe := w.bus.Subscribe(notify.TopicQueue, defaultQueue)
 		defer unsubscribe()
+		// The node's own signal (the dashboard's live nodes page).
+		nodeWoken, unsubscribeNode := w.bus.Subscribe(notify.TopicNode, id)
+		defer unsubscribeNode()
 		// signalled waits for the queue's signal (PostgreSQL delivers it
 		// through LISTEN, a moment later), or reports none within a while.
 		signalled := func() bool {
@@ -79,6 +82,11 @@ func TestPresence(t *testing.T) {
 		}
 		if !signalled() {
 			t.Error("connecting did not signal the node's queue")
+		}
+		select {
+		case <-nodeWoken:
+		case <-time.After(2 * time.Second):
+			t.Error("connecting did not signal the node")
 		}
 		if got := takeAsked(); len(got) != 1 || got[0] != id {
 			t.Errorf("connecting asked to schedule %v; want [%s]", got, id)

@@ -10,7 +10,6 @@ import (
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
 	"github.com/levers9/levers9/internal/fault"
-	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/viewer"
 )
 
@@ -127,11 +126,8 @@ func (s *Service) disconnect(ctx context.Context, id string) {
 	if s.Bus == nil {
 		return
 	}
-	ctx = context.WithoutCancel(ctx)
-	if err := s.Bus.Publish(ctx, notify.TopicNode, id); err != nil {
-		s.log().Warn("signalling the node's tunnel", "node", id, "err", err)
-	}
-	wakeQueues(ctx, s.Ent, s.Bus, s.log(), id)
+	// wakeQueues signals the node too.
+	wakeQueues(context.WithoutCancel(ctx), s.Ent, s.Bus, s.log(), id)
 }
 
 func requireAdmin(ctx context.Context, what string) error {
