@@ -160,8 +160,8 @@ func TestBrowserEstimateFollowsGPUCount(t *testing.T) {
 		tb.setValue("#svc0-gpus", "9")
 		tb.waitText("#estimate-problems", "Services: the job asks for 9 GPUs")
 		// A field's problem shows next to it, in words, not at a path.
-		tb.setValue("#svc0-cpu", "lots")
-		tb.waitText("#service-0 .live-errors", "must be a number of CPUs")
+		tb.setValue("#svc0-name", "Main Service")
+		tb.waitText("#service-0 .live-errors", "not a valid service name")
 		if txt := tb.text("main"); strings.Contains(txt, "services[0]") {
 			t.Errorf("the form shows a field path: %q", txt)
 		}
