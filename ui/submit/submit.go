@@ -157,7 +157,7 @@ func (h *handlers) submit(w http.ResponseWriter, r *http.Request) error {
 		}
 		return h.again(w, r, f, errs, http.StatusBadRequest)
 	}
-	h.rt.Flash(r, "Job "+j.ID+" submitted.")
+	h.rt.Flash(r, "Job "+j.Name+" submitted.") // named at submission when the form left it empty
 	return app.SeeOther(w, r, "/jobs/"+j.ID)
 }
 
