@@ -1,13 +1,12 @@
 """Jobs: their state, their end, their output."""
 
 import http.client
-import json
 import socket
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
 
-from . import errors
+from . import errors, sse
 from .args import checked
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -21,10 +20,6 @@ ENDED = ("COMPLETE", "ERROR", "CANCELLED")
 _LOGS_QUERY = "query($j: ID!, $f: Int!, $n: Int!) { jobLogs(jobId: $j, fromSeq: $f, first: $n) { seq service stream time text } }"
 # Batches: a chatty job costs one event per batch of lines, not per line.
 _LOGS_SUB = "subscription($j: ID!, $f: Int!) { jobLogBatches(jobId: $j, fromSeq: $f) { seq service stream time text } }"
-# A batch is about 1 MiB of text at most; JSON escapes can make it a few
-# times longer on the wire.
-_MAX_EVENT_LINE = 16 << 20
-
 # The server sends a keep-alive every 15 s; a stream silent for longer than
 # this is dead, and is resumed.
 STREAM_IDLE_TIMEOUT = 45.0
@@ -149,7 +144,7 @@ class Job:
                 # the job's state tells them apart.
                 if self.refresh().ended:
                     return
-            except (errors.NetworkError, OSError, ValueError, http.client.HTTPException, socket.timeout, _Dropped) as e:
+            except (errors.NetworkError, OSError, ValueError, http.client.HTTPException, socket.timeout, sse.Dropped) as e:
                 # Resume after the last line yielded, unless the server
                 # has been unreachable for too long.
                 failures = 0 if progressed else failures + 1
@@ -175,39 +170,10 @@ class Job:
 
     def _stream_logs(self, from_seq: int) -> Iterator[LogLine]:
         """One jobLogBatches subscription over SSE; ends when the server completes it."""
-        body = json.dumps({"query": _LOGS_SUB, "variables": {"j": self.id, "f": from_seq}}).encode("utf-8")
-        resp = self._client._http.request(
-            "POST", "/graphql", body, {"Content-Type": "application/json", "Accept": "text/event-stream"},
-            idempotent=True, timeout=STREAM_IDLE_TIMEOUT)
-        with resp:
-            if not resp.headers.get("Content-Type", "").startswith("text/event-stream"):
-                doc = json.loads(resp.read(1 << 20).decode("utf-8") or "{}")
-                if doc.get("errors"):
-                    raise errors.from_graphql(doc["errors"][0])
-                raise errors.Error("the server answered without an event stream")
-            event = ""
-            while True:
-                raw = resp.readline(_MAX_EVENT_LINE)
-                if not raw:
-                    raise _Dropped()
-                text = raw.decode("utf-8").rstrip("\r\n")
-                if text.startswith("event:"):
-                    event = text[6:].strip()
-                    if event == "complete":
-                        return
-                elif text.startswith("data:") and event == "next":
-                    try:
-                        doc = json.loads(text[5:])
-                    except ValueError:
-                        raise _Dropped() from None  # a line cut short
-                    if doc.get("errors"):
-                        raise errors.from_graphql(doc["errors"][0])
-                    for line in (doc.get("data") or {}).get("jobLogBatches") or ():
-                        yield _line(line)
+        for data in sse.subscribe(self._client._http, _LOGS_SUB, {"j": self.id, "f": from_seq}, STREAM_IDLE_TIMEOUT):
+            for line in data.get("jobLogBatches") or ():
+                yield _line(line)
 
-
-class _Dropped(Exception):
-    """The event stream ended without completing."""
 
 
 def _line(raw: Dict[str, Any]) -> LogLine:
