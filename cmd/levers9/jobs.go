@@ -33,21 +33,24 @@ type jobRow struct {
 	Owner struct {
 		Email string `json:"email"`
 	} `json:"owner"`
-	EstimatePerMinute json.Number `json:"estimatePerMinute"`
-	Services          []struct {
-		Name         string   `json:"name"`
-		Status       string   `json:"status"`
-		StatusReason string   `json:"statusReason"`
-		Command      []string `json:"command"`
-		CPU          float64  `json:"cpu"`
-		MemoryMib    int      `json:"memoryMib"`
-		Gpus         int      `json:"gpus"`
-		GpuType      string   `json:"gpuType"`
-		ExitCode     *int     `json:"exitCode"`
-		Node         *struct {
-			Name string `json:"name"`
-		} `json:"node"`
-	} `json:"services"`
+	EstimatePerMinute json.Number  `json:"estimatePerMinute"`
+	Services          []serviceRow `json:"services"`
+}
+
+// serviceRow is one service of a jobRow.
+type serviceRow struct {
+	Name         string   `json:"name"`
+	Status       string   `json:"status"`
+	StatusReason string   `json:"statusReason"`
+	Command      []string `json:"command"`
+	CPU          float64  `json:"cpu"`
+	MemoryMib    int      `json:"memoryMib"`
+	Gpus         int      `json:"gpus"`
+	GpuType      string   `json:"gpuType"`
+	ExitCode     *int     `json:"exitCode"`
+	Node         *struct {
+		Name string `json:"name"`
+	} `json:"node"`
 }
 
 const jobFields = `id name status statusReason createdAt startedAt finishedAt queue { name } project { name } owner { email }

@@ -92,20 +92,7 @@ func testJob(id, name, status, reason string, created time.Time, gpus ...int) jo
 	j.Queue.Name = "gpu"
 	j.Owner.Email = "ada@example.com"
 	for i, n := range gpus {
-		var s = struct {
-			Name         string   `json:"name"`
-			Status       string   `json:"status"`
-			StatusReason string   `json:"statusReason"`
-			Command      []string `json:"command"`
-			CPU          float64  `json:"cpu"`
-			MemoryMib    int      `json:"memoryMib"`
-			Gpus         int      `json:"gpus"`
-			GpuType      string   `json:"gpuType"`
-			ExitCode     *int     `json:"exitCode"`
-			Node         *struct {
-				Name string `json:"name"`
-			} `json:"node"`
-		}{Name: fmt.Sprint("s", i), Gpus: n, GpuType: "H100", CPU: 2, MemoryMib: 1024}
+		s := serviceRow{Name: fmt.Sprint("s", i), Gpus: n, GpuType: "H100", CPU: 2, MemoryMib: 1024}
 		s.Node = &struct {
 			Name string `json:"name"`
 		}{"gpu-1"}
