@@ -44,10 +44,10 @@ func TestBrowserMemberForbidden(t *testing.T) {
 			title string
 		}{
 			{"/superadmin", http.StatusForbidden, "Forbidden"},
-			{"/jobs/" + sub.SubmitJob.ID, http.StatusNotFound, "Not found"},
-			{"/jobs/" + sub.SubmitJob.ID + "?service=main", http.StatusNotFound, "Not found"},
-			{"/buckets/secret-data", http.StatusNotFound, "Not found"},
-			{"/buckets/secret-data/download?key=x", http.StatusNotFound, "Not found"},
+			{"/jobs/" + sub.SubmitJob.ID, http.StatusNotFound, "Page not found"},
+			{"/jobs/" + sub.SubmitJob.ID + "?service=main", http.StatusNotFound, "Page not found"},
+			{"/buckets/secret-data", http.StatusNotFound, "Page not found"},
+			{"/buckets/secret-data/download?key=x", http.StatusNotFound, "Page not found"},
 			{"/tokens?job=" + sub.SubmitJob.ID, http.StatusOK, "Tokens"},
 		} {
 			if got := tb.open(tc.path); got != tc.want {
