@@ -11,6 +11,7 @@ import (
 	"github.com/levers9/levers9/ent/task"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/viewer"
 )
@@ -33,7 +34,7 @@ func (s *Service) CancelTask(ctx context.Context, id string) (*ent.Task, error) 
 	running, ctrID := t.State == task.StateRUNNING, t.ContainerID
 	n, err := s.DB.Ent.Task.Update().Where(task.ID(id), task.StateIn(task.StatePENDING, task.StateRUNNING)).
 		SetState(task.StateCANCELLED).SetFinishedAt(s.now()).
-		SetErrorKind(KindCancelled).SetErrorMessage("cancelled by " + viewer.FromContext(ctx).UserID).
+		SetErrorKind(KindCancelled).SetErrorMessage("cancelled by " + jobs.ActorName(ctx, s.DB.Ent, viewer.FromContext(ctx))).
 		Save(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cancelling task %s: %w", id, err)
@@ -64,7 +65,7 @@ func (s *Service) CancelMap(ctx context.Context, id string) (*ent.FunctionMap, e
 	err = s.DB.InTx(ctx, func(tx *database.Tx) error {
 		n, err := tx.Ent.Task.Update().Where(task.MapID(id), task.StateIn(task.StatePENDING, task.StateRUNNING)).
 			SetState(task.StateCANCELLED).SetFinishedAt(s.now()).
-			SetErrorKind(KindCancelled).SetErrorMessage("map cancelled by " + viewer.FromContext(ctx).UserID).
+			SetErrorKind(KindCancelled).SetErrorMessage("map cancelled by " + jobs.ActorName(ctx, tx.Ent, viewer.FromContext(ctx))).
 			Save(ctx)
 		if err != nil || n == 0 {
 			return err

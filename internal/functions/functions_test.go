@@ -417,6 +417,10 @@ func TestCancelAndStop(t *testing.T) {
 		if x1.State != task.StateCANCELLED || x2.State != task.StatePENDING || x2.Attempt != 0 {
 			t.Fatalf("after cancel: %s, other %s attempt %d", x1.State, x2.State, x2.Attempt)
 		}
+		// Who cancelled, by the email people know, not a user ID.
+		if want := "cancelled by " + w.tn.Admin.Email; x1.ErrorMessage != want {
+			t.Errorf("the cancelled call says %q, want %q", x1.ErrorMessage, want)
+		}
 		j, _ := w.tn.DB.Ent.Job.Get(fixture.Sys(), ctr.JobID)
 		if j.Status != job.StatusCancelled {
 			t.Fatalf("the cancelled call's container job is %s", j.Status)

@@ -8,11 +8,11 @@ import (
 	"github.com/levers9/levers9/internal/viewer"
 )
 
-// actorName is who v is in messages people read ("cancelled by
+// ActorName is who v is in messages people read ("cancelled by
 // ada@example.com"): the user's email, which every member of the tenant
 // may see, not an ID nobody recognises. A viewer without a user (the
 // system) is "levers9"; an email that cannot be read falls back to the ID.
-func actorName(ctx context.Context, c *ent.Client, v *viewer.Viewer) string {
+func ActorName(ctx context.Context, c *ent.Client, v *viewer.Viewer) string {
 	if v == nil || v.UserID == "" {
 		return "levers9"
 	}
