@@ -51,3 +51,7 @@ func Bytes(n int64) string {
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
+
+// StatusClass is the class of a status chip (status status-RUNNING): the
+// page's chip and the live patches that change it agree through it.
+func StatusClass(s string) string { return "status status-" + s }

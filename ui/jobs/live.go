@@ -15,6 +15,8 @@ import (
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/ui/app/live"
+
+	"github.com/levers9/levers9/ui/components"
 )
 
 // liveListURL is the stream keeping the rows ids of the jobs table current;
@@ -165,7 +167,7 @@ func (h *handlers) rowPatches(ctx context.Context, ids []string, ended map[strin
 		ps = append(ps, jobPatches(p, rw.Job)...)
 		ps = append(ps, live.Text(p+"-tokens", rw.Tokens))
 		for _, sv := range rw.Job.Services {
-			ps = append(ps, live.TextClass(p+"-svc-"+sv.Name, sv.Status, statusClass(sv.Status)))
+			ps = append(ps, live.TextClass(p+"-svc-"+sv.Name, sv.Status, components.StatusClass(sv.Status)))
 		}
 	}
 	return ps, nil
@@ -177,7 +179,7 @@ func jobPatches(prefix string, jv jobView) []live.Patch {
 	took := live.Text(prefix+"-took", jv.Took)
 	took.Attr = map[string]string{"data-since": jv.Since}
 	return []live.Patch{
-		live.TextClass(prefix+"-status", jv.Status, statusClass(jv.Status)),
+		live.TextClass(prefix+"-status", jv.Status, components.StatusClass(jv.Status)),
 		live.Text(prefix+"-reason", orDash(jv.StatusReason)),
 		live.Text(prefix+"-started", jv.Started),
 		took,
@@ -185,7 +187,6 @@ func jobPatches(prefix string, jv jobView) []live.Patch {
 }
 
 // statusClass is the class of components.Status's chip.
-func statusClass(s string) string { return "status status-" + s }
 
 // detailLive streams the changes of a job's page: its status, reason and
 // times, its services' statuses and, for the open service, its node, exit
@@ -211,14 +212,14 @@ func (h *handlers) detailLive(w http.ResponseWriter, r *http.Request) error {
 		jv := describeJob(j, j.Edges.Services, time.Now())
 		ps := jobPatches("job", jv)
 		for _, sv := range jv.Services {
-			ps = append(ps, live.TextClass("svc-"+sv.Name+"-status", sv.Status, statusClass(sv.Status)))
+			ps = append(ps, live.TextClass("svc-"+sv.Name+"-status", sv.Status, components.StatusClass(sv.Status)))
 		}
 		for _, sv := range j.Edges.Services {
 			if sv.Name != name {
 				continue
 			}
 			pn := describeService(sv)
-			ps = append(ps, live.TextClass("service-chip", pn.Status, statusClass(pn.Status)),
+			ps = append(ps, live.TextClass("service-chip", pn.Status, components.StatusClass(pn.Status)),
 				live.Text("service-node", pn.Node), live.Text("service-exit", pn.ExitCode), live.Text("service-reason", pn.Reason))
 		}
 		if jv.Ended {

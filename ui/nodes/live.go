@@ -9,6 +9,8 @@ import (
 
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/ui/app/live"
+
+	"github.com/levers9/levers9/ui/components"
 )
 
 // live streams the changes of the nodes table (ui/app/live): status,
@@ -59,7 +61,7 @@ func patches(rows []nodeRow) []live.Patch {
 	for _, n := range rows {
 		p := "node-" + n.ID
 		out = append(out,
-			live.TextClass(p+"-status", n.Status, statusClass(n.Status)),
+			live.TextClass(p+"-status", n.Status, components.StatusClass(n.Status)),
 			live.Text(p+"-cpus", n.CPUs), live.Text(p+"-memory", n.Memory),
 			live.Text(p+"-heartbeat", n.Heartbeat), live.Text(p+"-agent", n.Agent))
 		for i, g := range n.GPUs {
@@ -85,4 +87,3 @@ func signature(rows []nodeRow) string {
 
 // statusClass is the class of components.Status's chip (the jobs page
 // has the same for its live chips).
-func statusClass(s string) string { return "status status-" + s }
