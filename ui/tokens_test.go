@@ -78,6 +78,10 @@ func TestDashboardTokens(t *testing.T) {
 		if !strings.Contains(body, "<td>DEBIT</td>") || !strings.Contains(body, `<td class="num">−3.000</td>`) {
 			t.Error("the job's start fee is not shown as a debit of −3.000")
 		}
+		// The job by its name, in the table and in the totals by job.
+		if !strings.Contains(body, `<a href="/jobs/`+j.ID+`">billed</a>`) || strings.Count(body, ">billed<") < 2 {
+			t.Errorf("the job is not named %q in the charges and the totals", "billed")
+		}
 		_, body = a.get("/tokens")
 		if strings.Contains(body, "other tenant grant") {
 			t.Error("the admin sees another tenant's charge")

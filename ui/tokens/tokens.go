@@ -15,6 +15,7 @@ import (
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/charge"
+	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/project"
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/user"
@@ -108,6 +109,7 @@ type chargeRow struct {
 	When, Kind, Direction, Tokens string
 	PaidBy, User                  string
 	JobID                         string // empty when the charge has no job
+	JobName                       string // the job's name, else its ID
 	Period, Reason                string
 }
 
@@ -168,25 +170,46 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	for _, e := range conn.Edges {
-		p.Charges = append(p.Charges, describe(e.Node, names))
-	}
 	p.Pager.Prev, p.Pager.Next = app.PageLinks("/tokens", r.URL.Query(), conn.PageInfo)
 	p.Pager.Summary = strconv.Itoa(conn.TotalCount) + " charges"
 
-	for _, g := range []struct {
+	groupings := []struct {
 		title string
 		by    ledger.Grouping
-	}{{"By kind", ledger.ByKind}, {"By project", ledger.ByProject}, {"By user", ledger.ByUser}, {"By job", ledger.ByJob}} {
+	}{{"By kind", ledger.ByKind}, {"By project", ledger.ByProject}, {"By user", ledger.ByUser}, {"By job", ledger.ByJob}}
+	grouped := make([][]*ledger.Total, len(groupings))
+	var jobIDs []string
+	for i, g := range groupings {
 		ts, err := ledger.Totals(ctx, base.Clone(), g.by)
 		if err != nil {
 			return err
 		}
-		t := totals{Title: g.title}
-		for i, x := range ts {
-			if i == 10 {
-				break // the largest ten; filter to see the rest
+		grouped[i] = ts[:min(len(ts), 10)] // the largest ten; filter to see the rest
+		if g.by == ledger.ByJob {
+			for _, x := range grouped[i] {
+				jobIDs = append(jobIDs, x.Key)
 			}
+		}
+	}
+	for _, e := range conn.Edges {
+		jobIDs = append(jobIDs, e.Node.JobID)
+	}
+	// Jobs by name, not ID: one query for the page's and the totals' jobs.
+	js, err := c.Job.Query().Where(job.IDIn(jobIDs...)).Select(job.FieldID, job.FieldName).All(ctx)
+	if err != nil {
+		return err
+	}
+	for _, j := range js {
+		if j.Name != "" {
+			names[j.ID] = j.Name
+		}
+	}
+	for _, e := range conn.Edges {
+		p.Charges = append(p.Charges, describe(e.Node, names))
+	}
+	for i, g := range groupings {
+		t := totals{Title: g.title}
+		for _, x := range grouped[i] {
 			t.Rows = append(t.Rows, total{Key: nameOf(names, x.Key), Tokens: ledger.EntryOf(x.Tokens).String(), Count: strconv.Itoa(x.Count)})
 		}
 		p.Totals = append(p.Totals, t)
@@ -235,7 +258,7 @@ func describe(ch *ent.Charge, names map[string]string) chargeRow {
 	e := ledger.EntryOf(ch.Tokens)
 	row := chargeRow{
 		When: components.When(&ch.CreatedAt), Kind: string(ch.Kind), Direction: string(e.Direction), Tokens: e.String(),
-		PaidBy: nameOf(names, ch.UserID), User: nameOf(names, ch.UserID), JobID: ch.JobID, Reason: ch.Reason,
+		PaidBy: nameOf(names, ch.UserID), User: nameOf(names, ch.UserID), JobID: ch.JobID, JobName: nameOf(names, ch.JobID), Reason: ch.Reason,
 	}
 	if ch.ProjectID != "" && ch.PayerKind == charge.PayerKindProject {
 		row.PaidBy = "project " + nameOf(names, ch.ProjectID)
@@ -246,7 +269,7 @@ func describe(ch *ent.Charge, names map[string]string) chargeRow {
 	return row
 }
 
-// nameOf is the name of project or user id, or the ID when it is unknown.
+// nameOf is the name of project, user or job id, or the ID when it is unknown.
 func nameOf(names map[string]string, id string) string {
 	if n, ok := names[id]; ok {
 		return n

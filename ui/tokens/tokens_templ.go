@@ -321,9 +321,9 @@ func view(f layout.Frame, p page) templ.Component {
 							return templ_7745c5c3_Err
 						}
 						var templ_7745c5c3_Var16 string
-						templ_7745c5c3_Var16, templ_7745c5c3_Err = templ.JoinStringErrs(c.JobID)
+						templ_7745c5c3_Var16, templ_7745c5c3_Err = templ.JoinStringErrs(c.JobName)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `ui/tokens/tokens.templ`, Line: 87, Col: 65}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `ui/tokens/tokens.templ`, Line: 87, Col: 67}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var16))
 						if templ_7745c5c3_Err != nil {
