@@ -14,7 +14,7 @@ MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MINIO := $(shell $(GO) env GOPATH)/bin/minio
 export LEVERS9_MINIO := $(MINIO)
 
-.PHONY: all build run generate check test bench fuzz clean
+.PHONY: all build run generate check test bench fuzz screenshots clean
 
 all: build
 
@@ -69,6 +69,10 @@ test: check $(MINIO)
 ## bench: benchmarks; they print their numbers
 bench:
 	$(WITHDOCKER) $(WITHPG) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./graph/ ./internal/metering/ ./internal/scheduling/ ./internal/scheduler/ ./e2e/ ./ui/ ./agent/runtime/docker/ ./internal/relay/ ./internal/wire/ ./internal/deployapi/ ./internal/functions/ ./internal/metrics/dbstate/ ./internal/joblog/ ./agent/runtime/ | grep -v -E '^(goos|goarch|pkg|cpu):'
+
+## screenshots: regenerate docs/screenshots (the README's) with Chromium
+screenshots:
+	LEVERS9_SCREENSHOTS=1 $(GO) test ./e2e -run '^TestBrowserScreenshots$$' -count=1
 
 ## fuzz: a short run of every fuzz target
 fuzz:
