@@ -166,7 +166,7 @@ func TestBrowserScreenshots(t *testing.T) {
 	tb.signIn(c.AdminEmail, c.AdminPassword)
 	shot := func(name string) {
 		t.Helper()
-		time.Sleep(300 * time.Millisecond) // the live stream's first patch
+		time.Sleep(300 * time.Millisecond)                              // the live stream's first patch
 		png := run(tb, "capturing "+name, chromedp.FullScreenshot(100)) // 100: PNG, not JPEG
 		if err := os.WriteFile(filepath.Join(out, name+".png"), png, 0o644); err != nil {
 			t.Fatal(err)
