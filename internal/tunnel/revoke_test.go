@@ -1,13 +1,21 @@
 package tunnel_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/levers9/levers9/agent"
+	"github.com/levers9/levers9/agent/runtime"
+	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/notify"
+	"github.com/levers9/levers9/internal/wire"
 )
 
 // TestRevokeClosesStreamTunnel: a revoked credential closes the node's
@@ -49,6 +57,57 @@ func TestRevokeClosesStreamTunnel(t *testing.T) {
 		res.Body.Close()
 		if res.StatusCode != http.StatusUnauthorized {
 			t.Errorf("a stream tunnel with the revoked credential: %d; want 401", res.StatusCode)
+		}
+	})
+}
+
+// TestRevokeDisconnectsTheAgent: a revoked credential ends a connected
+// agent's tunnel at once (the signal, not the periodic re-read), the agent
+// stops with its credential refused, and its invite cannot bring it back
+// (it is used).
+func TestRevokeDisconnectsTheAgent(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		w := newWorld(t, url)
+		code, _ := w.invite(t, nil)
+		dir := t.TempDir()
+		inv := wire.Inventory{CPUs: 2, MemoryMiB: 1024}
+		st, err := agent.Join(context.Background(), agent.JoinConfig{Server: w.http.URL, Invite: code, Name: "gpu-1", StateDir: dir, Inventory: inv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt, err := runtime.NewProcess(runtime.ProcessConfig{Root: filepath.Join(dir, "jobs"), StopGrace: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- agent.Run(ctx, agent.Config{StateDir: dir, Inventory: inv, Runtime: rt, Log: w.log}) }()
+		w.waitFor(t, "node online", func() bool {
+			n, err := w.db.Ent.Node.Get(w.sys, st.NodeID)
+			return err == nil && n.Status == node.StatusOnline
+		})
+
+		ns := &nodes.Service{DB: w.db, Ent: w.db.Ent, Bus: w.bus, Log: w.log, Now: time.Now}
+		if _, err := ns.RevokeCredential(w.admin, st.NodeID); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			if !errors.Is(err, agent.ErrCredentialRefused) {
+				t.Fatalf("the agent ended with %v; want its credential refused", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("the agent was not disconnected")
+		}
+		_, err = agent.Join(context.Background(), agent.JoinConfig{Server: w.http.URL, Invite: code, StateDir: t.TempDir(), Inventory: inv})
+		if err == nil || !strings.Contains(err.Error(), "used already") {
+			t.Errorf("joining again with the used invite: %v; want it refused as used", err)
+		}
+		if n := w.db.Ent.Node.GetX(w.sys, st.NodeID); n.Status != node.StatusOffline {
+			t.Errorf("the revoked node is %s; want offline", n.Status)
 		}
 	})
 }
