@@ -51,15 +51,30 @@ type heldStream struct {
 // stream ends; it is also released when ctx ends. A viewer without a token
 // (the system) is not held.
 func (s *Service) Hold(ctx context.Context) (context.Context, context.CancelFunc) {
+	held, cancel, _ := s.HoldAtMost(ctx, 0)
+	return held, cancel
+}
+
+// HoldAtMost is Hold refusing (RATE_LIMITED) a stream beyond max open
+// ones of the same token in this process (0: no bound): for streams each
+// of which costs the server work on every signal, so that one token
+// cannot multiply that work by opening them by the thousand.
+func (s *Service) HoldAtMost(ctx context.Context, max int) (context.Context, context.CancelFunc, error) {
 	v := viewer.FromContext(ctx)
 	if v == nil || v.System || v.TokenID == "" {
-		return context.WithCancel(ctx)
+		held, cancel := context.WithCancel(ctx)
+		return held, cancel, nil
 	}
 	held, cancel := context.WithCancelCause(ctx)
 	st := &heldStream{tenantID: v.TenantID, envID: v.EnvironmentID, cancel: cancel}
-	s.add(v.TokenID, st)
+	if !s.add(v.TokenID, st, max) {
+		cancel(context.Canceled)
+		return nil, nil, fault.New(fault.RateLimited, "at most %d such streams at once per sign-in: close some", max)
+	}
 	context.AfterFunc(held, func() { s.remove(v.TokenID, st) })
-	return held, func() { cancel(context.Canceled) }
+	// Given back at once (AfterFunc's goroutine may come later): a
+	// bounded token's next stream must find the place free.
+	return held, func() { cancel(context.Canceled); s.remove(v.TokenID, st) }, nil
 }
 
 // TokensEnded tells every replica that the tokens ids were revoked or
@@ -78,13 +93,18 @@ func (s *Service) TokensEnded(ctx context.Context, ids ...string) {
 	}
 }
 
-func (s *Service) add(id string, st *heldStream) {
+// add registers st under token id, unless the token holds max streams
+// already (max > 0).
+func (s *Service) add(id string, st *heldStream, max int) bool {
 	s.streams.mu.Lock()
 	defer s.streams.mu.Unlock()
 	if s.streams.tokens == nil {
 		s.streams.tokens = map[string]*heldToken{}
 	}
 	h := s.streams.tokens[id]
+	if h != nil && max > 0 && len(h.open) >= max {
+		return false
+	}
 	if h == nil {
 		h = &heldToken{open: map[*heldStream]struct{}{}, kick: make(chan struct{}, 1), quit: make(chan struct{})}
 		s.streams.tokens[id] = h
@@ -99,6 +119,7 @@ func (s *Service) add(id string, st *heldStream) {
 	// Check once now: the token may have ended between the request's
 	// authentication and this registration, a signal this stream missed.
 	kickHeld(h)
+	return true
 }
 
 func (s *Service) remove(id string, st *heldStream) {
@@ -107,6 +128,9 @@ func (s *Service) remove(id string, st *heldStream) {
 	h := s.streams.tokens[id]
 	if h == nil {
 		return
+	}
+	if _, ok := h.open[st]; !ok {
+		return // removed already (cancel, then its AfterFunc)
 	}
 	delete(h.open, st)
 	if len(h.open) == 0 {
