@@ -68,7 +68,7 @@ func newBucketsCommand(a *app) *cobra.Command {
 			return exitUsage
 		}
 		return eachID(args, a.stdout, a.stderr, "levers9 buckets delete", func(name string) (string, error) {
-			id, err := c.bucketID(cmd.Context(), name)
+			id, err := c.idByName(cmd.Context(), "buckets", "bucket", name)
 			if err != nil {
 				return "", err
 			}
@@ -151,7 +151,7 @@ func createBucket(ctx context.Context, c clientFlags, name, storageName, project
 	}
 	input := map[string]any{"name": name, "storageID": storageID}
 	if project != "" {
-		id, err := c.projectID(ctx, project)
+		id, err := c.idByName(ctx, "projects", "project", project)
 		if err != nil {
 			return fail(err)
 		}
@@ -170,36 +170,19 @@ func createBucket(ctx context.Context, c clientFlags, name, storageName, project
 	return exitOK
 }
 
-// bucketID is the ID of the bucket called name, as the viewer sees it.
-func (c clientFlags) bucketID(ctx context.Context, name string) (string, error) {
-	var out struct {
-		Buckets struct {
-			Edges []struct{ Node struct{ ID string } }
-		}
+// idByName is the ID of the object called name in the connection
+// (buckets, projects, nodes), as the viewer sees it; what names the
+// object in the NOT_FOUND message ("bucket").
+func (c clientFlags) idByName(ctx context.Context, connection, what, name string) (string, error) {
+	var out map[string]struct {
+		Edges []struct{ Node struct{ ID string } }
 	}
-	if err := c.query(ctx, `query($n: String!) { buckets(first: 1, where: {name: $n}) { edges { node { id } } } }`,
-		map[string]any{"n": name}, &out); err != nil {
+	q := `query($n: String!) { ` + connection + `(first: 1, where: {name: $n}) { edges { node { id } } } }`
+	if err := c.query(ctx, q, map[string]any{"n": name}, &out); err != nil {
 		return "", err
 	}
-	if len(out.Buckets.Edges) == 0 {
-		return "", fmt.Errorf("NOT_FOUND: no bucket %q", name)
+	if edges := out[connection].Edges; len(edges) > 0 {
+		return edges[0].Node.ID, nil
 	}
-	return out.Buckets.Edges[0].Node.ID, nil
-}
-
-// projectID is the ID of the project called name.
-func (c clientFlags) projectID(ctx context.Context, name string) (string, error) {
-	var out struct {
-		Projects struct {
-			Edges []struct{ Node struct{ ID string } }
-		}
-	}
-	if err := c.query(ctx, `query($n: String!) { projects(first: 1, where: {name: $n}) { edges { node { id } } } }`,
-		map[string]any{"n": name}, &out); err != nil {
-		return "", err
-	}
-	if len(out.Projects.Edges) == 0 {
-		return "", fmt.Errorf("NOT_FOUND: no project %q", name)
-	}
-	return out.Projects.Edges[0].Node.ID, nil
+	return "", fmt.Errorf("NOT_FOUND: no %s %q", what, name)
 }

@@ -197,23 +197,14 @@ func drainNode(ctx context.Context, c clientFlags, name string, drain bool, stdo
 	if drain {
 		verb = "drain"
 	}
-	var found struct {
-		Nodes struct {
-			Edges []struct{ Node struct{ ID string } }
-		}
-	}
-	if err := c.query(ctx, `query($n: String!) { nodes(first: 1, where: {name: $n}) { edges { node { id } } } }`,
-		map[string]any{"n": name}, &found); err != nil {
+	id, err := c.idByName(ctx, "nodes", "node", name)
+	if err != nil {
 		fmt.Fprintf(stderr, "levers9 node %s: %v\n", verb, err)
-		return exitError
-	}
-	if len(found.Nodes.Edges) == 0 {
-		fmt.Fprintf(stderr, "levers9 node %s: NOT_FOUND: no node %q\n", verb, name)
 		return exitError
 	}
 	var out map[string]any
 	if err := c.query(ctx, `mutation($id: ID!, $d: Boolean!) { updateNode(id: $id, input: {drain: $d}) { id } }`,
-		map[string]any{"id": found.Nodes.Edges[0].Node.ID, "d": drain}, &out); err != nil {
+		map[string]any{"id": id, "d": drain}, &out); err != nil {
 		fmt.Fprintf(stderr, "levers9 node %s: %v\n", verb, err)
 		return exitError
 	}
