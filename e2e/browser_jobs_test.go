@@ -98,12 +98,12 @@ func TestBrowserSubmitAndFollowLogs(t *testing.T) {
 		)
 		tb.waitText("#panel-title", "main")
 
-		// The Tokens page lists the job's charges (metering may trail the
-		// job's end by a moment).
+		// The Tokens page lists the job's charges, the job by its name
+		// (metering may trail the job's end by a moment).
 		deadline := time.Now().Add(time.Minute)
 		for {
 			tb.open("/tokens?job=" + jobID)
-			if txt := tb.text("#charges"); strings.Contains(txt, jobID) && strings.Contains(txt, "START") {
+			if txt := tb.text("#charges"); strings.Contains(txt, "browser-job") && strings.Contains(txt, "START") {
 				break
 			}
 			if time.Now().After(deadline) {
