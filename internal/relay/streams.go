@@ -123,34 +123,22 @@ func (h *Handler) bridge(w http.ResponseWriter, r *http.Request, t Target, open 
 	// An open terminal or port-forward keeps the job in use even while
 	// no bytes flow (an idle shell, a database connection at rest).
 	go h.Relay.keepActive(ctx, t.Job.ID)
-	// The audit and the exec history are written beside the copy, not
-	// before it: the process already runs on the node, and its first
-	// output should not wait for two database writes. They outlive a
-	// stream that ends at once (WithoutCancel), and the end is recorded
-	// after the start.
-	recorded := make(chan func(*frameSniffer), 1)
-	go func() {
-		rctx := context.WithoutCancel(ctx)
-		if open.Kind != wire.StreamTCP {
-			if err := h.Relay.Jobs.TerminalOpened(rctx, t.Job, t.Service.Name, open.Kind, open.Command); err != nil {
-				h.logError("auditing a terminal", t, err)
-			}
+	if open.Kind != wire.StreamTCP {
+		if err := h.Relay.Jobs.TerminalOpened(ctx, t.Job, t.Service.Name, open.Kind, open.Command); err != nil && h.Relay.Log != nil {
+			h.Relay.Log.Error("auditing a terminal", "job", t.Job.ID, "err", err)
 		}
-		end := func(*frameSniffer) {}
-		if open.Kind == wire.StreamExec {
-			end = h.recordExec(rctx, t, open)
-		}
-		recorded <- end
-	}()
+	}
 	nc := websocket.NetConn(ctx, c, websocket.MessageBinary)
 	var out io.Writer = nc
-	sniff := &frameSniffer{}
+	ended := func() {}
 	if open.Kind == wire.StreamExec {
 		// The job's exec history: who ran what, and how it ended (the
 		// exit passing through, not the output).
+		sniff := &frameSniffer{}
 		out = sniffingWriter{w: nc, f: sniff}
+		end := h.recordExec(ctx, t, open)
+		ended = func() { end(sniff) }
 	}
-	ended := func() { (<-recorded)(sniff) }
 	touch := func() { h.Relay.Active.Touch(t.Job.ID) }
 	done := make(chan struct{})
 	go func() {
