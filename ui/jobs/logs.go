@@ -10,10 +10,8 @@ import (
 
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/joblog"
+	"github.com/levers9/levers9/ui/app/live"
 )
-
-// keepAlive is how often an idle stream sends a comment, so proxies keep it.
-const keepAlive = 15 * time.Second
 
 // logLine is one line as the stream sends it (JSON in an SSE data field).
 type logLine struct {
@@ -62,21 +60,15 @@ func (h *handlers) logs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-store")
-	hd.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	_ = rc.Flush()
-	tick := time.NewTicker(keepAlive)
+	rc, _ := live.Open(w)
+	tick := time.NewTicker(live.KeepAlive)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+			if err := live.KeepAliveComment(w, rc); err != nil {
 				return nil
 			}
 		case l, ok := <-lines:

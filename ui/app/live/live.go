@@ -133,15 +133,11 @@ type Push func(ctx context.Context, s *Sender) (done bool, err error)
 // of the new stream sends the whole state again. Wrap ctx with
 // auth.Service.Hold so the stream ends with the session.
 func Serve(ctx context.Context, w http.ResponseWriter, wake <-chan struct{}, push Push) error {
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-store")
-	hd.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	s := &Sender{w: w, rc: http.NewResponseController(w), sent: map[string]Patch{}}
-	if err := s.rc.Flush(); err != nil {
+	rc, err := Open(w)
+	if err != nil {
 		return nil // the browser went away
 	}
+	s := &Sender{w: w, rc: rc, sent: map[string]Patch{}}
 	tick := time.NewTicker(KeepAlive)
 	defer tick.Stop()
 	var last time.Time
@@ -171,10 +167,9 @@ func Serve(ctx context.Context, w http.ResponseWriter, wake <-chan struct{}, pus
 			case <-ctx.Done():
 				return nil
 			case <-tick.C:
-				if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				if err := KeepAliveComment(w, s.rc); err != nil {
 					return nil
 				}
-				_ = s.rc.Flush()
 			case <-wake:
 				break wait
 			}
@@ -203,4 +198,26 @@ func Merge(chs ...<-chan struct{}) (<-chan struct{}, func()) {
 		}()
 	}
 	return out, func() { close(done) }
+}
+
+// Open starts an event stream on w (the headers every dashboard stream
+// sends, proxies told not to buffer) and flushes it; an error means the
+// browser went away.
+func Open(w http.ResponseWriter) (*http.ResponseController, error) {
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	return rc, rc.Flush()
+}
+
+// KeepAliveComment writes the comment an idle stream sends every
+// KeepAlive, so proxies keep it open.
+func KeepAliveComment(w http.ResponseWriter, rc *http.ResponseController) error {
+	if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+		return err
+	}
+	return rc.Flush()
 }
