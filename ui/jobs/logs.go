@@ -10,6 +10,7 @@ import (
 
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/joblog"
+	"github.com/levers9/levers9/ui/app"
 	"github.com/levers9/levers9/ui/app/live"
 )
 
@@ -46,7 +47,11 @@ func (h *handlers) logs(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The stream ends when the session signs out or its token is revoked
 	// or expires: the session was checked once, when the stream started.
-	ctx, cancel := h.rt.Deps.Auth.Hold(r.Context())
+	// It counts against the session's live streams (app.MaxLiveStreams).
+	ctx, cancel, err := h.rt.Deps.Auth.HoldAtMost(r.Context(), app.MaxLiveStreams)
+	if err != nil {
+		return err
+	}
 	defer cancel()
 	// A follow that fails (a database error, a browser too slow to keep
 	// up) ends the response without "end": EventSource then reconnects
