@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"entgo.io/ent/dialect"
 	"errors"
 	"fmt"
@@ -190,6 +191,9 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		return err
 	}
 	jobService.Schedule = workers.InsertScheduleJob(rc.Inserter)
+	jobService.ScheduleQueue = func(ctx context.Context, tx *sql.Tx, queueID string) error {
+		return workers.InsertScheduleQueue(ctx, rc.Inserter, tx, queueID)
+	}
 	jobService.Freed = workers.InsertScheduleFreed(rc.Inserter)
 	scheduleNode := workers.InsertScheduleNode(rc.Inserter)
 	if err := rc.Runner.Start(ctx); err != nil {
