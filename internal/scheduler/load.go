@@ -2,19 +2,19 @@ package scheduler
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"time"
 
 	"entgo.io/ent/dialect"
-	"entgo.io/ent/dialect/sql"
+	entsql "entgo.io/ent/dialect/sql"
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/ent/predicate"
 	"github.com/levers9/levers9/ent/queue"
-	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/inventory"
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/nodes"
@@ -171,10 +171,10 @@ func fixedPorts(ps []jobspec.Port) []int {
 // in scheduling order after *after (nil: from the start), and moves *after
 // to its last job. st.jobs gets those not placed yet (placed ones wait for
 // their node to start them). more reports whether more jobs may follow.
-func (st *state) loadJobs(ctx context.Context, c *ent.Client, qu *ent.Queue, after **cursor, limit int) (more bool, err error) {
+func (st *state) loadJobs(ctx context.Context, c *ent.Client, tx *sql.Tx, dialectName string, qu *ent.Queue, after **cursor, limit int) (more bool, err error) {
 	q := c.Job.Query().
 		Where(job.QueueID(qu.ID), job.StatusEQ(job.StatusPending)).
-		Order(job.ByPriority(sql.OrderDesc()), job.ByCreatedAt(), job.ByID()).
+		Order(job.ByPriority(entsql.OrderDesc()), job.ByCreatedAt(), job.ByID()).
 		Limit(limit).
 		Select(job.FieldID, job.FieldPriority, job.FieldCreatedAt, job.FieldStatusReason, job.FieldKind)
 	if st.traced {
@@ -200,32 +200,24 @@ func (st *state) loadJobs(ctx context.Context, c *ent.Client, qu *ent.Queue, aft
 	}
 	// Services by job ID, not by a join: PostgreSQL's planner, with the
 	// stale statistics of a burst of submissions, nests loops over a join.
-	byJob := map[string][]scheduling.Service{}
+	svcs, err := loadServices(ctx, tx, dialectName, ids)
+	if err != nil {
+		return false, err
+	}
+	byJob := make(map[string][]scheduling.Service, len(pending))
 	placed := map[string]bool{} // placed already, waiting for its node to start it
-	for part := range slices.Chunk(ids, chunk) {
-		svcs, err := c.Service.Query().
-			Where(service.JobIDIn(part...)).
-			Select(service.FieldID, service.FieldJobID, service.FieldName, service.FieldCPU,
-				service.FieldMemoryMib, service.FieldGpus, service.FieldGpuTypes,
-				service.FieldImage, service.FieldPorts, service.FieldNodeID, service.FieldStatus).
-			All(ctx)
-		if err != nil {
-			return false, fmt.Errorf("loading pending services: %w", err)
+	for _, s := range svcs {
+		if s.placed {
+			placed[s.jobID] = true
+			continue
 		}
-		for _, s := range svcs {
-			if s.NodeID != "" || s.Status != service.StatusPending {
-				placed[s.JobID] = true
-				continue
-			}
-			byJob[s.JobID] = append(byJob[s.JobID], scheduling.Service{
-				Name: s.Name, CPU: s.CPU, MemoryMiB: s.MemoryMib, GPUs: s.Gpus, GPUTypes: s.GpuTypes,
-				Image: s.Image, Ports: fixedPorts(s.Ports),
-			})
-			if st.services[s.JobID] == nil {
-				st.services[s.JobID] = map[string]string{}
-			}
-			st.services[s.JobID][s.Name] = s.ID
+		byJob[s.jobID] = append(byJob[s.jobID], s.svc)
+		names := st.services[s.jobID]
+		if names == nil {
+			names = map[string]string{}
+			st.services[s.jobID] = names
 		}
+		names[s.svc.Name] = s.id
 	}
 	if err := markVenvs(ctx, c, pending, byJob); err != nil {
 		return false, err

@@ -30,7 +30,7 @@ const (
 )
 
 // schedule places the queue's pending jobs on st.nodes page by page.
-func (st *state) schedule(ctx context.Context, c *ent.Client, tx *sql.Tx, q *ent.Queue) ([]scheduling.Placement, map[string]scheduling.Reason, error) {
+func (st *state) schedule(ctx context.Context, c *ent.Client, tx *sql.Tx, dialectName string, q *ent.Queue) ([]scheduling.Placement, map[string]scheduling.Reason, error) {
 	var (
 		placed   []scheduling.Placement
 		waiting  = map[string]scheduling.Reason{}
@@ -41,7 +41,7 @@ func (st *state) schedule(ctx context.Context, c *ent.Client, tx *sql.Tx, q *ent
 		return nil, nil, err
 	}
 	for size := firstPage; ; size = min(size*4, maxPage) {
-		more, err := st.loadJobs(ctx, c, q, &after, size)
+		more, err := st.loadJobs(ctx, c, tx, dialectName, q, &after, size)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -59,6 +59,11 @@ func (st *state) schedule(ctx context.Context, c *ent.Client, tx *sql.Tx, q *ent
 		maps.Copy(waiting, w)
 		if !more {
 			return placed, waiting, nil
+		}
+		// Room for the smallest request of this page is room for the
+		// smallest of the queue (no larger): read on without asking.
+		if page, ok := st.smallestLoaded(); ok && st.room(page) {
+			continue
 		}
 		if smallest == nil {
 			if smallest, err = smallestRequest(ctx, tx, q.ID); err != nil {
@@ -102,6 +107,26 @@ func smallestRequest(ctx context.Context, tx *sql.Tx, queueID string) (*request,
 		return nil, fmt.Errorf("finding the smallest waiting request: %w", err)
 	}
 	return &request{CPU: cpu.Float64, MemoryMiB: mem.Int64}, nil
+}
+
+// smallestLoaded is the smallest CPU and the smallest memory a service of
+// st.jobs asks for: each is one of the requests smallestRequest takes the
+// minimum of, so it is no smaller. false when st.jobs has no service.
+func (st *state) smallestLoaded() (request, bool) {
+	var r request
+	found := false
+	for _, j := range st.jobs {
+		for _, s := range j.Services {
+			if !found || s.CPU < r.CPU {
+				r.CPU = s.CPU
+			}
+			if !found || s.MemoryMiB < r.MemoryMiB {
+				r.MemoryMiB = s.MemoryMiB
+			}
+			found = true
+		}
+	}
+	return r, found
 }
 
 // room reports whether some node has r free (CPU with a millicore of

@@ -63,7 +63,7 @@ func (s *Service) ScheduleQueue(ctx context.Context, queueID string) (placed int
 		if err := st.loadNodes(sys, tx.Ent, s.DB.Dialect, q.ID); err != nil {
 			return err
 		}
-		res, waiting, err := st.schedule(sys, tx.Ent, tx.SQL, q)
+		res, waiting, err := st.schedule(sys, tx.Ent, tx.SQL, s.DB.Dialect, q)
 		if err != nil {
 			return err
 		}
