@@ -27,8 +27,11 @@ const clockTicks = 100
 // no jobs, the built-in node connected. After it settles, the CPU time of
 // the server's process tree (utime+stime of /proc/PID/stat, its children
 // included) over a window of 20 s (BENCH_IDLE_SECONDS), as a percentage of
-// one core. The same-run baseline, measured over the same window: a tiny Go
-// program that only serves HTTP (the floor of an idle Go server). With
+// one core. The same-run baselines, measured over the same window: a tiny
+// Go program that only serves HTTP (the floor of an idle Go server), and
+// the server's River client alone on a database of its own of the same
+// kind (testdata/idleriver: River's own timers and maintenance, the floor
+// under every server built on it). With
 // BENCH_PPROF_ADDR set the server serves its profiler there:
 //
 //	BENCH_PPROF_ADDR=127.0.0.1:6061 go test ./e2e -run '^$' -bench Idle/sqlite &
@@ -43,6 +46,7 @@ func BenchmarkIdle(b *testing.B) {
 		window = time.Duration(n) * time.Second
 	}
 	idleHTTP := buildIdleHTTP(b)
+	idleRiver := buildIdleRiver(b)
 	for _, dialect := range dbtest.Dialects() {
 		b.Run(dialect, func(b *testing.B) {
 			var env []string
@@ -53,18 +57,20 @@ func BenchmarkIdle(b *testing.B) {
 			token := s.credentials().Token
 			waitLocalNode(b, s.URL, token)
 			base := startIdleHTTP(b, idleHTTP)
+			river := startIdleRiver(b, idleRiver, dbtest.URL(b, dialect))
 			time.Sleep(idleSettle)
 
-			server, baseline := s.cmd.Process.Pid, base.Process.Pid
-			s0, b0 := treeTicks(b, server), treeTicks(b, baseline)
+			server, baseline, riverPid := s.cmd.Process.Pid, base.Process.Pid, river.Process.Pid
+			s0, b0, r0 := treeTicks(b, server), treeTicks(b, baseline), treeTicks(b, riverPid)
 			start := time.Now()
 			time.Sleep(window)
-			s1, b1 := treeTicks(b, server), treeTicks(b, baseline)
+			s1, b1, r1 := treeTicks(b, server), treeTicks(b, baseline), treeTicks(b, riverPid)
 			elapsed := time.Since(start).Seconds()
 
 			b.ReportMetric(0, "ns/op")
 			b.ReportMetric(percentOfCore(s1-s0, elapsed), "%core-idle-server")
 			b.ReportMetric(percentOfCore(b1-b0, elapsed), "%core-baseline-idle-http")
+			b.ReportMetric(percentOfCore(r1-r0, elapsed), "%core-baseline-idle-river")
 			s.stop()
 		})
 	}
@@ -134,6 +140,39 @@ func startIdleHTTP(b *testing.B, path string) *exec.Cmd {
 		b.Fatal(err)
 	}
 	resp.Body.Close()
+	return cmd
+}
+
+// buildIdleRiver builds the River baseline (testdata/idleriver) and
+// returns its path.
+func buildIdleRiver(b *testing.B) string {
+	b.Helper()
+	out := filepath.Join(b.TempDir(), "idleriver")
+	build := exec.Command("go", "build", "-o", out, "./testdata/idleriver")
+	if msg, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("building the idle River baseline: %v\n%s", err, msg)
+	}
+	return out
+}
+
+// startIdleRiver starts the River baseline on the database at url, waits
+// until it works, and stops it when b ends.
+func startIdleRiver(b *testing.B, path, url string) *exec.Cmd {
+	b.Helper()
+	cmd := exec.Command(path, url)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var ready string
+	if _, err := fmt.Fscanln(stdout, &ready); err != nil || ready != "ready" {
+		b.Fatalf("the River baseline did not start (%q): %v", ready, err)
+	}
 	return cmd
 }
 

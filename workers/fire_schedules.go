@@ -41,6 +41,12 @@ func (w *FireSchedulesWorker) Timeout(*river.Job[FireSchedulesArgs]) time.Durati
 	return time.Minute
 }
 
-// fireSchedulesEvery is how often due ticks are looked for: a tick runs
-// at most this late (cron's unit is the minute).
-const fireSchedulesEvery = 5 * time.Second
+// wholeMinutes is the schedule of the cron passes: cron's unit is the
+// minute, so every tick falls due on a whole minute, and a pass just after
+// it runs the tick at once. An idle server looks once a minute instead of
+// every few seconds (each look is a River job: an insert, a fetch, a
+// completion).
+type wholeMinutes struct{}
+
+// Next is the first whole minute after t.
+func (wholeMinutes) Next(t time.Time) time.Time { return t.Truncate(time.Minute).Add(time.Minute) }

@@ -65,10 +65,13 @@ func Register(d Deps) *river.Workers {
 // Periodic are the periodic jobs; River's leader election runs them on one
 // replica at a time.
 func Periodic(d Deps) []*river.PeriodicJob {
-	every := func(d time.Duration, args river.JobArgs) *river.PeriodicJob {
-		return river.NewPeriodicJob(river.PeriodicInterval(d),
+	on := func(s river.PeriodicSchedule, args river.JobArgs) *river.PeriodicJob {
+		return river.NewPeriodicJob(s,
 			func() (river.JobArgs, *river.InsertOpts) { return args, nil },
 			&river.PeriodicJobOpts{RunOnStart: true})
+	}
+	every := func(d time.Duration, args river.JobArgs) *river.PeriodicJob {
+		return on(river.PeriodicInterval(d), args)
 	}
 	// The safety net behind per-queue passes; cheap when nothing waits.
 	periodic := []*river.PeriodicJob{every(30*time.Second, SchedulePendingArgs{})}
@@ -83,7 +86,7 @@ func Periodic(d Deps) []*river.PeriodicJob {
 	}
 	if d.Functions != nil {
 		periodic = append(periodic, every(reconcileFunctionsEvery, ReconcileFunctionsArgs{}),
-			every(fireSchedulesEvery, FireSchedulesArgs{}))
+			on(wholeMinutes{}, FireSchedulesArgs{}))
 	}
 	if d.Blueprints != nil {
 		periodic = append(periodic, every(settleBlueprintsEvery, SettleBlueprintsArgs{}))
