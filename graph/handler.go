@@ -63,6 +63,7 @@ func NewHandler(r *Resolver) http.Handler {
 	srv.AroundResponses(capResponse(limits.ResponseBytes))
 	srv.AroundRootFields(requireViewer)
 	srv.AroundFields(fieldLimits)
+	srv.AroundFields(sharedLogEncoding) // after fieldLimits: it replaces the log stream's event function
 	srv.SetErrorPresenter(presentError(r.Log))
 	srv.SetRecoverFunc(func(ctx context.Context, p any) error {
 		r.Log.Error("panic in resolver", "panic", p, "path", graphql.GetPath(ctx))

@@ -234,6 +234,7 @@ func (h *hub) drain(ctx context.Context, ended bool, gapSince *time.Time, opts O
 				opts.Log.Warn("log lines missing; skipping them", "job", h.key.jobID, "from", next, "to", l.Seq-1)
 			}
 			*gapSince = time.Time{}
+			l.shareEncodings()
 			batch = append(batch, l)
 			next = l.Seq + 1
 		}

@@ -21,6 +21,8 @@ type Line struct {
 	Stream  string // stdout, stderr or system (levers9's own notes)
 	Time    time.Time
 	Text    string
+
+	enc *encodings // set on lines a hub shares between its follows
 }
 
 // Event is one stored transition of a job (Service nil) or of one of its
