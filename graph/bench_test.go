@@ -37,6 +37,9 @@ const (
 	submitsPerRun = 2000
 	// submitWarmup requests run before timing, to open connections.
 	submitWarmup = 50
+	// submitRounds is how many rounds of submissions and raw inserts
+	// alternate in one iteration (submitsPerRun of each in all).
+	submitRounds = 8
 
 	// seededJobs is how many jobs BenchmarkJobsQuery stores first.
 	seededJobs = 100_000
@@ -79,6 +82,7 @@ func benchSubmit(b *testing.B, url string, clients int) {
 	e := newEnv(b, url)
 	a := e.newTenant("bench")
 	c := newBenchClient(e.srv.URL, a.adminToken, clients)
+	raw := newRawSubmitter(b, e, a)
 
 	var seq int
 	body := func() []byte {
@@ -90,49 +94,71 @@ func benchSubmit(b *testing.B, url string, clients int) {
 			b.Fatalf("warm-up submit: %v", err)
 		}
 	}
+	if _, err := raw.run(submitWarmup, clients); err != nil {
+		b.Fatalf("warm-up raw insert: %v", err)
+	}
 
+	// The submissions and the raw inserts alternate in rounds, so that
+	// both meet the same load of the (shared, noisy) machine: a burst of
+	// other work slows both, not only whichever ran at that moment.
 	var all []time.Duration
-	var elapsed time.Duration
+	var elapsed, rawElapsed time.Duration
+	perRound := submitsPerRun / submitRounds
 	b.ResetTimer()
 	b.StopTimer()
 	for range b.N {
-		// Bodies are built up front so that only the requests are timed.
-		bodies := make([][]byte, submitsPerRun)
-		for i := range bodies {
-			bodies[i] = body()
+		for range submitRounds {
+			// Bodies are built up front so that only the requests are timed.
+			bodies := make([][]byte, perRound)
+			for i := range bodies {
+				bodies[i] = body()
+			}
+			b.StartTimer()
+			lat, took, err := c.run(bodies, clients, checkSubmitted)
+			b.StopTimer()
+			if err != nil {
+				b.Fatal(err)
+			}
+			all = append(all, lat...)
+			elapsed += took
+			took, err = raw.run(perRound, clients)
+			if err != nil {
+				b.Fatalf("raw inserts: %v", err)
+			}
+			rawElapsed += took
 		}
-		b.StartTimer()
-		lat, took, err := c.run(bodies, clients, checkSubmitted)
-		b.StopTimer()
-		if err != nil {
-			b.Fatal(err)
-		}
-		all = append(all, lat...)
-		elapsed += took
 	}
 
 	// Every submission must have been stored.
 	ctx := viewer.SystemContext(context.Background())
-	if n, err := e.db.Ent.Job.Query().Count(ctx); err != nil {
+	if n, err := e.db.Ent.Job.Query().Where(job.NameHasPrefix("bench-")).Count(ctx); err != nil {
 		b.Fatal(err)
-	} else if want := submitWarmup + b.N*submitsPerRun; n != want {
+	} else if want := submitWarmup + b.N*submitRounds*perRound; n != want {
 		b.Fatalf("stored %d jobs, want %d", n, want)
 	}
 
 	rate := float64(len(all)) / elapsed.Seconds()
-	raw := rawSubmitRate(b, e, a, clients)
+	rawRate := float64(b.N*submitRounds*perRound) / rawElapsed.Seconds()
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(rate, "jobs/s")
-	b.ReportMetric(raw, "raw-jobs/s")
-	b.ReportMetric(rate/raw, "of-raw")
+	b.ReportMetric(rawRate, "raw-jobs/s")
+	b.ReportMetric(rate/rawRate, "of-raw")
 	reportLatency(b, all)
 }
 
-// rawSubmitRate is the same-run baseline of benchSubmit: the rows one
+// rawSubmitter is the same-run baseline of benchSubmit: the rows one
 // submission writes (the job, its services, its "submitted" event and the
 // River job scheduling its queue) inserted straight through ent, one
-// transaction per job, from clients goroutines, with nothing checked.
-func rawSubmitRate(b *testing.B, e *env, a *tenant, clients int) float64 {
+// transaction per job, from several goroutines, with nothing checked.
+type rawSubmitter struct {
+	e    *env
+	a    *tenant
+	q    *ent.Queue
+	rc   *workers.Clients
+	next atomic.Int64 // numbers the jobs "raw-N"
+}
+
+func newRawSubmitter(b *testing.B, e *env, a *tenant) *rawSubmitter {
 	b.Helper()
 	ctx := viewer.SystemContext(context.Background())
 	q, err := e.db.Ent.Queue.Query().Where(queue.Name(tenancy.DefaultQueue)).Only(ctx)
@@ -143,61 +169,62 @@ func rawSubmitRate(b *testing.B, e *env, a *tenant, clients int) float64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	one := func(i int) error {
-		return e.db.InTx(ctx, func(tx *database.Tx) error {
-			spec := benchSpec(fmt.Sprintf("raw-%d", i))
-			j, err := tx.Ent.Job.Create().
-				SetTenantID(a.ent.ID).SetEnvironmentID(a.mainEnv).
-				SetName(spec.Name).SetSpec(spec).SetQueueID(q.ID).SetOwnerID(a.admin.ID).
-				SetInteractive(spec.Interactive).SetKind(job.Kind(spec.Kind())).
-				SetPriority(spec.Priority).SetTimeoutSeconds(spec.TimeoutSeconds).
-				SetRetries(spec.Retries).SetGpus(spec.TotalGPUs()).
-				SetStatusReason("waiting to be scheduled").
-				Save(ctx)
-			if err != nil {
-				return fmt.Errorf("storing job: %w", err)
-			}
-			services := make([]*ent.ServiceCreate, len(spec.Services))
-			for k, svc := range spec.Services {
-				services[k] = tx.Ent.Service.Create().
-					SetTenantID(a.ent.ID).SetEnvironmentID(a.mainEnv).
-					SetJobID(j.ID).SetName(svc.Name).SetImage(svc.Image).
-					SetCommand(svc.Command).SetArgs(svc.Args).SetEnv(svc.Env).
-					SetCPU(svc.CPU).SetMemoryMib(svc.MemoryMiB).SetGpus(svc.GPUs).
-					SetGpuTypes(svc.GPUTypes).SetPorts(svc.Ports)
-			}
-			if _, err := tx.Ent.Service.CreateBulk(services...).Save(ctx); err != nil {
-				return fmt.Errorf("storing services: %w", err)
-			}
-			if err := tx.Ent.JobEvent.Create().
-				SetTenantID(a.ent.ID).SetEnvironmentID(a.mainEnv).
-				SetJobID(j.ID).SetStatus(jobevent.StatusPending).SetReason("submitted").SetAt(j.CreatedAt).
-				Exec(ctx); err != nil {
-				return fmt.Errorf("storing event: %w", err)
-			}
-			return workers.InsertScheduleQueue(ctx, rc.Inserter, tx.SQL, q.ID)
-		})
-	}
-	for i := range submitWarmup {
-		if err := one(-1 - i); err != nil {
-			b.Fatalf("warm-up raw insert: %v", err)
+	return &rawSubmitter{e: e, a: a, q: q, rc: rc}
+}
+
+// one inserts the rows of job i in one transaction.
+func (r *rawSubmitter) one(i int) error {
+	ctx := viewer.SystemContext(context.Background())
+	a := r.a
+	return r.e.db.InTx(ctx, func(tx *database.Tx) error {
+		spec := benchSpec(fmt.Sprintf("raw-%d", i))
+		j, err := tx.Ent.Job.Create().
+			SetTenantID(a.ent.ID).SetEnvironmentID(a.mainEnv).
+			SetName(spec.Name).SetSpec(spec).SetQueueID(r.q.ID).SetOwnerID(a.admin.ID).
+			SetInteractive(spec.Interactive).SetKind(job.Kind(spec.Kind())).
+			SetPriority(spec.Priority).SetTimeoutSeconds(spec.TimeoutSeconds).
+			SetRetries(spec.Retries).SetGpus(spec.TotalGPUs()).
+			SetStatusReason("waiting to be scheduled").
+			Save(ctx)
+		if err != nil {
+			return fmt.Errorf("storing job: %w", err)
 		}
-	}
+		services := make([]*ent.ServiceCreate, len(spec.Services))
+		for k, svc := range spec.Services {
+			services[k] = tx.Ent.Service.Create().
+				SetTenantID(a.ent.ID).SetEnvironmentID(a.mainEnv).
+				SetJobID(j.ID).SetName(svc.Name).SetImage(svc.Image).
+				SetCommand(svc.Command).SetArgs(svc.Args).SetEnv(svc.Env).
+				SetCPU(svc.CPU).SetMemoryMib(svc.MemoryMiB).SetGpus(svc.GPUs).
+				SetGpuTypes(svc.GPUTypes).SetPorts(svc.Ports)
+		}
+		if _, err := tx.Ent.Service.CreateBulk(services...).Save(ctx); err != nil {
+			return fmt.Errorf("storing services: %w", err)
+		}
+		if err := tx.Ent.JobEvent.Create().
+			SetTenantID(a.ent.ID).SetEnvironmentID(a.mainEnv).
+			SetJobID(j.ID).SetStatus(jobevent.StatusPending).SetReason("submitted").SetAt(j.CreatedAt).
+			Exec(ctx); err != nil {
+			return fmt.Errorf("storing event: %w", err)
+		}
+		return workers.InsertScheduleQueue(ctx, r.rc.Inserter, tx.SQL, r.q.ID)
+	})
+}
+
+// run inserts n jobs from clients goroutines and returns the wall time.
+func (r *rawSubmitter) run(n, clients int) (time.Duration, error) {
 	var (
-		next  atomic.Int64
+		left  atomic.Int64
 		wg    sync.WaitGroup
 		errMu sync.Mutex
 		first error
 	)
+	left.Store(int64(n))
 	start := time.Now()
 	for range clients {
 		wg.Go(func() {
-			for {
-				i := int(next.Add(1))
-				if i > submitsPerRun {
-					return
-				}
-				if err := one(i); err != nil {
+			for left.Add(-1) >= 0 {
+				if err := r.one(int(r.next.Add(1))); err != nil {
 					errMu.Lock()
 					first = cmp.Or(first, err)
 					errMu.Unlock()
@@ -207,11 +234,7 @@ func rawSubmitRate(b *testing.B, e *env, a *tenant, clients int) float64 {
 		})
 	}
 	wg.Wait()
-	took := time.Since(start)
-	if first != nil {
-		b.Fatalf("raw inserts: %v", first)
-	}
-	return float64(submitsPerRun) / took.Seconds()
+	return time.Since(start), first
 }
 
 // BenchmarkJobsQuery measures the latency of the first page of jobs with
