@@ -71,3 +71,44 @@ func TestEncodedShared(t *testing.T) {
 		}
 	})
 }
+
+// A line the reader's window let go of keeps no encoding: the window's
+// bound also bounds the encodings a hub holds.
+//
+// Not parallel: it shrinks the window of every hub.
+func TestEncodedDroppedWithWindow(t *testing.T) {
+	defer joblog.SetWindow(5)()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		w := newWorld(t, url)
+		ch, err := w.logs.Follow(w.admin, w.job, 0, 1, joblog.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Lines 1..5 come from the reader's window, which then lets go of
+		// them for the next ones.
+		w.add(t, 1, 5)
+		var lines []*joblog.Line
+		for range 5 {
+			lines = append(lines, <-ch)
+		}
+		w.add(t, 6, 20)
+		if err := w.jobs.MarkEnded(w.admin, w.job, job.StatusComplete, "done", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		for l := range ch {
+			lines = append(lines, l)
+		}
+		if len(lines) != 20 {
+			t.Fatalf("got %d lines, want 20", len(lines))
+		}
+		for _, l := range lines[:5] {
+			calls := 0
+			encode := func(l *joblog.Line) []byte { calls++; return []byte(l.Text) }
+			l.Encoded("shape", encode)
+			l.Encoded("shape", encode)
+			if calls != 2 {
+				t.Fatalf("line %d, out of the window, was encoded %d times for two calls, want 2", l.Seq, calls)
+			}
+		}
+	})
+}

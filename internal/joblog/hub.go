@@ -34,6 +34,8 @@ type hub struct {
 	done    bool    // the attempt is over and every stored line was read
 	err     error   // the reader failed; follows end with it
 	changed chan struct{}
+
+	encoded atomic.Int64 // bytes of the window's shared encodings (encoded.go)
 }
 
 type hubKey struct {
@@ -234,7 +236,7 @@ func (h *hub) drain(ctx context.Context, ended bool, gapSince *time.Time, opts O
 				opts.Log.Warn("log lines missing; skipping them", "job", h.key.jobID, "from", next, "to", l.Seq-1)
 			}
 			*gapSince = time.Time{}
-			l.shareEncodings()
+			l.shareEncodings(&h.encoded)
 			batch = append(batch, l)
 			next = l.Seq + 1
 		}
@@ -261,6 +263,7 @@ func (h *hub) publish(lines []*Line, next int64) {
 	drop, most := 0, int(windowLines.Load())
 	for len(h.lines)-drop > most || (h.bytes > windowBytes && len(h.lines)-drop > 1) {
 		h.bytes -= len(h.lines[drop].Text)
+		h.lines[drop].dropEncodings()
 		drop++
 	}
 	if drop > 0 {
