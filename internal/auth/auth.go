@@ -210,7 +210,7 @@ func (s *Service) viewerOf(ctx context.Context, unauth error, which predicate.AP
 // tokenViewer is viewerOf with the token itself.
 func (s *Service) tokenViewer(ctx context.Context, unauth error, which predicate.APIToken) (*ent.APIToken, *viewer.Viewer, error) {
 	sys := viewer.SystemContext(ctx)
-	t, err := s.Ent.APIToken.Query().Where(which).WithUser().Only(sys)
+	t, err := s.Ent.APIToken.Query().Where(which, joinUser()).Only(sys)
 	if ent.IsNotFound(err) {
 		return nil, nil, unauth
 	}
@@ -221,7 +221,10 @@ func (s *Service) tokenViewer(ctx context.Context, unauth error, which predicate
 	if TokenState(t, now) != "active" {
 		return nil, nil, unauth
 	}
-	u := t.Edges.User
+	u, err := joinedUser(t)
+	if err != nil {
+		return nil, nil, fmt.Errorf("looking up token: %w", err)
+	}
 	if !u.Superadmin && t.TenantID != u.TenantID {
 		return nil, nil, unauth
 	}
