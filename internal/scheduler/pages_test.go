@@ -69,3 +69,55 @@ func TestSchedulePages(t *testing.T) {
 		}
 	})
 }
+
+// Pages read ahead (PostgreSQL reads the next page while placing one):
+// when the nodes fill up during a page, the page read ahead is dropped
+// unplaced, and its jobs, like every later one, wait for free capacity;
+// with room for all, every job of every page is placed exactly once.
+func TestSchedulePagesReadAhead(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		f := newFixture(t, url)
+		f.addNode(t, "n1", inv(100, 1024*gib, nil), true, f.queue)
+		// 64 jobs on the first page, 256 on the second: the node fills up
+		// on the second while the third is read.
+		var specs []jobSpec
+		for i := range 1000 {
+			specs = append(specs, jobSpec{queue: f.queue, created: t0.Add(time.Duration(i) * time.Second), services: []svc{{cpu: 1, mem: gib}}})
+		}
+		ids := f.addJobs(t, specs)
+		s := f.scheduler(f.db)
+		ctx := context.Background()
+		if n, err := s.ScheduleQueue(ctx, f.queue); err != nil || n != 100 {
+			t.Fatalf("pass placed %d, %v; want the first 100", n, err)
+		}
+		if got := f.placedOn(t, ids[99]); got != "n1" {
+			t.Fatalf("job 100 on %q", got)
+		}
+		if r := f.reason(t, ids[100]); !strings.HasPrefix(r, "waiting for ") || strings.Contains(r, "free capacity") {
+			t.Fatalf("an unplaced job of the second page has reason %q, want the scheduler's own", r)
+		}
+		for _, i := range []int{320, 999} { // the page read ahead, and past it
+			if r := f.reason(t, ids[i]); !strings.Contains(r, "waiting for free capacity in queue") {
+				t.Fatalf("job %d, past the pages placed, has reason %q", i+1, r)
+			}
+		}
+
+		// Room for every job: the pages read ahead are all placed.
+		wide := f.addQueue(t, "wide")
+		f.addNode(t, "n2", inv(2000, 4096*gib, nil), true, wide)
+		for i := range specs {
+			specs[i].queue = wide
+		}
+		f.addJobs(t, specs)
+		if n, err := s.ScheduleQueue(ctx, wide); err != nil || n != len(specs) {
+			t.Fatalf("pass with room placed %d, %v; want %d", n, err, len(specs))
+		}
+		var unplaced int
+		err := f.db.SQL.QueryRowContext(ctx, `SELECT count(*) FROM services s JOIN jobs j ON j.id = s.job_id
+			WHERE j.queue_id = $1 AND coalesce(s.node_id, '') = ''`, wide).Scan(&unplaced)
+		if err != nil || unplaced != 0 {
+			t.Fatalf("%d services of the wide queue unplaced, %v", unplaced, err)
+		}
+	})
+}
