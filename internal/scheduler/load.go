@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -47,7 +46,7 @@ type state struct {
 	traceParent map[string]string
 }
 
-// newState is an empty state, to be filled by loadNodes and usePage.
+// newState is an empty state, to be filled by loadNodes and loadJobs.
 func newState() *state {
 	return &state{
 		nodeName: map[string]string{},
@@ -168,26 +167,11 @@ func fixedPorts(ps []jobspec.Port) []int {
 	return out
 }
 
-// page is one page of pending jobs as read, before the pass takes it in
-// (state.usePage). Reading one touches nothing of the state but what stays
-// fixed during the pass, so the next page may be read while this one is
-// placed.
-type page struct {
-	jobs        []scheduling.Job             // valid and not placed yet, in scheduling order
-	services    map[string]map[string]string // job ID → service name → service ID
-	reason      map[string]string            // job ID → stored status_reason
-	invalid     map[string]string            // job ID → why it can never be placed
-	traceParent map[string]string            // job ID → traceparent, when traced and set
-	// last is the position of the page's last job (nil: the page is
-	// empty); more reports whether more jobs may follow it.
-	last *cursor
-	more bool
-}
-
-// readPage reads the next page of at most limit pending jobs of the queue,
-// in scheduling order after after (nil: from the start). Jobs placed
-// already, waiting for their node to start them, are left out.
-func (st *state) readPage(ctx context.Context, c *ent.Client, tx *sql.Tx, dialectName string, qu *ent.Queue, after *cursor, limit int) (*page, error) {
+// loadJobs reads the next page of at most limit pending jobs of the queue,
+// in scheduling order after *after (nil: from the start), and moves *after
+// to its last job. st.jobs gets those not placed yet (placed ones wait for
+// their node to start them). more reports whether more jobs may follow.
+func (st *state) loadJobs(ctx context.Context, c *ent.Client, tx *sql.Tx, dialectName string, qu *ent.Queue, after **cursor, limit int) (more bool, err error) {
 	q := c.Job.Query().
 		Where(job.QueueID(qu.ID), job.StatusEQ(job.StatusPending)).
 		Order(job.ByPriority(entsql.OrderDesc()), job.ByCreatedAt(), job.ByID()).
@@ -196,24 +180,20 @@ func (st *state) readPage(ctx context.Context, c *ent.Client, tx *sql.Tx, dialec
 	if st.traced {
 		q.Select(job.FieldTraceParent)
 	}
-	if after != nil {
-		q.Where(after.past())
+	if a := *after; a != nil {
+		q.Where(a.past())
 	}
 	pending, err := q.All(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("loading pending jobs: %w", err)
+		return false, fmt.Errorf("loading pending jobs: %w", err)
 	}
-	p := &page{
-		services: make(map[string]map[string]string, len(pending)),
-		reason:   make(map[string]string, len(pending)),
-		invalid:  map[string]string{},
-	}
+	st.jobs = st.jobs[:0]
 	if len(pending) == 0 {
-		return p, nil
+		return false, nil
 	}
 	last := pending[len(pending)-1]
-	p.last = &cursor{priority: last.Priority, created: last.CreatedAt, id: last.ID}
-	p.more = len(pending) == limit
+	*after = &cursor{priority: last.Priority, created: last.CreatedAt, id: last.ID}
+	more = len(pending) == limit
 	ids := make([]string, len(pending))
 	for i, j := range pending {
 		ids[i] = j.ID
@@ -222,7 +202,7 @@ func (st *state) readPage(ctx context.Context, c *ent.Client, tx *sql.Tx, dialec
 	// stale statistics of a burst of submissions, nests loops over a join.
 	svcs, err := loadServices(ctx, tx, dialectName, ids)
 	if err != nil {
-		return nil, err
+		return false, err
 	}
 	byJob := make(map[string][]scheduling.Service, len(pending))
 	placed := map[string]bool{} // placed already, waiting for its node to start it
@@ -232,15 +212,15 @@ func (st *state) readPage(ctx context.Context, c *ent.Client, tx *sql.Tx, dialec
 			continue
 		}
 		byJob[s.jobID] = append(byJob[s.jobID], s.svc)
-		names := p.services[s.jobID]
+		names := st.services[s.jobID]
 		if names == nil {
 			names = map[string]string{}
-			p.services[s.jobID] = names
+			st.services[s.jobID] = names
 		}
 		names[s.svc.Name] = s.id
 	}
 	if err := markVenvs(ctx, c, pending, byJob); err != nil {
-		return nil, err
+		return false, err
 	}
 	unplaced := make([]string, 0, len(pending))
 	for _, j := range pending {
@@ -248,47 +228,32 @@ func (st *state) readPage(ctx context.Context, c *ent.Client, tx *sql.Tx, dialec
 			unplaced = append(unplaced, j.ID)
 		}
 	}
-	pins, err := st.pins(ctx, c, qu.TenantID, unplaced, p.invalid)
+	pins, err := st.pins(ctx, c, qu.TenantID, unplaced)
 	if err != nil {
-		return nil, err
+		return false, err
 	}
 	for _, j := range pending {
 		if placed[j.ID] {
 			continue
 		}
 		sj := scheduling.Job{ID: j.ID, Priority: j.Priority, Submitted: j.CreatedAt, Services: byJob[j.ID], Pin: pins[j.ID]}
-		p.reason[j.ID] = j.StatusReason
+		st.reason[j.ID] = j.StatusReason
 		if j.TraceParent != "" {
-			if p.traceParent == nil {
-				p.traceParent = map[string]string{}
+			if st.traceParent == nil {
+				st.traceParent = map[string]string{}
 			}
-			p.traceParent[j.ID] = j.TraceParent
+			st.traceParent[j.ID] = j.TraceParent
 		}
-		if _, ok := p.invalid[j.ID]; ok {
+		if _, ok := st.invalid[j.ID]; ok {
 			continue // set by pins
 		}
 		if err := scheduling.ValidateJob(sj); err != nil {
-			p.invalid[j.ID] = scheduling.InvalidPrefix + err.Error()
+			st.invalid[j.ID] = scheduling.InvalidPrefix + err.Error()
 			continue
 		}
-		p.jobs = append(p.jobs, sj)
+		st.jobs = append(st.jobs, sj)
 	}
-	return p, nil
-}
-
-// usePage makes p the page being placed (st.jobs) and keeps what the
-// writes need of it.
-func (st *state) usePage(p *page) {
-	st.jobs = p.jobs
-	maps.Copy(st.services, p.services)
-	maps.Copy(st.reason, p.reason)
-	maps.Copy(st.invalid, p.invalid)
-	if len(p.traceParent) > 0 {
-		if st.traceParent == nil {
-			st.traceParent = map[string]string{}
-		}
-		maps.Copy(st.traceParent, p.traceParent)
-	}
+	return more, nil
 }
 
 // markVenvs sets Venv on the services of functions and sandboxes that may

@@ -7,8 +7,6 @@ import (
 	"maps"
 	"slices"
 
-	"entgo.io/ent/dialect"
-
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/service"
@@ -25,53 +23,32 @@ import (
 // keep their reason, or get "waiting for free capacity" if they had none.
 // Pages grow fourfold to maxPage: each costs a sort of the jobs left and a
 // placement over every node, so a large queue with room reads few of them
-// (their services are read by one array on PostgreSQL, by IN lists of
-// chunk IDs on SQLite).
+// (their services are still read by IN lists of chunk IDs).
 const (
 	firstPage = 64
 	maxPage   = 4096
 )
 
-// schedule places the queue's pending jobs on st.nodes page by page. On
-// PostgreSQL, once a page has shown that the nodes had room to spare, the
-// next page is read while the current one is placed: the server reads
-// while this process places (SQLite reads in this process, and gained
-// nothing). The first page never waits on a second, so a burst against
-// full nodes still reads one page.
+// schedule places the queue's pending jobs on st.nodes page by page.
 func (st *state) schedule(ctx context.Context, c *ent.Client, tx *sql.Tx, dialectName string, q *ent.Queue) ([]scheduling.Placement, map[string]scheduling.Reason, error) {
 	var (
 		placed   []scheduling.Placement
 		waiting  = map[string]scheduling.Reason{}
-		after    *cursor // the last job of the pages placed
+		after    *cursor
 		smallest *request
-		next     *reading // the next page, being read
 	)
-	// The transaction runs one statement at a time: none may outlive the
-	// pass's reads.
-	defer func() {
-		if next != nil {
-			next.wait()
-		}
-	}()
 	if err := st.loadNodeStorages(ctx, c, q.TenantID); err != nil {
 		return nil, nil, err
 	}
-	read := func(after *cursor, size int) (*page, error) {
-		return st.readPage(ctx, c, tx, dialectName, q, after, size)
-	}
-	p, err := read(nil, firstPage)
-	if err != nil {
-		return nil, nil, err
-	}
 	for size := firstPage; ; size = min(size*4, maxPage) {
-		st.usePage(p)
+		more, err := st.loadJobs(ctx, c, tx, dialectName, q, &after, size)
+		if err != nil {
+			return nil, nil, err
+		}
 		if err := st.loadImages(ctx, c, q.TenantID); err != nil {
 			return nil, nil, err
 		}
 		st.timing.add(&st.timing.read)
-		if p.more && size > firstPage && dialectName == dialect.Postgres {
-			next = startReading(read, p.last, min(size*4, maxPage))
-		}
 		res, w, err := scheduling.Schedule(st.jobs, st.nodes)
 		st.timing.add(&st.timing.place)
 		if err != nil {
@@ -80,72 +57,30 @@ func (st *state) schedule(ctx context.Context, c *ent.Client, tx *sql.Tx, dialec
 		st.take(res)
 		placed = append(placed, res...)
 		maps.Copy(waiting, w)
-		if p.last != nil {
-			after = p.last
-		}
-		if !p.more {
+		if !more {
 			return placed, waiting, nil
 		}
 		// Room for the smallest request of this page is room for the
 		// smallest of the queue (no larger): read on without asking.
-		roomy := false
-		if least, ok := st.smallestLoaded(); ok && st.room(least) {
-			roomy = true
+		if page, ok := st.smallestLoaded(); ok && st.room(page) {
+			continue
 		}
-		var ahead *page // the next page, if read already
-		if next != nil {
-			ahead, err = next.wait()
-			next = nil
+		if smallest == nil {
+			if smallest, err = smallestRequest(ctx, tx, q.ID); err != nil {
+				return nil, nil, err
+			}
+		}
+		if !st.room(*smallest) {
+			err := c.Job.Update().
+				Where(job.QueueID(q.ID), job.StatusIn(jobstate.From(jobstate.Waiting)...), job.StatusReason(jobstate.ReasonWaiting), after.past()).
+				SetStatusReason(fmt.Sprintf("waiting for free capacity in queue %s", q.Name)).
+				Exec(ctx)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, fmt.Errorf("noting waiting jobs: %w", err)
 			}
+			return placed, waiting, nil
 		}
-		if !roomy {
-			if smallest == nil {
-				if smallest, err = smallestRequest(ctx, tx, q.ID); err != nil {
-					return nil, nil, err
-				}
-			}
-			if !st.room(*smallest) {
-				err := c.Job.Update().
-					Where(job.QueueID(q.ID), job.StatusIn(jobstate.From(jobstate.Waiting)...), job.StatusReason(jobstate.ReasonWaiting), after.past()).
-					SetStatusReason(fmt.Sprintf("waiting for free capacity in queue %s", q.Name)).
-					Exec(ctx)
-				if err != nil {
-					return nil, nil, fmt.Errorf("noting waiting jobs: %w", err)
-				}
-				return placed, waiting, nil
-			}
-		}
-		if p = ahead; p == nil {
-			if p, err = read(after, min(size*4, maxPage)); err != nil {
-				return nil, nil, err
-			}
-		}
-		st.timing.add(&st.timing.read)
 	}
-}
-
-// reading is a page being read on a goroutine of its own.
-type reading struct {
-	done chan struct{}
-	p    *page
-	err  error
-}
-
-func startReading(read func(*cursor, int) (*page, error), after *cursor, size int) *reading {
-	r := &reading{done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		r.p, r.err = read(after, size)
-	}()
-	return r
-}
-
-// wait returns the page once read.
-func (r *reading) wait() (*page, error) {
-	<-r.done
-	return r.p, r.err
 }
 
 // request is the least any waiting job asks for.

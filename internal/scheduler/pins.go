@@ -45,11 +45,11 @@ func (st *state) loadNodeStorages(ctx context.Context, c *ent.Client, tenantID s
 }
 
 // pins returns, for those of jobIDs that mount buckets on node storages,
-// the node each must run on, and sets in invalid why a job can run nowhere
+// the node each must run on, and in invalid why a job can run nowhere
 // (buckets on two nodes' disks, or on a node storage without a node).
 // Mounts of buckets that are gone are left to the start, which fails the
 // job with that message.
-func (st *state) pins(ctx context.Context, c *ent.Client, tenantID string, jobIDs []string, invalid map[string]string) (map[string]scheduling.Pin, error) {
+func (st *state) pins(ctx context.Context, c *ent.Client, tenantID string, jobIDs []string) (map[string]scheduling.Pin, error) {
 	if len(st.storages) == 0 || len(jobIDs) == 0 {
 		return nil, nil
 	}
@@ -108,16 +108,16 @@ func (st *state) pins(ctx context.Context, c *ent.Client, tenantID string, jobID
 			ns := st.storages[b.StorageID]
 			switch {
 			case ns.node == "":
-				invalid[j.ID] = scheduling.InvalidPrefix + fmt.Sprintf("bucket %s is on node storage %s, which has no node", b.Name, ns.name)
+				st.invalid[j.ID] = scheduling.InvalidPrefix + fmt.Sprintf("bucket %s is on node storage %s, which has no node", b.Name, ns.name)
 			case pin.Node == "":
 				pin = scheduling.Pin{Node: ns.node, Name: ns.nodeName, Why: fmt.Sprintf("bucket %s is on its disk", b.Name)}
 				first = b.Name
 			case pin.Node != ns.node:
-				invalid[j.ID] = scheduling.InvalidPrefix + fmt.Sprintf("bucket %s is on the disk of node %s and bucket %s on that of node %s; a job runs on one node",
+				st.invalid[j.ID] = scheduling.InvalidPrefix + fmt.Sprintf("bucket %s is on the disk of node %s and bucket %s on that of node %s; a job runs on one node",
 					first, pin.Name, b.Name, ns.nodeName)
 			}
 		}
-		if pin.Node != "" && invalid[j.ID] == "" {
+		if pin.Node != "" && st.invalid[j.ID] == "" {
 			out[j.ID] = pin
 		}
 	}
