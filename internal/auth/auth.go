@@ -225,7 +225,7 @@ func (s *Service) tokenViewer(ctx context.Context, unauth error, which predicate
 	if err != nil {
 		return nil, nil, fmt.Errorf("looking up token: %w", err)
 	}
-	if !u.Superadmin && t.TenantID != u.TenantID {
+	if !u.superadmin && t.TenantID != u.tenantID {
 		return nil, nil, unauth
 	}
 	if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) > time.Minute {
@@ -235,11 +235,11 @@ func (s *Service) tokenViewer(ctx context.Context, unauth error, which predicate
 		}
 	}
 	return t, &viewer.Viewer{
-		UserID:        u.ID,
+		UserID:        u.id,
 		TenantID:      t.TenantID,
 		EnvironmentID: t.EnvironmentID,
-		Admin:         u.Role == user.RoleAdmin || (u.Superadmin && t.TenantID != ""),
-		Superadmin:    u.Superadmin,
+		Admin:         u.role == user.RoleAdmin || (u.superadmin && t.TenantID != ""),
+		Superadmin:    u.superadmin,
 		TokenID:       t.ID,
 	}, nil
 }

@@ -32,26 +32,34 @@ func joinUser() predicate.APIToken {
 	}
 }
 
-// joinedUser is the user joinUser read with token t: the fields the
-// viewer is made of.
-func joinedUser(t *ent.APIToken) (*ent.User, error) {
+// tokenUser is what joinUser reads of a token's user: the fields a viewer
+// is made of, and no more (a partial *ent.User would offer fields never
+// read, empty).
+type tokenUser struct {
+	id, tenantID string
+	role         user.Role
+	superadmin   bool
+}
+
+// joinedUser is the user joinUser read with token t.
+func joinedUser(t *ent.APIToken) (tokenUser, error) {
 	tenant, err := joinedText(t, userTenantAs)
 	if err != nil {
-		return nil, err
+		return tokenUser{}, err
 	}
 	role, err := joinedText(t, userRoleAs)
 	if err != nil {
-		return nil, err
+		return tokenUser{}, err
 	}
 	v, err := t.Value(userSuperadminAs)
 	if err != nil {
-		return nil, err
+		return tokenUser{}, err
 	}
 	super, ok := v.(int64)
 	if !ok {
-		return nil, fmt.Errorf("reading the user of token %s: superadmin is %T", t.ID, v)
+		return tokenUser{}, fmt.Errorf("reading the user of token %s: superadmin is %T", t.ID, v)
 	}
-	return &ent.User{ID: t.UserID, TenantID: tenant, Role: user.Role(role), Superadmin: super == 1}, nil
+	return tokenUser{id: t.UserID, tenantID: tenant, role: user.Role(role), superadmin: super == 1}, nil
 }
 
 func joinedText(t *ent.APIToken, as string) (string, error) {
