@@ -18,8 +18,8 @@ import (
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/jobevent"
 	"github.com/levers9/levers9/ent/queue"
+	"github.com/levers9/levers9/ent/schema/rule"
 	"github.com/levers9/levers9/internal/access"
-	"github.com/levers9/levers9/internal/audit"
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/database"
@@ -351,7 +351,14 @@ func insert(ctx context.Context, client *ent.Client, v *viewer.Viewer, c *checke
 		// Named here, at submission, so every client shows the same name.
 		c.spec.Name = generatedName(rand.IntN)
 	}
-	wctx, vetted := rowsContext(ctx, v)
+	var project string
+	if c.project != nil {
+		project = c.project.ID
+	}
+	// The queue (usableQueue) and the project (memberProject) were read
+	// through the viewer's rules in this transaction; the owner is the
+	// viewer.
+	wctx := rule.ReadInScope(ctx, c.queue.ID, v.UserID, project)
 	create := client.Job.Create().
 		SetName(c.spec.Name).
 		SetSpec(c.spec).
@@ -366,11 +373,8 @@ func insert(ctx context.Context, client *ent.Client, v *viewer.Viewer, c *checke
 		SetEstimatePerMinute(c.estimate.PerMinute).
 		SetEstimateStartFee(c.estimate.StartFee).
 		SetStatusReason(jobstate.ReasonWaiting)
-	if vetted {
-		create.SetTenantID(v.TenantID).SetEnvironmentID(v.EnvironmentID)
-	}
-	if c.project != nil {
-		create.SetProjectID(c.project.ID)
+	if project != "" {
+		create.SetProjectID(project)
 	}
 	if key != "" {
 		create.SetIdempotencyKey(key)
@@ -382,13 +386,11 @@ func insert(ctx context.Context, client *ent.Client, v *viewer.Viewer, c *checke
 	if err != nil {
 		return nil, fmt.Errorf("storing job: %w", err)
 	}
-	// One multi-row INSERT, with the job's tenant and environment (which
-	// the rules would stamp from the same viewer).
+	// One multi-row INSERT, linked to the job just inserted.
+	wctx = rule.ReadInScope(wctx, j.ID)
 	builders := make([]*ent.ServiceCreate, len(c.spec.Services))
 	for i, svc := range c.spec.Services {
 		builders[i] = client.Service.Create().
-			SetTenantID(j.TenantID).
-			SetEnvironmentID(j.EnvironmentID).
 			SetJobID(j.ID).
 			SetName(svc.Name).
 			SetImage(svc.Image).
@@ -408,26 +410,6 @@ func insert(ctx context.Context, client *ent.Client, v *viewer.Viewer, c *checke
 		return nil, err
 	}
 	return j, nil
-}
-
-// rowsContext is the context a submission's rows are written in, and
-// whether it is the system's. Through the viewer's own context the
-// privacy rules would read back every object the new rows link to (the
-// queue, the owner, the project, and the job for each service), a round
-// trip each, to refuse a link out of the viewer's scope. Here each of
-// them was already read in this transaction through the viewer's policies
-// (the queue by usableQueue and the project by memberProject, both
-// narrower than the rules), the owner is the viewer and the job was just
-// inserted; so the rows are written as the system, with the tenant and
-// environment the rules would have stamped from the same viewer. An
-// entered superadmin's writes still go through the rules, whose audit
-// hook records them; a viewer without an environment too, which the
-// rules refuse.
-func rowsContext(ctx context.Context, v *viewer.Viewer) (context.Context, bool) {
-	if audit.Entered(v) || !v.InTenant() || v.UserID == "" || v.EnvironmentID == "" {
-		return ctx, false
-	}
-	return viewer.SystemContext(ctx), true
 }
 
 // Ended reports whether a job in status s has ended (jobstate.Ended).

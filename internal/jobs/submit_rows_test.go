@@ -10,6 +10,8 @@ import (
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/auditevent"
 	"github.com/levers9/levers9/ent/jobevent"
+	"github.com/levers9/levers9/ent/privacy"
+	"github.com/levers9/levers9/ent/schema/rule"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/dbtest"
@@ -18,9 +20,9 @@ import (
 	"github.com/levers9/levers9/internal/viewer"
 )
 
-// TestSubmitRowsAsTheRulesWrite: a submission writes its rows as the
-// system (its links were read through the viewer's rules already), so
-// they must carry what the rules would have stamped: the viewer's tenant,
+// TestSubmitRowsAsTheRulesWrite: a submission writes its rows through the
+// rules, naming the objects it links to as already read
+// (rule.ReadInScope), so they must carry what the rules stamp: the viewer's tenant,
 // environment and user, on the job, every service and the event. An
 // entered superadmin's submission still goes through the rules and is
 // audited; a viewer without an environment is still refused.
@@ -170,6 +172,40 @@ func TestSubmitWakesQueue(t *testing.T) {
 			if n == want {
 				return
 			}
+		}
+	})
+}
+
+// rule.ReadInScope lets a link to an object its viewer has read through
+// the rules skip reading it back; it holds for that viewer only. Another
+// viewer in a context derived from it is checked again, and a link the
+// viewer never read is checked as always.
+func TestReadInScopeHoldsForItsViewerOnly(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, url string) {
+		tn := fixture.New(t, url, fixture.TenantOptions{Slug: "acme"})
+		other := fixture.NewTenant(t, tn.DB, fixture.TenantOptions{Slug: "other"})
+		member := tn.AddMember(t, "member")
+		create := func(ctx context.Context, queueID string) error {
+			return tn.DB.Ent.Job.Create().SetName("x").SetSpec(twoServices()).SetQueueID(queueID).
+				SetOwnerID(viewer.FromContext(ctx).UserID).Exec(ctx)
+		}
+		denied := func(err error) bool { return errors.Is(err, privacy.Deny) }
+		as := tn.As(member)
+		if err := create(as, other.DefaultQueue); !denied(err) {
+			t.Fatal("a member linked a job to another tenant's queue")
+		}
+		// Named read by the member, then handed to another tenant's admin
+		// in a derived context: checked again.
+		named := rule.ReadInScope(as, tn.DefaultQueue)
+		swapped := viewer.NewContext(named, viewer.FromContext(other.AsAdmin()))
+		if err := create(swapped, tn.DefaultQueue); !denied(err) {
+			t.Fatal("another tenant's admin linked a job to acme's queue with the member's names")
+		}
+		if err := create(rule.ReadInScope(as, "que_not_read"), other.DefaultQueue); !denied(err) {
+			t.Fatal("a link the viewer never read skipped its check")
+		}
+		if err := create(rule.ReadInScope(as, tn.DefaultQueue), tn.DefaultQueue); err != nil {
+			t.Fatalf("a link to the viewer's own queue, named as read: %v", err)
 		}
 	})
 }

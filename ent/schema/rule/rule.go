@@ -163,9 +163,13 @@ func EdgesInScope() privacy.MutationRule {
 		if !ok {
 			return privacy.Denyf("mutation %T has no client", m)
 		}
+		seen := inScope(ctx)
 		for _, e := range m.AddedEdges() {
 			for _, id := range m.AddedIDs(e) {
 				sid, _ := id.(string)
+				if seen[sid] {
+					continue
+				}
 				if _, err := c.Client().Noder(ctx, sid, ent.WithNodeType(ent.NodeType)); err != nil {
 					return privacy.Denyf("%s %q: %v", e, sid, fmt.Errorf("not found"))
 				}
@@ -173,6 +177,44 @@ func EdgesInScope() privacy.MutationRule {
 		}
 		return privacy.Skip
 	})
+}
+
+// ReadInScope returns ctx naming ids as objects its viewer has already read
+// through these rules in the same transaction (or just created), so
+// EdgesInScope need not read each back once more before a link to it: a
+// submission links its job to a queue, project and owner it has just
+// read, and its services to the job it has just inserted. The names hold
+// for that viewer only; the system skips the check anyway.
+func ReadInScope(ctx context.Context, ids ...string) context.Context {
+	v := viewer.FromContext(ctx)
+	seen := map[string]bool{}
+	if prev, ok := ctx.Value(inScopeKey{}).(readIDs); ok && prev.viewer == v {
+		for id := range prev.ids {
+			seen[id] = true
+		}
+	}
+	for _, id := range ids {
+		if id != "" {
+			seen[id] = true
+		}
+	}
+	return context.WithValue(ctx, inScopeKey{}, readIDs{viewer: v, ids: seen})
+}
+
+type inScopeKey struct{}
+
+type readIDs struct {
+	viewer *viewer.Viewer
+	ids    map[string]bool
+}
+
+// inScope is the set ReadInScope named for ctx's viewer, if any.
+func inScope(ctx context.Context) map[string]bool {
+	r, ok := ctx.Value(inScopeKey{}).(readIDs)
+	if !ok || r.viewer == nil || r.viewer != viewer.FromContext(ctx) {
+		return nil
+	}
+	return r.ids
 }
 
 // FilterOwnTenant restricts the tenants table to the viewer's tenant.
