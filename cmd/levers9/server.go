@@ -299,6 +299,11 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 		}
 		defer stop()
 	}
+	// From here on a signal drains; one that came while starting has
+	// stopped everything already (stopOnSignal ran stopAll). Deciding it
+	// only after the welcome left a window in which a signal sent as soon
+	// as the server answered stopped it without draining.
+	serving := stopOnSignal()
 	gate.Open(relayDomain.Front(withFiles(filesHandler, mux)))
 
 	printWelcome(stdout, publicURL, db.Dialect, seeded)
@@ -318,7 +323,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	} else {
 		close(localDone)
 	}
-	if stopOnSignal() { // no signal yet: serve until one comes
+	if serving { // no signal before serving: serve until one comes
 		select {
 		case err := <-errc:
 			return fmt.Errorf("serving HTTP: %w", err)
