@@ -101,3 +101,23 @@ func TestMigrateTwiceAndTx(t *testing.T) {
 		}
 	})
 }
+
+// Tables updated in place keep room on their pages (heap-only updates),
+// set once by Migrate on PostgreSQL and left alone after.
+func TestFillFactors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := open(t, dbtest.PostgresURL(t))
+	for range 2 {
+		if err := db.Exclusive(ctx, func() error { return db.Migrate(ctx) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var opts string
+	if err := db.SQL.QueryRowContext(ctx, "SELECT coalesce(array_to_string(reloptions, ','), '') FROM pg_class WHERE relname = 'jobs'").Scan(&opts); err != nil {
+		t.Fatal(err)
+	}
+	if opts != "fillfactor=70" {
+		t.Fatalf("jobs' storage parameters = %q, want fillfactor=70", opts)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 
+	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/migrate"
 )
 
@@ -57,6 +58,11 @@ func (db *DB) Migrate(ctx context.Context) error {
 			return err
 		}
 	}
+	if db.Dialect == dialect.Postgres {
+		if err := db.setFillFactors(ctx); err != nil {
+			return err
+		}
+	}
 	var driver riverdriver.Driver[*sql.Tx]
 	switch db.Dialect {
 	case dialect.Postgres:
@@ -74,6 +80,36 @@ func (db *DB) Migrate(ctx context.Context) error {
 	}
 	if len(res.Versions) > 0 {
 		db.log.Info("applied River migrations", "count", len(res.Versions))
+	}
+	return nil
+}
+
+// fillFactors leave room on each page of tables whose rows are updated many
+// times in place: an update whose new version fits on the row's own page
+// and changes no indexed column (a job's waiting reason, its scheduling
+// note, metering marks) is a heap-only tuple, written without touching the
+// table's indexes. jobs has seven; a scheduling pass placing 5,491 of 10,000
+// jobs wrote them 2.5–3× faster (BenchmarkScheduleQueue). ent's migration
+// cannot declare storage parameters; they apply to pages filled from now on.
+var fillFactors = map[string]int{job.Table: 70}
+
+// setFillFactors sets the fill factors that differ, so a replica starting
+// takes no table lock when there is nothing to change.
+func (db *DB) setFillFactors(ctx context.Context) error {
+	for table, percent := range fillFactors {
+		want := fmt.Sprintf("fillfactor=%d", percent)
+		var set bool
+		err := db.SQL.QueryRowContext(ctx, "SELECT coalesce($2 = ANY(reloptions), false) FROM pg_class WHERE oid = $1::regclass", table, want).Scan(&set)
+		if err != nil {
+			return fmt.Errorf("reading the fill factor of %s: %w", table, err)
+		}
+		if set {
+			continue
+		}
+		q := fmt.Sprintf("ALTER TABLE %s SET (%s)", table, want)
+		if _, err := db.SQL.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("setting the fill factor of %s: %w", table, err)
+		}
 	}
 	return nil
 }
