@@ -68,6 +68,37 @@ func TestDashboardJobsListLive(t *testing.T) {
 	})
 }
 
+// A first page filtered by status counts a newer job that comes to match
+// (cancelled after the page was drawn), and never another tenant's: the
+// stream counts only on its tenant's queue signals.
+func TestDashboardJobsListLiveStatusFilter(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		e := newEnv(t, dbURL)
+		shown := e.submit(e.admin, "shown", "sleep 600")
+		if _, err := e.jobs.Cancel(viewer.NewContext(context.Background(), e.admin), shown.ID); err != nil {
+			t.Fatal(err)
+		}
+		b := e.browser()
+		b.signIn(adminEmail)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		events := b.openStream(ctx, "/jobs/live?new=1&status=CANCELLED&id="+shown.ID, "")
+		waitEvent(ctx, t, events, "patch", `"job-`+shown.ID+`-status"`, "CANCELLED")
+		theirs := e.submit(e.other, "theirs", "sleep 600")
+		if _, err := e.jobs.Cancel(viewer.NewContext(context.Background(), e.other), theirs.ID); err != nil {
+			t.Fatal(err)
+		}
+		later := e.submit(e.admin, "later", "sleep 600")
+		if _, err := e.jobs.Cancel(viewer.NewContext(context.Background(), e.admin), later.ID); err != nil {
+			t.Fatal(err)
+		}
+		if ev := waitEvent(ctx, t, events, "stale", "new job"); !strings.Contains(ev.data, "1 new job") {
+			t.Fatalf("stale notice %s, want 1 new job (another tenant's counted?)", ev.data)
+		}
+	})
+}
+
 // The job page follows the job: status and reason change in place, the
 // cancel button goes, and the stream ends with the job. Another tenant's
 // job has no stream (404).

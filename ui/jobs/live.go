@@ -10,6 +10,7 @@ import (
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/charge"
 	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/ledger"
@@ -60,19 +61,33 @@ func (h *handlers) listLive(w http.ResponseWriter, r *http.Request) error {
 	}
 	keys, wake, stop := h.subscribeJobs()
 	defer stop()
+	// Every change of a job (its submission, or coming to match a status
+	// filter) signals its queue too (jobs.Service.signal): only the
+	// viewer's queues are counted for, so another tenant's activity reads
+	// nothing here.
+	myQueues := live.NewInterest(func(ctx context.Context, ids []string) ([]string, error) {
+		return h.rt.Deps.DB.Ent.Queue.Query().Where(queue.IDIn(ids...)).IDs(ctx)
+	})
 	first, ended := true, map[string]bool{}
 	return h.rt.Live(w, r, wake, func(ctx context.Context, s *live.Sender) (bool, error) {
-		read := ids
+		read, count := ids, watchNew
+		jobIDs, queueIDs := keys.Take()
 		if !first {
 			read = nil
-			for _, k := range keys.Take() {
+			for _, k := range jobIDs {
 				if shown[k] {
 					read = append(read, k)
 				}
 			}
+			if count {
+				var err error
+				if count, err = myQueues.Any(ctx, queueIDs); err != nil {
+					return false, err
+				}
+			}
 		}
 		first = false
-		if watchNew {
+		if count {
 			n, err := f.apply(h.rt.Deps.DB.Ent.Job.Query().Where(job.IDGT(newest))).Count(ctx)
 			if err != nil {
 				return false, fmt.Errorf("counting new jobs: %w", err)
@@ -108,14 +123,12 @@ func newJobsText(n int) string {
 // takes none.
 type jobKeys struct{ jobs, queues *notify.Keys }
 
-// Take returns the jobs signalled since the last Take; the queues' keys
-// are only a wake-up, emptied so their set stays small.
-func (j jobKeys) Take() []string {
+// Take returns the jobs and the queues signalled since the last Take.
+func (j jobKeys) Take() (jobs, queues []string) {
 	if j.jobs == nil {
-		return nil
+		return nil, nil
 	}
-	j.queues.Take()
-	return j.jobs.Take()
+	return j.jobs.Take(), j.queues.Take()
 }
 
 // subscribeJobs wakes on every job signal (a row changed) and queue signal

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/levers9/levers9/ent/node"
+	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/ui/app/live"
 
@@ -23,6 +25,9 @@ func (h *handlers) live(w http.ResponseWriter, r *http.Request) error {
 	drawn := r.URL.Query().Get("v")
 	bus := h.rt.Deps.Bus
 	var wake <-chan struct{}
+	// Taken on every wake, so the sets stay small; another tenant's keys
+	// wake the stream but read nothing (live.Interest).
+	take := func() (nodes, queues, jobs []string) { return nil, nil, nil }
 	if bus != nil {
 		// Nodes come and go (queue signals), jobs are placed (node signals)
 		// and end (job signals).
@@ -35,13 +40,46 @@ func (h *handlers) live(w http.ResponseWriter, r *http.Request) error {
 		merged, stop := live.Merge(nodes.C(), queues.C(), jobs.C())
 		defer stop()
 		wake = merged
+		take = func() ([]string, []string, []string) { return nodes.Take(), queues.Take(), jobs.Take() }
 	}
-	told := drawn
+	c := h.rt.Deps.DB.Ent
+	myNodes := live.NewInterest(func(ctx context.Context, ids []string) ([]string, error) {
+		return c.Node.Query().Where(node.IDIn(ids...)).IDs(ctx)
+	})
+	myQueues := live.NewInterest(func(ctx context.Context, ids []string) ([]string, error) {
+		return c.Queue.Query().Where(queue.IDIn(ids...)).IDs(ctx)
+	})
+	myJobs := live.NewInterest(nil) // a job starting on a node signals the node
+	told, first := drawn, true
 	return h.rt.Live(w, r, wake, func(ctx context.Context, s *live.Sender) (bool, error) {
+		nodeKeys, queueKeys, jobKeys := take()
+		if !first {
+			// The cheapest first: job keys need no lookup.
+			mine, err := myJobs.Any(ctx, jobKeys)
+			if err == nil && !mine {
+				mine, err = myNodes.Any(ctx, nodeKeys)
+			}
+			if err == nil && !mine {
+				mine, err = myQueues.Any(ctx, queueKeys)
+			}
+			if err != nil || !mine {
+				return false, err
+			}
+		}
+		first = false
 		_, rows, err := h.rows(ctx)
 		if err != nil {
 			return false, err
 		}
+		var nodeIDs, jobIDs []string
+		for _, n := range rows {
+			nodeIDs = append(nodeIDs, n.ID)
+			for _, sv := range n.Running {
+				jobIDs = append(jobIDs, sv.JobID)
+			}
+		}
+		myNodes.Set(nodeIDs)
+		myJobs.Set(jobIDs)
 		if err := s.Patch(patches(rows)...); err != nil {
 			return false, err
 		}
