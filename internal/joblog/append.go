@@ -71,8 +71,7 @@ func (s *Service) AppendAll(ctx context.Context, batches []Batch) error {
 // commit together with the reports that came with them.
 func (s *Service) AppendTx(ctx context.Context, tx *database.Tx, batches []Batch) error {
 	owners := map[string]owner{}
-	in := &inserter{tx: tx.SQL, dialect: s.DB.Dialect}
-	defer in.close()
+	owned := make([]ownedBatch, 0, len(batches))
 	for _, b := range batches {
 		if len(b.Lines) == 0 {
 			continue
@@ -93,9 +92,17 @@ func (s *Service) AppendTx(ctx context.Context, tx *database.Tx, batches []Batch
 			o = owner{tenant: j.TenantID, environment: j.EnvironmentID}
 			owners[b.JobID] = o
 		}
-		if err := in.insert(ctx, o, b.JobID, b.Attempt, b.Lines); err != nil {
-			return err
-		}
+		owned = append(owned, ownedBatch{Batch: b, owner: o})
+	}
+	if len(owned) == 0 {
+		return nil
+	}
+	in := &inserter{tx: tx.SQL, dialect: s.DB.Dialect}
+	defer in.close()
+	if err := in.store(ctx, owned); err != nil {
+		return err
+	}
+	for _, b := range owned {
 		metrics.LogLinesIngested.Add(float64(len(b.Lines)))
 	}
 	return nil

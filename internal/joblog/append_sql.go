@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"entgo.io/ent/dialect"
 
@@ -65,19 +64,25 @@ func (in *inserter) close() {
 	}
 }
 
-// insert stores lines of attempt attempt of job jobID, a line stored
-// already being skipped.
-func (in *inserter) insert(ctx context.Context, o owner, jobID string, attempt int, lines []wire.LogLine) error {
-	var err error
+// ownedBatch is a batch checked and ready to store, with its job's owner.
+type ownedBatch struct {
+	Batch
+	owner
+}
+
+// store stores the batches in order, a line stored already being skipped.
+func (in *inserter) store(ctx context.Context, bs []ownedBatch) error {
 	if in.dialect == dialect.Postgres {
-		err = insertPostgres(ctx, in.tx, o, jobID, attempt, lines)
-	} else {
-		for start := 0; start < len(lines) && err == nil; start += sqliteChunk {
-			err = in.insertValues(ctx, o, jobID, attempt, lines[start:min(start+sqliteChunk, len(lines))])
-		}
+		return in.storePostgres(ctx, bs)
 	}
-	if err != nil {
-		return fmt.Errorf("storing logs of job %s: %w", jobID, err)
+	for _, b := range bs {
+		var err error
+		for start := 0; start < len(b.Lines) && err == nil; start += sqliteChunk {
+			err = in.insertValues(ctx, b.owner, b.JobID, b.Attempt, b.Lines[start:min(start+sqliteChunk, len(b.Lines))])
+		}
+		if err != nil {
+			return fmt.Errorf("storing logs of job %s: %w", b.JobID, err)
+		}
 	}
 	return nil
 }
@@ -128,26 +133,4 @@ func valuesSQL(rows int) string {
 		valuesStatements.Store(rows, q)
 	}
 	return q
-}
-
-// postgresInsert takes the varying columns as arrays: one statement of a
-// fixed text whatever the batch size, so pgx prepares it once per
-// connection and PostgreSQL plans it once, and no parameter limit applies.
-var postgresInsert = "INSERT INTO " + logline.Table + " (" + strings.Join(lineColumns, ", ") + ")" +
-	" SELECT u.id, $1, $2, $3, $4, u.service, u.stream, u.seq, u.time, u.text" +
-	" FROM unnest($5::text[], $6::text[], $7::text[], $8::bigint[], $9::timestamptz[], $10::text[])" +
-	" AS u(id, service, stream, seq, time, text)" + onConflict
-
-// insertPostgres stores lines in one INSERT … SELECT FROM unnest.
-func insertPostgres(ctx context.Context, tx *sql.Tx, o owner, jobID string, attempt int, lines []wire.LogLine) error {
-	n := len(lines)
-	idv, services, streams := make([]string, n), make([]string, n), make([]string, n)
-	seqs, times, texts := make([]int64, n), make([]time.Time, n), make([]string, n)
-	for i, l := range lines {
-		idv[i], services[i], streams[i] = ids.New("log"), l.Service, string(l.Stream)
-		seqs[i], times[i], texts[i] = int64(l.Seq), l.Time, l.Text
-	}
-	_, err := tx.ExecContext(ctx, postgresInsert, o.tenant, o.environment, jobID, int64(attempt),
-		idv, services, streams, seqs, times, texts)
-	return err
 }
