@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -56,7 +57,7 @@ func NewClients(db *database.DB, d Deps) (*Clients, error) {
 		d.Scheduler = &scheduler.Service{DB: db, Log: d.Log, Now: time.Now}
 	}
 	cfg := &river.Config{
-		Logger:            d.Log.With("component", "river"),
+		Logger:            slog.New(riverLog{d.Log.Handler()}).With("component", "river"),
 		Queues:            Queues(),
 		Workers:           Register(d),
 		PeriodicJobs:      Periodic(d),

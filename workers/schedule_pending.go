@@ -58,3 +58,12 @@ func (w *SchedulePendingWorker) Work(ctx context.Context, _ *river.Job[ScheduleP
 	}
 	return errors.Join(errs...)
 }
+
+// schedulePendingDue says whether the pass would find a queue to schedule,
+// by its own first read: with no pending job it would do nothing.
+func schedulePendingDue(s *scheduler.Service) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		ids, err := s.PendingQueues(ctx)
+		return len(ids) > 0, err
+	}
+}

@@ -1,6 +1,7 @@
 package workers
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -73,8 +74,12 @@ func Periodic(d Deps) []*river.PeriodicJob {
 	every := func(d time.Duration, args river.JobArgs) *river.PeriodicJob {
 		return on(river.PeriodicInterval(d), args)
 	}
-	// The safety net behind per-queue passes; cheap when nothing waits.
-	periodic := []*river.PeriodicJob{every(30*time.Second, SchedulePendingArgs{})}
+	// everyIfDue is every, skipped while due says there is nothing to do.
+	everyIfDue := func(every time.Duration, args river.JobArgs, due func(context.Context) (bool, error)) *river.PeriodicJob {
+		return river.NewPeriodicJob(river.PeriodicInterval(every), ifDue(args, due, d.Log), &river.PeriodicJobOpts{RunOnStart: true})
+	}
+	// The safety net behind per-queue passes; skipped when nothing waits.
+	periodic := []*river.PeriodicJob{everyIfDue(30*time.Second, SchedulePendingArgs{}, schedulePendingDue(d.Scheduler))}
 	if d.Meter != nil {
 		periodic = append(periodic, every(time.Minute, MeterRunsArgs{}), every(time.Hour, MeterStorageArgs{}))
 	}
@@ -82,10 +87,10 @@ func Periodic(d Deps) []*river.PeriodicJob {
 		periodic = append(periodic, every(time.Minute, StopIdleArgs{}))
 	}
 	if d.Liveness != nil {
-		periodic = append(periodic, every(livenessEvery(d.Liveness.TTL), NodeLivenessArgs{}))
+		periodic = append(periodic, everyIfDue(livenessEvery(d.Liveness.TTL), NodeLivenessArgs{}, d.Liveness.Due))
 	}
 	if d.Functions != nil {
-		periodic = append(periodic, every(reconcileFunctionsEvery, ReconcileFunctionsArgs{}),
+		periodic = append(periodic, everyIfDue(reconcileFunctionsEvery, ReconcileFunctionsArgs{}, d.Functions.ReconcileDue),
 			on(wholeMinutes{}, FireSchedulesArgs{}))
 	}
 	if d.Blueprints != nil {

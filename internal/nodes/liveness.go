@@ -8,6 +8,7 @@ import (
 
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/node"
+	"github.com/levers9/levers9/ent/predicate"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/notify"
@@ -53,6 +54,20 @@ type SweepResult struct {
 func (l *Liveness) Sweep(ctx context.Context) (SweepResult, error) {
 	var res SweepResult
 	now := l.Now()
+	ttl, stale, lostAt := l.window(now)
+	offline, err := l.markOffline(ctx, stale, ttl)
+	res.Offline = offline
+	if err != nil {
+		return res, err
+	}
+	res.Failed, res.Requeued, err = l.loseJobs(ctx, lostAt, now)
+	return res, err
+}
+
+// window is the TTL in force and, at now, the heartbeat before which an
+// online node is silent (stale) and an offline node's jobs are lost
+// (lostAt: the grace later).
+func (l *Liveness) window(now time.Time) (ttl time.Duration, stale, lostAt time.Time) {
 	ttl, grace := l.TTL, l.Grace
 	if ttl <= 0 {
 		ttl = DefaultNodeTTL
@@ -60,21 +75,32 @@ func (l *Liveness) Sweep(ctx context.Context) (SweepResult, error) {
 	if grace < 0 {
 		grace = 0
 	}
-	stale := now.Add(-ttl)
-	offline, err := l.markOffline(ctx, stale, ttl)
-	res.Offline = offline
-	if err != nil {
-		return res, err
-	}
-	res.Failed, res.Requeued, err = l.loseJobs(ctx, stale.Add(-grace), now)
-	return res, err
+	stale = now.Add(-ttl)
+	return ttl, stale, stale.Add(-grace)
+}
+
+// silentSince matches the online nodes silent since before stale.
+func silentSince(stale time.Time) predicate.Node {
+	return node.And(node.StatusEQ(node.StatusOnline), node.Or(node.LastHeartbeatAtIsNil(), node.LastHeartbeatAtLT(stale)))
+}
+
+// lostSince matches the offline nodes silent since before lostAt.
+func lostSince(lostAt time.Time) predicate.Node {
+	return node.And(node.StatusEQ(node.StatusOffline), node.Or(node.LastHeartbeatAtIsNil(), node.LastHeartbeatAtLT(lostAt)))
+}
+
+// ofLiveJob matches the services a lost node takes down with it: those of
+// pending or running jobs. Pending jobs too: placed (or sent) but never
+// started there, they would otherwise wait for the node forever.
+func ofLiveJob() predicate.Service {
+	return service.HasJobWith(job.StatusIn(job.StatusPending, job.StatusRunning))
 }
 
 // markOffline marks offline the online nodes silent since before stale and
 // wakes their queues' schedulers; it returns how many it marked.
 func (l *Liveness) markOffline(ctx context.Context, stale time.Time, ttl time.Duration) (int, error) {
 	sys := viewer.SystemContext(ctx)
-	silent := node.And(node.StatusEQ(node.StatusOnline), node.Or(node.LastHeartbeatAtIsNil(), node.LastHeartbeatAtLT(stale)))
+	silent := silentSince(stale)
 	gone, err := l.DB.Ent.Node.Query().Where(silent).IDs(sys)
 	if err != nil {
 		return 0, fmt.Errorf("finding silent nodes: %w", err)
@@ -100,7 +126,7 @@ func (l *Liveness) markOffline(ctx context.Context, stale time.Time, ttl time.Du
 func (l *Liveness) loseJobs(ctx context.Context, lostAt, now time.Time) (failed, requeued int, err error) {
 	sys := viewer.SystemContext(ctx)
 	lost, err := l.DB.Ent.Node.Query().
-		Where(node.StatusEQ(node.StatusOffline), node.Or(node.LastHeartbeatAtIsNil(), node.LastHeartbeatAtLT(lostAt))).
+		Where(lostSince(lostAt)).
 		IDs(sys)
 	if err != nil {
 		return 0, 0, fmt.Errorf("finding lost nodes: %w", err)
@@ -109,9 +135,7 @@ func (l *Liveness) loseJobs(ctx context.Context, lostAt, now time.Time) (failed,
 		return 0, 0, nil
 	}
 	ids, err := l.DB.Ent.Service.Query().
-		// Pending jobs too: placed (or sent) but never started there, they
-		// would otherwise wait for the node forever.
-		Where(service.NodeIDIn(lost...), service.HasJobWith(job.StatusIn(job.StatusPending, job.StatusRunning))).
+		Where(service.NodeIDIn(lost...), ofLiveJob()).
 		Select(service.FieldJobID).Strings(sys)
 	if err != nil {
 		return 0, 0, fmt.Errorf("finding jobs on lost nodes: %w", err)

@@ -19,7 +19,8 @@ import (
 // TestLiveness: a silent node goes offline after the TTL, which wakes its
 // queue's scheduler; after the grace its running jobs fail with "node
 // lost", or are requeued when they asked for retries, and jobs placed there
-// go back to the scheduler. A sweep with nothing to do changes nothing.
+// go back to the scheduler. A sweep with nothing to do changes nothing,
+// and Due says so beforehand.
 func TestLiveness(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
@@ -41,11 +42,19 @@ func TestLiveness(t *testing.T) {
 		now := last
 		l := &nodes.Liveness{DB: w.db, Jobs: w.jobs, Bus: w.bus, Log: w.log, Now: func() time.Time { return now },
 			TTL: 30 * time.Second, Grace: time.Minute}
+		// Due, read before each sweep, says whether it will change anything.
 		sweep := func(at time.Duration) nodes.SweepResult {
 			now = last.Add(at)
+			due, err := l.Due(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
 			res, err := l.Sweep(context.Background())
 			if err != nil {
 				t.Fatal(err)
+			}
+			if due != (res != nodes.SweepResult{}) {
+				t.Errorf("at %s Due said %v, and the sweep did %+v", at, due, res)
 			}
 			return res
 		}
