@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"github.com/levers9/levers9/agent/runtime"
+	"github.com/levers9/levers9/agent/supervise"
 	"github.com/levers9/levers9/internal/wire"
 )
 
 func TestMain(m *testing.M) {
 	// The supervisor of every service, as the agent's binary runs it.
-	if len(os.Args) > 1 && os.Args[1] == runtime.SupervisorArg {
-		os.Exit(runtime.Supervise(os.Args[2:]))
+	if len(os.Args) > 1 && os.Args[1] == supervise.Arg {
+		os.Exit(supervise.Supervise(os.Args[2:]))
 	}
 	os.Exit(m.Run())
 }
@@ -58,7 +59,7 @@ func TestRunnerJobUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt, err := runtime.NewProcess(runtime.ProcessConfig{Root: filepath.Join(top, "jobs"), UIDs: runtime.UIDRange{First: 1_898_900_000, Count: 4},
-		Supervisor: []string{exe, runtime.SupervisorArg}, StopGrace: time.Second})
+		Supervisor: []string{exe, supervise.Arg}, StopGrace: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
+
+	"github.com/levers9/levers9/agent/supervise"
 )
 
 // cgroupFS is where cgroup file systems are mounted.
@@ -176,7 +177,7 @@ type serviceCgroup struct {
 	v2       bool
 	hier     []hierarchy
 	dirs     []string
-	moves    cgroupMoves
+	moves    []string
 	memory   string // the dir with the memory controller, "" when none
 	limitMiB int64
 }
@@ -288,7 +289,7 @@ func (sc *serviceCgroup) remove() error {
 	}
 	var errs []error
 	for i, dir := range sc.dirs {
-		if err := removeCgroup(dir); err != nil {
+		if err := supervise.RemoveCgroup(dir); err != nil {
 			errs = append(errs, err)
 		}
 		if i < len(sc.hier) {
@@ -296,39 +297,6 @@ func (sc *serviceCgroup) remove() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// removeCgroup kills the processes in dir and removes it; the kernel lets
-// go of a cgroup a moment after its last process died.
-func removeCgroup(dir string) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		for _, pid := range cgroupProcs(dir) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		err := syscall.Rmdir(dir)
-		if err == nil || errors.Is(err, syscall.ENOENT) {
-			return nil
-		}
-		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
-			return fmt.Errorf("removing cgroup %s: %w", dir, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func cgroupProcs(dir string) []int {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		if p, err := strconv.Atoi(f); err == nil {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // removeLeftovers removes the service cgroups an earlier agent left.
@@ -341,7 +309,7 @@ func (cg *cgroups) removeLeftovers() error {
 		}
 		for _, e := range ents {
 			if e.IsDir() {
-				if err := removeCgroup(filepath.Join(h.base, e.Name())); err != nil {
+				if err := supervise.RemoveCgroup(filepath.Join(h.base, e.Name())); err != nil {
 					errs = append(errs, err)
 				}
 			}
@@ -349,49 +317,6 @@ func (cg *cgroups) removeLeftovers() error {
 		h.prune()
 	}
 	return errors.Join(errs...)
-}
-
-// cgroupMoves are DIR=HOME pairs: the supervisor joins every DIR to start
-// the command, then returns to every HOME.
-type cgroupMoves []string
-
-func (m *cgroupMoves) String() string     { return strings.Join(*m, ",") }
-func (m *cgroupMoves) Set(v string) error { *m = append(*m, v); return nil }
-
-func (m cgroupMoves) join(pid int) error {
-	for _, mv := range m {
-		dir, _, _ := strings.Cut(mv, "=")
-		if err := writeProc(dir, pid); err != nil {
-			return fmt.Errorf("joining cgroup: %w", err)
-		}
-	}
-	return nil
-}
-
-func (m cgroupMoves) leave(pid int) error {
-	var errs []error
-	for _, mv := range m {
-		_, home, _ := strings.Cut(mv, "=")
-		if err := writeProc(home, pid); err != nil {
-			errs = append(errs, fmt.Errorf("leaving the service's cgroup: %w", err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// remove removes the service's cgroups, and the runtime's folder when no
-// other service uses it.
-func (m cgroupMoves) remove() {
-	for _, mv := range m {
-		dir, _, _ := strings.Cut(mv, "=")
-		if removeCgroup(dir) == nil {
-			_ = syscall.Rmdir(filepath.Dir(dir))
-		}
-	}
-}
-
-func writeProc(dir string, pid int) error {
-	return os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
 }
 
 // readKey reads "key N" from a flat-keyed cgroup file.

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/levers9/levers9/agent/supervise"
 )
 
 // hang is how long a test waits before calling something a hang. It
@@ -68,7 +70,7 @@ func supervisor(t *testing.T) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return []string{exe, SupervisorArg}
+	return []string{exe, supervise.Arg}
 }
 
 // collector drains a job's events in the background.

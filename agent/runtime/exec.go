@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/levers9/levers9/agent/supervise"
 )
 
 // execProc is a command exec'd in a running service (Terminals.Exec).
@@ -122,7 +124,7 @@ func (e *execProc) startSupervised(req ExecRequest, inR, slave *os.File) error {
 		args = append(args, "-tty")
 	}
 	args = append(append(args, "--"), req.Command...)
-	if err := w.assign(warmTask{Args: args, Dir: s.dir, Env: s.env}); err != nil {
+	if err := w.assign(supervise.Task{Args: args, Dir: s.dir, Env: s.env}); err != nil {
 		return err
 	}
 	status := bufio.NewReader(w.statusR)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/levers9/levers9/agent/supervise"
 )
 
 // The test binary doubles as the services' program: with L9TEST_HELPER
@@ -21,8 +23,8 @@ const helperVar = "L9TEST_HELPER"
 
 func TestMain(m *testing.M) {
 	// The supervisor of every service, as the agent's binary runs it.
-	if len(os.Args) > 1 && os.Args[1] == SupervisorArg {
-		os.Exit(Supervise(os.Args[2:]))
+	if len(os.Args) > 1 && os.Args[1] == supervise.Arg {
+		os.Exit(supervise.Supervise(os.Args[2:]))
 	}
 	if mode := os.Getenv(helperVar); mode != "" {
 		os.Exit(helper(mode, os.Args[1:]))

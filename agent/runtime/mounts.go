@@ -7,6 +7,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/levers9/levers9/agent/supervise"
 )
 
 // linkMounts links every mount into working directory dir, at its path
@@ -43,20 +45,12 @@ func mkdirAll(dir, path string, mkdir func(string) error) error {
 	return mkdir(path)
 }
 
-// bind is a mount the supervisor binds into the service's working
-// directory, in a mount namespace of the service's own.
-type bind struct {
-	Src      string `json:"src"`
-	Dst      string `json:"dst"`
-	ReadOnly bool   `json:"ro,omitempty"`
-}
-
 // bindPoints makes the mount points in working directory dir (empty
 // folders, which the host keeps empty) and returns the binds. A job user
 // cannot follow a link into the agent's state directory or the server's
 // data directory, which it may not enter; a bind mount needs no way in.
-func bindPoints(dir string, mounts []Mount, mkdir func(string) error) ([]bind, error) {
-	var out []bind
+func bindPoints(dir string, mounts []Mount, mkdir func(string) error) ([]supervise.Bind, error) {
+	var out []supervise.Bind
 	for _, m := range mounts {
 		rel := strings.TrimPrefix(path.Clean("/"+m.Path), "/")
 		if rel == "" {
@@ -66,7 +60,7 @@ func bindPoints(dir string, mounts []Mount, mkdir func(string) error) ([]bind, e
 		if err := mkdirAll(dir, at, mkdir); err != nil {
 			return nil, fmt.Errorf("mount %s: %w", m.Path, err)
 		}
-		out = append(out, bind{Src: m.Dir, Dst: at, ReadOnly: m.ReadOnly})
+		out = append(out, supervise.Bind{Src: m.Dir, Dst: at, ReadOnly: m.ReadOnly})
 	}
 	return out, nil
 }

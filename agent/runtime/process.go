@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/levers9/levers9/agent/supervise"
 )
 
 // ProcessConfig configures the process runtime.
@@ -46,7 +48,7 @@ type ProcessConfig struct {
 	// other: NewProcess refuses a config with both.
 	UIDs UIDRange
 	// Supervisor is the argv prefix that runs Supervise, such as the
-	// agent's own binary and SupervisorArg. Without one, services are
+	// agent's own binary and supervise.Arg. Without one, services are
 	// direct children of the agent: run as User, but processes that leave
 	// the service's process group may outlive it (with UIDs, not its
 	// job), and no cgroup limits
@@ -76,9 +78,6 @@ type ProcessConfig struct {
 
 // DefaultPidsLimit is the process limit of a service unless configured.
 const DefaultPidsLimit = 4096
-
-// SupervisorArg is the hidden subcommand that runs Supervise.
-const SupervisorArg = "__supervise"
 
 // Process runs every service as a process tree under a supervisor (see
 // Supervise), as the configured user or its job's own uid, in a working
@@ -356,7 +355,7 @@ func (p *Process) prepare(spec JobSpec) (_ *job, err error) {
 		if err := mkdir(dir); err != nil {
 			return nil, fmt.Errorf("service %s: working directory: %w", s.Name, err)
 		}
-		var binds []bind
+		var binds []supervise.Bind
 		if bound {
 			binds, err = bindPoints(dir, spec.Mounts, mkdir)
 		} else {
@@ -413,11 +412,11 @@ func (p *Process) stopLeftovers() error {
 		for _, f := range files {
 			pid, started, pgid, ok := readPidFile(filepath.Join(dir, jd.Name(), f.Name()))
 			// A pid alone may name another process by now.
-			if !ok || started == 0 || processStart(pid) != started {
+			if !ok || started == 0 || supervise.ProcessStart(pid) != started {
 				continue
 			}
 			p.log.Warn("stopping a service an earlier agent left running", "job", jd.Name(), "service", f.Name(), "pid", pid)
-			if err := killTree(pid, pgid, time.Now().Add(30*time.Second)); err != nil {
+			if err := supervise.KillTree(pid, pgid, time.Now().Add(30*time.Second)); err != nil {
 				errs = append(errs, fmt.Errorf("stopping job %s service %s: %w", jd.Name(), f.Name(), err))
 			}
 		}
@@ -432,7 +431,7 @@ func (p *Process) stopLeftovers() error {
 
 // writePidFile records a running service's supervisor (or process).
 func writePidFile(file string, pid, pgid int) error {
-	return os.WriteFile(file, fmt.Appendf(nil, "%d %d %d\n", pid, processStart(pid), pgid), 0o600)
+	return os.WriteFile(file, fmt.Appendf(nil, "%d %d %d\n", pid, supervise.ProcessStart(pid), pgid), 0o600)
 }
 
 func readPidFile(file string) (pid int, started uint64, pgid int, ok bool) {

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/levers9/levers9/agent/supervise"
 )
 
 // service is one service of a process job: a command leading its own
@@ -31,7 +33,7 @@ type service struct {
 	pipes   []*outputPipe
 	pidFile string
 	user    *jobUser // nil: the agent's
-	binds   []bind
+	binds   []supervise.Bind
 	halt    chan struct{} // closed by the first stop: ends a wait for a venv
 	venvBin string        // with a Venv: its bin folder, where commands are looked up first
 	tty     *ttyHub       // with spec.TTY: the terminal it runs on
@@ -232,7 +234,7 @@ func (s *service) start() {
 
 // command is, without a supervisor, the command itself to start; with
 // one, the task its supervisor is given.
-func (s *service) command() (*exec.Cmd, *warmTask, error) {
+func (s *service) command() (*exec.Cmd, *supervise.Task, error) {
 	argv := append(append([]string{}, s.spec.Command...), s.spec.Args...)
 	argv[0] = s.venvCommand(argv[0])
 	sup := s.rt.cfg.Supervisor
@@ -280,7 +282,7 @@ func (s *service) command() (*exec.Cmd, *warmTask, error) {
 		args = append(args, "-tty")
 	}
 	args = append(append(args, "--"), argv...)
-	return nil, &warmTask{Args: args, Dir: s.dir, Env: s.env}, nil
+	return nil, &supervise.Task{Args: args, Dir: s.dir, Env: s.env}, nil
 }
 
 // statusLine reads one "WORD REST" line from the supervisor.

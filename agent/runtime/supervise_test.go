@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/levers9/levers9/agent/supervise"
 )
 
 // treeScript starts every kind of process that could outlive its service:
@@ -29,7 +31,7 @@ exec sleep 1000`
 func runAgent(args []string) int {
 	mem, _ := strconv.ParseInt(args[1], 10, 64)
 	exe, _ := os.Executable()
-	cfg := ProcessConfig{Root: args[0], Supervisor: []string{exe, SupervisorArg}}
+	cfg := ProcessConfig{Root: args[0], Supervisor: []string{exe, supervise.Arg}}
 	if len(args) > 2 {
 		var err error
 		if cfg.UIDs, err = ParseUIDRange(args[2]); err != nil {
@@ -153,8 +155,8 @@ func (a *agentProcess) kill(t *testing.T) {
 }
 
 func alive(pid int) bool {
-	st, ok := readProcStat(pid)
-	return ok && st.state != 'Z'
+	st, ok := supervise.ReadProcStat(pid)
+	return ok && st.State != 'Z'
 }
 
 func TestServicesDieWithTheAgent(t *testing.T) {
@@ -193,7 +195,7 @@ func TestNewRuntimeStopsLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(hang); ; time.Sleep(time.Millisecond) {
-		if st, _ := readProcStat(sup); st.state == 'T' {
+		if st, _ := supervise.ReadProcStat(sup); st.State == 'T' {
 			break
 		}
 		if time.Now().After(deadline) {

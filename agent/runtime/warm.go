@@ -6,19 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+
+	"github.com/levers9/levers9/agent/supervise"
 )
-
-// warmArg starts a supervisor that waits for its task (see Supervise).
-const warmArg = "-warm"
-
-// warmTask is what a warm supervisor is told to run: the arguments it
-// would otherwise have been started with, and the service's working
-// directory and environment.
-type warmTask struct {
-	Args []string `json:"args"`
-	Dir  string   `json:"dir"`
-	Env  []string `json:"env"`
-}
 
 // warm is a supervisor started ahead of need: loading a program costs
 // milliseconds on every service start, so the runtime keeps one loaded.
@@ -62,7 +52,7 @@ func (p *Process) startWarm(stdin, tty *os.File) (*warm, error) {
 	if err != nil {
 		return fail(err)
 	}
-	cmd := exec.Command(sup[0], append(append([]string{}, sup[1:]...), warmArg)...)
+	cmd := exec.Command(sup[0], append(append([]string{}, sup[1:]...), supervise.WarmArg)...)
 	cmd.Dir, cmd.Env = "/", []string{}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	cmd.ExtraFiles = []*os.File{statusW, taskR}
@@ -111,7 +101,7 @@ func (p *Process) refillWarm() {
 }
 
 // assign sends w its task. On failure w is stopped.
-func (w *warm) assign(t warmTask) error {
+func (w *warm) assign(t supervise.Task) error {
 	err := json.NewEncoder(w.taskW).Encode(t)
 	_ = w.taskW.Close()
 	if err != nil {

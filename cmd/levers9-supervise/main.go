@@ -1,5 +1,5 @@
 // Command levers9-supervise is the small program the process runtime starts
-// each service under (see runtime.Supervise): a subreaper that runs the
+// each service under (see supervise.Supervise): a subreaper that runs the
 // service's command and takes every process of it down with the agent.
 // It is the levers9 binary's `__supervise` subcommand without the rest of
 // the server: starting it costs a few milliseconds instead of the tens the
@@ -10,7 +10,7 @@ package main
 import (
 	"os"
 
-	"github.com/levers9/levers9/agent/runtime"
+	"github.com/levers9/levers9/agent/supervise"
 )
 
-func main() { os.Exit(runtime.Supervise(os.Args[1:])) }
+func main() { os.Exit(supervise.Supervise(os.Args[1:])) }

@@ -5,20 +5,21 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/levers9/levers9/agent/runtime"
 	"github.com/spf13/cobra"
+
+	"github.com/levers9/levers9/agent/supervise"
 )
 
 // supervisorCommand is the hidden subcommand the process runtime starts
-// each service under: this binary again (see runtime.Supervise).
-const supervisorCommand = runtime.SupervisorArg
+// each service under: this binary again (see supervise.Supervise).
+const supervisorCommand = supervise.Arg
 
 // newSupervisorCommand is `levers9 __supervise …`, not in the usage: its
 // arguments are the supervisor's own.
 func newSupervisorCommand() *cobra.Command {
 	return &cobra.Command{
 		Use: supervisorCommand, Hidden: true, DisableFlagParsing: true,
-		RunE: func(cmd *cobra.Command, args []string) error { return codeErr(runtime.Supervise(args)) },
+		RunE: func(cmd *cobra.Command, args []string) error { return codeErr(supervise.Supervise(args)) },
 	}
 }
 

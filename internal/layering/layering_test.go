@@ -39,6 +39,8 @@ var nothing = []string{}
 var rules = []rule{
 	{pkgs: []string{"cmd/..."},
 		why: "cmd wires the server, the agent and the CLI: it may import anything"},
+	{pkgs: []string{"agent/supervise"}, only: nothing,
+		why: "the supervisor is loaded on every service start: it stays small (TestSupervisorLoadsLittle)"},
 	{pkgs: []string{"agent/..."}, only: []string{"agent/...", "internal/wire", "storage", "internal/netguard", "sdk/python"}, tests: true,
 		why: "the agent shares with the server the wire protocol and storage's drivers (README), with what storage needs, " +
 			"and puts the embedded Python package into function containers"},
@@ -343,4 +345,28 @@ func funcName(pkg string, fn *ast.FuncDecl) string {
 		return pkg + "." + fn.Name.Name
 	}
 	return fmt.Sprintf("%s.(%s).%s", pkg, types.ExprString(fn.Recv.List[0].Type), fn.Name.Name)
+}
+
+// The service supervisor (cmd/levers9-supervise) is a program started for
+// every service: the networking and TLS packages, which the runtime brings
+// in through the wire protocol, tripled the CPU of its start (6.5 → 17 ms
+// on the CI machines), and os/user or net make it a cgo binary.
+func TestSupervisorLoadsLittle(t *testing.T) {
+	t.Parallel()
+	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedImports | packages.NeedDeps, Dir: "../.."}
+	pkgs, err := packages.Load(cfg, "./cmd/levers9-supervise")
+	if err != nil || len(pkgs) != 1 {
+		t.Fatalf("loading the supervisor: %v", err)
+	}
+	heavy := []string{"net", "net/http", "crypto/tls", "os/user", "runtime/cgo", "log/slog"}
+	var found []string
+	packages.Visit(pkgs, func(p *packages.Package) bool {
+		if slices.Contains(heavy, p.PkgPath) {
+			found = append(found, p.PkgPath)
+		}
+		return true
+	}, nil)
+	if len(found) > 0 {
+		t.Errorf("cmd/levers9-supervise imports %v: keep the supervisor's packages out of the runtime's", found)
+	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/levers9/levers9/agent/runtime"
+	"github.com/levers9/levers9/agent/supervise"
 )
 
 // hostProcess is an exec'd process seen from the agent, held by a pidfd:
@@ -71,7 +71,7 @@ func (p *hostProcess) kill() error {
 	}
 	// A few rounds: a child may fork while its siblings die.
 	for range 3 {
-		kids := runtime.Descendants(p.pid)
+		kids := supervise.Descendants(p.pid)
 		if len(kids) == 0 {
 			break
 		}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package runtime
+package supervise
 
 import (
 	"errors"
@@ -10,12 +10,12 @@ import (
 
 // Without /proc the runtime knows no process's start time: pid files of
 // an earlier agent are not trusted, so nothing is killed by pid.
-func processStart(int) uint64 { return 0 }
+func ProcessStart(int) uint64 { return 0 }
 
 // Descendants needs /proc.
 func Descendants(int) []int { return nil }
 
-func killTree(pid, pgid int, _ time.Time) error {
+func KillTree(pid, pgid int, _ time.Time) error {
 	if pgid > 0 {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}

@@ -1,4 +1,4 @@
-package runtime
+package supervise
 
 import (
 	"encoding/json"
@@ -19,8 +19,8 @@ import (
 // prSetChildSubreaper is PR_SET_CHILD_SUBREAPER (linux/prctl.h).
 const prSetChildSubreaper = 36
 
-// Supervise is the supervisor of one service: the agent starts it (a
-// re-exec of its own binary) with
+// Supervise is the supervisor of one service: the agent starts it
+// (cmd/levers9-supervise, or its own binary with Arg) with
 //
 //	[-uid N -gid N] [-cgroup DIR=HOME]... [-binds JSON] [-tty] -- COMMAND [ARGS...]
 //
@@ -46,7 +46,7 @@ const prSetChildSubreaper = 36
 // supervisor started ahead, so a service's start does not wait for a
 // program to load.
 func Supervise(args []string) int {
-	if len(args) == 1 && args[0] == warmArg {
+	if len(args) == 1 && args[0] == WarmArg {
 		var err error
 		if args, err = awaitTask(); err != nil {
 			if status := statusPipe(); status != nil {
@@ -55,7 +55,7 @@ func Supervise(args []string) int {
 			return 125
 		}
 	}
-	fs := flag.NewFlagSet(SupervisorArg, flag.ContinueOnError)
+	fs := flag.NewFlagSet(Arg, flag.ContinueOnError)
 	uid := fs.Int("uid", -1, "run the command as this uid")
 	gid := fs.Int("gid", -1, "and this gid")
 	var moves cgroupMoves
@@ -85,7 +85,7 @@ func Supervise(args []string) int {
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGCHLD)
 
 	if *bindsJSON != "" {
-		var binds []bind
+		var binds []Bind
 		if err := json.Unmarshal([]byte(*bindsJSON), &binds); err != nil {
 			report("error -binds: %v", err)
 			return 125
@@ -264,7 +264,7 @@ func awaitTask() ([]string, error) {
 	}
 	syscall.CloseOnExec(4)
 	defer f.Close()
-	var t warmTask
+	var t Task
 	if err := json.NewDecoder(f).Decode(&t); err != nil {
 		return nil, fmt.Errorf("reading the task: %w", err)
 	}
@@ -306,7 +306,7 @@ func statusPipe() *os.File {
 // shares nothing back with the host's, and binds every mount in it; what
 // this thread forks inherits it, and it goes with the service's last
 // process. The host sees only the empty mount points.
-func bindMounts(binds []bind) error {
+func bindMounts(binds []Bind) error {
 	if err := syscall.Unshare(syscall.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("mount namespace: %w", err)
 	}
@@ -326,7 +326,7 @@ func bindMounts(binds []bind) error {
 // could swap a folder for a link to /etc between the check and the mount:
 // so the point is opened without following any link and the mount made on
 // what was opened.
-func bindMount(b bind) error {
+func bindMount(b Bind) error {
 	fd, err := unix.Openat2(unix.AT_FDCWD, b.Dst, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_NO_SYMLINKS,

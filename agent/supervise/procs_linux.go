@@ -1,4 +1,4 @@
-package runtime
+package supervise
 
 import (
 	"errors"
@@ -9,41 +9,42 @@ import (
 	"time"
 )
 
-// procStat is what /proc/PID/stat says about a process.
-type procStat struct {
-	ppid    int
-	state   byte
-	started uint64 // clock ticks after boot: with the pid, it names one process
+// ProcStat is what /proc/PID/stat says about a process.
+type ProcStat struct {
+	PPID    int
+	State   byte
+	Started uint64 // clock ticks after boot: with the pid, it names one process
 }
 
-func readProcStat(pid int) (procStat, bool) {
+// ReadProcStat reads /proc/PID/stat; false when pid is gone.
+func ReadProcStat(pid int) (ProcStat, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return procStat{}, false
+		return ProcStat{}, false
 	}
 	// The command name is in parentheses and may hold anything: fields
 	// are counted after the last ')'.
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return procStat{}, false
+		return ProcStat{}, false
 	}
 	f := strings.Fields(s[i+1:])
 	if len(f) < 20 {
-		return procStat{}, false
+		return ProcStat{}, false
 	}
 	ppid, _ := strconv.Atoi(f[1])
 	started, _ := strconv.ParseUint(f[19], 10, 64)
-	return procStat{ppid: ppid, state: f[0][0], started: started}, true
+	return ProcStat{PPID: ppid, State: f[0][0], Started: started}, true
 }
 
-// processStart is the start time of pid, 0 when it does not exist.
-func processStart(pid int) uint64 {
-	st, ok := readProcStat(pid)
+// ProcessStart is the start time of pid, 0 when it does not exist.
+func ProcessStart(pid int) uint64 {
+	st, ok := ReadProcStat(pid)
 	if !ok {
 		return 0
 	}
-	return st.started
+	return st.Started
 }
 
 // Descendants lists the living processes below pid (zombies excluded),
@@ -59,8 +60,8 @@ func Descendants(pid int) []int {
 		if err != nil {
 			continue
 		}
-		if st, ok := readProcStat(p); ok && st.state != 'Z' {
-			parent[p] = st.ppid
+		if st, ok := ReadProcStat(p); ok && st.State != 'Z' {
+			parent[p] = st.PPID
 		}
 	}
 	var out []int
@@ -75,11 +76,11 @@ func Descendants(pid int) []int {
 	return out
 }
 
-// killTree kills pid's descendants, then pid and its process group pgid
+// KillTree kills pid's descendants, then pid and its process group pgid
 // (0: none), until none is left or deadline passes. Descendants go first
 // while pid lives, so that orphans come back to it (it is a subreaper)
 // rather than escape to init.
-func killTree(pid, pgid int, deadline time.Time) error {
+func KillTree(pid, pgid int, deadline time.Time) error {
 	for {
 		kids := Descendants(pid)
 		for _, k := range kids {

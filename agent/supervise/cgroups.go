@@ -1,0 +1,88 @@
+package supervise
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// cgroupMoves are DIR=HOME pairs (-cgroup): the supervisor joins every DIR
+// to start the command, then returns to every HOME.
+type cgroupMoves []string
+
+func (m *cgroupMoves) String() string     { return strings.Join(*m, ",") }
+func (m *cgroupMoves) Set(v string) error { *m = append(*m, v); return nil }
+
+func (m cgroupMoves) join(pid int) error {
+	for _, mv := range m {
+		dir, _, _ := strings.Cut(mv, "=")
+		if err := writeProc(dir, pid); err != nil {
+			return fmt.Errorf("joining cgroup: %w", err)
+		}
+	}
+	return nil
+}
+
+func (m cgroupMoves) leave(pid int) error {
+	var errs []error
+	for _, mv := range m {
+		_, home, _ := strings.Cut(mv, "=")
+		if err := writeProc(home, pid); err != nil {
+			errs = append(errs, fmt.Errorf("leaving the service's cgroup: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// remove removes the service's cgroups, and the runtime's folder when no
+// other service uses it.
+func (m cgroupMoves) remove() {
+	for _, mv := range m {
+		dir, _, _ := strings.Cut(mv, "=")
+		if RemoveCgroup(dir) == nil {
+			_ = syscall.Rmdir(filepath.Dir(dir))
+		}
+	}
+}
+
+func writeProc(dir string, pid int) error {
+	return os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
+}
+
+// RemoveCgroup kills the processes in dir and removes it; the kernel lets
+// go of a cgroup a moment after its last process died.
+func RemoveCgroup(dir string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, pid := range cgroupProcs(dir) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		err := syscall.Rmdir(dir)
+		if err == nil || errors.Is(err, syscall.ENOENT) {
+			return nil
+		}
+		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+			return fmt.Errorf("removing cgroup %s: %w", dir, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func cgroupProcs(dir string) []int {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if p, err := strconv.Atoi(f); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
