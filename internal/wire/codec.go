@@ -8,10 +8,18 @@ import (
 
 // envelope is what goes on the wire around every body.
 type envelope struct {
-	V    int             `json:"v"`
+	V    *int            `json:"v"` // nil: none given
 	Type Kind            `json:"type"`
 	Seq  uint64          `json:"seq,omitempty"`
 	Body json.RawMessage `json:"body"`
+}
+
+// envelopeHead is envelope without its body, in the same order: what
+// EncodeSeq writes before the body.
+type envelopeHead struct {
+	V    int    `json:"v"`
+	Type Kind   `json:"type"`
+	Seq  uint64 `json:"seq,omitempty"`
 }
 
 var decoders = map[Kind]func([]byte) (Msg, error){
@@ -56,10 +64,16 @@ func EncodeSeq(seq uint64, m Msg) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wire: encode %s: %w", m.Kind(), err)
 	}
-	out, err := marshal(envelope{V: Version, Type: m.Kind(), Seq: seq, Body: body})
+	// The envelope without its body, then the body appended: marshalling
+	// the envelope with the body as a json.RawMessage would scan the body
+	// again to compact it (a tenth of a busy log's CPU), to the same bytes.
+	head, err := marshal(envelopeHead{V: Version, Type: m.Kind(), Seq: seq})
 	if err != nil {
 		return nil, fmt.Errorf("wire: encode %s: %w", m.Kind(), err)
 	}
+	out := make([]byte, 0, len(head)+len(`,"body":`)+len(body))
+	out = append(append(append(out, head[:len(head)-1]...), `,"body":`...), body...)
+	out = append(out, '}')
 	if len(out) > MaxMessageBytes {
 		return nil, fmt.Errorf("%w: %s is %d bytes, at most %d allowed", ErrTooLarge, m.Kind(), len(out), MaxMessageBytes)
 	}
@@ -95,22 +109,24 @@ func DecodeSeq(b []byte) (uint64, Msg, error) {
 	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		return 0, nil, fmt.Errorf("%w: not a JSON object", ErrMalformed)
 	}
-	// The version first, alone: a newer envelope may not parse as ours, and
-	// "wrong version" is the error that helps.
-	var head struct {
-		V *int `json:"v"`
-	}
-	if err := json.Unmarshal(b, &head); err != nil {
-		return 0, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
-	}
-	if head.V == nil {
-		return 0, nil, fmt.Errorf("%w: none given (this side speaks %d)", ErrVersion, Version)
-	}
-	if *head.V != Version {
-		return 0, nil, fmt.Errorf("%w %d (this side speaks %d)", ErrVersion, *head.V, Version)
-	}
 	var env envelope
-	if err := json.Unmarshal(b, &env); err != nil {
+	if err := json.Unmarshal(b, &env); err != nil || env.V == nil || *env.V != Version {
+		// The version first, alone: a newer envelope may not parse as
+		// ours, and "wrong version" is the error that helps. (Only when
+		// the envelope is not one of ours: parsing a message once more
+		// costs as much as decoding its body.)
+		var head struct {
+			V *int `json:"v"`
+		}
+		if err := json.Unmarshal(b, &head); err != nil {
+			return 0, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
+		if head.V == nil {
+			return 0, nil, fmt.Errorf("%w: none given (this side speaks %d)", ErrVersion, Version)
+		}
+		if *head.V != Version {
+			return 0, nil, fmt.Errorf("%w %d (this side speaks %d)", ErrVersion, *head.V, Version)
+		}
 		return 0, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	dec, ok := decoders[env.Type]

@@ -1,5 +1,7 @@
 package wire
 
+import "unicode/utf8"
+
 // envelopeSlack covers the envelope around a Logs body, the longest
 // possible seq included.
 const envelopeSlack = 128
@@ -25,11 +27,55 @@ func SplitLogs(jobID string, attempt int, lines []LogLine) []Logs {
 	return out
 }
 
+// lineSize is at least the length of l encoded (marshal(l)), and exactly
+// that unless its strings hold control characters, found without
+// encoding it: encoding every line of a busy log once to measure it and
+// again to send it cost a tenth of the agent's and server's CPU.
 func lineSize(l LogLine) int {
-	b, err := marshal(l)
+	t, err := l.Time.MarshalJSON()
 	if err != nil {
 		// Only an out-of-range time fails; Encode reports it properly.
 		return MaxMessageBytes
 	}
-	return len(b)
+	return len(`{"service":,"stream":,"seq":,"time":,"text":}`) + jsonStringSize(l.Service) + jsonStringSize(string(l.Stream)) +
+		digits(l.Seq) + len(t) + jsonStringSize(l.Text)
+}
+
+// jsonStringSize is at least the length of s encoded as a JSON string by
+// marshal: '"' and '\\' escape to two bytes, a control character to at
+// most six, invalid UTF-8 and U+2028 and U+2029 to six.
+func jsonStringSize(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				n += 2
+			case c < 0x20:
+				n += 6
+			default:
+				n++
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+			n += 6
+		} else {
+			n += size
+		}
+		i += size
+	}
+	return n
+}
+
+// digits is the length of n in decimal.
+func digits(n uint64) int {
+	d := 1
+	for ; n >= 10; n /= 10 {
+		d++
+	}
+	return d
 }
