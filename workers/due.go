@@ -15,10 +15,12 @@ import (
 // a cheap read first and inserts nothing when it says no work waits.
 
 // dueCheckTimeout bounds that read: River's enqueuer waits for its
-// constructors, which must not block long. A check that fails or times
-// out inserts the job, as if there were work: the pass then runs and
-// reports whatever is wrong.
-const dueCheckTimeout = 2 * time.Second
+// constructors, which must not block long. On SQLite the read waits for
+// the one connection like the enqueuer's own insert would, so the bound
+// leaves room for a long write (a big scheduling pass). A check that fails
+// or times out inserts the job, as if there were work: the pass then runs
+// and reports whatever is wrong.
+const dueCheckTimeout = 10 * time.Second
 
 // ifDue returns a constructor of args that inserts nothing when due says
 // the pass would find nothing to do.
