@@ -18,7 +18,7 @@ import (
 	entsql "entgo.io/ent/dialect/sql"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"modernc.org/sqlite"
 
 	"github.com/levers9/levers9/ent"
 	_ "github.com/levers9/levers9/ent/runtime" // registers privacy policies and defaults
@@ -103,10 +103,11 @@ func openSQLite(ctx context.Context, path string, log *slog.Logger) (*DB, error)
 	dsn := "file:" + path + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)" +
 		"&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate" +
 		"&_time_format=sqlite&_timezone=UTC"
-	sqlDB, err := sql.Open("sqlite", dsn)
+	connector, err := sqlite.NewConnector(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("opening sqlite %s: %w", path, err)
 	}
+	sqlDB := sql.OpenDB(cachingConnector{connector})
 	sqlDB.SetMaxOpenConns(1)
 	if err := sqlDB.PingContext(ctx); err != nil {
 		_ = sqlDB.Close()
