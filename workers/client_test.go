@@ -7,6 +7,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/fixture"
 )
@@ -35,21 +36,12 @@ func TestInsertsWakeTheWorker(t *testing.T) {
 		periodic := river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
 			func() (river.JobArgs, *river.InsertOpts) { return noticeArgs{N: 0}, nil },
 			&river.PeriodicJobOpts{RunOnStart: true})
-		rc, err := newClients(db, &river.Config{
+		rc := startClients(t, db, &river.Config{
 			Logger:  fixture.Log(),
 			Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 2}},
 			Workers: w, PeriodicJobs: []*river.PeriodicJob{periodic},
 			FetchPollInterval: time.Hour, FetchCooldown: time.Millisecond,
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		if err := rc.Runner.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = rc.Runner.Stop(context.Background()) })
 
 		insert := func(n int) {
 			tx, err := db.SQL.Begin()
@@ -57,7 +49,7 @@ func TestInsertsWakeTheWorker(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tx.Rollback()
-			if _, err := rc.Inserter.InsertTx(ctx, tx, noticeArgs{N: n}, nil); err != nil {
+			if _, err := rc.Inserter.InsertTx(context.Background(), tx, noticeArgs{N: n}, nil); err != nil {
 				t.Fatal(err)
 			}
 			if err := tx.Commit(); err != nil {
@@ -81,4 +73,23 @@ func TestInsertsWakeTheWorker(t *testing.T) {
 			}
 		}
 	})
+}
+
+// startClients starts River clients of cfg on db, stopped when t ends.
+func startClients(t testing.TB, db *database.DB, cfg *river.Config) *Clients {
+	t.Helper()
+	rc, err := newClients(db, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := rc.Runner.Start(ctx); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = rc.Runner.Stop(context.Background())
+		cancel()
+	})
+	return rc
 }

@@ -41,21 +41,12 @@ func TestPeriodicJobSkippedUntilDue(t *testing.T) {
 		log := slog.New(tee{slog.NewTextHandler(&raw, nil), riverLog{slog.NewTextHandler(&kept, nil)}})
 		periodic := river.NewPeriodicJob(river.PeriodicInterval(time.Second),
 			ifDue(noticeArgs{N: 7}, check, log), &river.PeriodicJobOpts{RunOnStart: true})
-		rc, err := newClients(db, &river.Config{
+		startClients(t, db, &river.Config{
 			Logger:  log,
 			Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 2}},
 			Workers: w, PeriodicJobs: []*river.PeriodicJob{periodic},
 			FetchPollInterval: time.Second, FetchCooldown: time.Millisecond,
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		if err := rc.Runner.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = rc.Runner.Stop(context.Background()) })
 
 		for range 2 { // the start's run and a tick: both skipped
 			select {
