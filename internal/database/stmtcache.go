@@ -4,7 +4,6 @@ import (
 	"container/list"
 	"context"
 	"database/sql/driver"
-	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -73,7 +72,7 @@ func newCachedConn(conn driver.Conn) (*cachedConn, error) {
 }
 
 // take returns a statement for query and the function that gives it back.
-func (c *cachedConn) take(ctx context.Context, query string) (driver.Stmt, func() error, error) {
+func (c *cachedConn) take(ctx context.Context, query string) (driver.Stmt, func(), error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.stmts[query]; ok {
@@ -81,13 +80,13 @@ func (c *cachedConn) take(ctx context.Context, query string) (driver.Stmt, func(
 		if !cs.busy {
 			cs.busy = true
 			c.lru.MoveToFront(e)
-			return cs.stmt, func() error { return c.give(cs) }, nil
+			return cs.stmt, func() { c.give(cs) }, nil
 		}
 		st, err := c.sqliteConn.PrepareContext(ctx, query)
 		if err != nil {
 			return nil, nil, err
 		}
-		return st, st.Close, nil
+		return st, func() { closeStmt(st) }, nil
 	}
 	st, err := c.sqliteConn.PrepareContext(ctx, query)
 	if err != nil {
@@ -95,31 +94,30 @@ func (c *cachedConn) take(ctx context.Context, query string) (driver.Stmt, func(
 	}
 	cs := &cachedStmt{query: query, stmt: st, busy: true}
 	c.stmts[query] = c.lru.PushFront(cs)
-	var errs []error
 	for c.lru.Len() > stmtCacheSize {
 		old := c.lru.Remove(c.lru.Back()).(*cachedStmt)
 		delete(c.stmts, old.query)
 		old.evicted = true
 		if !old.busy {
-			errs = append(errs, old.stmt.Close())
+			closeStmt(old.stmt)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		_ = c.give(cs)
-		return nil, nil, fmt.Errorf("closing a cached statement: %w", err)
-	}
-	return st, func() error { return c.give(cs) }, nil
+	return st, func() { c.give(cs) }, nil
 }
 
-func (c *cachedConn) give(cs *cachedStmt) error {
+func (c *cachedConn) give(cs *cachedStmt) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cs.busy = false
 	if cs.evicted {
-		return cs.stmt.Close()
+		closeStmt(cs.stmt)
 	}
-	return nil
 }
+
+// closeStmt finalizes st. SQLite frees a statement whatever finalize
+// returns: its result is the last run's error, which that run returned
+// already.
+func closeStmt(st driver.Stmt) { _ = st.Close() }
 
 // Unwrap is the driver's connection (modernc's helpers look through
 // wrappers with it).
@@ -130,8 +128,8 @@ func (c *cachedConn) ExecContext(ctx context.Context, query string, args []drive
 	if err != nil {
 		return nil, err
 	}
-	res, err := st.(driver.StmtExecContext).ExecContext(ctx, args)
-	return res, errors.Join(err, give())
+	defer give()
+	return st.(driver.StmtExecContext).ExecContext(ctx, args)
 }
 
 func (c *cachedConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
@@ -141,7 +139,8 @@ func (c *cachedConn) QueryContext(ctx context.Context, query string, args []driv
 	}
 	rows, err := st.(driver.StmtQueryContext).QueryContext(ctx, args)
 	if err != nil {
-		return nil, errors.Join(err, give())
+		give()
+		return nil, err
 	}
 	return &cachedRows{Rows: rows, give: give}, nil
 }
@@ -149,23 +148,22 @@ func (c *cachedConn) QueryContext(ctx context.Context, query string, args []driv
 // Close closes the cached statements, then the connection.
 func (c *cachedConn) Close() error {
 	c.mu.Lock()
-	var errs []error
 	for _, e := range c.stmts {
 		if cs := e.Value.(*cachedStmt); !cs.busy {
-			errs = append(errs, cs.stmt.Close())
+			closeStmt(cs.stmt)
 		}
 	}
 	clear(c.stmts)
 	c.lru.Init()
 	c.mu.Unlock()
-	return errors.Join(append(errs, c.sqliteConn.Close())...)
+	return c.sqliteConn.Close()
 }
 
 // cachedRows gives its statement back when closed, and passes on the
 // column types modernc reports.
 type cachedRows struct {
 	driver.Rows
-	give   func() error
+	give   func()
 	closed bool
 }
 
@@ -174,7 +172,8 @@ func (r *cachedRows) Close() error {
 		return nil
 	}
 	r.closed = true
-	return errors.Join(r.Rows.Close(), r.give())
+	defer r.give()
+	return r.Rows.Close()
 }
 
 func (r *cachedRows) ColumnTypeDatabaseTypeName(i int) string {
