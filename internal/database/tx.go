@@ -23,6 +23,29 @@ import (
 type Tx struct {
 	SQL *sql.Tx
 	Ent *ent.Client
+
+	// last holds what runs just before the commit, in the order first
+	// asked for, once per key (see BeforeCommit).
+	last     []func(context.Context) error
+	lastKeys map[string]bool
+}
+
+// BeforeCommit has fn run as the transaction's last statements, once per
+// key however often it is asked for: for writes to a row that many
+// transactions share, such as River's unique job of a queue's scheduling
+// pass. PostgreSQL locks such a row from the write to the commit, so a
+// write made early makes every other writer wait out the rest of this
+// transaction; made last, only its commit. An error from fn rolls the
+// transaction back.
+func (tx *Tx) BeforeCommit(key string, fn func(context.Context) error) {
+	if tx.lastKeys[key] {
+		return
+	}
+	if tx.lastKeys == nil {
+		tx.lastKeys = map[string]bool{}
+	}
+	tx.lastKeys[key] = true
+	tx.last = append(tx.last, fn)
 }
 
 // InTx runs fn in a transaction, committing when it returns nil and rolling
@@ -92,6 +115,11 @@ func (db *DB) inTx(ctx context.Context, fn func(tx *Tx) error) (err error) {
 	tx := &Tx{SQL: sqlTx, Ent: newClient(drv)}
 	if err := fn(tx); err != nil {
 		return err
+	}
+	for i := 0; i < len(tx.last); i++ { // what these add runs too
+		if err := tx.last[i](ctx); err != nil {
+			return err
+		}
 	}
 	if err := sqlTx.Commit(); err != nil {
 		return fmt.Errorf("committing transaction: %w", err)

@@ -90,9 +90,13 @@ func (s *Service) end(ctx context.Context, tx *database.Tx, e jobstate.Event, id
 		return false, err
 	}
 	if s.Freed != nil {
-		if err := s.Freed(ctx, tx.SQL, id); err != nil {
-			return false, fmt.Errorf("scheduling capacity freed by job %s: %w", id, err)
-		}
+		// Last in the transaction: it writes the queue's shared pass row.
+		tx.BeforeCommit("freed "+id, func(ctx context.Context) error {
+			if err := s.Freed(ctx, tx.SQL, id); err != nil {
+				return fmt.Errorf("scheduling capacity freed by job %s: %w", id, err)
+			}
+			return nil
+		})
 	}
 	return true, nil
 }

@@ -15,17 +15,25 @@ import (
 const wakeTimeout = 10 * time.Second
 
 // scheduleNew enqueues, in the submitting transaction, the scheduling
-// work of job j that was just inserted.
+// work of job j that was just inserted: last, once per queue (see
+// database.Tx.BeforeCommit), since every writer of the queue shares the
+// row of its pass.
 func (s *Service) scheduleNew(ctx context.Context, tx *database.Tx, j *ent.Job) error {
-	var err error
 	switch {
 	case s.ScheduleQueue != nil:
-		err = s.ScheduleQueue(ctx, tx.SQL, j.QueueID)
+		tx.BeforeCommit("schedule queue "+j.QueueID, func(ctx context.Context) error {
+			if err := s.ScheduleQueue(ctx, tx.SQL, j.QueueID); err != nil {
+				return fmt.Errorf("enqueueing scheduling of job %s: %w", j.ID, err)
+			}
+			return nil
+		})
 	case s.Schedule != nil:
-		err = s.Schedule(ctx, tx.SQL, j.ID)
-	}
-	if err != nil {
-		return fmt.Errorf("enqueueing scheduling of job %s: %w", j.ID, err)
+		tx.BeforeCommit("schedule job "+j.ID, func(ctx context.Context) error {
+			if err := s.Schedule(ctx, tx.SQL, j.ID); err != nil {
+				return fmt.Errorf("enqueueing scheduling of job %s: %w", j.ID, err)
+			}
+			return nil
+		})
 	}
 	return nil
 }
