@@ -79,8 +79,12 @@ func (st *state) loadNodes(ctx context.Context, c *ent.Client, dialectName, queu
 		Select(node.FieldID, node.FieldName, node.FieldInventory, node.FieldDrain)
 	if dialectName == dialect.Postgres {
 		// The lock that keeps replicas from placing the same capacity twice;
-		// SQLite has no row locks and needs none (one writer).
-		q.ForUpdate()
+		// SQLite has no row locks and needs none (one writer). NO KEY
+		// UPDATE excludes every other pass and writer of the nodes, but not
+		// the key-share locks of foreign-key checks: a transaction
+		// recording a report on the node's services (which takes one when
+		// it updates a row twice) does not hold the pass up.
+		q.ForUpdate(func(o *entsql.LockOptions) { o.Strength = entsql.LockNoKeyUpdate })
 	}
 	locked, err := q.All(ctx)
 	if err != nil {

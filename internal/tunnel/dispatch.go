@@ -14,18 +14,34 @@ import (
 	"github.com/levers9/levers9/internal/wire"
 )
 
+// dispatchChunk bounds the job IDs of one query: a large node's backlog
+// stays within the databases' parameter limits.
+const dispatchChunk = 500
+
 // dispatch pushes the node's desired state to the agent: a Start for every
 // job placed on it and not yet sent, a Stop for every job it runs that
 // ended on the server side (cancelled, failed, out of tokens).
 func (s *session) dispatch(ctx context.Context) error {
 	sys := viewer.SystemContext(ctx)
-	// One query for every job to start, with its services: not one per
-	// job (under load a wake finds many).
-	pending, err := s.srv.DB.Ent.Job.Query().
-		Where(job.StatusEQ(job.StatusPending), job.HasServicesWith(service.NodeID(s.nodeID), service.DispatchedAtIsNil())).
-		WithServices().All(sys)
+	// Two queries for every job to start, with its services, not one per
+	// job (under load a wake finds many). The first reads only the node's
+	// waiting services on the (node_id, status) index, never every service
+	// the node ran, whatever the planner's statistics say.
+	ids, err := s.srv.DB.Ent.Service.Query().
+		Where(service.NodeID(s.nodeID), service.StatusIn(jobstate.ServiceFrom(jobstate.Dispatched)...), service.DispatchedAtIsNil()).
+		Unique(true).Select(service.FieldJobID).Strings(sys)
 	if err != nil {
 		return fmt.Errorf("finding jobs to start: %w", err)
+	}
+	var pending []*ent.Job
+	for chunk := range slices.Chunk(ids, dispatchChunk) {
+		js, err := s.srv.DB.Ent.Job.Query().
+			Where(job.IDIn(chunk...), job.StatusIn(jobstate.From(jobstate.Dispatched)...)).
+			WithServices().All(sys)
+		if err != nil {
+			return fmt.Errorf("finding jobs to start: %w", err)
+		}
+		pending = append(pending, js...)
 	}
 	for _, j := range pending {
 		if err := s.start(ctx, j); err != nil {
