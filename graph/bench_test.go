@@ -207,7 +207,7 @@ func (r *rawSubmitter) one(i int) error {
 			Exec(ctx); err != nil {
 			return fmt.Errorf("storing event: %w", err)
 		}
-		return workers.InsertScheduleQueue(ctx, r.rc.Inserter, tx.SQL, r.q.ID)
+		return workers.InsertScheduleQueue(ctx, r.rc, tx.SQL, r.q.ID)
 	})
 }
 

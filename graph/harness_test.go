@@ -75,9 +75,9 @@ func newEnv(t testing.TB, url string, tune ...func(*graph.Resolver)) *env {
 	t.Cleanup(e.bus.Close)
 	e.auth = auth.NewService(db.Ent, log, nil)
 	e.tenancy = &tenancy.Service{DB: db, Log: log, LocalStorageRoot: t.TempDir()}
-	e.jobs = &jobs.Service{DB: db, Log: log, Now: time.Now, Schedule: workers.InsertScheduleJob(rc.Inserter), Bus: e.bus,
+	e.jobs = &jobs.Service{DB: db, Log: log, Now: time.Now, Schedule: workers.InsertScheduleJob(rc), Bus: e.bus,
 		ScheduleQueue: func(ctx context.Context, tx *sql.Tx, queueID string) error {
-			return workers.InsertScheduleQueue(ctx, rc.Inserter, tx, queueID)
+			return workers.InsertScheduleQueue(ctx, rc, tx, queueID)
 		}}
 	res := &graph.Resolver{
 		DB: db, Ent: db.Ent, Log: log, Auth: e.auth, Tenancy: e.tenancy, JobService: e.jobs,

@@ -49,6 +49,8 @@ type Runner interface {
 type Clients struct {
 	Inserter *river.Client[*sql.Tx]
 	Runner   Runner
+
+	passes pendingPasses // see InsertScheduleQueue
 }
 
 // NewClients returns the River clients for db working the workers of d.

@@ -80,34 +80,40 @@ func (w *ScheduleQueueWorker) NextRetry(rj *river.Job[ScheduleQueueArgs]) time.T
 const BackupDelay = 3 * time.Second
 
 // InsertScheduleQueue enqueues the backup pass over queueID in tx,
-// BackupDelay out. When the pass of that queue is already running it may
-// have read the queue before tx commits, so a second pass is queued behind
-// it. (Should that one run already too, the change waits for the periodic
-// pass, SchedulePendingArgs.)
-func InsertScheduleQueue(ctx context.Context, c *river.Client[*sql.Tx], tx *sql.Tx, queueID string) error {
-	opts := &river.InsertOpts{ScheduledAt: time.Now().Add(BackupDelay)}
-	res, err := c.InsertTx(ctx, tx, ScheduleQueueArgs{QueueID: queueID}, opts)
+// BackupDelay out, unless a pass known to be committed will start after tx
+// commits anyway (see pendingPasses). When the pass of that queue is
+// already running it may have read the queue before tx commits, so a
+// second pass is queued behind it. (Should that one run already too, the
+// change waits for the periodic pass, SchedulePendingArgs.)
+func InsertScheduleQueue(ctx context.Context, rc *Clients, tx *sql.Tx, queueID string) error {
+	now := time.Now()
+	if rc.passes.covers(queueID, now) {
+		return nil
+	}
+	opts := &river.InsertOpts{ScheduledAt: now.Add(BackupDelay)}
+	res, err := rc.Inserter.InsertTx(ctx, tx, ScheduleQueueArgs{QueueID: queueID}, opts)
 	if err != nil {
 		return fmt.Errorf("enqueueing scheduling of queue %s: %w", queueID, err)
 	}
+	rc.passes.saw(queueID, res)
 	if !res.UniqueSkippedAsDuplicate || res.Job.State != rivertype.JobStateRunning {
 		return nil // a waiting pass starts after tx commits: River holds its row until then
 	}
-	if _, err := c.InsertTx(ctx, tx, ScheduleQueueArgs{QueueID: queueID, Again: true}, opts); err != nil {
+	if _, err := rc.Inserter.InsertTx(ctx, tx, ScheduleQueueArgs{QueueID: queueID, Again: true}, opts); err != nil {
 		return fmt.Errorf("enqueueing scheduling of queue %s: %w", queueID, err)
 	}
 	return nil
 }
 
 // ScheduleQueues enqueues a pass over each of queueIDs in one transaction.
-func ScheduleQueues(ctx context.Context, c *river.Client[*sql.Tx], db *sql.DB, queueIDs []string) error {
+func ScheduleQueues(ctx context.Context, rc *Clients, db *sql.DB, queueIDs []string) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("enqueueing scheduling: %w", err)
 	}
 	defer tx.Rollback()
 	for _, id := range queueIDs {
-		if err := InsertScheduleQueue(ctx, c, tx, id); err != nil {
+		if err := InsertScheduleQueue(ctx, rc, tx, id); err != nil {
 			return err
 		}
 	}
@@ -119,24 +125,24 @@ func ScheduleQueues(ctx context.Context, c *river.Client[*sql.Tx], db *sql.DB, q
 
 // InsertScheduleNode returns the function to call, in the transaction that
 // brings a node online (joined or back), to enqueue passes over its queues.
-func InsertScheduleNode(c *river.Client[*sql.Tx]) func(context.Context, *sql.Tx, string) error {
+func InsertScheduleNode(rc *Clients) func(context.Context, *sql.Tx, string) error {
 	return func(ctx context.Context, tx *sql.Tx, nodeID string) error {
-		return insertForQuery(ctx, c, tx, "SELECT queue_id FROM queue_nodes WHERE node_id = $1", nodeID)
+		return insertForQuery(ctx, rc, tx, "SELECT queue_id FROM queue_nodes WHERE node_id = $1", nodeID)
 	}
 }
 
 // InsertScheduleFreed returns the function to call, in the transaction that
 // ends a job, to enqueue passes over every queue that can use what the job
 // frees: its own and those of the nodes it was placed on.
-func InsertScheduleFreed(c *river.Client[*sql.Tx]) func(context.Context, *sql.Tx, string) error {
+func InsertScheduleFreed(rc *Clients) func(context.Context, *sql.Tx, string) error {
 	return func(ctx context.Context, tx *sql.Tx, jobID string) error {
-		return insertForQuery(ctx, c, tx, `SELECT queue_id FROM jobs WHERE id = $1
+		return insertForQuery(ctx, rc, tx, `SELECT queue_id FROM jobs WHERE id = $1
 			UNION SELECT qn.queue_id FROM queue_nodes qn JOIN services s ON s.node_id = qn.node_id WHERE s.job_id = $1`, jobID)
 	}
 }
 
 // insertForQuery enqueues a pass over each queue query returns for arg.
-func insertForQuery(ctx context.Context, c *river.Client[*sql.Tx], tx *sql.Tx, query, arg string) error {
+func insertForQuery(ctx context.Context, rc *Clients, tx *sql.Tx, query, arg string) error {
 	rows, err := tx.QueryContext(ctx, query, arg)
 	if err != nil {
 		return fmt.Errorf("finding queues to schedule for %s: %w", arg, err)
@@ -155,7 +161,7 @@ func insertForQuery(ctx context.Context, c *river.Client[*sql.Tx], tx *sql.Tx, q
 		return fmt.Errorf("finding queues to schedule for %s: %w", arg, err)
 	}
 	for _, id := range ids {
-		if err := InsertScheduleQueue(ctx, c, tx, id); err != nil {
+		if err := InsertScheduleQueue(ctx, rc, tx, id); err != nil {
 			return err
 		}
 	}
@@ -165,13 +171,13 @@ func insertForQuery(ctx context.Context, c *river.Client[*sql.Tx], tx *sql.Tx, q
 // InsertScheduleJob returns the function jobs.Service calls to enqueue
 // scheduling of a submitted job inside the submitting transaction: a pass
 // over the job's queue.
-func InsertScheduleJob(c *river.Client[*sql.Tx]) func(context.Context, *sql.Tx, string) error {
+func InsertScheduleJob(rc *Clients) func(context.Context, *sql.Tx, string) error {
 	return func(ctx context.Context, tx *sql.Tx, jobID string) error {
 		var queueID string
 		// $1 is understood by both drivers (SQLite reads it as parameter 1).
 		if err := tx.QueryRowContext(ctx, "SELECT queue_id FROM jobs WHERE id = $1", jobID).Scan(&queueID); err != nil {
 			return fmt.Errorf("finding the queue of job %s: %w", jobID, err)
 		}
-		return InsertScheduleQueue(ctx, c, tx, queueID)
+		return InsertScheduleQueue(ctx, rc, tx, queueID)
 	}
 }

@@ -41,7 +41,7 @@ func newWorld(t *testing.T, url string) *world {
 		t.Fatal(err)
 	}
 	js := fixture.Jobs(tn.DB, nil)
-	js.Schedule = workers.InsertScheduleJob(rc.Inserter)
+	js.Schedule = workers.InsertScheduleJob(rc)
 	return &world{tn: tn, db: tn.DB, rc: rc, sys: fixture.Sys(), queue: tn.DefaultQueue, ten: tn.ID, jobs: js, admin: tn.AsAdmin()}
 }
 
@@ -81,6 +81,24 @@ func TestScheduleQueueCoalesces(t *testing.T) {
 		if all, again := w.passes(t); all != 1 || again != 0 {
 			t.Fatalf("after 5 submissions: %d passes (%d again), want 1", all, again)
 		}
+		// Later submissions rely on that waiting pass and write nothing:
+		// with its row gone, none comes back.
+		if _, err := w.db.SQL.Exec("DELETE FROM river_job"); err != nil {
+			t.Fatal(err)
+		}
+		w.submit(t, 1)
+		if all, _ := w.passes(t); all != 0 {
+			t.Fatalf("a submission while a pass waits: %d passes written, want 0", all)
+		}
+		// Not relied on any more (as near its time): written again.
+		workers.ForgetPasses(w.rc)
+		w.submit(t, 1)
+		w.submit(t, 1)
+		if all, again := w.passes(t); all != 1 || again != 0 {
+			t.Fatalf("after the pass is forgotten: %d passes (%d again), want 1", all, again)
+		}
+		// The pass starts (its time has come: nothing relies on it any more).
+		workers.ForgetPasses(w.rc)
 		if _, err := w.db.SQL.Exec("UPDATE river_job SET state = 'running', attempt = 1, attempted_at = CURRENT_TIMESTAMP"); err != nil {
 			t.Fatal(err)
 		}
@@ -91,7 +109,7 @@ func TestScheduleQueueCoalesces(t *testing.T) {
 			t.Fatalf("submissions during a pass: %d passes (%d again), want 2 (1 again)", all, again)
 		}
 		// The helpers for nodes coming online go through the same path.
-		if err := workers.ScheduleQueues(context.Background(), w.rc.Inserter, w.db.SQL, []string{w.queue}); err != nil {
+		if err := workers.ScheduleQueues(context.Background(), w.rc, w.db.SQL, []string{w.queue}); err != nil {
 			t.Fatal(err)
 		}
 		if all, _ := w.passes(t); all != 2 {
@@ -103,7 +121,7 @@ func TestScheduleQueueCoalesces(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tx.Rollback()
-		if err := workers.InsertScheduleJob(w.rc.Inserter)(context.Background(), tx, "job_missing"); err == nil {
+		if err := workers.InsertScheduleJob(w.rc)(context.Background(), tx, "job_missing"); err == nil {
 			t.Fatal("scheduling a missing job: no error")
 		}
 	})
@@ -183,7 +201,7 @@ func TestInsertScheduleNodeAndFreed(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		inTx(workers.InsertScheduleNode(w.rc.Inserter), n.ID)
+		inTx(workers.InsertScheduleNode(w.rc), n.ID)
 		if got := queued(); !got[w.queue] || !got[other.ID] || got[lone.ID] {
 			t.Fatalf("node online queued %v, want default and other", got)
 		}
@@ -192,7 +210,7 @@ func TestInsertScheduleNodeAndFreed(t *testing.T) {
 		if err := w.db.Ent.Service.Update().Where(service.JobID(j)).SetNodeID(n.ID).Exec(w.sys); err != nil {
 			t.Fatal(err)
 		}
-		inTx(workers.InsertScheduleFreed(w.rc.Inserter), j)
+		inTx(workers.InsertScheduleFreed(w.rc), j)
 		if got := queued(); !got[w.queue] || !got[other.ID] || got[lone.ID] {
 			t.Fatalf("job end queued %v, want default and other", got)
 		}

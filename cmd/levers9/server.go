@@ -190,12 +190,12 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	jobService.Schedule = workers.InsertScheduleJob(rc.Inserter)
+	jobService.Schedule = workers.InsertScheduleJob(rc)
 	jobService.ScheduleQueue = func(ctx context.Context, tx *sql.Tx, queueID string) error {
-		return workers.InsertScheduleQueue(ctx, rc.Inserter, tx, queueID)
+		return workers.InsertScheduleQueue(ctx, rc, tx, queueID)
 	}
-	jobService.Freed = workers.InsertScheduleFreed(rc.Inserter)
-	scheduleNode := workers.InsertScheduleNode(rc.Inserter)
+	jobService.Freed = workers.InsertScheduleFreed(rc)
+	scheduleNode := workers.InsertScheduleNode(rc)
 	if err := rc.Runner.Start(ctx); err != nil {
 		return fmt.Errorf("starting River: %w", err)
 	}

@@ -40,7 +40,7 @@ func newWorld(t *testing.T, url string) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &world{db: tn.DB, admin: tn.AsAdmin(), schedule: workers.InsertScheduleJob(rc.Inserter)}
+	return &world{db: tn.DB, admin: tn.AsAdmin(), schedule: workers.InsertScheduleJob(rc)}
 }
 
 func (w *world) service(schedule func(context.Context, *sql.Tx, string) error) *jobs.Service {

@@ -88,9 +88,9 @@ func TestSubmitRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	js := &jobs.Service{DB: db, Log: fixture.Log(), Now: time.Now,
-		Schedule: workers.InsertScheduleJob(rc.Inserter),
+		Schedule: workers.InsertScheduleJob(rc),
 		ScheduleQueue: func(ctx context.Context, tx *sql.Tx, queueID string) error {
-			return workers.InsertScheduleQueue(ctx, rc.Inserter, tx, queueID)
+			return workers.InsertScheduleQueue(ctx, rc, tx, queueID)
 		}}
 
 	spec := jobspec.Job{Name: "trips", Queue: tenancy.DefaultQueue, Services: []jobspec.Service{
