@@ -63,7 +63,7 @@ func running(ctx context.Context, c *ent.Client, id string, at time.Time) (bool,
 		return false, err
 	}
 	metrics.JobStartWait.WithLabelValues(string(j.Kind)).Observe(max(at.Sub(j.CreatedAt).Seconds(), 0))
-	return true, metering.Started(sys, c, id, at)
+	return true, metering.Started(sys, c, j, at)
 }
 
 // MarkEnded records that job id ended at at with status (COMPLETE, ERROR or

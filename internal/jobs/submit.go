@@ -19,6 +19,7 @@ import (
 	"github.com/levers9/levers9/ent/jobevent"
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/schema/rule"
+	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/access"
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/buckets"
@@ -68,7 +69,9 @@ func (s *Service) signal(ctx context.Context, jobID string) {
 		return
 	}
 	sys := viewer.SystemContext(ctx)
-	j, err := s.DB.Ent.Job.Query().Where(job.ID(jobID)).WithServices().Only(sys)
+	// Only what names the signals: a job's row carries its whole spec.
+	j, err := s.DB.Ent.Job.Query().Where(job.ID(jobID)).Select(job.FieldQueueID).
+		WithServices(func(q *ent.ServiceQuery) { q.Select(service.FieldJobID, service.FieldNodeID) }).Only(sys)
 	if err != nil {
 		s.Log.Warn("signalling job change", "job", jobID, "err", err)
 		return

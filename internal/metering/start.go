@@ -16,13 +16,10 @@ import (
 
 // Started fixes the prices of job j, which started running at at, and
 // charges its start fee, once per attempt. Call it through c in the
-// transaction that marks the job running.
-func Started(ctx context.Context, c *ent.Client, jobID string, at time.Time) error {
+// transaction that marks the job running, with j read in it after that.
+func Started(ctx context.Context, c *ent.Client, j *ent.Job, at time.Time) error {
 	sys := viewer.SystemContext(ctx)
-	j, err := c.Job.Get(sys, jobID)
-	if err != nil {
-		return fmt.Errorf("starting metering of job %s: %w", jobID, err)
-	}
+	jobID := j.ID
 	q, err := c.Queue.Get(sys, j.QueueID)
 	if err != nil {
 		return fmt.Errorf("loading queue of job %s: %w", jobID, err)
