@@ -736,11 +736,6 @@ var (
 		PrimaryKey: []*schema.Column{LogLinesColumns[0]},
 		Indexes: []*schema.Index{
 			{
-				Name:    "logline_tenant_id",
-				Unique:  false,
-				Columns: []*schema.Column{LogLinesColumns[1]},
-			},
-			{
 				Name:    "logline_job_id_attempt_seq",
 				Unique:  true,
 				Columns: []*schema.Column{LogLinesColumns[3], LogLinesColumns[4], LogLinesColumns[7]},

@@ -14,7 +14,7 @@ type LogLine struct{ ent.Schema }
 
 // Mixin of the LogLine.
 func (LogLine) Mixin() []ent.Mixin {
-	return []ent.Mixin{IDMixin{Prefix: "log"}, TenantMixin{}, EnvironmentMixin{}}
+	return []ent.Mixin{IDMixin{Prefix: "log"}, TenantMixin{Unindexed: true}, EnvironmentMixin{}}
 }
 
 // Fields of the LogLine.

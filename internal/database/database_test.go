@@ -5,8 +5,11 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"testing"
+
+	"entgo.io/ent/dialect"
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/internal/database"
@@ -120,4 +123,44 @@ func TestFillFactors(t *testing.T) {
 	if opts != "fillfactor=70" {
 		t.Fatalf("jobs' storage parameters = %q, want fillfactor=70", opts)
 	}
+}
+
+// An index the schema gave up is dropped from a database made before:
+// log lines keep only their (job, attempt, seq) key besides the ID.
+func TestDroppedIndexes(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		db := open(t, url)
+		if err := db.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// As an earlier version left it.
+		if _, err := db.SQL.ExecContext(ctx, "CREATE INDEX logline_tenant_id ON log_lines (tenant_id)"); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		q := "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'log_lines' AND name NOT LIKE 'sqlite_autoindex%' ORDER BY name"
+		if db.Dialect == dialect.Postgres {
+			q = "SELECT indexname FROM pg_indexes WHERE tablename = 'log_lines' AND indexname <> 'log_lines_pkey' ORDER BY indexname"
+		}
+		rows, err := db.SQL.QueryContext(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var names []string
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, n)
+		}
+		if got := strings.Join(names, ","); got != "logline_job_id_attempt_seq" {
+			t.Fatalf("indexes of log_lines: %s, want logline_job_id_attempt_seq only", got)
+		}
+	})
 }

@@ -58,6 +58,13 @@ func (db *DB) Migrate(ctx context.Context) error {
 			return err
 		}
 	}
+	// ent's migration adds indexes, never drops one (that would also drop
+	// what an operator added): the ones the schema gave up go here.
+	for _, name := range droppedIndexes {
+		if _, err := db.SQL.ExecContext(ctx, "DROP INDEX IF EXISTS "+name); err != nil {
+			return fmt.Errorf("dropping index %s: %w", name, err)
+		}
+	}
 	if db.Dialect == dialect.Postgres {
 		if err := db.setFillFactors(ctx); err != nil {
 			return err
@@ -83,6 +90,10 @@ func (db *DB) Migrate(ctx context.Context) error {
 	}
 	return nil
 }
+
+// droppedIndexes were in the schema once: logline_tenant_id cost every
+// stored log line an index entry no query used (lines are read by job).
+var droppedIndexes = []string{"logline_tenant_id"}
 
 // fillFactors leave room on each page of tables whose rows are updated many
 // times in place: an update whose new version fits on the row's own page
