@@ -149,7 +149,8 @@ func (s *Service) SubmitOnce(ctx context.Context, spec jobspec.Job, key string) 
 		if err != nil {
 			return err
 		}
-		return s.scheduleNew(ctx, tx, created)
+		s.scheduleNew(tx, created)
+		return nil
 	})
 	if key != "" && ent.IsConstraintError(err) {
 		// A submission with the same key committed between our look-up

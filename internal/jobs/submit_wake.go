@@ -14,11 +14,11 @@ import (
 // wakeTimeout bounds one signal of the queues waiting to be woken.
 const wakeTimeout = 10 * time.Second
 
-// scheduleNew enqueues, in the submitting transaction, the scheduling
-// work of job j that was just inserted: last, once per queue (see
+// scheduleNew has the submitting transaction enqueue the scheduling work
+// of job j, just inserted: last, once per queue (see
 // database.Tx.BeforeCommit), since every writer of the queue shares the
 // row of its pass.
-func (s *Service) scheduleNew(ctx context.Context, tx *database.Tx, j *ent.Job) error {
+func (s *Service) scheduleNew(tx *database.Tx, j *ent.Job) {
 	switch {
 	case s.ScheduleQueue != nil:
 		tx.BeforeCommit("schedule queue "+j.QueueID, func(ctx context.Context) error {
@@ -35,7 +35,6 @@ func (s *Service) scheduleNew(ctx context.Context, tx *database.Tx, j *ent.Job) 
 			return nil
 		})
 	}
-	return nil
 }
 
 // wakes merges the signals of concurrent submissions: each one costs a
