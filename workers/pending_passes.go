@@ -38,8 +38,13 @@ func (p *pendingPasses) covers(queueID string, now time.Time) bool {
 	return ok
 }
 
-// saw records a pass over queueID River returned for an insert.
-func (p *pendingPasses) saw(queueID string, res *rivertype.JobInsertResult) {
+// passesKept is how many queues' passes are remembered before those past
+// their time are swept: queues no longer written to (or deleted) would
+// otherwise stay in memory.
+const passesKept = 256
+
+// saw records, at now, a pass over queueID River returned for an insert.
+func (p *pendingPasses) saw(queueID string, res *rivertype.JobInsertResult, now time.Time) {
 	if !res.UniqueSkippedAsDuplicate || res.Job.State != rivertype.JobStateScheduled {
 		return
 	}
@@ -47,6 +52,13 @@ func (p *pendingPasses) saw(queueID string, res *rivertype.JobInsertResult) {
 	defer p.mu.Unlock()
 	if p.until == nil {
 		p.until = map[string]time.Time{}
+	}
+	if len(p.until) >= passesKept {
+		for q, at := range p.until {
+			if !at.After(now) {
+				delete(p.until, q)
+			}
+		}
 	}
 	p.until[queueID] = res.Job.ScheduledAt
 }

@@ -1,6 +1,7 @@
 package workers
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -33,7 +34,7 @@ func TestPendingPasses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var p pendingPasses
-			p.saw("q1", tc.res)
+			p.saw("q1", tc.res, now)
 			if got := p.covers("q1", now.Add(tc.asked)); got != tc.covers {
 				t.Fatalf("covers = %v, want %v", got, tc.covers)
 			}
@@ -44,12 +45,24 @@ func TestPendingPasses(t *testing.T) {
 	}
 	// Once past, a pass is forgotten: a later, newer pass replaces it.
 	var p pendingPasses
-	p.saw("q", result(true, rivertype.JobStateScheduled, time.Second))
+	p.saw("q", result(true, rivertype.JobStateScheduled, time.Second), now)
 	if p.covers("q", now) || len(p.until) != 0 {
 		t.Fatalf("a pass due within the margin is kept: %v", p.until)
 	}
-	p.saw("q", result(true, rivertype.JobStateScheduled, 10*time.Second))
+	p.saw("q", result(true, rivertype.JobStateScheduled, 10*time.Second), now)
 	if !p.covers("q", now) {
 		t.Fatal("the newer pass is not relied on")
+	}
+	// Queues no longer asked about do not stay: past passes are swept.
+	for i := range 2 * passesKept {
+		p.saw(fmt.Sprint("old", i), result(true, rivertype.JobStateScheduled, time.Second), now)
+	}
+	later := now.Add(time.Minute)
+	p.saw("new", result(true, rivertype.JobStateScheduled, time.Minute+3*time.Second), later)
+	if len(p.until) > passesKept {
+		t.Fatalf("%d passes remembered, want at most %d", len(p.until), passesKept)
+	}
+	if !p.covers("new", later) {
+		t.Fatal("the newest pass was swept")
 	}
 }

@@ -95,7 +95,7 @@ func InsertScheduleQueue(ctx context.Context, rc *Clients, tx *sql.Tx, queueID s
 	if err != nil {
 		return fmt.Errorf("enqueueing scheduling of queue %s: %w", queueID, err)
 	}
-	rc.passes.saw(queueID, res)
+	rc.passes.saw(queueID, res, now)
 	if !res.UniqueSkippedAsDuplicate || res.Job.State != rivertype.JobStateRunning {
 		return nil // a waiting pass starts after tx commits: River holds its row until then
 	}
