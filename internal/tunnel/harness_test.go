@@ -48,6 +48,7 @@ type world struct {
 	jobs  *jobs.Service
 	srv   *tunnel.Server
 	http  *httptest.Server
+	tn    *fixture.Tenant
 	admin context.Context
 	sys   context.Context
 	log   *slog.Logger
@@ -88,8 +89,8 @@ func newWorld(t *testing.T, url string) *world {
 	t.Cleanup(func() { hs.Close(); w.cut(); w.sessions.Wait() })
 	*w = world{
 		db: db, bus: bus, jobs: js, srv: srv, http: hs, log: log,
-		admin: tn.AsAdmin(),
-		sys:   viewer.SystemContext(ctx),
+		tn: tn, admin: tn.AsAdmin(),
+		sys: viewer.SystemContext(ctx),
 	}
 	return w
 }

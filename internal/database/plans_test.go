@@ -1,0 +1,74 @@
+package database_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/levers9/levers9/internal/dbtest"
+)
+
+// HistoryReads flags a plan that reads a history table whole, or through
+// a range only an owner's key narrows, and passes lookups by the row's or
+// the job's key, or by an owner with a live status.
+func TestHistoryReads(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := open(t, dbtest.SQLiteURL(t))
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		query, flagged string // flagged: a step's start, or "" for none
+	}{
+		{"SELECT * FROM jobs WHERE name = ?", "SCAN jobs"},
+		{"SELECT count(*) FROM services", "SCAN services"},
+		// The job-end query as it was: the union's merge wants queue IDs in
+		// order, so the join ran from queue_nodes and read every service
+		// the node ever ran.
+		{"SELECT queue_id FROM jobs WHERE id = $1 UNION SELECT qn.queue_id FROM queue_nodes qn JOIN services s ON s.node_id = qn.node_id WHERE s.job_id = $1",
+			"SEARCH s USING INDEX service_node_id_status (node_id=?)"},
+		{"SELECT queue_id FROM queue_nodes WHERE node_id IN (SELECT node_id FROM services WHERE job_id = ?)", ""},
+		{"SELECT * FROM jobs WHERE id = ?", ""},
+		{"UPDATE services SET status = 'COMPLETE' WHERE job_id = ? AND name = ?", ""},
+		{"SELECT job_id FROM services WHERE node_id = ? AND status IN (?, ?)", ""},
+		{"SELECT * FROM queue_nodes", ""}, // not a history table
+		{"-- name: Insert :one\nINSERT INTO river_job (kind, args) VALUES (?1, ?2)", ""},
+	} {
+		reads, err := db.HistoryReads(ctx, tc.query)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.query, err)
+		}
+		hit := slices.ContainsFunc(reads, func(r string) bool { return tc.flagged != "" && strings.HasPrefix(r, tc.flagged) })
+		if (tc.flagged == "") != (len(reads) == 0) || (tc.flagged != "" && !hit) {
+			t.Errorf("%s: flagged %q, want %q", tc.query, reads, tc.flagged)
+		}
+	}
+}
+
+// Mark lists the statements run since, and not those before.
+func TestMark(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := open(t, dbtest.SQLiteURL(t))
+	if _, err := db.SQL.ExecContext(ctx, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	since, err := db.Mark(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"SELECT 2", "SELECT 3", "SELECT 2"} {
+		if _, err := db.SQL.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := since(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []string{"SELECT 2", "SELECT 3"}) {
+		t.Fatalf("since = %q, want the two run since, most recent first", got)
+	}
+}
