@@ -133,11 +133,14 @@ func InsertScheduleNode(rc *Clients) func(context.Context, *sql.Tx, string) erro
 
 // InsertScheduleFreed returns the function to call, in the transaction that
 // ends a job, to enqueue passes over every queue that can use what the job
-// frees: its own and those of the nodes it was placed on.
+// frees: its own and those of the nodes it was placed on. The nodes are
+// found from the job's services: as a join, SQLite's planner drove it from
+// queue_nodes and read every service the node ever ran (a job's end cost
+// grew with the node's history; TestFreedReadsNoHistory).
 func InsertScheduleFreed(rc *Clients) func(context.Context, *sql.Tx, string) error {
 	return func(ctx context.Context, tx *sql.Tx, jobID string) error {
 		return insertForQuery(ctx, rc, tx, `SELECT queue_id FROM jobs WHERE id = $1
-			UNION SELECT qn.queue_id FROM queue_nodes qn JOIN services s ON s.node_id = qn.node_id WHERE s.job_id = $1`, jobID)
+			UNION SELECT queue_id FROM queue_nodes WHERE node_id IN (SELECT node_id FROM services WHERE job_id = $1)`, jobID)
 	}
 }
 

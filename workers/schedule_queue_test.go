@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -215,6 +216,53 @@ func TestInsertScheduleNodeAndFreed(t *testing.T) {
 			t.Fatalf("job end queued %v, want default and other", got)
 		}
 	})
+}
+
+// A job's end finds the queues to schedule through the job's services,
+// not by reading every service its node ever ran.
+func TestFreedReadsNoHistory(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, dbtest.SQLiteURL(t))
+	n := w.tn.AddNode(t, fixture.Node{Name: "n1", Inventory: inventory.Inventory{CPUs: 4, MemoryMiB: 1024}, Queues: []string{w.queue}})
+	w.tn.AddHistory(t, n.ID, 300)
+	j := w.submit(t, 1)
+	if err := w.db.Ent.Service.Update().Where(service.JobID(j)).SetNodeID(n.ID).Exec(w.sys); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	since, err := w.db.Mark(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := w.db.SQL.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if err := workers.InsertScheduleFreed(w.rc)(ctx, tx, j); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	stmts, err := since(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, q := range stmts {
+		found = found || strings.Contains(q, "queue_nodes")
+		reads, err := w.db.HistoryReads(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(reads) > 0 {
+			t.Errorf("%s: %.300s", strings.Join(reads, "; "), q)
+		}
+	}
+	if !found {
+		t.Fatalf("the freed query is not among the statements run: %q", stmts)
+	}
 }
 
 func argsText(db *database.DB) string {
