@@ -25,12 +25,13 @@ func (s *Service) NodeQueues(ctx context.Context, nodeID string) ([]string, erro
 
 // PendingQueues returns the IDs of the queues with pending jobs (some may
 // be placed already and wait for their node: a pass costs them nothing).
+// Each queue looks for one on its (queue_id, status) index: the distinct
+// queue IDs of pending jobs read that index whole, every job ever run, on
+// every periodic check (TestSchedulingReadsNoHistory).
 func (s *Service) PendingQueues(ctx context.Context) ([]string, error) {
-	ids, err := s.DB.Ent.Job.Query().
-		Where(job.StatusEQ(job.StatusPending)).
-		Unique(true).
-		Select(job.FieldQueueID).
-		Strings(viewer.SystemContext(ctx))
+	ids, err := s.DB.Ent.Queue.Query().
+		Where(queue.HasJobsWith(job.StatusEQ(job.StatusPending))).
+		IDs(viewer.SystemContext(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("listing queues with pending jobs: %w", err)
 	}
