@@ -674,6 +674,11 @@ var (
 				Columns: []*schema.Column{JobsColumns[27], JobsColumns[7], JobsColumns[13]},
 			},
 			{
+				Name:    "job_status",
+				Unique:  false,
+				Columns: []*schema.Column{JobsColumns[7]},
+			},
+			{
 				Name:    "job_metering_closed_started_at",
 				Unique:  false,
 				Columns: []*schema.Column{JobsColumns[23], JobsColumns[9]},

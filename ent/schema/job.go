@@ -109,6 +109,9 @@ func (Job) Indexes() []ent.Index {
 		index.Fields("tenant_id", "environment_id", "id"),
 		// The scheduler takes pending jobs of a queue by priority, then age.
 		index.Fields("queue_id", "status", "priority"),
+		// The node liveness sweep (every few seconds) and other safety nets
+		// look for live jobs among every job ever run.
+		index.Fields("status"),
 		// The meter visits started jobs that are not fully charged.
 		index.Fields("metering_closed", "started_at"),
 		// A retried submitJob with the same key finds the first job; the

@@ -89,11 +89,14 @@ func lostSince(lostAt time.Time) predicate.Node {
 	return node.And(node.StatusEQ(node.StatusOffline), node.Or(node.LastHeartbeatAtIsNil(), node.LastHeartbeatAtLT(lostAt)))
 }
 
-// ofLiveJob matches the services a lost node takes down with it: those of
-// pending or running jobs. Pending jobs too: placed (or sent) but never
-// started there, they would otherwise wait for the node forever.
-func ofLiveJob() predicate.Service {
-	return service.HasJobWith(job.StatusIn(job.StatusPending, job.StatusRunning))
+// onLostNodes matches the jobs a lost node takes down with it: pending or
+// running jobs with a service on one of lost. Pending jobs too: placed (or
+// sent) but never started there, they would otherwise wait for the node
+// forever. The live jobs drive the read (their status index), each then
+// looks for its services: from the nodes' side, it read every service the
+// nodes ever ran (TestLivenessReadsNoHistory).
+func onLostNodes(lost predicate.Service) predicate.Job {
+	return job.And(job.StatusIn(job.StatusPending, job.StatusRunning), job.HasServicesWith(lost))
 }
 
 // markOffline marks offline the online nodes silent since before stale and
@@ -134,18 +137,11 @@ func (l *Liveness) loseJobs(ctx context.Context, lostAt, now time.Time) (failed,
 	if len(lost) == 0 {
 		return 0, 0, nil
 	}
-	ids, err := l.DB.Ent.Service.Query().
-		Where(service.NodeIDIn(lost...), ofLiveJob()).
-		Select(service.FieldJobID).Strings(sys)
+	ids, err := l.DB.Ent.Job.Query().Where(onLostNodes(service.NodeIDIn(lost...))).IDs(sys)
 	if err != nil {
 		return 0, 0, fmt.Errorf("finding jobs on lost nodes: %w", err)
 	}
-	seen := map[string]bool{}
 	for _, id := range ids {
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
 		back, err := l.Jobs.NodeLost(ctx, id, now)
 		if err != nil {
 			return failed, requeued, fmt.Errorf("losing job %s with its node: %w", id, err)

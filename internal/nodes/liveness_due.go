@@ -23,7 +23,7 @@ func (l *Liveness) Due(ctx context.Context) (bool, error) {
 	if silent {
 		return true, nil
 	}
-	lost, err := l.DB.Ent.Service.Query().Where(service.HasNodeWith(lostSince(lostAt)), ofLiveJob()).Exist(sys)
+	lost, err := l.DB.Ent.Job.Query().Where(onLostNodes(service.HasNodeWith(lostSince(lostAt)))).Exist(sys)
 	if err != nil {
 		return true, fmt.Errorf("looking for jobs on lost nodes: %w", err)
 	}

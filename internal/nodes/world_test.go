@@ -27,6 +27,7 @@ type world struct {
 	nodes  *nodes.Service
 	jobs   *jobs.Service
 	tenant *ent.Tenant
+	tn     *fixture.Tenant
 	admin  context.Context
 	sys    context.Context
 	now    time.Time
@@ -41,7 +42,7 @@ func newWorld(t *testing.T, url string) *world {
 	js := fixture.Jobs(db, nil)
 	js.Bus = bus
 	w := &world{
-		db: db, bus: bus, log: log, tenant: tn.Ent, jobs: js, admin: tn.AsAdmin(), sys: fixture.Sys(),
+		db: db, bus: bus, log: log, tenant: tn.Ent, tn: tn, jobs: js, admin: tn.AsAdmin(), sys: fixture.Sys(),
 		now: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC),
 	}
 	w.nodes = &nodes.Service{DB: db, Ent: db.Ent, Bus: bus, Log: log, Now: func() time.Time { return w.now }}
