@@ -88,6 +88,11 @@ var (
 				Columns: []*schema.Column{AppsColumns[3], AppsColumns[4], AppsColumns[5], AppsColumns[6]},
 			},
 			{
+				Name:    "app_state",
+				Unique:  false,
+				Columns: []*schema.Column{AppsColumns[6]},
+			},
+			{
 				Name:    "app_tenant_id_environment_id_name",
 				Unique:  true,
 				Columns: []*schema.Column{AppsColumns[3], AppsColumns[4], AppsColumns[5]},
@@ -374,6 +379,11 @@ var (
 				Name:    "container_job_id",
 				Unique:  false,
 				Columns: []*schema.Column{ContainersColumns[15]},
+			},
+			{
+				Name:    "container_state",
+				Unique:  false,
+				Columns: []*schema.Column{ContainersColumns[6]},
 			},
 		},
 	}
@@ -1137,6 +1147,11 @@ var (
 				Name:    "task_app_id_state",
 				Unique:  false,
 				Columns: []*schema.Column{TasksColumns[5], TasksColumns[8]},
+			},
+			{
+				Name:    "task_state",
+				Unique:  false,
+				Columns: []*schema.Column{TasksColumns[8]},
 			},
 			{
 				Name:    "task_tenant_id_environment_id_created_at",

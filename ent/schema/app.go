@@ -60,6 +60,8 @@ func (App) Indexes() []ent.Index {
 	return []ent.Index{
 		index.Fields("tenant_id", "environment_id", "created_at"),
 		index.Fields("tenant_id", "environment_id", "name", "state"),
+		// The functions' periodic check looks for apps not stopped.
+		index.Fields("state"),
 		// One deployed app per name in an environment, even when two
 		// first deploys race.
 		index.Fields("tenant_id", "environment_id", "name").Unique().

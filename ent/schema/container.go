@@ -48,7 +48,12 @@ func (Container) Edges() []ent.Edge {
 
 // Indexes of the Container.
 func (Container) Indexes() []ent.Index {
-	return []ent.Index{index.Fields("function_id", "state"), index.Fields("job_id")}
+	return []ent.Index{
+		index.Fields("function_id", "state"),
+		index.Fields("job_id"),
+		// The functions' periodic check looks for containers not stopped.
+		index.Fields("state"),
+	}
 }
 
 // Annotations of the Container.

@@ -74,6 +74,8 @@ func (Task) Indexes() []ent.Index {
 		index.Fields("map_id", "map_index"),
 		index.Fields("container_id", "state"),
 		index.Fields("app_id", "state"),
+		// The functions' periodic check looks for running calls.
+		index.Fields("state"),
 		index.Fields("tenant_id", "environment_id", "created_at"),
 		index.Fields("app_id", "idempotency_key").Unique().Annotations(entsql.IndexWhere("idempotency_key <> ''")),
 	}

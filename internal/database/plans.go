@@ -23,7 +23,7 @@ import (
 // historyTables grow with every job the server has run.
 var historyTables = []string{
 	"jobs", "services", "job_events", "charges", "log_lines", "audit_events",
-	"executions", "tasks", "containers", "river_job",
+	"executions", "tasks", "containers", "apps", "river_job",
 }
 
 // gatheringColumns name an owner that collects rows for as long as it

@@ -22,8 +22,10 @@ func (s *Service) ReconcileDue(ctx context.Context) (bool, error) {
 		what  string
 		exist func(context.Context) (bool, error)
 	}{
-		{"apps", s.DB.Ent.App.Query().Where(app.StateNEQ(app.StateSTOPPED)).Exist},
-		{"containers", s.DB.Ent.Container.Query().Where(container.StateNEQ(container.StateSTOPPED)).Exist},
+		// Every state but STOPPED, named: an index finds "IN", not "<>"
+		// (which reads every app and container ever run, each time).
+		{"apps", s.DB.Ent.App.Query().Where(app.StateIn(app.StateRUNNING, app.StateDEPLOYED)).Exist},
+		{"containers", s.DB.Ent.Container.Query().Where(container.StateIn(container.StateSTARTING, container.StateREADY, container.StateSTOPPING)).Exist},
 		{"calls", s.DB.Ent.Task.Query().Where(task.StateEQ(task.StateRUNNING)).Exist},
 	}
 	for _, c := range checks {

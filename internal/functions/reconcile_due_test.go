@@ -51,6 +51,28 @@ func TestReconcileDue(t *testing.T) {
 		if err := w.fn.Reconcile(context.Background()); err != nil {
 			t.Fatal(err)
 		}
+		since, err := w.tn.DB.Mark(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
 		due(false, "the app stopped, its containers' jobs ended")
+		// The check runs every few seconds, idle or not: it must find its
+		// rows without reading every app, container or call ever made.
+		stmts, err := since(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range stmts {
+			reads, err := w.tn.DB.HistoryReads(context.Background(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(reads) > 0 {
+				t.Errorf("%s: %.300s", reads, q)
+			}
+		}
+		if w.tn.DB.Dialect == "sqlite" && len(stmts) != 3 {
+			t.Errorf("the check ran %d statements, want its 3 reads", len(stmts))
+		}
 	})
 }
