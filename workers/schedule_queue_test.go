@@ -34,7 +34,7 @@ type world struct {
 	ten   string
 }
 
-func newWorld(t *testing.T, url string) *world {
+func newWorld(t testing.TB, url string) *world {
 	t.Helper()
 	tn := fixture.New(t, url, fixture.TenantOptions{Slug: "w", Policy: tenant.BudgetPolicyFinish})
 	rc, err := workers.NewClients(tn.DB, workers.Deps{Ent: tn.DB.Ent, Log: fixture.Log()})
@@ -46,7 +46,7 @@ func newWorld(t *testing.T, url string) *world {
 	return &world{tn: tn, db: tn.DB, rc: rc, sys: fixture.Sys(), queue: tn.DefaultQueue, ten: tn.ID, jobs: js, admin: tn.AsAdmin()}
 }
 
-func (w *world) submit(t *testing.T, cpu float64) string {
+func (w *world) submit(t testing.TB, cpu float64) string {
 	t.Helper()
 	j, err := w.jobs.Submit(w.admin, jobspec.Job{Queue: "default", Services: []jobspec.Service{
 		{Name: "main", Command: []string{"true"}, CPU: cpu, MemoryMiB: 64},
