@@ -136,7 +136,7 @@ func InsertScheduleNode(rc *Clients) func(context.Context, *sql.Tx, string) erro
 // frees: its own and those of the nodes it was placed on. The nodes are
 // found from the job's services: as a join, SQLite's planner drove it from
 // queue_nodes and read every service the node ever ran (a job's end cost
-// grew with the node's history; TestFreedReadsNoHistory).
+// grew with the node's history; TestSchedulingReadsNoHistory).
 func InsertScheduleFreed(rc *Clients) func(context.Context, *sql.Tx, string) error {
 	return func(ctx context.Context, tx *sql.Tx, jobID string) error {
 		return insertForQuery(ctx, rc, tx, `SELECT queue_id FROM jobs WHERE id = $1
