@@ -36,8 +36,8 @@ func (r ServiceRef) runsHere(states ...job.Status) predicate.Service {
 	return service.And(service.NodeID(r.NodeID), service.HasJobWith(on...))
 }
 
-// OwnService is the service r names, if r's node runs it for the job's
-// current attempt. Reports about anything else (a job never given, or a
+// OwnService is the service r names (its ID and status only), if r's node
+// runs it for the job's current attempt. Reports about anything else (a job never given, or a
 // run the job has since been requeued from) are logged and ignored (nil).
 func (s *Service) OwnService(ctx context.Context, r ServiceRef) (*ent.Service, error) {
 	return s.ownService(ctx, s.DB.Ent, r)
@@ -46,6 +46,7 @@ func (s *Service) OwnService(ctx context.Context, r ServiceRef) (*ent.Service, e
 func (s *Service) ownService(ctx context.Context, c *ent.Client, r ServiceRef) (*ent.Service, error) {
 	svc, err := c.Service.Query().
 		Where(service.JobID(r.JobID), service.Name(r.Service), r.runsHere()).
+		Select(service.FieldID, service.FieldStatus).
 		Only(viewer.SystemContext(ctx))
 	if ent.IsNotFound(err) {
 		s.Log.Warn("agent reported a service it does not run for the job's current attempt; ignored",

@@ -14,7 +14,7 @@ type ReportKind int
 
 // The reports ApplyReports takes.
 const (
-	ReportStarting ReportKind = iota // the service is starting: only checked
+	ReportStarting ReportKind = iota // the service is starting: changes no row
 	ReportRunning                    // the service runs (Ports)
 	ReportEnded                      // the service ended (End)
 )
@@ -45,7 +45,9 @@ func (s *Service) ApplyReports(ctx context.Context, reports []Report) (done []st
 			var err error
 			switch r.Kind {
 			case ReportStarting:
-				_, err = s.ownService(ctx, tx.Ent, r.Ref)
+				// Nothing to record, and nothing to check: the service's
+				// running or end report is checked (and a stranger's
+				// logged) when it comes.
 			case ReportRunning:
 				moved, err = s.serviceRunning(ctx, tx, r.Ref, r.Ports, r.At)
 			case ReportEnded:
