@@ -58,6 +58,9 @@ func NewClients(db *database.DB, d Deps) (*Clients, error) {
 	if d.Scheduler == nil {
 		d.Scheduler = &scheduler.Service{DB: db, Log: d.Log, Now: time.Now}
 	}
+	if db.Dialect == dialect.SQLite {
+		d.SQLite = db
+	}
 	cfg := &river.Config{
 		Logger:            slog.New(riverLog{d.Log.Handler()}).With("component", "river"),
 		Queues:            Queues(),

@@ -9,6 +9,7 @@ import (
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/internal/blueprints"
+	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/functions"
 	"github.com/levers9/levers9/internal/jobs"
@@ -36,6 +37,9 @@ type Deps struct {
 	Functions *functions.Service
 	// Blueprints, when set, fails builds that ended without an image.
 	Blueprints *blueprints.Service
+	// SQLite, when set, is the SQLite database whose planner statistics
+	// are refreshed periodically (NewClients sets it).
+	SQLite *database.DB
 }
 
 // Register returns every worker of levers9.
@@ -59,6 +63,9 @@ func Register(d Deps) *river.Workers {
 	}
 	if d.Blueprints != nil {
 		river.AddWorker(w, &SettleBlueprintsWorker{Blueprints: d.Blueprints, Log: d.Log})
+	}
+	if d.SQLite != nil {
+		river.AddWorker(w, &OptimizeDatabaseWorker{DB: d.SQLite})
 	}
 	return w
 }
@@ -95,6 +102,10 @@ func Periodic(d Deps) []*river.PeriodicJob {
 	}
 	if d.Blueprints != nil {
 		periodic = append(periodic, every(settleBlueprintsEvery, SettleBlueprintsArgs{}))
+	}
+	if d.SQLite != nil {
+		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(optimizeDatabaseEvery),
+			func() (river.JobArgs, *river.InsertOpts) { return OptimizeDatabaseArgs{}, nil }, nil))
 	}
 	return periodic
 }

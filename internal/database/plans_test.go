@@ -72,3 +72,43 @@ func TestMark(t *testing.T) {
 		t.Fatalf("since = %q, want the two run since, most recent first", got)
 	}
 }
+
+// Optimize gathers the planner's statistics of tables that grew since the
+// database was opened empty (SQLite), and is a no-op on PostgreSQL.
+func TestOptimize(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		db := open(t, url)
+		if err := db.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.SQL.ExecContext(ctx, "CREATE TABLE grown (id INTEGER PRIMARY KEY, k TEXT)"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.SQL.ExecContext(ctx, "CREATE INDEX grown_k ON grown (k)"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.SQL.ExecContext(ctx, `INSERT INTO grown (id, k) SELECT n, 'k' || (n % 100) FROM (
+			WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 5000) SELECT n FROM c) AS s`); err != nil {
+			t.Fatal(err)
+		}
+		// The connection must have used the table for SQLite to consider it.
+		if _, err := db.SQL.ExecContext(ctx, "SELECT id FROM grown WHERE k = 'k1'"); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Optimize(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if db.Dialect != "sqlite" {
+			return
+		}
+		var n int
+		if err := db.SQL.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_stat1 WHERE tbl = 'grown'").Scan(&n); err != nil {
+			t.Fatalf("no statistics gathered: %v", err)
+		}
+		if n == 0 {
+			t.Fatal("no statistics gathered for the grown table")
+		}
+	})
+}
