@@ -9,8 +9,8 @@ import (
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/internal/blueprints"
-	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/buckets"
+	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/functions"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/metering"
