@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -266,21 +267,8 @@ func TestSchedulingReadsNoHistory(t *testing.T) {
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	stmts, err := since(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	freed := false
-	for _, q := range stmts {
-		freed = freed || strings.Contains(q, "queue_nodes")
-		reads, err := w.db.HistoryReads(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(reads) > 0 {
-			t.Errorf("%s: %.300s", strings.Join(reads, "; "), q)
-		}
-	}
+	stmts := fixture.NoHistoryReads(t, w.db, since)
+	freed := slices.ContainsFunc(stmts, func(q string) bool { return strings.Contains(q, "queue_nodes") })
 	if !freed || len(stmts) < 10 {
 		t.Fatalf("the flow ran %d statements, the freed query among them: %v", len(stmts), freed)
 	}
