@@ -37,8 +37,9 @@ func (r ServiceRef) runsHere(states ...job.Status) predicate.Service {
 }
 
 // OwnService is the service r names (its ID and status only), if r's node
-// runs it for the job's current attempt. Reports about anything else (a job never given, or a
-// run the job has since been requeued from) are logged and ignored (nil).
+// runs it for the job's current attempt. Reports about anything else (a
+// job never given, or a run the job has since been requeued from) are
+// logged and ignored (nil).
 func (s *Service) OwnService(ctx context.Context, r ServiceRef) (*ent.Service, error) {
 	return s.ownService(ctx, s.DB.Ent, r)
 }
