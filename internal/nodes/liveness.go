@@ -11,6 +11,7 @@ import (
 	"github.com/levers9/levers9/ent/predicate"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/jobs/jobstate"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/viewer"
 )
@@ -96,7 +97,7 @@ func lostSince(lostAt time.Time) predicate.Node {
 // looks for its services: from the nodes' side, it read every service the
 // nodes ever ran (TestLivenessReadsNoHistory).
 func onLostNodes(lost predicate.Service) predicate.Job {
-	return job.And(job.StatusIn(job.StatusPending, job.StatusRunning), job.HasServicesWith(lost))
+	return job.And(jobstate.Live(), job.HasServicesWith(lost))
 }
 
 // markOffline marks offline the online nodes silent since before stale and

@@ -8,6 +8,7 @@ import (
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/ent/queue"
+	"github.com/levers9/levers9/internal/jobs/jobstate"
 	"github.com/levers9/levers9/internal/viewer"
 )
 
@@ -30,7 +31,7 @@ func (s *Service) NodeQueues(ctx context.Context, nodeID string) ([]string, erro
 // every periodic check (TestSchedulingReadsNoHistory).
 func (s *Service) PendingQueues(ctx context.Context) ([]string, error) {
 	ids, err := s.DB.Ent.Queue.Query().
-		Where(queue.HasJobsWith(job.StatusEQ(job.StatusPending))).
+		Where(queue.HasJobsWith(jobstate.In(job.StatusPending))).
 		IDs(viewer.SystemContext(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("listing queues with pending jobs: %w", err)

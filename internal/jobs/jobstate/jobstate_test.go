@@ -3,9 +3,13 @@ package jobstate_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
+	"entgo.io/ent/dialect/sql"
+
 	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/predicate"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/jobs/jobstate"
 )
@@ -202,6 +206,25 @@ func TestEndedStatesAreFinal(t *testing.T) {
 		}
 		if jobstate.Ended(s) != final {
 			t.Errorf("state %s: Ended %v, but no event leaves it: %v", s, jobstate.Ended(s), final)
+		}
+	}
+}
+
+// In writes its states into the statement, Live those of jobs not ended.
+func TestIn(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		p    predicate.Job
+		want string
+	}{
+		{jobstate.In(job.StatusPending), "`jobs`.`status` IN ('PENDING')"},
+		{jobstate.Live(), "`jobs`.`status` IN ('PENDING', 'RUNNING')"},
+	} {
+		s := sql.Select("*").From(sql.Table(job.Table))
+		tc.p(s)
+		q, args := s.Query()
+		if !strings.HasSuffix(q, "WHERE "+tc.want) || len(args) != 0 {
+			t.Errorf("query %q with %v, want it to end in %q with no argument", q, args, tc.want)
 		}
 	}
 }
