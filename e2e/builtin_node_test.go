@@ -75,10 +75,18 @@ true`
 					t.Errorf("the job's log holds %q", leak)
 				}
 			}
-			lines := strings.Split(strings.TrimSpace(log), "\n")
-			uid, err := strconv.Atoi(strings.TrimPrefix(lines[0], "main | "))
+			// The first line of stdout ("|"; stderr is "!"): the two
+			// streams are read apart, so a denial may be stored first.
+			var first string
+			for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+				if strings.HasPrefix(l, "main | ") {
+					first = l
+					break
+				}
+			}
+			uid, err := strconv.Atoi(strings.TrimPrefix(first, "main | "))
 			if err != nil {
-				t.Fatalf("first line %q is not a uid", lines[0])
+				t.Fatalf("first line of output %q is not a uid", first)
 			}
 			switch rt {
 			case "process":
