@@ -91,16 +91,18 @@ func (db *DB) statements(ctx context.Context) ([]string, error) {
 // AND b>?)".
 var searchStep = regexp.MustCompile(`^(SCAN|SEARCH) (\S+)(?: USING .*?)?(?: \((.*)\))?$`)
 
-// constrained is a column's name in a SEARCH step's constraint.
-var constrained = regexp.MustCompile(`(\w+)(?:=|>|<|>=|<=| IN)`)
+// constrained is a column a SEARCH step's constraint holds equal to a
+// value; a range (a>?) narrows nothing by itself: id>? reads every row
+// after a cursor, the whole table on a first page.
+var constrained = regexp.MustCompile(`(\w+)(?:=)`)
 
 // aliased is a table given an alias in a query's FROM or JOIN.
 var aliased = regexp.MustCompile("(?i)(?:FROM|JOIN)\\s+[`\"]?(\\w+)[`\"]?\\s+(?:AS\\s+)?[`\"]?(\\w+)")
 
 // HistoryReads returns the steps of SQLite's plan for query that read a
 // history table's rows in numbers that grow with the server's history:
-// the whole table, or an index range that only an owner's key
-// (gatheringColumns) narrows. query is a statement that reads or writes
+// the whole table, or an index range that no equality narrows but on an
+// owner's key (gatheringColumns). query is a statement that reads or writes
 // rows; its parameters need no values, as plans do not depend on them.
 func (db *DB) HistoryReads(ctx context.Context, query string) ([]string, error) {
 	if db.Dialect != dialect.SQLite {

@@ -31,6 +31,11 @@ func TestHistoryReads(t *testing.T) {
 			"SEARCH s USING INDEX service_node_id_status (node_id=?)"},
 		{"SELECT queue_id FROM queue_nodes WHERE node_id IN (SELECT node_id FROM services WHERE job_id = ?)", ""},
 		{"SELECT * FROM jobs WHERE id = ?", ""},
+		// A range narrows nothing: a first page reads every row.
+		{"SELECT id FROM jobs WHERE id > ? ORDER BY id LIMIT 10", "SEARCH jobs USING COVERING INDEX sqlite_autoindex_jobs_1 (id>?)"},
+		// "NOT c" finds no index, "c = false" does.
+		{"SELECT id FROM jobs WHERE NOT metering_closed AND started_at IS NOT NULL", "SCAN jobs"},
+		{"SELECT id FROM jobs WHERE metering_closed = false AND started_at IS NOT NULL", ""},
 		{"UPDATE services SET status = 'COMPLETE' WHERE job_id = ? AND name = ?", ""},
 		{"SELECT job_id FROM services WHERE node_id = ? AND status IN (?, ?)", ""},
 		{"SELECT * FROM queue_nodes", ""}, // not a history table

@@ -81,7 +81,7 @@ func budgetsOf(ctx context.Context, c *ent.Client, jobs []*ent.Job) (budgets, er
 // heldBy sums the per-minute prices of the payer's open jobs: each holds the
 // minute it is in (or, ended and not yet closed, its last part of one).
 func heldBy(ctx context.Context, c *ent.Client, p ledger.Payer) (billing.Tokens, error) {
-	q := c.Job.Query().Where(job.TenantID(p.TenantID), job.MeteringClosed(false), job.StartedAtNotNil(), job.PricePerMinuteGT(0))
+	q := c.Job.Query().Where(job.TenantID(p.TenantID), meteringOpen(), job.StartedAtNotNil(), job.PricePerMinuteGT(0))
 	if p.ProjectID != "" {
 		q.Where(job.ProjectID(p.ProjectID))
 	} else {

@@ -52,7 +52,7 @@ func (m *Meter) Tick(ctx context.Context) (TickResult, error) {
 		// Keyset pages of open jobs: a tick over 10,000 jobs is 50
 		// transactions, each charging 200 jobs.
 		q := m.DB.Ent.Job.Query().
-			Where(job.MeteringClosed(false), job.StartedAtNotNil(), job.IDGT(after)).
+			Where(meteringOpen(), job.StartedAtNotNil(), job.IDGT(after)).
 			Order(ent.Asc(job.FieldID)).Limit(batchSize)
 		batch, err := q.All(sys)
 		if err != nil {
@@ -221,7 +221,7 @@ func nodeLost(alive time.Time) string {
 func chargeRuns(ctx context.Context, c *ent.Client, ids []string, now time.Time, end *time.Time, reason string) (int, error) {
 	sys := viewer.SystemContext(ctx)
 	jobs, err := c.Job.Query().
-		Where(job.IDIn(ids...), job.MeteringClosed(false), job.StartedAtNotNil()).
+		Where(job.IDIn(ids...), meteringOpen(), job.StartedAtNotNil()).
 		All(sys)
 	if err != nil {
 		return 0, fmt.Errorf("loading jobs to meter: %w", err)
