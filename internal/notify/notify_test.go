@@ -111,9 +111,20 @@ func TestListenerReconnects(t *testing.T) {
 		defer bus.Close()
 		ch, stop := bus.Subscribe(notify.TopicJob, "j1")
 		defer stop()
-		// The first LISTEN wakes everyone: wait for it, so the next wake-up
-		// is the reconnect's.
-		waitSignal(t, ch)
+		// The first LISTEN wakes everyone, this subscriber only if it came
+		// first: once the listener's connection shows, take that wake-up
+		// if it comes, so the next one is the reconnect's.
+		for listening := 0; listening == 0; time.Sleep(10 * time.Millisecond) {
+			err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND query = 'LISTEN levers9'`).Scan(&listening)
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		select {
+		case <-ch:
+		case <-time.After(time.Second):
+		}
 		killed := 0
 		for killed == 0 {
 			err := db.Pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
