@@ -72,6 +72,12 @@ func TestNodeStorageLinksStayInBucket(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+	// The node serves its storage once its session is up, a moment after
+	// it shows in the API: until then the files API answers 503.
+	poll(t, "the node to serve its storage", func() bool {
+		code, _ := do("GET", "inside", "")
+		return code != http.StatusServiceUnavailable
+	})
 	for _, k := range []string{"steal", "abs", "dir/secret"} {
 		if code, b := do("GET", k, ""); code != http.StatusBadRequest || !strings.Contains(b, "outside the bucket") {
 			t.Errorf("GET pub/%s: %d %s, want 400 saying the link leads outside the bucket", k, code, b)
