@@ -58,6 +58,22 @@ func (w *world) submit(t testing.TB, cpu float64) string {
 	return j.ID
 }
 
+// startRunner starts River's working client until the test ends.
+func (w *world) startRunner(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := w.rc.Runner.Start(ctx); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stop, done := context.WithTimeout(context.Background(), 10*time.Second)
+		defer done()
+		_ = w.rc.Runner.Stop(stop)
+		cancel()
+	})
+}
+
 func (w *world) passes(t *testing.T) (all, again int) {
 	t.Helper()
 	err := w.db.SQL.QueryRow("SELECT count(*) FROM river_job WHERE kind = 'schedule_queue'").Scan(&all)
@@ -135,16 +151,7 @@ func TestScheduleQueueWorkerPlaces(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, url string) {
 		w := newWorld(t, url)
 		n := w.tn.AddNode(t, fixture.Node{Name: "n1", Inventory: inventory.Inventory{CPUs: 4, MemoryMiB: 1024}, Queues: []string{w.queue}})
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		if err := w.rc.Runner.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = w.rc.Runner.Stop(stop)
-		}()
+		w.startRunner(t)
 		fits, waits := w.submit(t, 3), w.submit(t, 3)
 		deadline := time.Now().Add(20 * time.Second)
 		for {
@@ -228,20 +235,12 @@ func TestSchedulingReadsNoHistory(t *testing.T) {
 	w := newWorld(t, dbtest.SQLiteURL(t))
 	n := w.tn.AddNode(t, fixture.Node{Name: "n1", Inventory: inventory.Inventory{CPUs: 4, MemoryMiB: 1024}, Queues: []string{w.queue}})
 	w.tn.AddHistory(t, n.ID, 300)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := context.Background()
 	since, err := w.db.Mark(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.rc.Runner.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = w.rc.Runner.Stop(stop)
-	}()
+	w.startRunner(t)
 	j := w.submit(t, 1)
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		// By the job alone: this statement is checked too.
