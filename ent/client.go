@@ -18,6 +18,7 @@ import (
 	"github.com/levers9/levers9/ent/apitoken"
 	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
+	"github.com/levers9/levers9/ent/balance"
 	"github.com/levers9/levers9/ent/blob"
 	"github.com/levers9/levers9/ent/blueprint"
 	"github.com/levers9/levers9/ent/bucket"
@@ -57,6 +58,8 @@ type Client struct {
 	App *AppClient
 	// AuditEvent is the client for interacting with the AuditEvent builders.
 	AuditEvent *AuditEventClient
+	// Balance is the client for interacting with the Balance builders.
+	Balance *BalanceClient
 	// Blob is the client for interacting with the Blob builders.
 	Blob *BlobClient
 	// Blueprint is the client for interacting with the Blueprint builders.
@@ -119,6 +122,7 @@ func (c *Client) init() {
 	c.APIToken = NewAPITokenClient(c.config)
 	c.App = NewAppClient(c.config)
 	c.AuditEvent = NewAuditEventClient(c.config)
+	c.Balance = NewBalanceClient(c.config)
 	c.Blob = NewBlobClient(c.config)
 	c.Blueprint = NewBlueprintClient(c.config)
 	c.Bucket = NewBucketClient(c.config)
@@ -238,6 +242,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		APIToken:    NewAPITokenClient(cfg),
 		App:         NewAppClient(cfg),
 		AuditEvent:  NewAuditEventClient(cfg),
+		Balance:     NewBalanceClient(cfg),
 		Blob:        NewBlobClient(cfg),
 		Blueprint:   NewBlueprintClient(cfg),
 		Bucket:      NewBucketClient(cfg),
@@ -284,6 +289,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		APIToken:    NewAPITokenClient(cfg),
 		App:         NewAppClient(cfg),
 		AuditEvent:  NewAuditEventClient(cfg),
+		Balance:     NewBalanceClient(cfg),
 		Blob:        NewBlobClient(cfg),
 		Blueprint:   NewBlueprintClient(cfg),
 		Bucket:      NewBucketClient(cfg),
@@ -337,10 +343,10 @@ func (c *Client) Close() error {
 // In order to add hooks to a specific client, call: `client.Node.Use(...)`.
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
-		c.APIToken, c.App, c.AuditEvent, c.Blob, c.Blueprint, c.Bucket, c.Charge,
-		c.Container, c.Environment, c.Execution, c.Function, c.FunctionMap, c.Group,
-		c.Job, c.JobEvent, c.LogLine, c.Membership, c.Node, c.NodeInvite, c.Project,
-		c.Queue, c.Secret, c.Service, c.Storage, c.Task, c.Tenant, c.User,
+		c.APIToken, c.App, c.AuditEvent, c.Balance, c.Blob, c.Blueprint, c.Bucket,
+		c.Charge, c.Container, c.Environment, c.Execution, c.Function, c.FunctionMap,
+		c.Group, c.Job, c.JobEvent, c.LogLine, c.Membership, c.Node, c.NodeInvite,
+		c.Project, c.Queue, c.Secret, c.Service, c.Storage, c.Task, c.Tenant, c.User,
 	} {
 		n.Use(hooks...)
 	}
@@ -350,10 +356,10 @@ func (c *Client) Use(hooks ...Hook) {
 // In order to add interceptors to a specific client, call: `client.Node.Intercept(...)`.
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
-		c.APIToken, c.App, c.AuditEvent, c.Blob, c.Blueprint, c.Bucket, c.Charge,
-		c.Container, c.Environment, c.Execution, c.Function, c.FunctionMap, c.Group,
-		c.Job, c.JobEvent, c.LogLine, c.Membership, c.Node, c.NodeInvite, c.Project,
-		c.Queue, c.Secret, c.Service, c.Storage, c.Task, c.Tenant, c.User,
+		c.APIToken, c.App, c.AuditEvent, c.Balance, c.Blob, c.Blueprint, c.Bucket,
+		c.Charge, c.Container, c.Environment, c.Execution, c.Function, c.FunctionMap,
+		c.Group, c.Job, c.JobEvent, c.LogLine, c.Membership, c.Node, c.NodeInvite,
+		c.Project, c.Queue, c.Secret, c.Service, c.Storage, c.Task, c.Tenant, c.User,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -368,6 +374,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.App.mutate(ctx, m)
 	case *AuditEventMutation:
 		return c.AuditEvent.mutate(ctx, m)
+	case *BalanceMutation:
+		return c.Balance.mutate(ctx, m)
 	case *BlobMutation:
 		return c.Blob.mutate(ctx, m)
 	case *BlueprintMutation:
@@ -868,6 +876,140 @@ func (c *AuditEventClient) mutate(ctx context.Context, m *AuditEventMutation) (V
 		return (&AuditEventDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown AuditEvent mutation op: %q", m.Op())
+	}
+}
+
+// BalanceClient is a client for the Balance schema.
+type BalanceClient struct {
+	config
+}
+
+// NewBalanceClient returns a client for the Balance from the given config.
+func NewBalanceClient(c config) *BalanceClient {
+	return &BalanceClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `balance.Hooks(f(g(h())))`.
+func (c *BalanceClient) Use(hooks ...Hook) {
+	c.hooks.Balance = append(c.hooks.Balance, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `balance.Intercept(f(g(h())))`.
+func (c *BalanceClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Balance = append(c.inters.Balance, interceptors...)
+}
+
+// Create returns a builder for creating a Balance entity.
+func (c *BalanceClient) Create() *BalanceCreate {
+	mutation := newBalanceMutation(c.config, OpCreate)
+	return &BalanceCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Balance entities.
+func (c *BalanceClient) CreateBulk(builders ...*BalanceCreate) *BalanceCreateBulk {
+	return &BalanceCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *BalanceClient) MapCreateBulk(slice any, setFunc func(*BalanceCreate, int)) *BalanceCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &BalanceCreateBulk{err: fmt.Errorf("calling to BalanceClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*BalanceCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &BalanceCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Balance.
+func (c *BalanceClient) Update() *BalanceUpdate {
+	mutation := newBalanceMutation(c.config, OpUpdate)
+	return &BalanceUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *BalanceClient) UpdateOne(_m *Balance) *BalanceUpdateOne {
+	mutation := newBalanceMutation(c.config, OpUpdateOne, withBalance(_m))
+	return &BalanceUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *BalanceClient) UpdateOneID(id string) *BalanceUpdateOne {
+	mutation := newBalanceMutation(c.config, OpUpdateOne, withBalanceID(id))
+	return &BalanceUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Balance.
+func (c *BalanceClient) Delete() *BalanceDelete {
+	mutation := newBalanceMutation(c.config, OpDelete)
+	return &BalanceDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *BalanceClient) DeleteOne(_m *Balance) *BalanceDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *BalanceClient) DeleteOneID(id string) *BalanceDeleteOne {
+	builder := c.Delete().Where(balance.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &BalanceDeleteOne{builder}
+}
+
+// Query returns a query builder for Balance.
+func (c *BalanceClient) Query() *BalanceQuery {
+	return &BalanceQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeBalance},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Balance entity by its id.
+func (c *BalanceClient) Get(ctx context.Context, id string) (*Balance, error) {
+	return c.Query().Where(balance.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *BalanceClient) GetX(ctx context.Context, id string) *Balance {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *BalanceClient) Hooks() []Hook {
+	hooks := c.hooks.Balance
+	return append(hooks[:len(hooks):len(hooks)], balance.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *BalanceClient) Interceptors() []Interceptor {
+	return c.inters.Balance
+}
+
+func (c *BalanceClient) mutate(ctx context.Context, m *BalanceMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&BalanceCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&BalanceUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&BalanceUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&BalanceDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Balance mutation op: %q", m.Op())
 	}
 }
 
@@ -4842,13 +4984,13 @@ func (c *UserClient) mutate(ctx context.Context, m *UserMutation) (Value, error)
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		APIToken, App, AuditEvent, Blob, Blueprint, Bucket, Charge, Container,
+		APIToken, App, AuditEvent, Balance, Blob, Blueprint, Bucket, Charge, Container,
 		Environment, Execution, Function, FunctionMap, Group, Job, JobEvent, LogLine,
 		Membership, Node, NodeInvite, Project, Queue, Secret, Service, Storage, Task,
 		Tenant, User []ent.Hook
 	}
 	inters struct {
-		APIToken, App, AuditEvent, Blob, Blueprint, Bucket, Charge, Container,
+		APIToken, App, AuditEvent, Balance, Blob, Blueprint, Bucket, Charge, Container,
 		Environment, Execution, Function, FunctionMap, Group, Job, JobEvent, LogLine,
 		Membership, Node, NodeInvite, Project, Queue, Secret, Service, Storage, Task,
 		Tenant, User []ent.Interceptor

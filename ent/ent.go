@@ -15,6 +15,7 @@ import (
 	"github.com/levers9/levers9/ent/apitoken"
 	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
+	"github.com/levers9/levers9/ent/balance"
 	"github.com/levers9/levers9/ent/blob"
 	"github.com/levers9/levers9/ent/blueprint"
 	"github.com/levers9/levers9/ent/bucket"
@@ -102,6 +103,7 @@ func checkColumn(t, c string) error {
 			apitoken.Table:    apitoken.ValidColumn,
 			app.Table:         app.ValidColumn,
 			auditevent.Table:  auditevent.ValidColumn,
+			balance.Table:     balance.ValidColumn,
 			blob.Table:        blob.ValidColumn,
 			blueprint.Table:   blueprint.ValidColumn,
 			bucket.Table:      bucket.ValidColumn,

@@ -6,6 +6,7 @@ import (
 	"github.com/levers9/levers9/ent/apitoken"
 	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
+	"github.com/levers9/levers9/ent/balance"
 	"github.com/levers9/levers9/ent/blob"
 	"github.com/levers9/levers9/ent/blueprint"
 	"github.com/levers9/levers9/ent/bucket"
@@ -40,7 +41,7 @@ import (
 
 // schemaGraph holds a representation of ent/schema at runtime.
 var schemaGraph = func() *sqlgraph.Schema {
-	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 27)}
+	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 28)}
 	graph.Nodes[0] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   apitoken.Table,
@@ -116,6 +117,23 @@ var schemaGraph = func() *sqlgraph.Schema {
 	}
 	graph.Nodes[3] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
+			Table:   balance.Table,
+			Columns: balance.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeString,
+				Column: balance.FieldID,
+			},
+		},
+		Type: "Balance",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			balance.FieldTenantID:  {Type: field.TypeString, Column: balance.FieldTenantID},
+			balance.FieldPayerKind: {Type: field.TypeEnum, Column: balance.FieldPayerKind},
+			balance.FieldPayerID:   {Type: field.TypeString, Column: balance.FieldPayerID},
+			balance.FieldTokens:    {Type: field.TypeInt64, Column: balance.FieldTokens},
+		},
+	}
+	graph.Nodes[4] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
 			Table:   blob.Table,
 			Columns: blob.Columns,
 			ID: &sqlgraph.FieldSpec{
@@ -133,7 +151,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			blob.FieldKind:      {Type: field.TypeString, Column: blob.FieldKind},
 		},
 	}
-	graph.Nodes[4] = &sqlgraph.Node{
+	graph.Nodes[5] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   blueprint.Table,
 			Columns: blueprint.Columns,
@@ -163,7 +181,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			blueprint.FieldReadyAt:     {Type: field.TypeTime, Column: blueprint.FieldReadyAt},
 		},
 	}
-	graph.Nodes[5] = &sqlgraph.Node{
+	graph.Nodes[6] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   bucket.Table,
 			Columns: bucket.Columns,
@@ -185,7 +203,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			bucket.FieldMeteredHour: {Type: field.TypeInt64, Column: bucket.FieldMeteredHour},
 		},
 	}
-	graph.Nodes[6] = &sqlgraph.Node{
+	graph.Nodes[7] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   charge.Table,
 			Columns: charge.Columns,
@@ -213,7 +231,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			charge.FieldIdempotencyKey: {Type: field.TypeString, Column: charge.FieldIdempotencyKey},
 		},
 	}
-	graph.Nodes[7] = &sqlgraph.Node{
+	graph.Nodes[8] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   container.Table,
 			Columns: container.Columns,
@@ -242,7 +260,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			container.FieldStoppedAt:        {Type: field.TypeTime, Column: container.FieldStoppedAt},
 		},
 	}
-	graph.Nodes[8] = &sqlgraph.Node{
+	graph.Nodes[9] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   environment.Table,
 			Columns: environment.Columns,
@@ -259,7 +277,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			environment.FieldName:      {Type: field.TypeString, Column: environment.FieldName},
 		},
 	}
-	graph.Nodes[9] = &sqlgraph.Node{
+	graph.Nodes[10] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   execution.Table,
 			Columns: execution.Columns,
@@ -284,7 +302,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			execution.FieldError:         {Type: field.TypeString, Column: execution.FieldError},
 		},
 	}
-	graph.Nodes[10] = &sqlgraph.Node{
+	graph.Nodes[11] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   function.Table,
 			Columns: function.Columns,
@@ -337,7 +355,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			function.FieldSkippedRuns:            {Type: field.TypeInt, Column: function.FieldSkippedRuns},
 		},
 	}
-	graph.Nodes[11] = &sqlgraph.Node{
+	graph.Nodes[12] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   functionmap.Table,
 			Columns: functionmap.Columns,
@@ -361,7 +379,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			functionmap.FieldFinishedAt:    {Type: field.TypeTime, Column: functionmap.FieldFinishedAt},
 		},
 	}
-	graph.Nodes[12] = &sqlgraph.Node{
+	graph.Nodes[13] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   group.Table,
 			Columns: group.Columns,
@@ -379,7 +397,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			group.FieldDescription: {Type: field.TypeString, Column: group.FieldDescription},
 		},
 	}
-	graph.Nodes[13] = &sqlgraph.Node{
+	graph.Nodes[14] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   job.Table,
 			Columns: job.Columns,
@@ -421,7 +439,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			job.FieldTraceParent:       {Type: field.TypeString, Column: job.FieldTraceParent},
 		},
 	}
-	graph.Nodes[14] = &sqlgraph.Node{
+	graph.Nodes[15] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   jobevent.Table,
 			Columns: jobevent.Columns,
@@ -443,7 +461,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			jobevent.FieldAt:            {Type: field.TypeTime, Column: jobevent.FieldAt},
 		},
 	}
-	graph.Nodes[15] = &sqlgraph.Node{
+	graph.Nodes[16] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   logline.Table,
 			Columns: logline.Columns,
@@ -465,7 +483,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			logline.FieldText:          {Type: field.TypeString, Column: logline.FieldText},
 		},
 	}
-	graph.Nodes[16] = &sqlgraph.Node{
+	graph.Nodes[17] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   membership.Table,
 			Columns: membership.Columns,
@@ -483,7 +501,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			membership.FieldGroupID:   {Type: field.TypeString, Column: membership.FieldGroupID},
 		},
 	}
-	graph.Nodes[17] = &sqlgraph.Node{
+	graph.Nodes[18] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   node.Table,
 			Columns: node.Columns,
@@ -508,7 +526,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			node.FieldStreamReplica:   {Type: field.TypeString, Column: node.FieldStreamReplica},
 		},
 	}
-	graph.Nodes[18] = &sqlgraph.Node{
+	graph.Nodes[19] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   nodeinvite.Table,
 			Columns: nodeinvite.Columns,
@@ -531,7 +549,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			nodeinvite.FieldRevokedAt:   {Type: field.TypeTime, Column: nodeinvite.FieldRevokedAt},
 		},
 	}
-	graph.Nodes[19] = &sqlgraph.Node{
+	graph.Nodes[20] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   project.Table,
 			Columns: project.Columns,
@@ -549,7 +567,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			project.FieldDescription: {Type: field.TypeString, Column: project.FieldDescription},
 		},
 	}
-	graph.Nodes[20] = &sqlgraph.Node{
+	graph.Nodes[21] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   queue.Table,
 			Columns: queue.Columns,
@@ -579,7 +597,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			queue.FieldIdleTimeoutSeconds: {Type: field.TypeInt, Column: queue.FieldIdleTimeoutSeconds},
 		},
 	}
-	graph.Nodes[21] = &sqlgraph.Node{
+	graph.Nodes[22] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   secret.Table,
 			Columns: secret.Columns,
@@ -602,7 +620,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			secret.FieldKeyID:         {Type: field.TypeString, Column: secret.FieldKeyID},
 		},
 	}
-	graph.Nodes[22] = &sqlgraph.Node{
+	graph.Nodes[23] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   service.Table,
 			Columns: service.Columns,
@@ -640,7 +658,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			service.FieldFinishedAt:    {Type: field.TypeTime, Column: service.FieldFinishedAt},
 		},
 	}
-	graph.Nodes[23] = &sqlgraph.Node{
+	graph.Nodes[24] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   storage.Table,
 			Columns: storage.Columns,
@@ -666,7 +684,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			storage.FieldPricePerTbHour:  {Type: field.TypeInt64, Column: storage.FieldPricePerTbHour},
 		},
 	}
-	graph.Nodes[24] = &sqlgraph.Node{
+	graph.Nodes[25] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   task.Table,
 			Columns: task.Columns,
@@ -712,7 +730,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			task.FieldFinishedAt:       {Type: field.TypeTime, Column: task.FieldFinishedAt},
 		},
 	}
-	graph.Nodes[25] = &sqlgraph.Node{
+	graph.Nodes[26] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   tenant.Table,
 			Columns: tenant.Columns,
@@ -732,7 +750,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			tenant.FieldBudgetPolicy:   {Type: field.TypeEnum, Column: tenant.FieldBudgetPolicy},
 		},
 	}
-	graph.Nodes[26] = &sqlgraph.Node{
+	graph.Nodes[27] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   user.Table,
 			Columns: user.Columns,
@@ -1695,6 +1713,66 @@ func (f *AuditEventFilter) WhereDetails(p entql.BytesP) {
 }
 
 // addPredicate implements the predicateAdder interface.
+func (_q *BalanceQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the BalanceQuery builder.
+func (_q *BalanceQuery) Filter() *BalanceFilter {
+	return &BalanceFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *BalanceMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the BalanceMutation builder.
+func (m *BalanceMutation) Filter() *BalanceFilter {
+	return &BalanceFilter{config: m.config, predicateAdder: m}
+}
+
+// BalanceFilter provides a generic filtering capability at runtime for BalanceQuery.
+type BalanceFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *BalanceFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[3].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql string predicate on the id field.
+func (f *BalanceFilter) WhereID(p entql.StringP) {
+	f.Where(p.Field(balance.FieldID))
+}
+
+// WhereTenantID applies the entql string predicate on the tenant_id field.
+func (f *BalanceFilter) WhereTenantID(p entql.StringP) {
+	f.Where(p.Field(balance.FieldTenantID))
+}
+
+// WherePayerKind applies the entql string predicate on the payer_kind field.
+func (f *BalanceFilter) WherePayerKind(p entql.StringP) {
+	f.Where(p.Field(balance.FieldPayerKind))
+}
+
+// WherePayerID applies the entql string predicate on the payer_id field.
+func (f *BalanceFilter) WherePayerID(p entql.StringP) {
+	f.Where(p.Field(balance.FieldPayerID))
+}
+
+// WhereTokens applies the entql int64 predicate on the tokens field.
+func (f *BalanceFilter) WhereTokens(p entql.Int64P) {
+	f.Where(p.Field(balance.FieldTokens))
+}
+
+// addPredicate implements the predicateAdder interface.
 func (_q *BlobQuery) addPredicate(pred func(s *sql.Selector)) {
 	_q.predicates = append(_q.predicates, pred)
 }
@@ -1723,7 +1801,7 @@ type BlobFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *BlobFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[3].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[4].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1793,7 +1871,7 @@ type BlueprintFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *BlueprintFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[4].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[5].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1918,7 +1996,7 @@ type BucketFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *BucketFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[5].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[6].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2059,7 +2137,7 @@ type ChargeFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *ChargeFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[6].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[7].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2216,7 +2294,7 @@ type ContainerFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *ContainerFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[7].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[8].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2364,7 +2442,7 @@ type EnvironmentFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *EnvironmentFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[8].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[9].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2424,7 +2502,7 @@ type ExecutionFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *ExecutionFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[9].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[10].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2538,7 +2616,7 @@ type FunctionFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *FunctionFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[10].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[11].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2834,7 +2912,7 @@ type FunctionMapFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *FunctionMapFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[11].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[12].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2957,7 +3035,7 @@ type GroupFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *GroupFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[12].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[13].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -3092,7 +3170,7 @@ type JobFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *JobFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[13].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[14].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -3347,7 +3425,7 @@ type JobEventFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *JobEventFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[14].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[15].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -3432,7 +3510,7 @@ type LogLineFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *LogLineFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[15].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[16].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -3517,7 +3595,7 @@ type MembershipFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *MembershipFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[16].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[17].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -3610,7 +3688,7 @@ type NodeFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *NodeFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[17].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[18].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -3752,7 +3830,7 @@ type NodeInviteFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *NodeInviteFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[18].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[19].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -3842,7 +3920,7 @@ type ProjectFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *ProjectFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[19].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[20].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -3935,7 +4013,7 @@ type QueueFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *QueueFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[20].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[21].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -4116,7 +4194,7 @@ type SecretFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SecretFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[21].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[22].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -4206,7 +4284,7 @@ type ServiceFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *ServiceFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[22].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[23].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -4399,7 +4477,7 @@ type StorageFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *StorageFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[23].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[24].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -4546,7 +4624,7 @@ type TaskFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *TaskFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[24].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[25].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -4779,7 +4857,7 @@ type TenantFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *TenantFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[25].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[26].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -4854,7 +4932,7 @@ type UserFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *UserFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[26].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[27].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})

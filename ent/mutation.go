@@ -14,6 +14,7 @@ import (
 	"github.com/levers9/levers9/ent/apitoken"
 	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
+	"github.com/levers9/levers9/ent/balance"
 	"github.com/levers9/levers9/ent/blob"
 	"github.com/levers9/levers9/ent/blueprint"
 	"github.com/levers9/levers9/ent/bucket"
@@ -57,6 +58,7 @@ const (
 	TypeAPIToken    = "APIToken"
 	TypeApp         = "App"
 	TypeAuditEvent  = "AuditEvent"
+	TypeBalance     = "Balance"
 	TypeBlob        = "Blob"
 	TypeBlueprint   = "Blueprint"
 	TypeBucket      = "Bucket"
@@ -3193,6 +3195,536 @@ func (m *AuditEventMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *AuditEventMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown AuditEvent edge %s", name)
+}
+
+// BalanceMutation represents an operation that mutates the Balance nodes in the graph.
+type BalanceMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *string
+	tenant_id     *string
+	payer_kind    *balance.PayerKind
+	payer_id      *string
+	tokens        *billing.Tokens
+	addtokens     *billing.Tokens
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*Balance, error)
+	predicates    []predicate.Balance
+}
+
+var _ ent.Mutation = (*BalanceMutation)(nil)
+
+// balanceOption allows management of the mutation configuration using functional options.
+type balanceOption func(*BalanceMutation)
+
+// newBalanceMutation creates new mutation for the Balance entity.
+func newBalanceMutation(c config, op Op, opts ...balanceOption) *BalanceMutation {
+	m := &BalanceMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeBalance,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withBalanceID sets the ID field of the mutation.
+func withBalanceID(id string) balanceOption {
+	return func(m *BalanceMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Balance
+		)
+		m.oldValue = func(ctx context.Context) (*Balance, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Balance.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withBalance sets the old Balance of the mutation.
+func withBalance(node *Balance) balanceOption {
+	return func(m *BalanceMutation) {
+		m.oldValue = func(context.Context) (*Balance, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m BalanceMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m BalanceMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of Balance entities.
+func (m *BalanceMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *BalanceMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *BalanceMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Balance.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetTenantID sets the "tenant_id" field.
+func (m *BalanceMutation) SetTenantID(s string) {
+	m.tenant_id = &s
+}
+
+// TenantID returns the value of the "tenant_id" field in the mutation.
+func (m *BalanceMutation) TenantID() (r string, exists bool) {
+	v := m.tenant_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTenantID returns the old "tenant_id" field's value of the Balance entity.
+// If the Balance object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BalanceMutation) OldTenantID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTenantID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTenantID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTenantID: %w", err)
+	}
+	return oldValue.TenantID, nil
+}
+
+// ResetTenantID resets all changes to the "tenant_id" field.
+func (m *BalanceMutation) ResetTenantID() {
+	m.tenant_id = nil
+}
+
+// SetPayerKind sets the "payer_kind" field.
+func (m *BalanceMutation) SetPayerKind(bk balance.PayerKind) {
+	m.payer_kind = &bk
+}
+
+// PayerKind returns the value of the "payer_kind" field in the mutation.
+func (m *BalanceMutation) PayerKind() (r balance.PayerKind, exists bool) {
+	v := m.payer_kind
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPayerKind returns the old "payer_kind" field's value of the Balance entity.
+// If the Balance object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BalanceMutation) OldPayerKind(ctx context.Context) (v balance.PayerKind, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPayerKind is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPayerKind requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPayerKind: %w", err)
+	}
+	return oldValue.PayerKind, nil
+}
+
+// ResetPayerKind resets all changes to the "payer_kind" field.
+func (m *BalanceMutation) ResetPayerKind() {
+	m.payer_kind = nil
+}
+
+// SetPayerID sets the "payer_id" field.
+func (m *BalanceMutation) SetPayerID(s string) {
+	m.payer_id = &s
+}
+
+// PayerID returns the value of the "payer_id" field in the mutation.
+func (m *BalanceMutation) PayerID() (r string, exists bool) {
+	v := m.payer_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPayerID returns the old "payer_id" field's value of the Balance entity.
+// If the Balance object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BalanceMutation) OldPayerID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPayerID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPayerID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPayerID: %w", err)
+	}
+	return oldValue.PayerID, nil
+}
+
+// ResetPayerID resets all changes to the "payer_id" field.
+func (m *BalanceMutation) ResetPayerID() {
+	m.payer_id = nil
+}
+
+// SetTokens sets the "tokens" field.
+func (m *BalanceMutation) SetTokens(b billing.Tokens) {
+	m.tokens = &b
+	m.addtokens = nil
+}
+
+// Tokens returns the value of the "tokens" field in the mutation.
+func (m *BalanceMutation) Tokens() (r billing.Tokens, exists bool) {
+	v := m.tokens
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTokens returns the old "tokens" field's value of the Balance entity.
+// If the Balance object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *BalanceMutation) OldTokens(ctx context.Context) (v billing.Tokens, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTokens is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTokens requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTokens: %w", err)
+	}
+	return oldValue.Tokens, nil
+}
+
+// AddTokens adds b to the "tokens" field.
+func (m *BalanceMutation) AddTokens(b billing.Tokens) {
+	if m.addtokens != nil {
+		*m.addtokens += b
+	} else {
+		m.addtokens = &b
+	}
+}
+
+// AddedTokens returns the value that was added to the "tokens" field in this mutation.
+func (m *BalanceMutation) AddedTokens() (r billing.Tokens, exists bool) {
+	v := m.addtokens
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetTokens resets all changes to the "tokens" field.
+func (m *BalanceMutation) ResetTokens() {
+	m.tokens = nil
+	m.addtokens = nil
+}
+
+// Where appends a list predicates to the BalanceMutation builder.
+func (m *BalanceMutation) Where(ps ...predicate.Balance) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the BalanceMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *BalanceMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Balance, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *BalanceMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *BalanceMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Balance).
+func (m *BalanceMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *BalanceMutation) Fields() []string {
+	fields := make([]string, 0, 4)
+	if m.tenant_id != nil {
+		fields = append(fields, balance.FieldTenantID)
+	}
+	if m.payer_kind != nil {
+		fields = append(fields, balance.FieldPayerKind)
+	}
+	if m.payer_id != nil {
+		fields = append(fields, balance.FieldPayerID)
+	}
+	if m.tokens != nil {
+		fields = append(fields, balance.FieldTokens)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *BalanceMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case balance.FieldTenantID:
+		return m.TenantID()
+	case balance.FieldPayerKind:
+		return m.PayerKind()
+	case balance.FieldPayerID:
+		return m.PayerID()
+	case balance.FieldTokens:
+		return m.Tokens()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *BalanceMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case balance.FieldTenantID:
+		return m.OldTenantID(ctx)
+	case balance.FieldPayerKind:
+		return m.OldPayerKind(ctx)
+	case balance.FieldPayerID:
+		return m.OldPayerID(ctx)
+	case balance.FieldTokens:
+		return m.OldTokens(ctx)
+	}
+	return nil, fmt.Errorf("unknown Balance field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *BalanceMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case balance.FieldTenantID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTenantID(v)
+		return nil
+	case balance.FieldPayerKind:
+		v, ok := value.(balance.PayerKind)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPayerKind(v)
+		return nil
+	case balance.FieldPayerID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPayerID(v)
+		return nil
+	case balance.FieldTokens:
+		v, ok := value.(billing.Tokens)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTokens(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Balance field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *BalanceMutation) AddedFields() []string {
+	var fields []string
+	if m.addtokens != nil {
+		fields = append(fields, balance.FieldTokens)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *BalanceMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case balance.FieldTokens:
+		return m.AddedTokens()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *BalanceMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case balance.FieldTokens:
+		v, ok := value.(billing.Tokens)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddTokens(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Balance numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *BalanceMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *BalanceMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *BalanceMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown Balance nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *BalanceMutation) ResetField(name string) error {
+	switch name {
+	case balance.FieldTenantID:
+		m.ResetTenantID()
+		return nil
+	case balance.FieldPayerKind:
+		m.ResetPayerKind()
+		return nil
+	case balance.FieldPayerID:
+		m.ResetPayerID()
+		return nil
+	case balance.FieldTokens:
+		m.ResetTokens()
+		return nil
+	}
+	return fmt.Errorf("unknown Balance field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *BalanceMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *BalanceMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *BalanceMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *BalanceMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *BalanceMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *BalanceMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *BalanceMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown Balance unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *BalanceMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown Balance edge %s", name)
 }
 
 // BlobMutation represents an operation that mutates the Blob nodes in the graph.

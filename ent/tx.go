@@ -20,6 +20,8 @@ type Tx struct {
 	App *AppClient
 	// AuditEvent is the client for interacting with the AuditEvent builders.
 	AuditEvent *AuditEventClient
+	// Balance is the client for interacting with the Balance builders.
+	Balance *BalanceClient
 	// Blob is the client for interacting with the Blob builders.
 	Blob *BlobClient
 	// Blueprint is the client for interacting with the Blueprint builders.
@@ -202,6 +204,7 @@ func (tx *Tx) init() {
 	tx.APIToken = NewAPITokenClient(tx.config)
 	tx.App = NewAppClient(tx.config)
 	tx.AuditEvent = NewAuditEventClient(tx.config)
+	tx.Balance = NewBalanceClient(tx.config)
 	tx.Blob = NewBlobClient(tx.config)
 	tx.Blueprint = NewBlueprintClient(tx.config)
 	tx.Bucket = NewBucketClient(tx.config)

@@ -13,12 +13,14 @@ import (
 
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/tenant"
+	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/fixture"
 	"github.com/levers9/levers9/internal/inventory"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/jobspec"
+	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/workers"
 )
 
@@ -229,10 +231,16 @@ func TestInsertScheduleNodeAndFreed(t *testing.T) {
 // Submitting, the scheduling pass River runs and a job's end find their
 // rows through indexes that narrow them to the job's or the queue's live
 // ones, on a node with a history: no statement reads every job or service
-// the server or the node ever had (database.HistoryReads).
+// the server or the node ever had, nor every charge of the payer
+// (database.HistoryReads). The queue is priced, so the submission reads
+// the payer's balance.
 func TestSchedulingReadsNoHistory(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, dbtest.SQLiteURL(t))
+	w.tn.Price(t, w.queue, billing.Rates{CPUPerMinute: billing.Unit, StartFee: billing.Unit, Multiplier: 1})
+	for range 20 {
+		w.tn.Grant(t, ledger.Payer{UserID: w.tn.Admin.ID}, 1000*billing.Unit)
+	}
 	n := w.tn.AddNode(t, fixture.Node{Name: "n1", Inventory: inventory.Inventory{CPUs: 4, MemoryMiB: 1024}, Queues: []string{w.queue}})
 	w.tn.AddHistory(t, n.ID, 300)
 	ctx := context.Background()
@@ -267,9 +275,11 @@ func TestSchedulingReadsNoHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	stmts := fixture.NoHistoryReads(t, w.db, since)
-	freed := slices.ContainsFunc(stmts, func(q string) bool { return strings.Contains(q, "queue_nodes") })
-	if !freed || len(stmts) < 10 {
-		t.Fatalf("the flow ran %d statements, the freed query among them: %v", len(stmts), freed)
+	has := func(s string) bool {
+		return slices.ContainsFunc(stmts, func(q string) bool { return strings.Contains(q, s) })
+	}
+	if !has("queue_nodes") || !has("FROM `balances`") || len(stmts) < 10 {
+		t.Fatalf("the flow ran %d statements, the freed query among them: %v, a balance read: %v", len(stmts), has("queue_nodes"), has("FROM `balances`"))
 	}
 }
 

@@ -45,6 +45,18 @@ func (f AuditEventFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, 
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.AuditEventMutation", m)
 }
 
+// The BalanceFunc type is an adapter to allow the use of ordinary
+// function as Balance mutator.
+type BalanceFunc func(context.Context, *ent.BalanceMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f BalanceFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.BalanceMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.BalanceMutation", m)
+}
+
 // The BlobFunc type is an adapter to allow the use of ordinary
 // function as Blob mutator.
 type BlobFunc func(context.Context, *ent.BlobMutation) (ent.Value, error)

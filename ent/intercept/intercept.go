@@ -11,6 +11,7 @@ import (
 	"github.com/levers9/levers9/ent/apitoken"
 	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
+	"github.com/levers9/levers9/ent/balance"
 	"github.com/levers9/levers9/ent/blob"
 	"github.com/levers9/levers9/ent/blueprint"
 	"github.com/levers9/levers9/ent/bucket"
@@ -173,6 +174,33 @@ func (f TraverseAuditEvent) Traverse(ctx context.Context, q ent.Query) error {
 		return f(ctx, q)
 	}
 	return fmt.Errorf("unexpected query type %T. expect *ent.AuditEventQuery", q)
+}
+
+// The BalanceFunc type is an adapter to allow the use of ordinary function as a Querier.
+type BalanceFunc func(context.Context, *ent.BalanceQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f BalanceFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.BalanceQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.BalanceQuery", q)
+}
+
+// The TraverseBalance type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseBalance func(context.Context, *ent.BalanceQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseBalance) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseBalance) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.BalanceQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.BalanceQuery", q)
 }
 
 // The BlobFunc type is an adapter to allow the use of ordinary function as a Querier.
@@ -832,6 +860,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.AppQuery, predicate.App, app.OrderOption]{typ: ent.TypeApp, tq: q}, nil
 	case *ent.AuditEventQuery:
 		return &query[*ent.AuditEventQuery, predicate.AuditEvent, auditevent.OrderOption]{typ: ent.TypeAuditEvent, tq: q}, nil
+	case *ent.BalanceQuery:
+		return &query[*ent.BalanceQuery, predicate.Balance, balance.OrderOption]{typ: ent.TypeBalance, tq: q}, nil
 	case *ent.BlobQuery:
 		return &query[*ent.BlobQuery, predicate.Blob, blob.OrderOption]{typ: ent.TypeBlob, tq: q}, nil
 	case *ent.BlueprintQuery:

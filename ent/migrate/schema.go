@@ -126,6 +126,20 @@ var (
 			},
 		},
 	}
+	// BalancesColumns holds the columns for the "balances" table.
+	BalancesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString},
+		{Name: "tenant_id", Type: field.TypeString},
+		{Name: "payer_kind", Type: field.TypeEnum, Enums: []string{"USER", "PROJECT"}},
+		{Name: "payer_id", Type: field.TypeString},
+		{Name: "tokens", Type: field.TypeInt64},
+	}
+	// BalancesTable holds the schema information for the "balances" table.
+	BalancesTable = &schema.Table{
+		Name:       "balances",
+		Columns:    BalancesColumns,
+		PrimaryKey: []*schema.Column{BalancesColumns[0]},
+	}
 	// BlobsColumns holds the columns for the "blobs" table.
 	BlobsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 40},
@@ -1365,6 +1379,7 @@ var (
 		APITokensTable,
 		AppsTable,
 		AuditEventsTable,
+		BalancesTable,
 		BlobsTable,
 		BlueprintsTable,
 		BucketsTable,

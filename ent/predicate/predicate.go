@@ -15,6 +15,9 @@ type App func(*sql.Selector)
 // AuditEvent is the predicate function for auditevent builders.
 type AuditEvent func(*sql.Selector)
 
+// Balance is the predicate function for balance builders.
+type Balance func(*sql.Selector)
+
 // Blob is the predicate function for blob builders.
 type Blob func(*sql.Selector)
 

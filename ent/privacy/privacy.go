@@ -183,6 +183,30 @@ func (f AuditEventMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Muta
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.AuditEventMutation", m)
 }
 
+// The BalanceQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type BalanceQueryRuleFunc func(context.Context, *ent.BalanceQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f BalanceQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.BalanceQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.BalanceQuery", q)
+}
+
+// The BalanceMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type BalanceMutationRuleFunc func(context.Context, *ent.BalanceMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f BalanceMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.BalanceMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.BalanceMutation", m)
+}
+
 // The BlobQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type BlobQueryRuleFunc func(context.Context, *ent.BlobQuery) error
@@ -800,6 +824,8 @@ func queryFilter(q ent.Query) (Filter, error) {
 		return q.Filter(), nil
 	case *ent.AuditEventQuery:
 		return q.Filter(), nil
+	case *ent.BalanceQuery:
+		return q.Filter(), nil
 	case *ent.BlobQuery:
 		return q.Filter(), nil
 	case *ent.BlueprintQuery:
@@ -860,6 +886,8 @@ func mutationFilter(m ent.Mutation) (Filter, error) {
 	case *ent.AppMutation:
 		return m.Filter(), nil
 	case *ent.AuditEventMutation:
+		return m.Filter(), nil
+	case *ent.BalanceMutation:
 		return m.Filter(), nil
 	case *ent.BlobMutation:
 		return m.Filter(), nil

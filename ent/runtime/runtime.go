@@ -9,6 +9,7 @@ import (
 	"github.com/levers9/levers9/ent/apitoken"
 	"github.com/levers9/levers9/ent/app"
 	"github.com/levers9/levers9/ent/auditevent"
+	"github.com/levers9/levers9/ent/balance"
 	"github.com/levers9/levers9/ent/blob"
 	"github.com/levers9/levers9/ent/blueprint"
 	"github.com/levers9/levers9/ent/bucket"
@@ -259,6 +260,32 @@ func init() {
 			return nil
 		}
 	}()
+	balanceMixin := schema.Balance{}.Mixin()
+	balance.Policy = privacy.NewPolicies(balanceMixin[0], schema.Balance{})
+	balance.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := balance.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	balanceMixinFields0 := balanceMixin[0].Fields()
+	_ = balanceMixinFields0
+	balanceFields := schema.Balance{}.Fields()
+	_ = balanceFields
+	// balanceDescTenantID is the schema descriptor for tenant_id field.
+	balanceDescTenantID := balanceMixinFields0[0].Descriptor()
+	// balance.TenantIDValidator is a validator for the "tenant_id" field. It is called by the builders before save.
+	balance.TenantIDValidator = balanceDescTenantID.Validators[0].(func(string) error)
+	// balanceDescPayerID is the schema descriptor for payer_id field.
+	balanceDescPayerID := balanceFields[2].Descriptor()
+	// balance.PayerIDValidator is a validator for the "payer_id" field. It is called by the builders before save.
+	balance.PayerIDValidator = balanceDescPayerID.Validators[0].(func(string) error)
+	// balanceDescID is the schema descriptor for id field.
+	balanceDescID := balanceFields[0].Descriptor()
+	// balance.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	balance.IDValidator = balanceDescID.Validators[0].(func(string) error)
 	blobMixin := schema.Blob{}.Mixin()
 	blob.Policy = privacy.NewPolicies(blobMixin[2], schema.Blob{})
 	blob.Hooks[0] = func(next ent.Mutator) ent.Mutator {

@@ -4,8 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/levers9/levers9/ent"
-	"github.com/levers9/levers9/ent/charge"
+	"github.com/levers9/levers9/ent/balance"
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/viewer"
 )
@@ -14,19 +13,19 @@ import (
 // query, by project ID; projects without charges have a zero balance.
 // Callers check that the viewer may know them (access.UsableProjects).
 func (s *Service) ProjectBalances(ctx context.Context, projectIDs []string) (map[string]billing.Tokens, error) {
-	return s.balances(ctx, charge.PayerKindProject, charge.FieldProjectID, projectIDs)
+	return s.balances(ctx, true, projectIDs)
 }
 
 // UserBalances is Balance for many users of the viewer's tenant in one
 // query, by user ID; users without charges have a zero balance. Callers
 // check that the viewer may know them.
 func (s *Service) UserBalances(ctx context.Context, userIDs []string) (map[string]billing.Tokens, error) {
-	return s.balances(ctx, charge.PayerKindUser, charge.FieldUserID, userIDs)
+	return s.balances(ctx, false, userIDs)
 }
 
-// balances sums the charges paid by kind, grouped by column col (the
-// payer's ID), for the payers ids.
-func (s *Service) balances(ctx context.Context, kind charge.PayerKind, col string, ids []string) (map[string]billing.Tokens, error) {
+// balances reads the balances of the payers ids of kind in the viewer's
+// tenant (see BalanceOf).
+func (s *Service) balances(ctx context.Context, project bool, ids []string) (map[string]billing.Tokens, error) {
 	v, _, err := inViewerTenant(ctx, Payer{})
 	if err != nil {
 		return nil, err
@@ -35,35 +34,23 @@ func (s *Service) balances(ctx context.Context, kind charge.PayerKind, col strin
 	if len(ids) == 0 {
 		return out, nil
 	}
-	for _, id := range ids {
+	keys := make([]string, len(ids))
+	for i, id := range ids {
 		out[id] = 0
-	}
-	// Rows are scanned by column name; the grouped one is set.
-	var rows []struct {
-		ProjectID *string `json:"project_id"`
-		UserID    *string `json:"user_id"`
-		Sum       *int64  `json:"sum"`
-	}
-	q := s.DB.Ent.Charge.Query().Where(charge.TenantID(v.TenantID), charge.PayerKindEQ(kind))
-	if kind == charge.PayerKindProject {
-		q = q.Where(charge.ProjectIDIn(ids...))
-	} else {
-		q = q.Where(charge.UserIDIn(ids...))
+		p := Payer{TenantID: v.TenantID, UserID: id}
+		if project {
+			p = Payer{TenantID: v.TenantID, ProjectID: id}
+		}
+		keys[i] = p.key()
 	}
 	// System rights, as in BalanceOf: a balance counts every charge of its
 	// payer, not only those the viewer may see.
-	err = q.GroupBy(col).Aggregate(ent.As(ent.Sum(charge.FieldTokens), "sum")).Scan(viewer.SystemContext(ctx), &rows)
+	rows, err := s.DB.Ent.Balance.Query().Where(balance.IDIn(keys...)).All(viewer.SystemContext(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("summing charges of %d %s payers: %w", len(ids), kind, err)
+		return nil, fmt.Errorf("reading the balances of %d payers: %w", len(ids), err)
 	}
 	for _, r := range rows {
-		id := r.ProjectID
-		if kind == charge.PayerKindUser {
-			id = r.UserID
-		}
-		if id != nil && r.Sum != nil {
-			out[*id] = -billing.Tokens(*r.Sum)
-		}
+		out[r.PayerID] = -r.Tokens
 	}
 	return out, nil
 }
