@@ -68,7 +68,7 @@ test: check $(MINIO)
 
 ## bench: benchmarks; they print their numbers
 bench:
-	$(WITHDOCKER) $(WITHPG) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./graph/ ./internal/metering/ ./internal/scheduling/ ./internal/scheduler/ ./e2e/ ./ui/ ./agent/runtime/docker/ ./internal/relay/ ./internal/wire/ ./internal/deployapi/ ./internal/functions/ ./internal/metrics/dbstate/ ./internal/joblog/ ./agent/runtime/ ./workers/ | grep -v -E '^(goos|goarch|pkg|cpu):'
+	$(WITHDOCKER) $(WITHPG) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./graph/ ./internal/metering/ ./internal/ledger/ ./internal/scheduling/ ./internal/scheduler/ ./e2e/ ./ui/ ./agent/runtime/docker/ ./internal/relay/ ./internal/wire/ ./internal/deployapi/ ./internal/functions/ ./internal/metrics/dbstate/ ./internal/joblog/ ./agent/runtime/ ./workers/ | grep -v -E '^(goos|goarch|pkg|cpu):'
 
 ## screenshots: regenerate docs/screenshots (the README's) with Chromium
 screenshots:
