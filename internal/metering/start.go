@@ -7,6 +7,7 @@ import (
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/charge"
+	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/metrics"
@@ -33,7 +34,9 @@ func Started(ctx context.Context, c *ent.Client, j *ent.Job, at time.Time) error
 	if err != nil {
 		return fmt.Errorf("pricing job %s: %w", jobID, err)
 	}
-	if err := c.Job.UpdateOneID(jobID).SetRates(rates).SetPricePerMinute(perMinute).Exec(sys); err != nil {
+	// Update, not UpdateOne: ent reads an updated node back, a statement
+	// more on every job's start.
+	if err := c.Job.Update().Where(job.ID(jobID)).SetRates(rates).SetPricePerMinute(perMinute).Exec(sys); err != nil {
 		return fmt.Errorf("fixing prices of job %s: %w", jobID, err)
 	}
 	if rates.StartFee > 0 {

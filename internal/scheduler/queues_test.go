@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/levers9/levers9/internal/dbtest"
@@ -39,4 +40,37 @@ func TestNodeAndPendingQueues(t *testing.T) {
 			t.Fatalf("ScheduleNodeQueues = %d, %v; want both jobs placed", placed, err)
 		}
 	})
+}
+
+// A pass over a queue without pending jobs reads the queue and nothing
+// else: a job's end asks for one, and on a quiet server it finds nothing
+// to place, so reading the queue's nodes, their services and storages
+// would be for nothing.
+func TestEmptyPassReadsOnlyTheQueue(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, dbtest.SQLiteURL(t))
+	f.addNode(t, "n1", inv(8, 8192, nil), true, f.queue)
+	s := f.scheduler(f.db)
+	run := func() []string {
+		t.Helper()
+		since, err := f.db.Mark(f.sys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ScheduleQueue(f.sys, f.queue); err != nil {
+			t.Fatal(err)
+		}
+		stmts, err := since(f.sys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stmts
+	}
+	if stmts := run(); len(stmts) != 1 || !strings.Contains(stmts[0], "FROM `queues`") {
+		t.Errorf("an empty pass ran %d statements, want the queue's read alone: %q", len(stmts), stmts)
+	}
+	f.addJobs(t, []jobSpec{{queue: f.queue, created: t0, services: []svc{{cpu: 1, mem: 64}}}})
+	if stmts := run(); !slices.ContainsFunc(stmts, func(q string) bool { return strings.Contains(q, "FROM `nodes`") }) {
+		t.Errorf("a pass with a pending job read no nodes: the check would prove little; %q", stmts)
+	}
 }

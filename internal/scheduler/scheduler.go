@@ -10,8 +10,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/levers9/levers9/ent"
+	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/jobs/jobstate"
 	"github.com/levers9/levers9/internal/metrics"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/scheduling"
@@ -50,7 +52,12 @@ func (s *Service) ScheduleQueue(ctx context.Context, queueID string) (placed int
 				return fmt.Errorf("setting plan cache mode: %w", err)
 			}
 		}
-		q, err := tx.Ent.Queue.Query().Where(queue.ID(queueID)).Only(sys)
+		// A queue without pending jobs has nothing to place: its nodes,
+		// their services and storages go unread. Every job's end asks for
+		// a pass, which on a quiet server finds nothing to place.
+		q, err := tx.Ent.Queue.Query().
+			Where(queue.ID(queueID), queue.HasJobsWith(jobstate.In(job.StatusPending))).
+			Only(sys)
 		if ent.IsNotFound(err) {
 			return nil
 		}
