@@ -10,6 +10,7 @@ import (
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/storage"
 	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/viewer"
 )
 
@@ -126,8 +127,12 @@ func (s *Service) disconnect(ctx context.Context, id string) {
 	if s.Bus == nil {
 		return
 	}
-	// wakeQueues signals the node too.
-	wakeQueues(context.WithoutCancel(ctx), s.Ent, s.Bus, s.log(), id)
+	ctx = context.WithoutCancel(ctx)
+	if err := s.Bus.Publish(ctx, notify.TopicNodeAccess, id); err != nil {
+		s.log().Warn("signalling the node's tunnels", "node", id, "err", err)
+	}
+	// And the node's and its queues' followers: its capacity is gone.
+	wakeQueues(ctx, s.Ent, s.Bus, s.log(), id)
 }
 
 func requireAdmin(ctx context.Context, what string) error {

@@ -24,10 +24,14 @@ const channel = "levers9"
 
 // Topics.
 const (
-	TopicNode  = "node"  // key: node ID; work for the node changed
-	TopicJob   = "job"   // key: job ID; new log lines or events
-	TopicQueue = "queue" // key: queue ID; capacity or demand changed
-	TopicToken = "token" // key: API token ID; revoked, expired or moved to another tenant
+	TopicNode = "node" // key: node ID; work for the node changed
+	// TopicNodeAccess: key: node ID; its credential was revoked or the
+	// node removed. The node's tunnels check their credential on it (and
+	// every resync), not on every change of its work.
+	TopicNodeAccess = "node-access"
+	TopicJob        = "job"   // key: job ID; new log lines or events
+	TopicQueue      = "queue" // key: queue ID; capacity or demand changed
+	TopicToken      = "token" // key: API token ID; revoked, expired or moved to another tenant
 	// Serverless functions.
 	TopicFunction = "function" // key: function ID; calls are waiting for its containers
 	TopicTask     = "task"     // key: task ID; the call changed state

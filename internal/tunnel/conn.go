@@ -122,12 +122,14 @@ func (s *session) run(ctx context.Context) error {
 	// missed.
 	wake, unsubscribe := s.srv.Bus.Subscribe(notify.TopicNode, s.nodeID)
 	defer unsubscribe()
+	access, unsubscribeAccess := s.srv.Bus.Subscribe(notify.TopicNodeAccess, s.nodeID)
+	defer unsubscribeAccess()
 
 	s.srv.register(s)
 	defer s.srv.unregister(s)
 	metrics.AgentConnections.Inc()
 	defer metrics.AgentConnections.Dec()
-	err := s.serve(ctx, wake)
+	err := s.serve(ctx, wake, access)
 	var ec *errClosed
 	if errors.As(err, &ec) {
 		s.log.Warn("closing agent connection", "reason", ec.why)
@@ -138,7 +140,7 @@ func (s *session) run(ctx context.Context) error {
 	return err
 }
 
-func (s *session) serve(ctx context.Context, wake <-chan struct{}) error {
+func (s *session) serve(ctx context.Context, wake, access <-chan struct{}) error {
 	helloCtx, cancel := context.WithTimeout(ctx, helloTimeout)
 	first, err := s.read(helloCtx)
 	cancel()
@@ -165,7 +167,7 @@ func (s *session) serve(ctx context.Context, wake <-chan struct{}) error {
 	s.log.Info("agent connected", "agentVersion", hello.AgentVersion, "running", len(hello.Running))
 
 	errc := make(chan error, 2)
-	go func() { errc <- s.dispatchLoop(ctx, wake) }()
+	go func() { errc <- s.dispatchLoop(ctx, wake, access) }()
 	go func() { errc <- s.readLoop(ctx) }()
 	return <-errc
 }
@@ -381,7 +383,7 @@ func (s *session) ack(ctx context.Context, seq uint64) error {
 	return s.send(ctx, wire.Ack{Seq: seq})
 }
 
-func (s *session) dispatchLoop(ctx context.Context, wake <-chan struct{}) error {
+func (s *session) dispatchLoop(ctx context.Context, wake, access <-chan struct{}) error {
 	t := time.NewTicker(resyncEvery)
 	defer t.Stop()
 	for {
@@ -392,10 +394,12 @@ func (s *session) dispatchLoop(ctx context.Context, wake <-chan struct{}) error 
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-wake:
+			continue // new work: the credential is checked on its own signal
+		case <-access:
 		case <-t.C:
 		}
-		// A revoke signals the node like new work does; the check costs
-		// one indexed read per wake.
+		// A revoke signals the node's access; the resync catches a lost
+		// signal. One indexed read each, not one per job's wake.
 		if err := s.srv.stillAdmitted(ctx, s.nodeID, s.credHash); err != nil {
 			return err
 		}

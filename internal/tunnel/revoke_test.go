@@ -13,6 +13,7 @@ import (
 	"github.com/levers9/levers9/agent/runtime"
 	"github.com/levers9/levers9/ent/node"
 	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/nodes"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/wire"
@@ -110,4 +111,34 @@ func TestRevokeDisconnectsTheAgent(t *testing.T) {
 			t.Errorf("the revoked node is %s; want offline", n.Status)
 		}
 	})
+}
+
+// TestWorkWakesCheckNoCredential: a node's wakes for new or changed work
+// (several a job) do not re-read its credential; a revoke has a signal of
+// its own (above), and the resync every 30 s catches a lost one.
+func TestWorkWakesCheckNoCredential(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, dbtest.SQLiteURL(t))
+	st := w.startAgent(t, "n1")
+	since, err := w.db.Mark(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		w.waitEnded(t, w.runOn(t, st.NodeID, jobspec.Service{Name: "main", Command: []string{"true"}, CPU: 1, MemoryMiB: 64}).ID)
+	}
+	stmts, err := since(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dispatched := false
+	for _, q := range stmts {
+		if strings.Contains(q, "`nodes`.`credential_hash` = ?") && strings.Contains(q, "`nodes`.`id` = ?") {
+			t.Errorf("a work wake read the node's credential: %s", q)
+		}
+		dispatched = dispatched || strings.Contains(q, "`dispatched_at`")
+	}
+	if !dispatched {
+		t.Fatalf("no dispatch among the statements: the check would prove little; %q", stmts)
+	}
 }

@@ -65,20 +65,25 @@ func (s *Server) connectStreams(w http.ResponseWriter, r *http.Request) {
 	// The agent opens a stream for each connection of a function's
 	// container (Runners).
 	go s.acceptAgentStreams(ctx, n.ID, ys, log)
-	// A revoked credential ends this tunnel too: a revoke signals the node.
-	wake, unsubscribe := s.Bus.Subscribe(notify.TopicNode, n.ID)
+	// A revoked credential ends this tunnel too: a revoke signals the
+	// node's access; the resync catches a lost signal.
+	access, unsubscribe := s.Bus.Subscribe(notify.TopicNodeAccess, n.ID)
 	defer unsubscribe()
-	for done := false; !done; {
+	t := time.NewTicker(resyncEvery)
+	defer t.Stop()
+watch:
+	for {
 		select {
 		case <-ys.CloseChan():
-			done = true
+			break watch
 		case <-ctx.Done():
-			done = true
-		case <-wake:
-			if err := s.stillAdmitted(ctx, n.ID, n.CredentialHash); err != nil {
-				log.Warn("closing the agent stream tunnel", "reason", err)
-				done = true
-			}
+			break watch
+		case <-access:
+		case <-t.C:
+		}
+		if err := s.stillAdmitted(ctx, n.ID, n.CredentialHash); err != nil {
+			log.Warn("closing the agent stream tunnel", "reason", err)
+			break
 		}
 	}
 	log.Info("agent stream tunnel disconnected")
