@@ -55,13 +55,16 @@ func (db *DB) keepBalances(ctx context.Context) error {
 			return fmt.Errorf("creating the balances trigger: %w", err)
 		}
 	}
-	if err := fillBalances(ctx, tx); err != nil {
+	payers, err := fillBalances(ctx, tx)
+	if err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("keeping balances: %w", err)
 	}
-	db.log.Info("balances are kept by the database from now on")
+	if payers > 0 {
+		db.log.Info("balances filled from the charges so far", "payers", payers)
+	}
 	return nil
 }
 
@@ -105,12 +108,16 @@ func addSums(table string) string {
 	ON CONFLICT (id) DO UPDATE SET tokens = balances.tokens + excluded.tokens`, balanceKeySep, chargePayer("c"), table)
 }
 
-// fillBalances writes every payer's sum of the charges so far.
-func fillBalances(ctx context.Context, tx *sql.Tx) error {
-	for _, q := range []string{"DELETE FROM balances", addSums("charges")} {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("filling balances: %w", err)
-		}
+// fillBalances writes every payer's sum of the charges so far and returns
+// how many payers have one.
+func fillBalances(ctx context.Context, tx *sql.Tx) (int64, error) {
+	if _, err := tx.ExecContext(ctx, "DELETE FROM balances"); err != nil {
+		return 0, fmt.Errorf("filling balances: %w", err)
 	}
-	return nil
+	res, err := tx.ExecContext(ctx, addSums("charges"))
+	if err != nil {
+		return 0, fmt.Errorf("filling balances: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
 }
