@@ -187,7 +187,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // scrape reads url's metrics with Prometheus' text parser.
-func scrape(t *testing.T, url, token string) map[string]*dto.MetricFamily {
+func scrape(t testing.TB, url, token string) map[string]*dto.MetricFamily {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {

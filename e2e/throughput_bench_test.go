@@ -24,7 +24,10 @@ const twoServiceJob = `mutation { submitJob(spec: {queue: "default", services: [
 // end of the last job; then the same with 200 two-service jobs. Beside it,
 // the same-run baseline: the same number of `true` processes started one
 // after another by this process (the machine's floor for starting a
-// program, without any scheduling, isolation or bookkeeping). With
+// program, without any scheduling, isolation or bookkeeping). It reports
+// statements per job too, from the server's
+// levers9_database_statements_total (the benchmark's own polling, a count
+// every 20 ms, among them), and on PostgreSQL commits per job. With
 // BENCH_PPROF_ADDR set the server serves its profiler there:
 //
 //	BENCH_PPROF_ADDR=127.0.0.1:6060 go test ./e2e -run '^$' -bench Throughput/sqlite &
@@ -32,7 +35,8 @@ const twoServiceJob = `mutation { submitJob(spec: {queue: "default", services: [
 func BenchmarkThroughput(b *testing.B) {
 	for _, dialect := range dbtest.Dialects() {
 		b.Run(dialect, func(b *testing.B) {
-			var env []string
+			metricsToken := newSecret()
+			env := []string{"LEVERS9_METRICS_TOKEN=" + metricsToken}
 			if addr := os.Getenv("BENCH_PPROF_ADDR"); addr != "" { // profile the server while it runs
 				env = append(env, "LEVERS9_PPROF_ADDR="+addr)
 			}
@@ -43,16 +47,21 @@ func BenchmarkThroughput(b *testing.B) {
 			for range 10 { // warm up
 				runTrivial(b, s.URL, token)
 			}
-			c0 := commits(b, url)
+			statements := func() float64 {
+				return value(scrape(b, s.URL+"/metrics", metricsToken), "levers9_database_statements_total", nil)
+			}
+			c0, s0 := commits(b, url), statements()
 			one, oneIn := drainSequential(b, s.URL, token, trivialJob, 1000)
-			c1 := commits(b, url)
+			c1, s1 := commits(b, url), statements()
 			two, twoIn := drainSequential(b, s.URL, token, twoServiceJob, 200)
-			c2 := commits(b, url)
+			c2, s2 := commits(b, url), statements()
 			b.ReportMetric(0, "ns/op")
 			b.ReportMetric(one, "jobs/s(1000-sequential)")
 			b.ReportMetric(two, "jobs/s(200-two-service)")
 			b.ReportMetric(oneIn, "submitted/s(1000-sequential)")
 			b.ReportMetric(twoIn, "submitted/s(200-two-service)")
+			b.ReportMetric((s1-s0)/1000, "statements/job(1000-sequential)")
+			b.ReportMetric((s2-s1)/200, "statements/job(200-two-service)")
 			if c0 >= 0 {
 				b.ReportMetric(float64(c1-c0)/1000, "pg-commits/job(1000-sequential)")
 				b.ReportMetric(float64(c2-c1)/200, "pg-commits/job(200-two-service)")

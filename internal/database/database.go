@@ -60,6 +60,7 @@ func openPostgres(ctx context.Context, rawURL string, log *slog.Logger) (*DB, er
 	if cfg.MaxConns < 20 {
 		cfg.MaxConns = 20
 	}
+	cfg.ConnConfig.Tracer = statementCounter{}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to postgres: %w", err)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+
+	"github.com/levers9/levers9/internal/metrics"
 )
 
 // stmtCacheSize bounds the statements kept per SQLite connection. ent
@@ -124,6 +126,7 @@ func closeStmt(st driver.Stmt) { _ = st.Close() }
 func (c *cachedConn) Unwrap() driver.Conn { return c.sqliteConn }
 
 func (c *cachedConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	metrics.DatabaseStatements.Inc()
 	st, give, err := c.take(ctx, query)
 	if err != nil {
 		return nil, err
@@ -133,6 +136,7 @@ func (c *cachedConn) ExecContext(ctx context.Context, query string, args []drive
 }
 
 func (c *cachedConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	metrics.DatabaseStatements.Inc()
 	st, give, err := c.take(ctx, query)
 	if err != nil {
 		return nil, err

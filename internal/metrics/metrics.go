@@ -126,6 +126,13 @@ var (
 		Help:    "Seconds to answer a GraphQL operation (a subscription: its first answer), by root field(s) and type.",
 		Buckets: fastBuckets,
 	}, []string{"operation", "type"})
+	// DatabaseStatements counts the statements this server sent to its
+	// database: what each job costs the database, the figure behind
+	// BenchmarkThroughput's statements per job.
+	DatabaseStatements = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: named("levers9_database_statements_total"),
+		Help: "SQL statements this server ran on its database (queries and writes; not BEGIN, COMMIT or ROLLBACK).",
+	})
 	// FilesBytes counts bytes through the files API: in (uploads) and out
 	// (downloads).
 	FilesBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -157,7 +164,7 @@ func init() {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		JobStartWait, JobsEnded, SchedulingPass, Placements, AgentConnections, AgentConnects,
 		MeterTick, ChargesWritten, TokensCharged, TokensRefunded,
-		LogLinesIngested, LogLinesDelivered, GraphQLOperations, GraphQLDuration, FilesBytes,
+		LogLinesIngested, LogLinesDelivered, GraphQLOperations, GraphQLDuration, FilesBytes, DatabaseStatements,
 	)
 	// Series that exist before their first event, so that a dashboard and
 	// rate() see zero rather than nothing.
