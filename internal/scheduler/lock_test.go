@@ -55,11 +55,15 @@ func TestPassLockOfNodes(t *testing.T) {
 		t.Fatalf("the job is on %q, want n1", got)
 	}
 
-	// A writer of the node row (another pass, a node update) holds it.
+	// A writer of the node row (another pass, a node update) holds it,
+	// while a second job waits to be placed (a pass with nothing to
+	// place reads no node).
+	f.addJobs(t, []jobSpec{cpuJob(f.queue, 1, gib)})
 	release = hold("NO KEY UPDATE")
 	done = pass()
 	select {
 	case err := <-done:
+		release()
 		t.Fatalf("a pass ran beside a writer of its node: %v", err)
 	case <-time.After(300 * time.Millisecond):
 	}

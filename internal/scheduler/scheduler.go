@@ -7,11 +7,14 @@ import (
 	"time"
 
 	"entgo.io/ent/dialect"
+	entsql "entgo.io/ent/dialect/sql"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/predicate"
 	"github.com/levers9/levers9/ent/queue"
+	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/jobs/jobstate"
 	"github.com/levers9/levers9/internal/metrics"
@@ -52,11 +55,13 @@ func (s *Service) ScheduleQueue(ctx context.Context, queueID string) (placed int
 				return fmt.Errorf("setting plan cache mode: %w", err)
 			}
 		}
-		// A queue without pending jobs has nothing to place: its nodes,
-		// their services and storages go unread. Every job's end asks for
-		// a pass, which on a quiet server finds nothing to place.
+		// A queue whose pending jobs are all placed (waiting for their
+		// node to start them) or without any has nothing to place: its
+		// nodes, their services and storages go unread. Every job's end
+		// asks for a pass, which usually finds the jobs submitted since
+		// placed by their own passes.
 		q, err := tx.Ent.Queue.Query().
-			Where(queue.ID(queueID), queue.HasJobsWith(jobstate.In(job.StatusPending))).
+			Where(queue.ID(queueID), queue.HasJobsWith(jobstate.In(job.StatusPending), job.HasServicesWith(unplaced()))).
 			Only(sys)
 		if ent.IsNotFound(err) {
 			return nil
@@ -136,4 +141,13 @@ func (s *Service) log() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return s.Log
+}
+
+// unplaced is a service no pass placed yet (write gives it a node). As
+// there, coalesce keeps the planners on the job's services rather than the
+// (node_id, status) index.
+func unplaced() predicate.Service {
+	return func(s *entsql.Selector) {
+		s.Where(entsql.ExprP(fmt.Sprintf("coalesce(%s, '') = ''", s.C(service.FieldNodeID))))
+	}
 }
