@@ -33,9 +33,10 @@ func (s *Service) MarkRunning(ctx context.Context, id string, at time.Time) erro
 }
 
 // running applies JobRunning to job id through c, inside the caller's
-// transaction; false when the job refused it (not pending any more:
-// cancelled meanwhile, or started already).
-func running(ctx context.Context, c *ent.Client, id string, at time.Time) (bool, error) {
+// transaction, and returns the job with its services; nil when the job
+// refused it (not pending any more: cancelled meanwhile, or started
+// already).
+func running(ctx context.Context, c *ent.Client, id string, at time.Time) (*ent.Job, error) {
 	sys := viewer.SystemContext(ctx)
 	to, _ := jobstate.To(jobstate.JobRunning)
 	n, err := c.Job.Update().
@@ -43,27 +44,29 @@ func running(ctx context.Context, c *ent.Client, id string, at time.Time) (bool,
 		SetStatus(to).SetStatusReason("running").SetStartedAt(at).
 		Save(sys)
 	if err != nil {
-		return false, fmt.Errorf("marking job %s running: %w", id, err)
+		return nil, fmt.Errorf("marking job %s running: %w", id, err)
 	}
 	if n == 0 {
-		return false, nil
+		return nil, nil
 	}
 	svcTo, _ := jobstate.ServiceTo(jobstate.JobRunning)
 	err = c.Service.Update().
 		Where(service.JobID(id), service.StatusIn(jobstate.ServiceFrom(jobstate.JobRunning)...)).
 		SetStatus(svcTo).SetStartedAt(at).Exec(sys)
 	if err != nil {
-		return false, fmt.Errorf("marking services of job %s running: %w", id, err)
+		return nil, fmt.Errorf("marking services of job %s running: %w", id, err)
 	}
-	j, err := c.Job.Get(sys, id)
+	// With its services: the meter prices them, and they name the nodes
+	// the change is signalled to.
+	j, err := c.Job.Query().Where(job.ID(id)).WithServices().Only(sys)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	if err := recordEvent(ctx, c, j, "", jobevent.Status(to), "running", at); err != nil {
-		return false, err
+		return nil, err
 	}
 	metrics.JobStartWait.WithLabelValues(string(j.Kind)).Observe(max(at.Sub(j.CreatedAt).Seconds(), 0))
-	return true, metering.Started(sys, c, j, at)
+	return j, metering.Started(sys, c, j, at)
 }
 
 // MarkEnded records that job id ended at at with status (COMPLETE, ERROR or

@@ -64,25 +64,25 @@ func (s *Service) ownService(ctx context.Context, c *ent.Client, r ServiceRef) (
 // host ports; once every service of the job has started, the job runs
 // (JobRunning, in the same transaction).
 func (s *Service) ServiceRunning(ctx context.Context, r ServiceRef, ports []jobspec.Port, at time.Time) error {
-	started := false
+	var started *jobChange
 	err := s.DB.InTx(ctx, func(tx *database.Tx) error {
 		var err error
 		started, err = s.serviceRunning(ctx, tx, r, ports, at)
 		return err
 	})
-	if started {
-		s.signal(ctx, r.JobID)
+	if err == nil && started != nil {
+		s.signalChange(ctx, *started)
 	}
 	return err
 }
 
-// serviceRunning is ServiceRunning inside tx; started when the job runs
-// now.
-func (s *Service) serviceRunning(ctx context.Context, tx *database.Tx, r ServiceRef, ports []jobspec.Port, at time.Time) (started bool, err error) {
+// serviceRunning is ServiceRunning inside tx; started, when the job runs
+// now (or was asked to: see running), is the change to signal.
+func (s *Service) serviceRunning(ctx context.Context, tx *database.Tx, r ServiceRef, ports []jobspec.Port, at time.Time) (started *jobChange, err error) {
 	sys := viewer.SystemContext(ctx)
 	svc, err := s.ownService(ctx, tx.Ent, r)
 	if svc == nil || err != nil {
-		return false, err
+		return nil, err
 	}
 	to, _ := jobstate.ServiceTo(jobstate.ServiceRunning)
 	err = tx.Ent.Service.Update().
@@ -90,18 +90,25 @@ func (s *Service) serviceRunning(ctx context.Context, tx *database.Tx, r Service
 			r.runsHere(jobstate.From(jobstate.ServiceRunning)...)).
 		SetStatus(to).SetStartedAt(at).SetHostPorts(ports).Exec(sys)
 	if err != nil {
-		return false, fmt.Errorf("recording service %s running: %w", r.Service, err)
+		return nil, fmt.Errorf("recording service %s running: %w", r.Service, err)
 	}
 	waiting, err := tx.Ent.Service.Query().
 		Where(service.JobID(r.JobID), service.StartedAtIsNil()).Count(sys)
 	if err != nil {
-		return false, fmt.Errorf("counting services of job %s: %w", r.JobID, err)
+		return nil, fmt.Errorf("counting services of job %s: %w", r.JobID, err)
 	}
 	if waiting > 0 {
-		return false, nil
+		return nil, nil
 	}
-	_, err = running(ctx, tx.Ent, r.JobID, at)
-	return err == nil, err
+	j, err := running(ctx, tx.Ent, r.JobID, at)
+	if err != nil {
+		return nil, err
+	}
+	if j == nil { // refused: signalled as before, reading what names it
+		return &jobChange{jobID: r.JobID}, nil
+	}
+	c := changeOf(j)
+	return &c, nil
 }
 
 // ServiceEnd is how a service ended: its exit code if it has one, and
@@ -117,20 +124,21 @@ type ServiceEnd struct {
 // others), all exited completes it. Done says the job is over on r's node:
 // it ended now, or had ended and every service of it has finished.
 func (s *Service) ServiceEnded(ctx context.Context, r ServiceRef, end ServiceEnd, at time.Time) (done bool, err error) {
-	settled := false
+	var settled *jobChange
 	err = s.DB.InTx(ctx, func(tx *database.Tx) error {
 		var err error
 		done, settled, err = s.serviceEnded(ctx, tx, r, end, at)
 		return err
 	})
-	if settled {
-		s.signal(ctx, r.JobID)
+	if err == nil && settled != nil {
+		s.signalChange(ctx, *settled)
 	}
 	return done, err
 }
 
-// serviceEnded is ServiceEnded inside tx; settled when it ended the job.
-func (s *Service) serviceEnded(ctx context.Context, tx *database.Tx, r ServiceRef, end ServiceEnd, at time.Time) (done, settled bool, err error) {
+// serviceEnded is ServiceEnded inside tx; settled, when it ended the job,
+// is the change to signal.
+func (s *Service) serviceEnded(ctx context.Context, tx *database.Tx, r ServiceRef, end ServiceEnd, at time.Time) (done bool, settled *jobChange, err error) {
 	sys := viewer.SystemContext(ctx)
 	e, reason := jobstate.ServiceExited, "exited 0"
 	if end.Failed {
@@ -138,11 +146,11 @@ func (s *Service) serviceEnded(ctx context.Context, tx *database.Tx, r ServiceRe
 	}
 	svc, err := s.ownService(ctx, tx.Ent, r)
 	if svc == nil || err != nil {
-		return false, false, err
+		return false, nil, err
 	}
 	to, ok := jobstate.NextService(e, svc.Status)
 	if !ok {
-		return false, false, nil
+		return false, nil, nil
 	}
 	upd := tx.Ent.Service.Update().
 		Where(service.ID(svc.ID), service.StatusEQ(svc.Status), r.runsHere(jobstate.From(e)...)).
@@ -152,32 +160,33 @@ func (s *Service) serviceEnded(ctx context.Context, tx *database.Tx, r ServiceRe
 	}
 	n, err := upd.Save(sys)
 	if err != nil {
-		return false, false, fmt.Errorf("recording end of service %s: %w", r.Service, err)
+		return false, nil, fmt.Errorf("recording end of service %s: %w", r.Service, err)
 	}
 	if n == 0 {
-		return false, false, nil // requeued meanwhile: this run no longer counts
+		return false, nil, nil // requeued meanwhile: this run no longer counts
 	}
 	return s.settle(ctx, tx, r, e, end.Reason, at)
 }
 
 // settle ends the job r names, inside tx, when the end of its service
-// (event e) decides it; done as for ServiceEnded, settled when it ended it.
-func (s *Service) settle(ctx context.Context, tx *database.Tx, r ServiceRef, e jobstate.Event, failure string, at time.Time) (done, settled bool, err error) {
+// (event e) decides it; done as for ServiceEnded, settled, when it ended
+// it, the change to signal.
+func (s *Service) settle(ctx context.Context, tx *database.Tx, r ServiceRef, e jobstate.Event, failure string, at time.Time) (done bool, settled *jobChange, err error) {
 	sys := viewer.SystemContext(ctx)
 	j, err := tx.Ent.Job.Query().Where(job.ID(r.JobID)).WithServices().Only(sys)
 	if err != nil {
-		return false, false, fmt.Errorf("loading job %s: %w", r.JobID, err)
+		return false, nil, fmt.Errorf("loading job %s: %w", r.JobID, err)
 	}
 	if j.Status != job.StatusPending && j.Status != job.StatusRunning {
 		for _, svc := range j.Edges.Services {
 			if svc.FinishedAt == nil {
-				return false, false, nil
+				return false, nil, nil
 			}
 		}
-		return true, false, nil
+		return true, nil, nil
 	}
 	if j.Attempt != r.attempt() {
-		return false, false, nil // requeued meanwhile
+		return false, nil, nil // requeued meanwhile
 	}
 	states := make([]service.Status, len(j.Edges.Services))
 	for i, svc := range j.Edges.Services {
@@ -185,7 +194,7 @@ func (s *Service) settle(ctx context.Context, tx *database.Tx, r ServiceRef, e j
 	}
 	next, ok := jobstate.Settle(e, states)
 	if !ok {
-		return false, false, nil
+		return false, nil, nil
 	}
 	reason := "all services exited 0"
 	if next == jobstate.Failed {
@@ -197,11 +206,12 @@ func (s *Service) settle(ctx context.Context, tx *database.Tx, r ServiceRef, e j
 		// Every service ran and exited before the last one's RUNNING was
 		// counted: record the run so the job is billed and timed.
 		if _, err := running(ctx, tx.Ent, j.ID, at); err != nil {
-			return false, false, err
+			return false, nil, err
 		}
 	}
 	if _, err := s.end(ctx, tx, next, j.ID, j.Attempt, clip(reason, 1000), at); err != nil {
-		return false, false, fmt.Errorf("settling job %s: %w", j.ID, err)
+		return false, nil, fmt.Errorf("settling job %s: %w", j.ID, err)
 	}
-	return true, true, nil
+	c := changeOf(j) // its services' nodes are as loaded: an end moves none
+	return true, &c, nil
 }

@@ -35,13 +35,15 @@ type Report struct {
 // read loop had queued: on SQLite's single connection that commit, not the
 // statements, is most of a report's cost. Done are the jobs over on the
 // reporting node (as ServiceEnded's done). Changed jobs are signalled after
-// the commit, once each. On error nothing is applied.
+// the commit, once each, with what the transaction read of them. On error
+// nothing is applied.
 func (s *Service) ApplyReports(ctx context.Context, reports []Report) (done []string, err error) {
-	var changed []string
+	var changed []jobChange
 	err = s.DB.InTx(ctx, func(tx *database.Tx) error {
 		done, changed = done[:0], changed[:0] // a transaction may run again
 		for _, r := range reports {
-			var over, moved bool
+			var over bool
+			var moved *jobChange
 			var err error
 			switch r.Kind {
 			case ReportStarting:
@@ -61,8 +63,8 @@ func (s *Service) ApplyReports(ctx context.Context, reports []Report) (done []st
 			if over {
 				done = append(done, r.Ref.JobID)
 			}
-			if moved {
-				changed = append(changed, r.Ref.JobID)
+			if moved != nil {
+				changed = append(changed, *moved)
 			}
 		}
 		return nil
@@ -71,10 +73,10 @@ func (s *Service) ApplyReports(ctx context.Context, reports []Report) (done []st
 		return nil, err
 	}
 	seen := make(map[string]bool, len(changed))
-	for _, id := range changed {
-		if !seen[id] {
-			seen[id] = true
-			s.signal(ctx, id)
+	for _, c := range changed {
+		if !seen[c.jobID] {
+			seen[c.jobID] = true
+			s.signalChange(ctx, c)
 		}
 	}
 	return done, nil

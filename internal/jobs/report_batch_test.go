@@ -13,6 +13,7 @@ import (
 	"github.com/levers9/levers9/internal/fixture"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/jobspec"
+	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/tenancy"
 )
 
@@ -186,4 +187,63 @@ func exitCodes(t *testing.T, m *machine, id string) string {
 		}
 	}
 	return b.String()
+}
+
+// A batch of reports that starts and ends a job wakes its followers, the
+// job's subscribers, its queue's scheduler and the nodes of its services
+// (here two), with what its transaction read: no read after the commit.
+func TestReportsSignalTheJobsFollowers(t *testing.T) {
+	t.Parallel()
+	m := newMachine(t, dbtest.SQLiteURL(t))
+	bus := notify.New(nil, fixture.Log())
+	t.Cleanup(bus.Close)
+	m.js.Bus = bus
+	other := m.tn.AddNode(t, fixture.Node{Name: "n2", Queues: []string{m.tn.DefaultQueue}}).ID
+	id := m.placedServices(t, "a", "b")
+	if err := m.tn.DB.Ent.Service.Update().Where(service.JobID(id), service.Name("b")).SetNodeID(other).Exec(fixture.Sys()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, step := range []struct {
+		name    string
+		reports []jobs.Report
+	}{
+		{"started", []jobs.Report{
+			{Ref: jobs.ServiceRef{JobID: id, Service: "a", NodeID: m.node, Attempt: 1}, Kind: jobs.ReportRunning, At: m.start},
+			{Ref: jobs.ServiceRef{JobID: id, Service: "b", NodeID: other, Attempt: 1}, Kind: jobs.ReportRunning, At: m.start},
+		}},
+		{"ended", []jobs.Report{
+			{Ref: jobs.ServiceRef{JobID: id, Service: "a", NodeID: m.node, Attempt: 1}, Kind: jobs.ReportEnded, End: jobs.ServiceEnd{Failed: true, Reason: "exit 3"}, At: m.start.Add(time.Minute)},
+		}},
+	} {
+		woken := map[string]<-chan struct{}{}
+		for topic, key := range map[string]string{notify.TopicJob: id, notify.TopicQueue: m.tn.DefaultQueue, notify.TopicNode + " n1": m.node, notify.TopicNode + " n2": other} {
+			ch, stop := bus.Subscribe(strings.Fields(topic)[0], key)
+			t.Cleanup(stop)
+			woken[topic] = ch
+		}
+		since, err := m.tn.DB.Mark(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.js.ApplyReports(ctx, step.reports); err != nil {
+			t.Fatal(err)
+		}
+		for topic, ch := range woken {
+			select {
+			case <-ch:
+			case <-time.After(5 * time.Second):
+				t.Errorf("%s: %s not signalled", step.name, topic)
+			}
+		}
+		stmts, err := since(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range stmts {
+			if strings.Contains(q, "`jobs`.`queue_id` FROM `jobs`") {
+				t.Errorf("%s: the signal read the job again: %s", step.name, q)
+			}
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -76,16 +77,43 @@ func (s *Service) signal(ctx context.Context, jobID string) {
 		s.Log.Warn("signalling job change", "job", jobID, "err", err)
 		return
 	}
-	signals := []notify.Signal{{Topic: notify.TopicJob, Key: j.ID}, {Topic: notify.TopicQueue, Key: j.QueueID}}
-	nodes := map[string]bool{}
+	s.signalChange(ctx, changeOf(j))
+}
+
+// jobChange names the signals of a job's change: the job, its queue and
+// the nodes of its services. A transaction that loaded them hands them to
+// signalChange, which then reads nothing.
+type jobChange struct {
+	jobID, queueID string // queueID "": not loaded, signalChange reads them
+	nodes          []string
+}
+
+// changeOf is the change of j, loaded with its services.
+func changeOf(j *ent.Job) jobChange {
+	c := jobChange{jobID: j.ID, queueID: j.QueueID}
 	for _, svc := range j.Edges.Services {
-		if svc.NodeID != "" && !nodes[svc.NodeID] {
-			nodes[svc.NodeID] = true
-			signals = append(signals, notify.Signal{Topic: notify.TopicNode, Key: svc.NodeID})
+		if svc.NodeID != "" && !slices.Contains(c.nodes, svc.NodeID) {
+			c.nodes = append(c.nodes, svc.NodeID)
 		}
 	}
+	return c
+}
+
+// signalChange is signal with what names the signals at hand.
+func (s *Service) signalChange(ctx context.Context, c jobChange) {
+	if s.Bus == nil {
+		return
+	}
+	if c.queueID == "" {
+		s.signal(ctx, c.jobID)
+		return
+	}
+	signals := []notify.Signal{{Topic: notify.TopicJob, Key: c.jobID}, {Topic: notify.TopicQueue, Key: c.queueID}}
+	for _, n := range c.nodes {
+		signals = append(signals, notify.Signal{Topic: notify.TopicNode, Key: n})
+	}
 	if err := s.Bus.PublishMany(ctx, signals...); err != nil {
-		s.Log.Warn("signalling a job change", "job", j.ID, "err", err)
+		s.Log.Warn("signalling a job change", "job", c.jobID, "err", err)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/charge"
 	"github.com/levers9/levers9/ent/job"
-	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/metrics"
 	"github.com/levers9/levers9/internal/queues"
@@ -17,7 +16,8 @@ import (
 
 // Started fixes the prices of job j, which started running at at, and
 // charges its start fee, once per attempt. Call it through c in the
-// transaction that marks the job running, with j read in it after that.
+// transaction that marks the job running, with j read in it after that,
+// with its services.
 func Started(ctx context.Context, c *ent.Client, j *ent.Job, at time.Time) error {
 	sys := viewer.SystemContext(ctx)
 	jobID := j.ID
@@ -25,9 +25,9 @@ func Started(ctx context.Context, c *ent.Client, j *ent.Job, at time.Time) error
 	if err != nil {
 		return fmt.Errorf("loading queue of job %s: %w", jobID, err)
 	}
-	svcs, err := c.Service.Query().Where(service.JobID(jobID)).All(sys)
+	svcs, err := j.Edges.ServicesOrErr()
 	if err != nil {
-		return fmt.Errorf("loading services of job %s: %w", jobID, err)
+		return fmt.Errorf("pricing job %s: %w", jobID, err)
 	}
 	rates := queues.Rates(q)
 	perMinute, err := billing.PerMinute(rates, usage(svcs))
