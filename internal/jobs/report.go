@@ -80,17 +80,20 @@ func (s *Service) ServiceRunning(ctx context.Context, r ServiceRef, ports []jobs
 // now (or was asked to: see running), is the change to signal.
 func (s *Service) serviceRunning(ctx context.Context, tx *database.Tx, r ServiceRef, ports []jobspec.Port, at time.Time) (started *jobChange, err error) {
 	sys := viewer.SystemContext(ctx)
-	svc, err := s.ownService(ctx, tx.Ent, r)
-	if svc == nil || err != nil {
-		return nil, err
-	}
+	// The update finds the service itself: only when it changes nothing
+	// is the report looked at (a stranger's is logged by ownService; a
+	// repeated one changes nothing).
 	to, _ := jobstate.ServiceTo(jobstate.ServiceRunning)
-	err = tx.Ent.Service.Update().
-		Where(service.ID(svc.ID), service.StatusIn(jobstate.ServiceFrom(jobstate.ServiceRunning)...),
+	n, err := tx.Ent.Service.Update().
+		Where(service.JobID(r.JobID), service.Name(r.Service), service.StatusIn(jobstate.ServiceFrom(jobstate.ServiceRunning)...),
 			r.runsHere(jobstate.From(jobstate.ServiceRunning)...)).
-		SetStatus(to).SetStartedAt(at).SetHostPorts(ports).Exec(sys)
+		SetStatus(to).SetStartedAt(at).SetHostPorts(ports).Save(sys)
 	if err != nil {
 		return nil, fmt.Errorf("recording service %s running: %w", r.Service, err)
+	}
+	if n == 0 {
+		_, err := s.ownService(ctx, tx.Ent, r)
+		return nil, err
 	}
 	waiting, err := tx.Ent.Service.Query().
 		Where(service.JobID(r.JobID), service.StartedAtIsNil()).Count(sys)
