@@ -16,7 +16,7 @@ import (
 type Balance struct {
 	config `json:"-"`
 	// ID of the ent.
-	// the payer's key: tenant ID, '/', then the project's or user's ID (ledger.Payer.Key)
+	// the payer's key: tenant ID, '/', then the project's or user's ID (database.BalanceKey)
 	ID string `json:"id,omitempty"`
 	// TenantID holds the value of the "tenant_id" field.
 	TenantID string `json:"tenant_id,omitempty"`

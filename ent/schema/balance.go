@@ -28,7 +28,7 @@ func (Balance) Mixin() []ent.Mixin {
 func (Balance) Fields() []ent.Field {
 	return []ent.Field{
 		field.String("id").Immutable().NotEmpty().
-			Comment("the payer's key: tenant ID, '/', then the project's or user's ID (ledger.Payer.Key)"),
+			Comment("the payer's key: tenant ID, '/', then the project's or user's ID (database.BalanceKey)"),
 		field.Enum("payer_kind").NamedValues("User", "USER", "Project", "PROJECT").Immutable(),
 		field.String("payer_id").Immutable().NotEmpty().
 			Comment("the paying project's or user's ID"),

@@ -97,7 +97,8 @@ END`, balanceTrigger, payer, balanceKeySep)}
 }
 
 // addSums adds each payer's sum of the charges in table to its balance.
-// (SQLite needs the WHERE to tell the upsert from a join's ON.)
+// Its WHERE also keeps SQLite's parser from reading the upsert's ON as a
+// join's.
 func addSums(table string) string {
 	return fmt.Sprintf(`INSERT INTO balances (id, tenant_id, payer_kind, payer_id, tokens)
 	SELECT tenant_id || '%s' || payer, tenant_id, payer_kind, payer, sum(tokens)

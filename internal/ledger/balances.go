@@ -23,8 +23,8 @@ func (s *Service) UserBalances(ctx context.Context, userIDs []string) (map[strin
 	return s.balances(ctx, false, userIDs)
 }
 
-// balances reads the balances of the payers ids of kind in the viewer's
-// tenant (see BalanceOf).
+// balances reads the balances of the payers ids (projects when project,
+// else users) in the viewer's tenant (see BalanceOf).
 func (s *Service) balances(ctx context.Context, project bool, ids []string) (map[string]billing.Tokens, error) {
 	v, _, err := inViewerTenant(ctx, Payer{})
 	if err != nil {
