@@ -91,16 +91,12 @@ type request struct {
 
 // smallestRequest is the smallest CPU and the smallest memory any unplaced
 // service of the queue's pending jobs asks for: every waiting job needs at
-// least both. Jobs drive the join: after a burst of submissions
-// PostgreSQL's statistics are stale, and a test of node_id IS NULL that
-// its index could answer made it intersect that index (every unplaced
-// service) with each job's services; coalesce keeps it on the job's
-// services alone.
+// least both. Jobs drive the join (unplacedSQL says why it holds there).
 func smallestRequest(ctx context.Context, tx *sql.Tx, queueID string) (*request, error) {
 	q := fmt.Sprintf(`SELECT min(s.%[1]s), min(s.%[2]s) FROM %[3]s j JOIN %[4]s s ON s.%[5]s = j.id
-		WHERE j.%[6]s = $1 AND j.%[7]s = $2 AND coalesce(s.%[8]s, '') = ''`,
+		WHERE j.%[6]s = $1 AND j.%[7]s = $2 AND %[8]s`,
 		service.FieldCPU, service.FieldMemoryMib, job.Table, service.Table, service.FieldJobID,
-		job.FieldQueueID, job.FieldStatus, service.FieldNodeID)
+		job.FieldQueueID, job.FieldStatus, unplacedSQL("s."+service.FieldNodeID))
 	var cpu sql.NullFloat64
 	var mem sql.NullInt64
 	if err := tx.QueryRowContext(ctx, q, queueID, string(job.StatusPending)).Scan(&cpu, &mem); err != nil {

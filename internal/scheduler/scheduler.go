@@ -143,11 +143,19 @@ func (s *Service) log() *slog.Logger {
 	return s.Log
 }
 
-// unplaced is a service no pass placed yet (write gives it a node). As
-// there, coalesce keeps the planners on the job's services rather than the
-// (node_id, status) index.
+// unplaced is a service no pass placed yet (see unplacedSQL).
 func unplaced() predicate.Service {
 	return func(s *entsql.Selector) {
-		s.Where(entsql.ExprP(fmt.Sprintf("coalesce(%s, '') = ''", s.C(service.FieldNodeID))))
+		s.Where(entsql.ExprP(unplacedSQL(s.C(service.FieldNodeID))))
 	}
+}
+
+// unplacedSQL holds for a service without a node, by its node_id column:
+// a pass writes the node where it has none. Written with coalesce, not
+// "IS NULL OR = ”", which the (node_id, status) index could answer: the
+// planners then scanned every unplaced service, or (PostgreSQL, on stale
+// statistics) intersected that index with a job's services, instead of
+// looking up the IDs or the job's services at hand.
+func unplacedSQL(column string) string {
+	return fmt.Sprintf("coalesce(%s, '') = ''", column)
 }

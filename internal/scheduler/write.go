@@ -57,9 +57,7 @@ func (st *state) write(ctx context.Context, tx *sql.Tx, dialectName, queueName s
 	if n != len(starting) {
 		return fmt.Errorf("marking jobs starting: %d of %d still pending: %w", n, len(starting), ErrRaced)
 	}
-	// coalesce keeps SQLite off the (node_id, status) index, which would
-	// scan every unplaced service instead of looking up the IDs.
-	unplaced := fmt.Sprintf("coalesce(%s, '') = '' AND %s", service.FieldNodeID, inStates(service.FieldStatus, jobstate.ServiceFrom(jobstate.Placed)))
+	unplaced := unplacedSQL(service.FieldNodeID) + " AND " + inStates(service.FieldStatus, jobstate.ServiceFrom(jobstate.Placed))
 	// Devices in the same statement as the node: a service is never on a
 	// node without its devices. PostgreSQL types CASE results as text
 	// unless told; the column is jsonb.
