@@ -85,6 +85,7 @@ fuzz:
 	$(GO) test ./graph -run '^$$' -fuzz FuzzGraphQLLimits -fuzztime 30s
 	$(GO) test ./internal/deployapi -run '^$$' -fuzz FuzzDispatch -fuzztime 30s
 	$(GO) test ./internal/secrets -run '^$$' -fuzz FuzzParseAssignment -fuzztime 30s
+	$(GO) test ./agent/supervise -run '^$$' -fuzz FuzzTask -fuzztime 30s
 
 clean:
 	rm -rf bin test.log

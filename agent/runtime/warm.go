@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -53,7 +52,11 @@ func (p *Process) startWarm(stdin, tty *os.File) (*warm, error) {
 		return fail(err)
 	}
 	cmd := exec.Command(sup[0], append(append([]string{}, sup[1:]...), supervise.WarmArg)...)
-	cmd.Dir, cmd.Env = "/", []string{}
+	// One P: a supervisor mostly waits, and with GOMAXPROCS set Go skips
+	// reading the cgroup file system for a CPU limit at start (a tenth of
+	// the supervisor's CPU). The task's environment replaces this one
+	// before the command starts.
+	cmd.Dir, cmd.Env = "/", []string{"GOMAXPROCS=1"}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	cmd.ExtraFiles = []*os.File{statusW, taskR}
 	if stdin != nil {
@@ -102,8 +105,11 @@ func (p *Process) refillWarm() {
 
 // assign sends w its task. On failure w is stopped.
 func (w *warm) assign(t supervise.Task) error {
-	err := json.NewEncoder(w.taskW).Encode(t)
-	_ = w.taskW.Close()
+	b, err := t.MarshalBinary()
+	if err == nil {
+		_, err = w.taskW.Write(b)
+	}
+	_ = w.taskW.Close() // the end of the task
 	if err != nil {
 		_ = w.cmd.Process.Kill()
 		_ = w.cmd.Wait()

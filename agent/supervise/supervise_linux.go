@@ -5,9 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	goruntime "runtime"
 	"strings"
 	"syscall"
@@ -41,8 +43,8 @@ const prSetChildSubreaper = 36
 // "signal N"). It returns the exit code for main to exit with.
 //
 // Started with the single argument -warm, it first waits for its task:
-// one JSON line on fd 4 with the arguments above, the working directory
-// and the environment (see warmTask). The runtime keeps one such
+// the arguments above, the working directory and the environment, read
+// from fd 4 to its end (see Task). The runtime keeps one such
 // supervisor started ahead, so a service's start does not wait for a
 // program to load.
 func Supervise(args []string) int {
@@ -97,27 +99,34 @@ func Supervise(args []string) int {
 			return 125
 		}
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	if cmd.Err != nil {
-		report("error %v", cmd.Err)
-		return 127
+	// As exec.Command finds it; started by syscall.ForkExec, not os/exec:
+	// this process reaps its children itself, and os/exec's process handle
+	// (a pidfd, probed with an extra fork) would only cost.
+	path := argv[0]
+	if filepath.Base(path) == path {
+		lp, err := exec.LookPath(path)
+		if err != nil {
+			report("error %v", err)
+			return 127
+		}
+		path = lp
 	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	files := []uintptr{0, 1, 2}
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	var term *os.File
 	if *tty {
 		if term = terminalFD(); term == nil {
 			report("error -tty: fd 5 is no terminal")
 			return 125
 		}
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = term, term, term
+		files = []uintptr{term.Fd(), term.Fd(), term.Fd()}
 		// A session of its own is a process group of its own too (the
 		// same number), which signals reach as before.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Pdeathsig: syscall.SIGKILL}
+		attr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Pdeathsig: syscall.SIGKILL}
 	}
 	if *uid >= 0 {
 		// An empty Groups clears the supplementary groups (the agent's).
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(*uid), Gid: uint32(*gid), Groups: []uint32{}}
+		attr.Credential = &syscall.Credential{Uid: uint32(*uid), Gid: uint32(*gid), Groups: []uint32{}}
 	}
 	self := os.Getpid()
 	if err := moves.join(self); err != nil {
@@ -125,7 +134,10 @@ func Supervise(args []string) int {
 		report("error %v", err)
 		return 125
 	}
-	err := cmd.Start()
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: os.Environ(), Files: files, Sys: attr})
+	if err != nil {
+		err = &os.PathError{Op: "fork/exec", Path: path, Err: err} // as os/exec says it
+	}
 	if term != nil {
 		// Only the command's processes hold the terminal: when they are
 		// gone, the agent reads the end of its output.
@@ -139,7 +151,6 @@ func Supervise(args []string) int {
 		report("error %v", err)
 		return 127
 	}
-	pid := cmd.Process.Pid
 	report("pid %d", pid)
 
 	var mainStatus *syscall.WaitStatus
@@ -264,9 +275,13 @@ func awaitTask() ([]string, error) {
 	}
 	syscall.CloseOnExec(4)
 	defer f.Close()
-	var t Task
-	if err := json.NewDecoder(f).Decode(&t); err != nil {
+	b, err := io.ReadAll(f) // the agent closes its end once it wrote
+	if err != nil {
 		return nil, fmt.Errorf("reading the task: %w", err)
+	}
+	var t Task
+	if err := t.UnmarshalBinary(b); err != nil {
+		return nil, err
 	}
 	if err := os.Chdir(t.Dir); err != nil {
 		return nil, fmt.Errorf("working directory: %w", err)

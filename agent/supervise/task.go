@@ -6,6 +6,13 @@
 // the CPU a supervisor took to start.
 package supervise
 
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
 // Arg is the hidden subcommand of the levers9 binary that runs Supervise
 // (cmd/levers9-supervise runs it without one).
 const Arg = "__supervise"
@@ -17,9 +24,65 @@ const WarmArg = "-warm"
 // otherwise have been started with, and the service's working directory
 // and environment.
 type Task struct {
-	Args []string `json:"args"`
-	Dir  string   `json:"dir"`
-	Env  []string `json:"env"`
+	Args []string
+	Dir  string
+	Env  []string
+}
+
+// MarshalBinary encodes t as a warm supervisor reads it: NUL-terminated
+// strings, which no argument, path or variable can hold (the kernel's exec
+// takes C strings): the directory, the number of arguments, the
+// arguments, then the environment to the end. Not JSON: decoding JSON was
+// a tenth of the CPU a supervisor spent to start its service.
+func (t Task) MarshalBinary() ([]byte, error) {
+	var b bytes.Buffer
+	put := func(s string) error {
+		if i := bytes.IndexByte([]byte(s), 0); i >= 0 {
+			return fmt.Errorf("task: %q holds a NUL byte", s)
+		}
+		b.WriteString(s)
+		b.WriteByte(0)
+		return nil
+	}
+	if err := put(t.Dir); err != nil {
+		return nil, err
+	}
+	_ = put(strconv.Itoa(len(t.Args)))
+	for _, list := range [][]string{t.Args, t.Env} {
+		for _, s := range list {
+			if err := put(s); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return b.Bytes(), nil
+}
+
+// UnmarshalBinary decodes what MarshalBinary encodes.
+func (t *Task) UnmarshalBinary(data []byte) error {
+	if len(data) == 0 {
+		return errors.New("task: empty")
+	}
+	if data[len(data)-1] != 0 {
+		return errors.New("task: its last string is not terminated")
+	}
+	parts := bytes.Split(data[:len(data)-1], []byte{0})
+	if len(parts) < 2 {
+		return errors.New("task: no argument count")
+	}
+	n, err := strconv.Atoi(string(parts[1]))
+	if err != nil || n < 0 || n > len(parts)-2 || string(parts[1]) != strconv.Itoa(n) {
+		return fmt.Errorf("task: bad argument count %q", parts[1])
+	}
+	strs := func(ps [][]byte) []string {
+		out := make([]string, len(ps))
+		for i, p := range ps {
+			out[i] = string(p)
+		}
+		return out
+	}
+	*t = Task{Dir: string(parts[0]), Args: strs(parts[2 : 2+n]), Env: strs(parts[2+n:])}
+	return nil
 }
 
 // Bind is a mount the supervisor binds into the service's working
