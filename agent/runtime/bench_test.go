@@ -48,18 +48,20 @@ func BenchmarkTrivialJobs(b *testing.B) {
 		run(-1 - i)
 	}
 	b.ResetTimer()
-	start, cpu := time.Now(), cpuTime()
+	start, cpu, children := time.Now(), cpuTime(), childrenCPUTime()
 	for i := range b.N {
 		run(i)
 	}
 	elapsed := time.Since(start)
+	servicesCPU := childrenCPUTime() - children
 	b.StopTimer()
 	if p.uids != nil {
 		p.uids.close() // the cleanings of the last uids count too
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "jobs/s")
 	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1000/float64(b.N), "agent-cpu-ms/job")
-	base, cpu := time.Now(), cpuTime()
+	b.ReportMetric(float64(servicesCPU.Microseconds())/1000/float64(b.N), "services-cpu-ms/job")
+	base, cpu, children := time.Now(), cpuTime(), childrenCPUTime()
 	for range b.N {
 		if err := exec.Command("true").Run(); err != nil {
 			b.Fatal(err)
@@ -67,13 +69,20 @@ func BenchmarkTrivialJobs(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/time.Since(base).Seconds(), "baseline-true/s")
 	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1000/float64(b.N), "baseline-cpu-ms/true")
+	b.ReportMetric(float64((childrenCPUTime()-children).Microseconds())/1000/float64(b.N), "baseline-child-cpu-ms/true")
 }
 
 // cpuTime is the CPU this process (the agent) used so far, not its
 // children (supervisors, services).
-func cpuTime() time.Duration {
+func cpuTime() time.Duration { return rusage(syscall.RUSAGE_SELF) }
+
+// childrenCPUTime is the CPU of the children this process waited for,
+// with theirs: the supervisors and their services' commands.
+func childrenCPUTime() time.Duration { return rusage(syscall.RUSAGE_CHILDREN) }
+
+func rusage(who int) time.Duration {
 	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	if err := syscall.Getrusage(who, &ru); err != nil {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
