@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +30,12 @@ const twoServiceJob = `mutation { submitJob(spec: {queue: "default", services: [
 // program, without any scheduling, isolation or bookkeeping). It reports
 // statements per job too, from the server's
 // levers9_database_statements_total (the benchmark's own polling, a count
-// every 20 ms, among them), and on PostgreSQL commits per job. With
+// every 20 ms, among them), on PostgreSQL commits per job, and the CPU
+// milliseconds a job costs during each drain: the whole machine's busy time
+// (which bounds jobs a second: cores × 1,000 / that), the server's, and its
+// services' (supervisors and commands), beside the CPU one bare `true`
+// costs to start from this process. These hold far better than jobs a
+// second on a machine whose speed wanders. With
 // BENCH_PPROF_ADDR set the server serves its profiler there:
 //
 //	BENCH_PPROF_ADDR=127.0.0.1:6060 go test ./e2e -run '^$' -bench Throughput/sqlite &
@@ -50,10 +58,15 @@ func BenchmarkThroughput(b *testing.B) {
 			statements := func() float64 {
 				return value(scrape(b, s.URL+"/metrics", metricsToken), "levers9_database_statements_total", nil)
 			}
+			pid := s.cmd.Process.Pid
 			c0, s0 := commits(b, url), statements()
+			u0 := cpuNow(b, pid)
 			one, oneIn := drainSequential(b, s.URL, token, trivialJob, 1000)
+			u1 := cpuNow(b, pid)
 			c1, s1 := commits(b, url), statements()
+			u2 := cpuNow(b, pid)
 			two, twoIn := drainSequential(b, s.URL, token, twoServiceJob, 200)
+			u3 := cpuNow(b, pid)
 			c2, s2 := commits(b, url), statements()
 			b.ReportMetric(0, "ns/op")
 			b.ReportMetric(one, "jobs/s(1000-sequential)")
@@ -66,7 +79,11 @@ func BenchmarkThroughput(b *testing.B) {
 				b.ReportMetric(float64(c1-c0)/1000, "pg-commits/job(1000-sequential)")
 				b.ReportMetric(float64(c2-c1)/200, "pg-commits/job(200-two-service)")
 			}
-			b.ReportMetric(spawnRate(b, 1000), "baseline-true-processes/s")
+			u1.since(u0).report(b, 1000, "1000-sequential")
+			u3.since(u2).report(b, 200, "200-two-service")
+			rate, perSpawn := spawnRate(b, 1000)
+			b.ReportMetric(rate, "baseline-true-processes/s")
+			b.ReportMetric(perSpawn, "baseline-cpu-ms/true-process")
 			s.stop()
 		})
 	}
@@ -105,16 +122,81 @@ func drainSequential(b *testing.B, base, token, submit string, jobs int) (ended,
 }
 
 // spawnRate starts n `true` processes one after another and returns how
-// many a second.
-func spawnRate(b *testing.B, n int) float64 {
+// many a second, and the CPU milliseconds each took (this process's and
+// the process's own).
+func spawnRate(b *testing.B, n int) (perSecond, cpuMs float64) {
 	b.Helper()
+	self := os.Getpid()
+	u0 := cpuNow(b, self)
 	start := time.Now()
 	for range n {
 		if err := exec.Command("true").Run(); err != nil {
 			b.Fatal(err)
 		}
 	}
-	return float64(n) / time.Since(start).Seconds()
+	elapsed := time.Since(start)
+	d := cpuNow(b, self).since(u0)
+	return float64(n) / elapsed.Seconds(), float64(d.server+d.children) / float64(time.Millisecond) / float64(n)
+}
+
+// cpuTimes is CPU time spent so far: by the whole machine (every CPU's
+// busy time, every process and the kernel), by one process, and by the
+// children it waited for (with theirs: for the server, its services'
+// supervisors and their commands).
+type cpuTimes struct{ machine, server, children time.Duration }
+
+// userHZ is the unit of /proc's CPU times (USER_HZ, 100 on Linux).
+const userHZ = 100
+
+// cpuNow reads the machine's busy time from /proc/stat and process pid's
+// from /proc/PID/stat.
+func cpuNow(b *testing.B, pid int) cpuTimes {
+	b.Helper()
+	ticks := func(f string) time.Duration {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			b.Fatalf("reading CPU times: %v", err)
+		}
+		return time.Duration(n) * time.Second / userHZ
+	}
+	var t cpuTimes
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	line, _, _ := strings.Cut(string(stat), "\n")
+	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
+	if len(f) < 9 || f[0] != "cpu" {
+		b.Fatalf("unexpected /proc/stat: %q", line)
+	}
+	for _, i := range []int{1, 2, 3, 6, 7, 8} {
+		t.machine += ticks(f[i])
+	}
+	ps, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command's name, which may hold spaces: state is
+	// field 3, utime 14, stime 15, cutime 16, cstime 17.
+	after := strings.Fields(string(ps[bytes.LastIndexByte(ps, ')')+1:]))
+	if len(after) < 15 {
+		b.Fatalf("unexpected /proc/%d/stat: %q", pid, ps)
+	}
+	t.server = ticks(after[11]) + ticks(after[12])
+	t.children = ticks(after[13]) + ticks(after[14])
+	return t
+}
+
+func (t cpuTimes) since(u cpuTimes) cpuTimes {
+	return cpuTimes{t.machine - u.machine, t.server - u.server, t.children - u.children}
+}
+
+// report reports t as CPU milliseconds per job of jobs.
+func (t cpuTimes) report(b *testing.B, jobs int, what string) {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(jobs) }
+	b.ReportMetric(ms(t.machine), "machine-cpu-ms/job("+what+")")
+	b.ReportMetric(ms(t.server), "server-cpu-ms/job("+what+")")
+	b.ReportMetric(ms(t.children), "services-cpu-ms/job("+what+")")
 }
 
 // commits returns how many transactions PostgreSQL has committed in the

@@ -52,10 +52,10 @@ func (p *Process) startWarm(stdin, tty *os.File) (*warm, error) {
 		return fail(err)
 	}
 	cmd := exec.Command(sup[0], append(append([]string{}, sup[1:]...), supervise.WarmArg)...)
-	// One P: a supervisor mostly waits, and with GOMAXPROCS set Go skips
-	// reading the cgroup file system for a CPU limit at start (a tenth of
-	// the supervisor's CPU). The task's environment replaces this one
-	// before the command starts.
+	// One P: a supervisor mostly waits, and with GOMAXPROCS set its
+	// runtime no longer re-reads the cgroup file system for a changed CPU
+	// limit every second of the service's life. The task's environment
+	// replaces this one before the command starts.
 	cmd.Dir, cmd.Env = "/", []string{"GOMAXPROCS=1"}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	cmd.ExtraFiles = []*os.File{statusW, taskR}
