@@ -37,8 +37,12 @@ type hierarchy struct {
 	base        string   // home/levers9-HASH: the runtime's services' cgroups
 }
 
-// The base folder exists only while services run (ensure, prune), so that
-// an agent leaves no trace in the cgroup tree.
+// The base folder is made with the first service's cgroups and stays
+// until the runtime closes (prune), so that the next services' cost one
+// mkdir and one rmdir per hierarchy, not three: an agent leaves no trace
+// in the cgroup tree, and one killed leaves an empty folder that the next
+// runtime on its root removes (removeLeftovers), as does the last
+// supervisor of a dead agent.
 
 // ensure creates base, reporting whether it was new.
 func (h hierarchy) ensure() (bool, error) {
@@ -57,6 +61,13 @@ func (h hierarchy) ensure() (bool, error) {
 
 // prune removes base unless services still use it.
 func (h hierarchy) prune() { _ = syscall.Rmdir(h.base) }
+
+// prune removes every hierarchy's base that no service uses.
+func (cg *cgroups) prune() {
+	for _, h := range cg.hier {
+		h.prune()
+	}
+}
 
 // probe checks that base can be created.
 func (h hierarchy) probe() error {
@@ -175,7 +186,6 @@ func (cg *cgroups) notice(s ServiceSpec) string {
 // serviceCgroup is one service's cgroups.
 type serviceCgroup struct {
 	v2       bool
-	hier     []hierarchy
 	dirs     []string
 	moves    []string
 	memory   string // the dir with the memory controller, "" when none
@@ -192,14 +202,10 @@ func (cg *cgroups) create(jobID string, s ServiceSpec, pids int64) (*serviceCgro
 			continue
 		}
 		dir := filepath.Join(h.base, name)
-		var err error
-		// Another service's end may prune base between the two steps.
-		for range 3 {
-			if _, err = h.ensure(); err != nil {
-				break
-			}
-			if err = os.Mkdir(dir, 0o755); err == nil || !errors.Is(err, os.ErrNotExist) {
-				break
+		err := os.Mkdir(dir, 0o755)
+		if errors.Is(err, os.ErrNotExist) { // the first service's: base is made now
+			if _, err = h.ensure(); err == nil {
+				err = os.Mkdir(dir, 0o755)
 			}
 		}
 		if err != nil && !errors.Is(err, os.ErrExist) {
@@ -207,7 +213,6 @@ func (cg *cgroups) create(jobID string, s ServiceSpec, pids int64) (*serviceCgro
 			return nil, fmt.Errorf("cgroup: %w", err)
 		}
 		sc.dirs = append(sc.dirs, dir)
-		sc.hier = append(sc.hier, h)
 		sc.moves = append(sc.moves, dir+"="+h.home)
 		if err := sc.limit(h, dir, s, pids); err != nil {
 			_ = sc.remove()
@@ -288,12 +293,9 @@ func (sc *serviceCgroup) remove() error {
 		return nil
 	}
 	var errs []error
-	for i, dir := range sc.dirs {
+	for _, dir := range sc.dirs {
 		if err := supervise.RemoveCgroup(dir); err != nil {
 			errs = append(errs, err)
-		}
-		if i < len(sc.hier) {
-			sc.hier[i].prune()
 		}
 	}
 	return errors.Join(errs...)

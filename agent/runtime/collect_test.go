@@ -61,6 +61,7 @@ func newProcessWith(t *testing.T, cfg ProcessConfig) *Process {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = p.Close() }) // its cgroups' folder goes
 	return p
 }
 

@@ -233,8 +233,9 @@ func (p *Process) Start(ctx context.Context, spec JobSpec) (Job, error) {
 	return j, nil
 }
 
-// Close removes the runtime's root if nothing is left in it, so that an
-// agent leaves no trace of jobs that ended. Jobs still running keep it.
+// Close removes the runtime's root and its cgroups' folder if nothing is
+// left in them, so that an agent leaves no trace of jobs that ended. Jobs
+// still running keep them.
 func (p *Process) Close() error {
 	p.warmMu.Lock()
 	p.shut = true
@@ -255,6 +256,7 @@ func (p *Process) Close() error {
 	// Each fails unless the folder is empty, which is the point.
 	_ = os.Remove(filepath.Join(p.cfg.Root, runningDir))
 	_ = os.Remove(p.cfg.Root)
+	p.cgroups.prune()
 	return nil
 }
 

@@ -366,11 +366,23 @@ func TestCloseRemovesAnEmptyRoot(t *testing.T) {
 	}
 	c.job.Stop("done", 0)
 	c.wait(t)
+	// The cgroups' folder outlives the services (the next one's cgroups
+	// are made in it), not the runtime.
+	for _, h := range p.cgroups.hier {
+		if _, err := os.Stat(h.base); err != nil {
+			t.Errorf("cgroup folder %s is gone while the runtime lives: %v", h.base, err)
+		}
+	}
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(root); !os.IsNotExist(err) {
 		t.Errorf("the root is left after Close: %v", err)
+	}
+	for _, h := range p.cgroups.hier {
+		if _, err := os.Stat(h.base); !os.IsNotExist(err) {
+			t.Errorf("cgroup folder %s is left after Close: %v", h.base, err)
+		}
 	}
 }
 
