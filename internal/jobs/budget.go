@@ -55,7 +55,7 @@ func (s *Service) EnforceBudgets(ctx context.Context, payers []ledger.Payer) ([]
 		now := s.Now()
 		for _, id := range ids {
 			err := s.DB.InTx(ctx, func(tx *database.Tx) error {
-				_, err := s.end(ctx, tx, jobstate.OutOfTokens, id, 0, OutOfTokens, now)
+				_, err := s.end(ctx, tx, jobstate.OutOfTokens, id, nil, 0, OutOfTokens, now)
 				return err
 			})
 			if err != nil {

@@ -27,7 +27,7 @@ func (s *Service) Cancel(ctx context.Context, id string) (*ent.Job, error) {
 		if Ended(j.Status) {
 			return fault.Invalid("id", "job %s has already ended (%s)", j.ID, j.Status)
 		}
-		if _, err := s.end(ctx, tx, jobstate.Cancelled, j.ID, 0, "cancelled by "+ActorName(ctx, tx.Ent, v), s.Now()); err != nil {
+		if _, err := s.end(ctx, tx, jobstate.Cancelled, j.ID, j, 0, "cancelled by "+ActorName(ctx, tx.Ent, v), s.Now()); err != nil {
 			return fmt.Errorf("cancelling job %s: %w", id, err)
 		}
 		j, err = tx.Ent.Job.Get(ctx, id)

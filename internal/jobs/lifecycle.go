@@ -78,7 +78,7 @@ func (s *Service) MarkEnded(ctx context.Context, id string, status job.Status, r
 	}
 	defer s.signal(ctx, id)
 	return s.DB.InTx(ctx, func(tx *database.Tx) error {
-		_, err := s.end(ctx, tx, e, id, 0, reason, at)
+		_, err := s.end(ctx, tx, e, id, nil, 0, reason, at)
 		return err
 	})
 }
@@ -86,9 +86,10 @@ func (s *Service) MarkEnded(ctx context.Context, id string, status job.Status, r
 // end applies ending event e to job id inside tx (at attempt attempt,
 // unless 0), charges its last partial minute and has its capacity
 // scheduled again; false when the job refused it (ended already, or
-// requeued to another attempt), and then it wrote nothing.
-func (s *Service) end(ctx context.Context, tx *database.Tx, e jobstate.Event, id string, attempt int, reason string, at time.Time) (bool, error) {
-	ended, err := end(ctx, tx.Ent, e, id, attempt, reason, at)
+// requeued to another attempt), and then it wrote nothing. known is the
+// job as the caller read it, or nil (see end).
+func (s *Service) end(ctx context.Context, tx *database.Tx, e jobstate.Event, id string, known *ent.Job, attempt int, reason string, at time.Time) (bool, error) {
+	ended, err := end(ctx, tx.Ent, e, id, known, attempt, reason, at)
 	if err != nil || !ended {
 		return false, err
 	}
@@ -104,8 +105,11 @@ func (s *Service) end(ctx context.Context, tx *database.Tx, e jobstate.Event, id
 	return true, nil
 }
 
-// end moves a job that e applies to into e's end state, through c.
-func end(ctx context.Context, c *ent.Client, e jobstate.Event, id string, attempt int, reason string, at time.Time) (bool, error) {
+// end moves a job that e applies to into e's end state, through c. known,
+// when not nil, is job id as the caller read it in any state: only what
+// never changes (its tenant and environment, which name its event) is
+// taken from it, and the job is not read again.
+func end(ctx context.Context, c *ent.Client, e jobstate.Event, id string, known *ent.Job, attempt int, reason string, at time.Time) (bool, error) {
 	sys := viewer.SystemContext(ctx)
 	to, ok := jobstate.To(e)
 	if !ok || !jobstate.Ends(e) {
@@ -131,14 +135,17 @@ func end(ctx context.Context, c *ent.Client, e jobstate.Event, id string, attemp
 		return false, fmt.Errorf("ending services of job %s: %w", id, err)
 	}
 	metrics.JobsEnded.WithLabelValues(string(to)).Inc()
-	j, err := c.Job.Get(sys, id)
-	if err != nil {
-		return false, err
+	j := known
+	if j == nil {
+		if j, err = c.Job.Get(sys, id); err != nil {
+			return false, err
+		}
 	}
 	if err := recordEvent(ctx, c, j, "", jobevent.Status(to), reason, at); err != nil {
 		return false, err
 	}
-	if _, err := metering.ChargeRun(sys, c, j, at); err != nil {
+	// It reads the job's metering itself.
+	if _, err := metering.ChargeRun(sys, c, id, at); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -150,7 +157,7 @@ func (s *Service) endNow(ctx context.Context, e jobstate.Event, id, reason strin
 	var ended bool
 	err := s.DB.InTx(ctx, func(tx *database.Tx) error {
 		var err error
-		ended, err = s.end(ctx, tx, e, id, 0, reason, at)
+		ended, err = s.end(ctx, tx, e, id, nil, 0, reason, at)
 		return err
 	})
 	if err != nil {

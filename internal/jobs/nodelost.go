@@ -43,7 +43,7 @@ func (s *Service) NodeLost(ctx context.Context, id string, now time.Time) (reque
 					return fmt.Errorf("charging lost job %s: %w", id, err)
 				}
 			}
-			ended, err := s.end(ctx, tx, jobstate.NodeLost, id, j.Attempt, ReasonNodeLost, now)
+			ended, err := s.end(ctx, tx, jobstate.NodeLost, id, j, j.Attempt, ReasonNodeLost, now)
 			if err == nil && !ended {
 				return errRefused
 			}

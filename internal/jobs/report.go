@@ -142,33 +142,54 @@ func (s *Service) ServiceEnded(ctx context.Context, r ServiceRef, end ServiceEnd
 // serviceEnded is ServiceEnded inside tx; settled, when it ended the job,
 // is the change to signal.
 func (s *Service) serviceEnded(ctx context.Context, tx *database.Tx, r ServiceRef, end ServiceEnd, at time.Time) (done bool, settled *jobChange, err error) {
-	sys := viewer.SystemContext(ctx)
+	e := jobstate.ServiceExited
+	if end.Failed {
+		e = jobstate.ServiceFailed
+	}
+	// The usual report ends a running service: the update finds it by job
+	// and name. Only when that changes nothing is the report looked at (a
+	// stranger's is logged by ownService) and the service's state read.
+	n, err := recordEnd(ctx, tx, r, end, at, service.StatusRunning, service.JobID(r.JobID), service.Name(r.Service))
+	if err != nil {
+		return false, nil, err
+	}
+	if n == 0 {
+		svc, err := s.ownService(ctx, tx.Ent, r)
+		if svc == nil || err != nil {
+			return false, nil, err
+		}
+		if n, err = recordEnd(ctx, tx, r, end, at, svc.Status, service.ID(svc.ID)); err != nil || n == 0 {
+			// n == 0: requeued meanwhile (this run no longer counts), or
+			// an end the service's state does not take.
+			return false, nil, err
+		}
+	}
+	return s.settle(ctx, tx, r, e, end.Reason, at)
+}
+
+// recordEnd records the end of the service r names, found by where, if it
+// is in state from; how many rows it changed (0 or 1).
+func recordEnd(ctx context.Context, tx *database.Tx, r ServiceRef, end ServiceEnd, at time.Time, from service.Status, where ...predicate.Service) (int, error) {
 	e, reason := jobstate.ServiceExited, "exited 0"
 	if end.Failed {
 		e, reason = jobstate.ServiceFailed, end.Reason
 	}
-	svc, err := s.ownService(ctx, tx.Ent, r)
-	if svc == nil || err != nil {
-		return false, nil, err
-	}
-	to, ok := jobstate.NextService(e, svc.Status)
+	to, ok := jobstate.NextService(e, from)
 	if !ok {
-		return false, nil, nil
+		return 0, nil
 	}
 	upd := tx.Ent.Service.Update().
-		Where(service.ID(svc.ID), service.StatusEQ(svc.Status), r.runsHere(jobstate.From(e)...)).
+		Where(where...).
+		Where(service.StatusEQ(from), r.runsHere(jobstate.From(e)...)).
 		SetNillableExitCode(end.ExitCode)
-	if to != svc.Status {
+	if to != from {
 		upd.SetStatus(to).SetStatusReason(clip(reason, 1000)).SetFinishedAt(at)
 	}
-	n, err := upd.Save(sys)
+	n, err := upd.Save(viewer.SystemContext(ctx))
 	if err != nil {
-		return false, nil, fmt.Errorf("recording end of service %s: %w", r.Service, err)
+		return 0, fmt.Errorf("recording end of service %s: %w", r.Service, err)
 	}
-	if n == 0 {
-		return false, nil, nil // requeued meanwhile: this run no longer counts
-	}
-	return s.settle(ctx, tx, r, e, end.Reason, at)
+	return n, nil
 }
 
 // settle ends the job r names, inside tx, when the end of its service
@@ -212,7 +233,7 @@ func (s *Service) settle(ctx context.Context, tx *database.Tx, r ServiceRef, e j
 			return false, nil, err
 		}
 	}
-	if _, err := s.end(ctx, tx, next, j.ID, j.Attempt, clip(reason, 1000), at); err != nil {
+	if _, err := s.end(ctx, tx, next, j.ID, j, j.Attempt, clip(reason, 1000), at); err != nil {
 		return false, nil, fmt.Errorf("settling job %s: %w", j.ID, err)
 	}
 	c := changeOf(j) // its services' nodes are as loaded: an end moves none

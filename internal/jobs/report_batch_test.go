@@ -8,11 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/jobevent"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/fixture"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/jobspec"
+	"github.com/levers9/levers9/internal/metrics"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/tenancy"
 )
@@ -245,5 +250,56 @@ func TestReportsSignalTheJobsFollowers(t *testing.T) {
 				t.Errorf("%s: the signal read the job again: %s", step.name, q)
 			}
 		}
+	}
+}
+
+// The usual end of a job, its running service's exit, reads neither the
+// service before updating it (the update finds it by job and name) nor
+// the job again after ending it (its event takes the tenant and
+// environment from what settling it read). Not parallel: it counts the
+// process's statements.
+func TestServiceEndReadsLittle(t *testing.T) {
+	m := newMachine(t, dbtest.SQLiteURL(t))
+	id := m.placedServices(t, "a")
+	ref := jobs.ServiceRef{JobID: id, Service: "a", NodeID: m.node, Attempt: 1}
+	ctx := context.Background()
+	if _, err := m.js.ApplyReports(ctx, []jobs.Report{{Ref: ref, Kind: jobs.ReportRunning, At: m.start}}); err != nil {
+		t.Fatal(err)
+	}
+	since, err := m.tn.DB.Mark(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := testutil.ToFloat64(metrics.DatabaseStatements)
+	done, err := m.js.ApplyReports(ctx, []jobs.Report{{Ref: ref, Kind: jobs.ReportEnded, At: m.start.Add(90 * time.Second)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := testutil.ToFloat64(metrics.DatabaseStatements) - before
+	stmts, err := since(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range stmts {
+		if strings.HasPrefix(q, "SELECT `services`.`id`, `services`.`status` FROM `services`") {
+			t.Errorf("the end read the service first: %s", q)
+		}
+	}
+	// The service's update; the job and its services read, the job and
+	// its services ended, its event; the meter's read of the job, the
+	// tenant's budget policy, the payer's balance and what its running
+	// jobs hold, the charge and the job's progress. (The queue's
+	// scheduling pass is stubbed here.) A new statement here costs every
+	// job: count it in, or do without it.
+	if n > 12 {
+		t.Errorf("the end of a job took %v statements, want at most 12:\n%s", n, strings.Join(stmts, "\n"))
+	}
+	j := m.tn.DB.Ent.Job.GetX(fixture.Sys(), id)
+	if len(done) != 1 || j.Status != job.StatusComplete || j.MeteredMinutes != 2 {
+		t.Errorf("done %v, job %s after %d minutes metered", done, j.Status, j.MeteredMinutes)
+	}
+	evs := m.tn.DB.Ent.JobEvent.Query().Where(jobevent.JobID(id), jobevent.StatusEQ(jobevent.StatusComplete)).AllX(fixture.Sys())
+	if len(evs) != 1 || evs[0].TenantID != j.TenantID || evs[0].EnvironmentID != j.EnvironmentID {
+		t.Errorf("the end's events: %+v", evs)
 	}
 }

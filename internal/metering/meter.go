@@ -127,10 +127,11 @@ func payerOf(j *ent.Job) ledger.Payer {
 	return ledger.Payer{TenantID: j.TenantID, UserID: j.OwnerID}
 }
 
-// ChargeRun writes the charges due for job j's run time up to now through
-// c (inside the caller's transaction) and returns how many it wrote.
-func ChargeRun(ctx context.Context, c *ent.Client, j *ent.Job, now time.Time) (int, error) {
-	return chargeRuns(ctx, c, []string{j.ID}, now, nil, "")
+// ChargeRun writes the charges due for job id's run time up to now
+// through c (inside the caller's transaction) and returns how many it
+// wrote.
+func ChargeRun(ctx context.Context, c *ent.Client, id string, now time.Time) (int, error) {
+	return chargeRuns(ctx, c, []string{id}, now, nil, "")
 }
 
 // CloseAttempt charges job j's current run as if it ended at alive, the
