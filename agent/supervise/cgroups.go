@@ -55,19 +55,21 @@ func writeProc(dir string, pid int) error {
 }
 
 // RemoveCgroup kills the processes in dir and removes it; the kernel lets
-// go of a cgroup a moment after its last process died.
+// go of a cgroup a moment after its last process died. Usually none is
+// left (the supervisor killed them): the removal is tried first, and the
+// processes are read only when it fails.
 func RemoveCgroup(dir string) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		for _, pid := range cgroupProcs(dir) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
 		err := syscall.Rmdir(dir)
 		if err == nil || errors.Is(err, syscall.ENOENT) {
 			return nil
 		}
 		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
 			return fmt.Errorf("removing cgroup %s: %w", dir, err)
+		}
+		for _, pid := range cgroupProcs(dir) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
