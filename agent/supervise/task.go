@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Arg is the hidden subcommand of the levers9 binary that runs Supervise
@@ -37,7 +38,7 @@ type Task struct {
 func (t Task) MarshalBinary() ([]byte, error) {
 	var b bytes.Buffer
 	put := func(s string) error {
-		if i := bytes.IndexByte([]byte(s), 0); i >= 0 {
+		if strings.IndexByte(s, 0) >= 0 {
 			return fmt.Errorf("task: %q holds a NUL byte", s)
 		}
 		b.WriteString(s)
