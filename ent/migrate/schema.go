@@ -693,9 +693,14 @@ var (
 				Columns: []*schema.Column{JobsColumns[3], JobsColumns[4], JobsColumns[0]},
 			},
 			{
-				Name:    "job_queue_id_status_priority",
+				Name:    "job_queue_id_status_priority_created_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{JobsColumns[27], JobsColumns[7], JobsColumns[13]},
+				Columns: []*schema.Column{JobsColumns[27], JobsColumns[7], JobsColumns[13], JobsColumns[1], JobsColumns[0]},
+				Annotation: &entsql.IndexAnnotation{
+					DescColumns: map[string]bool{
+						JobsColumns[13].Name: true,
+					},
+				},
 			},
 			{
 				Name:    "job_status",

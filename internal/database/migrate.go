@@ -95,8 +95,11 @@ func (db *DB) Migrate(ctx context.Context) error {
 }
 
 // droppedIndexes were in the schema once: logline_tenant_id cost every
-// stored log line an index entry no query used (lines are read by job).
-var droppedIndexes = []string{"logline_tenant_id"}
+// stored log line an index entry no query used (lines are read by job);
+// job_queue_id_status_priority left the scheduler's page of waiting jobs
+// to be sorted out of all of them (the index with their whole order
+// replaces it).
+var droppedIndexes = []string{"logline_tenant_id", "job_queue_id_status_priority"}
 
 // fillFactors leave room on each page of tables whose rows are updated many
 // times in place: an update whose new version fits on the row's own page

@@ -105,25 +105,16 @@ var aliased = regexp.MustCompile("(?i)(?:FROM|JOIN)\\s+[`\"]?(\\w+)[`\"]?\\s+(?:
 // owner's key (gatheringColumns). query is a statement that reads or writes
 // rows; its parameters need no values, as plans do not depend on them.
 func (db *DB) HistoryReads(ctx context.Context, query string) ([]string, error) {
-	if db.Dialect != dialect.SQLite {
-		return nil, errors.New("query plans are read on SQLite only")
-	}
-	rows, err := db.explain(ctx, query)
+	steps, err := db.Plan(ctx, query)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	tables := map[string]string{} // plans name tables by their alias
 	for _, m := range aliased.FindAllStringSubmatch(query, -1) {
 		tables[m[2]] = m[1]
 	}
 	var reads []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			return nil, fmt.Errorf("explaining %q: %w", query, err)
-		}
+	for _, detail := range steps {
 		m := searchStep.FindStringSubmatch(detail)
 		if m == nil {
 			continue
@@ -142,15 +133,35 @@ func (db *DB) HistoryReads(ctx context.Context, query string) ([]string, error) 
 			reads = append(reads, detail)
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("explaining %q: %w", query, err)
-	}
 	return reads, nil
 }
 
-// explain runs EXPLAIN QUERY PLAN of query with a NULL for each parameter:
-// the driver wants a value for each, and cannot tell how many there are
-// but by naming the first one missing ("?" and "?NNN" or "$NNN" alike).
+// Plan returns the steps of SQLite's plan for query (EXPLAIN QUERY
+// PLAN's details, in order); its parameters need no values.
+func (db *DB) Plan(ctx context.Context, query string) ([]string, error) {
+	if db.Dialect != dialect.SQLite {
+		return nil, errors.New("query plans are read on SQLite only")
+	}
+	rows, err := db.explain(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var steps []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			return nil, fmt.Errorf("explaining %q: %w", query, err)
+		}
+		steps = append(steps, detail)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("explaining %q: %w", query, err)
+	}
+	return steps, nil
+}
+
 func (db *DB) explain(ctx context.Context, query string) (*sql.Rows, error) {
 	var args []any
 	for {

@@ -1,0 +1,69 @@
+package scheduler_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/dbtest"
+)
+
+// A pass reads its page of waiting jobs off the queue's index in their
+// order (priority, age, ID), never sorting every waiting job of the queue
+// to take the first page: with a backlog behind a full node, every job's
+// end asks for such a pass (BenchmarkFullQueuePass).
+func TestPassReadsItsPageInOrder(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, dbtest.SQLiteURL(t))
+	ctx := context.Background()
+	err := f.db.InTx(f.sys, func(tx *database.Tx) error {
+		n, err := f.nodeCreate(tx.Ent, "full", inv(4, 16*gib, nil), true).Save(f.sys)
+		if err != nil {
+			return err
+		}
+		if err := tx.Ent.Queue.UpdateOneID(f.queue).AddNodeIDs(n.ID).Exec(f.sys); err != nil {
+			return err
+		}
+		specs := make([]jobSpec, 100)
+		for k := range specs {
+			specs[k] = jobSpec{queue: f.queue, priority: k % 3, created: t0.Add(time.Duration(k) * time.Second), services: []svc{{cpu: 8, mem: 32 * gib}}}
+		}
+		var ids []string
+		return f.insertJobs(tx, specs, &ids)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	since, err := f.db.Mark(f.sys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if placed, err := f.scheduler(f.db).ScheduleQueue(ctx, f.queue); err != nil || placed != 0 {
+		t.Fatalf("placed %d: %v", placed, err)
+	}
+	stmts, err := since(f.sys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := 0
+	for _, q := range stmts {
+		if !strings.HasPrefix(q, "SELECT") || !strings.Contains(q, "FROM `jobs`") || !strings.Contains(q, "ORDER BY") {
+			continue
+		}
+		pages++
+		steps, err := f.db.Plan(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, step := range steps {
+			if strings.Contains(step, "TEMP B-TREE") {
+				t.Errorf("the page read sorts: %s\n%s", step, q)
+			}
+		}
+	}
+	if pages == 0 {
+		t.Fatalf("no page read among the pass's statements:\n%s", strings.Join(stmts, "\n"))
+	}
+}
