@@ -1,0 +1,65 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/dbtest"
+)
+
+// BenchmarkFullQueuePass measures the pass a job's end asks for when its
+// queue's only node is full and jobs wait behind it (none fits): the pass
+// reads a page of the waiting jobs, looks for the smallest request of the
+// whole queue and notes the jobs waiting. It runs with 100 and with 10,000
+// jobs waiting: a pass that did not grow with the backlog would take the
+// same time at both. (It does grow: the smallest request is a join over
+// every waiting job, and the note scans them; see the README.)
+func BenchmarkFullQueuePass(b *testing.B) {
+	for _, d := range dbtest.Dialects() {
+		b.Run(d, func(b *testing.B) {
+			f := newFixture(b, dbtest.URL(b, d))
+			err := f.db.InTx(f.sys, func(tx *database.Tx) error {
+				n, err := f.nodeCreate(tx.Ent, "full", inv(4, 16*gib, nil), true).Save(f.sys)
+				if err != nil {
+					return err
+				}
+				return tx.Ent.Queue.UpdateOneID(f.queue).AddNodeIDs(n.ID).Exec(f.sys)
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s := f.scheduler(f.db)
+			const passes = 20
+			var perPass [2]float64
+			for i, waiting := range []int{100, 10000} {
+				resetJobs(b, f)
+				specs := make([]jobSpec, waiting)
+				for k := range specs {
+					specs[k] = jobSpec{queue: f.queue, created: t0.Add(time.Duration(k) * time.Millisecond), services: []svc{{cpu: 8, mem: 32 * gib}}}
+				}
+				var ids []string
+				if err := f.db.InTx(f.sys, func(tx *database.Tx) error { return f.insertJobs(tx, specs, &ids) }); err != nil {
+					b.Fatal(err)
+				}
+				ctx := context.Background()
+				if _, err := s.ScheduleQueue(ctx, f.queue); err != nil { // notes them all waiting
+					b.Fatal(err)
+				}
+				start := time.Now()
+				for range passes {
+					placed, err := s.ScheduleQueue(ctx, f.queue)
+					if err != nil || placed != 0 {
+						b.Fatalf("placed %d: %v", placed, err)
+					}
+				}
+				perPass[i] = float64(time.Since(start).Microseconds()) / 1000 / passes
+				b.ReportMetric(perPass[i], fmt.Sprintf("ms/pass(%d-waiting)", waiting))
+			}
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(perPass[1]/perPass[0], "ratio(10000/100)")
+		})
+	}
+}
