@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/dbtest"
 )
 
@@ -21,16 +20,7 @@ func BenchmarkFullQueuePass(b *testing.B) {
 	for _, d := range dbtest.Dialects() {
 		b.Run(d, func(b *testing.B) {
 			f := newFixture(b, dbtest.URL(b, d))
-			err := f.db.InTx(f.sys, func(tx *database.Tx) error {
-				n, err := f.nodeCreate(tx.Ent, "full", inv(4, 16*gib, nil), true).Save(f.sys)
-				if err != nil {
-					return err
-				}
-				return tx.Ent.Queue.UpdateOneID(f.queue).AddNodeIDs(n.ID).Exec(f.sys)
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
+			f.addNode(b, "full", inv(4, 16*gib, nil), true, f.queue)
 			s := f.scheduler(f.db)
 			const passes = 20
 			var perPass [2]float64
@@ -40,10 +30,7 @@ func BenchmarkFullQueuePass(b *testing.B) {
 				for k := range specs {
 					specs[k] = jobSpec{queue: f.queue, created: t0.Add(time.Duration(k) * time.Millisecond), services: []svc{{cpu: 8, mem: 32 * gib}}}
 				}
-				var ids []string
-				if err := f.db.InTx(f.sys, func(tx *database.Tx) error { return f.insertJobs(tx, specs, &ids) }); err != nil {
-					b.Fatal(err)
-				}
+				f.addJobs(b, specs)
 				ctx := context.Background()
 				if _, err := s.ScheduleQueue(ctx, f.queue); err != nil { // notes them all waiting
 					b.Fatal(err)

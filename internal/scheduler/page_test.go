@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/dbtest"
 )
 
@@ -18,24 +17,12 @@ func TestPassReadsItsPageInOrder(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, dbtest.SQLiteURL(t))
 	ctx := context.Background()
-	err := f.db.InTx(f.sys, func(tx *database.Tx) error {
-		n, err := f.nodeCreate(tx.Ent, "full", inv(4, 16*gib, nil), true).Save(f.sys)
-		if err != nil {
-			return err
-		}
-		if err := tx.Ent.Queue.UpdateOneID(f.queue).AddNodeIDs(n.ID).Exec(f.sys); err != nil {
-			return err
-		}
-		specs := make([]jobSpec, 100)
-		for k := range specs {
-			specs[k] = jobSpec{queue: f.queue, priority: k % 3, created: t0.Add(time.Duration(k) * time.Second), services: []svc{{cpu: 8, mem: 32 * gib}}}
-		}
-		var ids []string
-		return f.insertJobs(tx, specs, &ids)
-	})
-	if err != nil {
-		t.Fatal(err)
+	f.addNode(t, "full", inv(4, 16*gib, nil), true, f.queue)
+	specs := make([]jobSpec, 100)
+	for k := range specs {
+		specs[k] = jobSpec{queue: f.queue, priority: k % 3, created: t0.Add(time.Duration(k) * time.Second), services: []svc{{cpu: 8, mem: 32 * gib}}}
 	}
+	f.addJobs(t, specs)
 	since, err := f.db.Mark(f.sys)
 	if err != nil {
 		t.Fatal(err)
