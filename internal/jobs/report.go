@@ -122,6 +122,14 @@ type ServiceEnd struct {
 	Reason   string
 }
 
+// event is the end's event and the reason its service records.
+func (end ServiceEnd) event() (jobstate.Event, string) {
+	if end.Failed {
+		return jobstate.ServiceFailed, end.Reason
+	}
+	return jobstate.ServiceExited, "exited 0"
+}
+
 // ServiceEnded records the end of the service r names at at and settles
 // the job when that decides it: one failure fails it (the agent stops the
 // others), all exited completes it. Done says the job is over on r's node:
@@ -142,10 +150,7 @@ func (s *Service) ServiceEnded(ctx context.Context, r ServiceRef, end ServiceEnd
 // serviceEnded is ServiceEnded inside tx; settled, when it ended the job,
 // is the change to signal.
 func (s *Service) serviceEnded(ctx context.Context, tx *database.Tx, r ServiceRef, end ServiceEnd, at time.Time) (done bool, settled *jobChange, err error) {
-	e := jobstate.ServiceExited
-	if end.Failed {
-		e = jobstate.ServiceFailed
-	}
+	e, _ := end.event()
 	// The usual report ends a running service: the update finds it by job
 	// and name. Only when that changes nothing is the report looked at (a
 	// stranger's is logged by ownService) and the service's state read.
@@ -170,10 +175,7 @@ func (s *Service) serviceEnded(ctx context.Context, tx *database.Tx, r ServiceRe
 // recordEnd records the end of the service r names, found by where, if it
 // is in state from; how many rows it changed (0 or 1).
 func recordEnd(ctx context.Context, tx *database.Tx, r ServiceRef, end ServiceEnd, at time.Time, from service.Status, where ...predicate.Service) (int, error) {
-	e, reason := jobstate.ServiceExited, "exited 0"
-	if end.Failed {
-		e, reason = jobstate.ServiceFailed, end.Reason
-	}
+	e, reason := end.event()
 	to, ok := jobstate.NextService(e, from)
 	if !ok {
 		return 0, nil
