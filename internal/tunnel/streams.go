@@ -83,7 +83,7 @@ watch:
 		}
 		if err := s.stillAdmitted(ctx, n.ID, n.CredentialHash); err != nil {
 			log.Warn("closing the agent stream tunnel", "reason", err)
-			break
+			break watch
 		}
 	}
 	log.Info("agent stream tunnel disconnected")
