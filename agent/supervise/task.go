@@ -37,23 +37,29 @@ type Task struct {
 // a tenth of the CPU a supervisor spent to start its service.
 func (t Task) MarshalBinary() ([]byte, error) {
 	var b bytes.Buffer
-	put := func(s string) error {
+	put := func(s string) bool {
 		if strings.IndexByte(s, 0) >= 0 {
-			return fmt.Errorf("task: %q holds a NUL byte", s)
+			return false
 		}
 		b.WriteString(s)
 		b.WriteByte(0)
-		return nil
+		return true
 	}
-	if err := put(t.Dir); err != nil {
-		return nil, err
+	// An error names the string, never its value: a variable may hold a
+	// secret, and the error reaches logs and the job's reason.
+	if !put(t.Dir) {
+		return nil, errors.New("task: the working directory holds a NUL byte")
 	}
-	_ = put(strconv.Itoa(len(t.Args)))
-	for _, list := range [][]string{t.Args, t.Env} {
-		for _, s := range list {
-			if err := put(s); err != nil {
-				return nil, err
-			}
+	put(strconv.Itoa(len(t.Args)))
+	for i, a := range t.Args {
+		if !put(a) {
+			return nil, fmt.Errorf("task: argument %d holds a NUL byte", i)
+		}
+	}
+	for _, kv := range t.Env {
+		if !put(kv) {
+			name, _, _ := strings.Cut(kv, "=")
+			return nil, fmt.Errorf("task: variable %q holds a NUL byte", name)
 		}
 	}
 	return b.Bytes(), nil

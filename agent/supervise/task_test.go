@@ -35,10 +35,13 @@ func TestTaskRefused(t *testing.T) {
 	for _, task := range []Task{
 		{Dir: "/w\x00"},
 		{Args: []string{"a\x00b"}},
-		{Env: []string{"A=\x00"}},
+		{Env: []string{"TOKEN=s3cret\x00"}},
 	} {
-		if _, err := task.MarshalBinary(); err == nil {
+		_, err := task.MarshalBinary()
+		if err == nil {
 			t.Errorf("%q encoded", task)
+		} else if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("the error shows a variable's value: %v", err)
 		}
 	}
 	for _, in := range []string{
