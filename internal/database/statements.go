@@ -28,9 +28,6 @@ func (statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQuery
 // transaction (as pgx and database/sql write them).
 func transactionControl(sql string) bool {
 	word, _, _ := strings.Cut(strings.TrimSpace(sql), " ")
-	switch strings.ToLower(word) {
-	case "begin", "commit", "rollback":
-		return true
-	}
-	return false
+	// EqualFold: no lowered copy of every statement's first word.
+	return strings.EqualFold(word, "begin") || strings.EqualFold(word, "commit") || strings.EqualFold(word, "rollback")
 }
