@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -163,4 +164,44 @@ func TestDroppedIndexes(t *testing.T) {
 			t.Fatalf("indexes of log_lines: %s, want logline_job_id_attempt_seq only", got)
 		}
 	})
+}
+
+// Migrating again keeps every partial index as it is: PostgreSQL prints
+// their predicates back in its own words, which must not read as a
+// change (each would be dropped and built again at every start).
+func TestMigrateKeepsPartialIndexes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := open(t, dbtest.PostgresURL(t))
+	indexes := func() map[string]int64 {
+		t.Helper()
+		rows, err := db.SQL.QueryContext(ctx, "SELECT indexrelid::regclass::text, indexrelid::bigint FROM pg_index WHERE indpred IS NOT NULL AND indexrelid::regclass::text NOT LIKE 'river%'")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		oids := map[string]int64{}
+		for rows.Next() {
+			var name string
+			var oid int64
+			if err := rows.Scan(&name, &oid); err != nil {
+				t.Fatal(err)
+			}
+			oids[name] = oid
+		}
+		return oids
+	}
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := indexes()
+	if len(before) == 0 {
+		t.Fatal("no partial index: the schema declares some")
+	}
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := indexes(); !maps.Equal(before, after) {
+		t.Fatalf("partial indexes built again: %v, then %v", before, after)
+	}
 }

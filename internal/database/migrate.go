@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"entgo.io/ent/dialect"
+	entschema "entgo.io/ent/dialect/sql/schema"
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
@@ -47,7 +48,7 @@ var schemaMu sync.Mutex
 // Exclusive when several replicas may start at once.
 func (db *DB) Migrate(ctx context.Context) error {
 	schemaMu.Lock()
-	err := db.Ent.Schema.Create(ctx)
+	err := db.Ent.Schema.Create(ctx, entschema.WithDiffHook(samePredicates))
 	times := timeColumns(migrate.Tables)
 	schemaMu.Unlock()
 	if err != nil {
