@@ -427,6 +427,8 @@ var schemaGraph = func() *sqlgraph.Schema {
 			job.FieldTimeoutSeconds:    {Type: field.TypeInt, Column: job.FieldTimeoutSeconds},
 			job.FieldRetries:           {Type: field.TypeInt, Column: job.FieldRetries},
 			job.FieldAttempt:           {Type: field.TypeInt, Column: job.FieldAttempt},
+			job.FieldSmallestCPU:       {Type: field.TypeFloat64, Column: job.FieldSmallestCPU},
+			job.FieldSmallestMemoryMib: {Type: field.TypeInt64, Column: job.FieldSmallestMemoryMib},
 			job.FieldGpus:              {Type: field.TypeInt, Column: job.FieldGpus},
 			job.FieldEstimatePerMinute: {Type: field.TypeInt64, Column: job.FieldEstimatePerMinute},
 			job.FieldEstimateStartFee:  {Type: field.TypeInt64, Column: job.FieldEstimateStartFee},
@@ -595,6 +597,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			queue.FieldStartFee:           {Type: field.TypeInt64, Column: queue.FieldStartFee},
 			queue.FieldMultiplier:         {Type: field.TypeFloat64, Column: queue.FieldMultiplier},
 			queue.FieldIdleTimeoutSeconds: {Type: field.TypeInt, Column: queue.FieldIdleTimeoutSeconds},
+			queue.FieldBacklogged:         {Type: field.TypeBool, Column: queue.FieldBacklogged},
 		},
 	}
 	graph.Nodes[22] = &sqlgraph.Node{
@@ -3276,6 +3279,16 @@ func (f *JobFilter) WhereAttempt(p entql.IntP) {
 	f.Where(p.Field(job.FieldAttempt))
 }
 
+// WhereSmallestCPU applies the entql float64 predicate on the smallest_cpu field.
+func (f *JobFilter) WhereSmallestCPU(p entql.Float64P) {
+	f.Where(p.Field(job.FieldSmallestCPU))
+}
+
+// WhereSmallestMemoryMib applies the entql int64 predicate on the smallest_memory_mib field.
+func (f *JobFilter) WhereSmallestMemoryMib(p entql.Int64P) {
+	f.Where(p.Field(job.FieldSmallestMemoryMib))
+}
+
 // WhereGpus applies the entql int predicate on the gpus field.
 func (f *JobFilter) WhereGpus(p entql.IntP) {
 	f.Where(p.Field(job.FieldGpus))
@@ -4107,6 +4120,11 @@ func (f *QueueFilter) WhereMultiplier(p entql.Float64P) {
 // WhereIdleTimeoutSeconds applies the entql int predicate on the idle_timeout_seconds field.
 func (f *QueueFilter) WhereIdleTimeoutSeconds(p entql.IntP) {
 	f.Where(p.Field(queue.FieldIdleTimeoutSeconds))
+}
+
+// WhereBacklogged applies the entql bool predicate on the backlogged field.
+func (f *QueueFilter) WhereBacklogged(p entql.BoolP) {
+	f.Where(p.Field(queue.FieldBacklogged))
 }
 
 // WhereHasNodes applies a predicate to check if query has an edge nodes.

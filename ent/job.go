@@ -61,6 +61,10 @@ type Job struct {
 	Retries int `json:"retries,omitempty"`
 	// 1 for the first run; requeued jobs count up to 1 + retries
 	Attempt int `json:"attempt,omitempty"`
+	// SmallestCPU holds the value of the "smallest_cpu" field.
+	SmallestCPU float64 `json:"smallest_cpu,omitempty"`
+	// SmallestMemoryMib holds the value of the "smallest_memory_mib" field.
+	SmallestMemoryMib int64 `json:"smallest_memory_mib,omitempty"`
 	// GPUs over all services
 	Gpus int `json:"gpus,omitempty"`
 	// tokens per minute, priced at submission
@@ -169,7 +173,9 @@ func (*Job) scanValues(columns []string) ([]any, error) {
 			values[i] = new([]byte)
 		case job.FieldInteractive, job.FieldMeteringClosed:
 			values[i] = new(sql.NullBool)
-		case job.FieldPriority, job.FieldTimeoutSeconds, job.FieldRetries, job.FieldAttempt, job.FieldGpus, job.FieldEstimatePerMinute, job.FieldEstimateStartFee, job.FieldPricePerMinute, job.FieldMeteredMinutes:
+		case job.FieldSmallestCPU:
+			values[i] = new(sql.NullFloat64)
+		case job.FieldPriority, job.FieldTimeoutSeconds, job.FieldRetries, job.FieldAttempt, job.FieldSmallestMemoryMib, job.FieldGpus, job.FieldEstimatePerMinute, job.FieldEstimateStartFee, job.FieldPricePerMinute, job.FieldMeteredMinutes:
 			values[i] = new(sql.NullInt64)
 		case job.FieldID, job.FieldTenantID, job.FieldEnvironmentID, job.FieldName, job.FieldStatus, job.FieldStatusReason, job.FieldQueueID, job.FieldProjectID, job.FieldOwnerID, job.FieldKind, job.FieldIdempotencyKey, job.FieldTraceParent:
 			values[i] = new(sql.NullString)
@@ -313,6 +319,18 @@ func (_m *Job) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field attempt", values[i])
 			} else if value.Valid {
 				_m.Attempt = int(value.Int64)
+			}
+		case job.FieldSmallestCPU:
+			if value, ok := values[i].(*sql.NullFloat64); !ok {
+				return fmt.Errorf("unexpected type %T for field smallest_cpu", values[i])
+			} else if value.Valid {
+				_m.SmallestCPU = value.Float64
+			}
+		case job.FieldSmallestMemoryMib:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field smallest_memory_mib", values[i])
+			} else if value.Valid {
+				_m.SmallestMemoryMib = value.Int64
 			}
 		case job.FieldGpus:
 			if value, ok := values[i].(*sql.NullInt64); !ok {
@@ -499,6 +517,12 @@ func (_m *Job) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("attempt=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Attempt))
+	builder.WriteString(", ")
+	builder.WriteString("smallest_cpu=")
+	builder.WriteString(fmt.Sprintf("%v", _m.SmallestCPU))
+	builder.WriteString(", ")
+	builder.WriteString("smallest_memory_mib=")
+	builder.WriteString(fmt.Sprintf("%v", _m.SmallestMemoryMib))
 	builder.WriteString(", ")
 	builder.WriteString("gpus=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Gpus))

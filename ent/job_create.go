@@ -256,6 +256,34 @@ func (_c *JobCreate) SetNillableAttempt(v *int) *JobCreate {
 	return _c
 }
 
+// SetSmallestCPU sets the "smallest_cpu" field.
+func (_c *JobCreate) SetSmallestCPU(v float64) *JobCreate {
+	_c.mutation.SetSmallestCPU(v)
+	return _c
+}
+
+// SetNillableSmallestCPU sets the "smallest_cpu" field if the given value is not nil.
+func (_c *JobCreate) SetNillableSmallestCPU(v *float64) *JobCreate {
+	if v != nil {
+		_c.SetSmallestCPU(*v)
+	}
+	return _c
+}
+
+// SetSmallestMemoryMib sets the "smallest_memory_mib" field.
+func (_c *JobCreate) SetSmallestMemoryMib(v int64) *JobCreate {
+	_c.mutation.SetSmallestMemoryMib(v)
+	return _c
+}
+
+// SetNillableSmallestMemoryMib sets the "smallest_memory_mib" field if the given value is not nil.
+func (_c *JobCreate) SetNillableSmallestMemoryMib(v *int64) *JobCreate {
+	if v != nil {
+		_c.SetSmallestMemoryMib(*v)
+	}
+	return _c
+}
+
 // SetGpus sets the "gpus" field.
 func (_c *JobCreate) SetGpus(v int) *JobCreate {
 	_c.mutation.SetGpus(v)
@@ -542,6 +570,14 @@ func (_c *JobCreate) defaults() error {
 		v := job.DefaultAttempt
 		_c.mutation.SetAttempt(v)
 	}
+	if _, ok := _c.mutation.SmallestCPU(); !ok {
+		v := job.DefaultSmallestCPU
+		_c.mutation.SetSmallestCPU(v)
+	}
+	if _, ok := _c.mutation.SmallestMemoryMib(); !ok {
+		v := job.DefaultSmallestMemoryMib
+		_c.mutation.SetSmallestMemoryMib(v)
+	}
 	if _, ok := _c.mutation.Gpus(); !ok {
 		v := job.DefaultGpus
 		_c.mutation.SetGpus(v)
@@ -649,6 +685,22 @@ func (_c *JobCreate) check() error {
 	}
 	if _, ok := _c.mutation.Attempt(); !ok {
 		return &ValidationError{Name: "attempt", err: errors.New(`ent: missing required field "Job.attempt"`)}
+	}
+	if _, ok := _c.mutation.SmallestCPU(); !ok {
+		return &ValidationError{Name: "smallest_cpu", err: errors.New(`ent: missing required field "Job.smallest_cpu"`)}
+	}
+	if v, ok := _c.mutation.SmallestCPU(); ok {
+		if err := job.SmallestCPUValidator(v); err != nil {
+			return &ValidationError{Name: "smallest_cpu", err: fmt.Errorf(`ent: validator failed for field "Job.smallest_cpu": %w`, err)}
+		}
+	}
+	if _, ok := _c.mutation.SmallestMemoryMib(); !ok {
+		return &ValidationError{Name: "smallest_memory_mib", err: errors.New(`ent: missing required field "Job.smallest_memory_mib"`)}
+	}
+	if v, ok := _c.mutation.SmallestMemoryMib(); ok {
+		if err := job.SmallestMemoryMibValidator(v); err != nil {
+			return &ValidationError{Name: "smallest_memory_mib", err: fmt.Errorf(`ent: validator failed for field "Job.smallest_memory_mib": %w`, err)}
+		}
 	}
 	if _, ok := _c.mutation.Gpus(); !ok {
 		return &ValidationError{Name: "gpus", err: errors.New(`ent: missing required field "Job.gpus"`)}
@@ -791,6 +843,14 @@ func (_c *JobCreate) createSpec() (*Job, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Attempt(); ok {
 		_spec.SetField(job.FieldAttempt, field.TypeInt, value)
 		_node.Attempt = value
+	}
+	if value, ok := _c.mutation.SmallestCPU(); ok {
+		_spec.SetField(job.FieldSmallestCPU, field.TypeFloat64, value)
+		_node.SmallestCPU = value
+	}
+	if value, ok := _c.mutation.SmallestMemoryMib(); ok {
+		_spec.SetField(job.FieldSmallestMemoryMib, field.TypeInt64, value)
+		_node.SmallestMemoryMib = value
 	}
 	if value, ok := _c.mutation.Gpus(); ok {
 		_spec.SetField(job.FieldGpus, field.TypeInt, value)
@@ -1256,6 +1316,12 @@ func (u *JobUpsertOne) UpdateNewValues() *JobUpsertOne {
 		}
 		if _, exists := u.create.mutation.Retries(); exists {
 			s.SetIgnore(job.FieldRetries)
+		}
+		if _, exists := u.create.mutation.SmallestCPU(); exists {
+			s.SetIgnore(job.FieldSmallestCPU)
+		}
+		if _, exists := u.create.mutation.SmallestMemoryMib(); exists {
+			s.SetIgnore(job.FieldSmallestMemoryMib)
 		}
 		if _, exists := u.create.mutation.Gpus(); exists {
 			s.SetIgnore(job.FieldGpus)
@@ -1792,6 +1858,12 @@ func (u *JobUpsertBulk) UpdateNewValues() *JobUpsertBulk {
 			}
 			if _, exists := b.mutation.Retries(); exists {
 				s.SetIgnore(job.FieldRetries)
+			}
+			if _, exists := b.mutation.SmallestCPU(); exists {
+				s.SetIgnore(job.FieldSmallestCPU)
+			}
+			if _, exists := b.mutation.SmallestMemoryMib(); exists {
+				s.SetIgnore(job.FieldSmallestMemoryMib)
 			}
 			if _, exists := b.mutation.Gpus(); exists {
 				s.SetIgnore(job.FieldGpus)

@@ -16769,6 +16769,10 @@ type JobMutation struct {
 	addretries             *int
 	attempt                *int
 	addattempt             *int
+	smallest_cpu           *float64
+	addsmallest_cpu        *float64
+	smallest_memory_mib    *int64
+	addsmallest_memory_mib *int64
 	gpus                   *int
 	addgpus                *int
 	estimate_per_minute    *billing.Tokens
@@ -17709,6 +17713,118 @@ func (m *JobMutation) ResetAttempt() {
 	m.addattempt = nil
 }
 
+// SetSmallestCPU sets the "smallest_cpu" field.
+func (m *JobMutation) SetSmallestCPU(f float64) {
+	m.smallest_cpu = &f
+	m.addsmallest_cpu = nil
+}
+
+// SmallestCPU returns the value of the "smallest_cpu" field in the mutation.
+func (m *JobMutation) SmallestCPU() (r float64, exists bool) {
+	v := m.smallest_cpu
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSmallestCPU returns the old "smallest_cpu" field's value of the Job entity.
+// If the Job object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobMutation) OldSmallestCPU(ctx context.Context) (v float64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSmallestCPU is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSmallestCPU requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSmallestCPU: %w", err)
+	}
+	return oldValue.SmallestCPU, nil
+}
+
+// AddSmallestCPU adds f to the "smallest_cpu" field.
+func (m *JobMutation) AddSmallestCPU(f float64) {
+	if m.addsmallest_cpu != nil {
+		*m.addsmallest_cpu += f
+	} else {
+		m.addsmallest_cpu = &f
+	}
+}
+
+// AddedSmallestCPU returns the value that was added to the "smallest_cpu" field in this mutation.
+func (m *JobMutation) AddedSmallestCPU() (r float64, exists bool) {
+	v := m.addsmallest_cpu
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetSmallestCPU resets all changes to the "smallest_cpu" field.
+func (m *JobMutation) ResetSmallestCPU() {
+	m.smallest_cpu = nil
+	m.addsmallest_cpu = nil
+}
+
+// SetSmallestMemoryMib sets the "smallest_memory_mib" field.
+func (m *JobMutation) SetSmallestMemoryMib(i int64) {
+	m.smallest_memory_mib = &i
+	m.addsmallest_memory_mib = nil
+}
+
+// SmallestMemoryMib returns the value of the "smallest_memory_mib" field in the mutation.
+func (m *JobMutation) SmallestMemoryMib() (r int64, exists bool) {
+	v := m.smallest_memory_mib
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSmallestMemoryMib returns the old "smallest_memory_mib" field's value of the Job entity.
+// If the Job object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobMutation) OldSmallestMemoryMib(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSmallestMemoryMib is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSmallestMemoryMib requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSmallestMemoryMib: %w", err)
+	}
+	return oldValue.SmallestMemoryMib, nil
+}
+
+// AddSmallestMemoryMib adds i to the "smallest_memory_mib" field.
+func (m *JobMutation) AddSmallestMemoryMib(i int64) {
+	if m.addsmallest_memory_mib != nil {
+		*m.addsmallest_memory_mib += i
+	} else {
+		m.addsmallest_memory_mib = &i
+	}
+}
+
+// AddedSmallestMemoryMib returns the value that was added to the "smallest_memory_mib" field in this mutation.
+func (m *JobMutation) AddedSmallestMemoryMib() (r int64, exists bool) {
+	v := m.addsmallest_memory_mib
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetSmallestMemoryMib resets all changes to the "smallest_memory_mib" field.
+func (m *JobMutation) ResetSmallestMemoryMib() {
+	m.smallest_memory_mib = nil
+	m.addsmallest_memory_mib = nil
+}
+
 // SetGpus sets the "gpus" field.
 func (m *JobMutation) SetGpus(i int) {
 	m.gpus = &i
@@ -18431,7 +18547,7 @@ func (m *JobMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *JobMutation) Fields() []string {
-	fields := make([]string, 0, 29)
+	fields := make([]string, 0, 31)
 	if m.created_at != nil {
 		fields = append(fields, job.FieldCreatedAt)
 	}
@@ -18488,6 +18604,12 @@ func (m *JobMutation) Fields() []string {
 	}
 	if m.attempt != nil {
 		fields = append(fields, job.FieldAttempt)
+	}
+	if m.smallest_cpu != nil {
+		fields = append(fields, job.FieldSmallestCPU)
+	}
+	if m.smallest_memory_mib != nil {
+		fields = append(fields, job.FieldSmallestMemoryMib)
 	}
 	if m.gpus != nil {
 		fields = append(fields, job.FieldGpus)
@@ -18565,6 +18687,10 @@ func (m *JobMutation) Field(name string) (ent.Value, bool) {
 		return m.Retries()
 	case job.FieldAttempt:
 		return m.Attempt()
+	case job.FieldSmallestCPU:
+		return m.SmallestCPU()
+	case job.FieldSmallestMemoryMib:
+		return m.SmallestMemoryMib()
 	case job.FieldGpus:
 		return m.Gpus()
 	case job.FieldEstimatePerMinute:
@@ -18632,6 +18758,10 @@ func (m *JobMutation) OldField(ctx context.Context, name string) (ent.Value, err
 		return m.OldRetries(ctx)
 	case job.FieldAttempt:
 		return m.OldAttempt(ctx)
+	case job.FieldSmallestCPU:
+		return m.OldSmallestCPU(ctx)
+	case job.FieldSmallestMemoryMib:
+		return m.OldSmallestMemoryMib(ctx)
 	case job.FieldGpus:
 		return m.OldGpus(ctx)
 	case job.FieldEstimatePerMinute:
@@ -18794,6 +18924,20 @@ func (m *JobMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetAttempt(v)
 		return nil
+	case job.FieldSmallestCPU:
+		v, ok := value.(float64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSmallestCPU(v)
+		return nil
+	case job.FieldSmallestMemoryMib:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSmallestMemoryMib(v)
+		return nil
 	case job.FieldGpus:
 		v, ok := value.(int)
 		if !ok {
@@ -18884,6 +19028,12 @@ func (m *JobMutation) AddedFields() []string {
 	if m.addattempt != nil {
 		fields = append(fields, job.FieldAttempt)
 	}
+	if m.addsmallest_cpu != nil {
+		fields = append(fields, job.FieldSmallestCPU)
+	}
+	if m.addsmallest_memory_mib != nil {
+		fields = append(fields, job.FieldSmallestMemoryMib)
+	}
 	if m.addgpus != nil {
 		fields = append(fields, job.FieldGpus)
 	}
@@ -18915,6 +19065,10 @@ func (m *JobMutation) AddedField(name string) (ent.Value, bool) {
 		return m.AddedRetries()
 	case job.FieldAttempt:
 		return m.AddedAttempt()
+	case job.FieldSmallestCPU:
+		return m.AddedSmallestCPU()
+	case job.FieldSmallestMemoryMib:
+		return m.AddedSmallestMemoryMib()
 	case job.FieldGpus:
 		return m.AddedGpus()
 	case job.FieldEstimatePerMinute:
@@ -18961,6 +19115,20 @@ func (m *JobMutation) AddField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.AddAttempt(v)
+		return nil
+	case job.FieldSmallestCPU:
+		v, ok := value.(float64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddSmallestCPU(v)
+		return nil
+	case job.FieldSmallestMemoryMib:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddSmallestMemoryMib(v)
 		return nil
 	case job.FieldGpus:
 		v, ok := value.(int)
@@ -19119,6 +19287,12 @@ func (m *JobMutation) ResetField(name string) error {
 		return nil
 	case job.FieldAttempt:
 		m.ResetAttempt()
+		return nil
+	case job.FieldSmallestCPU:
+		m.ResetSmallestCPU()
+		return nil
+	case job.FieldSmallestMemoryMib:
+		m.ResetSmallestMemoryMib()
 		return nil
 	case job.FieldGpus:
 		m.ResetGpus()
@@ -24461,6 +24635,7 @@ type QueueMutation struct {
 	addmultiplier             *float64
 	idle_timeout_seconds      *int
 	addidle_timeout_seconds   *int
+	backlogged                *bool
 	clearedFields             map[string]struct{}
 	nodes                     map[string]struct{}
 	removednodes              map[string]struct{}
@@ -25424,6 +25599,42 @@ func (m *QueueMutation) ResetIdleTimeoutSeconds() {
 	m.addidle_timeout_seconds = nil
 }
 
+// SetBacklogged sets the "backlogged" field.
+func (m *QueueMutation) SetBacklogged(b bool) {
+	m.backlogged = &b
+}
+
+// Backlogged returns the value of the "backlogged" field in the mutation.
+func (m *QueueMutation) Backlogged() (r bool, exists bool) {
+	v := m.backlogged
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldBacklogged returns the old "backlogged" field's value of the Queue entity.
+// If the Queue object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *QueueMutation) OldBacklogged(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldBacklogged is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldBacklogged requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldBacklogged: %w", err)
+	}
+	return oldValue.Backlogged, nil
+}
+
+// ResetBacklogged resets all changes to the "backlogged" field.
+func (m *QueueMutation) ResetBacklogged() {
+	m.backlogged = nil
+}
+
 // AddNodeIDs adds the "nodes" edge to the Node entity by ids.
 func (m *QueueMutation) AddNodeIDs(ids ...string) {
 	if m.nodes == nil {
@@ -25674,7 +25885,7 @@ func (m *QueueMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *QueueMutation) Fields() []string {
-	fields := make([]string, 0, 17)
+	fields := make([]string, 0, 18)
 	if m.created_at != nil {
 		fields = append(fields, queue.FieldCreatedAt)
 	}
@@ -25726,6 +25937,9 @@ func (m *QueueMutation) Fields() []string {
 	if m.idle_timeout_seconds != nil {
 		fields = append(fields, queue.FieldIdleTimeoutSeconds)
 	}
+	if m.backlogged != nil {
+		fields = append(fields, queue.FieldBacklogged)
+	}
 	return fields
 }
 
@@ -25768,6 +25982,8 @@ func (m *QueueMutation) Field(name string) (ent.Value, bool) {
 		return m.Multiplier()
 	case queue.FieldIdleTimeoutSeconds:
 		return m.IdleTimeoutSeconds()
+	case queue.FieldBacklogged:
+		return m.Backlogged()
 	}
 	return nil, false
 }
@@ -25811,6 +26027,8 @@ func (m *QueueMutation) OldField(ctx context.Context, name string) (ent.Value, e
 		return m.OldMultiplier(ctx)
 	case queue.FieldIdleTimeoutSeconds:
 		return m.OldIdleTimeoutSeconds(ctx)
+	case queue.FieldBacklogged:
+		return m.OldBacklogged(ctx)
 	}
 	return nil, fmt.Errorf("unknown Queue field %s", name)
 }
@@ -25938,6 +26156,13 @@ func (m *QueueMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetIdleTimeoutSeconds(v)
+		return nil
+	case queue.FieldBacklogged:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetBacklogged(v)
 		return nil
 	}
 	return fmt.Errorf("unknown Queue field %s", name)
@@ -26170,6 +26395,9 @@ func (m *QueueMutation) ResetField(name string) error {
 		return nil
 	case queue.FieldIdleTimeoutSeconds:
 		m.ResetIdleTimeoutSeconds()
+		return nil
+	case queue.FieldBacklogged:
+		m.ResetBacklogged()
 		return nil
 	}
 	return fmt.Errorf("unknown Queue field %s", name)

@@ -53,6 +53,8 @@ type Queue struct {
 	Multiplier float64 `json:"multiplier,omitempty"`
 	// stop interactive jobs idle this long; 0 never
 	IdleTimeoutSeconds int `json:"idle_timeout_seconds,omitempty"`
+	// Backlogged holds the value of the "backlogged" field.
+	Backlogged bool `json:"backlogged,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the QueueQuery when eager-loading is set.
 	Edges        QueueEdges `json:"edges"`
@@ -124,6 +126,8 @@ func (*Queue) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case queue.FieldGpuPrices:
 			values[i] = new([]byte)
+		case queue.FieldBacklogged:
+			values[i] = new(sql.NullBool)
 		case queue.FieldMaxCPUPerJob, queue.FieldDefaultCPU, queue.FieldMultiplier:
 			values[i] = new(sql.NullFloat64)
 		case queue.FieldMaxGpusPerJob, queue.FieldMaxMemoryMibPerJob, queue.FieldDefaultMemoryMib, queue.FieldCPUPrice, queue.FieldMemoryPrice, queue.FieldStartFee, queue.FieldIdleTimeoutSeconds:
@@ -257,6 +261,12 @@ func (_m *Queue) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.IdleTimeoutSeconds = int(value.Int64)
 			}
+		case queue.FieldBacklogged:
+			if value, ok := values[i].(*sql.NullBool); !ok {
+				return fmt.Errorf("unexpected type %T for field backlogged", values[i])
+			} else if value.Valid {
+				_m.Backlogged = value.Bool
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -363,6 +373,9 @@ func (_m *Queue) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("idle_timeout_seconds=")
 	builder.WriteString(fmt.Sprintf("%v", _m.IdleTimeoutSeconds))
+	builder.WriteString(", ")
+	builder.WriteString("backlogged=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Backlogged))
 	builder.WriteByte(')')
 	return builder.String()
 }

@@ -242,6 +242,20 @@ func (_c *QueueCreate) SetNillableIdleTimeoutSeconds(v *int) *QueueCreate {
 	return _c
 }
 
+// SetBacklogged sets the "backlogged" field.
+func (_c *QueueCreate) SetBacklogged(v bool) *QueueCreate {
+	_c.mutation.SetBacklogged(v)
+	return _c
+}
+
+// SetNillableBacklogged sets the "backlogged" field if the given value is not nil.
+func (_c *QueueCreate) SetNillableBacklogged(v *bool) *QueueCreate {
+	if v != nil {
+		_c.SetBacklogged(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *QueueCreate) SetID(v string) *QueueCreate {
 	_c.mutation.SetID(v)
@@ -415,6 +429,10 @@ func (_c *QueueCreate) defaults() error {
 		v := queue.DefaultIdleTimeoutSeconds
 		_c.mutation.SetIdleTimeoutSeconds(v)
 	}
+	if _, ok := _c.mutation.Backlogged(); !ok {
+		v := queue.DefaultBacklogged
+		_c.mutation.SetBacklogged(v)
+	}
 	if _, ok := _c.mutation.ID(); !ok {
 		if queue.DefaultID == nil {
 			return fmt.Errorf("ent: uninitialized queue.DefaultID (forgotten import ent/runtime?)")
@@ -530,6 +548,9 @@ func (_c *QueueCreate) check() error {
 			return &ValidationError{Name: "idle_timeout_seconds", err: fmt.Errorf(`ent: validator failed for field "Queue.idle_timeout_seconds": %w`, err)}
 		}
 	}
+	if _, ok := _c.mutation.Backlogged(); !ok {
+		return &ValidationError{Name: "backlogged", err: errors.New(`ent: missing required field "Queue.backlogged"`)}
+	}
 	if v, ok := _c.mutation.ID(); ok {
 		if err := queue.IDValidator(v); err != nil {
 			return &ValidationError{Name: "id", err: fmt.Errorf(`ent: validator failed for field "Queue.id": %w`, err)}
@@ -638,6 +659,10 @@ func (_c *QueueCreate) createSpec() (*Queue, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.IdleTimeoutSeconds(); ok {
 		_spec.SetField(queue.FieldIdleTimeoutSeconds, field.TypeInt, value)
 		_node.IdleTimeoutSeconds = value
+	}
+	if value, ok := _c.mutation.Backlogged(); ok {
+		_spec.SetField(queue.FieldBacklogged, field.TypeBool, value)
+		_node.Backlogged = value
 	}
 	if nodes := _c.mutation.NodesIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
@@ -1001,6 +1026,18 @@ func (u *QueueUpsert) AddIdleTimeoutSeconds(v int) *QueueUpsert {
 	return u
 }
 
+// SetBacklogged sets the "backlogged" field.
+func (u *QueueUpsert) SetBacklogged(v bool) *QueueUpsert {
+	u.Set(queue.FieldBacklogged, v)
+	return u
+}
+
+// UpdateBacklogged sets the "backlogged" field to the value that was provided on create.
+func (u *QueueUpsert) UpdateBacklogged() *QueueUpsert {
+	u.SetExcluded(queue.FieldBacklogged)
+	return u
+}
+
 // UpdateNewValues updates the mutable fields using the new values that were set on create except the ID field.
 // Using this option is equivalent to using:
 //
@@ -1339,6 +1376,20 @@ func (u *QueueUpsertOne) AddIdleTimeoutSeconds(v int) *QueueUpsertOne {
 func (u *QueueUpsertOne) UpdateIdleTimeoutSeconds() *QueueUpsertOne {
 	return u.Update(func(s *QueueUpsert) {
 		s.UpdateIdleTimeoutSeconds()
+	})
+}
+
+// SetBacklogged sets the "backlogged" field.
+func (u *QueueUpsertOne) SetBacklogged(v bool) *QueueUpsertOne {
+	return u.Update(func(s *QueueUpsert) {
+		s.SetBacklogged(v)
+	})
+}
+
+// UpdateBacklogged sets the "backlogged" field to the value that was provided on create.
+func (u *QueueUpsertOne) UpdateBacklogged() *QueueUpsertOne {
+	return u.Update(func(s *QueueUpsert) {
+		s.UpdateBacklogged()
 	})
 }
 
@@ -1847,6 +1898,20 @@ func (u *QueueUpsertBulk) AddIdleTimeoutSeconds(v int) *QueueUpsertBulk {
 func (u *QueueUpsertBulk) UpdateIdleTimeoutSeconds() *QueueUpsertBulk {
 	return u.Update(func(s *QueueUpsert) {
 		s.UpdateIdleTimeoutSeconds()
+	})
+}
+
+// SetBacklogged sets the "backlogged" field.
+func (u *QueueUpsertBulk) SetBacklogged(v bool) *QueueUpsertBulk {
+	return u.Update(func(s *QueueUpsert) {
+		s.SetBacklogged(v)
+	})
+}
+
+// UpdateBacklogged sets the "backlogged" field to the value that was provided on create.
+func (u *QueueUpsertBulk) UpdateBacklogged() *QueueUpsertBulk {
+	return u.Update(func(s *QueueUpsert) {
+		s.UpdateBacklogged()
 	})
 }
 

@@ -310,6 +310,20 @@ func (_u *QueueUpdate) AddIdleTimeoutSeconds(v int) *QueueUpdate {
 	return _u
 }
 
+// SetBacklogged sets the "backlogged" field.
+func (_u *QueueUpdate) SetBacklogged(v bool) *QueueUpdate {
+	_u.mutation.SetBacklogged(v)
+	return _u
+}
+
+// SetNillableBacklogged sets the "backlogged" field if the given value is not nil.
+func (_u *QueueUpdate) SetNillableBacklogged(v *bool) *QueueUpdate {
+	if v != nil {
+		_u.SetBacklogged(*v)
+	}
+	return _u
+}
+
 // AddNodeIDs adds the "nodes" edge to the Node entity by IDs.
 func (_u *QueueUpdate) AddNodeIDs(ids ...string) *QueueUpdate {
 	_u.mutation.AddNodeIDs(ids...)
@@ -650,6 +664,9 @@ func (_u *QueueUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if value, ok := _u.mutation.AddedIdleTimeoutSeconds(); ok {
 		_spec.AddField(queue.FieldIdleTimeoutSeconds, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.Backlogged(); ok {
+		_spec.SetField(queue.FieldBacklogged, field.TypeBool, value)
 	}
 	if _u.mutation.NodesCleared() {
 		edge := &sqlgraph.EdgeSpec{
@@ -1127,6 +1144,20 @@ func (_u *QueueUpdateOne) AddIdleTimeoutSeconds(v int) *QueueUpdateOne {
 	return _u
 }
 
+// SetBacklogged sets the "backlogged" field.
+func (_u *QueueUpdateOne) SetBacklogged(v bool) *QueueUpdateOne {
+	_u.mutation.SetBacklogged(v)
+	return _u
+}
+
+// SetNillableBacklogged sets the "backlogged" field if the given value is not nil.
+func (_u *QueueUpdateOne) SetNillableBacklogged(v *bool) *QueueUpdateOne {
+	if v != nil {
+		_u.SetBacklogged(*v)
+	}
+	return _u
+}
+
 // AddNodeIDs adds the "nodes" edge to the Node entity by IDs.
 func (_u *QueueUpdateOne) AddNodeIDs(ids ...string) *QueueUpdateOne {
 	_u.mutation.AddNodeIDs(ids...)
@@ -1497,6 +1528,9 @@ func (_u *QueueUpdateOne) sqlSave(ctx context.Context) (_node *Queue, err error)
 	}
 	if value, ok := _u.mutation.AddedIdleTimeoutSeconds(); ok {
 		_spec.AddField(queue.FieldIdleTimeoutSeconds, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.Backlogged(); ok {
+		_spec.SetField(queue.FieldBacklogged, field.TypeBool, value)
 	}
 	if _u.mutation.NodesCleared() {
 		edge := &sqlgraph.EdgeSpec{

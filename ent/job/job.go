@@ -57,6 +57,10 @@ const (
 	FieldRetries = "retries"
 	// FieldAttempt holds the string denoting the attempt field in the database.
 	FieldAttempt = "attempt"
+	// FieldSmallestCPU holds the string denoting the smallest_cpu field in the database.
+	FieldSmallestCPU = "smallest_cpu"
+	// FieldSmallestMemoryMib holds the string denoting the smallest_memory_mib field in the database.
+	FieldSmallestMemoryMib = "smallest_memory_mib"
 	// FieldGpus holds the string denoting the gpus field in the database.
 	FieldGpus = "gpus"
 	// FieldEstimatePerMinute holds the string denoting the estimate_per_minute field in the database.
@@ -148,6 +152,8 @@ var Columns = []string{
 	FieldTimeoutSeconds,
 	FieldRetries,
 	FieldAttempt,
+	FieldSmallestCPU,
+	FieldSmallestMemoryMib,
 	FieldGpus,
 	FieldEstimatePerMinute,
 	FieldEstimateStartFee,
@@ -202,6 +208,14 @@ var (
 	DefaultRetries int
 	// DefaultAttempt holds the default value on creation for the "attempt" field.
 	DefaultAttempt int
+	// DefaultSmallestCPU holds the default value on creation for the "smallest_cpu" field.
+	DefaultSmallestCPU float64
+	// SmallestCPUValidator is a validator for the "smallest_cpu" field. It is called by the builders before save.
+	SmallestCPUValidator func(float64) error
+	// DefaultSmallestMemoryMib holds the default value on creation for the "smallest_memory_mib" field.
+	DefaultSmallestMemoryMib int64
+	// SmallestMemoryMibValidator is a validator for the "smallest_memory_mib" field. It is called by the builders before save.
+	SmallestMemoryMibValidator func(int64) error
 	// DefaultGpus holds the default value on creation for the "gpus" field.
 	DefaultGpus int
 	// DefaultEstimatePerMinute holds the default value on creation for the "estimate_per_minute" field.
@@ -379,6 +393,16 @@ func ByRetries(opts ...sql.OrderTermOption) OrderOption {
 // ByAttempt orders the results by the attempt field.
 func ByAttempt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldAttempt, opts...).ToFunc()
+}
+
+// BySmallestCPU orders the results by the smallest_cpu field.
+func BySmallestCPU(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldSmallestCPU, opts...).ToFunc()
+}
+
+// BySmallestMemoryMib orders the results by the smallest_memory_mib field.
+func BySmallestMemoryMib(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldSmallestMemoryMib, opts...).ToFunc()
 }
 
 // ByGpus orders the results by the gpus field.

@@ -146,6 +146,16 @@ func Attempt(v int) predicate.Job {
 	return predicate.Job(sql.FieldEQ(FieldAttempt, v))
 }
 
+// SmallestCPU applies equality check predicate on the "smallest_cpu" field. It's identical to SmallestCPUEQ.
+func SmallestCPU(v float64) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldSmallestCPU, v))
+}
+
+// SmallestMemoryMib applies equality check predicate on the "smallest_memory_mib" field. It's identical to SmallestMemoryMibEQ.
+func SmallestMemoryMib(v int64) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldSmallestMemoryMib, v))
+}
+
 // Gpus applies equality check predicate on the "gpus" field. It's identical to GpusEQ.
 func Gpus(v int) predicate.Job {
 	return predicate.Job(sql.FieldEQ(FieldGpus, v))
@@ -1047,6 +1057,86 @@ func AttemptLT(v int) predicate.Job {
 // AttemptLTE applies the LTE predicate on the "attempt" field.
 func AttemptLTE(v int) predicate.Job {
 	return predicate.Job(sql.FieldLTE(FieldAttempt, v))
+}
+
+// SmallestCPUEQ applies the EQ predicate on the "smallest_cpu" field.
+func SmallestCPUEQ(v float64) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldSmallestCPU, v))
+}
+
+// SmallestCPUNEQ applies the NEQ predicate on the "smallest_cpu" field.
+func SmallestCPUNEQ(v float64) predicate.Job {
+	return predicate.Job(sql.FieldNEQ(FieldSmallestCPU, v))
+}
+
+// SmallestCPUIn applies the In predicate on the "smallest_cpu" field.
+func SmallestCPUIn(vs ...float64) predicate.Job {
+	return predicate.Job(sql.FieldIn(FieldSmallestCPU, vs...))
+}
+
+// SmallestCPUNotIn applies the NotIn predicate on the "smallest_cpu" field.
+func SmallestCPUNotIn(vs ...float64) predicate.Job {
+	return predicate.Job(sql.FieldNotIn(FieldSmallestCPU, vs...))
+}
+
+// SmallestCPUGT applies the GT predicate on the "smallest_cpu" field.
+func SmallestCPUGT(v float64) predicate.Job {
+	return predicate.Job(sql.FieldGT(FieldSmallestCPU, v))
+}
+
+// SmallestCPUGTE applies the GTE predicate on the "smallest_cpu" field.
+func SmallestCPUGTE(v float64) predicate.Job {
+	return predicate.Job(sql.FieldGTE(FieldSmallestCPU, v))
+}
+
+// SmallestCPULT applies the LT predicate on the "smallest_cpu" field.
+func SmallestCPULT(v float64) predicate.Job {
+	return predicate.Job(sql.FieldLT(FieldSmallestCPU, v))
+}
+
+// SmallestCPULTE applies the LTE predicate on the "smallest_cpu" field.
+func SmallestCPULTE(v float64) predicate.Job {
+	return predicate.Job(sql.FieldLTE(FieldSmallestCPU, v))
+}
+
+// SmallestMemoryMibEQ applies the EQ predicate on the "smallest_memory_mib" field.
+func SmallestMemoryMibEQ(v int64) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldSmallestMemoryMib, v))
+}
+
+// SmallestMemoryMibNEQ applies the NEQ predicate on the "smallest_memory_mib" field.
+func SmallestMemoryMibNEQ(v int64) predicate.Job {
+	return predicate.Job(sql.FieldNEQ(FieldSmallestMemoryMib, v))
+}
+
+// SmallestMemoryMibIn applies the In predicate on the "smallest_memory_mib" field.
+func SmallestMemoryMibIn(vs ...int64) predicate.Job {
+	return predicate.Job(sql.FieldIn(FieldSmallestMemoryMib, vs...))
+}
+
+// SmallestMemoryMibNotIn applies the NotIn predicate on the "smallest_memory_mib" field.
+func SmallestMemoryMibNotIn(vs ...int64) predicate.Job {
+	return predicate.Job(sql.FieldNotIn(FieldSmallestMemoryMib, vs...))
+}
+
+// SmallestMemoryMibGT applies the GT predicate on the "smallest_memory_mib" field.
+func SmallestMemoryMibGT(v int64) predicate.Job {
+	return predicate.Job(sql.FieldGT(FieldSmallestMemoryMib, v))
+}
+
+// SmallestMemoryMibGTE applies the GTE predicate on the "smallest_memory_mib" field.
+func SmallestMemoryMibGTE(v int64) predicate.Job {
+	return predicate.Job(sql.FieldGTE(FieldSmallestMemoryMib, v))
+}
+
+// SmallestMemoryMibLT applies the LT predicate on the "smallest_memory_mib" field.
+func SmallestMemoryMibLT(v int64) predicate.Job {
+	return predicate.Job(sql.FieldLT(FieldSmallestMemoryMib, v))
+}
+
+// SmallestMemoryMibLTE applies the LTE predicate on the "smallest_memory_mib" field.
+func SmallestMemoryMibLTE(v int64) predicate.Job {
+	return predicate.Job(sql.FieldLTE(FieldSmallestMemoryMib, v))
 }
 
 // GpusEQ applies the EQ predicate on the "gpus" field.

@@ -637,6 +637,8 @@ var (
 		{Name: "timeout_seconds", Type: field.TypeInt, Default: 0},
 		{Name: "retries", Type: field.TypeInt, Default: 0},
 		{Name: "attempt", Type: field.TypeInt, Default: 1},
+		{Name: "smallest_cpu", Type: field.TypeFloat64, Default: 0},
+		{Name: "smallest_memory_mib", Type: field.TypeInt64, Default: 0},
 		{Name: "gpus", Type: field.TypeInt, Default: 0},
 		{Name: "estimate_per_minute", Type: field.TypeInt64, Default: 0},
 		{Name: "estimate_start_fee", Type: field.TypeInt64, Default: 0},
@@ -659,19 +661,19 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "jobs_queues_queue",
-				Columns:    []*schema.Column{JobsColumns[27]},
+				Columns:    []*schema.Column{JobsColumns[29]},
 				RefColumns: []*schema.Column{QueuesColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "jobs_projects_project",
-				Columns:    []*schema.Column{JobsColumns[28]},
+				Columns:    []*schema.Column{JobsColumns[30]},
 				RefColumns: []*schema.Column{ProjectsColumns[0]},
 				OnDelete:   schema.SetNull,
 			},
 			{
 				Symbol:     "jobs_users_jobs",
-				Columns:    []*schema.Column{JobsColumns[29]},
+				Columns:    []*schema.Column{JobsColumns[31]},
 				RefColumns: []*schema.Column{UsersColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -695,11 +697,27 @@ var (
 			{
 				Name:    "job_queue_id_status_priority_created_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{JobsColumns[27], JobsColumns[7], JobsColumns[13], JobsColumns[1], JobsColumns[0]},
+				Columns: []*schema.Column{JobsColumns[29], JobsColumns[7], JobsColumns[13], JobsColumns[1], JobsColumns[0]},
 				Annotation: &entsql.IndexAnnotation{
 					DescColumns: map[string]bool{
 						JobsColumns[13].Name: true,
 					},
+				},
+			},
+			{
+				Name:    "job_queue_id_smallest_cpu",
+				Unique:  false,
+				Columns: []*schema.Column{JobsColumns[29], JobsColumns[17]},
+				Annotation: &entsql.IndexAnnotation{
+					Where: "status = 'PENDING' AND smallest_cpu >= 0",
+				},
+			},
+			{
+				Name:    "job_queue_id_smallest_memory_mib",
+				Unique:  false,
+				Columns: []*schema.Column{JobsColumns[29], JobsColumns[18]},
+				Annotation: &entsql.IndexAnnotation{
+					Where: "status = 'PENDING' AND smallest_memory_mib >= 0",
 				},
 			},
 			{
@@ -710,12 +728,12 @@ var (
 			{
 				Name:    "job_metering_closed_started_at",
 				Unique:  false,
-				Columns: []*schema.Column{JobsColumns[23], JobsColumns[9]},
+				Columns: []*schema.Column{JobsColumns[25], JobsColumns[9]},
 			},
 			{
 				Name:    "job_tenant_id_owner_id_idempotency_key",
 				Unique:  true,
-				Columns: []*schema.Column{JobsColumns[3], JobsColumns[29], JobsColumns[25]},
+				Columns: []*schema.Column{JobsColumns[3], JobsColumns[31], JobsColumns[27]},
 			},
 		},
 	}
@@ -925,6 +943,7 @@ var (
 		{Name: "start_fee", Type: field.TypeInt64, Default: 0},
 		{Name: "multiplier", Type: field.TypeFloat64, Default: 1},
 		{Name: "idle_timeout_seconds", Type: field.TypeInt, Default: 0},
+		{Name: "backlogged", Type: field.TypeBool, Default: false},
 	}
 	// QueuesTable holds the schema information for the "queues" table.
 	QueuesTable = &schema.Table{

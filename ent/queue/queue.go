@@ -53,6 +53,8 @@ const (
 	FieldMultiplier = "multiplier"
 	// FieldIdleTimeoutSeconds holds the string denoting the idle_timeout_seconds field in the database.
 	FieldIdleTimeoutSeconds = "idle_timeout_seconds"
+	// FieldBacklogged holds the string denoting the backlogged field in the database.
+	FieldBacklogged = "backlogged"
 	// EdgeNodes holds the string denoting the nodes edge name in mutations.
 	EdgeNodes = "nodes"
 	// EdgeStorages holds the string denoting the storages edge name in mutations.
@@ -107,6 +109,7 @@ var Columns = []string{
 	FieldStartFee,
 	FieldMultiplier,
 	FieldIdleTimeoutSeconds,
+	FieldBacklogged,
 }
 
 var (
@@ -187,6 +190,8 @@ var (
 	DefaultIdleTimeoutSeconds int
 	// IdleTimeoutSecondsValidator is a validator for the "idle_timeout_seconds" field. It is called by the builders before save.
 	IdleTimeoutSecondsValidator func(int) error
+	// DefaultBacklogged holds the default value on creation for the "backlogged" field.
+	DefaultBacklogged bool
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() string
 	// IDValidator is a validator for the "id" field. It is called by the builders before save.
@@ -306,6 +311,11 @@ func ByMultiplier(opts ...sql.OrderTermOption) OrderOption {
 // ByIdleTimeoutSeconds orders the results by the idle_timeout_seconds field.
 func ByIdleTimeoutSeconds(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldIdleTimeoutSeconds, opts...).ToFunc()
+}
+
+// ByBacklogged orders the results by the backlogged field.
+func ByBacklogged(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldBacklogged, opts...).ToFunc()
 }
 
 // ByNodesCount orders the results by nodes count.

@@ -144,6 +144,11 @@ func IdleTimeoutSeconds(v int) predicate.Queue {
 	return predicate.Queue(sql.FieldEQ(FieldIdleTimeoutSeconds, v))
 }
 
+// Backlogged applies equality check predicate on the "backlogged" field. It's identical to BackloggedEQ.
+func Backlogged(v bool) predicate.Queue {
+	return predicate.Queue(sql.FieldEQ(FieldBacklogged, v))
+}
+
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.
 func CreatedAtEQ(v time.Time) predicate.Queue {
 	return predicate.Queue(sql.FieldEQ(FieldCreatedAt, v))
@@ -889,6 +894,16 @@ func IdleTimeoutSecondsLT(v int) predicate.Queue {
 // IdleTimeoutSecondsLTE applies the LTE predicate on the "idle_timeout_seconds" field.
 func IdleTimeoutSecondsLTE(v int) predicate.Queue {
 	return predicate.Queue(sql.FieldLTE(FieldIdleTimeoutSeconds, v))
+}
+
+// BackloggedEQ applies the EQ predicate on the "backlogged" field.
+func BackloggedEQ(v bool) predicate.Queue {
+	return predicate.Queue(sql.FieldEQ(FieldBacklogged, v))
+}
+
+// BackloggedNEQ applies the NEQ predicate on the "backlogged" field.
+func BackloggedNEQ(v bool) predicate.Queue {
+	return predicate.Queue(sql.FieldNEQ(FieldBacklogged, v))
 }
 
 // HasNodes applies the HasEdge predicate on the "nodes" edge.

@@ -1090,36 +1090,48 @@ func init() {
 	jobDescAttempt := jobFields[14].Descriptor()
 	// job.DefaultAttempt holds the default value on creation for the attempt field.
 	job.DefaultAttempt = jobDescAttempt.Default.(int)
+	// jobDescSmallestCPU is the schema descriptor for smallest_cpu field.
+	jobDescSmallestCPU := jobFields[15].Descriptor()
+	// job.DefaultSmallestCPU holds the default value on creation for the smallest_cpu field.
+	job.DefaultSmallestCPU = jobDescSmallestCPU.Default.(float64)
+	// job.SmallestCPUValidator is a validator for the "smallest_cpu" field. It is called by the builders before save.
+	job.SmallestCPUValidator = jobDescSmallestCPU.Validators[0].(func(float64) error)
+	// jobDescSmallestMemoryMib is the schema descriptor for smallest_memory_mib field.
+	jobDescSmallestMemoryMib := jobFields[16].Descriptor()
+	// job.DefaultSmallestMemoryMib holds the default value on creation for the smallest_memory_mib field.
+	job.DefaultSmallestMemoryMib = jobDescSmallestMemoryMib.Default.(int64)
+	// job.SmallestMemoryMibValidator is a validator for the "smallest_memory_mib" field. It is called by the builders before save.
+	job.SmallestMemoryMibValidator = jobDescSmallestMemoryMib.Validators[0].(func(int64) error)
 	// jobDescGpus is the schema descriptor for gpus field.
-	jobDescGpus := jobFields[15].Descriptor()
+	jobDescGpus := jobFields[17].Descriptor()
 	// job.DefaultGpus holds the default value on creation for the gpus field.
 	job.DefaultGpus = jobDescGpus.Default.(int)
 	// jobDescEstimatePerMinute is the schema descriptor for estimate_per_minute field.
-	jobDescEstimatePerMinute := jobFields[16].Descriptor()
+	jobDescEstimatePerMinute := jobFields[18].Descriptor()
 	// job.DefaultEstimatePerMinute holds the default value on creation for the estimate_per_minute field.
 	job.DefaultEstimatePerMinute = billing.Tokens(jobDescEstimatePerMinute.Default.(int64))
 	// jobDescEstimateStartFee is the schema descriptor for estimate_start_fee field.
-	jobDescEstimateStartFee := jobFields[17].Descriptor()
+	jobDescEstimateStartFee := jobFields[19].Descriptor()
 	// job.DefaultEstimateStartFee holds the default value on creation for the estimate_start_fee field.
 	job.DefaultEstimateStartFee = billing.Tokens(jobDescEstimateStartFee.Default.(int64))
 	// jobDescPricePerMinute is the schema descriptor for price_per_minute field.
-	jobDescPricePerMinute := jobFields[19].Descriptor()
+	jobDescPricePerMinute := jobFields[21].Descriptor()
 	// job.DefaultPricePerMinute holds the default value on creation for the price_per_minute field.
 	job.DefaultPricePerMinute = billing.Tokens(jobDescPricePerMinute.Default.(int64))
 	// jobDescMeteredMinutes is the schema descriptor for metered_minutes field.
-	jobDescMeteredMinutes := jobFields[20].Descriptor()
+	jobDescMeteredMinutes := jobFields[22].Descriptor()
 	// job.DefaultMeteredMinutes holds the default value on creation for the metered_minutes field.
 	job.DefaultMeteredMinutes = jobDescMeteredMinutes.Default.(int64)
 	// jobDescMeteringClosed is the schema descriptor for metering_closed field.
-	jobDescMeteringClosed := jobFields[21].Descriptor()
+	jobDescMeteringClosed := jobFields[23].Descriptor()
 	// job.DefaultMeteringClosed holds the default value on creation for the metering_closed field.
 	job.DefaultMeteringClosed = jobDescMeteringClosed.Default.(bool)
 	// jobDescIdempotencyKey is the schema descriptor for idempotency_key field.
-	jobDescIdempotencyKey := jobFields[23].Descriptor()
+	jobDescIdempotencyKey := jobFields[25].Descriptor()
 	// job.IdempotencyKeyValidator is a validator for the "idempotency_key" field. It is called by the builders before save.
 	job.IdempotencyKeyValidator = jobDescIdempotencyKey.Validators[0].(func(string) error)
 	// jobDescTraceParent is the schema descriptor for trace_parent field.
-	jobDescTraceParent := jobFields[24].Descriptor()
+	jobDescTraceParent := jobFields[26].Descriptor()
 	// job.DefaultTraceParent holds the default value on creation for the trace_parent field.
 	job.DefaultTraceParent = jobDescTraceParent.Default.(string)
 	// job.TraceParentValidator is a validator for the "trace_parent" field. It is called by the builders before save.
@@ -1640,6 +1652,10 @@ func init() {
 	queue.DefaultIdleTimeoutSeconds = queueDescIdleTimeoutSeconds.Default.(int)
 	// queue.IdleTimeoutSecondsValidator is a validator for the "idle_timeout_seconds" field. It is called by the builders before save.
 	queue.IdleTimeoutSecondsValidator = queueDescIdleTimeoutSeconds.Validators[0].(func(int) error)
+	// queueDescBacklogged is the schema descriptor for backlogged field.
+	queueDescBacklogged := queueFields[14].Descriptor()
+	// queue.DefaultBacklogged holds the default value on creation for the backlogged field.
+	queue.DefaultBacklogged = queueDescBacklogged.Default.(bool)
 	// queueDescID is the schema descriptor for id field.
 	queueDescID := queueMixinFields0[0].Descriptor()
 	// queue.DefaultID holds the default value on creation for the id field.

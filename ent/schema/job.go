@@ -56,6 +56,14 @@ func (Job) Fields() []ent.Field {
 		field.Int("attempt").Default(1).
 			Comment("1 for the first run; requeued jobs count up to 1 + retries").
 			Annotations(entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)),
+		// The least CPU and memory any one of its services asks for (a
+		// service's request never changes): the scheduler's early stop asks
+		// for the least of these over a queue's pending jobs off the
+		// partial indexes below, never joining every waiting service.
+		field.Float("smallest_cpu").Default(0).Min(0).Immutable().
+			Annotations(entgql.Skip(entgql.SkipAll)),
+		field.Int64("smallest_memory_mib").Default(0).NonNegative().Immutable().
+			Annotations(entgql.Skip(entgql.SkipAll)),
 		field.Int("gpus").Default(0).Immutable().
 			Comment("GPUs over all services"),
 		field.Int64("estimate_per_minute").GoType(billing.Tokens(0)).Default(0).
@@ -113,6 +121,17 @@ func (Job) Indexes() []ent.Index {
 		// index, not sorted out of every waiting job of the queue.
 		index.Fields("queue_id", "status", "priority", "created_at", "id").
 			Annotations(entsql.DescColumns("priority")),
+		// The smallest request waiting in a queue: each least value is the
+		// first entry of its index among the queue's pending jobs (only
+		// those are in it), however many wait. The second condition, true
+		// of every job (requests are never negative), keeps any other read
+		// of pending jobs off these: PostgreSQL's planner, on the stale
+		// statistics of a burst, took them for the scheduler's page and
+		// sorted every waiting job.
+		index.Fields("queue_id", "smallest_cpu").
+			Annotations(entsql.IndexWhere("status = 'PENDING' AND smallest_cpu >= 0")),
+		index.Fields("queue_id", "smallest_memory_mib").
+			Annotations(entsql.IndexWhere("status = 'PENDING' AND smallest_memory_mib >= 0")),
 		// The node liveness sweep (every few seconds) and other safety nets
 		// look for live jobs among every job ever run.
 		index.Fields("status"),

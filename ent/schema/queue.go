@@ -50,6 +50,12 @@ func (Queue) Fields() []ent.Field {
 		// warned, then stopped. Batch jobs never idle-stop.
 		field.Int("idle_timeout_seconds").Default(0).Range(0, 30*24*3600).
 			Comment("stop interactive jobs idle this long; 0 never"),
+		// Set by a scheduling pass that stopped early (no node had room for
+		// the smallest request waiting), cleared by one that read every
+		// waiting job. While set, a job submitted here gets the waiting
+		// note itself, so passes over a long backlog need not note it.
+		field.Bool("backlogged").Default(false).
+			Annotations(entgql.Skip(entgql.SkipAll)),
 	}
 }
 

@@ -62,6 +62,9 @@ func (db *DB) Migrate(ctx context.Context) error {
 	if err := db.keepBalances(ctx); err != nil {
 		return err
 	}
+	if err := db.fillSmallestRequests(ctx); err != nil {
+		return err
+	}
 	// ent's migration adds indexes, never drops one (that would also drop
 	// what an operator added): the ones the schema gave up go here.
 	for _, name := range droppedIndexes {

@@ -61,7 +61,7 @@ func predicate(attrs []schema.Attr) (string, bool) {
 
 // casts are those PostgreSQL adds to the predicates of our partial
 // indexes (string and enum columns are character varying).
-var casts = regexp.MustCompile(`::(text|character varying|bigint|integer|boolean)`)
+var casts = regexp.MustCompile(`::(text|character varying|double precision|bigint|integer|boolean)`)
 
 var unwrap = strings.NewReplacer("(", "", ")", "", " ", "")
 

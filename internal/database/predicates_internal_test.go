@@ -9,6 +9,9 @@ func TestNormalPredicate(t *testing.T) {
 		same             bool
 	}{
 		{"((status)::text = 'PENDING'::text)", "status = 'PENDING'", true},
+		{"(((status)::text = 'PENDING'::text) AND (smallest_cpu >= (0)::double precision))", "status = 'PENDING' AND smallest_cpu >= 0", true},
+		{"(((status)::text = 'PENDING'::text) AND (smallest_memory_mib >= 0))", "status = 'PENDING' AND smallest_memory_mib >= 0", true},
+		{"(((status)::text = 'PENDING'::text) AND (smallest_memory_mib >= 0))", "status = 'PENDING' AND smallest_cpu >= 0", false},
 		{"((idempotency_key)::text <> ''::text)", "idempotency_key <> ''", true},
 		{"((state)::text = 'DEPLOYED'::text)", "state = 'DEPLOYED'", true},
 		{"((status)::text = 'RUNNING'::text)", "status = 'PENDING'", false},

@@ -73,6 +73,11 @@ func TestSubmitQueueDefaults(t *testing.T) {
 		if stored.Spec.Services[0].CPU != 2 || stored.Spec.Services[0].MemoryMiB != 2048 {
 			t.Errorf("stored spec = %+v, want the defaults in it", stored.Spec.Services[0])
 		}
+		// The scheduler's early stop reads these: the least of each, defaults
+		// included.
+		if stored.SmallestCPU != 0.5 || stored.SmallestMemoryMib != 64 {
+			t.Errorf("smallest request stored = %v CPU, %d MiB; want 0.5, 64", stored.SmallestCPU, stored.SmallestMemoryMib)
+		}
 
 		// Three bare services ask for 3 × 2 CPUs, over the queue's 5.
 		spec.Services[1], spec.Services[2] = jobspec.Service{Name: "b", Command: []string{"x"}}, jobspec.Service{Name: "c", Command: []string{"x"}}

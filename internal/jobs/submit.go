@@ -391,6 +391,7 @@ func insert(ctx context.Context, client *ent.Client, v *viewer.Viewer, c *checke
 	// through the viewer's rules in this transaction; the owner is the
 	// viewer.
 	wctx := rule.ReadInScope(ctx, c.queue.ID, v.UserID, project)
+	cpu, mem := c.spec.SmallestRequest()
 	create := client.Job.Create().
 		SetName(c.spec.Name).
 		SetSpec(c.spec).
@@ -404,7 +405,9 @@ func insert(ctx context.Context, client *ent.Client, v *viewer.Viewer, c *checke
 		SetGpus(c.spec.TotalGPUs()).
 		SetEstimatePerMinute(c.estimate.PerMinute).
 		SetEstimateStartFee(c.estimate.StartFee).
-		SetStatusReason(jobstate.ReasonWaiting)
+		SetSmallestCPU(cpu).
+		SetSmallestMemoryMib(mem).
+		SetStatusReason(jobstate.ReasonSubmitted(c.queue.Name, c.queue.Backlogged))
 	if project != "" {
 		create.SetProjectID(project)
 	}

@@ -91,6 +91,20 @@ type Mount struct {
 	ReadOnly bool   `json:"readOnly,omitempty"`
 }
 
+// SmallestRequest is the least CPU and the least memory any one service
+// asks for (each its own least: the job needs at least both on a node).
+func (j Job) SmallestRequest() (cpu float64, memoryMiB int64) {
+	for i, s := range j.Services {
+		if i == 0 || s.CPU < cpu {
+			cpu = s.CPU
+		}
+		if i == 0 || s.MemoryMiB < memoryMiB {
+			memoryMiB = s.MemoryMiB
+		}
+	}
+	return cpu, memoryMiB
+}
+
 // TotalGPUs is the number of GPUs all services ask for.
 func (j Job) TotalGPUs() int {
 	n := 0

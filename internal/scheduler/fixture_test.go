@@ -17,6 +17,7 @@ import (
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/fixture"
 	"github.com/levers9/levers9/internal/inventory"
+	"github.com/levers9/levers9/internal/jobs/jobstate"
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/scheduler"
 )
@@ -119,13 +120,31 @@ func (f *world) addJobs(t testing.TB, specs []jobSpec) []string {
 // to ids when it is not nil.
 func (f *world) insertJobs(tx *database.Tx, specs []jobSpec, ids *[]string) error {
 	const batch = 500
+	// A job's first reason, as submission gives it (jobstate.ReasonSubmitted).
+	reasons := map[string]string{}
+	for _, s := range specs {
+		if _, ok := reasons[s.queue]; ok {
+			continue
+		}
+		q, err := tx.Ent.Queue.Get(f.sys, s.queue)
+		if err != nil {
+			return err
+		}
+		reasons[s.queue] = jobstate.ReasonSubmitted(q.Name, q.Backlogged)
+	}
 	for start := 0; start < len(specs); start += batch {
 		part := specs[start:min(start+batch, len(specs))]
 		jb := make([]*ent.JobCreate, len(part))
 		for i, s := range part {
+			requests := make([]jobspec.Service, len(s.services))
+			for k, r := range s.services {
+				requests[k] = jobspec.Service{CPU: r.cpu, MemoryMiB: r.mem}
+			}
+			cpu, mem := jobspec.Job{Services: requests}.SmallestRequest() // as submission sets them
 			jb[i] = tx.Ent.Job.Create().SetTenantID(f.ten).SetEnvironmentID(f.env).
 				SetSpec(jobspec.Job{Mounts: s.mounts}).SetQueueID(s.queue).SetOwnerID(f.user).
-				SetPriority(s.priority).SetCreatedAt(s.created).SetStatusReason("waiting to be scheduled")
+				SetPriority(s.priority).SetCreatedAt(s.created).SetStatusReason(reasons[s.queue]).
+				SetSmallestCPU(cpu).SetSmallestMemoryMib(mem)
 		}
 		jobs, err := tx.Ent.Job.CreateBulk(jb...).Save(f.sys)
 		if err != nil {

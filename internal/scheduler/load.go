@@ -44,6 +44,9 @@ type state struct {
 	// traceparents into traceParent (job ID → traceparent, when set).
 	traced      bool
 	traceParent map[string]string
+	// backlogged: the pass stopped early, jobs left unread waiting for
+	// capacity (see queue.backlogged).
+	backlogged bool
 }
 
 // newState is an empty state, to be filled by loadNodes and loadJobs.

@@ -9,7 +9,6 @@ import (
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/job"
-	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/jobs/jobstate"
 	"github.com/levers9/levers9/internal/scheduling"
 )
@@ -71,13 +70,21 @@ func (st *state) schedule(ctx context.Context, c *ent.Client, tx *sql.Tx, dialec
 			}
 		}
 		if !st.room(*smallest) {
-			err := c.Job.Update().
-				Where(job.QueueID(q.ID), job.StatusIn(jobstate.From(jobstate.Waiting)...), job.StatusReason(jobstate.ReasonWaiting), after.past()).
-				SetStatusReason(fmt.Sprintf("waiting for free capacity in queue %s", q.Name)).
-				Exec(ctx)
-			if err != nil {
-				return nil, nil, fmt.Errorf("noting waiting jobs: %w", err)
+			// The note goes over every waiting job past the page: only when
+			// the queue becomes backlogged. While it stays so, jobs
+			// submitted to it take the note themselves (ReasonSubmitted).
+			// A submission that read the queue just before this pass set
+			// the mark keeps ReasonWaiting until a page reads it.
+			if !q.Backlogged {
+				err := c.Job.Update().
+					Where(job.QueueID(q.ID), job.StatusIn(jobstate.From(jobstate.Waiting)...), job.StatusReason(jobstate.ReasonWaiting), after.past()).
+					SetStatusReason(jobstate.ReasonBacklogged(q.Name)).
+					Exec(ctx)
+				if err != nil {
+					return nil, nil, fmt.Errorf("noting waiting jobs: %w", err)
+				}
 			}
+			st.backlogged = true
 			return placed, waiting, nil
 		}
 	}
@@ -89,17 +96,26 @@ type request struct {
 	MemoryMiB int64
 }
 
-// smallestRequest is the smallest CPU and the smallest memory any unplaced
-// service of the queue's pending jobs asks for: every waiting job needs at
-// least both. Jobs drive the join (unplacedSQL says why it holds there).
+// smallestRequest is the least CPU and the least memory any service of the
+// queue's pending jobs asks for: every waiting job needs at least both.
+// Each is the first entry of a partial index of pending jobs (their
+// smallest_* columns, set at submission), so it costs the same however
+// many wait. Jobs placed and not yet started count too: their requests
+// can only lower the figure, and a lower one only reads on.
 func smallestRequest(ctx context.Context, tx *sql.Tx, queueID string) (*request, error) {
-	q := fmt.Sprintf(`SELECT min(s.%[1]s), min(s.%[2]s) FROM %[3]s j JOIN %[4]s s ON s.%[5]s = j.id
-		WHERE j.%[6]s = $1 AND j.%[7]s = $2 AND %[8]s`,
-		service.FieldCPU, service.FieldMemoryMib, job.Table, service.Table, service.FieldJobID,
-		job.FieldQueueID, job.FieldStatus, unplacedSQL("s."+service.FieldNodeID))
+	// Written as the indexes' own conditions and order, the status
+	// spelled out, not bound: the planners use a partial index only where
+	// the query's condition implies the index's, and the order leaves
+	// PostgreSQL's no way but the index's first entry, whatever its
+	// statistics say.
+	least := func(column string) string {
+		return fmt.Sprintf(`(SELECT %[1]s FROM %[2]s WHERE %[3]s = $1 AND %[4]s = '%[5]s' AND %[1]s >= 0 ORDER BY %[1]s LIMIT 1)`,
+			column, job.Table, job.FieldQueueID, job.FieldStatus, job.StatusPending)
+	}
+	q := "SELECT " + least(job.FieldSmallestCPU) + ", " + least(job.FieldSmallestMemoryMib)
 	var cpu sql.NullFloat64
 	var mem sql.NullInt64
-	if err := tx.QueryRowContext(ctx, q, queueID, string(job.StatusPending)).Scan(&cpu, &mem); err != nil {
+	if err := tx.QueryRowContext(ctx, q, queueID).Scan(&cpu, &mem); err != nil {
 		return nil, fmt.Errorf("finding the smallest waiting request: %w", err)
 	}
 	return &request{CPU: cpu.Float64, MemoryMiB: mem.Int64}, nil

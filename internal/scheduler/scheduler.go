@@ -83,6 +83,14 @@ func (s *Service) ScheduleQueue(ctx context.Context, queueID string) (placed int
 		if err := st.write(sys, tx.SQL, s.DB.Dialect, q.Name, res, waiting, s.now()); err != nil {
 			return err
 		}
+		if st.backlogged != q.Backlogged {
+			// Written only when it changes: a pass over a backlog writes no
+			// queue row.
+			mark := fmt.Sprintf("UPDATE %s SET %s = $1 WHERE %s = $2", queue.Table, queue.FieldBacklogged, queue.FieldID)
+			if _, err := tx.SQL.ExecContext(sys, mark, st.backlogged, q.ID); err != nil {
+				return fmt.Errorf("marking queue %s backlogged=%t: %w", q.Name, st.backlogged, err)
+			}
+		}
 		st.timing.add(&st.timing.written)
 		took = st.timing
 		placed, touched = len(res), touchedNodes(res)

@@ -16,6 +16,22 @@ import (
 // submission sets it, the scheduler replaces it with why the job waits.
 const ReasonWaiting = "waiting to be scheduled"
 
+// ReasonBacklogged is the reason of a job waiting in a queue whose last
+// scheduling pass found no node with room for the smallest request there:
+// the pass notes it on the jobs it did not read, submission on new ones.
+func ReasonBacklogged(queueName string) string {
+	return "waiting for free capacity in queue " + queueName
+}
+
+// ReasonSubmitted is a new job's reason in a queue: ReasonBacklogged while
+// the queue is backlogged, else ReasonWaiting.
+func ReasonSubmitted(queueName string, backlogged bool) string {
+	if backlogged {
+		return ReasonBacklogged(queueName)
+	}
+	return ReasonWaiting
+}
+
 // Event is something that happens to a job or one of its services.
 type Event string
 
