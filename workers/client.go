@@ -51,6 +51,15 @@ type Clients struct {
 	Runner   Runner
 
 	passes pendingPasses // see InsertScheduleQueue
+	// clock is the time backup windows are read from; nil: time.Now.
+	clock func() time.Time
+}
+
+func (rc *Clients) now() time.Time {
+	if rc.clock == nil {
+		return time.Now()
+	}
+	return rc.clock()
 }
 
 // NewClients returns the River clients for db working the workers of d.

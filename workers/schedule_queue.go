@@ -20,9 +20,9 @@ const QueueScheduling = "scheduling"
 // per queue, not per job, so a burst of submissions coalesces into one.
 type ScheduleQueueArgs struct {
 	QueueID string `json:"queue_id"`
-	// Again marks the pass queued behind a running one (see
-	// InsertScheduleQueue); a separate unique key lets both exist.
-	Again bool `json:"again,omitempty"`
+	// Window is the backup window of the changes the pass backs up (see
+	// backupWindow): one pass per queue and window.
+	Window int64 `json:"window,omitempty"`
 }
 
 // Kind of the ScheduleQueueArgs.
@@ -71,37 +71,29 @@ func (w *ScheduleQueueWorker) NextRetry(rj *river.Job[ScheduleQueueArgs]) time.T
 	return time.Now().Add(time.Duration(rj.Attempt) * time.Second)
 }
 
-// BackupDelay is how far out the durable pass of a change is scheduled.
-// The committing replica signals the in-process scheduler right after
-// commit (scheduler.Run), which places at once; the River pass is only the
-// backstop for a replica that dies between commit and signal, so it waits
-// long enough that under load one backup pass per queue covers every
-// change of those seconds instead of one more pass per change.
+// BackupDelay is how long a backup window lasts and how long after it its
+// pass starts (see backupWindow). The committing replica signals the
+// in-process scheduler right after commit (scheduler.Run), which places at
+// once; the River pass is only the backstop for a replica that dies
+// between commit and signal, so it waits long enough that under load one
+// backup pass per queue covers every change of those seconds instead of
+// one more pass per change.
 const BackupDelay = 3 * time.Second
 
-// InsertScheduleQueue enqueues the backup pass over queueID in tx,
-// BackupDelay out, unless a pass known to be committed will start after tx
-// commits anyway (see pendingPasses). When the pass of that queue is
-// already running it may have read the queue before tx commits, so a
-// second pass is queued behind it. (Should that one run already too, the
-// change waits for the periodic pass, SchedulePendingArgs.)
+// InsertScheduleQueue enqueues, in tx, the backup pass over queueID of
+// the current window, unless it is known to be waiting already (see
+// pendingPasses).
 func InsertScheduleQueue(ctx context.Context, rc *Clients, tx *sql.Tx, queueID string) error {
-	now := time.Now()
-	if rc.passes.covers(queueID, now) {
+	w := backupWindow(rc.now())
+	if rc.passes.covers(queueID, w) {
 		return nil
 	}
-	opts := &river.InsertOpts{ScheduledAt: now.Add(BackupDelay)}
-	res, err := rc.Inserter.InsertTx(ctx, tx, ScheduleQueueArgs{QueueID: queueID}, opts)
+	opts := &river.InsertOpts{ScheduledAt: backupAt(w)}
+	res, err := rc.Inserter.InsertTx(ctx, tx, ScheduleQueueArgs{QueueID: queueID, Window: w}, opts)
 	if err != nil {
 		return fmt.Errorf("enqueueing scheduling of queue %s: %w", queueID, err)
 	}
-	rc.passes.saw(queueID, res, now)
-	if !res.UniqueSkippedAsDuplicate || res.Job.State != rivertype.JobStateRunning {
-		return nil // a waiting pass starts after tx commits: River holds its row until then
-	}
-	if _, err := rc.Inserter.InsertTx(ctx, tx, ScheduleQueueArgs{QueueID: queueID, Again: true}, opts); err != nil {
-		return fmt.Errorf("enqueueing scheduling of queue %s: %w", queueID, err)
-	}
+	rc.passes.saw(queueID, w, res)
 	return nil
 }
 

@@ -76,30 +76,37 @@ func (w *world) startRunner(t *testing.T) {
 	})
 }
 
-func (w *world) passes(t *testing.T) (all, again int) {
+func (w *world) passes(t *testing.T) int {
 	t.Helper()
+	var all int
 	err := w.db.SQL.QueryRow("SELECT count(*) FROM river_job WHERE kind = 'schedule_queue'").Scan(&all)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = w.db.SQL.QueryRow("SELECT count(*) FROM river_job WHERE kind = 'schedule_queue' AND " + argsText(w.db) + " LIKE '%again%'").Scan(&again)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return all, again
+	return all
 }
 
-// Submissions coalesce into one pass per queue; one arriving while that
-// pass runs queues exactly one more behind it.
+// Submissions coalesce into one pass per queue and backup window, which
+// starts BackupDelay after the window; a window's changes after the
+// second write none.
 func TestScheduleQueueCoalesces(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
 		w := newWorld(t, url)
+		now := time.Now().Truncate(time.Second)
+		workers.SetClock(w.rc, func() time.Time { return now })
 		for range 5 {
 			w.submit(t, 1)
 		}
-		if all, again := w.passes(t); all != 1 || again != 0 {
-			t.Fatalf("after 5 submissions: %d passes (%d again), want 1", all, again)
+		if all := w.passes(t); all != 1 {
+			t.Fatalf("after 5 submissions: %d passes, want 1", all)
+		}
+		var at time.Time
+		if err := w.db.SQL.QueryRow("SELECT scheduled_at FROM river_job WHERE kind = 'schedule_queue'").Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		if want := workers.BackupAt(now); !at.Equal(want) {
+			t.Fatalf("the pass starts at %s, want %s", at, want)
 		}
 		// Later submissions rely on that waiting pass and write nothing:
 		// with its row gone, none comes back.
@@ -107,32 +114,29 @@ func TestScheduleQueueCoalesces(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.submit(t, 1)
-		if all, _ := w.passes(t); all != 0 {
+		if all := w.passes(t); all != 0 {
 			t.Fatalf("a submission while a pass waits: %d passes written, want 0", all)
 		}
-		// Not relied on any more (as near its time): written again.
+		// Not known: written again, once.
 		workers.ForgetPasses(w.rc)
 		w.submit(t, 1)
 		w.submit(t, 1)
-		if all, again := w.passes(t); all != 1 || again != 0 {
-			t.Fatalf("after the pass is forgotten: %d passes (%d again), want 1", all, again)
+		if all := w.passes(t); all != 1 {
+			t.Fatalf("after the pass is forgotten: %d passes, want 1", all)
 		}
-		// The pass starts (its time has come: nothing relies on it any more).
-		workers.ForgetPasses(w.rc)
-		if _, err := w.db.SQL.Exec("UPDATE river_job SET state = 'running', attempt = 1, attempted_at = CURRENT_TIMESTAMP"); err != nil {
-			t.Fatal(err)
-		}
+		// The next window has a pass of its own.
+		now = now.Add(workers.BackupDelay)
 		for range 3 {
 			w.submit(t, 1)
 		}
-		if all, again := w.passes(t); all != 2 || again != 1 {
-			t.Fatalf("submissions during a pass: %d passes (%d again), want 2 (1 again)", all, again)
+		if all := w.passes(t); all != 2 {
+			t.Fatalf("submissions of the next window: %d passes, want 2", all)
 		}
 		// The helpers for nodes coming online go through the same path.
 		if err := workers.ScheduleQueues(context.Background(), w.rc, w.db.SQL, []string{w.queue}); err != nil {
 			t.Fatal(err)
 		}
-		if all, _ := w.passes(t); all != 2 {
+		if all := w.passes(t); all != 2 {
 			t.Fatalf("%d passes, want still 2", all)
 		}
 		// InsertScheduleJob of an unknown job fails clearly.
