@@ -73,8 +73,10 @@ func (st *state) schedule(ctx context.Context, c *ent.Client, tx *sql.Tx, dialec
 			// The note goes over every waiting job past the page: only when
 			// the queue becomes backlogged. While it stays so, jobs
 			// submitted to it take the note themselves (ReasonSubmitted).
-			// A submission that read the queue just before this pass set
-			// the mark keeps ReasonWaiting until a page reads it.
+			// On PostgreSQL a submission that read the queue before this
+			// pass set the mark and commits after its note keeps
+			// ReasonWaiting until a page reads it (SQLite's writers take
+			// turns, reads included: none there).
 			if !q.Backlogged {
 				err := c.Job.Update().
 					Where(job.QueueID(q.ID), job.StatusIn(jobstate.From(jobstate.Waiting)...), job.StatusReason(jobstate.ReasonWaiting), after.past()).
