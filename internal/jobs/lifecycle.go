@@ -27,7 +27,7 @@ var errRefused = errors.New("transition refused: the job changed meanwhile")
 func (s *Service) MarkRunning(ctx context.Context, id string, at time.Time) error {
 	defer s.signal(ctx, id)
 	return s.DB.InTx(ctx, func(tx *database.Tx) error {
-		_, err := running(ctx, tx.Ent, id, at)
+		_, err := running(ctx, tx.Ent, id, at, false)
 		return err
 	})
 }
@@ -35,8 +35,9 @@ func (s *Service) MarkRunning(ctx context.Context, id string, at time.Time) erro
 // running applies JobRunning to job id through c, inside the caller's
 // transaction, and returns the job with its services; nil when the job
 // refused it (not pending any more: cancelled meanwhile, or started
-// already).
-func running(ctx context.Context, c *ent.Client, id string, at time.Time) (*ent.Job, error) {
+// already). allStarted: the caller saw every service of the job started
+// (each recorded running with its time), so none is left to move.
+func running(ctx context.Context, c *ent.Client, id string, at time.Time, allStarted bool) (*ent.Job, error) {
 	sys := viewer.SystemContext(ctx)
 	to, _ := jobstate.To(jobstate.JobRunning)
 	n, err := c.Job.Update().
@@ -49,12 +50,14 @@ func running(ctx context.Context, c *ent.Client, id string, at time.Time) (*ent.
 	if n == 0 {
 		return nil, nil
 	}
-	svcTo, _ := jobstate.ServiceTo(jobstate.JobRunning)
-	err = c.Service.Update().
-		Where(service.JobID(id), service.StatusIn(jobstate.ServiceFrom(jobstate.JobRunning)...)).
-		SetStatus(svcTo).SetStartedAt(at).Exec(sys)
-	if err != nil {
-		return nil, fmt.Errorf("marking services of job %s running: %w", id, err)
+	if !allStarted {
+		svcTo, _ := jobstate.ServiceTo(jobstate.JobRunning)
+		err = c.Service.Update().
+			Where(service.JobID(id), service.StatusIn(jobstate.ServiceFrom(jobstate.JobRunning)...)).
+			SetStatus(svcTo).SetStartedAt(at).Exec(sys)
+		if err != nil {
+			return nil, fmt.Errorf("marking services of job %s running: %w", id, err)
+		}
 	}
 	// With its services: the meter prices them, and they name the nodes
 	// the change is signalled to.

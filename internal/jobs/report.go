@@ -103,7 +103,10 @@ func (s *Service) serviceRunning(ctx context.Context, tx *database.Tx, r Service
 	if waiting > 0 {
 		return nil, nil
 	}
-	j, err := running(ctx, tx.Ent, r.JobID, at)
+	// Every service has its start recorded, and a service is recorded
+	// started only as it leaves PENDING: none is left for the job's
+	// running to move.
+	j, err := running(ctx, tx.Ent, r.JobID, at, true)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +234,7 @@ func (s *Service) settle(ctx context.Context, tx *database.Tx, r ServiceRef, e j
 	} else if j.Status == job.StatusPending {
 		// Every service ran and exited before the last one's RUNNING was
 		// counted: record the run so the job is billed and timed.
-		if _, err := running(ctx, tx.Ent, j.ID, at); err != nil {
+		if _, err := running(ctx, tx.Ent, j.ID, at, false); err != nil {
 			return false, nil, err
 		}
 	}

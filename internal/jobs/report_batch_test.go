@@ -303,3 +303,46 @@ func TestServiceEndReadsLittle(t *testing.T) {
 		t.Errorf("the end's events: %+v", evs)
 	}
 }
+
+// The running report that starts a job moves no other service: every one
+// has its start recorded already. A new statement here costs every job.
+func TestJobStartReadsLittle(t *testing.T) {
+	m := newMachine(t, dbtest.SQLiteURL(t))
+	id := m.placedServices(t, "a", "b")
+	ctx := context.Background()
+	ref := func(name string) jobs.ServiceRef {
+		return jobs.ServiceRef{JobID: id, Service: name, NodeID: m.node, Attempt: 1}
+	}
+	if _, err := m.js.ApplyReports(ctx, []jobs.Report{{Ref: ref("a"), Kind: jobs.ReportRunning, At: m.start}}); err != nil {
+		t.Fatal(err)
+	}
+	since, err := m.tn.DB.Mark(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := testutil.ToFloat64(metrics.DatabaseStatements)
+	if _, err := m.js.ApplyReports(ctx, []jobs.Report{{Ref: ref("b"), Kind: jobs.ReportRunning, At: m.start.Add(time.Second)}}); err != nil {
+		t.Fatal(err)
+	}
+	n := testutil.ToFloat64(metrics.DatabaseStatements) - before
+	stmts, err := since(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The service's update and the count of those not started; the job's
+	// update, the job and its services read, its event; the meter's read
+	// of the queue's prices and the job's rates; the start fee: the
+	// payer's running jobs, balance and budget policy, and the charge.
+	if n > 12 {
+		t.Errorf("the start of a job took %v statements, want at most 12:\n%s", n, strings.Join(stmts, "\n"))
+	}
+	j := m.tn.DB.Ent.Job.GetX(fixture.Sys(), id)
+	if j.Status != job.StatusRunning || j.StartedAt == nil {
+		t.Fatalf("job %s, started %v", j.Status, j.StartedAt)
+	}
+	for _, s := range m.tn.DB.Ent.Service.Query().Where(service.JobID(id)).AllX(fixture.Sys()) {
+		if s.Status != service.StatusRunning || s.StartedAt == nil {
+			t.Errorf("service %s: %s, started %v", s.Name, s.Status, s.StartedAt)
+		}
+	}
+}
