@@ -33,8 +33,9 @@ type Task struct {
 // MarshalBinary encodes t as a warm supervisor reads it: NUL-terminated
 // strings, which no argument, path or variable can hold (the kernel's exec
 // takes C strings): the directory, the number of arguments, the
-// arguments, then the environment to the end. Not JSON: decoding JSON was
-// a tenth of the CPU a supervisor spent to start its service.
+// arguments, then the environment to the end. Not JSON: perf profiles of
+// BenchmarkTrivialJobs showed the supervisor's JSON decoding as a share
+// of its start worth removing (a profile's share, not a benchmark figure).
 func (t Task) MarshalBinary() ([]byte, error) {
 	var b bytes.Buffer
 	put := func(s string) bool {
