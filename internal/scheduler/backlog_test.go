@@ -10,6 +10,7 @@ import (
 
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/jobs/jobstate"
+	"github.com/levers9/levers9/internal/scheduler"
 )
 
 // A pass that stops early (no node has room for the smallest request
@@ -107,4 +108,51 @@ func TestBackloggedQueue(t *testing.T) {
 			t.Fatal("a pass that read every job left its queue backlogged")
 		}
 	})
+}
+
+// On PostgreSQL, with the statistics of jobs just submitted (as in a
+// burst), the smallest request is the first entry of each partial index
+// (a limit over an index scan, never an aggregate over every waiting
+// job), and the scheduler's page is read off the queue's index in its
+// order, never off the partial indexes (whose second condition keeps it
+// away: without it the planner took one and sorted every waiting job).
+func TestSmallestRequestPlans(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, dbtest.PostgresURL(t))
+	specs := make([]jobSpec, 500)
+	for k := range specs {
+		specs[k] = jobSpec{queue: f.queue, created: t0.Add(time.Duration(k) * time.Second), services: []svc{{cpu: 8, mem: 32 * gib}}}
+	}
+	f.addJobs(t, specs)
+	explain := func(query string, args ...any) string {
+		t.Helper()
+		rows, err := f.db.SQL.Query("EXPLAIN "+query, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		return strings.Join(plan, "\n")
+	}
+	// The values written in, as the pass's custom plans know them.
+	plan := explain(strings.ReplaceAll(scheduler.SmallestRequestSQL, "$1", "'"+f.queue+"'"))
+	for _, index := range []string{"job_queue_id_smallest_cpu", "job_queue_id_smallest_memory_mib"} {
+		if !strings.Contains(plan, "Index Only Scan using "+index) {
+			t.Errorf("the smallest request is not read off %s:\n%s", index, plan)
+		}
+	}
+	if strings.Contains(plan, "Aggregate") || strings.Count(plan, "Limit") != 2 {
+		t.Errorf("the smallest request reads more than each index's first entry:\n%s", plan)
+	}
+	page := explain(`SELECT id FROM jobs WHERE queue_id = '` + f.queue + `' AND status = 'PENDING' ORDER BY priority DESC, created_at, id LIMIT 64`)
+	if strings.Contains(page, "smallest") || strings.Contains(page, "Sort") {
+		t.Errorf("the page is not read off the queue's index in its order:\n%s", page)
+	}
 }

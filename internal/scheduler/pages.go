@@ -105,23 +105,26 @@ type request struct {
 // many wait. Jobs placed and not yet started count too: their requests
 // can only lower the figure, and a lower one only reads on.
 func smallestRequest(ctx context.Context, tx *sql.Tx, queueID string) (*request, error) {
-	// Written as the indexes' own conditions and order, the status
-	// spelled out, not bound: the planners use a partial index only where
-	// the query's condition implies the index's, and the order leaves
-	// PostgreSQL's no way but the index's first entry, whatever its
-	// statistics say.
-	least := func(column string) string {
-		return fmt.Sprintf(`(SELECT %[1]s FROM %[2]s WHERE %[3]s = $1 AND %[4]s = '%[5]s' AND %[1]s >= 0 ORDER BY %[1]s LIMIT 1)`,
-			column, job.Table, job.FieldQueueID, job.FieldStatus, job.StatusPending)
-	}
-	q := "SELECT " + least(job.FieldSmallestCPU) + ", " + least(job.FieldSmallestMemoryMib)
 	var cpu sql.NullFloat64
 	var mem sql.NullInt64
-	if err := tx.QueryRowContext(ctx, q, queueID).Scan(&cpu, &mem); err != nil {
+	if err := tx.QueryRowContext(ctx, smallestRequestSQL, queueID).Scan(&cpu, &mem); err != nil {
 		return nil, fmt.Errorf("finding the smallest waiting request: %w", err)
 	}
 	return &request{CPU: cpu.Float64, MemoryMiB: mem.Int64}, nil
 }
+
+// smallestRequestSQL is written as the indexes' own conditions and order,
+// the status spelled out, not bound: the planners use a partial index only
+// where the query's condition implies the index's, and the order leaves
+// PostgreSQL's no way but the index's first entry, whatever its
+// statistics say (TestSmallestRequestPlans).
+var smallestRequestSQL = func() string {
+	least := func(column string) string {
+		return fmt.Sprintf(`(SELECT %[1]s FROM %[2]s WHERE %[3]s = $1 AND %[4]s = '%[5]s' AND %[1]s >= 0 ORDER BY %[1]s LIMIT 1)`,
+			column, job.Table, job.FieldQueueID, job.FieldStatus, job.StatusPending)
+	}
+	return "SELECT " + least(job.FieldSmallestCPU) + ", " + least(job.FieldSmallestMemoryMib)
+}()
 
 // smallestLoaded is the smallest CPU and the smallest memory a service of
 // st.jobs asks for: each is one of the requests smallestRequest takes the
