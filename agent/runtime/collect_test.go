@@ -53,7 +53,7 @@ func newProcess(t *testing.T) *Process {
 // itself as the supervisor) configured by cfg.
 func newProcessWith(t *testing.T, cfg ProcessConfig) *Process {
 	t.Helper()
-	cfg.Supervisor = supervisor(t)
+	cfg.Supervisor = supervisorArgv(t)
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger(t)
 	}
@@ -65,7 +65,7 @@ func newProcessWith(t *testing.T, cfg ProcessConfig) *Process {
 	return p
 }
 
-func supervisor(t *testing.T) []string {
+func supervisorArgv(t *testing.T) []string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -115,62 +114,44 @@ func (e *execProc) start(req ExecRequest) error {
 // (user, cgroups, mounts): the command is where the service's is.
 func (e *execProc) startSupervised(req ExecRequest, inR, slave *os.File) error {
 	s := e.svc
-	w, err := s.rt.startWarm(inR, slave)
-	if err != nil {
-		return err
-	}
 	args := slices.Clone(s.supArgs)
 	if req.TTY {
 		args = append(args, "-tty")
 	}
 	args = append(append(args, "--"), req.Command...)
-	if err := w.assign(supervise.Task{Args: args, Dir: s.dir, Env: s.env}); err != nil {
+	sd, err := s.rt.supervise(supervise.Task{Args: args, Dir: s.dir, Env: s.env}, inR, slave)
+	if err != nil {
 		return err
 	}
-	status := bufio.NewReader(w.statusR)
-	line, _ := status.ReadString('\n')
-	word, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
+	word, rest := sd.statusLine()
 	pid, _ := strconv.Atoi(rest)
 	if word != "pid" || pid <= 1 {
-		_ = w.cmd.Wait()
-		closeAll(w.outR, w.errR, w.statusR)
+		_, _, _, _ = s.rt.end(sd)
+		closeAll(sd.outR, sd.errR)
 		if word == "error" && rest != "" {
 			return errors.New(rest)
 		}
-		return fmt.Errorf("the supervisor did not start the command (%q)", strings.TrimSpace(line))
+		return fmt.Errorf("the supervisor did not start the command (%s %q)", word, rest)
 	}
-	e.cmd = w.cmd
+	e.cmd = sd.sv.cmd
 	if req.TTY {
 		// Only the supervisor's own words come here: the agent's log.
-		for _, f := range []*os.File{w.outR, w.errR} {
+		for _, f := range []*os.File{sd.outR, sd.errR} {
 			go func() {
 				defer f.Close()
 				ReadLines(f, MaxLineBytes, func(l string) { s.job.log.Warn("exec supervisor", "service", s.spec.Name, "line", l) })
 			}()
 		}
 	} else {
-		e.out = &outputPipe{f: w.outR, idle: s.drain}
-		e.errs = &outputPipe{f: w.errR, idle: s.drain}
+		e.out = &outputPipe{f: sd.outR, idle: s.drain}
+		e.errs = &outputPipe{f: sd.errR, idle: s.drain}
 	}
 	e.mu.Lock()
 	e.pgid = pid
 	e.mu.Unlock()
 	go func() {
-		waitErr := w.cmd.Wait()
-		line, _ := status.ReadString('\n')
-		closeAll(w.statusR)
-		word, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
-		n, err := strconv.Atoi(rest)
-		switch {
-		case err == nil && word == "exit":
-			e.finish(&n, "")
-		case err == nil && word == "signal":
-			c := 128 + n
-			e.finish(&c, "")
-		default: // the supervisor itself was killed
-			_, code, why := exitState(w.cmd.ProcessState, waitErr)
-			e.finish(code, why)
-		}
+		_, code, why := supervisedExit(s.rt.end(sd))
+		e.finish(code, why)
 	}()
 	return nil
 }

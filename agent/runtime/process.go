@@ -103,10 +103,10 @@ type Process struct {
 	mu   sync.Mutex
 	jobs map[string]bool // running job IDs
 
-	// warm holds a supervisor started ahead (with a Supervisor); warmMu
-	// makes refilling one step; shut is set by Close.
-	warm   chan *warm
-	warmMu sync.Mutex
+	// idle holds the supervisors waiting for a task (with a Supervisor);
+	// idleMu makes refilling one step and guards shut, set by Close.
+	idle   chan *supervisor
+	idleMu sync.Mutex
 	shut   bool
 
 	// venvMu guards venvs: the builds of virtual environments under way,
@@ -192,8 +192,8 @@ func NewProcess(cfg ProcessConfig) (*Process, error) {
 	}
 	p.log.Info("process runtime ready", "root", root, "user", who, "supervised", len(cfg.Supervisor) > 0)
 	if len(cfg.Supervisor) > 0 {
-		p.warm = make(chan *warm, 1)
-		go p.refillWarm()
+		p.idle = make(chan *supervisor, idleSupervisors)
+		go p.refill()
 	}
 	return p, nil
 }
@@ -237,14 +237,17 @@ func (p *Process) Start(ctx context.Context, spec JobSpec) (Job, error) {
 // left in them, so that an agent leaves no trace of jobs that ended. Jobs
 // still running keep them.
 func (p *Process) Close() error {
-	p.warmMu.Lock()
+	p.idleMu.Lock()
 	p.shut = true
-	select {
-	case w := <-p.warm:
-		w.discard()
-	default:
+	for stopped := false; !stopped; {
+		select {
+		case sv := <-p.idle:
+			_ = sv.stop()
+		default:
+			stopped = true
+		}
 	}
-	p.warmMu.Unlock()
+	p.idleMu.Unlock()
 	if p.uids != nil {
 		p.uids.close() // what jobs gave back is cleaned before the agent goes
 	}

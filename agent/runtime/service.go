@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -43,9 +41,9 @@ type service struct {
 	cgroupGone atomic.Bool
 
 	mu         sync.Mutex
-	cmd        *exec.Cmd // the supervisor, or the command itself
-	pgid       int       // the command's process group
-	status     *bufio.Reader
+	cmd        *exec.Cmd   // the supervisor, or the command itself
+	sup        *supervised // the service's task, with a supervisor
+	pgid       int         // the command's process group
 	cgroup     *serviceCgroup
 	stopReason string
 	running    bool // the command started (RUNNING was reported)
@@ -85,32 +83,21 @@ func (s *service) start() {
 		s.job.finish(s, Failed, nil, err.Error(), false)
 		return
 	}
-	var outR, errR, statusR *os.File
+	var outR, errR *os.File
 	var reason string
 	if task != nil {
-		// A supervisor, the one loaded ahead when there is one: it is
-		// started with no environment of the job's (LD_PRELOAD must not
-		// reach a program that runs as root) and gets its task on a pipe.
-		var w *warm
-		if s.tty == nil {
-			// A terminal is handed over at the start: none waits with one.
-			w = s.rt.takeWarm()
-		}
-		if w == nil {
-			if w, err = s.rt.startWarm(nil, s.tty.slaveFile()); err != nil {
-				s.cleanup()
-				s.job.finish(s, Failed, nil, err.Error(), false)
-				return
-			}
-		}
-		cmd, statusR, outR, errR = w.cmd, w.statusR, w.outR, w.errR
+		// A supervisor, one waiting when there is one: it started with no
+		// environment of the job's (LD_PRELOAD must not reach a program
+		// that runs as root) and gets its task on its control socket.
 		s.mu.Lock()
 		if reason = s.stopReason; reason == "" {
-			if err = w.assign(*task); err == nil {
-				s.cmd, s.pgid = cmd, cmd.Process.Pid
+			var sd *supervised
+			if sd, err = s.rt.supervise(*task, nil, s.tty.slaveFile()); err == nil {
+				s.sup, cmd = sd, sd.sv.cmd
+				outR, errR = sd.outR, sd.errR
+				// Signals wait for the command's own group, below.
+				s.cmd, s.pgid = cmd, 0
 			}
-		} else {
-			w.discard()
 		}
 		s.mu.Unlock()
 	} else if s.tty != nil {
@@ -150,12 +137,12 @@ func (s *service) start() {
 	}
 	switch {
 	case reason != "":
-		closeAll(outR, errR, statusR)
+		closeAll(outR, errR)
 		s.cleanup()
 		s.job.finish(s, Failed, nil, "stopped: "+reason, true)
 		return
 	case err != nil:
-		closeAll(outR, errR, statusR)
+		closeAll(outR, errR)
 		s.cleanup()
 		s.job.log.Warn("service did not start", "service", s.spec.Name, "err", err)
 		s.job.finish(s, Failed, nil, err.Error(), false)
@@ -190,10 +177,9 @@ func (s *service) start() {
 		read(s.tty.master, Stdout, s.tty.publish)
 	}
 	pid := cmd.Process.Pid
-	if statusR != nil {
+	if s.sup != nil {
 		// The supervisor says whether the command started, and its pid.
-		s.status = bufio.NewReader(statusR)
-		word, rest := s.statusLine()
+		word, rest := s.sup.statusLine()
 		switch word {
 		case "pid":
 			pid, _ = strconv.Atoi(rest)
@@ -202,7 +188,7 @@ func (s *service) start() {
 				s.mu.Lock()
 				s.pgid = 0
 				s.mu.Unlock()
-				s.wait(&readers, outR, errR, statusR, fmt.Sprintf("the supervisor reported pid %q", rest))
+				s.wait(&readers, outR, errR, fmt.Sprintf("the supervisor reported pid %q", rest))
 				return
 			}
 			s.mu.Lock()
@@ -220,7 +206,7 @@ func (s *service) start() {
 			s.pgid = 0
 			s.mu.Unlock()
 			// At once, so that siblings are stopped before they start.
-			s.wait(&readers, outR, errR, statusR, rest)
+			s.wait(&readers, outR, errR, rest)
 			return
 		}
 	}
@@ -229,7 +215,7 @@ func (s *service) start() {
 	s.running = true
 	s.mu.Unlock()
 	s.job.emitState(StateEvent{Service: s.spec.Name, State: Running, PID: pid, Ports: s.ports})
-	go s.wait(&readers, outR, errR, statusR, "")
+	go s.wait(&readers, outR, errR, "")
 }
 
 // command is, without a supervisor, the command itself to start; with
@@ -285,13 +271,6 @@ func (s *service) command() (*exec.Cmd, *supervise.Task, error) {
 	return nil, &supervise.Task{Args: args, Dir: s.dir, Env: s.env}, nil
 }
 
-// statusLine reads one "WORD REST" line from the supervisor.
-func (s *service) statusLine() (word, rest string) {
-	line, _ := s.status.ReadString('\n')
-	word, rest, _ = strings.Cut(strings.TrimSpace(line), " ")
-	return word, rest
-}
-
 // cleanup removes the service's cgroups once its processes are gone.
 func (s *service) cleanup() {
 	s.tty.release()
@@ -311,8 +290,19 @@ func (s *service) stoppedBeforeStart() string {
 
 // wait waits for the process, clears up its group and output, and reports
 // how it ended. notStarted is why a supervised command did not start.
-func (s *service) wait(readers *sync.WaitGroup, outR, errR, statusR *os.File, notStarted string) {
-	waitErr := s.cmd.Wait()
+func (s *service) wait(readers *sync.WaitGroup, outR, errR *os.File, notStarted string) {
+	var state State
+	var code *int
+	var reason string
+	if s.sup == nil {
+		waitErr := s.cmd.Wait()
+		state, code, reason = exitState(s.cmd.ProcessState, waitErr)
+	} else {
+		// Once the command's processes are all gone (a supervisor sees to
+		// that itself, and the group may be gone, its number free).
+		word, rest, ps, waitErr := s.rt.end(s.sup)
+		state, code, reason = supervisedExit(word, rest, ps, waitErr)
+	}
 	s.mu.Lock()
 	s.exited = true
 	stopReason := s.stopReason
@@ -322,9 +312,8 @@ func (s *service) wait(readers *sync.WaitGroup, outR, errR, statusR *os.File, no
 	s.endExecs()
 
 	// The service is over when its main process is: what it left behind
-	// goes too, which also closes their copies of the pipes. A supervisor
-	// has seen to that itself (and the group may be gone, its number free).
-	if statusR == nil {
+	// goes too, which also closes their copies of the pipes.
+	if s.sup == nil {
 		if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 			s.job.log.Warn("killing leftover processes", "service", s.spec.Name, "err", err)
 		}
@@ -342,13 +331,6 @@ func (s *service) wait(readers *sync.WaitGroup, outR, errR, statusR *os.File, no
 		s.tty.outputEnded()
 	}
 
-	state, code, reason := exitState(s.cmd.ProcessState, waitErr)
-	if statusR != nil {
-		if notStarted == "" {
-			state, code, reason = s.supervisedExit(state, code, reason)
-		}
-		closeAll(statusR)
-	}
 	oom := s.cgroup.oomKilled()
 	s.cleanup()
 	switch {
@@ -365,14 +347,13 @@ func (s *service) wait(readers *sync.WaitGroup, outR, errR, statusR *os.File, no
 	s.job.finish(s, state, code, reason, stopReason != "")
 }
 
-// supervisedExit is how the command ended, as its supervisor reports it;
-// without a report (the supervisor was killed), how the supervisor ended.
-func (s *service) supervisedExit(state State, code *int, reason string) (State, *int, string) {
-	word, rest := s.statusLine()
+// supervisedExit is how a command ended, as its supervisor's last status
+// line says; without one (the supervisor was killed), how the supervisor
+// ended.
+func supervisedExit(word, rest string, ps *os.ProcessState, waitErr error) (State, *int, string) {
 	n, err := strconv.Atoi(rest)
 	switch {
 	case err != nil:
-		return state, code, reason
 	case word == "exit" && n == 0:
 		return Exited, &n, ""
 	case word == "exit":
@@ -381,7 +362,7 @@ func (s *service) supervisedExit(state State, code *int, reason string) (State, 
 		c := 128 + n
 		return Failed, &c, "killed by signal: " + syscall.Signal(n).String()
 	}
-	return state, code, reason
+	return exitState(ps, waitErr)
 }
 
 // exitState turns a finished process into a final state.

@@ -94,7 +94,7 @@ func startAgent(t *testing.T, root string, memoryMiB int64, uids ...string) *age
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		// Whatever a failed test left: a runtime on the root stops it.
-		if p, err := NewProcess(ProcessConfig{Root: root, Supervisor: supervisor(t)}); err == nil {
+		if p, err := NewProcess(ProcessConfig{Root: root, Supervisor: supervisorArgv(t)}); err == nil {
 			_ = p.Close()
 		}
 		for _, pid := range a.pids {
@@ -169,11 +169,17 @@ func TestServicesDieWithTheAgent(t *testing.T) {
 		}
 	}
 	cgroups := detectCgroups(a.root)
+	// Every process the agent started, the supervisor waiting for a task
+	// among them.
+	all := supervise.Descendants(a.cmd.Process.Pid)
 	a.kill(t)
 	for _, pid := range a.pids {
 		gone(t, pid)
 	}
 	gone(t, sup)
+	for _, pid := range all {
+		gone(t, pid)
+	}
 	// The supervisor removed the service's cgroups, as the agent would.
 	for _, h := range cgroups.hier {
 		if _, err := os.Stat(h.base); !os.IsNotExist(err) {

@@ -21,83 +21,132 @@ import (
 // prSetChildSubreaper is PR_SET_CHILD_SUBREAPER (linux/prctl.h).
 const prSetChildSubreaper = 36
 
-// Supervise is the supervisor of one service: the agent starts it
-// (cmd/levers9-supervise, or its own binary with Arg) with
+// Supervise is the supervisor of the process runtime's services: the
+// agent starts it (cmd/levers9-supervise, or its own binary with Arg) with
+// the single argument -warm (WarmArg) and its control socket as fd 3, and
+// sends it tasks there one after another (see SendTask). A task's
+// arguments are
 //
 //	[-uid N -gid N] [-cgroup DIR=HOME]... [-binds JSON] [-tty] -- COMMAND [ARGS...]
 //
-// in the service's working directory and environment, with its stdout and
-// stderr on the log pipes and a status pipe as fd 3. The command inherits
-// its stdin, stdout and stderr; with -tty, it runs instead on the
-// terminal passed as fd 5 (the slave of a pseudo-terminal), in a session
-// of its own with that terminal as its controlling terminal. It makes itself a
-// child subreaper, so every process the command starts stays its
-// descendant, even after setsid or double forks; it joins the service's
-// cgroups only while it starts the command (as the job user, in a process
-// group of its own), then returns to HOME. It writes "pid N" (or "error
-// MESSAGE" when the command did not start) to the status pipe, forwards
-// SIGTERM, SIGINT and SIGHUP to the command's process group, and when the command's
-// main process exits, or the agent dies (SIGUSR1 as parent-death signal,
-// or a new parent pid), it kills every descendant left and exits with the
-// command's status, written to the status pipe too ("exit N" or
-// "signal N"). It returns the exit code for main to exit with.
-//
-// Started with the single argument -warm, it first waits for its task:
-// the arguments above, the working directory and the environment, read
-// from fd 4 to its end (see Task). The runtime keeps one such
-// supervisor started ahead, so a service's start does not wait for a
-// program to load.
+// and its command runs in the task's working directory and environment,
+// with the task's stdin, stdout and stderr, or with -tty on the task's
+// terminal (the slave of a pseudo-terminal), in a session of its own with
+// that terminal as its controlling terminal. The supervisor is a child
+// subreaper, so every process the command starts stays its descendant,
+// even after setsid or double forks; it joins the service's cgroups only
+// while it starts the command (as the job user, in a process group of its
+// own), then returns to HOME. It writes "pid N" (or "error MESSAGE" when
+// the command did not start) to the task's status pipe, forwards SIGTERM,
+// SIGINT and SIGHUP to the command's process group, and when the
+// command's main process exits, or the agent dies (SIGUSR1 as
+// parent-death signal, or a new parent pid), it kills every descendant
+// left and writes the command's status ("exit N" or "signal N"). Then it
+// waits for the next task, unless the agent died, the task had mounts (a
+// mount namespace of its own) or it could not leave the cgroups or clear
+// the service's processes: it exits. Between tasks the default actions of
+// those signals stand, and the agent's death (SIGUSR1) ends it. It returns
+// the exit code for main to exit with.
 func Supervise(args []string) int {
-	if len(args) == 1 && args[0] == WarmArg {
-		var err error
-		if args, err = awaitTask(); err != nil {
-			if status := statusPipe(); status != nil {
-				fmt.Fprintf(status, "error %v\n", err)
+	if len(args) != 1 || args[0] != WarmArg {
+		fmt.Fprintln(os.Stderr, "levers9: the supervisor is started by the agent, with -warm and a control socket")
+		return 125
+	}
+	syscall.CloseOnExec(controlFD) // no command may send a task
+	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
+		fmt.Fprintf(os.Stderr, "levers9: becoming a subreaper: %v\n", e)
+		return 125
+	}
+	ppid := os.Getppid()
+	sigs := make(chan os.Signal, 64)
+	for {
+		t, files, err := receiveTask()
+		if errors.Is(err, io.EOF) {
+			return 0
+		}
+		if err != nil {
+			if files[fileStatus] != nil {
+				fmt.Fprintf(files[fileStatus], "error %v\n", err)
 			}
+			files.close()
 			return 125
+		}
+		code, again := run(t, &files, sigs, ppid)
+		files.close()
+		if !again {
+			return code
+		}
+		if _, err := syscall.Write(controlFD, []byte{Ready}); err != nil {
+			return code
+		}
+	}
+}
+
+// run runs one task and returns the command's exit code, and whether this
+// process may run another.
+func run(t Task, files *taskFiles, sigs chan os.Signal, ppid int) (code int, again bool) {
+	status := files[fileStatus]
+	report := func(format string, a ...any) {
+		_, _ = fmt.Fprintf(status, format+"\n", a...)
+	}
+	stderr := files[fileStderr]
+	// Waiting, it holds no folder of a job's: none of a file system the
+	// operator may unmount.
+	defer os.Chdir("/")
+	if err := os.Chdir(t.Dir); err != nil {
+		report("error working directory: %v", err)
+		return 125, true
+	}
+	// The command inherits it; the next task replaces it whole.
+	os.Clearenv()
+	for _, kv := range t.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := os.Setenv(k, v); err != nil {
+			report("error environment: %v", err)
+			return 125, true
 		}
 	}
 	fs := flag.NewFlagSet(Arg, flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	uid := fs.Int("uid", -1, "run the command as this uid")
 	gid := fs.Int("gid", -1, "and this gid")
 	var moves cgroupMoves
 	fs.Var(&moves, "cgroup", "DIR=HOME: start the command in cgroup DIR, then return to HOME")
 	bindsJSON := fs.String("binds", "", "JSON [{src, dst, ro}]: bind mounts in a mount namespace of the command's own")
-	tty := fs.Bool("tty", false, "run the command on the terminal that is fd 5, as its controlling terminal")
-	if err := fs.Parse(args); err != nil {
-		return 125
-	}
-	status := statusPipe()
-	report := func(format string, a ...any) {
-		if status != nil {
-			_, _ = fmt.Fprintf(status, format+"\n", a...)
-		}
+	tty := fs.Bool("tty", false, "run the command on the task's terminal, as its controlling terminal")
+	if err := fs.Parse(t.Args); err != nil {
+		report("error %v", err)
+		return 125, true
 	}
 	argv := fs.Args()
 	if len(argv) == 0 {
 		report("error no command")
-		return 125
+		return 125, true
 	}
-	ppid := os.Getppid()
-	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
-		report("error becoming a subreaper: %v", e)
-		return 125
+	// Signals that came between tasks were for no command of this one.
+	for len(sigs) > 0 {
+		<-sigs
 	}
-	sigs := make(chan os.Signal, 64)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGCHLD)
+	defer signal.Stop(sigs)
 
 	if *bindsJSON != "" {
+		// The namespace is this thread's, kept to the process's end: no
+		// other task runs here.
+		again = false
 		var binds []Bind
 		if err := json.Unmarshal([]byte(*bindsJSON), &binds); err != nil {
 			report("error -binds: %v", err)
-			return 125
+			return 125, false
 		}
-		// The namespace is this thread's; the command is forked from it.
+		// The command is forked from this thread.
 		goruntime.LockOSThread()
 		if err := bindMounts(binds); err != nil {
 			report("error %v", err)
-			return 125
+			return 125, false
 		}
+	} else {
+		again = true
 	}
 	// As exec.Command finds it; started by syscall.ForkExec, not os/exec:
 	// this process reaps its children itself, and os/exec's process handle
@@ -107,19 +156,23 @@ func Supervise(args []string) int {
 		lp, err := exec.LookPath(path)
 		if err != nil {
 			report("error %v", err)
-			return 127
+			return 127, again
 		}
 		path = lp
 	}
-	files := []uintptr{0, 1, 2}
+	stdio := []uintptr{files[fileStdin].Fd(), files[fileStdout].Fd(), stderr.Fd()}
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	var term *os.File
 	if *tty {
-		if term = terminalFD(); term == nil {
-			report("error -tty: fd 5 is no terminal")
-			return 125
+		term := files[fileTTY]
+		if term == nil {
+			report("error -tty: no terminal")
+			return 125, again
 		}
-		files = []uintptr{term.Fd(), term.Fd(), term.Fd()}
+		if _, err := unix.IoctlGetTermios(int(term.Fd()), unix.TCGETS); err != nil {
+			report("error -tty: no terminal: %v", err)
+			return 125, again
+		}
+		stdio = []uintptr{term.Fd(), term.Fd(), term.Fd()}
 		// A session of its own is a process group of its own too (the
 		// same number), which signals reach as before.
 		attr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Pdeathsig: syscall.SIGKILL}
@@ -130,26 +183,30 @@ func Supervise(args []string) int {
 	}
 	self := os.Getpid()
 	if err := moves.join(self); err != nil {
-		moves.leave(self)
+		if moves.leave(self) != nil {
+			again = false
+		}
 		report("error %v", err)
-		return 125
+		return 125, again
 	}
-	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: os.Environ(), Files: files, Sys: attr})
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: os.Environ(), Files: stdio, Sys: attr})
 	if err != nil {
 		err = &os.PathError{Op: "fork/exec", Path: path, Err: err} // as os/exec says it
 	}
-	if term != nil {
+	if term := files[fileTTY]; term != nil {
 		// Only the command's processes hold the terminal: when they are
 		// gone, the agent reads the end of its output.
 		_ = term.Close()
+		files[fileTTY] = nil
 	}
 	// The command's memory and CPU are the service's; this process's are not.
-	if lerr := moves.leave(self); lerr != nil && err == nil {
-		fmt.Fprintf(os.Stderr, "levers9: %v\n", lerr)
+	if lerr := moves.leave(self); lerr != nil {
+		fmt.Fprintf(stderr, "levers9: %v\n", lerr)
+		again = false // it would count against the next service
 	}
 	if err != nil {
 		report("error %v", err)
-		return 127
+		return 127, again
 	}
 	report("pid %d", pid)
 
@@ -178,7 +235,7 @@ func Supervise(args []string) int {
 				// (the agent died) while it was stopped; else the command's.
 				if os.Getppid() != ppid {
 					orphaned = true
-					killDescendants(self, pid, &mainStatus)
+					killDescendants(self, pid, &mainStatus, stderr)
 				} else {
 					_ = syscall.Kill(-pid, syscall.SIGHUP)
 				}
@@ -186,35 +243,39 @@ func Supervise(args []string) int {
 				_ = syscall.Kill(-pid, s.(syscall.Signal))
 			case syscall.SIGUSR1:
 				orphaned = true
-				killDescendants(self, pid, &mainStatus)
+				killDescendants(self, pid, &mainStatus, stderr)
 			}
 		case <-tick.C:
 			if os.Getppid() != ppid {
 				orphaned = true
-				killDescendants(self, pid, &mainStatus)
+				killDescendants(self, pid, &mainStatus, stderr)
 			}
 		}
 		reap()
 	}
-	killDescendants(self, pid, &mainStatus)
+	if !killDescendants(self, pid, &mainStatus, stderr) {
+		again = false
+	}
 	if orphaned {
 		// The agent would have read them (out of memory?) and removed them.
 		moves.remove()
+		again = false
 	}
 
 	ws := *mainStatus
 	if ws.Signaled() {
 		report("signal %d", int(ws.Signal()))
-		return 128 + int(ws.Signal())
+		return 128 + int(ws.Signal()), again
 	}
 	report("exit %d", ws.ExitStatus())
-	return ws.ExitStatus()
+	return ws.ExitStatus(), again
 }
 
 // killDescendants kills the command's process group and every descendant
 // of self until it has no child left, reaping them; main's status is
-// recorded when it is reaped here.
-func killDescendants(self, main int, mainStatus **syscall.WaitStatus) {
+// recorded when it is reaped here. False: some survived SIGKILL (said on
+// stderr).
+func killDescendants(self, main int, mainStatus **syscall.WaitStatus, stderr io.Writer) bool {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		_ = syscall.Kill(-main, syscall.SIGKILL)
@@ -222,7 +283,7 @@ func killDescendants(self, main int, mainStatus **syscall.WaitStatus) {
 		// or was handed to this subreaper: with no child left there is
 		// none, and the walk of /proc, the costly part, can be skipped.
 		if !hasChildren(main, mainStatus) {
-			return
+			return true
 		}
 		for _, p := range Descendants(self) {
 			_ = syscall.Kill(p, syscall.SIGKILL)
@@ -231,7 +292,7 @@ func killDescendants(self, main int, mainStatus **syscall.WaitStatus) {
 			var ws syscall.WaitStatus
 			r, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
 			if errors.Is(err, syscall.ECHILD) {
-				return
+				return true
 			}
 			if r <= 0 || err != nil {
 				break
@@ -241,8 +302,8 @@ func killDescendants(self, main int, mainStatus **syscall.WaitStatus) {
 			}
 		}
 		if time.Now().After(deadline) {
-			fmt.Fprintln(os.Stderr, "levers9: processes of the service survive SIGKILL")
-			return
+			fmt.Fprintln(stderr, "levers9: processes of the service survive SIGKILL")
+			return false
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -264,57 +325,6 @@ func hasChildren(main int, mainStatus **syscall.WaitStatus) bool {
 			*mainStatus = &ws
 		}
 	}
-}
-
-// awaitTask reads a warm supervisor's task from fd 4 and takes on its
-// working directory and environment, which the command inherits.
-func awaitTask() ([]string, error) {
-	f := os.NewFile(4, "task")
-	if f == nil {
-		return nil, errors.New("no task pipe")
-	}
-	syscall.CloseOnExec(4)
-	defer f.Close()
-	b, err := io.ReadAll(f) // the agent closes its end once it wrote
-	if err != nil {
-		return nil, fmt.Errorf("reading the task: %w", err)
-	}
-	var t Task
-	if err := t.UnmarshalBinary(b); err != nil {
-		return nil, err
-	}
-	if err := os.Chdir(t.Dir); err != nil {
-		return nil, fmt.Errorf("working directory: %w", err)
-	}
-	os.Clearenv()
-	for _, kv := range t.Env {
-		k, v, _ := strings.Cut(kv, "=")
-		if err := os.Setenv(k, v); err != nil {
-			return nil, fmt.Errorf("environment: %w", err)
-		}
-	}
-	return t.Args, nil
-}
-
-// terminalFD is fd 5 when it is a terminal.
-func terminalFD() *os.File {
-	if _, err := unix.IoctlGetTermios(5, unix.TCGETS); err != nil {
-		return nil
-	}
-	syscall.CloseOnExec(5)
-	return os.NewFile(5, "tty")
-}
-
-// statusPipe is fd 3 when the agent passed one.
-func statusPipe() *os.File {
-	var st syscall.Stat_t
-	if err := syscall.Fstat(3, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
-		return nil
-	}
-	// The command must not inherit it: a job could report a pid or an
-	// exit of its choosing.
-	syscall.CloseOnExec(3)
-	return os.NewFile(3, "status")
 }
 
 // bindMounts gives the calling thread a mount namespace of its own, which

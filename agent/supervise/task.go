@@ -18,19 +18,19 @@ import (
 // (cmd/levers9-supervise runs it without one).
 const Arg = "__supervise"
 
-// WarmArg starts a supervisor that waits for its Task.
+// WarmArg starts a supervisor that waits for Tasks on its control socket
+// (see SendTask).
 const WarmArg = "-warm"
 
-// Task is what a warm supervisor is told to run: the arguments it would
-// otherwise have been started with, and the service's working directory
-// and environment.
+// Task is what a supervisor is told to run: its arguments (see
+// Supervise), and the service's working directory and environment.
 type Task struct {
 	Args []string
 	Dir  string
 	Env  []string
 }
 
-// MarshalBinary encodes t as a warm supervisor reads it: NUL-terminated
+// MarshalBinary encodes t as a supervisor reads it: NUL-terminated
 // strings, which no argument, path or variable can hold (the kernel's exec
 // takes C strings): the directory, the number of arguments, the
 // arguments, then the environment to the end. Not JSON: perf profiles of

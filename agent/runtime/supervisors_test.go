@@ -1,0 +1,90 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"testing"
+)
+
+// stdout is what a job's services wrote on stdout, in order.
+func stdout(evs []Event) []string {
+	var out []string
+	for _, ev := range evs {
+		if l, ok := ev.(LogEvent); ok && l.Stream == Stdout {
+			out = append(out, l.Text)
+		}
+	}
+	return out
+}
+
+// Supervisors run services in turn, and nothing of one service reaches
+// the next: not its variables, nor its cgroups (the supervisor waits in
+// the agent's).
+func TestSupervisorRunsServicesInTurn(t *testing.T) {
+	t.Parallel()
+	p := newProcess(t)
+	own, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	supervisors := map[string]int{}
+	const jobs = 5
+	for i := range jobs {
+		c := start(t, p, JobSpec{ID: fmt.Sprintf("job_turn%d", i), Services: []ServiceSpec{{
+			Name: "s", MemoryMiB: 64,
+			Command: []string{"sh", "-c", `echo "$PPID"; env | grep -c '^SECRET_' || true`},
+			Env:     []EnvVar{{Name: fmt.Sprintf("SECRET_%d", i), Value: "x"}},
+		}}})
+		res, evs := c.wait(t)
+		out := stdout(evs)
+		if res.Status != Complete || len(out) != 2 {
+			t.Fatalf("job %d: result %+v, output %q\n%s", i, res, out, dump(evs))
+		}
+		supervisors[out[0]]++
+		if out[1] != "1" {
+			t.Errorf("job %d sees %s SECRET_ variables, want its own only", i, out[1])
+		}
+		// Waiting again, it is back in the agent's cgroups.
+		if cg, err := os.ReadFile("/proc/" + out[0] + "/cgroup"); err != nil {
+			t.Errorf("job %d: its supervisor waits no more: %v", i, err)
+		} else if string(cg) != string(own) {
+			t.Errorf("job %d: its supervisor waits in cgroups %q, want the agent's %q", i, cg, own)
+		}
+	}
+	// One started ahead and one given back: at most two for jobs run one
+	// after another.
+	if len(supervisors) > 2 {
+		t.Errorf("%d jobs one after another had %d supervisors (%v), want them reused", jobs, len(supervisors), supervisors)
+	}
+}
+
+// A supervisor that died while it waited is replaced when a service
+// needs it: the service starts.
+func TestSupervisorDiedWaiting(t *testing.T) {
+	t.Parallel()
+	p := newProcess(t)
+	for i := range 2 {
+		c := start(t, p, JobSpec{ID: fmt.Sprintf("job_died%d", i), Services: []ServiceSpec{{Name: "s", Command: []string{"true"}}}})
+		if res, evs := c.wait(t); res.Status != Complete {
+			t.Fatalf("job %d: result %+v\n%s", i, res, dump(evs))
+		}
+		// Kill every supervisor waiting, and put it back as if alive.
+		var waiting []*supervisor
+		for len(p.idle) > 0 {
+			sv := <-p.idle
+			if err := sv.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+				t.Fatal(err)
+			}
+			_, _ = sv.cmd.Process.Wait() // its socket end is closed now
+			waiting = append(waiting, sv)
+		}
+		if len(waiting) == 0 {
+			t.Fatal("no supervisor waits after a job")
+		}
+		for _, sv := range waiting {
+			p.idle <- sv
+		}
+	}
+}
