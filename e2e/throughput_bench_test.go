@@ -126,8 +126,16 @@ func drainSequential(b *testing.B, base, token, submit string, jobs int) (ended,
 // the process's own).
 func spawnRate(b *testing.B, n int) (perSecond, cpuMs float64) {
 	b.Helper()
-	self := os.Getpid()
-	u0 := cpuNow(b, self)
+	// This process's and the children it waited for: not its living ones
+	// (the server).
+	own := func() time.Duration {
+		_, self, children, ok := procTimes(os.Getpid(), procTicks(b))
+		if !ok {
+			b.Fatal("reading /proc/self/stat")
+		}
+		return self + children
+	}
+	u0 := own()
 	start := time.Now()
 	for range n {
 		if err := exec.Command("true").Run(); err != nil {
@@ -135,30 +143,23 @@ func spawnRate(b *testing.B, n int) (perSecond, cpuMs float64) {
 		}
 	}
 	elapsed := time.Since(start)
-	d := cpuNow(b, self).since(u0)
-	return float64(n) / elapsed.Seconds(), float64(d.server+d.children) / float64(time.Millisecond) / float64(n)
+	return float64(n) / elapsed.Seconds(), float64(own()-u0) / float64(time.Millisecond) / float64(n)
 }
 
 // cpuTimes is CPU time spent so far: by the whole machine (every CPU's
-// busy time, every process and the kernel), by one process, and by the
-// children it waited for (with theirs: for the server, its services'
-// supervisors and their commands).
+// busy time, every process and the kernel), by one process, and by its
+// children, living or waited for, with the children they waited for (for
+// the server: its services' supervisors and their commands).
 type cpuTimes struct{ machine, server, children time.Duration }
 
 // userHZ is the unit of /proc's CPU times (USER_HZ, 100 on Linux).
 const userHZ = 100
 
 // cpuNow reads the machine's busy time from /proc/stat and process pid's
-// from /proc/PID/stat.
+// and its children's from /proc/PID/stat.
 func cpuNow(b *testing.B, pid int) cpuTimes {
 	b.Helper()
-	ticks := func(f string) time.Duration {
-		n, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			b.Fatalf("reading CPU times: %v", err)
-		}
-		return time.Duration(n) * time.Second / userHZ
-	}
+	ticks := procTicks(b)
 	var t cpuTimes
 	stat, err := os.ReadFile("/proc/stat")
 	if err != nil {
@@ -172,19 +173,56 @@ func cpuNow(b *testing.B, pid int) cpuTimes {
 	for _, i := range []int{1, 2, 3, 6, 7, 8} {
 		t.machine += ticks(f[i])
 	}
-	ps, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	_, self, children, ok := procTimes(pid, ticks)
+	if !ok {
+		b.Fatalf("reading /proc/%d/stat", pid)
+	}
+	t.server, t.children = self, children
+	// Supervisors run services in turn and are reaped only when they end:
+	// the living children's CPU, theirs and their reaped children's,
+	// counts as well as the dead ones'.
+	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		b.Fatal(err)
 	}
+	for _, e := range ents {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil || child == pid {
+			continue
+		}
+		if ppid, self, children, ok := procTimes(child, ticks); ok && ppid == pid {
+			t.children += self + children
+		}
+	}
+	return t
+}
+
+// procTicks parses a CPU time of /proc.
+func procTicks(b *testing.B) func(string) time.Duration {
+	return func(f string) time.Duration {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			b.Fatalf("reading CPU times: %v", err)
+		}
+		return time.Duration(n) * time.Second / userHZ
+	}
+}
+
+// procTimes reads process pid's parent, its CPU time and that of the
+// children it waited for from /proc/PID/stat; false when it is gone.
+func procTimes(pid int, ticks func(string) time.Duration) (ppid int, self, children time.Duration, ok bool) {
+	ps, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, 0, false
+	}
 	// The fields after the command's name, which may hold spaces: state is
-	// field 3, utime 14, stime 15, cutime 16, cstime 17.
+	// field 3, ppid 4, utime 14, stime 15, cutime 16, cstime 17.
 	after := strings.Fields(string(ps[bytes.LastIndexByte(ps, ')')+1:]))
 	if len(after) < 15 {
-		b.Fatalf("unexpected /proc/%d/stat: %q", pid, ps)
+		return 0, 0, 0, false
 	}
-	t.server = ticks(after[11]) + ticks(after[12])
-	t.children = ticks(after[13]) + ticks(after[14])
-	return t
+	ppid, _ = strconv.Atoi(after[1])
+	return ppid, ticks(after[11]) + ticks(after[12]), ticks(after[13]) + ticks(after[14]), true
 }
 
 func (t cpuTimes) since(u cpuTimes) cpuTimes {
