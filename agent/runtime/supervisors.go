@@ -34,7 +34,15 @@ type supervised struct {
 // startSupervisor starts a supervisor, which waits for its first task.
 func (p *Process) startSupervisor() (*supervisor, error) {
 	sup := p.cfg.Supervisor
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	// Close-on-exec before any fork sees them (SOCK_CLOEXEC is not
+	// everywhere), as os.Pipe does.
+	syscall.ForkLock.RLock()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err == nil {
+		syscall.CloseOnExec(fds[0])
+		syscall.CloseOnExec(fds[1])
+	}
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		return nil, fmt.Errorf("starting a supervisor: control socket: %w", err)
 	}
