@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -85,6 +87,50 @@ func TestSupervisorDiedWaiting(t *testing.T) {
 		}
 		for _, sv := range waiting {
 			p.idle <- sv
+		}
+	}
+}
+
+// A supervisor that bound a job's mounts did so in a mount namespace of
+// its own, which it keeps: it runs no other service. The next job's
+// supervisor is in the agent's namespace, and the folder the first job
+// mounted is not in sight.
+func TestSupervisorWithMountsRunsNoOtherService(t *testing.T) {
+	t.Parallel()
+	needRoot(t)
+	p := newProcessWith(t, ProcessConfig{Root: reachableRoot(t), UIDs: testUIDs(95, 8)})
+	own, err := os.Readlink("/proc/self/ns/mnt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bucket := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bucket, "private.txt"), []byte("first job's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The command's namespace is the one its supervisor forked it in.
+	script := `echo "$PPID $(readlink /proc/self/ns/mnt)"; cat data/private.txt 2>/dev/null || echo none`
+	run := func(id string, mounts []Mount) (supervisor, ns, seen string) {
+		t.Helper()
+		c := start(t, p, JobSpec{ID: id, Mounts: mounts, Services: []ServiceSpec{{Name: "s", Command: []string{"sh", "-c", script}}}})
+		res, evs := c.wait(t)
+		out := stdout(evs)
+		if res.Status != Complete || len(out) != 2 {
+			t.Fatalf("%s: result %+v, output %q\n%s", id, res, out, dump(evs))
+		}
+		supervisor, ns, _ = strings.Cut(out[0], " ")
+		return supervisor, ns, out[1]
+	}
+	sup, ns, seen := run("job_mounts", []Mount{{Path: "/data", Dir: bucket}})
+	if ns == own || seen != "first job's" {
+		t.Fatalf("the job with mounts: namespace %s (the agent's: %s), its file %q", ns, own, seen)
+	}
+	if _, err := os.Stat("/proc/" + sup); err == nil {
+		t.Errorf("the supervisor %s of the job with mounts still lives after it", sup)
+	}
+	for i := range 3 {
+		sup2, ns2, seen2 := run(fmt.Sprintf("job_after%d", i), nil)
+		if sup2 == sup || ns2 != own || seen2 != "none" {
+			t.Errorf("a job after it: supervisor %s (the first: %s), namespace %s (the agent's: %s), sees %q", sup2, sup, ns2, own, seen2)
 		}
 	}
 }
