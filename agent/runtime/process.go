@@ -434,9 +434,10 @@ func (p *Process) stopLeftovers() error {
 	return errors.Join(errs...)
 }
 
-// writePidFile records a running service's supervisor (or process).
-func writePidFile(file string, pid, pgid int) error {
-	return os.WriteFile(file, fmt.Appendf(nil, "%d %d %d\n", pid, supervise.ProcessStart(pid), pgid), 0o600)
+// writePidFile records a running service's supervisor (or process), which
+// started at started (supervise.ProcessStart).
+func writePidFile(file string, pid int, started uint64, pgid int) error {
+	return os.WriteFile(file, fmt.Appendf(nil, "%d %d %d\n", pid, started, pgid), 0o600)
 }
 
 func readPidFile(file string) (pid int, started uint64, pgid int, ok bool) {

@@ -148,7 +148,13 @@ func (s *service) start() {
 		s.job.finish(s, Failed, nil, err.Error(), false)
 		return
 	}
-	if err := writePidFile(s.pidFile, cmd.Process.Pid, s.pgid); err != nil {
+	var started uint64
+	if s.sup != nil {
+		started = s.sup.sv.startTime()
+	} else {
+		started = supervise.ProcessStart(cmd.Process.Pid)
+	}
+	if err := writePidFile(s.pidFile, cmd.Process.Pid, started, s.pgid); err != nil {
 		s.job.log.Warn("recording the service's supervisor", "service", s.spec.Name, "err", err)
 	}
 	var readers sync.WaitGroup
@@ -331,14 +337,15 @@ func (s *service) wait(readers *sync.WaitGroup, outR, errR *os.File, notStarted 
 		s.tty.outputEnded()
 	}
 
-	oom := s.cgroup.oomKilled()
+	// Read before the cgroup goes, and only for a failure it may explain.
+	oom := state == Failed && stopReason == "" && notStarted == "" && s.cgroup.oomKilled()
 	s.cleanup()
 	switch {
 	case stopReason != "":
 		state, reason = Failed, "stopped: "+stopReason
 	case notStarted != "":
 		state, code, reason = Failed, nil, notStarted
-	case state == Failed && oom:
+	case oom:
 		reason = OutOfMemory(s.spec.MemoryMiB)
 	}
 	if s.tty != nil {

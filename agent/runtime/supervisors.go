@@ -22,6 +22,9 @@ const idleSupervisors = 4
 type supervisor struct {
 	cmd *exec.Cmd
 	ctl *os.File // the agent's end of the control socket
+	// started is when it started (supervise.ProcessStart), read for its
+	// first service: with the pid it names this process in pid files.
+	started uint64
 }
 
 // supervised is a task under way: the agent's ends of its pipes.
@@ -183,6 +186,14 @@ func (p *Process) end(sd *supervised) (word, rest string, ps *os.ProcessState, w
 	}
 	waitErr = sv.stop()
 	return word, rest, sv.cmd.ProcessState, waitErr
+}
+
+// startTime is when sv started; only one service at a time asks.
+func (sv *supervisor) startTime() uint64 {
+	if sv.started == 0 {
+		sv.started = supervise.ProcessStart(sv.cmd.Process.Pid)
+	}
+	return sv.started
 }
 
 // stop closes sv's control socket, which ends it when it waits for a
