@@ -44,9 +44,10 @@ const prSetChildSubreaper = 36
 // left and writes the command's status ("exit N" or "signal N"). Then it
 // waits for the next task, unless the agent died, the task had mounts (a
 // mount namespace of its own) or it could not leave the cgroups or clear
-// the service's processes: it exits. Between tasks the default actions of
-// those signals stand, and the agent's death (SIGUSR1) ends it. It returns
-// the exit code for main to exit with.
+// the service's processes: it exits. Between tasks SIGTERM, SIGINT and
+// SIGHUP end it as Go's defaults do (a Go program ignores SIGUSR1 it does
+// not catch), and the agent's death, which closes the control socket,
+// ends it. It returns the exit code for main to exit with.
 func Supervise(args []string) int {
 	if len(args) != 1 || args[0] != WarmArg {
 		fmt.Fprintln(os.Stderr, "levers9: the supervisor is started by the agent, with -warm and a control socket")
