@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/levers9/levers9/agent/supervise"
@@ -108,6 +109,11 @@ type Process struct {
 	idle   chan *supervisor
 	idleMu sync.Mutex
 	shut   bool
+	// trim, when set, will stop the waiting supervisors but one if none
+	// is taken for trimAfter (idleTrim) since lastTake (Unix ns).
+	trim      *time.Timer
+	trimAfter time.Duration
+	lastTake  atomic.Int64
 
 	// venvMu guards venvs: the builds of virtual environments under way,
 	// one per key however many services wait for it.
@@ -192,7 +198,7 @@ func NewProcess(cfg ProcessConfig) (*Process, error) {
 	}
 	p.log.Info("process runtime ready", "root", root, "user", who, "supervised", len(cfg.Supervisor) > 0)
 	if len(cfg.Supervisor) > 0 {
-		p.idle = make(chan *supervisor, idleSupervisors)
+		p.idle, p.trimAfter = make(chan *supervisor, idleSupervisors), idleTrim
 		go p.refill()
 	}
 	return p, nil
@@ -239,6 +245,9 @@ func (p *Process) Start(ctx context.Context, spec JobSpec) (Job, error) {
 func (p *Process) Close() error {
 	p.idleMu.Lock()
 	p.shut = true
+	if p.trim != nil {
+		p.trim.Stop()
+	}
 	for stopped := false; !stopped; {
 		select {
 		case sv := <-p.idle:

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/levers9/levers9/agent/supervise"
 )
@@ -14,8 +15,14 @@ import (
 // idleSupervisors is how many supervisors wait for a task at most: one
 // started ahead, the rest given back by services that ended. Loading a
 // program costs milliseconds of CPU, most of it Go's runtime starting: a
-// supervisor runs many services in turn (see supervise.Supervise).
-const idleSupervisors = 4
+// supervisor runs many services in turn (see supervise.Supervise). With
+// four, a node running short jobs as fast as one client submitted them
+// stopped a supervisor for one service in four and started others.
+const idleSupervisors = 16
+
+// idleTrim is how long supervisors beyond one may wait with no task
+// taken before they are stopped: a burst's are not kept for good.
+const idleTrim = 30 * time.Second
 
 // supervisor is a supervisor process that runs the tasks it is sent on
 // its control socket, one at a time.
@@ -93,6 +100,7 @@ func (p *Process) refill() {
 // waits or the one taken died while it waited. stdin nil: /dev/null; tty:
 // the terminal of a task with -tty.
 func (p *Process) supervise(t supervise.Task, stdin, tty *os.File) (*supervised, error) {
+	p.lastTake.Store(time.Now().UnixNano())
 	select {
 	case sv := <-p.idle:
 		if len(p.idle) == 0 {
@@ -177,6 +185,9 @@ func (p *Process) end(sd *supervised) (word, rest string, ps *os.ProcessState, w
 		if !p.shut {
 			select {
 			case p.idle <- sv:
+				if len(p.idle) > 1 && p.trim == nil {
+					p.trim = time.AfterFunc(p.trimAfter, p.trimIdle)
+				}
 				p.idleMu.Unlock()
 				return word, rest, nil, nil
 			default:
@@ -194,6 +205,32 @@ func (sv *supervisor) startTime() uint64 {
 		sv.started = supervise.ProcessStart(sv.cmd.Process.Pid)
 	}
 	return sv.started
+}
+
+// trimIdle stops the waiting supervisors but one when none was taken for
+// trimAfter; else it looks again when that will have passed.
+func (p *Process) trimIdle() {
+	p.idleMu.Lock()
+	p.trim = nil
+	if since := time.Since(time.Unix(0, p.lastTake.Load())); since < p.trimAfter {
+		if len(p.idle) > 1 && !p.shut {
+			p.trim = time.AfterFunc(p.trimAfter-since, p.trimIdle)
+		}
+		p.idleMu.Unlock()
+		return
+	}
+	var stop []*supervisor
+	for len(p.idle) > 1 {
+		select {
+		case sv := <-p.idle:
+			stop = append(stop, sv)
+		default: // taken meanwhile
+		}
+	}
+	p.idleMu.Unlock()
+	for _, sv := range stop {
+		_ = sv.stop()
+	}
 }
 
 // stop closes sv's control socket, which ends it when it waits for a

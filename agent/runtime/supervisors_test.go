@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // stdout is what a job's services wrote on stdout, in order.
@@ -131,6 +132,56 @@ func TestSupervisorWithMountsRunsNoOtherService(t *testing.T) {
 		sup2, ns2, seen2 := run(fmt.Sprintf("job_after%d", i), nil)
 		if sup2 == sup || ns2 != own || seen2 != "none" {
 			t.Errorf("a job after it: supervisor %s (the first: %s), namespace %s (the agent's: %s), sees %q", sup2, sup, ns2, own, seen2)
+		}
+	}
+}
+
+// The supervisors a burst of services leaves waiting are stopped, but
+// one, once none has been taken for a while.
+func TestIdleSupervisorsAreTrimmed(t *testing.T) {
+	t.Parallel()
+	p := newProcess(t)
+	p.trimAfter = 50 * time.Millisecond
+	const jobs = 3
+	var cs []*collector
+	for i := range jobs {
+		cs = append(cs, start(t, p, JobSpec{ID: fmt.Sprintf("job_burst%d", i), Services: []ServiceSpec{
+			{Name: "a", Command: []string{"sh", "-c", "echo $PPID; sleep 0.3"}},
+			{Name: "b", Command: []string{"sh", "-c", "echo $PPID; sleep 0.3"}},
+		}}))
+	}
+	supervisors := map[string]bool{}
+	for i, c := range cs {
+		res, evs := c.wait(t)
+		if res.Status != Complete {
+			t.Fatalf("job %d: %+v\n%s", i, res, dump(evs))
+		}
+		for _, pid := range stdout(evs) {
+			supervisors[pid] = true
+		}
+	}
+	if len(supervisors) != 2*jobs {
+		t.Fatalf("%d services at once ran under %d supervisors", 2*jobs, len(supervisors))
+	}
+	// The trim stops them after it let go of the pool: until they are gone.
+	alive := func() (n int) {
+		for pid := range supervisors {
+			if _, err := os.Stat("/proc/" + pid); err == nil {
+				n++
+			}
+		}
+		return n
+	}
+	for deadline := time.Now().Add(hang); ; time.Sleep(10 * time.Millisecond) {
+		p.idleMu.Lock()
+		waiting, armed := len(p.idle), p.trim != nil
+		p.idleMu.Unlock()
+		left := alive()
+		if waiting == 1 && !armed && left <= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d supervisors wait (trim armed: %v), %d of the burst's live; want 1 waiting, at most 1 of the burst's", waiting, armed, left)
 		}
 	}
 }
