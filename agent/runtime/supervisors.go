@@ -16,8 +16,8 @@ import (
 // started ahead, the rest given back by services that ended. Loading a
 // program costs milliseconds of CPU, most of it Go's runtime starting: a
 // supervisor runs many services in turn (see supervise.Supervise). With
-// four, a node running short jobs as fast as one client submitted them
-// stopped a supervisor for one service in four and started others.
+// four, a node running short jobs several at once kept stopping
+// supervisors and starting others.
 const idleSupervisors = 16
 
 // idleTrim is how long supervisors beyond one may wait with no task
