@@ -490,9 +490,10 @@ func TestOutOfMemoryText(t *testing.T) {
 	}
 }
 
-// The command inherits none of the supervisor's pipes to the agent: a job
-// that could write to the status pipe could report a pid or an exit of its
-// choosing. Its only pipes are its stdout and stderr.
+// The command inherits none of the supervisor's pipes or sockets to the
+// agent: a job that could write to the status pipe could report a pid or
+// an exit of its choosing, and one holding the control socket could send
+// the supervisor (root) tasks. Its only pipes are its stdout and stderr.
 func TestCommandGetsNoSupervisorPipes(t *testing.T) {
 	t.Parallel()
 	p := newProcess(t)
@@ -505,7 +506,7 @@ func TestCommandGetsNoSupervisorPipes(t *testing.T) {
 	}
 	var pipes []string
 	for _, ev := range evs {
-		if l, ok := ev.(LogEvent); ok && l.Stream == Stdout && strings.Contains(l.Text, "pipe:") {
+		if l, ok := ev.(LogEvent); ok && l.Stream == Stdout && (strings.Contains(l.Text, "pipe:") || strings.Contains(l.Text, "socket:")) {
 			pipes = append(pipes, l.Text)
 		}
 	}
@@ -525,7 +526,7 @@ func TestCommandGetsNoSupervisorPipes(t *testing.T) {
 			continue
 		}
 		if !strings.HasPrefix(p, "/proc/self/fd/1 ") && !strings.HasPrefix(p, "/proc/self/fd/2 ") {
-			t.Errorf("the command holds a pipe besides its output: %q (all: %q)", p, pipes)
+			t.Errorf("the command holds a pipe or socket besides its output: %q (all: %q)", p, pipes)
 		}
 	}
 }
