@@ -10,8 +10,8 @@ import (
 	"github.com/levers9/levers9/agent/supervise"
 )
 
-// supervisorCommand is the hidden subcommand the process runtime starts
-// each service under: this binary again (see supervise.Supervise).
+// supervisorCommand is the hidden subcommand the process runtime runs
+// services under: this binary again (see supervise.Supervise).
 const supervisorCommand = supervise.Arg
 
 // newSupervisorCommand is `levers9 __supervise …`, not in the usage: its
@@ -29,8 +29,8 @@ const supervisorProgram = "levers9-supervise"
 
 // supervisorArgv is the process runtime's Supervisor: levers9-supervise
 // when it lies beside this binary (it starts in a few milliseconds, this
-// whole binary in tens: paid on every service start), else this binary's
-// hidden subcommand.
+// whole binary in tens: paid on every supervisor start), else this
+// binary's hidden subcommand.
 func supervisorArgv() ([]string, error) {
 	exe, err := os.Executable()
 	if err != nil {
