@@ -1,9 +1,9 @@
-// Package supervise is the supervisor of one service of the process
-// runtime (agent/runtime): the small program every service's command is
-// started under (see Supervise). It is a package of its own, importing
-// little, because it is loaded on every service start: the runtime's
-// imports (the tunnel's wire protocol, net/http and TLS through it) tripled
-// the CPU a supervisor took to start.
+// Package supervise is the supervisor of the process runtime's services
+// (agent/runtime): the small program every service's command is started
+// under, one service after another (see Supervise). It is a package of its
+// own, importing little, because it is loaded on every supervisor start:
+// the runtime's imports (the tunnel's wire protocol, net/http and TLS
+// through it) tripled the CPU a supervisor took to start.
 package supervise
 
 import (
