@@ -24,7 +24,6 @@ type execProc struct {
 	stdin *os.File    // a pipe, without TTY
 	out   *outputPipe // stdout, or the master
 	errs  *outputPipe // stderr; nil with TTY
-	cmd   *exec.Cmd   // its supervisor, or itself
 	done  chan struct{}
 	code  *int // once done
 	why   string
@@ -133,7 +132,6 @@ func (e *execProc) startSupervised(req ExecRequest, inR, slave *os.File) error {
 		}
 		return fmt.Errorf("the supervisor did not start the command (%s %q)", word, rest)
 	}
-	e.cmd = sd.sv.cmd
 	if req.TTY {
 		// Only the supervisor's own words come here: the agent's log.
 		for _, f := range []*os.File{sd.outR, sd.errR} {
@@ -196,7 +194,6 @@ func (e *execProc) startDirect(req ExecRequest, inR, slave *os.File) error {
 		}
 		return err
 	}
-	e.cmd = cmd
 	pgid := cmd.Process.Pid
 	e.mu.Lock()
 	e.pgid = pgid

@@ -122,45 +122,35 @@ func (p *Process) supervise(t supervise.Task, stdin, tty *os.File) (*supervised,
 // assign sends sv its task with new pipes for its output and status. On
 // failure sv is stopped.
 func (sv *supervisor) assign(t supervise.Task, stdin, tty *os.File) (_ *supervised, err error) {
-	var files []*os.File
+	var ours, theirs []*os.File // the agent's ends; the supervisor's copies
 	defer func() {
+		closeAll(theirs...) // sent, or not to be
 		if err != nil {
-			closeAll(files...)
+			closeAll(ours...)
 			sv.stop()
 		}
 	}()
-	pipe := func() (r, w *os.File) {
-		if err == nil {
-			if r, w, err = os.Pipe(); err == nil {
-				files = append(files, r, w)
-			}
+	for range 3 { // stdout, stderr, status
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("starting a service: pipe: %w", err)
 		}
-		return r, w
-	}
-	outR, outW := pipe()
-	errR, errW := pipe()
-	statusR, statusW := pipe()
-	if err != nil {
-		return nil, fmt.Errorf("starting a service: pipe: %w", err)
+		ours, theirs = append(ours, r), append(theirs, w)
 	}
 	if stdin == nil {
 		if stdin, err = os.Open(os.DevNull); err != nil {
 			return nil, err
 		}
-		files = append(files, stdin)
+		theirs = append(theirs, stdin)
 	}
-	send := []*os.File{stdin, outW, errW, statusW}
+	send := []*os.File{stdin, theirs[0], theirs[1], theirs[2]}
 	if tty != nil {
 		send = append(send, tty)
 	}
 	if err = supervise.SendTask(sv.ctl, t, send...); err != nil {
 		return nil, fmt.Errorf("handing the service to its supervisor: %w", err)
 	}
-	closeAll(files[1], files[3], files[5]) // the supervisor has its copies
-	if len(files) > 6 {
-		closeAll(files[6]) // /dev/null
-	}
-	return &supervised{sv: sv, outR: outR, errR: errR, statusR: statusR, status: bufio.NewReader(statusR)}, nil
+	return &supervised{sv: sv, outR: ours[0], errR: ours[1], statusR: ours[2], status: bufio.NewReader(ours[2])}, nil
 }
 
 // statusLine reads one "WORD REST" line from the task's status pipe:
