@@ -49,11 +49,18 @@ func TestSupervisorRunsServicesInTurn(t *testing.T) {
 		if out[1] != "1" {
 			t.Errorf("job %d sees %s SECRET_ variables, want its own only", i, out[1])
 		}
-		// Waiting again, it is back in the agent's cgroups.
-		if cg, err := os.ReadFile("/proc/" + out[0] + "/cgroup"); err != nil {
+		// Waiting again, it is back in the agent's cgroups: every thread
+		// of it (on cgroup v1 a thread moves alone).
+		threads, err := filepath.Glob("/proc/" + out[0] + "/task/*/cgroup")
+		if err != nil || len(threads) == 0 {
 			t.Errorf("job %d: its supervisor waits no more: %v", i, err)
-		} else if string(cg) != string(own) {
-			t.Errorf("job %d: its supervisor waits in cgroups %q, want the agent's %q", i, cg, own)
+		}
+		for _, f := range threads {
+			if cg, err := os.ReadFile(f); err != nil {
+				t.Errorf("job %d: its supervisor waits no more: %v", i, err)
+			} else if string(cg) != string(own) {
+				t.Errorf("job %d: its supervisor's thread %s waits in cgroups %q, want the agent's %q", i, f, cg, own)
+			}
 		}
 	}
 	// One started ahead and one given back: at most two for jobs run one

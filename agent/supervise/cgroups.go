@@ -18,27 +18,6 @@ type cgroupMoves []string
 func (m *cgroupMoves) String() string     { return strings.Join(*m, ",") }
 func (m *cgroupMoves) Set(v string) error { *m = append(*m, v); return nil }
 
-func (m cgroupMoves) join(pid int) error {
-	for _, mv := range m {
-		dir, _, _ := strings.Cut(mv, "=")
-		if err := writeProc(dir, pid); err != nil {
-			return fmt.Errorf("joining cgroup: %w", err)
-		}
-	}
-	return nil
-}
-
-func (m cgroupMoves) leave(pid int) error {
-	var errs []error
-	for _, mv := range m {
-		_, home, _ := strings.Cut(mv, "=")
-		if err := writeProc(home, pid); err != nil {
-			errs = append(errs, fmt.Errorf("leaving the service's cgroup: %w", err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // remove removes the service's cgroups, and the runtime's folder when no
 // other service uses it.
 func (m cgroupMoves) remove() {
@@ -48,10 +27,6 @@ func (m cgroupMoves) remove() {
 			_ = syscall.Rmdir(filepath.Dir(dir))
 		}
 	}
-}
-
-func writeProc(dir string, pid int) error {
-	return os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
 }
 
 // RemoveCgroup kills the processes in dir and removes it; the kernel lets

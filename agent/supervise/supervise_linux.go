@@ -60,6 +60,7 @@ func Supervise(args []string) int {
 	}
 	ppid := os.Getppid()
 	sigs := make(chan os.Signal, 64)
+	hs := homes{}
 	for {
 		t, files, err := receiveTask()
 		if errors.Is(err, io.EOF) {
@@ -72,7 +73,7 @@ func Supervise(args []string) int {
 			files.close()
 			return 125
 		}
-		code, again := run(t, &files, sigs, ppid)
+		code, again := run(t, &files, sigs, ppid, hs)
 		files.close()
 		if !again {
 			return code
@@ -85,7 +86,7 @@ func Supervise(args []string) int {
 
 // run runs one task and returns the command's exit code, and whether this
 // process may run another.
-func run(t Task, files *taskFiles, sigs chan os.Signal, ppid int) (code int, again bool) {
+func run(t Task, files *taskFiles, sigs chan os.Signal, ppid int, hs homes) (code int, again bool) {
 	status := files[fileStatus]
 	report := func(format string, a ...any) {
 		_, _ = fmt.Fprintf(status, format+"\n", a...)
@@ -183,27 +184,22 @@ func run(t Task, files *taskFiles, sigs chan os.Signal, ppid int) (code int, aga
 		attr.Credential = &syscall.Credential{Uid: uint32(*uid), Gid: uint32(*gid), Groups: []uint32{}}
 	}
 	self := os.Getpid()
-	if err := moves.join(self); err != nil {
-		if moves.leave(self) != nil {
-			again = false
-		}
-		report("error %v", err)
-		return 125, again
-	}
-	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: os.Environ(), Files: stdio, Sys: attr})
-	if err != nil {
-		err = &os.PathError{Op: "fork/exec", Path: path, Err: err} // as os/exec says it
-	}
+	pid, err := forkInCgroups(moves, hs, path, argv, &syscall.ProcAttr{Env: os.Environ(), Files: stdio, Sys: attr})
 	if term := files[fileTTY]; term != nil {
 		// Only the command's processes hold the terminal: when they are
 		// gone, the agent reads the end of its output.
 		_ = term.Close()
 		files[fileTTY] = nil
 	}
-	// The command's memory and CPU are the service's; this process's are not.
-	if lerr := moves.leave(self); lerr != nil {
-		fmt.Fprintf(stderr, "levers9: %v\n", lerr)
+	var left *leaveError
+	if errors.As(err, &left) {
+		fmt.Fprintf(stderr, "levers9: %v\n", left.err)
 		again = false // it would count against the next service
+		err = left.start
+	}
+	if errors.Is(err, errJoin) {
+		report("error %v", err)
+		return 125, again
 	}
 	if err != nil {
 		report("error %v", err)
@@ -270,6 +266,38 @@ func run(t Task, files *taskFiles, sigs chan os.Signal, ppid int) (code int, aga
 	}
 	report("exit %d", ws.ExitStatus())
 	return ws.ExitStatus(), again
+}
+
+// errJoin is in the error of a command not started for want of its cgroups.
+var errJoin = errors.New("joining cgroup")
+
+// leaveError is a start after which the supervisor could not go back to
+// its own cgroups; start is the start's own error, nil when it started.
+type leaveError struct{ start, err error }
+
+func (e *leaveError) Error() string { return e.err.Error() }
+
+// forkInCgroups starts the command in the service's cgroups: the thread
+// that forks it joins them (the command is born there) and goes back to
+// the supervisor's own after, for the command's memory and CPU are the
+// service's and the supervisor's are not.
+func forkInCgroups(moves cgroupMoves, hs homes, path string, argv []string, attr *syscall.ProcAttr) (int, error) {
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
+	var pid int
+	err := moves.join(hs)
+	if err == nil {
+		pid, err = syscall.ForkExec(path, argv, attr)
+		if err != nil {
+			err = &os.PathError{Op: "fork/exec", Path: path, Err: err} // as os/exec says it
+		}
+	} else {
+		err = fmt.Errorf("%w: %w", errJoin, err)
+	}
+	if lerr := moves.leave(hs); lerr != nil {
+		return pid, &leaveError{start: err, err: lerr}
+	}
+	return pid, err
 }
 
 // killDescendants kills the command's process group and every descendant
