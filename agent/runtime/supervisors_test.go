@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -191,4 +193,56 @@ func TestIdleSupervisorsAreTrimmed(t *testing.T) {
 			t.Fatalf("%d supervisors wait (trim armed: %v), %d of the burst's live; want 1 waiting, at most 1 of the burst's", waiting, armed, left)
 		}
 	}
+}
+
+// Orphans a service leaves are reaped while it runs, not at its end: their
+// zombies would hold the service's pids (its pids.max) meanwhile.
+func TestSupervisorReapsOrphansWhileTheServiceRuns(t *testing.T) {
+	t.Parallel()
+	p := newProcess(t)
+	// Each inner sh leaves a sleep behind, handed to the supervisor (the
+	// subreaper, the outer sh's parent) when the inner sh exits.
+	script := `for i in 1 2 3 4 5; do sh -c 'sleep 0.05 &'; done; sleep 1
+awk -v p="$PPID" '$4 == p && $3 == "Z"' /proc/[0-9]*/stat | wc -l`
+	c := start(t, p, JobSpec{ID: "job_orphans", Services: []ServiceSpec{{Name: "s", Command: []string{"sh", "-c", script}}}})
+	res, evs := c.wait(t)
+	out := stdout(evs)
+	if res.Status != Complete || len(out) != 1 {
+		t.Fatalf("result %+v, output %q\n%s", res, out, dump(evs))
+	}
+	if strings.TrimSpace(out[0]) != "0" {
+		t.Errorf("%s zombies of the service's orphans wait for its end, want none", out[0])
+	}
+}
+
+// A signal sent to a supervisor during a task reaches its command's
+// process group; one sent to a waiting supervisor ends it.
+func TestSupervisorForwardsSignals(t *testing.T) {
+	t.Parallel()
+	p := newProcess(t)
+	script := `trap 'echo got TERM; exit 3' TERM; echo "$PPID"; while :; do sleep 0.05; done`
+	c := start(t, p, JobSpec{ID: "job_forward", Services: []ServiceSpec{{Name: "s", Command: []string{"sh", "-c", script}}}})
+	ev := c.waitFor(t, "the supervisor's pid", func(ev Event) bool {
+		l, ok := ev.(LogEvent)
+		return ok && l.Stream == Stdout
+	})
+	sup, err := strconv.Atoi(ev.(LogEvent).Text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(sup, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	res, evs := c.wait(t)
+	out := stdout(evs)
+	if len(res.Services) != 1 || res.Services[0].ExitCode == nil || *res.Services[0].ExitCode != 3 || !slices.Contains(out, "got TERM") {
+		t.Fatalf("result %+v, output %q, want the command's trap to end it with 3\n%s", res, out, dump(evs))
+	}
+	if !alive(sup) {
+		t.Fatal("the supervisor died of its command's signal")
+	}
+	if err := syscall.Kill(sup, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, sup)
 }

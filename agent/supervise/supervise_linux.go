@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
@@ -59,7 +58,7 @@ func Supervise(args []string) int {
 		return 125
 	}
 	ppid := os.Getppid()
-	sigs := make(chan os.Signal, 64)
+	w := watchSignals(ppid)
 	hs := homes{}
 	for {
 		t, files, err := receiveTask()
@@ -73,7 +72,7 @@ func Supervise(args []string) int {
 			files.close()
 			return 125
 		}
-		code, again := run(t, &files, sigs, ppid, hs)
+		code, again := run(t, &files, w, hs)
 		files.close()
 		if !again {
 			return code
@@ -86,7 +85,7 @@ func Supervise(args []string) int {
 
 // run runs one task and returns the command's exit code, and whether this
 // process may run another.
-func run(t Task, files *taskFiles, sigs chan os.Signal, ppid int, hs homes) (code int, again bool) {
+func run(t Task, files *taskFiles, w *watch, hs homes) (code int, again bool) {
 	status := files[fileStatus]
 	report := func(format string, a ...any) {
 		_, _ = fmt.Fprintf(status, format+"\n", a...)
@@ -125,12 +124,8 @@ func run(t Task, files *taskFiles, sigs chan os.Signal, ppid int, hs homes) (cod
 		report("error no command")
 		return 125, true
 	}
-	// Signals that came between tasks were for no command of this one.
-	for len(sigs) > 0 {
-		<-sigs
-	}
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGCHLD)
-	defer signal.Stop(sigs)
+	w.begin()
+	defer w.end()
 
 	if *bindsJSON != "" {
 		// The namespace is this thread's, kept to the process's end: no
@@ -207,49 +202,9 @@ func run(t Task, files *taskFiles, sigs chan os.Signal, ppid int, hs homes) (cod
 	}
 	report("pid %d", pid)
 
-	var mainStatus *syscall.WaitStatus
-	reap := func() {
-		for {
-			var ws syscall.WaitStatus
-			r, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
-			if r <= 0 || err != nil {
-				return
-			}
-			if r == pid {
-				mainStatus = &ws
-			}
-		}
-	}
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	orphaned := false
-	for mainStatus == nil {
-		select {
-		case s := <-sigs:
-			switch s {
-			case syscall.SIGHUP:
-				// The kernel's word that this process's group was orphaned
-				// (the agent died) while it was stopped; else the command's.
-				if os.Getppid() != ppid {
-					orphaned = true
-					killDescendants(self, pid, &mainStatus, stderr)
-				} else {
-					_ = syscall.Kill(-pid, syscall.SIGHUP)
-				}
-			case syscall.SIGTERM, syscall.SIGINT:
-				_ = syscall.Kill(-pid, s.(syscall.Signal))
-			case syscall.SIGUSR1:
-				orphaned = true
-				killDescendants(self, pid, &mainStatus, stderr)
-			}
-		case <-tick.C:
-			if os.Getppid() != ppid {
-				orphaned = true
-				killDescendants(self, pid, &mainStatus, stderr)
-			}
-		}
-		reap()
-	}
+	w.started(pid)
+	mainStatus := waitFor(pid)
+	orphaned := w.end()
 	if !killDescendants(self, pid, &mainStatus, stderr) {
 		again = false
 	}
@@ -257,6 +212,10 @@ func run(t Task, files *taskFiles, sigs chan os.Signal, ppid int, hs homes) (cod
 		// The agent would have read them (out of memory?) and removed them.
 		moves.remove()
 		again = false
+	}
+	if mainStatus == nil { // wait4 failed: not a case Linux has
+		report("error the command's status is lost")
+		return 125, false
 	}
 
 	ws := *mainStatus
@@ -266,6 +225,31 @@ func run(t Task, files *taskFiles, sigs chan os.Signal, ppid int, hs homes) (cod
 	}
 	report("exit %d", ws.ExitStatus())
 	return ws.ExitStatus(), again
+}
+
+// waitFor reaps children until pid is reaped, and returns its status: nil
+// if wait4 fails.
+func waitFor(pid int) *syscall.WaitStatus {
+	for {
+		var ws syscall.WaitStatus
+		r, err := syscall.Wait4(-1, &ws, 0, nil)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+		case err != nil:
+			return nil
+		case r == pid:
+			return &ws
+		}
+	}
+}
+
+// killAll kills the command's process group and every descendant of
+// self; killDescendants reaps them after.
+func killAll(self, main int) {
+	_ = syscall.Kill(-main, syscall.SIGKILL)
+	for _, p := range Descendants(self) {
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
 }
 
 // errJoin is in the error of a command not started for want of its cgroups.
