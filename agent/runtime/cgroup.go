@@ -228,9 +228,7 @@ func (cg *cgroups) create(jobID string, s ServiceSpec, pids int64) (*serviceCgro
 const cfsPeriod = 100_000 // µs
 
 func (sc *serviceCgroup) limit(h hierarchy, dir string, s ServiceSpec, pids int64) error {
-	write := func(file, v string) error {
-		return os.WriteFile(filepath.Join(dir, file), []byte(v), 0)
-	}
+	write := func(file, v string) error { return writeControl(filepath.Join(dir, file), v) }
 	if h.has("cpu") && s.CPU > 0 {
 		quota := max(int64(s.CPU*cfsPeriod), 1000)
 		if sc.v2 {
@@ -238,9 +236,8 @@ func (sc *serviceCgroup) limit(h hierarchy, dir string, s ServiceSpec, pids int6
 				return err
 			}
 		} else {
-			if err := write("cpu.cfs_period_us", strconv.Itoa(cfsPeriod)); err != nil {
-				return err
-			}
+			// cpu.cfs_period_us is the kernel's default, cfsPeriod, in a
+			// new cgroup.
 			if err := write("cpu.cfs_quota_us", strconv.FormatInt(quota, 10)); err != nil {
 				return err
 			}
@@ -265,6 +262,27 @@ func (sc *serviceCgroup) limit(h hierarchy, dir string, s ServiceSpec, pids int6
 		if err := write("pids.max", strconv.FormatInt(pids, 10)); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// writeControl writes v to a cgroup's control file: by system calls, not
+// os.WriteFile, whose file would be offered to the poller and given a
+// finalizer for one write (several files for every service started).
+func writeControl(file, v string) error {
+	fd, err := syscall.Open(file, syscall.O_WRONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: file, Err: err}
+	}
+	defer syscall.Close(fd)
+	for {
+		_, err = syscall.Write(fd, []byte(v))
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		return &os.PathError{Op: "write", Path: file, Err: err}
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/levers9/levers9/internal/wire"
 )
@@ -44,7 +46,7 @@ func serviceEnv(base []string, jobID string, s ServiceSpec, dir string, addresse
 		// the lookup of python3 and then refuse to run).
 		env.set("HOME=" + dir)
 		if i, ok := env.index["PATH"]; ok {
-			env.set("PATH=" + searchablePath(strings.TrimPrefix(env.list[i], "PATH=")))
+			env.set("PATH=" + searchablePaths.of(strings.TrimPrefix(env.list[i], "PATH=")))
 		}
 		if u.name != "" {
 			env.set("USER=" + u.name)
@@ -69,6 +71,26 @@ func serviceEnv(base []string, jobID string, s ServiceSpec, dir string, addresse
 		env.set(kv)
 	}
 	return env.list
+}
+
+// searchablePaths remembers searchablePath of the last PATH (the agent's,
+// for every service it starts) for a minute: each start would stat every
+// folder of it and each one above, whose modes seldom change.
+var searchablePaths pathCache
+
+type pathCache struct {
+	mu         sync.Mutex
+	path, kept string
+	at         time.Time
+}
+
+func (c *pathCache) of(path string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if path != c.path || time.Since(c.at) > time.Minute {
+		c.path, c.kept, c.at = path, searchablePath(path), time.Now()
+	}
+	return c.kept
 }
 
 // searchablePath keeps the folders of a PATH that anyone may search: the

@@ -72,3 +72,15 @@ func TestSearchablePath(t *testing.T) {
 		t.Fatalf("searchablePath = %q", got)
 	}
 }
+
+// The cache of searchablePath answers for the PATH it is asked about.
+func TestPathCacheFollowsPath(t *testing.T) {
+	t.Parallel()
+	var c pathCache
+	private := t.TempDir() // 0700
+	for _, path := range []string{"/usr/bin:" + private, "/bin:" + private + ":/usr/bin", "/usr/bin:" + private} {
+		if got, want := c.of(path), searchablePath(path); got != want {
+			t.Errorf("of(%q) = %q, want %q", path, got, want)
+		}
+	}
+}
