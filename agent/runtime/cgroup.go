@@ -228,7 +228,7 @@ func (cg *cgroups) create(jobID string, s ServiceSpec, pids int64) (*serviceCgro
 const cfsPeriod = 100_000 // µs
 
 func (sc *serviceCgroup) limit(h hierarchy, dir string, s ServiceSpec, pids int64) error {
-	write := func(file, v string) error { return writeControl(filepath.Join(dir, file), v) }
+	write := func(file, v string) error { return supervise.WriteControl(filepath.Join(dir, file), v) }
 	if h.has("cpu") && s.CPU > 0 {
 		quota := max(int64(s.CPU*cfsPeriod), 1000)
 		if sc.v2 {
@@ -262,27 +262,6 @@ func (sc *serviceCgroup) limit(h hierarchy, dir string, s ServiceSpec, pids int6
 		if err := write("pids.max", strconv.FormatInt(pids, 10)); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// writeControl writes v to a cgroup's control file: by system calls, not
-// os.WriteFile, whose file would be offered to the poller and given a
-// finalizer for one write (several files for every service started).
-func writeControl(file, v string) error {
-	fd, err := syscall.Open(file, syscall.O_WRONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return &os.PathError{Op: "open", Path: file, Err: err}
-	}
-	defer syscall.Close(fd)
-	for {
-		_, err = syscall.Write(fd, []byte(v))
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if err != nil {
-		return &os.PathError{Op: "write", Path: file, Err: err}
 	}
 	return nil
 }

@@ -18,6 +18,31 @@ type cgroupMoves []string
 func (m *cgroupMoves) String() string     { return strings.Join(*m, ",") }
 func (m *cgroupMoves) Set(v string) error { *m = append(*m, v); return nil }
 
+// WriteControl writes v to a cgroup's control file (a limit, a member) by
+// system calls, not os.WriteFile, whose file would be offered to the
+// poller and given a finalizer for one write: several files a service.
+func WriteControl(file, v string) error {
+	fd, err := syscall.Open(file, syscall.O_WRONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: file, Err: err}
+	}
+	defer syscall.Close(fd)
+	if err := writeFD(fd, v); err != nil {
+		return &os.PathError{Op: "write", Path: file, Err: err}
+	}
+	return nil
+}
+
+// writeFD writes v to fd in one write, as a cgroup file takes it.
+func writeFD(fd int, v string) error {
+	for {
+		_, err := syscall.Write(fd, []byte(v))
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}
+
 // remove removes the service's cgroups, and the runtime's folder when no
 // other service uses it.
 func (m cgroupMoves) remove() {

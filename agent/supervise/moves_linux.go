@@ -51,7 +51,7 @@ func (m cgroupMoves) join(hs homes) error {
 		dir, hdir, _ := strings.Cut(mv, "=")
 		h, err := hs.get(hdir)
 		if err == nil {
-			err = writeMember(filepath.Join(dir, h.file), h.member())
+			err = WriteControl(filepath.Join(dir, h.file), h.member())
 		}
 		if err != nil {
 			return err
@@ -67,10 +67,7 @@ func (m cgroupMoves) leave(hs homes) error {
 		_, hdir, _ := strings.Cut(mv, "=")
 		h, err := hs.get(hdir)
 		if err == nil {
-			err = ignoringEINTR(func() error {
-				_, err := unix.Write(h.fd, []byte(h.member()))
-				return err
-			})
+			err = writeFD(h.fd, h.member())
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("leaving the service's cgroup: %w", err))
@@ -85,28 +82,4 @@ func (h home) member() string {
 		return strconv.Itoa(unix.Gettid())
 	}
 	return strconv.Itoa(os.Getpid())
-}
-
-// writeMember writes id into a cgroup's membership file; by raw system
-// calls: the file is written once and closed.
-func writeMember(file, id string) error {
-	fd, err := unix.Open(file, unix.O_WRONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", file, err)
-	}
-	defer unix.Close(fd)
-	return ignoringEINTR(func() error {
-		if _, err := unix.Write(fd, []byte(id)); err != nil {
-			return fmt.Errorf("write %s: %w", file, err)
-		}
-		return nil
-	})
-}
-
-func ignoringEINTR(f func() error) error {
-	for {
-		if err := f(); !errors.Is(err, unix.EINTR) {
-			return err
-		}
-	}
 }
