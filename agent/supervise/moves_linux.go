@@ -22,19 +22,18 @@ type homes map[string]home
 // cgroup's members are processes: the whole supervisor moves.
 type home struct {
 	fd      int
-	file    string // "tasks" (v1) or "cgroup.procs" (v2)
-	threads bool
+	threads bool // v1
 }
 
 func (hs homes) get(dir string) (home, error) {
 	if h, ok := hs[dir]; ok {
 		return h, nil
 	}
-	h := home{file: "tasks", threads: true}
-	fd, err := unix.Open(filepath.Join(dir, h.file), unix.O_WRONLY|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) {
-		h = home{file: "cgroup.procs"}
-		fd, err = unix.Open(filepath.Join(dir, h.file), unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	h := home{threads: true}
+	fd, err := unix.Open(filepath.Join(dir, h.file()), unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) { // no tasks file: v2
+		h.threads = false
+		fd, err = unix.Open(filepath.Join(dir, h.file()), unix.O_WRONLY|unix.O_CLOEXEC, 0)
 	}
 	if err != nil {
 		return home{}, fmt.Errorf("cgroup %s: %w", dir, err)
@@ -44,6 +43,15 @@ func (hs homes) get(dir string) (home, error) {
 	return h, nil
 }
 
+// file is the cgroup file that takes members: threads on v1, processes
+// on v2.
+func (h home) file() string {
+	if h.threads {
+		return "tasks"
+	}
+	return "cgroup.procs"
+}
+
 // join moves the calling thread, which must be locked to its goroutine
 // and fork the command, into every DIR (the process, on v2).
 func (m cgroupMoves) join(hs homes) error {
@@ -51,7 +59,7 @@ func (m cgroupMoves) join(hs homes) error {
 		dir, hdir, _ := strings.Cut(mv, "=")
 		h, err := hs.get(hdir)
 		if err == nil {
-			err = WriteControl(filepath.Join(dir, h.file), h.member())
+			err = WriteControl(filepath.Join(dir, h.file()), h.member())
 		}
 		if err != nil {
 			return err

@@ -179,18 +179,16 @@ func run(t Task, files *taskFiles, w *watch, hs homes) (code int, again bool) {
 		attr.Credential = &syscall.Credential{Uid: uint32(*uid), Gid: uint32(*gid), Groups: []uint32{}}
 	}
 	self := os.Getpid()
-	pid, err := forkInCgroups(moves, hs, path, argv, &syscall.ProcAttr{Env: os.Environ(), Files: stdio, Sys: attr})
+	pid, err, lerr := forkInCgroups(moves, hs, path, argv, &syscall.ProcAttr{Env: os.Environ(), Files: stdio, Sys: attr})
 	if term := files[fileTTY]; term != nil {
 		// Only the command's processes hold the terminal: when they are
 		// gone, the agent reads the end of its output.
 		_ = term.Close()
 		files[fileTTY] = nil
 	}
-	var left *leaveError
-	if errors.As(err, &left) {
-		fmt.Fprintf(stderr, "levers9: %v\n", left.err)
+	if lerr != nil {
+		fmt.Fprintf(stderr, "levers9: %v\n", lerr)
 		again = false // it would count against the next service
-		err = left.start
 	}
 	if errors.Is(err, errJoin) {
 		report("error %v", err)
@@ -255,33 +253,20 @@ func killAll(self, main int) {
 // errJoin is in the error of a command not started for want of its cgroups.
 var errJoin = errors.New("joining cgroup")
 
-// leaveError is a start after which the supervisor could not go back to
-// its own cgroups; start is the start's own error, nil when it started.
-type leaveError struct{ start, err error }
-
-func (e *leaveError) Error() string { return e.err.Error() }
-
 // forkInCgroups starts the command in the service's cgroups: the thread
 // that forks it joins them (the command is born there) and goes back to
 // the supervisor's own after, for the command's memory and CPU are the
-// service's and the supervisor's are not.
-func forkInCgroups(moves cgroupMoves, hs homes, path string, argv []string, attr *syscall.ProcAttr) (int, error) {
+// service's and the supervisor's are not. err is the start's (errJoin in
+// it when the cgroups could not be joined), leaveErr the way back's.
+func forkInCgroups(moves cgroupMoves, hs homes, path string, argv []string, attr *syscall.ProcAttr) (pid int, err, leaveErr error) {
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
-	var pid int
-	err := moves.join(hs)
-	if err == nil {
-		pid, err = syscall.ForkExec(path, argv, attr)
-		if err != nil {
-			err = &os.PathError{Op: "fork/exec", Path: path, Err: err} // as os/exec says it
-		}
-	} else {
+	if err = moves.join(hs); err != nil {
 		err = fmt.Errorf("%w: %w", errJoin, err)
+	} else if pid, err = syscall.ForkExec(path, argv, attr); err != nil {
+		err = &os.PathError{Op: "fork/exec", Path: path, Err: err} // as os/exec says it
 	}
-	if lerr := moves.leave(hs); lerr != nil {
-		return pid, &leaveError{start: err, err: lerr}
-	}
-	return pid, err
+	return pid, err, moves.leave(hs)
 }
 
 // killDescendants kills the command's process group and every descendant
@@ -298,9 +283,7 @@ func killDescendants(self, main int, mainStatus **syscall.WaitStatus, stderr io.
 		if !hasChildren(main, mainStatus) {
 			return true
 		}
-		for _, p := range Descendants(self) {
-			_ = syscall.Kill(p, syscall.SIGKILL)
-		}
+		killAll(self, main)
 		for {
 			var ws syscall.WaitStatus
 			r, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
