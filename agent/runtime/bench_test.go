@@ -1,18 +1,17 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/levers9/levers9/agent/supervise"
 )
 
 // BenchmarkTrivialJobs starts 1,000 jobs (per iteration: make bench runs
@@ -102,13 +101,8 @@ func supervisorsCPU(p *Process) map[int]time.Duration {
 	for range len(p.idle) {
 		sv := <-p.idle
 		pid := sv.cmd.Process.Pid
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-			// After the command's name: state is the first field, utime
-			// and stime the 12th and 13th, in clock ticks (100 a second).
-			f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-			utime, _ := strconv.ParseInt(f[11], 10, 64)
-			stime, _ := strconv.ParseInt(f[12], 10, 64)
-			cpu[pid] = time.Duration(utime+stime) * 10 * time.Millisecond
+		if st, ok := supervise.ReadProcStat(pid); ok {
+			cpu[pid] = st.CPU
 		}
 		p.idle <- sv
 	}

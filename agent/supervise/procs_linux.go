@@ -14,7 +14,13 @@ type ProcStat struct {
 	PPID    int
 	State   byte
 	Started uint64 // clock ticks after boot: with the pid, it names one process
+	// CPU is the process's own CPU time (user and system), Children's that
+	// of the children it waited for, theirs included.
+	CPU, ChildrenCPU time.Duration
 }
+
+// userHZ is the unit of /proc's times (USER_HZ, 100 on Linux).
+const userHZ = 100
 
 // ReadProcStat reads /proc/PID/stat; false when pid is gone.
 func ReadProcStat(pid int) (ProcStat, bool) {
@@ -35,7 +41,13 @@ func ReadProcStat(pid int) (ProcStat, bool) {
 	}
 	ppid, _ := strconv.Atoi(f[1])
 	started, _ := strconv.ParseUint(f[19], 10, 64)
-	return ProcStat{PPID: ppid, State: f[0][0], Started: started}, true
+	ticks := func(i, j int) time.Duration { // fields i and j (after the name)
+		a, _ := strconv.ParseInt(f[i], 10, 64)
+		b, _ := strconv.ParseInt(f[j], 10, 64)
+		return time.Duration(a+b) * time.Second / userHZ
+	}
+	// utime and stime are fields 14 and 15, cutime and cstime 16 and 17.
+	return ProcStat{PPID: ppid, State: f[0][0], Started: started, CPU: ticks(11, 12), ChildrenCPU: ticks(13, 14)}, true
 }
 
 // ProcessStart is the start time of pid, 0 when it does not exist.
