@@ -27,7 +27,7 @@ var errRefused = errors.New("transition refused: the job changed meanwhile")
 func (s *Service) MarkRunning(ctx context.Context, id string, at time.Time) error {
 	defer s.signal(ctx, id)
 	return s.DB.InTx(ctx, func(tx *database.Tx) error {
-		_, err := running(ctx, tx.Ent, id, at, false)
+		_, _, err := running(ctx, tx.Ent, id, at, false)
 		return err
 	})
 }
@@ -35,41 +35,68 @@ func (s *Service) MarkRunning(ctx context.Context, id string, at time.Time) erro
 // running applies JobRunning to job id through c, inside the caller's
 // transaction, and returns the job with its services; nil when the job
 // refused it (not pending any more: cancelled meanwhile, or started
-// already). allStarted: the caller saw every service of the job started
-// (each recorded running with its time), so none is left to move.
-func running(ctx context.Context, c *ent.Client, id string, at time.Time, allStarted bool) (*ent.Job, error) {
+// already). ofService: the caller recorded the start of one service, and
+// the job runs once every service has one; until then nothing changes
+// (waiting). Otherwise the job runs now with all its services.
+func running(ctx context.Context, c *ent.Client, id string, at time.Time, ofService bool) (_ *ent.Job, waiting bool, _ error) {
 	sys := viewer.SystemContext(ctx)
-	to, _ := jobstate.To(jobstate.JobRunning)
+	// Read first, with its services: they say whether every service has
+	// started, the meter prices them, and they name the nodes the change
+	// is signalled to. The prices then go in the update that decides the
+	// transition, on the job's state at that moment.
+	j, err := c.Job.Query().Where(job.ID(id)).WithServices().Only(sys)
+	if ent.IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("loading job %s: %w", id, err)
+	}
+	if ofService {
+		for _, svc := range j.Edges.Services {
+			if svc.StartedAt == nil {
+				return nil, true, nil
+			}
+		}
+	}
+	to, ok := jobstate.Next(jobstate.JobRunning, j.Status)
+	if !ok {
+		return nil, false, nil
+	}
+	rates, perMinute, err := metering.Prices(sys, c, j)
+	if err != nil {
+		return nil, false, err
+	}
 	n, err := c.Job.Update().
 		Where(job.ID(id), job.StatusIn(jobstate.From(jobstate.JobRunning)...)).
 		SetStatus(to).SetStatusReason("running").SetStartedAt(at).
+		SetRates(rates).SetPricePerMinute(perMinute).
 		Save(sys)
 	if err != nil {
-		return nil, fmt.Errorf("marking job %s running: %w", id, err)
+		return nil, false, fmt.Errorf("marking job %s running: %w", id, err)
 	}
 	if n == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
-	if !allStarted {
+	j.Status, j.StatusReason, j.StartedAt, j.Rates, j.PricePerMinute = to, "running", &at, rates, perMinute
+	if !ofService {
 		svcTo, _ := jobstate.ServiceTo(jobstate.JobRunning)
 		err = c.Service.Update().
 			Where(service.JobID(id), service.StatusIn(jobstate.ServiceFrom(jobstate.JobRunning)...)).
 			SetStatus(svcTo).SetStartedAt(at).Exec(sys)
 		if err != nil {
-			return nil, fmt.Errorf("marking services of job %s running: %w", id, err)
+			return nil, false, fmt.Errorf("marking services of job %s running: %w", id, err)
+		}
+		for _, svc := range j.Edges.Services { // as the update left them
+			if _, ok := jobstate.NextService(jobstate.JobRunning, svc.Status); ok {
+				svc.Status, svc.StartedAt = svcTo, &at
+			}
 		}
 	}
-	// With its services: the meter prices them, and they name the nodes
-	// the change is signalled to.
-	j, err := c.Job.Query().Where(job.ID(id)).WithServices().Only(sys)
-	if err != nil {
-		return nil, err
-	}
 	if err := recordEvent(ctx, c, j, "", jobevent.Status(to), "running", at); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	metrics.JobStartWait.WithLabelValues(string(j.Kind)).Observe(max(at.Sub(j.CreatedAt).Seconds(), 0))
-	return j, metering.Started(sys, c, j, at)
+	return j, false, metering.Started(sys, c, j, at)
 }
 
 // MarkEnded records that job id ended at at with status (COMPLETE, ERROR or
@@ -111,7 +138,8 @@ func (s *Service) end(ctx context.Context, tx *database.Tx, e jobstate.Event, id
 // end moves a job that e applies to into e's end state, through c. known,
 // when not nil, is job id as the caller read it in any state: only what
 // never changes (its tenant and environment, which name its event) is
-// taken from it, and the job is not read again.
+// taken from it, and the job is not read again. Its services, if loaded,
+// were read in this transaction (settle's): see servicesLeft.
 func end(ctx context.Context, c *ent.Client, e jobstate.Event, id string, known *ent.Job, attempt int, reason string, at time.Time) (bool, error) {
 	sys := viewer.SystemContext(ctx)
 	to, ok := jobstate.To(e)
@@ -129,13 +157,15 @@ func end(ctx context.Context, c *ent.Client, e jobstate.Event, id string, known 
 	if n == 0 {
 		return false, nil
 	}
-	svcTo, _ := jobstate.ServiceTo(e)
-	err = c.Service.Update().
-		Where(service.JobID(id), service.StatusIn(jobstate.ServiceFrom(e)...)).
-		SetStatus(svcTo).SetStatusReason(reason).SetFinishedAt(at).
-		Exec(sys)
-	if err != nil {
-		return false, fmt.Errorf("ending services of job %s: %w", id, err)
+	if servicesLeft(e, known, attempt) {
+		svcTo, _ := jobstate.ServiceTo(e)
+		err = c.Service.Update().
+			Where(service.JobID(id), service.StatusIn(jobstate.ServiceFrom(e)...)).
+			SetStatus(svcTo).SetStatusReason(reason).SetFinishedAt(at).
+			Exec(sys)
+		if err != nil {
+			return false, fmt.Errorf("ending services of job %s: %w", id, err)
+		}
 	}
 	metrics.JobsEnded.WithLabelValues(string(to)).Inc()
 	j := known
@@ -152,6 +182,29 @@ func end(ctx context.Context, c *ent.Client, e jobstate.Event, id string, known 
 		return false, err
 	}
 	return true, nil
+}
+
+// servicesLeft reports whether ending a job with e may move one of its
+// services. Only known's services can tell it may not: read in this
+// transaction, none in a state e moves (the last service's end usually
+// decides its job, so every service has ended already), at the attempt
+// whose job update just held. A service goes back to such a state only
+// with a requeue, which changes the attempt, and the job's row, updated
+// first, is locked against one until this transaction ends.
+func servicesLeft(e jobstate.Event, known *ent.Job, attempt int) bool {
+	if known == nil || attempt == 0 || known.Attempt != attempt {
+		return true
+	}
+	svcs, err := known.Edges.ServicesOrErr()
+	if err != nil {
+		return true // not loaded
+	}
+	for _, svc := range svcs {
+		if _, ok := jobstate.NextService(e, svc.Status); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // endNow applies ending event e to job id in a transaction of its own and

@@ -95,19 +95,8 @@ func (s *Service) serviceRunning(ctx context.Context, tx *database.Tx, r Service
 		_, err := s.ownService(ctx, tx.Ent, r)
 		return nil, err
 	}
-	waiting, err := tx.Ent.Service.Query().
-		Where(service.JobID(r.JobID), service.StartedAtIsNil()).Count(sys)
-	if err != nil {
-		return nil, fmt.Errorf("counting services of job %s: %w", r.JobID, err)
-	}
-	if waiting > 0 {
-		return nil, nil
-	}
-	// Every service has its start recorded, and a service is recorded
-	// started only as it leaves PENDING: none is left for the job's
-	// running to move.
-	j, err := running(ctx, tx.Ent, r.JobID, at, true)
-	if err != nil {
+	j, waiting, err := running(ctx, tx.Ent, r.JobID, at, true)
+	if err != nil || waiting {
 		return nil, err
 	}
 	if j == nil { // refused: signalled as before, reading what names it
@@ -234,7 +223,7 @@ func (s *Service) settle(ctx context.Context, tx *database.Tx, r ServiceRef, e j
 	} else if j.Status == job.StatusPending {
 		// Every service ran and exited before the last one's RUNNING was
 		// counted: record the run so the job is billed and timed.
-		if _, err := running(ctx, tx.Ent, j.ID, at, false); err != nil {
+		if _, _, err := running(ctx, tx.Ent, j.ID, at, false); err != nil {
 			return false, nil, err
 		}
 	}

@@ -7,46 +7,47 @@ import (
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/charge"
-	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/metrics"
 	"github.com/levers9/levers9/internal/queues"
 	"github.com/levers9/levers9/internal/viewer"
 )
 
-// Started fixes the prices of job j, which started running at at, and
-// charges its start fee, once per attempt. Call it through c in the
-// transaction that marks the job running, with j read in it after that,
-// with its services.
-func Started(ctx context.Context, c *ent.Client, j *ent.Job, at time.Time) error {
-	sys := viewer.SystemContext(ctx)
-	jobID := j.ID
-	q, err := c.Queue.Get(sys, j.QueueID)
+// Prices are job j's rates and the price of a minute of its services
+// (read with j) from a start now: its queue's rates at this moment. The
+// caller stores them with the job's start, in the update that marks it
+// running (a statement less on every job's start than an update of its
+// own), then calls Started.
+func Prices(ctx context.Context, c *ent.Client, j *ent.Job) (billing.Rates, billing.Tokens, error) {
+	q, err := c.Queue.Get(viewer.SystemContext(ctx), j.QueueID)
 	if err != nil {
-		return fmt.Errorf("loading queue of job %s: %w", jobID, err)
+		return billing.Rates{}, 0, fmt.Errorf("loading queue of job %s: %w", j.ID, err)
 	}
 	svcs, err := j.Edges.ServicesOrErr()
 	if err != nil {
-		return fmt.Errorf("pricing job %s: %w", jobID, err)
+		return billing.Rates{}, 0, fmt.Errorf("pricing job %s: %w", j.ID, err)
 	}
 	rates := queues.Rates(q)
 	perMinute, err := billing.PerMinute(rates, usage(svcs))
 	if err != nil {
-		return fmt.Errorf("pricing job %s: %w", jobID, err)
+		return billing.Rates{}, 0, fmt.Errorf("pricing job %s: %w", j.ID, err)
 	}
-	// Update, not UpdateOne: ent reads an updated node back, a statement
-	// more on every job's start.
-	if err := c.Job.Update().Where(job.ID(jobID)).SetRates(rates).SetPricePerMinute(perMinute).Exec(sys); err != nil {
-		return fmt.Errorf("fixing prices of job %s: %w", jobID, err)
-	}
-	if rates.StartFee > 0 {
-		if err := chargeStartFee(ctx, c, j, rates, at); err != nil {
+	return rates, perMinute, nil
+}
+
+// Started charges the start fee of job j, which started running at at
+// with the prices Prices gave (stored, and set in j), once per attempt,
+// and under `stop` closes the billing of a job whose first minute its
+// payer cannot hold. Call it through c in the transaction that marks the
+// job running.
+func Started(ctx context.Context, c *ent.Client, j *ent.Job, at time.Time) error {
+	sys := viewer.SystemContext(ctx)
+	if j.Rates.StartFee > 0 {
+		if err := chargeStartFee(ctx, c, j, j.Rates, at); err != nil {
 			return err
 		}
 	}
-	// Under `stop`, a job whose first minute its payer cannot hold has its
-	// billing closed at once; the budget policy then cancels it.
-	j.PricePerMinute = perMinute
+	// The budget policy then cancels it.
 	held, err := budgetsOf(ctx, c, []*ent.Job{j})
 	if err != nil {
 		return err
@@ -54,8 +55,8 @@ func Started(ctx context.Context, c *ent.Client, j *ent.Job, at time.Time) error
 	if b := held.of(j); b == nil || b.start(j) {
 		return nil
 	}
-	if err := c.Job.UpdateOneID(jobID).SetMeteringClosed(true).Exec(sys); err != nil {
-		return fmt.Errorf("closing metering of job %s: %w", jobID, err)
+	if err := c.Job.UpdateOneID(j.ID).SetMeteringClosed(true).Exec(sys); err != nil {
+		return fmt.Errorf("closing metering of job %s: %w", j.ID, err)
 	}
 	return nil
 }
