@@ -174,13 +174,15 @@ func fixedPorts(ps []jobspec.Port) []int {
 	return out
 }
 
-// loadJobs reads the next page of at most limit pending jobs of the queue,
-// in scheduling order after *after (nil: from the start), and moves *after
-// to its last job. st.jobs gets those not placed yet (placed ones wait for
-// their node to start them). more reports whether more jobs may follow.
+// loadJobs reads the next page of at most limit pending jobs of the queue
+// not placed yet, in scheduling order after *after (nil: from the start),
+// and moves *after to its last job; st.jobs gets them. Placed ones wait
+// for their node to start them: under load most pending jobs do, and a
+// pass after every submission would read them all again. more reports
+// whether more jobs may follow.
 func (st *state) loadJobs(ctx context.Context, c *ent.Client, tx *sql.Tx, dialectName string, qu *ent.Queue, after **cursor, limit int) (more bool, err error) {
 	q := c.Job.Query().
-		Where(job.QueueID(qu.ID), job.StatusEQ(job.StatusPending)).
+		Where(job.QueueID(qu.ID), job.StatusEQ(job.StatusPending), job.HasServicesWith(unplaced())).
 		Order(job.ByPriority(entsql.OrderDesc()), job.ByCreatedAt(), job.ByID()).
 		Limit(limit).
 		Select(job.FieldID, job.FieldPriority, job.FieldCreatedAt, job.FieldStatusReason, job.FieldKind)

@@ -54,3 +54,48 @@ func TestPassReadsItsPageInOrder(t *testing.T) {
 		t.Fatalf("no page read among the pass's statements:\n%s", strings.Join(stmts, "\n"))
 	}
 }
+
+// A pass reads the jobs it may place, not those placed already and
+// waiting for their node to start them: under load most pending jobs are,
+// and a pass follows every submission.
+func TestPassSkipsPlacedJobs(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, dbtest.SQLiteURL(t))
+	ctx := context.Background()
+	f.addNode(t, "roomy", inv(64, 256*gib, nil), true, f.queue)
+	job := func(k int) jobSpec {
+		return jobSpec{queue: f.queue, created: t0.Add(time.Duration(k) * time.Second), services: []svc{{cpu: 1, mem: gib}}}
+	}
+	var first []jobSpec
+	for k := range 20 {
+		first = append(first, job(k))
+	}
+	f.addJobs(t, first)
+	if placed, err := f.scheduler(f.db).ScheduleQueue(ctx, f.queue); err != nil || placed != 20 {
+		t.Fatalf("placed %d: %v", placed, err)
+	}
+	f.addJobs(t, []jobSpec{job(20)})
+	since, err := f.db.Mark(f.sys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if placed, err := f.scheduler(f.db).ScheduleQueue(ctx, f.queue); err != nil || placed != 1 {
+		t.Fatalf("placed %d: %v", placed, err)
+	}
+	stmts, err := since(f.sys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := 0
+	for _, q := range stmts {
+		if _, ids, ok := strings.Cut(q, "FROM services WHERE job_id IN ("); ok {
+			reads++
+			if n := strings.Count(ids, "?"); n != 1 {
+				t.Errorf("the pass read the services of %d jobs, want only the one not placed:\n%s", n, q)
+			}
+		}
+	}
+	if reads != 1 {
+		t.Fatalf("%d reads of services by job, want 1:\n%s", reads, strings.Join(stmts, "\n"))
+	}
+}
