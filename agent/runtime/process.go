@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -130,9 +131,23 @@ var (
 // each other.
 const ProcessHost = "127.0.0.1"
 
-// runningDir is below Root: one folder per running job, one file per
-// running service naming its supervisor.
+// runningDir is below Root and names what a later runtime on the root
+// must clean up: an empty file per job whose working directory exists
+// (named by the job ID) and a file per running service naming its
+// supervisor (JOB.SERVICE; neither name holds a dot). Files, not a folder
+// per job: a folder costs twice a file's create and delete. Agents before
+// this layout kept .running/JOB/SERVICE; stopLeftovers reads both.
 const runningDir = ".running"
+
+// jobMarker and serviceRecord are the files of runningDir of a job and of
+// one of its services.
+func (p *Process) jobMarker(jobID string) string {
+	return filepath.Join(p.cfg.Root, runningDir, jobID)
+}
+
+func (p *Process) serviceRecord(jobID, service string) string {
+	return filepath.Join(p.cfg.Root, runningDir, jobID+"."+service)
+}
 
 // NewProcess returns a process runtime rooted at cfg.Root, creating it,
 // after stopping whatever services an earlier runtime on that root left
@@ -311,19 +326,26 @@ func (p *Process) prepare(spec JobSpec) (_ *job, err error) {
 	}
 	// A working directory left by an earlier attempt the agent did not see
 	// to its end goes first.
-	jobDir, running := filepath.Join(p.cfg.Root, spec.ID), filepath.Join(p.cfg.Root, runningDir, spec.ID)
-	if err := errors.Join(os.RemoveAll(jobDir), os.RemoveAll(running)); err != nil {
+	jobDir, marker := filepath.Join(p.cfg.Root, spec.ID), p.jobMarker(spec.ID)
+	clear := []error{os.RemoveAll(jobDir), os.RemoveAll(marker)} // a folder of an older agent's too
+	for _, s := range spec.Services {
+		if err := os.Remove(p.serviceRecord(spec.ID, s.Name)); !errors.Is(err, os.ErrNotExist) {
+			clear = append(clear, err)
+		}
+	}
+	if err := errors.Join(clear...); err != nil {
 		p.releaseUser(u, true) // nothing ran as it
 		return nil, fmt.Errorf("clearing an old working directory: %w", err)
 	}
 	defer func() {
 		if err != nil {
 			_ = os.RemoveAll(jobDir)
-			_ = os.RemoveAll(running)
+			_ = os.Remove(marker)
 			p.releaseUser(u, true) // nothing ran as it
 		}
 	}()
-	if err := os.Mkdir(running, 0o700); err != nil {
+	// The marker first: a runtime that finds it deletes the directory.
+	if err := os.WriteFile(marker, nil, 0o600); err != nil {
 		return nil, fmt.Errorf("working directory: %w", err)
 	}
 	if err := mkdirMode(jobDir, 0o711); err != nil {
@@ -347,7 +369,7 @@ func (p *Process) prepare(spec JobSpec) (_ *job, err error) {
 	j.onEnd = func() {
 		// Every process of the job is gone by now. RemoveAll does not
 		// follow the mount links.
-		if err := errors.Join(os.RemoveAll(jobDir), os.RemoveAll(running)); err != nil {
+		if err := errors.Join(os.RemoveAll(jobDir), os.Remove(marker)); err != nil {
 			j.log.Warn("deleting the working directory", "err", err)
 		}
 		p.releaseUser(u, j.procsGone())
@@ -381,7 +403,7 @@ func (p *Process) prepare(spec JobSpec) (_ *job, err error) {
 		j.services = append(j.services, &service{
 			job: j, rt: p, index: i, spec: s, dir: dir, ports: ports[i], drain: p.cfg.DrainTimeout,
 			env:     serviceEnv(base, spec.ID, s, dir, addresses, u),
-			pidFile: filepath.Join(running, s.Name),
+			pidFile: p.serviceRecord(spec.ID, s.Name),
 			user:    u,
 			binds:   binds,
 			halt:    make(chan struct{}),
@@ -416,31 +438,53 @@ func mkdirMode(dir string, mode os.FileMode) error {
 // runs beside an old one.
 func (p *Process) stopLeftovers() error {
 	dir := filepath.Join(p.cfg.Root, runningDir)
-	jobs, err := os.ReadDir(dir)
+	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for _, jd := range jobs {
-		files, _ := os.ReadDir(filepath.Join(dir, jd.Name()))
-		for _, f := range files {
-			pid, started, pgid, ok := readPidFile(filepath.Join(dir, jd.Name(), f.Name()))
-			// A pid alone may name another process by now.
-			if !ok || started == 0 || supervise.ProcessStart(pid) != started {
-				continue
+	jobs := map[string]bool{}
+	for _, e := range ents {
+		if e.IsDir() { // an older agent's layout: JOB/SERVICE
+			files, _ := os.ReadDir(filepath.Join(dir, e.Name()))
+			for _, f := range files {
+				errs = append(errs, p.stopLeftover(filepath.Join(dir, e.Name(), f.Name()), e.Name(), f.Name()))
 			}
-			p.log.Warn("stopping a service an earlier agent left running", "job", jd.Name(), "service", f.Name(), "pid", pid)
-			if err := supervise.KillTree(pid, pgid, time.Now().Add(30*time.Second)); err != nil {
-				errs = append(errs, fmt.Errorf("stopping job %s service %s: %w", jd.Name(), f.Name(), err))
-			}
+			jobs[e.Name()] = true
+			continue
 		}
-		if len(jd.Name()) <= 128 && plainName.MatchString(jd.Name()) {
-			errs = append(errs, os.RemoveAll(filepath.Join(p.cfg.Root, jd.Name())))
+		job, service, isService := strings.Cut(e.Name(), ".")
+		if isService {
+			errs = append(errs, p.stopLeftover(filepath.Join(dir, e.Name()), job, service))
+			errs = append(errs, os.Remove(filepath.Join(dir, e.Name())))
 		}
-		errs = append(errs, os.RemoveAll(filepath.Join(dir, jd.Name())))
+		jobs[job] = true
+	}
+	// Every service first, then the directories: none is deleted under a
+	// process still writing to it.
+	for job := range jobs {
+		if len(job) <= 128 && plainName.MatchString(job) {
+			errs = append(errs, os.RemoveAll(filepath.Join(p.cfg.Root, job)))
+		}
+		errs = append(errs, os.RemoveAll(filepath.Join(dir, job)))
 	}
 	errs = append(errs, p.cgroups.removeLeftovers())
 	return errors.Join(errs...)
+}
+
+// stopLeftover kills the service whose supervisor file names, if that
+// process is still the one it names.
+func (p *Process) stopLeftover(file, job, service string) error {
+	pid, started, pgid, ok := readPidFile(file)
+	// A pid alone may name another process by now.
+	if !ok || started == 0 || supervise.ProcessStart(pid) != started {
+		return nil
+	}
+	p.log.Warn("stopping a service an earlier agent left running", "job", job, "service", service, "pid", pid)
+	if err := supervise.KillTree(pid, pgid, time.Now().Add(30*time.Second)); err != nil {
+		return fmt.Errorf("stopping job %s service %s: %w", job, service, err)
+	}
+	return nil
 }
 
 // writePidFile records a running service's supervisor (or process), which

@@ -139,7 +139,7 @@ func startAgent(t *testing.T, root string, memoryMiB int64, uids ...string) *age
 // supervisorPid is the supervisor the runtime recorded for job_tree.
 func (a *agentProcess) supervisorPid(t *testing.T) int {
 	t.Helper()
-	pid, started, _, ok := readPidFile(filepath.Join(a.root, runningDir, "job_tree", "tree"))
+	pid, started, _, ok := readPidFile(filepath.Join(a.root, runningDir, "job_tree.tree"))
 	if !ok || started == 0 {
 		t.Fatalf("no pid file for the supervisor")
 	}
