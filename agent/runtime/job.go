@@ -12,6 +12,7 @@ import (
 // one log sequence per job, a failed service stops its siblings, the result.
 type job struct {
 	id       string
+	slot     int // in the runtime's records
 	log      *slog.Logger
 	grace    time.Duration // for stops the runtime decides itself
 	timeout  time.Duration

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,8 +21,9 @@ import (
 // ProcessConfig configures the process runtime.
 type ProcessConfig struct {
 	// Root holds the working directories, Root/JOBID/SERVICE, which are
-	// deleted when the job ends, and Root/.running, the supervisors of
-	// running services, for a later agent to stop.
+	// deleted when the job ends, and Root/.running, the jobs and the
+	// supervisors of running services, for a later agent to clean up
+	// (see records).
 	Root string
 	// User is who the services of every job run as: a user name or
 	// uid[:gid]. Another user needs the agent to run as root. Jobs that
@@ -101,6 +101,7 @@ type Process struct {
 	user    *jobUser // every job's (User); nil: see uids
 	uids    *uidPool // one uid per job (UIDs); nil with neither: the agent's user
 	cgroups *cgroups // nil without a supervisor
+	rec     *records
 
 	mu   sync.Mutex
 	jobs map[string]bool // running job IDs
@@ -130,24 +131,6 @@ var (
 // ProcessHost is where services of the process runtime listen and reach
 // each other.
 const ProcessHost = "127.0.0.1"
-
-// runningDir is below Root and names what a later runtime on the root
-// must clean up: an empty file per job whose working directory exists
-// (named by the job ID) and a file per running service naming its
-// supervisor (JOB.SERVICE; neither name holds a dot). Files, not a folder
-// per job: a folder costs twice a file's create and delete. Agents before
-// this layout kept .running/JOB/SERVICE; stopLeftovers reads both.
-const runningDir = ".running"
-
-// jobMarker and serviceRecord are the files of runningDir of a job and of
-// one of its services.
-func (p *Process) jobMarker(jobID string) string {
-	return filepath.Join(p.cfg.Root, runningDir, jobID)
-}
-
-func (p *Process) serviceRecord(jobID, service string) string {
-	return filepath.Join(p.cfg.Root, runningDir, jobID+"."+service)
-}
 
 // NewProcess returns a process runtime rooted at cfg.Root, creating it,
 // after stopping whatever services an earlier runtime on that root left
@@ -190,7 +173,7 @@ func NewProcess(cfg ProcessConfig) (*Process, error) {
 		}
 	}
 	// Others may pass through to their own working directory, never list.
-	if err := os.MkdirAll(filepath.Join(root, runningDir), 0o700); err != nil {
+	if err := os.MkdirAll(root, 0o711); err != nil {
 		return nil, fmt.Errorf("process runtime: %w", err)
 	}
 	if err := os.Chmod(root, 0o711); err != nil {
@@ -202,6 +185,9 @@ func NewProcess(cfg ProcessConfig) (*Process, error) {
 		p.cgroups = &cgroups{why: "no supervisor"}
 	}
 	if err := p.stopLeftovers(); err != nil {
+		return nil, fmt.Errorf("process runtime: %w", err)
+	}
+	if p.rec, err = openRecords(filepath.Join(root, recordsName)); err != nil {
 		return nil, fmt.Errorf("process runtime: %w", err)
 	}
 	if p.cgroups.why != "" {
@@ -280,8 +266,10 @@ func (p *Process) Close() error {
 	if len(p.jobs) > 0 {
 		return nil
 	}
-	// Each fails unless the folder is empty, which is the point.
-	_ = os.Remove(filepath.Join(p.cfg.Root, runningDir))
+	// Nothing runs, so the records name nothing; the root goes only if
+	// empty, which is the point.
+	_ = p.rec.close()
+	_ = os.Remove(filepath.Join(p.cfg.Root, recordsName))
 	_ = os.Remove(p.cfg.Root)
 	p.cgroups.prune()
 	return nil
@@ -326,28 +314,25 @@ func (p *Process) prepare(spec JobSpec) (_ *job, err error) {
 	}
 	// A working directory left by an earlier attempt the agent did not see
 	// to its end goes first.
-	jobDir, marker := filepath.Join(p.cfg.Root, spec.ID), p.jobMarker(spec.ID)
-	clear := []error{os.RemoveAll(jobDir), os.RemoveAll(marker)} // a folder of an older agent's too
-	for _, s := range spec.Services {
-		if err := os.Remove(p.serviceRecord(spec.ID, s.Name)); !errors.Is(err, os.ErrNotExist) {
-			clear = append(clear, err)
-		}
-	}
-	if err := errors.Join(clear...); err != nil {
+	jobDir := filepath.Join(p.cfg.Root, spec.ID)
+	if err := os.RemoveAll(jobDir); err != nil {
 		p.releaseUser(u, true) // nothing ran as it
 		return nil, fmt.Errorf("clearing an old working directory: %w", err)
+	}
+	// Recorded first: a runtime that finds the record deletes the
+	// directory.
+	slot, err := p.rec.take(spec.ID)
+	if err != nil {
+		p.releaseUser(u, true)
+		return nil, fmt.Errorf("working directory: %w", err)
 	}
 	defer func() {
 		if err != nil {
 			_ = os.RemoveAll(jobDir)
-			_ = os.Remove(marker)
+			_ = p.rec.release(slot)
 			p.releaseUser(u, true) // nothing ran as it
 		}
 	}()
-	// The marker first: a runtime that finds it deletes the directory.
-	if err := os.WriteFile(marker, nil, 0o600); err != nil {
-		return nil, fmt.Errorf("working directory: %w", err)
-	}
 	if err := mkdirMode(jobDir, 0o711); err != nil {
 		return nil, fmt.Errorf("working directory: %w", err)
 	}
@@ -355,6 +340,7 @@ func (p *Process) prepare(spec JobSpec) (_ *job, err error) {
 	base := os.Environ()
 	j := &job{
 		id:        spec.ID,
+		slot:      slot,
 		log:       p.log.With("job", spec.ID),
 		grace:     p.cfg.StopGrace,
 		timeout:   spec.Timeout,
@@ -369,7 +355,7 @@ func (p *Process) prepare(spec JobSpec) (_ *job, err error) {
 	j.onEnd = func() {
 		// Every process of the job is gone by now. RemoveAll does not
 		// follow the mount links.
-		if err := errors.Join(os.RemoveAll(jobDir), os.Remove(marker)); err != nil {
+		if err := errors.Join(os.RemoveAll(jobDir), p.rec.release(slot)); err != nil {
 			j.log.Warn("deleting the working directory", "err", err)
 		}
 		p.releaseUser(u, j.procsGone())
@@ -402,11 +388,10 @@ func (p *Process) prepare(spec JobSpec) (_ *job, err error) {
 		}
 		j.services = append(j.services, &service{
 			job: j, rt: p, index: i, spec: s, dir: dir, ports: ports[i], drain: p.cfg.DrainTimeout,
-			env:     serviceEnv(base, spec.ID, s, dir, addresses, u),
-			pidFile: p.serviceRecord(spec.ID, s.Name),
-			user:    u,
-			binds:   binds,
-			halt:    make(chan struct{}),
+			env:   serviceEnv(base, spec.ID, s, dir, addresses, u),
+			user:  u,
+			binds: binds,
+			halt:  make(chan struct{}),
 		})
 	}
 	return j, nil
@@ -437,62 +422,73 @@ func mkdirMode(dir string, mode os.FileMode) error {
 // their working directories and cgroups, so that a retried attempt never
 // runs beside an old one.
 func (p *Process) stopLeftovers() error {
-	dir := filepath.Join(p.cfg.Root, runningDir)
-	ents, err := os.ReadDir(dir)
+	path := filepath.Join(p.cfg.Root, recordsName)
+	jobs, err := leftovers(path)
 	if err != nil {
 		return err
 	}
 	var errs []error
-	jobs := map[string]bool{}
-	for _, e := range ents {
-		if e.IsDir() { // an older agent's layout: JOB/SERVICE
-			files, _ := os.ReadDir(filepath.Join(dir, e.Name()))
-			for _, f := range files {
-				errs = append(errs, p.stopLeftover(filepath.Join(dir, e.Name(), f.Name()), e.Name(), f.Name()))
+	for _, j := range jobs {
+		for _, s := range j.services {
+			// A pid alone may name another process by now.
+			if s.started == 0 || supervise.ProcessStart(s.pid) != s.started {
+				continue
 			}
-			jobs[e.Name()] = true
-			continue
+			p.log.Warn("stopping a service an earlier agent left running", "job", j.id, "service", s.name, "pid", s.pid)
+			if err := supervise.KillTree(s.pid, s.pgid, time.Now().Add(30*time.Second)); err != nil {
+				errs = append(errs, fmt.Errorf("stopping job %s service %s: %w", j.id, s.name, err))
+			}
 		}
-		job, service, isService := strings.Cut(e.Name(), ".")
-		if isService {
-			errs = append(errs, p.stopLeftover(filepath.Join(dir, e.Name()), job, service))
-			errs = append(errs, os.Remove(filepath.Join(dir, e.Name())))
-		}
-		jobs[job] = true
 	}
 	// Every service first, then the directories: none is deleted under a
 	// process still writing to it.
-	for job := range jobs {
-		if len(job) <= 128 && plainName.MatchString(job) {
-			errs = append(errs, os.RemoveAll(filepath.Join(p.cfg.Root, job)))
+	for _, j := range jobs {
+		if len(j.id) <= 128 && plainName.MatchString(j.id) {
+			errs = append(errs, os.RemoveAll(filepath.Join(p.cfg.Root, j.id)))
 		}
-		errs = append(errs, os.RemoveAll(filepath.Join(dir, job)))
 	}
-	errs = append(errs, p.cgroups.removeLeftovers())
+	errs = append(errs, os.RemoveAll(path), p.cgroups.removeLeftovers())
 	return errors.Join(errs...)
 }
 
-// stopLeftover kills the service whose supervisor file names, if that
-// process is still the one it names.
-func (p *Process) stopLeftover(file, job, service string) error {
-	pid, started, pgid, ok := readPidFile(file)
-	// A pid alone may name another process by now.
-	if !ok || started == 0 || supervise.ProcessStart(pid) != started {
-		return nil
+// leftovers reads the jobs an earlier runtime recorded at path: a records
+// file, or the folder agents before it kept (JOB/SERVICE, one pid file
+// per service).
+func leftovers(path string) ([]leftJob, error) {
+	st, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
 	}
-	p.log.Warn("stopping a service an earlier agent left running", "job", job, "service", service, "pid", pid)
-	if err := supervise.KillTree(pid, pgid, time.Now().Add(30*time.Second)); err != nil {
-		return fmt.Errorf("stopping job %s service %s: %w", job, service, err)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	if !st.IsDir() {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		return readRecords(b), nil
+	}
+	dirs, err := os.ReadDir(path)
+	if err != nil {
+		return nil, err
+	}
+	var jobs []leftJob
+	for _, d := range dirs {
+		j := leftJob{id: d.Name()}
+		files, _ := os.ReadDir(filepath.Join(path, d.Name()))
+		for _, f := range files {
+			if pid, started, pgid, ok := readPidFile(filepath.Join(path, d.Name(), f.Name())); ok {
+				j.services = append(j.services, leftService{name: f.Name(), pid: pid, started: started, pgid: pgid})
+			}
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, nil
 }
 
-// writePidFile records a running service's supervisor (or process), which
-// started at started (supervise.ProcessStart).
-func writePidFile(file string, pid int, started uint64, pgid int) error {
-	return os.WriteFile(file, fmt.Appendf(nil, "%d %d %d\n", pid, started, pgid), 0o600)
-}
-
+// readPidFile reads a pid file of an agent before records: "PID START
+// PGID".
 func readPidFile(file string) (pid int, started uint64, pgid int, ok bool) {
 	b, err := os.ReadFile(file)
 	if err != nil {

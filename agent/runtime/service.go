@@ -29,7 +29,6 @@ type service struct {
 	ports   []Port
 	drain   time.Duration // how long output may be silent after the service ended
 	pipes   []*outputPipe
-	pidFile string
 	user    *jobUser // nil: the agent's
 	binds   []supervise.Bind
 	halt    chan struct{} // closed by the first stop: ends a wait for a venv
@@ -154,7 +153,7 @@ func (s *service) start() {
 	} else {
 		started = supervise.ProcessStart(cmd.Process.Pid)
 	}
-	if err := writePidFile(s.pidFile, cmd.Process.Pid, started, s.pgid); err != nil {
+	if err := s.rt.rec.service(s.job.slot, s.index, s.spec.Name, cmd.Process.Pid, started, s.pgid); err != nil {
 		s.job.log.Warn("recording the service's supervisor", "service", s.spec.Name, "err", err)
 	}
 	var readers sync.WaitGroup
@@ -285,7 +284,9 @@ func (s *service) cleanup() {
 	} else if s.cgroup != nil && len(s.cgroup.dirs) > 0 {
 		s.cgroupGone.Store(true)
 	}
-	_ = os.Remove(s.pidFile)
+	if err := s.rt.rec.clearService(s.job.slot, s.index); err != nil {
+		s.job.log.Warn("clearing the service's record", "service", s.spec.Name, "err", err)
+	}
 }
 
 func (s *service) stoppedBeforeStart() string {

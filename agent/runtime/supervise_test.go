@@ -139,11 +139,19 @@ func startAgent(t *testing.T, root string, memoryMiB int64, uids ...string) *age
 // supervisorPid is the supervisor the runtime recorded for job_tree.
 func (a *agentProcess) supervisorPid(t *testing.T) int {
 	t.Helper()
-	pid, started, _, ok := readPidFile(filepath.Join(a.root, runningDir, "job_tree.tree"))
-	if !ok || started == 0 {
-		t.Fatalf("no pid file for the supervisor")
+	b, err := os.ReadFile(filepath.Join(a.root, recordsName))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return pid
+	for _, j := range readRecords(b) {
+		for _, s := range j.services {
+			if j.id == "job_tree" && s.name == "tree" && s.started != 0 {
+				return s.pid
+			}
+		}
+	}
+	t.Fatalf("no record of the supervisor")
+	return 0
 }
 
 func (a *agentProcess) kill(t *testing.T) {
@@ -216,16 +224,7 @@ func TestNewRuntimeStopsLeftovers(t *testing.T) {
 		gone(t, pid)
 	}
 	gone(t, sup)
-	ents, err := os.ReadDir(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ents) != 1 || ents[0].Name() != runningDir {
-		t.Errorf("left in the root: %v", ents)
-	}
-	if ents, _ := os.ReadDir(filepath.Join(root, runningDir)); len(ents) != 0 {
-		t.Errorf("left in %s: %v", runningDir, ents)
-	}
+	cleared(t, root)
 }
 
 // With cgroups, even processes whose supervisor was killed too (and which
