@@ -154,3 +154,33 @@ func TestRecordsReuseSlots(t *testing.T) {
 		t.Errorf("records %s; want %s", got, want)
 	}
 }
+
+// While a job runs, the records name it and its running services' own
+// supervisors; once it ended, nothing.
+func TestRecordsFollowAJob(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	p := newProcessWith(t, ProcessConfig{Root: root})
+	c := start(t, p, JobSpec{ID: "job_rec", Services: []ServiceSpec{
+		{Name: "a", Command: []string{"sleep", "100"}},
+		{Name: "b", Command: []string{"sleep", "100"}},
+	}})
+	c.waitFor(t, "a running", isState("a", Running))
+	c.waitFor(t, "b running", isState("b", Running))
+	b, err := os.ReadFile(filepath.Join(root, recordsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := readRecords(b)
+	if len(jobs) != 1 || jobs[0].id != "job_rec" || len(jobs[0].services) != 2 {
+		t.Fatalf("records %v; want job_rec with a and b", jobs)
+	}
+	for _, s := range jobs[0].services {
+		if s.started == 0 || supervise.ProcessStart(s.pid) != s.started {
+			t.Errorf("record %v names no running process", s)
+		}
+	}
+	c.job.Stop("done", 0)
+	c.wait(t)
+	cleared(t, root)
+}
