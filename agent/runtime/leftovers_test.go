@@ -136,7 +136,7 @@ func TestRecordsReuseSlots(t *testing.T) {
 	if err := rec.service(a, 3, "web", 1234, 99, 1234); err != nil {
 		t.Fatal(err)
 	}
-	if err := rec.release(a); err != nil {
+	if err := rec.release(a, 4); err != nil {
 		t.Fatal(err)
 	}
 	if c, _ := rec.take("c"); c != 0 {

@@ -329,7 +329,7 @@ func (p *Process) prepare(spec JobSpec) (_ *job, err error) {
 	defer func() {
 		if err != nil {
 			_ = os.RemoveAll(jobDir)
-			_ = p.rec.release(slot)
+			_ = p.rec.release(slot, len(spec.Services))
 			p.releaseUser(u, true) // nothing ran as it
 		}
 	}()
@@ -355,7 +355,7 @@ func (p *Process) prepare(spec JobSpec) (_ *job, err error) {
 	j.onEnd = func() {
 		// Every process of the job is gone by now. RemoveAll does not
 		// follow the mount links.
-		if err := errors.Join(os.RemoveAll(jobDir), p.rec.release(slot)); err != nil {
+		if err := errors.Join(os.RemoveAll(jobDir), p.rec.release(slot, len(spec.Services))); err != nil {
 			j.log.Warn("deleting the working directory", "err", err)
 		}
 		p.releaseUser(u, j.procsGone())

@@ -59,8 +59,9 @@ func (r *records) take(jobID string) (int, error) {
 	}
 	r.used[slot] = true
 	r.mu.Unlock()
-	// The whole slot: nothing of its last job is left in it.
-	buf := make([]byte, slotSize)
+	// The header alone: a free slot is zeros (the file starts empty, and
+	// release clears what its last job wrote).
+	buf := make([]byte, slotHeader)
 	copy(buf, jobID)
 	if err := r.write(buf, slot, 0); err != nil {
 		r.free(slot)
@@ -69,11 +70,15 @@ func (r *records) take(jobID string) (int, error) {
 	return slot, nil
 }
 
-// release clears slot and frees it.
-func (r *records) release(slot int) error {
-	err := r.write(make([]byte, slotSize), slot, 0)
+// release clears slot, whose job has services records, and frees it. A
+// slot that could not be cleared stays taken: no later job may be named
+// with its last job's supervisors.
+func (r *records) release(slot, services int) error {
+	if err := r.write(make([]byte, slotHeader+services*recordSize), slot, 0); err != nil {
+		return err
+	}
 	r.free(slot)
-	return err
+	return nil
 }
 
 func (r *records) free(slot int) {
