@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/levers9/levers9/agent/supervise"
@@ -355,7 +356,7 @@ func (p *Process) prepare(spec JobSpec) (_ *job, err error) {
 	j.onEnd = func() {
 		// Every process of the job is gone by now. RemoveAll does not
 		// follow the mount links.
-		if err := errors.Join(os.RemoveAll(jobDir), p.rec.release(slot, len(spec.Services))); err != nil {
+		if err := errors.Join(removeWorkDir(jobDir, spec.Services), p.rec.release(slot, len(spec.Services))); err != nil {
 			j.log.Warn("deleting the working directory", "err", err)
 		}
 		p.releaseUser(u, j.procsGone())
@@ -395,6 +396,23 @@ func (p *Process) prepare(spec JobSpec) (_ *job, err error) {
 		})
 	}
 	return j, nil
+}
+
+// removeWorkDir deletes job directory dir, with the working directories
+// of services. Those a service left empty (as many do) go by one rmdir
+// each, where RemoveAll opens and lists every folder; anything in them,
+// mount links and bind points included, sends it to RemoveAll, which
+// does not follow links.
+func removeWorkDir(dir string, services []ServiceSpec) error {
+	for _, s := range services {
+		if err := syscall.Rmdir(filepath.Join(dir, s.Name)); err != nil && !errors.Is(err, syscall.ENOENT) {
+			return os.RemoveAll(dir)
+		}
+	}
+	if err := syscall.Rmdir(dir); err != nil && !errors.Is(err, syscall.ENOENT) {
+		return os.RemoveAll(dir)
+	}
+	return nil
 }
 
 // mkdirForUser makes a directory that only the job user u (nil: the
