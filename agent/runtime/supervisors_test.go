@@ -246,3 +246,18 @@ func TestSupervisorForwardsSignals(t *testing.T) {
 	}
 	gone(t, sup)
 }
+
+// A service's stdin is /dev/null, read-only: one the runtime shares
+// among all of them, so none may write to it.
+func TestServicesReadAnEmptyStdin(t *testing.T) {
+	t.Parallel()
+	p := newProcess(t)
+	for i := range 2 {
+		c := start(t, p, JobSpec{ID: fmt.Sprintf("job_stdin%d", i), Services: []ServiceSpec{{Name: "main", Command: []string{"sh", "-c",
+			`readlink /proc/self/fd/0; cat; echo x >&0 2>/dev/null && echo wrote || echo read-only`}}}})
+		_, evs := c.wait(t)
+		if got, want := strings.Join(stdout(evs), ","), "/dev/null,read-only"; got != want {
+			t.Errorf("job %d wrote %q, want %q", i, got, want)
+		}
+	}
+}
