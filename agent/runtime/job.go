@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -114,11 +115,18 @@ func (j *job) stop(cause, reason string, grace time.Duration) {
 // finish records a service's final state; the last one ends the job.
 func (j *job) finish(s *service, state State, code *int, reason string, stopped bool) {
 	j.emitState(StateEvent{Service: s.spec.Name, State: state, ExitCode: code, Reason: reason})
-	j.log.Info("service ended", "service", s.spec.Name, "state", state, "exitCode", deref(code), "reason", reason)
+	failed := state == Failed && !stopped
+	// A service's own failure is news; the rest of a job's life is the
+	// agent's one line at its start and one at its end (at 500 jobs a
+	// second, 1,500 lines a second fewer).
+	level := slog.LevelDebug
+	if failed {
+		level = slog.LevelInfo
+	}
+	j.log.Log(context.Background(), level, "service ended", "service", s.spec.Name, "state", state, "exitCode", deref(code), "reason", reason)
 	j.mu.Lock()
 	j.results[s.index] = ServiceResult{Name: s.spec.Name, State: state, ExitCode: code, Reason: reason}
 	j.remaining--
-	failed := state == Failed && !stopped
 	if failed && j.cause == "" {
 		j.cause = failure(s.spec.Name, reason)
 	}
@@ -143,7 +151,7 @@ func (j *job) end() {
 	j.emitMu.Lock()
 	close(j.events)
 	j.emitMu.Unlock()
-	j.log.Info("job ended", "status", res.Status, "reason", res.Reason)
+	j.log.Debug("job ended", "status", res.Status, "reason", res.Reason)
 	j.onEnd()
 	close(j.done)
 }

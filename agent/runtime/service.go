@@ -215,7 +215,7 @@ func (s *service) start() {
 			return
 		}
 	}
-	s.job.log.Info("service started", "service", s.spec.Name, "pid", pid, "dir", s.dir)
+	s.job.log.Debug("service started", "service", s.spec.Name, "pid", pid, "dir", s.dir)
 	s.mu.Lock()
 	s.running = true
 	s.mu.Unlock()

@@ -3,11 +3,13 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -261,3 +263,34 @@ func TestServicesReadAnEmptyStdin(t *testing.T) {
 		}
 	}
 }
+
+// At Info, a job's services say nothing of their lives unless one fails
+// by itself: the agent logs a job's start and end.
+func TestServiceEndsLoggedOnlyWhenFailed(t *testing.T) {
+	t.Parallel()
+	var out strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(b []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return out.Write(b)
+	}), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	p := newProcessWith(t, ProcessConfig{Root: t.TempDir(), Logger: logger})
+	start(t, p, JobSpec{ID: "job_quiet", Services: []ServiceSpec{{Name: "ok", Command: []string{"true"}}}}).wait(t)
+	start(t, p, JobSpec{ID: "job_loud", Services: []ServiceSpec{{Name: "bad", Command: []string{"false"}}}}).wait(t)
+	mu.Lock()
+	defer mu.Unlock()
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if strings.Contains(l, "job=") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], `msg="service ended"`) || !strings.Contains(lines[0], "job=job_loud") {
+		t.Errorf("logged at Info:\n%s\nwant the failed service's end alone", strings.Join(lines, "\n"))
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
