@@ -47,7 +47,8 @@ func Started(ctx context.Context, c *ent.Client, j *ent.Job, at time.Time) error
 			return err
 		}
 	}
-	// The budget policy then cancels it.
+	// Under `stop`, a job whose first minute its payer cannot hold has its
+	// billing closed at once; the budget policy then cancels it.
 	held, err := budgetsOf(ctx, c, []*ent.Job{j})
 	if err != nil {
 		return err
