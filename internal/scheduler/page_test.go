@@ -23,17 +23,7 @@ func TestPassReadsItsPageInOrder(t *testing.T) {
 		specs[k] = jobSpec{queue: f.queue, priority: k % 3, created: t0.Add(time.Duration(k) * time.Second), services: []svc{{cpu: 8, mem: 32 * gib}}}
 	}
 	f.addJobs(t, specs)
-	since, err := f.db.Mark(f.sys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if placed, err := f.scheduler(f.db).ScheduleQueue(ctx, f.queue); err != nil || placed != 0 {
-		t.Fatalf("placed %d: %v", placed, err)
-	}
-	stmts, err := since(f.sys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stmts := f.passStatements(t, 0)
 	pages := 0
 	for _, q := range stmts {
 		if !strings.HasPrefix(q, "SELECT") || !strings.Contains(q, "FROM `jobs`") || !strings.Contains(q, "ORDER BY") {
@@ -75,17 +65,7 @@ func TestPassSkipsPlacedJobs(t *testing.T) {
 		t.Fatalf("placed %d: %v", placed, err)
 	}
 	f.addJobs(t, []jobSpec{job(20)})
-	since, err := f.db.Mark(f.sys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if placed, err := f.scheduler(f.db).ScheduleQueue(ctx, f.queue); err != nil || placed != 1 {
-		t.Fatalf("placed %d: %v", placed, err)
-	}
-	stmts, err := since(f.sys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stmts := f.passStatements(t, 1)
 	reads := 0
 	for _, q := range stmts {
 		if _, ids, ok := strings.Cut(q, "FROM services WHERE job_id IN ("); ok {
@@ -98,4 +78,23 @@ func TestPassSkipsPlacedJobs(t *testing.T) {
 	if reads != 1 {
 		t.Fatalf("%d reads of services by job, want 1:\n%s", reads, strings.Join(stmts, "\n"))
 	}
+}
+
+// passStatements runs a pass over f's queue, which must place want jobs,
+// and returns the texts of the statements it ran, most recently used
+// first (on SQLite; none on PostgreSQL).
+func (f *world) passStatements(t *testing.T, want int) []string {
+	t.Helper()
+	since, err := f.db.Mark(f.sys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if placed, err := f.scheduler(f.db).ScheduleQueue(context.Background(), f.queue); err != nil || placed != want {
+		t.Fatalf("placed %d, want %d: %v", placed, want, err)
+	}
+	stmts, err := since(f.sys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stmts
 }
