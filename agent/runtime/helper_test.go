@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/levers9/levers9/agent/supervise"
 )
 
@@ -73,6 +75,17 @@ func helper(mode string, args []string) int {
 			b[i] = 1
 		}
 		fmt.Println("allocated", len(b))
+	case "stdinflags": // whether stdin is non-blocking, then makes it so
+		flags, err := unix.FcntlInt(0, unix.F_GETFL, 0)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Printf("nonblock=%t\n", flags&unix.O_NONBLOCK != 0)
+		if _, err := unix.FcntlInt(0, unix.F_SETFL, flags|unix.O_NONBLOCK); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	case "agent": // an agent-like parent: see runAgent
 		return runAgent(args)
 	default:

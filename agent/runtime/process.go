@@ -103,9 +103,6 @@ type Process struct {
 	uids    *uidPool // one uid per job (UIDs); nil with neither: the agent's user
 	cgroups *cgroups // nil without a supervisor
 	rec     *records
-	// devNull is the stdin of supervised services without one, read-only:
-	// one for all of them, not an open and a close each.
-	devNull *os.File
 
 	mu   sync.Mutex
 	jobs map[string]bool // running job IDs
@@ -203,10 +200,6 @@ func NewProcess(cfg ProcessConfig) (*Process, error) {
 	}
 	p.log.Info("process runtime ready", "root", root, "user", who, "supervised", len(cfg.Supervisor) > 0)
 	if len(cfg.Supervisor) > 0 {
-		if p.devNull, err = os.Open(os.DevNull); err != nil {
-			_ = p.rec.close()
-			return nil, fmt.Errorf("process runtime: %w", err)
-		}
 		p.idle, p.trimAfter = make(chan *supervisor, idleSupervisors), idleTrim
 		go p.refill()
 	}
@@ -277,9 +270,6 @@ func (p *Process) Close() error {
 	// Nothing runs, so the records name nothing; the root goes only if
 	// empty, which is the point.
 	_ = p.rec.close()
-	if p.devNull != nil {
-		_ = p.devNull.Close()
-	}
 	_ = os.Remove(filepath.Join(p.cfg.Root, recordsName))
 	_ = os.Remove(p.cfg.Root)
 	p.cgroups.prune()

@@ -101,9 +101,6 @@ func (p *Process) refill() {
 // the terminal of a task with -tty.
 func (p *Process) supervise(t supervise.Task, stdin, tty *os.File) (*supervised, error) {
 	p.lastTake.Store(time.Now().UnixNano())
-	if stdin == nil {
-		stdin = p.devNull
-	}
 	select {
 	case sv := <-p.idle:
 		if len(p.idle) == 0 {
@@ -122,8 +119,8 @@ func (p *Process) supervise(t supervise.Task, stdin, tty *os.File) (*supervised,
 	return sv.assign(t, stdin, tty)
 }
 
-// assign sends sv its task with new pipes for its output and status, and
-// stdin. On failure sv is stopped.
+// assign sends sv its task with new pipes for its output and status. On
+// failure sv is stopped.
 func (sv *supervisor) assign(t supervise.Task, stdin, tty *os.File) (_ *supervised, err error) {
 	var ours, theirs []*os.File // the agent's ends; the supervisor's copies
 	defer func() {
@@ -139,6 +136,15 @@ func (sv *supervisor) assign(t supervise.Task, stdin, tty *os.File) (_ *supervis
 			return nil, fmt.Errorf("starting a service: pipe: %w", err)
 		}
 		ours, theirs = append(ours, r), append(theirs, w)
+	}
+	// A /dev/null of its own: an open file description shared between
+	// services would carry its flags and owner (fcntl) from one tenant's
+	// job to another's.
+	if stdin == nil {
+		if stdin, err = os.Open(os.DevNull); err != nil {
+			return nil, err
+		}
+		theirs = append(theirs, stdin)
 	}
 	send := []*os.File{stdin, theirs[0], theirs[1], theirs[2]}
 	if tty != nil {

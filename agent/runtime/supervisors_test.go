@@ -294,3 +294,17 @@ func TestServiceEndsLoggedOnlyWhenFailed(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+// No two services share their stdin's open file: what one job sets on it
+// (here O_NONBLOCK) never shows in another's.
+func TestServicesDoNotShareStdin(t *testing.T) {
+	t.Parallel()
+	p := newProcess(t)
+	for i := range 2 {
+		c := start(t, p, JobSpec{ID: fmt.Sprintf("job_ownstdin%d", i), Services: []ServiceSpec{helperService(t, "main", "stdinflags")}})
+		_, evs := c.wait(t)
+		if got := strings.Join(stdout(evs), ","); got != "nonblock=false" {
+			t.Errorf("job %d's stdin: %q, want nonblock=false", i, got)
+		}
+	}
+}
