@@ -36,6 +36,9 @@ const (
 	slotSize   = slotHeader + wire.MaxServices*recordSize
 )
 
+// zeros clears records (written, never changed).
+var zeros [slotSize]byte
+
 // openRecords creates the records file at path, empty.
 func openRecords(path string) (*records, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
@@ -75,7 +78,7 @@ func (r *records) take(jobID string) (int, error) {
 // slot that could not be cleared stays taken: no later job may be named
 // with its last job's supervisors.
 func (r *records) release(slot, services int) error {
-	if err := r.write(make([]byte, slotHeader+services*recordSize), slot, 0); err != nil {
+	if err := r.write(zeros[:slotHeader+services*recordSize], slot, 0); err != nil {
 		return err
 	}
 	r.free(slot)
@@ -102,7 +105,7 @@ func (r *records) service(slot, index int, name string, pid int, started uint64,
 // clearService clears the record of service number index of slot's job:
 // its processes are gone, and its supervisor may run another job's.
 func (r *records) clearService(slot, index int) error {
-	return r.write(make([]byte, recordSize), slot, slotHeader+index*recordSize)
+	return r.write(zeros[:recordSize], slot, slotHeader+index*recordSize)
 }
 
 func (r *records) write(b []byte, slot, at int) error {
