@@ -66,9 +66,11 @@ test: check $(MINIO)
 	echo "database tests passed: $$(grep -c -E -- '--- PASS: .*/sqlite \(' test.log) on SQLite, $$(grep -c -E -- '--- PASS: .*/postgres \(' test.log) on PostgreSQL (full log: test.log)"; \
 	exit $$status
 
-## bench: benchmarks; they print their numbers
+## bench: benchmarks; they print their numbers. One package at a time
+## (-p 1): go test would otherwise run two packages' benchmarks at once,
+## each slowing the other's figures.
 bench:
-	$(WITHDOCKER) $(WITHPG) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./graph/ ./internal/metering/ ./internal/ledger/ ./internal/scheduling/ ./internal/scheduler/ ./e2e/ ./ui/ ./agent/runtime/docker/ ./internal/relay/ ./internal/wire/ ./internal/deployapi/ ./internal/functions/ ./internal/metrics/dbstate/ ./internal/joblog/ ./agent/runtime/ ./workers/ | grep -v -E '^(goos|goarch|pkg|cpu):'
+	$(WITHDOCKER) $(WITHPG) $(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -timeout 60m ./graph/ ./internal/metering/ ./internal/ledger/ ./internal/scheduling/ ./internal/scheduler/ ./e2e/ ./ui/ ./agent/runtime/docker/ ./internal/relay/ ./internal/wire/ ./internal/deployapi/ ./internal/functions/ ./internal/metrics/dbstate/ ./internal/joblog/ ./agent/runtime/ ./workers/ | grep -v -E '^(goos|goarch|pkg|cpu):'
 
 ## screenshots: regenerate docs/screenshots (the README's) with Chromium
 screenshots:
