@@ -331,6 +331,11 @@ func (w *relayWorld) place(t *testing.T, j *ent.Job) *ent.Job {
 			waitFor(t, "service "+s.Name+" to listen on "+name, func() bool {
 				c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 				if err != nil {
+					// A service that ended will never listen: say why now.
+					svc, qerr := w.db.Ent.Service.Query().Where(service.JobID(j.ID), service.Name(s.Name)).Only(w.sys)
+					if qerr == nil && svc.Status != service.StatusRunning {
+						t.Fatalf("service %s is %s (%s) before listening on %s", s.Name, svc.Status, svc.StatusReason, name)
+					}
 					return false
 				}
 				c.Close()
