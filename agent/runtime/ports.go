@@ -31,7 +31,7 @@ func AssignPorts(spec JobSpec, host string) ([][]Port, error) {
 	for i, s := range spec.Services {
 		for _, pt := range s.Ports {
 			if pt.Port == 0 {
-				l, err := hostPorts.listen(host)
+				l, err := hostPorts().listen(host)
 				if err != nil {
 					return nil, fmt.Errorf("service %s: port %s: %w", s.Name, pt.Name, err)
 				}
@@ -46,25 +46,29 @@ func AssignPorts(spec JobSpec, host string) ([][]Port, error) {
 
 // hostPorts picks the ports of every job this agent runs. The kernel's
 // own choice (port 0) comes from the ephemeral range, the one every
-// outbound connection on the node takes its local port from: between
+// outbound connection on the node also takes its local port from: between
 // AssignPorts closing its listener and the service binding the port, a
 // connection to a database or a registry may take it, and the service
 // fails with "address in use". Below that range only listeners compete,
-// and the listen in pick sees them.
-var hostPorts = newPortPicker(readEphemeralStart())
+// and listen sees them. Made on first use: the binary that runs nodes is
+// also the CLI, which never picks a port.
+var hostPorts = sync.OnceValue(func() *portPicker { return newPortPicker(readEphemeralStart()) })
 
 // portSpan is how many ports below the ephemeral range services get:
 // 20000-32767 with Linux's default range, 12,768 ports.
 const portSpan = 12768
 
-// portPicker walks its range round-robin from a random start, so a port
-// just handed out is handed out again only after every other one was;
-// that covers the moment a service starts, while a running service's
-// listener makes pick skip its port.
+// portPicker walks its range in a random order, shuffled again for each
+// walk: a port just handed out comes back only after every other one was,
+// which covers the moment a service starts (a running service's listener
+// makes listen skip its port), and a job cannot tell the next job's port
+// from its own to bind it first on the process runtime, where jobs share
+// the node's loopback.
 type portPicker struct {
-	mu     sync.Mutex
-	lo, hi int // inclusive; hi < lo: no range, the kernel picks
-	next   int
+	mu    sync.Mutex
+	lo    int
+	order []uint16 // offsets from lo; empty: no range, the kernel picks
+	next  int      // index into order; 0 starts a walk
 }
 
 // newPortPicker picks from the portSpan ports below ephemeralStart, or
@@ -73,9 +77,18 @@ type portPicker struct {
 func newPortPicker(ephemeralStart int) *portPicker {
 	lo, hi := max(1024, ephemeralStart-portSpan), ephemeralStart-1
 	if hi-lo+1 < 1024 {
-		return &portPicker{lo: 1, hi: 0}
+		return &portPicker{}
 	}
-	return &portPicker{lo: lo, hi: hi, next: lo + rand.IntN(hi-lo+1)}
+	return pickerFor(lo, hi)
+}
+
+// pickerFor walks the ports lo to hi, inclusive.
+func pickerFor(lo, hi int) *portPicker {
+	p := &portPicker{lo: lo, order: make([]uint16, hi-lo+1)}
+	for i := range p.order {
+		p.order[i] = uint16(i)
+	}
+	return p
 }
 
 // maxTries bounds the ports tried before the kernel picks: a range this
@@ -85,7 +98,7 @@ const maxTries = 64
 // listen listens on a free port of the range on host, or on one the
 // kernel picks when the range has none free after maxTries.
 func (p *portPicker) listen(host string) (net.Listener, error) {
-	if p.hi >= p.lo {
+	if len(p.order) > 0 {
 		for range maxTries {
 			l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p.take())))
 			if err == nil {
@@ -99,15 +112,15 @@ func (p *portPicker) listen(host string) (net.Listener, error) {
 	return net.Listen("tcp", net.JoinHostPort(host, "0"))
 }
 
-// take returns the next port of the range.
+// take returns the next port of the walk, shuffling at its start.
 func (p *portPicker) take() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	port := p.next
-	p.next++
-	if p.next > p.hi {
-		p.next = p.lo
+	if p.next == 0 {
+		rand.Shuffle(len(p.order), func(i, j int) { p.order[i], p.order[j] = p.order[j], p.order[i] })
 	}
+	port := p.lo + int(p.order[p.next])
+	p.next = (p.next + 1) % len(p.order)
 	return port
 }
 

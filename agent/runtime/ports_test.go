@@ -3,6 +3,7 @@ package runtime
 import (
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 )
@@ -40,37 +41,74 @@ func TestPortPickerRange(t *testing.T) {
 		{0, 1, 0},             // no /proc
 	} {
 		p := newPortPicker(tc.start)
-		if p.lo != tc.lo || p.hi != tc.hi {
-			t.Errorf("newPortPicker(%d) = [%d, %d]; want [%d, %d]", tc.start, p.lo, p.hi, tc.lo, tc.hi)
+		if tc.hi < tc.lo {
+			if len(p.order) != 0 {
+				t.Errorf("newPortPicker(%d) has a range of %d ports; want none", tc.start, len(p.order))
+			}
+			continue
 		}
-		if p.hi >= p.lo && (p.next < p.lo || p.next > p.hi) {
-			t.Errorf("newPortPicker(%d) starts at %d, outside its range", tc.start, p.next)
+		walk := takeWalk(p)
+		if len(walk) != tc.hi-tc.lo+1 || walk[0] != tc.lo || walk[len(walk)-1] != tc.hi {
+			t.Errorf("newPortPicker(%d) walks %d ports from %d to %d; want [%d, %d]", tc.start, len(walk), walk[0], walk[len(walk)-1], tc.lo, tc.hi)
 		}
 	}
 }
 
+// TestPortPickerWalks: a walk takes every port of the range once, in an
+// order that is no walk's before it, so a job cannot tell the next port
+// from its own.
+func TestPortPickerWalks(t *testing.T) {
+	t.Parallel()
+	p := pickerFor(20000, 21023)
+	var first, second []int
+	for range 1024 {
+		first = append(first, p.take())
+	}
+	for range 1024 {
+		second = append(second, p.take())
+	}
+	for _, walk := range [][]int{first, second} {
+		sorted := slices.Sorted(slices.Values(walk))
+		if sorted[0] != 20000 || sorted[1023] != 21023 || len(slices.Compact(sorted)) != 1024 {
+			t.Fatal("a walk did not take each port of its range once")
+		}
+	}
+	if slices.IsSorted(first) || slices.Equal(first, second) {
+		t.Fatal("the walks are in a predictable order")
+	}
+}
+
+// takeWalk takes one walk of p's range, sorted.
+func takeWalk(p *portPicker) []int {
+	walk := make([]int, len(p.order))
+	for i := range walk {
+		walk[i] = p.take()
+	}
+	slices.Sort(walk)
+	return walk
+}
+
 // TestPortPickerSkipsTakenPorts: a port some program listens on is
-// passed over, and the walk wraps around its range.
+// passed over.
 func TestPortPickerSkipsTakenPorts(t *testing.T) {
 	t.Parallel()
-	// Two adjacent ports this test holds, then frees the second: the
-	// picker, starting at the first, must skip it.
+	// Two adjacent ports this test holds, then frees the second: every
+	// walk tries the first too, and must skip it.
 	a, b := adjacentPorts(t)
 	defer a.Close()
 	port := a.Addr().(*net.TCPAddr).Port
 	b.Close()
-	p := &portPicker{lo: port, hi: port + 1, next: port}
-	l, err := p.listen(ProcessHost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := l.Addr().(*net.TCPAddr).Port; got != port+1 {
-		t.Fatalf("picked %d; want %d (%d is taken)", got, port+1, port)
-	}
-	l.Close()
-	// Wrapped around: the next try is the range's first port again.
-	if got := p.take(); got != port {
-		t.Fatalf("after the range's last port the picker took %d; want %d", got, port)
+	p := pickerFor(port, port+1)
+	for range 16 {
+		l, err := p.listen(ProcessHost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if got != port+1 {
+			t.Fatalf("picked %d; want %d (%d is taken)", got, port+1, port)
+		}
 	}
 }
 
@@ -82,7 +120,7 @@ func TestPortPickerFallsBack(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 	port := a.Addr().(*net.TCPAddr).Port
-	p := &portPicker{lo: port, hi: port + 1, next: port}
+	p := pickerFor(port, port+1)
 	l, err := p.listen(ProcessHost)
 	if err != nil {
 		t.Fatal(err)
@@ -132,11 +170,17 @@ func TestAssignPortsBelowEphemeral(t *testing.T) {
 	}
 }
 
-// adjacentPorts listens on two neighbouring ports of the loopback address.
+// adjacentPorts listens on two neighbouring ports of the loopback
+// address, taken from the range hostPorts uses where it has one: a port
+// the test frees there stays free of outbound connections.
 func adjacentPorts(t *testing.T) (net.Listener, net.Listener) {
 	t.Helper()
+	p := hostPorts()
+	if len(p.order) == 0 {
+		p = pickerFor(20000, 32767)
+	}
 	for range 100 {
-		a, err := net.Listen("tcp", net.JoinHostPort(ProcessHost, "0"))
+		a, err := p.listen(ProcessHost)
 		if err != nil {
 			t.Fatal(err)
 		}
