@@ -45,10 +45,14 @@ type Config struct {
 const DefaultMaxStreams = 1024
 
 // Reconnect backoff: jittered (see jittered), doubling, capped, and back
-// to the start after a session that lasted.
+// to the start after a session that lasted. The cap is low so that after
+// a server outage every agent is back within a few seconds of the server
+// answering, well inside the node TTL its liveness sweep allows; the
+// jitter, not a long wait, keeps agents that failed together from
+// retrying together.
 const (
 	minBackoff = 500 * time.Millisecond
-	maxBackoff = 30 * time.Second
+	maxBackoff = 5 * time.Second
 	// stableAfter is how long a session must last for the backoff to reset.
 	stableAfter = 30 * time.Second
 )
