@@ -35,7 +35,8 @@ func BenchmarkHistory(b *testing.B) {
 			if err := w.db.Ent.Node.UpdateOneID(n.ID).SetStatus(node.StatusOnline).SetLastHeartbeatAt(time.Now()).Exec(w.sys); err != nil {
 				b.Fatal(err)
 			}
-			live := &nodes.Liveness{DB: w.db, Log: fixture.Log(), Now: time.Now, TTL: 30 * time.Second, Grace: time.Minute}
+			live := &nodes.Liveness{DB: w.db, Log: fixture.Log(), Now: time.Now, TTL: 30 * time.Second, Grace: time.Minute,
+				Heard: time.Now().Add(-time.Hour), MaxGap: 2 * time.Hour}
 			sched := &scheduler.Service{DB: w.db, Log: fixture.Log(), Now: time.Now}
 			reads := []struct {
 				name string

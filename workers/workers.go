@@ -94,7 +94,8 @@ func Periodic(d Deps) []*river.PeriodicJob {
 		periodic = append(periodic, every(time.Minute, StopIdleArgs{}))
 	}
 	if d.Liveness != nil {
-		periodic = append(periodic, everyIfDue(livenessEvery(d.Liveness.TTL), NodeLivenessArgs{}, d.Liveness.Due))
+		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(d.Liveness.Every()), livenessCheck(d.Liveness, d.Log),
+			&river.PeriodicJobOpts{RunOnStart: true}))
 	}
 	if d.Functions != nil {
 		periodic = append(periodic, everyIfDue(reconcileFunctionsEvery, ReconcileFunctionsArgs{}, d.Functions.ReconcileDue),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/levers9/levers9/ent/job"
@@ -35,6 +36,51 @@ type Liveness struct {
 	// offline (0: DefaultNodeTTL); Grace how long its jobs wait after that
 	// for it to return.
 	TTL, Grace time.Duration
+	// Heard, when set, is when the control plane began to hear nodes, as
+	// if checked then (tests that model a server up all along); zero:
+	// from the first check.
+	Heard time.Time
+	// MaxGap is the longest time between two checks that still counts as
+	// one stretch of hearing (0: three sweep intervals); a longer gap means
+	// the server could not run its periodic work, and starts a new one.
+	MaxGap time.Duration
+
+	once sync.Once
+	hear hearing
+}
+
+// Every is how often the liveness check runs: often enough that a node
+// goes offline soon after its TTL (within a third of it, at most 10 s),
+// never more than once a second.
+func (l *Liveness) Every() time.Duration {
+	return min(max(l.ttl()/3, time.Second), 10*time.Second)
+}
+
+func (l *Liveness) ttl() time.Duration {
+	if l.TTL <= 0 {
+		return DefaultNodeTTL
+	}
+	return l.TTL
+}
+
+// MaxGapInForce is the longest time between two checks that still counts
+// as one stretch of hearing.
+func (l *Liveness) MaxGapInForce() time.Duration {
+	if l.MaxGap > 0 {
+		return l.MaxGap
+	}
+	return 3 * l.Every()
+}
+
+// heardSince records a check at now and returns since when the control
+// plane has heard nodes without a break.
+func (l *Liveness) heardSince(now time.Time) time.Time {
+	l.once.Do(func() {
+		if !l.Heard.IsZero() {
+			l.hear.start(l.Heard)
+		}
+	})
+	return l.hear.check(now, l.MaxGapInForce())
 }
 
 // LostJobs is the job state machine's transition for a job whose node is
@@ -50,34 +96,53 @@ type SweepResult struct {
 	Offline, Failed, Requeued int
 }
 
-// Sweep runs one pass. Running it twice, or on two replicas, is harmless:
-// every change is conditional on the state it expects.
+// Sweep runs one pass, counting silence within this replica's own checks.
+// Running it twice, or on two replicas, is harmless: every change is
+// conditional on the state it expects.
 func (l *Liveness) Sweep(ctx context.Context) (SweepResult, error) {
-	var res SweepResult
 	now := l.Now()
-	ttl, stale, lostAt := l.window(now)
-	offline, err := l.markOffline(ctx, stale, ttl)
+	return l.sweep(ctx, now, l.heardSince(now))
+}
+
+// SweepHeard runs one pass for a check made elsewhere (the replica that
+// runs periodic work) that found the control plane hearing nodes since
+// heard.
+func (l *Liveness) SweepHeard(ctx context.Context, heard time.Time) (SweepResult, error) {
+	return l.sweep(ctx, l.Now(), heard)
+}
+
+func (l *Liveness) sweep(ctx context.Context, now, heard time.Time) (SweepResult, error) {
+	var res SweepResult
+	w := l.window(now, heard)
+	offline, err := l.markOffline(ctx, w)
 	res.Offline = offline
 	if err != nil {
 		return res, err
 	}
-	res.Failed, res.Requeued, err = l.loseJobs(ctx, lostAt, now)
+	res.Failed, res.Requeued, err = l.loseJobs(ctx, w, now)
 	return res, err
 }
 
-// window is the TTL in force and, at now, the heartbeat before which an
-// online node is silent (stale) and an offline node's jobs are lost
-// (lostAt: the grace later).
-func (l *Liveness) window(now time.Time) (ttl time.Duration, stale, lostAt time.Time) {
-	ttl, grace := l.TTL, l.Grace
-	if ttl <= 0 {
-		ttl = DefaultNodeTTL
-	}
-	if grace < 0 {
-		grace = 0
-	}
-	stale = now.Add(-ttl)
-	return ttl, stale, stale.Add(-grace)
+// window is what a check at now may act on.
+type window struct {
+	ttl time.Duration
+	// stale is the heartbeat before which an online node is silent, lostAt
+	// the one before which an offline node's jobs are lost (the grace
+	// later); silent and lost say whether the control plane heard nodes
+	// long enough for either to apply at all.
+	stale, lostAt time.Time
+	silent, lost  bool
+}
+
+// window is the window at now for a control plane that has heard nodes
+// since heard: a node's silence counts from its last heartbeat or heard,
+// whichever is later.
+func (l *Liveness) window(now, heard time.Time) window {
+	grace := max(l.Grace, 0)
+	w := window{ttl: l.ttl(), stale: now.Add(-l.ttl())}
+	w.lostAt = w.stale.Add(-grace)
+	w.silent, w.lost = heard.Before(w.stale), heard.Before(w.lostAt)
+	return w
 }
 
 // silentSince matches the online nodes silent since before stale.
@@ -100,13 +165,17 @@ func onLostNodes(lost predicate.Service) predicate.Job {
 	return job.And(jobstate.Live(), job.HasServicesWith(lost))
 }
 
-// markOffline marks offline the online nodes silent since before stale and
-// wakes their queues' schedulers; it returns how many it marked.
-func (l *Liveness) markOffline(ctx context.Context, stale time.Time, ttl time.Duration) (int, error) {
+// markOffline marks offline the online nodes silent since before w.stale
+// and wakes their queues' schedulers; it returns how many it marked.
+func (l *Liveness) markOffline(ctx context.Context, w window) (int, error) {
+	if !w.silent {
+		return 0, nil
+	}
 	sys := viewer.SystemContext(ctx)
-	silent := silentSince(stale)
+	silent := silentSince(w.stale)
 	gone, err := l.DB.Ent.Node.Query().Where(silent).IDs(sys)
 	if err != nil {
+		l.hear.failed()
 		return 0, fmt.Errorf("finding silent nodes: %w", err)
 	}
 	marked := 0
@@ -118,21 +187,25 @@ func (l *Liveness) markOffline(ctx context.Context, stale time.Time, ttl time.Du
 		}
 		if n > 0 {
 			marked++
-			l.Log.Warn("node offline: no heartbeat", "node", id, "ttl", ttl)
+			l.Log.Warn("node offline: no heartbeat", "node", id, "ttl", w.ttl)
 			wakeQueues(ctx, l.DB.Ent, l.Bus, l.Log, id)
 		}
 	}
 	return marked, nil
 }
 
-// loseJobs has the jobs on nodes offline and silent since before lostAt
-// lost, and counts those that failed and those requeued.
-func (l *Liveness) loseJobs(ctx context.Context, lostAt, now time.Time) (failed, requeued int, err error) {
+// loseJobs has the jobs on nodes offline and silent since before
+// w.lostAt lost, and counts those that failed and those requeued.
+func (l *Liveness) loseJobs(ctx context.Context, w window, now time.Time) (failed, requeued int, err error) {
+	if !w.lost {
+		return 0, 0, nil
+	}
 	sys := viewer.SystemContext(ctx)
 	lost, err := l.DB.Ent.Node.Query().
-		Where(lostSince(lostAt)).
+		Where(lostSince(w.lostAt)).
 		IDs(sys)
 	if err != nil {
+		l.hear.failed()
 		return 0, 0, fmt.Errorf("finding lost nodes: %w", err)
 	}
 	if len(lost) == 0 {

@@ -28,7 +28,8 @@ func TestLivenessReadsNoHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &nodes.Liveness{DB: w.db, Jobs: w.jobs, Bus: w.bus, Log: w.log, Now: time.Now, TTL: 30 * time.Second, Grace: time.Minute}
+	l := &nodes.Liveness{DB: w.db, Jobs: w.jobs, Bus: w.bus, Log: w.log, Now: time.Now, TTL: 30 * time.Second, Grace: time.Minute,
+		Heard: time.Now().Add(-time.Hour), MaxGap: 2 * time.Hour}
 	if due, err := l.Due(ctx); err != nil || due {
 		t.Fatalf("Due = %v, %v; want false: the lost node runs nothing", due, err)
 	}

@@ -41,7 +41,7 @@ func TestLiveness(t *testing.T) {
 
 		now := last
 		l := &nodes.Liveness{DB: w.db, Jobs: w.jobs, Bus: w.bus, Log: w.log, Now: func() time.Time { return now },
-			TTL: 30 * time.Second, Grace: time.Minute}
+			TTL: 30 * time.Second, Grace: time.Minute, Heard: last, MaxGap: time.Hour}
 		// Due, read before each sweep, says whether it will change anything.
 		sweep := func(at time.Duration) nodes.SweepResult {
 			now = last.Add(at)
@@ -113,7 +113,7 @@ func TestLivenessSentStartIsANewAttempt(t *testing.T) {
 		w.placeOn(t, sent, nodeID, last)
 		w.placeOn(t, unsent, nodeID, time.Time{})
 		l := &nodes.Liveness{DB: w.db, Jobs: w.jobs, Bus: w.bus, Log: w.log, Now: func() time.Time { return last.Add(time.Hour) },
-			TTL: 30 * time.Second, Grace: time.Minute}
+			TTL: 30 * time.Second, Grace: time.Minute, Heard: last, MaxGap: 2 * time.Hour}
 		for range 2 { // offline, then past the grace
 			if _, err := l.Sweep(context.Background()); err != nil {
 				t.Fatal(err)
@@ -130,6 +130,81 @@ func TestLivenessSentStartIsANewAttempt(t *testing.T) {
 			if j.Status != job.StatusPending || j.Attempt != c.attempt || j.Edges.Services[0].Status != service.StatusPending {
 				t.Errorf("job %s: %s attempt %d %q; want PENDING attempt %d", c.id, j.Status, j.Attempt, j.StatusReason, c.attempt)
 			}
+		}
+	})
+}
+
+// TestLivenessCountsOnlyHeardTime: a node's silence counts only while the
+// control plane could hear it. A server started long after the node's last
+// heartbeat, and one whose database could not be read, give every node a
+// full TTL and grace again before it is offline or its jobs are lost.
+func TestLivenessCountsOnlyHeardTime(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		w := newWorld(t, url)
+		nodeID := w.join(t, "n1")
+		last := time.Now()
+		if err := w.db.Ent.Node.UpdateOneID(nodeID).SetStatus(node.StatusOnline).SetLastHeartbeatAt(last).Exec(w.sys); err != nil {
+			t.Fatal(err)
+		}
+		id := w.running(t, nodeID, 0, last)
+		now := last
+		// No Heard: the server starts (its first check) ten minutes after
+		// the node's last heartbeat, as after an outage.
+		l := &nodes.Liveness{DB: w.db, Jobs: w.jobs, Bus: w.bus, Log: w.log, Now: func() time.Time { return now },
+			TTL: 30 * time.Second, Grace: time.Minute}
+		restart := last.Add(10 * time.Minute)
+		check := func(ctx context.Context, at time.Time) nodes.SweepResult {
+			t.Helper()
+			now = at
+			c, err := l.Check(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := l.Sweep(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Due != (res != nodes.SweepResult{}) {
+				t.Errorf("at %s the check said %v, and the sweep did %+v", at.Sub(last), c.Due, res)
+			}
+			return res
+		}
+		ctx := context.Background()
+		for s := 0; s <= 29; s += 7 {
+			if res := check(ctx, restart.Add(time.Duration(s)*time.Second)); res != (nodes.SweepResult{}) {
+				t.Fatalf("%d s after the restart: %+v", s, res)
+			}
+		}
+		// The database cannot be read (a cancelled context fails every
+		// statement, as a stopped PostgreSQL does) 32 s after the restart,
+		// and answers again 40 s later: a new stretch.
+		now = restart.Add(32 * time.Second)
+		dead, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, err := l.Check(dead); err == nil {
+			t.Fatal("a check on a cancelled context succeeded")
+		}
+		back := restart.Add(72 * time.Second)
+		for s := 0; s <= 28; s += 7 {
+			if res := check(ctx, back.Add(time.Duration(s)*time.Second)); res != (nodes.SweepResult{}) {
+				t.Fatalf("%d s after the database came back: %+v", s, res)
+			}
+		}
+		if res := check(ctx, back.Add(31*time.Second)); res.Offline != 1 {
+			t.Fatalf("a TTL after the database came back: %+v", res)
+		}
+		for s := 38; s <= 87; s += 7 {
+			if res := check(ctx, back.Add(time.Duration(s)*time.Second)); res != (nodes.SweepResult{}) {
+				t.Fatalf("%d s after the database came back, within the grace: %+v", s, res)
+			}
+		}
+		if res := check(ctx, back.Add(92*time.Second)); res.Failed != 1 {
+			t.Fatalf("a TTL and grace after the database came back: %+v", res)
+		}
+		if j, _ := w.db.Ent.Job.Get(w.sys, id); j.Status != job.StatusError || j.StatusReason != jobs.ReasonNodeLost {
+			t.Errorf("job: %s %q", j.Status, j.StatusReason)
 		}
 	})
 }

@@ -69,7 +69,7 @@ func checkLostBilling(t *testing.T, url string, grace time.Duration) {
 		t.Fatal(err)
 	}
 	l := &nodes.Liveness{DB: w.db, Jobs: w.jobs, Bus: w.bus, Log: w.log, Now: func() time.Time { return now },
-		TTL: 30 * time.Second, Grace: grace}
+		TTL: 30 * time.Second, Grace: grace, Heard: start, MaxGap: time.Hour}
 	res, err := l.Sweep(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -132,7 +132,8 @@ func TestAttempts(t *testing.T) {
 
 		// The node goes silent past its grace: the job is requeued.
 		l := &nodes.Liveness{DB: w.db, Jobs: w.jobs, Bus: w.bus, Log: w.log,
-			Now: func() time.Time { return time.Now().Add(time.Hour) }, TTL: time.Second, Grace: time.Second}
+			Now: func() time.Time { return time.Now().Add(time.Hour) }, TTL: time.Second, Grace: time.Second,
+			Heard: time.Now(), MaxGap: 2 * time.Hour}
 		if res, err := l.Sweep(context.Background()); err != nil || res.Requeued != 1 {
 			t.Fatalf("sweep = %+v, %v; want the job requeued", res, err)
 		}

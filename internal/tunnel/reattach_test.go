@@ -203,7 +203,8 @@ func TestNewAttemptReplacesOld(t *testing.T) {
 		})
 		// The node seems lost for a moment: the job is requeued...
 		l := &nodes.Liveness{DB: w.db, Jobs: w.jobs, Bus: w.bus, Log: w.log,
-			Now: func() time.Time { return time.Now().Add(time.Hour) }, TTL: time.Second, Grace: time.Second}
+			Now: func() time.Time { return time.Now().Add(time.Hour) }, TTL: time.Second, Grace: time.Second,
+			Heard: time.Now(), MaxGap: 2 * time.Hour}
 		// The agent keeps beating: a beat between a sweep's marking the node
 		// offline and its looking for lost jobs brings the node back first,
 		// and the next sweep (an hour ahead) finds it silent again.
