@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -22,13 +23,24 @@ type output struct {
 	s        *service
 	after    time.Time
 	out, err *lineWriter
+	// kept counts the service's lines handed on (system notes left out),
+	// for the note that says where a cut log ends.
+	kept atomic.Int64
+	// waitingSince is when the read now waiting on the daemon began (Unix
+	// nanoseconds); 0 while no read waits on it, e.g. while a line waits
+	// for room in Events. It tells a stuck log stream from a slow consumer.
+	waitingSince atomic.Int64
 }
 
 func (s *service) output(after time.Time) *output {
+	o := &output{s: s, after: after}
 	w := func(stream runtime.Stream) *lineWriter {
 		emit := func(stream runtime.Stream, at time.Time, text string) {
 			if at.After(after) {
 				s.job.emitLog(s.name, stream, at, text)
+				if stream != runtime.System {
+					o.kept.Add(1)
+				}
 			}
 		}
 		return &lineWriter{
@@ -38,7 +50,8 @@ func (s *service) output(after time.Time) *output {
 			},
 		}
 	}
-	return &output{s: s, after: after, out: w(runtime.Stdout), err: w(runtime.Stderr)}
+	o.out, o.err = w(runtime.Stdout), w(runtime.Stderr)
+	return o
 }
 
 // follow reads the log as it grows until the container stops.
@@ -74,6 +87,36 @@ func (o *output) finish(ctx context.Context) error {
 	return o.read(ctx, opts)
 }
 
+// lastSeen is the time of the last message read, or now when none was: a
+// note stamped so leaves a resumed log's cursor where it was.
+func (o *output) lastSeen() time.Time {
+	last := o.out.last
+	if o.err.last.After(last) {
+		last = o.err.last
+	}
+	if last.IsZero() {
+		return time.Now()
+	}
+	return last
+}
+
+// cutNote is the system line that ends a log which could not be read to
+// its end (why: err), saying how much of it was kept.
+func (o *output) cutNote(err error) string {
+	kept := plural(o.kept.Load(), "line", "lines") + " kept"
+	if !o.after.IsZero() {
+		kept += " since the agent took the job over"
+	}
+	return fmt.Sprintf("levers9: the log of %s is cut here: Docker did not send the rest of it (%v); %s", o.s.name, err, kept)
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
 // earliest is the earliest of the times that are set (zero when none is).
 func earliest(ts ...time.Time) time.Time {
 	var e time.Time
@@ -95,16 +138,70 @@ func (o *output) read(ctx context.Context, opts client.ContainerLogsOptions) err
 		return fmt.Errorf("container logs: %w", err)
 	}
 	defer rc.Close()
+	r := watchedReader{r: rc, o: o}
 	o.s.mu.Lock()
 	tty := o.s.tty
 	o.s.mu.Unlock()
 	if tty {
-		return o.readTerminal(rc)
+		return o.readTerminal(r)
 	}
-	if _, err := stdcopy.StdCopy(o.out, o.err, rc); err != nil {
+	if _, err := stdcopy.StdCopy(o.out, o.err, r); err != nil {
 		return fmt.Errorf("container logs: %w", err)
 	}
 	return nil
+}
+
+// watchedReader marks in o.waitingSince how long each of its reads has
+// waited on the daemon.
+type watchedReader struct {
+	r io.Reader
+	o *output
+}
+
+func (w watchedReader) Read(p []byte) (int, error) {
+	w.o.waitingSince.Store(time.Now().UnixNano())
+	n, err := w.r.Read(p)
+	w.o.waitingSince.Store(0)
+	return n, err
+}
+
+// stuckAfter is how long a read of a stopped container's log may wait on
+// the daemon for its next bytes before the stream counts as stuck (the
+// daemon keeps it open though it has sent everything). Time spent handing
+// lines on does not count: a consumer may be slow for as long as it likes.
+const stuckAfter = 10 * time.Second
+
+// await waits for a read of the log to end (done delivers its error) and
+// returns that error. The container has stopped, at `stopped`: the read is
+// cancelled (cut is true) only when it has waited on the daemon for `stuck`
+// without an answer since then; a ctx ended cancels it too.
+func (o *output) await(ctx context.Context, stopped time.Time, stuck time.Duration, done <-chan error, cancel context.CancelFunc) (err error, cut bool) {
+	t := time.NewTimer(stuck)
+	defer t.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err, false
+		case <-ctx.Done():
+			cancel()
+			return <-done, true
+		case <-t.C:
+			next := stuck
+			if ns := o.waitingSince.Load(); ns != 0 {
+				since := time.Unix(0, ns)
+				if since.Before(stopped) {
+					since = stopped // a quiet service's read waited while it ran
+				}
+				waited := time.Since(since)
+				if waited >= stuck {
+					cancel()
+					return <-done, true
+				}
+				next = stuck - waited
+			}
+			t.Reset(next)
+		}
+	}
 }
 
 // readTerminal reads the log of a service on a terminal: Docker does not

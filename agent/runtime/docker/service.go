@@ -16,10 +16,6 @@ import (
 	"github.com/levers9/levers9/agent/runtime"
 )
 
-// drainTimeout bounds how long output is read after a container has
-// stopped; Docker ends the stream by itself once it has sent everything.
-const drainTimeout = 10 * time.Second
-
 // service is one service of a job: one container.
 type service struct {
 	job       *job
@@ -151,19 +147,19 @@ func (s *service) stoppedBeforeStart() string {
 }
 
 // follow reads the container's output (lines stamped after `after` only)
-// until it stops, then reports how it ended once all output is read.
+// until it stops, then reports how it ended once all output is read and
+// handed on, however long the consumer takes: the agent holds the job back
+// while the server is behind, and the rest of the log goes with the
+// container at the job's end. Only a log stream the daemon leaves silent
+// after the stop is given up on, and a system line then says where the log
+// was cut.
 func (s *service) follow(after time.Time) {
 	ctx := s.job.rt.ctx
 	out := s.output(after)
 	logCtx, cancelLogs := context.WithCancel(ctx)
 	defer cancelLogs()
-	logsDone := make(chan struct{})
-	go func() {
-		defer close(logsDone)
-		if err := out.follow(logCtx); err != nil && logCtx.Err() == nil {
-			s.job.log.Warn("reading output", "service", s.name, "err", err)
-		}
-	}()
+	logsDone := make(chan error, 1)
+	go func() { logsDone <- out.follow(logCtx) }()
 
 	wait := s.job.rt.cli.ContainerWait(ctx, s.id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
 	var waitErr error
@@ -182,22 +178,40 @@ func (s *service) follow(after time.Time) {
 	stopReason := s.stopReason
 	s.mu.Unlock()
 
-	select {
-	case <-logsDone:
-	case <-time.After(drainTimeout):
-		s.job.log.Warn("output still open after the container stopped; closing it", "service", s.name)
-		cancelLogs()
-		<-logsDone
-	}
-	finishCtx, cancel := context.WithTimeout(ctx, drainTimeout)
-	err := out.finish(finishCtx)
-	cancel()
+	followErr, followCut := out.await(ctx, time.Now(), stuckAfter, logsDone, cancelLogs)
 	if ctx.Err() != nil {
 		s.job.abandon(s)
 		return
 	}
+	switch {
+	case followCut:
+		s.job.log.Warn("output still open after the container stopped, though the daemon sends nothing; reading it again",
+			"service", s.name, "silentFor", stuckAfter)
+	case followErr != nil:
+		s.job.log.Warn("reading output", "service", s.name, "err", followErr)
+	}
+	// Docker can end a follow before the output flushed at exit, and a cut
+	// one ended anywhere: the rest is read once more, without following.
+	finishCtx, cancelFinish := context.WithCancel(ctx)
+	finishDone := make(chan error, 1)
+	go func() { finishDone <- out.finish(finishCtx) }()
+	err, cut := out.await(ctx, time.Now(), stuckAfter, finishDone, cancelFinish)
+	cancelFinish()
+	if ctx.Err() != nil {
+		s.job.abandon(s)
+		return
+	}
+	if cut {
+		// err is only the cancel's.
+		err = fmt.Errorf("the daemon sent nothing for %s after the container stopped", stuckAfter)
+	}
 	if err != nil {
 		s.job.log.Warn("reading the last output", "service", s.name, "err", err)
+		if followCut || followErr != nil {
+			// Neither read reached the end of the log: it is cut, and
+			// whoever reads it learns where.
+			s.job.emitLog(s.name, runtime.System, out.lastSeen(), out.cutNote(err))
+		}
 	}
 
 	state, code, reason := s.exitState(ctx, waitErr, stopReason == "")
