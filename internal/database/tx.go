@@ -157,5 +157,17 @@ func (d *txDriver) Tx(ctx context.Context) (dialect.Tx, error) {
 	return dialect.NopTx(d), nil
 }
 
+// ExecContext runs a statement ent's builders do not write (ent's client
+// offers it with the ExecQuery feature), in the transaction.
+func (d *txDriver) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	e, ok := d.current().(interface {
+		ExecContext(context.Context, string, ...any) (sql.Result, error)
+	})
+	if !ok {
+		return nil, fmt.Errorf("the %s driver runs no plain statements", d.Dialect())
+	}
+	return e.ExecContext(ctx, query, args...)
+}
+
 func (d *txDriver) Close() error    { return nil }
 func (d *txDriver) Dialect() string { return d.tx.Dialect() }

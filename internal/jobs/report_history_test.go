@@ -42,7 +42,7 @@ service a RUNNING "" node=NODE sent=2026-03-01 13:00:00 +0000 UTC started=2026-0
 service b RUNNING "" node=NODE sent=2026-03-01 13:00:00 +0000 UTC started=2026-03-01 13:01:00 +0000 UTC finished=<nil> exit=<nil> 
 event PENDING 
 event RUNNING "running" 2026-03-01 13:01:00 +0000 UTC
-charge start:JOB:1 1 `},
+charge start:JOB:1 1 start fee`},
 			{func() error {
 				_, err := m.js.ServiceEnded(ctx, ref("a"), jobs.ServiceEnd{ExitCode: &code3, Failed: true, Reason: "exit 3"}, at(3))
 				return err
@@ -55,7 +55,7 @@ event RUNNING "running" 2026-03-01 13:01:00 +0000 UTC
 event ERROR "service a failed: exit 3" 2026-03-01 13:03:00 +0000 UTC
 charge compute:JOB:1:0 6 
 charge compute:JOB:1:1 6 
-charge start:JOB:1 1 `},
+charge start:JOB:1 1 start fee`},
 		} {
 			if err := step.apply(); err != nil {
 				t.Fatal(err)

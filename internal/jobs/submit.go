@@ -21,6 +21,7 @@ import (
 	"github.com/levers9/levers9/ent/queue"
 	"github.com/levers9/levers9/ent/schema/rule"
 	"github.com/levers9/levers9/ent/service"
+	"github.com/levers9/levers9/ent/tenant"
 	"github.com/levers9/levers9/internal/access"
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/buckets"
@@ -29,6 +30,7 @@ import (
 	"github.com/levers9/levers9/internal/jobs/jobstate"
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/ledger"
+	"github.com/levers9/levers9/internal/metering"
 	"github.com/levers9/levers9/internal/notify"
 	"github.com/levers9/levers9/internal/queues"
 	"github.com/levers9/levers9/internal/tracing"
@@ -354,7 +356,9 @@ func checkProject(ctx context.Context, client *ent.Client, spec jobspec.Job, noP
 }
 
 // affordable refuses a job whose payer cannot cover its start fee and its
-// first minute.
+// first minute: under the `stop` policy on top of what the payer's pending
+// and running jobs are committed to (metering.Admit, which locks the
+// payer's balance until the job is stored), under `finish` on the balance.
 func affordable(ctx context.Context, client *ent.Client, v *viewer.Viewer, c *checked) error {
 	need := c.estimate.StartFee + c.estimate.PerMinute
 	if need <= 0 {
@@ -363,6 +367,22 @@ func affordable(ctx context.Context, client *ent.Client, v *viewer.Viewer, c *ch
 	payer := ledger.Payer{TenantID: v.TenantID, UserID: v.UserID}
 	if c.project != nil {
 		payer = ledger.Payer{TenantID: v.TenantID, ProjectID: c.project.ID}
+	}
+	t, err := client.Tenant.Get(ctx, v.TenantID)
+	if err != nil {
+		return fmt.Errorf("loading tenant: %w", err)
+	}
+	if t.BudgetPolicy == tenant.BudgetPolicyStop {
+		ok, bal, committed, err := metering.Admit(ctx, client, payer, need)
+		if err != nil || ok {
+			return err
+		}
+		return &fault.Error{
+			Code: fault.InsufficientTokens,
+			Message: fmt.Sprintf("%s has %s tokens, %s of them committed to its pending and running jobs; starting this job needs %s more (start fee %s + first minute %s)",
+				payer, bal, committed, need, c.estimate.StartFee, c.estimate.PerMinute),
+			Details: map[string]any{"balance": bal.String(), "committed": committed.String(), "required": need.String()},
+		}
 	}
 	bal, err := ledger.BalanceOf(ctx, client, payer)
 	if err != nil {

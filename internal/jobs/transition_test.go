@@ -37,7 +37,7 @@ func newMachine(t *testing.T, url string) *machine {
 	t.Helper()
 	m := &machine{tn: fixture.New(t, url, fixture.TenantOptions{}), start: time.Date(2026, 3, 1, 13, 0, 0, 0, time.UTC)}
 	m.tn.Price(t, m.tn.DefaultQueue, billing.Rates{CPUPerMinute: 6 * billing.Unit, StartFee: billing.Unit, Multiplier: 1})
-	m.tn.Grant(t, ledger.Payer{UserID: m.tn.Admin.ID}, 1000*billing.Unit)
+	m.tn.Grant(t, ledger.Payer{UserID: m.tn.Admin.ID}, 100000*billing.Unit)
 	m.node = m.tn.AddNode(t, fixture.Node{Name: "n1", Queues: []string{m.tn.DefaultQueue}}).ID
 	m.js = fixture.Jobs(m.tn.DB, func() time.Time { return m.start.Add(time.Hour) })
 	m.js.Freed = func(context.Context, *sql.Tx, string) error { m.freed.Add(1); return nil }

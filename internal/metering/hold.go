@@ -3,6 +3,8 @@ package metering
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/levers9/levers9/ent"
@@ -39,7 +41,7 @@ func budgetsOf(ctx context.Context, c *ent.Client, jobs []*ent.Job) (budgets, er
 	sys := viewer.SystemContext(ctx)
 	tenants := map[string]bool{}
 	for _, j := range jobs {
-		if j.PricePerMinute > 0 {
+		if paid(j) {
 			tenants[j.TenantID] = true
 		}
 	}
@@ -59,13 +61,20 @@ func budgetsOf(ctx context.Context, c *ent.Client, jobs []*ent.Job) (budgets, er
 	for _, id := range stopping {
 		stops[id] = true
 	}
-	out := budgets{}
+	// Payers in one order, so two meters locking the same payers never
+	// wait for each other in a cycle.
+	var payers []ledger.Payer
 	for _, j := range jobs {
 		p := payerOf(j)
-		if j.PricePerMinute <= 0 || !stops[j.TenantID] || out[p] != nil {
+		if !paid(j) || !stops[j.TenantID] || slices.Contains(payers, p) {
 			continue
 		}
-		bal, err := ledger.BalanceOf(sys, c, p)
+		payers = append(payers, p)
+	}
+	slices.SortFunc(payers, func(a, b ledger.Payer) int { return strings.Compare(a.String(), b.String()) })
+	out := budgets{}
+	for _, p := range payers {
+		bal, err := ledger.LockedBalanceOf(sys, c, p)
 		if err != nil {
 			return nil, err
 		}
@@ -78,15 +87,17 @@ func budgetsOf(ctx context.Context, c *ent.Client, jobs []*ent.Job) (budgets, er
 	return out, nil
 }
 
+// paid reports whether job j costs anything once started: a price per
+// minute or a start fee.
+func paid(j *ent.Job) bool {
+	return j.PricePerMinute > 0 || j.EstimatePerMinute > 0 || j.EstimateStartFee > 0
+}
+
 // heldBy sums the per-minute prices of the payer's open jobs: each holds the
 // minute it is in (or, ended and not yet closed, its last part of one).
 func heldBy(ctx context.Context, c *ent.Client, p ledger.Payer) (billing.Tokens, error) {
 	q := c.Job.Query().Where(job.TenantID(p.TenantID), meteringOpen(), job.StartedAtNotNil(), job.PricePerMinuteGT(0))
-	if p.ProjectID != "" {
-		q.Where(job.ProjectID(p.ProjectID))
-	} else {
-		q.Where(job.OwnerID(p.UserID), job.Or(job.ProjectIDIsNil(), job.ProjectID("")))
-	}
+	payerJobs(q, p)
 	var rows []struct {
 		Sum *int64 `json:"sum"`
 	}
@@ -113,10 +124,11 @@ func (b *budget) spare(j *ent.Job) billing.Tokens {
 	return b.balance - (b.held - j.PricePerMinute)
 }
 
-// start reports whether open job j may begin its first minute. A job that
-// may not is closed by the caller; it holds nothing.
-func (b *budget) start(j *ent.Job) bool {
-	if b.spare(j) >= j.PricePerMinute {
+// start reports whether open job j may pay fee and begin its first minute.
+// A job that may not is closed by the caller, unpaid; it holds nothing.
+func (b *budget) start(j *ent.Job, fee billing.Tokens) bool {
+	if b.spare(j)-fee >= j.PricePerMinute {
+		b.balance -= fee
 		return true
 	}
 	b.held -= j.PricePerMinute

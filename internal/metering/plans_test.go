@@ -20,7 +20,9 @@ import (
 func TestMeterReadsNoHistory(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, dbtest.SQLiteURL(t), tenant.BudgetPolicyStop)
-	f.grant(t, 1000*billing.Unit)
+	// The history's 300 jobs are submitted, each committing its start
+	// fee while pending, before they are made to have run.
+	f.grant(t, 3000*billing.Unit)
 	n := f.tn.AddNode(t, fixture.Node{Name: "n1", Inventory: inventory.Inventory{CPUs: 8, MemoryMiB: 8192}, Queues: []string{f.queue.ID}})
 	f.tn.AddHistory(t, n.ID, 300)
 	j := f.submit(t, 1, 1024, 0)

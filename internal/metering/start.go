@@ -36,30 +36,56 @@ func Prices(ctx context.Context, c *ent.Client, j *ent.Job) (billing.Rates, bill
 }
 
 // Started charges the start fee of job j, which started running at at
-// with the prices Prices gave (stored, and set in j), once per attempt,
-// and under `stop` closes the billing of a job whose first minute its
-// payer cannot hold. Call it through c in the transaction that marks the
+// with the prices Prices gave (stored, and set in j), and under `stop`
+// first checks that its payer can pay it and hold the first minute on top
+// of the minutes its other jobs hold: if not, the job's billing is closed
+// unpaid and the budget policy then cancels it, so a start never takes a
+// balance below zero. Call it through c in the transaction that marks the
 // job running.
+//
+// The fee is charged once per job: an attempt after the first runs
+// because the platform lost the job's node (the only cause of a new
+// attempt), so it is charged again only if no earlier attempt paid it (one
+// lost before it started).
 func Started(ctx context.Context, c *ent.Client, j *ent.Job, at time.Time) error {
 	sys := viewer.SystemContext(ctx)
-	if j.Rates.StartFee > 0 {
-		if err := chargeStartFee(ctx, c, j, j.Rates, at); err != nil {
-			return err
-		}
+	fee, err := feeDue(ctx, c, j)
+	if err != nil {
+		return err
 	}
-	// Under `stop`, a job whose first minute its payer cannot hold has its
-	// billing closed at once; the budget policy then cancels it.
 	held, err := budgetsOf(ctx, c, []*ent.Job{j})
 	if err != nil {
 		return err
 	}
-	if b := held.of(j); b == nil || b.start(j) {
+	if b := held[payerOf(j)]; b != nil && !b.start(j, fee) {
+		if err := c.Job.UpdateOneID(j.ID).SetMeteringClosed(true).Exec(sys); err != nil {
+			return fmt.Errorf("closing metering of job %s: %w", j.ID, err)
+		}
 		return nil
 	}
-	if err := c.Job.UpdateOneID(j.ID).SetMeteringClosed(true).Exec(sys); err != nil {
-		return fmt.Errorf("closing metering of job %s: %w", j.ID, err)
+	if fee > 0 {
+		return chargeStartFee(ctx, c, j, j.Rates, at)
 	}
 	return nil
+}
+
+// feeDue is the start fee job j's current attempt owes: none when an
+// earlier attempt paid it.
+func feeDue(ctx context.Context, c *ent.Client, j *ent.Job) (billing.Tokens, error) {
+	if j.Rates.StartFee <= 0 {
+		return 0, nil
+	}
+	if j.Attempt <= 1 {
+		return j.Rates.StartFee, nil
+	}
+	paid, err := c.Charge.Query().Where(charge.JobID(j.ID), charge.KindEQ(charge.KindStart)).Exist(viewer.SystemContext(ctx))
+	if err != nil {
+		return 0, fmt.Errorf("looking for the start fee of job %s: %w", j.ID, err)
+	}
+	if paid {
+		return 0, nil
+	}
+	return j.Rates.StartFee, nil
 }
 
 func chargeStartFee(ctx context.Context, c *ent.Client, j *ent.Job, rates billing.Rates, at time.Time) error {
@@ -67,7 +93,7 @@ func chargeStartFee(ctx context.Context, c *ent.Client, j *ent.Job, rates billin
 	b := c.Charge.Create().
 		SetTenantID(j.TenantID).SetJobID(j.ID).SetUserID(j.OwnerID).
 		SetKind(charge.KindStart).SetTokens(rates.StartFee).SetRates(rates).
-		SetPeriodStart(at).SetPeriodEnd(at).
+		SetPeriodStart(at).SetPeriodEnd(at).SetReason(feeReason(j)).
 		SetIdempotencyKey(fmt.Sprintf("start:%s:%d", j.ID, j.Attempt))
 	setPayer(b, payerOf(j))
 	if err := b.OnConflictColumns(charge.FieldIdempotencyKey).DoNothing().Exec(sys); err != nil {
@@ -75,4 +101,12 @@ func chargeStartFee(ctx context.Context, c *ent.Client, j *ent.Job, rates billin
 	}
 	metrics.Charged(string(charge.KindStart), 1, int64(rates.StartFee))
 	return nil
+}
+
+// feeReason says why job j's current attempt pays a start fee.
+func feeReason(j *ent.Job) string {
+	if j.Attempt <= 1 {
+		return "start fee"
+	}
+	return fmt.Sprintf("start fee at attempt %d: no earlier attempt started", j.Attempt)
 }

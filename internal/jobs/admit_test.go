@@ -1,0 +1,110 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/levers9/levers9/ent/charge"
+	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/node"
+	"github.com/levers9/levers9/ent/tenant"
+	"github.com/levers9/levers9/internal/billing"
+	"github.com/levers9/levers9/internal/dbtest"
+	"github.com/levers9/levers9/internal/fault"
+	"github.com/levers9/levers9/internal/fixture"
+	"github.com/levers9/levers9/internal/jobspec"
+	"github.com/levers9/levers9/internal/ledger"
+	"github.com/levers9/levers9/internal/tenancy"
+)
+
+// TestStopAdmitsOnTopOfPendingJobs: under `stop` a payer's pending jobs
+// commit their start fee and first minute, so submissions (here twelve at
+// once, each in its own transaction) are admitted only as far as the
+// balance covers all of them, and starting every admitted job leaves the
+// balance at or above zero. Reproduces the issue: 1.866667 tokens, a start
+// fee of 0.5 and 1 a minute, the node down: all four submissions were
+// admitted and the balance ended at -0.466666.
+func TestStopAdmitsOnTopOfPendingJobs(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		tn := fixture.New(t, url, fixture.TenantOptions{Policy: tenant.BudgetPolicyStop})
+		tn.Price(t, tn.DefaultQueue, billing.Rates{CPUPerMinute: billing.Unit, StartFee: billing.Unit / 2, Multiplier: 1})
+		granted := billing.Unit*1866667/1000000 + billing.Unit*3 // 3 jobs of 1.5, and 0.366667 over
+		tn.Grant(t, ledger.Payer{UserID: tn.Admin.ID}, granted)
+		js := fixture.Jobs(tn.DB, nil)
+		const submitters = 12
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var admitted []string
+		refused := 0
+		for range submitters {
+			wg.Go(func() {
+				j, err := js.Submit(tn.AsAdmin(), jobspec.Job{Queue: tenancy.DefaultQueue, Services: []jobspec.Service{fixture.Service(1, 64)}})
+				mu.Lock()
+				defer mu.Unlock()
+				var fe *fault.Error
+				switch {
+				case err == nil:
+					admitted = append(admitted, j.ID)
+				case errors.As(err, &fe) && fe.Code == fault.InsufficientTokens:
+					refused++
+				default:
+					t.Errorf("submitting: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if len(admitted) != 3 || refused != submitters-3 {
+			t.Fatalf("admitted %d, refused %d; want 3 admitted (1.5 tokens each of %v)", len(admitted), refused, granted)
+		}
+		// The node comes back: every admitted job starts.
+		for _, id := range admitted {
+			if err := js.MarkRunning(fixture.Sys(), id, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		bal, err := ledger.BalanceOf(fixture.Sys(), tn.DB.Ent, ledger.Payer{TenantID: tn.ID, UserID: tn.Admin.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bal < 0 || bal != granted-3*billing.Unit/2 {
+			t.Fatalf("balance %v after three starts; want %v", bal, granted-3*billing.Unit/2)
+		}
+	})
+}
+
+// TestStartFeeOncePerJob: a job requeued because its node was lost pays
+// its start fee once, at its first start; its second attempt starts free.
+func TestStartFeeOncePerJob(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		m := newMachine(t, url)
+		id := m.placedWith(t, 1)
+		if err := m.js.ServiceRunning(context.Background(), m.ref(id, 1), nil, m.start); err != nil {
+			t.Fatal(err)
+		}
+		lost := m.start.Add(2 * time.Minute)
+		if err := m.tn.DB.Ent.Node.UpdateOneID(m.node).SetStatus(node.StatusOffline).SetLastHeartbeatAt(lost).Exec(fixture.Sys()); err != nil {
+			t.Fatal(err)
+		}
+		if back, err := m.js.NodeLost(context.Background(), id, lost.Add(time.Minute)); err != nil || !back {
+			t.Fatalf("NodeLost = %v, %v; want requeued", back, err)
+		}
+		if err := m.js.MarkRunning(fixture.Sys(), id, lost.Add(2*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		j := m.tn.DB.Ent.Job.GetX(fixture.Sys(), id)
+		if j.Status != job.StatusRunning || j.Attempt != 2 {
+			t.Fatalf("job %s attempt %d; want RUNNING attempt 2", j.Status, j.Attempt)
+		}
+		fees := m.tn.DB.Ent.Charge.Query().Where(charge.JobID(id), charge.KindEQ(charge.KindStart)).AllX(fixture.Sys())
+		if len(fees) != 1 || fees[0].Tokens != billing.Unit || fees[0].Reason != "start fee" {
+			t.Fatalf("start charges %+v; want one of 1 token, at the first attempt", fees)
+		}
+	})
+}
