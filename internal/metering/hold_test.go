@@ -115,7 +115,7 @@ func TestStopAtStartAndAtEnd(t *testing.T) {
 		f.setPrices(t, billing.Rates{CPUPerMinute: billing.Unit, Multiplier: 1})
 		f.grant(t, 4*billing.Unit)
 		a, b := f.submit(t, 2, 0, 0), f.submit(t, 2, 0, 0) // 2 a minute each; 4 admits both
-		f.grant(t, -billing.Unit)                         // 3 covers one
+		f.grant(t, -billing.Unit)                          // 3 covers one
 		start := f.clock.Now()
 		for _, j := range []string{a.ID, b.ID} {
 			if err := f.jobs.MarkRunning(f.sys, j, start); err != nil {
