@@ -15,6 +15,7 @@ import (
 	"github.com/levers9/levers9/internal/dbtest"
 	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/fixture"
+	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/jobspec"
 	"github.com/levers9/levers9/internal/ledger"
 	"github.com/levers9/levers9/internal/tenancy"
@@ -107,4 +108,69 @@ func TestStartFeeOncePerJob(t *testing.T) {
 			t.Fatalf("start charges %+v; want one of 1 token, at the first attempt", fees)
 		}
 	})
+}
+
+// TestBilledFromTheFirstServiceRun: a job is billed from when its first
+// service ran, even when that service exited (or failed) before the
+// others started and the job counted as running.
+func TestBilledFromTheFirstServiceRun(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		run     func(m *machine, ref func(string) jobs.ServiceRef, at func(int) time.Time) error
+		status  job.Status
+		compute int // minutes charged at 6 tokens
+	}{
+		{"first exits, second runs later", func(m *machine, ref func(string) jobs.ServiceRef, at func(int) time.Time) error {
+			ctx := context.Background()
+			if err := m.js.ServiceRunning(ctx, ref("a"), nil, at(0)); err != nil {
+				return err
+			}
+			zero := 0
+			if _, err := m.js.ServiceEnded(ctx, ref("a"), jobs.ServiceEnd{ExitCode: &zero}, at(1)); err != nil {
+				return err
+			}
+			if err := m.js.ServiceRunning(ctx, ref("b"), nil, at(2)); err != nil {
+				return err
+			}
+			_, err := m.js.ServiceEnded(ctx, ref("b"), jobs.ServiceEnd{ExitCode: &zero}, at(3))
+			return err
+		}, job.StatusComplete, 3},
+		{"first fails before the second starts", func(m *machine, ref func(string) jobs.ServiceRef, at func(int) time.Time) error {
+			ctx := context.Background()
+			if err := m.js.ServiceRunning(ctx, ref("a"), nil, at(0)); err != nil {
+				return err
+			}
+			code := 2
+			_, err := m.js.ServiceEnded(ctx, ref("a"), jobs.ServiceEnd{ExitCode: &code, Failed: true, Reason: "exit 2"}, at(2))
+			return err
+		}, job.StatusError, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dbtest.Each(t, func(t *testing.T, url string) {
+				m := newMachine(t, url)
+				id := m.placedServices(t, "a", "b")
+				ref := func(svc string) jobs.ServiceRef {
+					return jobs.ServiceRef{JobID: id, Service: svc, NodeID: m.node, Attempt: 1}
+				}
+				at := func(minutes int) time.Time { return m.start.Add(time.Duration(minutes) * time.Minute) }
+				if err := tc.run(m, ref, at); err != nil {
+					t.Fatal(err)
+				}
+				j := m.tn.DB.Ent.Job.GetX(fixture.Sys(), id)
+				if j.Status != tc.status || j.StartedAt == nil || !j.StartedAt.Equal(m.start) {
+					t.Fatalf("job %s started %v; want %s started %v", j.Status, j.StartedAt, tc.status, m.start)
+				}
+				cs := m.tn.DB.Ent.Charge.Query().Where(charge.JobID(id), charge.KindEQ(charge.KindCompute)).AllX(fixture.Sys())
+				var sum billing.Tokens
+				for _, c := range cs {
+					sum += c.Tokens
+				}
+				if want := billing.Tokens(tc.compute) * 6 * billing.Unit; sum != want {
+					t.Fatalf("compute charged %v in %d charges; want %v", sum, len(cs), want)
+				}
+			})
+		})
+	}
 }

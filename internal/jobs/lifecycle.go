@@ -27,9 +27,28 @@ var errRefused = errors.New("transition refused: the job changed meanwhile")
 func (s *Service) MarkRunning(ctx context.Context, id string, at time.Time) error {
 	defer s.signal(ctx, id)
 	return s.DB.InTx(ctx, func(tx *database.Tx) error {
-		_, _, err := running(ctx, tx.Ent, id, at, false)
+		_, _, err := s.running(ctx, tx, id, at, false)
 		return err
 	})
+}
+
+// running is the package's running with the budget's answer applied: a
+// job whose payer cannot pay its start (under `stop`) ends "out of tokens"
+// in the same transaction, so it runs no longer than its node takes to
+// stop it instead of until the meter's next tick (then the job returned
+// says so in its status).
+func (s *Service) running(ctx context.Context, tx *database.Tx, id string, at time.Time, ofService bool) (_ *ent.Job, waiting bool, _ error) {
+	j, waiting, err := running(ctx, tx.Ent, id, at, ofService)
+	if err != nil || j == nil || !j.MeteringClosed {
+		return j, waiting, err
+	}
+	if _, err := s.end(ctx, tx, jobstate.OutOfTokens, id, j, j.Attempt, OutOfTokens, at); err != nil {
+		return nil, false, fmt.Errorf("stopping job %s out of tokens at its start: %w", id, err)
+	}
+	s.Log.Info("stopped a job at its start: payer out of tokens", "job", id)
+	j.Status, _ = jobstate.To(jobstate.OutOfTokens)
+	j.StatusReason = OutOfTokens
+	return j, false, nil
 }
 
 // running applies JobRunning to job id through c, inside the caller's
@@ -58,6 +77,14 @@ func running(ctx context.Context, c *ent.Client, id string, at time.Time, ofServ
 			}
 		}
 	}
+	// Billed from when its first service ran: one may have run, and even
+	// exited, while the others were still starting.
+	from := at
+	for _, svc := range j.Edges.Services {
+		if svc.StartedAt != nil && svc.StartedAt.Before(from) {
+			from = *svc.StartedAt
+		}
+	}
 	to, ok := jobstate.Next(jobstate.JobRunning, j.Status)
 	if !ok {
 		return nil, false, nil
@@ -68,7 +95,7 @@ func running(ctx context.Context, c *ent.Client, id string, at time.Time, ofServ
 	}
 	n, err := c.Job.Update().
 		Where(job.ID(id), job.StatusIn(jobstate.From(jobstate.JobRunning)...)).
-		SetStatus(to).SetStatusReason("running").SetStartedAt(at).
+		SetStatus(to).SetStatusReason("running").SetStartedAt(from).
 		SetRates(rates).SetPricePerMinute(perMinute).
 		Save(sys)
 	if err != nil {
@@ -77,7 +104,7 @@ func running(ctx context.Context, c *ent.Client, id string, at time.Time, ofServ
 	if n == 0 {
 		return nil, false, nil
 	}
-	j.Status, j.StatusReason, j.StartedAt, j.Rates, j.PricePerMinute = to, "running", &at, rates, perMinute
+	j.Status, j.StatusReason, j.StartedAt, j.Rates, j.PricePerMinute = to, "running", &from, rates, perMinute
 	if !ofService {
 		svcTo, _ := jobstate.ServiceTo(jobstate.JobRunning)
 		err = c.Service.Update().
@@ -96,7 +123,10 @@ func running(ctx context.Context, c *ent.Client, id string, at time.Time, ofServ
 		return nil, false, err
 	}
 	metrics.JobStartWait.WithLabelValues(string(j.Kind)).Observe(max(at.Sub(j.CreatedAt).Seconds(), 0))
-	return j, false, metering.Started(sys, c, j, at)
+	if _, err := metering.Started(sys, c, j, from); err != nil {
+		return nil, false, err
+	}
+	return j, false, nil
 }
 
 // MarkEnded records that job id ended at at with status (COMPLETE, ERROR or

@@ -95,7 +95,7 @@ func (s *Service) serviceRunning(ctx context.Context, tx *database.Tx, r Service
 		_, err := s.ownService(ctx, tx.Ent, r)
 		return nil, err
 	}
-	j, waiting, err := running(ctx, tx.Ent, r.JobID, at, true)
+	j, waiting, err := s.running(ctx, tx, r.JobID, at, true)
 	if err != nil || waiting {
 		return nil, err
 	}
@@ -220,11 +220,18 @@ func (s *Service) settle(ctx context.Context, tx *database.Tx, r ServiceRef, e j
 		if failure != "" {
 			reason += ": " + failure
 		}
-	} else if j.Status == job.StatusPending {
-		// Every service ran and exited before the last one's RUNNING was
-		// counted: record the run so the job is billed and timed.
-		if _, _, err := running(ctx, tx.Ent, j.ID, at, false); err != nil {
+	}
+	if j.Status == job.StatusPending && (next != jobstate.Failed || anyStarted(j.Edges.Services)) {
+		// Services ran (every one, and exited; or one, and failed) before
+		// the job's RUNNING was counted: record the run, from the first
+		// service's start, so the job is billed and timed.
+		started, _, err := s.running(ctx, tx, j.ID, at, false)
+		if err != nil {
 			return false, nil, err
+		}
+		if started != nil && started.Status != job.StatusRunning {
+			c := changeOf(started) // stopped out of tokens at its start
+			return true, &c, nil
 		}
 	}
 	if _, err := s.end(ctx, tx, next, j.ID, j, j.Attempt, clip(reason, 1000), at); err != nil {
@@ -232,4 +239,14 @@ func (s *Service) settle(ctx context.Context, tx *database.Tx, r ServiceRef, e j
 	}
 	c := changeOf(j) // its services' nodes are as loaded: an end moves none
 	return true, &c, nil
+}
+
+// anyStarted reports whether one of svcs has run.
+func anyStarted(svcs []*ent.Service) bool {
+	for _, svc := range svcs {
+		if svc.StartedAt != nil {
+			return true
+		}
+	}
+	return false
 }

@@ -11,8 +11,9 @@ import (
 )
 
 // What the reports of a two-service job write, row by row: nothing of
-// the job while one service runs; then the job runs, priced at its
-// queue's rates (a start fee, 6 tokens a minute for its one CPU); one
+// the job while one service runs; then the job runs, billed from its
+// first service's start at its queue's rates (a start fee, 6 tokens a
+// minute for its one CPU); one
 // failure ends the job and with it the service still running, and bills
 // its minutes.
 func TestReportsHistory(t *testing.T) {
@@ -37,7 +38,7 @@ service b PENDING "" node=NODE sent=2026-03-01 13:00:00 +0000 UTC started=<nil> 
 event PENDING 
 `},
 			{func() error { return m.js.ServiceRunning(ctx, ref("b"), nil, at(1)) }, `
-job JOB RUNNING "running" attempt=1 started=2026-03-01 13:01:00 +0000 UTC finished=<nil> metered=0 closed=false 
+job JOB RUNNING "running" attempt=1 started=2026-03-01 13:00:00 +0000 UTC finished=<nil> metered=0 closed=false 
 service a RUNNING "" node=NODE sent=2026-03-01 13:00:00 +0000 UTC started=2026-03-01 13:00:00 +0000 UTC finished=<nil> exit=<nil> 
 service b RUNNING "" node=NODE sent=2026-03-01 13:00:00 +0000 UTC started=2026-03-01 13:01:00 +0000 UTC finished=<nil> exit=<nil> 
 event PENDING 
@@ -47,7 +48,7 @@ charge start:JOB:1 1 start fee`},
 				_, err := m.js.ServiceEnded(ctx, ref("a"), jobs.ServiceEnd{ExitCode: &code3, Failed: true, Reason: "exit 3"}, at(3))
 				return err
 			}, `
-job JOB ERROR "service a failed: exit 3" attempt=1 started=2026-03-01 13:01:00 +0000 UTC finished=2026-03-01 13:03:00 +0000 UTC metered=2 closed=true 
+job JOB ERROR "service a failed: exit 3" attempt=1 started=2026-03-01 13:00:00 +0000 UTC finished=2026-03-01 13:03:00 +0000 UTC metered=3 closed=true 
 service a ERROR "exit 3" node=NODE sent=2026-03-01 13:00:00 +0000 UTC started=2026-03-01 13:00:00 +0000 UTC finished=2026-03-01 13:03:00 +0000 UTC  
 service b ERROR "service a failed: exit 3" node=NODE sent=2026-03-01 13:00:00 +0000 UTC started=2026-03-01 13:01:00 +0000 UTC finished=2026-03-01 13:03:00 +0000 UTC exit=<nil> 
 event PENDING 
@@ -55,6 +56,7 @@ event RUNNING "running" 2026-03-01 13:01:00 +0000 UTC
 event ERROR "service a failed: exit 3" 2026-03-01 13:03:00 +0000 UTC
 charge compute:JOB:1:0 6 
 charge compute:JOB:1:1 6 
+charge compute:JOB:1:2 6 
 charge start:JOB:1 1 start fee`},
 		} {
 			if err := step.apply(); err != nil {

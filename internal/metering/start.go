@@ -39,34 +39,35 @@ func Prices(ctx context.Context, c *ent.Client, j *ent.Job) (billing.Rates, bill
 // with the prices Prices gave (stored, and set in j), and under `stop`
 // first checks that its payer can pay it and hold the first minute on top
 // of the minutes its other jobs hold: if not, the job's billing is closed
-// unpaid and the budget policy then cancels it, so a start never takes a
-// balance below zero. Call it through c in the transaction that marks the
+// unpaid (unpaid is true) and the caller stops the job at once, so a start
+// never takes a balance below zero. Call it through c in the transaction that marks the
 // job running.
 //
 // The fee is charged once per job: an attempt after the first runs
 // because the platform lost the job's node (the only cause of a new
 // attempt), so it is charged again only if no earlier attempt paid it (one
 // lost before it started).
-func Started(ctx context.Context, c *ent.Client, j *ent.Job, at time.Time) error {
+func Started(ctx context.Context, c *ent.Client, j *ent.Job, at time.Time) (unpaid bool, err error) {
 	sys := viewer.SystemContext(ctx)
 	fee, err := feeDue(ctx, c, j)
 	if err != nil {
-		return err
+		return false, err
 	}
 	held, err := budgetsOf(ctx, c, []*ent.Job{j})
 	if err != nil {
-		return err
+		return false, err
 	}
 	if b := held[payerOf(j)]; b != nil && !b.start(j, fee) {
 		if err := c.Job.UpdateOneID(j.ID).SetMeteringClosed(true).Exec(sys); err != nil {
-			return fmt.Errorf("closing metering of job %s: %w", j.ID, err)
+			return false, fmt.Errorf("closing metering of job %s: %w", j.ID, err)
 		}
-		return nil
+		j.MeteringClosed = true
+		return true, nil
 	}
 	if fee > 0 {
-		return chargeStartFee(ctx, c, j, j.Rates, at)
+		return false, chargeStartFee(ctx, c, j, j.Rates, at)
 	}
-	return nil
+	return false, nil
 }
 
 // feeDue is the start fee job j's current attempt owes: none when an
