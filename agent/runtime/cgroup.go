@@ -125,6 +125,16 @@ func detectCgroups(root string) *cgroups {
 		}
 		cg.hier = append(cg.hier, h)
 	}
+	// The freezer lets the agent freeze a cut-off node's services (see
+	// Freezer); without it they are stopped by signal, so it is no limit
+	// to report missing.
+	if p, ok := paths["freezer"]; ok {
+		h := hierarchy{controllers: []string{"freezer"}, home: filepath.Join(cgroupFS, "freezer", p)}
+		h.base = filepath.Join(h.home, leaf)
+		if h.probe() == nil {
+			cg.hier = append(cg.hier, h)
+		}
+	}
 	if len(failed) > 0 {
 		cg.why = "no writable cgroup: " + strings.Join(failed, "; ")
 	}
@@ -185,10 +195,13 @@ func (cg *cgroups) notice(s ServiceSpec) string {
 
 // serviceCgroup is one service's cgroups.
 type serviceCgroup struct {
-	v2       bool
-	dirs     []string
-	moves    []string
-	memory   string // the dir with the memory controller, "" when none
+	v2     bool
+	dirs   []string
+	moves  []string
+	memory string // the dir with the memory controller, "" when none
+	// freezer is the dir whose freezer freezes the service (v1's
+	// freezer.state, v2's cgroup.freeze); "" when none.
+	freezer  string
 	limitMiB int64
 }
 
@@ -220,6 +233,9 @@ func (cg *cgroups) create(jobID string, s ServiceSpec, pids int64) (*serviceCgro
 		}
 		if h.has("memory") {
 			sc.memory = dir
+		}
+		if h.v2 || h.has("freezer") {
+			sc.freezer = dir
 		}
 	}
 	return sc, nil

@@ -33,6 +33,7 @@ type job struct {
 	results   []ServiceResult
 	timers    []*time.Timer
 	result    Result
+	frozen    bool // Freeze came last (freeze.go)
 }
 
 // eventBuffer lets output flow while the consumer is briefly busy.

@@ -71,6 +71,23 @@ type Job interface {
 	Wait() Result
 }
 
+// Freezer is a job whose services can be frozen in place and thawed
+// again: the agent freezes the jobs of a node cut off from the server
+// before the server may start another attempt elsewhere, and thaws the
+// ones the server still wants when it is back (a server outage, not a
+// partition). Both runtimes' jobs are Freezers.
+//
+// A frozen service runs no code but keeps its processes, memory and
+// output; it is not ended and reports nothing new until thawed. Stop of
+// a frozen job does not wait out a grace: its services are killed at
+// once and thawed so that the kill lands. Freeze and Thaw may be called
+// any number of times; a service that starts while its job is frozen is
+// frozen as it starts.
+type Freezer interface {
+	Freeze(ctx context.Context) error
+	Thaw(ctx context.Context) error
+}
+
 // JobSpec is what to run.
 type JobSpec struct {
 	ID       string

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,6 +48,7 @@ type service struct {
 	stopReason string
 	running    bool // the command started (RUNNING was reported)
 	exited     bool
+	frozen     string // how the service is frozen (freeze.go); "" when not
 	execs      map[*execProc]struct{}
 }
 
@@ -219,6 +221,12 @@ func (s *service) start() {
 	s.mu.Lock()
 	s.running = true
 	s.mu.Unlock()
+	if s.job.isFrozen() {
+		// Its job was frozen while it started.
+		if err := s.freeze(context.Background()); err != nil {
+			s.job.log.Warn("freezing a service that started in a frozen job", "service", s.spec.Name, "err", err)
+		}
+	}
 	s.job.emitState(StateEvent{Service: s.spec.Name, State: Running, PID: pid, Ports: s.ports})
 	go s.wait(&readers, outR, errR, "")
 }
@@ -405,6 +413,9 @@ func (s *service) stop(reason string) {
 		}
 	}
 	s.mu.Unlock()
+	if s.killFrozen() {
+		return // no grace for a frozen service: it could not use it
+	}
 	s.signal(syscall.SIGTERM)
 }
 

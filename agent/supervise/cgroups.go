@@ -71,6 +71,7 @@ func RemoveCgroup(dir string) error {
 		for _, pid := range cgroupProcs(dir) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
+		thawCgroup(dir)
 		time.Sleep(5 * time.Millisecond)
 	}
 }
@@ -87,4 +88,20 @@ func cgroupProcs(dir string) []int {
 		}
 	}
 	return out
+}
+
+// thaw thaws the service's cgroups.
+func (m cgroupMoves) thaw() {
+	for _, mv := range m {
+		dir, _, _ := strings.Cut(mv, "=")
+		thawCgroup(dir)
+	}
+}
+
+// thawCgroup thaws cgroup dir, which the agent may have frozen (its node
+// cut off from the server): a frozen process holds even SIGKILL until
+// then. A cgroup with no freezer has neither file: nothing to thaw.
+func thawCgroup(dir string) {
+	_ = WriteControl(filepath.Join(dir, "freezer.state"), "THAWED")
+	_ = WriteControl(filepath.Join(dir, "cgroup.freeze"), "0")
 }

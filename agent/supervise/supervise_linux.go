@@ -124,7 +124,7 @@ func run(t Task, files *taskFiles, w *watch, hs homes) (code int, again bool) {
 		report("error no command")
 		return 125, true
 	}
-	w.begin()
+	w.begin(moves.thaw)
 	defer w.end()
 
 	if *bindsJSON != "" {

@@ -26,6 +26,9 @@ type watch struct {
 	pid      int         // its command, once started
 	pending  []os.Signal // the command's, come before it started
 	orphaned bool        // the agent died during the task
+	// thaw thaws the task's cgroups, which the agent may have frozen (a
+	// frozen process holds even SIGKILL); nil: none.
+	thaw func()
 }
 
 func watchSignals(ppid int) *watch {
@@ -51,9 +54,9 @@ func watchSignals(ppid int) *watch {
 }
 
 // begin marks a task under way: signals are its command's from now.
-func (w *watch) begin() {
+func (w *watch) begin(thaw func()) {
 	w.mu.Lock()
-	w.busy, w.pid, w.pending, w.orphaned = true, 0, nil, false
+	w.busy, w.pid, w.pending, w.orphaned, w.thaw = true, 0, nil, false, thaw
 	w.mu.Unlock()
 	w.tick.Reset(time.Second)
 }
@@ -113,5 +116,10 @@ func (w *watch) orphan() {
 	w.orphaned = true
 	if w.pid != 0 {
 		killAll(w.self, w.pid)
+		// A frozen service (the agent froze it, cut off from the server)
+		// dies once thawed; one stopped by SIGSTOP dies of SIGKILL anyway.
+		if w.thaw != nil {
+			w.thaw()
+		}
 	}
 }
