@@ -150,6 +150,9 @@ func (r *Runtime) recoverJob(ctx context.Context, id string, attempt int, cs []c
 			s.created = true
 		case container.StateRunning, container.StatePaused, container.StateRestarting:
 			s.running = true
+			// Frozen by the agent before, cut off from the server: a Stop
+			// kills it at once, Thaw unpauses it.
+			s.paused = c.State.Status == container.StatePaused
 		}
 		if started, err := time.Parse(time.RFC3339Nano, c.State.StartedAt); err == nil && started.Year() > 1 {
 			if rec.startedAt.IsZero() || started.Before(rec.startedAt) {

@@ -41,6 +41,7 @@ type service struct {
 	created    bool   // created but not started (recovered services)
 	running    bool   // started and not yet seen stopped
 	exited     bool
+	paused     bool // Freeze paused its container (freeze.go)
 	stopReason string
 }
 
@@ -119,6 +120,12 @@ func (s *service) startCreated() {
 	pid := 0
 	if res, err := s.job.rt.cli.ContainerInspect(s.job.rt.ctx, s.id, client.ContainerInspectOptions{}); err == nil && res.Container.State != nil {
 		pid = res.Container.State.Pid
+	}
+	if s.job.isFrozen() {
+		// Its job was frozen while it started.
+		if err := s.pause(s.job.rt.ctx); err != nil {
+			s.job.log.Warn("freezing a service that started in a frozen job", "service", s.name, "err", err)
+		}
 	}
 	s.job.log.Info("service started", "service", s.name, "container", shortID(s.id), "image", s.image)
 	s.job.emitState(runtime.StateEvent{Service: s.name, State: runtime.Running, PID: pid, Ports: s.ports})
@@ -301,6 +308,9 @@ func (s *service) stopContainer(grace time.Duration) {
 	s.startMu.Unlock()
 	if !running {
 		return
+	}
+	if s.killPaused(id) {
+		return // no grace for a frozen service: it could not use it
 	}
 	secs := int(math.Ceil(max(grace, 0).Seconds()))
 	_, err := s.job.rt.cli.ContainerStop(s.job.rt.ctx, id, client.ContainerStopOptions{Timeout: &secs})
