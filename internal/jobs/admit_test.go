@@ -10,6 +10,7 @@ import (
 	"github.com/levers9/levers9/ent/charge"
 	"github.com/levers9/levers9/ent/job"
 	"github.com/levers9/levers9/ent/node"
+	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/ent/tenant"
 	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/dbtest"
@@ -168,6 +169,74 @@ func TestBilledFromTheFirstServiceRun(t *testing.T) {
 					sum += c.Tokens
 				}
 				if want := billing.Tokens(tc.compute) * 6 * billing.Unit; sum != want {
+					t.Fatalf("compute charged %v in %d charges; want %v", sum, len(cs), want)
+				}
+			})
+		})
+	}
+}
+
+// TestBilledToTheLastServiceStop: a job that ends while a service runs
+// (cancelled here) is billed on to when its node reports that service
+// stopped, to the second, once however often the report comes; under
+// `stop` no further than the minute its payer held; not at all for a job
+// stopped because its payer could not pay on.
+func TestBilledToTheLastServiceStop(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		policy      tenant.BudgetPolicy
+		outOfTokens bool
+		stopAfter   time.Duration
+		want        billing.Tokens // beyond the run to the cancel
+	}{
+		{"finish, 7 s", tenant.BudgetPolicyFinish, false, 7 * time.Second, billing.Partial(6*billing.Unit, 7*time.Second)},
+		{"finish, 2 min", tenant.BudgetPolicyFinish, false, 2 * time.Minute, 12 * billing.Unit},
+		{"stop, 7 s", tenant.BudgetPolicyStop, false, 7 * time.Second, billing.Partial(6*billing.Unit, 7*time.Second)},
+		{"stop, 2 min: the held minute only", tenant.BudgetPolicyStop, false, 2 * time.Minute, billing.RunCost(6*billing.Unit, time.Minute) - billing.RunCost(6*billing.Unit, 30*time.Second)},
+		{"stop, out of tokens", tenant.BudgetPolicyStop, true, 7 * time.Second, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dbtest.Each(t, func(t *testing.T, url string) {
+				tn := fixture.New(t, url, fixture.TenantOptions{Policy: tc.policy})
+				tn.Price(t, tn.DefaultQueue, billing.Rates{CPUPerMinute: 6 * billing.Unit, Multiplier: 1})
+				tn.Grant(t, ledger.Payer{UserID: tn.Admin.ID}, 1000*billing.Unit)
+				nodeID := tn.AddNode(t, fixture.Node{Name: "n1", Queues: []string{tn.DefaultQueue}}).ID
+				start := time.Date(2026, 3, 1, 13, 0, 0, 0, time.UTC)
+				now := start
+				js := fixture.Jobs(tn.DB, func() time.Time { return now })
+				j := tn.SubmitSpec(t, js, nil, jobspec.Job{Queue: tenancy.DefaultQueue, Services: []jobspec.Service{fixture.Service(1, 64)}})
+				if err := tn.DB.Ent.Service.Update().Where(service.JobID(j.ID)).SetNodeID(nodeID).SetDispatchedAt(start).Exec(fixture.Sys()); err != nil {
+					t.Fatal(err)
+				}
+				ref := jobs.ServiceRef{JobID: j.ID, Service: "main", NodeID: nodeID, Attempt: 1}
+				ctx := context.Background()
+				if err := js.ServiceRunning(ctx, ref, nil, start); err != nil {
+					t.Fatal(err)
+				}
+				now = start.Add(30 * time.Second)
+				if tc.outOfTokens {
+					if err := js.MarkEnded(fixture.Sys(), j.ID, job.StatusCancelled, jobs.OutOfTokens, now); err != nil {
+						t.Fatal(err)
+					}
+				} else if _, err := js.Cancel(tn.AsAdmin(), j.ID); err != nil {
+					t.Fatal(err)
+				}
+				ended := now
+				stopped := ended.Add(tc.stopAfter)
+				now = stopped.Add(time.Second) // the report arrives a moment later
+				for range 2 {                  // a replayed report adds nothing
+					if _, err := js.ServiceEnded(ctx, ref, jobs.ServiceEnd{Failed: true, Reason: "killed"}, stopped); err != nil {
+						t.Fatal(err)
+					}
+				}
+				cs := tn.DB.Ent.Charge.Query().Where(charge.JobID(j.ID), charge.KindEQ(charge.KindCompute)).AllX(fixture.Sys())
+				var sum billing.Tokens
+				for _, c := range cs {
+					sum += c.Tokens
+				}
+				if want := billing.RunCost(6*billing.Unit, ended.Sub(start)) + tc.want; sum != want {
 					t.Fatalf("compute charged %v in %d charges; want %v", sum, len(cs), want)
 				}
 			})

@@ -12,6 +12,7 @@ import (
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/jobs/jobstate"
 	"github.com/levers9/levers9/internal/jobspec"
+	"github.com/levers9/levers9/internal/metering"
 	"github.com/levers9/levers9/internal/viewer"
 )
 
@@ -196,6 +197,11 @@ func (s *Service) settle(ctx context.Context, tx *database.Tx, r ServiceRef, e j
 		return false, nil, fmt.Errorf("loading job %s: %w", r.JobID, err)
 	}
 	if j.Status != job.StatusPending && j.Status != job.StatusRunning {
+		// The job ended with this service running: this is when its
+		// node stopped it.
+		if err := s.billStop(ctx, tx, j, r, at); err != nil {
+			return false, nil, err
+		}
 		for _, svc := range j.Edges.Services {
 			if svc.FinishedAt == nil {
 				return false, nil, nil
@@ -249,4 +255,19 @@ func anyStarted(svcs []*ent.Service) bool {
 		}
 	}
 	return false
+}
+
+// billStop bills the time the service r names ran on after its job j ended,
+// until at, when its node stopped it (metering.Stopped). Not for a job
+// the platform ended without its node (billed to the node's last sign of
+// life) nor one stopped because its payer could not pay on.
+func (s *Service) billStop(ctx context.Context, tx *database.Tx, j *ent.Job, r ServiceRef, at time.Time) error {
+	if !Ended(j.Status) || j.Attempt != r.attempt() {
+		return nil
+	}
+	switch j.StatusReason {
+	case ReasonNodeLost, ReasonLostOnRestart, OutOfTokens:
+		return nil
+	}
+	return metering.Stopped(ctx, tx.Ent, j, r.Service, at, s.Now())
 }
