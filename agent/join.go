@@ -19,8 +19,9 @@ type JoinConfig struct {
 	Invite    string // the invite code
 	Name      string // node name; empty: the invite's, else the host name
 	StateDir  string
-	Inventory wire.Inventory // as reported: Declared applied to what was detected
-	Declared  Declared       // kept in the state for later starts
+	Inventory wire.Inventory    // as reported: Declared applied to what was detected
+	Declared  Declared          // kept in the state for later starts
+	Flags     map[string]string // kept in the state for later starts (State.Flags)
 	Version   string
 	Client    *http.Client // nil: http.DefaultClient
 }
@@ -71,7 +72,7 @@ func Join(ctx context.Context, cfg JoinConfig) (*State, error) {
 	if err := json.Unmarshal(b, &jr); err != nil || jr.NodeID == "" || jr.Credential == "" {
 		return nil, fmt.Errorf("joining %s: unexpected answer", server)
 	}
-	st := &State{Server: server, NodeID: jr.NodeID, Name: jr.Name, Credential: jr.Credential, Declared: cfg.Declared}
+	st := &State{Server: server, NodeID: jr.NodeID, Name: jr.Name, Credential: jr.Credential, Declared: cfg.Declared, Flags: cfg.Flags}
 	if err := SaveState(cfg.StateDir, st); err != nil {
 		return nil, err
 	}

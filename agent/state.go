@@ -25,9 +25,16 @@ type State struct {
 	NodeID     string `json:"nodeId"`
 	Name       string `json:"name,omitempty"`
 	Credential string `json:"credential"`
-	// Declared are the resources given with flags at join time; they win
-	// over detected ones on every later start.
+	// Declared are the resources given with flags at join time or on a
+	// later start; they win over detected ones on every later start.
 	Declared Declared `json:"declared,omitzero"`
+	// Flags are the agent's other settings given at join time or on a
+	// later start (the runtime, its image, work directory and job uids…),
+	// by flag name, as the flag prints its value. A restarted agent must
+	// run the node as it was joined, not with the defaults: a node joined
+	// with the process runtime and declared GPUs came back as Docker.
+	// Absent in files written before they were kept: the defaults apply.
+	Flags map[string]string `json:"flags,omitempty"`
 }
 
 // Declared resources; zero values mean "detect".
