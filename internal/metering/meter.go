@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/levers9/levers9/ent"
@@ -169,12 +170,9 @@ func refundAfter(ctx context.Context, c *ent.Client, j *ent.Job, alive time.Time
 		return nil
 	}
 	sys := viewer.SystemContext(ctx)
-	key := fmt.Sprintf("compute:%s:%d:", j.ID, j.Attempt)
-	cs, err := c.Charge.Query().
-		Where(charge.JobID(j.ID), charge.KindEQ(charge.KindCompute), charge.IdempotencyKeyHasPrefix(key)).
-		All(sys)
+	cs, err := attemptCharges(ctx, c, j)
 	if err != nil {
-		return fmt.Errorf("loading charges of job %s: %w", j.ID, err)
+		return err
 	}
 	var charged billing.Tokens
 	for _, ch := range cs {
@@ -196,6 +194,21 @@ func refundAfter(ctx context.Context, c *ent.Client, j *ent.Job, alive time.Time
 	}
 	metrics.Charged(string(charge.KindAdjustment), 1, -int64(over))
 	return nil
+}
+
+// attemptKey is the start of the idempotency keys of the compute charges of
+// job j's current attempt.
+func attemptKey(j *ent.Job) string { return fmt.Sprintf("compute:%s:%d:", j.ID, j.Attempt) }
+
+// attemptCharges are the compute charges of job j's current attempt.
+func attemptCharges(ctx context.Context, c *ent.Client, j *ent.Job) ([]*ent.Charge, error) {
+	cs, err := c.Charge.Query().
+		Where(charge.JobID(j.ID), charge.KindEQ(charge.KindCompute), charge.IdempotencyKeyHasPrefix(attemptKey(j))).
+		All(viewer.SystemContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("loading charges of job %s: %w", j.ID, err)
+	}
+	return cs, nil
 }
 
 // aliveSince is alive, or when job j started if that is later: the start
@@ -276,7 +289,7 @@ func chargeRuns(ctx context.Context, c *ent.Client, ids []string, now time.Time,
 				SetRates(j.Rates).
 				SetPeriodStart(d.Start).
 				SetPeriodEnd(d.End).
-				SetIdempotencyKey(fmt.Sprintf("compute:%s:%d:%d", j.ID, j.Attempt, d.Index))
+				SetIdempotencyKey(attemptKey(j) + strconv.FormatInt(d.Index, 10))
 			if closed && i == len(due)-1 && last != "" {
 				b.SetReason(last)
 			}

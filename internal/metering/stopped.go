@@ -49,12 +49,9 @@ func Stopped(ctx context.Context, c *ent.Client, j *ent.Job, svc string, at, now
 			until = held
 		}
 	}
-	key := fmt.Sprintf("compute:%s:%d:", j.ID, j.Attempt)
-	cs, err := c.Charge.Query().
-		Where(charge.JobID(j.ID), charge.KindEQ(charge.KindCompute), charge.IdempotencyKeyHasPrefix(key)).
-		All(sys)
+	cs, err := attemptCharges(ctx, c, j)
 	if err != nil {
-		return fmt.Errorf("loading charges of job %s: %w", j.ID, err)
+		return err
 	}
 	var charged billing.Tokens
 	billedTo := *j.FinishedAt
@@ -73,7 +70,7 @@ func Stopped(ctx context.Context, c *ent.Client, j *ent.Job, svc string, at, now
 		SetKind(charge.KindCompute).SetTokens(more).SetRates(j.Rates).
 		SetPeriodStart(billedTo).SetPeriodEnd(until).
 		SetReason(fmt.Sprintf("service %s stopped at %s, after the job ended: billed to its stop", svc, until.UTC().Format(time.RFC3339Nano))).
-		SetIdempotencyKey(key + "stop:" + svc)
+		SetIdempotencyKey(attemptKey(j) + "stop:" + svc)
 	setPayer(b, payerOf(j))
 	if err := b.OnConflictColumns(charge.FieldIdempotencyKey).DoNothing().Exec(sys); err != nil {
 		return fmt.Errorf("billing the stop of service %s of job %s: %w", svc, j.ID, err)
