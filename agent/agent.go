@@ -75,6 +75,8 @@ type Agent struct {
 	// carries their sockets' connections to the server.
 	code    codeCache
 	runners runnerHub
+	// fence freezes the jobs while the server is out of reach too long.
+	fence *fence
 }
 
 // Run connects to the server with the identity in cfg.StateDir and serves
@@ -100,7 +102,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &Agent{cfg: cfg, st: st, log: log.With("node", st.NodeID), tasks: tasks{m: map[string]*task{}}, out: newOutbox()}
+	a := &Agent{cfg: cfg, st: st, log: log.With("node", st.NodeID), tasks: tasks{m: map[string]*task{}}, out: newOutbox(), fence: newFence()}
 	a.out.onSent = a.forgetIfDone
 	if src, ok := cfg.Runtime.(runtime.ImageSource); ok {
 		src.SetImageFetcher(a.fetchImage) // blueprint images come from the server
@@ -115,6 +117,9 @@ func Run(ctx context.Context, cfg Config) error {
 		a.recoverRunners(nil) // what an agent that died left
 	}
 	defer a.stopAll()
+	fctx, stopFencing := context.WithCancel(ctx)
+	defer stopFencing()
+	go a.fencing(fctx)
 
 	b := jittered(minBackoff, maxBackoff)
 	_, err = backoff.Retry(ctx, func() (struct{}, error) {

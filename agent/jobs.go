@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,6 +32,9 @@ type task struct {
 	stopped string     // a Stop's reason, when it came before the job started
 	mounts  *mounted   // nil without mounts
 	runner  *runnerJob // a function's container; nil for other jobs
+	// frozen: the fence froze the job (the server was out of reach too
+	// long) and the server's Reconcile has not yet thawed or stopped it.
+	frozen bool
 	// recovered is a job an earlier agent started, waiting for the
 	// server's Reconcile to be resumed or stopped; nil once decided.
 	recovered runtime.Recovered
@@ -151,6 +155,10 @@ func (a *Agent) launch(ctx context.Context, m wire.Start, t *task, spec runtime.
 	stopped = t.stopped // a Stop that came while the runtime started it
 	t.mu.Unlock()
 	a.log.Info("job started", "job", m.JobID, "attempt", t.attempt, "services", len(m.Services))
+	if a.fence.isFrozen() {
+		// Started while the server is out of reach: frozen like the rest.
+		a.freezeTask(ctx, m.JobID, t)
+	}
 	go a.forward(m.JobID, t, job)
 	a.runnerStarted(t)
 	if stopped != "" {
@@ -379,11 +387,27 @@ func (a *Agent) reconcile(m wire.Reconcile) {
 	}
 	a.tasks.mu.Unlock()
 	for _, id := range drop {
+		// A frozen job is killed at once (the runtime's Stop).
 		a.stop(id, "not wanted by the server", 10*time.Second)
 	}
 	for i, t := range resume {
 		a.resume(resumeIDs[i], t, keep[resumeIDs[i]])
 	}
+	// The jobs the server still wants here go on where they were frozen.
+	a.tasks.mu.Lock()
+	var thaw []string
+	for id := range a.tasks.m {
+		if !slices.Contains(drop, id) {
+			thaw = append(thaw, id)
+		}
+	}
+	a.tasks.mu.Unlock()
+	for _, id := range thaw {
+		if t := a.tasks.get(id); t != nil {
+			a.thawTask(id, t)
+		}
+	}
+	a.fence.lift()
 }
 
 // resume lets a recovered job's events flow again, from right after the
@@ -407,6 +431,12 @@ func (a *Agent) resume(id string, t *task, rs []wire.RunningService) {
 	}
 	a.log.Info("resuming a job found running", "job", id, "attempt", t.attempt, "logSeq", cursor.Seq)
 	rec.Resume(cursor)
+	if fz, ok := rec.(runtime.Freezer); ok {
+		// An earlier agent may have frozen it, cut off from the server.
+		if err := fz.Thaw(context.Background()); err != nil {
+			a.log.Error("thawing a job found frozen", "job", id, "err", err)
+		}
+	}
 }
 
 func clipReason(s string) string {

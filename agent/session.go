@@ -94,6 +94,7 @@ func (a *Agent) session(ctx context.Context) error {
 	c := &conn{ws: ws}
 
 	hello := wire.Hello{NodeID: a.st.NodeID, AgentVersion: a.cfg.Version, Inventory: a.cfg.Inventory, Running: a.tasks.running()}
+	helloAt := time.Now()
 	if err := c.send(ctx, hello); err != nil {
 		return err
 	}
@@ -107,7 +108,9 @@ func (a *Agent) session(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("expected welcome, got %s", first.Kind())
 	}
-	a.log.Info("connected to server", "server", a.st.Server, "heartbeat", welcome.HeartbeatInterval())
+	// The server recorded the node's presence before it welcomed it.
+	a.fence.welcome(welcome.FenceAfter(), helloAt)
+	a.log.Info("connected to server", "server", a.st.Server, "heartbeat", welcome.HeartbeatInterval(), "fenceAfter", welcome.FenceAfter())
 	if a.cfg.OnConnect != nil {
 		a.cfg.OnConnect()
 	}
@@ -136,7 +139,8 @@ func (a *Agent) heartbeats(ctx context.Context, c *conn, every time.Duration) er
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
-			if err := c.send(ctx, wire.Heartbeat{Time: time.Now()}); err != nil {
+			sent := time.Now()
+			if err := c.send(ctx, wire.Heartbeat{Time: sent}); err != nil {
 				return err
 			}
 			// A half-open connection accepts writes for minutes; a ping
@@ -147,6 +151,9 @@ func (a *Agent) heartbeats(ctx context.Context, c *conn, every time.Duration) er
 			if err != nil {
 				return fmt.Errorf("server does not answer pings: %w", err)
 			}
+			// The server reads in order: it had the heartbeat before
+			// the ping.
+			a.fence.heard(sent)
 		}
 	}
 }

@@ -243,6 +243,7 @@ func runServer(ctx context.Context, cfg serverConfig, stdout io.Writer) error {
 	mux.Handle("/graphql", graph.Authenticate(authn, log, graph.NewHandler(resolver)))
 	planner := &mounts.Planner{Ent: db.Ent, Now: time.Now, LocalNode: localNodeID(cfg.LocalNode, dataDir)}
 	tun := &tunnel.Server{DB: db, Jobs: jobService, Logs: logs, Nodes: nodeRules, Bus: bus, Log: log.With("component", "tunnel"), Now: time.Now, Mounts: planner, Replica: replica,
+		FenceAfter: liveness.FenceAfter(),
 		// Three heartbeats fit in a TTL, so one lost beat is no outage; no
 		// more, so that an idle node and server sleep (10 s at the default TTL).
 		HeartbeatInterval: min(max(cfg.NodeTTL/3, 100*time.Millisecond), maxHeartbeatInterval)}

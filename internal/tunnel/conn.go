@@ -157,7 +157,8 @@ func (s *session) serve(ctx context.Context, wake, access <-chan struct{}) error
 	if err := s.hello(ctx, hello); err != nil {
 		return err
 	}
-	if err := s.send(ctx, wire.Welcome{HeartbeatIntervalMs: s.srv.heartbeatInterval().Milliseconds()}); err != nil {
+	welcome := wire.Welcome{HeartbeatIntervalMs: s.srv.heartbeatInterval().Milliseconds(), FenceAfterMs: s.srv.FenceAfter.Milliseconds()}
+	if err := s.send(ctx, welcome); err != nil {
 		return err
 	}
 	close(s.welcomed)

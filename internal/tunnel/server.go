@@ -40,6 +40,11 @@ type Server struct {
 	HeartbeatInterval time.Duration
 	// StopGrace is the grace given to services on Stop; default 10s.
 	StopGrace time.Duration
+	// FenceAfter is sent to agents in Welcome: how long one cut off from
+	// the server lets its jobs run before it freezes them, shorter than
+	// the node TTL plus grace after which liveness may start them
+	// elsewhere (nodes.FenceAfter). 0: agents never freeze them.
+	FenceAfter time.Duration
 	// Nodes applies the node rules to what agents ask and report: the
 	// join exchange, their presence and heartbeats.
 	Nodes *nodes.Service

@@ -44,3 +44,21 @@ func TestFileOpsWaitForTheWelcome(t *testing.T) {
 		<-asked
 	})
 }
+
+// The welcome tells the agent how long it may go without reaching the
+// server before it freezes its jobs (shorter than TTL plus grace).
+func TestWelcomeSaysWhenToFence(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		w := newWorld(t, url)
+		w.srv.FenceAfter = 26250 * time.Millisecond
+		nodeID, cred := w.rawNode(t, "n1")
+		a := w.dialRaw(t, cred)
+		a.write(0, wire.Hello{NodeID: nodeID, AgentVersion: "test", Inventory: wire.Inventory{CPUs: 4, MemoryMiB: 1024}})
+		welcome, ok := a.read().(wire.Welcome)
+		if !ok || welcome.FenceAfter() != 26250*time.Millisecond {
+			t.Fatalf("welcome %+v, want fenceAfterMs 26250", welcome)
+		}
+	})
+}

@@ -56,11 +56,25 @@ type RunningService struct {
 // Welcome accepts a hello.
 type Welcome struct {
 	HeartbeatIntervalMs int64 `json:"heartbeatIntervalMs"`
+	// FenceAfterMs is how long the agent may go without reaching the
+	// server before it freezes its jobs' services: shorter than the
+	// server's node TTL plus grace, after which the server may start
+	// another attempt of them elsewhere. The agent counts it from the
+	// last heartbeat the server surely recorded (it answered after it)
+	// and thaws the services the server still wants when it is back
+	// (an outage of the server, not of the node). 0: never (older
+	// servers).
+	FenceAfterMs int64 `json:"fenceAfterMs,omitempty"`
 }
 
 // HeartbeatInterval is how often the agent must send a Heartbeat.
 func (w Welcome) HeartbeatInterval() time.Duration {
 	return time.Duration(w.HeartbeatIntervalMs) * time.Millisecond
+}
+
+// FenceAfter is FenceAfterMs as a duration (0: never).
+func (w Welcome) FenceAfter() time.Duration {
+	return time.Duration(w.FenceAfterMs) * time.Millisecond
 }
 
 // Heartbeat tells the server the node is alive.

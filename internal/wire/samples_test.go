@@ -18,7 +18,7 @@ func samples() []Msg {
 			Running:   []RunningService{{JobID: "job_01", Service: "train", PID: 4242, StartedAt: t0}},
 		},
 		Hello{NodeID: "node_1", AgentVersion: "1"},
-		Welcome{HeartbeatIntervalMs: 5000},
+		Welcome{HeartbeatIntervalMs: 5000, FenceAfterMs: 67500},
 		Heartbeat{Time: t0},
 		Start{
 			JobID: "job_01", TimeoutSeconds: 3600, TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",

@@ -48,6 +48,9 @@ func (m Hello) Validate() error {
 func (m Welcome) Validate() error {
 	c := checker{kind: KindWelcome}
 	c.rangeInt("heartbeatIntervalMs", m.HeartbeatIntervalMs, 1, 3600*1000)
+	if m.FenceAfterMs != 0 {
+		c.rangeInt("fenceAfterMs", m.FenceAfterMs, 1, 7*24*3600*1000)
+	}
 	return c.err()
 }
 
