@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -102,7 +103,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &Agent{cfg: cfg, st: st, log: log.With("node", st.NodeID), tasks: tasks{m: map[string]*task{}}, out: newOutbox(), fence: newFence()}
+	a := &Agent{cfg: cfg, st: st, log: log.With("node", st.NodeID), tasks: tasks{m: map[string]*task{}}, out: newOutbox(), fence: newFence(filepath.Join(cfg.StateDir, FenceFile))}
 	a.out.onSent = a.forgetIfDone
 	if src, ok := cfg.Runtime.(runtime.ImageSource); ok {
 		src.SetImageFetcher(a.fetchImage) // blueprint images come from the server

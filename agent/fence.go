@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"sync"
 	"time"
 
@@ -22,15 +24,68 @@ import (
 // The silence counts from the last heartbeat the server surely read: one
 // sent before a ping it answered, or the hello before a welcome; the
 // server counts from when it recorded that heartbeat, later.
+//
+// The fence and its last contact are kept in the state directory (file,
+// written at most every quarter of the fence, so the stored contact is
+// never later than the true one): an agent restarted while cut off takes
+// over the jobs of a runtime whose jobs outlive it (containers) already
+// fenced, not only after its first welcome.
 type fence struct {
 	mu     sync.Mutex
 	after  time.Duration // from the latest welcome; 0: never freeze
 	last   time.Time     // the last contact (a hello or heartbeat's sending)
 	frozen bool          // the deadline passed: jobs freeze until a Reconcile
 	wake   chan struct{}
+	file   string    // where it is kept; "": nowhere
+	saved  fenceFile // what file holds
 }
 
-func newFence() *fence { return &fence{wake: make(chan struct{}, 1)} }
+// fenceFile is the fence as kept in the state directory.
+type fenceFile struct {
+	AfterMs     int64     `json:"afterMs"`
+	LastContact time.Time `json:"lastContact"`
+}
+
+// FenceFile is the file in the state directory that keeps the fence.
+const FenceFile = "fence.json"
+
+// newFence returns a fence kept in file ("": nowhere), as file has it.
+func newFence(file string) *fence {
+	f := &fence{wake: make(chan struct{}, 1), file: file}
+	if file == "" {
+		return f
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return f
+	}
+	var ff fenceFile
+	if json.Unmarshal(b, &ff) != nil || ff.AfterMs <= 0 || ff.LastContact.IsZero() {
+		return f
+	}
+	// Wall-clock time: the agent's monotonic clock began with it.
+	f.after, f.last, f.saved = time.Duration(ff.AfterMs)*time.Millisecond, ff.LastContact, ff
+	return f
+}
+
+// saveLocked keeps the fence in its file when it changed, or its last
+// contact moved on by a quarter of the fence; f.mu is held.
+func (f *fence) saveLocked() {
+	if f.file == "" || f.after <= 0 {
+		return
+	}
+	ff := fenceFile{AfterMs: f.after.Milliseconds(), LastContact: f.last.Round(0)}
+	if ff.AfterMs == f.saved.AfterMs && ff.LastContact.Sub(f.saved.LastContact) < f.after/4 {
+		return
+	}
+	b, _ := json.Marshal(ff)
+	tmp := f.file + ".tmp"
+	if os.WriteFile(tmp, b, 0o600) != nil || os.Rename(tmp, f.file) != nil {
+		_ = os.Remove(tmp)
+		return
+	}
+	f.saved = ff
+}
 
 func (f *fence) poke() {
 	select {
@@ -46,6 +101,7 @@ func (f *fence) welcome(after time.Duration, sent time.Time) {
 	if sent.After(f.last) {
 		f.last = sent
 	}
+	f.saveLocked()
 	f.mu.Unlock()
 	f.poke()
 }
@@ -56,6 +112,7 @@ func (f *fence) heard(sent time.Time) {
 	if sent.After(f.last) {
 		f.last = sent
 	}
+	f.saveLocked()
 	f.mu.Unlock()
 	f.poke()
 }
@@ -126,8 +183,10 @@ func (a *Agent) freezeAll(ctx context.Context) {
 	a.fence.mu.Lock()
 	after := a.fence.after
 	a.fence.mu.Unlock()
-	a.log.Warn("the server has been out of reach too long: freezing every job until it answers, so that no other attempt of them runs beside them",
-		"after", after, "jobs", len(ts))
+	if len(ts) > 0 {
+		a.log.Warn("the server has been out of reach too long: freezing every job until it answers, so that no other attempt of them runs beside them",
+			"after", after, "jobs", len(ts))
+	}
 	for id, t := range ts {
 		a.freezeTask(ctx, id, t)
 	}

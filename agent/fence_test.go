@@ -342,3 +342,28 @@ func (w tWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
 }
+
+// The fence and its last contact outlive the agent: one restarted while
+// cut off is fenced from the contact its predecessor had, before any
+// welcome (its containers' jobs go on across the restart).
+func TestFenceKeptAcrossRestarts(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), FenceFile)
+	f := newFence(file)
+	if froze, left := f.due(time.Now()); froze || left != 0 {
+		t.Fatalf("a fence never welcomed is due %v in %s", froze, left)
+	}
+	contact := time.Now().Add(-time.Minute)
+	f.welcome(10*time.Second, contact)
+
+	again := newFence(file)
+	if froze, _ := again.due(time.Now()); !froze {
+		t.Fatal("a restarted agent a minute after its last contact, fenced after 10 s, does not freeze")
+	}
+	f.heard(time.Now())
+	again = newFence(file)
+	froze, left := again.due(time.Now())
+	if froze || left <= 0 || left > 10*time.Second {
+		t.Fatalf("restarted right after a contact: due %v in %s, want in at most 10 s", froze, left)
+	}
+}
