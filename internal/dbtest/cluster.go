@@ -72,6 +72,25 @@ func StartCluster(ctx context.Context) (*Cluster, error) {
 // to call more than once and concurrently.
 func (c *Cluster) Stop() { c.once.Do(c.srv.stop) }
 
+// Halt stops the server as an operator's pg_ctl stop does: open
+// connections end with admin_shutdown (57P01) and new ones are refused.
+// Its files stay, for Resume: tests of what clients see during an outage.
+func (c *Cluster) Halt(ctx context.Context) error {
+	if err := c.srv.run(ctx, "pg_ctl", "stop", "-w", "-m", "fast", "-D", c.srv.data()); err != nil {
+		return fmt.Errorf("halting postgres: %w", err)
+	}
+	return nil
+}
+
+// Resume starts a halted server again, on the same port and files.
+func (c *Cluster) Resume(ctx context.Context) error {
+	if err := c.srv.run(ctx, "pg_ctl", "start", "-w", "-t", "60", "-D", c.srv.data(), "-l", c.srv.log()); err != nil {
+		logText, _ := os.ReadFile(c.srv.log())
+		return fmt.Errorf("resuming postgres: %w\n%s", err, logText)
+	}
+	return nil
+}
+
 func (s *server) data() string { return filepath.Join(s.dir, "data") }
 func (s *server) log() string  { return filepath.Join(s.dir, "postgres.log") }
 
