@@ -47,12 +47,19 @@ type StatusError interface {
 
 // WriteJSON answers err as {"error": {"code", "message"}}, the shape of
 // every JSON API beside GraphQL (files, blobs, images, secrets). A fault
-// says its code and message; anything else is logged under what and
-// answered "internal error", so no query or path leaks.
+// says its code and message, a database outage UNAVAILABLE with
+// Retry-After; anything else is logged under what and answered "internal
+// error", so no query or path leaks.
 func WriteJSON(w http.ResponseWriter, log *slog.Logger, what string, err error) {
 	code, msg, status := Internal, "internal error", http.StatusInternalServerError
 	if fs := Classify(err); len(fs) > 0 {
 		code, msg, status = fs[0].Code, fs[0].Error(), HTTPStatus(fs[0].Code)
+	} else if o := Outage(err); o != nil {
+		code, msg, status = o.Code, o.Error(), HTTPStatus(o.Code)
+		SetRetryAfter(w.Header(), o)
+		if log != nil {
+			log.Warn(what, "err", err)
+		}
 	} else if log != nil {
 		log.Error(what, "err", err)
 	}

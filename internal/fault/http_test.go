@@ -11,6 +11,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // TestHTTPStatus pins the status of every code, and fails when a Code
@@ -124,6 +126,8 @@ func TestWriteJSON(t *testing.T) {
 		{"fault", New(NotFound, "no such bucket"), 404, `{"error":{"code":"NOT_FOUND","message":"no such bucket"}}`},
 		{"wrapped status", fmt.Errorf("upload: %w", tooLarge{Invalid("body", "too big")}), 413, `{"error":{"code":"BAD_USER_INPUT","message":"body: too big"}}`},
 		{"internal", errors.New("dial tcp 10.0.0.1:5432: refused"), 500, `{"error":{"code":"INTERNAL","message":"internal error"}}`},
+		{"database outage", fmt.Errorf("reading the bucket: %w", &pgconn.PgError{Severity: "FATAL", Code: "57P01"}), 503,
+			`{"error":{"code":"UNAVAILABLE","message":"the database cannot be reached now; try again shortly"}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -133,6 +137,35 @@ func TestWriteJSON(t *testing.T) {
 				rec.Header().Get("Content-Type") != "application/json" {
 				t.Errorf("got %d %q (%s), want %d %q", rec.Code, rec.Body.String(), rec.Header().Get("Content-Type"), tc.status, tc.body)
 			}
+			// Only an outage asks to come back, and says when.
+			if ra, want := rec.Header().Get("Retry-After"), map[bool]string{true: "3"}[tc.status == 503]; ra != want {
+				t.Errorf("Retry-After %q, want %q", ra, want)
+			}
 		})
+	}
+}
+
+// TestOutage: a database outage is UNAVAILABLE with a retry delay, but no
+// fault Classify returns: its callers would take it for the user's doing
+// (a form message, a session ended).
+func TestOutage(t *testing.T) {
+	t.Parallel()
+	down := fmt.Errorf("looking up token: %w", &pgconn.PgError{Severity: "FATAL", Code: "57P03"})
+	o := Outage(down)
+	if o == nil || o.Code != Unavailable || o.RetryAfter() != OutageRetryAfter {
+		t.Fatalf("Outage(%v) = %+v, want UNAVAILABLE retrying after %d s", down, o, OutageRetryAfter)
+	}
+	if fs := Classify(down); fs != nil {
+		t.Errorf("Classify(%v) = %+v, want nil", down, fs)
+	}
+	for _, err := range []error{nil, errors.New("a bug"), &pgconn.PgError{Code: "23505"}, New(NotFound, "no such job")} {
+		if o := Outage(err); o != nil {
+			t.Errorf("Outage(%v) = %+v, want nil", err, o)
+		}
+	}
+	h := http.Header{}
+	SetRetryAfter(h, New(BadUserInput, "no"))
+	if len(h) != 0 {
+		t.Errorf("a fault without a delay set %v", h)
 	}
 }
