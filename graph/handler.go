@@ -73,7 +73,7 @@ func NewHandler(r *Resolver) http.Handler {
 	if stall <= 0 {
 		stall = defaultStallFor
 	}
-	return writeDeadline(endWithToken(r.Auth, srv), stall)
+	return outageStatus(writeDeadline(endWithToken(r.Auth, srv), stall))
 }
 
 // presentError gives every error a code and hides anything internal.
@@ -94,6 +94,14 @@ func presentError(log *slog.Logger) graphql.ErrorPresenterFunc {
 			cause = gerr.Err
 		}
 		faults := fault.Classify(cause)
+		if len(faults) == 0 {
+			if o := fault.Outage(cause); o != nil {
+				// Not a bug: logged as a warning, answered 503 (outageStatus).
+				log.Warn("database unreachable", "err", err, "path", out.Path)
+				markOutage(ctx, o)
+				faults = []*fault.Error{o}
+			}
+		}
 		if arg, ok := argumentPath(ctx, gerr); ok {
 			// An argument that could not be read (a token amount, a cursor,
 			// a number) is the caller's mistake however it failed.
@@ -333,6 +341,12 @@ func Authenticate(a Authenticator, log *slog.Logger, h http.Handler) http.Handle
 			if err != nil {
 				if fs := fault.Classify(err); len(fs) > 0 {
 					refuse(fault.HTTPStatus(fs[0].Code), fs[0].Code, fs[0].Message)
+					return
+				}
+				if o := fault.Outage(err); o != nil {
+					log.Warn("authenticating: database unreachable", "err", err)
+					fault.SetRetryAfter(w.Header(), o)
+					refuse(fault.HTTPStatus(o.Code), o.Code, o.Message)
 					return
 				}
 				log.Error("authenticating", "err", err)

@@ -79,6 +79,9 @@ func wsInit(r *Resolver) transport.WebsocketInitFunc {
 			msg := "INTERNAL: internal error"
 			if fs := fault.Classify(err); len(fs) > 0 {
 				msg = fmt.Sprintf("%s: %s", fs[0].Code, fs[0].Message)
+			} else if o := fault.Outage(err); o != nil {
+				msg = fmt.Sprintf("%s: %s", o.Code, o.Message)
+				r.Log.Warn("authenticating a websocket: database unreachable", "err", err)
 			} else {
 				r.Log.Error("authenticating a websocket", "err", err)
 			}
@@ -150,6 +153,9 @@ func (r *Resolver) streamError(err error) *gqlerror.Error {
 	}
 	if fs := fault.Classify(err); len(fs) > 0 {
 		return &gqlerror.Error{Message: fs[0].Error(), Extensions: map[string]any{"code": fs[0].Code}}
+	}
+	if o := fault.Outage(err); o != nil {
+		return &gqlerror.Error{Message: o.Error(), Extensions: map[string]any{"code": o.Code, "retryAfter": o.RetryAfter()}}
 	}
 	return &gqlerror.Error{Message: "internal error", Extensions: map[string]any{"code": fault.Internal}}
 }
