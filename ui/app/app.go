@@ -16,6 +16,7 @@ import (
 	"github.com/levers9/levers9/internal/auth"
 	"github.com/levers9/levers9/internal/buckets"
 	"github.com/levers9/levers9/internal/database"
+	"github.com/levers9/levers9/internal/fault"
 	"github.com/levers9/levers9/internal/joblog"
 	"github.com/levers9/levers9/internal/jobs"
 	"github.com/levers9/levers9/internal/ledger"
@@ -73,6 +74,13 @@ type NavEntry struct {
 func NewRouter(mux *http.ServeMux, d *Deps) *Router {
 	rt := &Router{Deps: d, mux: mux}
 	rt.load = session.LoadAndSave(d.Sessions, rt.secure, func(w http.ResponseWriter, r *http.Request, err error) {
+		// Sessions live in the database: an outage fails them first.
+		if o := fault.Outage(err); o != nil {
+			d.Log.Warn("dashboard session: database unreachable", "err", err, "path", r.URL.Path)
+			fault.SetRetryAfter(w.Header(), o)
+			http.Error(w, o.Message, fault.HTTPStatus(o.Code))
+			return
+		}
 		d.Log.Error("dashboard session", "err", err, "path", r.URL.Path)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 	})

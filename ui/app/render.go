@@ -60,9 +60,9 @@ func (rt *Router) Frame(r *http.Request, title string) layout.Frame {
 }
 
 // Fail answers r with the error page err calls for: domain faults take the
-// status fault.HTTPStatus gives their code (NOT_FOUND 404, …), a missing
-// session goes to sign-in, anything else is logged and shown as an internal
-// error without details.
+// status fault.HTTPStatus gives their code (NOT_FOUND 404, …), a database
+// outage 503 with Retry-After, a missing session goes to sign-in, anything
+// else is logged and shown as an internal error without details.
 func (rt *Router) Fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, title, msg := http.StatusInternalServerError, "Something went wrong", "internal error"
 	if errors.Is(err, errOutsideTenant) && r.Method == http.MethodGet && r.Header.Get("Accept") != "text/event-stream" {
@@ -78,6 +78,14 @@ func (rt *Router) Fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if ent.IsNotFound(err) {
 		fs = []*fault.Error{{Code: fault.NotFound, Message: "not found"}}
+	}
+	if len(fs) == 0 {
+		if o := fault.Outage(err); o != nil {
+			// Not a bug: the page says so and when to come back.
+			rt.Deps.Log.Warn("dashboard handler: database unreachable", "err", err, "method", r.Method, "path", r.URL.Path)
+			fault.SetRetryAfter(w.Header(), o)
+			fs = []*fault.Error{o}
+		}
 	}
 	if len(fs) == 0 {
 		rt.Deps.Log.Error("dashboard handler", "err", err, "method", r.Method, "path", r.URL.Path)

@@ -29,6 +29,10 @@ func (rt *Router) loadViewer(next http.Handler) http.Handler {
 				ctx = viewer.NewContext(ctx, v)
 			case len(fault.Classify(err)) > 0:
 				_ = rt.Deps.Sessions.Destroy(ctx)
+			case fault.Outage(err) != nil:
+				// The session may well be fine: keep it, and ask to come back.
+				rt.Fail(w, r, err)
+				return
 			default:
 				rt.Deps.Log.Error("loading the dashboard viewer", "err", err)
 				http.Error(w, "internal error", http.StatusInternalServerError)
