@@ -111,13 +111,17 @@ type apiError struct {
 	Task    string `json:"task,omitempty"`
 }
 
-// fail answers err with its fault's code and status (an unclassified
-// error is logged and answered 500 INTERNAL), naming task when there is
-// one.
+// fail answers err with its fault's code and status (a database outage
+// 503 UNAVAILABLE with Retry-After; another unclassified error is logged
+// and answered 500 INTERNAL), naming task when there is one.
 func (a *API) fail(w http.ResponseWriter, err error, task string) {
 	e, status := apiError{Code: string(fault.Internal), Message: "internal error", Task: task}, http.StatusInternalServerError
 	if fs := fault.Classify(err); len(fs) > 0 {
 		e.Code, e.Message, status = string(fs[0].Code), fs[0].Error(), fault.HTTPStatus(fs[0].Code)
+	} else if o := fault.Outage(err); o != nil {
+		e.Code, e.Message, status = string(o.Code), o.Error(), fault.HTTPStatus(o.Code)
+		fault.SetRetryAfter(w.Header(), o)
+		a.cfg.Log.Warn("deployments API: database unreachable", "task", task, "err", err)
 	} else {
 		a.cfg.Log.Error("deployments API", "task", task, "err", err)
 	}

@@ -89,6 +89,12 @@ func fail(w http.ResponseWriter, err error, s *Service) {
 	code, msg, status := fault.Internal, "internal error", http.StatusInternalServerError
 	if fs := fault.Classify(err); len(fs) > 0 {
 		code, msg, status = fs[0].Code, fs[0].Error(), fault.HTTPStatus(fs[0].Code)
+	} else if o := fault.Outage(err); o != nil {
+		code, msg, status = o.Code, o.Error(), fault.HTTPStatus(o.Code)
+		fault.SetRetryAfter(w.Header(), o)
+		if s != nil && s.Log != nil {
+			s.Log.Warn("relay: database unreachable", "err", err)
+		}
 	} else if s != nil && s.Log != nil {
 		s.Log.Error("relay", "err", err)
 	}

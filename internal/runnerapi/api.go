@@ -140,8 +140,9 @@ func (a *API) reply(w http.ResponseWriter, status int, v any) {
 	}
 }
 
-// fail answers err: a fault with its status and code, anything else as an
-// internal error (logged, not shown).
+// fail answers err: a fault with its status and code, a database outage
+// as 503 UNAVAILABLE with Retry-After, anything else as an internal error
+// (logged, not shown).
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	body := errorBody{Code: fault.Internal, Message: "internal error"}
 	status := http.StatusInternalServerError
@@ -153,6 +154,10 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 		if errors.As(err, &tl) || errors.As(err, &btl) {
 			status = http.StatusRequestEntityTooLarge
 		}
+	} else if o := fault.Outage(err); o != nil {
+		body, status = errorBody{Code: o.Code, Message: o.Error()}, fault.HTTPStatus(o.Code)
+		fault.SetRetryAfter(w.Header(), o)
+		a.log.Warn("runner API: database unreachable", "method", r.Method, "path", r.URL.Path, "err", err)
 	} else if r.Context().Err() == nil {
 		a.log.Error("runner API", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
