@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +14,10 @@ import (
 	"github.com/spf13/pflag"
 )
 
-const submitMutation = `mutation($s: JobSpecInput!) { submitJob(spec: $s) { id } }`
+// submitMutation carries an idempotency key, new for each submission:
+// retried after an outage or a lost answer, it returns the job the first
+// try made instead of making a second.
+const submitMutation = `mutation($s: JobSpecInput!, $k: String) { submitJob(spec: $s, idempotencyKey: $k) { id } }`
 
 // newRunCommand is levers9 run and levers9 submit: run submits a
 // one-service job running CMD ARGS (or IMAGE's own command), prints its
@@ -164,7 +168,7 @@ func runJob(ctx context.Context, c clientFlags, name string, f runFlags, command
 		spec["interactive"] = true
 	}
 	var out struct{ SubmitJob struct{ ID string } }
-	if err := c.query(ctx, submitMutation, map[string]any{"s": spec}, &out); err != nil {
+	if err := c.mutateSafely(ctx, submitMutation, map[string]any{"s": spec, "k": rand.Text()}, &out); err != nil {
 		fmt.Fprintf(stderr, "levers9 %s: %v\n", name, err)
 		return exitError
 	}
