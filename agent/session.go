@@ -26,17 +26,63 @@ const maxBatch = 10_000
 type conn struct {
 	ws      *websocket.Conn
 	writeMu sync.Mutex
+	seq     uint64 // the last sequence number taken; under writeMu
+
+	beatsMu sync.Mutex
+	beats   []beat // heartbeats sent and not yet acknowledged, in order
+}
+
+// beat is a heartbeat sent with a sequence number.
+type beat struct {
+	seq  uint64
+	sent time.Time
 }
 
 func (c *conn) send(ctx context.Context, m wire.Msg) error { return c.sendSeq(ctx, 0, m) }
 
 func (c *conn) sendSeq(ctx context.Context, seq uint64, m wire.Msg) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	return c.writeLocked(ctx, seq, m)
+}
+
+// sendNext sends m with the next sequence number, which it returns: the
+// server acknowledges it once applied, and an acknowledgement covers
+// every message before it, so numbers go out in order, whoever sends.
+func (c *conn) sendNext(ctx context.Context, m wire.Msg) (uint64, error) {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.seq++
+	return c.seq, c.writeLocked(ctx, c.seq, m)
+}
+
+// sentBeat records a heartbeat sent as seq at sent.
+func (c *conn) sentBeat(seq uint64, sent time.Time) {
+	c.beatsMu.Lock()
+	c.beats = append(c.beats, beat{seq, sent})
+	c.beatsMu.Unlock()
+}
+
+// ackedBeat is the sending time of the last heartbeat an ack of seq
+// covers: the server applied (recorded) it.
+func (c *conn) ackedBeat(seq uint64) (time.Time, bool) {
+	c.beatsMu.Lock()
+	defer c.beatsMu.Unlock()
+	var at time.Time
+	n := 0
+	for n < len(c.beats) && c.beats[n].seq <= seq {
+		at = c.beats[n].sent
+		n++
+	}
+	c.beats = c.beats[n:]
+	return at, n > 0
+}
+
+func (c *conn) writeLocked(ctx context.Context, seq uint64, m wire.Msg) error {
 	b, err := wire.EncodeSeq(seq, m)
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", m.Kind(), err)
 	}
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := c.ws.Write(wctx, websocket.MessageText, b); err != nil {
@@ -139,21 +185,23 @@ func (a *Agent) heartbeats(ctx context.Context, c *conn, every time.Duration) er
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
+			// Numbered, so that the server's ack says it recorded it
+			// (a pong says only that it read it): the fence counts
+			// from there.
 			sent := time.Now()
-			if err := c.send(ctx, wire.Heartbeat{Time: sent}); err != nil {
+			seq, err := c.sendNext(ctx, wire.Heartbeat{Time: sent})
+			if err != nil {
 				return err
 			}
+			c.sentBeat(seq, sent)
 			// A half-open connection accepts writes for minutes; a ping
 			// that gets no pong finds out.
 			pctx, cancel := context.WithTimeout(ctx, max(3*every, 15*time.Second))
-			err := c.ws.Ping(pctx)
+			err = c.ws.Ping(pctx)
 			cancel()
 			if err != nil {
 				return fmt.Errorf("server does not answer pings: %w", err)
 			}
-			// The server reads in order: it had the heartbeat before
-			// the ping.
-			a.fence.heard(sent)
 		}
 	}
 }
@@ -162,7 +210,6 @@ func (a *Agent) heartbeats(ctx context.Context, c *conn, every time.Duration) er
 // number; a report leaves the outbox only when the server acknowledges it.
 func (a *Agent) deliver(ctx context.Context, c *conn) error {
 	a.out.rewind()
-	var seq uint64
 	for {
 		items := a.out.next(maxBatch)
 		if len(items) == 0 {
@@ -186,8 +233,7 @@ func (a *Agent) deliver(ctx context.Context, c *conn) error {
 			}
 		}
 		for i, m := range msgs {
-			seq++
-			err := c.sendSeq(ctx, seq, m)
+			seq, err := c.sendNext(ctx, m)
 			if errors.Is(err, wire.ErrInvalid) || errors.Is(err, wire.ErrTooLarge) {
 				// Resending would fail the same way: drop it, loudly.
 				a.log.Error("dropping a report the protocol refuses", "job", items[0].jobID, "err", err)
@@ -225,6 +271,9 @@ func (a *Agent) receive(ctx context.Context, c *conn, nf *nodeFiles) error {
 				a.log.Warn("server refused a report", "seq", m.Seq, "err", m.Error)
 			}
 			a.out.acked(m.Seq)
+			if sent, ok := c.ackedBeat(m.Seq); ok {
+				a.fence.heard(sent)
+			}
 		case wire.FileOp:
 			nf.op(ctx, m)
 		case wire.FileData:
