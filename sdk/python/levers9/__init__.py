@@ -16,7 +16,8 @@ from .buckets import Bucket, Buckets, Object
 from .client import Client, Estimate
 from .config import Connection, config_path, resolve
 from .errors import (BadInput, CallCancelledError, ConfigError, Error, Forbidden, FunctionTimeoutError,
-                     InsufficientTokens, NetworkError, NotFound, RateLimited, RemoteError, Unauthenticated)
+                     InsufficientTokens, NetworkError, NotFound, RateLimited, RemoteError, Unauthenticated,
+                     Unavailable)
 from .functions import App, Deployed, Function, FunctionCall, FunctionMap
 from .jobs import Job, LogLine
 from .realtime import WebSocketDisconnect
@@ -27,7 +28,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Client", "Job", "LogLine", "Estimate", "Bucket", "Buckets", "Object", "UnknownArgument", "Connection", "config_path", "resolve",
     "Error", "Unauthenticated", "Forbidden", "NotFound", "BadInput", "InsufficientTokens", "RateLimited",
-    "NetworkError", "ConfigError", "App", "Function", "FunctionCall", "FunctionMap", "RemoteError",
+    "Unavailable", "NetworkError", "ConfigError", "App", "Function", "FunctionCall", "FunctionMap", "RemoteError",
     "FunctionTimeoutError", "CallCancelledError", "Deployed", "WebSocketDisconnect", "Blueprint", "Sandbox",
     "Process", "Tunnel",
 ]

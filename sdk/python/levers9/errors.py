@@ -63,6 +63,13 @@ class RateLimited(Error):
     """The server asks the client to slow down (``RATE_LIMITED``)."""
 
 
+class Unavailable(Error):
+    """The server cannot serve the request now but may soon
+    (``UNAVAILABLE``): its database is restarting or failing over (HTTP
+    503, ``details["retryAfter"]`` seconds), or a node it needs is not
+    connected. Safe requests were already retried for up to a minute."""
+
+
 class NetworkError(Error):
     """The server could not be reached, even after retries."""
 
@@ -78,6 +85,7 @@ _BY_CODE = {
     "BAD_USER_INPUT": BadInput,
     "INSUFFICIENT_TOKENS": InsufficientTokens,
     "RATE_LIMITED": RateLimited,
+    "UNAVAILABLE": Unavailable,
 }
 
 

@@ -5,8 +5,15 @@ retried. Any other transient failure (a reset connection, a timeout, a
 502/503/504, ``RATE_LIMITED``) is retried only for idempotent requests:
 queries, downloads, listings, and mutations made safe by an idempotency
 key. Others raise at once, so a mutation is never run twice by accident.
+
+An answer that says when to come back (``Retry-After``: the 503 of a
+server whose database is restarting, a 429) is retried no sooner than
+that, for up to ``retry_window`` seconds from the first try; other
+failures ``retries`` times.
 """
 
+import datetime
+import email.utils
 import http.client
 import json
 import random
@@ -24,18 +31,22 @@ from . import errors
 
 _TRANSIENT_STATUS = {502, 503, 504}
 USER_AGENT = "levers9-python/0.1"
+# The longest wait between two tries, whatever the server asks: a server
+# back sooner than it said is used sooner.
+_MAX_WAIT = 10.0
 
 
 class Transport:
     """Sends requests to one server with one token."""
 
     def __init__(self, server: str, token: str, timeout: float = 30.0, retries: int = 4,
-                 backoff: float = 0.25):
+                 backoff: float = 0.25, retry_window: float = 60.0):
         self.server = server.rstrip("/")
         self.token = token
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
+        self.retry_window = retry_window
         self._opener = urllib.request.build_opener()
         u = urllib.parse.urlsplit(self.server)
         self._scheme, self._host, self._port, self._prefix = u.scheme, u.hostname, u.port, u.path.rstrip("/")
@@ -74,8 +85,9 @@ class Transport:
             raise errors.Unauthenticated(
                 "no API token: run levers9 login, pass token=... or set LEVERS9_TOKEN", code="UNAUTHENTICATED")
         start = body.tell() if hasattr(body, "seek") and hasattr(body, "tell") else None
-        attempt = 0
+        attempt, began = 0, time.monotonic()
         while True:
+            retry_after = None
             req = urllib.request.Request(self.server + path, data=body, method=method)
             req.add_header("User-Agent", USER_AGENT)
             if auth:
@@ -86,19 +98,19 @@ class Transport:
             try:
                 return self._opener.open(req, timeout=timeout or self.timeout)
             except urllib.error.HTTPError as e:
+                retry_after = _retry_after(e.headers.get("Retry-After") if e.headers else None)
                 err = error_of(e)
                 transient = e.code in _TRANSIENT_STATUS or isinstance(err, errors.RateLimited)
-                if not transient or not retry_ok or attempt >= self.retries:
+                if not transient or not retry_ok or not self._pause(attempt + 1, began, retry_after):
                     raise err from None
             except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
                 reason = getattr(e, "reason", e)
                 never_sent = isinstance(reason, ConnectionRefusedError)
-                if not (never_sent or retry_ok) or attempt >= self.retries:
+                if not (never_sent or retry_ok) or not self._pause(attempt + 1, began, None):
                     raise errors.NetworkError("reaching %s: %s" % (self.server, reason)) from None
             attempt += 1
             if start is not None:
                 body.seek(start)
-            time.sleep(min(5.0, self.backoff * (2 ** (attempt - 1))) * (0.5 + random.random()))
 
 
     def fetch(self, method: str, path: str, body: Optional[bytes] = None,
@@ -115,7 +127,7 @@ class Transport:
         if auth:
             h["Authorization"] = "Bearer " + self.token
         h.update(headers or {})
-        attempt = 0
+        attempt, began = 0, time.monotonic()
         while True:
             conn = self._conn()
             try:
@@ -125,7 +137,7 @@ class Transport:
             except (OSError, http.client.HTTPException) as e:
                 self._drop()
                 never_sent = isinstance(e, ConnectionRefusedError)
-                if not (never_sent or idempotent) or attempt >= self.retries:
+                if not (never_sent or idempotent) or not self._pause(attempt + 1, began, None):
                     raise errors.NetworkError("reaching %s: %s" % (self.server, e)) from None
             else:
                 if resp.will_close:
@@ -134,10 +146,30 @@ class Transport:
                     return raw
                 err = error_from(resp.status, resp.reason, raw)
                 transient = resp.status in _TRANSIENT_STATUS or isinstance(err, errors.RateLimited)
-                if not transient or not idempotent or attempt >= self.retries:
+                retry_after = _retry_after(resp.getheader("Retry-After"))
+                if not transient or not idempotent or not self._pause(attempt + 1, began, retry_after):
                     raise err
             attempt += 1
-            time.sleep(min(5.0, self.backoff * (2 ** (attempt - 1))) * (0.5 + random.random()))
+
+    def _pause(self, attempt: int, began: float, retry_after: Optional[float]) -> bool:
+        """Waits before try number attempt + 1 and returns True, or returns
+        False when there is to be none. A failure the server explained with
+        a Retry-After is retried no sooner than it asked, while the next
+        try starts within retry_window of the first; any other, retries
+        times, backing off. Waits are capped at _MAX_WAIT and jittered, so
+        that clients refused together do not come back together."""
+        if self.retries <= 0:
+            return False
+        if retry_after is None:
+            if attempt > self.retries:
+                return False
+            wait = min(_MAX_WAIT / 2, self.backoff * (2 ** (attempt - 1))) * (0.5 + random.random())
+        else:
+            wait = min(_MAX_WAIT, max(retry_after, self.backoff) * (1 + random.random() / 2))
+            if time.monotonic() - began + wait > self.retry_window:
+                return False
+        time.sleep(wait)
+        return True
 
     def _conn(self) -> http.client.HTTPConnection:
         """This thread's connection; a new one when the server closed the
@@ -159,6 +191,24 @@ class Transport:
         if conn is not None:
             conn.close()
         self._local.conn = None
+
+
+def _retry_after(value: Optional[str]) -> Optional[float]:
+    """The seconds a Retry-After header asks for (a number, or an HTTP
+    date), None when there is none or it cannot be read."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return max(0.0, (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
 
 
 def error_of(e: urllib.error.HTTPError) -> errors.Error:
