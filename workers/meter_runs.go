@@ -19,7 +19,8 @@ type MeterRunsArgs struct{}
 func (MeterRunsArgs) Kind() string { return "meter_runs" }
 
 // MeterRunsWorker charges running jobs for their minutes, then applies
-// budget policies to the payers it charged.
+// budget policies to the payers it charged and plans the stops of jobs
+// whose payer cannot hold their next minute.
 type MeterRunsWorker struct {
 	river.WorkerDefaults[MeterRunsArgs]
 	Meter *metering.Meter
@@ -36,6 +37,9 @@ func (w *MeterRunsWorker) Work(ctx context.Context, _ *river.Job[MeterRunsArgs])
 	stopped, err := w.Jobs.EnforceBudgets(ctx, res.Payers)
 	if err != nil {
 		return fmt.Errorf("enforcing budgets: %w", err)
+	}
+	if err := planStops(ctx, res.Stops); err != nil {
+		return err
 	}
 	w.Log.Debug("metered runs", "jobs", res.Jobs, "charges", res.Charges, "stopped", len(stopped))
 	return nil

@@ -49,6 +49,7 @@ func Register(d Deps) *river.Workers {
 	river.AddWorker(w, &SchedulePendingWorker{Scheduler: d.Scheduler, Log: d.Log})
 	if d.Meter != nil {
 		river.AddWorker(w, &MeterRunsWorker{Meter: d.Meter, Jobs: d.Jobs, Log: d.Log})
+		river.AddWorker(w, &StopUnpaidWorker{Jobs: d.Jobs, Log: d.Log})
 		river.AddWorker(w, &MeterStorageWorker{Meter: d.Meter, Files: d.Files, Log: d.Log})
 	}
 	if d.Jobs != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/levers9/levers9/internal/database"
 	"github.com/levers9/levers9/internal/jobs/jobstate"
 	"github.com/levers9/levers9/internal/ledger"
+	"github.com/levers9/levers9/internal/metering"
 	"github.com/levers9/levers9/internal/viewer"
 )
 
@@ -69,4 +70,40 @@ func (s *Service) EnforceBudgets(ctx context.Context, payers []ledger.Payer) ([]
 		}
 	}
 	return stopped, nil
+}
+
+// StopUnpaid stops job id, running at attempt, "out of tokens" now when its
+// payer (under `stop`) cannot hold its next minute: the meter plans this a
+// little ahead of the minute's boundary (metering.Stop), so the job ends
+// within the minute it paid for. It charges the minutes due first, and
+// decides on the payer's balance locked; a job whose payer can hold the
+// minute by now (a grant came) runs on. stopped is false then, and for a
+// job no longer running at attempt.
+func (s *Service) StopUnpaid(ctx context.Context, id string, attempt int) (stopped bool, err error) {
+	at := s.Now()
+	err = s.DB.InTx(ctx, func(tx *database.Tx) error {
+		sys := viewer.SystemContext(ctx)
+		if _, err := metering.ChargeRun(sys, tx.Ent, id, at); err != nil {
+			return fmt.Errorf("charging job %s: %w", id, err)
+		}
+		j, err := tx.Ent.Job.Get(sys, id)
+		if err != nil {
+			return fmt.Errorf("loading job %s: %w", id, err)
+		}
+		if j.Status != job.StatusRunning || j.Attempt != attempt {
+			return nil
+		}
+		if !j.MeteringClosed {
+			if runsOn, err := metering.RunsOn(sys, tx.Ent, j); err != nil || runsOn {
+				return err
+			}
+		}
+		stopped, err = s.end(ctx, tx, jobstate.OutOfTokens, id, j, attempt, OutOfTokens, at)
+		return err
+	})
+	if stopped {
+		s.signal(ctx, id)
+		s.Log.Info("stopped a job ahead of a minute its payer cannot pay", "job", id)
+	}
+	return stopped, err
 }

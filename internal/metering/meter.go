@@ -38,6 +38,9 @@ type TickResult struct {
 	// Payers are those charged in this tick, and those with running jobs
 	// no longer billed, for budget checks.
 	Payers []ledger.Payer
+	// Stops are the running jobs whose payer cannot hold their next
+	// minute, each to be stopped ahead of it (Stop.At).
+	Stops []Stop
 }
 
 // Tick charges every started job for its run time not yet charged, up to
@@ -63,10 +66,11 @@ func (m *Meter) Tick(ctx context.Context) (TickResult, error) {
 			return res, m.addStopped(ctx, &res, seen)
 		}
 		after = batch[len(batch)-1].ID
-		n, err := m.chargeBatch(ctx, batch, now)
+		n, stops, err := m.chargeBatch(ctx, batch, now)
 		if err != nil {
 			return res, err
 		}
+		res.Stops = append(res.Stops, stops...)
 		res.Jobs += len(batch)
 		res.Charges += n
 		for _, j := range batch {
@@ -99,15 +103,16 @@ func (m *Meter) addStopped(ctx context.Context, res *TickResult, seen map[ledger
 	return nil
 }
 
-func (m *Meter) chargeBatch(ctx context.Context, batch []*ent.Job, now time.Time) (int, error) {
+func (m *Meter) chargeBatch(ctx context.Context, batch []*ent.Job, now time.Time) (int, []Stop, error) {
 	ids := make([]string, len(batch))
 	for i, j := range batch {
 		ids[i] = j.ID
 	}
 	n := 0
+	var stops []Stop
 	err := m.DB.InTx(ctx, func(tx *database.Tx) error {
 		var err error
-		if n, err = chargeRuns(ctx, tx.Ent, ids, now, nil, ""); err != nil {
+		if n, stops, err = chargeRuns(ctx, tx.Ent, ids, now, nil, ""); err != nil {
 			return err
 		}
 		if m.Fault != nil {
@@ -116,9 +121,9 @@ func (m *Meter) chargeBatch(ctx context.Context, batch []*ent.Job, now time.Time
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("metering jobs: %w", err)
+		return 0, nil, fmt.Errorf("metering jobs: %w", err)
 	}
-	return n, nil
+	return n, stops, nil
 }
 
 func payerOf(j *ent.Job) ledger.Payer {
@@ -132,7 +137,8 @@ func payerOf(j *ent.Job) ledger.Payer {
 // through c (inside the caller's transaction) and returns how many it
 // wrote.
 func ChargeRun(ctx context.Context, c *ent.Client, id string, now time.Time) (int, error) {
-	return chargeRuns(ctx, c, []string{id}, now, nil, "")
+	n, _, err := chargeRuns(ctx, c, []string{id}, now, nil, "")
+	return n, err
 }
 
 // CloseAttempt charges job j's current run as if it ended at alive, the
@@ -155,7 +161,7 @@ func CloseAttempt(ctx context.Context, c *ent.Client, j *ent.Job, alive time.Tim
 // afterwards (at any time) charges nothing more.
 func Lost(ctx context.Context, c *ent.Client, j *ent.Job, alive time.Time) error {
 	alive = aliveSince(j, alive)
-	if _, err := chargeRuns(ctx, c, []string{j.ID}, alive, &alive, nodeLost(alive)); err != nil {
+	if _, _, err := chargeRuns(ctx, c, []string{j.ID}, alive, &alive, nodeLost(alive)); err != nil {
 		return err
 	}
 	return refundAfter(ctx, c, j, alive)
@@ -232,13 +238,13 @@ func nodeLost(alive time.Time) string {
 // idempotency key, so two meters write each minute once, and only ever
 // moves progress forward. Under the `stop` policy it ends a job's billing
 // at the first minute its payer cannot hold (see budget).
-func chargeRuns(ctx context.Context, c *ent.Client, ids []string, now time.Time, end *time.Time, reason string) (int, error) {
+func chargeRuns(ctx context.Context, c *ent.Client, ids []string, now time.Time, end *time.Time, reason string) (int, []Stop, error) {
 	sys := viewer.SystemContext(ctx)
 	jobs, err := c.Job.Query().
 		Where(job.IDIn(ids...), meteringOpen(), job.StartedAtNotNil()).
 		All(sys)
 	if err != nil {
-		return 0, fmt.Errorf("loading jobs to meter: %w", err)
+		return 0, nil, fmt.Errorf("loading jobs to meter: %w", err)
 	}
 	// Oldest minute first, so a payer's earlier minutes are held first.
 	sort.Slice(jobs, func(a, b int) bool {
@@ -250,7 +256,7 @@ func chargeRuns(ctx context.Context, c *ent.Client, ids []string, now time.Time,
 	})
 	held, err := budgetsOf(ctx, c, jobs)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	type progress struct {
 		metered int64
@@ -259,6 +265,7 @@ func chargeRuns(ctx context.Context, c *ent.Client, ids []string, now time.Time,
 	var builders []*ent.ChargeCreate
 	var tokens billing.Tokens // in builders, for metrics
 	moved := map[progress][]string{}
+	var stops []Stop
 	for _, j := range jobs {
 		ended := j.FinishedAt
 		if end != nil {
@@ -273,6 +280,10 @@ func chargeRuns(ctx context.Context, c *ent.Client, ids []string, now time.Time,
 			var stop *time.Time
 			if due, closed, stop = b.hold(j, due, closed); stop != nil {
 				last = fmt.Sprintf("out of tokens: billed to %s, the next minute could not be paid for", stop.UTC().Format(time.RFC3339))
+			}
+			if !closed && !b.next(j) {
+				next := j.StartedAt.Add(time.Duration(j.MeteredMinutes+int64(len(due))+1) * time.Minute)
+				stops = append(stops, Stop{JobID: j.ID, Attempt: j.Attempt, At: maxTime(next.Add(-StopLead), now)})
 			}
 		}
 		if len(due) == 0 && !closed {
@@ -306,7 +317,7 @@ func chargeRuns(ctx context.Context, c *ent.Client, ids []string, now time.Time,
 			OnConflictColumns(charge.FieldIdempotencyKey).DoNothing().
 			Exec(sys)
 		if err != nil {
-			return 0, fmt.Errorf("writing charges: %w", err)
+			return 0, nil, fmt.Errorf("writing charges: %w", err)
 		}
 	}
 	metrics.Charged(string(charge.KindCompute), len(builders), int64(tokens))
@@ -317,10 +328,10 @@ func chargeRuns(ctx context.Context, c *ent.Client, ids []string, now time.Time,
 			upd.SetMeteringClosed(true)
 		}
 		if err := upd.Exec(sys); err != nil {
-			return 0, fmt.Errorf("recording metering progress: %w", err)
+			return 0, nil, fmt.Errorf("recording metering progress: %w", err)
 		}
 	}
-	return len(builders), nil
+	return len(builders), stops, nil
 }
 
 // minuteStart is when job j's first minute not yet charged began.
