@@ -206,7 +206,15 @@ func startServer(t testing.TB, dir, url string, env ...string) *server {
 // launchServer starts the server process without waiting for it.
 func launchServer(t testing.TB, dir, url string, env ...string) *server {
 	t.Helper()
-	args := []string{"server", "--addr", "127.0.0.1:0"}
+	// Any free port, unless the test sets LEVERS9_ADDR (to restart on the
+	// same address, which agents know).
+	addr := "127.0.0.1:0"
+	for _, kv := range env {
+		if a, ok := strings.CutPrefix(kv, "LEVERS9_ADDR="); ok {
+			addr = a
+		}
+	}
+	args := []string{"server", "--addr", addr}
 	if strings.HasPrefix(url, "postgres") {
 		args = append(args, "--database-url", url)
 	}
