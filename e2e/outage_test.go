@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math"
+	"math/big"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -13,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/levers9/levers9/internal/billing"
 	"github.com/levers9/levers9/internal/dbtest"
 )
 
@@ -182,7 +183,7 @@ func checkOutage(t *testing.T, url string, cut func(t *testing.T, s *server, res
 			Status, StatusReason  string
 			Attempt               int
 			StartedAt, FinishedAt time.Time
-			PricePerMinute        billing.Tokens
+			PricePerMinute        tokens
 			Services              []struct{ ExitCode *int }
 		}
 	}
@@ -244,8 +245,8 @@ func checkOutage(t *testing.T, url string, cut func(t *testing.T, s *server, res
 	if j.PricePerMinute <= 0 {
 		t.Fatalf("job priced %v a minute; want a price", j.PricePerMinute)
 	}
-	want := billing.RunCost(j.PricePerMinute, j.FinishedAt.Sub(j.StartedAt))
-	var total billing.Tokens
+	want := runCost(j.PricePerMinute, j.FinishedAt.Sub(j.StartedAt))
+	var total tokens
 	var charges []string
 	poll(t, "the job's run charged to its end", func() bool {
 		var out struct {
@@ -253,7 +254,7 @@ func checkOutage(t *testing.T, url string, cut func(t *testing.T, s *server, res
 				Edges []struct {
 					Node struct {
 						Kind      string
-						Tokens    billing.Tokens
+						Tokens    tokens
 						PeriodEnd *time.Time
 						Reason    string
 					}
@@ -327,4 +328,35 @@ func steadyPort(t *testing.T) int {
 	}
 	t.Fatal("no free port below the ephemeral range")
 	return 0
+}
+
+// tokens are a token amount as the API writes it ("3.5"), in millionths
+// of a token, the ledger's unit.
+type tokens int64
+
+func (t *tokens) UnmarshalJSON(b []byte) error {
+	r, ok := new(big.Rat).SetString(strings.Trim(string(b), `"`))
+	if !ok {
+		return fmt.Errorf("%s is not a token amount", b)
+	}
+	r.Mul(r, big.NewRat(1_000_000, 1))
+	if !r.IsInt() {
+		return fmt.Errorf("%s is finer than a millionth of a token", b)
+	}
+	*t = tokens(r.Num().Int64())
+	return nil
+}
+
+func (t tokens) String() string { return big.NewRat(int64(t), 1_000_000).FloatString(6) }
+
+// runCost is the README's rounding rule: every whole minute at the full
+// price, the last partial minute pro rata per started second, in
+// millionths rounded half away from zero.
+func runCost(perMinute tokens, d time.Duration) tokens {
+	if d <= 0 {
+		return 0
+	}
+	full := int64(d / time.Minute)
+	secs := int64(math.Ceil((d - time.Duration(full)*time.Minute).Seconds()))
+	return perMinute*tokens(full) + tokens(math.Round(float64(perMinute)*float64(secs)/60))
 }
