@@ -461,6 +461,8 @@ var schemaGraph = func() *sqlgraph.Schema {
 			jobevent.FieldStatus:        {Type: field.TypeEnum, Column: jobevent.FieldStatus},
 			jobevent.FieldReason:        {Type: field.TypeString, Column: jobevent.FieldReason},
 			jobevent.FieldAt:            {Type: field.TypeTime, Column: jobevent.FieldAt},
+			jobevent.FieldNodeID:        {Type: field.TypeString, Column: jobevent.FieldNodeID},
+			jobevent.FieldAttempt:       {Type: field.TypeInt, Column: jobevent.FieldAttempt},
 		},
 	}
 	graph.Nodes[16] = &sqlgraph.Node{
@@ -3492,6 +3494,16 @@ func (f *JobEventFilter) WhereReason(p entql.StringP) {
 // WhereAt applies the entql time.Time predicate on the at field.
 func (f *JobEventFilter) WhereAt(p entql.TimeP) {
 	f.Where(p.Field(jobevent.FieldAt))
+}
+
+// WhereNodeID applies the entql string predicate on the node_id field.
+func (f *JobEventFilter) WhereNodeID(p entql.StringP) {
+	f.Where(p.Field(jobevent.FieldNodeID))
+}
+
+// WhereAttempt applies the entql int predicate on the attempt field.
+func (f *JobEventFilter) WhereAttempt(p entql.IntP) {
+	f.Where(p.Field(jobevent.FieldAttempt))
 }
 
 // addPredicate implements the predicateAdder interface.

@@ -34,7 +34,11 @@ type JobEvent struct {
 	// Reason holds the value of the "reason" field.
 	Reason string `json:"reason,omitempty"`
 	// when it happened (on the node, for agent reports)
-	At           time.Time `json:"at,omitempty"`
+	At time.Time `json:"at,omitempty"`
+	// for a requeue after a lost node: the node whose run ended, which may still send that attempt's output
+	NodeID string `json:"node_id,omitempty"`
+	// for a requeue after a lost node: the attempt that ended
+	Attempt      int `json:"attempt,omitempty"`
 	selectValues sql.SelectValues
 }
 
@@ -43,7 +47,9 @@ func (*JobEvent) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case jobevent.FieldID, jobevent.FieldTenantID, jobevent.FieldEnvironmentID, jobevent.FieldJobID, jobevent.FieldService, jobevent.FieldStatus, jobevent.FieldReason:
+		case jobevent.FieldAttempt:
+			values[i] = new(sql.NullInt64)
+		case jobevent.FieldID, jobevent.FieldTenantID, jobevent.FieldEnvironmentID, jobevent.FieldJobID, jobevent.FieldService, jobevent.FieldStatus, jobevent.FieldReason, jobevent.FieldNodeID:
 			values[i] = new(sql.NullString)
 		case jobevent.FieldCreatedAt, jobevent.FieldUpdatedAt, jobevent.FieldAt:
 			values[i] = new(sql.NullTime)
@@ -122,6 +128,18 @@ func (_m *JobEvent) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.At = value.Time
 			}
+		case jobevent.FieldNodeID:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field node_id", values[i])
+			} else if value.Valid {
+				_m.NodeID = value.String
+			}
+		case jobevent.FieldAttempt:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field attempt", values[i])
+			} else if value.Valid {
+				_m.Attempt = int(value.Int64)
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -184,6 +202,12 @@ func (_m *JobEvent) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("at=")
 	builder.WriteString(_m.At.Format(time.ANSIC))
+	builder.WriteString(", ")
+	builder.WriteString("node_id=")
+	builder.WriteString(_m.NodeID)
+	builder.WriteString(", ")
+	builder.WriteString("attempt=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Attempt))
 	builder.WriteByte(')')
 	return builder.String()
 }

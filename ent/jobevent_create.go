@@ -109,6 +109,34 @@ func (_c *JobEventCreate) SetAt(v time.Time) *JobEventCreate {
 	return _c
 }
 
+// SetNodeID sets the "node_id" field.
+func (_c *JobEventCreate) SetNodeID(v string) *JobEventCreate {
+	_c.mutation.SetNodeID(v)
+	return _c
+}
+
+// SetNillableNodeID sets the "node_id" field if the given value is not nil.
+func (_c *JobEventCreate) SetNillableNodeID(v *string) *JobEventCreate {
+	if v != nil {
+		_c.SetNodeID(*v)
+	}
+	return _c
+}
+
+// SetAttempt sets the "attempt" field.
+func (_c *JobEventCreate) SetAttempt(v int) *JobEventCreate {
+	_c.mutation.SetAttempt(v)
+	return _c
+}
+
+// SetNillableAttempt sets the "attempt" field if the given value is not nil.
+func (_c *JobEventCreate) SetNillableAttempt(v *int) *JobEventCreate {
+	if v != nil {
+		_c.SetAttempt(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *JobEventCreate) SetID(v string) *JobEventCreate {
 	_c.mutation.SetID(v)
@@ -313,6 +341,14 @@ func (_c *JobEventCreate) createSpec() (*JobEvent, *sqlgraph.CreateSpec) {
 		_spec.SetField(jobevent.FieldAt, field.TypeTime, value)
 		_node.At = value
 	}
+	if value, ok := _c.mutation.NodeID(); ok {
+		_spec.SetField(jobevent.FieldNodeID, field.TypeString, value)
+		_node.NodeID = value
+	}
+	if value, ok := _c.mutation.Attempt(); ok {
+		_spec.SetField(jobevent.FieldAttempt, field.TypeInt, value)
+		_node.Attempt = value
+	}
 	return _node, _spec
 }
 
@@ -417,6 +453,12 @@ func (u *JobEventUpsertOne) UpdateNewValues() *JobEventUpsertOne {
 		}
 		if _, exists := u.create.mutation.At(); exists {
 			s.SetIgnore(jobevent.FieldAt)
+		}
+		if _, exists := u.create.mutation.NodeID(); exists {
+			s.SetIgnore(jobevent.FieldNodeID)
+		}
+		if _, exists := u.create.mutation.Attempt(); exists {
+			s.SetIgnore(jobevent.FieldAttempt)
 		}
 	}))
 	return u
@@ -669,6 +711,12 @@ func (u *JobEventUpsertBulk) UpdateNewValues() *JobEventUpsertBulk {
 			}
 			if _, exists := b.mutation.At(); exists {
 				s.SetIgnore(jobevent.FieldAt)
+			}
+			if _, exists := b.mutation.NodeID(); exists {
+				s.SetIgnore(jobevent.FieldNodeID)
+			}
+			if _, exists := b.mutation.Attempt(); exists {
+				s.SetIgnore(jobevent.FieldAttempt)
 			}
 		}
 	}))

@@ -93,6 +93,12 @@ func (_u *JobEventUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if value, ok := _u.mutation.UpdatedAt(); ok {
 		_spec.SetField(jobevent.FieldUpdatedAt, field.TypeTime, value)
 	}
+	if _u.mutation.NodeIDCleared() {
+		_spec.ClearField(jobevent.FieldNodeID, field.TypeString)
+	}
+	if _u.mutation.AttemptCleared() {
+		_spec.ClearField(jobevent.FieldAttempt, field.TypeInt)
+	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
 			err = &NotFoundError{jobevent.Label}
@@ -207,6 +213,12 @@ func (_u *JobEventUpdateOne) sqlSave(ctx context.Context) (_node *JobEvent, err 
 	}
 	if value, ok := _u.mutation.UpdatedAt(); ok {
 		_spec.SetField(jobevent.FieldUpdatedAt, field.TypeTime, value)
+	}
+	if _u.mutation.NodeIDCleared() {
+		_spec.ClearField(jobevent.FieldNodeID, field.TypeString)
+	}
+	if _u.mutation.AttemptCleared() {
+		_spec.ClearField(jobevent.FieldAttempt, field.TypeInt)
 	}
 	_node = &JobEvent{config: _u.config}
 	_spec.Assign = _node.assignValues

@@ -19507,6 +19507,9 @@ type JobEventMutation struct {
 	status         *jobevent.Status
 	reason         *string
 	at             *time.Time
+	node_id        *string
+	attempt        *int
+	addattempt     *int
 	clearedFields  map[string]struct{}
 	done           bool
 	oldValue       func(context.Context) (*JobEvent, error)
@@ -19941,6 +19944,125 @@ func (m *JobEventMutation) ResetAt() {
 	m.at = nil
 }
 
+// SetNodeID sets the "node_id" field.
+func (m *JobEventMutation) SetNodeID(s string) {
+	m.node_id = &s
+}
+
+// NodeID returns the value of the "node_id" field in the mutation.
+func (m *JobEventMutation) NodeID() (r string, exists bool) {
+	v := m.node_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldNodeID returns the old "node_id" field's value of the JobEvent entity.
+// If the JobEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobEventMutation) OldNodeID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldNodeID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldNodeID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldNodeID: %w", err)
+	}
+	return oldValue.NodeID, nil
+}
+
+// ClearNodeID clears the value of the "node_id" field.
+func (m *JobEventMutation) ClearNodeID() {
+	m.node_id = nil
+	m.clearedFields[jobevent.FieldNodeID] = struct{}{}
+}
+
+// NodeIDCleared returns if the "node_id" field was cleared in this mutation.
+func (m *JobEventMutation) NodeIDCleared() bool {
+	_, ok := m.clearedFields[jobevent.FieldNodeID]
+	return ok
+}
+
+// ResetNodeID resets all changes to the "node_id" field.
+func (m *JobEventMutation) ResetNodeID() {
+	m.node_id = nil
+	delete(m.clearedFields, jobevent.FieldNodeID)
+}
+
+// SetAttempt sets the "attempt" field.
+func (m *JobEventMutation) SetAttempt(i int) {
+	m.attempt = &i
+	m.addattempt = nil
+}
+
+// Attempt returns the value of the "attempt" field in the mutation.
+func (m *JobEventMutation) Attempt() (r int, exists bool) {
+	v := m.attempt
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAttempt returns the old "attempt" field's value of the JobEvent entity.
+// If the JobEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobEventMutation) OldAttempt(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAttempt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAttempt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAttempt: %w", err)
+	}
+	return oldValue.Attempt, nil
+}
+
+// AddAttempt adds i to the "attempt" field.
+func (m *JobEventMutation) AddAttempt(i int) {
+	if m.addattempt != nil {
+		*m.addattempt += i
+	} else {
+		m.addattempt = &i
+	}
+}
+
+// AddedAttempt returns the value that was added to the "attempt" field in this mutation.
+func (m *JobEventMutation) AddedAttempt() (r int, exists bool) {
+	v := m.addattempt
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearAttempt clears the value of the "attempt" field.
+func (m *JobEventMutation) ClearAttempt() {
+	m.attempt = nil
+	m.addattempt = nil
+	m.clearedFields[jobevent.FieldAttempt] = struct{}{}
+}
+
+// AttemptCleared returns if the "attempt" field was cleared in this mutation.
+func (m *JobEventMutation) AttemptCleared() bool {
+	_, ok := m.clearedFields[jobevent.FieldAttempt]
+	return ok
+}
+
+// ResetAttempt resets all changes to the "attempt" field.
+func (m *JobEventMutation) ResetAttempt() {
+	m.attempt = nil
+	m.addattempt = nil
+	delete(m.clearedFields, jobevent.FieldAttempt)
+}
+
 // Where appends a list predicates to the JobEventMutation builder.
 func (m *JobEventMutation) Where(ps ...predicate.JobEvent) {
 	m.predicates = append(m.predicates, ps...)
@@ -19975,7 +20097,7 @@ func (m *JobEventMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *JobEventMutation) Fields() []string {
-	fields := make([]string, 0, 9)
+	fields := make([]string, 0, 11)
 	if m.created_at != nil {
 		fields = append(fields, jobevent.FieldCreatedAt)
 	}
@@ -20003,6 +20125,12 @@ func (m *JobEventMutation) Fields() []string {
 	if m.at != nil {
 		fields = append(fields, jobevent.FieldAt)
 	}
+	if m.node_id != nil {
+		fields = append(fields, jobevent.FieldNodeID)
+	}
+	if m.attempt != nil {
+		fields = append(fields, jobevent.FieldAttempt)
+	}
 	return fields
 }
 
@@ -20029,6 +20157,10 @@ func (m *JobEventMutation) Field(name string) (ent.Value, bool) {
 		return m.Reason()
 	case jobevent.FieldAt:
 		return m.At()
+	case jobevent.FieldNodeID:
+		return m.NodeID()
+	case jobevent.FieldAttempt:
+		return m.Attempt()
 	}
 	return nil, false
 }
@@ -20056,6 +20188,10 @@ func (m *JobEventMutation) OldField(ctx context.Context, name string) (ent.Value
 		return m.OldReason(ctx)
 	case jobevent.FieldAt:
 		return m.OldAt(ctx)
+	case jobevent.FieldNodeID:
+		return m.OldNodeID(ctx)
+	case jobevent.FieldAttempt:
+		return m.OldAttempt(ctx)
 	}
 	return nil, fmt.Errorf("unknown JobEvent field %s", name)
 }
@@ -20128,6 +20264,20 @@ func (m *JobEventMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetAt(v)
 		return nil
+	case jobevent.FieldNodeID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetNodeID(v)
+		return nil
+	case jobevent.FieldAttempt:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAttempt(v)
+		return nil
 	}
 	return fmt.Errorf("unknown JobEvent field %s", name)
 }
@@ -20135,13 +20285,21 @@ func (m *JobEventMutation) SetField(name string, value ent.Value) error {
 // AddedFields returns all numeric fields that were incremented/decremented during
 // this mutation.
 func (m *JobEventMutation) AddedFields() []string {
-	return nil
+	var fields []string
+	if m.addattempt != nil {
+		fields = append(fields, jobevent.FieldAttempt)
+	}
+	return fields
 }
 
 // AddedField returns the numeric value that was incremented/decremented on a field
 // with the given name. The second boolean return value indicates that this field
 // was not set, or was not defined in the schema.
 func (m *JobEventMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case jobevent.FieldAttempt:
+		return m.AddedAttempt()
+	}
 	return nil, false
 }
 
@@ -20150,6 +20308,13 @@ func (m *JobEventMutation) AddedField(name string) (ent.Value, bool) {
 // type.
 func (m *JobEventMutation) AddField(name string, value ent.Value) error {
 	switch name {
+	case jobevent.FieldAttempt:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddAttempt(v)
+		return nil
 	}
 	return fmt.Errorf("unknown JobEvent numeric field %s", name)
 }
@@ -20157,7 +20322,14 @@ func (m *JobEventMutation) AddField(name string, value ent.Value) error {
 // ClearedFields returns all nullable fields that were cleared during this
 // mutation.
 func (m *JobEventMutation) ClearedFields() []string {
-	return nil
+	var fields []string
+	if m.FieldCleared(jobevent.FieldNodeID) {
+		fields = append(fields, jobevent.FieldNodeID)
+	}
+	if m.FieldCleared(jobevent.FieldAttempt) {
+		fields = append(fields, jobevent.FieldAttempt)
+	}
+	return fields
 }
 
 // FieldCleared returns a boolean indicating if a field with the given name was
@@ -20170,6 +20342,14 @@ func (m *JobEventMutation) FieldCleared(name string) bool {
 // ClearField clears the value of the field with the given name. It returns an
 // error if the field is not defined in the schema.
 func (m *JobEventMutation) ClearField(name string) error {
+	switch name {
+	case jobevent.FieldNodeID:
+		m.ClearNodeID()
+		return nil
+	case jobevent.FieldAttempt:
+		m.ClearAttempt()
+		return nil
+	}
 	return fmt.Errorf("unknown JobEvent nullable field %s", name)
 }
 
@@ -20203,6 +20383,12 @@ func (m *JobEventMutation) ResetField(name string) error {
 		return nil
 	case jobevent.FieldAt:
 		m.ResetAt()
+		return nil
+	case jobevent.FieldNodeID:
+		m.ResetNodeID()
+		return nil
+	case jobevent.FieldAttempt:
+		m.ResetAttempt()
 		return nil
 	}
 	return fmt.Errorf("unknown JobEvent field %s", name)

@@ -35,6 +35,10 @@ const (
 	FieldReason = "reason"
 	// FieldAt holds the string denoting the at field in the database.
 	FieldAt = "at"
+	// FieldNodeID holds the string denoting the node_id field in the database.
+	FieldNodeID = "node_id"
+	// FieldAttempt holds the string denoting the attempt field in the database.
+	FieldAttempt = "attempt"
 	// Table holds the table name of the jobevent in the database.
 	Table = "job_events"
 )
@@ -51,6 +55,8 @@ var Columns = []string{
 	FieldStatus,
 	FieldReason,
 	FieldAt,
+	FieldNodeID,
+	FieldAttempt,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -168,6 +174,16 @@ func ByReason(opts ...sql.OrderTermOption) OrderOption {
 // ByAt orders the results by the at field.
 func ByAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldAt, opts...).ToFunc()
+}
+
+// ByNodeID orders the results by the node_id field.
+func ByNodeID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldNodeID, opts...).ToFunc()
+}
+
+// ByAttempt orders the results by the attempt field.
+func ByAttempt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldAttempt, opts...).ToFunc()
 }
 
 // MarshalGQL implements graphql.Marshaler interface.

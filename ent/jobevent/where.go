@@ -104,6 +104,16 @@ func At(v time.Time) predicate.JobEvent {
 	return predicate.JobEvent(sql.FieldEQ(FieldAt, v))
 }
 
+// NodeID applies equality check predicate on the "node_id" field. It's identical to NodeIDEQ.
+func NodeID(v string) predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldEQ(FieldNodeID, v))
+}
+
+// Attempt applies equality check predicate on the "attempt" field. It's identical to AttemptEQ.
+func Attempt(v int) predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldEQ(FieldAttempt, v))
+}
+
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.
 func CreatedAtEQ(v time.Time) predicate.JobEvent {
 	return predicate.JobEvent(sql.FieldEQ(FieldCreatedAt, v))
@@ -567,6 +577,131 @@ func AtLT(v time.Time) predicate.JobEvent {
 // AtLTE applies the LTE predicate on the "at" field.
 func AtLTE(v time.Time) predicate.JobEvent {
 	return predicate.JobEvent(sql.FieldLTE(FieldAt, v))
+}
+
+// NodeIDEQ applies the EQ predicate on the "node_id" field.
+func NodeIDEQ(v string) predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldEQ(FieldNodeID, v))
+}
+
+// NodeIDNEQ applies the NEQ predicate on the "node_id" field.
+func NodeIDNEQ(v string) predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldNEQ(FieldNodeID, v))
+}
+
+// NodeIDIn applies the In predicate on the "node_id" field.
+func NodeIDIn(vs ...string) predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldIn(FieldNodeID, vs...))
+}
+
+// NodeIDNotIn applies the NotIn predicate on the "node_id" field.
+func NodeIDNotIn(vs ...string) predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldNotIn(FieldNodeID, vs...))
+}
+
+// NodeIDGT applies the GT predicate on the "node_id" field.
+func NodeIDGT(v string) predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldGT(FieldNodeID, v))
+}
+
+// NodeIDGTE applies the GTE predicate on the "node_id" field.
+func NodeIDGTE(v string) predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldGTE(FieldNodeID, v))
+}
+
+// NodeIDLT applies the LT predicate on the "node_id" field.
+func NodeIDLT(v string) predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldLT(FieldNodeID, v))
+}
+
+// NodeIDLTE applies the LTE predicate on the "node_id" field.
+func NodeIDLTE(v string) predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldLTE(FieldNodeID, v))
+}
+
+// NodeIDContains applies the Contains predicate on the "node_id" field.
+func NodeIDContains(v string) predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldContains(FieldNodeID, v))
+}
+
+// NodeIDHasPrefix applies the HasPrefix predicate on the "node_id" field.
+func NodeIDHasPrefix(v string) predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldHasPrefix(FieldNodeID, v))
+}
+
+// NodeIDHasSuffix applies the HasSuffix predicate on the "node_id" field.
+func NodeIDHasSuffix(v string) predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldHasSuffix(FieldNodeID, v))
+}
+
+// NodeIDIsNil applies the IsNil predicate on the "node_id" field.
+func NodeIDIsNil() predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldIsNull(FieldNodeID))
+}
+
+// NodeIDNotNil applies the NotNil predicate on the "node_id" field.
+func NodeIDNotNil() predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldNotNull(FieldNodeID))
+}
+
+// NodeIDEqualFold applies the EqualFold predicate on the "node_id" field.
+func NodeIDEqualFold(v string) predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldEqualFold(FieldNodeID, v))
+}
+
+// NodeIDContainsFold applies the ContainsFold predicate on the "node_id" field.
+func NodeIDContainsFold(v string) predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldContainsFold(FieldNodeID, v))
+}
+
+// AttemptEQ applies the EQ predicate on the "attempt" field.
+func AttemptEQ(v int) predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldEQ(FieldAttempt, v))
+}
+
+// AttemptNEQ applies the NEQ predicate on the "attempt" field.
+func AttemptNEQ(v int) predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldNEQ(FieldAttempt, v))
+}
+
+// AttemptIn applies the In predicate on the "attempt" field.
+func AttemptIn(vs ...int) predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldIn(FieldAttempt, vs...))
+}
+
+// AttemptNotIn applies the NotIn predicate on the "attempt" field.
+func AttemptNotIn(vs ...int) predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldNotIn(FieldAttempt, vs...))
+}
+
+// AttemptGT applies the GT predicate on the "attempt" field.
+func AttemptGT(v int) predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldGT(FieldAttempt, v))
+}
+
+// AttemptGTE applies the GTE predicate on the "attempt" field.
+func AttemptGTE(v int) predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldGTE(FieldAttempt, v))
+}
+
+// AttemptLT applies the LT predicate on the "attempt" field.
+func AttemptLT(v int) predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldLT(FieldAttempt, v))
+}
+
+// AttemptLTE applies the LTE predicate on the "attempt" field.
+func AttemptLTE(v int) predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldLTE(FieldAttempt, v))
+}
+
+// AttemptIsNil applies the IsNil predicate on the "attempt" field.
+func AttemptIsNil() predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldIsNull(FieldAttempt))
+}
+
+// AttemptNotNil applies the NotNil predicate on the "attempt" field.
+func AttemptNotNil() predicate.JobEvent {
+	return predicate.JobEvent(sql.FieldNotNull(FieldAttempt))
 }
 
 // And groups predicates with the AND operator between them.

@@ -749,6 +749,8 @@ var (
 		{Name: "status", Type: field.TypeEnum, Enums: []string{"PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELLED"}},
 		{Name: "reason", Type: field.TypeString, Default: ""},
 		{Name: "at", Type: field.TypeTime},
+		{Name: "node_id", Type: field.TypeString, Nullable: true},
+		{Name: "attempt", Type: field.TypeInt, Nullable: true},
 	}
 	// JobEventsTable holds the schema information for the "job_events" table.
 	JobEventsTable = &schema.Table{

@@ -27,6 +27,10 @@ func (JobEvent) Fields() []ent.Field {
 		field.String("reason").Default("").Immutable(),
 		field.Time("at").Immutable().
 			Comment("when it happened (on the node, for agent reports)"),
+		field.String("node_id").Optional().Immutable().
+			Comment("for a requeue after a lost node: the node whose run ended, which may still send that attempt's output"),
+		field.Int("attempt").Optional().Immutable().
+			Comment("for a requeue after a lost node: the attempt that ended"),
 	}
 }
 

@@ -243,3 +243,36 @@ func TestBilledToTheLastServiceStop(t *testing.T) {
 		})
 	}
 }
+
+// TestRanAttempt: after a job is requeued from its lost node, that node's
+// late output of the attempt it ran is taken; no other node's, no other
+// attempt's and no other service's.
+func TestRanAttempt(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		m := newMachine(t, url)
+		id := m.placedWith(t, 1)
+		ctx := context.Background()
+		if err := m.js.ServiceRunning(ctx, m.ref(id, 1), nil, m.start); err != nil {
+			t.Fatal(err)
+		}
+		other := m.tn.AddNode(t, fixture.Node{Name: "n2", Queues: []string{m.tn.DefaultQueue}}).ID
+		if back, err := m.js.NodeLost(ctx, id, m.start.Add(time.Minute)); err != nil || !back {
+			t.Fatalf("NodeLost = %v, %v; want requeued", back, err)
+		}
+		for _, c := range []struct {
+			ref  jobs.ServiceRef
+			want bool
+		}{
+			{m.ref(id, 1), true},
+			{jobs.ServiceRef{JobID: id, Service: "main", NodeID: other, Attempt: 1}, false},
+			{m.ref(id, 2), false},
+			{jobs.ServiceRef{JobID: id, Service: "ghost", NodeID: m.node, Attempt: 1}, false},
+		} {
+			if got, err := m.js.RanAttempt(ctx, c.ref); err != nil || got != c.want {
+				t.Errorf("RanAttempt(%+v) = %v, %v; want %v", c.ref, got, err, c.want)
+			}
+		}
+	})
+}

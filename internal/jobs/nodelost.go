@@ -82,6 +82,20 @@ func (s *Service) NodeLost(ctx context.Context, id string, now time.Time) (reque
 				return err
 			}
 		}
+		// The node of the run that ends, read before the requeue clears
+		// it: its agent may still send that run's output once back in
+		// touch (it froze the run, keeping what it printed).
+		var ranOn string
+		if attempt != j.Attempt {
+			nodes, err := tx.Ent.Service.Query().Where(service.JobID(id), service.NodeIDNEQ("")).
+				Select(service.FieldNodeID).Strings(sys)
+			if err != nil {
+				return fmt.Errorf("loading the node of job %s: %w", id, err)
+			}
+			if len(nodes) > 0 {
+				ranOn = nodes[0] // a job's services share one node
+			}
+		}
 		to, _ := jobstate.To(jobstate.Requeued)
 		n, err := tx.Ent.Job.Update().
 			Where(job.ID(id), job.StatusEQ(j.Status), job.StatusIn(jobstate.From(jobstate.Requeued)...), job.Attempt(j.Attempt)).
@@ -101,7 +115,10 @@ func (s *Service) NodeLost(ctx context.Context, id string, now time.Time) (reque
 		if err != nil {
 			return err
 		}
-		return recordEvent(ctx, tx.Ent, j, "", jobevent.Status(to), reason, now)
+		if ranOn == "" {
+			return recordEvent(ctx, tx.Ent, j, "", jobevent.Status(to), reason, now)
+		}
+		return recordRequeue(ctx, tx.Ent, j, jobevent.Status(to), reason, now, ranOn)
 	})
 	if errors.Is(err, errRefused) {
 		return true, nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/levers9/levers9/ent"
 	"github.com/levers9/levers9/ent/job"
+	"github.com/levers9/levers9/ent/jobevent"
 	"github.com/levers9/levers9/ent/predicate"
 	"github.com/levers9/levers9/ent/service"
 	"github.com/levers9/levers9/internal/database"
@@ -43,6 +44,25 @@ func (r ServiceRef) runsHere(states ...job.Status) predicate.Service {
 // logged and ignored (nil).
 func (s *Service) OwnService(ctx context.Context, r ServiceRef) (*ent.Service, error) {
 	return s.ownService(ctx, s.DB.Ent, r)
+}
+
+// RanAttempt reports whether the node r names ran r's attempt of its job
+// before the job was requeued from it after the node was lost, and the job
+// has the service r names: that node may still send the attempt's output,
+// kept while it was cut off. Its state reports change nothing any more.
+func (s *Service) RanAttempt(ctx context.Context, r ServiceRef) (bool, error) {
+	sys := viewer.SystemContext(ctx)
+	ran, err := s.DB.Ent.JobEvent.Query().
+		Where(jobevent.JobID(r.JobID), jobevent.NodeID(r.NodeID), jobevent.Attempt(r.attempt())).
+		Exist(sys)
+	if err != nil || !ran {
+		return false, err
+	}
+	has, err := s.DB.Ent.Service.Query().Where(service.JobID(r.JobID), service.Name(r.Service)).Exist(sys)
+	if err != nil {
+		return false, fmt.Errorf("finding service %s of job %s: %w", r.Service, r.JobID, err)
+	}
+	return has, nil
 }
 
 func (s *Service) ownService(ctx context.Context, c *ent.Client, r ServiceRef) (*ent.Service, error) {

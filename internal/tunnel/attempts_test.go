@@ -114,8 +114,9 @@ func lines(svc string, from, to int, at time.Time, text string) []wire.LogLine {
 
 // TestAttempts: a job requeued after its node was lost keeps the lines of
 // each attempt apart, each numbered from 1; the reconnecting agent learns
-// where the current attempt's log ends; late reports of the first attempt
-// change nothing.
+// where the current attempt's log ends; late state reports of the first
+// attempt change nothing, and its late lines, which the node that ran it
+// kept while cut off, are stored with it (once: by seq).
 func TestAttempts(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, url string) {
@@ -159,7 +160,8 @@ func TestAttempts(t *testing.T) {
 		a.report(wire.StateChange{JobID: id, Attempt: 2, Service: "main", State: wire.StateRunning, Time: at})
 		a.report(wire.Logs{JobID: id, Attempt: 2, Lines: lines("main", 1, 2, at.Add(time.Minute), "second")})
 
-		// Reports of attempt 1 that arrive late change nothing.
+		// State reports of attempt 1 that arrive late change nothing; its
+		// lines are kept.
 		a.report(wire.StateChange{JobID: id, Attempt: 1, Service: "main", State: wire.StateFailed, Reason: "killed", Time: at})
 		a.report(wire.Logs{JobID: id, Attempt: 1, Lines: lines("main", 4, 4, at, "first")})
 		a.report(wire.Logs{JobID: id, Attempt: 1, Lines: lines("main", 3, 3, at, "stale")})
@@ -200,7 +202,7 @@ func TestAttempts(t *testing.T) {
 		for _, l := range stored {
 			got = append(got, fmt.Sprintf("%d/%d:%s", l.Attempt, l.Seq, l.Text))
 		}
-		want := []string{"1/1:first 1", "1/2:first 2", "1/3:first 3", "2/1:second 1", "2/2:second 2"}
+		want := []string{"1/1:first 1", "1/2:first 2", "1/3:first 3", "1/4:first 4", "2/1:second 1", "2/2:second 2"}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("stored lines %q; want %q", got, want)
 		}

@@ -60,7 +60,9 @@ func (s *session) logsMany(ctx context.Context, ms []wire.Logs) error {
 }
 
 // ownsLines reports whether this node runs, for m's attempt, every
-// service m's lines name, not only the first line's.
+// service m's lines name, not only the first line's; or ran them, for an
+// attempt requeued from it when it was lost: its agent froze that run,
+// kept its output and sends it once back in touch (jobs.RanAttempt).
 func (s *session) ownsLines(ctx context.Context, m wire.Logs) (bool, error) {
 	checked := map[string]bool{}
 	for _, l := range m.Lines {
@@ -68,8 +70,15 @@ func (s *session) ownsLines(ctx context.Context, m wire.Logs) (bool, error) {
 			continue
 		}
 		checked[l.Service] = true
-		svc, err := s.srv.Jobs.OwnService(ctx, s.ref(m.JobID, m.Attempt, l.Service))
-		if svc == nil || err != nil {
+		ref := s.ref(m.JobID, m.Attempt, l.Service)
+		svc, err := s.srv.Jobs.OwnService(ctx, ref)
+		if err != nil {
+			return false, err
+		}
+		if svc != nil {
+			continue
+		}
+		if ran, err := s.srv.Jobs.RanAttempt(ctx, ref); err != nil || !ran {
 			return false, err
 		}
 	}
