@@ -273,5 +273,41 @@ func TestPartitionNeverRunsTwoAttempts(t *testing.T) {
 	if j := jobByID(t, s.URL, c.Token, id); j.Status != "RUNNING" {
 		t.Fatalf("job = %+v; want attempt 2 RUNNING", j)
 	}
-	t.Logf("%d samples, counts %v", samples, files)
+	// Attempt 1's output up to its freeze, kept by its agent while cut off,
+	// is stored with attempt 1 once the agent is back: every line, in
+	// order (the last count may have been written without its line).
+	first := ""
+	for name := range files {
+		if first == "" || stamp(name) < stamp(first) {
+			first = name
+		}
+	}
+	var got []string
+	poll(t, "attempt 1's output stored", func() bool {
+		got = got[:0]
+		for {
+			var out struct{ JobLogs []struct{ Text string } }
+			gql(t, s.URL, c.Token, `query($id: ID!, $from: Int!) { jobLogs(jobId: $id, attempt: 1, fromSeq: $from) { text } }`,
+				map[string]any{"id": id, "from": len(got) + 1}, &out)
+			if len(out.JobLogs) == 0 {
+				break
+			}
+			for _, l := range out.JobLogs {
+				got = append(got, l.Text)
+			}
+		}
+		return len(got) >= files[first]-1
+	})
+	for i, text := range got {
+		if text != fmt.Sprintf("line %d", i+1) {
+			t.Fatalf("attempt 1's line %d is %q; want line %d", i+1, text, i+1)
+		}
+	}
+	t.Logf("%d samples, counts %v, %d lines of attempt 1 stored", samples, files, len(got))
+}
+
+// stamp is the start time in a counter file's name (p.PID.NANOSECONDS).
+func stamp(name string) string {
+	parts := strings.Split(name, ".")
+	return fmt.Sprintf("%020s", parts[len(parts)-1])
 }
