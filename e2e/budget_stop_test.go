@@ -63,9 +63,16 @@ func TestStopPolicyStopsTheProcess(t *testing.T) {
 		return true
 	})
 	proc := filepath.Join("/proc", strconv.Itoa(pid))
-	if cmd, err := os.ReadFile(filepath.Join(proc, "cmdline")); err != nil || !strings.HasPrefix(string(cmd), "sleep") {
-		t.Fatalf("process %d of the running job: %q, %v; want sleep", pid, cmd, err)
-	}
+	// The shell printed its ID, then execs sleep: on a busy machine the
+	// line can be read before the exec.
+	var cmd []byte
+	poll(t, "the job's shell to become sleep", func() bool {
+		var err error
+		if cmd, err = os.ReadFile(filepath.Join(proc, "cmdline")); err != nil {
+			t.Fatalf("process %d of the running job: %v", pid, err)
+		}
+		return strings.HasPrefix(string(cmd), "sleep")
+	})
 	if j := jobByID(t, s.URL, c.Token, id); j.Status != "RUNNING" {
 		t.Fatalf("job = %+v, want RUNNING", j)
 	}
