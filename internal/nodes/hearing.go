@@ -14,10 +14,9 @@ import (
 // gap (the server was stopped, or could not run its periodic work).
 type hearing struct {
 	mu sync.Mutex
-	// since is when the current stretch began; last the last check, and
-	// down whether it failed to reach the database.
+	// since is when the current stretch began; last the last check that
+	// reached the database (zero: none, or the last one failed).
 	since, last time.Time
-	down        bool
 }
 
 // check records a check at now and returns when the stretch it belongs to
@@ -25,10 +24,10 @@ type hearing struct {
 func (h *hearing) check(now time.Time, gap time.Duration) time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.last.IsZero() || h.down || now.Sub(h.last) > gap {
+	if h.last.IsZero() || now.Sub(h.last) > gap {
 		h.since = now
 	}
-	h.last, h.down = now, false
+	h.last = now
 	return h.since
 }
 
@@ -37,12 +36,12 @@ func (h *hearing) check(now time.Time, gap time.Duration) time.Time {
 func (h *hearing) failed() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.down = true
+	h.last = time.Time{}
 }
 
 // start makes since the beginning of a stretch checked last at since.
 func (h *hearing) start(since time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.since, h.last, h.down = since, since, false
+	h.since, h.last = since, since
 }
