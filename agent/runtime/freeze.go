@@ -25,33 +25,15 @@ const (
 // Freeze implements Freezer: each service's cgroup freezer where it has
 // one, else SIGSTOP to its process group.
 func (j *job) Freeze(ctx context.Context) error {
-	j.mu.Lock()
-	j.frozen = true
-	j.mu.Unlock()
-	var errs []error
-	for _, s := range j.services {
-		errs = append(errs, s.freeze(ctx))
-	}
-	return errors.Join(errs...)
+	return SetFrozen(&j.freeze, true, j.services, func(s *service) error { return s.freeze(ctx) })
 }
 
 // Thaw implements Freezer.
 func (j *job) Thaw(ctx context.Context) error {
-	j.mu.Lock()
-	j.frozen = false
-	j.mu.Unlock()
-	var errs []error
-	for _, s := range j.services {
-		errs = append(errs, s.thaw(ctx))
-	}
-	return errors.Join(errs...)
+	return SetFrozen(&j.freeze, false, j.services, func(s *service) error { return s.thaw(ctx) })
 }
 
-func (j *job) isFrozen() bool {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.frozen
-}
+func (j *job) isFrozen() bool { return j.freeze.Frozen() }
 
 // freeze freezes the service's processes if its command runs.
 func (s *service) freeze(ctx context.Context) error {

@@ -33,7 +33,7 @@ type job struct {
 	results   []ServiceResult
 	timers    []*time.Timer
 	result    Result
-	frozen    bool // Freeze came last (freeze.go)
+	freeze    FreezeState
 }
 
 // eventBuffer lets output flow while the consumer is briefly busy.

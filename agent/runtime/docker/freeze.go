@@ -16,34 +16,16 @@ var _ runtime.Freezer = (*job)(nil)
 // Freeze implements runtime.Freezer: every running container of the job
 // is paused (the daemon's cgroup freezer).
 func (j *job) Freeze(ctx context.Context) error {
-	j.mu.Lock()
-	j.frozen = true
-	j.mu.Unlock()
-	var errs []error
-	for _, s := range j.services {
-		errs = append(errs, s.pause(ctx))
-	}
-	return errors.Join(errs...)
+	return runtime.SetFrozen(&j.freeze, true, j.services, func(s *service) error { return s.pause(ctx) })
 }
 
 // Thaw implements runtime.Freezer: every container of the job is
 // unpaused, also one found paused after an agent restart.
 func (j *job) Thaw(ctx context.Context) error {
-	j.mu.Lock()
-	j.frozen = false
-	j.mu.Unlock()
-	var errs []error
-	for _, s := range j.services {
-		errs = append(errs, s.unpause(ctx))
-	}
-	return errors.Join(errs...)
+	return runtime.SetFrozen(&j.freeze, false, j.services, func(s *service) error { return s.unpause(ctx) })
 }
 
-func (j *job) isFrozen() bool {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.frozen
-}
+func (j *job) isFrozen() bool { return j.freeze.Frozen() }
 
 // pause pauses the service's container if it runs, after a start under
 // way.

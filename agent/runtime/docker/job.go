@@ -42,7 +42,7 @@ type job struct {
 	results   []runtime.ServiceResult
 	timers    []*time.Timer
 	result    runtime.Result
-	frozen    bool // Freeze came last (freeze.go)
+	freeze    runtime.FreezeState
 }
 
 // eventBuffer lets output flow while the consumer is briefly busy.
